@@ -1,0 +1,34 @@
+# boincweb: `make run` serves the project, `make test` runs the whole suite.
+VENV ?= .venv
+PYTHON ?= python3
+PY := $(VENV)/bin/python
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+
+.PHONY: install run test test-sqlite test-postgres bench lint clean
+
+$(VENV)/.installed: requirements.txt
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "boincweb needs Python 3.11 or newer")'
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -r requirements.txt
+	touch $@
+
+install: $(VENV)/.installed
+
+# Migrates, loads demo data, and starts the embedded Redis (unless REDIS_URL is set), an RQ
+# worker, the periodic-job runner and the web server; Ctrl-C stops them all.
+run: install
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py seed_demo
+	honcho start $(if $(REDIS_URL),web worker cron,)
+
+# The whole suite on SQLite, then again on PostgreSQL when DATABASE_URL is set.
+test: install
+	env -u DATABASE_URL $(PY) -m pytest
+	@if [ -n "$$DATABASE_URL" ]; then echo "== again on $$DATABASE_URL"; $(PY) -m pytest; fi
+
+bench: install
+	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+
+clean:
+	rm -rf var/*.sqlite3 var/redis.sock var/staticfiles

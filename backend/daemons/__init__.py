@@ -1,0 +1,70 @@
+"""The registry of back-end daemons.
+
+Each daemon module exposes ``run_once(*, now, batch_size, mod=1, index=0) -> int``: one pass
+over at most ``batch_size`` items, returning the work done (0 when it found nothing). ``now``
+is Unix seconds, passed by the caller (a world's simulated clock or the wall clock); daemons
+never read the clock. ``mod``/``index`` restrict a pass to ids with ``id % mod == index``, as
+BOINC's ``--mod n i`` does (reference/server.md §3), so several instances can split the work;
+every pass is also safe to run twice at once without a split.
+"""
+
+import importlib
+import time
+
+from django.conf import settings
+from django.db.models import F
+from django.utils import timezone
+
+# name -> module; the order is the order of one full round of passes.
+DAEMONS = {
+    "transitioner": "backend.daemons.transitioner",
+    "validator": "backend.daemons.validator",
+    "assimilator": "backend.daemons.assimilator",
+    "file_deleter": "backend.daemons.file_deleter",
+    "work_generator": "backend.daemons.work_generator",
+}
+
+
+class UnknownDaemon(ValueError):
+    pass
+
+
+def daemon_names():
+    return list(DAEMONS)
+
+
+def get_daemon(name):
+    """The ``run_once`` function of the daemon called ``name``."""
+    try:
+        module_path = DAEMONS[name]
+    except KeyError:
+        raise UnknownDaemon(
+            f"unknown daemon {name!r}; choose one of: {', '.join(DAEMONS)}"
+        ) from None
+    return importlib.import_module(module_path).run_once
+
+
+def run_pass(name, *, now=None, batch_size=None, mod=1, index=0):
+    """Run one pass of daemon ``name`` and record it in DaemonStatus; return the work done.
+
+    ``now`` defaults to the wall clock: this is the one place the real clock is read, on
+    behalf of callers that run the daemons in real time.
+    """
+    from backend.models import DaemonStatus
+
+    run_once = get_daemon(name)
+    if now is None:
+        now = int(time.time())
+    if batch_size is None:
+        batch_size = settings.DAEMON_BATCH_SIZE
+    status, _ = DaemonStatus.objects.get_or_create(name=name)
+    if not status.enabled:
+        return 0
+    done = run_once(now=now, batch_size=batch_size, mod=mod, index=index)
+    DaemonStatus.objects.filter(name=name).update(
+        last_pass_time=timezone.now(),
+        last_work_done=done,
+        total_work_done=F("total_work_done") + done,
+        passes=F("passes") + 1,
+    )
+    return done

@@ -1,0 +1,108 @@
+"""The assimilator (reference/server.md §3.8: sched/assimilator.cpp).
+
+A pass claims workunits with assimilate_state READY (row locks, SKIP LOCKED on PostgreSQL),
+reads their canonical results and output files, and calls the app's handler
+(``App.assimilator``, a name in ``HANDLERS``; ``register`` adds one) with
+``(workunit, canonical_result or None, output files)``. Following BOINC's code:
+
+- a workunit READY without a canonical result and without any error gets
+  WU_ERROR_NO_CANONICAL_RESULT ("result records got deleted prematurely");
+- the handler returning ``DEFER_ASSIMILATION`` sends the workunit back to assimilate_state
+  INIT (the transitioner makes it READY again once all results are over and validated);
+  otherwise it becomes DONE;
+- either way transition_time = now, so the transitioner schedules file deletion; written as
+  ``min(transition_time, now)`` so that a workunit already due is never postponed (a result
+  past its deadline must be timed out by the next transitioner pass, whatever its clock);
+- a handler that raises stops the pass and rolls it back (BOINC's assimilator exits), so a
+  broken handler halts the pipeline instead of skipping work.
+
+The default handler, ``record``, copies the canonical output to
+``<data dir>/assimilated/<app>/<workunit>`` and returns an AssimilatedResult row (canonical
+result, error mask, checksum, size, path); the pass inserts the rows in one statement, and the
+table's one-row-per-workunit constraint makes a workunit assimilated exactly once.
+"""
+
+import shutil
+
+from django.db import transaction
+from django.db.models import F, Value
+from django.db.models.functions import Least
+
+from backend.daemons.claim import claim
+from backend.daemons.hierarchy import assimilated_path, upload_path
+from backend.events import event, record
+from backend.models import AssimilatedResult, AssimilateState, ErrorMask, File, Workunit
+
+ACTOR = "assimilator"
+DEFER_ASSIMILATION = "defer"
+
+
+def record_output(wu, canonical, files, *, now):
+    """The default handler: keep a copy of the canonical output and a row describing it."""
+    row = AssimilatedResult(workunit=wu, app_id=wu.app_id, canonical_result=canonical,
+                            error_mask=wu.error_mask, time=now)
+    if files:
+        first = files[0]
+        row.output_md5, row.output_nbytes = first.md5_cksum, first.nbytes
+        source = upload_path(first.name)
+        if source.exists():
+            target = assimilated_path(wu.app.name, wu.name)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+            row.path = str(target)
+    return row
+
+
+HANDLERS = {"record": record_output}
+
+
+def register(name, handler):
+    """Make ``App.assimilator = name`` call ``handler(wu, canonical, files, now=...)``."""
+    HANDLERS[name] = handler
+
+
+def run_once(*, now, batch_size, mod=1, index=0):
+    """One pass over workunits READY to assimilate; returns how many were handled."""
+    with transaction.atomic():
+        wus = claim(Workunit.objects.ready_to_assimilate().select_related("app",
+                                                                           "canonical_result"),
+                    batch_size, mod=mod, index=index)
+        if not wus:
+            return 0
+        files = {}
+        canonical_ids = [wu.canonical_result_id for wu in wus if wu.canonical_result_id]
+        for f in File.objects.filter(result_id__in=canonical_ids).order_by("name"):
+            files.setdefault(f.result_id, []).append(f)
+        rows, done, deferred, no_canonical, events = [], [], [], [], []
+        for wu in wus:
+            canonical = wu.canonical_result
+            if canonical is None and not wu.error_mask:
+                wu.error_mask = ErrorMask.NO_CANONICAL_RESULT
+                no_canonical.append(wu.pk)
+                events.append(event(time=now, actor=ACTOR, workunit_id=wu.pk,
+                                    field="error_mask", old=0, new=wu.error_mask,
+                                    reason="no canonical result"))
+            outcome = HANDLERS[wu.app.assimilator](wu, canonical,
+                                                   files.get(wu.canonical_result_id, []), now=now)
+            if outcome == DEFER_ASSIMILATION:
+                deferred.append(wu.pk)
+                new, reason = AssimilateState.INIT, "handler deferred assimilation"
+            else:
+                done.append(wu.pk)
+                if isinstance(outcome, AssimilatedResult):
+                    rows.append(outcome)
+                new, reason = AssimilateState.DONE, "assimilated"
+            events.append(event(time=now, actor=ACTOR, workunit_id=wu.pk,
+                                field="assimilate_state", old=AssimilateState.READY, new=new,
+                                reason=reason))
+        if no_canonical:
+            Workunit.objects.filter(id__in=no_canonical, error_mask=0).update(
+                error_mask=ErrorMask.NO_CANONICAL_RESULT)
+        for ids, state in ((done, AssimilateState.DONE), (deferred, AssimilateState.INIT)):
+            if ids:
+                Workunit.objects.filter(id__in=ids, assimilate_state=AssimilateState.READY) \
+                    .update(assimilate_state=state,
+                            transition_time=Least(F("transition_time"), Value(now)))
+        AssimilatedResult.objects.bulk_create(rows, ignore_conflicts=True)
+        record(events)
+    return len(wus)

@@ -1,0 +1,101 @@
+"""Claiming rows for a pass, safely with several workers (reference/server.md §5).
+
+On PostgreSQL, ``select_for_update(skip_locked=True)`` inside the caller's transaction: a row
+another worker holds is skipped, and the rows we lock stay ours until we commit, so a
+compare-and-set update on them cannot lose to anyone. On SQLite the transaction itself is
+IMMEDIATE (settings), which takes the write lock at BEGIN, so the pass is serialised.
+"""
+
+from django.db import connection
+from django.db.models import F
+from django.db.models.functions import Mod
+
+
+def shard(queryset, mod=1, index=0, field="id"):
+    """Only the rows with ``field % mod == index``, as BOINC's ``--mod n i``."""
+    if mod <= 1:
+        return queryset
+    return queryset.annotate(_shard=Mod(F(field), mod)).filter(_shard=index)
+
+
+def claim(queryset, batch_size, *, mod=1, index=0):
+    """Lock and return up to ``batch_size`` rows of ``queryset`` by id; call inside ``atomic()``."""
+    queryset = shard(queryset, mod, index)
+    if connection.features.has_select_for_update_skip_locked:
+        queryset = queryset.select_for_update(skip_locked=True, of=("self",))
+    return list(queryset.order_by("id")[:batch_size])
+
+
+SIMPLE = {
+    "IntegerField": int, "BigIntegerField": int, "PositiveIntegerField": int,
+    "PositiveSmallIntegerField": int, "SmallIntegerField": int, "AutoField": int,
+    "BigAutoField": int, "FloatField": float, "BooleanField": bool, "CharField": str,
+    "TextField": str,
+}
+
+
+def preparer(field):
+    """A function from an attribute's value to the database's, for a pass's many rows: the
+    plain Python type for plain fields (and foreign keys to them), Django's preparation for
+    the rest."""
+    target = field.target_field if field.is_relation else field
+    kind = SIMPLE.get(target.get_internal_type())
+    if kind is None:
+        return lambda value: field.get_db_prep_save(value, connection)
+    return lambda value: value if value is None else kind(value)
+
+
+def update_rows(model, rows, fields, chunk=1000):
+    """Write each row's own values of ``fields`` in one UPDATE ... FROM (VALUES ...) per chunk.
+
+    Django's bulk_update builds a CASE per field, which PostgreSQL plans slowly for large
+    batches; a join against a VALUES list is one pass. Callers hold the rows' locks (or the
+    SQLite write lock), as for any write in a pass.
+    """
+    if not rows:
+        return
+    table = connection.ops.quote_name(model._meta.db_table)
+    pk = model._meta.pk
+    columns = [model._meta.get_field(name) for name in fields]
+    sets = ", ".join(f"{connection.ops.quote_name(c.column)} = v.column{i + 2}"
+                     for i, c in enumerate(columns))
+    row_sql = "(" + ", ".join(f"CAST(%s AS {c.db_type(connection)})"
+                              for c in [pk, *columns]) + ")"
+    prepared = [(c.attname, preparer(c)) for c in columns]
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), chunk):
+            part = rows[start:start + chunk]
+            params = []
+            for row in part:
+                params.append(row.pk)
+                params.extend(prep(getattr(row, attname)) for attname, prep in prepared)
+            cursor.execute(
+                f"UPDATE {table} SET {sets} FROM (VALUES {', '.join([row_sql] * len(part))}) "
+                f"AS v WHERE {table}.{connection.ops.quote_name(pk.column)} = v.column1",
+                params)
+
+
+def compare_and_set(model, field, values, otherwise, chunk=1000):
+    """Per row, ``field = new`` where it still holds the value read, else ``otherwise``.
+
+    ``values`` maps a primary key to ``(read, new)``. One UPDATE ... FROM (VALUES ...) per
+    chunk: the transitioner's write of transition_time (reference/server.md §3.2 step 11).
+    """
+    if not values:
+        return
+    table = connection.ops.quote_name(model._meta.db_table)
+    pk = model._meta.pk
+    target = model._meta.get_field(field)
+    column = f"{table}.{connection.ops.quote_name(target.column)}"
+    kinds = (pk.db_type(connection), target.db_type(connection), target.db_type(connection))
+    row_sql = "(" + ", ".join(f"CAST(%s AS {kind})" for kind in kinds) + ")"
+    items = list(values.items())
+    with connection.cursor() as cursor:
+        for start in range(0, len(items), chunk):
+            part = items[start:start + chunk]
+            cursor.execute(
+                f"UPDATE {table} SET {connection.ops.quote_name(target.column)} = "
+                f"CASE WHEN {column} = v.column2 THEN v.column3 ELSE %s END "
+                f"FROM (VALUES {', '.join([row_sql] * len(part))}) AS v "
+                f"WHERE {table}.{connection.ops.quote_name(pk.column)} = v.column1",
+                [otherwise, *(value for key, (read, new) in part for value in (key, read, new))])

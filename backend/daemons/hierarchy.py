@@ -1,0 +1,54 @@
+"""Where the project's files live: input files in settings.DOWNLOAD_DIR, outputs in UPLOAD_DIR.
+
+BOINC spreads files over a fan-out of subdirectories (the "download/upload hierarchy"); ours
+are flat, one file per name, which the download view and the file_upload_handler share.
+
+A pass that creates or deletes many files does so from a few threads (``in_parallel``): each
+create, rename or unlink waits on the file system's journal, and waits in parallel overlap.
+"""
+
+import hashlib
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from django.conf import settings
+
+
+def download_path(name):
+    return Path(settings.DOWNLOAD_DIR) / name
+
+
+def upload_path(name):
+    return Path(settings.UPLOAD_DIR) / name
+
+
+def write_file(path, data):
+    """Write ``data`` to ``path`` atomically (a rename), creating the directory; return its md5."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.part")
+    partial.write_bytes(data)
+    os.replace(partial, path)
+    return hashlib.md5(data).hexdigest()
+
+
+def assimilated_path(app_name, wu_name):
+    """Where the default assimilator keeps a copy of a workunit's canonical output."""
+    return Path(settings.BOINCWEB_DATA_DIR) / "assimilated" / app_name / wu_name
+
+
+FILE_THREADS = 8
+
+
+def in_parallel(fn, items):
+    """``[fn(item) for item in items]``, run on up to FILE_THREADS threads, in order."""
+    items = list(items)
+    if len(items) < 2:
+        return [fn(item) for item in items]
+    with ThreadPoolExecutor(min(FILE_THREADS, len(items))) as pool:
+        return list(pool.map(fn, items))
+
+
+def write_files(pairs):
+    """``write_file`` for each ``(path, data)``, in parallel; returns the md5s in order."""
+    return in_parallel(lambda pair: write_file(*pair), pairs)

@@ -1,0 +1,174 @@
+"""The scheduler's handling of reported results (reference/server.md §3.5).
+
+Follows BOINC's code (sched/sched_result.cpp) where the seed's pseudo-code differs (§4):
+
+- every reported result is acked, accepted or not, so the client forgets it;
+- a result that is OVER with outcome NO_REPLY or CLIENT_DETACHED is accepted late; any other
+  OVER result, an UNSENT one, or one already received is ignored ("already reported");
+- a result sent to another host is accepted when that host has the same owner, otherwise it
+  is rejected and nothing changes;
+- the outcome is SUCCESS only if the client state is FILES_UPLOADED **and** exit_status is 0;
+  anything else is CLIENT_ERROR with validate_state INVALID;
+- elapsed time is sanitised: negative -> 0, zero -> CPU time, longer than the turnaround ->
+  the turnaround;
+- the workunits of accepted results get ``transition_time = now`` in one update; BOINC writes
+  ``now`` outright, we write ``min(transition_time, now)`` so that a report never postpones a
+  workunit that was already due (another result past its deadline): a transitioner pass at the
+  same ``now`` would skip it and leave that result IN_PROGRESS past its deadline.
+
+Additionally (our rule, not BOINC's): a report whose output files are not the result's own
+(``<result name>_r<random>_<i>``) or whose uploaded contents do not match the stated size or
+checksum is rejected and changes nothing, so a host cannot plant another result's output.
+
+Results of one workunit are written only under that workunit's row lock (PostgreSQL), which the
+transitioner and validator also hold while they decide, so a report never races them.
+"""
+
+import hashlib
+
+from django.db.models import F, Value
+from django.db.models.functions import Least
+
+from backend.daemons.claim import update_rows
+from backend.daemons.hierarchy import upload_path, write_files
+from backend.daemons.sched_types import RejectedReport
+from backend.events import event, record
+from backend.models import (
+    ClientState, File, Outcome, Result, ServerState, ValidateState, Workunit,
+)
+
+ACTOR = "scheduler"
+
+LATE_OUTCOMES = {Outcome.NO_REPLY, Outcome.CLIENT_DETACHED}
+
+
+def handle_results(host, reports, *, now, reply):
+    """Apply the reported results of one request; call inside ``transaction.atomic()``."""
+    if not reports:
+        return 0
+    names = [report.name for report in reports]
+    wu_ids = sorted(set(Result.objects.filter(name__in=names).values_list("workunit_id",
+                                                                          flat=True)))
+    # Lock the workunits in id order, then read the results under the lock.
+    list(Workunit.objects.select_for_update().filter(id__in=wu_ids).order_by("id")
+         .values_list("id", flat=True))
+    found = {r.name: r for r in Result.objects.filter(name__in=names).select_related("host")}
+    accepted, files, events = [], [], []
+    for report in reports:
+        reply.result_acks.append(report.name)
+        result = found.get(report.name)
+        reason = rejection(result, report, host)
+        if reason:
+            reply.rejected.append(RejectedReport(report.name, reason))
+            continue
+        outputs, reason = output_files(result, report)
+        if reason:
+            reply.rejected.append(RejectedReport(report.name, reason))
+            continue
+        events.extend(receive(result, report, host, now=now))
+        accepted.append(result)
+        files.extend(outputs)
+    if not accepted:
+        return 0
+    update_rows(Result, accepted, [
+        "server_state", "outcome", "validate_state", "client_state", "exit_status", "host",
+        "received_time", "elapsed_time", "cpu_time", "stderr_out",
+    ])
+    store_output_files(files)
+    Workunit.objects.filter(id__in={r.workunit_id for r in accepted}).update(
+        transition_time=Least(F("transition_time"), Value(now)))
+    record(events)
+    return len(accepted)
+
+
+def rejection(result, report, host):
+    """Why ``report`` changes nothing, or "" when it is to be accepted (§3.5 step 2)."""
+    if result is None:
+        return "no such result"
+    if result.server_state == ServerState.OVER:
+        if result.outcome not in LATE_OUTCOMES:
+            return f"already reported (outcome {Outcome(result.outcome).name})"
+    elif result.server_state != ServerState.IN_PROGRESS:
+        return "this result was never sent"
+    if result.received_time:
+        return "already reported"
+    if result.host_id != host.pk and (result.host is None or result.host.owner_id != host.owner_id):
+        return "this result was sent to another host"
+    return ""
+
+
+def output_files(result, report):
+    """The File rows (with their contents) for ``report``'s outputs, or a rejection reason."""
+    prefix = f"{result.name}_r{result.random}_"
+    outputs = []
+    for out in report.output_files:
+        if not out.name.startswith(prefix) or not out.name[len(prefix):].isdigit():
+            return [], f"output file {out.name} does not belong to this result"
+        nbytes, md5 = out.nbytes, out.md5_cksum
+        if out.data is not None:
+            actual_md5 = hashlib.md5(out.data).hexdigest()
+            if md5 and md5 != actual_md5:
+                return [], f"output file {out.name} does not match its md5_cksum"
+            if nbytes and nbytes != len(out.data):
+                return [], f"output file {out.name} is not {nbytes} bytes long"
+            nbytes, md5 = len(out.data), actual_md5
+        if out.error_msg:
+            continue
+        outputs.append((File(name=out.name, kind=File.Kind.OUTPUT, result=result, nbytes=nbytes,
+                             max_nbytes=out.max_nbytes, md5_cksum=md5), out.data))
+    return outputs, ""
+
+
+def receive(result, report, host, *, now):
+    """Set the fields of an accepted result (§3.5 steps 3-4); return its events."""
+    old_state, old_outcome = result.server_state, result.outcome
+    result.host_id = host.pk
+    result.server_state = ServerState.OVER
+    result.received_time = now
+    result.client_state = report.client_state
+    result.exit_status = report.exit_status
+    result.cpu_time = max(report.final_cpu_time, 0.0)
+    result.elapsed_time = sanitised_elapsed_time(report, result, now=now)
+    result.stderr_out = report.stderr_out
+    success = report.client_state == ClientState.FILES_UPLOADED and report.exit_status == 0
+    late = " (late)" if old_state == ServerState.OVER else ""
+    events = []
+    if old_state != ServerState.OVER:
+        events.append(result_event(result, now, "server_state", old_state, ServerState.OVER,
+                                   "reported by the host"))
+    if success:
+        result.outcome = Outcome.SUCCESS
+        events.append(result_event(result, now, "outcome", old_outcome, Outcome.SUCCESS,
+                                   f"output uploaded and exit status 0{late}"))
+    else:
+        result.outcome = Outcome.CLIENT_ERROR
+        result.validate_state = ValidateState.INVALID
+        why = (f"client state {ClientState(report.client_state).name}, "
+               f"exit status {report.exit_status}{late}")
+        events.append(result_event(result, now, "outcome", old_outcome, Outcome.CLIENT_ERROR, why))
+        events.append(result_event(result, now, "validate_state", ValidateState.INIT,
+                                   ValidateState.INVALID, "client error"))
+    return events
+
+
+def result_event(result, now, field, old, new, reason):
+    return event(time=now, actor=ACTOR, result_id=result.pk, workunit_id=result.workunit_id,
+                 field=field, old=old, new=new, reason=reason)
+
+
+def sanitised_elapsed_time(report, result, *, now):
+    elapsed = report.final_elapsed_time
+    if elapsed < 0:
+        elapsed = 0.0
+    if elapsed == 0:
+        elapsed = max(report.final_cpu_time, 0.0)
+    turnaround = now - result.sent_time
+    if result.sent_time and elapsed > turnaround:
+        elapsed = float(max(turnaround, 0))
+    return elapsed
+
+
+def store_output_files(files):
+    """Write uploaded contents to the upload directory and record the File rows."""
+    write_files((upload_path(row.name), data) for row, data in files if data is not None)
+    File.objects.bulk_create([row for row, _ in files], ignore_conflicts=True)

@@ -1,0 +1,349 @@
+"""The scheduler's sending of work (reference/server.md §3.4) and result aborts (§3.6).
+
+For each resource the client asks work for (GPU types first, then the CPU), the scheduler
+looks at unsent results in the feeder's default order (``priority`` descending, then workunit
+id: "do retries before new jobs"), of apps the host has a usable app version for, whose
+workunit has no error, and never a second result of one workunit for the same volunteer
+(``one_result_per_user_per_wu``). Each job must pass the deadline check of
+``wu_is_infeasible_fast``: the host's estimated queue delay plus the job's duration on this host,
+stretched by its availability, must be under ``delay_bound``. Jobs are added until the request
+(seconds and instances) is met or ``max_wus_to_send`` × (CPUs + GPUs) is reached.
+
+Sending follows BOINC's code, not the seed (§4): the database stores ``report_deadline = now +
+delay_bound + report_grace_period`` and the client is told the deadline without the grace;
+the workunit's ``transition_time`` becomes ``min(transition_time, report_deadline)``.
+Results are claimed with ``SELECT ... FOR UPDATE SKIP LOCKED`` on PostgreSQL and written
+compare-and-set (``WHERE server_state = UNSENT``), so two scheduler processes never send the
+same result. As in BOINC, the result update and the workunit update are two transactions (a
+transitioner holding the workunit waits for nothing of ours).
+
+The infeasible queue is the seed's rule, absent from BOINC's code (§4): a result the deadline
+check turns down is stamped ``infeasible_since``; once every host that looked at it for
+``infeasible_timeout`` seconds has turned it down, it becomes OVER/COULDNT_SEND and its
+workunit is due for the transitioner, which sets WU_ERROR_COULDNT_SEND_RESULT.
+"""
+
+from dataclasses import dataclass
+
+from django.db import connection, transaction
+from django.db.models import Exists, OuterRef
+
+from backend.daemons.sched_types import (
+    Message, ReplyAppVersion, ReplyFile, ReplyResult, ReplyWorkunit,
+)
+from backend.events import event, record
+from backend.models import (
+    App, AppVersion, AssimilateState, ErrorMask, Outcome, Result, ServerState,
+    TransitionerFlags, Workunit,
+)
+
+ACTOR = "scheduler"
+CPU = "cpu"
+
+
+@dataclass
+class Resource:
+    """What the client asks of one processor type, and how fast this host runs it."""
+
+    name: str
+    req_secs: float
+    req_instances: float
+    estimated_delay: float
+    flops: float
+    available_frac: float
+    count: int
+
+
+@dataclass
+class Version:
+    """An app version the host can run: the row (None on anonymous platform) and its reply."""
+
+    row: AppVersion | None
+    reply: ReplyAppVersion
+    instances: float
+
+
+def requested_resources(host, request):
+    """The resources with a work request, GPU types first (``send_work_score_type`` order)."""
+    stats = request.time_stats
+    wanted = []
+    for gpu in request.gpu_requests:
+        if gpu.count > 0 and (gpu.req_secs > 0 or gpu.req_instances > 0):
+            wanted.append(Resource(gpu.type, gpu.req_secs, gpu.req_instances,
+                                   gpu.estimated_delay, gpu.peak_flops,
+                                   stats.on_frac * stats.gpu_active_frac, gpu.count))
+    cpu_secs = request.cpu_req_secs
+    if not cpu_secs and not request.cpu_req_instances and not request.gpu_requests:
+        cpu_secs = request.work_req_seconds  # clients before per-resource requests
+    if cpu_secs > 0 or request.cpu_req_instances > 0:
+        wanted.append(Resource(CPU, cpu_secs, request.cpu_req_instances,
+                               request.estimated_delay, host.p_fpops,
+                               stats.on_frac * stats.active_frac, host.p_ncpus))
+    return wanted
+
+
+def usable_versions(request, resource):
+    """app id -> the newest Version of that app the host can run on ``resource``.
+
+    On the anonymous platform, the versions the client lists. Otherwise the project's
+    versions for the client's platforms; for a real client (one that reports its
+    ``core_client_version``) only versions that have executables to download, so a client
+    is never sent an app version it could not run (reference/protocol.md §7).
+    """
+    gpu_type = "" if resource.name == CPU else resource.name
+    found = {}
+    if request.platform_name == "anonymous":
+        apps = {app.name: app for app in App.objects.filter(
+            deprecated=False, name__in=[v.app_name for v in request.app_versions])}
+        for v in sorted(request.app_versions, key=lambda v: -v.version_num):
+            app = apps.get(v.app_name)
+            if app is None or app.pk in found or (v.gpu_type or "") != gpu_type:
+                continue
+            reply = ReplyAppVersion(v.app_name, v.version_num, v.platform or "anonymous",
+                                    v.plan_class, v.avg_ncpus, v.flops, v.gpu_type, v.gpu_usage)
+            found[app.pk] = Version(None, reply, v.gpu_usage if gpu_type else v.avg_ncpus)
+        return found
+    platforms = [request.platform_name, *request.alt_platforms]
+    rows = (AppVersion.objects.filter(deprecated=False, app__deprecated=False,
+                                      platform__in=platforms, gpu_type=gpu_type)
+            .select_related("app").order_by("-version_num", "id"))
+    if request.core_client_version:
+        # A real client (it says its version) runs what it downloads: only app versions with
+        # a main program (protocol.models.AppVersionFile). Simulated hosts run nothing.
+        rows = rows.filter(files__main_program=True).distinct()
+    for row in rows:
+        if row.app_id in found:
+            continue
+        reply = ReplyAppVersion(row.app.name, row.version_num, row.platform, row.plan_class,
+                                row.avg_ncpus, row.flops, row.gpu_type, row.gpu_usage)
+        found[row.app_id] = Version(row, reply, row.gpu_usage if gpu_type else row.avg_ncpus)
+    return found
+
+
+def job_flops(resource, version):
+    """The FLOPS a job of ``version`` gets on this host's ``resource``."""
+    if resource.name == CPU:
+        return resource.flops * max(version.instances, 1e-3)
+    if resource.flops > 0:
+        return resource.flops * max(version.instances, 1e-3)
+    return version.reply.flops
+
+
+def candidates(host, app_ids, limit, config):
+    """Unsent results to consider, in the feeder's order, locked where the database can."""
+    queryset = Result.objects.filter(
+        server_state=ServerState.UNSENT, app_id__in=app_ids, workunit__error_mask=0,
+        workunit__transitioner_flags=TransitionerFlags.ORDINARY,
+    )
+    if config.one_result_per_user_per_wu:
+        queryset = queryset.exclude(Exists(Result.objects.filter(
+            workunit_id=OuterRef("workunit_id"), user_id=host.owner_id)))
+    queryset = queryset.select_related("workunit").order_by("-priority", "workunit_id", "id")
+    if connection.features.has_select_for_update_skip_locked:
+        queryset = queryset.select_for_update(skip_locked=True, of=("self",))
+    return list(queryset[:limit])
+
+
+def send_work(host, request, *, now, config, reply):
+    """Send jobs for each requested resource; fill ``reply.results``; return how many."""
+    resources = requested_resources(host, request)
+    if not resources:
+        return 0
+    max_jobs = config.max_wus_to_send * (host.p_ncpus + sum(
+        gpu.count for gpu in request.gpu_requests))
+    taken_wus = set()
+    sent = []
+    for resource in resources:
+        versions = usable_versions(request, resource)
+        if not versions or len(sent) >= max_jobs:
+            continue
+        by_locality = {app_id: v for app_id, v in versions.items()
+                       if v.row is not None and v.row.app.locality_scheduling}
+        if by_locality:
+            # Locality scheduling (§3.10) sends these apps' jobs; it lives in world.locality.
+            from world.locality import send_work_by_locality
+
+            local, resource = send_work_by_locality(
+                host, request, resource, by_locality, now=now, config=config,
+                max_jobs=max_jobs - len(sent), taken_wus=taken_wus, reply=reply)
+            sent.extend(local)
+            versions = {app_id: v for app_id, v in versions.items() if app_id not in by_locality}
+            if not versions or len(sent) >= max_jobs:
+                continue
+        sent.extend(send_for_resource(host, resource, versions, now=now, config=config,
+                                      max_jobs=max_jobs - len(sent), taken_wus=taken_wus))
+    if sent:
+        lower_transition_times(sent)
+        reply.results.extend(reply_results(sent, now=now, config=config))
+    else:
+        reply.messages.append(Message("No work sent: no unsent job fits this host", "low"))
+    return len(sent)
+
+
+def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_wus,
+                      pick=candidates):
+    """Claim and mark sent the jobs for one resource; returns (result, version, runtime).
+
+    ``pick(host, app_ids, limit, config)`` lists the unsent results to consider, in order
+    (``candidates``, or locality scheduling's results for one file).
+    """
+    req_secs, req_instances = resource.req_secs, resource.req_instances
+    delay = resource.estimated_delay
+    chosen, infeasible = [], []
+    with transaction.atomic():
+        for result in pick(host, list(versions), max_jobs * config.candidate_factor, config):
+            if len(chosen) >= max_jobs or (req_secs <= 0 and req_instances <= 0):
+                break
+            if result.workunit_id in taken_wus:
+                continue
+            version = versions[result.app_id]
+            runtime = result.workunit.rsc_fpops_est / job_flops(resource, version)
+            stretched = runtime / resource.available_frac if resource.available_frac > 0 else None
+            if stretched is None or delay + stretched >= result.workunit.delay_bound:
+                infeasible.append(result)
+                continue
+            chosen.append((result, version, runtime))
+            taken_wus.add(result.workunit_id)
+            req_secs -= runtime
+            req_instances -= version.instances
+            delay += stretched / max(resource.count, 1)
+        sent = mark_sent(host, chosen, now=now, config=config)
+        fallen = mark_infeasible(infeasible, now=now, timeout=config.infeasible_timeout)
+    if fallen:
+        make_due(fallen, now=now)
+    return sent
+
+
+def mark_sent(host, chosen, *, now, config):
+    """UNSENT -> IN_PROGRESS, compare-and-set, grouped by the values written."""
+    groups = {}
+    for result, version, runtime in chosen:
+        deadline = now + result.workunit.delay_bound + config.report_grace_period
+        app_version_id = version.row.pk if version.row else None
+        flops = result.workunit.rsc_fpops_est / runtime if runtime else 0.0
+        groups.setdefault((deadline, app_version_id, flops), []).append(
+            (result, version, runtime))
+    sent, events = [], []
+    for (deadline, app_version_id, flops), members in groups.items():
+        ids = [result.pk for result, _, _ in members]
+        changed = Result.objects.filter(id__in=ids, server_state=ServerState.UNSENT).update(
+            server_state=ServerState.IN_PROGRESS, host_id=host.pk, user_id=host.owner_id,
+            sent_time=now, report_deadline=deadline, app_version_id=app_version_id,
+            flops_estimate=flops, infeasible_since=0)
+        if changed != len(ids):
+            ours = set(Result.objects.filter(id__in=ids, host_id=host.pk, sent_time=now,
+                                             server_state=ServerState.IN_PROGRESS)
+                       .values_list("id", flat=True))
+            members = [m for m in members if m[0].pk in ours]
+        for result, version, runtime in members:
+            result.report_deadline, result.sent_time = deadline, now
+            sent.append((result, version, runtime))
+            events.append(event(time=now, actor=ACTOR, result_id=result.pk,
+                                workunit_id=result.workunit_id, field="server_state",
+                                old=ServerState.UNSENT, new=ServerState.IN_PROGRESS,
+                                reason=f"sent to host {host.pk}"))
+    record(events)
+    return sent
+
+
+def mark_infeasible(results, *, now, timeout):
+    """Stamp newly infeasible results; those infeasible too long -> OVER/COULDNT_SEND."""
+    fresh = [r.pk for r in results if not r.infeasible_since]
+    if fresh:
+        Result.objects.filter(id__in=fresh, infeasible_since=0).update(infeasible_since=now)
+    stale = [r for r in results if r.infeasible_since and now - r.infeasible_since >= timeout]
+    if not stale:
+        return []
+    Result.objects.filter(id__in=[r.pk for r in stale], server_state=ServerState.UNSENT).update(
+        server_state=ServerState.OVER, outcome=Outcome.COULDNT_SEND)
+    events = []
+    for r in stale:
+        why = f"no host could meet the deadline for {now - r.infeasible_since} s"
+        events.append(event(time=now, actor=ACTOR, result_id=r.pk, workunit_id=r.workunit_id,
+                            field="server_state", old=ServerState.UNSENT, new=ServerState.OVER,
+                            reason=why))
+        events.append(event(time=now, actor=ACTOR, result_id=r.pk, workunit_id=r.workunit_id,
+                            field="outcome", old=Outcome.INIT, new=Outcome.COULDNT_SEND,
+                            reason=why))
+    record(events)
+    return stale
+
+
+def locked_in_id_order(wu_ids):
+    """Lock workunit rows in id order (a no-op on SQLite), so lockers never deadlock."""
+    list(Workunit.objects.select_for_update().filter(id__in=wu_ids).order_by("id")
+         .values_list("id", flat=True))
+
+
+def lower_transition_times(sent):
+    """``transition_time = min(transition_time, report_deadline)`` for the sent jobs' workunits."""
+    by_deadline = {}
+    for result, _, _ in sent:
+        wu_deadline = by_deadline.get(result.workunit_id)
+        if wu_deadline is None or result.report_deadline < wu_deadline:
+            by_deadline[result.workunit_id] = result.report_deadline
+    with transaction.atomic():
+        locked_in_id_order(by_deadline)
+        groups = {}
+        for wu_id, deadline in by_deadline.items():
+            groups.setdefault(deadline, []).append(wu_id)
+        for deadline, wu_ids in groups.items():
+            Workunit.objects.filter(id__in=wu_ids, transition_time__gt=deadline).update(
+                transition_time=deadline)
+
+
+def make_due(results, *, now):
+    with transaction.atomic():
+        wu_ids = sorted({r.workunit_id for r in results})
+        locked_in_id_order(wu_ids)
+        Workunit.objects.filter(id__in=wu_ids, transition_time__gt=now).update(
+            transition_time=now)
+
+
+def reply_results(sent, *, now, config):
+    """The reply's jobs: each result with its workunit, input files and output templates."""
+    wu_ids = {result.workunit_id for result, _, _ in sent}
+    through = Workunit.input_files.through
+    inputs = {}
+    for link in through.objects.filter(workunit_id__in=wu_ids).select_related("file"):
+        f = link.file
+        inputs.setdefault(link.workunit_id, []).append(
+            ReplyFile(f.name, f.nbytes, f.md5_cksum, 0, f.sticky))
+    max_nbytes = dict(App.objects.filter(id__in={r.app_id for r, _, _ in sent})
+                      .values_list("id", "max_output_nbytes"))
+    jobs = []
+    for result, version, runtime in sent:
+        wu = result.workunit
+        workunit = ReplyWorkunit(wu.name, version.reply.app_name, wu.rsc_fpops_est,
+                                 wu.rsc_fpops_bound, wu.rsc_memory_bound, wu.rsc_disk_bound,
+                                 wu.delay_bound, sorted(inputs.get(wu.pk, []),
+                                                        key=lambda f: f.name))
+        jobs.append(ReplyResult(
+            name=result.name, wu_name=wu.name,
+            report_deadline=result.report_deadline - config.report_grace_period,
+            workunit=workunit, app_version=version.reply,
+            output_files=[ReplyFile(result.output_file_name(0),
+                                    max_nbytes=max_nbytes[result.app_id])],
+            resource=version.reply.gpu_type or CPU, estimated_runtime=runtime))
+    return jobs
+
+
+def result_aborts(host, names, *, reply):
+    """The client's in-progress jobs it should abort (send_result_abort, §3.6)."""
+    if not names:
+        return
+    reported = set(reply.result_acks)
+    rows = {r.name: r for r in Result.objects.filter(name__in=names).select_related("workunit")}
+    for name in names:
+        if name in reported:
+            continue
+        result = rows.get(name)
+        ours = result is not None and result.host_id == host.pk
+        timed_out = ours and (result.server_state == ServerState.OVER
+                              and result.outcome == Outcome.NO_REPLY)
+        if not ours or not (result.server_state == ServerState.IN_PROGRESS or timed_out):
+            reply.result_aborts.append(name)
+        elif result.workunit.error_mask & ErrorMask.CANCELLED:
+            reply.result_aborts.append(name)
+        elif result.workunit.assimilate_state == AssimilateState.DONE or timed_out:
+            reply.result_abort_if_not_started.append(name)

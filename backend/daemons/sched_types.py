@@ -1,0 +1,243 @@
+"""The scheduler RPC's request and reply objects (reference/protocol.md §4.2, §4.3).
+
+Plain dataclasses, so the simulated world builds them directly and the wire layer parses XML
+into a SchedulerRequest and writes a SchedulerReply as XML. ``backend.daemons.scheduler``
+re-exports them; its docstring describes the entry point ``handle_request``.
+"""
+
+from dataclasses import dataclass, field
+
+from backend.models import ClientState
+
+# --- the request (reference/protocol.md §4.2) ----------------------------------------------
+
+
+@dataclass
+class HostInfo:
+    """``<host_info>``: the hardware the client describes."""
+
+    domain_name: str = ""
+    host_cpid: str = ""
+    ip_addr: str = ""
+    timezone: int = 0
+    p_ncpus: int = 1
+    p_vendor: str = ""
+    p_model: str = ""
+    p_fpops: float = 1e9
+    p_iops: float = 1e9
+    m_nbytes: float = 0.0
+    d_total: float = 0.0
+    d_free: float = 0.0
+    os_name: str = ""
+    os_version: str = ""
+
+
+@dataclass
+class TimeStats:
+    """``<time_stats>``: the fractions of time the host is on, connected and allowed to compute."""
+
+    on_frac: float = 1.0
+    connected_frac: float = 1.0
+    cpu_and_network_available_frac: float = 1.0
+    active_frac: float = 1.0
+    gpu_active_frac: float = 1.0
+
+
+@dataclass
+class GpuRequest:
+    """One coprocessor type's request (``<coproc_cuda>``, ``<coproc_ati>``, ...).
+
+    ``type`` is a GpuType value ("NVIDIA", "ATI", "intel_gpu", "apple_gpu").
+    """
+
+    type: str
+    count: int = 1
+    peak_flops: float = 0.0
+    req_secs: float = 0.0
+    req_instances: float = 0.0
+    estimated_delay: float = 0.0
+
+
+@dataclass
+class ReportedFile:
+    """A ``<file_info>`` inside a reported ``<result>``: an output file the client uploaded."""
+
+    name: str
+    nbytes: int = 0
+    md5_cksum: str = ""
+    max_nbytes: int = 0
+    error_msg: str = ""
+    # The contents, when the caller (a simulated host) uploads with the report.
+    data: bytes | None = None
+
+
+@dataclass
+class ReportedResult:
+    """A completed job (reference/protocol.md §4.4). ``client_state`` is the ``<state>`` element."""
+
+    name: str
+    client_state: int = ClientState.FILES_UPLOADED
+    exit_status: int = 0
+    final_elapsed_time: float = 0.0
+    final_cpu_time: float = 0.0
+    stderr_out: str = ""
+    output_files: list[ReportedFile] = field(default_factory=list)
+    app_version_num: int = 0
+    platform: str = ""
+    plan_class: str = ""
+
+
+@dataclass
+class StickyFile:
+    """A top-level ``<file_info>``: a sticky file the client holds (``status`` 1 = present)."""
+
+    name: str
+    nbytes: int = 0
+    status: int = 1
+
+
+@dataclass
+class ClientAppVersion:
+    """An ``<app_version>`` the client lists (what an anonymous-platform client can run)."""
+
+    app_name: str
+    version_num: int
+    platform: str = ""
+    plan_class: str = ""
+    avg_ncpus: float = 1.0
+    flops: float = 0.0
+    gpu_type: str = ""
+    gpu_usage: float = 0.0
+
+
+@dataclass
+class SchedulerRequest:
+    """One ``<scheduler_request>``.
+
+    ``hostid`` 0 means a new host; then ``userid`` (the account the caller resolved from the
+    authenticator) is required. With a ``hostid`` the ``userid``, when given, must own the host.
+    """
+
+    hostid: int = 0
+    userid: int | None = None
+    rpc_seqno: int = 0
+    core_client_version: str = ""
+    platform_name: str = "x86_64-pc-linux-gnu"
+    alt_platforms: list[str] = field(default_factory=list)
+    host_info: HostInfo = field(default_factory=HostInfo)
+    time_stats: TimeStats = field(default_factory=TimeStats)
+    work_req_seconds: float = 0.0
+    cpu_req_secs: float = 0.0
+    cpu_req_instances: float = 0.0
+    estimated_delay: float = 0.0
+    gpu_requests: list[GpuRequest] = field(default_factory=list)
+    dont_send_work: bool = False
+    results: list[ReportedResult] = field(default_factory=list)
+    file_infos: list[StickyFile] = field(default_factory=list)
+    app_versions: list[ClientAppVersion] = field(default_factory=list)
+    other_results: list[str] | None = None
+
+
+# --- the reply (reference/protocol.md §4.3) ------------------------------------------------
+
+
+@dataclass
+class ReplyFile:
+    """A ``<file_info>`` of the reply: an input to download or an output to upload."""
+
+    name: str
+    nbytes: int = 0
+    md5_cksum: str = ""
+    max_nbytes: int = 0
+    sticky: bool = False
+
+
+@dataclass
+class ReplyAppVersion:
+    app_name: str
+    version_num: int
+    platform: str
+    plan_class: str = ""
+    avg_ncpus: float = 1.0
+    flops: float = 0.0
+    gpu_type: str = ""
+    gpu_usage: float = 0.0
+
+
+@dataclass
+class ReplyWorkunit:
+    name: str
+    app_name: str
+    rsc_fpops_est: float
+    rsc_fpops_bound: float
+    rsc_memory_bound: float
+    rsc_disk_bound: float
+    delay_bound: int
+    input_files: list[ReplyFile] = field(default_factory=list)
+
+
+@dataclass
+class ReplyResult:
+    """A job to run. ``report_deadline`` is what the client is told: without the grace period.
+
+    ``resource`` is "cpu" or a GpuType value; ``estimated_runtime`` the scheduler's estimate
+    of the job's duration on this host (seconds of computing).
+    """
+
+    name: str
+    wu_name: str
+    report_deadline: int
+    workunit: ReplyWorkunit
+    app_version: ReplyAppVersion
+    output_files: list[ReplyFile] = field(default_factory=list)
+    resource: str = "cpu"
+    estimated_runtime: float = 0.0
+
+
+@dataclass
+class Message:
+    text: str
+    priority: str = "low"
+
+
+@dataclass
+class RejectedReport:
+    name: str
+    reason: str
+
+
+@dataclass
+class SchedulerReply:
+    hostid: int = 0
+    request_delay: float = 0.0
+    results: list[ReplyResult] = field(default_factory=list)
+    result_acks: list[str] = field(default_factory=list)
+    rejected: list[RejectedReport] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    delete_file_infos: list[str] = field(default_factory=list)
+    result_aborts: list[str] = field(default_factory=list)
+    result_abort_if_not_started: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """The project's scheduler options (BOINC's config.xml names where there is one)."""
+
+    report_grace_period: int = 0
+    max_wus_to_send: int = 10
+    request_delay: float = 0.0
+    one_result_per_user_per_wu: bool = True
+    send_result_abort: bool = True
+    # Seconds a result may stay infeasible for every host that asked before it falls off the
+    # infeasible queue as OVER/COULDNT_SEND (the seed's rule; reference/server.md §4).
+    infeasible_timeout: int = 7 * 86400
+    # How many unsent results one request looks at beyond the ones it may send.
+    candidate_factor: int = 4
+
+
+class SchedulerRequestError(ValueError):
+    """A request the scheduler refuses whole; nothing was changed."""
+
+    def __init__(self, reason):
+        super().__init__(reason)
+        self.reason = reason

@@ -1,0 +1,201 @@
+"""The scheduler: the server side of one scheduler RPC (reference/server.md §3.4–§3.6).
+
+Entry point, a function from a request object to a reply object::
+
+    handle_request(request: SchedulerRequest, *, now: int,
+                   config: SchedulerConfig = SchedulerConfig()) -> SchedulerReply
+
+It raises ``SchedulerRequestError`` (a ValueError whose ``reason`` says what is wrong) for a
+malformed request, an unknown host or a host that belongs to another account, and then has
+changed nothing. Otherwise, in BOINC's order (sched/handle_request.cpp):
+
+1. the host row is updated from ``host_info``/``time_stats`` and its sticky file list replaced
+   (a request with ``hostid == 0`` and a ``userid`` creates the host; ``reply.hostid`` says which);
+2. reported results are handled (§3.5, ``backend.daemons.sched_result``): each is acked; one that
+   is unknown, was sent to another volunteer's host, or carries output files that are not its own
+   is listed in ``reply.rejected`` with the reason and changes nothing;
+3. in-progress results the client lists in ``other_results`` are checked (§3.6
+   send_result_abort) and may be put in ``result_aborts`` / ``result_abort_if_not_started``;
+4. work is sent (§3.4, ``backend.daemons.sched_send``) for each resource with a request, GPUs
+   first: unsent results by priority, one per user per workunit, only if the deadline is
+   feasible on this host, each claimed compare-and-set so that two schedulers never send the
+   same result.
+
+The request carries what a real client sends (reference/protocol.md §4.2); the reply what a
+client reads (§4.3). URLs are not the scheduler's business: the web layer builds download and
+upload URLs from file names. A caller that simulates hosts may put an output file's contents in
+``ReportedFile.data``; the scheduler then writes it to the upload directory, as the
+file_upload_handler would have.
+"""
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from backend.daemons.sched_result import handle_results
+from backend.daemons.sched_send import result_aborts, send_work
+from backend.daemons.sched_types import (  # noqa: F401  (re-exported)
+    HostInfo,
+    TimeStats,
+    GpuRequest,
+    ReportedFile,
+    ReportedResult,
+    StickyFile,
+    ClientAppVersion,
+    SchedulerRequest,
+    ReplyFile,
+    ReplyAppVersion,
+    ReplyWorkunit,
+    ReplyResult,
+    Message,
+    RejectedReport,
+    SchedulerReply,
+    SchedulerConfig,
+    SchedulerRequestError,
+)
+from backend.models import ClientState, GpuType, Host, HostFile
+
+ACTOR = "scheduler"
+
+
+GPU_TYPES = {choice for choice in GpuType.values if choice}
+
+
+def check_request(request):
+    """Raise SchedulerRequestError naming the first thing wrong with ``request``."""
+
+    def fail(reason):
+        raise SchedulerRequestError(reason)
+
+    if not isinstance(request, SchedulerRequest):
+        fail("not a scheduler request")
+    if request.hostid < 0:
+        fail(f"hostid {request.hostid} is negative")
+    if request.hostid == 0 and request.userid is None:
+        fail("a new host (hostid 0) needs the account it belongs to")
+    info, stats = request.host_info, request.time_stats
+    if not isinstance(info.p_ncpus, int) or info.p_ncpus < 1:
+        fail(f"host_info.p_ncpus must be a positive whole number, not {info.p_ncpus!r}")
+    if not info.p_fpops > 0:
+        fail(f"host_info.p_fpops must be positive, not {info.p_fpops!r}")
+    for name in ("on_frac", "connected_frac", "cpu_and_network_available_frac", "active_frac",
+                 "gpu_active_frac"):
+        value = getattr(stats, name)
+        if not 0 <= value <= 1:
+            fail(f"time_stats.{name} must be between 0 and 1, not {value!r}")
+    for name in ("work_req_seconds", "cpu_req_secs", "cpu_req_instances", "estimated_delay"):
+        value = getattr(request, name)
+        if not value >= 0:
+            fail(f"{name} must not be negative, not {value!r}")
+    seen_types = set()
+    for gpu in request.gpu_requests:
+        if gpu.type not in GPU_TYPES:
+            fail(f"unknown GPU type {gpu.type!r}; expected one of {', '.join(sorted(GPU_TYPES))}")
+        if gpu.type in seen_types:
+            fail(f"GPU type {gpu.type} is requested twice")
+        seen_types.add(gpu.type)
+        if gpu.count < 0 or not (gpu.req_secs >= 0 and gpu.req_instances >= 0
+                                 and gpu.estimated_delay >= 0 and gpu.peak_flops >= 0):
+            fail(f"the {gpu.type} request has a negative value")
+    names = set()
+    for report in request.results:
+        if not report.name:
+            fail("a reported result has no name")
+        if report.name in names:
+            fail(f"result {report.name} is reported twice")
+        names.add(report.name)
+        if report.client_state not in ClientState.values:
+            fail(f"result {report.name} has unknown state {report.client_state!r}")
+        for out in report.output_files:
+            if not out.name or "/" in out.name or out.name.startswith("."):
+                fail(f"result {report.name} names an output file {out.name!r} that is not a "
+                     "plain file name")
+            if out.nbytes < 0:
+                fail(f"output file {out.name} has a negative size")
+    for sticky in request.file_infos:
+        if not sticky.name:
+            fail("a sticky file_info has no name")
+    if request.platform_name == "anonymous" and not request.app_versions and (
+            request.cpu_req_secs or request.gpu_requests):
+        fail("an anonymous-platform request must list its app_versions")
+
+
+def find_host(request, *, now):
+    """The requesting host; a new one for hostid 0. Raises SchedulerRequestError."""
+    if request.hostid:
+        host = Host.objects.filter(pk=request.hostid).first()
+        if host is None:
+            raise SchedulerRequestError(f"no host with id {request.hostid}")
+        if request.userid is not None and host.owner_id != request.userid:
+            raise SchedulerRequestError(
+                f"host {request.hostid} belongs to another account than {request.userid}")
+        return host
+    if not get_user_model().objects.filter(pk=request.userid).exists():
+        raise SchedulerRequestError(f"no account with id {request.userid}")
+    return Host(owner_id=request.userid, create_time=now)
+
+
+def update_host(host, request, *, now):
+    """Copy what the client says about itself onto the host row (saved by the caller)."""
+    info, stats = request.host_info, request.time_stats
+    host.domain_name = info.domain_name or host.domain_name or f"host-{request.userid}"
+    host.p_ncpus = info.p_ncpus
+    host.p_fpops = info.p_fpops
+    host.os_name = info.os_name or host.os_name
+    host.platform = request.platform_name
+    host.on_frac = stats.on_frac
+    host.connected_frac = stats.connected_frac
+    host.active_frac = stats.active_frac
+    host.gpu_active_frac = stats.gpu_active_frac
+    gpus = [gpu for gpu in request.gpu_requests if gpu.count > 0]
+    if gpus:
+        host.gpu_type, host.gpu_count, host.gpu_peak_flops = (
+            gpus[0].type, gpus[0].count, gpus[0].peak_flops)
+    else:
+        host.gpu_type, host.gpu_count, host.gpu_peak_flops = GpuType.NONE, 0, 0.0
+    host.rpc_seqno = request.rpc_seqno
+    host.rpc_time = now
+
+
+def sync_sticky_files(host, request, *, now):
+    """The host's HostFile rows become exactly the sticky files it says it holds."""
+    held = {f.name for f in request.file_infos if f.status == 1}
+    known = set(HostFile.objects.filter(host=host).values_list("name", flat=True))
+    if known - held:
+        HostFile.objects.filter(host=host, name__in=known - held).delete()
+    if held - known:
+        HostFile.objects.bulk_create(
+            [HostFile(host=host, name=name, reported_time=now) for name in sorted(held - known)],
+            ignore_conflicts=True)
+    return held
+
+
+def handle_request(request, *, now, config=SchedulerConfig()):
+    """Handle one scheduler RPC and return the reply (see the module docstring)."""
+    check_request(request)
+    host = find_host(request, now=now)
+    reply = SchedulerReply(request_delay=config.request_delay)
+    with transaction.atomic():
+        update_host(host, request, now=now)
+        host.save()
+        held = sync_sticky_files(host, request, now=now)
+        handle_results(host, request.results, now=now, reply=reply)
+    reply.hostid = host.pk
+    if config.send_result_abort and request.other_results is not None:
+        result_aborts(host, request.other_results, reply=reply)
+    reply.delete_file_infos = deleted_sticky_files(held)
+    if request.dont_send_work:
+        reply.messages.append(Message("not sending work: the client asked for none"))
+    else:
+        send_work(host, request, now=now, config=config, reply=reply)
+    return reply
+
+
+def deleted_sticky_files(held):
+    """Sticky files the host holds that the project no longer has (reference/server.md §3.10)."""
+    from backend.models import File, FileDeleteState
+
+    if not held:
+        return []
+    live = set(File.objects.filter(name__in=held).exclude(
+        file_delete_state=FileDeleteState.DONE).values_list("name", flat=True))
+    return sorted(held - live)

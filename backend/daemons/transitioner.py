@@ -1,0 +1,291 @@
+"""The transitioner (reference/server.md §3.2: sched/transitioner.cpp handle_wu).
+
+A pass claims up to ``batch_size`` workunits whose ``transition_time < now`` (row locks with
+SKIP LOCKED on PostgreSQL), reads all their results in one query, runs ``handle_wu`` on each in
+memory, and writes the changes back in set updates and one multi-row INSERT.
+
+``handle_wu`` does §3.2's steps in order, following BOINC's code where the seed's pseudo-code
+differs (§4):
+
+1. find the canonical result and whether its files are already deleted;
+2. count the results: INACTIVE counts as unsent; IN_PROGRESS past report_deadline becomes
+   OVER/NO_REPLY here; SUCCESS counts unless INVALID, and a SUCCESS still INIT is new to
+   validate, or TOO_LATE when the canonical files are gone; CLIENT_ERROR and VALIDATE_ERROR are
+   errors, except a user abort (EXIT_ABORTED_VIA_GUI) which counts as no reply; NO_REPLY and
+   CLIENT_DETACHED are never errors;
+3. ``need_validate`` when a new SUCCESS result is there and nsuccess >= min_quorum;
+4. error bits, with BOINC's strict comparisons: COULDNT_SEND_RESULT if any result couldn't be
+   sent; TOO_MANY_ERROR_RESULTS if nerrors > max_error_results; TOO_MANY_TOTAL_RESULTS if more
+   results are needed (target - unsent - in progress - success) but max_total_results allows
+   none; hr_class/app_version reset when only errors remain;
+5. on an error: unsent results -> OVER/DIDNT_NEED, SUCCESS results INIT or INCONCLUSIVE ->
+   NO_CHECK, assimilate_state INIT -> READY;
+6. otherwise, with no canonical result, the ``needed`` new results (never more than
+   max_total_results allows; none after a canonical result), suffixes after the largest;
+7–8. deferred assimilation: READY once all results are over and none is unvalidated;
+9. once assimilated and ``app.delete_delay`` after the latest report: input files READY when
+   all results are over and validated; outputs READY for client errors and validated successes,
+   the canonical output only once all results are over and validated. (BOINC leaves the outputs
+   of VALIDATE_ERROR results on disk for ever; we delete them too.)
+10. next transition_time: INT_MAX with a canonical result or an error, else the safety net
+    ``now + max(1.5 × delay_bound, 10 days)``; lowered to the earliest in-progress deadline and
+    to the deferred deletion time. (BOINC's back-off for a next time already in the past,
+    ``now + clamp(2 × lag, 60 s, 1 d)``, cannot arise here: timed-out results are OVER before
+    the minimum is taken and a deferred deletion time is always in the future.)
+11. written compare-and-set: where someone changed transition_time since we read it, it
+    becomes ``now`` so the workunit is looked at again (BOINC PR #3603).
+"""
+
+from dataclasses import dataclass, field
+
+from django.db import transaction
+
+from backend.daemons.claim import claim, compare_and_set, update_rows
+from backend.events import event, record
+from backend.models import (
+    EXIT_ABORTED_VIA_GUI, INT_MAX, AssimilateState, ErrorMask, FileDeleteState, Outcome, Result,
+    ServerState, TransitionerFlags, ValidateState, Workunit, name_random,
+)
+
+ACTOR = "transitioner"
+SAFETY_NET_MIN = 10 * 86400
+RESULT_FIELDS = ("id", "workunit", "name", "server_state", "outcome", "validate_state",
+                 "file_delete_state", "report_deadline", "received_time", "exit_status")
+WU_FIELDS = ("need_validate", "error_mask", "assimilate_state", "file_delete_state", "hr_class",
+             "app_version")
+
+
+@dataclass
+class Changes:
+    """What a pass will write, collected over all its workunits."""
+
+    now: int
+    timed_out: list = field(default_factory=list)
+    too_late: list = field(default_factory=list)
+    didnt_need: list = field(default_factory=list)
+    no_check: list = field(default_factory=list)
+    delete_outputs: list = field(default_factory=list)
+    new_results: list = field(default_factory=list)
+    workunits: list = field(default_factory=list)
+    transition_times: dict = field(default_factory=dict)
+    events: list = field(default_factory=list)
+
+    def wu_event(self, wu, name, old, new, reason):
+        self.events.append(event(time=self.now, actor=ACTOR, workunit_id=wu.pk, field=name,
+                                 old=old, new=new, reason=reason))
+
+    def result_event(self, result, name, old, new, reason):
+        self.events.append(event(time=self.now, actor=ACTOR, result_id=result.pk,
+                                 workunit_id=result.workunit_id, field=name, old=old, new=new,
+                                 reason=reason))
+
+
+def name_suffix(name):
+    tail = name.rsplit("_", 1)[-1]
+    return int(tail) if tail.isdigit() else -1
+
+
+def handle_wu(wu, results, changes, *, delete_delay):
+    """Decide one workunit's transitions (§3.2 steps 1-10), recording them in ``changes``."""
+    now = changes.now
+    old = {name: getattr(wu, name if name != "app_version" else "app_version_id")
+           for name in WU_FIELDS}
+    # step 1
+    canonical = next((r for r in results if r.pk == wu.canonical_result_id), None)
+    canonical_files_deleted = (canonical is not None
+                               and canonical.file_delete_state == FileDeleteState.DONE)
+    # step 2
+    nunsent = ninprogress = nsuccess = nerrors = ncouldnt_send = nno_reply = nover = 0
+    max_suffix = -1
+    new_to_validate = False
+    for r in results:
+        max_suffix = max(max_suffix, name_suffix(r.name))
+        if r.server_state <= ServerState.UNSENT:
+            nunsent += 1
+            continue
+        if r.server_state == ServerState.IN_PROGRESS:
+            if r.report_deadline >= now:
+                ninprogress += 1
+                continue
+            r.server_state, r.outcome = ServerState.OVER, Outcome.NO_REPLY
+            changes.timed_out.append(r)
+        nover += 1
+        if r.outcome == Outcome.COULDNT_SEND:
+            ncouldnt_send += 1
+        elif r.outcome == Outcome.SUCCESS:
+            if r.validate_state == ValidateState.INIT:
+                if canonical_files_deleted:
+                    r.validate_state = ValidateState.TOO_LATE
+                    changes.too_late.append(r)
+                else:
+                    new_to_validate = True
+            if r.validate_state != ValidateState.INVALID:
+                nsuccess += 1
+        elif r.outcome == Outcome.CLIENT_ERROR:
+            if r.exit_status == EXIT_ABORTED_VIA_GUI:
+                nno_reply += 1
+            else:
+                nerrors += 1
+        elif r.outcome == Outcome.VALIDATE_ERROR:
+            nerrors += 1
+        elif r.outcome in (Outcome.NO_REPLY, Outcome.CLIENT_DETACHED):
+            nno_reply += 1
+    # step 3
+    if new_to_validate and nsuccess >= wu.min_quorum:
+        wu.need_validate = True
+    # step 4
+    if ncouldnt_send:
+        wu.error_mask |= ErrorMask.COULDNT_SEND_RESULT
+    if nerrors and not (nsuccess or ninprogress or nno_reply):
+        wu.hr_class, wu.app_version_id = 0, None
+    if nerrors > wu.max_error_results:
+        wu.error_mask |= ErrorMask.TOO_MANY_ERROR_RESULTS
+    needed = max(0, wu.target_nresults - nunsent - ninprogress - nsuccess)
+    allowed = wu.max_total_results - len(results)
+    if allowed < 0 or (allowed == 0 and needed > 0):
+        wu.error_mask |= ErrorMask.TOO_MANY_TOTAL_RESULTS
+    else:
+        needed = min(needed, allowed)
+    # step 5
+    if wu.error_mask:
+        for r in results:
+            if r.server_state <= ServerState.UNSENT:
+                r.server_state, r.outcome = ServerState.OVER, Outcome.DIDNT_NEED
+                changes.didnt_need.append(r)
+            elif (r.outcome == Outcome.SUCCESS and r.validate_state
+                  in (ValidateState.INIT, ValidateState.INCONCLUSIVE)):
+                changes.no_check.append((r, r.validate_state))
+                r.validate_state = ValidateState.NO_CHECK
+        if wu.assimilate_state == AssimilateState.INIT:
+            wu.assimilate_state = AssimilateState.READY
+    # step 6
+    elif (canonical is None and needed > 0
+          and wu.transitioner_flags != TransitionerFlags.TRANSITION_NO_NEW_RESULTS):
+        for suffix in range(max_suffix + 1, max_suffix + 1 + needed):
+            name = f"{wu.name}_{suffix}"
+            changes.new_results.append(Result(
+                workunit_id=wu.pk, app_id=wu.app_id, name=name, create_time=now,
+                server_state=ServerState.UNSENT, priority=wu.priority, random=name_random(name)))
+    # step 7
+    all_over = all(r.server_state == ServerState.OVER for r in results)
+    unvalidated = any(r.outcome == Outcome.SUCCESS and r.validate_state == ValidateState.INIT
+                      for r in results)
+    pending_no_reply = any(r.outcome == Outcome.NO_REPLY and r.report_deadline > now
+                           for r in results)
+    all_over_and_ready_to_assimilate = all_over and not unvalidated
+    all_over_and_validated = all_over_and_ready_to_assimilate and not pending_no_reply
+    most_recent = max((r.received_time for r in results), default=0)
+    # step 8
+    if (all_over_and_ready_to_assimilate and wu.assimilate_state == AssimilateState.INIT
+            and canonical is not None):
+        wu.assimilate_state = AssimilateState.READY
+    # step 9
+    deferred_delete = None
+    if wu.assimilate_state == AssimilateState.DONE:
+        if now >= most_recent + delete_delay:
+            if all_over_and_validated and wu.file_delete_state == FileDeleteState.INIT:
+                wu.file_delete_state = FileDeleteState.READY
+            for r in results:
+                if r.file_delete_state != FileDeleteState.INIT:
+                    continue
+                if r is canonical and not all_over_and_validated:
+                    continue
+                if r.outcome in (Outcome.CLIENT_ERROR, Outcome.VALIDATE_ERROR) or (
+                        r.outcome == Outcome.SUCCESS
+                        and r.validate_state != ValidateState.INIT):
+                    r.file_delete_state = FileDeleteState.READY
+                    changes.delete_outputs.append(r)
+        else:
+            deferred_delete = most_recent + delete_delay
+    # step 10
+    if wu.canonical_result_id or wu.error_mask:
+        next_time = INT_MAX
+    else:
+        next_time = now + max(int(1.5 * wu.delay_bound), SAFETY_NET_MIN)
+    for r in results:
+        if r.server_state == ServerState.IN_PROGRESS:
+            next_time = min(next_time, r.report_deadline)
+    if deferred_delete is not None:
+        next_time = min(next_time, deferred_delete)
+    changes.transition_times[wu.pk] = (wu.transition_time, next_time)
+    # what changed, for step 11
+    new = {name: getattr(wu, name if name != "app_version" else "app_version_id")
+           for name in WU_FIELDS}
+    if new != old:
+        changes.workunits.append(wu)
+        for name in ("need_validate", "error_mask", "assimilate_state", "file_delete_state"):
+            if new[name] != old[name]:
+                reason = {"error_mask": " | ".join(ErrorMask.names(new[name]))}.get(name, "")
+                changes.wu_event(wu, name, int(old[name]), int(new[name]), reason)
+
+
+def apply(changes):
+    """Write a pass's changes: set updates, one INSERT, and the CAS on transition_time."""
+    now = changes.now
+    over = (ServerState.OVER, Outcome.INIT)
+    if changes.timed_out:
+        Result.objects.filter(id__in=[r.pk for r in changes.timed_out],
+                              server_state=ServerState.IN_PROGRESS).update(
+            server_state=ServerState.OVER, outcome=Outcome.NO_REPLY)
+        for r in changes.timed_out:
+            changes.result_event(r, "server_state", ServerState.IN_PROGRESS, over[0],
+                                 "report deadline passed")
+            changes.result_event(r, "outcome", over[1], Outcome.NO_REPLY,
+                                 "no reply by the report deadline")
+    if changes.too_late:
+        Result.objects.filter(id__in=[r.pk for r in changes.too_late],
+                              validate_state=ValidateState.INIT).update(
+            validate_state=ValidateState.TOO_LATE)
+        for r in changes.too_late:
+            changes.result_event(r, "validate_state", ValidateState.INIT,
+                                 ValidateState.TOO_LATE, "canonical result's files are deleted")
+    if changes.didnt_need:
+        Result.objects.filter(id__in=[r.pk for r in changes.didnt_need],
+                              server_state__lte=ServerState.UNSENT).update(
+            server_state=ServerState.OVER, outcome=Outcome.DIDNT_NEED)
+        for r in changes.didnt_need:
+            changes.result_event(r, "server_state", ServerState.UNSENT, ServerState.OVER,
+                                 "workunit has an error")
+            changes.result_event(r, "outcome", Outcome.INIT, Outcome.DIDNT_NEED,
+                                 "workunit has an error")
+    if changes.no_check:
+        Result.objects.filter(id__in=[r.pk for r, _ in changes.no_check],
+                              validate_state__in=[ValidateState.INIT,
+                                                  ValidateState.INCONCLUSIVE]).update(
+            validate_state=ValidateState.NO_CHECK)
+        for r, old in changes.no_check:
+            changes.result_event(r, "validate_state", old, ValidateState.NO_CHECK,
+                                 "workunit has an error")
+    if changes.delete_outputs:
+        Result.objects.filter(id__in=[r.pk for r in changes.delete_outputs],
+                              file_delete_state=FileDeleteState.INIT).update(
+            file_delete_state=FileDeleteState.READY)
+        for r in changes.delete_outputs:
+            changes.result_event(r, "file_delete_state", FileDeleteState.INIT,
+                                 FileDeleteState.READY, "output no longer needed")
+    if changes.new_results:
+        created = Result.objects.bulk_create(changes.new_results)
+        for r in created:
+            changes.result_event(r, "server_state", None, ServerState.UNSENT, "result created")
+    if changes.workunits:
+        update_rows(Workunit, changes.workunits, WU_FIELDS)
+    compare_and_set(Workunit, "transition_time", changes.transition_times, otherwise=now)
+    record(changes.events)
+
+
+def run_once(*, now, batch_size, mod=1, index=0):
+    """One pass over due workunits; returns how many were handled."""
+    with transaction.atomic():
+        wus = claim(Workunit.objects.transition_due(now).select_related("app"), batch_size,
+                    mod=mod, index=index)
+        if not wus:
+            return 0
+        by_wu = {wu.pk: [] for wu in wus}
+        for r in Result.objects.filter(workunit_id__in=list(by_wu)).only(*RESULT_FIELDS) \
+                .order_by("workunit_id", "id"):
+            by_wu[r.workunit_id].append(r)
+        changes = Changes(now=now)
+        for wu in wus:
+            handle_wu(wu, by_wu[wu.pk], changes, delete_delay=wu.app.delete_delay)
+        apply(changes)
+    return len(wus)

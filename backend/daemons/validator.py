@@ -1,0 +1,350 @@
+"""The validator (reference/server.md §3.7: sched/validator.cpp, validate_util2.cpp).
+
+A pass claims workunits with ``need_validate`` (row locks, SKIP LOCKED on PostgreSQL), reads
+all their results and output files in two queries, and decides each workunit in memory.
+
+The comparison is pluggable per app (``App.validator``), in validate_util2's shape: an
+``init_result(result, files, app)`` that reads a result's outputs into something comparable, and
+a ``compare(a, b, app)``. Both may raise ``TransientError`` (try again later) or
+``PermanentError`` (the output is unusable: outcome VALIDATE_ERROR). Built in:
+
+- ``bitwise`` (default, sample_bitwise_validator): the outputs' MD5 checksums are equal;
+- ``numeric``: the outputs hold the same count of numbers, equal within ``App.validate_tolerance``
+  (relative and absolute).
+
+``register(name, init_result, compare)`` adds another.
+
+Rules, following BOINC's code (§4):
+
+- **with a canonical result** (late results): each SUCCESS result INIT or INCONCLUSIVE is
+  compared with the canonical one: VALID (credit granted) or INVALID; unreadable output ->
+  VALIDATE_ERROR; transition_time = now;
+- **without**: the viable results (SUCCESS, not INVALID) are checked once there are min_quorum
+  of them. Consensus is a majority of the *quorum size*: the first result (in id order) that
+  matches at least ``min_quorum // 2 + 1`` results (itself included) is canonical; every result
+  then is VALID if it matched it, else INVALID; ``canonical_resultid``, ``canonical_credit``,
+  assimilate_state READY, unsent results -> OVER/DIDNT_NEED, and transition_time = INT_MAX (the
+  assimilator sets it to now when done; BOINC does so "to avoid a race");
+- **no consensus**: the results checked become INCONCLUSIVE; more viable results than
+  max_success_results -> WU_ERROR_TOO_MANY_SUCCESS_RESULTS; otherwise, once there are
+  target_nresults of them, target_nresults = n_viable + 1 so the transitioner makes one more
+  replica; transition_time = now;
+- "transition_time = now" (BOINC's IMMEDIATE) is ``min(transition_time, now)`` here: a workunit
+  already due (say, a result past its deadline not yet timed out) stays due, instead of being
+  postponed to ``now``, which a transitioner pass at the same ``now`` would skip;
+- **transient errors**: need_validate is cleared anyway and transition_time becomes at most
+  now + 6 h; the result stays INIT, so the transitioner sets need_validate again. (BOINC's
+  check_set path turns such a result INCONCLUSIVE, after which it may never be checked; we keep
+  it INIT, the intended behaviour.)
+- **credit** is granted once per result, when it becomes VALID (a compare-and-set on
+  validate_state), and is the workunit's estimate: ``rsc_fpops_est`` × 200/86400e9 (credit per
+  FLOP, "cobblestones"), capped at ``MAX_GRANTED_CREDIT``; the host's total_credit grows by it.
+"""
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.db.models import Case, F, Value, When
+
+from backend.daemons.claim import claim, update_rows
+from backend.daemons.hierarchy import upload_path
+from backend.events import event, record
+from backend.models import (
+    INT_MAX, AssimilateState, ErrorMask, File, Host, Outcome, Result, ServerState,
+    ValidateState, Workunit,
+)
+
+ACTOR = "validator"
+COBBLESTONE_SCALE = 200 / 86400e9
+MAX_GRANTED_CREDIT = 200 * 1000 * 365
+RETRY_DELAY = 6 * 3600
+NUMBER = re.compile(rb"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:inf|nan)", re.I)
+
+
+class TransientError(Exception):
+    """The output can't be read now (say, the upload directory is away): retry later."""
+
+
+class PermanentError(Exception):
+    """The output is unusable: the result gets outcome VALIDATE_ERROR."""
+
+
+def bitwise_init(result, files, app):
+    if not files:
+        raise PermanentError("no output files")
+    return tuple(f.md5_cksum for f in files)
+
+
+def bitwise_compare(a, b, app):
+    return a == b
+
+
+def numeric_init(result, files, app):
+    if not files:
+        raise PermanentError("no output files")
+    numbers = []
+    for f in files:
+        path = upload_path(f.name)
+        if not path.parent.is_dir():
+            raise TransientError(f"upload directory {path.parent} is missing")
+        try:
+            numbers.extend(float(token) for token in NUMBER.findall(path.read_bytes()))
+        except FileNotFoundError:
+            raise PermanentError(f"output {f.name} is missing") from None
+    return numbers
+
+
+def numeric_compare(a, b, app):
+    tol = app.validate_tolerance
+    return len(a) == len(b) and all(
+        math.isclose(x, y, rel_tol=tol, abs_tol=tol) or (math.isnan(x) and math.isnan(y))
+        for x, y in zip(a, b))
+
+
+COMPARISONS = {
+    "bitwise": (bitwise_init, bitwise_compare),
+    "numeric": (numeric_init, numeric_compare),
+}
+
+
+def register(name, init_result, compare):
+    """Make ``App.validator = name`` use these two functions."""
+    COMPARISONS[name] = (init_result, compare)
+
+
+def credit_for(wu):
+    return min(wu.rsc_fpops_est * COBBLESTONE_SCALE, MAX_GRANTED_CREDIT)
+
+
+@dataclass
+class Changes:
+    now: int
+    validate_states: dict = field(default_factory=dict)   # result -> (old, new)
+    validate_errors: list = field(default_factory=list)
+    didnt_need: list = field(default_factory=list)
+    credit: dict = field(default_factory=dict)             # result id -> credit
+    workunits: list = field(default_factory=list)
+    events: list = field(default_factory=list)
+
+    def set_state(self, result, new):
+        if result.validate_state != new:
+            self.validate_states[result] = (result.validate_state, new)
+            result.validate_state = new
+
+
+class Checker:
+    """init_result with caching, so each result's output is read once per pass."""
+
+    def __init__(self, app, files):
+        self.app = app
+        self.init, self.compare_fn = COMPARISONS[app.validator]
+        self.files = files
+        self.cache = {}
+
+    def read(self, result):
+        if result.pk not in self.cache:
+            self.cache[result.pk] = self.init(result, self.files.get(result.pk, []), self.app)
+        return self.cache[result.pk]
+
+    def compare(self, a, b):
+        return self.compare_fn(self.read(a), self.read(b), self.app)
+
+
+def handle_wu(wu, results, checker, changes):
+    """Validate one workunit (§3.7); returns nothing, records everything in ``changes``."""
+    now = changes.now
+    wu.need_validate = False
+    canonical = next((r for r in results if r.pk == wu.canonical_result_id), None)
+    if wu.canonical_result_id:
+        retry = check_against_canonical(wu, results, canonical, checker, changes)
+        wu.transition_time = min(wu.transition_time, now + RETRY_DELAY if retry else now)
+        return
+    viable = [r for r in results if r.outcome == Outcome.SUCCESS
+              and r.validate_state != ValidateState.INVALID]
+    if len(viable) < wu.min_quorum:
+        return
+    good, retry = [], False
+    for r in viable:
+        try:
+            checker.read(r)
+            good.append(r)
+        except TransientError:
+            retry = True
+        except PermanentError:
+            changes.validate_errors.append(r)
+            changes.set_state(r, ValidateState.INVALID)
+    try:
+        chosen = consensus(good, wu.min_quorum, checker)
+    except TransientError:
+        chosen, good, retry = None, [], True
+    if chosen is not None:
+        canonical_id, matching = chosen
+        wu.canonical_result_id = canonical_id
+        wu.canonical_credit = credit_for(wu)
+        for r in good:
+            if r.pk in matching:
+                changes.set_state(r, ValidateState.VALID)
+                changes.credit[r.pk] = wu.canonical_credit
+            else:
+                changes.set_state(r, ValidateState.INVALID)
+        if wu.assimilate_state == AssimilateState.INIT:
+            wu.assimilate_state = AssimilateState.READY
+        changes.didnt_need.extend(r for r in results if r.server_state <= ServerState.UNSENT)
+        wu.transition_time = INT_MAX
+        return
+    for r in good:
+        if r.validate_state == ValidateState.INIT:
+            changes.set_state(r, ValidateState.INCONCLUSIVE)
+    n_viable = len(good) + sum(1 for r in viable if r not in good
+                               and r not in changes.validate_errors)
+    if n_viable > wu.max_success_results:
+        wu.error_mask |= ErrorMask.TOO_MANY_SUCCESS_RESULTS
+        wu.transition_time = min(wu.transition_time, now)
+    elif n_viable >= wu.target_nresults and good:
+        wu.target_nresults = n_viable + 1
+        wu.transition_time = min(wu.transition_time, now)
+    elif changes.validate_errors:
+        wu.transition_time = min(wu.transition_time, now)
+    if retry:
+        wu.transition_time = min(wu.transition_time, now + RETRY_DELAY)
+
+
+def consensus(good, min_quorum, checker):
+    """(canonical id, ids matching it) for the first result a quorum majority agrees on."""
+    if len(good) < min_quorum:
+        return None
+    min_valid = min_quorum // 2 + 1
+    for candidate in good:
+        matching = {r.pk for r in good if r is candidate or checker.compare(candidate, r)}
+        if len(matching) >= min_valid:
+            return candidate.pk, matching
+    return None
+
+
+def check_against_canonical(wu, results, canonical, checker, changes):
+    """Late results against the canonical one (check_pair); returns whether to retry."""
+    for r in results:
+        if r is canonical or r.outcome != Outcome.SUCCESS or r.validate_state not in (
+                ValidateState.INIT, ValidateState.INCONCLUSIVE):
+            continue
+        try:
+            checker.read(r)
+        except TransientError:
+            return True
+        except PermanentError:
+            changes.validate_errors.append(r)
+            changes.set_state(r, ValidateState.INVALID)
+            continue
+        try:
+            match = canonical is not None and checker.compare(canonical, r)
+        except TransientError:
+            return True
+        except PermanentError:
+            match = False
+        if match:
+            changes.set_state(r, ValidateState.VALID)
+            changes.credit[r.pk] = wu.canonical_credit
+        else:
+            changes.set_state(r, ValidateState.INVALID)
+    return False
+
+
+def apply(changes, wus):
+    now = changes.now
+    by_transition = {}
+    for result, (old, new) in changes.validate_states.items():
+        by_transition.setdefault((old, new), []).append(result)
+    for (old, new), results in by_transition.items():
+        if new == ValidateState.VALID:
+            by_credit = {}
+            for r in results:
+                by_credit.setdefault(changes.credit[r.pk], []).append(r.pk)
+            for credit, ids in by_credit.items():
+                # compare-and-set: a result is credited only on its way to VALID
+                Result.objects.filter(id__in=ids, validate_state=old).update(
+                    validate_state=new, granted_credit=credit)
+        else:
+            Result.objects.filter(id__in=[r.pk for r in results], validate_state=old).update(
+                validate_state=new)
+        for r in results:
+            reason = {ValidateState.VALID: f"matches the canonical result; credit "
+                                           f"{changes.credit.get(r.pk, 0):.2f}",
+                      ValidateState.INVALID: "does not match the canonical result",
+                      ValidateState.INCONCLUSIVE: "no consensus yet"}.get(new, "")
+            if r in changes.validate_errors:
+                reason = "output unusable"
+            changes.events.append(event(time=now, actor=ACTOR, result_id=r.pk,
+                                        workunit_id=r.workunit_id, field="validate_state",
+                                        old=old, new=new, reason=reason))
+    if changes.validate_errors:
+        Result.objects.filter(id__in=[r.pk for r in changes.validate_errors],
+                              outcome=Outcome.SUCCESS).update(outcome=Outcome.VALIDATE_ERROR)
+        for r in changes.validate_errors:
+            changes.events.append(event(time=now, actor=ACTOR, result_id=r.pk,
+                                        workunit_id=r.workunit_id, field="outcome",
+                                        old=Outcome.SUCCESS, new=Outcome.VALIDATE_ERROR,
+                                        reason="output unusable"))
+    if changes.didnt_need:
+        Result.objects.filter(id__in=[r.pk for r in changes.didnt_need],
+                              server_state__lte=ServerState.UNSENT).update(
+            server_state=ServerState.OVER, outcome=Outcome.DIDNT_NEED)
+        for r in changes.didnt_need:
+            changes.events.append(event(time=now, actor=ACTOR, result_id=r.pk,
+                                        workunit_id=r.workunit_id, field="outcome",
+                                        old=Outcome.INIT, new=Outcome.DIDNT_NEED,
+                                        reason="canonical result found"))
+    grant_host_credit(changes)
+    update_rows(Workunit, wus, ["need_validate", "canonical_result", "canonical_credit",
+                                      "assimilate_state", "error_mask", "target_nresults",
+                                      "transition_time"])
+    record(changes.events)
+
+
+def grant_host_credit(changes):
+    per_host = {}
+    hosts = dict(Result.objects.filter(id__in=list(changes.credit)).values_list("id", "host_id"))
+    for result_id, credit in changes.credit.items():
+        if hosts.get(result_id):
+            per_host[hosts[result_id]] = per_host.get(hosts[result_id], 0.0) + credit
+    if per_host:
+        Host.objects.filter(id__in=list(per_host)).update(total_credit=F("total_credit") + Case(
+            *[When(id=host_id, then=Value(credit)) for host_id, credit in per_host.items()],
+            default=Value(0.0)))
+
+
+def wu_events(changes, before, wus):
+    for wu in wus:
+        old = before[wu.pk]
+        for name in ("canonical_result_id", "assimilate_state", "error_mask", "target_nresults"):
+            if getattr(wu, name) != old[name]:
+                changes.events.append(event(
+                    time=changes.now, actor=ACTOR, workunit_id=wu.pk,
+                    field=name.removesuffix("_id"), old=old[name], new=getattr(wu, name),
+                    reason={"error_mask": "too many success results without consensus",
+                            "target_nresults": "no consensus: one more replica"}.get(name, "")))
+
+
+def run_once(*, now, batch_size, mod=1, index=0):
+    """One pass over workunits with need_validate; returns how many were handled."""
+    with transaction.atomic():
+        wus = claim(Workunit.objects.need_validation().select_related("app"), batch_size,
+                    mod=mod, index=index)
+        if not wus:
+            return 0
+        by_wu = {wu.pk: [] for wu in wus}
+        for r in Result.objects.filter(workunit_id__in=list(by_wu)).order_by("id"):
+            by_wu[r.workunit_id].append(r)
+        files = {}
+        for f in File.objects.filter(result__workunit_id__in=list(by_wu)).order_by("name"):
+            files.setdefault(f.result_id, []).append(f)
+        before = {wu.pk: {name: getattr(wu, name) for name in (
+            "canonical_result_id", "assimilate_state", "error_mask", "target_nresults")}
+            for wu in wus}
+        changes = Changes(now=now)
+        for wu in wus:
+            handle_wu(wu, by_wu[wu.pk], Checker(wu.app, files), changes)
+        wu_events(changes, before, wus)
+        apply(changes, wus)
+    return len(wus)

@@ -1,0 +1,141 @@
+"""The work generator (reference/server.md §3.1: create_work and sample_work_generator).
+
+``create_work`` makes workunits with BOINC's parameters (min_quorum, target_nresults,
+max_error_results, max_total_results, max_success_results, delay_bound, priority,
+rsc_fpops_est, ...), checked as create_work2 checks them, each with its input file written to the
+download directory, and ``transition_time = now``.
+
+It follows BOINC's code rather than the seed's pseudo-code (§4): create_work makes **no
+results**; the transitioner creates the first ``target_nresults`` instances on its next pass
+(§3.2 step 6), named ``<workunit>_<n>``.
+
+``run_once`` is sample_work_generator's loop body: for each app with ``unsent_target > 0`` it
+counts unsent results (``server_state <= UNSENT``) and, below the target, makes enough
+workunits to fill it. Like BOINC's generator it does nothing for an app while any of its
+workunits still waits for its first results, so it never over-generates. Passes for one app are
+serialised by a lock on the app's row; ``--mod n i`` splits the apps between instances.
+
+``create_work_for_file`` makes workunits on demand for one existing input file (locality
+scheduling, §3.10), named ``<file name>__<rest>`` as locality scheduling expects.
+"""
+
+import random
+
+from django.db import transaction
+
+from backend.daemons.claim import shard
+from backend.daemons.hierarchy import download_path, write_files
+from backend.events import event, record
+from backend.models import App, File, FileDeleteState, ServerState, Workunit
+
+ACTOR = "work_generator"
+
+PARAMETERS = ("min_quorum", "target_nresults", "max_error_results", "max_total_results",
+              "max_success_results", "delay_bound", "rsc_fpops_est", "rsc_fpops_bound")
+INPUT_NBYTES = 1024
+
+
+class CreateWorkError(ValueError):
+    """Parameters create_work refuses (reference/server.md §1.7)."""
+
+
+def work_parameters(app, overrides):
+    """The app's defaults with ``overrides``, checked as create_work2 checks them."""
+    unknown = set(overrides) - set(PARAMETERS) - {"priority", "rsc_memory_bound",
+                                                  "rsc_disk_bound", "batch", "transitioner_flags"}
+    if unknown:
+        raise CreateWorkError(f"unknown workunit parameter(s): {', '.join(sorted(unknown))}")
+    params = {name: getattr(app, name) for name in PARAMETERS}
+    params.update(overrides)
+    for name in ("rsc_fpops_est", "rsc_fpops_bound", "target_nresults", "max_error_results",
+                 "max_total_results", "max_success_results", "min_quorum", "delay_bound"):
+        if not params[name] or params[name] < 0:
+            raise CreateWorkError(f"{name} must be positive, not {params[name]!r}")
+    if params.get("rsc_disk_bound", 1) <= 0:
+        raise CreateWorkError("rsc_disk_bound must be positive")
+    if params["max_success_results"] > params["max_total_results"]:
+        raise CreateWorkError("max_success_results must not exceed max_total_results")
+    if params["max_error_results"] > params["max_total_results"]:
+        raise CreateWorkError("max_error_results must not exceed max_total_results")
+    if params["target_nresults"] > params["max_success_results"]:
+        raise CreateWorkError("target_nresults must not exceed max_success_results")
+    if params["min_quorum"] > params["target_nresults"]:
+        raise CreateWorkError("min_quorum must not exceed target_nresults")
+    return params
+
+
+def input_data(wu_name, nbytes=INPUT_NBYTES):
+    """The default input: ``nbytes`` of numbers that depend only on the workunit's name."""
+    rng = random.Random(wu_name)
+    text = "".join(f"{rng.random():.12f}\n" for _ in range(nbytes // 15 + 1))
+    return text.encode()[:nbytes]
+
+
+def create_work(app, names, *, now, inputs=None, shared_input=None, **overrides):
+    """Create one workunit per name, with its input file; return them.
+
+    ``inputs(name) -> bytes`` gives each workunit's own input (default ``input_data``);
+    ``shared_input`` is an existing File every workunit reads instead (locality scheduling).
+    """
+    params = work_parameters(app, overrides)
+    with transaction.atomic():
+        wus = Workunit.objects.bulk_create(
+            Workunit(app=app, name=name, create_time=now, transition_time=now, **params)
+            for name in names)
+        if shared_input is not None:
+            files = [shared_input] * len(wus)
+        else:
+            make = inputs or input_data
+            contents = [make(wu.name) for wu in wus]
+            md5s = write_files((download_path(f"{wu.name}.in"), data)
+                               for wu, data in zip(wus, contents))
+            files = File.objects.bulk_create(
+                File(name=f"{wu.name}.in", kind=File.Kind.INPUT, nbytes=len(data), md5_cksum=md5)
+                for wu, data, md5 in zip(wus, contents, md5s))
+        through = Workunit.input_files.through
+        through.objects.bulk_create(through(workunit_id=wu.pk, file_id=f.pk)
+                                    for wu, f in zip(wus, files))
+        record([event(time=now, actor=ACTOR, workunit_id=wu.pk, field="transition_time",
+                      old=None, new=now, reason="workunit created") for wu in wus])
+    return wus
+
+
+def next_names(prefix, count, now):
+    """``count`` fresh names ``<prefix>_<now>_<k>``; call with the app's row locked."""
+    stem = f"{prefix}_{now}_"
+    start = Workunit.objects.filter(name__startswith=stem).count()
+    return [f"{stem}{start + k}" for k in range(count)]
+
+
+def create_work_for_file(app, input_file, *, now, count=1, **overrides):
+    """Workunits for one existing input file, on demand (locality scheduling, §3.10)."""
+    if input_file.kind != File.Kind.INPUT or input_file.file_delete_state != FileDeleteState.INIT:
+        raise CreateWorkError(f"{input_file.name} is not a live input file")
+    with transaction.atomic():
+        App.objects.select_for_update().filter(pk=app.pk).exists()
+        names = next_names(f"{input_file.name}__{app.name}", count, now)
+        return create_work(app, names, now=now, shared_input=input_file, **overrides)
+
+
+def waiting_for_first_results(app):
+    """Whether some workunit of ``app`` has no results yet (the transitioner hasn't run)."""
+    return Workunit.objects.filter(app=app, error_mask=0, results__isnull=True).exists()
+
+
+def generate(app, *, now, batch_size):
+    """Top up ``app``'s unsent results to its ``unsent_target``; returns workunits made."""
+    with transaction.atomic():
+        App.objects.select_for_update().filter(pk=app.pk).exists()
+        if waiting_for_first_results(app):
+            return 0
+        unsent = app.results.filter(server_state__lte=ServerState.UNSENT).count()
+        missing = app.unsent_target - unsent
+        if missing <= 0:
+            return 0
+        count = min(-(-missing // app.target_nresults), batch_size)
+        return len(create_work(app, next_names(app.name, count, now), now=now))
+
+
+def run_once(*, now, batch_size, mod=1, index=0):
+    apps = shard(App.objects.filter(deprecated=False, unsent_target__gt=0), mod, index)
+    return sum(generate(app, now=now, batch_size=batch_size) for app in apps)

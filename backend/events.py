@@ -1,0 +1,63 @@
+"""Writing lifecycle events: one row per state change of a workunit, a result or a host.
+
+Daemons make thousands of events per pass, so an event is a plain record, not a model
+instance, and ``record`` writes a batch with one COPY on PostgreSQL, multi-row INSERTs of bare
+values elsewhere.
+"""
+
+from typing import NamedTuple
+
+from django.db import connection
+
+from backend.models import LifecycleEvent
+
+COLUMNS = ("time", "actor", "workunit_id", "result_id", "host_id", "field", "old", "new",
+           "reason", "detail")
+
+
+class Event(NamedTuple):
+    """An unsaved LifecycleEvent, with the model's attribute names."""
+
+    time: int
+    actor: str
+    workunit_id: int | None
+    result_id: int | None
+    host_id: int | None
+    field: str
+    old: int | None
+    new: int | None
+    reason: str
+    detail: str
+
+
+def event(*, time, actor, field, old, new, reason="", workunit_id=None, result_id=None,
+          host_id=None, detail=""):
+    """An unsaved event; daemons collect these and save them with ``record``."""
+    return Event(int(time), actor[:32], workunit_id, result_id, host_id, field,
+                 None if old is None else int(old), None if new is None else int(new),
+                 reason[:254], detail[:254])
+
+
+def record(events):
+    """Save a batch of events (``Event``s or unsaved LifecycleEvents) in a few INSERTs."""
+    rows = [tuple(getattr(e, name) for name in COLUMNS) for e in events]
+    if not rows:
+        return 0
+    table = connection.ops.quote_name(LifecycleEvent._meta.db_table)
+    columns = ", ".join(connection.ops.quote_name(LifecycleEvent._meta.get_field(
+        name.removesuffix("_id")).column) for name in COLUMNS)
+    chunk = 1000
+    placeholder = "(" + ", ".join(["%s"] * len(COLUMNS)) + ")"
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql" and hasattr(cursor.cursor, "copy"):
+            # PostgreSQL's COPY streams the rows without building statements.
+            with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+            return len(rows)
+        for start in range(0, len(rows), chunk):
+            part = rows[start:start + chunk]
+            cursor.execute(f"INSERT INTO {table} ({columns}) VALUES "
+                           + ", ".join([placeholder] * len(part)),
+                           [value for row in part for value in row])
+    return len(rows)

@@ -1,0 +1,161 @@
+"""Forms of the project pages: the workunit filters, host preferences, admin action targets."""
+
+from django import forms
+from django.db import transaction
+from django.db.models import F, Q
+from django.db.models.lookups import GreaterThan
+
+from backend.events import event, record
+from backend.keyset import BadCursor, decode_cursor
+from backend.models import App, AssimilateState, ErrorMask, FileDeleteState, Host, Workunit
+
+# state filter -> the condition it selects; each is served by one of the workunit indexes.
+STATE_FILTERS = {
+    "transition_due": ("transition due", None),  # needs the clock: see WorkunitFilterForm
+    "need_validate": ("waiting for validation", Q(need_validate=True)),
+    "assimilate_ready": ("waiting for assimilation", Q(assimilate_state=AssimilateState.READY)),
+    "assimilated": ("assimilated", Q(assimilate_state=AssimilateState.DONE)),
+    "delete_ready": ("waiting for file deletion", Q(file_delete_state=FileDeleteState.READY)),
+    "files_deleted": ("files deleted", Q(file_delete_state=FileDeleteState.DONE)),
+    "delete_error": ("file deletion error", Q(file_delete_state=FileDeleteState.ERROR)),
+}
+
+ERROR_FILTERS = [("", "any"), ("none", "no error"), ("some", "some error")] + [
+    (flag.name, flag.name) for flag in ErrorMask
+]
+
+# Only unique, indexed keys: a page then reads 50 index entries whatever the table size.
+SORTS = {"-id": ("id", True), "id": ("id", False), "name": ("name", False), "-name": ("name", True)}
+
+# One past the highest code point: the upper end of a name prefix range.
+TOP = "\U0010ffff"
+
+
+class WorkunitFilterForm(forms.Form):
+    app = forms.ModelChoiceField(App.objects.only("id", "name"), required=False,
+                                 empty_label="all apps")
+    state = forms.ChoiceField(
+        required=False, choices=[("", "any state")] + [(k, v[0]) for k, v in STATE_FILTERS.items()]
+    )
+    error = forms.ChoiceField(required=False, choices=ERROR_FILTERS, label="Error mask")
+    name = forms.CharField(required=False, max_length=254, label="Name starts with")
+    sort = forms.ChoiceField(required=False, choices=[(k, k) for k in SORTS])
+    after = forms.CharField(required=False, widget=forms.HiddenInput)
+    before = forms.CharField(required=False, widget=forms.HiddenInput)
+
+    def _clean_cursor(self, name):
+        cursor = self.cleaned_data[name]
+        if cursor:
+            try:
+                decode_cursor(cursor)
+            except BadCursor as exc:
+                raise forms.ValidationError(str(exc)) from None
+        return cursor
+
+    def clean_after(self):
+        return self._clean_cursor("after")
+
+    def clean_before(self):
+        return self._clean_cursor("before")
+
+    @property
+    def sort_key(self):
+        return SORTS[self.cleaned_data.get("sort") or "-id"]
+
+    def filter(self, queryset, now):
+        """``queryset`` narrowed by the valid filters; ``now`` is for "transition due"."""
+        data = self.cleaned_data
+        if data["app"]:
+            queryset = queryset.filter(app=data["app"])
+        state = data["state"]
+        if state == "transition_due":
+            queryset = queryset.transition_due(now)
+        elif state:
+            queryset = queryset.filter(STATE_FILTERS[state][1])
+        error = data["error"]
+        if error == "none":
+            queryset = queryset.filter(error_mask=0)
+        elif error == "some":
+            queryset = queryset.exclude(error_mask=0)
+        elif error:
+            bit = ErrorMask[error].value
+            queryset = queryset.filter(GreaterThan(F("error_mask").bitand(bit), 0))
+        if data["name"]:
+            # The range lets the unique name index serve the prefix (code-point collations).
+            prefix = data["name"]
+            queryset = queryset.filter(name__gte=prefix, name__lt=prefix + TOP,
+                                       name__startswith=prefix)
+        return queryset
+
+
+PREF_FIELDS = [
+    "work_buf_min_days", "work_buf_additional_days", "max_ncpus_pct", "cpu_usage_limit",
+    "cpu_scheduling_period_minutes", "leave_apps_in_memory",
+]
+
+
+class HostPrefsForm(forms.ModelForm):
+    """A host's computing preferences, with the ranges BOINC's preference pages accept."""
+
+    work_buf_min_days = forms.FloatField(min_value=0, max_value=10,
+                                         label="Store at least (days of work)")
+    work_buf_additional_days = forms.FloatField(min_value=0, max_value=10,
+                                                label="Store up to an additional (days)")
+    max_ncpus_pct = forms.FloatField(min_value=1, max_value=100,
+                                     label="Use at most (% of the CPUs)")
+    cpu_usage_limit = forms.FloatField(min_value=1, max_value=100,
+                                       label="Use at most (% of CPU time)")
+    cpu_scheduling_period_minutes = forms.FloatField(
+        min_value=1, max_value=1440, label="Switch between applications every (minutes)")
+    leave_apps_in_memory = forms.BooleanField(required=False,
+                                              label="Leave non-GPU tasks in memory while suspended")
+
+    class Meta:
+        model = Host
+        fields = PREF_FIELDS
+
+    def changes(self):
+        """(field, old, new) for each preference the form changes."""
+        return [(name, self.initial[name], self.cleaned_data[name])
+                for name in PREF_FIELDS if self.cleaned_data[name] != self.initial[name]]
+
+    def save_changes(self, user, now):
+        """Write the changed preferences and prefs_mod_time, with one lifecycle event of the
+        host per changed preference (actor: the username; the values in ``detail``, since
+        old/new hold integers only). Returns the changes."""
+        changes = self.changes()
+        if not changes:
+            return changes
+        with transaction.atomic():
+            Host.objects.filter(pk=self.instance.pk).update(
+                prefs_mod_time=now, **{name: new for name, _, new in changes}
+            )
+            record([event(time=now, actor=user.get_username(), host_id=self.instance.pk,
+                          field=name, old=None, new=None, reason="preferences form",
+                          detail=f"{old} → {new}") for name, old, new in changes])
+        return changes
+
+
+class WorkunitIdsForm(forms.Form):
+    """The workunits an admin action applies to: ``id`` repeated, at most MAX_IDS of them."""
+
+    MAX_IDS = 500  # below Django's DATA_UPLOAD_MAX_NUMBER_FIELDS, so the reason is ours
+
+    id = forms.TypedMultipleChoiceField(coerce=int, required=True)
+
+    def __init__(self, data):
+        super().__init__(data)
+        # Any positive whole number is a valid choice; whether it exists is checked in clean.
+        self.fields["id"].valid_value = (
+            lambda value: str(value).isdigit() and 0 < int(value) < 2**63)
+
+    def clean_id(self):
+        ids = sorted(set(self.cleaned_data["id"]))
+        if len(ids) > self.MAX_IDS:
+            raise forms.ValidationError(f"at most {self.MAX_IDS} workunits at a time")
+        found = set(Workunit.objects.filter(id__in=ids).values_list("id", flat=True))
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise forms.ValidationError(
+                "no workunit with id " + ", ".join(str(i) for i in missing[:10]))
+        return ids

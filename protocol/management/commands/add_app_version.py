@@ -1,0 +1,33 @@
+"""``manage.py add_app_version APP VERSION EXECUTABLE``: a signed app version for real clients.
+
+The executable is copied to the download directory and signed with the project's key
+(reference/protocol.md §7), so clients that are not on the anonymous platform can run it.
+"""
+
+from django.core.management.base import BaseCommand, CommandError
+
+from backend.models import App, AppVersion
+from protocol import signing
+
+
+class Command(BaseCommand):
+    help = "Add (or re-sign) an app version whose executable real clients download."
+
+    def add_arguments(self, parser):
+        parser.add_argument("app")
+        parser.add_argument("version_num", type=int)
+        parser.add_argument("executable")
+        parser.add_argument("--platform", default="x86_64-pc-linux-gnu")
+
+    def handle(self, *args, app, version_num, executable, platform, **options):
+        found = App.objects.filter(name=app).first()
+        if found is None:
+            raise CommandError(f"no app called {app!r}")
+        version, _ = AppVersion.objects.get_or_create(app=found, version_num=version_num,
+                                                      platform=platform, plan_class="")
+        try:
+            row = signing.add_app_version_file(version, executable)
+        except (OSError, signing.SigningError) as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(
+            f"{version}: {row.name} ({row.nbytes} bytes, md5 {row.md5_cksum}), signed")

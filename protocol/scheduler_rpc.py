@@ -1,0 +1,153 @@
+"""One scheduler RPC from a real client, from request body to reply body (reference/protocol.md §4).
+
+The scheduling itself is ``backend.daemons.scheduler.handle_request``, the same function the
+simulated volunteers call; this module only stands between it and the wire:
+
+1. the body is parsed (``xml_request``); a body that is not a scheduler request gets an error
+   reply and changes nothing;
+2. the account is found by its authenticator; an unknown one is refused with a message;
+3. a ``hostid`` that is unknown or belongs to another account is treated as a new host, as
+   BOINC's scheduler does, so the client gets a fresh hostid;
+4. reported results are screened: a report of a result that was not sent to this host is not
+   passed on (it is logged and acked, so the client forgets it); a reported success whose
+   output never arrived, or whose ``<file_info>`` carries an ``<error_msg>`` (a permanent
+   upload error, §5.2, §10.5) is passed on as UPLOAD_FAILED, so it is recorded as a client
+   error, with the reason added to its stderr;
+5. the reply is written (``xml_reply``) with this server's download and upload URLs, the
+   signed executables of the app versions sent, and the code-signing key for a client that
+   lacks it.
+"""
+
+import logging
+
+from backend.daemons.hierarchy import upload_path
+from backend.daemons.scheduler import (
+    Message, SchedulerConfig, SchedulerRequestError, handle_request,
+)
+from backend.models import ClientState, Host, Result
+from protocol import signing
+from protocol.models import Account, AppVersionFile
+from protocol.xml_reply import AppFile, ReplyContext, write_error_reply, write_reply
+from protocol.xml_request import RequestParseError, parse_request
+
+log = logging.getLogger("protocol.scheduler")
+
+# Seconds a client refused for a bad account key or request waits before asking again.
+REFUSED_DELAY = 3600
+
+
+def scheduler_rpc(body, *, now, base_url, config=SchedulerConfig()):
+    """(HTTP status, reply bytes) for the raw request ``body``; ``base_url`` ends in ``/``."""
+    try:
+        parsed = parse_request(body)
+    except RequestParseError as exc:
+        log.warning("unreadable scheduler request: %s", exc.reason)
+        return 400, write_error_reply(f"Can't parse scheduler request: {exc.reason}")
+    account = None
+    if parsed.authenticator:
+        account = Account.objects.filter(authenticator=parsed.authenticator).first()
+    if account is None:
+        log.warning("scheduler request with an unknown account key")
+        return 200, write_error_reply(
+            "Invalid or missing account key. To fix, remove and add this project.",
+            request_delay=REFUSED_DELAY)
+    request = parsed.request
+    request.userid = account.user_id
+    if request.hostid and not Host.objects.filter(pk=request.hostid,
+                                                  owner_id=account.user_id).exists():
+        log.warning("account %s sent hostid %s, not one of its hosts: new host",
+                    account.user_id, request.hostid)
+        request.hostid = 0
+    ignored = screen_reports(request)
+    mark_missing_outputs(request)
+    try:
+        reply = handle_request(request, now=now, config=config)
+    except SchedulerRequestError as exc:
+        log.warning("scheduler request refused: %s", exc.reason)
+        return 200, write_error_reply(f"Scheduler request refused: {exc.reason}",
+                                      request_delay=REFUSED_DELAY)
+    for name in ignored:
+        reply.result_acks.append(name)
+        reply.messages.append(Message(f"Report of {name} ignored: not sent to this host"))
+    anonymous = request.platform_name == "anonymous"
+    context = ReplyContext(
+        download_url=f"{base_url}download/", upload_url=f"{base_url}file_upload_handler",
+        anonymous=anonymous,
+        code_sign_key="" if anonymous or parsed.code_sign_key else
+        signing.load_public_key_text(),
+        app_files={} if anonymous else app_files(reply.results))
+    return 200, write_reply(reply, context)
+
+
+def screen_reports(request):
+    """Drop reports of results not sent to the requesting host; return their names."""
+    if not request.results:
+        return []
+    names = [report.name for report in request.results]
+    ours = set()
+    if request.hostid:
+        ours = set(Result.objects.filter(name__in=names, host_id=request.hostid)
+                   .values_list("name", flat=True))
+    ignored = [name for name in names if name not in ours]
+    for name in ignored:
+        log.warning("host %s reported %s, which was not sent to it: ignored",
+                    request.hostid or "(new)", name)
+    request.results = [report for report in request.results if report.name in ours]
+    return ignored
+
+
+def mark_missing_outputs(request):
+    """Keep only outputs that arrived; a success missing its output is UPLOAD_FAILED (§10.5)."""
+    if not request.results:
+        return
+    expected = dict(Result.objects.filter(name__in=[r.name for r in request.results])
+                    .values_list("name", "random"))
+    for report in request.results:
+        output = f"{report.name}_r{expected[report.name]}_0"
+        declared = {f.name: f for f in report.output_files}
+        report.output_files = [f for f in report.output_files if arrived(f)]
+        if report.client_state != ClientState.FILES_UPLOADED:
+            continue
+        info = declared.get(output)
+        if info is None:
+            problem = f"output {output} was not reported"
+        elif info.error_msg:
+            problem = f"output {output} failed to upload: {info.error_msg}"
+        elif not arrived(info):
+            problem = f"output {output} never arrived"
+        else:
+            continue
+        report.client_state = ClientState.UPLOAD_FAILED
+        report.stderr_out = f"{report.stderr_out}\n<message>server: {problem}</message>"
+        log.warning("%s reported as a success but %s", report.name, problem)
+
+
+def arrived(reported_file):
+    """Whether the upload handler holds the whole of a reported output file."""
+    name = reported_file.name
+    if not name or "/" in name or name.startswith("."):
+        return False
+    path = upload_path(name)
+    return (not reported_file.error_msg and path.exists()
+            and path.stat().st_size == reported_file.nbytes)
+
+
+def app_files(jobs):
+    """(app_name, version_num, platform, plan_class) -> AppFiles of the jobs' app versions."""
+    keys = {(j.app_version.app_name, j.app_version.version_num, j.app_version.platform,
+             j.app_version.plan_class) for j in jobs}
+    if not keys:
+        return {}
+    rows = AppVersionFile.objects.filter(
+        app_version__app__name__in={k[0] for k in keys},
+        app_version__version_num__in={k[1] for k in keys}).select_related("app_version__app")
+    found = {}
+    for row in rows:
+        av = row.app_version
+        key = (av.app.name, av.version_num, av.platform, av.plan_class)
+        if key in keys:
+            found.setdefault(key, []).append(AppFile(
+                name=row.name, nbytes=row.nbytes, md5_cksum=row.md5_cksum,
+                file_signature=row.file_signature, main_program=row.main_program,
+                open_name=row.open_name))
+    return found

@@ -1,0 +1,217 @@
+"""The file upload handler (reference/protocol.md §5.2; BOINC's sched/file_upload_handler.cpp).
+
+A client POSTs a ``<data_server_request>`` text header and, for an upload, the raw file bytes
+after a ``<data>`` line. The body is not XML (nothing closes the tags after the data), so the
+header is read up to the first ``<data>\\n`` and its few fields picked out by tag; the bytes
+after it are streamed to disk in chunks, whatever their size (§10.10).
+
+Two requests:
+
+- ``<get_file_size>NAME</get_file_size>``: how many bytes of NAME we hold (the finished file,
+  else the part received so far, else 0). Never more than we have: a size at least the
+  client's makes it skip the upload (§10.11);
+- ``<file_upload>``: ``<file_info><name>``, ``<nbytes>``, ``<md5_cksum>``, ``<offset>``, then
+  the bytes from ``offset`` on. They are appended to ``.NAME.part`` (cut back to ``offset``
+  first, so a resumed upload continues where the client says); when all ``nbytes`` are there
+  the MD5 is checked and the part renamed to NAME in the upload directory.
+
+Only output files of results that were sent and not yet reported may be uploaded: the name must
+be a result's output name, ``<result>_r<random>_<i>``, whose random part only the host the
+result was sent to has seen. An upload larger than the app's ``max_output_nbytes`` is refused.
+
+Replies carry ``<status>``: 0 success; 1 transient (the client backs off the file and retries
+with a fresh size query): a disk error, a body cut short, an MD5 mismatch, an offset past what
+we hold; -1 permanent ("giving up on upload"): an unknown or foreign file name, a file over the
+size limit, a header that cannot be read.
+"""
+
+import hashlib
+import logging
+import os
+import re
+from dataclasses import dataclass
+
+from backend.daemons.hierarchy import upload_path
+from backend.models import Outcome, Result, ServerState
+
+log = logging.getLogger("protocol.upload")
+
+CHUNK = 1 << 16
+HEADER_LIMIT = 1 << 16
+DATA_MARK = b"<data>\n"
+OUTPUT_NAME = re.compile(r"^(?P<result>[A-Za-z0-9._-]+)_r(?P<random>\d+)_(?P<index>\d+)$")
+
+STATUS_OK, STATUS_TRANSIENT, STATUS_PERMANENT = 0, 1, -1
+
+
+class UploadError(Exception):
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def transient(message):
+    return UploadError(STATUS_TRANSIENT, message)
+
+
+def permanent(message):
+    return UploadError(STATUS_PERMANENT, message)
+
+
+def reply(status, message="", file_size=None):
+    """The short ``<data_server_reply>`` the client reads into a small buffer (§5.2)."""
+    parts = ["<data_server_reply>", f"    <status>{status}</status>"]
+    if file_size is not None:
+        parts.append(f"    <file_size>{file_size}</file_size>")
+    if message:
+        safe = message.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        parts.append(f"    <message>{safe[:200]}</message>")
+    parts.append("</data_server_reply>\n")
+    return "\n".join(parts).encode()
+
+
+def field(header, tag):
+    match = re.search(rf"<{tag}>\s*(.*?)\s*</{tag}>", header, re.DOTALL)
+    return match.group(1) if match else None
+
+
+def integer_field(header, tag, *, required=True):
+    value = field(header, tag)
+    if value is None:
+        if required:
+            raise permanent(f"missing <{tag}>")
+        return None
+    try:
+        return int(float(value))
+    except ValueError:
+        raise permanent(f"<{tag}> is not a number") from None
+
+
+def read_header(stream):
+    """(header text, bytes already read past the ``<data>`` line) of the request ``stream``."""
+    buffer = b""
+    while True:
+        at = buffer.find(DATA_MARK)
+        if at >= 0:
+            return buffer[:at].decode("utf-8", errors="replace"), buffer[at + len(DATA_MARK):]
+        if len(buffer) > HEADER_LIMIT:
+            raise permanent("request header too long")
+        chunk = stream.read(CHUNK)
+        if not chunk:
+            return buffer.decode("utf-8", errors="replace"), b""
+        buffer += chunk
+
+
+@dataclass
+class Target:
+    """An output file a client may upload, and its limit."""
+
+    name: str
+    result: Result
+    max_nbytes: int
+
+
+def upload_target(name):
+    """The Target for ``name``, or UploadError(-1) when no host may upload such a file."""
+    match = OUTPUT_NAME.match(name or "")
+    if not match:
+        raise permanent(f"unknown file {name!r}")
+    result = (Result.objects.select_related("app")
+              .filter(name=match["result"]).first())
+    if (result is None or str(result.random) != match["random"] or match["index"] != "0"
+            or result.output_file_name(0) != name):
+        raise permanent(f"unknown file {name}")
+    sent = result.server_state == ServerState.IN_PROGRESS or (
+        result.server_state == ServerState.OVER and result.outcome == Outcome.NO_REPLY)
+    if not sent or result.received_time or result.host_id is None:
+        raise permanent(f"{name} is not an output of a job in progress")
+    return Target(name=name, result=result, max_nbytes=result.app.max_output_nbytes)
+
+
+def partial_path(name):
+    final = upload_path(name)
+    return final.with_name(f".{name}.part")
+
+
+def held_size(name):
+    """Bytes of ``name`` we hold: the finished file, else the part received so far."""
+    for path in (upload_path(name), partial_path(name)):
+        if path.exists():
+            return path.stat().st_size
+    return 0
+
+
+def handle(stream):
+    """Answer one upload-handler request read from ``stream``; returns the reply bytes."""
+    try:
+        header, data = read_header(stream)
+        if "<get_file_size>" in header:
+            name = field(header, "get_file_size")
+            upload_target(name)
+            return reply(STATUS_OK, file_size=held_size(name))
+        if "<file_upload>" in header:
+            return receive(header, data, stream)
+        raise permanent("no <get_file_size> or <file_upload> in the request")
+    except UploadError as exc:
+        log.warning("upload refused (status %s): %s", exc.status, exc.message)
+        return reply(exc.status, exc.message)
+
+
+def receive(header, data, stream):
+    file_info = field(header, "file_info") or ""
+    target = upload_target(field(file_info, "name"))
+    nbytes = integer_field(header, "nbytes")
+    md5 = (field(header, "md5_cksum") or "").lower()
+    offset = integer_field(header, "offset", required=False) or 0
+    if nbytes < 0 or offset < 0 or offset > nbytes:
+        raise permanent(f"bad size {nbytes} or offset {offset}")
+    if nbytes > target.max_nbytes:
+        raise permanent(f"file size ({nbytes} bytes) exceeds limit ({target.max_nbytes} bytes)")
+    final = upload_path(target.name)
+    if final.exists() and final.stat().st_size == nbytes and offset == nbytes:
+        return reply(STATUS_OK)
+    try:
+        store(target.name, nbytes, md5, offset, data, stream)
+    except OSError as exc:
+        raise transient(f"server can't store {target.name}: {exc.strerror or exc}") from None
+    log.info("received %s (%d bytes, from offset %d)", target.name, nbytes, offset)
+    return reply(STATUS_OK)
+
+
+def store(name, nbytes, md5, offset, data, stream):
+    """Write the bytes from ``offset`` on to the part file and finish it when complete."""
+    part = partial_path(name)
+    part.parent.mkdir(parents=True, exist_ok=True)
+    have = part.stat().st_size if part.exists() else 0
+    if offset > have:
+        raise transient(f"offset {offset} is past the {have} bytes received so far")
+    digest = hashlib.md5()
+    with open(part, "r+b" if part.exists() else "w+b") as f:
+        f.truncate(offset)
+        f.seek(0)
+        for chunk in iter(lambda: f.read(min(CHUNK, offset - f.tell())), b""):
+            digest.update(chunk)
+        f.seek(offset)
+        remaining = nbytes - offset
+        while True:
+            if len(data) > remaining:
+                f.truncate(offset)
+                raise permanent(f"more than the declared {nbytes} bytes were sent")
+            f.write(data)
+            digest.update(data)
+            remaining -= len(data)
+            data = stream.read(CHUNK)
+            if not data:
+                break
+    if remaining > 0:
+        raise transient(f"the body ended {remaining} bytes short; resume later")
+    if md5 and digest.hexdigest() != md5:
+        part.unlink(missing_ok=True)
+        raise transient("MD5 mismatch; send the file again")
+    finish_upload(part, upload_path(name))
+
+
+def finish_upload(part, final):
+    """Make the received file visible under its name (an atomic rename)."""
+    os.replace(part, final)

@@ -1,0 +1,122 @@
+"""The project's endpoints for real BOINC clients (reference/protocol.md §3-§5).
+
+- ``/boinc/``: the master page, naming the scheduler both ways a client finds it (§3, §10.1);
+- ``/boinc/cgi``: the scheduler RPC, a raw XML body (§4.1, §10.9);
+- ``/boinc/file_upload_handler``: uploads, streamed (§5.2, §10.10);
+- ``/boinc/download/<name>``: input files and executables, with ``Range`` (§5.1);
+- ``/boinc/account/``: the signed-in user's account key, for attaching a client.
+
+The scheduler and upload handler are csrf-exempt: a client POSTs raw bodies labelled as forms
+and holds no cookie. They never read ``request.POST`` or ``request.body``.
+"""
+
+import re
+import time
+
+from django.contrib.auth.decorators import login_required
+from django.http import (
+    FileResponse, Http404, HttpResponse, HttpResponseNotAllowed, StreamingHttpResponse,
+)
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt
+
+from backend.daemons.hierarchy import download_path
+from protocol import uploads
+from protocol.models import Account
+from protocol.scheduler_rpc import scheduler_rpc
+from protocol.xml_reply import PROJECT_NAME, write_error_reply
+
+SAFE_NAME = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]*$")
+RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+# The largest scheduler request read; a real one is 6-8 KB plus stderr (63 KB per result).
+MAX_REQUEST_BYTES = 16 << 20
+
+
+def master_url(request):
+    return request.build_absolute_uri(reverse("boinc:master"))
+
+
+def master(request):
+    return render(request, "protocol/master.html", {
+        "project_name": PROJECT_NAME,
+        "master_url": master_url(request),
+        "scheduler_url": request.build_absolute_uri(reverse("boinc:scheduler")),
+        "account_url": reverse("boinc:account"),
+        "workunits_url": reverse("project:workunit_list"),
+        "status_url": reverse("project:status"),
+    })
+
+
+@login_required
+def account(request):
+    return render(request, "protocol/account.html", {
+        "account": Account.for_user(request.user), "master_url": master_url(request),
+    })
+
+
+def xml_response(body, status=200):
+    return HttpResponse(body, status=status, content_type="text/xml; charset=utf-8")
+
+
+@csrf_exempt
+def scheduler(request):
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    body = request.read(MAX_REQUEST_BYTES + 1)
+    if len(body) > MAX_REQUEST_BYTES:
+        return xml_response(write_error_reply("scheduler request too large"), status=413)
+    status, reply = scheduler_rpc(body, now=int(time.time()), base_url=master_url(request))
+    return xml_response(reply, status=status)
+
+
+@csrf_exempt
+def file_upload_handler(request):
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    return HttpResponse(uploads.handle(request), content_type="text/plain")
+
+
+def download(request, name):
+    if not SAFE_NAME.match(name):
+        raise Http404("no such file")
+    path = download_path(name)
+    if not path.is_file():
+        raise Http404("no such file")
+    size = path.stat().st_size
+    wanted = request.headers.get("Range", "")
+    if not wanted:
+        return FileResponse(open(path, "rb"), content_type="application/octet-stream")
+    match = RANGE.match(wanted.strip())
+    if not match or match.groups() == ("", ""):
+        return range_not_satisfiable(size)
+    first, last = match.groups()
+    if first:
+        start, end = int(first), min(int(last), size - 1) if last else size - 1
+    else:  # bytes=-N: the last N bytes
+        start, end = max(size - int(last), 0), size - 1
+    if start >= size or start > end:
+        return range_not_satisfiable(size)
+    response = StreamingHttpResponse(file_range(path, start, end - start + 1), status=206,
+                                     content_type="application/octet-stream")
+    response["Content-Range"] = f"bytes {start}-{end}/{size}"
+    response["Content-Length"] = str(end - start + 1)
+    response["Accept-Ranges"] = "bytes"
+    return response
+
+
+def range_not_satisfiable(size):
+    response = HttpResponse(status=416)
+    response["Content-Range"] = f"bytes */{size}"
+    return response
+
+
+def file_range(path, start, length):
+    with open(path, "rb") as f:
+        f.seek(start)
+        while length > 0:
+            chunk = f.read(min(length, 1 << 16))
+            if not chunk:
+                return
+            length -= len(chunk)
+            yield chunk

@@ -1,0 +1,286 @@
+"""Reading a real client's ``<scheduler_request>`` (reference/protocol.md §4.2, §4.4, §10.12).
+
+``parse_request(body) -> ParsedRequest`` turns the raw POST body into the scheduler's
+``SchedulerRequest`` (backend.daemons.sched_types) plus what only the wire layer needs: the
+authenticator and whether the client already holds the project's code-signing key.
+
+Parsing is lenient where a real client is known to send text a strict XML parser refuses:
+
+- ``<stderr_out>`` holds the application's stderr inside CDATA, which the application controls:
+  it may contain ``]]>``, ``</stderr_out>``, stray ``<``, bytes that are not UTF-8 or control
+  characters XML forbids. Each ``<stderr_out>`` block is cut out of the body before parsing (it
+  ends at the ``]]>`` directly followed by ``</stderr_out>``) and its text kept aside, the CDATA
+  markers the client wrapped it in removed;
+- bytes that are not UTF-8 elsewhere are replaced, and control characters XML 1.0 forbids are
+  dropped.
+
+Top-level ``<file_info>`` elements are the sticky files the client holds (locality
+scheduling), told apart from the ``<file_info>`` elements inside a reported ``<result>``, which
+describe its uploaded outputs (§4.2, §10.12).
+
+Anything else wrong (not XML after that, no ``<scheduler_request>`` root, a number that is not
+a number) raises ``RequestParseError`` with the reason; the caller answers with an error reply.
+The XML is read with defusedxml, so entity tricks are refused rather than expanded.
+"""
+
+import re
+from dataclasses import dataclass
+
+from defusedxml import ElementTree
+from defusedxml.common import DefusedXmlException
+
+from backend.daemons.sched_types import (
+    ClientAppVersion, GpuRequest, HostInfo, ReportedFile, ReportedResult, SchedulerRequest,
+    StickyFile, TimeStats,
+)
+from backend.models import GpuType
+
+# The coprocessor elements a client describes its GPUs with, and our GpuType for each.
+COPROC_TYPES = {
+    "coproc_cuda": GpuType.NVIDIA,
+    "coproc_ati": GpuType.ATI,
+    "coproc_intel_gpu": GpuType.INTEL,
+    "coproc_apple_gpu": GpuType.APPLE,
+}
+
+# One stderr_out block: up to the ``]]>`` that closes its CDATA right before ``</stderr_out>``
+# (so the application's own ``]]>`` or ``</stderr_out>`` text does not end it), or, without
+# CDATA, up to the first ``</stderr_out>``.
+STDERR_BLOCK = re.compile(
+    rb"<stderr_out>((?:(?!</stderr_out>).)*?<!\[CDATA\[.*?\]\]>\s*|.*?)</stderr_out>", re.DOTALL)
+# Characters XML 1.0 does not allow, even escaped.
+FORBIDDEN_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+class RequestParseError(ValueError):
+    """The body is not a scheduler request we can read; ``reason`` says why."""
+
+    def __init__(self, reason):
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass
+class ParsedRequest:
+    """A scheduler request as the client sent it, before the account is looked up."""
+
+    authenticator: str
+    request: SchedulerRequest
+    code_sign_key: str = ""
+
+
+def parse_request(body):
+    """Parse the raw body of a scheduler RPC (bytes) into a ParsedRequest."""
+    root, stderrs = read_xml(body)
+    if root.tag != "scheduler_request":
+        raise RequestParseError(f"expected <scheduler_request>, found <{root.tag}>")
+    major = text(root, "core_client_major_version")
+    minor = text(root, "core_client_minor_version")
+    release = text(root, "core_client_release")
+    version = ".".join(v for v in (major, minor, release) if v)
+    request = SchedulerRequest(
+        hostid=integer(root, "hostid"),
+        rpc_seqno=integer(root, "rpc_seqno"),
+        core_client_version=version,
+        platform_name=text(root, "platform_name") or "x86_64-pc-linux-gnu",
+        alt_platforms=[text(alt, "name") for alt in root.findall("alt_platform")
+                       if text(alt, "name")],
+        host_info=host_info(root.find("host_info")),
+        time_stats=time_stats(root.find("time_stats")),
+        work_req_seconds=number(root, "work_req_seconds"),
+        cpu_req_secs=number(root, "cpu_req_secs"),
+        cpu_req_instances=number(root, "cpu_req_instances"),
+        estimated_delay=number(root, "estimated_delay"),
+        gpu_requests=gpu_requests(root.find("host_info")),
+        dont_send_work=flag(root, "dont_send_work"),
+        results=[reported_result(r, stderrs) for r in root.findall("result")],
+        file_infos=[sticky_file(f) for f in root.findall("file_info")],
+        app_versions=client_app_versions(root.find("app_versions")),
+        other_results=other_results(root.find("other_results")),
+    )
+    return ParsedRequest(authenticator=text(root, "authenticator"), request=request,
+                         code_sign_key=text(root, "code_sign_key"))
+
+
+def read_xml(body):
+    """(root element, list of stderr_out texts) of ``body``, the stderr blocks cut out."""
+    if not isinstance(body, bytes):
+        raise RequestParseError("the request body must be bytes")
+    stderrs = []
+
+    def cut(match):
+        stderrs.append(stderr_text(match.group(1)))
+        return b"<stderr_out>%d</stderr_out>" % (len(stderrs) - 1)
+
+    cleaned = STDERR_BLOCK.sub(cut, body)
+    decoded = FORBIDDEN_CHARS.sub("", cleaned.decode("utf-8", errors="replace"))
+    # ElementTree refuses an encoding declaration on a str; the text is decoded already.
+    decoded = re.sub(r"^\s*<\?xml[^>]*\?>", "", decoded)
+    if not decoded.strip():
+        raise RequestParseError("the request body is empty")
+    try:
+        return ElementTree.fromstring(decoded), stderrs
+    except DefusedXmlException as exc:
+        raise RequestParseError(f"refused XML construct: {exc}") from None
+    except ElementTree.ParseError as exc:
+        raise RequestParseError(f"not well-formed XML: {exc}") from None
+
+
+def stderr_text(raw):
+    """The text of one stderr_out block: CDATA markers removed, invalid characters dropped."""
+    text_ = raw.decode("utf-8", errors="replace")
+    start = text_.find("<![CDATA[")
+    if start >= 0:
+        end = text_.rfind("]]>")
+        if end > start:
+            text_ = text_[:start] + text_[start + len("<![CDATA["):end] + text_[end + 3:]
+        else:
+            text_ = text_[:start] + text_[start + len("<![CDATA["):]
+    return FORBIDDEN_CHARS.sub("", text_).strip()
+
+
+def text(element, tag):
+    if element is None:
+        return ""
+    child = element.find(tag)
+    if child is None or child.text is None:
+        return ""
+    return child.text.strip()
+
+
+def number(element, tag, default=0.0):
+    value = text(element, tag)
+    if not value:
+        return default
+    try:
+        parsed = float(value)
+    except ValueError:
+        raise RequestParseError(f"<{tag}> is not a number: {value[:40]!r}") from None
+    if parsed != parsed or parsed in (float("inf"), float("-inf")):
+        raise RequestParseError(f"<{tag}> is not a finite number: {value[:40]!r}")
+    return parsed
+
+
+def integer(element, tag, default=0):
+    value = text(element, tag)
+    if not value:
+        return default
+    try:
+        parsed = int(value)
+    except ValueError:
+        raise RequestParseError(f"<{tag}> is not a whole number: {value[:40]!r}") from None
+    if not -2**63 <= parsed < 2**63:
+        raise RequestParseError(f"<{tag}> is out of range: {value[:40]!r}")
+    return parsed
+
+
+def flag(element, tag):
+    """``<tag/>``, ``<tag />`` and ``<tag>1</tag>`` are true; ``<tag>0</tag>`` and absence false."""
+    child = element.find(tag)
+    if child is None:
+        return False
+    return (child.text or "").strip() not in ("0",)
+
+
+def host_info(element):
+    info = HostInfo()
+    if element is None:
+        return info
+    for name in ("domain_name", "host_cpid", "ip_addr", "p_vendor", "p_model", "os_name",
+                 "os_version"):
+        setattr(info, name, text(element, name))
+    info.timezone = integer(element, "timezone")
+    info.p_ncpus = integer(element, "p_ncpus", 1)
+    for name in ("p_fpops", "p_iops"):
+        setattr(info, name, number(element, name, 1e9))
+    for name in ("m_nbytes", "d_total", "d_free"):
+        setattr(info, name, number(element, name))
+    return info
+
+
+def time_stats(element):
+    stats = TimeStats()
+    if element is None:
+        return stats
+    for name in ("on_frac", "connected_frac", "cpu_and_network_available_frac", "active_frac",
+                 "gpu_active_frac"):
+        # A client that has never been connected reports connected_frac -1: "unknown".
+        value = number(element, name, 1.0)
+        setattr(stats, name, value if 0 <= value <= 1 else 1.0)
+    return stats
+
+
+def gpu_requests(host_info_element):
+    """Per-GPU work requests: the coprocessor elements of ``host_info/coprocs``."""
+    if host_info_element is None:
+        return []
+    coprocs = host_info_element.find("coprocs")
+    if coprocs is None:
+        return []
+    requests = []
+    for child in coprocs:
+        gpu_type = COPROC_TYPES.get(child.tag)
+        if gpu_type is None or any(r.type == gpu_type for r in requests):
+            continue
+        requests.append(GpuRequest(
+            type=gpu_type, count=integer(child, "count", 1),
+            peak_flops=number(child, "peak_flops"), req_secs=number(child, "req_secs"),
+            req_instances=number(child, "req_instances"),
+            estimated_delay=number(child, "estimated_delay")))
+    return requests
+
+
+def reported_result(element, stderrs):
+    """A completed job (§4.4), its uploaded outputs in the nested ``<file_info>`` elements."""
+    stderr = ""
+    marker = text(element, "stderr_out")
+    if marker.isdigit() and int(marker) < len(stderrs):
+        stderr = stderrs[int(marker)]
+    return ReportedResult(
+        name=text(element, "name"),
+        client_state=integer(element, "state"),
+        exit_status=integer(element, "exit_status"),
+        final_elapsed_time=number(element, "final_elapsed_time"),
+        final_cpu_time=number(element, "final_cpu_time"),
+        stderr_out=stderr,
+        output_files=[ReportedFile(name=text(f, "name"), nbytes=int(number(f, "nbytes")),
+                                   md5_cksum=text(f, "md5_cksum"),
+                                   max_nbytes=int(number(f, "max_nbytes")),
+                                   error_msg=text(f, "error_msg"))
+                      for f in element.findall("file_info")],
+        app_version_num=integer(element, "app_version_num") or integer(element, "version_num"),
+        platform=text(element, "platform"),
+        plan_class=text(element, "plan_class"),
+    )
+
+
+def sticky_file(element):
+    return StickyFile(name=text(element, "name"), nbytes=int(number(element, "nbytes")),
+                      status=integer(element, "status", 1))
+
+
+def client_app_versions(element):
+    if element is None:
+        return []
+    versions = []
+    for av in element.findall("app_version"):
+        gpu_type, gpu_usage = "", 0.0
+        coproc = av.find("coproc")
+        if coproc is not None:
+            gpu_type = {"CUDA": GpuType.NVIDIA, "NVIDIA": GpuType.NVIDIA,
+                        "ATI": GpuType.ATI, "intel_gpu": GpuType.INTEL,
+                        "apple_gpu": GpuType.APPLE}.get(text(coproc, "type"), "")
+            gpu_usage = number(coproc, "count") if gpu_type else 0.0
+        versions.append(ClientAppVersion(
+            app_name=text(av, "app_name"), version_num=integer(av, "version_num"),
+            platform=text(av, "platform"), plan_class=text(av, "plan_class"),
+            avg_ncpus=number(av, "avg_ncpus", 1.0), flops=number(av, "flops"),
+            gpu_type=gpu_type, gpu_usage=gpu_usage))
+    return versions
+
+
+def other_results(element):
+    """Names of the jobs still in progress on the host; None when the list is absent."""
+    if element is None:
+        return None
+    return [text(r, "name") for r in element.findall("other_result") if text(r, "name")]

@@ -1,0 +1,209 @@
+"""BOINC 7's job scheduling: make_run_list and enforce_run_list (reference/client.md §6.3).
+
+`make_run_list` orders candidate jobs: for each GPU type, EDF picks for projects with
+predicted deadline misses and then priority picks; the same for the CPU. `enforce` then
+walks the list sorted by `more_important` and keeps what fits, assigning GPU instances.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .rec import adjust_rec_sched, priority_init
+from .state import QUEUED, RUNNING
+
+WHY_EDF = "edf"
+WHY_PRIORITY = "priority"
+WHY_UNFINISHED = "unfinished_time_slice"
+WHY_FIFO = "fifo"
+
+
+def next_checkpoint_after(em, j, t: float) -> float:
+    """The first checkpoint strictly after `t`: every checkpoint_period seconds from the
+    start of the run interval; continuous under `--compat bce` or with no period (§9.8)."""
+    cp = j.checkpoint_period
+    if cp <= 0 or em.bce:
+        return t
+    return j.run_start + (math.floor((t - j.run_start) / cp) + 1) * cp
+
+
+def finished_time_slice(em, j, now: float) -> bool:
+    """finished_time_slice (reference/client.md §6.3): past run_interval_start +
+    cpu_scheduling_period, and checkpointed after that point."""
+    slice_end = j.run_start + em.period
+    return now > slice_end and now >= next_checkpoint_after(em, j, slice_end)
+
+
+def preemptible_at(em, j) -> float:
+    """The time from which `finished_time_slice` holds (the slice end itself excluded)."""
+    slice_end = j.run_start + em.period
+    return next_checkpoint_after(em, j, slice_end)
+
+
+def promote_once_ran_edf(em, now: float, rr) -> None:
+    """Keep deadline-miss marks against thrashing (reference/client.md §6.3 make_run_list 1)."""
+    for j in em.running:
+        if j.once_ran_edf and rr.misses.get((j.project.index, j.rsc), 0) > 0:
+            j.rr_miss = True
+    for p in em.projects:
+        for j in p.jobs:
+            if j.rr_miss:
+                j.last_deadline_miss_time = now
+            elif now - j.last_deadline_miss_time < em.period:
+                j.rr_miss = True
+
+
+def _earliest_deadline_result(em, r: int, misses: dict, taken: set):
+    """earliest_deadline_result (§6.3 step 5): only projects with predicted misses left;
+    earliest report deadline, then a started job, then the least remaining time."""
+    best = None
+    best_key = None
+    for p in em.projects:
+        if misses.get((p.index, r), 0) <= 0:
+            continue
+        for j in p.jobs:
+            if j.rsc != r or j in taken:
+                continue
+            key = (j.deadline, not j.started, j.est_flops_remaining(em.exact_estimates))
+            if best_key is None or key < best_key:
+                best, best_key = j, key
+    if best is not None:
+        misses[(best.project.index, r)] -= 1
+    return best
+
+
+def _best_job(p, r: int, taken: set):
+    """The project's next job: already running, then preempted ones, then in arrival order."""
+    best = None
+    best_key = None
+    for j in p.jobs:
+        if j.rsc != r or j in taken:
+            continue
+        key = (j.state != RUNNING, not j.started, j.index)
+        if best_key is None or key < best_key:
+            best, best_key = j, key
+    return best
+
+
+def make_run_list(em, now: float, rr, use_edf: bool) -> list:
+    """make_run_list (reference/client.md §6.3): an ordered list of candidate jobs with their
+    `edf` flag set; each pick charges the project's REC (adjust_rec_sched)."""
+    promote_once_ran_edf(em, now, rr)
+    rec_sum = priority_init(em.projects, lambda p: bool(p.jobs))
+    misses = dict(rr.misses)
+    taken: set = set()
+    out: list = []
+    order = em.project_order
+    for r in range(len(em.resources) - 1, -1, -1):
+        res = em.resources[r]
+        cpu = r == 0
+        limit = 2 * em.n_usable_cpus if cpu else res.ninstances
+        # GPU jobs' CPU share counts towards the CPU's 2 x ncpus slop (stop_scan_cpu)
+        used = sum(j.avg_ncpus for j in out) if cpu else 0.0
+        for edf_pass in ((True, False) if use_edf else (False,)):
+            while used < limit:
+                if edf_pass:
+                    j = _earliest_deadline_result(em, r, misses, taken)
+                else:
+                    j = None
+                    best_key = None
+                    for p in order:
+                        cand = _best_job(p, r, taken)
+                        if cand is None:
+                            continue
+                        key = (-p.priority, cand.state != RUNNING, not cand.started, cand.index)
+                        if best_key is None or key < best_key:
+                            j, best_key = cand, key
+                if j is None:
+                    break
+                j.edf = edf_pass
+                taken.add(j)
+                out.append(j)
+                used += j.avg_ncpus if cpu else j.gpu_usage
+                adjust_rec_sched(j.project, em.job_peak_flops(j), em.total_peak_flops, rec_sum)
+    return out
+
+
+def more_important_key(j):
+    """more_important (§6.3 enforce_run_list 3): EDF, GPU before CPU, unfinished time slice,
+    more CPUs, run-list order."""
+    gpu = j.rsc != 0
+    return (not j.edf, not gpu, not j.unfinished, 0.0 if gpu else -j.avg_ncpus, j.seqno_key)
+
+
+def enforce(em, now: float, run_list: list, gpu_allowed: bool, keep_unfinished: bool = True) -> list:
+    """enforce_run_list (reference/client.md §6.3): returns [(job, why, gpu_instance)].
+
+    Running jobs that have not finished their time slice are appended; the list is sorted
+    by `more_important`; CPU jobs stop at n_usable_cpus, GPU jobs are allowed while
+    ncpus_used + avg_ncpus <= n_usable_cpus + 1 and a GPU instance has room.
+    """
+    listed = set(run_list)
+    for seq, j in enumerate(run_list):
+        j.seqno_key = seq
+        j.unfinished = False
+    extra = len(run_list)
+    if keep_unfinished:
+        for j in em.running:
+            if not finished_time_slice(em, j, now):
+                j.unfinished = True
+                if j not in listed:
+                    j.edf = False
+                    j.seqno_key = extra
+                    extra += 1
+                    run_list = run_list + [j]
+    ordered = sorted(run_list, key=more_important_key)
+    ncpus = em.n_usable_cpus
+    ncpus_used = 0.0
+    free = {r: [1.0] * em.resources[r].ninstances for r in range(1, len(em.resources))}
+    chosen = []
+    # jobs already on a GPU keep their device when they stay
+    for j in ordered:
+        if j.rsc == 0:
+            if ncpus_used >= ncpus - 1e-9:
+                continue
+            ncpus_used += j.avg_ncpus
+            chosen.append((j, _why(j), -1))
+            continue
+        if not gpu_allowed or ncpus_used + j.avg_ncpus > ncpus + 1 + 1e-9:
+            continue
+        inst = _assign_gpu(free[j.rsc], j)
+        if inst < 0:
+            continue
+        ncpus_used += j.avg_ncpus
+        chosen.append((j, _why(j), inst))
+    return chosen
+
+
+def _why(j) -> str:
+    if j.edf:
+        return WHY_EDF
+    if j.unfinished:
+        return WHY_UNFINISHED
+    return WHY_PRIORITY
+
+
+def _assign_gpu(free: list[float], j) -> int:
+    """assign_coprocs: keep the job's device if it has room, else the first that does;
+    jobs using more than one device take whole free devices."""
+    u = j.gpu_usage
+    if u <= 1.0:
+        if j.state == RUNNING and 0 <= j.instance < len(free) and free[j.instance] >= u - 1e-9:
+            free[j.instance] -= u
+            return j.instance
+        for i, f in enumerate(free):
+            if f >= u - 1e-9:
+                free[i] -= u
+                return i
+        return -1
+    need = math.ceil(u - 1e-9)
+    whole = [i for i, f in enumerate(free) if f >= 1.0 - 1e-9]
+    if len(whole) < need:
+        return -1
+    for i in whole[:need]:
+        free[i] = 0.0
+    return whole[0]
+
+
+def queued_jobs_waiting(em) -> bool:
+    return any(j.state == QUEUED for p in em.projects for j in p.jobs)

@@ -1,0 +1,793 @@
+"""The event-driven client emulator (reference/client.md §3, re-done without a fixed step).
+
+The run keeps a heap of `(time, priority, counter, event)`. Decision times (scheduling,
+RPCs) fall on the `delta` grid, so the schedule is the one a `delta`-second step would
+give wherever that step does not alias; between decisions the emulator jumps straight to the
+next event: a job end, a time slice becoming preemptible, a buffer falling to its minimum,
+an RPC or work-fetch back-off ending, a result falling due for reporting, or a change of
+the host's on / connected / active / gpu_active processes.
+
+`--compat intended` (default): a job preempted and removed from memory loses the work done
+since its last checkpoint and pays its app's resume cost; "off" stops every job; the sampled
+job size is the real size. `--compat bce` reproduces BOINC's emulator (reference/client.md
+§9): free preemption with continuous checkpoints, CPU jobs computing while off, the real
+size equal to fpops_est, elapsed time counted twice, GPU peak FLOPS growing with count²,
+the RR-sim project order by pointer, REC dropping work done while off, never resetting
+master_fetch_failures.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+import time as _time
+
+from . import rpc
+from .cpu_sched import WHY_EDF
+from .metrics import figures_of_merit
+from .rec import update_average
+from .records import (
+    BufferSample,
+    Decision,
+    HostPeriod,
+    ProjectResult,
+    RecordChunk,
+    RecSample,
+    RpcEvent,
+    RunResult,
+    TimeSlice,
+)
+from .scenario import Scenario
+from .rr_sim import rr_simulate
+from .server import serve
+from .state import (
+    COBBLESTONE_SCALE,
+    FINISHED,
+    GPU_RELATIVE_SPEED_FACTOR,
+    QUEUED,
+    RUNNING,
+    WF_EST_FETCH_TIME,
+    JobState,
+    ProjectState,
+    RandomProcess,
+    Resource,
+)
+
+# event kinds, in the order they are handled at one instant
+EV_HOST, EV_DONE, EV_SLICE, EV_FETCH, EV_REPORT, EV_WAKE, EV_END = range(7)
+HOST_PROCESSES = ("on", "connected", "active", "gpu_active")
+HOST_STATES = ("off", "not_active", "gpu_suspended", "disconnected")  # records.HostPeriod
+
+
+class Emulator:
+    """One run. Build it, call `run()` once, get a `RunResult`."""
+
+    def __init__(self, scenario: Scenario, policy_factory, *, duration: float, delta: float,
+                 seed: int, compat: str, existing_jobs_only: bool, progress=None,
+                 sample_interval: float = 600.0, policy_name: str = "", partial=None,
+                 partial_interval: float | None = None):
+        self.scenario = scenario
+        self.duration = float(duration)
+        self.delta = float(delta)
+        self.seed = seed
+        self.compat = compat
+        self.bce = compat == "bce"
+        self.exact_estimates = self.bce
+        self.existing_jobs_only = existing_jobs_only
+        self.progress = progress
+        self.partial = partial
+        self.partial_interval = partial_interval if partial_interval else self.duration / 20.0
+        self.sent = {}  # series name -> how many of its records earlier chunks carried
+        self.sample_interval = sample_interval
+        self.policy_name = policy_name
+        self.rng = random.Random(seed)
+        host, prefs = scenario.host, scenario.prefs
+        self.prefs = prefs
+        self.cpu_flops = host.cpu_flops
+        self.n_usable_cpus = scenario.n_usable_cpus
+        self.work_buf_min = max(prefs.work_buf_min_days * 86400.0, WF_EST_FETCH_TIME)
+        self.work_buf_total = max(self.work_buf_min + prefs.work_buf_additional_days * 86400.0, 1.0)
+        self.period = prefs.cpu_scheduling_period_minutes * 60.0
+        self.rec_half_life = (prefs.rec_half_life_days if prefs.rec_half_life_days > 0 else 10.0) * 86400.0
+        cpu_frac = min(max(host.on.frac * host.active.frac, 0.01), 1.0)
+        gpu_frac = min(max(cpu_frac * host.gpu_active.frac, 0.01), 1.0)
+        self.resources = [Resource(0, "cpu", self.n_usable_cpus, 1.0, False, cpu_frac, host.cpu_flops)]
+        for g in host.gpus:
+            speed = GPU_RELATIVE_SPEED_FACTOR * g.peak_flops / host.cpu_flops
+            if self.bce:
+                speed *= g.count  # reference/client.md §9.5
+            self.resources.append(Resource(len(self.resources), g.name, g.count, speed, True, gpu_frac,
+                                           host.cpu_flops))
+        self.rsc_index = {r.name: r.index for r in self.resources}
+        self.total_peak_flops = sum(r.peak_flops for r in self.resources)
+        nr = len(self.resources)
+        self.projects: list[ProjectState] = []
+        for i, spec in enumerate(scenario.projects):
+            p = ProjectState(spec, i, nr)
+            for app in spec.apps:
+                for v in app.versions:
+                    r = self.rsc_index.get(v.resource)
+                    if r is not None:
+                        p.rsc_ok[r] = True
+            urls = spec.scheduler_urls or ()
+            p.urls = [(u.url, RandomProcess(u.available, self.rng)) for u in urls]
+            p.available = RandomProcess(spec.available, self.rng)
+            self.projects.append(p)
+        # BOINC's emulator sorts projects by name every step (reference/client.md §9.10)
+        self.project_order = sorted(self.projects, key=lambda p: p.name) if self.bce else list(self.projects)
+        self.host_proc = {name: RandomProcess(getattr(host, name), self.rng) for name in HOST_PROCESSES}
+        self.on = self.host_proc["on"].up
+        self.connected = self.host_proc["connected"].up
+        self.active = self.host_proc["active"].up
+        self.gpu_active = self.host_proc["gpu_active"].up
+        self.now = 0.0
+        self.host_periods: list[HostPeriod] = []
+        self.host_down_since: dict[str, float] = {s: 0.0 for s in self._host_states()}
+        self.running: list[JobState] = []
+        self.all_jobs: list[JobState] = []
+        self.cpu_scale = 1.0
+        self.cpu_slots: list = [None] * self.n_usable_cpus
+        self.job_seq = 0
+        self.jobs_sent = 0
+        self.nrpcs = 0
+        self.flops_used = 0.0
+        self.active_time = 0.0
+        self.gpu_active_time = 0.0
+        self.slices: list[TimeSlice] = []
+        self.rec_samples: list[RecSample] = []
+        self.buffer_samples: list[BufferSample] = []
+        self.rpc_events: list[RpcEvent] = []
+        self.decisions: list[Decision] = []
+        self.last_sample = -math.inf
+        self.state_version = 0
+        self._rr_cache = None
+        self.events = 0
+        self.epoch = 0
+        self.must_schedule = True
+        self.rpc_this_instant = False
+        self.policy = policy_factory(self)
+        self._add_initial_jobs()
+
+    # ------------------------------------------------------------------ helpers
+
+    def job_peak_flops(self, j) -> float:
+        """Peak FLOPS a job uses: CPUs at p_fpops plus GPUs at their relative speed (§6.2)."""
+        gpu = j.gpu_usage * self.resources[j.rsc].relative_speed if j.rsc else 0.0
+        return (j.avg_ncpus + gpu) * self.cpu_flops
+
+    def grid(self, t: float) -> float:
+        """The first decision time at or after `t`, never before the next step."""
+        g = math.ceil(t / self.delta - 1e-9) * self.delta
+        return max(g, self.now + self.delta)
+
+    def log(self, kind: str, project: str, job: str, text: str) -> None:
+        self.decisions.append(Decision(self.now, kind, project, job, text))
+
+    def rr(self):
+        """The policy's round-robin simulation, computed once per instant and state."""
+        key = (self.now, self.state_version)
+        if self._rr_cache is None or self._rr_cache[0] != key:
+            self._rr_cache = (key, self.policy.rr(self.now))
+        return self._rr_cache[1]
+
+    def _version_for(self, app, resource: str | None):
+        usable = [v for v in app.versions if v.resource in self.rsc_index]
+        if resource is not None:
+            usable = [v for v in usable if v.resource == resource] or usable
+        if not usable:
+            return None
+        return max(usable, key=lambda v: v.flops)
+
+    def new_job(self, p, app, version, size: float, fpops_est: float, received: float,
+                deadline: float, name: str | None = None, initial: bool = False) -> JobState:
+        p.job_counter += 1
+        self.job_seq += 1
+        cp = 0.0 if self.bce else app.checkpoint_period
+        j = JobState(name or f"{p.name}_{app.name}_{p.job_counter}", p, app, version,
+                     self.rsc_index[version.resource], size, fpops_est, received, deadline,
+                     self.job_seq, initial, cp)
+        p.jobs.append(j)
+        self.all_jobs.append(j)
+        self.state_version += 1
+        return j
+
+    def _add_initial_jobs(self) -> None:
+        for p in self.projects:
+            for ij in p.spec.jobs:
+                app = p.spec.app(ij.app)
+                v = self._version_for(app, ij.resource)
+                if v is None:
+                    continue
+                size = ij.fpops_est if self.bce else ij.fpops
+                j = self.new_job(p, app, v, size, ij.fpops_est, ij.received, ij.deadline, ij.name, True)
+                j.done = j.ckpt_done = ij.flops_done
+                j.started = ij.flops_done > 0
+
+    # ------------------------------------------------------------------ main loop
+
+    def run(self) -> RunResult:
+        wall0 = _time.process_time()
+        heap: list = []
+        counter = 0
+
+        def push(t, kind, data=None):
+            nonlocal counter
+            counter += 1
+            heapq.heappush(heap, (t, kind, counter, data))
+
+        self._push = push
+        push(self.duration, EV_END)
+        push(0.0, EV_FETCH, self.epoch)
+        for name, proc in self.host_proc.items():
+            if proc.next_change < math.inf:
+                push(self.grid(proc.next_change), EV_HOST, name)
+        next_progress = 0.0
+        next_partial = self.partial_interval
+        live = False
+        while heap:
+            t, kind, _c, data = heapq.heappop(heap)
+            if t > self.duration:
+                t = self.duration
+            if t > self.now:
+                self._advance(t)
+            self.events += 1
+            if kind == EV_END:
+                break
+            if kind == EV_HOST:
+                self._host_change(data)
+                live = True
+            elif kind == EV_DONE or kind == EV_SLICE:
+                if data == self.epoch:
+                    self.must_schedule = True
+                    live = True
+            elif data == self.epoch:
+                live = True
+            if heap and heap[0][0] <= self.now:
+                continue
+            if live:
+                self._decide()
+                self._plan()
+                live = False
+            if self.progress is not None and self.now >= next_progress:
+                self.progress(min(self.now / self.duration, 1.0))
+                next_progress = self.now + self.duration / 100.0
+            if self.partial is not None and next_partial <= self.now < self.duration:
+                self.partial(self._chunk(False))
+                next_partial = self.now + self.partial_interval
+        self.now = self.duration
+        for j in list(self.running):
+            self._close_slice(j, self.duration)
+        for state, start in sorted(self.host_down_since.items(), key=lambda kv: (kv[1], kv[0])):
+            if self.duration > start:
+                self.host_periods.append(HostPeriod(start, self.duration, state))
+        self.host_down_since = {}
+        if self.partial is not None:
+            self.partial(self._chunk(True))
+        if self.progress is not None:
+            self.progress(1.0)
+        return self._result(_time.process_time() - wall0)
+
+    # ------------------------------------------------------------------ time passing
+
+    def _rates(self) -> None:
+        """Set every running job's FLOPS for the coming interval (cpu_scale, §3)."""
+        cpu_on = self.on and self.active or self.bce
+        gpu_on = self.on and self.active and self.gpu_active
+        usage = 0.0
+        gpu_cpu = 0.0
+        for j in self.running:
+            if j.rsc == 0:
+                usage += j.avg_ncpus
+            elif gpu_on:
+                usage += j.avg_ncpus
+                gpu_cpu += j.avg_ncpus
+        n = self.n_usable_cpus
+        scale = 1.0
+        if usage > n and usage - gpu_cpu > 0:
+            scale = max(0.0, (n - gpu_cpu) / (usage - gpu_cpu))
+        self.cpu_scale = scale
+        for j in self.running:
+            if j.rsc == 0:
+                j.rate = j.flops * scale if cpu_on else 0.0
+            else:
+                j.rate = j.flops if gpu_on else 0.0
+
+    def _advance(self, t1: float) -> None:
+        """Account the interval [now, t1] in which nothing changes but job progress."""
+        t0 = self.now
+        dt = t1 - t0
+        can_compute = self.on and self.active
+        if self.bce:
+            self.active_time += dt
+        elif can_compute:
+            self.active_time += dt
+        if can_compute and self.gpu_active:
+            self.gpu_active_time += dt
+        finished = []
+        executing = set()
+        cpu_flops = self.cpu_flops
+        scale = self.cpu_scale if self.running else 1.0
+        for j in self.running:
+            rate = j.rate
+            if rate <= 0:
+                continue
+            p = j.project
+            executing.add(p)
+            wait = min(j.resume_left, dt)
+            j.resume_left -= wait
+            work = rate * (dt - wait)
+            run_time = dt
+            if j.done + work >= j.size:
+                run_time = wait + (j.size - j.done) / rate
+                work = j.size - j.done
+                finished.append((t0 + run_time, j))
+            done0 = j.done
+            j.done += work
+            p.flops_computed += work
+            self._checkpoint(j, t0, t0 + run_time, done0, wait, rate)
+            if j.rsc:
+                peak = (j.avg_ncpus + j.gpu_usage * self.resources[j.rsc].relative_speed) * cpu_flops
+                p.secs_this_interval[j.rsc] += run_time * j.gpu_usage
+                p.secs_this_interval[0] += run_time * j.avg_ncpus
+            else:
+                peak = j.avg_ncpus * scale * cpu_flops
+                p.secs_this_interval[0] += run_time * j.avg_ncpus * scale
+                p.wall_cpu_interval += run_time * j.avg_ncpus
+            pf = run_time * peak
+            j.peak_flop_count += pf
+            p.flops_used += pf
+            self.flops_used += pf
+            j.elapsed += run_time * (2.0 if self.bce else 1.0)
+        k = max(1, round(dt / self.delta))
+        d = dt / k
+        limit = self.prefs.cpu_usage_limit / 100.0
+        for p in self.projects:
+            if p in executing:
+                p.idle_time = 0.0
+            elif dt > 0:
+                i0 = p.idle_time
+                # sum over the k steps of d x (idle time after the step)^2 (§5 monotony)
+                p.idle_time_sumsq += d * (k * i0 * i0 + i0 * d * k * (k + 1)
+                                          + d * d * k * (k + 1) * (2 * k + 1) / 6.0)
+                p.idle_time += dt
+            credit = 0.0
+            for r, secs in enumerate(p.secs_this_interval):
+                if secs:
+                    credit += secs * limit * cpu_flops * self.resources[r].relative_speed * COBBLESTONE_SCALE
+                    p.secs_this_interval[r] = 0.0
+            if self.bce and not self.on:
+                credit = 0.0  # reference/client.md §9.4: REC drops work done while off
+            if dt > 0:
+                p.rec, p.rec_time = update_average(t1, t0, credit, self.rec_half_life, p.rec, p.rec_time)
+        self.policy.account(t0, t1)
+        for p in self.projects:
+            p.wall_cpu_interval = 0.0
+        self.now = t1
+        for tc, j in sorted(finished, key=lambda x: x[0]):
+            self._finish(j, tc)
+
+    def _checkpoint(self, j, t0, t1, done0, wait, rate) -> None:
+        cp = j.checkpoint_period
+        if cp <= 0:
+            j.ckpt_done = j.done
+            return
+        k = math.floor((t1 - j.run_start) / cp + 1e-9)
+        tk = j.run_start + k * cp
+        if k >= 1 and tk > t0:
+            j.ckpt_done = done0 + rate * max(0.0, tk - t0 - wait)
+
+    def _finish(self, j, tc: float) -> None:
+        """A job ends: it becomes ready to report (§3 app_finished)."""
+        p = j.project
+        self._close_slice(j, tc)
+        self._release(j)
+        p.jobs.remove(j)
+        j.state = FINISHED
+        j.completed_time = tc
+        p.ready.append(j)
+        p.jobs_completed += 1
+        self._update_dcf(j)
+        self.state_version += 1
+        self.must_schedule = True
+        self.log("finish", p.name, j.name, f"{j.name} of {p.name} finished at {tc:.0f} s and is ready to report.")
+
+    def _update_dcf(self, j) -> None:
+        """update_duration_correction_factor (reference/client.md §6.3)."""
+        p = j.project
+        est_unc = j.fpops_est / j.flops
+        est = est_unc * p.dcf
+        if est_unc <= 0 or est <= 0:
+            return
+        raw = j.elapsed / est_unc
+        adj = j.elapsed / est
+        if adj > 1.1:
+            p.dcf = raw
+        elif adj < 0.1:
+            p.dcf = 0.99 * p.dcf + 0.01 * raw
+        else:
+            p.dcf = 0.9 * p.dcf + 0.1 * raw
+        p.dcf = min(max(p.dcf, 0.01), 100.0)
+
+    # ------------------------------------------------------------------ host changes
+
+    def _host_states(self) -> set[str]:
+        """The HostPeriod states the host is in now (records.HostPeriod; reference/client.md
+        §3 step 1: while off, the client is in no other state)."""
+        if not self.on:
+            return {"off"}
+        states = set()
+        if not self.active:
+            states.add("not_active")
+        elif not self.gpu_active:
+            states.add("gpu_suspended")
+        if not self.connected:
+            states.add("disconnected")
+        return states
+
+    def _note_host_states(self) -> None:
+        """Close the periods of states the host left and open those it entered."""
+        now = self.now
+        states = self._host_states()
+        since = self.host_down_since
+        for state in HOST_STATES:
+            if state in since and state not in states:
+                start = since.pop(state)
+                if now > start:
+                    self.host_periods.append(HostPeriod(start, now, state))
+            elif state in states and state not in since:
+                since[state] = now
+
+    def _host_change(self, name: str) -> None:
+        proc = self.host_proc[name]
+        proc.advance(self.now)
+        if proc.next_change < math.inf:
+            self._push(self.grid(proc.next_change), EV_HOST, name)
+        old = (self.on, self.active, self.gpu_active)
+        setattr(self, name, proc.up)
+        self._note_host_states()
+        new = (self.on, self.active, self.gpu_active)
+        if old == new:
+            return
+        cpu_ok = self.on and self.active
+        gpu_ok = cpu_ok and self.gpu_active
+        for j in list(self.running):
+            if j.rsc:
+                stop = not gpu_ok
+            else:
+                # BOINC's emulator keeps CPU jobs computing while off (§9.4)
+                stop = not cpu_ok and not self.bce
+            if stop:
+                why = "the host was turned off" if not self.on else (
+                    "computing was suspended" if not self.active else "GPU computing was suspended")
+                self._preempt(j, why, force_remove=not self.on)
+        self._rates()
+        self.must_schedule = True
+
+    # ------------------------------------------------------------------ job start / stop
+
+    def _release(self, j) -> None:
+        if j in self.running:
+            self.running.remove(j)
+        if j.rsc == 0:
+            for i, s in enumerate(self.cpu_slots):
+                if s is j:
+                    self.cpu_slots[i] = None
+        j.instance = -1
+
+    def _close_slice(self, j, end: float) -> None:
+        if end > j.slice_start:
+            self.slices.append(TimeSlice(self.resources[j.rsc].name, j.instance, j.name, j.project.name,
+                                         j.slice_start, end, j.slice_why))
+
+    def _preempt(self, j, why: str, force_remove: bool = False) -> None:
+        """ACTIVE_TASK::preempt (§6.3): GPU jobs always leave memory; a job that never
+        checkpointed stays; otherwise leave_apps_in_memory decides. Leaving memory loses the
+        work since the checkpoint and costs the app's resume time (`--compat intended`)."""
+        p = j.project
+        self._close_slice(j, self.now)
+        self._release(j)
+        j.state = QUEUED
+        never_checkpointed = j.checkpoint_period > 0 and j.ckpt_done <= 0
+        remove = force_remove or j.rsc != 0 or (not never_checkpointed and not self.prefs.leave_apps_in_memory)
+        lost = 0.0
+        if remove and not self.bce:
+            lost = j.done - j.ckpt_done
+            if lost > 0:
+                p.flops_lost += lost
+                j.done = j.ckpt_done
+                self.state_version += 1
+            j.resume_left = j.app.resume_cost if j.done > 0 else 0.0
+            j.in_memory = False
+        else:
+            j.in_memory = True
+        where = "left in memory" if j.in_memory else (
+            f"removed from memory, losing {lost / 1e9:.1f} GFLOP since its checkpoint" if lost > 0
+            else "removed from memory")
+        self.log("preempt", p.name, j.name, f"Preempted {j.name} of {p.name} ({why}); {where}.")
+
+    def _start(self, j, why: str, gpu_instance: int) -> None:
+        p = j.project
+        j.state = RUNNING
+        resumed = j.started
+        j.started = True
+        j.run_start = self.now
+        j.slice_start = self.now
+        j.slice_why = why
+        if why == WHY_EDF:
+            j.once_ran_edf = True
+        if j.rsc == 0:
+            need = max(1, round(j.avg_ncpus))
+            free = [i for i, s in enumerate(self.cpu_slots) if s is None]
+            for i in free[:need]:
+                self.cpu_slots[i] = j
+            j.instance = free[0] if free else -1
+        else:
+            j.instance = gpu_instance
+        self.running.append(j)
+        res = self.resources[j.rsc]
+        reason = {"edf": "it is in deadline danger (EDF)",
+                  "priority": (f"{p.name} has the most short-term debt (CPU time owed to it)"
+                               if self.policy_name == "boinc5"  # reference/debt-era.md §5 step 5
+                               else f"{p.name} has the highest scheduling priority"),
+                  "unfinished_time_slice": "its time slice is not over",
+                  "fifo": "it is the oldest job"}.get(why, why)
+        self.log("schedule", p.name, j.name,
+                 f"{'Resumed' if resumed else 'Started'} {j.name} of {p.name} on {res.name} #{j.instance} because {reason}.")
+
+    # ------------------------------------------------------------------ decisions
+
+    def _decide(self) -> None:
+        """One decision instant: schedule, at most one RPC, schedule again if it brought work
+        (the emulator's "repeat until no action", §3)."""
+        if not self.on:
+            return
+        cpu_ok = self.bce or self.active
+        if self.must_schedule and cpu_ok:
+            self._schedule()
+        self.rpc_this_instant = False
+        if self.connected and self._rpc_poll() and cpu_ok:
+            self._schedule()
+        self._sample()
+
+    def _schedule(self) -> None:
+        self.must_schedule = False
+        rr = self.rr()
+        gpu_ok = self.active and self.gpu_active
+        chosen = self.policy.run_list(self.now, rr, gpu_ok)
+        keep = {j for j, _w, _i in chosen}
+        for j in list(self.running):
+            if j not in keep:
+                self._preempt(j, "the scheduler gave its instance to another job")
+        for j, why, inst in chosen:
+            if j.state == RUNNING:
+                if why == WHY_EDF and j.slice_why != WHY_EDF:
+                    self._close_slice(j, self.now)
+                    j.slice_start = self.now
+                    j.slice_why = why
+                    j.once_ran_edf = True
+                continue
+            self._start(j, why, inst)
+        self._rates()
+
+    def _rpc_poll(self) -> bool:
+        """scheduler_rpc_poll (§3): master fetches, then a report-results RPC with a
+        piggybacked work request, else a work-fetch RPC. One RPC per instant."""
+        now = self.now
+        for p in self.project_order:
+            if p.master_fetch_pending and p.min_rpc_time <= now:
+                self._master_fetch(p)
+                return False
+        for p in self.project_order:
+            if rpc.must_report(self, p, now):
+                rr = self.rr()
+                requests = self.policy.piggyback(p, now, rr)
+                return self._rpc(p, "results_due", requests, f"{p.name} has results to report")
+        rr = self.rr()
+        plan = self.policy.choose_fetch(now, rr)
+        if plan is None:
+            return False
+        self.log("fetch", plan.project.name, "", plan.text)
+        return self._rpc(plan.project, plan.reason, plan.requests, "")
+
+    def _reachable(self, p) -> tuple[bool, str]:
+        """Try the project's schedulers in order (seed 000); downtime blocks them all."""
+        now = self.now
+        up = p.available.advance(now) and not p.down(now)
+        if not p.urls:
+            return up, p.spec.master_url or p.name
+        for url, proc in p.urls:
+            if up and proc.advance(now):
+                return True, url
+        return False, p.urls[-1][0]
+
+    def _master_fetch(self, p) -> None:
+        ok, url = self._reachable(p)
+        if ok:
+            rpc.master_fetch_succeeded(p, self.now)
+            text = f"Fetched the master file of {p.name}; RPC back-off cleared."
+            backoff = 0.0
+        else:
+            backoff, note = rpc.project_rpc_backoff(p, self.now, self.rng, bce=self.bce)
+            text = f"Master file fetch of {p.name} failed; backing off {backoff:.0f} s.{note}"
+        self.rpc_events.append(RpcEvent(self.now, p.name, p.spec.master_url or url, "master_fetch", ok,
+                                        {}, {}, 0, backoff, text))
+        self.log("rpc", p.name, "", text)
+
+    def _rpc(self, p, reason: str, requests: dict, why: str) -> bool:
+        now = self.now
+        self.rpc_this_instant = True
+        named = {self.resources[r].name: [round(s, 3), round(i, 3)] for r, (s, i) in requests.items()}
+        ok, url = self._reachable(p)
+        if not ok:
+            p.rpc_failures += 1
+            backoff, note = rpc.project_rpc_backoff(p, now, self.rng, bce=self.bce)
+            text = (f"RPC to {p.name} failed (project down), failure {p.nrpc_failures or rpc.MASTER_FETCH_PERIOD}; "
+                    f"backing off {backoff:.0f} s.{note}")
+            self.rpc_events.append(RpcEvent(now, p.name, url, reason, False, named, {}, 0, backoff, text))
+            self.log("rpc", p.name, "", text)
+            return False
+        reported = self._report(p)
+        jobs = serve(self, p, requests, self.rr(), self.policy.request_scale(p))
+        received: dict = {}
+        for j in jobs:
+            received[j.rsc] = received.get(j.rsc, 0) + 1
+        rpc.rpc_succeeded(p, now)
+        notes = self.policy.handle_reply(p, requests, received, now)
+        p.rpcs += 1
+        p.jobs_received += len(jobs)
+        self.nrpcs += 1
+        self.jobs_sent += len(jobs)
+        got = {self.resources[r].name: n for r, n in received.items()}
+        text = (f"RPC to {p.name} ({why or reason.replace('_', ' ')}): reported {reported}, got "
+                + (", ".join(f"{n} {name}" for name, n in got.items()) or "no") + " jobs.")
+        self.rpc_events.append(RpcEvent(now, p.name, url, reason, True, named, got, reported, 0.0, text))
+        self.log("rpc", p.name, "", text)
+        for note in notes:
+            self.log("backoff", p.name, "", note)
+        if jobs:
+            self.must_schedule = True
+        return bool(jobs)
+
+    def _report(self, p) -> int:
+        """Report every ready result; late ones waste their peak FLOPs (§3, §5)."""
+        n = 0
+        for j in p.ready:
+            n += 1
+            if self.now > j.deadline:
+                p.deadlines_missed += 1
+                p.flops_wasted += j.peak_flop_count
+            else:
+                p.deadlines_met += 1
+        p.ready = []
+        return n
+
+    def _sample(self) -> None:
+        if self.now - self.last_sample < self.sample_interval:
+            return
+        self.last_sample = self.now
+        for p in self.projects:
+            self.rec_samples.append(RecSample(self.now, p.name, p.rec, p.priority, p.std, p.ltd))
+        if self._rr_cache is not None:
+            rr = self._rr_cache[1]
+            for r, res in enumerate(self.resources):
+                rs = rr.rsc[r]
+                self.buffer_samples.append(BufferSample(self.now, res.name, rs.saturated_time, rs.shortfall,
+                                                        rs.nidle_now, rs.busy_time, self.work_buf_min,
+                                                        self.work_buf_total))
+
+    def _plan(self) -> None:
+        """Push the next events: the earliest job end, time slice, fetch check, report and
+        back-off end. Older events of the same kinds become stale (epoch)."""
+        self.epoch += 1
+        epoch = self.epoch
+        now = self.now
+        push = self._push
+        self._rates()
+        ends = [now + j.resume_left + (j.size - j.done) / j.rate for j in self.running if j.rate > 0]
+        if ends:
+            push(self.grid(min(ends)), EV_DONE, epoch)
+        t_slice = self.policy.reschedule_at(now)
+        if t_slice < math.inf:
+            # the slice rule is "strictly after": the first grid point past it
+            push(self.grid(t_slice + 1e-6), EV_SLICE, epoch)
+        rr = self._rr_cache[1] if self._rr_cache is not None and self._rr_cache[0][0] == now else None
+        if self.rpc_this_instant:
+            # one RPC per instant: a fetch it left waiting is looked at on the next step
+            push(now + self.delta, EV_FETCH, epoch)
+        elif rr is not None:
+            push(self.grid(self.policy.next_fetch_check(now, rr)), EV_FETCH, epoch)
+        else:
+            push(self.grid(now + self.delta), EV_FETCH, epoch)
+        due = [rpc.report_due_time(self, j) for p in self.projects for j in p.ready]
+        if due:
+            push(self.grid(max(min(due), now) + 1e-6), EV_REPORT, epoch)
+        wake = [p.min_rpc_time for p in self.projects if p.min_rpc_time > now]
+        wake += [t for p in self.projects for t in p.backoff_time if t > now]
+        if wake:
+            push(self.grid(min(wake)), EV_WAKE, epoch)
+
+    # ------------------------------------------------------------------ results
+
+    def _chunk(self, last: bool) -> RecordChunk:
+        """The records since the previous chunk, and what is still open now (RecordChunk)."""
+        now = self.now
+        series = {}
+        for name, records in (("slices", self.slices), ("rec", self.rec_samples),
+                              ("buffers", self.buffer_samples), ("rpcs", self.rpc_events),
+                              ("decisions", self.decisions), ("host_periods", self.host_periods)):
+            start = self.sent.get(name, 0)
+            series[name] = tuple(records[start:])
+            self.sent[name] = len(records)
+        # at the end every running slice has been closed into self.slices
+        open_slices = () if last else tuple(
+            TimeSlice(self.resources[j.rsc].name, j.instance, j.name, j.project.name, j.slice_start, now,
+                      j.slice_why)
+            for j in self.running if now > j.slice_start)
+        open_periods = tuple(HostPeriod(start, now, state) for state, start in self.host_down_since.items()
+                             if now > start)
+        return RecordChunk(now, open_slices=open_slices, open_host_periods=open_periods, last=last, **series)
+
+    def snapshot(self) -> dict:
+        """The round-robin simulation at `now` in the `rrsim --json` shape (DESIGN.md).
+        Shortfalls are in instance-seconds, times in seconds from the start of the run."""
+        now = self.now
+        if self.policy_name == "boinc5":
+            rr = self.policy.rr(now)
+            per_project = {p.index: rr.project_shortfall[p.index] for p in self.projects}
+            total = rr.total_shortfall
+        else:
+            rr = rr_simulate(self, now, detail=True)
+            per_project = {p.index: sum(v for (pi, _r), v in rr.project_rsc_shortfall.items() if pi == p.index)
+                           for p in self.projects}
+            total = sum(rs.shortfall for rs in rr.rsc)
+        resources = {}
+        for r, res in enumerate(self.resources):
+            rs = rr.rsc[r]
+            resources[res.name] = {"shortfall": _round(rs.shortfall), "nidle_now": _round(rs.nidle_now),
+                                   "saturated_time": _round(rs.saturated_time), "busy_time": _round(rs.busy_time)}
+        projects = []
+        for p in self.projects:
+            per_rsc = {}
+            for r, res in enumerate(self.resources):
+                if not p.rsc_ok[r]:
+                    continue
+                entry = {"deadlines_missed": rr.misses.get((p.index, r), 0),
+                         "nused_total": _round(rr.nused_total.get((p.index, r), 0.0))}
+                if (p.index, r) in rr.project_rsc_shortfall or self.policy_name != "boinc5":
+                    entry["shortfall"] = _round(rr.project_rsc_shortfall.get((p.index, r), 0.0))
+                per_rsc[res.name] = entry
+            projects.append({"name": p.name, "shortfall": _round(per_project[p.index]),
+                             "deadlines_missed": sum(v for (pi, _r), v in rr.misses.items() if pi == p.index),
+                             "resources": per_rsc})
+        jobs = [{"name": j.name, "project": p.name, "resource": self.resources[j.rsc].name,
+                 "projected_finish": _round(j.rr_finish), "deadline": _round(j.deadline),
+                 "deadline_miss": bool(j.rr_miss)}
+                for p in self.projects for j in p.jobs]
+        return {"time": now, "policy": self.policy_name, "resources": resources, "projects": projects,
+                "jobs": jobs, "total_shortfall": _round(total),
+                "work_buf_min": self.work_buf_min, "work_buf_total": self.work_buf_total}
+
+    def _result(self, cpu_seconds: float) -> RunResult:
+        figures, flops_total = figures_of_merit(self)
+        projects = tuple(ProjectResult(p.name, p.share, p.flops_used, p.flops_wasted, p.flops_lost,
+                                       p.deadlines_met, p.deadlines_missed, p.jobs_completed,
+                                       p.jobs_received, p.rpcs, p.rpc_failures, p.rec)
+                         for p in self.projects)
+        resources = {r.name: {"instances": r.ninstances, "relative_speed": r.relative_speed,
+                              "peak_flops": r.peak_flops} for r in self.resources}
+        return RunResult(
+            scenario=self.scenario.name, policy=self.policy_name, seed=self.seed, compat=self.compat,
+            duration=self.duration, delta=self.delta, cpu_seconds=cpu_seconds, figures=figures,
+            projects=projects, slices=tuple(sorted(self.slices, key=lambda s: (s.start, s.resource, s.instance))),
+            rec=tuple(self.rec_samples), buffers=tuple(self.buffer_samples), rpcs=tuple(self.rpc_events),
+            decisions=tuple(self.decisions),
+            host_periods=tuple(sorted(self.host_periods, key=lambda h: (h.start, h.state))),
+            events=self.events, flops_total=flops_total,
+            resources=resources,
+        )
+
+
+def _round(x: float) -> float:
+    """Output rounding: a micro-second or micro-instance is below any rule's resolution."""
+    return round(float(x), 6)

@@ -1,0 +1,574 @@
+"""Scenario readers: the P(C, D, R) notation, BOINC's client_state.xml, and our JSON format.
+
+- `read_pcdr(text)`: reference/debt-era.md §8 (seed 001's notation; times in hours).
+- `read_client_state(directory)`: client_state.xml with optional global_prefs.xml,
+  global_prefs_override.xml and cc_config.xml beside it, read as BOINC's emulator reads them
+  (reference/client.md §2), plus our extensions `<scheduler_url>`, `<downtime>`,
+  `<checkpoint_period>` and `<resume_cost>`.
+- `read_json(text)` / `scenario_to_dict(scenario)`: our own format, the dataclasses of
+  `scenario.py` as nested objects; it may list initial jobs one by one.
+- `load_scenario(path)`: picks the reader by the path (`*.txt`, a directory or `*.xml`,
+  `*.json`).
+
+Every reader raises `ScenarioError` naming the line, element or key that is wrong.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import re
+import typing
+import xml.etree.ElementTree as ET
+
+from defusedxml import ElementTree as SafeET
+from defusedxml.common import DefusedXmlException
+
+from .scenario import (
+    App,
+    AppVersion,
+    Availability,
+    GpuType,
+    Host,
+    InitialJob,
+    Prefs,
+    Project,
+    Scenario,
+    ScenarioError,
+    SchedulerUrl,
+)
+
+HOUR = 3600.0
+PCDR_CPU_FLOPS = 1e9
+
+# --------------------------------------------------------------------------- P(C, D, R)
+
+_PROJECT_RE = re.compile(r"([A-Za-z_][\w.-]*)\s*\(\s*([^()]*?)\s*\)")
+_PARAM_RE = re.compile(r"([A-Za-z_]\w*)\s*=\s*([^\s=]+)")
+_PCDR_PARAMS = {
+    "ncpus": "NCPUS",
+    "min_queue": "hours",
+    "leave_in_memory": "bool",
+    "cpu_scheduling_period": "hours",
+    "checkpoint_period": "hours",
+    "resume_cost": "hours",
+    "work_buf_additional": "hours",
+}
+
+
+def _finite(text: str, what: str) -> float:
+    """`text` as a finite number; a ScenarioError that starts with `what` otherwise."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ScenarioError(f"{what} is not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise ScenarioError(f"{what} is not finite: {text!r}")
+    return value
+
+
+def _pcdr_number(text: str, line_no: int, what: str) -> float:
+    return _finite(text, f"line {line_no}: {what}")
+
+
+def _pcdr_bool(text: str, line_no: int, name: str) -> bool:
+    lowered = text.lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise ScenarioError(f"line {line_no}: {name} must be true or false, got {text!r}")
+
+
+def read_pcdr(text: str, *, name: str = "pcdr") -> Scenario:
+    """Read seed 001's notation (reference/debt-era.md §8).
+
+    `P(C, D, R)`: tasks of C hours of CPU time, delay bound D hours, fractional share R.
+    Parameters `NAME = VALUE`: `NCPUS` (default 1), `min_queue`, `cpu_scheduling_period`,
+    `checkpoint_period`, `resume_cost`, `work_buf_additional` (hours) and `leave_in_memory`
+    (true/false). Several items may share a line; `#` starts a comment. The host has CPUs
+    of 1 GFLOPS that are always on; projects start with no jobs.
+    """
+    projects: list[tuple[str, float, float, float, int]] = []
+    params: dict[str, tuple[str, int]] = {}
+    for line_no, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        rest = line
+        for m in _PROJECT_RE.finditer(line):
+            parts = [p.strip() for p in m.group(2).split(",")]
+            if len(parts) != 3:
+                raise ScenarioError(f"line {line_no}: {m.group(0)!r} needs three values P(C, D, R)")
+            c = _pcdr_number(parts[0], line_no, "C")
+            d = _pcdr_number(parts[1], line_no, "D")
+            r = _pcdr_number(parts[2], line_no, "R")
+            if c <= 0 or d <= 0 or r < 0:
+                raise ScenarioError(f"line {line_no}: {m.group(0)!r} needs C > 0, D > 0 and R >= 0")
+            projects.append((m.group(1), c, d, r, line_no))
+        rest = _PROJECT_RE.sub(" ", rest)
+        for m in _PARAM_RE.finditer(rest):
+            key = m.group(1).lower()
+            if key not in _PCDR_PARAMS:
+                raise ScenarioError(f"line {line_no}: unknown parameter {m.group(1)!r}")
+            params[key] = (m.group(2), line_no)
+        leftover = _PARAM_RE.sub(" ", rest).strip()
+        if leftover:
+            raise ScenarioError(
+                f"line {line_no}: expected P(C, D, R) or NAME = VALUE, got {leftover!r}"
+            )
+    if not projects:
+        raise ScenarioError("line 1: no project P(C, D, R) in the scenario")
+    seen = set()
+    for pname, _c, _d, _r, line_no in projects:
+        if pname in seen:
+            raise ScenarioError(f"line {line_no}: project {pname} is listed twice")
+        seen.add(pname)
+
+    def hours(key, default):
+        if key not in params:
+            return default
+        value = _pcdr_number(params[key][0], params[key][1], key)
+        if value < 0:
+            raise ScenarioError(f"line {params[key][1]}: {key} cannot be negative")
+        return value * HOUR
+
+    ncpus = 1
+    if "ncpus" in params:
+        value, line_no = params["ncpus"]
+        n = _pcdr_number(value, line_no, "NCPUS")
+        if n < 1 or n != int(n):
+            raise ScenarioError(f"line {line_no}: NCPUS must be a positive whole number")
+        ncpus = int(n)
+    leave = False
+    if "leave_in_memory" in params:
+        leave = _pcdr_bool(*params["leave_in_memory"], "leave_in_memory")
+    period = hours("cpu_scheduling_period", HOUR)
+    if period <= 0:
+        raise ScenarioError(f"line {params['cpu_scheduling_period'][1]}: cpu_scheduling_period must be positive")
+    prefs = Prefs(
+        work_buf_min_days=hours("min_queue", 0.1 * 86400) / 86400,
+        work_buf_additional_days=hours("work_buf_additional", 0.0) / 86400,
+        cpu_scheduling_period_minutes=period / 60,
+        leave_apps_in_memory=leave,
+    )
+    checkpoint = hours("checkpoint_period", 0.0)
+    resume = hours("resume_cost", 0.0)
+    built = []
+    for pname, c, d, r, _line in projects:
+        app = App(
+            name=f"{pname}_app",
+            versions=(AppVersion(avg_ncpus=1.0, flops=PCDR_CPU_FLOPS),),
+            latency_bound=d * HOUR,
+            fpops_est=c * HOUR * PCDR_CPU_FLOPS,
+            checkpoint_period=checkpoint,
+            resume_cost=resume,
+        )
+        built.append(Project(name=pname, resource_share=r, apps=(app,)))
+    return Scenario(
+        host=Host(ncpus=ncpus, cpu_flops=PCDR_CPU_FLOPS),
+        projects=tuple(built),
+        prefs=prefs,
+        name=name,
+        source="pcdr",
+    )
+
+
+# --------------------------------------------------------------------------- client_state.xml
+
+_COPROC_TAGS = {"coproc_cuda": "NVIDIA", "coproc_ati": "ATI", "coproc_intel_gpu": "intel_gpu"}
+
+
+def _text(elem: ET.Element, tag: str) -> str | None:
+    child = elem.find(tag)
+    if child is None:
+        return None
+    return (child.text or "").strip()
+
+
+def _num(elem: ET.Element, tag: str, default, where: str) -> float:
+    value = _text(elem, tag)
+    if value is None or value == "":
+        if default is None:
+            raise ScenarioError(f"{where}: missing <{tag}>")
+        return default
+    return _finite(value, f"{where}: <{tag}>")
+
+
+def _flag(elem: ET.Element, tag: str, default: bool) -> bool:
+    """BOINC booleans: `<tag/>` or `<tag>1</tag>` is true, `<tag>0</tag>` false."""
+    value = _text(elem, tag)
+    if value is None:
+        return default
+    return value not in ("0", "false")
+
+
+def _availability(elem: ET.Element | None, where: str, frac_tag="frac", lambda_tag="lambda") -> Availability:
+    if elem is None:
+        return Availability()
+    try:
+        return Availability(_num(elem, frac_tag, 1.0, where), _num(elem, lambda_tag, 3600.0, where))
+    except ScenarioError as exc:
+        raise ScenarioError(f"{where}: {exc}") from None
+
+
+def _parse_xml(path: str) -> ET.Element:
+    try:
+        return SafeET.parse(path).getroot()
+    except ET.ParseError as exc:
+        raise ScenarioError(f"{os.path.basename(path)}: malformed XML: {exc}") from None
+    except DefusedXmlException as exc:
+        raise ScenarioError(f"{os.path.basename(path)}: forbidden XML construct: {exc}") from None
+
+
+def _read_prefs(directory: str, options: dict) -> None:
+    for fname in ("global_prefs.xml", "global_prefs_override.xml"):
+        path = os.path.join(directory, fname)
+        if not os.path.exists(path):
+            continue
+        root = _parse_xml(path)
+        where = f"{fname} <{root.tag}>"
+        for tag in ("work_buf_min_days", "work_buf_additional_days", "cpu_scheduling_period_minutes",
+                    "max_ncpus_pct", "cpu_usage_limit"):
+            if root.find(tag) is not None:
+                options[tag] = _num(root, tag, None, where)
+        if root.find("leave_apps_in_memory") is not None:
+            options["leave_apps_in_memory"] = _flag(root, "leave_apps_in_memory", False)
+    path = os.path.join(directory, "cc_config.xml")
+    if os.path.exists(path):
+        root = _parse_xml(path)
+        opts = root.find("options")
+        if opts is None:
+            opts = root
+        where = "cc_config.xml <options>"
+        if opts.find("rec_half_life_days") is not None:
+            days = _num(opts, "rec_half_life_days", None, where)
+            options["rec_half_life_days"] = days if days > 0 else 10.0
+        if opts.find("ncpus") is not None:
+            n = int(_num(opts, "ncpus", None, where))
+            if n > 0:
+                options["ncpus"] = n
+        for tag in ("report_results_immediately", "fetch_minimal_work"):
+            if opts.find(tag) is not None:
+                options[tag] = _flag(opts, tag, False)
+
+
+def _read_host(root: ET.Element) -> dict:
+    host = root.find("host_info")
+    if host is None:
+        raise ScenarioError("client_state.xml: missing <host_info>")
+    where = "client_state.xml <host_info>"
+    ncpus = _num(host, "p_ncpus", None, where)
+    if ncpus < 1 or ncpus != int(ncpus):
+        raise ScenarioError(f"{where}: <p_ncpus> must be a positive whole number")
+    gpus = []
+    coprocs = host.find("coprocs")
+    if coprocs is not None:
+        for i, c in enumerate(coprocs, start=1):
+            cwhere = f"{where} <coprocs> <{c.tag}> #{i}"
+            if c.tag in _COPROC_TAGS:
+                name = _COPROC_TAGS[c.tag]
+            elif c.tag == "coproc":
+                name = _text(c, "type")
+                if not name:
+                    raise ScenarioError(f"{cwhere}: missing <type>")
+            else:
+                raise ScenarioError(f"{cwhere}: unknown coprocessor element")
+            count = _num(c, "count", None, cwhere)
+            if count < 1 or count != int(count):
+                raise ScenarioError(f"{cwhere}: <count> must be a positive whole number")
+            try:
+                gpus.append(GpuType(name, int(count), _num(c, "peak_flops", None, cwhere)))
+            except ScenarioError as exc:
+                raise ScenarioError(f"{cwhere}: {exc}") from None
+    ts = root.find("time_stats")
+    fields = {}
+    if ts is not None:
+        twhere = "client_state.xml <time_stats>"
+        for key in ("on", "connected", "active", "gpu_active"):
+            fields[key] = _availability(ts, twhere, f"{key}_frac", f"{key}_lambda")
+    try:
+        return dict(ncpus=int(ncpus), cpu_flops=_num(host, "p_fpops", None, where), gpus=tuple(gpus), **fields)
+    except ScenarioError as exc:
+        raise ScenarioError(f"{where}: {exc}") from None
+
+
+class _ProjectDraft:
+    def __init__(self, elem: ET.Element, index: int):
+        self.where = f"client_state.xml <project> #{index}"
+        self.name = _text(elem, "project_name") or _text(elem, "master_url")
+        if not self.name:
+            raise ScenarioError(f"{self.where}: missing <project_name> and <master_url>")
+        self.where += f" ({self.name})"
+        self.master_url = _text(elem, "master_url") or ""
+        self.share = _num(elem, "resource_share", 100.0, self.where)
+        self.available = _availability(elem.find("available"), f"{self.where} <available>")
+        urls = []
+        for i, u in enumerate(elem.findall("scheduler_url"), start=1):
+            url = (u.text or "").strip() or _text(u, "url")
+            if not url:
+                raise ScenarioError(f"{self.where} <scheduler_url> #{i}: empty URL")
+            urls.append(SchedulerUrl(url, _availability(u.find("available"), f"{self.where} <scheduler_url> #{i}")))
+        self.urls = tuple(urls)
+        downtime = []
+        for i, d in enumerate(elem.findall("downtime"), start=1):
+            dwhere = f"{self.where} <downtime> #{i}"
+            start, end = _num(d, "start", None, dwhere), _num(d, "end", None, dwhere)
+            if end <= start:
+                raise ScenarioError(f"{dwhere}: <end> must be after <start>")
+            downtime.append((start, end))
+        self.downtime = tuple(downtime)
+        self.apps: list[ET.Element] = []
+        self.versions: list[ET.Element] = []
+        self.workunits: list[ET.Element] = []
+        self.results: list[ET.Element] = []
+
+
+def _build_project(d: _ProjectDraft) -> Project | None:
+    wus = {}
+    for i, wu in enumerate(d.workunits, start=1):
+        where = f"{d.where} <workunit> #{i}"
+        name = _text(wu, "name")
+        if not name:
+            raise ScenarioError(f"{where}: missing <name>")
+        wus[name] = (_text(wu, "app_name"), _num(wu, "rsc_fpops_est", None, f"{where} ({name})"))
+    results = []
+    for i, r in enumerate(d.results, start=1):
+        where = f"{d.where} <result> #{i}"
+        name = _text(r, "name")
+        if not name:
+            raise ScenarioError(f"{where}: missing <name>")
+        where += f" ({name})"
+        wu_name = _text(r, "wu_name")
+        if wu_name not in wus:
+            raise ScenarioError(f"{where}: <wu_name> {wu_name!r} names no <workunit> of this project")
+        received = _num(r, "received_time", 0.0, where)
+        deadline = _num(r, "report_deadline", None, where)
+        if deadline <= received:
+            raise ScenarioError(f"{where}: <report_deadline> is not after <received_time>")
+        results.append((name, wus[wu_name], received, deadline, _text(r, "plan_class") or "", where))
+
+    versions: dict[str, list[AppVersion]] = {}
+    for i, v in enumerate(d.versions, start=1):
+        where = f"{d.where} <app_version> #{i}"
+        app_name = _text(v, "app_name")
+        if not app_name:
+            raise ScenarioError(f"{where}: missing <app_name>")
+        where += f" ({app_name})"
+        gpu_type, gpu_usage = None, 0.0
+        coproc = v.find("coproc")
+        if coproc is not None:
+            gpu_type = _text(coproc, "type")
+            if not gpu_type:
+                raise ScenarioError(f"{where} <coproc>: missing <type>")
+            gpu_usage = _num(coproc, "count", None, f"{where} <coproc>")
+        try:
+            versions.setdefault(app_name, []).append(AppVersion(
+                avg_ncpus=_num(v, "avg_ncpus", None, where),
+                flops=_num(v, "flops", None, where),
+                gpu_type=gpu_type,
+                gpu_usage=gpu_usage,
+                plan_class=_text(v, "plan_class") or "",
+            ))
+        except ScenarioError as exc:
+            raise ScenarioError(f"{where}: {exc}") from None
+
+    apps = []
+    for i, a in enumerate(d.apps, start=1):
+        where = f"{d.where} <app> #{i}"
+        name = _text(a, "name")
+        if not name:
+            raise ScenarioError(f"{where}: missing <name>")
+        where += f" ({name})"
+        if name not in versions:
+            continue  # no usable version: BOINC's emulator ignores the app (§2)
+        # defaults from an existing workunit / result (get_app_params, §2)
+        est_default, latency_default = 3600e11, 864000.0
+        for rname, (wu_app, wu_est), received, deadline, _pc, _w in results:
+            if wu_app == name:
+                est_default, latency_default = wu_est, deadline - received
+                break
+        fpops = a.find("fpops")
+        mean, std = None, 0.0
+        if fpops is not None:
+            if fpops.find("stdev") is not None:
+                raise ScenarioError(f"{where} <fpops>: the tag is <std_dev>, not <stdev>")
+            mean = _num(fpops, "mean", None, f"{where} <fpops>")
+            std = _num(fpops, "std_dev", 0.0, f"{where} <fpops>")
+        try:
+            apps.append(App(
+                name=name,
+                versions=tuple(versions[name]),
+                latency_bound=_num(a, "latency_bound", latency_default, where),
+                fpops_est=_num(a, "fpops_est", est_default, where),
+                fpops_mean=mean,
+                fpops_std_dev=std,
+                weight=_num(a, "weight", 1.0, where),
+                checkpoint_period=_num(a, "checkpoint_period", 0.0, where),
+                resume_cost=_num(a, "resume_cost", 0.0, where),
+                max_concurrent=int(_num(a, "max_concurrent", 0, where)),
+            ))
+        except ScenarioError as exc:
+            raise ScenarioError(f"{where}: {exc}") from None
+    if not apps:
+        return None  # cull_projects (§2)
+    app_names = {a.name for a in apps}
+    jobs = []
+    for name, (wu_app, wu_est), received, deadline, plan_class, where in results:
+        if wu_app not in app_names:
+            continue
+        app = next(a for a in apps if a.name == wu_app)
+        resource = next((v.resource for v in app.versions if v.plan_class == plan_class), None)
+        # re-based to the start of the run; the job's real size is its estimate (§2)
+        jobs.append(InitialJob(name=name, app=wu_app, fpops=wu_est, fpops_est=wu_est,
+                               received=0.0, deadline=deadline - received, resource=resource))
+    return Project(name=d.name, resource_share=d.share, apps=tuple(apps), available=d.available,
+                   master_url=d.master_url, scheduler_urls=d.urls, downtime=d.downtime, jobs=tuple(jobs))
+
+
+def read_client_state(path: str) -> Scenario:
+    """Read a directory holding client_state.xml (or the file itself) as reference/client.md §2."""
+    directory = path if os.path.isdir(path) else os.path.dirname(path) or "."
+    state_file = os.path.join(path, "client_state.xml") if os.path.isdir(path) else path
+    if not os.path.exists(state_file):
+        raise ScenarioError(f"{path}: no client_state.xml")
+    root = _parse_xml(state_file)
+    if root.tag != "client_state":
+        raise ScenarioError(f"client_state.xml: root element is <{root.tag}>, expected <client_state>")
+    host_fields = _read_host(root)
+    drafts: list[_ProjectDraft] = []
+    for elem in root:
+        if elem.tag == "project":
+            drafts.append(_ProjectDraft(elem, len(drafts) + 1))
+        elif elem.tag in ("app", "app_version", "workunit", "result"):
+            if not drafts:
+                raise ScenarioError(f"client_state.xml: <{elem.tag}> before any <project>")
+            getattr(drafts[-1], {"app": "apps", "app_version": "versions",
+                                 "workunit": "workunits", "result": "results"}[elem.tag]).append(elem)
+    projects = tuple(p for p in (_build_project(d) for d in drafts) if p is not None)
+    options: dict = {}
+    _read_prefs(directory, options)
+    try:
+        prefs = Prefs(**options)
+        host = Host(**host_fields)
+        return Scenario(host=host, projects=projects, prefs=prefs,
+                        name=os.path.basename(os.path.normpath(directory)) or "client_state",
+                        source="client_state")
+    except ScenarioError as exc:
+        raise ScenarioError(f"client_state.xml: {exc}") from None
+
+
+# --------------------------------------------------------------------------- JSON
+
+_NESTED = {
+    (Scenario, "host"): Host,
+    (Scenario, "prefs"): Prefs,
+    (Scenario, "projects"): [Project],
+    (Host, "gpus"): [GpuType],
+    (Host, "on"): Availability,
+    (Host, "connected"): Availability,
+    (Host, "active"): Availability,
+    (Host, "gpu_active"): Availability,
+    (Project, "apps"): [App],
+    (Project, "available"): Availability,
+    (Project, "scheduler_urls"): [SchedulerUrl],
+    (Project, "jobs"): [InitialJob],
+    (App, "versions"): [AppVersion],
+    (SchedulerUrl, "available"): Availability,
+}
+
+
+def _check_scalar(value, hint, where):
+    origin = typing.get_origin(hint)
+    args = set(typing.get_args(hint)) if origin is typing.Union or origin is not None else {hint}
+    if value is None:
+        if type(None) in args:
+            return None
+        raise ScenarioError(f"{where}: null is not allowed")
+    if bool in args:
+        if isinstance(value, bool):
+            return value
+    if float in args and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            raise ScenarioError(f"{where}: {value!r} is not finite")
+        return float(value)
+    if int in args and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if str in args and isinstance(value, str):
+        return value
+    if origin is tuple:
+        # downtime windows: a list of [start, end] pairs
+        if isinstance(value, list) and all(
+            isinstance(pair, list) and len(pair) == 2
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in pair)
+            for pair in value
+        ):
+            return tuple((float(a), float(b)) for a, b in value)
+    raise ScenarioError(f"{where}: unexpected value {value!r}")
+
+
+def _build(cls, data, where):
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{where}: expected an object, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ScenarioError(f"{where}: unknown key {unknown[0]!r}")
+    kwargs = {}
+    for key, value in data.items():
+        sub = f"{where}.{key}"
+        nested = _NESTED.get((cls, key))
+        if isinstance(nested, list):
+            if not isinstance(value, list):
+                raise ScenarioError(f"{sub}: expected a list")
+            kwargs[key] = tuple(_build(nested[0], item, f"{sub}[{i}]") for i, item in enumerate(value))
+        elif nested is not None:
+            kwargs[key] = _build(nested, value, sub)
+        else:
+            kwargs[key] = _check_scalar(value, hints[key], sub)
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:
+        raise ScenarioError(f"{where}: {exc}") from None
+    except ScenarioError as exc:
+        raise ScenarioError(f"{where}: {exc}") from None
+
+
+def read_json(text: str) -> Scenario:
+    """Read our JSON format: the dataclasses of scenario.py as nested objects."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ScenarioError(f"line {exc.lineno}: malformed JSON: {exc.msg}") from None
+    scenario = _build(Scenario, data, "scenario")
+    return dataclasses.replace(scenario, source="json")
+
+
+def scenario_to_dict(scenario: Scenario) -> dict:
+    """The JSON form of a scenario; `read_json(json.dumps(scenario_to_dict(s)))` gives `s` back."""
+    data = dataclasses.asdict(scenario)
+    data.pop("source", None)
+    return data
+
+
+# --------------------------------------------------------------------------- dispatch
+
+def load_scenario(path: str) -> Scenario:
+    """Read the scenario at `path`: `*.txt` P(C, D, R), a directory or `*.xml` client_state, `*.json`."""
+    if os.path.isdir(path) or path.endswith(".xml"):
+        return read_client_state(path)
+    if not os.path.exists(path):
+        raise ScenarioError(f"{path}: no such file")
+    name = os.path.splitext(os.path.basename(path))[0]
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(f"{path}: cannot read: {exc}") from None
+    if path.endswith(".txt"):
+        return read_pcdr(text, name=name)
+    if path.endswith(".json"):
+        scenario = read_json(text)
+        return scenario if scenario.name != "scenario" else dataclasses.replace(scenario, name=name)
+    raise ScenarioError(f"{path}: unknown scenario type (expected .txt, .json, .xml or a directory)")

@@ -1,0 +1,65 @@
+"""REC (recent estimated credit) and project scheduling priority (reference/client.md §6.1, §6.2)."""
+
+from __future__ import annotations
+
+import math
+
+LN2 = math.log(2.0)
+
+
+def update_average(now: float, start: float, work: float, half_life: float,
+                   avg: float, avg_time: float) -> tuple[float, float]:
+    """lib/util.cpp update_average as reference/client.md §6.1 states it.
+
+    `work` (credits) was done between `start` and `now`; the average is in credits per day.
+    Returns the new (average, average time).
+    """
+    # BOINC measures from the last update, or from the interval start the first time
+    diff = now - (avg_time if avg_time else start)
+    if diff <= 0:
+        return avg, avg_time
+    w = math.exp(-diff * LN2 / half_life)
+    if 1.0 - w > 1e-6:
+        avg = avg * w + (1.0 - w) * (work / (diff / 86400.0))
+    else:
+        avg += LN2 * work * 86400.0 / half_life
+    return avg, now
+
+
+def priority_init(projects, selected) -> float:
+    """project_priority_init (§6.2) over the projects for which `selected(p)` is true.
+
+    Sets rec_temp, share_frac and priority on every project; returns rec_sum (which is at
+    least 1 when all RECs are 0, as BOINC does).
+    """
+    chosen = [p for p in projects if selected(p)]
+    rs_sum = sum(p.share for p in chosen)
+    rec_sum = sum(p.rec for p in chosen)
+    if rec_sum == 0:
+        rec_sum = 1.0
+    for p in projects:
+        p.rec_temp = p.rec
+        if p in chosen and rs_sum > 0:
+            p.share_frac = p.share / rs_sum
+            compute_priority(p, rec_sum)
+        else:
+            p.share_frac = 0.0
+            p.priority = 0.0
+    return rec_sum
+
+
+def compute_priority(p, rec_sum: float) -> None:
+    """PROJECT::compute_sched_priority (§6.2): higher is better."""
+    rec_frac = p.rec_temp / rec_sum
+    if p.share == 0:
+        p.priority = -1e3 - rec_frac
+    elif p.share_frac > 0:
+        p.priority = -rec_frac / p.share_frac
+    else:
+        p.priority = -rec_frac
+
+
+def adjust_rec_sched(p, job_peak_flops: float, total_peak_flops: float, rec_sum: float) -> None:
+    """Charge a project about one hour's worth of credit for a job put on the run list (§6.2)."""
+    p.rec_temp += job_peak_flops / total_peak_flops * rec_sum / 24.0
+    compute_priority(p, rec_sum)

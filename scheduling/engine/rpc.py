@@ -1,0 +1,75 @@
+"""Scheduler RPC policy (seed 000; reference/client.md §6.6, §6.7): RPC back-off with
+BOINC's constants and jitter, master-file fetch, and when results must be reported."""
+
+from __future__ import annotations
+
+# client/scheduler_op.h, client/cs_scheduler.cpp (reference/client.md §6.8)
+SCHED_RETRY_DELAY_MIN = 60.0
+SCHED_RETRY_DELAY_MAX = 14400.0
+RETRY_CAP = 10
+MASTER_FETCH_PERIOD = 10
+MASTER_FETCH_RETRY_CAP = 3
+MASTER_FETCH_INTERVAL = 86400.0
+REPORT_DEADLINE_CUSHION = 86400.0
+MAX_REPORT_DELAY = 3600.0
+RESULT_REPORT_IF_AT_LEAST_N = 64
+
+
+def exponential_backoff(n: int, rng) -> float:
+    """calculate_exponential_backoff: min(2^n x 60 s, 4 h) x (0.5 + 0.5 x drand())."""
+    return min(2.0 ** n * SCHED_RETRY_DELAY_MIN, SCHED_RETRY_DELAY_MAX) * (0.5 + 0.5 * rng.random())
+
+
+def project_rpc_backoff(p, now: float, rng, *, bce: bool) -> tuple[float, str]:
+    """project_rpc_backoff (§6.6) after a failed RPC. Returns (back-off seconds, sentence).
+
+    The 10th consecutive failure sets a master-file fetch pending and restarts the count;
+    after MASTER_FETCH_RETRY_CAP master fetches the project waits a day. BOINC's emulator
+    clears the pending master fetch at once (§6.6), which `bce` reproduces.
+    """
+    p.nrpc_failures += 1
+    note = ""
+    if p.nrpc_failures == MASTER_FETCH_PERIOD:
+        p.nrpc_failures = 0
+        p.master_fetch_failures += 1
+        p.master_fetch_pending = not bce
+        note = f" {MASTER_FETCH_PERIOD} failures in a row: master file fetch #{p.master_fetch_failures}."
+    if p.master_fetch_failures >= MASTER_FETCH_RETRY_CAP:
+        backoff = MASTER_FETCH_INTERVAL
+        p.min_rpc_time = now + backoff
+        note += f" {MASTER_FETCH_RETRY_CAP} master fetches failed: waiting a day."
+        if not bce:
+            # a day's wait ends this round of master fetches (BOINC's emulator never resets it)
+            p.master_fetch_failures = 0
+    else:
+        backoff = exponential_backoff(min(p.nrpc_failures, RETRY_CAP), rng)
+        p.min_rpc_time = max(p.min_rpc_time, now + backoff)
+    return backoff, note
+
+
+def rpc_succeeded(p, now: float) -> None:
+    """A successful RPC: failures cleared, no server-requested delay (§6.9)."""
+    p.nrpc_failures = 0
+    p.min_rpc_time = now
+
+
+def master_fetch_succeeded(p, now: float) -> None:
+    """Seed 000: a master file with scheduler URLs clears the failures and min_rpc_time."""
+    p.master_fetch_pending = False
+    p.nrpc_failures = 0
+    p.min_rpc_time = now
+
+
+def report_due_time(em, j) -> float:
+    """The time after which a ready result makes its project report (§6.7)."""
+    cushion = max(REPORT_DEADLINE_CUSHION, em.work_buf_min)
+    return min(j.deadline - cushion, j.completed_time + MAX_REPORT_DELAY)
+
+
+def must_report(em, p, now: float) -> bool:
+    """find_project_with_overdue_results (§6.7) for one project not in RPC back-off."""
+    if not p.ready or p.min_rpc_time > now:
+        return False
+    if em.prefs.report_results_immediately or len(p.ready) >= RESULT_REPORT_IF_AT_LEAST_N:
+        return True
+    return any(now > report_due_time(em, j) for j in p.ready)

@@ -1,0 +1,72 @@
+"""The emulated project server answering a work request (reference/client.md §3, simulate_rpc)."""
+
+from __future__ import annotations
+
+MAX_JOBS_PER_RPC = 500
+
+
+def _job_size(em, app) -> tuple[float, float]:
+    """(real size, estimate). BOINC's emulator runs every job for exactly fpops_est and tells
+    the client a draw from the size distribution (§9.3); the intended model is the reverse."""
+    mean = app.mean_fpops
+    draw = em.rng.gauss(mean, app.fpops_std_dev) if app.fpops_std_dev > 0 else mean
+    draw = max(draw, mean * 1e-3)
+    if em.bce:
+        return app.fpops_est, draw
+    return draw, app.fpops_est
+
+
+def serve(em, p, requests: dict, rr, scale: float = 1.0) -> list:
+    """Send jobs while a requested resource still has req_secs > 0 or req_instances > 0.
+
+    An app is drawn by weight, its fastest version that needs work is used, and the job is
+    accepted if the resource's busy time plus its runtime fits the latency bound; a refused
+    version is not used again in this RPC. `scale` converts the job's time to the request's
+    units (the debt era asks in project-normalized time, reference/debt-era.md §7).
+    """
+    if em.existing_jobs_only or not requests:
+        return []
+    req = {r: [secs, inst] for r, (secs, inst) in requests.items()}
+    delay = {r: rr.rsc[r].busy_time for r in req}
+    frac = max(em.scenario.host.on.frac * em.scenario.host.active.frac, 0.01)
+    dont_use: set = set()
+    jobs = []
+    while len(jobs) < MAX_JOBS_PER_RPC:
+        options = []
+        for app in p.spec.apps:
+            best = None
+            for v in app.versions:
+                r = em.rsc_index.get(v.resource)
+                if r is None or r not in req or (app.name, v) in dont_use:
+                    continue
+                if req[r][0] <= 0 and req[r][1] <= 0:
+                    continue
+                if best is None or v.flops > best.flops:
+                    best = v
+            if best is not None:
+                options.append((app, best))
+        if not options:
+            break
+        total = sum(app.weight for app, _v in options)
+        if total > 0:
+            x = em.rng.random() * total
+            for app, v in options:
+                x -= app.weight
+                if x < 0:
+                    break
+        else:
+            app, v = options[0]
+        r = em.rsc_index[v.resource]
+        et = app.fpops_est / v.flops
+        if delay[r] + et > app.latency_bound:
+            dont_use.add((app.name, v))
+            continue
+        size, est_fpops = _job_size(em, app)
+        j = em.new_job(p, app, v, size, est_fpops, em.now, em.now + app.latency_bound)
+        jobs.append(j)
+        n = v.gpu_usage if r else v.avg_ncpus
+        est = est_fpops / v.flops / frac * scale
+        req[r][0] -= est * n
+        req[r][1] -= n
+        delay[r] += est * n / em.resources[r].ninstances
+    return jobs

@@ -1,0 +1,180 @@
+"""Mutable run state the emulator and the policies share: resources, projects, jobs.
+
+These objects live only inside one run; what leaves a run are the records of records.py.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .scenario import App, AppVersion, Availability, Project
+
+QUEUED, RUNNING, FINISHED = 0, 1, 2
+
+# reference/client.md §6.8
+COBBLESTONE_SCALE = 200.0 / 86400e9
+GPU_RELATIVE_SPEED_FACTOR = 0.2
+WF_EST_FETCH_TIME = 180.0
+
+
+class RandomProcess:
+    """Two-state alternating process (reference/client.md §2): up periods exponential with
+    mean `mean_up`, down periods with mean `mean_up/frac - mean_up`; starts up with
+    probability `frac`. Advanced lazily: `advance(t)` applies every change up to `t`."""
+
+    __slots__ = ("frac", "mean_up", "rng", "up", "next_change")
+
+    def __init__(self, availability: Availability, rng, start: float = 0.0):
+        self.frac = availability.frac
+        self.mean_up = availability.mean_up
+        self.rng = rng
+        if self.frac >= 1.0:
+            self.up, self.next_change = True, math.inf
+        elif self.frac <= 0.0:
+            self.up, self.next_change = False, math.inf
+        else:
+            self.up = rng.random() < self.frac
+            self.next_change = start + self._period()
+
+    def _period(self) -> float:
+        mean = self.mean_up if self.up else self.mean_up / self.frac - self.mean_up
+        return self.rng.expovariate(1.0 / mean)
+
+    def advance(self, t: float) -> bool:
+        """Apply the changes up to time `t`; return the state at `t`."""
+        while self.next_change <= t:
+            self.up = not self.up
+            self.next_change += self._period()
+        return self.up
+
+
+class Resource:
+    """A processor type: "cpu" (index 0) or a GPU vendor (reference/client.md §6.8)."""
+
+    __slots__ = ("index", "name", "ninstances", "relative_speed", "is_gpu", "overall_frac",
+                 "peak_flops")
+
+    def __init__(self, index, name, ninstances, relative_speed, is_gpu, overall_frac, cpu_flops):
+        self.index = index
+        self.name = name
+        self.ninstances = ninstances
+        self.relative_speed = relative_speed
+        self.is_gpu = is_gpu
+        self.overall_frac = overall_frac
+        # peak FLOPS of the whole resource, as the figures of merit count it (§5)
+        self.peak_flops = ninstances * relative_speed * cpu_flops
+
+
+class JobState:
+    """A result on the host. `size` is its real size, `fpops_est` what the client believes."""
+
+    __slots__ = (
+        "name", "project", "app", "version", "rsc", "avg_ncpus", "gpu_usage", "flops",
+        "size", "fpops_est", "done", "ckpt_done", "received", "deadline", "index", "state",
+        "in_memory", "started", "run_start", "resume_left", "completed_time",
+        "peak_flop_count", "once_ran_edf", "last_deadline_miss_time", "rr_finish", "rr_miss",
+        "elapsed", "instance", "slice_start", "slice_why", "rate", "edf", "unfinished",
+        "initial", "checkpoint_period", "seqno_key",
+    )
+
+    def __init__(self, name, project, app: App, version: AppVersion, rsc: int, size: float,
+                 fpops_est: float, received: float, deadline: float, index: int, initial: bool,
+                 checkpoint_period: float):
+        self.name = name
+        self.project = project
+        self.app = app
+        self.version = version
+        self.rsc = rsc
+        self.avg_ncpus = version.avg_ncpus
+        self.gpu_usage = version.gpu_usage
+        self.flops = version.flops
+        self.size = size
+        self.fpops_est = fpops_est
+        self.done = 0.0
+        self.ckpt_done = 0.0
+        self.received = received
+        self.deadline = deadline
+        self.index = index
+        self.state = QUEUED
+        self.in_memory = False
+        self.started = False
+        self.run_start = 0.0
+        self.resume_left = 0.0
+        self.completed_time = None
+        self.peak_flop_count = 0.0
+        self.once_ran_edf = False
+        self.last_deadline_miss_time = -math.inf
+        self.rr_finish = math.inf
+        self.rr_miss = False
+        self.elapsed = 0.0
+        self.instance = -1
+        self.slice_start = 0.0
+        self.slice_why = ""
+        self.rate = 0.0
+        self.edf = False
+        self.unfinished = False
+        self.initial = initial
+        self.checkpoint_period = checkpoint_period
+        self.seqno_key = 0
+
+    def est_flops_remaining(self, exact: bool) -> float:
+        """estimated_flops_remaining: the real remainder when `exact` (BOINC's emulator, §6.4),
+        otherwise what the client can know from the estimate."""
+        if exact:
+            return max(self.size - self.done, 0.0)
+        return max(self.fpops_est - self.done, 0.0)
+
+
+class ProjectState:
+    """A project's client-side state: REC, debts, RPC back-off, per-resource work-fetch back-off."""
+
+    def __init__(self, spec: Project, index: int, nrsc: int):
+        self.spec = spec
+        self.index = index
+        self.name = spec.name
+        self.share = spec.resource_share
+        self.jobs: list[JobState] = []       # queued or running, arrival order
+        self.ready: list[JobState] = []      # finished, not yet reported
+        # REC (reference/client.md §6.1, §6.2)
+        self.rec = 0.0
+        self.rec_time = 0.0
+        self.rec_temp = 0.0
+        self.priority = 0.0
+        self.share_frac = 0.0
+        self.secs_this_interval = [0.0] * nrsc
+        # debt era (reference/debt-era.md §3)
+        self.std = 0.0
+        self.ltd = 0.0
+        self.wall_cpu_interval = 0.0
+        self.anticipated_debt = 0.0
+        # duration correction factor (reference/client.md §6.3)
+        self.dcf = 1.0
+        # scheduler RPC back-off (seed 000, reference/client.md §6.6)
+        self.nrpc_failures = 0
+        self.min_rpc_time = 0.0
+        self.master_fetch_pending = False
+        self.master_fetch_failures = 0
+        self.urls: list = []
+        self.available = None
+        # work fetch back-off per resource (§6.5)
+        self.backoff_time = [0.0] * nrsc
+        self.backoff_interval = [0.0] * nrsc
+        self.rsc_ok = [False] * nrsc        # has an app version for the resource
+        # figures of merit (§5)
+        self.idle_time = 0.0
+        self.idle_time_sumsq = 0.0
+        self.flops_used = 0.0
+        self.flops_wasted = 0.0
+        self.flops_lost = 0.0
+        self.flops_computed = 0.0
+        self.deadlines_met = 0
+        self.deadlines_missed = 0
+        self.jobs_completed = 0
+        self.jobs_received = 0
+        self.rpcs = 0
+        self.rpc_failures = 0
+        self.job_counter = 0
+
+    def down(self, now: float) -> bool:
+        """Project downtime from the scenario (all schedulers unreachable)."""
+        return any(start <= now < end for start, end in self.spec.downtime)

@@ -1,0 +1,185 @@
+"""BOINC 7's work fetch (reference/client.md §6.5, seed 002): which project to ask, for which
+processor types, how much, and the per-(project, resource) back-off."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .rec import priority_init
+
+WF_MIN_BACKOFF_INTERVAL = 600.0
+WF_MAX_BACKOFF_INTERVAL = 86400.0
+WF_MAX_RUNNABLE_JOBS = 1000
+
+REASON_BACKED_OFF = "backed off"
+
+
+class FetchPlan(NamedTuple):
+    """A work request: `requests` maps a resource index to (req_secs, req_instances)."""
+
+    project: object
+    requests: dict
+    reason: str
+    text: str
+
+
+def project_reason(p, now: float) -> str | None:
+    """compute_project_reason (§6.5): why a project cannot be asked for work now."""
+    if p.master_fetch_pending:
+        return "master fetch pending"
+    if len(p.jobs) > WF_MAX_RUNNABLE_JOBS:
+        return "too many runnable jobs"
+    if p.min_rpc_time > now:
+        return "RPC back-off"
+    return None
+
+
+def rsc_reason(em, p, r: int, now: float, rr) -> str | None:
+    """compute_rsc_project_reason (§6.5) for one resource."""
+    if not p.rsc_ok[r]:
+        return "no app version"
+    if p.share == 0 and rr.rsc[r].saturated_time > min(em.work_buf_min, 180.0):
+        return "zero share"
+    if p.backoff_time[r] > now:
+        return REASON_BACKED_OFF
+    return None
+
+
+def _shares(em, now: float, rr) -> list[dict]:
+    """fetchable_share per resource: RS / sum of RS over projects with no reason (§6.5 step 3)."""
+    out = []
+    for r in range(len(em.resources)):
+        ok = [p for p in em.projects
+              if project_reason(p, now) is None and rsc_reason(em, p, r, now, rr) is None]
+        total = sum(p.share for p in ok)
+        out.append({p: (p.share / total if total > 0 else 0.0) for p in ok})
+    return out
+
+
+def fetch_priorities(em, now: float) -> list:
+    """project_priority_init(true) and the queued-work decrement (§6.2); projects sorted
+    by decreasing priority, ties in the emulator's project order."""
+    priority_init(em.projects, lambda p: project_reason(p, now) is None)
+    denom = em.work_buf_total * em.total_peak_flops
+    for p in em.projects:
+        for j in p.jobs:
+            p.priority -= j.est_flops_remaining(em.exact_estimates) / denom
+    order = em.project_order
+    return sorted(order, key=lambda p: -p.priority)
+
+
+def set_request(em, p, r: int, rr, share: float) -> tuple[float, float]:
+    """RSC_WORK_FETCH::set_request (§6.5): the resource's whole shortfall and the idle instances."""
+    rs = rr.rsc[r]
+    ninst = em.resources[r].ninstances if r else em.n_usable_cpus
+    if p.share == 0:
+        return (1.0, 1.0) if rs.nidle_now > 0 else (0.0, 0.0)
+    if em.prefs.fetch_minimal_work:
+        return 1.0, float(ninst)
+    secs = rs.shortfall
+    if not 0.02 <= p.dcf <= 80:
+        secs = 1.0  # wacky duration correction factor
+    inst = max(rs.nidle_now, min(ninst * share, ninst) - rr.nused_total.get((p.index, r), 0.0))
+    inst = max(inst, 0.0)
+    if inst > 0 and secs == 0:
+        secs = 1.0
+    return secs, inst
+
+
+def choose_project(em, now: float, rr) -> FetchPlan | None:
+    """WORK_FETCH::choose_project (§6.5)."""
+    shares = _shares(em, now, rr)
+    found: dict = {}
+    chosen = None
+    trigger = None
+    for p in fetch_priorities(em, now):
+        if project_reason(p, now) is not None:
+            continue
+        for r in range(len(em.resources) - 1, -1, -1):
+            if rsc_reason(em, p, r, now, rr) is not None:
+                continue
+            found.setdefault(r, p)
+            if trigger is None and rr.rsc[r].saturated_time < em.work_buf_min:
+                trigger = r
+        if trigger is not None:
+            chosen = p
+            break
+    if chosen is None:
+        return None
+    requests = {}
+    for r in range(len(em.resources)):
+        reason = rsc_reason(em, chosen, r, now, rr)
+        allowed = r == trigger or (reason in (None, REASON_BACKED_OFF) and found.get(r) in (None, chosen))
+        if not allowed or not chosen.rsc_ok[r]:
+            continue
+        if rr.rsc[r].saturated_time >= em.work_buf_total and r != trigger:
+            continue
+        secs, inst = set_request(em, chosen, r, rr, shares[r].get(chosen, 0.0))
+        if secs > 0 or inst > 0:
+            requests[r] = (secs, inst)
+    if not requests:
+        return None
+    res = em.resources[trigger]
+    text = (f"Asked {chosen.name} for work: {res.name} saturated for "
+            f"{rr.rsc[trigger].saturated_time:.0f} s, below the minimum buffer of "
+            f"{em.work_buf_min:.0f} s; it is the fetchable project with the highest priority "
+            f"({chosen.priority:.3f}); request "
+            + ", ".join(f"{em.resources[r].name} {s:.0f} s / {i:.2f} inst" for r, (s, i) in sorted(requests.items()))
+            + ".")
+    return FetchPlan(chosen, requests, "need_work", text)
+
+
+def piggyback(em, p, now: float, rr) -> dict:
+    """piggyback_work_request (§6.5) for an RPC made to report results."""
+    reason = project_reason(p, now)
+    if reason not in (None, "RPC back-off"):
+        return {}
+    shares = _shares(em, now, rr)
+    order = fetch_priorities(em, now)
+    requests = {}
+    for r in range(len(em.resources)):
+        if not p.rsc_ok[r] or rr.rsc[r].saturated_time >= em.work_buf_total:
+            continue
+        if p.backoff_time[r] > now:
+            continue
+        better = any(q is not p and q.priority > p.priority and project_reason(q, now) is None
+                     and rsc_reason(em, q, r, now, rr) is None for q in order)
+        if better:
+            continue
+        secs, inst = set_request(em, p, r, rr, shares[r].get(p, 0.0))
+        if secs > 0 or inst > 0:
+            requests[r] = (secs, inst)
+    return requests
+
+
+def handle_reply(em, p, requests: dict, received: dict, now: float, rng) -> list[str]:
+    """handle_reply + resource_backoff (§6.5): back off a resource asked for and not given;
+    any job of a resource clears its back-off. Returns sentences for the decision log."""
+    notes = []
+    for r in range(len(em.resources)):
+        if received.get(r, 0) > 0:
+            p.backoff_interval[r] = 0.0
+            p.backoff_time[r] = 0.0
+            continue
+        if r not in requests or p.backoff_time[r] > now:
+            continue
+        if p.backoff_interval[r] <= 0:
+            interval = WF_MIN_BACKOFF_INTERVAL
+        else:
+            interval = min(2 * p.backoff_interval[r], WF_MAX_BACKOFF_INTERVAL)
+        p.backoff_interval[r] = interval
+        p.backoff_time[r] = now + (0.5 + rng.random()) * interval
+        notes.append(f"{p.name} sent no {em.resources[r].name} work: backed off {em.resources[r].name} "
+                     f"fetch for {p.backoff_time[r] - now:.0f} s (interval {interval:.0f} s).")
+    return notes
+
+
+def next_check(em, now: float, rr) -> float:
+    """When the buffer may next fall below the minimum: saturated time shrinks by about
+    1/overall_frac seconds per second of computing."""
+    t = now + 6 * 3600.0
+    for r, res in enumerate(em.resources):
+        sat = rr.rsc[r].saturated_time
+        if sat >= em.work_buf_min:
+            t = min(t, now + (sat - em.work_buf_min) * res.overall_frac)
+    return t

@@ -1,0 +1,97 @@
+"""RQ jobs of the scheduling lab."""
+
+from __future__ import annotations
+
+import time
+
+from django.utils import timezone
+
+from scheduling import engine
+from scheduling.engine.scenario import ScenarioError
+from scheduling.models import Run
+
+PROGRESS_EVERY = 0.5  # seconds of wall time between progress writes
+PARTIAL_EVERY = 1.0  # seconds of wall time, at least, between stores of the partial records
+PARTIAL_CHUNKS = 100  # the engine hands over its records every 1 % of simulated time
+SERIES = ("slices", "rec", "buffers", "rpcs", "decisions", "host_periods")
+
+
+def simulate(scenario, *, policy: str, duration: float, delta: float, seed: int, compat: str,
+             progress=None, partial=None) -> dict:
+    """Run the engine; `RunResult.to_dict()`. `partial(chunk)` gets the engine's RecordChunks."""
+    return engine.run(scenario, policy=policy, duration=duration, delta=delta, seed=seed, compat=compat,
+                      progress=progress, partial=partial,
+                      partial_interval=duration / PARTIAL_CHUNKS if partial else None).to_dict()
+
+
+class PartialRecords:
+    """The records of a run still going, grown from the engine's RecordChunks and stored on
+    the run now and then, so the run page draws its charts growing while it goes.
+
+    The stored object has the keys of `RunResult.to_dict()` the charts read, with `partial`
+    True and `time` the simulated time reached; slices and host periods still open are
+    included, cut at `time`. A store costs more as the records grow, so the next one waits
+    at least four times as long as the last took.
+    """
+
+    def __init__(self, run: Run, scenario, clock=time.monotonic):
+        self.run = run
+        self.clock = clock
+        resources = {"cpu": {"instances": scenario.n_usable_cpus}}
+        resources.update({g.name: {"instances": g.count} for g in scenario.host.gpus})
+        self.data = {"partial": True, "time": 0.0, "policy": run.policy, "duration": run.duration,
+                     "resources": resources, "projects": [{"name": p.name} for p in scenario.projects]}
+        self.data.update({name: [] for name in SERIES})
+        self.next_store = clock() + PARTIAL_EVERY
+
+    def __call__(self, chunk) -> None:
+        data = self.data
+        for name in SERIES:
+            data[name].extend(r._asdict() for r in getattr(chunk, name))
+        if chunk.last or self.clock() < self.next_store:
+            return
+        started = self.clock()
+        stored = dict(data, time=chunk.time,
+                      slices=data["slices"] + [s._asdict() for s in chunk.open_slices],
+                      host_periods=data["host_periods"] + [h._asdict() for h in chunk.open_host_periods])
+        self.run.set_partial(chunk.time / self.run.duration, stored)
+        took = self.clock() - started
+        self.next_store = self.clock() + max(PARTIAL_EVERY, 4 * took)
+
+
+def run_simulation(run_id: int) -> str:
+    """Run the engine for Run `run_id`, storing progress and partial records as it goes and
+    the records at the end.
+
+    A run that is no longer queued (already taken by another worker, or finished) is left
+    alone; any error in the scenario or the engine is stored on the run as its message.
+    """
+    run = Run.objects.select_related("scenario").filter(pk=run_id).first()
+    if run is None or not run.mark_running(timezone.now()):
+        return "skipped"
+    last = [0.0]
+
+    def progress(fraction: float) -> None:
+        now = time.monotonic()
+        if now - last[0] >= PROGRESS_EVERY:
+            last[0] = now
+            run.set_progress(fraction)
+
+    try:
+        engine.get_policy(run.policy)
+    except ValueError as exc:
+        run.mark_failed(timezone.now(), f"The run cannot start: {exc}.")
+        return "failed"
+    try:
+        scenario = run.scenario.engine_scenario()
+        records = simulate(scenario, policy=run.policy, duration=run.duration, delta=run.delta, seed=run.seed,
+                           compat=run.compat, progress=progress, partial=PartialRecords(run, scenario))
+    except ScenarioError as exc:
+        run.mark_failed(timezone.now(), f"The scenario is not valid: {exc}")
+        return "failed"
+    except Exception as exc:  # the page must show the failure, whatever it was
+        run.mark_failed(timezone.now(), f"The engine failed: {type(exc).__name__}: {exc}")
+        return "failed"
+    summary = {k: v for k, v in records.items() if k not in SERIES}
+    run.mark_done(timezone.now(), summary, records)
+    return "done"

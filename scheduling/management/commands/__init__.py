@@ -1,0 +1,40 @@
+"""Management commands of the scheduling lab: `simulate` and `rrsim` (DESIGN.md contracts).
+
+`EngineCommand` gives both the same error behaviour: a bad argument or a malformed scenario
+prints one line on stderr and exits with code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+from scheduling.engine import ScenarioError, load_scenario
+
+
+class EngineCommand(BaseCommand):
+    # the engine touches neither the database nor the URLs: no system checks to wait on
+    requires_system_checks = []
+
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        name = f"{prog_name} {subcommand}"
+
+        def one_line_error(message):
+            if getattr(parser, "called_from_command_line", False):
+                sys.stderr.write(f"{name}: error: {message}\n")
+                sys.exit(2)
+            raise CommandError(f"Error: {message}", returncode=2)
+
+        parser.error = one_line_error
+        return parser
+
+    def fail(self, message: str):
+        raise CommandError(message, returncode=2)
+
+    def load(self, path: str):
+        try:
+            return load_scenario(path)
+        except ScenarioError as exc:
+            self.fail(f"{path}: {exc}" if not str(exc).startswith(path) else str(exc))

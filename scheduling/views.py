@@ -1,0 +1,367 @@
+"""Pages of the scheduling lab (DESIGN.md URL contracts: /lab/...)."""
+
+from __future__ import annotations
+
+import json
+
+import django_rq
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db import transaction
+from django.http import (
+    HttpResponse,
+    HttpResponseBadRequest,
+    JsonResponse,
+)
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
+
+from scheduling import charts
+from scheduling.engine.readers import scenario_to_dict
+from scheduling.engine.scenario import ScenarioError
+from scheduling.exports import run_csv, write_client_state, write_pcdr
+from scheduling.forms import CompareForm, ImportForm, RunForm, ScenarioForms, scenario_initial
+from scheduling.jobs import run_simulation
+from scheduling.models import Run, StoredScenario
+from scheduling.presets import BY_SLUG, PRESETS
+
+MAX_COMPARE = 6
+POLICY_NOTES = {
+    "boinc7": "BOINC 7: runs the project that has had the least recent credit (REC) for its "
+              "share; a job keeps its CPU for a whole time slice; EDF for jobs in deadline danger.",
+    "boinc5": "BOINC 5: runs the project with the most short-term debt (CPU time owed to it); "
+              "a running job keeps its CPU until its time slice ends; EDF for jobs in deadline "
+              "danger; asks each project for the work it alone is short of.",
+    "wrr": "Weighted round-robin: time slices given to projects in turn, in proportion to "
+           "their shares, with no deadline check.",
+    "fifo": "First in, first out: jobs run in the order they arrived.",
+}
+
+
+def _render(request, template: str, context: dict, partial: str | None = None, status: int = 200):
+    name = f"{template}#{partial}" if partial and request.htmx else template
+    return render(request, name, context, status=status)
+
+
+def _redirect(request, url: str):
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+def _save(scenario_obj: StoredScenario | None, scenario, user, preset: str = "") -> StoredScenario:
+    data = scenario_to_dict(scenario)
+    if scenario_obj is None:
+        return StoredScenario.objects.create(name=scenario.name, description=scenario.description,
+                                             data=data, preset=preset, owner=user)
+    scenario_obj.name, scenario_obj.description, scenario_obj.data = scenario.name, scenario.description, data
+    scenario_obj.save()
+    return scenario_obj
+
+
+def _start_run(stored: StoredScenario, *, policy, duration, seed, compat, delta=60.0) -> Run:
+    run = Run.objects.create(scenario=stored, policy=policy, duration=duration, seed=seed,
+                             compat=compat, delta=delta)
+    django_rq.get_queue("engine").enqueue(run_simulation, run.pk)
+    return run
+
+
+# ---------------------------------------------------------------- scenarios
+
+@require_GET
+def index(request):
+    scenarios = StoredScenario.objects.all()[:200]
+    return _render(request, "lab/index.html", {
+        "scenarios": scenarios, "presets": PRESETS,
+        "runs": Run.objects.select_related("scenario")[:15],
+    }, "scenarios")
+
+
+@require_POST
+@login_required
+def load_preset(request, slug):
+    preset = BY_SLUG.get(slug)
+    if preset is None:
+        return HttpResponse(f"No preset named {slug!r}.", status=404, content_type="text/plain")
+    stored = _save(None, preset.scenario(), request.user, preset=slug)
+    messages.success(request, f"Loaded the preset “{stored.name}”.")
+    return _redirect(request, reverse("lab:scenario", args=[stored.pk]))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def scenario_new(request):
+    return _scenario_form(request, None)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def scenario_edit(request, pk):
+    return _scenario_form(request, get_object_or_404(StoredScenario, pk=pk))
+
+
+def _scenario_form(request, stored: StoredScenario | None):
+    previous = None
+    if stored is not None:
+        try:
+            previous = stored.engine_scenario()
+        except ScenarioError:
+            previous = None
+    if request.method == "POST":
+        forms = ScenarioForms(request.POST, previous=previous)
+        if forms.is_valid():
+            saved = _save(stored, forms.scenario, request.user)
+            messages.success(request, f"Saved “{saved.name}”.")
+            return _redirect(request, reverse("lab:scenario", args=[saved.pk]))
+        status = 400
+    else:
+        initial = scenario_initial(previous) if previous else {
+            "projects": [{"name": "Alpha", "resource_share": 100}, {"name": "Beta", "resource_share": 100}],
+            "apps": [{"project": "Alpha", "name": "alpha_app"}, {"project": "Beta", "name": "beta_app"}],
+            "meta": {"name": "my scenario"},
+        }
+        forms = ScenarioForms(initial=initial)
+        status = 200
+    return _render(request, "lab/scenario_form.html", {"forms": forms, "stored": stored}, "form", status)
+
+
+def span(seconds: float) -> str:
+    """A length of time in the unit a person would say it in: 6 min, 2.4 h, 1.5 days."""
+    if seconds < 3600:
+        return f"{seconds / 60:.3g} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.3g} h"
+    return f"{seconds / 86400:.3g} days"
+
+
+def _duration_text(seconds: float) -> str:
+    """A duration as the run forms take it back (forms.parse_duration)."""
+    if seconds % 86400 == 0:
+        return f"{seconds / 86400:g}d"
+    if seconds % 3600 == 0:
+        return f"{seconds / 3600:g}h"
+    return f"{seconds:g}"
+
+
+@require_GET
+def scenario_detail(request, pk):
+    stored = get_object_or_404(StoredScenario, pk=pk)
+    preset = BY_SLUG.get(stored.preset)
+    run_initial, compare_initial = {}, {}
+    if preset is not None:
+        # a preset's scenario opens with the run length and the policies its text is about
+        run_initial = {"duration": _duration_text(preset.duration), "policy": preset.policies[-1]}
+        compare_initial = {"duration": _duration_text(preset.duration), "policies": list(preset.policies)}
+    response = _scenario_page(request, stored, RunForm(initial=run_initial), CompareForm(initial=compare_initial))
+    if request.htmx and not response.context_data_busy:
+        # the polled list of runs: stop polling once none is still going
+        response.status_code = HttpResponseStopPolling.status_code
+    return response
+
+
+def _scenario_page(request, stored, run_form, compare_form, status=200):
+    try:
+        scenario, problem = stored.engine_scenario(), ""
+    except ScenarioError as exc:
+        scenario, problem = None, str(exc)
+    runs = list(stored.runs.all()[:50])
+    preset = BY_SLUG.get(stored.preset)
+    busy = any(not r.is_over for r in runs)
+    buffer = ""
+    if scenario is not None:
+        prefs = scenario.prefs
+        buffer = (f"at least {span(prefs.work_buf_min_days * 86400)}, "
+                  f"up to {span((prefs.work_buf_min_days + prefs.work_buf_additional_days) * 86400)}")
+    response = _render(request, "lab/scenario_detail.html", {
+        "stored": stored, "scenario": scenario, "problem": problem, "runs": runs, "buffer": buffer,
+        "busy": busy, "run_form": run_form, "compare_form": compare_form,
+        "preset": preset, "pcdr_preview": write_pcdr(scenario) if scenario else "",
+    }, "runs", status)
+    response.context_data_busy = busy
+    return response
+
+
+@require_POST
+@login_required
+def scenario_duplicate(request, pk):
+    stored = get_object_or_404(StoredScenario, pk=pk)
+    copy = StoredScenario.objects.create(name=f"{stored.name} (copy)"[:120], description=stored.description,
+                                         data=stored.data, preset=stored.preset, owner=request.user)
+    messages.success(request, f"Duplicated as “{copy.name}”.")
+    return _redirect(request, reverse("lab:scenario", args=[copy.pk]))
+
+
+@require_POST
+@login_required
+def scenario_delete(request, pk):
+    stored = get_object_or_404(StoredScenario, pk=pk)
+    name = stored.name
+    stored.delete()
+    messages.success(request, f"Deleted “{name}” and its runs.")
+    return _redirect(request, reverse("lab:index"))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def scenario_import(request):
+    if request.method == "POST":
+        form = ImportForm(request.POST, request.FILES)
+        if form.is_valid():
+            stored = _save(None, form.cleaned_data["scenario"], request.user)
+            messages.success(request, f"Imported “{stored.name}”.")
+            return _redirect(request, reverse("lab:scenario", args=[stored.pk]))
+        return _render(request, "lab/import.html", {"form": form}, "form", status=400)
+    return _render(request, "lab/import.html", {"form": ImportForm()}, "form")
+
+
+def _download(content, content_type, filename):
+    response = HttpResponse(content, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+SCENARIO_EXPORTS = {
+    "pcdr": (write_pcdr, "text/plain; charset=utf-8", "scenario-{pk}.txt"),
+    "client_state": (write_client_state, "application/zip", "scenario-{pk}-client_state.zip"),
+    "json": (lambda s: json.dumps(scenario_to_dict(s), indent=1), "application/json", "scenario-{pk}.json"),
+}
+
+
+@require_GET
+def export_scenario(request, pk, fmt):
+    """The scenario as P(C, D, R) text, a zip of client_state.xml and prefs, or our JSON."""
+    stored = get_object_or_404(StoredScenario, pk=pk)
+    try:
+        scenario = stored.engine_scenario()
+    except ScenarioError as exc:
+        return HttpResponseBadRequest(f"The stored scenario is not valid: {exc}", content_type="text/plain")
+    write, content_type, filename = SCENARIO_EXPORTS[fmt]
+    return _download(write(scenario), content_type, filename.format(pk=stored.pk))
+
+
+# ---------------------------------------------------------------- runs
+
+@require_POST
+@login_required
+def run_start(request, pk):
+    stored = get_object_or_404(StoredScenario, pk=pk)
+    form = RunForm(request.POST)
+    if not form.is_valid():
+        return _scenario_page(request, stored, form, CompareForm(), status=400)
+    with transaction.atomic():
+        run = _start_run(stored, **form.cleaned_data)
+    return _redirect(request, reverse("lab:run", args=[run.pk]))
+
+
+@require_POST
+@login_required
+def compare_start(request, pk):
+    """Start one run per chosen policy on the same scenario and seed, then open the comparison."""
+    stored = get_object_or_404(StoredScenario, pk=pk)
+    form = CompareForm(request.POST)
+    if not form.is_valid():
+        return _scenario_page(request, stored, RunForm(), form, status=400)
+    d = form.cleaned_data
+    with transaction.atomic():
+        runs = [_start_run(stored, policy=p, duration=d["duration"], seed=d["seed"], compat=d["compat"])
+                for p in d["policies"]]
+    return _redirect(request, reverse("lab:compare") + "?runs=" + ",".join(str(r.pk) for r in runs))
+
+
+def _run_context(run: Run) -> dict:
+    """A finished run's charts, card and facts; a running one's charts so far (partial records)."""
+    records = run.records() if run.status in (Run.Status.DONE, Run.Status.RUNNING) else None
+    ctx = {"run": run, "records": records, "policy_note": POLICY_NOTES.get(run.policy, ""),
+           "partial": run.status == Run.Status.RUNNING and records is not None}
+    if records is not None:
+        ctx["chart_data"] = chart_payload(run, records)
+        if not ctx["partial"]:
+            ctx["card"] = charts.figure_card(records["figures"])
+            ctx["facts"] = charts.run_facts(records)
+    return ctx
+
+
+def chart_payload(run: Run, records: dict, colours: dict | None = None) -> str:
+    """The JSON the page's script draws: three figures and the decision log, made safe to
+    embed in a <script> element."""
+    colours = colours or charts.project_colours([p["name"] for p in records["projects"]])
+    figs = {
+        "gantt": charts.gantt(records, colours),
+        "rec": charts.rec_chart(records, colours),
+        "buffer": charts.buffer_chart(records, colours),
+    }
+    body = ",".join(f'"{k}":{fig.to_json(validate=False)}' for k, fig in figs.items())
+    decisions = json.dumps([[round(d["time"] / 3600, 4), d["kind"], d["project"], d["job"], d["text"]]
+                            for d in records["decisions"]], separators=(",", ":"))
+    meta = json.dumps({"id": run.pk, "label": run.label, "duration_h": records["duration"] / 3600,
+                       "partial": bool(records.get("partial"))})
+    text = f'{{"figures":{{{body}}},"decisions":{decisions},"run":{meta}}}'
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+@require_GET
+def run_detail(request, pk):
+    run = get_object_or_404(Run.objects.select_related("scenario"), pk=pk)
+    response = _render(request, "lab/run_detail.html", _run_context(run), "status")
+    if request.htmx and run.is_over:
+        response.status_code = HttpResponseStopPolling.status_code
+    return response
+
+
+@require_GET
+def export_run(request, pk, fmt):
+    """A finished run's records as JSON or CSV; a run still going has none yet (409)."""
+    run = get_object_or_404(Run, pk=pk)
+    if run.status != Run.Status.DONE:
+        return HttpResponse(f"Run {run.pk} is {run.status}; it has no records to export.",
+                            status=409, content_type="text/plain")
+    if fmt == "json":
+        return JsonResponse(run.records())
+    return _download(run_csv(run.records()), "text/csv; charset=utf-8", f"run-{run.pk}.csv")
+
+
+# ---------------------------------------------------------------- compare
+
+def _parse_run_ids(raw: str) -> list[int] | str:
+    parts = [p.strip() for p in (raw or "").split(",") if p.strip()]
+    if len(parts) < 2:
+        return "Give two or more run ids: /lab/compare/?runs=1,2"
+    if len(parts) > MAX_COMPARE:
+        return f"Compare at most {MAX_COMPARE} runs at once."
+    if not all(p.isdigit() and len(p) < 12 for p in parts):
+        return f"Run ids are whole numbers separated by commas, not {raw!r}."
+    ids = [int(p) for p in parts]
+    if len(set(ids)) != len(ids):
+        return "A run is listed twice."
+    return ids
+
+
+@require_GET
+def compare(request):
+    ids = _parse_run_ids(request.GET.get("runs", ""))
+    if isinstance(ids, str):
+        return HttpResponseBadRequest(ids, content_type="text/plain")
+    found = {r.pk: r for r in Run.objects.select_related("scenario").filter(pk__in=ids)}
+    missing = [i for i in ids if i not in found]
+    if missing:
+        return HttpResponse(f"No run {missing[0]}.", status=404, content_type="text/plain")
+    runs = [found[i] for i in ids]
+    over = all(r.is_over for r in runs)
+    ctx = {"runs": runs, "over": over, "ids": ",".join(map(str, ids)),
+           "same_scenario": len({r.scenario_id for r in runs}) == 1}
+    done = [r for r in runs if r.status == Run.Status.DONE]
+    if over and done:
+        loaded = [(r, r.records()) for r in done]
+        names = {p["name"] for _r, rec in loaded for p in rec["projects"]}
+        colours = charts.project_colours(names)
+        ctx["panels"] = [{
+            "run": r, "card": charts.figure_card(rec["figures"]), "facts": charts.run_facts(rec),
+            "note": POLICY_NOTES.get(r.policy, ""), "chart_data": chart_payload(r, rec, colours),
+        } for r, rec in loaded]
+        ctx["rows"] = charts.compare_figures([rec for _r, rec in loaded])
+        ctx["why"] = charts.explain_differences([(r.policy if len({x.policy for x, _ in loaded}) == len(loaded)
+                                                  else r.label, rec) for r, rec in loaded])
+    response = _render(request, "lab/compare.html", ctx, "panels")
+    if request.htmx and over:
+        response.status_code = HttpResponseStopPolling.status_code
+    return response

@@ -1,0 +1,101 @@
+import django_rq
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from backend.daemons import run_pass
+from backend.models import (
+    App, DaemonStatus, ErrorMask, Host, LifecycleEvent, Outcome, Result, ServerState, Workunit,
+)
+
+NOW = 1_800_000_000
+
+
+def make_result(*, deadline, state=ServerState.IN_PROGRESS, name="wu_0"):
+    app, _ = App.objects.get_or_create(name="a")
+    owner, _ = get_user_model().objects.get_or_create(username="v")
+    host, _ = Host.objects.get_or_create(owner=owner, domain_name="h")
+    # The scheduler lowers the workunit's transition_time to the deadline when it sends.
+    wu = Workunit.objects.create(app=app, name=name, transition_time=deadline)
+    return Result.objects.create(workunit=wu, app=app, name=f"{name}_0", server_state=state,
+                                 host=host, report_deadline=deadline, sent_time=deadline - 100)
+
+
+@pytest.mark.django_db
+def test_it_times_out_result_past_deadline_with_an_event():
+    late = make_result(deadline=NOW - 1, name="wu_0")
+    on_time = make_result(deadline=NOW + 1, name="wu_1")
+    assert run_pass("transitioner", now=NOW) == 1
+    late.refresh_from_db()
+    on_time.refresh_from_db()
+    assert (late.server_state, late.outcome) == (ServerState.OVER, Outcome.NO_REPLY)
+    assert on_time.server_state == ServerState.IN_PROGRESS
+    # With BOINC's all-1 defaults one timeout errors the workunit (reference/server.md §1.7).
+    assert late.workunit.error_mask == ErrorMask.TOO_MANY_TOTAL_RESULTS
+    events = LifecycleEvent.objects.filter(result=late).order_by("field")
+    assert [(e.field, e.old_label, e.new_label, e.actor) for e in events] == [
+        ("outcome", "INIT", "NO_REPLY", "transitioner"),
+        ("server_state", "IN_PROGRESS", "OVER", "transitioner"),
+    ]
+    status = DaemonStatus.objects.get(name="transitioner")
+    assert (status.passes, status.last_work_done, status.total_work_done) == (1, 1, 1)
+
+
+@pytest.mark.django_db
+def test_a_second_pass_finds_nothing_more_to_time_out():
+    make_result(deadline=NOW - 1)
+    assert run_pass("transitioner", now=NOW) == 1
+    events = LifecycleEvent.objects.count()
+    assert run_pass("transitioner", now=NOW) == 0
+    assert LifecycleEvent.objects.count() == events
+
+
+@pytest.mark.django_db
+def test_mod_and_index_split_the_results_between_instances():
+    results = [make_result(deadline=NOW - 1, name=f"wu_{i}") for i in range(6)]
+    done = [run_pass("transitioner", now=NOW, mod=3, index=i) for i in range(3)]
+    assert done == [2, 2, 2]
+    assert Result.objects.filter(server_state=ServerState.OVER).count() == 6
+
+
+@pytest.mark.django_db
+def test_a_disabled_daemon_does_nothing():
+    make_result(deadline=NOW - 1)
+    DaemonStatus.objects.create(name="transitioner", enabled=False)
+    assert run_pass("transitioner", now=NOW) == 0
+    assert Result.objects.get().server_state == ServerState.IN_PROGRESS
+
+
+@pytest.mark.django_db
+def test_run_daemon_once_prints_the_work_done(capsys):
+    make_result(deadline=1)  # long past on the wall clock
+    call_command("run_daemon", "transitioner", "--once")
+    assert capsys.readouterr().out.strip() == "transitioner: 1"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("argv, message", [
+    (["nosuch", "--once"], "unknown daemon 'nosuch'"),
+    (["transitioner", "--once", "--mod", "2", "--index", "2"], "--index must be in 0..1"),
+    (["transitioner", "--once", "--batch-size", "0"], "--batch-size must be at least 1"),
+])
+def test_run_daemon_rejects_bad_arguments(argv, message):
+    with pytest.raises(CommandError, match=message) as info:
+        call_command("run_daemon", *argv)
+    assert info.value.returncode == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_daemon_pass_makes_the_round_trip_through_a_real_rq_worker(redis_client):
+    result = make_result(deadline=NOW - 1)
+    queue = django_rq.get_queue("default")
+    job = queue.enqueue("backend.jobs.run_daemon_pass", "transitioner", now=NOW)
+    worker = django_rq.get_worker("default")
+    assert worker.work(burst=True)
+    job.refresh()
+    assert job.is_finished, job.latest_result()
+    assert job.return_value() == 1
+    result.refresh_from_db()
+    assert (result.server_state, result.outcome) == (ServerState.OVER, Outcome.NO_REPLY)
+    assert LifecycleEvent.objects.filter(result=result).count() == 2

@@ -1,0 +1,97 @@
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+
+from backend.models import (
+    INT_MAX, App, AppVersion, AssimilateState, ClientState, ErrorMask, FileDeleteState, Host,
+    LifecycleEvent, Outcome, Result, ServerState, ValidateState, Workunit, state_label,
+)
+
+
+def test_enum_values_are_boincs():
+    """reference/server.md §1.1-§1.6, value for value."""
+    assert {s.name: s.value for s in ServerState} == {
+        "INACTIVE": 1, "UNSENT": 2, "IN_PROGRESS": 4, "OVER": 5}
+    assert {s.name: s.value for s in Outcome} == {
+        "INIT": 0, "SUCCESS": 1, "COULDNT_SEND": 2, "CLIENT_ERROR": 3, "NO_REPLY": 4,
+        "DIDNT_NEED": 5, "VALIDATE_ERROR": 6, "CLIENT_DETACHED": 7}
+    assert {s.name: s.value for s in ValidateState} == {
+        "INIT": 0, "VALID": 1, "INVALID": 2, "NO_CHECK": 3, "INCONCLUSIVE": 4, "TOO_LATE": 5}
+    assert [s.value for s in ClientState] == list(range(8))
+    assert {s.name: s.value for s in FileDeleteState} == {
+        "INIT": 0, "READY": 1, "DONE": 2, "ERROR": 3}
+    assert {s.name: s.value for s in AssimilateState} == {"INIT": 0, "READY": 1, "DONE": 2}
+    assert {s.name: s.value for s in ErrorMask} == {
+        "COULDNT_SEND_RESULT": 1, "TOO_MANY_ERROR_RESULTS": 2, "TOO_MANY_SUCCESS_RESULTS": 4,
+        "TOO_MANY_TOTAL_RESULTS": 8, "CANCELLED": 16, "NO_CANONICAL_RESULT": 32}
+    assert INT_MAX == 2147483647
+
+
+def test_unsent_counts_inactive_too_because_boinc_compares_with_lte(db):
+    app = App.objects.create(name="a")
+    wu = Workunit.objects.create(app=app, name="wu")
+    for i, state in enumerate([ServerState.INACTIVE, ServerState.UNSENT, ServerState.IN_PROGRESS]):
+        Result.objects.create(workunit=wu, app=app, name=f"wu_{i}", server_state=state)
+    assert Result.objects.unsent().count() == 2
+
+
+def test_error_mask_names_list_the_bits_set():
+    assert ErrorMask.names(2 | 16) == ["TOO_MANY_ERROR_RESULTS", "CANCELLED"]
+    assert state_label("error_mask", 0) == "0"
+    assert state_label("server_state", 4) == "IN_PROGRESS"
+    assert state_label("outcome", 99) == "99"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("fields", [
+    {"max_error_results": 5, "max_total_results": 4},                          # error > total
+    {"max_success_results": 5, "max_total_results": 4, "target_nresults": 1},  # success > total
+    {"rsc_fpops_est": 0},
+    {"min_quorum": 0},
+])
+def test_workunit_refuses_what_create_work_refuses(fields):
+    app = App.objects.create(name="a")
+    defaults = {"target_nresults": 1, "max_error_results": 1, "max_total_results": 4,
+                "max_success_results": 2, "min_quorum": 1}
+    defaults.update(fields)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Workunit.objects.create(app=app, name="wu", **defaults)
+
+
+@pytest.mark.django_db
+def test_names_are_unique_as_the_scheduler_looks_results_up_by_name():
+    app = App.objects.create(name="a")
+    wu = Workunit.objects.create(app=app, name="wu")
+    Result.objects.create(workunit=wu, app=app, name="wu_0")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Result.objects.create(workunit=wu, app=app, name="wu_0")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Workunit.objects.create(app=app, name="wu")
+
+
+@pytest.mark.django_db
+def test_host_fractions_must_lie_between_zero_and_one():
+    owner = get_user_model().objects.create(username="v")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Host.objects.create(owner=owner, domain_name="h", on_frac=1.5)
+
+
+@pytest.mark.django_db
+def test_gpu_usage_needs_a_gpu_type():
+    app = App.objects.create(name="a")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        AppVersion.objects.create(app=app, version_num=1, gpu_usage=1.0)
+    version = AppVersion.objects.create(app=app, version_num=1, gpu_type="NVIDIA", gpu_usage=1.0)
+    assert version.uses_gpu
+
+
+@pytest.mark.django_db
+def test_an_event_needs_a_workunit_a_result_or_a_host():
+    with pytest.raises(IntegrityError), transaction.atomic():
+        LifecycleEvent.objects.create(time=0, actor="x", field="server_state")
+    owner = get_user_model().objects.create(username="owner")
+    host = Host.objects.create(owner=owner, domain_name="box")
+    LifecycleEvent.objects.create(time=0, actor="owner", field="max_ncpus_pct", host=host,
+                                  detail="100.0 → 50.0")
+    assert [str(e) for e in host.events.all()] == [
+        f"host {host.pk}: max_ncpus_pct 100.0 → 50.0 by owner"]

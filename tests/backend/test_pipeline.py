@@ -1,0 +1,323 @@
+"""Whole lifecycles through every daemon, and each daemon's rules not covered elsewhere."""
+
+import hashlib
+
+import pytest
+
+from backend.daemons import assimilator, file_deleter, validator, work_generator
+from backend.daemons.hierarchy import assimilated_path, download_path, upload_path
+from backend.daemons.scheduler import ReportedFile, ReportedResult, handle_request
+from backend.models import (
+    INT_MAX, AssimilatedResult, AssimilateState, ClientState, DaemonStatus, ErrorMask, File,
+    FileDeleteState, Host, LifecycleEvent, Outcome, Result, ServerState, ValidateState, Workunit,
+)
+from backend.daemons import run_pass
+from tests.backend.conftest import NOW, work_request
+
+pytestmark = pytest.mark.django_db
+
+ORDER = ["transitioner", "validator", "assimilator", "file_deleter", "transitioner",
+         "file_deleter"]
+
+
+def daemons(now):
+    return sum(run_pass(name, now=now) for name in ORDER)
+
+
+def compute(host, now, output=lambda job: job.wu_name.encode(), **report):
+    """One RPC asking for work, then one reporting everything it got."""
+    reply = handle_request(work_request(host), now=now)
+    reports = [ReportedResult(job.name, final_elapsed_time=10, final_cpu_time=10,
+                              output_files=[ReportedFile(job.output_files[0].name,
+                                                         data=output(job))], **report)
+               for job in reply.results]
+    handle_request(work_request(host, cpu_req_secs=0, results=reports), now=now + 1)
+    return reply.results
+
+
+def test_a_quorum_of_two_goes_from_creation_to_deletion(project):
+    app = project.app
+    app.min_quorum = app.target_nresults = 2
+    app.save()
+    [wu] = work_generator.create_work(app, ["job"], now=NOW)
+    assert download_path("job.in").exists()
+    daemons(NOW + 1)
+    assert wu.results.count() == 2
+    a, b = project.host(), project.host()
+    compute(a, NOW + 2)
+    compute(b, NOW + 3)
+    for t in range(NOW + 5, NOW + 10):
+        daemons(t)
+    wu.refresh_from_db()
+    assert wu.canonical_result_id and wu.assimilate_state == AssimilateState.DONE
+    assert wu.file_delete_state == FileDeleteState.DONE
+    assert list(wu.results.values_list("validate_state", "file_delete_state")) == [
+        (ValidateState.VALID, FileDeleteState.DONE)] * 2
+    credit = wu.rsc_fpops_est * validator.COBBLESTONE_SCALE
+    assert sorted(Host.objects.values_list("total_credit", flat=True)) == pytest.approx(
+        [credit, credit])
+    record = AssimilatedResult.objects.get(workunit=wu)
+    assert record.output_md5 == hashlib.md5(b"job").hexdigest()
+    assert assimilated_path(app.name, "job").read_bytes() == b"job"
+    assert not download_path("job.in").exists()
+    assert not any(upload_path(f.name).exists() for f in File.objects.filter(kind="output"))
+    assert LifecycleEvent.objects.filter(workunit=wu).count() > 10
+
+
+@pytest.mark.parametrize("outputs, canonical, states, error_mask, target", [
+    # two agree: the first of them is canonical
+    ([b"1", b"1"], 0, ["VALID", "VALID"], 0, 2),
+    # they disagree: both inconclusive, one more replica
+    ([b"1", b"2"], None, ["INCONCLUSIVE", "INCONCLUSIVE"], 0, 3),
+    # quorum 2 needs a majority of 2: 2 of 3 agree, the odd one is INVALID
+    ([b"1", b"2", b"2"], 1, ["INVALID", "VALID", "VALID"], 0, 2),
+    # too many successes without consensus
+    ([b"1", b"2", b"3", b"4"], None, ["INCONCLUSIVE"] * 4,
+     ErrorMask.TOO_MANY_SUCCESS_RESULTS, 2),
+    # an unusable output is a VALIDATE_ERROR and the rest wait
+    ([None, b"1"], None, ["INVALID", "INCONCLUSIVE"], 0, 2),
+])
+def test_rule_3_7_consensus_canonical_and_replicas(project, outputs, canonical, states,
+                                                   error_mask, target):
+    wu = project.workunit(min_quorum=2, target_nresults=2, max_success_results=3,
+                          max_total_results=6, max_error_results=3, need_validate=True)
+    results = []
+    for data in outputs:
+        r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS,
+                           host=project.host())
+        if data is not None:
+            File.objects.create(name=r.output_file_name(0), kind="output", result=r,
+                                md5_cksum=hashlib.md5(data).hexdigest())
+        results.append(r)
+    assert validator.run_once(now=NOW, batch_size=10) == 1
+    wu.refresh_from_db()
+    got = [ValidateState(s).name for s in
+           Result.objects.filter(workunit=wu).order_by("id").values_list("validate_state",
+                                                                         flat=True)]
+    assert got == states
+    assert wu.canonical_result_id == (results[canonical].pk if canonical is not None else None)
+    assert (wu.error_mask, wu.target_nresults, wu.need_validate) == (error_mask, target, False)
+    if canonical is not None:
+        assert wu.assimilate_state == AssimilateState.READY
+    if outputs[0] is None:
+        assert Result.objects.get(pk=results[0].pk).outcome == Outcome.VALIDATE_ERROR
+
+
+def test_rule_3_7_credit_is_granted_once_and_late_results_checked_against_canonical(project):
+    wu = project.workunit(need_validate=True)
+    host = project.host()
+    first = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=host)
+    File.objects.create(name=first.output_file_name(0), kind="output", result=first,
+                        md5_cksum="a")
+    validator.run_once(now=NOW, batch_size=10)
+    late = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=host)
+    File.objects.create(name=late.output_file_name(0), kind="output", result=late, md5_cksum="a")
+    wrong = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS,
+                           host=host)
+    File.objects.create(name=wrong.output_file_name(0), kind="output", result=wrong,
+                        md5_cksum="b")
+    for _ in range(2):
+        Workunit.objects.filter(pk=wu.pk).update(need_validate=True)
+        validator.run_once(now=NOW + 1, batch_size=10)
+    credit = wu.rsc_fpops_est * validator.COBBLESTONE_SCALE
+    assert [(r.validate_state, r.granted_credit) for r in Result.objects.order_by("id")] == [
+        (ValidateState.VALID, credit), (ValidateState.VALID, credit),
+        (ValidateState.INVALID, 0.0)]
+    host.refresh_from_db()
+    assert host.total_credit == pytest.approx(2 * credit)
+
+
+def test_rule_3_7_transient_error_retries_later_and_numeric_tolerance(project):
+    project.app.validator = "numeric"
+    project.app.validate_tolerance = 1e-3
+    project.app.save()
+    wu = project.workunit(min_quorum=2, target_nresults=2, max_success_results=2,
+                          need_validate=True, transition_time=NOW + 10**6)
+    for text in (b"1.0000 2.0", b"1.0004 2.0"):
+        r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS)
+        name = r.output_file_name(0)
+        File.objects.create(name=name, kind="output", result=r)
+        upload_path(name).parent.mkdir(parents=True, exist_ok=True)
+        upload_path(name).write_bytes(text)
+    upload_path("x").parent.rename(upload_path("x").parent.with_name("away"))
+    validator.run_once(now=NOW, batch_size=10)
+    wu.refresh_from_db()
+    assert (wu.need_validate, wu.transition_time) == (False, NOW + validator.RETRY_DELAY)
+    assert set(wu.results.values_list("validate_state", flat=True)) == {ValidateState.INIT}
+    upload_path("x").parent.with_name("away").rename(upload_path("x").parent)
+    Workunit.objects.filter(pk=wu.pk).update(need_validate=True)
+    validator.run_once(now=NOW + 1, batch_size=10)
+    assert set(wu.results.values_list("validate_state", flat=True)) == {ValidateState.VALID}
+
+
+@pytest.mark.parametrize("canonical, error_mask, handler_result, state, mask_after", [
+    (True, 0, None, AssimilateState.DONE, 0),
+    (False, 0, None, AssimilateState.DONE, ErrorMask.NO_CANONICAL_RESULT),
+    (False, ErrorMask.TOO_MANY_ERROR_RESULTS, None, AssimilateState.DONE,
+     ErrorMask.TOO_MANY_ERROR_RESULTS),
+    (True, 0, assimilator.DEFER_ASSIMILATION, AssimilateState.INIT, 0),
+])
+def test_rule_3_8_assimilation(project, canonical, error_mask, handler_result, state,
+                               mask_after):
+    seen = []
+    assimilator.register("test", lambda wu, c, files, now: seen.append(c) or handler_result)
+    project.app.assimilator = "test"
+    project.app.save()
+    wu = project.workunit(assimilate_state=AssimilateState.READY, error_mask=error_mask)
+    if canonical:
+        r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS)
+        Workunit.objects.filter(pk=wu.pk).update(canonical_result=r)
+    assert assimilator.run_once(now=NOW, batch_size=10) == 1
+    wu.refresh_from_db()
+    assert (wu.assimilate_state, wu.error_mask, wu.transition_time) == (state, mask_after, NOW)
+    assert len(seen) == 1
+
+
+@pytest.mark.parametrize("transition_time, expected", [
+    (INT_MAX, NOW),          # set by the validator on finding the canonical result
+    (NOW - 60, NOW - 60),    # already due (a wingman past its deadline): stays due
+])
+def test_rule_3_8_assimilation_makes_the_workunit_due_and_never_postpones_it(
+        project, transition_time, expected):
+    wu = project.workunit(assimilate_state=AssimilateState.READY,
+                          error_mask=ErrorMask.TOO_MANY_ERROR_RESULTS,
+                          transition_time=transition_time)
+    assimilator.run_once(now=NOW, batch_size=10)
+    wu.refresh_from_db()
+    assert (wu.assimilate_state, wu.transition_time) == (AssimilateState.DONE, expected)
+
+
+@pytest.mark.parametrize("outputs, transition_time, expected", [
+    # no consensus, one more replica: due now ...
+    ([b"1", b"2"], NOW + 3600, NOW),
+    # ... but a workunit already due stays due
+    ([b"1", b"2"], NOW - 60, NOW - 60),
+    # too many successes: the error is the transitioner's to clean up, now or earlier
+    ([b"1", b"2", b"3"], NOW + 3600, NOW),
+    ([b"1", b"2", b"3"], NOW - 60, NOW - 60),
+    # canonical found: never, until the assimilator is done (BOINC, §3.7 step 4)
+    ([b"1", b"1"], NOW - 60, INT_MAX),
+])
+def test_rule_3_7_validation_never_postpones_a_due_workunit(project, outputs, transition_time,
+                                                            expected):
+    wu = project.workunit(min_quorum=2, target_nresults=2, max_success_results=2,
+                          max_total_results=6, max_error_results=3, need_validate=True,
+                          transition_time=transition_time)
+    for data in outputs:
+        r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS,
+                           host=project.host())
+        File.objects.create(name=r.output_file_name(0), kind="output", result=r,
+                            md5_cksum=hashlib.md5(data).hexdigest())
+    validator.run_once(now=NOW, batch_size=10)
+    assert Workunit.objects.get(pk=wu.pk).transition_time == expected
+
+
+def test_rule_3_8_a_failing_handler_stops_the_pass_and_changes_nothing(project):
+    def broken(wu, canonical, files, now):
+        raise RuntimeError("handler broke")
+    assimilator.register("broken", broken)
+    project.app.assimilator = "broken"
+    project.app.save()
+    wu = project.workunit(assimilate_state=AssimilateState.READY)
+    with pytest.raises(RuntimeError):
+        assimilator.run_once(now=NOW, batch_size=10)
+    wu.refresh_from_db()
+    assert wu.assimilate_state == AssimilateState.READY
+    assert not LifecycleEvent.objects.exists()
+
+
+@pytest.mark.parametrize("setup, state", [
+    ("present", FileDeleteState.DONE),
+    ("already gone", FileDeleteState.DONE),
+    ("directory missing", FileDeleteState.ERROR),
+])
+def test_rule_3_9_file_deletion(project, data_dirs, setup, state):
+    wu = project.workunit(file_delete_state=FileDeleteState.READY)
+    r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS,
+                       file_delete_state=FileDeleteState.READY)
+    out = File.objects.create(name=r.output_file_name(0), kind="output", result=r)
+    inp = File.objects.create(name="in.dat", kind="input")
+    wu.input_files.add(inp)
+    for path in (upload_path(out.name), download_path(inp.name)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if setup == "present":
+            path.write_bytes(b"x")
+    if setup == "directory missing":
+        upload_path(out.name).parent.rmdir()
+        download_path(inp.name).parent.rmdir()
+    assert file_deleter.run_once(now=NOW, batch_size=8) == 2
+    r.refresh_from_db()
+    wu.refresh_from_db()
+    assert (r.file_delete_state, wu.file_delete_state) == (state, state)
+    assert not upload_path(out.name).exists()
+    if state == FileDeleteState.ERROR:
+        # retried an hour later, once the directories are back
+        upload_path(out.name).parent.mkdir()
+        download_path(inp.name).parent.mkdir()
+        file_deleter.run_once(now=NOW + file_deleter.ERROR_INTERVAL - 1, batch_size=8)
+        assert Result.objects.get(pk=r.pk).file_delete_state == FileDeleteState.ERROR
+        DaemonStatus.objects.filter(name="file_deleter").update(last_retry_time=NOW)
+        file_deleter.run_once(now=NOW + file_deleter.ERROR_INTERVAL, batch_size=8)
+        assert Result.objects.get(pk=r.pk).file_delete_state == FileDeleteState.DONE
+
+
+def test_rule_3_9_shared_and_nodelete_inputs_are_kept(project):
+    shared = File.objects.create(name="shared.dat", kind="input")
+    kept = project.workunit(name="keep_nodelete", file_delete_state=FileDeleteState.READY)
+    done = project.workunit(file_delete_state=FileDeleteState.READY)
+    busy = project.workunit()
+    own = File.objects.create(name="own.dat", kind="input")
+    for wu in (kept, done, busy):
+        wu.input_files.add(shared)
+    kept.input_files.add(own)
+    for f in ("shared.dat", "own.dat"):
+        download_path(f).parent.mkdir(parents=True, exist_ok=True)
+        download_path(f).write_bytes(b"x")
+    file_deleter.run_once(now=NOW, batch_size=8)
+    assert download_path("shared.dat").exists() and download_path("own.dat").exists()
+    assert set(Workunit.objects.values_list("file_delete_state", flat=True)) == {
+        FileDeleteState.DONE, FileDeleteState.INIT}
+
+
+def test_rule_3_1_work_generator_tops_up_unsent_results(project):
+    project.app.unsent_target = 5
+    project.app.save()
+    assert work_generator.run_once(now=NOW, batch_size=100) == 5
+    # waits for the transitioner to make the first results before generating more
+    assert work_generator.run_once(now=NOW + 1, batch_size=100) == 0
+    run_pass("transitioner", now=NOW + 2)
+    assert Result.objects.filter(server_state=ServerState.UNSENT).count() == 5
+    assert work_generator.run_once(now=NOW + 3, batch_size=100) == 0
+    Result.objects.filter(pk__in=Result.objects.all()[:2].values("pk")).update(
+        server_state=ServerState.IN_PROGRESS)
+    assert work_generator.run_once(now=NOW + 4, batch_size=100) == 2
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (dict(target_nresults=3, max_success_results=2), "target_nresults must not exceed"),
+    (dict(max_error_results=9), "max_error_results must not exceed max_total_results"),
+    (dict(rsc_fpops_est=0), "rsc_fpops_est must be positive"),
+    (dict(colour="red"), "unknown workunit parameter"),
+])
+def test_rule_3_1_create_work_refuses_what_boinc_refuses(project, overrides, message):
+    with pytest.raises(work_generator.CreateWorkError, match=message):
+        work_generator.create_work(project.app, ["x"], now=NOW, **overrides)
+    assert not Workunit.objects.exists()
+
+
+def test_work_for_one_input_file_on_demand(project):
+    big = File.objects.create(name="big.dat", kind="input", sticky=True)
+    wus = work_generator.create_work_for_file(project.app, big, now=NOW, count=2)
+    assert [wu.name for wu in wus] == [f"big.dat__uppercase_{NOW}_0", f"big.dat__uppercase_{NOW}_1"]
+    assert all(list(wu.input_files.all()) == [big] for wu in wus)
+
+
+def test_client_errors_retry_until_max_error_results(project):
+    [wu] = work_generator.create_work(project.app, ["bad"], now=NOW)
+    for t in range(NOW + 1, NOW + 40, 4):
+        daemons(t)
+        # a new volunteer each time: one result per user per workunit
+        compute(project.host(), t + 1, client_state=ClientState.COMPUTE_ERROR, exit_status=1)
+    wu.refresh_from_db()
+    assert wu.error_mask & ErrorMask.TOO_MANY_ERROR_RESULTS
+    assert wu.results.count() == 3 and wu.assimilate_state == AssimilateState.DONE

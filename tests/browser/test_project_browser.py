@@ -1,0 +1,67 @@
+import re
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from backend.events import event, record
+from backend.models import App, Outcome, Result, ServerState, ValidateState, Workunit
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+NOW = 1_700_000_000
+
+
+@pytest.fixture
+def project():
+    get_user_model().objects.create_user("boss", password="boss-pass-1", is_staff=True)
+    einstein = App.objects.create(name="einstein")
+    other = App.objects.create(name="seti")
+    Workunit.objects.bulk_create(Workunit(app=other, name=f"seti_{i}", transition_time=NOW)
+                                 for i in range(5))
+    wu = Workunit.objects.create(app=einstein, name="einstein_wu_1", transition_time=NOW + 99,
+                                 min_quorum=1, target_nresults=2, max_success_results=2,
+                                 max_total_results=4, max_error_results=2)
+    sent = Result.objects.create(workunit=wu, app=einstein, name="einstein_wu_1_0",
+                                 server_state=ServerState.IN_PROGRESS)
+    Result.objects.create(workunit=wu, app=einstein, name="einstein_wu_1_1",
+                          server_state=ServerState.UNSENT)
+    record([event(time=NOW, actor="scheduler", workunit_id=wu.id, result_id=sent.id,
+                  field="server_state", old=ServerState.UNSENT, new=ServerState.IN_PROGRESS,
+                  reason="sent")])
+    return wu
+
+
+def test_admin_browses_to_a_workunit_and_cancels_it(page, live_server, log_in, project):
+    log_in("boss", "boss-pass-1")
+
+    page.goto(f"{live_server.url}/project/status/")
+    assert page.locator("h1").inner_text() == "Server status"
+    assert page.locator('[data-daemon="transitioner"]').is_visible()
+    assert page.locator('[data-count="results_ready_to_send"]').inner_text() == "1"
+
+    page.click("nav >> text=Workunits")
+    page.select_option("select[name=app]", label="einstein")
+    page.wait_for_url(re.compile(r"app=\d+"), wait_until="commit")
+    table = page.locator("#wu-table")
+    table.locator("text=einstein_wu_1").wait_for()
+    assert "seti_0" not in table.inner_text()
+
+    page.click("text=einstein_wu_1")
+    machine = page.locator('svg[data-machine="workunit"]').first
+    assert machine.get_attribute("data-current") == "ACTIVE"
+    assert page.locator('svg[data-machine="result"][data-current="UNSENT"]').count() == 1
+    assert page.locator('[data-edge="UNSENT-IN_PROGRESS"].taken').count() == 1
+    page.locator('div[data-figure="timeline-figure"] .main-svg').first.wait_for()
+
+    page.click("text=Cancel…")
+    assert "einstein_wu_1" in page.locator('[data-testid="action-targets"]').inner_text()
+    page.click("text=Yes, cancel")
+
+    page.wait_for_url(re.compile(rf"/project/workunits/{project.id}/$"), wait_until="domcontentloaded")
+    assert page.locator('svg[data-machine="workunit"]').get_attribute("data-current") == "ERROR"
+    assert page.locator('[data-testid="wu-errors"]').inner_text() == "CANCELLED"
+    assert page.locator('svg[data-machine="result"][data-current="DIDNT_NEED"]').count() == 1
+    assert page.locator('[data-edge="UNSENT-DIDNT_NEED"].taken').count() == 1
+    assert "cancelled by boss" in page.locator('[data-testid="events"]').inner_text()
+    assert Result.objects.get(name="einstein_wu_1_1").outcome == Outcome.DIDNT_NEED
+    assert Result.objects.get(name="einstein_wu_1_0").validate_state == ValidateState.INIT

@@ -1,0 +1,122 @@
+"""Fixtures for the wire-protocol tests: private file directories, a project, a real client."""
+
+import time
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from backend.daemons import run_pass
+from backend.daemons.work_generator import create_work
+from backend.models import App, Result, Workunit
+from protocol.client import (
+    ClientDir, boinccmd, client_binary, client_command, free_port, start_client, stop_client,
+    wait_for,
+)
+from protocol.models import Account
+
+CLIENT_TIMEOUT = 90
+
+
+@pytest.fixture(autouse=True)
+def data_dirs(settings, tmp_path):
+    """Each test gets its own download, upload, assimilated and keys directories."""
+    settings.BOINCWEB_DATA_DIR = tmp_path / "project"
+    settings.DOWNLOAD_DIR = tmp_path / "project" / "download"
+    settings.UPLOAD_DIR = tmp_path / "project" / "upload"
+    return tmp_path / "project"
+
+
+def make_app(name="upper", **fields):
+    params = dict(min_quorum=1, target_nresults=1, max_error_results=1, max_total_results=2,
+                  max_success_results=1, delay_bound=86400, rsc_fpops_est=1e9,
+                  rsc_fpops_bound=1e12, unsent_target=0, max_output_nbytes=100_000)
+    params.update(fields)
+    return App.objects.create(name=name, **params)
+
+
+def make_jobs(app, names, *, now=None, **kwargs):
+    """Workunits with their first results (the transitioner makes those, §3.2)."""
+    now = now or int(time.time())
+    wus = create_work(app, names, now=now, **kwargs)
+    run_pass("transitioner", now=now + 1)
+    return wus
+
+
+def account(username="volunteer"):
+    user = get_user_model().objects.create(username=username)
+    return Account.for_user(user)
+
+
+def run_daemons(rounds=4):
+    """A few rounds of the back end's passes, as the daemons would run between RPCs.
+
+    Each round is a second later than the one before: a workunit made due at ``now`` (the
+    assimilator's ``transition_time = now``) is due for the transitioner only after ``now``.
+    """
+    start = int(time.time()) + 1
+    for k in range(rounds):
+        for name in ("transitioner", "validator", "assimilator", "transitioner",
+                     "file_deleter"):
+            run_pass(name, now=start + k)
+
+
+class RealClient:
+    """One run of the real client against the live server, killed at the end whatever happens."""
+
+    def __init__(self, tmp_path, master_url):
+        self.dir = ClientDir(tmp_path / "client", master_url).prepare()
+        self.log_path = tmp_path / "client.log"
+        self.gui_rpc_port = free_port()
+        self.process = None
+
+    def start(self, authenticator, **options):
+        command = client_command(self.dir, authenticator, gui_rpc_port=self.gui_rpc_port,
+                                 **options)
+        self.process = start_client(command, self.log_path)
+        self.started = time.monotonic()
+        return self
+
+    def wait(self, seconds=CLIENT_TIMEOUT, until=None):
+        """Wait for the client to exit (or ``until()``); fail with its logs on timeout."""
+        left = max(CLIENT_TIMEOUT - (time.monotonic() - self.started), 1)
+        if wait_for(self.process, min(seconds, left), until=until):
+            return time.monotonic() - self.started
+        state = boinccmd(self.gui_rpc_port, "--get_state")
+        self.stop()
+        pytest.fail(f"the client did not finish within {seconds} s\n{self.diagnostics()}\n"
+                    f"--- boinccmd --get_state\n{state}")
+
+    def diagnostics(self):
+        log = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        return f"--- client log\n{log[-20000:]}\n{self.dir.sched_files()}"
+
+    def stop(self):
+        if self.process is not None:
+            stop_client(self.process)
+
+
+@pytest.fixture
+def real_client(tmp_path, live_server, transactional_db):
+    """A factory of RealClient against ``/boinc/`` on 127.0.0.1 (the live server's port)."""
+    if client_binary() is None:
+        pytest.skip("Debian's boinc-client is not installed (the boinc binary is not on PATH); "
+                    ".ci/run installs it")
+    clients = []
+
+    def make():
+        port = live_server.url.rsplit(":", 1)[1]
+        client = RealClient(tmp_path, f"http://127.0.0.1:{port}/boinc/")
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.stop()
+
+
+def result_of(wu):
+    return Result.objects.filter(workunit=wu).order_by("id").first()
+
+
+def reload(wu):
+    return Workunit.objects.get(pk=wu.pk)

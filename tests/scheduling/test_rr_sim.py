@@ -1,0 +1,103 @@
+"""Round-robin simulations: seed 001's worked example and seed 002's shortfall."""
+
+import io
+import json
+import os
+
+from django.core.management import call_command
+
+from scheduling.engine import rr_snapshot
+
+from .helpers import HOUR, Prefs, job, project, scenario, Host, GFLOPS, Availability
+
+SCENARIOS = os.path.join(os.path.dirname(__file__), "..", "..", "scenarios")
+
+
+def rrsim(*args):
+    out = io.StringIO()
+    call_command("rrsim", *args, stdout=out)
+    return json.loads(out.getvalue())
+
+
+def test_seed_001_worked_example_gives_the_documents_three_numbers_through_rrsim_boinc5():
+    snap = rrsim(os.path.join(SCENARIOS, "seed001_worked_example.json"), "--policy", "boinc5", "--json")
+    shortfall = {p["name"]: p["shortfall"] for p in snap["projects"]}
+    # the seed counts in hours: shortfall(A) = 4, shortfall(B) = 0, total_shortfall = 2
+    assert shortfall["A"] == 4 * HOUR
+    assert shortfall["B"] == 0.0
+    assert snap["total_shortfall"] == 2 * HOUR
+    finish = {j["name"]: j["projected_finish"] for j in snap["jobs"]}
+    assert finish["A2"] == 4 * HOUR
+    assert finish["A1"] == 8 * HOUR
+
+
+def buffers(min_hours, extra_hours):
+    return Prefs(work_buf_min_days=min_hours / 24, work_buf_additional_days=extra_hours / 24)
+
+
+def test_an_empty_host_is_short_of_every_instance_up_to_the_buffer_end():
+    s = scenario(project("P"), ncpus=2, prefs=buffers(1, 1))
+    cpu = rr_snapshot(s)["resources"]["cpu"]
+    assert cpu["shortfall"] == 2 * 2 * HOUR
+    assert cpu["nidle_now"] == 2
+    assert cpu["saturated_time"] == 0
+
+
+def test_one_job_on_two_cpus_leaves_one_idle_then_both():
+    s = scenario(project("P", [job("j1", hours=1)]), ncpus=2, prefs=buffers(1, 1))
+    cpu = rr_snapshot(s)["resources"]["cpu"]
+    assert cpu["nidle_now"] == 1
+    assert cpu["shortfall"] == 1 * HOUR + 2 * HOUR
+    assert cpu["saturated_time"] == 0
+
+
+def test_saturated_time_lasts_while_every_instance_is_busy():
+    s = scenario(project("P", [job("j1", hours=1), job("j2", hours=3)]), ncpus=2, prefs=buffers(1, 1))
+    cpu = rr_snapshot(s)["resources"]["cpu"]
+    assert cpu["saturated_time"] == 1 * HOUR
+    assert cpu["shortfall"] == 1 * HOUR
+    assert cpu["nidle_now"] == 0
+
+
+def test_work_past_the_buffer_end_adds_no_shortfall():
+    s = scenario(project("P", [job("j1", hours=5), job("j2", hours=5)]), ncpus=2, prefs=buffers(1, 1))
+    cpu = rr_snapshot(s)["resources"]["cpu"]
+    assert cpu["shortfall"] == 0
+    assert cpu["saturated_time"] == 5 * HOUR
+
+
+def test_the_on_fraction_stretches_the_simulated_run():
+    host = Host(ncpus=1, cpu_flops=GFLOPS, on=Availability(0.5, 3600))
+    s = scenario(project("P", [job("j1", hours=1)]), host=host, prefs=buffers(1, 3))
+    snap = rr_snapshot(s)
+    assert snap["jobs"][0]["projected_finish"] == 2 * HOUR
+    assert snap["resources"]["cpu"]["shortfall"] == 2 * HOUR
+
+
+def test_a_job_projected_past_its_deadline_is_a_deadline_miss_with_busy_time():
+    s = scenario(project("P", [job("late", hours=5, deadline=4 * HOUR), job("fine", hours=1)]),
+                 ncpus=1, prefs=buffers(0, 1))
+    snap = rr_snapshot(s)
+    miss = {j["name"]: j["deadline_miss"] for j in snap["jobs"]}
+    assert miss == {"late": True, "fine": False}
+    assert snap["projects"][0]["deadlines_missed"] == 1
+    assert snap["resources"]["cpu"]["busy_time"] == 5 * HOUR
+
+
+def test_the_buffer_minimum_counts_against_the_deadline():
+    # computation deadline = report deadline - work_buf_min (reference/client.md §6.4)
+    s = scenario(project("P", [job("j", hours=1, deadline=2 * HOUR)]), ncpus=1, prefs=buffers(1.5, 0))
+    assert rr_snapshot(s)["jobs"][0]["deadline_miss"] is True
+
+
+def test_rrsim_json_has_the_contract_keys():
+    snap = rrsim(os.path.join(SCENARIOS, "standard.json"), "--json", "--at", "7200")
+    assert set(snap["resources"]) == {"cpu", "NVIDIA"}
+    for r in snap["resources"].values():
+        assert set(r) >= {"shortfall", "nidle_now", "saturated_time", "busy_time"}
+    for p in snap["projects"]:
+        assert set(p) >= {"name", "shortfall", "deadlines_missed"}
+    for j in snap["jobs"]:
+        assert set(j) >= {"name", "project", "projected_finish", "deadline_miss"}
+    assert isinstance(snap["total_shortfall"], float)
+    assert snap["time"] == 7200

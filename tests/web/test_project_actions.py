@@ -1,0 +1,171 @@
+import pytest
+
+from backend.actions import cancel_workunits, revalidate_workunits, transition_now
+from backend.models import (
+    INT_MAX, AssimilateState, ErrorMask, LifecycleEvent, Outcome, Result, ServerState,
+    ValidateState, Workunit,
+)
+from tests.web.project_data import (  # noqa: F401
+    NOW, app, busy_workunit, host, make_results, make_workunits, owner, staff, stranger, versions,
+)
+
+pytestmark = pytest.mark.django_db
+
+UNSENT = (ServerState.UNSENT, Outcome.INIT, ValidateState.INIT)
+INACTIVE = (ServerState.INACTIVE, Outcome.INIT, ValidateState.INIT)
+RUNNING = (ServerState.IN_PROGRESS, Outcome.INIT, ValidateState.INIT)
+
+
+def events_of(field):
+    return list(LifecycleEvent.objects.filter(field=field).order_by("id")
+                .values_list("workunit_id", "result_id", "old", "new"))
+
+
+def test_cancel_sets_the_bit_and_marks_unsent_results_didnt_need(app):
+    wu, other = make_workunits(app, 2, error_mask=ErrorMask.TOO_MANY_TOTAL_RESULTS)
+    unsent, inactive, running = make_results(wu, [UNSENT, INACTIVE, RUNNING])
+    make_results(other, [UNSENT])
+    assert cancel_workunits([wu.id], now=NOW, actor="boss") == 1
+    wu.refresh_from_db()
+    assert wu.error_mask == ErrorMask.TOO_MANY_TOTAL_RESULTS | ErrorMask.CANCELLED
+    assert wu.transition_time == NOW
+    states = dict(Result.objects.filter(workunit=wu).values_list("id", "outcome"))
+    assert states == {unsent.id: Outcome.DIDNT_NEED, inactive.id: Outcome.DIDNT_NEED,
+                      running.id: Outcome.INIT}
+    assert Result.objects.get(pk=running.pk).server_state == ServerState.IN_PROGRESS
+    assert Result.objects.get(workunit=other).server_state == ServerState.UNSENT
+    assert events_of("error_mask") == [(wu.id, None, 8, 24)]
+    assert events_of("server_state") == [(wu.id, unsent.id, 2, 5), (wu.id, inactive.id, 1, 5)]
+    assert events_of("outcome") == [(wu.id, unsent.id, 0, 5), (wu.id, inactive.id, 0, 5)]
+    assert LifecycleEvent.objects.filter(reason="cancelled by boss").count() == 5
+
+
+def test_cancelling_twice_changes_and_records_nothing_more(app):
+    [wu] = make_workunits(app, 1)
+    make_results(wu, [UNSENT])
+    cancel_workunits([wu.id], now=NOW, actor="boss")
+    assert cancel_workunits([wu.id], now=NOW + 5, actor="boss") == 0
+    assert LifecycleEvent.objects.count() == 3
+    assert Workunit.objects.get(pk=wu.pk).transition_time == NOW
+
+
+def test_cancel_runs_a_fixed_number_of_queries_whatever_the_count(app, django_assert_max_num_queries):
+    wus = make_workunits(app, 40)
+    for wu in wus:
+        make_results(wu, [UNSENT, UNSENT])
+    with django_assert_max_num_queries(8):
+        assert cancel_workunits([w.id for w in wus], now=NOW, actor="boss") == 40
+    assert Result.objects.filter(outcome=Outcome.DIDNT_NEED).count() == 80
+
+
+def test_transition_now_moves_only_later_times(app):
+    later, never, due = make_workunits(app, 3)
+    Workunit.objects.filter(pk=never.pk).update(transition_time=INT_MAX)
+    Workunit.objects.filter(pk=due.pk).update(transition_time=NOW - 10)
+    assert transition_now([later.id, never.id, due.id], now=NOW, actor="boss") == 2
+    times = dict(Workunit.objects.values_list("id", "transition_time"))
+    assert times == {later.id: NOW, never.id: NOW, due.id: NOW - 10}
+    assert events_of("transition_time") == [(later.id, None, NOW + 3600, NOW),
+                                            (never.id, None, INT_MAX, NOW)]
+
+
+def test_revalidate_resets_judged_successes_on_open_workunits_only(app):
+    open_wu, errored, assimilated = make_workunits(app, 3)
+    Workunit.objects.filter(pk=errored.pk).update(error_mask=ErrorMask.CANCELLED)
+    Workunit.objects.filter(pk=assimilated.pk).update(assimilate_state=AssimilateState.DONE)
+    invalid, inconclusive, client_error = make_results(open_wu, [
+        (ServerState.OVER, Outcome.SUCCESS, ValidateState.INVALID),
+        (ServerState.OVER, Outcome.SUCCESS, ValidateState.INCONCLUSIVE),
+        (ServerState.OVER, Outcome.CLIENT_ERROR, ValidateState.INVALID),
+    ])
+    make_results(errored, [(ServerState.OVER, Outcome.SUCCESS, ValidateState.INVALID)])
+    assert revalidate_workunits([open_wu.id, errored.id, assimilated.id], now=NOW,
+                                actor="boss") == 1
+    states = dict(Result.objects.values_list("id", "validate_state"))
+    assert states[invalid.id] == states[inconclusive.id] == ValidateState.INIT
+    assert states[client_error.id] == ValidateState.INVALID
+    assert Result.objects.get(workunit=errored).validate_state == ValidateState.INVALID
+    open_wu.refresh_from_db()
+    assert open_wu.need_validate and open_wu.transition_time == NOW
+    assert not Workunit.objects.get(pk=errored.pk).need_validate
+    assert events_of("need_validate") == [(open_wu.id, None, 0, 1)]
+    assert len(events_of("validate_state")) == 2
+
+
+# --- the action pages ------------------------------------------------------------------------
+
+
+def test_actions_need_a_login(client, app):
+    [wu] = make_workunits(app, 1)
+    for response in [client.get(f"/project/workunits/actions/cancel/?id={wu.id}"),
+                     client.post("/project/workunits/actions/cancel/", {"id": wu.id})]:
+        assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+    assert Workunit.objects.get(pk=wu.pk).error_mask == 0
+
+
+@pytest.mark.parametrize("who", ["owner", "stranger"])
+def test_actions_are_for_staff_only(client, app, request, who):
+    [wu] = make_workunits(app, 1)
+    client.force_login(request.getfixturevalue(who))
+    assert client.get(f"/project/workunits/actions/cancel/?id={wu.id}").status_code == 403
+    assert client.post("/project/workunits/actions/cancel/", {"id": wu.id}).status_code == 403
+    assert Workunit.objects.get(pk=wu.pk).error_mask == 0
+
+
+def test_staff_confirm_then_cancel(client, staff, app, django_assert_max_num_queries):
+    wus = make_workunits(app, 2)
+    client.force_login(staff)
+    query = "&".join(f"id={w.id}" for w in wus)
+    with django_assert_max_num_queries(6):
+        confirm = client.get(f"/project/workunits/actions/cancel/?{query}")
+    html = confirm.content.decode()
+    assert confirm.status_code == 200
+    assert "wu_00000" in html and "wu_00001" in html and "Yes, cancel" in html
+    assert "csrfmiddlewaretoken" in html
+    assert Workunit.objects.filter(error_mask=0).count() == 2  # nothing happens before the POST
+    done = client.post("/project/workunits/actions/cancel/", {"id": [w.id for w in wus]})
+    assert done.status_code == 302 and done["Location"] == "/project/workunits/"
+    assert Workunit.objects.filter(error_mask=ErrorMask.CANCELLED).count() == 2
+
+
+def test_one_workunit_action_returns_to_its_page(client, staff, app):
+    [wu] = make_workunits(app, 1, transition_time=INT_MAX)
+    client.force_login(staff)
+    done = client.post("/project/workunits/actions/transition/", {"id": wu.id}, follow=True)
+    assert done.redirect_chain[-1][0] == f"/project/workunits/{wu.id}/"
+    assert "Transition now: 1 of 1 workunit(s) changed." in done.content.decode()
+
+
+def test_actions_need_the_csrf_token(staff, app):
+    from django.test import Client
+
+    [wu] = make_workunits(app, 1)
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(staff)
+    assert client.post("/project/workunits/actions/cancel/", {"id": wu.id}).status_code == 403
+    assert Workunit.objects.get(pk=wu.pk).error_mask == 0
+
+
+@pytest.mark.parametrize("query, status", [
+    ("", 400), ("id=abc", 400), ("id=0", 400), ("id=-3", 400), ("id=99999", 400),
+    ("id=99999999999999999999999", 400),
+])
+def test_bad_action_targets_get_a_400_with_the_reason(client, staff, app, query, status):
+    client.force_login(staff)
+    for response in [client.get(f"/project/workunits/actions/cancel/?{query}"),
+                     client.post("/project/workunits/actions/cancel/", dict(
+                         [query.split("=")]) if query else {})]:
+        assert response.status_code == status
+        assert "Cannot cancel" in response.content.decode()
+
+
+def test_unknown_action_is_404(client, staff):
+    client.force_login(staff)
+    assert client.get("/project/workunits/actions/explode/?id=1").status_code == 404
+
+
+def test_too_many_targets_are_refused(client, staff):
+    client.force_login(staff)
+    query = "&".join(f"id={i}" for i in range(1, 503))
+    response = client.get(f"/project/workunits/actions/cancel/?{query}")
+    assert response.status_code == 400 and "at most 500" in response.content.decode()

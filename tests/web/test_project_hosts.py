@@ -1,0 +1,182 @@
+import pytest
+
+from backend.models import Host, LifecycleEvent, Outcome, ServerState, ValidateState
+from tests.web.project_data import (  # noqa: F401
+    NOW, app, busy_workunit, host, make_results, make_workunits, owner, staff, stranger, versions,
+)
+
+pytestmark = pytest.mark.django_db
+
+PREFS = {"work_buf_min_days": "0.5", "work_buf_additional_days": "1", "max_ncpus_pct": "50",
+         "cpu_usage_limit": "100", "cpu_scheduling_period_minutes": "60"}
+
+
+def test_host_list_pages_by_id(client, owner, django_assert_max_num_queries):
+    Host.objects.bulk_create(Host(owner=owner, domain_name=f"box-{i:03d}") for i in range(55))
+    with django_assert_max_num_queries(2):
+        first = client.get("/project/hosts/")
+    assert "box-000" in first.content.decode() and "box-054" not in first.content.decode()
+    second = client.get("/project/hosts/" + first.context["next_url"])
+    assert "box-054" in second.content.decode()
+    fragment = client.get("/project/hosts/", HTTP_HX_REQUEST="true").content.decode()
+    assert fragment.lstrip().startswith('<div id="host-table">')
+
+
+def test_host_list_rejects_a_bad_cursor(client):
+    assert client.get("/project/hosts/?after=zzz").status_code == 400
+
+
+def test_host_page_shows_results_credit_reliability_and_files(client, busy_workunit, host,
+                                                              django_assert_max_num_queries):
+    Host.objects.filter(pk=host.pk).update(total_credit=123.5, avg_turnaround=3600)
+    with django_assert_max_num_queries(8):
+        page = client.get(f"/project/hosts/{host.id}/")
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "123.50" in html and "3600 s" in html
+    assert "sticky_input_1.dat" in html
+    assert "wu_00000_0" in html and "Unsent: 1" in html and "Success: 1" in html
+    assert "edit preferences" not in html
+
+
+def test_host_page_queries_do_not_grow_with_results(client, app, host,
+                                                    django_assert_max_num_queries):
+    for wu in make_workunits(app, 30):
+        make_results(wu, [(ServerState.OVER, Outcome.SUCCESS, ValidateState.VALID)], host=host)
+    with django_assert_max_num_queries(8):
+        fragment = client.get(f"/project/hosts/{host.id}/", HTTP_HX_REQUEST="true")
+    assert fragment.content.decode().lstrip().startswith('<div id="host-results">')
+
+
+def test_user_page_shows_hosts_credit_and_results(client, busy_workunit, host, owner,
+                                                  django_assert_max_num_queries):
+    Host.objects.filter(pk=host.pk).update(total_credit=10, expavg_credit=2)
+    with django_assert_max_num_queries(5):
+        page = client.get(f"/project/users/{owner.id}/")
+    html = page.content.decode()
+    assert "owners-box" in html and "10.00" in html and "wu_00000_1" in html
+    fragment = client.get(f"/project/users/{owner.id}/", HTTP_HX_REQUEST="true").content.decode()
+    assert fragment.lstrip().startswith('<div id="user-results">')
+
+
+def test_unknown_host_and_user_are_404(client):
+    assert client.get("/project/hosts/4040/").status_code == 404
+    assert client.get("/project/users/4040/").status_code == 404
+    assert client.get("/project/hosts/4040/prefs/").status_code == 302
+
+
+# --- preferences: who may edit ---------------------------------------------------------------
+
+
+def test_prefs_need_a_login(client, host):
+    for response in [client.get(f"/project/hosts/{host.id}/prefs/"),
+                     client.post(f"/project/hosts/{host.id}/prefs/", PREFS)]:
+        assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+    assert Host.objects.get(pk=host.pk).max_ncpus_pct == 100
+
+
+def test_another_user_may_not_see_or_edit_the_prefs(client, host, stranger):
+    client.force_login(stranger)
+    assert client.get(f"/project/hosts/{host.id}/prefs/").status_code == 403
+    assert client.post(f"/project/hosts/{host.id}/prefs/", PREFS).status_code == 403
+    assert Host.objects.get(pk=host.pk).max_ncpus_pct == 100
+
+
+@pytest.mark.parametrize("who", ["owner", "staff"])
+def test_owner_and_staff_may_edit_the_prefs(client, host, request, who):
+    user = request.getfixturevalue(who)
+    client.force_login(user)
+    form = client.get(f"/project/hosts/{host.id}/prefs/")
+    assert form.status_code == 200 and "csrfmiddlewaretoken" in form.content.decode()
+    saved = client.post(f"/project/hosts/{host.id}/prefs/", PREFS, follow=True)
+    assert saved.status_code == 200 and "Saved: work_buf_min_days" in saved.content.decode()
+    host.refresh_from_db()
+    assert (host.work_buf_min_days, host.work_buf_additional_days, host.max_ncpus_pct) == (0.5, 1, 50)
+    assert host.prefs_mod_time > NOW
+    events = LifecycleEvent.objects.filter(host=host).order_by("field")
+    assert [(e.actor, e.field, e.detail, e.old, e.new, e.time) for e in events] == [
+        (user.username, "max_ncpus_pct", "100.0 → 50.0", None, None, host.prefs_mod_time),
+        (user.username, "work_buf_additional_days", "0.5 → 1.0", None, None,
+         host.prefs_mod_time),
+        (user.username, "work_buf_min_days", "0.1 → 0.5", None, None, host.prefs_mod_time),
+    ]
+    assert all(e.workunit_id is None and e.result_id is None for e in events)
+    page = client.get(f"/project/hosts/{host.id}/").content.decode()
+    assert f"{user.username}: max_ncpus_pct 100.0 → 50.0" in page and "edit preferences" in page
+
+
+def test_prefs_form_needs_the_csrf_token(host, owner):
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(owner)
+    assert client.post(f"/project/hosts/{host.id}/prefs/", PREFS).status_code == 403
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("max_ncpus_pct", "0", "greater than or equal to 1"),
+    ("max_ncpus_pct", "101", "less than or equal to 100"),
+    ("work_buf_min_days", "-1", "greater than or equal to 0"),
+    ("cpu_usage_limit", "lots", "Enter a number"),
+    ("cpu_scheduling_period_minutes", "", "required"),
+])
+def test_bad_prefs_get_field_errors_and_change_nothing(client, host, owner, field, value, message):
+    client.force_login(owner)
+    response = client.post(f"/project/hosts/{host.id}/prefs/", {**PREFS, field: value})
+    assert response.status_code == 400
+    assert message in response.content.decode()
+    assert response.context["form"].errors[field]
+    host.refresh_from_db()
+    assert host.max_ncpus_pct == 100 and host.prefs_mod_time == 0
+    assert not LifecycleEvent.objects.filter(host=host).exists()
+
+
+def test_saving_unchanged_prefs_writes_no_history(client, host, owner):
+    client.force_login(owner)
+    same = {"work_buf_min_days": "0.1", "work_buf_additional_days": "0.5", "max_ncpus_pct": "100",
+            "cpu_usage_limit": "100", "cpu_scheduling_period_minutes": "60"}
+    assert "Nothing changed" in client.post(f"/project/hosts/{host.id}/prefs/", same,
+                                            follow=True).content.decode()
+    assert not LifecycleEvent.objects.filter(host=host).exists()
+
+
+def test_prefs_form_fragment_for_htmx(client, host, owner):
+    client.force_login(owner)
+    html = client.get(f"/project/hosts/{host.id}/prefs/", HTTP_HX_REQUEST="true").content.decode()
+    assert html.lstrip().startswith('<form id="prefs-form"')
+
+
+def test_host_page_lists_preference_changes_newest_first(client, host, owner,
+                                                         django_assert_max_num_queries):
+    client.force_login(owner)
+    client.post(f"/project/hosts/{host.id}/prefs/", PREFS)
+    client.post(f"/project/hosts/{host.id}/prefs/", {**PREFS, "cpu_usage_limit": "75"})
+    with django_assert_max_num_queries(10):  # the anonymous page's 8, plus session and user
+        html = client.get(f"/project/hosts/{host.id}/").content.decode()
+    newest = html.index(f"{owner.username}: cpu_usage_limit 100.0 → 75.0")
+    assert newest < html.index(f"{owner.username}: max_ncpus_pct 100.0 → 50.0")
+    assert "leave_apps_in_memory" not in html  # unchanged preferences have no event
+
+
+def test_another_hosts_changes_are_not_listed(client, host, owner):
+    other = Host.objects.create(owner=owner, domain_name="other-box")
+    client.force_login(owner)
+    client.post(f"/project/hosts/{other.id}/prefs/", PREFS)
+    html = client.get(f"/project/hosts/{host.id}/").content.decode()
+    assert "max_ncpus_pct 100.0" not in html
+    assert LifecycleEvent.objects.filter(host=other).count() == 3
+
+
+def test_the_admin_lists_and_shows_host_events(client, host, owner):
+    from django.contrib.auth import get_user_model
+
+    client.force_login(owner)
+    client.post(f"/project/hosts/{host.id}/prefs/", PREFS)
+    admin = get_user_model().objects.create_superuser("root", "root@example.org", "pw-root-1")
+    client.force_login(admin)
+    listing = client.get("/admin/backend/lifecycleevent/?q=owners-box")
+    assert listing.status_code == 200
+    assert "100.0 → 50.0" in listing.content.decode()
+    event = LifecycleEvent.objects.get(host=host, field="max_ncpus_pct")
+    change = client.get(f"/admin/backend/lifecycleevent/{event.pk}/change/")
+    assert change.status_code == 200 and "100.0 → 50.0" in change.content.decode()

@@ -1,0 +1,140 @@
+import csv
+import io
+
+import pytest
+
+from backend.keyset import BadCursor, decode_cursor, encode_cursor
+from backend.models import App, AssimilateState, ErrorMask, Workunit
+from tests.web.project_data import NOW, app, make_workunits  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+
+
+def names(page):
+    html = page.content.decode()
+    return [line.split('">', 1)[1].split("<", 1)[0]
+            for line in html.split('<a href="/project/workunits/')[1:]
+            if line[0].isdigit()]
+
+
+@pytest.fixture
+def many(app):
+    other = App.objects.create(name="seti")
+    make_workunits(app, 60)
+    make_workunits(other, 5, start=100, error_mask=ErrorMask.CANCELLED | ErrorMask.COULDNT_SEND_RESULT)
+    make_workunits(app, 3, start=200, assimilate_state=AssimilateState.READY,
+                   error_mask=ErrorMask.TOO_MANY_TOTAL_RESULTS)
+    return other
+
+
+def test_cursor_round_trips_and_rejects_garbage():
+    assert decode_cursor(encode_cursor("wu_00001", 7)) == ("wu_00001", 7)
+    for bad in ["", "!!!", encode_cursor("x", "7")[:-3], "W10", encode_cursor("a\x00", 7),
+                encode_cursor(1, 2**70), encode_cursor(1, -4)]:
+        with pytest.raises(BadCursor):
+            decode_cursor(bad)
+
+
+def test_list_pages_newest_first_by_keyset(client, many):
+    first = client.get("/project/workunits/")
+    assert first.status_code == 200
+    assert names(first)[0] == "wu_00202" and len(names(first)) == 50
+    nxt = first.context["next_url"]
+    second = client.get("/project/workunits/" + nxt)
+    assert len(names(second)) == 18 and not second.context["next_url"]
+    back = client.get("/project/workunits/" + second.context["prev_url"])
+    assert names(back) == names(first)
+    assert not back.context["prev_url"]
+
+
+def test_list_sorts_by_name_both_ways_across_pages(client, many):
+    seen = []
+    url = "/project/workunits/?sort=-name"
+    while url:
+        page = client.get(url)
+        seen += names(page)
+        url = "/project/workunits/" + page.context["next_url"] if page.context["next_url"] else ""
+    assert seen == sorted(Workunit.objects.values_list("name", flat=True), reverse=True)
+
+
+def test_list_filters_by_app_error_bit_state_and_name(client, many, app):
+    assert len(names(client.get(f"/project/workunits/?app={many.id}"))) == 5
+    assert len(names(client.get("/project/workunits/?error=CANCELLED"))) == 5
+    assert len(names(client.get("/project/workunits/?error=some"))) == 8
+    assert len(names(client.get("/project/workunits/?error=none&app=" + str(app.id)))) == 50
+    assert names(client.get("/project/workunits/?state=assimilate_ready&sort=id")) == [
+        "wu_00200", "wu_00201", "wu_00202"]
+    assert names(client.get("/project/workunits/?name=wu_0010&sort=name")) == [
+        f"wu_0010{i}" for i in range(5)]
+
+
+def test_transition_due_filter_uses_the_clock(client, app):
+    make_workunits(app, 2, transition_time=NOW)
+    make_workunits(app, 1, start=5, transition_time=2**31 - 1)
+    assert len(names(client.get("/project/workunits/?state=transition_due"))) == 2
+
+
+@pytest.mark.parametrize("query", ["app=999", "app=x", "state=bogus", "error=BIT", "sort=mod_time",
+                                   "after=%%%", "before=W10", "name=" + "x" * 300])
+def test_bad_filters_get_a_400_with_the_reason(client, many, query):
+    page = client.get("/project/workunits/?" + query)
+    assert page.status_code == 400
+    assert "These filters are not valid" in page.content.decode()
+    assert client.get("/project/workunits.csv?" + query).status_code == 400
+
+
+def test_list_queries_do_not_grow_with_rows(client, app, django_assert_max_num_queries):
+    make_workunits(app, 5)
+    with django_assert_max_num_queries(3):
+        small = client.get("/project/workunits/?app=%d" % app.id)
+    make_workunits(app, 200, start=10)
+    with django_assert_max_num_queries(3):
+        big = client.get("/project/workunits/?app=%d" % app.id, HTTP_HX_REQUEST="true")
+    assert len(names(small)) == 5 and len(names(big)) == 50
+
+
+def test_list_fragment_is_just_the_table(client, many):
+    html = client.get("/project/workunits/?error=CANCELLED", HTTP_HX_REQUEST="true").content.decode()
+    assert html.lstrip().startswith('<div id="wu-table">') and "<html" not in html
+    assert "wu_00100" in html
+
+
+def test_list_links_keep_the_filters(client, many):
+    page = client.get("/project/workunits/?error=none&sort=name")
+    assert "error=none" in page.context["next_url"] and "sort=name" in page.context["next_url"]
+    assert page.context["csv_url"] == "/project/workunits.csv?error=none&sort=name"
+
+
+def test_csv_exports_every_filtered_row(client, many, django_assert_max_num_queries):
+    with django_assert_max_num_queries(3):
+        response = client.get("/project/workunits.csv?error=some&sort=name")
+        body = b"".join(response.streaming_content).decode()
+    rows = list(csv.reader(io.StringIO(body)))
+    assert rows[0][:3] == ["id", "name", "app_name"]
+    assert [r[1] for r in rows[1:]] == [f"wu_0010{i}" for i in range(5)] + [
+        "wu_00200", "wu_00201", "wu_00202"]
+    assert response["Content-Disposition"].startswith("attachment")
+
+
+def test_staff_see_bulk_actions_and_others_do_not(client, many, django_user_model):
+    assert "Cancel…" not in client.get("/project/workunits/").content.decode()
+    client.force_login(django_user_model.objects.create_user("boss", is_staff=True))
+    assert "Cancel…" in client.get("/project/workunits/").content.decode()
+
+
+def test_keyset_pages_refuse_a_key_with_ties(app):
+    from backend.keyset import keyset_page
+
+    with pytest.raises(ValueError, match="unique sort key"):
+        keyset_page(Workunit.objects.all(), "transition_time", False)
+
+
+def test_canonical_result_links_to_the_result_page(client, app):
+    from backend.models import Result
+
+    [wu] = make_workunits(app, 1)
+    result = Result.objects.create(workunit=wu, app=app, name="r_0")
+    Workunit.objects.filter(pk=wu.pk).update(canonical_result=result)
+    html = client.get("/project/workunits/").content.decode()
+    assert f'href="/project/results/{result.id}/"' in html
+    assert f'href="/project/workunits/{wu.id}/"' in html

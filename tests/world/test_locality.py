@@ -1,0 +1,262 @@
+"""Locality scheduling, one test per rule of seed 004 / reference/server.md §3.10 (the rules
+are numbered as in world/locality.py's docstring)."""
+
+import pytest
+
+from backend.daemons import run_pass
+from backend.daemons.scheduler import StickyFile, handle_request
+from backend.models import File, Host, Result, ServerState
+from tests.backend.conftest import NOW, work_request
+from world import locality
+from world.locality import LocalityConfig, configured, file_name_of
+from world.models import LocalityTrigger
+
+pytestmark = pytest.mark.django_db
+
+ONE_JOB = dict(cpu_req_secs=1.0, cpu_req_instances=0.0)
+
+
+@pytest.fixture
+def app(project):
+    project.app.locality_scheduling = True
+    project.app.save()
+    locality.create_data_files(project.app, ["fa", "fb", "fc"], nbytes=10**6)
+    return project.app
+
+
+def make_results(project, file_name, count, start=0):
+    """``count`` workunits of ``file_name`` with one unsent result each; returns the results."""
+    results = []
+    for k in range(start, start + count):
+        wu = project.workunit(name=f"{file_name}__{k}")
+        wu.input_files.add(File.objects.get(name=file_name))
+        results.append(project.result(wu))
+    return results
+
+
+def ask(host, files=(), now=NOW, config=LocalityConfig(), wait=None, **fields):
+    request = work_request(host, file_infos=[StickyFile(name) for name in files], **fields)
+    with configured(config, wait=wait):
+        return handle_request(request, now=now)
+
+
+def sent_files(reply):
+    return [file_name_of(job.wu_name) for job in reply.results]
+
+
+@pytest.mark.parametrize("wu_name, file_name", [
+    ("h1_0001.50__S5R3__12_1", "h1_0001.50"),
+    ("a__b__c", "a"),
+    ("plain_name", None),
+    ("__no_file", None),
+])
+def test_rule_1_a_workunit_name_starts_with_its_big_file(wu_name, file_name):
+    assert file_name_of(wu_name) == file_name
+
+
+def test_rule_2_the_files_a_host_reports_are_recorded(app, project):
+    host = project.host()
+    ask(host, files=["fa", "fb"], dont_send_work=True)
+    assert sorted(host.files.values_list("name", flat=True)) == ["fa", "fb"]
+
+
+@pytest.mark.parametrize("held, expected", [
+    (["fb"], {"fb"}),
+    (["fa"], {"fa"}),
+    (["fc", "fb"], {"fb", "fc"}),
+])
+def test_rule_3_a_host_gets_results_of_files_it_already_holds(app, project, held, expected):
+    for name in ("fa", "fb", "fc"):
+        make_results(project, name, 3)
+    # exactly as much work as the held files have: three one-hour jobs per file
+    reply = ask(project.host(), files=held, cpu_req_secs=3 * 3600.0 * len(held))
+    assert set(sent_files(reply)) == expected
+    assert len(reply.results) == 3 * len(held)
+    assert not any(f.name not in held for job in reply.results
+                   for f in job.workunit.input_files)
+
+
+def test_rule_3_sorted_order_tries_files_by_name_and_random_order_varies(app, project):
+    make_results(project, "fa", 5)
+    make_results(project, "fb", 5)
+    host = project.host()
+    sorted_config = LocalityConfig(sorted_order=True)
+    firsts = {sent_files(ask(host, files=["fb", "fa"], now=NOW + k, config=sorted_config,
+                             dont_send_work=False, **ONE_JOB))[0]
+              for k in range(2)}
+    assert firsts == {"fa"}
+    Result.objects.filter(host=host).update(server_state=ServerState.UNSENT, host=None,
+                                            user=None)
+    firsts = set()
+    for k in range(12):
+        reply = ask(host, files=["fa", "fb"], now=NOW + 100 + k, **ONE_JOB)
+        firsts.add(sent_files(reply)[0])
+        Result.objects.filter(host=host).update(server_state=ServerState.UNSENT, host=None,
+                                                user=None)
+    assert firsts == {"fa", "fb"}
+
+
+def test_rule_4_results_go_to_a_volunteer_in_increasing_id_per_file(app, project):
+    low, middle, high = make_results(project, "fa", 3)
+    host = project.host()
+    # The volunteer already had the middle result of fa (on another host of theirs).
+    other = project.host(owner=host.owner)
+    Result.objects.filter(pk=middle.pk).update(server_state=ServerState.IN_PROGRESS,
+                                               host=other, user=host.owner)
+    reply = ask(host, files=["fa"])
+    assert [job.name for job in reply.results] == [high.name]
+    assert Result.objects.get(pk=low.pk).server_state == ServerState.UNSENT
+
+
+def test_rule_5_one_result_per_user_per_workunit(app, project):
+    [first] = make_results(project, "fa", 1)
+    twin = project.result(first.workunit)
+    [second] = make_results(project, "fa", 1, start=1)
+    host = project.host()
+    reply = ask(host, files=["fa"])
+    sent = {job.name for job in reply.results}
+    assert sent == {first.name, second.name}
+    assert twin.name not in sent
+    # another volunteer gets the twin
+    reply = ask(project.host(), files=["fa"], now=NOW + 1)
+    assert [job.name for job in reply.results] == [twin.name]
+
+
+@pytest.mark.parametrize("no_work_available, wait_period, sent, need_work, waited", [
+    # the trigger is set, the scheduler waits, the generator makes work, it is sent
+    (False, 10, 2, False, 1),
+    # no wait configured: the trigger is set and left for the generator's next pass
+    (False, 0, 0, True, 0),
+    # the generator said no more work for this file: no trigger, no wait
+    (True, 10, 0, False, 0),
+])
+def test_rule_6_need_work_trigger_waits_for_the_on_demand_generator(
+        app, project, no_work_available, wait_period, sent, need_work, waited):
+    LocalityTrigger.objects.filter(file_name="fa").update(no_work_available=no_work_available)
+    waits = []
+
+    def wait(file_name, *, now, seconds):
+        waits.append((file_name, seconds))
+        locality.generate_on_demand(app, now=now, per_file=2)
+        run_pass("transitioner", now=now + seconds)
+
+    reply = ask(project.host(), files=["fa"], config=LocalityConfig(wait_period=wait_period),
+                wait=wait)
+    assert len(waits) == waited
+    assert sent_files(reply) == ["fa"] * sent
+    trigger = LocalityTrigger.objects.get(file_name="fa")
+    assert trigger.need_work is need_work
+    if waited:
+        assert waits == [("fa", wait_period)]
+        assert trigger.no_work_available
+
+
+@pytest.mark.parametrize("no_work_available, unsent, deleted", [
+    (True, False, True),  # nothing left and nothing coming: delete
+    (False, False, False),  # the generator may still make work: keep
+    (True, True, False),  # work left but excluded for this volunteer: keep
+])
+def test_rule_7_a_file_without_work_is_marked_and_deleted_from_the_host(
+        app, project, no_work_available, unsent, deleted):
+    LocalityTrigger.objects.filter(file_name="fa").update(no_work_available=no_work_available)
+    host = project.host()
+    if unsent:
+        [mine] = make_results(project, "fa", 1)
+        twin = project.result(mine.workunit)
+        Result.objects.filter(pk=mine.pk).update(server_state=ServerState.IN_PROGRESS,
+                                                 host=host, user=host.owner)
+    reply = ask(host, files=["fa"], config=LocalityConfig(wait_period=0))
+    assert ("fa" in reply.delete_file_infos) is deleted
+    assert LocalityTrigger.objects.get(file_name="fa").no_work is (not unsent)
+    if unsent:
+        assert Result.objects.get(pk=twin.pk).server_state == ServerState.UNSENT
+
+
+def test_rule_8_a_host_without_files_gets_a_working_set_file(app, project):
+    for name in ("fa", "fb", "fc"):
+        make_results(project, name, 4)
+    LocalityTrigger.objects.filter(file_name__in=["fb", "fc"]).update(in_working_set=True)
+    host = project.host()
+    reply = ask(host, **ONE_JOB)
+    assert sent_files(reply)[0] in {"fb", "fc"}
+    # sorted order walks the working set by the host's RPC count
+    picks = []
+    for seqno in range(2):
+        Result.objects.filter(host=host).update(server_state=ServerState.UNSENT, host=None,
+                                                user=None)
+        reply = ask(host, config=LocalityConfig(sorted_order=True), now=NOW + 1 + seqno,
+                    rpc_seqno=seqno, **ONE_JOB)
+        picks.append(sent_files(reply)[0])
+    names = ["fb", "fc"]
+    assert picks == [names[(host.pk + s) % 2] for s in range(2)]
+
+
+def test_rule_9_an_excluded_working_set_file_falls_back_to_a_scan_by_name(app, project):
+    [taken] = make_results(project, "fa", 1)
+    make_results(project, "fc", 2)
+    make_results(project, "fb", 2)
+    LocalityTrigger.objects.filter(file_name="fa").update(in_working_set=True,
+                                                          no_work_available=True)
+    host = project.host()
+    other = project.host(owner=host.owner)
+    project.result(taken.workunit)  # fa's only sendable result is for a workunit we hold
+    Result.objects.filter(pk=taken.pk).update(server_state=ServerState.IN_PROGRESS,
+                                              host=other, user=host.owner)
+    reply = ask(host, **ONE_JOB)
+    assert sent_files(reply) == ["fb"]
+
+
+def test_working_set_manager_keeps_n_over_m_files_and_drops_files_without_work(app, project):
+    app.target_nresults = 2
+    app.save()
+    for k in range(4):
+        project.host(rpc_time=NOW - 10)
+    project.host(rpc_time=NOW - 2 * 86400)  # not active
+    assert locality.working_set_size(app, now=NOW) == 2
+    assert locality.manage_working_set(app, now=NOW) == 2
+    assert list(LocalityTrigger.objects.filter(in_working_set=True).values_list(
+        "file_name", flat=True)) == ["fa", "fb"]
+    LocalityTrigger.objects.filter(file_name="fa").update(no_work=True)
+    LocalityTrigger.objects.filter(file_name="fb").update(no_work_available=True)
+    assert locality.manage_working_set(app, now=NOW) == 2
+    assert list(LocalityTrigger.objects.filter(in_working_set=True).values_list(
+        "file_name", flat=True)) == ["fb", "fc"]
+
+
+def test_on_demand_generator_makes_a_files_share_of_workunits_once(app, project):
+    LocalityTrigger.objects.filter(file_name__in=["fa", "fb"]).update(need_work=True)
+    assert locality.generate_on_demand(app, now=NOW, per_file=3) == 6
+    assert sorted({file_name_of(n) for n in app.workunits.values_list("name", flat=True)}) == [
+        "fa", "fb"]
+    assert all(wu.input_files.get().name == file_name_of(wu.name) for wu in app.workunits.all())
+    assert not LocalityTrigger.objects.filter(need_work=True).exists()
+    assert LocalityTrigger.objects.filter(no_work_available=True).count() == 2
+    LocalityTrigger.objects.filter(file_name="fa").update(need_work=True)
+    assert locality.generate_on_demand(app, now=NOW + 1, per_file=3) == 0
+
+
+def test_the_working_set_counts_only_hosts_that_can_run_the_app(app, project):
+    app.target_nresults = 1
+    app.save()
+    project.host(rpc_time=NOW - 10)
+    project.host(rpc_time=NOW - 10, platform="another-world-x86_64-pc-linux-gnu")
+    assert locality.working_set_size(app, now=NOW) == 1
+
+
+def test_on_demand_generator_adds_work_per_trigger_up_to_the_files_share(app, project):
+    made = []
+    for k in range(3):
+        LocalityTrigger.objects.filter(file_name="fa").update(need_work=True)
+        made.append(locality.generate_on_demand(app, now=NOW + k, per_file=5, per_trigger=2))
+        made.append(LocalityTrigger.objects.get(file_name="fa").no_work_available)
+    assert made == [2, False, 2, False, 1, True]
+    assert app.workunits.count() == 5
+
+
+def test_a_plain_app_is_not_sent_by_locality(project):
+    locality.create_data_files(project.app, ["fa"], nbytes=1)
+    make_results(project, "fa", 1)
+    host = project.host()
+    reply = ask(host, files=[])
+    assert sent_files(reply) == ["fa"]
+    assert not Host.objects.get(pk=host.pk).files.exists()

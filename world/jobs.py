@@ -1,0 +1,130 @@
+"""RQ jobs that advance a world: one job runs one slice of simulated time and chains the next.
+
+A world runs in the background this way while its page watches it (DESIGN.md "How data
+flows" 2). The slice is ``speedup × SLICE_WALL_SECONDS`` simulated seconds; the next job is
+enqueued so that the world keeps to its speed-up factor when the machine is fast enough, and
+runs flat out when it is not. Pausing sets the status; the job in flight stores its state and
+chains nothing; resuming enqueues a job again. Slicing does not change the outcome: daemon
+rounds and host actions are events of one heap, so a world run in slices ends exactly as one
+run in one go (same seed, same outcome).
+"""
+
+import pickle
+import time
+from contextlib import contextmanager
+from datetime import timedelta
+
+import django_rq
+from django.db import connection, transaction
+
+from world.models import World
+from world.report import summary
+from world.simulation import Simulation, WorldSettings
+
+SLICE_WALL_SECONDS = 2.0
+QUEUE = "default"
+
+
+def world_settings(world):
+    values = dict(world.settings or {})
+    values.update(hosts=world.hosts, days=world.days, seed=world.seed, locality=world.locality)
+    return WorldSettings.from_dict(values)
+
+
+def create_simulation(world):
+    """Set up the world's population and workload; the state is stored with the world."""
+    sim = Simulation(world_settings(world), prefix=f"w{world.pk}")
+    sim.setup()
+    World.objects.filter(pk=world.pk).update(
+        app_id=sim.app_id, start_time=sim.settings.start_time, state=pickle.dumps(sim))
+    return sim
+
+
+def load(world):
+    return pickle.loads(bytes(world.state))
+
+
+def store(world_id, sim, *, status=None):
+    fields = dict(state=pickle.dumps(sim), clock=sim.t, summary=light_summary(sim))
+    if sim.finished:
+        fields.update(summary=summary(sim), status=World.Status.FINISHED, state=None)
+    elif status:
+        fields["status"] = status
+    World.objects.filter(pk=world_id).update(**fields)
+
+
+def light_summary(sim):
+    c = sim.counters
+    return {"simulated_seconds": round(sim.t, 1), "rpcs": c.rpcs,
+            "bytes_downloaded": c.bytes_downloaded, "jobs_received": c.jobs_received,
+            "jobs_reported": c.jobs_reported, "draining": sim.draining}
+
+
+def run_in_process(world, progress=None):
+    """Run a world to its end in this process; return its summary."""
+    with unsynced_sqlite():
+        sim = create_simulation(world)
+        sim.run(progress)
+        store(world.pk, sim)
+    world.refresh_from_db()
+    return world.summary
+
+
+@contextmanager
+def unsynced_sqlite():
+    """On SQLite, stop waiting for the disk at each commit for the block (a simulation's rows
+    are worth no fsync, and a run is several times faster), then restore the connection's
+    setting, so that whatever else this process does keeps its durability."""
+    if connection.vendor != "sqlite":
+        yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA synchronous")
+        previous = cursor.fetchone()[0]
+        cursor.execute("PRAGMA synchronous=OFF")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"PRAGMA synchronous={int(previous)}")
+
+
+def start(world_id):
+    """Mark the world running and enqueue its first slice."""
+    updated = World.objects.filter(
+        pk=world_id, status__in=[World.Status.CREATED, World.Status.PAUSED]).update(
+        status=World.Status.RUNNING)
+    if updated:
+        transaction.on_commit(lambda: django_rq.get_queue(QUEUE).enqueue(advance_world,
+                                                                         world_id))
+    return bool(updated)
+
+
+def pause(world_id):
+    return bool(World.objects.filter(pk=world_id, status=World.Status.RUNNING).update(
+        status=World.Status.PAUSED))
+
+
+def advance_world(world_id, chain=True):
+    """One slice of simulated time; chains the next slice while the world runs."""
+    began = time.monotonic()
+    world = World.objects.get(pk=world_id)
+    if world.status != World.Status.RUNNING:
+        return 0.0
+    try:
+        sim = load(world) if world.state else create_simulation(world)
+        sim.run_until(sim.t + max(world.speedup, 1.0) * SLICE_WALL_SECONDS)
+        if sim.t >= sim.end and not sim.finished:
+            sim.run()
+    except Exception as exc:
+        World.objects.filter(pk=world_id).update(status=World.Status.FAILED, error=repr(exc))
+        raise
+    store(world_id, sim)
+    if chain and not sim.finished:
+        wait = max(SLICE_WALL_SECONDS - (time.monotonic() - began), 0.0)
+        queue = django_rq.get_queue(QUEUE)
+        if wait > 0.05:
+            queue.enqueue_in(timedelta(seconds=wait), advance_world, world_id)
+        else:
+            queue.enqueue(advance_world, world_id)
+    return sim.t

@@ -1,0 +1,344 @@
+"""Locality scheduling and on-demand work generation (reference/server.md §3.10; seed 004).
+
+Locality scheduling sends a host results that use the big, sticky input files it already
+holds, so that volunteers download each big file once and compute many workunits from it.
+The scheduler calls ``send_work_by_locality`` for apps with ``App.locality_scheduling``
+(``backend.daemons.sched_send.send_work``); the rules, after the seed and BOINC's
+sched_locality.cpp:
+
+1. A workunit's name is ``FILENAME__<rest>``; FILENAME (without ``__``) is its big input file.
+2. The request lists the sticky files the host holds (``SchedulerRequest.file_infos``).
+3. For each held file, in random order (``sorted_order``: increasing file name), the
+   scheduler sends unsent results of that file's workunits.
+4. For one volunteer and one file, results are sent in increasing id: only results with an id
+   above the highest already sent to this volunteer for the file are looked at, in id order.
+5. ``one_result_per_user_per_wu`` holds: a workunit the volunteer already has a result of is
+   skipped (it is "excluded" for the volunteer).
+6. A file with no unsent result: unless the file's ``no_work_available`` trigger is set, the
+   scheduler sets its ``need_work`` trigger, waits ``wait_period`` seconds for the on-demand
+   work generator and the transitioner, and looks once more. With ``no_work_available`` it
+   looks only once.
+7. A file still without sendable results is marked ``no_work`` (BOINC's ``files_no_work``
+   directory), and, when the project can make no more work for it (``no_work_available``) and
+   none is unsent, the host is told to delete it (``delete_file_infos``).
+8. A host that holds no file (or whose files gave too little work) gets a file chosen
+   uniformly from the working set, at random (``sorted_order``: in turn by its RPC count).
+9. If that file is excluded for the volunteer, the scheduler falls back to a deterministic
+   scan, in file-name order, of the files that have unsent results, bypassing the working set
+   (to avoid many hosts flocking to one file).
+
+Around the scheduler (BOINC leaves both to the project):
+
+- the **working-set manager** (``manage_working_set``) keeps N/M files in the working set, N
+  the hosts active in the last day and M the app's ``target_nresults``: it removes files the
+  scheduler marked ``no_work`` and adds, in name order, files the generator can still make work
+  for (a file's ``no_work`` mark is cleared when workunits are made for it);
+- the **on-demand work generator** (``generate_on_demand``) creates workunits for each file
+  whose ``need_work`` is set, clears it, and sets ``no_work_available`` once the file has had
+  its share of workunits.
+
+Triggers are rows of ``world.models.LocalityTrigger`` instead of files, with the same meaning.
+"""
+
+import math
+import random
+import time
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
+
+from django.db import connection
+from django.db.models import Exists, Max, OuterRef, Q
+
+from backend.daemons.hierarchy import download_path
+from backend.daemons.sched_send import send_for_resource
+from backend.daemons.work_generator import CreateWorkError, create_work_for_file
+from backend.models import (
+    AppVersion, File, FileDeleteState, Host, Result, ServerState, TransitionerFlags, Workunit,
+)
+from world.models import LocalityTrigger
+
+SEPARATOR = "__"
+ACTIVE_WINDOW = 86400
+FALLBACK_FILES = 10
+
+
+@dataclass(frozen=True)
+class LocalityConfig:
+    """The project's locality options (config.xml names)."""
+
+    sorted_order: bool = False  # <locality_scheduling_sorted_order/>
+    wait_period: float = 0.0  # <locality_scheduling_wait_period>
+    delete_files: bool = True  # file_deletion_strategy 1: delete files left without work
+
+
+def real_sleep(file_name, *, now, seconds):
+    """The scheduler's wait in real time: the daemons run meanwhile in their own processes."""
+    time.sleep(seconds)
+
+
+_config = ContextVar("locality_config", default=LocalityConfig())
+_wait = ContextVar("locality_wait", default=real_sleep)
+
+
+@contextmanager
+def configured(config, wait=None):
+    """Use ``config`` (and ``wait(file_name, now=, seconds=)`` as the scheduler's sleep)
+    for the scheduler requests handled inside the block; a simulated world waits in its own
+    time by running the on-demand generator and the transitioner."""
+    config_token = _config.set(config)
+    wait_token = _wait.set(wait or real_sleep)
+    try:
+        yield
+    finally:
+        _config.reset(config_token)
+        _wait.reset(wait_token)
+
+
+def file_name_of(wu_name):
+    """FILENAME of a workunit named ``FILENAME__<rest>`` (rule 1), or None."""
+    head, sep, _ = wu_name.partition(SEPARATOR)
+    return head if sep and head else None
+
+
+def of_file(queryset, file_name, prefix="workunit__"):
+    return queryset.filter(**{f"{prefix}name__startswith": f"{file_name}{SEPARATOR}"})
+
+
+def sendable(file_name, app_ids):
+    """Unsent results of ``file_name``'s workunits that a scheduler may send."""
+    return of_file(Result.objects.filter(
+        server_state=ServerState.UNSENT, app_id__in=app_ids, workunit__error_mask=0,
+        workunit__transitioner_flags=TransitionerFlags.ORDINARY), file_name)
+
+
+def file_picker(file_name):
+    """``pick`` for send_for_resource: the file's results for this volunteer (rules 4-5)."""
+
+    def pick(host, app_ids, limit, config):
+        last = of_file(Result.objects.filter(user_id=host.owner_id), file_name).aggregate(
+            last=Max("id"))["last"] or 0
+        queryset = sendable(file_name, app_ids).filter(id__gt=last)
+        if config.one_result_per_user_per_wu:
+            queryset = queryset.exclude(Exists(Result.objects.filter(
+                workunit_id=OuterRef("workunit_id"), user_id=host.owner_id)))
+        queryset = queryset.select_related("workunit").order_by("id")
+        if connection.features.has_select_for_update_skip_locked:
+            queryset = queryset.select_for_update(skip_locked=True, of=("self",))
+        return list(queryset[:limit])
+
+    return pick
+
+
+class Sender:
+    """One request's locality pass for one resource: what is left to send and what was sent."""
+
+    def __init__(self, host, request, resource, versions, *, now, config, max_jobs, taken_wus):
+        self.host, self.request, self.versions = host, request, versions
+        self.resource, self.now, self.config = resource, now, config
+        self.max_jobs, self.taken_wus = max_jobs, taken_wus
+        self.sent = []
+
+    @property
+    def satisfied(self):
+        r = self.resource
+        return len(self.sent) >= self.max_jobs or (r.req_secs <= 0 and r.req_instances <= 0)
+
+    def send_file(self, file_name):
+        """Send what fits of ``file_name``'s results; return how many."""
+        if self.satisfied:
+            return 0
+        got = send_for_resource(self.host, self.resource, self.versions, now=self.now,
+                                config=self.config, max_jobs=self.max_jobs - len(self.sent),
+                                taken_wus=self.taken_wus, pick=file_picker(file_name))
+        r = self.resource
+        stretched = sum(runtime for _, _, runtime in got) / r.available_frac if got else 0.0
+        self.resource = replace(
+            r, req_secs=r.req_secs - sum(runtime for _, _, runtime in got),
+            req_instances=r.req_instances - sum(v.instances for _, v, _ in got),
+            estimated_delay=r.estimated_delay + stretched / max(r.count, 1))
+        self.sent.extend(got)
+        return len(got)
+
+    def send_file_or_trigger(self, file_name, locality):
+        """Rule 6: send, else set need_work, wait and look once more."""
+        if self.send_file(file_name) or self.satisfied:
+            return True
+        app_ids = list(self.versions)
+        if sendable(file_name, app_ids).exists():
+            return False  # work exists but is excluded for this volunteer (rule 5)
+        trigger = LocalityTrigger.objects.filter(file_name=file_name,
+                                                 app_id__in=app_ids).first()
+        if trigger is None or trigger.no_work_available:
+            return False
+        LocalityTrigger.objects.filter(pk=trigger.pk, need_work=False).update(
+            need_work=True, need_work_time=self.now)
+        if locality.wait_period <= 0:
+            return False
+        _wait.get()(file_name, now=self.now, seconds=locality.wait_period)
+        return bool(self.send_file(file_name))
+
+
+def send_work_by_locality(host, request, resource, versions, *, now, config, max_jobs,
+                          taken_wus, reply):
+    """Choose and send jobs by locality (rules 2-9) for one resource of one request.
+
+    Returns the sent ``(result, version, runtime)`` tuples and the resource with what is left
+    of its request, for the scheduler's ordinary pass over other apps.
+    """
+    locality = _config.get()
+    rng = random.Random(f"{host.pk}:{request.rpc_seqno}:{now}:{resource.name}")
+    sender = Sender(host, request, resource, versions, now=now, config=config,
+                    max_jobs=max_jobs, taken_wus=taken_wus)
+    app_ids = list(versions)
+    held = sorted(set(File.objects.filter(
+        name__in=[f.name for f in request.file_infos if f.status == 1], sticky=True,
+        kind=File.Kind.INPUT).values_list("name", flat=True)))
+    if not locality.sorted_order:
+        rng.shuffle(held)
+    for file_name in held:  # rules 3-7
+        if sender.satisfied:
+            break
+        if sender.send_file_or_trigger(file_name, locality):
+            continue
+        no_work_for_host(file_name, app_ids, locality, reply)
+    if not sender.satisfied:  # rule 8
+        chosen = working_set_choice(host, request, rng, locality, app_ids, exclude=set(held))
+        if chosen and not sender.send_file_or_trigger(chosen, locality):
+            mark_no_work(chosen, app_ids)
+            chosen = None
+        if not chosen or not sender.satisfied:  # rule 9
+            for file_name in fallback_files(app_ids, exclude=set(held) | {chosen}):
+                if sender.satisfied:
+                    break
+                sender.send_file(file_name)
+    return sender.sent, sender.resource
+
+
+def mark_no_work(file_name, app_ids):
+    """files_no_work: the working-set manager drops the file (rule 7)."""
+    if not sendable(file_name, app_ids).exists():
+        LocalityTrigger.objects.filter(file_name=file_name, no_work=False).update(no_work=True)
+
+
+def no_work_for_host(file_name, app_ids, locality, reply):
+    """Rule 7 for a file the host holds that gave it nothing."""
+    mark_no_work(file_name, app_ids)
+    if not locality.delete_files or file_name in reply.delete_file_infos:
+        return
+    finished = LocalityTrigger.objects.filter(file_name=file_name,
+                                              no_work_available=True).exists()
+    if finished and not sendable(file_name, app_ids).exists():
+        reply.delete_file_infos.append(file_name)
+
+
+def working_set_choice(host, request, rng, locality, app_ids, *, exclude):
+    """A file of the working set, uniformly (rule 8); None when the set is empty."""
+    names = [name for name in LocalityTrigger.objects.filter(in_working_set=True,
+                                                             app_id__in=app_ids)
+             .order_by("file_name").values_list("file_name", flat=True)
+             if name not in exclude]
+    if not names:
+        return None
+    if locality.sorted_order:
+        return names[(host.pk + request.rpc_seqno) % len(names)]
+    return rng.choice(names)
+
+
+def fallback_files(app_ids, *, exclude, limit=FALLBACK_FILES):
+    """Files with unsent results in name order, outside the working set (rule 9)."""
+    names = []
+    rows = (Workunit.objects.filter(app_id__in=app_ids, error_mask=0,
+                                    results__server_state=ServerState.UNSENT)
+            .order_by("name").values_list("name", flat=True).distinct())
+    for wu_name in rows.iterator(chunk_size=200):
+        file_name = file_name_of(wu_name)
+        if file_name and file_name not in exclude and file_name not in names:
+            names.append(file_name)
+            if len(names) >= limit:
+                break
+    return names
+
+
+# --- the project's daemons around the scheduler ---------------------------------------------
+
+
+def working_set_size(app, *, now):
+    """N/M: hosts that can run the app (their platform has a version of it) active (created
+    or heard from) in the last day, over the app's target_nresults, at least 1. Counting only
+    the app's hosts keeps one project's population from sizing another's working set when
+    several share a database."""
+    since = now - ACTIVE_WINDOW
+    platforms = AppVersion.objects.filter(app=app, deprecated=False).values("platform")
+    active = Host.objects.filter(platform__in=platforms).filter(
+        Q(rpc_time__gte=since) | Q(create_time__gte=since, create_time__lte=now)).count()
+    return max(1, math.ceil(active / max(app.target_nresults, 1)))
+
+
+def manage_working_set(app, *, now):
+    """The working-set manager: drop files marked no_work, top the set up to N/M files.
+
+    Returns the number of files added or removed.
+    """
+    triggers = LocalityTrigger.objects.filter(app=app)
+    removed = triggers.filter(in_working_set=True, no_work=True).update(in_working_set=False)
+    missing = working_set_size(app, now=now) - triggers.filter(in_working_set=True).count()
+    added = 0
+    if missing > 0:
+        ids = list(triggers.filter(
+            in_working_set=False, no_work_available=False, no_work=False).order_by("file_name")
+            .values_list("id", flat=True)[:missing])
+        added = LocalityTrigger.objects.filter(id__in=ids).update(in_working_set=True)
+    return removed + added
+
+
+def generate_on_demand(app, *, now, per_file, per_trigger=None, batch_size=100):
+    """The on-demand work generator: workunits for files whose need_work is set.
+
+    Each trigger adds up to ``per_trigger`` workunits (all of the file's share when None),
+    "additional workunits for the file" (seed 004, on-demand work generation); once the file
+    has its ``per_file`` workunits in all, its ``no_work_available`` is set. Returns the
+    number of workunits made.
+    """
+    made = 0
+    for trigger in LocalityTrigger.objects.filter(app=app, need_work=True).order_by(
+            "file_name")[:batch_size]:
+        if not LocalityTrigger.objects.filter(pk=trigger.pk, need_work=True).update(
+                need_work=False):
+            continue  # another generator took it
+        made += make_file_work(app, trigger.file_name, now=now, per_file=per_file,
+                               at_most=per_trigger)
+    return made
+
+
+def make_file_work(app, file_name, *, now, per_file, at_most=None):
+    """Up to ``per_file`` workunits in all for one file, at most ``at_most`` of them now; sets
+    no_work_available when the file has them all, and no_work when none could be made."""
+    existing = Workunit.objects.filter(name__startswith=f"{file_name}{SEPARATOR}").count()
+    count = per_file - existing
+    if at_most is not None:
+        count = min(count, at_most)
+    made = 0
+    input_file = File.objects.filter(name=file_name).first()
+    if count > 0 and input_file is not None:
+        try:
+            made = len(create_work_for_file(app, input_file, now=now, count=count))
+        except CreateWorkError:
+            made = 0
+    LocalityTrigger.objects.filter(app=app, file_name=file_name).update(
+        no_work_available=made == 0 or existing + made >= per_file, no_work=made == 0)
+    return made
+
+
+def create_data_files(app, names, *, nbytes):
+    """Sticky input files for locality scheduling, with their trigger rows (rule 1).
+
+    The rows stand for big files in the download directory; the directory is made so the file
+    deleter finds it, but the contents are not written (no daemon reads an input's bytes).
+    """
+    download_path("x").parent.mkdir(parents=True, exist_ok=True)
+    File.objects.bulk_create([File(name=name, kind=File.Kind.INPUT, nbytes=nbytes, sticky=True,
+                                   file_delete_state=FileDeleteState.INIT) for name in names])
+    LocalityTrigger.objects.bulk_create([LocalityTrigger(app=app, file_name=name)
+                                         for name in names])
+

@@ -1,0 +1,77 @@
+"""The volunteer world's tables, and locality scheduling's triggers.
+
+The world lives in its own Django app rather than in ``backend/world.py`` (as DESIGN.md's
+layout first sketched it) so that its tables and migrations never touch the back end's: the
+back end's models are BOINC's schema, the world is a driver of that schema.
+
+``LocalityTrigger`` is BOINC's ``sched_trigger`` table of ``db/schema_locality.sql`` with the
+directories of the locality-scheduling document folded into columns, one row per data file
+(reference/server.md §3.10; seed 004): ``need_work`` is ``locality_scheduling/need_work/X``,
+``no_work_available`` is ``no_work_available/X``, ``in_working_set`` is
+``file_working_set/X`` and ``no_work`` is ``files_no_work/X``.
+"""
+
+from django.db import models
+
+from backend.models import App
+
+
+class LocalityTrigger(models.Model):
+    app = models.ForeignKey(App, on_delete=models.CASCADE, related_name="+")
+    file_name = models.CharField(max_length=254, unique=True)
+    need_work = models.BooleanField(default=False)
+    need_work_time = models.BigIntegerField(default=0, help_text="When need_work was set.")
+    no_work_available = models.BooleanField(
+        default=False, help_text="The work generator can make no more workunits for the file.")
+    in_working_set = models.BooleanField(default=False)
+    no_work = models.BooleanField(
+        default=False, help_text="The scheduler found no sendable result for the file.")
+
+    class Meta:
+        ordering = ["file_name"]
+        indexes = [
+            # on-demand work generator: files whose need_work trigger is set
+            models.Index(fields=["app", "need_work", "file_name"], name="locality_need_work"),
+            # scheduler: an app's working set, by file name
+            models.Index(fields=["app", "in_working_set", "file_name"],
+                         name="locality_working_set"),
+        ]
+
+    def __str__(self):
+        return self.file_name
+
+
+class World(models.Model):
+    """One simulated volunteer population with its clock (DESIGN.md "How data flows" 2)."""
+
+    class Status(models.TextChoices):
+        CREATED = "created", "Created"
+        RUNNING = "running", "Running"
+        PAUSED = "paused", "Paused"
+        FINISHED = "finished", "Finished"
+        FAILED = "failed", "Failed"
+
+    name = models.CharField(max_length=100)
+    seed = models.IntegerField(default=1)
+    hosts = models.PositiveIntegerField(default=200)
+    days = models.FloatField(default=3.0)
+    locality = models.BooleanField(default=False)
+    settings = models.JSONField(default=dict, blank=True,
+                                help_text="Overrides of world.simulation.WorldSettings.")
+    app = models.ForeignKey(App, null=True, blank=True, on_delete=models.SET_NULL,
+                            related_name="+")
+    start_time = models.BigIntegerField(default=0, help_text="Unix seconds at simulated t = 0.")
+    clock = models.FloatField(default=0.0, help_text="Simulated seconds since the start.")
+    speedup = models.FloatField(default=3600.0, help_text="Simulated seconds per wall second.")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.CREATED)
+    state = models.BinaryField(null=True, blank=True, help_text="The pickled simulation.")
+    summary = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self):
+        return self.name

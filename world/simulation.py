@@ -1,0 +1,709 @@
+"""The volunteer world: a simulated host population driving the back end in simulated time.
+
+DESIGN.md "How data flows" 2: a world has a simulated clock; at each daemon round the back
+end's daemons run (``backend.daemons.run_pass(name, now=clock)``, reference/server.md §3.1–§3.9)
+and between rounds the hosts perform scheduler RPCs against
+``backend.daemons.scheduler.handle_request`` (§3.4–§3.6): they report finished results, with
+their outputs as real bytes so the validator compares real checksums, and ask for enough work
+to fill their buffers.
+
+The core follows the house's simulation rules: one ``random.Random(seed)``, an event heap of
+``(time, priority, counter, event)`` so ties resolve in insertion order, no clock reads and no
+printing. Same seed, same outcome. The state pickles, so an RQ job can run one slice of
+simulated time and hand the rest to the next job (``world.jobs``).
+
+Each host draws from the world's settings: CPU count and speed, GPUs, an on/off availability
+process (exponential on periods of ``mean_on_period``, off periods making up ``1 - on_frac``),
+an error rate, a wrong-output rate (its outputs differ from everyone's), a no-reply rate (a job
+it silently drops), and churn (hosts joining during the run and leaving for good, dropping
+their jobs). A host computes its queued jobs, one per CPU (or GPU) instance, only while on.
+
+Work: a pool of big sticky data files (locality scheduling, §3.10), each used by
+``workunits_per_file`` workunits named ``FILE__...``. With ``locality`` the app uses locality
+scheduling, the scheduler waits ``wait_period`` for the on-demand generator, and the working-set
+manager runs each round; without it a cushion generator makes the same kind of workunits file
+by file and the scheduler sends them in the feeder's order. ``bytes_downloaded`` counts input
+bytes the hosts fetched, so the two modes compare on the same seed.
+
+After ``days`` of work the generators stop and the world drains: hosts finish, deadlines of
+vanished hosts pass, retries complete, until every workunit is assimilated and its files are
+deleted (or ``drain_days`` pass).
+"""
+
+import hashlib
+import heapq
+import math
+import random
+from dataclasses import dataclass, field, fields
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.db.models import Min
+
+from backend.daemons import daemon_names, run_pass
+from backend.daemons.scheduler import (
+    GpuRequest, HostInfo, ReportedFile, ReportedResult, SchedulerRequest, StickyFile,
+    TimeStats, handle_request,
+)
+from backend.daemons.work_generator import waiting_for_first_results
+from backend.models import (
+    INT_MAX, App, AppVersion, AssimilateState, ClientState, FileDeleteState, GpuType, Host,
+    ServerState, Workunit,
+)
+from world import locality
+from world.models import LocalityTrigger
+
+DAY = 86400.0
+HOUR = 3600.0
+
+# Event priorities at equal times: daemons first, then hosts.
+DAEMONS, CHANGE, JOB_DONE, RPC, END = range(5)
+
+# Work-fetch backoff when asked-for work doesn't come (reference/client.md §6.5).
+BACKOFF_MIN = 600.0
+BACKOFF_MAX = DAY
+REPORT_DELAY = 12 * HOUR
+
+
+@dataclass(frozen=True)
+class WorldSettings:
+    """Everything a world draws from; ``WorldSettings.from_dict`` checks overrides."""
+
+    hosts: int = 200
+    days: float = 3.0
+    seed: int = 1
+    locality: bool = False
+    start_time: int = 1_800_000_000
+    # Population.
+    ncpus_choices: tuple = (1, 2, 4, 8)
+    ncpus_weights: tuple = (0.25, 0.35, 0.3, 0.1)
+    cpu_gflops_median: float = 3.0
+    cpu_gflops_sigma: float = 0.4
+    gpu_fraction: float = 0.15
+    gpu_gflops: float = 30.0
+    on_frac_min: float = 0.6
+    mean_on_period: float = 8 * HOUR
+    error_rate: float = 0.01
+    no_reply_rate: float = 0.005
+    error_prone_fraction: float = 0.0
+    error_prone_rate: float = 0.5
+    wrong_output_fraction: float = 0.0
+    wrong_output_rate: float = 1.0
+    leave_per_day: float = 0.01
+    join_per_day: float = 0.01
+    work_buf_min_days: float = 0.25
+    work_buf_additional_days: float = 0.5
+    # Workload.
+    job_gflop: float = 3.0 * 12 * HOUR  # 12 h on a median CPU
+    min_quorum: int = 2
+    target_nresults: int = 2
+    max_error_results: int = 3
+    max_total_results: int = 6
+    max_success_results: int = 4
+    delay_bound: int = int(3 * DAY)
+    workunits_per_file: int = 40
+    workunits_per_trigger: int = 20  # made by the on-demand generator per need_work
+    file_nbytes: int = 16 * 2**20
+    cushion: int = 0  # unsent results kept by the plain generator; 0: two files' worth
+    wait_period: float = 10.0
+    sorted_order: bool = False
+    # Rounds.
+    daemon_interval: float = 1800.0
+    drain_days: float = 10.0
+    batch_size: int = 1000
+
+    @classmethod
+    def from_dict(cls, values):
+        known = {f.name: f for f in fields(cls)}
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            raise ValueError(f"unknown world setting(s): {', '.join(unknown)}")
+        settings = cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+        settings.check()
+        return settings
+
+    def check(self):
+        """Raise ValueError naming the first setting out of range."""
+        if self.hosts < 1:
+            raise ValueError(f"hosts must be at least 1, not {self.hosts}")
+        if not self.days > 0:
+            raise ValueError(f"days must be positive, not {self.days}")
+        for name in ("gpu_fraction", "on_frac_min", "error_rate", "no_reply_rate",
+                     "error_prone_fraction", "error_prone_rate", "wrong_output_fraction",
+                     "wrong_output_rate"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"{name} must be between 0 and 1, not {getattr(self, name)}")
+        if self.on_frac_min <= 0:
+            raise ValueError("on_frac_min must be above 0")
+        if not (1 <= self.min_quorum <= self.target_nresults <= self.max_success_results
+                <= self.max_total_results and self.max_error_results <= self.max_total_results):
+            raise ValueError("the quorum and result limits are out of order")
+        if (self.workunits_per_file < 1 or self.workunits_per_trigger < 1 or self.job_gflop <= 0
+                or self.daemon_interval <= 0):
+            raise ValueError("workunits_per_file, workunits_per_trigger, job_gflop and "
+                             "daemon_interval must be positive")
+
+
+@dataclass
+class Job:
+    name: str
+    wu_name: str
+    resource: str
+    remaining: float
+    runtime: float
+    deadline: int
+    output_name: str
+    fate: str  # ok, error, wrong, lost
+
+
+@dataclass
+class SimHost:
+    index: int
+    host_id: int
+    user_id: int
+    ncpus: int
+    fpops: float
+    gpus: int
+    on_frac: float
+    error_rate: float
+    wrong_rate: float
+    no_reply_rate: float
+    join_time: float = 0.0
+    leave_time: float = math.inf
+    on: bool = True
+    gone: bool = False
+    epoch: int = 0
+    rpc_seqno: int = 0
+    progress_time: float = 0.0
+    queued: dict = field(default_factory=lambda: {"cpu": [], "gpu": []})
+    running: dict = field(default_factory=lambda: {"cpu": [], "gpu": []})
+    done: list = field(default_factory=list)  # (completion time, ReportedResult)
+    files: dict = field(default_factory=dict)
+    backoff: float = 0.0
+    next_rpc: float = 0.0
+    rpc_pending: bool = False
+
+    @property
+    def active(self):
+        return self.on and not self.gone
+
+    def instances(self, resource):
+        return self.ncpus if resource == "cpu" else self.gpus
+
+    def work_seconds(self, resource):
+        jobs = self.queued[resource] + self.running[resource]
+        return sum(job.remaining for job in jobs) / max(self.instances(resource), 1)
+
+
+@dataclass
+class Counters:
+    rpcs: int = 0
+    bytes_downloaded: int = 0
+    downloads: int = 0
+    jobs_received: int = 0
+    jobs_reported: int = 0
+    jobs_lost: int = 0
+    hosts_left: int = 0
+    hosts_joined: int = 0
+    daemon_rounds: int = 0
+    workunits_generated: int = 0
+    sched_waits: int = 0
+
+
+class Simulation:
+    """One world's state; ``setup()`` once, then ``run_until(t)`` in as many slices as wanted."""
+
+    def __init__(self, settings, *, prefix="w"):
+        settings.check()
+        self.settings = settings
+        self.prefix = prefix
+        self.rng = random.Random(settings.seed)
+        self.heap = []
+        self.counter = 0
+        self.t = 0.0
+        self.hosts = []
+        self.counters = Counters()
+        self.app_id = None
+        self.work_end = settings.days * DAY
+        self.end = self.work_end + settings.drain_days * DAY
+        self.draining = False
+        self.finished = False
+        self.finished_at = None
+        self.round_at = 0.0  # the time of the next daemon round
+        self.file_names = []
+        self.wrong_checksums = set()
+        # The world's own platform name keeps its hosts and its app's work to each other
+        # when several worlds (or a demo project) share the database.
+        self.platform = f"{prefix}-x86_64-pc-linux-gnu"
+
+    # --- the heap ---------------------------------------------------------------------------
+
+    def push(self, time, priority, kind, *data):
+        self.counter += 1
+        heapq.heappush(self.heap, (time, priority, self.counter, kind, data))
+
+    def now(self, t=None):
+        """Unix seconds the back end sees at simulated time ``t``."""
+        return self.settings.start_time + int(self.t if t is None else t)
+
+    # --- set-up -----------------------------------------------------------------------------
+
+    def setup(self):
+        """Create the app, its versions, the volunteers, their hosts and the data files."""
+        s, rng = self.settings, self.rng
+        with transaction.atomic():
+            app = App.objects.create(
+                name=f"{self.prefix}_einstein", user_friendly_name="World workload",
+                locality_scheduling=s.locality, min_quorum=s.min_quorum,
+                target_nresults=s.target_nresults, max_error_results=s.max_error_results,
+                max_total_results=s.max_total_results,
+                max_success_results=s.max_success_results, delay_bound=s.delay_bound,
+                rsc_fpops_est=s.job_gflop * 1e9, rsc_fpops_bound=s.job_gflop * 1e10,
+                unsent_target=0, create_time=self.now(0))
+            self.app_id = app.pk
+            AppVersion.objects.create(app=app, version_num=100, flops=s.cpu_gflops_median * 1e9,
+                                      platform=self.platform, create_time=self.now(0))
+            AppVersion.objects.create(app=app, version_num=100, plan_class="cuda",
+                                      platform=self.platform,
+                                      gpu_type=GpuType.NVIDIA, gpu_usage=1.0, avg_ncpus=0.1,
+                                      flops=s.gpu_gflops * 1e9, create_time=self.now(0))
+            self.make_hosts(app)
+            self.make_files(app)
+        self.schedule_round(0.0)
+        self.push(self.end, END, "end")
+
+    def make_hosts(self, app):
+        s, rng = self.settings, self.rng
+        n_joiners = sum(1 for _ in range(s.hosts) if rng.random() < s.join_per_day * s.days)
+        total = s.hosts + n_joiners
+        User = get_user_model()
+        users = User.objects.bulk_create(
+            User(username=f"{self.prefix}-volunteer{i}") for i in range(total))
+        if users[0].pk is None:  # backends that don't return ids from bulk_create
+            users = list(User.objects.filter(username__startswith=f"{self.prefix}-volunteer")
+                         .order_by("id"))
+        specs = []
+        for i in range(total):
+            ncpus = rng.choices(s.ncpus_choices, s.ncpus_weights)[0]
+            fpops = s.cpu_gflops_median * 1e9 * math.exp(rng.gauss(0, s.cpu_gflops_sigma))
+            gpus = 1 if rng.random() < s.gpu_fraction else 0
+            on_frac = rng.uniform(s.on_frac_min, 1.0)
+            error_rate = s.error_prone_rate if rng.random() < s.error_prone_fraction \
+                else s.error_rate
+            wrong_rate = s.wrong_output_rate if rng.random() < s.wrong_output_fraction else 0.0
+            join = rng.uniform(0, self.work_end) if i >= s.hosts else 0.0
+            leave = join + rng.expovariate(s.leave_per_day / DAY) if s.leave_per_day else math.inf
+            specs.append((ncpus, fpops, gpus, on_frac, error_rate, wrong_rate, join, leave))
+        rows = Host.objects.bulk_create(
+            Host(owner=users[i], domain_name=f"{self.prefix}-host{i}", platform=self.platform,
+                 p_ncpus=ncpus, p_fpops=fpops, gpu_type=GpuType.NVIDIA if gpus else GpuType.NONE,
+                 gpu_count=gpus, gpu_peak_flops=s.gpu_gflops * 1e9 if gpus else 0.0,
+                 on_frac=on_frac, mean_on_period=s.mean_on_period, error_rate=error_rate,
+                 wrong_output_rate=wrong_rate, no_reply_rate=s.no_reply_rate,
+                 work_buf_min_days=s.work_buf_min_days,
+                 work_buf_additional_days=s.work_buf_additional_days,
+                 create_time=self.now(join))
+            for i, (ncpus, fpops, gpus, on_frac, error_rate, wrong_rate, join, leave)
+            in enumerate(specs))
+        if rows[0].pk is None:
+            rows = list(Host.objects.filter(domain_name__startswith=f"{self.prefix}-host")
+                        .order_by("id"))
+        for i, (row, spec) in enumerate(zip(rows, specs)):
+            ncpus, fpops, gpus, on_frac, error_rate, wrong_rate, join, leave = spec
+            host = SimHost(i, row.pk, row.owner_id, ncpus, fpops, gpus, on_frac, error_rate,
+                           wrong_rate, s.no_reply_rate, join_time=join, leave_time=leave,
+                           progress_time=join, gone=join > 0)
+            self.hosts.append(host)
+            if join > 0:
+                self.push(join, CHANGE, "join", i)
+            else:
+                self.push(self.rng.uniform(0, 60), RPC, "rpc", i)
+                self.schedule_off(host)
+            if leave < self.work_end:
+                self.push(leave, CHANGE, "leave", i)
+
+    def make_files(self, app):
+        """Enough data files that the population cannot run out of work in ``days``."""
+        s = self.settings
+        flops = sum((h.ncpus * h.fpops + h.gpus * s.gpu_gflops * 1e9) * h.on_frac
+                    for h in self.hosts)
+        results = flops * s.days * DAY / (s.job_gflop * 1e9)
+        n_files = math.ceil(1.5 * results / (s.workunits_per_file * s.target_nresults))
+        n_files += math.ceil(len(self.hosts) / s.target_nresults) + 1
+        self.file_names = [f"{self.prefix}_data{i:06d}" for i in range(n_files)]
+        locality.create_data_files(app, self.file_names, nbytes=s.file_nbytes)
+
+    # --- availability and churn ---------------------------------------------------------------
+
+    def schedule_off(self, host):
+        if host.on_frac >= 1:
+            return
+        self.push(self.t + self.rng.expovariate(1 / self.settings.mean_on_period), CHANGE,
+                  "off", host.index)
+
+    def turn_off(self, host):
+        self.advance(host)
+        host.on = False
+        host.epoch += 1
+        mean_off = self.settings.mean_on_period * (1 - host.on_frac) / host.on_frac
+        self.push(self.t + self.rng.expovariate(1 / mean_off), CHANGE, "on", host.index)
+
+    def turn_on(self, host):
+        host.on = True
+        host.progress_time = self.t
+        self.schedule_off(host)
+        self.start_jobs(host)
+        self.maybe_rpc(host)
+
+    def host_leaves(self, index, at):
+        """Host ``index`` vanishes for good at simulated time ``at``, with its jobs."""
+        self.push(at, CHANGE, "leave", index)
+
+    def leave(self, host):
+        if host.gone:
+            return
+        self.advance(host)
+        host.gone = True
+        host.epoch += 1
+        lost = sum(len(jobs) for jobs in host.queued.values()) + sum(
+            len(jobs) for jobs in host.running.values()) + len(host.done)
+        self.counters.jobs_lost += lost
+        self.counters.hosts_left += 1
+
+    def join(self, host):
+        host.gone = False
+        host.progress_time = self.t
+        self.counters.hosts_joined += 1
+        self.schedule_off(host)
+        self.maybe_rpc(host)
+
+    # --- computing ----------------------------------------------------------------------------
+
+    def advance(self, host):
+        """Count the computing done since the host's last change."""
+        if host.active:
+            elapsed = self.t - host.progress_time
+            for jobs in host.running.values():
+                for job in jobs:
+                    job.remaining = max(job.remaining - elapsed, 0.0)
+        host.progress_time = self.t
+
+    def start_jobs(self, host):
+        """Fill idle instances from the queue; (re)schedule every running job's end."""
+        if not host.active:
+            return
+        self.advance(host)
+        host.epoch += 1  # earlier end events of this host are stale from here on
+        for resource in ("gpu", "cpu"):
+            while host.queued[resource] and len(host.running[resource]) < host.instances(
+                    resource):
+                host.running[resource].append(host.queued[resource].pop(0))
+            for job in host.running[resource]:
+                self.push(self.t + job.remaining, JOB_DONE, "job_done", host.index, host.epoch,
+                          job.name)
+
+    def job_done(self, host, epoch, name):
+        if epoch != host.epoch or not host.active:
+            return
+        self.advance(host)
+        # The event is current (its epoch matches), so the job's time is up: finishing it
+        # here, not by comparing a float remainder with zero, keeps rounding from looping.
+        for jobs in host.running.values():
+            for job in jobs:
+                if job.name == name:
+                    jobs.remove(job)
+                    self.finish(host, job)
+                    break
+        self.start_jobs(host)
+        self.maybe_rpc(host)
+
+    def finish(self, host, job):
+        if job.fate == "lost":
+            self.counters.jobs_lost += 1
+            return
+        elapsed = job.runtime
+        if job.fate == "error":
+            report = ReportedResult(job.name, client_state=ClientState.COMPUTE_ERROR,
+                                    exit_status=1, final_elapsed_time=elapsed,
+                                    final_cpu_time=elapsed, stderr_out="simulated crash")
+        else:
+            report = ReportedResult(job.name, final_elapsed_time=elapsed, final_cpu_time=elapsed,
+                                    output_files=[ReportedFile(job.output_name,
+                                                               data=self.output(host, job))])
+        host.done.append((self.t, report))
+
+    def output(self, host, job):
+        """The job's output: the same bytes on every good host, other bytes on a wrong one."""
+        if job.fate == "wrong":
+            data = f"{job.wu_name} wrong answer from host {host.host_id}\n".encode()
+            self.wrong_checksums.add(hashlib.md5(data).hexdigest())
+            return data
+        return f"{job.wu_name} result {sum(job.wu_name.encode()) % 9973}\n".encode()
+
+    # --- scheduler RPCs -------------------------------------------------------------------------
+
+    def buffer_low(self, host):
+        low = self.settings.work_buf_min_days * DAY
+        return any(host.work_seconds(r) < low for r in ("cpu", "gpu") if host.instances(r))
+
+    def maybe_rpc(self, host):
+        """Ask for an RPC when the buffer is low or a result waits too long to be reported."""
+        if not host.active or host.rpc_pending:
+            return
+        # the same sum decides and schedules, so a check never finds itself early
+        report_time = host.done[0][0] + REPORT_DELAY if host.done else math.inf
+        report_due = bool(host.done) and (self.t >= report_time or self.draining)
+        want = (self.buffer_low(host) and self.t >= host.next_rpc) or report_due
+        if want:
+            host.rpc_pending = True
+            self.push(self.t, RPC, "rpc", host.index)
+        elif host.done:
+            self.push(report_time, RPC, "check", host.index)
+        elif self.buffer_low(host):
+            self.push(host.next_rpc, RPC, "check", host.index)
+
+    def request(self, host):
+        s = self.settings
+        fill = (s.work_buf_min_days + s.work_buf_additional_days) * DAY
+        cpu_secs = max(fill - host.work_seconds("cpu"), 0.0) * host.ncpus
+        idle_cpus = max(host.ncpus - len(host.running["cpu"]) - len(host.queued["cpu"]), 0)
+        gpu_requests = []
+        if host.gpus:
+            gpu_secs = max(fill - host.work_seconds("gpu"), 0.0) * host.gpus
+            idle = max(host.gpus - len(host.running["gpu"]) - len(host.queued["gpu"]), 0)
+            gpu_requests.append(GpuRequest(GpuType.NVIDIA, host.gpus, s.gpu_gflops * 1e9,
+                                           gpu_secs, float(idle), host.work_seconds("gpu")))
+        host.rpc_seqno += 1
+        return SchedulerRequest(
+            hostid=host.host_id, userid=host.user_id, rpc_seqno=host.rpc_seqno,
+            platform_name=self.platform,
+            host_info=HostInfo(domain_name=f"{self.prefix}-host{host.index}",
+                               p_ncpus=host.ncpus, p_fpops=host.fpops),
+            time_stats=TimeStats(on_frac=host.on_frac),
+            cpu_req_secs=cpu_secs, cpu_req_instances=float(idle_cpus),
+            estimated_delay=host.work_seconds("cpu"), gpu_requests=gpu_requests,
+            results=[report for _, report in host.done],
+            file_infos=[StickyFile(name, nbytes) for name, nbytes in sorted(host.files.items())])
+
+    def rpc(self, host):
+        host.rpc_pending = False
+        if not host.active:
+            return
+        self.advance(host)
+        request = self.request(host)
+        asked = request.cpu_req_secs > 0 or any(g.req_secs > 0 for g in request.gpu_requests)
+        config = locality.LocalityConfig(sorted_order=self.settings.sorted_order,
+                                         wait_period=self.settings.wait_period)
+        with locality.configured(config, wait=self.scheduler_wait):
+            reply = handle_request(request, now=self.now())
+        self.counters.rpcs += 1
+        acked = set(reply.result_acks)
+        if self.draining and (acked or reply.results):
+            self.wake_daemons()
+        self.counters.jobs_reported += len(acked)
+        host.done = [(t, r) for t, r in host.done if r.name not in acked]
+        for name in reply.delete_file_infos:
+            host.files.pop(name, None)
+        for job in reply.results:
+            self.receive(host, job)
+        if reply.results or not asked:
+            host.backoff = 0.0
+            host.next_rpc = self.t
+        else:
+            host.backoff = min(max(BACKOFF_MIN, 2 * host.backoff), BACKOFF_MAX)
+            host.next_rpc = self.t + (0.5 + self.rng.random()) * host.backoff
+            if not self.settings.locality:
+                self.top_up(self.now())
+        self.start_jobs(host)
+        self.maybe_rpc(host)
+
+    def receive(self, host, job):
+        """A job from a reply: download the inputs the host lacks, draw its fate, queue it."""
+        for f in job.workunit.input_files:
+            if f.name in host.files:
+                continue
+            self.counters.bytes_downloaded += f.nbytes
+            self.counters.downloads += 1
+            if f.sticky:
+                host.files[f.name] = f.nbytes
+        u = self.rng.random()
+        if u < host.no_reply_rate:
+            fate = "lost"
+        elif u < host.no_reply_rate + host.error_rate:
+            fate = "error"
+        elif u < host.no_reply_rate + host.error_rate + host.wrong_rate:
+            fate = "wrong"
+        else:
+            fate = "ok"
+        resource = "cpu" if job.resource == "cpu" else "gpu"
+        host.queued[resource].append(Job(job.name, job.wu_name, resource, job.estimated_runtime,
+                                         job.estimated_runtime, job.report_deadline,
+                                         job.output_files[0].name, fate))
+        self.counters.jobs_received += 1
+
+    def scheduler_wait(self, file_name, *, now, seconds):
+        """The scheduler's locality wait in simulated time: the on-demand generator and the
+        transitioner run meanwhile (reference/server.md §3.10)."""
+        self.counters.sched_waits += 1
+        self.generate(now)
+        run_pass("transitioner", now=now + max(int(seconds), 1),
+                 batch_size=self.settings.batch_size)
+
+    # --- daemons --------------------------------------------------------------------------------
+
+    def top_up(self, now):
+        """Run the world's generator and, when it made work, the transitioner for its results.
+
+        Called at each daemon round and, with plain scheduling, after each request that found
+        no work: BOINC's sample work generator polls the unsent count every 10 s
+        (reference/server.md §3.1), so a cushion drawn down is refilled within seconds, not at
+        the next round. Workunits are made a second before ``now`` because the transitioner
+        takes those whose ``transition_time < now`` (§3.2): this pass then creates their results.
+        """
+        made = self.generate(now - 1)
+        if made:
+            run_pass("transitioner", now=now, batch_size=self.settings.batch_size)
+        return made
+
+    def generate(self, now):
+        """The world's work generator: on demand with locality, else a cushion of results."""
+        if self.draining:
+            return 0
+        app = App.objects.get(pk=self.app_id)
+        s = self.settings
+        if s.locality:
+            made = locality.generate_on_demand(app, now=now, per_file=s.workunits_per_file,
+                                               per_trigger=s.workunits_per_trigger)
+        else:
+            made = self.generate_cushion(app, now)
+        self.counters.workunits_generated += made
+        return made
+
+    def generate_cushion(self, app, now):
+        s = self.settings
+        if waiting_for_first_results(app):
+            return 0
+        # Small, as make_work's 300 or the sample generator's 10 (§3.1): the scheduler reads
+        # the unsent results at each request, and ``top_up`` refills the cushion when a
+        # request finds none.
+        cushion = s.cushion or 2 * s.workunits_per_file * s.target_nresults
+        unsent = app.results.filter(server_state__lte=ServerState.UNSENT).count()
+        made = 0
+        files = iter(LocalityTrigger.objects.filter(app=app, no_work_available=False)
+                     .order_by("file_name").values_list("file_name", flat=True))
+        while unsent + made * s.target_nresults < cushion:
+            name = next(files, None)
+            if name is None:
+                break
+            made += locality.make_file_work(app, name, now=now, per_file=s.workunits_per_file)
+        return made
+
+    def daemons(self):
+        if self.t != self.round_at:
+            return  # a round brought forward by ``wake_daemons`` replaced this one
+        now = self.now()
+        s = self.settings
+        if not self.draining and self.t >= self.work_end:
+            self.draining = True
+            LocalityTrigger.objects.filter(app_id=self.app_id).update(no_work_available=True,
+                                                                      need_work=False)
+        work = 0
+        for name in daemon_names():
+            if name != "work_generator":
+                work += run_pass(name, now=now, batch_size=s.batch_size)
+        work += self.top_up(now)
+        if s.locality:
+            work += locality.manage_working_set(App.objects.get(pk=self.app_id), now=now)
+        self.counters.daemon_rounds += 1
+        if self.draining and self.all_done():
+            self.finished = True
+            self.finished_at = self.t
+            return
+        next_round = self.t + s.daemon_interval
+        if self.draining and not work:
+            next_round = max(next_round, self.quiet_until())
+        self.schedule_round(next_round)
+        if self.draining:
+            for host in self.hosts:
+                if host.done:
+                    self.maybe_rpc(host)
+
+    def schedule_round(self, t):
+        self.round_at = t
+        self.push(t, DAEMONS, "daemons")
+
+    def round_after(self, t):
+        """The first daemon round strictly after simulated time ``t`` (rounds are every
+        ``daemon_interval`` from 0; at equal times the round comes before the hosts)."""
+        interval = self.settings.daemon_interval
+        return interval * (math.floor(t / interval) + 1)
+
+    def quiet_until(self):
+        """While draining, after a round in which no daemon found anything to do: the round
+        after the earliest ``transition_time`` of the world's workunits, when the transitioner
+        has something again (a timed-out result, a validator's retry; reference/server.md
+        §3.2). Until then the daemons would find nothing unless a host reports, and a
+        scheduler request brings the round forward (``wake_daemons``). The rounds left out
+        are ones that change nothing, so the outcome is that of a round every interval.
+        """
+        due = Workunit.objects.filter(app_id=self.app_id, transition_time__lt=INT_MAX).aggregate(
+            due=Min("transition_time"))["due"]
+        if due is None:
+            return self.end
+        return min(self.round_after(due - self.settings.start_time), self.end)
+
+    def wake_daemons(self):
+        """A request during the drain reported or was sent results: the next round is the
+        usual one (a request that did neither leaves the daemons nothing new)."""
+        due = self.round_after(self.t)
+        if due < self.round_at:
+            self.schedule_round(due)
+
+    def all_done(self):
+        wus = Workunit.objects.filter(app_id=self.app_id)
+        return not wus.exclude(assimilate_state=AssimilateState.DONE,
+                               file_delete_state=FileDeleteState.DONE).exists()
+
+    # --- the loop -------------------------------------------------------------------------------
+
+    def run_until(self, t_end, progress=None):
+        """Process every event up to simulated time ``t_end``; return events processed."""
+        processed = 0
+        while self.heap and not self.finished and self.heap[0][0] <= t_end:
+            time, _, _, kind, data = heapq.heappop(self.heap)
+            self.t = time
+            self.handle(kind, data)
+            processed += 1
+            if progress and processed % 1000 == 0:
+                progress(self)
+        if not self.finished:
+            self.t = max(self.t, min(t_end, self.end))
+        return processed
+
+    def run(self, progress=None):
+        self.run_until(self.end, progress)
+        if not self.finished:
+            self.finished, self.finished_at = True, self.t
+        return self
+
+    def handle(self, kind, data):
+        if kind == "daemons":
+            self.daemons()
+        elif kind == "end":
+            self.finished, self.finished_at = True, self.t
+        else:
+            host = self.hosts[data[0]]
+            if kind == "rpc":
+                self.rpc(host)
+            elif kind == "check":
+                self.maybe_rpc(host)
+            elif kind == "job_done":
+                self.job_done(host, data[1], data[2])
+            elif kind == "off" and host.active:
+                self.turn_off(host)
+            elif kind == "on" and not host.gone:
+                self.turn_on(host)
+            elif kind == "leave":
+                self.leave(host)
+            elif kind == "join":
+                self.join(host)
