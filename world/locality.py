@@ -51,7 +51,7 @@ from django.db import connection
 from django.db.models import Exists, Max, OuterRef, Q
 
 from backend.daemons.hierarchy import download_path
-from backend.daemons.sched_send import send_for_resource
+from backend.daemons.sched_send import RESULT_COLUMNS, WORKUNIT_COLUMNS, send_for_resource
 from backend.daemons.work_generator import CreateWorkError, create_work_for_file
 from backend.models import (
     AppVersion, File, FileDeleteState, Host, Result, ServerState, TransitionerFlags, Workunit,
@@ -122,7 +122,8 @@ def file_picker(file_name):
         if config.one_result_per_user_per_wu:
             queryset = queryset.exclude(Exists(Result.objects.filter(
                 workunit_id=OuterRef("workunit_id"), user_id=host.owner_id)))
-        queryset = queryset.select_related("workunit").order_by("id")
+        queryset = (queryset.select_related("workunit")
+                    .only(*RESULT_COLUMNS, *WORKUNIT_COLUMNS).order_by("id"))
         if connection.features.has_select_for_update_skip_locked:
             queryset = queryset.select_for_update(skip_locked=True, of=("self",))
         return list(queryset[:limit])

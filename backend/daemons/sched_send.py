@@ -26,7 +26,7 @@ workunit is due for the transitioner, which sets WU_ERROR_COULDNT_SEND_RESULT.
 from dataclasses import dataclass
 
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
 
 from backend.daemons.sched_types import (
     Message, ReplyAppVersion, ReplyFile, ReplyResult, ReplyWorkunit,
@@ -129,8 +129,24 @@ def job_flops(resource, version):
     return version.reply.flops
 
 
+# The columns a send reads: the job's own and its workunit's (for the runtime, the deadline and
+# the reply). Loading only these keeps a request's candidates cheap to build.
+RESULT_COLUMNS = ("id", "name", "random", "app_id", "workunit_id", "priority",
+                  "infeasible_since", "server_state")
+WORKUNIT_COLUMNS = ("workunit__id", "workunit__name", "workunit__rsc_fpops_est",
+                    "workunit__rsc_fpops_bound", "workunit__rsc_memory_bound",
+                    "workunit__rsc_disk_bound", "workunit__delay_bound")
+FIRST_CHUNK = 32
+
+
 def candidates(host, app_ids, limit, config):
-    """Unsent results to consider, in the feeder's order, locked where the database can."""
+    """Unsent results to consider, in the feeder's order, locked where the database can.
+
+    A generator: rows are read in chunks that double in size (32, 64, ...) up to ``limit``,
+    each chunk after the last one read in the order (``priority`` descending, then
+    ``workunit_id``, then ``id``), so a request that is satisfied by its first jobs reads
+    and locks only those.
+    """
     queryset = Result.objects.filter(
         server_state=ServerState.UNSENT, app_id__in=app_ids, workunit__error_mask=0,
         workunit__transitioner_flags=TransitionerFlags.ORDINARY,
@@ -138,10 +154,23 @@ def candidates(host, app_ids, limit, config):
     if config.one_result_per_user_per_wu:
         queryset = queryset.exclude(Exists(Result.objects.filter(
             workunit_id=OuterRef("workunit_id"), user_id=host.owner_id)))
-    queryset = queryset.select_related("workunit").order_by("-priority", "workunit_id", "id")
+    queryset = (queryset.select_related("workunit").only(*RESULT_COLUMNS, *WORKUNIT_COLUMNS)
+                .order_by("-priority", "workunit_id", "id"))
     if connection.features.has_select_for_update_skip_locked:
         queryset = queryset.select_for_update(skip_locked=True, of=("self",))
-    return list(queryset[:limit])
+    read, chunk, after = 0, FIRST_CHUNK, queryset
+    while read < limit:
+        rows = list(after[:min(chunk, limit - read)])
+        yield from rows
+        read += len(rows)
+        if len(rows) < chunk:
+            return
+        last = rows[-1]
+        after = queryset.filter(
+            Q(priority__lt=last.priority)
+            | Q(priority=last.priority, workunit_id__gt=last.workunit_id)
+            | Q(priority=last.priority, workunit_id=last.workunit_id, id__gt=last.pk))
+        chunk *= 2
 
 
 def send_work(host, request, *, now, config, reply):

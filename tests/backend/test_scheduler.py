@@ -364,3 +364,24 @@ def test_new_host_is_created_and_sticky_files_are_tracked(project):
     assert set(HostFile.objects.filter(host=new).values_list("name", flat=True)) == {
         "big.dat", "gone.dat"}
     assert reply.delete_file_infos == ["gone.dat"]
+
+
+def test_rule_3_4_a_big_request_reads_candidates_past_the_first_chunks_in_feeder_order(
+        project, django_assert_max_num_queries):
+    # Two results per workunit, priorities 0-2 interleaved: a 16-CPU host may take up to 160
+    # jobs, one per workunit, in the order (priority descending, workunit id); the candidates
+    # are read in chunks of 32, 64, ... that must continue exactly where the last one ended.
+    host = project.host(p_ncpus=16)
+    wus = [project.workunit(priority=i % 3, delay_bound=10**6) for i in range(90)]
+    for wu in wus:
+        project.result(wu, priority=wu.priority)
+        project.result(wu, priority=wu.priority)
+    request = work_request(host, cpu_req_secs=1e9, cpu_req_instances=16)
+    request.host_info.p_ncpus = 16
+    with django_assert_max_num_queries(40):
+        reply = handle_request(request, now=NOW)
+    expected = sorted(wus, key=lambda wu: (-wu.priority, wu.pk))
+    assert [job.wu_name for job in reply.results] == [wu.name for wu in expected]
+    sent = Result.objects.filter(server_state=ServerState.IN_PROGRESS)
+    assert sent.count() == 90
+    assert sent.values("workunit").distinct().count() == 90
