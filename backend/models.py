@@ -276,13 +276,24 @@ class Host(models.Model):
 
 
 class HostAppVersion(models.Model):
-    """Per host × app version reliability and quota record (reference/server.md §1.9)."""
+    """Per host × app version reliability and quota record (reference/server.md §1.9).
 
-    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="app_versions")
+    Maintained by ``backend.daemons.host_app_version`` (§3.11): the scheduler creates it on
+    the first send and counts sends and reports, the transitioner counts timeouts, the
+    validator valid and invalid results.
+    """
+
+    # Indexed by host_app_version_unique, which leads with it.
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="app_versions",
+                             db_index=False)
     app_version = models.ForeignKey(AppVersion, on_delete=models.CASCADE)
     max_jobs_per_day = models.IntegerField(default=0)
     n_jobs_today = models.IntegerField(default=0)
-    turnaround_avg = models.FloatField(default=0.0)
+    # The UTC day (Unix seconds // 86400) n_jobs_today counts the jobs of.
+    jobs_day = models.IntegerField(default=0)
+    turnaround_avg = models.FloatField(default=0.0, help_text="Seconds.")
+    # Samples in turnaround_avg (BOINC's turnaround_n).
+    turnaround_n = models.FloatField(default=0.0)
     consecutive_valid = models.IntegerField(default=0)
 
     class Meta:

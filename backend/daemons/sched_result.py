@@ -11,6 +11,9 @@ Follows BOINC's code (sched/sched_result.cpp) where the seed's pseudo-code diffe
   anything else is CLIENT_ERROR with validate_state INVALID;
 - elapsed time is sanitised: negative -> 0, zero -> CPU time, longer than the turnaround ->
   the turnaround;
+- the host app version of each accepted result is updated (``got_good_result`` for a success,
+  ``got_bad_result`` for an error unless exit_status is EXIT_ABORTED_BY_PROJECT; see
+  ``backend.daemons.host_app_version``), all in one locked read and one write, last;
 - the workunits of accepted results get ``transition_time = now`` in one update; BOINC writes
   ``now`` outright, we write ``min(transition_time, now)`` so that a report never postpones a
   workunit that was already due (another result past its deadline): a transitioner pass at the
@@ -25,16 +28,19 @@ transitioner and validator also hold while they decide, so a report never races 
 """
 
 import hashlib
+from functools import partial
 
 from django.db.models import F, Value
 from django.db.models.functions import Least
 
+from backend.daemons import host_app_version
 from backend.daemons.claim import update_rows
 from backend.daemons.hierarchy import upload_path, write_files
-from backend.daemons.sched_types import RejectedReport
+from backend.daemons.sched_types import DAILY_RESULT_QUOTA, RejectedReport
 from backend.events import event, record
 from backend.models import (
-    ClientState, File, Outcome, Result, ServerState, ValidateState, Workunit,
+    EXIT_ABORTED_BY_PROJECT, ClientState, File, Outcome, Result, ServerState, ValidateState,
+    Workunit,
 )
 
 ACTOR = "scheduler"
@@ -42,8 +48,11 @@ ACTOR = "scheduler"
 LATE_OUTCOMES = {Outcome.NO_REPLY, Outcome.CLIENT_DETACHED}
 
 
-def handle_results(host, reports, *, now, reply):
-    """Apply the reported results of one request; call inside ``transaction.atomic()``."""
+def handle_results(host, reports, *, now, reply, quota=DAILY_RESULT_QUOTA):
+    """Apply the reported results of one request; call inside ``transaction.atomic()``.
+
+    ``quota`` is the project's daily_result_quota, for the host app versions' bookkeeping.
+    """
     if not reports:
         return 0
     names = [report.name for report in reports]
@@ -78,7 +87,21 @@ def handle_results(host, reports, *, now, reply):
     Workunit.objects.filter(id__in={r.workunit_id for r in accepted}).update(
         transition_time=Least(F("transition_time"), Value(now)))
     record(events)
+    host_app_version.apply([quota_change(result, quota=quota, now=now) for result in accepted])
     return len(accepted)
+
+
+def quota_change(result, *, quota, now):
+    """The host app version change of an accepted report (§3.5 step 4): got_good_result for
+    a success, got_bad_result for an error unless the project aborted the job."""
+    if result.outcome == Outcome.SUCCESS:
+        turnaround = now - result.sent_time if result.sent_time else None
+        change = partial(host_app_version.got_good_result, quota=quota, turnaround=turnaround)
+    elif result.exit_status != EXIT_ABORTED_BY_PROJECT:
+        change = partial(host_app_version.got_bad_result, quota=quota)
+    else:
+        return None, None, None
+    return result.host_id, result.app_version_id, change
 
 
 def rejection(result, report, host):

@@ -7,7 +7,11 @@ workunit has no error, and never a second result of one workunit for the same vo
 (``one_result_per_user_per_wu``). Each job must pass the deadline check of
 ``wu_is_infeasible_fast``: the host's estimated queue delay plus the job's duration on this host,
 stretched by its availability, must be under ``delay_bound``. Jobs are added until the request
-(seconds and instances) is met or ``max_wus_to_send`` × (CPUs + GPUs) is reached.
+(seconds and instances) is met or ``max_wus_to_send`` × (CPUs + GPUs) is reached, and never
+beyond an app version's daily quota on this host (§3.11: ``max_jobs_per_day`` × CPUs, or × GPUs
+for a GPU version, less the jobs sent today; a reply message says "daily quota exceeded"). Each
+send counts in the host app version's ``n_jobs_today``, creating the record on the first send
+(``backend.daemons.host_app_version``).
 
 Sending follows BOINC's code, not the seed (§4): the database stores ``report_deadline = now +
 delay_bound + report_grace_period`` and the client is told the deadline without the grace;
@@ -23,17 +27,19 @@ check turns down is stamped ``infeasible_since``; once every host that looked at
 workunit is due for the transitioner, which sets WU_ERROR_COULDNT_SEND_RESULT.
 """
 
+from collections import Counter
 from dataclasses import dataclass
 
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q
 
+from backend.daemons.host_app_version import count_sent, jobs_today, scaled_max_jobs_per_day
 from backend.daemons.sched_types import (
     Message, ReplyAppVersion, ReplyFile, ReplyResult, ReplyWorkunit,
 )
 from backend.events import event, record
 from backend.models import (
-    App, AppVersion, AssimilateState, ErrorMask, Outcome, Result, ServerState,
+    App, AppVersion, AssimilateState, ErrorMask, HostAppVersion, Outcome, Result, ServerState,
     TransitionerFlags, Workunit,
 )
 
@@ -56,11 +62,17 @@ class Resource:
 
 @dataclass
 class Version:
-    """An app version the host can run: the row (None on anonymous platform) and its reply."""
+    """An app version the host can run: the row (None on anonymous platform) and its reply.
+
+    ``limit`` is the version's daily quota on this host and ``room`` how many more jobs of it
+    may be sent today (None: no quota applies).
+    """
 
     row: AppVersion | None
     reply: ReplyAppVersion
     instances: float
+    limit: int | None = None
+    room: int | None = None
 
 
 def requested_resources(host, request):
@@ -180,10 +192,14 @@ def send_work(host, request, *, now, config, reply):
         return 0
     max_jobs = config.max_wus_to_send * (host.p_ncpus + sum(
         gpu.count for gpu in request.gpu_requests))
+    havs = {hav.app_version_id: hav for hav in HostAppVersion.objects.filter(host=host)}
     taken_wus = set()
-    sent = []
+    sent, limited = [], []
     for resource in resources:
         versions = usable_versions(request, resource)
+        limited.extend(apply_daily_quota(versions, havs, resource, now=now,
+                                         quota=config.daily_result_quota))
+        versions = {app_id: v for app_id, v in versions.items() if v.room is None or v.room > 0}
         if not versions or len(sent) >= max_jobs:
             continue
         by_locality = {app_id: v for app_id, v in versions.items()
@@ -204,9 +220,32 @@ def send_work(host, request, *, now, config, reply):
     if sent:
         lower_transition_times(sent)
         reply.results.extend(reply_results(sent, now=now, config=config))
-    else:
+    for v in limited:
+        if v.room <= 0:
+            reply.messages.append(Message(
+                f"{v.reply.app_name} {v.reply.version_num}: daily quota exceeded "
+                f"(reached daily quota of {v.limit} tasks)", "high"))
+    if not sent:
         reply.messages.append(Message("No work sent: no unsent job fits this host", "low"))
     return len(sent)
+
+
+def apply_daily_quota(versions, havs, resource, *, now, quota):
+    """Set each version's daily ``limit`` and ``room`` (backend.daemons.host_app_version);
+    return the versions with a quota. A version not yet sent to the host has the full quota."""
+    if not quota:
+        return []
+    limited = []
+    for v in versions.values():
+        if v.row is None:  # anonymous platform: no app version row, no quota
+            continue
+        hav = havs.get(v.row.pk)
+        if hav is None:
+            hav = HostAppVersion(max_jobs_per_day=quota)
+        v.limit = scaled_max_jobs_per_day(hav, resource.count)
+        v.room = v.limit - jobs_today(hav, now)
+        limited.append(v)
+    return limited
 
 
 def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_wus,
@@ -226,6 +265,8 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
             if result.workunit_id in taken_wus:
                 continue
             version = versions[result.app_id]
+            if version.room is not None and version.room <= 0:
+                continue
             runtime = result.workunit.rsc_fpops_est / job_flops(resource, version)
             stretched = runtime / resource.available_frac if resource.available_frac > 0 else None
             if stretched is None or delay + stretched >= result.workunit.delay_bound:
@@ -233,11 +274,15 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
                 continue
             chosen.append((result, version, runtime))
             taken_wus.add(result.workunit_id)
+            if version.room is not None:
+                version.room -= 1
             req_secs -= runtime
             req_instances -= version.instances
             delay += stretched / max(resource.count, 1)
         sent = mark_sent(host, chosen, now=now, config=config)
         fallen = mark_infeasible(infeasible, now=now, timeout=config.infeasible_timeout)
+        count_sent(host, Counter(v.row.pk for _, v, _ in sent if v.row is not None),
+                   now=now, quota=config.daily_result_quota)
     if fallen:
         make_due(fallen, now=now)
     return sent

@@ -7,6 +7,7 @@ re-exports them; its docstring describes the entry point ``handle_request``.
 
 from dataclasses import dataclass, field
 
+from backend.daemons.host_app_version import check_quota
 from backend.models import ClientState
 
 # --- the request (reference/protocol.md §4.2) ----------------------------------------------
@@ -219,9 +220,17 @@ class SchedulerReply:
     result_abort_if_not_started: list[str] = field(default_factory=list)
 
 
+# <daily_result_quota>: BOINC's scheduler reads 0 (no quota) when config.xml leaves it out,
+# but make_project writes 500 into every new project's config.xml; a project gets 500.
+DAILY_RESULT_QUOTA = 500
+
+
 @dataclass(frozen=True)
 class SchedulerConfig:
-    """The project's scheduler options (BOINC's config.xml names where there is one)."""
+    """The project's scheduler options (BOINC's config.xml names where there is one).
+
+    Constructing one with a value out of range raises ValueError naming the option.
+    """
 
     report_grace_period: int = 0
     max_wus_to_send: int = 10
@@ -233,6 +242,22 @@ class SchedulerConfig:
     infeasible_timeout: int = 7 * 86400
     # How many unsent results one request looks at beyond the ones it may send.
     candidate_factor: int = 4
+    # Jobs per day per host app version and CPU (or GPU); 0 turns the quota off
+    # (reference/server.md §3.11, backend.daemons.host_app_version).
+    daily_result_quota: int = DAILY_RESULT_QUOTA
+    # Resend in-progress jobs a client no longer lists (reference/server.md §3.6).
+    resend_lost_results: bool = False
+
+    def __post_init__(self):
+        check_quota(self.daily_result_quota)
+        for name in ("report_grace_period", "max_wus_to_send", "infeasible_timeout",
+                     "candidate_factor"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a whole number, 0 or more, not {value!r}")
+        if not isinstance(self.resend_lost_results, bool):
+            raise ValueError("resend_lost_results must be True or False, not "
+                             f"{self.resend_lost_results!r}")
 
 
 class SchedulerRequestError(ValueError):

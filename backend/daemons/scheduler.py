@@ -18,8 +18,9 @@ changed nothing. Otherwise, in BOINC's order (sched/handle_request.cpp):
    send_result_abort) and may be put in ``result_aborts`` / ``result_abort_if_not_started``;
 4. work is sent (§3.4, ``backend.daemons.sched_send``) for each resource with a request, GPUs
    first: unsent results by priority, one per user per workunit, only if the deadline is
-   feasible on this host, each claimed compare-and-set so that two schedulers never send the
-   same result.
+   feasible on this host and the app version's daily quota on this host allows (§3.11,
+   ``SchedulerConfig.daily_result_quota``), each claimed compare-and-set so that two
+   schedulers never send the same result.
 
 The request carries what a real client sends (reference/protocol.md §4.2); the reply what a
 client reads (§4.3). URLs are not the scheduler's business: the web layer builds download and
@@ -178,7 +179,8 @@ def handle_request(request, *, now, config=SchedulerConfig()):
         update_host(host, request, now=now)
         host.save()
         held = sync_sticky_files(host, request, now=now)
-        handle_results(host, request.results, now=now, reply=reply)
+        handle_results(host, request.results, now=now, reply=reply,
+                       quota=config.daily_result_quota)
     reply.hostid = host.pk
     if config.send_result_abort and request.other_results is not None:
         result_aborts(host, request.other_results, reply=reply)

@@ -9,10 +9,12 @@ differs (§4):
 
 1. find the canonical result and whether its files are already deleted;
 2. count the results: INACTIVE counts as unsent; IN_PROGRESS past report_deadline becomes
-   OVER/NO_REPLY here; SUCCESS counts unless INVALID, and a SUCCESS still INIT is new to
-   validate, or TOO_LATE when the canonical files are gone; CLIENT_ERROR and VALIDATE_ERROR are
-   errors, except a user abort (EXIT_ABORTED_VIA_GUI) which counts as no reply; NO_REPLY and
-   CLIENT_DETACHED are never errors;
+   OVER/NO_REPLY here, and its host app version is penalised (``result_timed_out``: quota - 1,
+   consecutive_valid 0, delay_bound as a turnaround sample; ``backend.daemons.host_app_version``,
+   written last in the pass, in one locked read and one write); SUCCESS counts unless INVALID,
+   and a SUCCESS still INIT is new to validate, or TOO_LATE when the canonical files are gone;
+   CLIENT_ERROR and VALIDATE_ERROR are errors, except a user abort (EXIT_ABORTED_VIA_GUI) which
+   counts as no reply; NO_REPLY and CLIENT_DETACHED are never errors;
 3. ``need_validate`` when a new SUCCESS result is there and nsuccess >= min_quorum;
 4. error bits, with BOINC's strict comparisons: COULDNT_SEND_RESULT if any result couldn't be
    sent; TOO_MANY_ERROR_RESULTS if nerrors > max_error_results; TOO_MANY_TOTAL_RESULTS if more
@@ -37,10 +39,13 @@ differs (§4):
 """
 
 from dataclasses import dataclass, field
+from functools import partial
 
 from django.db import transaction
 
+from backend.daemons import host_app_version
 from backend.daemons.claim import claim, compare_and_set, update_rows
+from backend.daemons.sched_types import DAILY_RESULT_QUOTA
 from backend.events import event, record
 from backend.models import (
     EXIT_ABORTED_VIA_GUI, INT_MAX, AssimilateState, ErrorMask, FileDeleteState, Outcome, Result,
@@ -50,7 +55,8 @@ from backend.models import (
 ACTOR = "transitioner"
 SAFETY_NET_MIN = 10 * 86400
 RESULT_FIELDS = ("id", "workunit", "name", "server_state", "outcome", "validate_state",
-                 "file_delete_state", "report_deadline", "received_time", "exit_status")
+                 "file_delete_state", "report_deadline", "received_time", "exit_status",
+                 "host", "app_version")
 WU_FIELDS = ("need_validate", "error_mask", "assimilate_state", "file_delete_state", "hr_class",
              "app_version")
 
@@ -60,6 +66,7 @@ class Changes:
     """What a pass will write, collected over all its workunits."""
 
     now: int
+    daily_result_quota: int = DAILY_RESULT_QUOTA
     timed_out: list = field(default_factory=list)
     too_late: list = field(default_factory=list)
     didnt_need: list = field(default_factory=list)
@@ -68,6 +75,7 @@ class Changes:
     new_results: list = field(default_factory=list)
     workunits: list = field(default_factory=list)
     transition_times: dict = field(default_factory=dict)
+    host_app_versions: list = field(default_factory=list)
     events: list = field(default_factory=list)
 
     def wu_event(self, wu, name, old, new, reason):
@@ -109,6 +117,9 @@ def handle_wu(wu, results, changes, *, delete_delay):
                 continue
             r.server_state, r.outcome = ServerState.OVER, Outcome.NO_REPLY
             changes.timed_out.append(r)
+            changes.host_app_versions.append((r.host_id, r.app_version_id, partial(
+                host_app_version.timed_out, quota=changes.daily_result_quota,
+                delay_bound=wu.delay_bound)))
         nover += 1
         if r.outcome == Outcome.COULDNT_SEND:
             ncouldnt_send += 1
@@ -271,10 +282,15 @@ def apply(changes):
         update_rows(Workunit, changes.workunits, WU_FIELDS)
     compare_and_set(Workunit, "transition_time", changes.transition_times, otherwise=now)
     record(changes.events)
+    host_app_version.apply(changes.host_app_versions)
 
 
-def run_once(*, now, batch_size, mod=1, index=0):
-    """One pass over due workunits; returns how many were handled."""
+def run_once(*, now, batch_size, mod=1, index=0, daily_result_quota=DAILY_RESULT_QUOTA):
+    """One pass over due workunits; returns how many were handled.
+
+    ``daily_result_quota`` is the project's (SchedulerConfig's), for penalising timeouts.
+    """
+    host_app_version.check_quota(daily_result_quota)
     with transaction.atomic():
         wus = claim(Workunit.objects.transition_due(now).select_related("app"), batch_size,
                     mod=mod, index=index)
@@ -284,7 +300,7 @@ def run_once(*, now, batch_size, mod=1, index=0):
         for r in Result.objects.filter(workunit_id__in=list(by_wu)).only(*RESULT_FIELDS) \
                 .order_by("workunit_id", "id"):
             by_wu[r.workunit_id].append(r)
-        changes = Changes(now=now)
+        changes = Changes(now=now, daily_result_quota=daily_result_quota)
         for wu in wus:
             handle_wu(wu, by_wu[wu.pk], changes, delete_delay=wu.app.delete_delay)
         apply(changes)

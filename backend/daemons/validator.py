@@ -36,6 +36,11 @@ Rules, following BOINC's code (§4):
   now + 6 h; the result stays INIT, so the transitioner sets need_validate again. (BOINC's
   check_set path turns such a result INCONCLUSIVE, after which it may never be checked; we keep
   it INIT, the intended behaviour.)
+- **host app versions** (``backend.daemons.host_app_version``): a result turned VALID raises its
+  host app version's max_jobs_per_day by one and, unless it was an unreplicated job of adaptive
+  replication, its consecutive_valid (BOINC's ``is_valid``); one turned INVALID (including a
+  validate error) resets consecutive_valid and lowers max_jobs_per_day by one if it is above
+  the quota (``is_invalid``). Written last in the pass, in one locked read and one write;
 - **credit** is granted once per result, when it becomes VALID (a compare-and-set on
   validate_state), and is the workunit's estimate: ``rsc_fpops_est`` × 200/86400e9 (credit per
   FLOP, "cobblestones"), capped at ``MAX_GRANTED_CREDIT``; the host's total_credit grows by it.
@@ -44,12 +49,15 @@ Rules, following BOINC's code (§4):
 import math
 import re
 from dataclasses import dataclass, field
+from functools import partial
 
 from django.db import transaction
 from django.db.models import Case, F, Value, When
 
+from backend.daemons import host_app_version
 from backend.daemons.claim import claim, update_rows
 from backend.daemons.hierarchy import upload_path
+from backend.daemons.sched_types import DAILY_RESULT_QUOTA
 from backend.events import event, record
 from backend.models import (
     INT_MAX, AssimilateState, ErrorMask, File, Host, Outcome, Result, ServerState,
@@ -121,6 +129,7 @@ def credit_for(wu):
 @dataclass
 class Changes:
     now: int
+    daily_result_quota: int = DAILY_RESULT_QUOTA
     validate_states: dict = field(default_factory=dict)   # result -> (old, new)
     validate_errors: list = field(default_factory=list)
     didnt_need: list = field(default_factory=list)
@@ -300,6 +309,25 @@ def apply(changes, wus):
                                       "assimilate_state", "error_mask", "target_nresults",
                                       "transition_time"])
     record(changes.events)
+    host_app_version.apply(quota_changes(changes, wus))
+
+
+def quota_changes(changes, wus):
+    """The host app version changes of the results validated in this pass, in order."""
+    quota = changes.daily_result_quota
+    by_id = {wu.pk: wu for wu in wus}
+    found = []
+    for result, (_, new) in changes.validate_states.items():
+        if new == ValidateState.VALID:
+            wu = by_id[result.workunit_id]
+            unreplicated = wu.target_nresults == 1 and wu.app.target_nresults > 1
+            change = partial(host_app_version.is_valid, quota=quota, replicated=not unreplicated)
+        elif new == ValidateState.INVALID:
+            change = partial(host_app_version.is_invalid, quota=quota)
+        else:
+            continue
+        found.append((result.host_id, result.app_version_id, change))
+    return found
 
 
 def grant_host_credit(changes):
@@ -326,8 +354,12 @@ def wu_events(changes, before, wus):
                             "target_nresults": "no consensus: one more replica"}.get(name, "")))
 
 
-def run_once(*, now, batch_size, mod=1, index=0):
-    """One pass over workunits with need_validate; returns how many were handled."""
+def run_once(*, now, batch_size, mod=1, index=0, daily_result_quota=DAILY_RESULT_QUOTA):
+    """One pass over workunits with need_validate; returns how many were handled.
+
+    ``daily_result_quota`` is the project's (SchedulerConfig's), for the host app versions.
+    """
+    host_app_version.check_quota(daily_result_quota)
     with transaction.atomic():
         wus = claim(Workunit.objects.need_validation().select_related("app"), batch_size,
                     mod=mod, index=index)
@@ -342,7 +374,7 @@ def run_once(*, now, batch_size, mod=1, index=0):
         before = {wu.pk: {name: getattr(wu, name) for name in (
             "canonical_result_id", "assimilate_state", "error_mask", "target_nresults")}
             for wu in wus}
-        changes = Changes(now=now)
+        changes = Changes(now=now, daily_result_quota=daily_result_quota)
         for wu in wus:
             handle_wu(wu, by_wu[wu.pk], Checker(wu.app, files), changes)
         wu_events(changes, before, wus)

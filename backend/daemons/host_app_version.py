@@ -1,0 +1,185 @@
+"""Host app versions: the daily quota and reliability record of one host × app version
+(reference/server.md §1.9, §3.11).
+
+Who changes what, following BOINC's code (sched/sched_send.cpp, sched_version.cpp,
+sched_result.cpp, transitioner.cpp, validator.cpp):
+
+- **send** (scheduler): the row is created the first time a job of the version is sent to the
+  host, with ``max_jobs_per_day = daily_result_quota``; every job sent adds one to
+  ``n_jobs_today``, which starts again from 0 on a new UTC day (BOINC resets it when the day of
+  the host's last RPC differs from today's; we keep the day in ``jobs_day``, decided from the
+  caller's ``now``). A resent lost job is not counted, as in BOINC.
+- **quota** (scheduler): no more jobs of a version once ``n_jobs_today`` reaches
+  ``max_jobs_per_day`` scaled as BOINC's ``scaled_max_jobs_per_day`` (sched_version.cpp):
+  times the host's CPU count for a CPU version, times the GPU count for a GPU version (BOINC also
+  multiplies by ``<gpu_multiplier>`` when set; we have none, as for the per-RPC job limit).
+- **success report** (scheduler, ``got_good_result``): ``max_jobs_per_day`` doubles, capped at
+  ``daily_result_quota``, if below it; the turnaround (received - sent) enters
+  ``turnaround_avg``.
+- **error report** (scheduler, ``got_bad_result``, not for EXIT_ABORTED_BY_PROJECT):
+  ``max_jobs_per_day = max(min(max_jobs_per_day, quota) - 1, 1)``; ``consecutive_valid = 0``.
+- **timeout** (transitioner, ``result_timed_out``): the same decrease (a row still at 0 counts
+  as the quota), ``consecutive_valid = 0``, and the workunit's ``delay_bound`` enters
+  ``turnaround_avg``.
+- **valid** (validator, ``is_valid``): ``max_jobs_per_day + 1`` (uncapped, as in BOINC; a
+  later invalid result takes it back down) and ``consecutive_valid + 1`` unless the job was an
+  unreplicated one of adaptive replication (``wu.target_nresults == 1 < app.target_nresults``).
+- **invalid** (validator, ``is_invalid``): ``consecutive_valid = 0`` and ``max_jobs_per_day - 1``
+  if above the quota.
+
+``turnaround_avg`` is BOINC's running average (lib/average.cpp ``AVERAGE::update`` with the
+host app version parameters of sched/credit.h): the plain mean of the first 20 samples, then an
+exponential average giving each new sample weight 0.01; once there is a sample, a new one is
+cut to 10 × the average. BOINC updates it from the validator's credit pass; we update it on each
+success report, so it is the turnaround of finished jobs whether or not they validate.
+
+``daily_result_quota = 0`` turns the quota off, as BOINC's ``if (config.daily_result_quota)``
+does: nothing is limited and ``max_jobs_per_day`` is left alone.
+
+Anonymous-platform jobs have no AppVersion row (BOINC keys their record by
+``1000000 × appid + resource type``); they are skipped, so they have no quota here.
+
+Writes are set-based and safe with several workers: each pass locks the rows it changes with
+one ``SELECT ... FOR UPDATE`` in id order, applies its changes in memory in the order they
+happened, and writes them in one ``UPDATE ... FROM (VALUES ...)``. Every caller does this last
+in its transaction (after its workunit and result rows), so host app version locks are always
+taken after the others and in one order, and no two passes can deadlock on them.
+"""
+
+from django.db import transaction
+
+from backend.daemons.claim import update_rows
+from backend.models import HostAppVersion
+
+DAY = 86400
+# BOINC's parameters for host app version averages (sched/credit.h HAV_AVG_*).
+AVG_THRESHOLD = 20
+AVG_WEIGHT = 0.01
+AVG_LIMIT = 10
+FIELDS = ("max_jobs_per_day", "n_jobs_today", "jobs_day", "turnaround_avg", "turnaround_n",
+          "consecutive_valid")
+
+
+def check_quota(daily_result_quota):
+    """Raise ValueError unless ``daily_result_quota`` is a whole number >= 0."""
+    if (isinstance(daily_result_quota, bool) or not isinstance(daily_result_quota, int)
+            or daily_result_quota < 0):
+        raise ValueError("daily_result_quota must be a whole number of jobs per day, 0 or "
+                         f"more (0 turns the quota off), not {daily_result_quota!r}")
+
+
+def utc_day(now):
+    return int(now) // DAY
+
+
+def running_average(avg, n, sample):
+    """``(avg, n)`` after one more sample (BOINC's AVERAGE::update, see the module docstring)."""
+    if sample < 0:
+        return avg, n
+    if n and sample > avg * AVG_LIMIT:
+        sample = avg * AVG_LIMIT
+    n += 1
+    if n < AVG_THRESHOLD:
+        avg += (sample - avg) / n
+    else:
+        avg += AVG_WEIGHT * (sample - avg)
+    return avg, n
+
+
+def jobs_today(hav, now):
+    """Jobs of ``hav``'s version sent to its host on ``now``'s UTC day."""
+    return hav.n_jobs_today if hav.jobs_day == utc_day(now) else 0
+
+
+def scaled_max_jobs_per_day(hav, count):
+    """The day's limit for a host with ``count`` CPUs (or GPUs of the version's type)."""
+    return hav.max_jobs_per_day * max(count, 1)
+
+
+# --- the changes, one per event, on a row in memory -----------------------------------------
+
+def sent(hav, *, now, jobs=1):
+    day = utc_day(now)
+    hav.n_jobs_today = (hav.n_jobs_today if hav.jobs_day == day else 0) + jobs
+    hav.jobs_day = day
+
+
+def got_good_result(hav, *, quota, turnaround):
+    if hav.max_jobs_per_day < quota:
+        hav.max_jobs_per_day = min(2 * hav.max_jobs_per_day, quota)
+    if turnaround is not None:
+        hav.turnaround_avg, hav.turnaround_n = running_average(
+            hav.turnaround_avg, hav.turnaround_n, turnaround)
+
+
+def got_bad_result(hav, *, quota):
+    if quota:
+        hav.max_jobs_per_day = max(min(hav.max_jobs_per_day, quota) - 1, 1)
+    hav.consecutive_valid = 0
+
+
+def timed_out(hav, *, quota, delay_bound):
+    hav.turnaround_avg, hav.turnaround_n = running_average(
+        hav.turnaround_avg, hav.turnaround_n, delay_bound)
+    if quota:
+        hav.max_jobs_per_day = max(min(hav.max_jobs_per_day or quota, quota) - 1, 1)
+    hav.consecutive_valid = 0
+
+
+def is_valid(hav, *, quota, replicated=True):
+    if quota:
+        hav.max_jobs_per_day += 1
+    if replicated:
+        hav.consecutive_valid += 1
+
+
+def is_invalid(hav, *, quota):
+    hav.consecutive_valid = 0
+    if quota and hav.max_jobs_per_day > quota:
+        hav.max_jobs_per_day -= 1
+
+
+# --- writing -------------------------------------------------------------------------------
+
+def apply(changes):
+    """Apply ``changes``, ``(host_id, app_version_id, change)`` tuples in the order they
+    happened, where ``change(hav)`` edits a row in memory; rows that do not exist (a job sent
+    before its host had one) are skipped, as BOINC skips a missing record. Returns the rows
+    written. Call inside the caller's transaction, after its other writes.
+    """
+    changes = [(h, v, change) for h, v, change in changes if h and v]
+    if not changes:
+        return []
+    # Hosts × versions may take in a few rows no change is for; they are locked, not written.
+    rows = locked(HostAppVersion.objects.filter(host_id__in={h for h, _, _ in changes},
+                                                app_version_id__in={v for _, v, _ in changes}))
+    by_key = {(row.host_id, row.app_version_id): row for row in rows}
+    touched = {}
+    for host_id, version_id, change in changes:
+        row = by_key.get((host_id, version_id))
+        if row is not None:
+            change(row)
+            touched[row.pk] = row
+    update_rows(HostAppVersion, list(touched.values()), FIELDS)
+    return list(touched.values())
+
+
+def locked(queryset):
+    """The rows of ``queryset``, locked in id order (a no-op on SQLite, whose transactions are
+    serialised by the write lock)."""
+    with transaction.atomic():
+        return list(queryset.select_for_update().order_by("id"))
+
+
+def count_sent(host, version_jobs, *, now, quota):
+    """Count ``version_jobs`` (app version id -> jobs sent now) for ``host``, first creating
+    the rows it lacks with ``max_jobs_per_day = quota``."""
+    version_jobs = {v: n for v, n in version_jobs.items() if v and n}
+    if not version_jobs:
+        return []
+    HostAppVersion.objects.bulk_create(
+        [HostAppVersion(host_id=host.pk, app_version_id=v, max_jobs_per_day=quota,
+                        jobs_day=utc_day(now)) for v in sorted(version_jobs)],
+        ignore_conflicts=True)
+    return apply([(host.pk, v, lambda hav, n=n: sent(hav, now=now, jobs=n))
+                  for v, n in sorted(version_jobs.items())])

@@ -1,0 +1,337 @@
+"""Hosts over time: daily quotas and reliability per host app version (reference/server.md
+§3.11, §1.9), lost results (§3.6 resend) and detached hosts (§3.6 mark_results_over)."""
+
+import hashlib
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from backend.daemons import host_app_version, transitioner, validator
+from backend.daemons.scheduler import (
+    ClientAppVersion, GpuRequest, ReportedFile, ReportedResult, SchedulerConfig, handle_request,
+)
+from backend.models import (
+    EXIT_ABORTED_BY_PROJECT, AppVersion, ClientState, File, GpuType, HostAppVersion, Outcome,
+    Result, ServerState, Workunit,
+)
+from tests.backend.conftest import NOW, work_request
+
+pytestmark = pytest.mark.django_db
+
+DAY = 86400
+TODAY = NOW // DAY
+QUOTA = 10
+
+
+def config(**fields):
+    fields.setdefault("daily_result_quota", QUOTA)
+    return SchedulerConfig(**fields)
+
+
+def unsent(project, n, **wu_fields):
+    wu_fields.setdefault("delay_bound", 100 * DAY)
+    return [project.result(project.workunit(**wu_fields)) for _ in range(n)]
+
+
+def lots_of_work(host, **fields):
+    """A request for more jobs than max_wus_to_send allows."""
+    fields.setdefault("cpu_req_secs", 1e9)
+    fields.setdefault("cpu_req_instances", 0)
+    request = work_request(host, **fields)
+    request.host_info.p_ncpus = host.p_ncpus
+    return request
+
+
+def hav_of(host, version):
+    return HostAppVersion.objects.get(host=host, app_version=version)
+
+
+def sent_result(project, host, version=None, **fields):
+    fields.setdefault("server_state", ServerState.IN_PROGRESS)
+    fields.setdefault("sent_time", NOW - 1000)
+    fields.setdefault("report_deadline", NOW + DAY)
+    version = project.version if version is None else version
+    return project.result(project.workunit(), host=host, user_id=host.owner_id,
+                          app_version=version, **fields)
+
+
+def report_of(result, **fields):
+    files = [ReportedFile(result.output_file_name(0), data=b"OUTPUT\n")]
+    return ReportedResult(result.name, output_files=files, **fields)
+
+
+def count_queries(fn):
+    with CaptureQueriesContext(connection) as queries:
+        fn()
+    return len(queries)
+
+
+# --- §3.11 daily quota: the record, the count, the limit ------------------------------------
+
+def test_rule_3_11_first_send_creates_the_host_app_version_with_the_quota(project):
+    host = project.host(p_ncpus=1)
+    unsent(project, 3)
+    reply = handle_request(lots_of_work(host, cpu_req_secs=2 * 3600), now=NOW, config=config())
+    assert len(reply.results) == 2
+    hav = hav_of(host, project.version)
+    assert (hav.max_jobs_per_day, hav.n_jobs_today, hav.jobs_day) == (QUOTA, 2, TODAY)
+    assert (hav.consecutive_valid, hav.turnaround_n) == (0, 0)
+    handle_request(lots_of_work(host, cpu_req_secs=1), now=NOW + 60, config=config())
+    assert hav_of(host, project.version).n_jobs_today == 3
+
+
+@pytest.mark.parametrize("ncpus, max_jobs_per_day, n_jobs_today, days_ago, quota, sent", [
+    (1, 3, 0, 0, QUOTA, 3),       # 3 a day on one CPU
+    (2, 3, 0, 0, QUOTA, 6),       # scaled by the CPU count
+    (2, 3, 4, 0, QUOTA, 2),       # 4 of 6 already sent today
+    (2, 3, 6, 0, QUOTA, 0),       # reached
+    (2, 3, 9, 0, QUOTA, 0),       # over (the quota fell since)
+    (2, 3, 6, 1, QUOTA, 6),       # yesterday's count does not count
+    (1, 0, 50, 0, 0, 10),         # daily_result_quota 0: no quota (max_wus_to_send caps)
+    (1, 12, 0, 0, QUOTA, 10),     # above the quota after valid results: max_wus_to_send caps
+])
+def test_rule_3_11_daily_quota_per_host_app_version_scaled_by_cpus(
+        project, ncpus, max_jobs_per_day, n_jobs_today, days_ago, quota, sent):
+    host = project.host(p_ncpus=ncpus)
+    HostAppVersion.objects.create(host=host, app_version=project.version,
+                                  max_jobs_per_day=max_jobs_per_day, n_jobs_today=n_jobs_today,
+                                  jobs_day=TODAY - days_ago)
+    unsent(project, 25)
+    reply = handle_request(lots_of_work(host), now=NOW, config=config(daily_result_quota=quota))
+    assert len(reply.results) == sent
+    hav = hav_of(host, project.version)
+    assert (hav.n_jobs_today, hav.jobs_day) == (
+        (n_jobs_today if days_ago == 0 else 0) + sent, TODAY if sent or not days_ago
+        else TODAY - days_ago)
+    exceeded = [m for m in reply.messages if "daily quota exceeded" in m.text]
+    limit = max_jobs_per_day * ncpus
+    if quota and sent < 10:
+        assert [m.text for m in exceeded] == [
+            f"uppercase 100: daily quota exceeded (reached daily quota of {limit} tasks)"]
+        assert exceeded[0].priority == "high"
+    else:
+        assert exceeded == []
+
+
+def test_rule_3_11_the_count_starts_again_on_a_new_utc_day(project):
+    host = project.host(p_ncpus=1)
+    unsent(project, 12)
+    cfg = config(daily_result_quota=2)
+    end_of_day = (TODAY + 1) * DAY - 1
+    assert len(handle_request(lots_of_work(host), now=end_of_day, config=cfg).results) == 2
+    assert handle_request(lots_of_work(host), now=end_of_day, config=cfg).results == []
+    reply = handle_request(lots_of_work(host), now=end_of_day + 1, config=cfg)
+    assert len(reply.results) == 2
+    hav = hav_of(host, project.version)
+    assert (hav.n_jobs_today, hav.jobs_day) == (2, TODAY + 1)
+
+
+def test_rule_3_11_gpu_quota_is_scaled_by_the_gpu_count_and_counted_apart(project):
+    gpu = AppVersion.objects.create(app=project.app, version_num=100, plan_class="cuda",
+                                    gpu_type=GpuType.NVIDIA, gpu_usage=1, flops=1e11)
+    host = project.host(p_ncpus=1)
+    for version in (project.version, gpu):
+        HostAppVersion.objects.create(host=host, app_version=version, max_jobs_per_day=1,
+                                      jobs_day=TODAY)
+    unsent(project, 10)
+    request = lots_of_work(host, gpu_requests=[
+        GpuRequest("NVIDIA", count=3, peak_flops=1e11, req_secs=1e9)])
+    reply = handle_request(request, now=NOW, config=config())
+    assert sorted(job.resource for job in reply.results) == ["NVIDIA"] * 3 + ["cpu"]
+    assert hav_of(host, gpu).n_jobs_today == 3
+    assert hav_of(host, project.version).n_jobs_today == 1
+
+
+def test_rule_3_11_anonymous_platform_jobs_have_no_host_app_version(project):
+    host = project.host()
+    unsent(project, 3)
+    request = lots_of_work(host, platform_name="anonymous", app_versions=[
+        ClientAppVersion("uppercase", 100, platform="x86_64-pc-linux-gnu")])
+    reply = handle_request(request, now=NOW, config=config(daily_result_quota=1))
+    assert len(reply.results) == 3
+    assert not HostAppVersion.objects.exists()
+
+
+# --- §3.11 reports: success doubles, error lowers -------------------------------------------
+
+@pytest.mark.parametrize("client_state, exit_status, before, after, valid_after", [
+    (ClientState.FILES_UPLOADED, 0, 3, 6, 4),        # success doubles
+    (ClientState.FILES_UPLOADED, 0, 8, QUOTA, 4),    # capped at the quota
+    (ClientState.FILES_UPLOADED, 0, 12, 12, 4),      # above it (valid results): left alone
+    (ClientState.COMPUTE_ERROR, 1, 5, 4, 0),         # error: one less, consecutive_valid 0
+    (ClientState.COMPUTE_ERROR, 1, 1, 1, 0),         # never below one
+    (ClientState.COMPUTE_ERROR, 1, 12, QUOTA - 1, 0),  # from the quota, if above it
+    (ClientState.ABORTED, EXIT_ABORTED_BY_PROJECT, 5, 5, 4),  # the project's abort: no penalty
+])
+def test_rule_3_11_a_report_adjusts_the_quota(project, client_state, exit_status, before,
+                                             after, valid_after):
+    host = project.host()
+    HostAppVersion.objects.create(host=host, app_version=project.version,
+                                  max_jobs_per_day=before, consecutive_valid=4)
+    result = sent_result(project, host)
+    handle_request(work_request(host, cpu_req_secs=0, results=[
+        report_of(result, client_state=client_state, exit_status=exit_status)]),
+        now=NOW, config=config())
+    hav = hav_of(host, project.version)
+    assert (hav.max_jobs_per_day, hav.consecutive_valid) == (after, valid_after)
+    success = client_state == ClientState.FILES_UPLOADED
+    assert (hav.turnaround_avg, hav.turnaround_n) == ((1000.0, 1) if success else (0.0, 0))
+
+
+def test_rule_3_11_reports_of_one_request_apply_in_order_in_a_fixed_number_of_queries(project):
+    def rpc(host, outcomes):
+        HostAppVersion.objects.create(host=host, app_version=project.version,
+                                      max_jobs_per_day=2, consecutive_valid=3)
+        reports = [report_of(sent_result(project, host),
+                             client_state=ClientState.FILES_UPLOADED if ok
+                             else ClientState.COMPUTE_ERROR) for ok in outcomes]
+        count = count_queries(lambda: handle_request(
+            work_request(host, cpu_req_secs=0, results=reports), now=NOW, config=config()))
+        return count, hav_of(host, project.version)
+
+    few, hav = rpc(project.host(), [True, True])
+    assert (hav.max_jobs_per_day, hav.turnaround_n) == (8, 2)            # 2 -> 4 -> 8
+    many, hav = rpc(project.host(), [True, True, False, True] * 3)
+    assert hav.max_jobs_per_day == QUOTA and hav.consecutive_valid == 0
+    assert many == few
+
+
+def test_rule_3_11_a_report_without_a_record_changes_no_record(project):
+    host = project.host()
+    result = sent_result(project, host)
+    handle_request(work_request(host, cpu_req_secs=0, results=[report_of(result)]), now=NOW,
+                   config=config())
+    assert not HostAppVersion.objects.exists()
+
+
+@pytest.mark.parametrize("samples, avg, n", [
+    ([100.0], 100.0, 1),
+    ([100.0, 300.0], 200.0, 2),
+    ([100.0, 5000.0], 550.0, 2),             # cut to 10 x the average: (100 + 1000) / 2
+    ([100.0] * 19, 100.0, 19),
+    ([100.0] * 19 + [200.0], 101.0, 20),     # from the 20th sample on: weight 0.01
+    ([-5.0], 0.0, 0),                        # a negative sample is dropped
+])
+def test_rule_3_11_turnaround_is_boincs_running_average(samples, avg, n):
+    got = (0.0, 0)
+    for sample in samples:
+        got = host_app_version.running_average(*got, sample)
+    assert got == (pytest.approx(avg), n)
+
+
+# --- §3.11 timeouts (transitioner) -----------------------------------------------------------
+
+@pytest.mark.parametrize("before, after", [
+    (0, QUOTA - 1),     # a record never set counts as the quota
+    (5, 4),
+    (1, 1),
+    (15, QUOTA - 1),
+])
+def test_rule_3_11_a_timeout_lowers_the_quota(project, before, after):
+    host = project.host()
+    HostAppVersion.objects.create(host=host, app_version=project.version,
+                                  max_jobs_per_day=before, consecutive_valid=7)
+    result = sent_result(project, host, report_deadline=NOW - 1)
+    Workunit.objects.filter(pk=result.workunit_id).update(transition_time=NOW - 1)
+    assert transitioner.run_once(now=NOW, batch_size=10, daily_result_quota=QUOTA) == 1
+    assert Result.objects.get(pk=result.pk).outcome == Outcome.NO_REPLY
+    hav = hav_of(host, project.version)
+    assert (hav.max_jobs_per_day, hav.consecutive_valid) == (after, 0)
+    assert (hav.turnaround_avg, hav.turnaround_n) == (float(project.app.delay_bound), 1)
+
+
+def test_rule_3_11_timeouts_of_a_pass_apply_in_order_in_a_fixed_number_of_queries(project):
+    def timeouts(n):
+        host = project.host()
+        HostAppVersion.objects.create(host=host, app_version=project.version,
+                                      max_jobs_per_day=QUOTA)
+        for _ in range(n):
+            sent_result(project, host, report_deadline=NOW - 1)
+        Workunit.objects.filter(results__host=host).update(transition_time=NOW - 1)
+        count = count_queries(lambda: transitioner.run_once(now=NOW, batch_size=100,
+                                                            daily_result_quota=QUOTA))
+        return count, hav_of(host, project.version).max_jobs_per_day
+
+    few, after_few = timeouts(2)
+    many, after_many = timeouts(6)
+    assert (after_few, after_many) == (QUOTA - 2, QUOTA - 6)
+    assert many == few
+
+
+# --- §3.11 validation ---------------------------------------------------------------------------
+
+def validated(project, outputs, *, before, app_target=None, **wu_fields):
+    """Successful results with these outputs on one host each, after a validator pass; the
+    host app version of each before the pass is ``before`` (max_jobs_per_day, cons. valid)."""
+    if app_target is not None:
+        project.app.target_nresults = app_target
+        project.app.save()
+    wu_fields.setdefault("min_quorum", len(outputs))
+    wu_fields.setdefault("target_nresults", len(outputs))
+    wu = project.workunit(need_validate=True, max_success_results=3, max_total_results=6,
+                          max_error_results=3, **wu_fields)
+    hosts = []
+    for data in outputs:
+        host = project.host()
+        HostAppVersion.objects.create(host=host, app_version=project.version,
+                                      max_jobs_per_day=before[0], consecutive_valid=before[1])
+        r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS,
+                           host=host, app_version=project.version)
+        File.objects.create(name=r.output_file_name(0), kind="output", result=r,
+                            md5_cksum=hashlib.md5(data).hexdigest())
+        hosts.append(host)
+    assert validator.run_once(now=NOW, batch_size=10, daily_result_quota=QUOTA) == 1
+    return [(hav.max_jobs_per_day, hav.consecutive_valid)
+            for hav in (hav_of(h, project.version) for h in hosts)]
+
+
+@pytest.mark.parametrize("outputs, before, after", [
+    # valid: one more job a day (even above the quota) and one more consecutive valid
+    ([b"1", b"1"], (4, 2), [(5, 3), (5, 3)]),
+    ([b"1", b"1"], (QUOTA, 2), [(QUOTA + 1, 3)] * 2),
+    # quorum 3, two agree: the odd one is invalid: consecutive_valid 0, quota kept at or below
+    ([b"1", b"1", b"2"], (4, 2), [(5, 3), (5, 3), (4, 0)]),
+    # ... and lowered by one when above the quota
+    ([b"1", b"1", b"2"], (QUOTA + 3, 2), [(QUOTA + 4, 3), (QUOTA + 4, 3), (QUOTA + 2, 0)]),
+])
+def test_rule_3_11_validation_adjusts_the_quota_and_consecutive_valid(project, outputs, before,
+                                                                     after):
+    assert validated(project, outputs, before=before) == after
+
+
+def test_rule_3_11_an_unreplicated_valid_job_does_not_count_as_consecutive_valid(project):
+    # adaptive replication: the app wants 2, this workunit was sent alone (target 1)
+    assert validated(project, [b"1"], before=(4, 2), app_target=2) == [(5, 2)]
+
+
+def test_rule_3_11_a_validate_error_is_invalid_for_the_host_app_version(project):
+    wu = project.workunit(need_validate=True)
+    host = project.host()
+    HostAppVersion.objects.create(host=host, app_version=project.version,
+                                  max_jobs_per_day=QUOTA + 1, consecutive_valid=5)
+    project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=host,
+                   app_version=project.version)  # no output file: unusable
+    validator.run_once(now=NOW, batch_size=10, daily_result_quota=QUOTA)
+    assert Result.objects.get().outcome == Outcome.VALIDATE_ERROR
+    hav = hav_of(host, project.version)
+    assert (hav.max_jobs_per_day, hav.consecutive_valid) == (QUOTA, 0)
+
+
+# --- bad configuration ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value", [-1, 2.5, "500", True, None])
+def test_rule_3_11_a_bad_daily_result_quota_is_refused_with_its_reason(project, value):
+    with pytest.raises(ValueError, match="daily_result_quota must be a whole number"):
+        SchedulerConfig(daily_result_quota=value)
+    with pytest.raises(ValueError, match="daily_result_quota must be a whole number"):
+        transitioner.run_once(now=NOW, batch_size=10, daily_result_quota=value)
+    with pytest.raises(ValueError, match="daily_result_quota must be a whole number"):
+        validator.run_once(now=NOW, batch_size=10, daily_result_quota=value)
+
+
+def test_scheduler_config_refuses_other_bad_values():
+    with pytest.raises(ValueError, match="max_wus_to_send must be a whole number"):
+        SchedulerConfig(max_wus_to_send=-3)
+    with pytest.raises(ValueError, match="resend_lost_results must be True or False"):
+        SchedulerConfig(resend_lost_results="yes")
