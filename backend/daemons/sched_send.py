@@ -77,21 +77,24 @@ class Version:
 
 def requested_resources(host, request):
     """The resources with a work request, GPU types first (``send_work_score_type`` order)."""
+    return [r for r in host_resources(host, request) if r.req_secs > 0 or r.req_instances > 0]
+
+
+def host_resources(host, request):
+    """Every processor type of the host, GPU types first, with what the client asks of each."""
     stats = request.time_stats
-    wanted = []
+    found = []
     for gpu in request.gpu_requests:
-        if gpu.count > 0 and (gpu.req_secs > 0 or gpu.req_instances > 0):
-            wanted.append(Resource(gpu.type, gpu.req_secs, gpu.req_instances,
-                                   gpu.estimated_delay, gpu.peak_flops,
-                                   stats.on_frac * stats.gpu_active_frac, gpu.count))
+        if gpu.count > 0:
+            found.append(Resource(gpu.type, gpu.req_secs, gpu.req_instances,
+                                  gpu.estimated_delay, gpu.peak_flops,
+                                  stats.on_frac * stats.gpu_active_frac, gpu.count))
     cpu_secs = request.cpu_req_secs
     if not cpu_secs and not request.cpu_req_instances and not request.gpu_requests:
         cpu_secs = request.work_req_seconds  # clients before per-resource requests
-    if cpu_secs > 0 or request.cpu_req_instances > 0:
-        wanted.append(Resource(CPU, cpu_secs, request.cpu_req_instances,
-                               request.estimated_delay, host.p_fpops,
-                               stats.on_frac * stats.active_frac, host.p_ncpus))
-    return wanted
+    found.append(Resource(CPU, cpu_secs, request.cpu_req_instances, request.estimated_delay,
+                          host.p_fpops, stats.on_frac * stats.active_frac, host.p_ncpus))
+    return found
 
 
 def usable_versions(request, resource):

@@ -16,6 +16,9 @@ changed nothing. Otherwise, in BOINC's order (sched/handle_request.cpp):
    is listed in ``reply.rejected`` with the reason and changes nothing;
 3. in-progress results the client lists in ``other_results`` are checked (§3.6
    send_result_abort) and may be put in ``result_aborts`` / ``result_abort_if_not_started``;
+   with ``SchedulerConfig.resend_lost_results``, a request that asks for work and lists its
+   in-progress jobs has the host's other IN_PROGRESS results resent or expired (§3.6,
+   ``backend.daemons.sched_resend``); if any was resent, no new work is sent;
 4. work is sent (§3.4, ``backend.daemons.sched_send``) for each resource with a request, GPUs
    first: unsent results by priority, one per user per workunit, only if the deadline is
    feasible on this host and the app version's daily quota on this host allows (§3.11,
@@ -32,8 +35,11 @@ file_upload_handler would have.
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from backend.daemons.sched_resend import resend_lost_results
 from backend.daemons.sched_result import handle_results
-from backend.daemons.sched_send import result_aborts, send_work
+from backend.daemons.sched_send import (
+    host_resources, requested_resources, result_aborts, send_work,
+)
 from backend.daemons.sched_types import (  # noqa: F401  (re-exported)
     HostInfo,
     TimeStats,
@@ -187,6 +193,14 @@ def handle_request(request, *, now, config=SchedulerConfig()):
     reply.delete_file_infos = deleted_sticky_files(held)
     if request.dont_send_work:
         reply.messages.append(Message("not sending work: the client asked for none"))
+        return reply
+    resent = 0
+    if (config.resend_lost_results and request.other_results is not None
+            and requested_resources(host, request)):
+        resent = resend_lost_results(host, request, host_resources(host, request), now=now,
+                                     config=config, reply=reply)
+    if resent:
+        reply.messages.append(Message("No new work sent: lost tasks were resent", "low"))
     else:
         send_work(host, request, now=now, config=config, reply=reply)
     return reply

@@ -335,3 +335,141 @@ def test_scheduler_config_refuses_other_bad_values():
         SchedulerConfig(max_wus_to_send=-3)
     with pytest.raises(ValueError, match="resend_lost_results must be True or False"):
         SchedulerConfig(resend_lost_results="yes")
+
+
+# --- §3.6 resend lost results ----------------------------------------------------------------
+
+GRACE = 3600
+
+
+def resend_config(**fields):
+    fields.setdefault("resend_lost_results", True)
+    fields.setdefault("report_grace_period", GRACE)
+    return config(**fields)
+
+
+def lost_job(project, host, **fields):
+    """A job sent 1000 s ago; its client deadline is a day from now (stored with grace)."""
+    fields.setdefault("report_deadline", NOW + DAY + GRACE)
+    return sent_result(project, host, **fields)
+
+
+@pytest.mark.parametrize("case, fate", [
+    ("lost", "resent"),
+    ("listed by the client", "untouched"),
+    ("reported in this request", "reported"),
+    ("workunit has an error", "expired"),
+    ("workunit has a canonical result", "expired"),
+    ("cannot finish before its deadline", "expired"),
+    ("app version deprecated", "expired"),
+    ("resend_lost_results off", "untouched"),
+    ("no other_results list", "untouched"),
+    ("asks for no work", "untouched"),
+])
+def test_rule_3_6_lost_results_are_resent_or_expired(project, case, fate):
+    from backend.models import ErrorMask, LifecycleEvent
+    host = project.host(p_ncpus=1)
+    job = lost_job(project, host)
+    other = lost_job(project, host)          # listed by the client: never touched
+    [spare] = unsent(project, 1)             # new work the request could get
+    fields = dict(cpu_req_secs=3600, cpu_req_instances=0, other_results=[other.name])
+    cfg = resend_config()
+    if case == "listed by the client":
+        fields["other_results"].append(job.name)
+    elif case == "reported in this request":
+        fields["results"] = [report_of(job)]
+    elif case == "workunit has an error":
+        Workunit.objects.filter(pk=job.workunit_id).update(error_mask=ErrorMask.CANCELLED)
+    elif case == "workunit has a canonical result":
+        Workunit.objects.filter(pk=job.workunit_id).update(canonical_result=other)
+    elif case == "cannot finish before its deadline":
+        Result.objects.filter(pk=job.pk).update(report_deadline=NOW + 1800 + GRACE)
+    elif case == "app version deprecated":
+        AppVersion.objects.filter(pk=project.version.pk).update(deprecated=True)
+    elif case == "resend_lost_results off":
+        cfg = resend_config(resend_lost_results=False)
+    elif case == "no other_results list":
+        fields["other_results"] = None
+    elif case == "asks for no work":
+        fields["cpu_req_secs"] = 0
+    before = Result.objects.get(pk=job.pk)
+    reply = handle_request(work_request(host, **fields), now=NOW, config=cfg)
+    after = Result.objects.get(pk=job.pk)
+    wu = Workunit.objects.get(pk=job.workunit_id)
+    names = [r.name for r in reply.results]
+    texts = [m.text for m in reply.messages]
+    events = list(LifecycleEvent.objects.filter(result=job, actor="scheduler").values_list(
+        "field", "old", "new"))
+    assert Result.objects.get(pk=other.pk).sent_time == NOW - 1000
+    if fate == "resent":
+        assert names == [job.name]
+        assert reply.results[0].report_deadline == NOW + DAY   # the deadline it had
+        assert (after.server_state, after.sent_time, after.report_deadline) == (
+            ServerState.IN_PROGRESS, NOW, before.report_deadline)
+        assert events == [("sent_time", NOW - 1000, NOW)]
+        assert f"Resent lost task {job.name}" in texts
+        # nothing new in an RPC that resent work, and a resend is not a new job of the day
+        assert Result.objects.get(pk=spare.pk).server_state == ServerState.UNSENT
+        assert not HostAppVersion.objects.exists()
+    elif fate == "expired":
+        assert (after.server_state, after.report_deadline) == (ServerState.IN_PROGRESS,
+                                                               NOW - 1)
+        assert wu.transition_time == NOW - 1
+        assert events == [("report_deadline", before.report_deadline, NOW - 1)]
+        assert f"Didn't resend lost task {job.name} (expired)" in texts
+        assert job.name not in names
+        # the transitioner's next pass times it out
+        transitioner.run_once(now=NOW, batch_size=10)
+        assert (Result.objects.get(pk=job.pk).server_state,
+                Result.objects.get(pk=job.pk).outcome) == (ServerState.OVER, Outcome.NO_REPLY)
+    elif fate == "reported":
+        assert (after.server_state, after.outcome) == (ServerState.OVER, Outcome.SUCCESS)
+        assert job.name not in names and not any("lost task" in t for t in texts)
+    else:
+        assert (after.sent_time, after.report_deadline) == (NOW - 1000, NOW + DAY + GRACE)
+        assert events == [] and not any("lost task" in t for t in texts)
+    if fate != "resent" and case not in ("asks for no work", "app version deprecated"):
+        assert names[-1:] == [spare.name]    # new work as usual
+
+
+def test_rule_3_6_a_lost_gpu_job_is_resent_for_the_gpu_when_only_cpu_work_is_asked(project):
+    gpu = AppVersion.objects.create(app=project.app, version_num=100, plan_class="cuda",
+                                    gpu_type=GpuType.NVIDIA, gpu_usage=1, flops=1e11)
+    host = project.host(p_ncpus=1)
+    job = lost_job(project, host, version=gpu)
+    request = work_request(host, cpu_req_secs=3600, other_results=[], gpu_requests=[
+        GpuRequest("NVIDIA", count=1, peak_flops=1e11)])
+    reply = handle_request(request, now=NOW, config=resend_config())
+    assert [(r.name, r.resource, r.app_version.plan_class) for r in reply.results] == [
+        (job.name, "NVIDIA", "cuda")]
+    # the GPU is gone: the job is expired
+    job2 = lost_job(project, host, version=gpu)
+    reply = handle_request(work_request(host, cpu_req_secs=3600, other_results=[job.name]),
+                           now=NOW + 1, config=resend_config())
+    assert Result.objects.get(pk=job2.pk).report_deadline == NOW
+    assert job2.name not in [r.name for r in reply.results]
+
+
+def test_rule_3_6_jobs_resent_queue_up_against_their_deadlines(project):
+    # One CPU; each lost job runs 3600 s and has 2.5 h left: two fit, the third is expired.
+    host = project.host(p_ncpus=1)
+    jobs = [lost_job(project, host, report_deadline=NOW + 9000 + GRACE) for _ in range(3)]
+    reply = handle_request(work_request(host, cpu_req_secs=1, other_results=[]), now=NOW,
+                           config=resend_config())
+    assert [r.name for r in reply.results] == [j.name for j in jobs[:2]]
+    assert Result.objects.get(pk=jobs[2].pk).report_deadline == NOW - 1
+
+
+def test_rule_3_6_resending_takes_a_fixed_number_of_queries(project):
+    def resend(n):
+        host = project.host(p_ncpus=1)
+        for _ in range(n):
+            lost_job(project, host, report_deadline=NOW + 100 * DAY)
+        request = work_request(host, cpu_req_secs=1, other_results=[])
+        count = count_queries(lambda: handle_request(request, now=NOW, config=resend_config()))
+        return count, Result.objects.filter(host=host, sent_time=NOW).count()
+
+    few, resent_few = resend(2)
+    many, resent_many = resend(7)
+    assert (resent_few, resent_many) == (2, 7)
+    assert many == few

@@ -1,0 +1,167 @@
+"""Resending lost results (reference/server.md §3.6: sched/sched_resend.cpp resend_lost_work).
+
+With ``SchedulerConfig.resend_lost_results`` on, a request that asks for work and carries the
+client's list of in-progress jobs (``<other_results>``, ``request.other_results`` not None)
+has every IN_PROGRESS result of its host that the client neither lists nor reports in this
+request looked at, in id order:
+
+- it is **expired** if its workunit has an error or a canonical result, if the host has no
+  usable app version for it any more (app or version deprecated, GPU gone), or if it cannot
+  finish in time: the client's queue ahead (``estimated_delay``, plus the jobs resent before
+  it) and its runtime on this host, stretched by the host's availability, must fit before its
+  deadline, as for a first send. An expired result gets ``report_deadline = now - 1`` (never
+  later than it was) and its workunit ``transition_time = min(transition_time, now - 1)``, so
+  the next transitioner pass times it out (OVER/NO_REPLY) and makes a replacement;
+- otherwise it is **resent**: the same result goes back in the reply with the newest usable
+  app version, ``sent_time = now``, and its original deadline. It is not counted in the host
+  app version's ``n_jobs_today`` (BOINC counts only new jobs) and is not held to the daily
+  quota.
+
+Each change writes a lifecycle event and a reply message ("Resent lost task ..." or
+"Didn't resend lost task ... (expired)"). If anything was resent, the scheduler sends no new
+work in that RPC.
+
+The deadline: BOINC's ``possibly_give_result_new_deadline`` computes a new one, but the
+feasibility check has by then set the workunit's delay bound to the time left before the stored
+deadline, so the resent copy keeps the stored deadline, and writing it adds the grace period a
+second time. We keep the original deadline, grace included once: the database keeps
+``report_deadline`` and the client is told it less ``report_grace_period``, as on the first
+send; "in time" is judged against that deadline the client is told.
+
+The results are read and written under their workunits' row locks, taken in id order, which
+the transitioner and validator also hold while they decide.
+"""
+
+from django.db import transaction
+
+from backend.daemons.sched_send import (
+    CPU, job_flops, locked_in_id_order, reply_results, usable_versions,
+)
+from backend.daemons.sched_types import Message
+from backend.events import event, record
+from backend.models import Result, ServerState, Workunit
+
+ACTOR = "scheduler"
+
+
+def resend_lost_results(host, request, resources, *, now, config, reply):
+    """Resend or expire ``host``'s lost results (see the module docstring); ``resources`` are
+    the host's processor types (``sched_send.host_resources``). Returns how many were resent."""
+    kept = set(request.other_results or ()) | {report.name for report in request.results}
+    lost = [(pk, wu_id) for pk, name, wu_id in Result.objects.filter(
+        host=host, server_state=ServerState.IN_PROGRESS).values_list("id", "name", "workunit_id")
+        if name not in kept]
+    if not lost:
+        return 0
+    chooser = VersionChooser(request, resources)
+    resent, expired = [], []
+    with transaction.atomic():
+        locked_in_id_order({wu_id for _, wu_id in lost})
+        results = (Result.objects.filter(id__in=[pk for pk, _ in lost], host=host,
+                                         server_state=ServerState.IN_PROGRESS)
+                   .select_related("workunit", "app_version").order_by("id"))
+        delays = {r.name: r.estimated_delay for r in resources}
+        for result in results:
+            resource, version = chooser.choose(result)
+            why = not_resendable(result, version)
+            if not why:
+                runtime = result.workunit.rsc_fpops_est / job_flops(resource, version)
+                stretched = (runtime / resource.available_frac if resource.available_frac > 0
+                             else float("inf"))
+                left = result.report_deadline - config.report_grace_period - now
+                if delays[resource.name] + stretched >= left:
+                    why = "it cannot finish before its deadline"
+                else:
+                    delays[resource.name] += stretched / max(resource.count, 1)
+                    resent.append((result, version, runtime))
+                    continue
+            expired.append((result, why))
+        mark_resent(host, resent, now=now)
+        mark_expired(host, expired, now=now)
+    for result, _, _ in resent:
+        reply.messages.append(Message(f"Resent lost task {result.name}", "high"))
+    for result, _ in expired:
+        reply.messages.append(Message(f"Didn't resend lost task {result.name} (expired)",
+                                      "high"))
+    reply.results.extend(reply_results(resent, now=now, config=config))
+    return len(resent)
+
+
+class VersionChooser:
+    """The version a lost result would be resent with: the newest the host can run now on
+    the processor type it was sent for (any type, GPUs first, on the anonymous platform)."""
+
+    def __init__(self, request, resources):
+        self.request, self.resources = request, resources
+        self.cache = {}
+
+    def versions(self, resource):
+        if resource.name not in self.cache:
+            self.cache[resource.name] = usable_versions(self.request, resource)
+        return self.cache[resource.name]
+
+    def choose(self, result):
+        """``(resource, version)``; version None when there is none."""
+        if result.app_version is not None:
+            wanted = [r for r in self.resources
+                      if r.name == (result.app_version.gpu_type or CPU)]
+        else:
+            wanted = self.resources
+        for resource in wanted:
+            version = self.versions(resource).get(result.app_id)
+            if version is not None:
+                return resource, version
+        return None, None
+
+
+def not_resendable(result, version):
+    """Why ``result`` is expired instead of resent, before the deadline check; "" if it may be."""
+    if result.workunit.error_mask:
+        return "its workunit has an error"
+    if result.workunit.canonical_result_id:
+        return "its workunit already has a canonical result"
+    if version is None:
+        return "no app version of this host can run it now"
+    return ""
+
+
+def mark_resent(host, resent, *, now):
+    """sent_time = now and the version it goes with, compare-and-set on IN_PROGRESS."""
+    groups = {}
+    for result, version, runtime in resent:
+        app_version_id = version.row.pk if version.row else None
+        flops = result.workunit.rsc_fpops_est / runtime if runtime else 0.0
+        groups.setdefault((app_version_id, flops), []).append(result)
+    events = []
+    for (app_version_id, flops), results in groups.items():
+        Result.objects.filter(id__in=[r.pk for r in results], host=host,
+                              server_state=ServerState.IN_PROGRESS).update(
+            sent_time=now, app_version_id=app_version_id, flops_estimate=flops)
+        for r in results:
+            events.append(event(time=now, actor=ACTOR, result_id=r.pk,
+                                workunit_id=r.workunit_id, field="sent_time", old=r.sent_time,
+                                new=now, reason=f"resent: host {host.pk} lost it"))
+            r.sent_time = now
+    record(events)
+
+
+def mark_expired(host, expired, *, now):
+    """report_deadline = now - 1 (never later) and the workunit due, so it times out."""
+    if not expired:
+        return
+    deadline = now - 1
+    changed = [(r, why) for r, why in expired if r.report_deadline > deadline]
+    if changed:
+        Result.objects.filter(id__in=[r.pk for r, _ in changed], host=host,
+                              server_state=ServerState.IN_PROGRESS).update(
+            report_deadline=deadline)
+    record([event(time=now, actor=ACTOR, result_id=r.pk, workunit_id=r.workunit_id,
+                  field="report_deadline", old=r.report_deadline, new=deadline,
+                  reason=f"host {host.pk} lost it; not resent: {why}") for r, why in changed])
+    wu_deadlines = {}
+    for r, _ in expired:
+        wu_deadlines[r.workunit_id] = min(r.report_deadline, deadline)
+    for wu_deadline in set(wu_deadlines.values()):
+        Workunit.objects.filter(
+            id__in=[wu for wu, d in wu_deadlines.items() if d == wu_deadline],
+            transition_time__gt=wu_deadline).update(transition_time=wu_deadline)
