@@ -11,6 +11,10 @@ changed nothing. Otherwise, in BOINC's order (sched/handle_request.cpp):
 
 1. the host row is updated from ``host_info``/``time_stats`` and its sticky file list replaced
    (a request with ``hostid == 0`` and a ``userid`` creates the host; ``reply.hostid`` says which);
+   a request with ``hostid == 0`` that looks like an existing host of the account (same domain
+   name, OS name and CPU count, ``reattached_host``) gets that host: the client detached and
+   re-attached, and unless it lists jobs in progress, the host's IN_PROGRESS results become
+   OVER/CLIENT_DETACHED (§3.6 ``mark_results_over``);
 2. reported results are handled (§3.5, ``backend.daemons.sched_result``): each is acked; one that
    is unknown, was sent to another volunteer's host, or carries output files that are not its own
    is listed in ``reply.rejected`` with the reason and changes nothing;
@@ -34,11 +38,13 @@ file_upload_handler would have.
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import F, Value
+from django.db.models.functions import Least
 
 from backend.daemons.sched_resend import resend_lost_results
 from backend.daemons.sched_result import handle_results
 from backend.daemons.sched_send import (
-    host_resources, requested_resources, result_aborts, send_work,
+    host_resources, locked_in_id_order, requested_resources, result_aborts, send_work,
 )
 from backend.daemons.sched_types import (  # noqa: F401  (re-exported)
     HostInfo,
@@ -59,7 +65,10 @@ from backend.daemons.sched_types import (  # noqa: F401  (re-exported)
     SchedulerConfig,
     SchedulerRequestError,
 )
-from backend.models import ClientState, GpuType, Host, HostFile
+from backend.events import event, record
+from backend.models import (
+    ClientState, GpuType, Host, HostFile, Outcome, Result, ServerState, Workunit,
+)
 
 ACTOR = "scheduler"
 
@@ -127,7 +136,9 @@ def check_request(request):
 
 
 def find_host(request, *, now):
-    """The requesting host; a new one for hostid 0. Raises SchedulerRequestError."""
+    """``(host, reattached)``: the requesting host, and whether a request without a host id
+    was matched to an existing host of its account (``reattached_host``); a new, unsaved host
+    for hostid 0 otherwise. Raises SchedulerRequestError."""
     if request.hostid:
         host = Host.objects.filter(pk=request.hostid).first()
         if host is None:
@@ -135,10 +146,64 @@ def find_host(request, *, now):
         if request.userid is not None and host.owner_id != request.userid:
             raise SchedulerRequestError(
                 f"host {request.hostid} belongs to another account than {request.userid}")
-        return host
+        return host, False
     if not get_user_model().objects.filter(pk=request.userid).exists():
         raise SchedulerRequestError(f"no account with id {request.userid}")
-    return Host(owner_id=request.userid, create_time=now)
+    host = reattached_host(request)
+    if host is not None:
+        return host, True
+    return Host(owner_id=request.userid, create_time=now), False
+
+
+def reattached_host(request):
+    """The account's most recent host that looks like the requesting computer, or None.
+
+    BOINC's ``find_host_by_other`` (sched/handle_request.cpp) matches a request without a
+    host id to the account's newest host with the same domain name, IP address, OS name, CPU
+    model and memory size, all of them given. Our hosts keep no IP address, CPU model or
+    memory size: we match the domain name and OS name (both must be given) and the CPU count,
+    which stands in for the hardware. The benchmark speed (p_fpops) is not compared, since a
+    re-attached client runs its benchmarks again.
+    """
+    info = request.host_info
+    if not info.domain_name or not info.os_name:
+        return None
+    return (Host.objects.filter(owner_id=request.userid, domain_name=info.domain_name,
+                                os_name=info.os_name, p_ncpus=info.p_ncpus)
+            .order_by("-id").first())
+
+
+def mark_results_over(host, request, *, now):
+    """A detached and re-attached host's in-progress results -> OVER/CLIENT_DETACHED (§3.6).
+
+    BOINC's ``mark_results_over``: every IN_PROGRESS result of the host, except any it reports
+    in this very request, gets received_time = now and its workunit transition_time = now
+    (``min(transition_time, now)``, as for a report, so a workunit already due stays due). The
+    transitioner counts them as no reply, never as errors, and they are never resent. Results
+    are written under their workunits' row locks, taken in id order. Returns how many.
+    """
+    reported = {report.name for report in request.results}
+    wu_ids = {wu_id for name, wu_id in Result.objects.filter(
+        host=host, server_state=ServerState.IN_PROGRESS).values_list("name", "workunit_id")
+        if name not in reported}
+    if not wu_ids:
+        return 0
+    with transaction.atomic():
+        locked_in_id_order(wu_ids)
+        results = [(pk, wu_id) for pk, name, wu_id in Result.objects.filter(
+            host=host, server_state=ServerState.IN_PROGRESS, workunit_id__in=wu_ids)
+            .values_list("id", "name", "workunit_id") if name not in reported]
+        Result.objects.filter(id__in=[pk for pk, _ in results]).update(
+            server_state=ServerState.OVER, outcome=Outcome.CLIENT_DETACHED, received_time=now)
+        Workunit.objects.filter(id__in={wu_id for _, wu_id in results}).update(
+            transition_time=Least(F("transition_time"), Value(now)))
+        why = f"host {host.pk} detached and re-attached"
+        record([e for pk, wu_id in results for e in (
+            event(time=now, actor=ACTOR, result_id=pk, workunit_id=wu_id, field="server_state",
+                  old=ServerState.IN_PROGRESS, new=ServerState.OVER, reason=why),
+            event(time=now, actor=ACTOR, result_id=pk, workunit_id=wu_id, field="outcome",
+                  old=Outcome.INIT, new=Outcome.CLIENT_DETACHED, reason=why))])
+    return len(results)
 
 
 def update_host(host, request, *, now):
@@ -179,8 +244,10 @@ def sync_sticky_files(host, request, *, now):
 def handle_request(request, *, now, config=SchedulerConfig()):
     """Handle one scheduler RPC and return the reply (see the module docstring)."""
     check_request(request)
-    host = find_host(request, now=now)
+    host, reattached = find_host(request, now=now)
     reply = SchedulerReply(request_delay=config.request_delay)
+    if reattached and not request.other_results:
+        mark_results_over(host, request, now=now)
     with transaction.atomic():
         update_host(host, request, now=now)
         host.save()

@@ -473,3 +473,122 @@ def test_rule_3_6_resending_takes_a_fixed_number_of_queries(project):
     many, resent_many = resend(7)
     assert (resent_few, resent_many) == (2, 7)
     assert many == few
+
+
+# --- §3.6 detached and re-attached hosts -----------------------------------------------------
+
+def attach_request(host, **fields):
+    """What a client that lost its state sends: no host id, its account and its hardware."""
+    from backend.daemons.scheduler import HostInfo, SchedulerRequest
+    info = dict(domain_name=host.domain_name, os_name=host.os_name, p_ncpus=host.p_ncpus,
+                p_fpops=2e9)
+    info.update(fields.pop("host_info", {}))
+    fields.setdefault("userid", host.owner_id)
+    return SchedulerRequest(hostid=0, host_info=HostInfo(**info), **fields)
+
+
+@pytest.mark.parametrize("change, reused, detached", [
+    ({}, True, True),
+    (dict(other_results=[]), True, True),                  # an empty list: nothing in progress
+    (dict(other_results=["JOB"]), True, False),            # it still has work: not detached
+    (dict(host_info=dict(p_fpops=9e9)), True, True),       # new benchmarks: same computer
+    (dict(host_info=dict(domain_name="elsewhere")), False, False),
+    (dict(host_info=dict(os_name="Windows")), False, False),
+    (dict(host_info=dict(p_ncpus=8)), False, False),
+    (dict(host_info=dict(domain_name="")), False, False),  # BOINC needs the fields given
+    (dict(host_info=dict(os_name="")), False, False),
+    ("another account", False, False),
+])
+def test_rule_3_6_a_reattached_host_is_reused_and_its_jobs_become_client_detached(
+        project, change, reused, detached):
+    from backend.models import Host, LifecycleEvent
+    host = project.host(p_ncpus=2, os_name="Linux")
+    job = sent_result(project, host)
+    listed = sent_result(project, host) if change == dict(other_results=["JOB"]) else None
+    Workunit.objects.filter(pk=job.workunit_id).update(transition_time=NOW + 5000)
+    if change == "another account":
+        request = attach_request(host, userid=project.host().owner_id)
+    else:
+        change = dict(change)
+        if listed is not None:
+            change["other_results"] = [listed.name]
+        request = attach_request(host, cpu_req_secs=0, **change)
+    hosts_before = Host.objects.count()
+    reply = handle_request(request, now=NOW, config=config())
+    assert (reply.hostid == host.pk) is reused
+    assert Host.objects.count() == hosts_before + (0 if reused else 1)
+    job = Result.objects.get(pk=job.pk)
+    events = set(LifecycleEvent.objects.filter(result=job).values_list("field", "new"))
+    if detached:
+        assert (job.server_state, job.outcome, job.received_time) == (
+            ServerState.OVER, Outcome.CLIENT_DETACHED, NOW)
+        assert Workunit.objects.get(pk=job.workunit_id).transition_time == NOW
+        assert events == {("server_state", ServerState.OVER),
+                          ("outcome", Outcome.CLIENT_DETACHED)}
+    else:
+        assert (job.server_state, job.received_time) == (ServerState.IN_PROGRESS, 0)
+        assert events == set()
+
+
+def test_rule_3_6_the_newest_matching_host_is_reused_and_a_job_reported_is_not_detached(
+        project):
+    old = project.host(os_name="Linux")
+    new = project.host(owner=old.owner, os_name="Linux")
+    new.domain_name = old.domain_name
+    new.save()
+    job, reported = sent_result(project, new), sent_result(project, new)
+    reply = handle_request(attach_request(new, cpu_req_secs=0, results=[report_of(reported)]),
+                           now=NOW, config=config())
+    assert reply.hostid == new.pk
+    assert Result.objects.get(pk=job.pk).outcome == Outcome.CLIENT_DETACHED
+    assert Result.objects.get(pk=reported.pk).outcome == Outcome.SUCCESS
+
+
+def test_rule_3_6_detached_results_are_never_resent_and_are_aborted_if_listed(project):
+    host = project.host(os_name="Linux")
+    job = sent_result(project, host)
+    reply = handle_request(attach_request(host, cpu_req_secs=3600, other_results=[]), now=NOW,
+                           config=resend_config())
+    assert job.name not in [r.name for r in reply.results]
+    assert Result.objects.get(pk=job.pk).outcome == Outcome.CLIENT_DETACHED
+    reply = handle_request(work_request(host, cpu_req_secs=0, other_results=[job.name]),
+                           now=NOW + 1, config=resend_config())
+    assert reply.result_aborts == [job.name]
+
+
+# --- §3.2 / §3.7: CLIENT_DETACHED is no reply, not an error ---------------------------------
+
+@pytest.mark.parametrize("outcome", [Outcome.NO_REPLY, Outcome.CLIENT_DETACHED,
+                                     Outcome.CLIENT_ERROR])
+def test_rule_3_6_the_transitioner_counts_client_detached_as_no_reply(project, outcome):
+    # max_error_results 1: two errors are too many; two no-replies are retried
+    wu = project.workunit(transition_time=NOW - 1, max_error_results=1, max_total_results=4,
+                          hr_class=3)
+    for _ in range(2):
+        project.result(wu, server_state=ServerState.OVER, outcome=outcome,
+                       report_deadline=NOW - 100, received_time=NOW - 100,
+                       validate_state=0 if outcome != Outcome.CLIENT_ERROR else 2)
+    transitioner.run_once(now=NOW, batch_size=10)
+    wu.refresh_from_db()
+    unsent_now = wu.results.filter(server_state=ServerState.UNSENT).count()
+    if outcome == Outcome.CLIENT_ERROR:
+        from backend.models import ErrorMask
+        assert (wu.error_mask, unsent_now, wu.hr_class) == (
+            ErrorMask.TOO_MANY_ERROR_RESULTS, 0, 0)      # errors only: HR class released
+    else:
+        assert (wu.error_mask, unsent_now, wu.hr_class) == (0, 1, 3)
+
+
+@pytest.mark.parametrize("outcome", [Outcome.NO_REPLY, Outcome.CLIENT_DETACHED])
+def test_rule_3_6_the_validator_ignores_client_detached_as_no_reply(project, outcome):
+    wu = project.workunit(need_validate=True, min_quorum=1)
+    gone = project.result(wu, server_state=ServerState.OVER, outcome=outcome,
+                          received_time=NOW - 10)
+    done = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS)
+    File.objects.create(name=done.output_file_name(0), kind="output", result=done,
+                        md5_cksum="a")
+    validator.run_once(now=NOW, batch_size=10)
+    wu.refresh_from_db()
+    assert wu.canonical_result_id == done.pk
+    gone.refresh_from_db()
+    assert (gone.outcome, gone.validate_state, gone.granted_credit) == (outcome, 0, 0.0)
