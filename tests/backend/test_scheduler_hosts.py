@@ -592,3 +592,24 @@ def test_rule_3_6_the_validator_ignores_client_detached_as_no_reply(project, out
     assert wu.canonical_result_id == done.pk
     gone.refresh_from_db()
     assert (gone.outcome, gone.validate_state, gone.granted_credit) == (outcome, 0, 0.0)
+
+
+# --- the host page shows the record ----------------------------------------------------------
+
+def test_the_host_page_shows_each_host_app_versions_quota_and_reliability(project, client):
+    host = project.host(p_ncpus=1)
+    unsent(project, 3)
+    reply = handle_request(lots_of_work(host, cpu_req_secs=2 * 3600), now=NOW, config=config())
+    [first, _] = reply.results
+    job = Result.objects.get(name=first.name)
+    handle_request(work_request(host, cpu_req_secs=0, cpu_req_instances=0,
+                                results=[report_of(job)]), now=NOW + 1800, config=config())
+    HostAppVersion.objects.filter(host=host).update(consecutive_valid=3)
+    page = client.get(f"/project/hosts/{host.pk}/")
+    assert page.status_code == 200
+    # consecutive valid, max jobs/day (the quota: a success does not raise it past it),
+    # jobs today and the turnaround of the one report
+    content = page.content.decode()
+    row = content[content.index("<tr><td>uppercase 100"):].split("</tr>")[0]
+    assert row == ("<tr><td>uppercase 100 x86_64-pc-linux-gnu</td><td>3</td><td>10</td>"
+                   "<td>2</td><td>1800 s</td>")
