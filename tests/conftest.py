@@ -3,14 +3,16 @@ import redis
 from django.conf import settings
 from django.db import connection
 
+from tests.redis_plugin import empty
+
 
 @pytest.fixture
 def redis_client():
     """The test run's own Redis, emptied before each test that asks for it."""
     client = redis.Redis.from_url(settings.REDIS_URL)
-    client.flushdb()
+    empty(client)
     yield client
-    client.flushdb()
+    empty(client)
     client.close()
 
 

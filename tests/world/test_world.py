@@ -3,6 +3,7 @@
 import io
 import json
 import re
+import time
 
 import django_rq
 import pytest
@@ -129,21 +130,33 @@ def test_world_command_refuses_bad_input_with_exit_status_2(args, message):
     assert not World.objects.exists()
 
 
-def run_queue(queue, until):
+def run_queue(queue, until, timeout=300):
     """Work ``queue`` in bursts on the test Redis until ``until()``; a chained slice enqueued
     for later (``enqueue_in``) is moved to the queue, as the RQ scheduler would at its time.
+    Fails, naming the failed jobs' errors, when the chain breaks (``until()`` is still false
+    with nothing queued or scheduled) or after ``timeout`` seconds of bursts.
     Returns the finished jobs in the order they ran."""
     worker = django_rq.get_worker(queue.name)
     scheduled = queue.scheduled_job_registry
-    for _ in range(500):
-        if until():
-            break
+    deadline = time.monotonic() + timeout
+    while not until():
         for job_id in scheduled.get_job_ids():
             scheduled.requeue(job_id)
-        assert len(queue.get_job_ids()) <= 1, "a world runs one chained job at a time"
+        waiting = queue.get_job_ids()
+        assert len(waiting) <= 1, "a world runs one chained job at a time"
+        assert waiting, f"the chain stopped before the world did; {failed_jobs(queue)}"
+        assert time.monotonic() < deadline, f"still running after {timeout} s of bursts"
         worker.work(burst=True)
     finished = [queue.fetch_job(job_id) for job_id in queue.finished_job_registry.get_job_ids()]
     return sorted(finished, key=lambda job: job.ended_at)
+
+
+def failed_jobs(queue):
+    errors = []
+    for job_id in queue.failed_job_registry.get_job_ids():
+        result = queue.fetch_job(job_id).latest_result()
+        errors.append(result.exc_string if result else f"{job_id}: no result")
+    return "failed jobs:\n" + "\n".join(errors) if errors else "no job failed"
 
 
 def test_rq_jobs_run_one_slice_each_chained_and_end_exactly_like_one_run(redis_client):
