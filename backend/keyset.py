@@ -9,7 +9,9 @@ import binascii
 import json
 from dataclasses import dataclass
 
-from django.db.models import Q
+from django.core.exceptions import ValidationError
+from django.db.models import F, Q
+from django.db.models.fields.tuple_lookups import TupleGreaterThan, TupleLessThan
 
 
 class BadCursor(ValueError):
@@ -21,8 +23,9 @@ def encode_cursor(value, pk):
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_cursor(text):
-    """(value, id) from a cursor; BadCursor when it was not made by encode_cursor."""
+def decode_cursor(text, field=None):
+    """(value, id) from a cursor; BadCursor when it was not made by encode_cursor or, given
+    the model ``field`` pages are sorted by, when its value is not one of that field."""
     try:
         raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
         value, pk = json.loads(raw)
@@ -31,6 +34,12 @@ def decode_cursor(text):
     if (not isinstance(pk, int) or isinstance(pk, bool) or not 0 < pk < 2**63
             or not isinstance(value, (int, str)) or "\x00" in str(value)):
         raise BadCursor(f"{text!r} is not a page cursor")
+    if field is not None:
+        try:
+            value = field.to_python(value)
+            field.run_validators(value)
+        except ValidationError:
+            raise BadCursor(f"{text!r} is not a page cursor of the sort by {field.name}") from None
     return value, pk
 
 
@@ -45,26 +54,38 @@ def keyset_page(queryset, field, descending, *, after="", before="", size=50):
     """One page of ``queryset`` ordered by ``field``, the page after ``after`` or before
     ``before`` (cursors of neighbouring pages). Raises BadCursor for a cursor it cannot read.
 
-    ``field`` must be unique (id, or the unique name): the page is then read straight off its
-    index, where a tie-breaker ("ORDER BY x, id") would make PostgreSQL sort every tied row.
+    ``field`` must be unique (id, or the unique name), or indexed together with id (an index
+    on exactly (field, id), such as wu_transition_id): the page is then read straight off that
+    index. Ties of any other key ("ORDER BY x, id") would make PostgreSQL sort every tied row.
     """
-    if not queryset.model._meta.get_field(field).unique:
-        raise ValueError(f"keyset pages need a unique sort key, not {field!r}")
+    meta = queryset.model._meta
+    tied = not meta.get_field(field).unique
+    if tied and not any(list(index.fields) == [field, "id"] for index in meta.indexes):
+        raise ValueError(f"keyset pages need a unique sort key or an index on ({field}, id), "
+                         f"not {field!r}")
+    keys = [field, "id"] if tied else [field]
 
     def beyond(cursor, downwards):
-        value, pk = decode_cursor(cursor)
-        return Q(**{f"{field}__{'lt' if downwards else 'gt'}": pk if field == "id" else value})
+        value, pk = decode_cursor(cursor, meta.get_field(field))
+        if not tied:
+            return Q(**{f"{field}__{'lt' if downwards else 'gt'}": pk if field == "id" else value})
+        # PostgreSQL starts its scan of the (field, id) index at the row comparison, however
+        # many rows tie; SQLite spells the comparison out as ORs, and the bound on field
+        # alone lets it start at the tied value.
+        compare, bound = (TupleLessThan, "lte") if downwards else (TupleGreaterThan, "gte")
+        return compare((F(field), F("id")), (value, pk)) & Q(**{f"{field}__{bound}": value})
 
-    order, reverse = (f"-{field}", field) if descending else (field, f"-{field}")
+    order = [f"-{key}" if descending else key for key in keys]
+    reverse = [key if descending else f"-{key}" for key in keys]
     if before:
-        rows = list(queryset.filter(beyond(before, not descending)).order_by(reverse)[: size + 1])
+        rows = list(queryset.filter(beyond(before, not descending)).order_by(*reverse)[: size + 1])
         has_prev = len(rows) > size
         rows = rows[:size][::-1]
         has_next = True
     else:
         if after:
             queryset = queryset.filter(beyond(after, descending))
-        rows = list(queryset.order_by(order)[: size + 1])
+        rows = list(queryset.order_by(*order)[: size + 1])
         has_next = len(rows) > size
         rows = rows[:size]
         has_prev = bool(after)

@@ -451,6 +451,8 @@ class Workunit(models.Model):
             models.Index(fields=["file_delete_state"], name="wu_filedel"),
             # dashboard workunit list: keyset pagination by app and id
             models.Index(fields=["app", "id"], name="wu_app_id"),
+            # dashboard workunit list: keyset pagination by transition_time, ties by id
+            models.Index(fields=["transition_time", "id"], name="wu_transition_id"),
         ]
 
     def __str__(self):

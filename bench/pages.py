@@ -55,6 +55,11 @@ def urls():
     top = Workunit.objects.aggregate(top=Max("id"))["top"]
     middle = Workunit.objects.filter(id__lte=top // 2).order_by("-id").values("id", "name").first()
     by_name = encode_cursor(middle["name"], middle["id"])
+    # Deep inside the run of transitioned workunits that all hold INT_MAX: the worst case
+    # for a sort whose ties are broken by id.
+    tied = (Workunit.objects.filter(id__lte=top // 2, transition_time=2**31 - 1)
+            .order_by("-id").first())
+    by_time = encode_cursor(tied.transition_time, tied.id)
     return [
         "/project/workunits/",
         f"/project/workunits/?after={encode_cursor(middle['id'], middle['id'])}",
@@ -68,6 +73,9 @@ def urls():
         "/project/workunits/?name=demo_0123",
         f"/project/workunits/?sort=name&after={by_name}",
         f"/project/workunits/?sort=-name&before={by_name}",
+        "/project/workunits/?sort=transition_time",
+        f"/project/workunits/?sort=-transition_time&after={by_time}",
+        f"/project/workunits/?sort=transition_time&before={by_time}&app={app.id}",
     ]
 
 

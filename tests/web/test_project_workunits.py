@@ -1,8 +1,11 @@
 import csv
 import io
+import re
+from html import unescape
 
 import pytest
 
+from backend.forms import SORTS
 from backend.keyset import BadCursor, decode_cursor, encode_cursor
 from backend.models import App, AssimilateState, ErrorMask, Workunit
 from tests.web.project_data import NOW, app, make_workunits  # noqa: F401
@@ -57,6 +60,44 @@ def test_list_sorts_by_name_both_ways_across_pages(client, many):
     assert seen == sorted(Workunit.objects.values_list("name", flat=True), reverse=True)
 
 
+def link(page, rel):
+    """The pager's ``rel`` link of a page or fragment."""
+    href = re.search(f'rel="{rel}" href="([^"]+)"', page.content.decode()).group(1)
+    return "/project/workunits/" + unescape(href)
+
+
+def walk(client, url, key="next_url"):
+    """The names on every page from ``url`` on, following ``key`` links, and the pages."""
+    seen, pages = [], []
+    while url:
+        page = client.get(url)
+        pages.append(page)
+        seen += names(page)
+        url = "/project/workunits/" + page.context[key] if page.context[key] else ""
+    return seen, pages
+
+
+@pytest.fixture
+def tied(app):
+    """130 workunits whose transition_time ties in runs across page boundaries, a third of
+    them at INT_MAX (transitioned, nothing to wait for)."""
+    times = [NOW + 60, NOW, 2**31 - 1]
+    return Workunit.objects.bulk_create(
+        Workunit(app=app, name=f"wu_{i:05d}", create_time=NOW, transition_time=times[i % 3])
+        for i in range(130))
+
+
+@pytest.mark.parametrize("sort", ["transition_time", "-transition_time"])
+def test_list_sorts_by_transition_time_both_ways_across_pages_and_back(client, tied, sort):
+    expected = [wu.name for wu in sorted(tied, key=lambda wu: (wu.transition_time, wu.id),
+                                         reverse=sort.startswith("-"))]
+    seen, pages = walk(client, f"/project/workunits/?sort={sort}")
+    assert seen == expected and len(pages) == 3
+    assert all(f"sort={sort}" in page.context["next_url"] for page in pages[:-1])
+    back, _ = walk(client, "/project/workunits/" + pages[-1].context["prev_url"], key="prev_url")
+    assert back == expected[50:100] + expected[:50]
+
+
 def test_list_filters_by_app_error_bit_state_and_name(client, many, app):
     assert len(names(client.get(f"/project/workunits/?app={many.id}"))) == 5
     assert len(names(client.get("/project/workunits/?error=CANCELLED"))) == 5
@@ -74,8 +115,12 @@ def test_transition_due_filter_uses_the_clock(client, app):
     assert len(names(client.get("/project/workunits/?state=transition_due"))) == 2
 
 
-@pytest.mark.parametrize("query", ["app=999", "app=x", "state=bogus", "error=BIT", "sort=mod_time",
-                                   "after=%%%", "before=W10", "name=" + "x" * 300])
+@pytest.mark.parametrize("query", [
+    "app=999", "app=x", "state=bogus", "error=BIT", "sort=mod_time", "sort=transition",
+    "after=%%%", "before=W10", "name=" + "x" * 300,
+    "sort=transition_time&after=" + encode_cursor("soon", 3),
+    "sort=-transition_time&before=" + encode_cursor(2**70, 3),
+])
 def test_bad_filters_get_a_400_with_the_reason(client, many, query):
     page = client.get("/project/workunits/?" + query)
     assert page.status_code == 400
@@ -83,14 +128,20 @@ def test_bad_filters_get_a_400_with_the_reason(client, many, query):
     assert client.get("/project/workunits.csv?" + query).status_code == 400
 
 
-def test_list_queries_do_not_grow_with_rows(client, app, django_assert_max_num_queries):
+@pytest.mark.parametrize("sort", list(SORTS))
+def test_list_queries_do_not_grow_with_rows(client, app, django_assert_max_num_queries, sort):
     make_workunits(app, 5)
     with django_assert_max_num_queries(3):
-        small = client.get("/project/workunits/?app=%d" % app.id)
+        small = client.get(f"/project/workunits/?app={app.id}&sort={sort}")
     make_workunits(app, 200, start=10)
     with django_assert_max_num_queries(3):
-        big = client.get("/project/workunits/?app=%d" % app.id, HTTP_HX_REQUEST="true")
-    assert len(names(small)) == 5 and len(names(big)) == 50
+        big = client.get(f"/project/workunits/?app={app.id}&sort={sort}", HTTP_HX_REQUEST="true")
+    with django_assert_max_num_queries(3):
+        after = client.get(link(big, "next"), HTTP_HX_REQUEST="true")
+    with django_assert_max_num_queries(3):
+        before = client.get(link(after, "prev"))
+    assert len(names(small)) == 5 and len(names(big)) == 50 and len(names(after)) == 50
+    assert names(before) == names(big)
 
 
 def test_list_fragment_is_just_the_table(client, many):
@@ -126,7 +177,7 @@ def test_keyset_pages_refuse_a_key_with_ties(app):
     from backend.keyset import keyset_page
 
     with pytest.raises(ValueError, match="unique sort key"):
-        keyset_page(Workunit.objects.all(), "transition_time", False)
+        keyset_page(Workunit.objects.all(), "create_time", False)
 
 
 def test_canonical_result_links_to_the_result_page(client, app):
