@@ -65,3 +65,25 @@ def test_admin_browses_to_a_workunit_and_cancels_it(page, live_server, log_in, p
     assert "cancelled by boss" in page.locator('[data-testid="events"]').inner_text()
     assert Result.objects.get(name="einstein_wu_1_1").outcome == Outcome.DIDNT_NEED
     assert Result.objects.get(name="einstein_wu_1_0").validate_state == ValidateState.INIT
+
+
+def test_workunit_list_refreshes_in_place_and_holds_still_while_a_box_is_ticked(
+        page, live_server, log_in, project):
+    log_in("boss", "boss-pass-1")
+    url = f"{live_server.url}/project/workunits/?app={project.app_id}&sort=transition_time"
+    page.goto(url)
+    table = page.locator("#wu-table")
+    table.locator("text=einstein_wu_1").wait_for()
+
+    Workunit.objects.create(app=project.app, name="einstein_wu_2", transition_time=NOW + 5)
+    table.locator("text=einstein_wu_2").wait_for(timeout=10_000)
+    assert page.url == url
+
+    box = page.get_by_label("select einstein_wu_1")
+    box.check()
+    Workunit.objects.create(app=project.app, name="einstein_wu_3", transition_time=NOW + 7)
+    page.wait_for_timeout(5_000)
+    assert "einstein_wu_3" not in table.inner_text() and box.is_checked()
+    box.uncheck()
+    table.locator("text=einstein_wu_3").wait_for(timeout=10_000)
+    assert page.url == url

@@ -45,7 +45,20 @@ def test_host_page_queries_do_not_grow_with_results(client, app, host,
         make_results(wu, [(ServerState.OVER, Outcome.SUCCESS, ValidateState.VALID)], host=host)
     with django_assert_max_num_queries(8):
         fragment = client.get(f"/project/hosts/{host.id}/", HTTP_HX_REQUEST="true")
-    assert fragment.content.decode().lstrip().startswith('<div id="host-results">')
+    assert fragment.content.decode().lstrip().startswith('<div id="host-results"')
+
+
+def test_host_page_results_poll_as_a_fragment(client, app, host, django_assert_max_num_queries):
+    poll = (f'<div id="host-results" hx-get="/project/hosts/{host.id}/" hx-trigger="every 2s" '
+            'hx-swap="outerHTML">')
+    assert poll in client.get(f"/project/hosts/{host.id}/").content.decode()
+    [wu] = make_workunits(app, 1)
+    make_results(wu, [(ServerState.IN_PROGRESS, Outcome.INIT, ValidateState.INIT)], host=host)
+    with django_assert_max_num_queries(4):
+        fragment = client.get(f"/project/hosts/{host.id}/", HTTP_HX_REQUEST="true")
+    html = fragment.content.decode()
+    assert fragment.status_code == 200 and html.lstrip().startswith(poll)
+    assert "wu_00000_0" in html and "In progress: 1" in html and "<html" not in html
 
 
 def test_user_page_shows_hosts_credit_and_results(client, busy_workunit, host, owner,

@@ -146,8 +146,33 @@ def test_list_queries_do_not_grow_with_rows(client, app, django_assert_max_num_q
 
 def test_list_fragment_is_just_the_table(client, many):
     html = client.get("/project/workunits/?error=CANCELLED", HTTP_HX_REQUEST="true").content.decode()
-    assert html.lstrip().startswith('<div id="wu-table">') and "<html" not in html
+    assert html.lstrip().startswith('<div id="wu-table"') and "<html" not in html
     assert "wu_00100" in html
+
+
+def polled_url(html):
+    """The URL the table polls, or None when it does not poll."""
+    match = re.search(r'<div id="wu-table" hx-get="([^"]+)" hx-trigger="every 2s', html)
+    return unescape(match.group(1)) if match else None
+
+
+def test_list_table_polls_its_own_url_with_the_filters_and_cursor(client, many,
+                                                                 django_assert_max_num_queries):
+    first = client.get("/project/workunits/?error=none&sort=-transition_time")
+    assert polled_url(first.content.decode()) == "/project/workunits/?error=none&sort=-transition_time"
+    url = link(first, "next")
+    with django_assert_max_num_queries(3):
+        fragment = client.get(url, HTTP_HX_REQUEST="true")
+    assert fragment.status_code == 200
+    assert polled_url(fragment.content.decode()) == url
+    with django_assert_max_num_queries(3):
+        again = client.get(polled_url(fragment.content.decode()), HTTP_HX_REQUEST="true")
+    assert names(again) == names(fragment) and polled_url(again.content.decode()) == url
+
+
+def test_list_table_with_bad_filters_does_not_poll(client, many):
+    fragment = client.get("/project/workunits/?sort=bogus", HTTP_HX_REQUEST="true")
+    assert fragment.status_code == 400 and polled_url(fragment.content.decode()) is None
 
 
 def test_list_links_keep_the_filters(client, many):
