@@ -111,3 +111,37 @@ def test_the_seed_001_preset_compares_boinc7_and_wrr_with_both_figure_cards(page
     page.click("[data-testid=step]")
     assert all(text.strip() for text in page.locator("[data-testid=decision-log]").all_inner_texts())
     shot(page, "05-compare")
+
+
+def test_a_person_adds_two_projects_with_the_add_buttons_and_saves_both(page, live_server, teacher):
+    page.goto(f"{live_server.url}/lab/new/")
+    page.fill("input[name=meta-name]", "four projects")
+    projects = page.locator("[data-testid=projects] tbody tr")
+    first = projects.count()
+    page.click("text=Add a project")
+    page.click("text=Add a project")
+    assert projects.count() == first + 2
+    assert page.locator("input[name=projects-TOTAL_FORMS]").input_value() == str(first + 2)
+    page.fill(f"input[name=projects-{first}-name]", "Gamma")
+    page.fill(f"input[name=projects-{first + 1}-name]", "Delta")
+    page.fill(f"input[name=projects-{first + 1}-resource_share]", "50")
+    apps = page.locator("[data-testid=apps] tbody tr").count()
+    page.click("text=Add an app")
+    page.click("text=Add an app")
+    for i, project in enumerate(["Gamma", "Delta"]):
+        page.fill(f"input[name=apps-{apps + i}-project]", project)
+        page.fill(f"input[name=apps-{apps + i}-name]", f"{project.lower()}_app")
+    add_gpu = page.locator("text=Add a GPU type")
+    add_gpu.click()
+    add_gpu.click()  # the third row: the formset's max_num
+    assert add_gpu.is_disabled() and page.locator("[data-testid=gpus] tbody tr").count() == 3
+    shot(page, "06-added-projects")
+    page.click("[data-testid=save-scenario]")
+    page.wait_for_url(re.compile(r"/lab/\d+/$"))
+
+    saved = StoredScenario.objects.get(name="four projects").engine_scenario()
+    assert [(p.name, p.resource_share) for p in saved.projects] == [
+        ("Alpha", 100), ("Beta", 100), ("Gamma", 100), ("Delta", 50)]
+    assert [a.name for a in saved.projects[3].apps] == ["delta_app"]
+    table = page.locator("[data-testid=project-table]").inner_text()
+    assert "Gamma" in table and "Delta" in table and "delta_app" in table

@@ -163,6 +163,27 @@ def test_the_new_scenario_form_renders_whole_and_as_a_fragment(ann):
     assert fragment.lstrip().startswith('<form id="scenario-form"') and "<html" not in fragment
 
 
+def test_each_formset_has_an_add_button_and_the_empty_row_it_clones(ann):
+    html = ann.get("/lab/new/").content.decode()
+    assert "js/formset.js" in html and "Need more rows" not in html
+    for prefix, label in [("gpus", "Add a GPU type"), ("projects", "Add a project"),
+                          ("apps", "Add an app")]:
+        assert f'data-formset-add="{prefix}">{label}</button>' in html
+        template = html.split(f'<template data-formset-empty="{prefix}">', 1)[1].split("</template>")[0]
+        assert f'name="{prefix}-__prefix__-' in template and f'name="{prefix}-0-' not in template
+        assert f'<tbody data-formset-rows="{prefix}">' in html
+
+
+def test_the_gpu_add_button_is_disabled_at_the_formsets_maximum(ann, stored):
+    data = form_data(stored)
+    data.update({"gpus-TOTAL_FORMS": 3, "gpus-0-gpu_type": "NVIDIA", "gpus-1-gpu_type": "ATI",
+                 "gpus-2-gpu_type": "intel_gpu", "meta-name": ""})
+    response = ann.post("/lab/new/", data)
+    html = response.content.decode()
+    assert response.status_code == 400 and 'data-formset-add="gpus" disabled>' in html
+    assert 'data-formset-add="projects">' in html
+
+
 def test_saving_the_form_unchanged_keeps_the_scenario_exactly(ann, stored):
     before = stored.data
     response = ann.post(f"/lab/{stored.pk}/edit/", form_data(stored))
