@@ -7,10 +7,16 @@ runs flat out when it is not. Pausing sets the status; the job in flight stores 
 chains nothing; resuming enqueues a job again. Slicing does not change the outcome: daemon
 rounds and host actions are events of one heap, so a world run in slices ends exactly as one
 run in one go (same seed, same outcome).
+
+One chain per world, one slice at a time, with any number of workers: each start gives the
+chain a new token in Redis, and a job of an older chain (a slice still queued when the world was
+paused and resumed) ends without running; a slice runs holding the world's Redis lock, and a
+job that finds it held (the old chain's slice still in flight) tries again a second later.
 """
 
 import pickle
 import time
+import uuid
 from contextlib import contextmanager
 from datetime import timedelta
 
@@ -23,6 +29,9 @@ from world.simulation import Simulation, WorldSettings
 
 SLICE_WALL_SECONDS = 2.0
 QUEUE = "default"
+# How long a slice may hold its world's lock before Redis drops it (a worker killed mid-slice).
+LOCK_SECONDS = 600
+RETRY_SECONDS = 1.0
 
 
 def world_settings(world):
@@ -89,14 +98,28 @@ def unsynced_sqlite():
             cursor.execute(f"PRAGMA synchronous={int(previous)}")
 
 
+def chain_key(world_id):
+    return f"boincweb:world:{world_id}:chain"
+
+
+def lock_key(world_id):
+    return f"boincweb:world:{world_id}:lock"
+
+
 def start(world_id):
-    """Mark the world running and enqueue its first slice."""
+    """Mark the world running and enqueue the first slice of a new chain."""
     updated = World.objects.filter(
         pk=world_id, status__in=[World.Status.CREATED, World.Status.PAUSED]).update(
         status=World.Status.RUNNING)
     if updated:
-        transaction.on_commit(lambda: django_rq.get_queue(QUEUE).enqueue(advance_world,
-                                                                         world_id))
+        token = uuid.uuid4().hex
+
+        def enqueue():
+            queue = django_rq.get_queue(QUEUE)
+            queue.connection.set(chain_key(world_id), token)
+            queue.enqueue(advance_world, world_id, token)
+
+        transaction.on_commit(enqueue)
     return bool(updated)
 
 
@@ -105,12 +128,34 @@ def pause(world_id):
         status=World.Status.PAUSED))
 
 
-def advance_world(world_id, chain=True):
-    """One slice of simulated time; chains the next slice while the world runs."""
+def advance_world(world_id, token=None, chain=True):
+    """One slice of simulated time; chains the next slice while the world runs.
+
+    Returns the world's clock after the slice, or None when the job ran nothing: its chain
+    was superseded, the world is not running, or another slice holds the world (then the job
+    is enqueued again in a second).
+    """
+    queue = django_rq.get_queue(QUEUE)
+    redis = queue.connection
+    current = redis.get(chain_key(world_id))
+    if token is not None and current is not None and current.decode() != token:
+        return None
+    lock = redis.lock(lock_key(world_id), timeout=LOCK_SECONDS, blocking=False)
+    if not lock.acquire():
+        queue.enqueue_in(timedelta(seconds=RETRY_SECONDS), advance_world, world_id, token,
+                         chain)
+        return None
+    try:
+        return run_slice(world_id, queue, token, chain)
+    finally:
+        lock.release()
+
+
+def run_slice(world_id, queue, token, chain):
     began = time.monotonic()
     world = World.objects.get(pk=world_id)
     if world.status != World.Status.RUNNING:
-        return 0.0
+        return None
     try:
         sim = load(world) if world.state else create_simulation(world)
         sim.run_until(sim.t + max(world.speedup, 1.0) * SLICE_WALL_SECONDS)
@@ -120,11 +165,11 @@ def advance_world(world_id, chain=True):
         World.objects.filter(pk=world_id).update(status=World.Status.FAILED, error=repr(exc))
         raise
     store(world_id, sim)
-    if chain and not sim.finished:
+    still_running = World.objects.filter(pk=world_id, status=World.Status.RUNNING).exists()
+    if chain and still_running and not sim.finished:
         wait = max(SLICE_WALL_SECONDS - (time.monotonic() - began), 0.0)
-        queue = django_rq.get_queue(QUEUE)
         if wait > 0.05:
-            queue.enqueue_in(timedelta(seconds=wait), advance_world, world_id)
+            queue.enqueue_in(timedelta(seconds=wait), advance_world, world_id, token)
         else:
-            queue.enqueue(advance_world, world_id)
+            queue.enqueue(advance_world, world_id, token)
     return sim.t

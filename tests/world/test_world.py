@@ -196,3 +196,38 @@ def test_pause_stops_the_chain_and_start_resumes_it(redis_client):
     assert resumed.status == World.Status.FINISHED
     assert resumed.summary["simulated_seconds"] > clock
     assert all(resumed.summary["invariants"].values())
+
+
+def test_a_chain_superseded_by_pause_and_resume_runs_nothing(redis_client):
+    # Paused and resumed before the old chain's queued slice ran: two jobs wait, and only the
+    # new chain's advances the world, so no slice is simulated twice.
+    world = World.objects.create(name="w", hosts=4, days=0.25, seed=1, speedup=3600)
+    queue = django_rq.get_queue(jobs.QUEUE)
+    assert jobs.start(world.pk)
+    assert jobs.pause(world.pk)
+    assert jobs.start(world.pk)
+    assert len(queue.get_job_ids()) == 2
+    django_rq.get_worker(jobs.QUEUE).work(burst=True, max_jobs=2)
+    ran = sorted((queue.fetch_job(job_id) for job_id in
+                  queue.finished_job_registry.get_job_ids()), key=lambda job: job.ended_at)
+    assert [job.return_value() is None for job in ran] == [True, False]
+    assert World.objects.get(pk=world.pk).clock == ran[1].return_value()
+    chained = queue.get_job_ids() + queue.scheduled_job_registry.get_job_ids()
+    assert len(chained) == 1
+
+
+def test_a_slice_waits_while_another_slice_holds_the_world(redis_client):
+    world = World.objects.create(name="w", hosts=4, days=0.25, seed=1, speedup=3600)
+    queue = django_rq.get_queue(jobs.QUEUE)
+    held = redis_client.lock(jobs.lock_key(world.pk), timeout=60)
+    assert held.acquire(blocking=False)
+    assert jobs.start(world.pk)
+    worker = django_rq.get_worker(jobs.QUEUE)
+    worker.work(burst=True, max_jobs=1)
+    assert World.objects.get(pk=world.pk).clock == 0
+    retry = queue.scheduled_job_registry.get_job_ids()
+    assert len(retry) == 1 and not queue.get_job_ids()
+    held.release()
+    queue.scheduled_job_registry.requeue(retry[0])
+    worker.work(burst=True, max_jobs=1)
+    assert World.objects.get(pk=world.pk).clock > 0
