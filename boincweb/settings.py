@@ -125,6 +125,11 @@ UPLOAD_DIR = BOINCWEB_DATA_DIR / "upload"
 
 # How many rows one daemon pass handles at most.
 DAEMON_BATCH_SIZE = envint("DAEMON_BATCH_SIZE", 500, minimum=1)
+# The project's scheduler options (BOINC's config.xml <daily_result_quota> and
+# <resend_lost_results>; reference/server.md §3.11, §3.6): jobs per day per host app version
+# and CPU, 0 for no quota; resending the jobs a client no longer lists.
+BOINC_DAILY_RESULT_QUOTA = envint("BOINC_DAILY_RESULT_QUOTA", 500, minimum=0)
+BOINC_RESEND_LOST_RESULTS = envbool("BOINC_RESEND_LOST_RESULTS", False)
 
 LOG_LEVEL = envstr("LOG_LEVEL", "WARNING").upper()
 if LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):

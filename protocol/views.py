@@ -22,6 +22,7 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 
 from backend.daemons.hierarchy import download_path
+from backend.daemons.sched_types import project_config
 from protocol import uploads
 from protocol.models import Account
 from protocol.scheduler_rpc import scheduler_rpc
@@ -66,7 +67,8 @@ def scheduler(request):
     body = request.read(MAX_REQUEST_BYTES + 1)
     if len(body) > MAX_REQUEST_BYTES:
         return xml_response(write_error_reply("scheduler request too large"), status=413)
-    status, reply = scheduler_rpc(body, now=int(time.time()), base_url=master_url(request))
+    status, reply = scheduler_rpc(body, now=int(time.time()), base_url=master_url(request),
+                                  config=project_config())
     return xml_response(reply, status=status)
 
 

@@ -84,3 +84,15 @@ def test_start_up_names_a_bad_variable_without_a_traceback():
 def test_start_up_accepts_debug_off_with_a_key():
     proc = _manage_check(DEBUG="false", SECRET_KEY="k" * 50, ALLOWED_HOSTS="example.org")
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("variable, value, message", [
+    ("BOINC_DAILY_RESULT_QUOTA", "-1", "BOINC_DAILY_RESULT_QUOTA=-1 is below the minimum of 0"),
+    ("BOINC_DAILY_RESULT_QUOTA", "many", "BOINC_DAILY_RESULT_QUOTA='many' is not a whole number"),
+    ("BOINC_RESEND_LOST_RESULTS", "perhaps", "BOINC_RESEND_LOST_RESULTS"),
+])
+def test_start_up_names_a_bad_scheduler_option(variable, value, message):
+    proc = _manage_check(**{variable: value})
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr

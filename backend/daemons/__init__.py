@@ -23,6 +23,9 @@ DAEMONS = {
     "file_deleter": "backend.daemons.file_deleter",
     "work_generator": "backend.daemons.work_generator",
 }
+# The daemons that keep the host app versions' daily quota (reference/server.md §3.11): they
+# get the project's BOINC_DAILY_RESULT_QUOTA, as the scheduler endpoint does.
+QUOTA_KEEPERS = {"transitioner", "validator"}
 
 
 class UnknownDaemon(ValueError):
@@ -60,7 +63,10 @@ def run_pass(name, *, now=None, batch_size=None, mod=1, index=0):
     status, _ = DaemonStatus.objects.get_or_create(name=name)
     if not status.enabled:
         return 0
-    done = run_once(now=now, batch_size=batch_size, mod=mod, index=index)
+    options = {}
+    if name in QUOTA_KEEPERS:
+        options["daily_result_quota"] = settings.BOINC_DAILY_RESULT_QUOTA
+    done = run_once(now=now, batch_size=batch_size, mod=mod, index=index, **options)
     DaemonStatus.objects.filter(name=name).update(
         last_pass_time=timezone.now(),
         last_work_done=done,

@@ -260,6 +260,15 @@ class SchedulerConfig:
                              f"{self.resend_lost_results!r}")
 
 
+def project_config():
+    """The project's SchedulerConfig, from the settings BOINC_DAILY_RESULT_QUOTA and
+    BOINC_RESEND_LOST_RESULTS (the scheduler endpoint's; a simulated world keeps its own)."""
+    from django.conf import settings
+
+    return SchedulerConfig(daily_result_quota=settings.BOINC_DAILY_RESULT_QUOTA,
+                           resend_lost_results=settings.BOINC_RESEND_LOST_RESULTS)
+
+
 class SchedulerRequestError(ValueError):
     """A request the scheduler refuses whole; nothing was changed."""
 

@@ -613,3 +613,26 @@ def test_the_host_page_shows_each_host_app_versions_quota_and_reliability(projec
     row = content[content.index("<tr><td>uppercase 100"):].split("</tr>")[0]
     assert row == ("<tr><td>uppercase 100 x86_64-pc-linux-gnu</td><td>3</td><td>10</td>"
                    "<td>2</td><td>1800 s</td>")
+
+
+# --- the project's options: settings for the endpoint and the daemons' passes ----------------
+
+@pytest.mark.parametrize("quota, after", [(QUOTA, QUOTA - 1), (500, 14)])
+def test_rule_3_11_run_pass_uses_the_projects_daily_result_quota(project, settings, quota,
+                                                                 after):
+    from backend.daemons import run_pass
+
+    settings.BOINC_DAILY_RESULT_QUOTA = quota
+    host = project.host()
+    HostAppVersion.objects.create(host=host, app_version=project.version, max_jobs_per_day=15)
+    result = sent_result(project, host, report_deadline=NOW - 1)
+    Workunit.objects.filter(pk=result.workunit_id).update(transition_time=NOW - 1)
+    assert run_pass("transitioner", now=NOW, batch_size=10) == 1
+    assert hav_of(host, project.version).max_jobs_per_day == after
+
+
+def test_the_scheduler_endpoint_takes_the_projects_options_from_the_settings(settings):
+    from backend.daemons.sched_types import project_config
+
+    settings.BOINC_DAILY_RESULT_QUOTA, settings.BOINC_RESEND_LOST_RESULTS = 7, True
+    assert (project_config().daily_result_quota, project_config().resend_lost_results) == (7, True)
