@@ -31,7 +31,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from backend.daemons.hierarchy import upload_path
+from backend.daemons.hierarchy import partial_upload_path, upload_path
 from backend.models import Outcome, Result, ServerState
 
 log = logging.getLogger("protocol.upload")
@@ -129,14 +129,9 @@ def upload_target(name):
     return Target(name=name, result=result, max_nbytes=result.app.max_output_nbytes)
 
 
-def partial_path(name):
-    final = upload_path(name)
-    return final.with_name(f".{name}.part")
-
-
 def held_size(name):
     """Bytes of ``name`` we hold: the finished file, else the part received so far."""
-    for path in (upload_path(name), partial_path(name)):
+    for path in (upload_path(name), partial_upload_path(name)):
         if path.exists():
             return path.stat().st_size
     return 0
@@ -181,7 +176,7 @@ def receive(header, data, stream):
 
 def store(name, nbytes, md5, offset, data, stream):
     """Write the bytes from ``offset`` on to the part file and finish it when complete."""
-    part = partial_path(name)
+    part = partial_upload_path(name)
     part.parent.mkdir(parents=True, exist_ok=True)
     have = part.stat().st_size if part.exists() else 0
     if offset > have:

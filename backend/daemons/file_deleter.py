@@ -4,7 +4,9 @@ Each pass deletes the output files of results whose file_delete_state is READY, 
 files of workunits READY, three results to one workunit per pass as BOINC's 1500/500 split.
 Rows are claimed with SKIP LOCKED on PostgreSQL and written compare-and-set from READY.
 
-- A result's outputs are unlinked from the upload directory; a workunit's inputs (with any
+- A result's outputs are unlinked from the upload directory, with the part of an upload the
+  client abandoned (``.NAME.part``, left by the file upload handler when a result was
+  reported without its output or timed out mid-upload); a workunit's inputs (with any
   ``.gz`` and ``.md5`` beside them) from the download directory, unless the workunit's name
   contains "nodelete", or the input is still read by a workunit whose files are not being
   deleted (a shared, locality-scheduling input).
@@ -21,7 +23,9 @@ import os
 from django.db import transaction
 
 from backend.daemons.claim import claim
-from backend.daemons.hierarchy import download_path, in_parallel, upload_path
+from backend.daemons.hierarchy import (
+    download_path, in_parallel, partial_upload_path, upload_path,
+)
 from backend.events import event, record
 from backend.models import DaemonStatus, File, FileDeleteState, Result, Workunit
 
@@ -54,6 +58,13 @@ def unlink_each(paths_of):
             for pk, paths in paths_of.items()}
 
 
+def abandoned_parts(result):
+    """The part of ``result``'s output an upload left behind, if there is one: nothing can be
+    there when the upload directory is missing, which is then no error for this result."""
+    part = partial_upload_path(result.output_file_name(0))
+    return [part] if part.exists() else []
+
+
 def finish(model, outcomes, *, now, what, workunit_of=None):
     """Write DONE / ERROR for rows that were READY; returns the events."""
     events = []
@@ -74,7 +85,8 @@ def finish(model, outcomes, *, now, what, workunit_of=None):
 
 def delete_result_files(*, now, batch_size, mod, index):
     with transaction.atomic():
-        results = claim(Result.objects.files_ready_to_delete().only("id", "workunit"),
+        results = claim(Result.objects.files_ready_to_delete().only("id", "workunit", "name",
+                                                                    "random"),
                         batch_size, mod=mod, index=index)
         if not results:
             return 0
@@ -82,7 +94,7 @@ def delete_result_files(*, now, batch_size, mod, index):
         for f in File.objects.filter(result_id__in=[r.pk for r in results]):
             files.setdefault(f.result_id, []).append(f)
         done = unlink_each({r.pk: [upload_path(f.name) for f in files.get(r.pk, [])]
-                            for r in results})
+                            + abandoned_parts(r) for r in results})
         outcomes = {pk: FileDeleteState.DONE if ok else FileDeleteState.ERROR
                     for pk, ok in done.items()}
         deleted = [f.pk for pk, ok in done.items() if ok for f in files.get(pk, [])]

@@ -23,6 +23,12 @@ def upload_path(name):
     return Path(settings.UPLOAD_DIR) / name
 
 
+def partial_upload_path(name):
+    """Where the file upload handler keeps the part of ``name`` received so far."""
+    final = upload_path(name)
+    return final.with_name(f".{name}.part")
+
+
 def write_file(path, data):
     """Write ``data`` to ``path`` atomically (a rename), creating the directory; return its md5."""
     path.parent.mkdir(parents=True, exist_ok=True)

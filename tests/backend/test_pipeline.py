@@ -5,7 +5,9 @@ import hashlib
 import pytest
 
 from backend.daemons import assimilator, file_deleter, validator, work_generator
-from backend.daemons.hierarchy import assimilated_path, download_path, upload_path
+from backend.daemons.hierarchy import (
+    assimilated_path, download_path, partial_upload_path, upload_path,
+)
 from backend.daemons.scheduler import ReportedFile, ReportedResult, handle_request
 from backend.models import (
     INT_MAX, AssimilatedResult, AssimilateState, ClientState, DaemonStatus, ErrorMask, File,
@@ -261,6 +263,22 @@ def test_rule_3_9_file_deletion(project, data_dirs, setup, state):
         assert Result.objects.get(pk=r.pk).file_delete_state == FileDeleteState.DONE
 
 
+def test_rule_3_9_an_abandoned_partial_upload_is_deleted_with_the_results_files(project,
+                                                                                data_dirs):
+    wu = project.workunit()
+    r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.NO_REPLY,
+                       file_delete_state=FileDeleteState.READY)
+    other = project.result(wu, server_state=ServerState.IN_PROGRESS)
+    for result in (r, other):
+        part = partial_upload_path(result.output_file_name(0))
+        part.parent.mkdir(parents=True, exist_ok=True)
+        part.write_bytes(b"half an upload")
+    assert file_deleter.run_once(now=NOW, batch_size=8) == 1
+    assert Result.objects.get(pk=r.pk).file_delete_state == FileDeleteState.DONE
+    assert not partial_upload_path(r.output_file_name(0)).exists()
+    assert partial_upload_path(other.output_file_name(0)).exists()  # still uploading
+
+
 def test_rule_3_9_shared_and_nodelete_inputs_are_kept(project):
     shared = File.objects.create(name="shared.dat", kind="input")
     kept = project.workunit(name="keep_nodelete", file_delete_state=FileDeleteState.READY)
@@ -321,3 +339,11 @@ def test_client_errors_retry_until_max_error_results(project):
     wu.refresh_from_db()
     assert wu.error_mask & ErrorMask.TOO_MANY_ERROR_RESULTS
     assert wu.results.count() == 3 and wu.assimilate_state == AssimilateState.DONE
+
+
+def test_rule_3_9_a_result_without_outputs_needs_no_upload_directory(project, data_dirs):
+    r = project.result(project.workunit(), server_state=ServerState.OVER,
+                       outcome=Outcome.NO_REPLY, file_delete_state=FileDeleteState.READY)
+    assert not upload_path(r.output_file_name(0)).parent.exists()
+    assert file_deleter.run_once(now=NOW, batch_size=8) == 1
+    assert Result.objects.get(pk=r.pk).file_delete_state == FileDeleteState.DONE
