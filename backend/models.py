@@ -441,8 +441,6 @@ class Workunit(models.Model):
             models.CheckConstraint(condition=Q(min_quorum__gte=1), name="workunit_quorum_positive"),
         ]
         indexes = [
-            # transitioner: workunits whose transition_time has come (wu_timeout)
-            models.Index(fields=["transition_time"], name="wu_timeout"),
             # validator: workunits with need_validate set, per app (wu_val)
             models.Index(fields=["app", "need_validate"], name="wu_val"),
             # assimilator: workunits READY to assimilate, per app (wu_assim)
@@ -451,7 +449,8 @@ class Workunit(models.Model):
             models.Index(fields=["file_delete_state"], name="wu_filedel"),
             # dashboard workunit list: keyset pagination by app and id
             models.Index(fields=["app", "id"], name="wu_app_id"),
-            # dashboard workunit list: keyset pagination by transition_time, ties by id
+            # transitioner: workunits whose transition_time has come (BOINC's wu_timeout), and
+            # the dashboard's workunit list sorted by transition_time, ties by id
             models.Index(fields=["transition_time", "id"], name="wu_transition_id"),
         ]
 
