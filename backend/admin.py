@@ -48,6 +48,7 @@ class FileAdmin(admin.ModelAdmin):
 @admin.register(models.HostFile)
 class HostFileAdmin(admin.ModelAdmin):
     list_display = ["host", "name", "reported_time"]
+    list_filter = ["host__platform"]
     search_fields = ["name", "host__domain_name"]
     raw_id_fields = ["host"]
 
@@ -89,3 +90,12 @@ class DaemonStatusAdmin(admin.ModelAdmin):
     list_display = ["name", "enabled", "last_pass_time", "last_work_done", "passes"]
     list_filter = ["enabled"]
     search_fields = ["name"]
+
+
+@admin.register(models.AssimilatedResult)
+class AssimilatedResultAdmin(admin.ModelAdmin):
+    list_display = ["workunit", "app", "canonical_result", "error_mask", "output_nbytes", "time"]
+    list_filter = ["app"]
+    search_fields = ["workunit__name", "output_md5"]
+    raw_id_fields = ["workunit", "canonical_result"]
+    show_full_result_count = False

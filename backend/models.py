@@ -320,7 +320,8 @@ class File(models.Model):
     sticky = models.BooleanField(default=False, help_text="Stays on the host (locality).")
     # For an output file: the result it belongs to.
     result = models.ForeignKey(
-        "Result", null=True, blank=True, on_delete=models.CASCADE, related_name="output_files"
+        "Result", null=True, blank=True, on_delete=models.CASCADE, related_name="output_files",
+        db_index=False,  # file_result below
     )
     file_delete_state = models.IntegerField(
         choices=FileDeleteState.choices, default=FileDeleteState.INIT
@@ -328,6 +329,10 @@ class File(models.Model):
 
     class Meta:
         ordering = ["name"]
+        indexes = [
+            # file_deleter and the upload handler: a result's output files (file_result)
+            models.Index(fields=["result"], name="file_result"),
+        ]
         constraints = [
             models.CheckConstraint(condition=Q(nbytes__gte=0), name="file_nbytes_nonneg"),
             models.CheckConstraint(
@@ -481,7 +486,8 @@ class ResultQuerySet(models.QuerySet):
 class Result(models.Model):
     """BOINC's result: one instance of a workunit (reference/server.md §1.8)."""
 
-    workunit = models.ForeignKey(Workunit, on_delete=models.CASCADE, related_name="results")
+    workunit = models.ForeignKey(Workunit, on_delete=models.CASCADE, related_name="results",
+                                 db_index=False)  # res_wuid below
     # app, host and user are indexed by res_app_state, res_hostid_id and res_userid_id, which
     # lead with them; one index fewer each to keep up on every write of a result.
     app = models.ForeignKey(App, on_delete=models.PROTECT, related_name="results", db_index=False)
@@ -534,6 +540,8 @@ class Result(models.Model):
     class Meta:
         ordering = ["id"]
         indexes = [
+            # transitioner and validator: a workunit's results (res_wuid)
+            models.Index(fields=["workunit"], name="res_wuid"),
             # feeder/scheduler: unsent results by priority (ind_res_st)
             models.Index(fields=["server_state", "-priority"], name="ind_res_st"),
             # scheduler: the unsent results in the feeder's order (priority, then workunit), so

@@ -126,7 +126,7 @@ def main():
     if Workunit.objects.count() < args.workunits:
         call_command("seed_demo", workunits=args.workunits, hosts=20)
     spread_states()
-    client = Client()
+    client = Client(HTTP_HOST="localhost")  # a host ALLOWED_HOSTS lists by default
     rows, every_time, every_sql = [], [], []
     for url in urls():
         times, sql_times = measure(client, url, args.repeat)

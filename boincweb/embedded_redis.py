@@ -5,8 +5,8 @@ starts it as a Procfile process (``python -m boincweb.embedded_redis``) listenin
 socket under var/; the test suite starts a private one of its own (tests/conftest.py).
 """
 
-import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 
 import redis
+
+from boincweb.env import embedded_redis_socket
 
 
 def redis_server_binary():
@@ -98,17 +100,55 @@ class TemporaryServer:
 
 
 def main():
-    """Become the embedded server (the Procfile's ``redis``): redis-server itself then answers
-    the process manager's signals and shuts down cleanly."""
-    base_dir = Path(__file__).resolve().parent.parent
-    socket_path = Path(os.environ.get("EMBEDDED_REDIS_SOCKET", base_dir / "var" / "redis.sock"))
+    """Run the embedded server for the Procfile's ``redis`` until the process manager stops it.
+
+    The process manager signals every process at once, and an RQ worker needs Redis for its
+    warm shut-down (it finishes its job and unregisters itself). So redis-server runs in a
+    process group of its own, out of the signal's reach, and this process, on SIGTERM or
+    SIGINT, shuts it down once its other clients have gone or SHUTDOWN_GRACE seconds have
+    passed, well within honcho's five seconds before it kills.
+    """
+    socket_path = Path(embedded_redis_socket(Path(__file__).resolve().parent.parent))
     try:
         socket_path = prepare(socket_path)
     except RuntimeError as exc:
         sys.exit(f"embedded Redis: {exc}")
+    stopping = []
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda signum, frame: stopping.append(signum))
+    process = subprocess.Popen(server_args(socket_path, socket_path.parent),
+                               start_new_session=True, preexec_fn=_die_with_parent)
     print(f"embedded Redis on unix://{socket_path}", flush=True)
-    args = server_args(socket_path, socket_path.parent)
-    os.execv(args[0], args)
+    while process.poll() is None and not stopping:
+        time.sleep(0.1)
+    if process.poll() is None:
+        _shut_down_after_clients(process, socket_path)
+    sys.exit(process.wait() if not stopping else 0)
+
+
+SHUTDOWN_GRACE = 3.0
+
+
+def _shut_down_after_clients(process, socket_path):
+    deadline = time.monotonic() + SHUTDOWN_GRACE
+    try:
+        connection = redis.Redis(unix_socket_path=str(socket_path), socket_timeout=1)
+        while time.monotonic() < deadline and len(connection.client_list()) > 1:
+            time.sleep(0.1)
+        connection.shutdown(nosave=True)
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError):
+        pass  # SHUTDOWN closes the connection it came on; a server already gone needs nothing
+    stop(process)
+
+
+def _die_with_parent():
+    """In the child: ask Linux to end redis-server if this process is killed outright."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: a killed parent leaves the server to the next prepare()
 
 
 if __name__ == "__main__":

@@ -53,6 +53,23 @@ def envlist(name, default, environ=None):
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def envhosts(name, default, environ=None):
+    """A host list such as ``ALLOWED_HOSTS``: bare host names or addresses, ``.domain``
+    wildcards or ``*``; a scheme, port, path or an empty list is refused by name."""
+    hosts = envlist(name, default, environ)
+    if not hosts:
+        raise ImproperlyConfigured(f"{name} is empty; list at least one host name.")
+    for host in hosts:
+        bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        if host != "*" and (not bare or any(c in bare for c in "/@ ?#")
+                            or (":" in bare and host == bare and bare.count(":") == 1)):
+            raise ImproperlyConfigured(
+                f"{name} entry {host!r} is not a host name; give names such as example.org "
+                "or .example.org, without a scheme, port or path."
+            )
+    return hosts
+
+
 def database_config(url, base_dir):
     """``DATABASES['default']`` from ``DATABASE_URL``; a SQLite file under var/ when unset."""
     import dj_database_url
@@ -80,9 +97,14 @@ def database_config(url, base_dir):
 def redis_url(url, base_dir):
     """The Redis URL from ``REDIS_URL``; the embedded server's socket under var/ when unset."""
     if not url:
-        return f"unix://{base_dir / 'var' / 'redis.sock'}"
+        return f"unix://{embedded_redis_socket(base_dir)}"
     if not url.startswith(("redis://", "rediss://", "unix://")):
         raise ImproperlyConfigured(
             f"REDIS_URL={url!r} is not a Redis URL; use redis://host:port/db or unix:///path."
         )
     return url
+
+
+def embedded_redis_socket(base_dir, environ=None):
+    """Where the embedded Redis listens: ``EMBEDDED_REDIS_SOCKET``, else var/redis.sock."""
+    return envstr("EMBEDDED_REDIS_SOCKET", str(base_dir / "var" / "redis.sock"), environ)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from boincweb.env import database_config, envbool, envint, envlist, envstr, redis_url
+from boincweb.env import database_config, envbool, envhosts, envint, envstr, redis_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # var/ holds the SQLite database, the embedded Redis socket and project files by default.
@@ -28,7 +28,7 @@ if not SECRET_KEY:
     # A development key: fresh each start, so sessions do not outlive a restart.
     SECRET_KEY = "dev-" + secrets.token_urlsafe(40)
 
-ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
+ALLOWED_HOSTS = envhosts("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from boincweb.env import database_config, envbool, envint, envlist, redis_url
+from boincweb.env import database_config, envbool, envhosts, envint, envlist, redis_url
 
 BASE = Path(__file__).resolve().parent.parent
 
@@ -35,6 +35,32 @@ def test_envlist_splits_on_commas():
     assert envlist("H", ["a"], environ={}) == ["a"]
 
 
+def test_envhosts_takes_names_addresses_and_wildcards():
+    environ = {"ALLOWED_HOSTS": "example.org, .example.net,10.0.0.1,[::1],*"}
+    assert envhosts("ALLOWED_HOSTS", ["a"], environ=environ) == [
+        "example.org", ".example.net", "10.0.0.1", "[::1]", "*"]
+    assert envhosts("ALLOWED_HOSTS", ["localhost"], environ={}) == ["localhost"]
+
+
+@pytest.mark.parametrize("value, message", [
+    ("", "ALLOWED_HOSTS is empty"),
+    (" , ", "ALLOWED_HOSTS is empty"),
+    ("http://example.org", "ALLOWED_HOSTS entry 'http://example.org' is not a host name"),
+    ("example.org:8000", "ALLOWED_HOSTS entry 'example.org:8000' is not a host name"),
+    ("example.org/boinc", "ALLOWED_HOSTS entry 'example.org/boinc' is not a host name"),
+])
+def test_envhosts_refuses_what_is_not_a_host_naming_the_entry(value, message):
+    with pytest.raises(ImproperlyConfigured, match=message):
+        envhosts("ALLOWED_HOSTS", ["localhost"], environ={"ALLOWED_HOSTS": value})
+
+
+def test_start_up_names_a_bad_allowed_hosts_without_a_traceback():
+    proc = _manage_check(ALLOWED_HOSTS="https://boinc.example.org")
+    assert proc.returncode == 2
+    assert "ALLOWED_HOSTS entry 'https://boinc.example.org' is not a host name" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def test_database_defaults_to_sqlite_under_var():
     config = database_config(None, BASE)
     assert config["ENGINE"] == "django.db.backends.sqlite3"
@@ -58,6 +84,11 @@ def test_redis_url_defaults_to_the_embedded_socket_and_rejects_other_schemes():
     assert redis_url("redis://127.0.0.1:6379/0", BASE) == "redis://127.0.0.1:6379/0"
     with pytest.raises(ImproperlyConfigured, match="REDIS_URL='http://x' is not a Redis URL"):
         redis_url("http://x", BASE)
+
+
+def test_the_embedded_socket_can_move_and_the_settings_follow(monkeypatch, tmp_path):
+    monkeypatch.setenv("EMBEDDED_REDIS_SOCKET", str(tmp_path / "r.sock"))
+    assert redis_url(None, BASE) == f"unix://{tmp_path}/r.sock"
 
 
 def _manage_check(**env):

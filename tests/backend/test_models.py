@@ -4,7 +4,8 @@ from django.db import IntegrityError, transaction
 
 from backend.models import (
     INT_MAX, App, AppVersion, AssimilateState, ClientState, ErrorMask, FileDeleteState, Host,
-    LifecycleEvent, Outcome, Result, ServerState, ValidateState, Workunit, state_label,
+    LifecycleEvent, Outcome, Result, ServerState, TransitionerFlags, ValidateState, Workunit,
+    state_label,
 )
 
 
@@ -24,6 +25,8 @@ def test_enum_values_are_boincs():
     assert {s.name: s.value for s in ErrorMask} == {
         "COULDNT_SEND_RESULT": 1, "TOO_MANY_ERROR_RESULTS": 2, "TOO_MANY_SUCCESS_RESULTS": 4,
         "TOO_MANY_TOTAL_RESULTS": 8, "CANCELLED": 16, "NO_CANONICAL_RESULT": 32}
+    assert {s.name: s.value for s in TransitionerFlags} == {
+        "ORDINARY": 0, "TRANSITION_NONE": 1, "TRANSITION_NO_NEW_RESULTS": 2}
     assert INT_MAX == 2147483647
 
 
