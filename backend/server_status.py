@@ -1,17 +1,24 @@
 """The figures of BOINC's server status page (html/user/server_status.php), read from the database
 and from Redis.
 
-Every count here runs over an index the daemons already rely on (reference/server.md §1.10), and
-no count runs over the whole result or workunit table: OVER results are never counted.
+Every count of ``server_status`` runs over an index the daemons already rely on
+(reference/server.md §1.10), and none runs over the whole result or workunit table: OVER results
+are never counted. The users, computers and run-time figures of ``community`` do read the host
+table and the results received in the past day, so, as BOINC does with its own status page, they
+are cached (COMMUNITY_TTL) and only status.json and status.xml show them, never the panel that
+polls every 2 s.
 """
 
+import math
 from dataclasses import asdict, dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from xml.etree import ElementTree
 
 import redis
 from django.conf import settings
-from django.db.models import Count, Min, Q
+from django.contrib.auth import get_user_model
+from django.core.cache import cache
+from django.db.models import Avg, Count, Max, Min, Q, Sum
 from django.utils import timezone
 from rq import Worker
 from rq.queue import Queue
@@ -22,13 +29,21 @@ from backend.models import (
     AssimilateState,
     DaemonStatus,
     FileDeleteState,
+    Host,
     Result,
     ServerState,
+    ValidateState,
     Workunit,
 )
 
 # A daemon whose last pass is older than this is shown as not running.
 RUNNING_WINDOW = timedelta(minutes=2)
+
+DAY = 86400
+# Seconds the community figures are reused; BOINC keeps its own for an hour and asks readers of
+# the XML not to poll more often than every ten minutes.
+COMMUNITY_TTL = 60
+COMMUNITY_CACHE_KEY = "boincweb:server_status:community"
 
 
 @dataclass(frozen=True)
@@ -54,6 +69,36 @@ class AppTasks:
     @property
     def in_progress(self):
         return self.in_progress_cpu + self.in_progress_gpu
+
+
+@dataclass(frozen=True)
+class AppRuntime:
+    """Run times in hours (rounded up to 1/100 h, as BOINC shows them) of an app's valid
+    results received in the past day, and how many users returned them."""
+
+    avg_runtime: float = 0.0
+    min_runtime: float = 0.0
+    max_runtime: float = 0.0
+    users: int = 0
+
+
+@dataclass(frozen=True)
+class Community:
+    """BOINC's users and computers figures, with the per-app run times; a user's credit is the
+    sum of their hosts' credit."""
+
+    update_time: int
+    users_with_recent_credit: int
+    users_with_credit: int
+    users_registered_in_past_24_hours: int
+    hosts_with_recent_credit: int
+    hosts_with_credit: int
+    hosts_registered_in_past_24_hours: int
+    current_floating_point_speed: float  # GigaFLOPS: recent average credit per day / 200
+    runtimes: dict = field(default_factory=dict)  # app id -> AppRuntime
+
+    def runtime(self, app_id):
+        return self.runtimes.get(app_id, AppRuntime())
 
 
 @dataclass(frozen=True)
@@ -87,10 +132,15 @@ class ServerStatus:
     transitioner_backlog_hours: float
     apps: list
     rq: RQState
+    community: Community | None = None
 
     def as_dict(self):
         data = asdict(self)
         data["apps"] = [dict(asdict(app), in_progress=app.in_progress) for app in self.apps]
+        if self.community is not None:
+            for row in data["apps"]:
+                row.update(asdict(self.community.runtime(row["id"])))
+            del data["community"]["runtimes"]
         return data
 
 
@@ -164,8 +214,62 @@ def rq_state():
         client.close()
 
 
-def server_status(now):
-    """The whole status page at Unix time ``now``."""
+def hours(seconds):
+    """``seconds`` in hours rounded up to 1/100 h (BOINC's status page)."""
+    return math.ceil(round(seconds / 36, 6)) / 100
+
+
+def app_runtimes(now):
+    """{app id: AppRuntime} over the valid results received in the day before ``now``."""
+    rows = (
+        Result.objects.filter(validate_state=ValidateState.VALID, received_time__gt=now - DAY)
+        .values("app_id")
+        .annotate(avg=Avg("elapsed_time"), low=Min("elapsed_time"), high=Max("elapsed_time"),
+                  users=Count("user_id", distinct=True))
+    )
+    return {row["app_id"]: AppRuntime(hours(row["avg"]), hours(row["low"]), hours(row["high"]),
+                                      row["users"])
+            for row in rows}
+
+
+def community(now):
+    """The users and computers figures at Unix time ``now``: "recent credit" is a recent
+    average credit above 1, "credit" a total credit above 1, as on BOINC's page."""
+    hosts = Host.objects.aggregate(
+        with_credit=Count("id", filter=Q(total_credit__gt=1)),
+        with_recent_credit=Count("id", filter=Q(expavg_credit__gt=1)),
+        registered=Count("id", filter=Q(create_time__gt=now - DAY)),
+        expavg_credit=Sum("expavg_credit"),
+    )
+    users = (
+        Host.objects.values("owner_id")
+        .annotate(total=Sum("total_credit"), recent=Sum("expavg_credit"))
+        .aggregate(with_credit=Count("owner_id", filter=Q(total__gt=1)),
+                   with_recent_credit=Count("owner_id", filter=Q(recent__gt=1)))
+    )
+    joined_since = datetime.fromtimestamp(now - DAY, tz=UTC)
+    return Community(
+        update_time=now,
+        users_with_recent_credit=users["with_recent_credit"],
+        users_with_credit=users["with_credit"],
+        users_registered_in_past_24_hours=get_user_model().objects.filter(
+            date_joined__gt=joined_since).count(),
+        hosts_with_recent_credit=hosts["with_recent_credit"],
+        hosts_with_credit=hosts["with_credit"],
+        hosts_registered_in_past_24_hours=hosts["registered"],
+        current_floating_point_speed=round((hosts["expavg_credit"] or 0.0) / 200, 2),
+        runtimes=app_runtimes(now),
+    )
+
+
+def cached_community(now):
+    """``community(now)``, reused for COMMUNITY_TTL seconds."""
+    return cache.get_or_set(COMMUNITY_CACHE_KEY, lambda: community(now), COMMUNITY_TTL)
+
+
+def server_status(now, *, with_community=False):
+    """The whole status page at Unix time ``now``; ``with_community`` adds the (cached) users,
+    computers and run-time figures."""
     now_dt = timezone.now()
     due = Workunit.objects.transition_due(now).aggregate(n=Count("id"), oldest=Min("transition_time"))
     backlog_hours = (now - due["oldest"]) / 3600 if due["oldest"] is not None else 0.0
@@ -182,11 +286,20 @@ def server_status(now):
         transitioner_backlog_hours=round(backlog_hours, 2),
         apps=app_tasks(),
         rq=rq_state(),
+        community=cached_community(now) if with_community else None,
     )
 
 
+COMMUNITY_FIELDS = ["users_with_recent_credit", "users_with_credit",
+                    "users_registered_in_past_24_hours", "hosts_with_recent_credit",
+                    "hosts_with_credit", "hosts_registered_in_past_24_hours",
+                    "current_floating_point_speed"]
+
+
 def status_xml(status):
-    """BOINC's ``server_status.php?xml=1`` document for ``status``."""
+    """BOINC's ``server_status.php?xml=1`` document for ``status``: the daemons, then the
+    database figures with the tasks by app inside them, as BOINC nests them. The users,
+    computers and run-time elements are there when ``status`` has its community figures."""
     root = ElementTree.Element("server_status")
     ElementTree.SubElement(root, "update_time").text = str(status.update_time)
     daemons = ElementTree.SubElement(root, "daemon_status")
@@ -203,9 +316,19 @@ def status_xml(status):
                  "workunits_waiting_for_deletion", "results_waiting_for_deletion",
                  "transitioner_backlog_hours"]:
         ElementTree.SubElement(states, name).text = str(getattr(status, name))
-    apps = ElementTree.SubElement(root, "tasks_by_app")
+    extra = status.community
+    if extra is not None:
+        for name in COMMUNITY_FIELDS:
+            ElementTree.SubElement(states, name).text = str(getattr(extra, name))
+    apps = ElementTree.SubElement(states, "tasks_by_app")
     for app in status.apps:
         node = ElementTree.SubElement(apps, "app")
-        for name in ["id", "name", "unsent", "in_progress", "in_progress_cpu", "in_progress_gpu"]:
+        for name in ["id", "name", "unsent", "in_progress"]:
+            ElementTree.SubElement(node, name).text = str(getattr(app, name))
+        if extra is not None:
+            runtime = extra.runtime(app.id)
+            for name in ["avg_runtime", "min_runtime", "max_runtime", "users"]:
+                ElementTree.SubElement(node, name).text = str(getattr(runtime, name))
+        for name in ["in_progress_cpu", "in_progress_gpu"]:
             ElementTree.SubElement(node, name).text = str(getattr(app, name))
     return ElementTree.tostring(root, encoding="unicode", xml_declaration=True)

@@ -61,13 +61,14 @@ def status(request):
 
 @require_GET
 def status_json(request):
-    return JsonResponse(server_status.server_status(_now()).as_dict())
+    state = server_status.server_status(_now(), with_community=True)
+    return JsonResponse(state.as_dict())
 
 
 @require_GET
 def status_xml(request):
-    document = server_status.status_xml(server_status.server_status(_now()))
-    return HttpResponse(document, content_type="application/xml")
+    state = server_status.server_status(_now(), with_community=True)
+    return HttpResponse(server_status.status_xml(state), content_type="application/xml")
 
 
 # --- workunits ------------------------------------------------------------------------------
@@ -183,7 +184,8 @@ def workunit_detail(request, pk):
 @require_GET
 def result_detail(request, pk):
     result = get_object_or_404(
-        Result.objects.select_related("workunit", "app", "host", "user", "app_version"), pk=pk)
+        Result.objects.select_related("workunit", "app", "host", "user", "app_version__app"),
+        pk=pk)
     events = list(result.events.order_by("time", "id"))
     timeline = charts.lifecycle_timeline(events, {result.id: result.name})
     finished = result.file_delete_state == FileDeleteState.DONE
@@ -303,9 +305,9 @@ def workunit_action(request, action):
         raise PermissionDenied("admin actions are for staff")
     run, verb, description = ACTIONS[action]
     form = WorkunitIdsForm(request.POST if request.method == "POST" else request.GET)
+    context = {"form": form, "verb": verb, "description": description, "action": action}
     if not form.is_valid():
-        context = {"form": form, "verb": verb, "description": description, "action": action}
-        return render(request, "project/workunit_action.html", context, status=400)
+        return _render(request, "project/workunit_action.html", context, "confirm", status=400)
     ids = form.cleaned_data["id"]
     if request.method == "POST":
         done = run(ids, now=_now(), actor=request.user.username)
@@ -313,8 +315,6 @@ def workunit_action(request, action):
         if len(ids) == 1:
             return redirect("project:workunit_detail", pk=ids[0])
         return redirect("project:workunit_list")
-    context = {
-        "form": form, "verb": verb, "description": description, "action": action, "ids": ids,
-        "workunits": Workunit.objects.filter(id__in=ids).select_related("app")[:100],
-    }
-    return render(request, "project/workunit_action.html", context)
+    context["ids"] = ids
+    context["workunits"] = Workunit.objects.filter(id__in=ids).select_related("app")[:100]
+    return _render(request, "project/workunit_action.html", context, "confirm")

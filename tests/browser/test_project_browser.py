@@ -87,3 +87,26 @@ def test_workunit_list_refreshes_in_place_and_holds_still_while_a_box_is_ticked(
     box.uncheck()
     table.locator("text=einstein_wu_3").wait_for(timeout=10_000)
     assert page.url == url
+
+
+def test_a_bad_filter_shows_its_error_in_place(page, live_server, project):
+    """A filter the server refuses (here an app deleted after the page was drawn) comes back as
+    a 400 with the form's errors, and the page shows them instead of silently keeping the old
+    rows."""
+    retired = App.objects.create(name="retired")
+    page.goto(f"{live_server.url}/project/workunits/")
+    table = page.locator("#wu-table")
+    table.locator("text=einstein_wu_1").wait_for()
+    App.objects.filter(pk=retired.pk).delete()
+
+    with page.expect_response(lambda r: "app=" in r.url) as answer:
+        page.select_option("select[name=app]", label="retired")
+    assert answer.value.status == 400
+    errors = page.locator('[data-testid="filter-errors"]')
+    errors.wait_for()
+    assert "Select a valid choice" in errors.inner_text()
+    assert "einstein_wu_1" not in table.inner_text()
+
+    page.select_option("select[name=app]", label="einstein")
+    table.locator("text=einstein_wu_1").wait_for()
+    assert errors.count() == 0

@@ -95,28 +95,99 @@ def test_revalidate_resets_judged_successes_on_open_workunits_only(app):
 # --- the action pages ------------------------------------------------------------------------
 
 
-def test_actions_need_a_login(client, app):
-    [wu] = make_workunits(app, 1)
-    for response in [client.get(f"/project/workunits/actions/cancel/?id={wu.id}"),
-                     client.post("/project/workunits/actions/cancel/", {"id": wu.id})]:
+ACTION_NAMES = ["cancel", "transition", "revalidate"]
+INVALID_SUCCESS = (ServerState.OVER, Outcome.SUCCESS, ValidateState.INVALID)
+
+
+@pytest.fixture
+def target(app):
+    """A workunit every action changes: open, never due, with an invalid success to re-check
+    and an unsent result to cancel."""
+    [wu] = make_workunits(app, 1, transition_time=INT_MAX)
+    make_results(wu, [INVALID_SUCCESS, UNSENT])
+    return wu
+
+
+def snapshot(wu):
+    """What any of the actions would change, and the number of events."""
+    return (
+        Workunit.objects.filter(pk=wu.pk).values_list(
+            "error_mask", "transition_time", "need_validate").get(),
+        list(Result.objects.filter(workunit=wu).order_by("id").values_list(
+            "server_state", "outcome", "validate_state")),
+        LifecycleEvent.objects.count(),
+    )
+
+
+def confirm_url(action, wu):
+    return f"/project/workunits/actions/{action}/?id={wu.id}"
+
+
+def do_url(action):
+    return f"/project/workunits/actions/{action}/"
+
+
+@pytest.mark.parametrize("action", ACTION_NAMES)
+def test_every_action_needs_a_login(client, target, action):
+    before = snapshot(target)
+    for response in [client.get(confirm_url(action, target)),
+                     client.post(do_url(action), {"id": target.id})]:
         assert response.status_code == 302 and "/accounts/login/" in response["Location"]
-    assert Workunit.objects.get(pk=wu.pk).error_mask == 0
+    assert snapshot(target) == before
 
 
+@pytest.mark.parametrize("action", ACTION_NAMES)
 @pytest.mark.parametrize("who", ["owner", "stranger"])
-def test_actions_are_for_staff_only(client, app, request, who):
-    [wu] = make_workunits(app, 1)
+def test_every_action_is_for_staff_only(client, target, request, who, action):
+    before = snapshot(target)
     client.force_login(request.getfixturevalue(who))
-    assert client.get(f"/project/workunits/actions/cancel/?id={wu.id}").status_code == 403
-    assert client.post("/project/workunits/actions/cancel/", {"id": wu.id}).status_code == 403
-    assert Workunit.objects.get(pk=wu.pk).error_mask == 0
+    assert client.get(confirm_url(action, target)).status_code == 403
+    assert client.post(do_url(action), {"id": target.id}).status_code == 403
+    assert client.post(do_url(action), {"id": target.id},
+                       HTTP_HX_REQUEST="true").status_code == 403
+    assert snapshot(target) == before
+
+
+@pytest.mark.parametrize("action, changed", [
+    ("cancel", lambda wu, results: wu[0] == ErrorMask.CANCELLED
+     and results[1][1] == Outcome.DIDNT_NEED),
+    ("transition", lambda wu, results: wu[1] < INT_MAX),
+    ("revalidate", lambda wu, results: wu[2] and results[0][2] == ValidateState.INIT),
+])
+def test_staff_runs_every_action_only_after_confirming(client, staff, target, action, changed):
+    before = snapshot(target)
+    client.force_login(staff)
+    confirm = client.get(confirm_url(action, target))
+    assert confirm.status_code == 200 and "csrfmiddlewaretoken" in confirm.content.decode()
+    assert snapshot(target) == before
+    done = client.post(do_url(action), {"id": target.id})
+    assert done.status_code == 302 and done["Location"] == f"/project/workunits/{target.id}/"
+    wu, results, events = snapshot(target)
+    assert changed(wu, results) and events > before[2]
+
+
+@pytest.mark.parametrize("action", ACTION_NAMES)
+def test_every_action_needs_the_csrf_token(staff, target, action):
+    from django.test import Client
+
+    before = snapshot(target)
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(staff)
+    assert client.post(do_url(action), {"id": target.id}).status_code == 403
+    assert client.post(do_url(action), {"id": target.id, "csrfmiddlewaretoken": "forged" * 8}
+                       ).status_code == 403
+    assert snapshot(target) == before
+    client.get(confirm_url(action, target))  # the confirm page sets the token's cookie
+    token = client.cookies["csrftoken"].value
+    done = client.post(do_url(action), {"id": target.id, "csrfmiddlewaretoken": token})
+    assert done.status_code == 302 and snapshot(target) != before
 
 
 def test_staff_confirm_then_cancel(client, staff, app, django_assert_max_num_queries):
     wus = make_workunits(app, 2)
     client.force_login(staff)
     query = "&".join(f"id={w.id}" for w in wus)
-    with django_assert_max_num_queries(6):
+    with django_assert_max_num_queries(4):
         confirm = client.get(f"/project/workunits/actions/cancel/?{query}")
     html = confirm.content.decode()
     assert confirm.status_code == 200
@@ -128,22 +199,52 @@ def test_staff_confirm_then_cancel(client, staff, app, django_assert_max_num_que
     assert Workunit.objects.filter(error_mask=ErrorMask.CANCELLED).count() == 2
 
 
+@pytest.mark.parametrize("htmx", [False, True], ids=["whole", "fragment"])
+def test_confirm_page_queries_do_not_grow_with_the_ids(client, staff, app, htmx,
+                                                      django_assert_max_num_queries):
+    headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+    client.force_login(staff)
+    few = make_workunits(app, 2)
+    with django_assert_max_num_queries(4):  # session, user, the ids' check, the list
+        assert client.get("/project/workunits/actions/revalidate/?"
+                          + "&".join(f"id={w.id}" for w in few), **headers).status_code == 200
+    many = few + make_workunits(app, 298, start=2)
+    with django_assert_max_num_queries(4):
+        page = client.get("/project/workunits/actions/revalidate/?"
+                          + "&".join(f"id={w.id}" for w in many), **headers)
+    html = page.content.decode()
+    assert page.status_code == 200 and "It applies to 300 workunits" in html
+    assert "wu_00099" in html and "wu_00100" not in html and "and 300 in all" in html
+    assert html.count('type="hidden" name="id"') == 300
+
+
+def test_confirm_page_fragment_for_htmx(client, staff, app):
+    [wu] = make_workunits(app, 1)
+    client.force_login(staff)
+    page = client.get(f"/project/workunits/actions/transition/?id={wu.id}",
+                      HTTP_HX_REQUEST="true")
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert html.lstrip().startswith('<div id="action-confirm">') and "<html" not in html
+    assert "Yes, transition now" in html and "csrfmiddlewaretoken" in html
+    whole = client.get(f"/project/workunits/actions/transition/?id={wu.id}").content.decode()
+    assert "<html" in whole and '<div id="action-confirm">' in whole
+
+
+def test_bad_targets_come_back_in_the_fragment_with_a_400(client, staff):
+    client.force_login(staff)
+    page = client.get("/project/workunits/actions/cancel/?id=99999", HTTP_HX_REQUEST="true")
+    html = page.content.decode()
+    assert page.status_code == 400 and html.lstrip().startswith('<div id="action-confirm">')
+    assert "Cannot cancel" in html and "no workunit with id 99999" in html
+
+
 def test_one_workunit_action_returns_to_its_page(client, staff, app):
     [wu] = make_workunits(app, 1, transition_time=INT_MAX)
     client.force_login(staff)
     done = client.post("/project/workunits/actions/transition/", {"id": wu.id}, follow=True)
     assert done.redirect_chain[-1][0] == f"/project/workunits/{wu.id}/"
     assert "Transition now: 1 of 1 workunit(s) changed." in done.content.decode()
-
-
-def test_actions_need_the_csrf_token(staff, app):
-    from django.test import Client
-
-    [wu] = make_workunits(app, 1)
-    client = Client(enforce_csrf_checks=True)
-    client.force_login(staff)
-    assert client.post("/project/workunits/actions/cancel/", {"id": wu.id}).status_code == 403
-    assert Workunit.objects.get(pk=wu.pk).error_mask == 0
 
 
 @pytest.mark.parametrize("query, status", [

@@ -1,6 +1,8 @@
 import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
 
-from backend.models import Host, LifecycleEvent, Outcome, ServerState, ValidateState
+from backend.models import Host, HostFile, LifecycleEvent, Outcome, ServerState, ValidateState
 from tests.web.project_data import (  # noqa: F401
     NOW, app, busy_workunit, host, make_results, make_workunits, owner, staff, stranger, versions,
 )
@@ -22,6 +24,26 @@ def test_host_list_pages_by_id(client, owner, django_assert_max_num_queries):
     assert fragment.lstrip().startswith('<div id="host-table">')
 
 
+@pytest.mark.parametrize("htmx", [False, True], ids=["whole", "fragment"])
+def test_host_list_queries_do_not_grow_with_hosts_and_owners(client, htmx,
+                                                            django_assert_max_num_queries):
+    headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+
+    def add(n, start):
+        for i in range(start, start + n):  # each host with an owner of its own
+            person = get_user_model().objects.create_user(f"volunteer-{i}")
+            Host.objects.create(owner=person, domain_name=f"box-{i:03d}")
+
+    add(2, 0)
+    with django_assert_max_num_queries(1):
+        assert client.get("/project/hosts/", **headers).status_code == 200
+    add(60, 100)
+    with django_assert_max_num_queries(1):
+        page = client.get("/project/hosts/", **headers)
+    html = page.content.decode()
+    assert "volunteer-147" in html and html.lstrip().startswith('<div id="host-table">') == htmx
+
+
 def test_host_list_rejects_a_bad_cursor(client):
     assert client.get("/project/hosts/?after=zzz").status_code == 400
 
@@ -39,13 +61,31 @@ def test_host_page_shows_results_credit_reliability_and_files(client, busy_worku
     assert "edit preferences" not in html
 
 
-def test_host_page_queries_do_not_grow_with_results(client, app, host,
+@pytest.mark.parametrize("htmx", [False, True], ids=["whole", "fragment"])
+def test_host_page_queries_do_not_grow_with_results(client, app, host, versions, htmx,
                                                     django_assert_max_num_queries):
-    for wu in make_workunits(app, 30):
-        make_results(wu, [(ServerState.OVER, Outcome.SUCCESS, ValidateState.VALID)], host=host)
-    with django_assert_max_num_queries(8):
-        fragment = client.get(f"/project/hosts/{host.id}/", HTTP_HX_REQUEST="true")
-    assert fragment.content.decode().lstrip().startswith('<div id="host-results"')
+    headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+
+    def add(n, start):
+        for wu in make_workunits(app, n, start=start):
+            make_results(wu, [(ServerState.OVER, Outcome.SUCCESS, ValidateState.VALID)],
+                         host=host, app_version=versions[0])
+        HostFile.objects.bulk_create(HostFile(host=host, name=f"file_{start + i}",
+                                              reported_time=NOW) for i in range(n))
+        LifecycleEvent.objects.bulk_create(
+            LifecycleEvent(time=NOW + start + i, actor="owner", host=host, field="max_ncpus_pct",
+                           detail="1 → 2") for i in range(n))
+
+    add(1, 0)
+    budget = 4 if htmx else 7
+    with django_assert_max_num_queries(budget):
+        assert client.get(f"/project/hosts/{host.id}/", **headers).status_code == 200
+    add(30, 100)
+    with django_assert_max_num_queries(budget):
+        page = client.get(f"/project/hosts/{host.id}/", **headers)
+    html = page.content.decode()
+    assert "wu_00129_0" in html and "Success: 31" in html
+    assert html.lstrip().startswith('<div id="host-results"') == htmx
 
 
 def test_host_page_results_poll_as_a_fragment(client, app, host, django_assert_max_num_queries):
@@ -70,6 +110,28 @@ def test_user_page_shows_hosts_credit_and_results(client, busy_workunit, host, o
     assert "owners-box" in html and "10.00" in html and "wu_00000_1" in html
     fragment = client.get(f"/project/users/{owner.id}/", HTTP_HX_REQUEST="true").content.decode()
     assert fragment.lstrip().startswith('<div id="user-results">')
+
+
+@pytest.mark.parametrize("htmx", [False, True], ids=["whole", "fragment"])
+def test_user_page_queries_do_not_grow_with_hosts_and_results(client, app, owner, htmx,
+                                                             django_assert_max_num_queries):
+    headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+    done = (ServerState.OVER, Outcome.SUCCESS, ValidateState.VALID)
+
+    def add(n, start):
+        for i, wu in enumerate(make_workunits(app, n, start=start)):
+            box = Host.objects.create(owner=owner, domain_name=f"box-{start + i}")
+            make_results(wu, [done, (ServerState.IN_PROGRESS, 0, 0)], host=box)
+
+    add(1, 0)
+    with django_assert_max_num_queries(4):
+        assert client.get(f"/project/users/{owner.id}/", **headers).status_code == 200
+    add(30, 100)
+    with django_assert_max_num_queries(4):
+        page = client.get(f"/project/users/{owner.id}/", **headers)
+    html = page.content.decode()
+    assert "wu_00129_1" in html and "box-129" in html and "In progress: 31" in html
+    assert html.lstrip().startswith('<div id="user-results">') == htmx
 
 
 def test_unknown_host_and_user_are_404(client):
@@ -118,12 +180,71 @@ def test_owner_and_staff_may_edit_the_prefs(client, host, request, who):
     assert f"{user.username}: max_ncpus_pct 100.0 → 50.0" in page and "edit preferences" in page
 
 
-def test_prefs_form_needs_the_csrf_token(host, owner):
-    from django.test import Client
+def test_another_user_may_not_edit_the_prefs_through_htmx_either(client, host, stranger):
+    client.force_login(stranger)
+    for response in [client.get(f"/project/hosts/{host.id}/prefs/", HTTP_HX_REQUEST="true"),
+                     client.post(f"/project/hosts/{host.id}/prefs/", PREFS,
+                                 HTTP_HX_REQUEST="true")]:
+        assert response.status_code == 403
+    assert Host.objects.get(pk=host.pk).prefs_mod_time == 0
 
+
+@pytest.mark.parametrize("who", ["owner", "staff"])
+def test_prefs_form_needs_the_csrf_token(host, request, who):
     client = Client(enforce_csrf_checks=True)
-    client.force_login(owner)
+    client.force_login(request.getfixturevalue(who))
     assert client.post(f"/project/hosts/{host.id}/prefs/", PREFS).status_code == 403
+    assert Host.objects.get(pk=host.pk).max_ncpus_pct == 100
+    assert not LifecycleEvent.objects.filter(host=host).exists()
+    client.get(f"/project/hosts/{host.id}/prefs/")  # the form sets the token's cookie
+    token = client.cookies["csrftoken"].value
+    saved = client.post(f"/project/hosts/{host.id}/prefs/",
+                        {**PREFS, "csrfmiddlewaretoken": token})
+    assert saved.status_code == 302
+    assert Host.objects.get(pk=host.pk).max_ncpus_pct == 50
+
+
+@pytest.mark.parametrize("htmx", [False, True], ids=["whole", "fragment"])
+def test_prefs_form_queries_do_not_grow_with_the_hosts_rows(client, app, host, owner, htmx,
+                                                           django_assert_max_num_queries):
+    headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+    client.force_login(owner)
+
+    def add(n, start):
+        for wu in make_workunits(app, n, start=start):
+            make_results(wu, [(ServerState.IN_PROGRESS, 0, 0)], host=host)
+        LifecycleEvent.objects.bulk_create(
+            LifecycleEvent(time=NOW + i, actor="owner", host=host, field="max_ncpus_pct",
+                           detail="1 → 2") for i in range(n))
+
+    add(1, 0)
+    with django_assert_max_num_queries(3):  # session, user, host
+        assert client.get(f"/project/hosts/{host.id}/prefs/", **headers).status_code == 200
+    add(40, 100)
+    with django_assert_max_num_queries(3):
+        form = client.get(f"/project/hosts/{host.id}/prefs/", **headers)
+    assert form.status_code == 200
+    assert form.content.decode().lstrip().startswith('<form id="prefs-form"') == htmx
+
+
+def test_saving_prefs_runs_the_same_queries_for_one_change_or_all(
+        client, host, owner, django_assert_max_num_queries):
+    client.force_login(owner)
+    one = {"work_buf_min_days": "0.1", "work_buf_additional_days": "0.5", "max_ncpus_pct": "90",
+           "cpu_usage_limit": "100", "cpu_scheduling_period_minutes": "60"}
+    with django_assert_max_num_queries(10):
+        assert client.post(f"/project/hosts/{host.id}/prefs/", one).status_code == 302
+    every = {"work_buf_min_days": "1", "work_buf_additional_days": "2", "max_ncpus_pct": "80",
+             "cpu_usage_limit": "70", "cpu_scheduling_period_minutes": "30",
+             "leave_apps_in_memory": "on"}
+    with django_assert_max_num_queries(10):
+        assert client.post(f"/project/hosts/{host.id}/prefs/", every).status_code == 302
+    assert LifecycleEvent.objects.filter(host=host).count() == 7
+    with django_assert_max_num_queries(10):  # field errors: no write at all
+        bad = client.post(f"/project/hosts/{host.id}/prefs/", {**every, "max_ncpus_pct": "0"},
+                          HTTP_HX_REQUEST="true")
+    assert bad.status_code == 400 and bad.content.decode().lstrip().startswith(
+        '<form id="prefs-form"')
 
 
 @pytest.mark.parametrize("field, value, message", [

@@ -2,15 +2,27 @@ from datetime import timedelta
 from xml.etree import ElementTree
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.core.cache import cache
 from django.utils import timezone
 
-from backend.models import DaemonStatus, Outcome, ServerState, ValidateState
-from backend.server_status import server_status, status_xml
+from backend.models import App, DaemonStatus, Host, Outcome, Result, ServerState, ValidateState
+from backend.server_status import community, hours, server_status, status_xml
 from tests.web.project_data import (  # noqa: F401
-    NOW, app, busy_workunit, host, make_results, make_workunits, owner, versions,
+    NOW, app, busy_workunit, host, make_results, make_workunits, owner, stranger, versions,
 )
 
 pytestmark = pytest.mark.django_db
+
+VALID = (ServerState.OVER, Outcome.SUCCESS, ValidateState.VALID)
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    """The community figures are cached; each test starts without them."""
+    cache.clear()
+    yield
+    cache.clear()
 
 
 def test_status_counts_results_and_workunits_by_state(busy_workunit, app):
@@ -94,12 +106,121 @@ def test_status_xml_is_boinc_shaped(client, busy_workunit, redis_client):
     assert root.tag == "server_status"
     assert root.findtext("database_file_states/results_ready_to_send") == "1"
     assert root.findtext("daemon_status/daemon/command") == "transitioner"
-    assert root.findtext("tasks_by_app/app/name") == "einstein"
+    [app] = root.findall("database_file_states/tasks_by_app/app")
+    assert [child.tag for child in app] == [
+        "id", "name", "unsent", "in_progress", "avg_runtime", "min_runtime", "max_runtime",
+        "users", "in_progress_cpu", "in_progress_gpu"]
+    assert (app.findtext("name"), app.findtext("unsent"), app.findtext("in_progress")) == (
+        "einstein", "1", "1")
+    states = [child.tag for child in root.find("database_file_states")]
+    assert states[7:] == [
+        "users_with_recent_credit", "users_with_credit", "users_registered_in_past_24_hours",
+        "hosts_with_recent_credit", "hosts_with_credit", "hosts_registered_in_past_24_hours",
+        "current_floating_point_speed", "tasks_by_app"]
 
 
 def test_status_xml_of_an_empty_project_has_no_apps():
     root = ElementTree.fromstring(status_xml(server_status(NOW)))
-    assert root.find("tasks_by_app") is not None and not list(root.find("tasks_by_app"))
+    apps = root.find("database_file_states/tasks_by_app")
+    assert apps is not None and not list(apps)
+
+
+@pytest.mark.parametrize("seconds, shown", [
+    (0, 0.0), (1, 0.01), (36, 0.01), (37, 0.02), (1800, 0.5), (3600, 1.0), (252, 0.07),
+    (3601, 1.01),
+])
+def test_run_times_are_hours_rounded_up_to_a_hundredth(seconds, shown):
+    assert hours(seconds) == shown
+
+
+def test_app_run_times_cover_valid_results_received_in_the_past_day(app, host, stranger):
+    seti = App.objects.create(name="seti")
+    wu = make_workunits(app, 1)[0]
+    invalid = (ServerState.OVER, Outcome.SUCCESS, ValidateState.INVALID)
+    results = make_results(wu, [VALID] * 5 + [invalid], host=host)
+    recent = NOW - 3600
+    # (elapsed seconds, received time, returned by the stranger?)
+    timings = [(1800, recent, False), (3600, recent, False), (5400, recent, False),
+               (7200, recent, True), (99_000, NOW - 86_400, True), (99_000, recent, True)]
+    for result, (elapsed, received, by_stranger) in zip(results, timings):
+        Result.objects.filter(pk=result.pk).update(
+            elapsed_time=elapsed, received_time=received,
+            **({"user": stranger} if by_stranger else {}))
+    figures = community(NOW)
+    runtime = figures.runtime(app.id)
+    # 1800, 3600, 5400 and 7200 s: 4500 s on average, returned by two users; the result
+    # received a day ago and the invalid one are left out
+    assert (runtime.avg_runtime, runtime.min_runtime, runtime.max_runtime, runtime.users) == (
+        1.25, 0.5, 2.0, 2)
+    assert figures.runtime(seti.id).max_runtime == 0.0
+
+
+def test_users_and_hosts_figures_follow_boincs_thresholds(owner, stranger):
+    get_user_model().objects.filter(pk=stranger.pk).update(
+        date_joined=timezone.now() - timezone.timedelta(days=3))
+    Host.objects.bulk_create([
+        Host(owner=owner, domain_name="a", total_credit=0.5, expavg_credit=0.6, create_time=NOW),
+        Host(owner=owner, domain_name="b", total_credit=0.7, expavg_credit=0.6,
+             create_time=NOW - 90_000),
+        Host(owner=stranger, domain_name="c", total_credit=500, expavg_credit=400,
+             create_time=NOW - 100),
+    ])
+    figures = community(NOW)
+    # owner: 1.2 total and 1.2 recent over two hosts; neither host alone passes 1
+    assert (figures.users_with_credit, figures.users_with_recent_credit) == (2, 2)
+    assert (figures.hosts_with_credit, figures.hosts_with_recent_credit) == (1, 1)
+    assert figures.hosts_registered_in_past_24_hours == 2
+    # both users joined "now" by the wall clock; NOW is in the past, so compare on wall time
+    assert community(int(timezone.now().timestamp())).users_registered_in_past_24_hours == 1
+    assert figures.current_floating_point_speed == round(401.2 / 200, 2)
+
+
+def test_status_json_and_xml_carry_the_community_figures(client, app, host, redis_client):
+    Host.objects.filter(pk=host.pk).update(total_credit=50, expavg_credit=20)
+    wu = make_workunits(app, 1)[0]
+    [result] = make_results(wu, [VALID], host=host)
+    Result.objects.filter(pk=result.pk).update(elapsed_time=5400,
+                                               received_time=int(timezone.now().timestamp()))
+    data = client.get("/project/status.json").json()
+    assert data["community"]["hosts_with_credit"] == 1
+    assert data["community"]["current_floating_point_speed"] == 0.1
+    assert (data["apps"][0]["avg_runtime"], data["apps"][0]["users"]) == (1.5, 1)
+    root = ElementTree.fromstring(client.get("/project/status.xml").content)
+    assert root.findtext("database_file_states/users_with_credit") == "1"
+    assert root.findtext("database_file_states/tasks_by_app/app/max_runtime") == "1.5"
+
+
+def test_community_figures_are_cached_between_fetches(client, app, host, redis_client,
+                                                      django_assert_max_num_queries):
+    client.get("/project/status.json")
+    Host.objects.filter(pk=host.pk).update(total_credit=50)
+    with django_assert_max_num_queries(12):  # the status figures only
+        data = client.get("/project/status.json").json()
+    assert data["community"]["hosts_with_credit"] == 0
+    cache.clear()
+    assert client.get("/project/status.json").json()["community"]["hosts_with_credit"] == 1
+
+
+@pytest.mark.parametrize("path", ["/project/status.json", "/project/status.xml"])
+def test_status_exports_run_the_same_queries_for_more_rows(client, app, owner, path,
+                                                           redis_client,
+                                                           django_assert_max_num_queries):
+    def add(n, start):
+        hosts = Host.objects.bulk_create(Host(owner=owner, domain_name=f"box-{start + i}",
+                                              total_credit=5, expavg_credit=5, create_time=NOW)
+                                         for i in range(n))
+        for i, wu in enumerate(make_workunits(app, n, start=start)):
+            make_results(wu, [VALID, (ServerState.UNSENT, Outcome.INIT, ValidateState.INIT)],
+                         host=hosts[i])
+        App.objects.create(name=f"app-{start}")
+
+    add(1, 0)
+    with django_assert_max_num_queries(16):
+        assert client.get(path).status_code == 200
+    cache.clear()
+    add(30, 100)
+    with django_assert_max_num_queries(16):
+        assert client.get(path).status_code == 200
 
 
 def test_status_reports_an_unreachable_redis(client, settings):

@@ -5,7 +5,7 @@ import pytest
 
 from backend import charts
 from backend.models import (
-    AssimilateState, ErrorMask, FileDeleteState, LifecycleEvent, Outcome, ServerState,
+    AssimilateState, ErrorMask, FileDeleteState, LifecycleEvent, Outcome, Result, ServerState,
     ValidateState,
 )
 from backend.statemachine import (
@@ -141,15 +141,56 @@ def test_workunit_page_shows_fields_results_machines_and_timeline(client, busy_w
 
 
 @pytest.mark.django_db
-def test_workunit_page_queries_do_not_grow_with_results(client, app, host,
+@pytest.mark.parametrize("htmx", [False, True], ids=["whole", "fragment"])
+def test_workunit_page_queries_do_not_grow_with_results(client, app, host, versions, htmx,
                                                        django_assert_max_num_queries):
     wu = make_workunits(app, 1)[0]
-    make_results(wu, [(ServerState.UNSENT, 0, 0)] * 12, host=host)
-    LifecycleEvent.objects.bulk_create(
-        LifecycleEvent(time=NOW + i, actor="x", workunit=wu, field="need_validate", old=0, new=1)
-        for i in range(30))
-    with django_assert_max_num_queries(4):
-        assert client.get(f"/project/workunits/{wu.id}/", HTTP_HX_REQUEST="true").status_code == 200
+    headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+
+    def add(n, start):
+        results = Result.objects.bulk_create(
+            Result(workunit=wu, app=app, name=f"r_{start + i}", host=host, user=host.owner,
+                   app_version=versions[i % 2], server_state=ServerState.IN_PROGRESS)
+            for i in range(n))
+        LifecycleEvent.objects.bulk_create(
+            LifecycleEvent(time=NOW + start + i, actor="x", workunit=wu, result=r,
+                           field="server_state", old=ServerState.UNSENT,
+                           new=ServerState.IN_PROGRESS)
+            for i, r in enumerate(results))
+
+    add(1, 0)
+    with django_assert_max_num_queries(3):
+        assert client.get(f"/project/workunits/{wu.id}/", **headers).status_code == 200
+    add(30, 100)
+    with django_assert_max_num_queries(3):
+        page = client.get(f"/project/workunits/{wu.id}/", **headers)
+    assert page.status_code == 200 and "r_129" in page.content.decode()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("htmx", [False, True], ids=["whole", "fragment"])
+def test_result_page_queries_do_not_grow_with_events(client, app, host, versions, htmx,
+                                                     django_assert_max_num_queries):
+    wu = make_workunits(app, 1)[0]
+    [result] = make_results(wu, [(ServerState.IN_PROGRESS, 0, 0)], host=host,
+                            app_version=versions[1])
+    headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+
+    def add(n, start):
+        LifecycleEvent.objects.bulk_create(
+            LifecycleEvent(time=NOW + start + i, actor=f"actor_{start + i}", workunit=wu,
+                           result=result, field="outcome", old=0, new=0)
+            for i in range(n))
+
+    add(1, 0)
+    with django_assert_max_num_queries(2):
+        assert client.get(f"/project/results/{result.id}/", **headers).status_code == 200
+    add(40, 100)
+    with django_assert_max_num_queries(2):
+        page = client.get(f"/project/results/{result.id}/", **headers)
+    html = page.content.decode()
+    assert page.status_code == 200 and "actor_139" in html and "einstein 100" in html
+    assert html.lstrip().startswith('<div id="result-live"') == htmx
 
 
 @pytest.mark.django_db
