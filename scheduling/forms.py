@@ -28,12 +28,13 @@ from scheduling.engine.scenario import (
     Scenario,
     ScenarioError,
 )
-from scheduling.models import Run
+from scheduling.models import VARIABLE_PREFS, Run
 
 HOUR = 3600.0
 GIGA = 1e9
 MAX_UPLOAD = 5 * 1024 * 1024
 MAX_DURATION = 100 * 86400.0
+MAX_COMPARE = 6  # runs on one comparison page
 
 
 def _fraction(label, help_text=""):
@@ -399,15 +400,70 @@ class RunForm(forms.Form):
                              validators=[MinValueValidator(1.0, "At least 1 second."), MaxValueValidator(86400.0)])
 
 
+YES = {"yes", "y", "true", "on", "1"}
+NO = {"no", "n", "false", "off", "0"}
+
+
 class CompareForm(forms.Form):
-    policies = forms.MultipleChoiceField(choices=Run.Policy.choices, initial=["boinc5", "boinc7"],
+    """Runs of one scenario on one seed that differ in one thing: the policy (two or more of
+    `policies`), or, when `parameter` is given, one preference across two or more `values`
+    under one `policy`. `cleaned_data["variants"]` is the list of (policy, prefs) to run."""
+
+    policies = forms.MultipleChoiceField(choices=Run.Policy.choices, initial=["boinc5", "boinc7"], required=False,
                                          widget=forms.CheckboxSelectMultiple)
+    parameter = forms.ChoiceField(required=False, label="vary",
+                                  choices=[("", "the policy")] + [(k, PrefsForm.base_fields[k].label)
+                                                                  for k in VARIABLE_PREFS])
+    values = forms.CharField(required=False, max_length=200,
+                             help_text="two or more, separated by commas: 30, 60, 120 (yes, no for leave in memory)")
+    policy = forms.ChoiceField(choices=Run.Policy.choices, initial="boinc7", required=False,
+                               help_text="the policy every value runs under")
     duration = DurationField(initial="2d")
     seed = forms.IntegerField(min_value=0, max_value=2**31 - 1, initial=1)
     compat = forms.ChoiceField(choices=Run.Compat.choices, initial="intended")
 
-    def clean_policies(self):
-        policies = self.cleaned_data["policies"]
-        if len(policies) < 2:
-            raise forms.ValidationError("Pick at least two policies to compare.")
-        return policies
+    def clean(self):
+        data = super().clean()
+        parameter = data.get("parameter")
+        if not parameter:
+            policies = data.get("policies") or []
+            if "policies" not in self.errors and len(policies) < 2:
+                self.add_error("policies", "Pick at least two policies to compare.")
+            elif len(policies) >= 2:
+                data["variants"] = [(p, {}) for p in policies]
+            return data
+        if not data.get("policy") and "policy" not in self.errors:
+            self.add_error("policy", "Pick the policy the values run under.")
+        values = self._parse_values(parameter, data.get("values") or "")
+        if values is not None and data.get("policy"):
+            data["variants"] = [(data["policy"], {parameter: v}) for v in values]
+        return data
+
+    def _parse_values(self, parameter: str, text: str) -> list | None:
+        """The values of `parameter`, each checked by the preferences form's own field."""
+        tokens = [t for t in re.split(r"[,;\s]+", text.strip()) if t]
+        if parameter == "leave_apps_in_memory" and not tokens:
+            return [False, True]
+        values, problems = [], []
+        for token in tokens:
+            if parameter == "leave_apps_in_memory":
+                word = token.lower()
+                if word not in YES | NO:
+                    problems.append(f"{token}: say yes or no.")
+                    continue
+                values.append(word in YES)
+                continue
+            try:
+                values.append(PrefsForm.base_fields[parameter].clean(token))
+            except forms.ValidationError as exc:
+                problems.append(f"{token}: {' '.join(exc.messages)}")
+        if problems:
+            self.add_error("values", problems)
+            return None
+        if len(set(values)) != len(values):
+            self.add_error("values", "Give each value once.")
+            return None
+        if not 2 <= len(values) <= MAX_COMPARE:
+            self.add_error("values", f"Give between 2 and {MAX_COMPARE} values to compare.")
+            return None
+        return values

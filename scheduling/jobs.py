@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import time
+import uuid
+from datetime import timedelta
 
+import django_rq
 from django.utils import timezone
+from rq.exceptions import InvalidJobOperation, NoSuchJobError
+from rq.job import Job, JobStatus
 
 from scheduling import engine
 from scheduling.engine.scenario import ScenarioError
@@ -14,6 +19,10 @@ PROGRESS_EVERY = 0.5  # seconds of wall time between progress writes
 PARTIAL_EVERY = 1.0  # seconds of wall time, at least, between stores of the partial records
 PARTIAL_CHUNKS = 100  # the engine hands over its records every 1 % of simulated time
 SERIES = ("slices", "rec", "buffers", "rpcs", "decisions", "host_periods")
+QUEUE = "engine"
+# The job is enqueued when the transaction that created the run commits; until then a poll
+# finds no job, so a queued run is called lost only this long after it was created.
+LOST_AFTER = timedelta(seconds=30)
 
 
 def simulate(scenario, *, policy: str, duration: float, delta: float, seed: int, compat: str,
@@ -83,7 +92,7 @@ def run_simulation(run_id: int) -> str:
         run.mark_failed(timezone.now(), f"The run cannot start: {exc}.")
         return "failed"
     try:
-        scenario = run.scenario.engine_scenario()
+        scenario = run.engine_scenario()
         records = simulate(scenario, policy=run.policy, duration=run.duration, delta=run.delta, seed=run.seed,
                            compat=run.compat, progress=progress, partial=PartialRecords(run, scenario))
     except ScenarioError as exc:
@@ -95,3 +104,61 @@ def run_simulation(run_id: int) -> str:
     summary = {k: v for k, v in records.items() if k not in SERIES}
     run.mark_done(timezone.now(), summary, records)
     return "done"
+
+
+def enqueue_run(run: Run) -> None:
+    """Queue the engine job of a new run under the job id stored on it, once the caller's
+    transaction commits (django-rq's on_db_commit mode)."""
+    run.job_id = run.job_id or f"lab-run-{run.pk}-{uuid.uuid4().hex[:12]}"
+    Run.objects.filter(pk=run.pk).update(job_id=run.job_id)
+    django_rq.get_queue(QUEUE).enqueue(run_simulation, run.pk, job_id=run.job_id)
+
+
+def _last_line(text: str | None) -> str:
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    return lines[-1] if lines else "no reason given"
+
+
+def job_problem(run: Run, *, now) -> str | None:
+    """Why the RQ job of a queued or running run can no longer finish it, or None while it can.
+
+    The job may have failed outside the run's own error handling (a database error, the work
+    horse killed by the kernel or a timeout), been stopped or canceled, vanished from Redis,
+    or been abandoned by a worker that died: its entry in the started registry then expires
+    without the worker's heartbeat renewing it. A run without a stored job id (made by hand)
+    is not judged.
+    """
+    if run.is_over or not run.job_id:
+        return None
+    queue = django_rq.get_queue(QUEUE)
+    try:
+        job = Job.fetch(run.job_id, connection=queue.connection, serializer=queue.serializer)
+        status = job.get_status()
+    except (NoSuchJobError, InvalidJobOperation):
+        if run.status == Run.Status.QUEUED and now - run.created < LOST_AFTER:
+            return None
+        return ("Its job is no longer in the queue (Redis was emptied or restarted, or the job "
+                "expired); start the run again.")
+    if status == JobStatus.FAILED:
+        result = job.latest_result()
+        return f"Its job failed: {_last_line(result.exc_string if result else None)}"
+    if status == JobStatus.STOPPED:
+        return "Its job was stopped before the run ended."
+    if status == JobStatus.CANCELED:
+        return "Its job was canceled before it ran."
+    if status == JobStatus.FINISHED:
+        return f"Its job ended ({job.return_value()!r}) without finishing the run."
+    if status == JobStatus.STARTED and job.id in queue.started_job_registry.get_expired_job_ids():
+        return "The worker running it stopped answering (it may have died); start the run again."
+    return None
+
+
+def check_job(run: Run, *, now) -> bool:
+    """Mark the run failed if its job can no longer finish it (`job_problem`); True if it did.
+
+    Compare-and-set: a run the job finished meanwhile keeps its result."""
+    problem = job_problem(run, now=now)
+    if problem is None or not run.mark_failed(now, problem):
+        return False
+    run.refresh_from_db()
+    return True

@@ -9,6 +9,7 @@ column the list and compare pages read without inflating the blob.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import zlib
 
@@ -38,6 +39,23 @@ class StoredScenario(models.Model):
         """The frozen engine dataclasses; raises ScenarioError if the stored data is not valid."""
         return read_json(json.dumps(self.data))
 
+    def editable_by(self, user) -> bool:
+        """Its owner and staff may edit or delete it (DESIGN.md: "editable by its owner and by
+        staff only"); anyone logged in may duplicate or run it, which makes rows of their own."""
+        if not user.is_authenticated:
+            return False
+        return user.is_staff or (self.owner_id is not None and self.owner_id == user.pk)
+
+
+# Preferences a comparison may vary across runs of one scenario, with how a run's label names
+# a value (reference/client.md §2 for what each one does).
+VARIABLE_PREFS = {
+    "cpu_scheduling_period_minutes": ("time slice", lambda v: f"{v:g} min"),
+    "work_buf_min_days": ("min buffer", lambda v: f"{v:g} days"),
+    "work_buf_additional_days": ("additional buffer", lambda v: f"{v:g} days"),
+    "leave_apps_in_memory": ("leave apps in memory", lambda v: "yes" if v else "no"),
+}
+
 
 class Run(models.Model):
     class Status(models.TextChoices):
@@ -62,6 +80,9 @@ class Run(models.Model):
     delta = models.FloatField(default=60.0, help_text="decision step, seconds")
     seed = models.PositiveIntegerField(default=1)
     compat = models.CharField(max_length=10, choices=Compat.choices, default=Compat.INTENDED)
+    prefs = models.JSONField(default=dict, blank=True,
+                             help_text="preferences that replace the scenario's for this run (VARIABLE_PREFS)")
+    job_id = models.CharField(max_length=64, blank=True, help_text="the RQ job that runs it")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     progress = models.FloatField(default=0.0, help_text="fraction of simulated time done")
     error = models.TextField(blank=True)
@@ -86,8 +107,22 @@ class Run(models.Model):
         return self.duration / 3600.0
 
     @property
+    def variant(self) -> str:
+        """The preferences this run changes, in words: "time slice 30 min"; "" for none."""
+        return ", ".join(f"{VARIABLE_PREFS[k][0]} {VARIABLE_PREFS[k][1](v)}"
+                         for k, v in sorted(self.prefs.items()) if k in VARIABLE_PREFS)
+
+    @property
     def label(self) -> str:
-        return f"#{self.pk} {self.policy} seed {self.seed} {self.compat}"
+        variant = f" ({self.variant})" if self.prefs else ""
+        return f"#{self.pk} {self.policy}{variant} seed {self.seed} {self.compat}"
+
+    def engine_scenario(self) -> Scenario:
+        """The scenario this run simulates: the stored one with this run's preferences."""
+        scenario = self.scenario.engine_scenario()
+        if not self.prefs:
+            return scenario
+        return dataclasses.replace(scenario, prefs=dataclasses.replace(scenario.prefs, **self.prefs))
 
     @staticmethod
     def pack(records: dict) -> bytes:

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
-import django_rq
+from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.db import transaction
+from django.db.models import Count
 from django.http import (
     HttpResponse,
     HttpResponseBadRequest,
+    HttpResponseForbidden,
     JsonResponse,
 )
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
@@ -22,12 +28,14 @@ from scheduling import charts
 from scheduling.engine.readers import scenario_to_dict
 from scheduling.engine.scenario import ScenarioError
 from scheduling.exports import run_csv, write_client_state, write_pcdr
-from scheduling.forms import CompareForm, ImportForm, RunForm, ScenarioForms, scenario_initial
-from scheduling.jobs import run_simulation
+from scheduling.forms import MAX_COMPARE, CompareForm, ImportForm, RunForm, ScenarioForms, scenario_initial
+from scheduling.jobs import check_job, enqueue_run
 from scheduling.models import Run, StoredScenario
 from scheduling.presets import BY_SLUG, PRESETS
 
-MAX_COMPARE = 6
+# seed_demo's staff login, made only when DEBUG is on; the lab names it beside "log in"
+# while that account still has this password, so a newcomer can try the lab at once
+DEMO_LOGIN = ("admin", "boincweb")
 POLICY_NOTES = {
     "boinc7": "BOINC 7: runs the project that has had the least recent credit (REC) for its "
               "share; a job keeps its CPU for a whole time slice; EDF for jobs in deadline danger.",
@@ -59,21 +67,56 @@ def _save(scenario_obj: StoredScenario | None, scenario, user, preset: str = "")
     return scenario_obj
 
 
-def _start_run(stored: StoredScenario, *, policy, duration, seed, compat, delta=60.0) -> Run:
+def _start_run(stored: StoredScenario, *, policy, duration, seed, compat, delta=60.0, prefs=None) -> Run:
     run = Run.objects.create(scenario=stored, policy=policy, duration=duration, seed=seed,
-                             compat=compat, delta=delta)
-    django_rq.get_queue("engine").enqueue(run_simulation, run.pk)
+                             compat=compat, delta=delta, prefs=prefs or {})
+    enqueue_run(run)
     return run
+
+
+def _check_jobs(runs) -> None:
+    """Fail the runs whose RQ job can no longer finish them, so no page waits forever."""
+    now = timezone.now()
+    for run in runs:
+        if not run.is_over:
+            check_job(run, now=now)
+
+
+def demo_login() -> tuple[str, str] | None:
+    """The demo login to show beside "log in": only with DEBUG on and while seed_demo's account
+    exists, is active and still has its password. The password check is slow by design, so
+    its answer is cached under the stored hash, which any change of password replaces."""
+    if not settings.DEBUG:
+        return None
+    user = get_user_model().objects.filter(username=DEMO_LOGIN[0], is_active=True).first()
+    if user is None:
+        return None
+    key = "lab:demo-login:" + hashlib.sha256(user.password.encode()).hexdigest()
+    usable = cache.get(key)
+    if usable is None:
+        usable = user.check_password(DEMO_LOGIN[1])
+        cache.set(key, usable, 3600)
+    return DEMO_LOGIN if usable else None
+
+
+def _login_hint(request) -> tuple[str, str] | None:
+    return None if request.user.is_authenticated else demo_login()
+
+
+def _not_yours(stored: StoredScenario):
+    return HttpResponseForbidden(
+        f"Only the owner of “{stored.name}” or staff may change or delete it; duplicate it to "
+        "change a copy of your own.", content_type="text/plain; charset=utf-8")
 
 
 # ---------------------------------------------------------------- scenarios
 
 @require_GET
 def index(request):
-    scenarios = StoredScenario.objects.all()[:200]
+    scenarios = StoredScenario.objects.annotate(n_runs=Count("runs"))[:200]
     return _render(request, "lab/index.html", {
         "scenarios": scenarios, "presets": PRESETS,
-        "runs": Run.objects.select_related("scenario")[:15],
+        "runs": Run.objects.select_related("scenario")[:15], "demo_login": _login_hint(request),
     }, "scenarios")
 
 
@@ -97,7 +140,10 @@ def scenario_new(request):
 @login_required
 @require_http_methods(["GET", "POST"])
 def scenario_edit(request, pk):
-    return _scenario_form(request, get_object_or_404(StoredScenario, pk=pk))
+    stored = get_object_or_404(StoredScenario, pk=pk)
+    if not stored.editable_by(request.user):
+        return _not_yours(stored)
+    return _scenario_form(request, stored)
 
 
 def _scenario_form(request, stored: StoredScenario | None):
@@ -146,26 +192,44 @@ def _duration_text(seconds: float) -> str:
 @require_GET
 def scenario_detail(request, pk):
     stored = get_object_or_404(StoredScenario, pk=pk)
-    preset = BY_SLUG.get(stored.preset)
-    run_initial, compare_initial = {}, {}
-    if preset is not None:
-        # a preset's scenario opens with the run length and the policies its text is about
-        run_initial = {"duration": _duration_text(preset.duration), "policy": preset.policies[-1]}
-        compare_initial = {"duration": _duration_text(preset.duration), "policies": list(preset.policies)}
-    response = _scenario_page(request, stored, RunForm(initial=run_initial), CompareForm(initial=compare_initial))
+    response = _scenario_page(request, stored)
     if request.htmx and not response.context_data_busy:
         # the polled list of runs: stop polling once none is still going
         response.status_code = HttpResponseStopPolling.status_code
     return response
 
 
-def _scenario_page(request, stored, run_form, compare_form, status=200):
+def _compare_forms(stored: StoredScenario, bound: CompareForm | None = None) -> tuple[CompareForm, CompareForm]:
+    """The scenario page's two comparison forms, policies and one parameter's values; a preset's
+    scenario opens with the run length and the policies its text is about. `bound` (a form
+    sent back with errors) takes the place of the one it was sent from."""
+    preset = BY_SLUG.get(stored.preset)
+    initial = {}
+    if preset is not None:
+        initial = {"duration": _duration_text(preset.duration), "policies": list(preset.policies),
+                   "policy": preset.policies[-1]}
+    policies = CompareForm(initial=initial)
+    parameter = CompareForm(initial=dict(initial, parameter="cpu_scheduling_period_minutes"), auto_id="vary_%s")
+    if bound is not None and bound.data.get("parameter"):
+        bound.auto_id = "vary_%s"
+        parameter = bound
+    elif bound is not None:
+        policies = bound
+    return policies, parameter
+
+
+def _scenario_page(request, stored, run_form=None, compare_form=None, status=200, partial="runs"):
     try:
         scenario, problem = stored.engine_scenario(), ""
     except ScenarioError as exc:
         scenario, problem = None, str(exc)
     runs = list(stored.runs.all()[:50])
+    _check_jobs(runs)
     preset = BY_SLUG.get(stored.preset)
+    if run_form is None:
+        run_form = RunForm(initial={"duration": _duration_text(preset.duration), "policy": preset.policies[-1]}
+                           if preset else {})
+    compare_policies, compare_parameter = _compare_forms(stored, compare_form)
     busy = any(not r.is_over for r in runs)
     buffer = ""
     if scenario is not None:
@@ -174,9 +238,10 @@ def _scenario_page(request, stored, run_form, compare_form, status=200):
                   f"up to {span((prefs.work_buf_min_days + prefs.work_buf_additional_days) * 86400)}")
     response = _render(request, "lab/scenario_detail.html", {
         "stored": stored, "scenario": scenario, "problem": problem, "runs": runs, "buffer": buffer,
-        "busy": busy, "run_form": run_form, "compare_form": compare_form,
+        "busy": busy, "run_form": run_form, "compare_form": compare_policies, "parameter_form": compare_parameter,
         "preset": preset, "pcdr_preview": write_pcdr(scenario) if scenario else "",
-    }, "runs", status)
+        "can_edit": stored.editable_by(request.user), "demo_login": _login_hint(request),
+    }, partial, status)
     response.context_data_busy = busy
     return response
 
@@ -195,6 +260,8 @@ def scenario_duplicate(request, pk):
 @login_required
 def scenario_delete(request, pk):
     stored = get_object_or_404(StoredScenario, pk=pk)
+    if not stored.editable_by(request.user):
+        return _not_yours(stored)
     name = stored.name
     stored.delete()
     messages.success(request, f"Deleted “{name}” and its runs.")
@@ -247,7 +314,7 @@ def run_start(request, pk):
     stored = get_object_or_404(StoredScenario, pk=pk)
     form = RunForm(request.POST)
     if not form.is_valid():
-        return _scenario_page(request, stored, form, CompareForm(), status=400)
+        return _scenario_page(request, stored, run_form=form, status=400, partial="run-form")
     with transaction.atomic():
         run = _start_run(stored, **form.cleaned_data)
     return _redirect(request, reverse("lab:run", args=[run.pk]))
@@ -256,15 +323,17 @@ def run_start(request, pk):
 @require_POST
 @login_required
 def compare_start(request, pk):
-    """Start one run per chosen policy on the same scenario and seed, then open the comparison."""
+    """Start one run per variant on the same scenario and seed: one per chosen policy, or one
+    per value of a preference under one policy; then open the comparison."""
     stored = get_object_or_404(StoredScenario, pk=pk)
     form = CompareForm(request.POST)
     if not form.is_valid():
-        return _scenario_page(request, stored, RunForm(), form, status=400)
+        partial = "compare-parameter" if form.data.get("parameter") else "compare-policies"
+        return _scenario_page(request, stored, compare_form=form, status=400, partial=partial)
     d = form.cleaned_data
     with transaction.atomic():
-        runs = [_start_run(stored, policy=p, duration=d["duration"], seed=d["seed"], compat=d["compat"])
-                for p in d["policies"]]
+        runs = [_start_run(stored, policy=policy, prefs=prefs, duration=d["duration"], seed=d["seed"],
+                           compat=d["compat"]) for policy, prefs in d["variants"]]
     return _redirect(request, reverse("lab:compare") + "?runs=" + ",".join(str(r.pk) for r in runs))
 
 
@@ -278,7 +347,16 @@ def _run_context(run: Run) -> dict:
         if not ctx["partial"]:
             ctx["card"] = charts.figure_card(records["figures"])
             ctx["facts"] = charts.run_facts(records)
+            ctx["compare_with"] = list(_comparable(run)[:MAX_COMPARE - 1])
     return ctx
+
+
+def _comparable(run: Run):
+    """The scenario's other finished runs a comparison with `run` is fair against: same seed,
+    length, step and compat, so only the policy or a preference differs."""
+    return (Run.objects.filter(scenario_id=run.scenario_id, status=Run.Status.DONE, seed=run.seed,
+                               duration=run.duration, delta=run.delta, compat=run.compat)
+            .exclude(pk=run.pk).order_by("pk"))
 
 
 def chart_payload(run: Run, records: dict, colours: dict | None = None) -> str:
@@ -302,6 +380,7 @@ def chart_payload(run: Run, records: dict, colours: dict | None = None) -> str:
 @require_GET
 def run_detail(request, pk):
     run = get_object_or_404(Run.objects.select_related("scenario"), pk=pk)
+    _check_jobs([run])
     response = _render(request, "lab/run_detail.html", _run_context(run), "status")
     if request.htmx and run.is_over:
         response.status_code = HttpResponseStopPolling.status_code
@@ -324,7 +403,7 @@ def export_run(request, pk, fmt):
 
 def _parse_run_ids(raw: str) -> list[int] | str:
     parts = [p.strip() for p in (raw or "").split(",") if p.strip()]
-    if len(parts) < 2:
+    if not parts:
         return "Give two or more run ids: /lab/compare/?runs=1,2"
     if len(parts) > MAX_COMPARE:
         return f"Compare at most {MAX_COMPARE} runs at once."
@@ -336,9 +415,53 @@ def _parse_run_ids(raw: str) -> list[int] | str:
     return ids
 
 
+def difference_labels(runs: list[Run]) -> list[str]:
+    """Each run named by what sets it apart from the others on one page: its scenario, policy,
+    preferences, seed, compat or length, whichever differ; its number is added when that
+    still leaves two runs with one name."""
+    aspects = (
+        lambda r: r.scenario.name,
+        lambda r: r.policy,
+        lambda r: r.variant or "the scenario's preferences",
+        lambda r: f"seed {r.seed}",
+        lambda r: r.get_compat_display(),
+        lambda r: span(r.duration),
+    )
+    parts = [[] for _r in runs]
+    for aspect in aspects:
+        values = [aspect(r) for r in runs]
+        if len(set(values)) > 1:
+            for part, value in zip(parts, values):
+                part.append(value)
+    labels = [", ".join(p) for p in parts]
+    if len(set(labels)) < len(labels):
+        labels = [f"{label} (#{r.pk})" if label else f"#{r.pk}" for label, r in zip(labels, runs)]
+    return labels
+
+
+def _picker(request, run: Run):
+    """One run given: the scenario's other runs to compare it with, the fair ones ticked."""
+    fair = set(_comparable(run).values_list("pk", flat=True)[:MAX_COMPARE - 1])
+    others = list(run.scenario.runs.exclude(pk=run.pk)[:50])
+    return _render(request, "lab/compare.html", {
+        "picker": run, "candidates": [(r, r.pk in fair) for r in others], "max_others": MAX_COMPARE - 1,
+        "runs": [run], "same_scenario": True,
+    })
+
+
+def _rec_heading(policies: set[str]) -> str:
+    if policies == {"boinc5"}:
+        return "Debt per project"
+    if "boinc5" not in policies:
+        return "REC per project"
+    return "REC (" + ", ".join(sorted(policies - {"boinc5"})) + ") and debt (boinc5) per project"
+
+
 @require_GET
 def compare(request):
-    ids = _parse_run_ids(request.GET.get("runs", ""))
+    """Runs side by side; a single run id opens a picker of the scenario's runs to compare it
+    with. `runs` is one comma-separated list or the picker's repeated parameter."""
+    ids = _parse_run_ids(",".join(request.GET.getlist("runs")))
     if isinstance(ids, str):
         return HttpResponseBadRequest(ids, content_type="text/plain")
     found = {r.pk: r for r in Run.objects.select_related("scenario").filter(pk__in=ids)}
@@ -346,21 +469,29 @@ def compare(request):
     if missing:
         return HttpResponse(f"No run {missing[0]}.", status=404, content_type="text/plain")
     runs = [found[i] for i in ids]
+    if len(runs) == 1:
+        return _picker(request, runs[0])
+    _check_jobs(runs)
+    labels = dict(zip(ids, difference_labels(runs)))
     over = all(r.is_over for r in runs)
-    ctx = {"runs": runs, "over": over, "ids": ",".join(map(str, ids)),
-           "same_scenario": len({r.scenario_id for r in runs}) == 1}
+    ctx = {"runs": [(r, labels[r.pk]) for r in runs], "over": over, "ids": ",".join(map(str, ids)),
+           "same_scenario": len({r.scenario_id for r in runs}) == 1, "scenario": runs[0].scenario,
+           "title": " and ".join(labels.values())}
     done = [r for r in runs if r.status == Run.Status.DONE]
     if over and done:
         loaded = [(r, r.records()) for r in done]
         names = {p["name"] for _r, rec in loaded for p in rec["projects"]}
         colours = charts.project_colours(names)
         ctx["panels"] = [{
-            "run": r, "card": charts.figure_card(rec["figures"]), "facts": charts.run_facts(rec),
-            "note": POLICY_NOTES.get(r.policy, ""), "chart_data": chart_payload(r, rec, colours),
+            "run": r, "label": labels[r.pk], "card": charts.figure_card(rec["figures"]),
+            "facts": charts.run_facts(rec), "note": POLICY_NOTES.get(r.policy, ""),
+            "rec_label": "debt" if r.policy == "boinc5" else "REC",
+            "chart_data": chart_payload(r, rec, colours),
         } for r, rec in loaded]
+        ctx["rec_heading"] = _rec_heading({r.policy for r, _rec in loaded})
         ctx["rows"] = charts.compare_figures([rec for _r, rec in loaded])
-        ctx["why"] = charts.explain_differences([(r.policy if len({x.policy for x, _ in loaded}) == len(loaded)
-                                                  else r.label, rec) for r, rec in loaded])
+        if len(loaded) > 1:
+            ctx["why"] = charts.explain_differences([(labels[r.pk], rec) for r, rec in loaded])
     response = _render(request, "lab/compare.html", ctx, "panels")
     if request.htmx and over:
         response.status_code = HttpResponseStopPolling.status_code

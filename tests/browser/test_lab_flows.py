@@ -7,7 +7,10 @@ import django_rq
 import pytest
 from django.contrib.auth.models import User
 
+from scheduling.engine.readers import scenario_to_dict
+from scheduling.jobs import run_simulation
 from scheduling.models import Run, StoredScenario
+from scheduling.presets import BY_SLUG
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -32,6 +35,25 @@ def lanes_with_bars(page, testid="gantt"):
             t.y.forEach((y, i) => { if (y !== null && t.x[i] !== null) lanes.add(y); }));
         return [...lanes].sort();
     }""", testid)
+
+
+def run_decisions(page, index=0):
+    """The decision log a run page embeds: [[hours, kind, project, job, text], ...]."""
+    return page.evaluate("(i) => JSON.parse(document.querySelectorAll('script.lab-data')[i].textContent).decisions",
+                         index)
+
+
+def assert_log_at(page, log, decisions, t):
+    """The log shows the last decision at or before `t`, marked as now, and nothing after it."""
+    shown = [d for d in decisions if d[0] <= t + 1e-9]
+    assert shown, f"no decision before {t} h"
+    last = shown[-1]
+    items = log.locator("li")
+    assert log.locator("li.empty").count() == 0
+    assert items.last.inner_text().startswith(f"{last[0]:.2f} h")
+    assert items.last.inner_text().endswith(last[4])
+    assert "now" in items.last.get_attribute("class")
+    assert all(float(t_text.split()[0]) <= t + 1e-9 for t_text in log.locator("li time").all_inner_texts())
 
 
 @pytest.fixture
@@ -66,14 +88,20 @@ def test_a_person_builds_a_scenario_in_the_forms_runs_it_and_sees_bars_on_every_
     shot(page, "02-run")
 
     log = page.locator("[data-testid=decision-log]")
+    decisions = run_decisions(page)
+    times = sorted({d[0] for d in decisions if d[0] > 0})
     before = log.inner_text()
     page.click("[data-testid=step]")
     page.click("[data-testid=step]")
-    assert page.locator("[data-testid=cursor-time]").inner_text() != "0.00 h" or log.inner_text() != before
+    # two steps forward: the cursor sits on the second decision time after 0, and the log ends
+    # with the last decision made at that time, marked as now
+    assert page.locator("[data-testid=cursor-time]").inner_text() == f"{times[1]:.2f} h"
+    assert_log_at(page, log, decisions, times[1])
+    assert log.inner_text() != before
     page.locator("[data-cursor=range]").evaluate(
         "(el) => { el.value = 6; el.dispatchEvent(new Event('input')); }")
     assert page.locator("[data-testid=cursor-time]").inner_text() == "6.00 h"
-    assert log.inner_text() != before
+    assert_log_at(page, log, decisions, 6.0)
     assert page.evaluate("document.querySelector('[data-testid=gantt]').layout.shapes[0].x0") == 6
     shot(page, "03-run-cursor")
 
@@ -108,8 +136,12 @@ def test_the_seed_001_preset_compares_boinc7_and_wrr_with_both_figure_cards(page
     assert [h.split()[1] for h in headings] == ["boinc7", "wrr"]
     page.wait_for_selector("[data-testid=gantt] >> nth=1")
     assert page.locator("[data-testid=gantt] .main-svg").count() >= 2
-    page.click("[data-testid=step]")
-    assert all(text.strip() for text in page.locator("[data-testid=decision-log]").all_inner_texts())
+    page.locator("[data-cursor=range]").evaluate(
+        "(el) => { el.value = 6; el.dispatchEvent(new Event('input')); }")
+    logs = page.locator("[data-testid=decision-log]")
+    assert logs.count() == 2
+    for i in range(2):
+        assert_log_at(page, logs.nth(i), run_decisions(page, i), 6.0)
     shot(page, "05-compare")
 
 
@@ -145,3 +177,75 @@ def test_a_person_adds_two_projects_with_the_add_buttons_and_saves_both(page, li
     assert [a.name for a in saved.projects[3].apps] == ["delta_app"]
     table = page.locator("[data-testid=project-table]").inner_text()
     assert "Gamma" in table and "Delta" in table and "delta_app" in table
+
+
+def cursor_hours(page):
+    return float(page.locator("[data-testid=cursor-time]").inner_text().split()[0])
+
+
+def test_play_moves_the_cursor_at_the_chosen_speed_and_pause_holds_it(page, live_server, teacher):
+    stored = StoredScenario.objects.create(name="seed 001", data=scenario_to_dict(
+        BY_SLUG["seed-001-scenario-1"].scenario()), owner=User.objects.get(username="teacher"))
+    run = Run.objects.create(scenario=stored, policy="boinc7", duration=12 * 3600.0)
+    assert run_simulation(run.pk) == "done"
+    page.goto(f"{live_server.url}/lab/runs/{run.pk}/")
+    page.wait_for_selector("[data-testid=gantt] .main-svg")
+    play = page.locator("[data-testid=play]")
+
+    # a day per second: 2.4 h each tenth of a second, so the 12 h run plays through at once
+    # and play stops by itself at the end
+    page.select_option("[data-cursor=speed]", "24")
+    play.click()
+    page.wait_for_function("document.querySelector('[data-testid=cursor-time]').textContent === '12.00 h'",
+                           timeout=5_000)
+    page.wait_for_function("document.querySelector('[data-testid=play]').textContent === '▶ play'")
+
+    # half an hour per second: after 0.6 s of play the cursor has moved a few hundredths of hours
+    page.locator("[data-cursor=range]").evaluate("(el) => { el.value = 0; el.dispatchEvent(new Event('input')); }")
+    page.select_option("[data-cursor=speed]", "0.5")
+    play.click()
+    assert play.inner_text() == "❚❚ pause"
+    page.wait_for_timeout(600)
+    play.click()
+    assert play.inner_text() == "▶ play"
+    paused = cursor_hours(page)
+    assert 0 < paused < 1.0, "half an hour per second cannot pass an hour in under a second"
+    assert abs(paused / 0.05 - round(paused / 0.05)) < 0.2, "it moves 0.05 h a tick"
+    page.wait_for_timeout(500)
+    assert cursor_hours(page) == paused, "paused, it stays"
+    gantt_x = page.evaluate("document.querySelector('[data-testid=gantt]').layout.shapes[0].x0")
+    assert abs(gantt_x - paused) < 0.006
+
+
+def test_a_newcomer_goes_from_the_home_page_to_why_boinc5_and_boinc7_differ(page, live_server, settings,
+                                                                              redis_client):
+    settings.DEBUG = True  # the demo login is named only then
+    User.objects.create_superuser("admin", "admin@example.org", "boincweb")
+    page.goto(f"{live_server.url}/")
+    page.click("text=Scheduling lab >> nth=0")
+    hint = page.locator("[data-testid=demo-login]")
+    assert "Log in as admin with the password boincweb" in hint.inner_text()
+    page.click("[data-testid=log-in] >> nth=0")
+    page.wait_for_url(re.compile(r"/accounts/login/\?next=/lab/$"))
+    codes = page.locator("[data-testid=demo-login] code").all_inner_texts()
+    page.fill("input[name=username]", codes[0])
+    page.fill("input[name=password]", codes[1])
+    page.click("form [type=submit]")
+    page.wait_for_url(re.compile(r"/lab/$"))
+    page.click("[data-testid=load-seed-001-scenario-1]")
+    page.wait_for_url(re.compile(r"/lab/\d+/$"))
+    assert page.is_checked("input[name=policies][value=boinc5]")
+    assert page.is_checked("input[name=policies][value=boinc7]")
+    page.click("[data-testid=compare-policies]")
+    page.wait_for_url(re.compile(r"/lab/compare/\?runs=\d+,\d+$"))
+    work_off_runs()
+    page.wait_for_selector("[data-testid=compare-table]", timeout=15_000)
+    assert page.locator("[data-testid=figures-card]").count() == 2
+    headings = page.locator("[data-testid=compare-run] h2").all_inner_texts()
+    assert sorted(h.split()[1] for h in headings) == ["boinc5", "boinc7"]
+    why = page.locator("[data-testid=why]")
+    assert why.is_visible() and why.locator("h2").inner_text() == "Why they differ"
+    assert re.search(r"P1 \(resource share 50%\) got \d+% of the computing under (boinc5|boinc7) and \d+% "
+                     r"under (boinc5|boinc7)\.", why.inner_text())
+    assert page.locator("[data-testid=rec-heading]").inner_text() == "REC (boinc7) and debt (boinc5) per project"
+    shot(page, "07-why-they-differ")

@@ -1,0 +1,257 @@
+"""Who may do what in the lab, the htmx paths of its editing views, the demo login hint, and
+the index's query count.
+
+Editing or deleting a scenario is for its owner and staff; another user gets 403 (the page
+says to duplicate it instead). Duplicating, importing, loading a preset, starting runs and
+comparisons are open to anyone logged in and make rows of their own; an anonymous visitor is
+sent to the login page by every one of them.
+"""
+
+import json
+import re
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.db import connection
+
+from scheduling.models import Run, StoredScenario
+from scheduling.presets import BY_SLUG
+from scheduling.views import _save
+from tests.scheduling.test_lab_views import HX, finished_run, form_data
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def owner():
+    return User.objects.create_user("owner", password="pw-owner-1")
+
+
+@pytest.fixture
+def stored(owner):
+    return _save(None, BY_SLUG["seed-001-scenario-1"].scenario(), owner, preset="seed-001-scenario-1")
+
+
+def client_for(role, owner):
+    client = Client()
+    if role == "other":
+        client.force_login(User.objects.create_user("other", password="pw-other-1"))
+    elif role == "owner":
+        client.force_login(owner)
+    elif role == "staff":
+        client.force_login(User.objects.create_user("staffer", password="pw-staff-1", is_staff=True))
+    return client
+
+
+def snapshot():
+    return (sorted((s.pk, s.name, json.dumps(s.data, sort_keys=True), s.owner_id)
+                   for s in StoredScenario.objects.all()), Run.objects.count())
+
+
+def edit_post(client, stored):
+    data = form_data(stored)
+    data["meta-name"] = "renamed"
+    return client.post(f"/lab/{stored.pk}/edit/", data)
+
+
+VIEWS = {
+    "edit page": lambda c, s: c.get(f"/lab/{s.pk}/edit/"),
+    "edit": edit_post,
+    "delete": lambda c, s: c.post(f"/lab/{s.pk}/delete/"),
+    "duplicate": lambda c, s: c.post(f"/lab/{s.pk}/duplicate/"),
+    "import": lambda c, s: c.post("/lab/import/", {"pcdr": "A(1, 10, .5) B(2, 24, .5)", "name": "imported"}),
+    "run": lambda c, s: c.post(f"/lab/{s.pk}/runs/", {"policy": "boinc5", "duration": "1h", "seed": 1,
+                                                      "compat": "intended", "delta": 60}),
+    "compare": lambda c, s: c.post(f"/lab/{s.pk}/compare/", {"policies": ["boinc5", "boinc7"], "duration": "1h",
+                                                             "seed": 1, "compat": "intended"}),
+    "preset": lambda c, s: c.post("/lab/presets/seed-002-cpu-and-gpu/"),
+    "new page": lambda c, s: c.get("/lab/new/"),
+    "new": lambda c, s: c.post("/lab/new/", dict(form_data(s), **{"meta-name": "brand new"})),
+}
+OWNERS_ONLY = {"edit page", "edit", "delete"}
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_an_anonymous_visitor_is_sent_to_log_in_by_every_editing_view_and_changes_nothing(stored, owner, view):
+    before = snapshot()
+    response = VIEWS[view](client_for("anonymous", owner), stored)
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/?next=")
+    assert snapshot() == before
+
+
+@pytest.mark.parametrize("view", sorted(OWNERS_ONLY))
+def test_another_user_may_not_edit_or_delete_a_scenario_and_gets_403(stored, owner, view):
+    before = snapshot()
+    response = VIEWS[view](client_for("other", owner), stored)
+    assert response.status_code == 403
+    assert "duplicate it to change a copy of your own" in response.content.decode()
+    assert snapshot() == before
+
+
+@pytest.mark.parametrize("role", ["owner", "staff"])
+def test_the_owner_and_staff_may_edit_and_delete(stored, owner, role):
+    client = client_for(role, owner)
+    assert VIEWS["edit page"](client, stored).status_code == 200
+    assert VIEWS["edit"](client, stored).status_code == 302
+    stored.refresh_from_db()
+    assert stored.name == "renamed" and stored.owner == owner, "editing keeps the owner"
+    assert VIEWS["delete"](client, stored).status_code == 302
+    assert not StoredScenario.objects.filter(pk=stored.pk).exists()
+
+
+@pytest.mark.parametrize("role", ["other", "owner", "staff"])
+@pytest.mark.parametrize("view,made", [("duplicate", "scenario"), ("import", "scenario"), ("preset", "scenario"),
+                                       ("new", "scenario"), ("run", 1), ("compare", 2)])
+def test_anyone_logged_in_may_duplicate_import_load_create_and_run_making_rows_of_their_own(
+        stored, owner, role, view, made):
+    client = client_for(role, owner)
+    me = User.objects.get(pk=int(client.session["_auth_user_id"]))
+    scenarios, runs = StoredScenario.objects.count(), Run.objects.count()
+    assert VIEWS[view](client, stored).status_code == 302
+    if made == "scenario":
+        new = StoredScenario.objects.exclude(pk=stored.pk).get()
+        assert new.owner == me and Run.objects.count() == runs
+    else:
+        assert Run.objects.count() == runs + made and StoredScenario.objects.count() == scenarios
+    stored.refresh_from_db()
+    assert stored.owner == owner
+
+
+def test_the_scenario_page_offers_edit_and_delete_only_to_those_who_may(stored, owner):
+    other = client_for("other", owner).get(f"/lab/{stored.pk}/").content.decode()
+    assert 'data-testid="edit"' not in other and 'data-testid="delete"' not in other
+    assert "Duplicate to change a copy of your own" in other
+    mine = client_for("owner", owner).get(f"/lab/{stored.pk}/").content.decode()
+    assert 'data-testid="edit"' in mine and 'data-testid="delete"' in mine
+
+
+def test_a_scenario_without_an_owner_is_editable_by_staff_only(owner):
+    orphan = _save(None, BY_SLUG["seed-001-wrr-example"].scenario(), None)
+    assert client_for("other", owner).get(f"/lab/{orphan.pk}/edit/").status_code == 403
+    assert client_for("staff", owner).get(f"/lab/{orphan.pk}/edit/").status_code == 200
+
+
+# ---------------------------------------------------------------- htmx paths
+
+def test_the_edit_page_renders_whole_and_as_the_form_fragment(stored, owner):
+    client = client_for("owner", owner)
+    whole = client.get(f"/lab/{stored.pk}/edit/").content.decode()
+    assert "<html" in whole and f"Edit “{stored.name}”" in whole and 'value="P1"' in whole
+    fragment = client.get(f"/lab/{stored.pk}/edit/", **HX)
+    body = fragment.content.decode()
+    assert fragment.status_code == 200 and body.lstrip().startswith('<form id="scenario-form"')
+    assert "<html" not in body and 'value="P1"' in body
+
+
+def _client_redirect(response, url):
+    assert response.status_code == 200 and response["HX-Redirect"] == url
+
+
+def test_editing_views_sent_by_htmx_answer_with_a_client_redirect(stored, owner):
+    client = client_for("owner", owner)
+    _client_redirect(client.post("/lab/presets/seed-002-cpu-and-gpu/", **HX),
+                     f"/lab/{StoredScenario.objects.get(preset='seed-002-cpu-and-gpu').pk}/")
+    client.post(f"/lab/{stored.pk}/duplicate/", **HX)
+    copy = StoredScenario.objects.get(name__endswith="(copy)")
+    _client_redirect(client.post(f"/lab/{stored.pk}/duplicate/", **HX),
+                     f"/lab/{StoredScenario.objects.latest('pk').pk}/")
+    run = client.post(f"/lab/{stored.pk}/runs/", {"policy": "boinc7", "duration": "1h", "seed": 2,
+                                                  "compat": "intended", "delta": 60}, **HX)
+    _client_redirect(run, f"/lab/runs/{Run.objects.get(seed=2).pk}/")
+    compare = client.post(f"/lab/{stored.pk}/compare/", {"policies": ["wrr", "fifo"], "duration": "1h",
+                                                         "seed": 3, "compat": "intended"}, **HX)
+    pair = Run.objects.filter(seed=3).order_by("pk")
+    _client_redirect(compare, f"/lab/compare/?runs={pair[0].pk},{pair[1].pk}")
+    _client_redirect(client.post(f"/lab/{copy.pk}/delete/", **HX), "/lab/")
+    assert not StoredScenario.objects.filter(pk=copy.pk).exists()
+
+
+def test_a_bad_run_form_sent_by_htmx_comes_back_as_the_run_form_with_its_field_errors(stored, owner):
+    client = client_for("owner", owner)
+    response = client.post(f"/lab/{stored.pk}/runs/", {"policy": "boinc7", "duration": "ten days", "seed": -1,
+                                                       "compat": "intended", "delta": 60}, **HX)
+    body = response.content.decode()
+    assert response.status_code == 400 and body.lstrip().startswith(f'<form method="post" action="/lab/{stored.pk}/runs/"')
+    assert "Give seconds or a number with a unit" in body and "greater than or equal to 0" in body
+    assert 'value="ten days"' in body and "<html" not in body
+    assert Run.objects.count() == 0
+
+
+def test_a_bad_compare_form_sent_by_htmx_comes_back_as_that_form_with_its_errors(stored, owner):
+    client = client_for("owner", owner)
+    policies = client.post(f"/lab/{stored.pk}/compare/", {"policies": ["boinc7"], "duration": "1d", "seed": 1,
+                                                          "compat": "intended"}, **HX)
+    body = policies.content.decode()
+    assert policies.status_code == 400 and 'data-testid="compare-form"' in body.split(">", 1)[0]
+    assert "Pick at least two policies to compare." in body
+    values = client.post(f"/lab/{stored.pk}/compare/", {"parameter": "cpu_scheduling_period_minutes",
+                                                        "values": "60", "policy": "boinc7", "duration": "1d",
+                                                        "seed": 1, "compat": "intended"}, **HX)
+    body = values.content.decode()
+    assert values.status_code == 400 and 'data-testid="parameter-form"' in body.split(">", 1)[0]
+    assert "Give between 2 and 6 values to compare." in body and 'value="60"' in body
+    assert Run.objects.count() == 0
+
+
+# ---------------------------------------------------------------- demo login hint
+
+@pytest.fixture
+def demo_account():
+    return User.objects.create_superuser("admin", "admin@example.org", "boincweb")
+
+
+HINT = 'data-testid="demo-login"'
+
+
+def test_with_debug_on_the_login_page_and_the_lab_name_the_demo_login(settings, demo_account, stored):
+    settings.DEBUG = True
+    client = Client()
+    login = client.get("/accounts/login/").content.decode()
+    assert HINT in login and "<code>admin</code>" in login and "<code>boincweb</code>" in login
+    assert client.get("/lab/").content.decode().count(HINT) == 1
+    assert client.get(f"/lab/{stored.pk}/").content.decode().count(HINT) == 1
+    assert client.login(username="admin", password="boincweb"), "the hint is a login that works"
+    assert HINT not in client.get("/lab/").content.decode(), "not once logged in"
+
+
+def test_with_debug_off_the_demo_login_is_never_shown(settings, demo_account, stored):
+    settings.DEBUG = False
+    client = Client()
+    for url in ("/accounts/login/", "/lab/", f"/lab/{stored.pk}/"):
+        assert HINT not in client.get(url).content.decode()
+
+
+def test_the_demo_login_is_not_shown_once_its_password_changed_or_without_the_account(settings, demo_account):
+    settings.DEBUG = True
+    demo_account.set_password("a-private-one")
+    demo_account.save()
+    assert HINT not in Client().get("/accounts/login/").content.decode()
+    demo_account.delete()
+    assert HINT not in Client().get("/accounts/login/").content.decode()
+
+
+# ---------------------------------------------------------------- query count
+
+def _index_queries(client):
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get("/lab/").status_code == 200
+    return len(queries)
+
+
+def test_the_lab_index_makes_as_many_queries_for_twenty_scenarios_as_for_one(owner, stored):
+    client = client_for("owner", owner)
+    finished_run(stored, duration=600.0)
+    one = _index_queries(client)
+    for i in range(19):
+        s = StoredScenario.objects.create(name=f"s{i}", data=stored.data, owner=owner)
+        Run.objects.create(scenario=s, policy="boinc7", duration=60)
+        Run.objects.create(scenario=s, policy="boinc5", duration=60)
+    twenty = _index_queries(client)
+    assert twenty == one
+    body = client.get("/lab/").content.decode()
+    rows = re.findall(r'<td><a href="/lab/(\d+)/">[^<]*</a></td>\s*<td>\d+</td>\s*<td>\d+</td>\s*<td>\d+</td>'
+                      r'\s*<td>(\d+)</td>', body)
+    runs = {int(pk): int(n) for pk, n in rows}
+    assert len(runs) == 20 and runs.pop(stored.pk) == 1 and set(runs.values()) == {2}
