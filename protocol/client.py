@@ -8,7 +8,8 @@ must be there before the project is attached (§2, §6.1).
 
 ``start_client`` launches ``boinc`` in a new session (its own process group, which its
 applications share, §6.3) with the flags that keep it on loopback and quick: no info fetch,
-no benchmarks or GPUs, short back-offs. ``stop_client`` kills the whole group.
+no benchmarks or GPUs, short back-offs. ``quit_client`` asks it to quit and waits up to
+10 s; ``stop_client`` kills the whole group (§11 step 6: quit, wait, then kill).
 """
 
 import os
@@ -126,6 +127,24 @@ def start_client(command, log_path=None):
     with open(log_path, "ab") as log:
         return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+# Seconds a client asked to quit gets to exit before its process group is killed (§11 step 6).
+QUIT_WAIT = 10
+
+
+def quit_client(process, gui_rpc_port, *, wait=None):
+    """Ask a running client to quit (``boinccmd --quit``) and wait up to ``wait`` seconds
+    (QUIT_WAIT) for it to exit; True if it did. Its applications may outlive it: follow with
+    ``stop_client``."""
+    if process.poll() is not None:
+        return True
+    boinccmd(gui_rpc_port, "--quit")
+    try:
+        process.wait(timeout=QUIT_WAIT if wait is None else wait)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
 
 
 def stop_client(process):

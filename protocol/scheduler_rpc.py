@@ -4,16 +4,23 @@ The scheduling itself is ``backend.daemons.scheduler.handle_request``, the same 
 simulated volunteers call; this module only stands between it and the wire:
 
 1. the body is parsed (``xml_request``); a body that is not a scheduler request gets an error
-   reply and changes nothing;
+   reply and changes nothing. Like BOINC's scheduler (sched/handle_request.cpp), that reply
+   is an ordinary HTTP 200 scheduler reply whose message says what is wrong: the client
+   treats a 4xx status as a bare HTTP error and backs off without reading the body
+   (reference/protocol.md §4.1), so a 400 would hide the reason from its user;
 2. the account is found by its authenticator; an unknown one is refused with a message;
-3. a ``hostid`` that is unknown or belongs to another account is treated as a new host, as
+3. the request is checked (``check_request``) before anything reads or writes the database
+   with its values: a value that does not fit its column (a negative ``rpc_seqno``, a
+   ``domain_name`` over its length, a count beyond a PostgreSQL integer ...) refuses the
+   request whole with the element named, and changes nothing;
+4. a ``hostid`` that is unknown or belongs to another account is treated as a new host, as
    BOINC's scheduler does, so the client gets a fresh hostid;
-4. reported results are screened: a report of a result that was not sent to this host is not
+5. reported results are screened: a report of a result that was not sent to this host is not
    passed on (it is logged and acked, so the client forgets it); a reported success whose
    output never arrived, or whose ``<file_info>`` carries an ``<error_msg>`` (a permanent
    upload error, §5.2, §10.5) is passed on as UPLOAD_FAILED, so it is recorded as a client
    error, with the reason added to its stderr;
-5. the reply is written (``xml_reply``) with this server's download and upload URLs, the
+6. the reply is written (``xml_reply``) with this server's download and upload URLs, the
    signed executables of the app versions sent, and the code-signing key for a client that
    lacks it.
 """
@@ -22,7 +29,7 @@ import logging
 
 from backend.daemons.hierarchy import upload_path
 from backend.daemons.scheduler import (
-    Message, SchedulerConfig, SchedulerRequestError, handle_request,
+    Message, SchedulerConfig, SchedulerRequestError, check_request, handle_request,
 )
 from backend.models import ClientState, Host, Result
 from protocol import signing
@@ -42,7 +49,7 @@ def scheduler_rpc(body, *, now, base_url, config=SchedulerConfig()):
         parsed = parse_request(body)
     except RequestParseError as exc:
         log.warning("unreadable scheduler request: %s", exc.reason)
-        return 400, write_error_reply(f"Can't parse scheduler request: {exc.reason}")
+        return 200, write_error_reply(f"Can't parse scheduler request: {exc.reason}")
     account = None
     if parsed.authenticator:
         account = Account.objects.filter(authenticator=parsed.authenticator).first()
@@ -53,6 +60,10 @@ def scheduler_rpc(body, *, now, base_url, config=SchedulerConfig()):
             request_delay=REFUSED_DELAY)
     request = parsed.request
     request.userid = account.user_id
+    try:
+        check_request(request)
+    except SchedulerRequestError as exc:
+        return refused(exc)
     if request.hostid and not Host.objects.filter(pk=request.hostid,
                                                   owner_id=account.user_id).exists():
         log.warning("account %s sent hostid %s, not one of its hosts: new host",
@@ -63,9 +74,7 @@ def scheduler_rpc(body, *, now, base_url, config=SchedulerConfig()):
     try:
         reply = handle_request(request, now=now, config=config)
     except SchedulerRequestError as exc:
-        log.warning("scheduler request refused: %s", exc.reason)
-        return 200, write_error_reply(f"Scheduler request refused: {exc.reason}",
-                                      request_delay=REFUSED_DELAY)
+        return refused(exc)
     for name in ignored:
         reply.result_acks.append(name)
         reply.messages.append(Message(f"Report of {name} ignored: not sent to this host"))
@@ -77,6 +86,12 @@ def scheduler_rpc(body, *, now, base_url, config=SchedulerConfig()):
         signing.load_public_key_text(),
         app_files={} if anonymous else app_files(reply.results))
     return 200, write_reply(reply, context)
+
+
+def refused(exc):
+    log.warning("scheduler request refused: %s", exc.reason)
+    return 200, write_error_reply(f"Scheduler request refused: {exc.reason}",
+                                  request_delay=REFUSED_DELAY)
 
 
 def screen_reports(request):
@@ -127,9 +142,13 @@ def arrived(reported_file):
     name = reported_file.name
     if not name or "/" in name or name.startswith("."):
         return False
-    path = upload_path(name)
-    return (not reported_file.error_msg and path.exists()
-            and path.stat().st_size == reported_file.nbytes)
+    try:
+        path = upload_path(name)
+        return (not reported_file.error_msg and path.exists()
+                and path.stat().st_size == reported_file.nbytes)
+    except (OSError, ValueError):
+        # A name the file system cannot hold (too long in bytes, say) was never uploaded.
+        return False
 
 
 def app_files(jobs):

@@ -84,8 +84,8 @@ def integer_field(header, tag, *, required=True):
         return None
     try:
         return int(float(value))
-    except ValueError:
-        raise permanent(f"<{tag}> is not a number") from None
+    except (ValueError, OverflowError):
+        raise permanent(f"<{tag}> is not a finite number: {value[:40]!r}") from None
 
 
 def read_header(stream):

@@ -66,7 +66,9 @@ def scheduler(request):
         return HttpResponseNotAllowed(["POST"])
     body = request.read(MAX_REQUEST_BYTES + 1)
     if len(body) > MAX_REQUEST_BYTES:
-        return xml_response(write_error_reply("scheduler request too large"), status=413)
+        # A 200, not a 413: the client reads the message only from a 2xx reply (§4.1).
+        return xml_response(write_error_reply(
+            f"Can't parse scheduler request: it is over {MAX_REQUEST_BYTES} bytes long"))
     status, reply = scheduler_rpc(body, now=int(time.time()), base_url=master_url(request),
                                   config=project_config())
     return xml_response(reply, status=status)

@@ -36,8 +36,11 @@ upload URLs from file names. A caller that simulates hosts may put an output fil
 file_upload_handler would have.
 """
 
+import sys
+
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.backends.base.operations import BaseDatabaseOperations
 from django.db.models import F, Value
 from django.db.models.functions import Least
 
@@ -67,7 +70,8 @@ from backend.daemons.sched_types import (  # noqa: F401  (re-exported)
 )
 from backend.events import event, record
 from backend.models import (
-    ClientState, GpuType, Host, HostFile, Outcome, Result, ServerState, Workunit,
+    AppVersion, ClientState, File, FileDeleteState, GpuType, Host, HostFile, Outcome, Result,
+    ServerState, Workunit,
 )
 
 ACTOR = "scheduler"
@@ -76,32 +80,75 @@ ACTOR = "scheduler"
 GPU_TYPES = {choice for choice in GpuType.values if choice}
 
 
+def column_range(model, name):
+    """(lowest, highest) value integer column ``name`` of ``model`` holds on every database we
+    support: PostgreSQL's sizes (Django's portable ranges; SQLite's integers are wider)."""
+    field = model._meta.get_field(name)
+    return BaseDatabaseOperations.integer_field_ranges[field.get_internal_type()]
+
+
+def is_real(value):
+    """Whether ``value`` is a finite number a float column can hold."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return -sys.float_info.max <= value <= sys.float_info.max
+
+
 def check_request(request):
-    """Raise SchedulerRequestError naming the first thing wrong with ``request``."""
+    """Raise SchedulerRequestError naming the first thing wrong with ``request``.
+
+    Besides the rules of the protocol, every value that reaches a column must fit it on
+    every database (a PostgreSQL integer, a string's max_length, no NUL character), so that a
+    request is refused whole, with the element named, before anything is written.
+    """
 
     def fail(reason):
         raise SchedulerRequestError(reason)
 
+    def whole(value, where, model, column, *, minimum=None):
+        low, high = column_range(model, column)
+        low = low if minimum is None else max(low, minimum)
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            fail(f"{where} must be a whole number from {low} to {high}, not {value!r}")
+
+    def real(value, where, *, minimum=None, positive=False):
+        if not is_real(value):
+            fail(f"{where} must be a finite number, not {value!r}")
+        if positive and not value > 0:
+            fail(f"{where} must be positive, not {value!r}")
+        if minimum is not None and value < minimum:
+            fail(f"{where} must not be negative, not {value!r}")
+
+    def string(value, where, model=None, column=None):
+        if not isinstance(value, str):
+            fail(f"{where} must be text, not {value!r}")
+        if "\x00" in value:
+            fail(f"{where} contains a NUL character")
+        limit = model._meta.get_field(column).max_length if model else None
+        if limit is not None and len(value) > limit:
+            fail(f"{where} is {len(value)} characters long; at most {limit} are allowed")
+
     if not isinstance(request, SchedulerRequest):
         fail("not a scheduler request")
-    if request.hostid < 0:
+    if isinstance(request.hostid, int) and request.hostid < 0:
         fail(f"hostid {request.hostid} is negative")
+    whole(request.hostid, "hostid", Host, "id", minimum=0)
     if request.hostid == 0 and request.userid is None:
         fail("a new host (hostid 0) needs the account it belongs to")
+    whole(request.rpc_seqno, "rpc_seqno", Host, "rpc_seqno")
+    string(request.platform_name, "platform_name", Host, "platform")
     info, stats = request.host_info, request.time_stats
-    if not isinstance(info.p_ncpus, int) or info.p_ncpus < 1:
-        fail(f"host_info.p_ncpus must be a positive whole number, not {info.p_ncpus!r}")
-    if not info.p_fpops > 0:
-        fail(f"host_info.p_fpops must be positive, not {info.p_fpops!r}")
+    string(info.domain_name, "host_info.domain_name", Host, "domain_name")
+    string(info.os_name, "host_info.os_name", Host, "os_name")
+    whole(info.p_ncpus, "host_info.p_ncpus", Host, "p_ncpus", minimum=1)
+    real(info.p_fpops, "host_info.p_fpops", positive=True)
     for name in ("on_frac", "connected_frac", "cpu_and_network_available_frac", "active_frac",
                  "gpu_active_frac"):
         value = getattr(stats, name)
-        if not 0 <= value <= 1:
+        if not is_real(value) or not 0 <= value <= 1:
             fail(f"time_stats.{name} must be between 0 and 1, not {value!r}")
     for name in ("work_req_seconds", "cpu_req_secs", "cpu_req_instances", "estimated_delay"):
-        value = getattr(request, name)
-        if not value >= 0:
-            fail(f"{name} must not be negative, not {value!r}")
+        real(getattr(request, name), name, minimum=0)
     seen_types = set()
     for gpu in request.gpu_requests:
         if gpu.type not in GPU_TYPES:
@@ -109,27 +156,49 @@ def check_request(request):
         if gpu.type in seen_types:
             fail(f"GPU type {gpu.type} is requested twice")
         seen_types.add(gpu.type)
-        if gpu.count < 0 or not (gpu.req_secs >= 0 and gpu.req_instances >= 0
-                                 and gpu.estimated_delay >= 0 and gpu.peak_flops >= 0):
+        if isinstance(gpu.count, int) and gpu.count < 0 or not all(
+                is_real(v) and v >= 0 for v in (gpu.req_secs, gpu.req_instances,
+                                                gpu.estimated_delay, gpu.peak_flops)):
             fail(f"the {gpu.type} request has a negative value")
+        whole(gpu.count, f"the {gpu.type} count", Host, "gpu_count")
     names = set()
     for report in request.results:
         if not report.name:
             fail("a reported result has no name")
+        string(report.name, "a reported result's name")
         if report.name in names:
             fail(f"result {report.name} is reported twice")
         names.add(report.name)
         if report.client_state not in ClientState.values:
             fail(f"result {report.name} has unknown state {report.client_state!r}")
+        where = f"result {report.name}: "
+        whole(report.exit_status, where + "exit_status", Result, "exit_status")
+        real(report.final_elapsed_time, where + "final_elapsed_time")
+        real(report.final_cpu_time, where + "final_cpu_time")
+        string(report.stderr_out, where + "stderr_out")
         for out in report.output_files:
+            string(out.name, where + "file_info.name", File, "name")
             if not out.name or "/" in out.name or out.name.startswith("."):
                 fail(f"result {report.name} names an output file {out.name!r} that is not a "
                      "plain file name")
-            if out.nbytes < 0:
+            if isinstance(out.nbytes, int) and out.nbytes < 0:
                 fail(f"output file {out.name} has a negative size")
+            where_file = f"{where}file_info {out.name}: "
+            whole(out.nbytes, where_file + "nbytes", File, "nbytes", minimum=0)
+            whole(out.max_nbytes, where_file + "max_nbytes", File, "max_nbytes", minimum=0)
+            string(out.md5_cksum, where_file + "md5_cksum", File, "md5_cksum")
+            string(out.error_msg, where_file + "error_msg")
     for sticky in request.file_infos:
         if not sticky.name:
             fail("a sticky file_info has no name")
+        string(sticky.name, "a sticky file_info's name", HostFile, "name")
+    for version in request.app_versions:
+        where = f"app_version {version.app_name} {version.version_num}: "
+        string(version.app_name, "app_version.app_name")
+        whole(version.version_num, where + "version_num", AppVersion, "version_num")
+        real(version.avg_ncpus, where + "avg_ncpus", minimum=0)
+        real(version.flops, where + "flops", minimum=0)
+        real(version.gpu_usage, where + "gpu_usage", minimum=0)
     if request.platform_name == "anonymous" and not request.app_versions and (
             request.cpu_req_secs or request.gpu_requests):
         fail("an anonymous-platform request must list its app_versions")
@@ -275,8 +344,6 @@ def handle_request(request, *, now, config=SchedulerConfig()):
 
 def deleted_sticky_files(held):
     """Sticky files the host holds that the project no longer has (reference/server.md §3.10)."""
-    from backend.models import File, FileDeleteState
-
     if not held:
         return []
     live = set(File.objects.filter(name__in=held).exclude(

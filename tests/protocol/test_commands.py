@@ -46,6 +46,90 @@ def test_attach_client_needs_the_client_binary(monkeypatch):
         call_command("attach_client")
 
 
+class FinishedClient:
+    """Stands in for the client's process: it has already exited."""
+
+    pid = 0
+
+    def wait(self, timeout=None):
+        return 0
+
+    def poll(self):
+        return 0
+
+
+@pytest.fixture
+def started(monkeypatch):
+    """The commands attach_client starts the client with, instead of starting it."""
+    commands = []
+    module = "protocol.management.commands.attach_client"
+    monkeypatch.setattr(f"{module}.client_binary", lambda: "/usr/bin/boinc")
+    monkeypatch.setattr(f"{module}.start_client",
+                        lambda command: commands.append(command) or FinishedClient())
+    monkeypatch.setattr(f"{module}.stop_client", lambda process: None)
+    return commands
+
+
+@pytest.mark.django_db
+def test_attach_client_runs_the_demo_app_anonymously_on_boincweb_port(
+        started, monkeypatch, tmp_path):
+    monkeypatch.setenv("BOINCWEB_PORT", "8123")
+    make_app("example_app")
+    call_command("attach_client", "--dir", str(tmp_path / "client"))
+    url = "http://127.0.0.1:8123/boinc/"
+    [command] = started
+    assert command[-3:-1] == ["--attach_project", url]
+    app_info = tmp_path / "client" / "projects" / escape_project_url(url) / "app_info.xml"
+    assert "<name>example_app</name>" in app_info.read_text()
+
+
+@pytest.mark.django_db
+def test_attach_client_defaults_to_port_8000(started, monkeypatch, tmp_path):
+    monkeypatch.delenv("BOINCWEB_PORT", raising=False)
+    make_app("example_app")
+    call_command("attach_client", "--dir", str(tmp_path / "client"))
+    assert "http://127.0.0.1:8000/boinc/" in started[0]
+
+
+@pytest.mark.django_db
+def test_attach_client_refuses_a_bad_boincweb_port(started, monkeypatch):
+    monkeypatch.setenv("BOINCWEB_PORT", "eighty")
+    make_app("example_app")
+    with pytest.raises(CommandError, match="BOINCWEB_PORT='eighty' is not a whole number"):
+        call_command("attach_client")
+    assert not started
+
+
+@pytest.mark.django_db
+def test_attach_client_without_the_demo_app_says_to_seed_it(started):
+    with pytest.raises(CommandError, match="no app named 'example_app'; run .*seed_demo"):
+        call_command("attach_client")
+    with pytest.raises(CommandError, match="no app named 'nope'"):
+        call_command("attach_client", "--app", "nope")
+    assert not started
+
+
+@pytest.mark.django_db
+def test_attach_client_signed_needs_a_signed_app_version(started, tmp_path):
+    make_app("example_app")
+    with pytest.raises(CommandError, match="no signed app version"):
+        call_command("attach_client", "--signed")
+    assert not started
+
+
+@pytest.mark.django_db
+def test_attach_client_signed_installs_no_anonymous_app(started, data_dirs, tmp_path):
+    app = make_app()
+    exe = tmp_path / "worker.sh"
+    exe.write_text("#!/bin/sh\nexit 0\n")
+    call_command("make_signing_keys", "--bits", "512")
+    call_command("add_app_version", app.name, "300", str(exe))
+    call_command("attach_client", "--signed", "--dir", str(tmp_path / "client"),
+                 "--url", "http://127.0.0.1:9/boinc/")
+    assert started
+    assert not list((tmp_path / "client").glob("projects/*/app_info.xml"))
+
+
 def test_project_directory_names_are_escaped_as_the_client_does():
     assert escape_project_url("http://127.0.0.1:45743/proj/") == "127.0.0.1_45743_proj"
     assert escape_project_url("https://example.org/boinc/") == "example.org_boinc"

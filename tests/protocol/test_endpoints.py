@@ -101,10 +101,23 @@ def test_an_unknown_account_key_is_refused_and_changes_nothing(client, project):
 @pytest.mark.parametrize("body", [b"", b"<scheduler_request><hostid>", b"\x00\xff garbage",
                                   b"<scheduler_request><hostid>x</hostid></scheduler_request>"])
 def test_a_malformed_request_gets_an_error_reply_and_changes_nothing(client, project, body):
+    """An HTTP 200 scheduler reply carrying the reason, as BOINC's scheduler answers: the
+    client reads no message from a 4xx reply (reference/protocol.md §4.1)."""
     account()
     response, root = rpc(client, body)
-    assert response.status_code == 400
+    assert response.status_code == 200
+    assert root.tag == "scheduler_reply"
     assert "Can't parse" in root.findtext("message")
+    assert root.find("result") is None
+    assert not Host.objects.exists()
+
+
+def test_a_request_too_large_to_read_gets_an_error_reply(client, project, monkeypatch):
+    monkeypatch.setattr("protocol.views.MAX_REQUEST_BYTES", 100)
+    key = account()
+    response, root = rpc(client, work_request(key.authenticator))
+    assert response.status_code == 200
+    assert "over 100 bytes" in root.findtext("message")
     assert not Host.objects.exists()
 
 
@@ -211,6 +224,18 @@ def test_an_upload_over_the_size_limit_is_a_permanent_error(client, project):
     _, _, result = fetch_job(client, account())
     name = result.output_file_name(0)
     assert status(upload(client, name, b"x" * 100_001)) == -1
+    assert not upload_path(name).exists()
+
+
+@pytest.mark.parametrize("nbytes", ["1e999", "-inf", "nan", "lots"])
+def test_an_upload_whose_size_is_not_a_finite_number_is_a_permanent_error(
+        client, project, nbytes):
+    _, _, result = fetch_job(client, account())
+    name = result.output_file_name(0)
+    response = upload(client, name, b"data", nbytes=nbytes)
+    assert response.status_code == 200 and status(response) == -1
+    message = ElementTree.fromstring(response.content).findtext("message")
+    assert message.startswith("<nbytes> is not a finite number")
     assert not upload_path(name).exists()
 
 
