@@ -135,7 +135,8 @@ def enforce(em, now: float, run_list: list, gpu_allowed: bool, keep_unfinished: 
     """enforce_run_list (reference/client.md §6.3): returns [(job, why, gpu_instance)].
 
     Running jobs that have not finished their time slice are appended; the list is sorted
-    by `more_important`; CPU jobs stop at n_usable_cpus, GPU jobs are allowed while
+    by `more_important`; a job whose app already runs max_concurrent jobs is skipped; CPU
+    jobs stop at n_usable_cpus, GPU jobs are allowed while
     ncpus_used + avg_ncpus <= n_usable_cpus + 1 and a GPU instance has room.
     """
     listed = set(run_list)
@@ -157,12 +158,17 @@ def enforce(em, now: float, run_list: list, gpu_allowed: bool, keep_unfinished: 
     ncpus_used = 0.0
     free = {r: [1.0] * em.resources[r].ninstances for r in range(1, len(em.resources))}
     chosen = []
+    napp: dict = {}  # jobs scheduled per app, against its max_concurrent (step 5)
     # jobs already on a GPU keep their device when they stay
     for j in ordered:
+        mc = j.app.max_concurrent
+        if mc and napp.get(j.app, 0) >= mc:
+            continue
         if j.rsc == 0:
             if ncpus_used >= ncpus - 1e-9:
                 continue
             ncpus_used += j.avg_ncpus
+            napp[j.app] = napp.get(j.app, 0) + 1
             chosen.append((j, _why(j), -1))
             continue
         if not gpu_allowed or ncpus_used + j.avg_ncpus > ncpus + 1 + 1e-9:
@@ -171,6 +177,7 @@ def enforce(em, now: float, run_list: list, gpu_allowed: bool, keep_unfinished: 
         if inst < 0:
             continue
         ncpus_used += j.avg_ncpus
+        napp[j.app] = napp.get(j.app, 0) + 1
         chosen.append((j, _why(j), inst))
     return chosen
 

@@ -55,7 +55,7 @@ from .state import (
 )
 
 # event kinds, in the order they are handled at one instant
-EV_HOST, EV_DONE, EV_SLICE, EV_FETCH, EV_REPORT, EV_WAKE, EV_END = range(7)
+EV_HOST, EV_DONE, EV_SLICE, EV_FETCH, EV_REPORT, EV_WAKE, EV_SAMPLE, EV_END = range(8)
 HOST_PROCESSES = ("on", "connected", "active", "gpu_active")
 HOST_STATES = ("off", "not_active", "gpu_suspended", "disconnected")  # records.HostPeriod
 
@@ -66,10 +66,12 @@ class Emulator:
     def __init__(self, scenario: Scenario, policy_factory, *, duration: float, delta: float,
                  seed: int, compat: str, existing_jobs_only: bool, progress=None,
                  sample_interval: float = 600.0, policy_name: str = "", partial=None,
-                 partial_interval: float | None = None):
+                 partial_interval: float | None = None, fixed_step: bool = False):
         self.scenario = scenario
         self.duration = float(duration)
         self.delta = float(delta)
+        # decide at every step, as BOINC's emulator does; only to check the event-driven run
+        self.fixed_step = fixed_step
         self.seed = seed
         self.compat = compat
         self.bce = compat == "bce"
@@ -146,6 +148,7 @@ class Emulator:
         self.epoch = 0
         self.must_schedule = True
         self.rpc_this_instant = False
+        self.no_fetch_key = None  # the last "no work fetch" reason logged
         self.policy = policy_factory(self)
         self._add_initial_jobs()
 
@@ -225,6 +228,8 @@ class Emulator:
         next_progress = 0.0
         next_partial = self.partial_interval
         live = False
+        light = True  # only schedule checks (EV_SLICE) fired at this instant
+        sample_due = False
         while heap:
             t, kind, _c, data = heapq.heappop(heap)
             if t > self.duration:
@@ -237,18 +242,30 @@ class Emulator:
             if kind == EV_HOST:
                 self._host_change(data)
                 live = True
+                light = False
             elif kind == EV_DONE or kind == EV_SLICE:
                 if data == self.epoch:
                     self.must_schedule = True
                     live = True
+                    light = light and kind == EV_SLICE
+            elif kind == EV_SAMPLE:
+                sample_due = data == self.epoch
             elif data == self.epoch:
                 live = True
+                light = False
             if heap and heap[0][0] <= self.now:
                 continue
             if live:
-                self._decide()
+                if not (light and self._schedule_unchanged()):
+                    self._decide()
                 self._plan()
                 live = False
+            elif sample_due and self.on:
+                # a series sample between decisions: records only, the run is unchanged
+                self._sample()
+                push(self.grid(self.last_sample + self.sample_interval), EV_SAMPLE, self.epoch)
+            light = True
+            sample_due = False
             if self.progress is not None and self.now >= next_progress:
                 self.progress(min(self.now / self.duration, 1.0))
                 next_progress = self.now + self.duration / 100.0
@@ -306,6 +323,7 @@ class Emulator:
             self.gpu_active_time += dt
         finished = []
         executing = set()
+        usage = []  # (project, resource, instances, seconds from t0) for REC
         cpu_flops = self.cpu_flops
         scale = self.cpu_scale if self.running else 1.0
         for j in self.running:
@@ -328,17 +346,32 @@ class Emulator:
             self._checkpoint(j, t0, t0 + run_time, done0, wait, rate)
             if j.rsc:
                 peak = (j.avg_ncpus + j.gpu_usage * self.resources[j.rsc].relative_speed) * cpu_flops
-                p.secs_this_interval[j.rsc] += run_time * j.gpu_usage
-                p.secs_this_interval[0] += run_time * j.avg_ncpus
+                usage.append((p, j.rsc, j.gpu_usage, run_time))
+                usage.append((p, 0, j.avg_ncpus, run_time))
             else:
                 peak = j.avg_ncpus * scale * cpu_flops
-                p.secs_this_interval[0] += run_time * j.avg_ncpus * scale
+                usage.append((p, 0, j.avg_ncpus * scale, run_time))
                 p.wall_cpu_interval += run_time * j.avg_ncpus
             pf = run_time * peak
             j.peak_flop_count += pf
             p.flops_used += pf
             self.flops_used += pf
             j.elapsed += run_time * (2.0 if self.bce else 1.0)
+        # REC is updated once per step in BOINC's emulator: the interval's credit is spread
+        # evenly over it, which is exact while every job runs throughout. A job ending inside
+        # the interval makes the credit uneven, so the last grid step before the first end is
+        # accounted on its own, as a fixed step would (reference/client.md §6.1).
+        split = t0
+        if finished:
+            split = max(t0, math.floor(min(tc for tc, _j in finished) / self.delta) * self.delta)
+        before = {}
+        for p, r, n, run_time in usage:
+            if split > t0:
+                head = min(run_time, split - t0)
+                key = (p, r)
+                before[key] = before.get(key, 0.0) + head * n
+                run_time -= head
+            p.secs_this_interval[r] += run_time * n
         k = max(1, round(dt / self.delta))
         d = dt / k
         limit = self.prefs.cpu_usage_limit / 100.0
@@ -352,13 +385,20 @@ class Emulator:
                                           + d * d * k * (k + 1) * (2 * k + 1) / 6.0)
                 p.idle_time += dt
             credit = 0.0
+            head = 0.0
             for r, secs in enumerate(p.secs_this_interval):
+                scale_r = limit * cpu_flops * self.resources[r].relative_speed * COBBLESTONE_SCALE
                 if secs:
-                    credit += secs * limit * cpu_flops * self.resources[r].relative_speed * COBBLESTONE_SCALE
+                    credit += secs * scale_r
                     p.secs_this_interval[r] = 0.0
+                if split > t0:
+                    head += before.get((p, r), 0.0) * scale_r
             if self.bce and not self.on:
-                credit = 0.0  # reference/client.md §9.4: REC drops work done while off
-            if dt > 0:
+                credit = head = 0.0  # reference/client.md §9.4: REC drops work done while off
+            if split > t0:
+                p.rec, p.rec_time = update_average(split, t0, head, self.rec_half_life, p.rec, p.rec_time)
+                p.rec, p.rec_time = update_average(t1, split, credit, self.rec_half_life, p.rec, p.rec_time)
+            elif dt > 0:
                 p.rec, p.rec_time = update_average(t1, t0, credit, self.rec_half_life, p.rec, p.rec_time)
         self.policy.account(t0, t1)
         for p in self.projects:
@@ -550,6 +590,28 @@ class Emulator:
             self._schedule()
         self._sample()
 
+    def _schedule_unchanged(self) -> bool:
+        """At an instant with only schedule checks: whether a schedule made with the last
+        round-robin simulation, still valid for it (policy.rr_still_valid), keeps every
+        running job as it is. Then nothing is done, as a fixed step would do nothing: no
+        RPC can be due, since fetch checks, reports and back-off ends are events of their
+        own."""
+        if self.fixed_step or not self.on or not (self.bce or self.active):
+            return False
+        cache = self._rr_cache
+        valid = getattr(self.policy, "rr_still_valid", None)
+        if cache is None or valid is None or cache[0][1] != self.state_version or not valid(self.now, cache[1]):
+            return False
+        chosen = self.policy.run_list(self.now, cache[1], self.active and self.gpu_active)
+        if len(chosen) != len(self.running):
+            return False
+        for j, why, _inst in chosen:
+            if j.state != RUNNING or (why == WHY_EDF and j.slice_why != WHY_EDF):
+                return False
+        self.must_schedule = False
+        self._sample()
+        return True
+
     def _schedule(self) -> None:
         self.must_schedule = False
         rr = self.rr()
@@ -577,18 +639,36 @@ class Emulator:
         for p in self.project_order:
             if p.master_fetch_pending and p.min_rpc_time <= now:
                 self._master_fetch(p)
+                self.rpc_this_instant = True
                 return False
         for p in self.project_order:
             if rpc.must_report(self, p, now):
                 rr = self.rr()
                 requests = self.policy.piggyback(p, now, rr)
+                self.log("fetch", p.name, "", self._piggyback_text(p, requests))
+                self.no_fetch_key = None
                 return self._rpc(p, "results_due", requests, f"{p.name} has results to report")
         rr = self.rr()
         plan = self.policy.choose_fetch(now, rr)
         if plan is None:
+            # one sentence each time the reason changes, not at every check
+            key, text = self.policy.no_fetch_reason(now, rr)
+            if key != self.no_fetch_key:
+                self.no_fetch_key = key
+                self.log("fetch", "", "", text)
             return False
+        self.no_fetch_key = None
         self.log("fetch", plan.project.name, "", plan.text)
         return self._rpc(plan.project, plan.reason, plan.requests, "")
+
+    def _piggyback_text(self, p, requests: dict) -> str:
+        """The fetch sentence of a reporting RPC (piggyback_work_request, §6.5)."""
+        if not requests:
+            return (f"Reporting to {p.name} without a work request: no processor type is below "
+                    f"the maximum buffer for which {p.name} is the project to ask.")
+        asked = ", ".join(f"{self.resources[r].name} {s:.0f} s / {i:.2f} inst"
+                          for r, (s, i) in sorted(requests.items()))
+        return f"Asked {p.name} for work with the results it is sent: {asked}."
 
     def _reachable(self, p) -> tuple[bool, str]:
         """Try the project's schedulers in order (seed 000); downtime blocks them all."""
@@ -676,9 +756,20 @@ class Emulator:
                                                         rs.nidle_now, rs.busy_time, self.work_buf_min,
                                                         self.work_buf_total))
 
+    def rr_now(self):
+        """The round-robin simulation made at this instant, if one was."""
+        cache = self._rr_cache
+        return cache[1] if cache is not None and cache[0][0] == self.now else None
+
     def _plan(self) -> None:
         """Push the next events: the earliest job end, time slice, fetch check, report and
-        back-off end. Older events of the same kinds become stale (epoch)."""
+        back-off end. Older events of the same kinds become stale (epoch).
+
+        While the host is off nothing is decided (§3 step 3), so only job ends (BOINC's
+        emulator computes while off) are pushed; the host coming on is an event of its own.
+        While disconnected no RPC can happen, so the next fetch check waits for the
+        connection. A result already due for reporting but not reported is held back by the
+        host, the connection or a back-off, each of which has its own event."""
         self.epoch += 1
         epoch = self.epoch
         now = self.now
@@ -687,25 +778,33 @@ class Emulator:
         ends = [now + j.resume_left + (j.size - j.done) / j.rate for j in self.running if j.rate > 0]
         if ends:
             push(self.grid(min(ends)), EV_DONE, epoch)
+        if not self.on:
+            return
+        if self.fixed_step:
+            push(now + self.delta, EV_SLICE, epoch)
         t_slice = self.policy.reschedule_at(now)
         if t_slice < math.inf:
             # the slice rule is "strictly after": the first grid point past it
             push(self.grid(t_slice + 1e-6), EV_SLICE, epoch)
-        rr = self._rr_cache[1] if self._rr_cache is not None and self._rr_cache[0][0] == now else None
+        rr = self.rr_now()
         if self.rpc_this_instant:
             # one RPC per instant: a fetch it left waiting is looked at on the next step
             push(now + self.delta, EV_FETCH, epoch)
+        elif not self.connected:
+            pass
         elif rr is not None:
             push(self.grid(self.policy.next_fetch_check(now, rr)), EV_FETCH, epoch)
         else:
             push(self.grid(now + self.delta), EV_FETCH, epoch)
         due = [rpc.report_due_time(self, j) for p in self.projects for j in p.ready]
+        due = [t for t in due if t >= now]
         if due:
-            push(self.grid(max(min(due), now) + 1e-6), EV_REPORT, epoch)
+            push(self.grid(min(due) + 1e-6), EV_REPORT, epoch)
         wake = [p.min_rpc_time for p in self.projects if p.min_rpc_time > now]
         wake += [t for p in self.projects for t in p.backoff_time if t > now]
         if wake:
             push(self.grid(min(wake)), EV_WAKE, epoch)
+        push(self.grid(self.last_sample + self.sample_interval), EV_SAMPLE, epoch)
 
     # ------------------------------------------------------------------ results
 

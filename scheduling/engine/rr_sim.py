@@ -42,7 +42,7 @@ class RRResult:
     """
 
     __slots__ = ("time", "rsc", "misses", "nused_total", "n_runnable", "project_shortfall",
-                 "total_shortfall", "project_rsc_shortfall")
+                 "total_shortfall", "project_rsc_shortfall", "mc_shortfall", "last_mc_limit")
 
     def __init__(self, time: float, nrsc: int, nprojects: int):
         self.time = time
@@ -53,6 +53,11 @@ class RRResult:
         self.project_shortfall = [0.0] * nprojects
         self.total_shortfall = 0.0
         self.project_rsc_shortfall: dict[tuple[int, int], float] = {}
+        # projects with a max_concurrent app on the resource (§6.4, §6.5), keyed like misses:
+        # idle instance-seconds up to the buffer end that the limit lets the project fill,
+        # and the last simulated time (from now) at which the limit held a job back
+        self.mc_shortfall: dict[tuple[int, int], float] = {}
+        self.last_mc_limit: dict[tuple[int, int], float] = {}
 
 
 def _busy_update(busy: list[float], dur: float, nused: float) -> None:
@@ -85,6 +90,21 @@ def rr_simulate(em, now: float, detail: bool = False) -> RRResult:
     ncpus = em.n_usable_cpus
 
     pending = [dict() for _ in range(nr)]
+    # max_concurrent: a project's pick skips jobs of an app at its limit (§6.4)
+    mc_running: dict = {}
+    mc_cap: dict = {}  # (project, resource) -> instances its limited apps let it use
+    for p in projects:
+        for app in p.spec.apps:
+            for v in app.versions:
+                r = em.rsc_index.get(v.resource)
+                if r is None:
+                    continue
+                cap = app.max_concurrent * (v.gpu_usage if r else v.avg_ncpus) if app.max_concurrent else math.inf
+                mc_cap[(p.index, r)] = max(mc_cap.get((p.index, r), 0.0), 0.0) + cap
+    mc_cap = {k: v for k, v in mc_cap.items() if v < math.inf}
+    for key in mc_cap:
+        result.mc_shortfall[key] = 0.0
+        result.last_mc_limit[key] = 0.0
     left: dict = {}
     rate: dict = {}
     for p in projects:
@@ -120,6 +140,14 @@ def rr_simulate(em, now: float, detail: bool = False) -> RRResult:
     credit: dict = {}  # projected credit per second of each project's active jobs
     busy = [[0.0] * rscs[r].ninstances for r in range(nr)]
 
+    def next_job(q):
+        """The earliest pending job whose app is under its max_concurrent, or None."""
+        for k in range(len(q) - 1, -1, -1):
+            mc = q[k].app.max_concurrent
+            if not mc or mc_running.get(q[k].app, 0) < mc:
+                return k
+        return None
+
     def pick():
         # GPU types first, then the CPU (reference/client.md §6.4 pick_jobs_to_run)
         for r in range(nr - 1, -1, -1):
@@ -127,15 +155,23 @@ def rr_simulate(em, now: float, detail: bool = False) -> RRResult:
             if not queues:
                 continue
             limit = ncpus if r == 0 else rscs[r].ninstances
-            while sim_nused[r] < limit and queues:
+            open_q = set(queues)
+            while sim_nused[r] < limit and open_q:
                 if by_priority:
-                    pi = max(queues, key=lambda i: (projects[i].priority, -i))
+                    pi = max(open_q, key=lambda i: (projects[i].priority, -i))
                 else:
-                    pi = max(queues)
+                    pi = max(open_q)
                 q = queues[pi]
-                j = q.pop()
+                k = next_job(q)
+                if k is None:
+                    open_q.discard(pi)  # its max_concurrent has run out
+                    continue
+                j = q.pop(k)
+                if j.app.max_concurrent:
+                    mc_running[j.app] = mc_running.get(j.app, 0) + 1
                 if not q:
                     del queues[pi]
+                    open_q.discard(pi)
                 active.append(j)
                 p_used[r][pi] += j.gpu_usage if r else j.avg_ncpus
                 if r:
@@ -167,6 +203,15 @@ def rr_simulate(em, now: float, detail: bool = False) -> RRResult:
             else:
                 left[j] = lj
                 still.append(j)
+        for (pi, r), cap in mc_cap.items():
+            q = pending[r].get(pi)
+            if q and next_job(q) is None:
+                result.last_mc_limit[(pi, r)] = sim_now + dt - now
+            if sim_now < buf_end:
+                room = (ncpus if r == 0 else rscs[r].ninstances) - sim_nused[r]
+                fill = min(room, cap - p_used[r][pi])
+                if fill > IDLE_EPS:
+                    result.mc_shortfall[(pi, r)] += fill * (min(sim_now + dt, buf_end) - sim_now)
         for r in range(nr):
             cap = ncpus if r == 0 else rscs[r].ninstances
             idle = cap - sim_nused[r]
@@ -194,6 +239,8 @@ def rr_simulate(em, now: float, detail: bool = False) -> RRResult:
         if finished:
             for j in finished:
                 r = j.rsc
+                if j.app.max_concurrent:
+                    mc_running[j.app] -= 1
                 p_used[r][j.project.index] -= j.gpu_usage if r else j.avg_ncpus
                 if by_priority:
                     credit[j.project] -= em.job_peak_flops(j) * COBBLESTONE_SCALE
@@ -211,6 +258,9 @@ def rr_simulate(em, now: float, detail: bool = False) -> RRResult:
                         _busy_update(busy[0], dur, j.avg_ncpus)
             pick()
     if sim_now < buf_end:
+        for (pi, r), cap in mc_cap.items():
+            room = ncpus if r == 0 else rscs[r].ninstances
+            result.mc_shortfall[(pi, r)] += min(room, cap) * (buf_end - sim_now)
         for r in range(nr):
             cap = ncpus if r == 0 else rscs[r].ninstances
             result.rsc[r].shortfall += cap * (buf_end - sim_now)

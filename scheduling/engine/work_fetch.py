@@ -40,6 +40,8 @@ def rsc_reason(em, p, r: int, now: float, rr) -> str | None:
         return "no app version"
     if p.share == 0 and rr.rsc[r].saturated_time > min(em.work_buf_min, 180.0):
         return "zero share"
+    if rr.last_mc_limit.get((p.index, r), 0.0) > em.work_buf_total:
+        return "max concurrent"  # its limit holds jobs back through the whole buffer
     if p.backoff_time[r] > now:
         return REASON_BACKED_OFF
     return None
@@ -69,7 +71,9 @@ def fetch_priorities(em, now: float) -> list:
 
 
 def set_request(em, p, r: int, rr, share: float) -> tuple[float, float]:
-    """RSC_WORK_FETCH::set_request (§6.5): the resource's whole shortfall and the idle instances."""
+    """RSC_WORK_FETCH::set_request (§6.5): the resource's whole shortfall and the idle
+    instances; for a project with a max_concurrent app on the resource, its MC shortfall
+    and no instances."""
     rs = rr.rsc[r]
     ninst = em.resources[r].ninstances if r else em.n_usable_cpus
     if p.share == 0:
@@ -77,10 +81,16 @@ def set_request(em, p, r: int, rr, share: float) -> tuple[float, float]:
     if em.prefs.fetch_minimal_work:
         return 1.0, float(ninst)
     secs = rs.shortfall
+    mc = rr.mc_shortfall.get((p.index, r))
+    if mc is not None:
+        secs = mc  # what its max_concurrent apps can fill
     if not 0.02 <= p.dcf <= 80:
         secs = 1.0  # wacky duration correction factor
-    inst = max(rs.nidle_now, min(ninst * share, ninst) - rr.nused_total.get((p.index, r), 0.0))
-    inst = max(inst, 0.0)
+    if mc is not None:
+        inst = 0.0
+    else:
+        inst = max(rs.nidle_now, min(ninst * share, ninst) - rr.nused_total.get((p.index, r), 0.0))
+        inst = max(inst, 0.0)
     if inst > 0 and secs == 0:
         secs = 1.0
     return secs, inst
@@ -99,7 +109,8 @@ def choose_project(em, now: float, rr) -> FetchPlan | None:
             if rsc_reason(em, p, r, now, rr) is not None:
                 continue
             found.setdefault(r, p)
-            if trigger is None and rr.rsc[r].saturated_time < em.work_buf_min:
+            if (trigger is None and rr.rsc[r].saturated_time < em.work_buf_min
+                    and rr.mc_shortfall.get((p.index, r), 1.0) > 0):
                 trigger = r
         if trigger is not None:
             chosen = p
@@ -127,6 +138,34 @@ def choose_project(em, now: float, rr) -> FetchPlan | None:
             + ", ".join(f"{em.resources[r].name} {s:.0f} s / {i:.2f} inst" for r, (s, i) in sorted(requests.items()))
             + ".")
     return FetchPlan(chosen, requests, "need_work", text)
+
+
+def no_fetch_reason(em, now: float, rr) -> tuple[tuple, str]:
+    """Why choose_project found nothing (§6.5), as (key, sentence): the key names the
+    qualitative reason only, so the decision log can say it once per change."""
+    key = []
+    parts = []
+    for r in range(len(em.resources) - 1, -1, -1):
+        res = em.resources[r]
+        sat = rr.rsc[r].saturated_time
+        if sat >= em.work_buf_min:
+            key.append((res.name, "full"))
+            parts.append(f"{res.name} is saturated for {sat:.0f} s, at least the minimum buffer of "
+                         f"{em.work_buf_min:.0f} s")
+            continue
+        why = []
+        for p in em.projects:
+            if not p.rsc_ok[r]:
+                continue
+            reason = project_reason(p, now) or rsc_reason(em, p, r, now, rr)
+            why.append((p.name, reason or "nothing to request"))
+        key.append((res.name, tuple(why)))
+        if why:
+            parts.append(f"{res.name} needs work but no project can be asked ("
+                         + "; ".join(f"{name}: {reason}" for name, reason in why) + ")")
+        else:
+            parts.append(f"{res.name} needs work but no project has an app version for it")
+    return tuple(key), "No work fetch: " + "; ".join(parts) + "."
 
 
 def piggyback(em, p, now: float, rr) -> dict:

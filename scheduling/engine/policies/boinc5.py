@@ -218,6 +218,26 @@ class Boinc5:
                 f"long-term debt + shortfall ({p.ltd + rr.project_shortfall[p.index]:.0f} s).")
         return FetchPlan(p, {0: (secs, 0.0)}, "need_work", text)
 
+    def no_fetch_reason(self, now, rr):
+        """Why no project is asked (reference/debt-era.md §6): no shortfall, or every project
+        with a CPU app deferred or overworked."""
+        if rr.total_shortfall <= 0:
+            return ("no shortfall",), (f"No work fetch: total_shortfall is 0 over the "
+                                      f"{self.em.work_buf_min:.0f} s minimum queue.")
+        why = []
+        for p in self.em.project_order:
+            if not p.rsc_ok[0]:
+                continue
+            if p.master_fetch_pending:
+                why.append((p.name, "master fetch pending"))
+            elif p.min_rpc_time > now:
+                why.append((p.name, "deferred"))
+            elif self.overworked(p):
+                why.append((p.name, "overworked"))
+        return ("blocked", tuple(why)), (
+            f"No work fetch: total_shortfall is {rr.total_shortfall:.0f} s but no project can be asked ("
+            + "; ".join(f"{name}: {reason}" for name, reason in why) + ").")
+
     def piggyback(self, p, now, rr):
         sizes = self.work_request_sizes(now, rr)
         if sizes.get(p, 0) > 0:

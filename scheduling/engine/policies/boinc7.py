@@ -13,6 +13,7 @@ import math
 from .. import work_fetch
 from ..cpu_sched import enforce, make_run_list, preemptible_at, queued_jobs_waiting
 from ..rr_sim import rr_simulate
+from ..state import COBBLESTONE_SCALE
 
 
 class Boinc7:
@@ -21,6 +22,7 @@ class Boinc7:
 
     def __init__(self, em):
         self.em = em
+        self.edf_check = 0.0  # no deadline miss can appear before this time (reschedule_at)
 
     def rr(self, now):
         return rr_simulate(self.em, now)
@@ -31,6 +33,9 @@ class Boinc7:
 
     def choose_fetch(self, now, rr):
         return work_fetch.choose_project(self.em, now, rr)
+
+    def no_fetch_reason(self, now, rr):
+        return work_fetch.no_fetch_reason(self.em, now, rr)
 
     def piggyback(self, p, now, rr):
         return work_fetch.piggyback(self.em, p, now, rr)
@@ -48,13 +53,77 @@ class Boinc7:
         return work_fetch.next_check(self.em, now, rr)
 
     def reschedule_at(self, now):
-        """The earliest running job to finish its time slice, if jobs are waiting. A job
-        kept past its slice is looked at again every twelfth of the period, since project
-        priorities drift as REC accrues."""
+        """When a schedule made now could next come out differently, on the 60 s grid a fixed
+        step would use (reference/client.md §3, §6.3); the emulator reschedules then.
+
+        - While jobs wait, a running job that finished its time slice may be preempted at
+          any step as REC moves project priorities, so once a slice is over every step is
+          looked at; before that, nothing but EDF can displace a job in its slice.
+        - EDF (`edf_check`): EDF picks follow the predicted misses per project and
+          resource, which change only when a job's projected finish crosses its deadline -
+          work_buf_min. With the simulation's pick order unchanged, a projected finish
+          moves later by at most the time that passes (while nothing computes), and earlier
+          by at most 1/overall_frac - 1 seconds a second (while everything computes at full
+          speed, which the simulation scales by overall_frac), so no count changes before
+          the smallest slack of a job on time, or excess of a late job over that rate. The
+          pick order follows REC per unit of share, so the check also comes when two
+          projects' RECs can cross (`_order_margin`).
+        Nothing can change while nothing runs and nothing waits."""
         em = self.em
-        if not em.running or not queued_jobs_waiting(em):
-            return math.inf
-        t = min(preemptible_at(em, j) for j in em.running)
-        if t <= now:
-            t = now + max(em.delta, em.period / 12.0)
+        t = math.inf
+        waiting = queued_jobs_waiting(em)
+        if em.running and waiting:
+            t = max(now, min(preemptible_at(em, j) for j in em.running))
+        if self.use_edf:
+            rr = em.rr_now()
+            if rr is not None:
+                self.edf_check = now + min(self._edf_margin(), self._order_margin())
+            if em.running or waiting:
+                t = min(t, self.edf_check)
         return t
+
+    def _edf_margin(self) -> float:
+        """Seconds before a predicted deadline miss can appear or go (reschedule_at)."""
+        em = self.em
+        speedup = max(1.0 / r.overall_frac - 1.0 for r in em.resources)
+        margin = math.inf
+        for p in em.projects:
+            for j in p.jobs:
+                slack = j.deadline - em.work_buf_min - j.rr_finish
+                if not j.rr_miss:
+                    margin = min(margin, max(slack, 0.0))
+                elif speedup > 0:
+                    margin = min(margin, -slack / speedup)
+        return margin
+
+    def _order_margin(self) -> float:
+        """Seconds before two projects' REC per unit of share can cross, which would
+        reorder the simulation's picks. Between events each project earns credit at a
+        constant rate R, so REC(t) = R + (REC - R) e^(-ln 2 t / half_life) (§6.1): the
+        difference of two such curves changes sign at most once, at a closed-form time."""
+        em = self.em
+        lam = math.log(2.0) / em.rec_half_life
+        rate = {}
+        for j in em.running:
+            if j.rate <= 0:
+                continue
+            secs = j.avg_ncpus * (em.cpu_scale if j.rsc == 0 else 1.0)
+            if j.rsc:
+                secs += j.gpu_usage * em.resources[j.rsc].relative_speed
+            rate[j.project] = rate.get(j.project, 0.0) + secs
+        per_day = 86400.0 * em.prefs.cpu_usage_limit / 100.0 * em.cpu_flops * COBBLESTONE_SCALE
+        curves = [((rate.get(p, 0.0) * per_day) / p.share, (p.rec - rate.get(p, 0.0) * per_day) / p.share)
+                  for p in em.projects if p.jobs and p.share > 0]
+        margin = math.inf
+        for i, (a1, b1) in enumerate(curves):
+            for a2, b2 in curves[i + 1:]:
+                a, b = a1 - a2, b1 - b2
+                if b != 0 and 0.0 < -a / b < 1.0:
+                    margin = min(margin, -math.log(-a / b) / lam)
+        return margin
+
+    def rr_still_valid(self, now, rr):
+        """Whether a schedule may reuse `rr`, made earlier with the same jobs: no predicted
+        deadline miss can have appeared or gone since (see reschedule_at); the schedule
+        then reads only the miss counts, and fresh priorities from REC."""
+        return not self.use_edf or now < self.edf_check
