@@ -21,18 +21,32 @@ sched_locality.cpp:
 7. A file still without sendable results is marked ``no_work`` (BOINC's ``files_no_work``
    directory), and, when the project can make no more work for it (``no_work_available``) and
    none is unsent, the host is told to delete it (``delete_file_infos``).
-8. A host that holds no file (or whose files gave too little work) gets a file chosen
+8. A host that holds no file (or whose files gave too little work) gets one file F chosen
    uniformly from the working set, at random (``sorted_order``: in turn by its RPC count).
-9. If that file is excluded for the volunteer, the scheduler falls back to a deterministic
-   scan, in file-name order, of the files that have unsent results, bypassing the working set
-   (to avoid many hosts flocking to one file).
+   F's results are sent as in rules 4-6; a file without sendable results is marked
+   ``no_work``. A working set that is empty, or an F that fills only part of the request,
+   leaves the rest of the request unfilled: the working-set manager tops the set up.
+9. Only if F is excluded for the volunteer (it has unsent results, none of which rules 4-5
+   let this volunteer have) does the scheduler fall back to a deterministic scan, in
+   file-name order, of the files that have unsent results, bypassing the working set. It is
+   not done in general because every host scanning the same order would flock to the same
+   file, which the random choice from the working set avoids.
+
+The random choices (rules 3 and 8) come from a ``random.Random`` seeded with the project's
+``LocalityConfig.seed``, the host's key, its RPC number, the time and the resource. The key is
+the host's id unless the caller names a stable one (``configured(host_key=...)``): a
+simulated world passes its seed and the host's index in the world, so that its outcome does
+not depend on database ids.
 
 Around the scheduler (BOINC leaves both to the project):
 
 - the **working-set manager** (``manage_working_set``) keeps N/M files in the working set, N
   the hosts active in the last day and M the app's ``target_nresults``: it removes files the
-  scheduler marked ``no_work`` and adds, in name order, files the generator can still make work
-  for (a file's ``no_work`` mark is cleared when workunits are made for it);
+  scheduler marked ``no_work`` and adds files the generator can still make work for, in name
+  order, after files that have unsent results again. A file's ``no_work`` mark is cleared
+  when workunits are made for it, and by the manager when unsent results appear for it later
+  (the transitioner's retry of an old workunit; seed 004: "it may be necessary to add it to
+  the working set again");
 - the **on-demand work generator** (``generate_on_demand``) creates workunits for each file
   whose ``need_work`` is set, clears it, and sets ``no_work_available`` once the file has had
   its share of workunits.
@@ -52,15 +66,17 @@ from django.db.models import Exists, Max, OuterRef, Q
 
 from backend.daemons.hierarchy import download_path
 from backend.daemons.sched_send import RESULT_COLUMNS, WORKUNIT_COLUMNS, send_for_resource
-from backend.daemons.work_generator import CreateWorkError, create_work_for_file
+from backend.daemons.work_generator import LOCALITY_SEPARATOR, create_work_for_file
 from backend.models import (
     AppVersion, File, FileDeleteState, Host, Result, ServerState, TransitionerFlags, Workunit,
 )
 from world.models import LocalityTrigger
 
-SEPARATOR = "__"
+SEPARATOR = LOCALITY_SEPARATOR
 ACTIVE_WINDOW = 86400
 FALLBACK_FILES = 10
+# What a look at one file found (Sender.send_file_or_trigger).
+SENT, EXCLUDED, NO_WORK = "sent", "excluded", "no work"
 
 
 @dataclass(frozen=True)
@@ -70,6 +86,7 @@ class LocalityConfig:
     sorted_order: bool = False  # <locality_scheduling_sorted_order/>
     wait_period: float = 0.0  # <locality_scheduling_wait_period>
     delete_files: bool = True  # file_deletion_strategy 1: delete files left without work
+    seed: int = 0  # of the random choices (rules 3 and 8)
 
 
 def real_sleep(file_name, *, now, seconds):
@@ -79,20 +96,24 @@ def real_sleep(file_name, *, now, seconds):
 
 _config = ContextVar("locality_config", default=LocalityConfig())
 _wait = ContextVar("locality_wait", default=real_sleep)
+_host_key = ContextVar("locality_host_key", default=None)
 
 
 @contextmanager
-def configured(config, wait=None):
+def configured(config, wait=None, host_key=None):
     """Use ``config`` (and ``wait(file_name, now=, seconds=)`` as the scheduler's sleep)
     for the scheduler requests handled inside the block; a simulated world waits in its own
-    time by running the on-demand generator and the transitioner."""
+    time by running the on-demand generator and the transitioner. ``host_key``, a stable
+    integer naming the requesting host, replaces its database id in the random choices."""
     config_token = _config.set(config)
     wait_token = _wait.set(wait or real_sleep)
+    key_token = _host_key.set(host_key)
     try:
         yield
     finally:
         _config.reset(config_token)
         _wait.reset(wait_token)
+        _host_key.reset(key_token)
 
 
 def file_name_of(wu_name):
@@ -162,22 +183,28 @@ class Sender:
         return len(got)
 
     def send_file_or_trigger(self, file_name, locality):
-        """Rule 6: send, else set need_work, wait and look once more."""
+        """Rule 6: send, else set need_work, wait and look once more.
+
+        Returns SENT (something was sent, or nothing more is wanted), EXCLUDED (the file has
+        unsent results but none for this volunteer, rules 4-5) or NO_WORK.
+        """
         if self.send_file(file_name) or self.satisfied:
-            return True
+            return SENT
         app_ids = list(self.versions)
         if sendable(file_name, app_ids).exists():
-            return False  # work exists but is excluded for this volunteer (rule 5)
+            return EXCLUDED
         trigger = LocalityTrigger.objects.filter(file_name=file_name,
                                                  app_id__in=app_ids).first()
         if trigger is None or trigger.no_work_available:
-            return False
+            return NO_WORK
         LocalityTrigger.objects.filter(pk=trigger.pk, need_work=False).update(
             need_work=True, need_work_time=self.now)
         if locality.wait_period <= 0:
-            return False
+            return NO_WORK
         _wait.get()(file_name, now=self.now, seconds=locality.wait_period)
-        return bool(self.send_file(file_name))
+        if self.send_file(file_name):
+            return SENT
+        return EXCLUDED if sendable(file_name, app_ids).exists() else NO_WORK
 
 
 def send_work_by_locality(host, request, resource, versions, *, now, config, max_jobs,
@@ -188,7 +215,10 @@ def send_work_by_locality(host, request, resource, versions, *, now, config, max
     of its request, for the scheduler's ordinary pass over other apps.
     """
     locality = _config.get()
-    rng = random.Random(f"{host.pk}:{request.rpc_seqno}:{now}:{resource.name}")
+    host_key = _host_key.get()
+    if host_key is None:
+        host_key = host.pk
+    rng = random.Random(f"{locality.seed}:{host_key}:{request.rpc_seqno}:{now}:{resource.name}")
     sender = Sender(host, request, resource, versions, now=now, config=config,
                     max_jobs=max_jobs, taken_wus=taken_wus)
     app_ids = list(versions)
@@ -200,19 +230,22 @@ def send_work_by_locality(host, request, resource, versions, *, now, config, max
     for file_name in held:  # rules 3-7
         if sender.satisfied:
             break
-        if sender.send_file_or_trigger(file_name, locality):
-            continue
-        no_work_for_host(file_name, app_ids, locality, reply)
-    if not sender.satisfied:  # rule 8
-        chosen = working_set_choice(host, request, rng, locality, app_ids, exclude=set(held))
-        if chosen and not sender.send_file_or_trigger(chosen, locality):
-            mark_no_work(chosen, app_ids)
-            chosen = None
-        if not chosen or not sender.satisfied:  # rule 9
-            for file_name in fallback_files(app_ids, exclude=set(held) | {chosen}):
-                if sender.satisfied:
-                    break
-                sender.send_file(file_name)
+        if sender.send_file_or_trigger(file_name, locality) == NO_WORK:
+            no_work_for_host(file_name, app_ids, locality, reply)
+    if sender.satisfied:
+        return sender.sent, sender.resource
+    chosen = working_set_choice(host_key + request.rpc_seqno, rng, locality, app_ids,
+                                exclude=set(held))  # rule 8
+    if chosen is None:
+        return sender.sent, sender.resource
+    found = sender.send_file_or_trigger(chosen, locality)
+    if found == NO_WORK:
+        mark_no_work(chosen, app_ids)
+    elif found == EXCLUDED:  # rule 9
+        for file_name in fallback_files(app_ids, exclude=set(held) | {chosen}):
+            if sender.satisfied:
+                break
+            sender.send_file(file_name)
     return sender.sent, sender.resource
 
 
@@ -233,8 +266,10 @@ def no_work_for_host(file_name, app_ids, locality, reply):
         reply.delete_file_infos.append(file_name)
 
 
-def working_set_choice(host, request, rng, locality, app_ids, *, exclude):
-    """A file of the working set, uniformly (rule 8); None when the set is empty."""
+def working_set_choice(turn, rng, locality, app_ids, *, exclude):
+    """A file of the working set, uniformly (rule 8): at random, or with ``sorted_order`` the
+    one at position ``turn`` (the host's key plus its RPC number) in name order. None when
+    the set is empty."""
     names = [name for name in LocalityTrigger.objects.filter(in_working_set=True,
                                                              app_id__in=app_ids)
              .order_by("file_name").values_list("file_name", flat=True)
@@ -242,7 +277,7 @@ def working_set_choice(host, request, rng, locality, app_ids, *, exclude):
     if not names:
         return None
     if locality.sorted_order:
-        return names[(host.pk + request.rpc_seqno) % len(names)]
+        return names[turn % len(names)]
     return rng.choice(names)
 
 
@@ -276,21 +311,36 @@ def working_set_size(app, *, now):
     return max(1, math.ceil(active / max(app.target_nresults, 1)))
 
 
+def has_unsent_results():
+    """Whether a trigger's file has results a scheduler may send, found through the workunits
+    that read the file (``Workunit.input_files``, which the indexes serve, where the name
+    prefix of rule 1 would need a scan)."""
+    return Exists(Result.objects.filter(
+        app_id=OuterRef("app_id"), server_state=ServerState.UNSENT, workunit__error_mask=0,
+        workunit__transitioner_flags=TransitionerFlags.ORDINARY,
+        workunit__input_files__name=OuterRef("file_name")))
+
+
 def manage_working_set(app, *, now):
     """The working-set manager: drop files marked no_work, top the set up to N/M files.
 
-    Returns the number of files added or removed.
+    A file marked no_work that has unsent results again (the transitioner made a retry of
+    one of its workunits) loses the mark and comes first when the set is topped up, even when
+    the generator can make no more workunits for it. Returns the number of files re-opened,
+    added or removed.
     """
     triggers = LocalityTrigger.objects.filter(app=app)
+    reopened = triggers.filter(no_work=True).filter(has_unsent_results()).update(no_work=False)
     removed = triggers.filter(in_working_set=True, no_work=True).update(in_working_set=False)
     missing = working_set_size(app, now=now) - triggers.filter(in_working_set=True).count()
     added = 0
     if missing > 0:
-        ids = list(triggers.filter(
-            in_working_set=False, no_work_available=False, no_work=False).order_by("file_name")
-            .values_list("id", flat=True)[:missing])
+        ids = list(triggers.filter(in_working_set=False, no_work=False)
+                   .alias(ready=has_unsent_results())
+                   .filter(Q(no_work_available=False) | Q(ready=True))
+                   .order_by("-ready", "file_name").values_list("id", flat=True)[:missing])
         added = LocalityTrigger.objects.filter(id__in=ids).update(in_working_set=True)
-    return removed + added
+    return reopened + removed + added
 
 
 def generate_on_demand(app, *, now, per_file, per_trigger=None, batch_size=100):
@@ -320,12 +370,11 @@ def make_file_work(app, file_name, *, now, per_file, at_most=None):
     if at_most is not None:
         count = min(count, at_most)
     made = 0
-    input_file = File.objects.filter(name=file_name).first()
+    # a file already deleted gets no more work; any other refusal is a fault to surface
+    input_file = File.objects.filter(name=file_name, kind=File.Kind.INPUT,
+                                     file_delete_state=FileDeleteState.INIT).first()
     if count > 0 and input_file is not None:
-        try:
-            made = len(create_work_for_file(app, input_file, now=now, count=count))
-        except CreateWorkError:
-            made = 0
+        made = len(create_work_for_file(app, input_file, now=now, count=count))
     LocalityTrigger.objects.filter(app=app, file_name=file_name).update(
         no_work_available=made == 0 or existing + made >= per_file, no_work=made == 0)
     return made
@@ -336,7 +385,14 @@ def create_data_files(app, names, *, nbytes):
 
     The rows stand for big files in the download directory; the directory is made so the file
     deleter finds it, but the contents are not written (no daemon reads an input's bytes).
+    A name containing ``__`` is refused with a ValueError naming it, before anything is made:
+    FILENAME cannot contain ``__`` (seed 004).
     """
+    names = list(names)
+    bad = [name for name in names if SEPARATOR in name or not name]
+    if bad:
+        raise ValueError(f"locality data file name(s) {', '.join(map(repr, bad))}: a file "
+                         f"name must be non-empty and cannot contain {SEPARATOR!r}")
     download_path("x").parent.mkdir(parents=True, exist_ok=True)
     File.objects.bulk_create([File(name=name, kind=File.Kind.INPUT, nbytes=nbytes, sticky=True,
                                    file_delete_state=FileDeleteState.INIT) for name in names])

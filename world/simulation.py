@@ -18,6 +18,12 @@ an error rate, a wrong-output rate (its outputs differ from everyone's), a no-re
 it silently drops), and churn (hosts joining during the run and leaving for good, dropping
 their jobs). A host computes its queued jobs, one per CPU (or GPU) instance, only while on.
 
+A host's preferences are its Host row's (``PREF_FIELDS``; the world's settings give the buffer
+sizes the rows start with): it keeps ``work_buf_min_days`` of work and asks for
+``work_buf_additional_days`` more, runs on ``max_ncpus_pct`` of its CPUs, and computes
+``cpu_usage_limit`` percent of the time. Edits made through the prefs form are read back
+(``read_prefs``) before the host's next RPC.
+
 Work: a pool of big sticky data files (locality scheduling, §3.10), each used by
 ``workunits_per_file`` workunits named ``FILE__...``. With ``locality`` the app uses locality
 scheduling, the scheduler waits ``wait_period`` for the on-demand generator, and the working-set
@@ -63,6 +69,9 @@ DAEMONS, CHANGE, JOB_DONE, RPC, END = range(5)
 BACKOFF_MIN = 600.0
 BACKOFF_MAX = DAY
 REPORT_DELAY = 12 * HOUR
+# The preferences a simulated host computes by (Host's prefs form, reference/client.md §2).
+PREF_FIELDS = ("work_buf_min_days", "work_buf_additional_days", "max_ncpus_pct",
+               "cpu_usage_limit")
 
 
 @dataclass(frozen=True)
@@ -182,17 +191,34 @@ class SimHost:
     backoff: float = 0.0
     next_rpc: float = 0.0
     rpc_pending: bool = False
+    # Preferences, as on the Host row (edited through the prefs form) at ``prefs_mod_time``.
+    work_buf_min_days: float = 0.0
+    work_buf_additional_days: float = 0.0
+    max_ncpus_pct: float = 100.0
+    cpu_usage_limit: float = 100.0
+    prefs_mod_time: int = 0
 
     @property
     def active(self):
         return self.on and not self.gone
 
+    @property
+    def usable_cpus(self):
+        """The CPUs the preferences let it use: max_ncpus_pct of them, at least one."""
+        return max(int(self.ncpus * self.max_ncpus_pct / 100), 1)
+
+    @property
+    def speed(self):
+        """The fraction of wall time its jobs compute (cpu_usage_limit throttles them)."""
+        return max(self.cpu_usage_limit, 1.0) / 100
+
     def instances(self, resource):
-        return self.ncpus if resource == "cpu" else self.gpus
+        return self.usable_cpus if resource == "cpu" else self.gpus
 
     def work_seconds(self, resource):
+        """Wall seconds of queued work per usable instance."""
         jobs = self.queued[resource] + self.running[resource]
-        return sum(job.remaining for job in jobs) / max(self.instances(resource), 1)
+        return sum(job.remaining for job in jobs) / max(self.instances(resource), 1) / self.speed
 
 
 @dataclass
@@ -232,6 +258,10 @@ class Simulation:
         self.round_at = 0.0  # the time of the next daemon round
         self.file_names = []
         self.wrong_checksums = set()
+        self.wrong_results = set()  # names of results whose output was wrong
+        self.abandoned = set()  # names of results a host held when it left for good
+        self.prefs_seen = 1  # the latest prefs_mod_time read back from the Host rows
+        self.host_index = {}  # Host id -> index in ``hosts``
         # The world's own platform name keeps its hosts and its app's work to each other
         # when several worlds (or a demo project) share the database.
         self.platform = f"{prefix}-x86_64-pc-linux-gnu"
@@ -312,8 +342,11 @@ class Simulation:
             ncpus, fpops, gpus, on_frac, error_rate, wrong_rate, join, leave = spec
             host = SimHost(i, row.pk, row.owner_id, ncpus, fpops, gpus, on_frac, error_rate,
                            wrong_rate, s.no_reply_rate, join_time=join, leave_time=leave,
-                           progress_time=join, gone=join > 0)
+                           progress_time=join, gone=join > 0,
+                           work_buf_min_days=s.work_buf_min_days,
+                           work_buf_additional_days=s.work_buf_additional_days)
             self.hosts.append(host)
+            self.host_index[row.pk] = i
             if join > 0:
                 self.push(join, CHANGE, "join", i)
             else:
@@ -365,9 +398,10 @@ class Simulation:
         self.advance(host)
         host.gone = True
         host.epoch += 1
-        lost = sum(len(jobs) for jobs in host.queued.values()) + sum(
-            len(jobs) for jobs in host.running.values()) + len(host.done)
-        self.counters.jobs_lost += lost
+        held = [job.name for jobs in (*host.queued.values(), *host.running.values())
+                for job in jobs] + [report.name for _, report in host.done]
+        self.abandoned.update(held)
+        self.counters.jobs_lost += len(held)
         self.counters.hosts_left += 1
 
     def join(self, host):
@@ -382,7 +416,7 @@ class Simulation:
     def advance(self, host):
         """Count the computing done since the host's last change."""
         if host.active:
-            elapsed = self.t - host.progress_time
+            elapsed = (self.t - host.progress_time) * host.speed
             for jobs in host.running.values():
                 for job in jobs:
                     job.remaining = max(job.remaining - elapsed, 0.0)
@@ -395,12 +429,14 @@ class Simulation:
         self.advance(host)
         host.epoch += 1  # earlier end events of this host are stale from here on
         for resource in ("gpu", "cpu"):
-            while host.queued[resource] and len(host.running[resource]) < host.instances(
-                    resource):
-                host.running[resource].append(host.queued[resource].pop(0))
-            for job in host.running[resource]:
-                self.push(self.t + job.remaining, JOB_DONE, "job_done", host.index, host.epoch,
-                          job.name)
+            running, queued = host.running[resource], host.queued[resource]
+            while len(running) > host.instances(resource):  # fewer CPUs allowed: preempt
+                queued.insert(0, running.pop())
+            while queued and len(running) < host.instances(resource):
+                running.append(queued.pop(0))
+            for job in running:
+                self.push(self.t + job.remaining / host.speed, JOB_DONE, "job_done",
+                          host.index, host.epoch, job.name)
 
     def job_done(self, host, epoch, name):
         if epoch != host.epoch or not host.active:
@@ -435,15 +471,47 @@ class Simulation:
     def output(self, host, job):
         """The job's output: the same bytes on every good host, other bytes on a wrong one."""
         if job.fate == "wrong":
-            data = f"{job.wu_name} wrong answer from host {host.host_id}\n".encode()
+            data = f"{job.wu_name} wrong answer from host {host.index}\n".encode()
             self.wrong_checksums.add(hashlib.md5(data).hexdigest())
+            self.wrong_results.add(job.name)
             return data
         return f"{job.wu_name} result {sum(job.wu_name.encode()) % 9973}\n".encode()
+
+    # --- preferences ----------------------------------------------------------------------------
+
+    def read_prefs(self):
+        """Take up the preferences edited on the world's Host rows since the last look, so a
+        host computes and asks for work by them from its next RPC on, as the prefs form
+        promises.
+
+        Called at each daemon round and at the start of each slice: one query for the rows
+        whose ``prefs_mod_time`` is at or after the latest one seen (the form stamps it with
+        the time of the edit; "at" catches a second edit in the same second), not one per RPC.
+        Returns the number of hosts whose preferences changed.
+        """
+        rows = Host.objects.filter(platform=self.platform,
+                                   prefs_mod_time__gte=self.prefs_seen).values_list(
+            "id", "prefs_mod_time", *PREF_FIELDS)
+        changed = 0
+        for host_id, mod_time, *values in rows:
+            self.prefs_seen = max(self.prefs_seen, mod_time)
+            index = self.host_index.get(host_id)
+            if index is None or self.hosts[index].prefs_mod_time == mod_time:
+                continue
+            host = self.hosts[index]
+            self.advance(host)  # the work done so far counts at the old speed
+            for name, value in zip(PREF_FIELDS, values):
+                setattr(host, name, value)
+            host.prefs_mod_time = mod_time
+            changed += 1
+            self.start_jobs(host)  # CPUs allowed and speed may differ: new ends
+            self.maybe_rpc(host)
+        return changed
 
     # --- scheduler RPCs -------------------------------------------------------------------------
 
     def buffer_low(self, host):
-        low = self.settings.work_buf_min_days * DAY
+        low = host.work_buf_min_days * DAY
         return any(host.work_seconds(r) < low for r in ("cpu", "gpu") if host.instances(r))
 
     def maybe_rpc(self, host):
@@ -463,10 +531,12 @@ class Simulation:
             self.push(host.next_rpc, RPC, "check", host.index)
 
     def request(self, host):
+        """The host's request: enough work to fill its buffer (its own preferences)."""
         s = self.settings
-        fill = (s.work_buf_min_days + s.work_buf_additional_days) * DAY
-        cpu_secs = max(fill - host.work_seconds("cpu"), 0.0) * host.ncpus
-        idle_cpus = max(host.ncpus - len(host.running["cpu"]) - len(host.queued["cpu"]), 0)
+        fill = (host.work_buf_min_days + host.work_buf_additional_days) * DAY
+        cpus = host.usable_cpus
+        cpu_secs = max(fill - host.work_seconds("cpu"), 0.0) * cpus
+        idle_cpus = max(cpus - len(host.running["cpu"]) - len(host.queued["cpu"]), 0)
         gpu_requests = []
         if host.gpus:
             gpu_secs = max(fill - host.work_seconds("gpu"), 0.0) * host.gpus
@@ -493,8 +563,11 @@ class Simulation:
         request = self.request(host)
         asked = request.cpu_req_secs > 0 or any(g.req_secs > 0 for g in request.gpu_requests)
         config = locality.LocalityConfig(sorted_order=self.settings.sorted_order,
-                                         wait_period=self.settings.wait_period)
-        with locality.configured(config, wait=self.scheduler_wait):
+                                         wait_period=self.settings.wait_period,
+                                         seed=self.settings.seed)
+        # the host's index, not its database id, keeps the scheduler's choices the same
+        # from one run of the seed to the next
+        with locality.configured(config, wait=self.scheduler_wait, host_key=host.index):
             reply = handle_request(request, now=self.now())
         self.counters.rpcs += 1
         acked = set(reply.result_acks)
@@ -603,6 +676,7 @@ class Simulation:
             return  # a round brought forward by ``wake_daemons`` replaced this one
         now = self.now()
         s = self.settings
+        self.read_prefs()
         if not self.draining and self.t >= self.work_end:
             self.draining = True
             LocalityTrigger.objects.filter(app_id=self.app_id).update(no_work_available=True,
@@ -669,6 +743,8 @@ class Simulation:
     def run_until(self, t_end, progress=None):
         """Process every event up to simulated time ``t_end``; return events processed."""
         processed = 0
+        if not self.finished:
+            self.read_prefs()
         while self.heap and not self.finished and self.heap[0][0] <= t_end:
             time, _, _, kind, data = heapq.heappop(self.heap)
             self.t = time

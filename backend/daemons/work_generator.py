@@ -33,6 +33,7 @@ ACTOR = "work_generator"
 PARAMETERS = ("min_quorum", "target_nresults", "max_error_results", "max_total_results",
               "max_success_results", "delay_bound", "rsc_fpops_est", "rsc_fpops_bound")
 INPUT_NBYTES = 1024
+LOCALITY_SEPARATOR = "__"  # workunit names are FILENAME__<rest> (seed 004)
 
 
 class CreateWorkError(ValueError):
@@ -108,12 +109,20 @@ def next_names(prefix, count, now):
 
 
 def create_work_for_file(app, input_file, *, now, count=1, **overrides):
-    """Workunits for one existing input file, on demand (locality scheduling, §3.10)."""
+    """Workunits for one existing input file, on demand (locality scheduling, §3.10).
+
+    The file's name may not contain ``__`` (seed 004): the workunits are named
+    ``<file name>__<rest>`` and the scheduler reads the file's name up to the first ``__``.
+    """
+    if LOCALITY_SEPARATOR in input_file.name:
+        raise CreateWorkError(f"input file name {input_file.name!r} contains "
+                              f"{LOCALITY_SEPARATOR!r}, which locality scheduling reserves "
+                              "to end the file's name in its workunits' names")
     if input_file.kind != File.Kind.INPUT or input_file.file_delete_state != FileDeleteState.INIT:
         raise CreateWorkError(f"{input_file.name} is not a live input file")
     with transaction.atomic():
         App.objects.select_for_update().filter(pk=app.pk).exists()
-        names = next_names(f"{input_file.name}__{app.name}", count, now)
+        names = next_names(f"{input_file.name}{LOCALITY_SEPARATOR}{app.name}", count, now)
         return create_work(app, names, now=now, shared_input=input_file, **overrides)
 
 

@@ -5,7 +5,8 @@ import pytest
 
 from backend.daemons import run_pass
 from backend.daemons.scheduler import StickyFile, handle_request
-from backend.models import File, Host, Result, ServerState
+from backend.daemons.work_generator import create_work_for_file
+from backend.models import File, Host, Outcome, Result, ServerState, Workunit
 from tests.backend.conftest import NOW, work_request
 from world import locality
 from world.locality import LocalityConfig, configured, file_name_of
@@ -260,3 +261,150 @@ def test_a_plain_app_is_not_sent_by_locality(project):
     reply = ask(host, files=[])
     assert sent_files(reply) == ["fa"]
     assert not Host.objects.get(pk=host.pk).files.exists()
+
+
+@pytest.mark.parametrize("names", [["fd", "bad__name"], ["__"], [""]])
+def test_rule_1_a_data_file_name_with_a_double_underscore_is_refused(app, names):
+    with pytest.raises(ValueError, match="cannot contain '__'") as info:
+        locality.create_data_files(app, names, nbytes=1)
+    assert repr(names[-1]) in str(info.value)
+    assert not File.objects.filter(name__in=names).exists()
+    assert not LocalityTrigger.objects.filter(file_name__in=names).exists()
+
+
+def test_rule_1_the_generator_refuses_work_for_a_file_named_with_a_double_underscore(
+        app, project):
+    bad = File.objects.create(name="h1__0001", kind=File.Kind.INPUT, sticky=True)
+    with pytest.raises(ValueError, match="'h1__0001' contains '__'"):
+        create_work_for_file(app, bad, now=NOW, count=2)
+    assert not app.workunits.exists()
+
+
+def test_rule_6_no_work_available_still_sends_a_retry_of_an_old_workunit(app, project):
+    """Seed 004: with no_work_available the scheduler skips notify-sleep-query, "of course it
+    still does the initial query", so a new replica of an old workunit is picked up."""
+    LocalityTrigger.objects.filter(file_name="fa").update(no_work_available=True, no_work=True)
+    [old] = make_results(project, "fa", 1)
+    gone = project.host()
+    Result.objects.filter(pk=old.pk).update(
+        server_state=ServerState.IN_PROGRESS, host=gone, user=gone.owner, sent_time=NOW - 200,
+        report_deadline=NOW - 100)
+    Workunit.objects.filter(pk=old.workunit_id).update(transition_time=NOW - 100)
+    run_pass("transitioner", now=NOW)
+    [retry] = Result.objects.filter(workunit_id=old.workunit_id,
+                                    server_state=ServerState.UNSENT)
+    assert Result.objects.get(pk=old.pk).outcome == Outcome.NO_REPLY
+    waits = []
+    reply = ask(project.host(), files=["fa"], now=NOW + 1,
+                config=LocalityConfig(wait_period=10), wait=lambda *a, **k: waits.append(a))
+    assert [job.name for job in reply.results] == [retry.name]
+    assert waits == []
+    assert not LocalityTrigger.objects.get(file_name="fa").need_work
+
+
+def fill_working_set(names):
+    LocalityTrigger.objects.filter(file_name__in=names).update(in_working_set=True)
+
+
+@pytest.mark.parametrize("situation", ["empty working set", "chosen file fills part",
+                                       "chosen file has no work"])
+def test_rule_9_no_fallback_scan_unless_the_chosen_file_is_excluded(app, project, situation):
+    """Seed 004: fall back to a deterministic choice only "if F is excluded for this user",
+    "not in general, to avoid flocking"."""
+    make_results(project, "fc", 3)  # work the fallback scan would find
+    LocalityTrigger.objects.update(no_work_available=True)
+    if situation == "chosen file fills part":
+        make_results(project, "fa", 1)
+        fill_working_set(["fa"])
+    elif situation == "chosen file has no work":
+        fill_working_set(["fb"])
+    reply = ask(project.host(), cpu_req_secs=3 * 3600.0)
+    expected = ["fa"] if situation == "chosen file fills part" else []
+    assert sent_files(reply) == expected
+    assert Result.objects.filter(workunit__name__startswith="fc__",
+                                 server_state=ServerState.UNSENT).count() == 3
+    if situation == "chosen file has no work":
+        assert LocalityTrigger.objects.get(file_name="fb").no_work
+
+
+def test_rule_9_the_fallback_fills_the_request_in_file_name_order(app, project):
+    [taken] = make_results(project, "fa", 1)
+    make_results(project, "fc", 2)
+    make_results(project, "fb", 1)
+    fill_working_set(["fa"])
+    LocalityTrigger.objects.update(no_work_available=True)
+    host = project.host()
+    project.result(taken.workunit)  # fa's only unsent result is a twin of one the user has
+    Result.objects.filter(pk=taken.pk).update(server_state=ServerState.IN_PROGRESS,
+                                              host=project.host(owner=host.owner),
+                                              user=host.owner)
+    reply = ask(host, cpu_req_secs=3 * 3600.0)
+    assert sent_files(reply) == ["fb", "fc", "fc"]
+
+
+def test_a_file_without_work_rejoins_the_working_set_when_a_retry_appears(app, project):
+    """Seed 004: "BOINC may later create more results for the file, so it may be necessary
+    to add it to the working set again"."""
+    app.target_nresults = 1
+    app.save()
+    host = project.host(rpc_time=NOW - 10)  # the only active host: N/M = 1 file in the set
+    [old] = make_results(project, "fa", 1)
+    LocalityTrigger.objects.filter(file_name="fa").update(no_work_available=True)
+    fill_working_set(["fa"])
+    Result.objects.filter(pk=old.pk).update(server_state=ServerState.IN_PROGRESS)
+    reply = ask(host, now=NOW, **ONE_JOB)  # fa is chosen and has nothing
+    assert reply.results == []
+    assert LocalityTrigger.objects.get(file_name="fa").no_work
+    locality.manage_working_set(app, now=NOW)
+    assert list(LocalityTrigger.objects.filter(in_working_set=True).values_list(
+        "file_name", flat=True)) == ["fb"]
+    # the transitioner makes a retry of fa's old workunit
+    Result.objects.filter(pk=old.pk).update(server_state=ServerState.OVER,
+                                            outcome=Outcome.NO_REPLY)
+    retry = project.result(old.workunit)
+    LocalityTrigger.objects.filter(file_name="fb").update(no_work=True)  # fb is used up
+    assert locality.manage_working_set(app, now=NOW + 1) == 3  # fa re-opened, fb out, fa in
+    trigger = LocalityTrigger.objects.get(file_name="fa")
+    assert (trigger.in_working_set, trigger.no_work) == (True, False)
+    # a host holding no file is sent the retry through the working set
+    reply = ask(host, now=NOW + 2, **ONE_JOB)
+    assert [job.name for job in reply.results] == [retry.name]
+
+
+def test_a_re_opened_file_comes_before_new_files_when_the_set_is_topped_up(app, project):
+    app.target_nresults = 1
+    app.save()
+    project.host(rpc_time=NOW - 10)
+    [old] = make_results(project, "fc", 1)
+    LocalityTrigger.objects.filter(file_name="fc").update(no_work=True, no_work_available=True)
+    assert locality.manage_working_set(app, now=NOW) == 2
+    assert list(LocalityTrigger.objects.filter(in_working_set=True).values_list(
+        "file_name", flat=True)) == ["fc"]
+    # without unsent results a no_work file stays out
+    Result.objects.filter(pk=old.pk).update(server_state=ServerState.IN_PROGRESS)
+    LocalityTrigger.objects.update(in_working_set=False)
+    LocalityTrigger.objects.filter(file_name="fc").update(no_work=True)
+    assert locality.manage_working_set(app, now=NOW + 1) == 1
+    assert list(LocalityTrigger.objects.filter(in_working_set=True).values_list(
+        "file_name", flat=True)) == ["fa"]
+
+
+def test_random_choices_follow_the_seed_and_host_key_not_the_database_id(app, project):
+    for name in ("fa", "fb", "fc"):
+        make_results(project, name, 6)
+    fill_working_set(["fa", "fb", "fc"])
+
+    def firsts(host, seed, key):
+        picks = []
+        for k in range(8):
+            with configured(LocalityConfig(seed=seed), host_key=key):
+                reply = handle_request(work_request(host, rpc_seqno=k, **ONE_JOB),
+                                       now=NOW + k)
+            picks.append(sent_files(reply)[0])
+            Result.objects.filter(host=host).update(server_state=ServerState.UNSENT,
+                                                    host=None, user=None)
+        return picks
+
+    one, two = project.host(), project.host()
+    assert firsts(one, seed=5, key=3) == firsts(two, seed=5, key=3)
+    assert len({tuple(firsts(one, seed=s, key=3)) for s in range(4)}) > 1

@@ -11,7 +11,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from backend.models import AssimilateState, Outcome, Result, Workunit
+from backend.forms import HostPrefsForm
+from backend.models import AssimilateState, Host, Outcome, Result, ValidateState, Workunit
 from world import jobs
 from world.models import World
 from world.report import summary
@@ -49,8 +50,17 @@ def test_error_prone_and_wrong_output_hosts_never_make_a_wrong_output_canonical(
     assert_healthy(figures)
     assert figures["results"]["outcome"]["CLIENT_ERROR"] > 20
     assert sim.wrong_checksums, "the wrong-output hosts computed something"
-    assert figures["results"]["validate_state"].get("INVALID", 0) > 0
     assert figures["invariants"]["wrong_outputs_never_canonical"]
+    # The wrong outputs themselves, not just the client errors, were judged INVALID: each one
+    # the validator looked at, and none became canonical or VALID.
+    wrong = Result.objects.filter(app_id=sim.app_id, name__in=sim.wrong_results)
+    assert wrong.count() == len(sim.wrong_results) > 0
+    assert not wrong.filter(outcome=Outcome.CLIENT_ERROR).exists()
+    validated = wrong.filter(outcome__in=[Outcome.SUCCESS, Outcome.VALIDATE_ERROR])
+    assert validated.filter(validate_state=ValidateState.INVALID).exists()
+    assert not validated.exclude(validate_state__in=[
+        ValidateState.INVALID, ValidateState.NO_CHECK, ValidateState.TOO_LATE]).exists()
+    assert not Workunit.objects.filter(canonical_result__in=wrong).exists()
 
 
 def test_a_host_that_vanishes_mid_job_gets_no_reply_and_a_retry_completes():
@@ -75,12 +85,66 @@ def test_a_host_that_vanishes_mid_job_gets_no_reply_and_a_retry_completes():
     assert_healthy(summary(sim))
 
 
-def test_same_seed_same_outcome():
-    _, first = run_world(prefix="a", hosts=12, days=0.5, seed=5)
-    _, second = run_world(prefix="b", hosts=12, days=0.5, seed=5)
-    _, other = run_world(prefix="c", hosts=12, days=0.5, seed=6)
+@pytest.mark.parametrize("locality", [False, True])
+def test_same_seed_same_outcome(locality):
+    # Each world is new in the same database, so its hosts, files and results have other ids.
+    _, first = run_world(prefix="a", hosts=12, days=0.5, seed=5, locality=locality)
+    _, second = run_world(prefix="b", hosts=12, days=0.5, seed=5, locality=locality)
+    _, other = run_world(prefix="c", hosts=12, days=0.5, seed=6, locality=locality)
     assert first == second
     assert other != first
+
+
+def test_hosts_join_and_leave_with_churn_and_a_leavers_results_end_no_reply():
+    sim, figures = run_world(prefix="ch", hosts=20, days=0.75, seed=8, join_per_day=0.5,
+                             leave_per_day=0.5)
+    assert_healthy(figures)
+    assert figures["hosts_joined"] > 0 and figures["hosts_left"] > 0
+    joined = [h.host_id for h in sim.hosts if h.join_time > 0]
+    assert len(joined) == figures["hosts_joined"]
+    assert Result.objects.filter(host_id__in=joined, outcome=Outcome.SUCCESS).exists()
+    left = Result.objects.filter(name__in=sim.abandoned)
+    assert left.count() == len(sim.abandoned) > 0
+    assert set(left.values_list("outcome", flat=True)) == {Outcome.NO_REPLY}
+
+
+def test_a_host_uses_preferences_edited_mid_world_from_its_next_rpc(django_user_model):
+    sim = Simulation(WorldSettings(hosts=3, days=1, seed=11, ncpus_choices=(4,),
+                                   ncpus_weights=(1.0,), gpu_fraction=0, on_frac_min=1.0,
+                                   leave_per_day=0, join_per_day=0, error_rate=0,
+                                   no_reply_rate=0), prefix="pf")
+    sim.setup()
+    asked = []
+    request = sim.request
+
+    def recording(host):
+        made = request(host)
+        asked.append((sim.t, host.index, made, host.work_seconds("cpu")))
+        return made
+
+    sim.request = recording
+    sim.run_until(6 * 3600)
+    host = sim.hosts[0]
+    assert len(host.running["cpu"]) == 4
+    old_most = (0.25 + 0.5) * 86400 * 4  # the most the world's buffer ever asks for
+    assert all(made.cpu_req_secs <= old_most for _, _, made, _ in asked)
+    row = Host.objects.get(pk=host.host_id)
+    form = HostPrefsForm({"work_buf_min_days": 2, "work_buf_additional_days": 1,
+                          "max_ncpus_pct": 50, "cpu_usage_limit": 100,
+                          "cpu_scheduling_period_minutes": 60}, instance=row)
+    assert form.is_valid(), form.errors
+    form.save_changes(django_user_model.objects.create(username="owner"), int(time.time()))
+    edited_at = sim.t
+    sim.run_until(edited_at + 3600)
+    assert len(host.running["cpu"]) == 2  # half of its 4 CPUs
+    t, _, made, queued = next(entry for entry in asked
+                              if entry[1] == host.index and entry[0] >= edited_at)
+    assert t == edited_at  # the buffer fell below 2 days: the host asked at once
+    assert made.cpu_req_secs == pytest.approx(max(3 * 86400 - queued, 0) * 2)
+    assert made.cpu_req_secs > old_most
+    assert made.cpu_req_instances == 0  # both allowed CPUs are busy
+    others = [made for t, index, made, _ in asked if index != host.index]
+    assert all(made.cpu_req_secs <= old_most for made in others)
 
 
 def test_locality_scheduling_downloads_less_than_plain_scheduling_on_the_same_seed():
