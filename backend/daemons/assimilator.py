@@ -9,12 +9,14 @@ reads their canonical results and output files, and calls the app's handler
   WU_ERROR_NO_CANONICAL_RESULT ("result records got deleted prematurely");
 - the handler returning ``DEFER_ASSIMILATION`` sends the workunit back to assimilate_state
   INIT (the transitioner makes it READY again once all results are over and validated);
-  otherwise it becomes DONE;
+  returning None (or 0, BOINC's success) or an AssimilatedResult row makes it DONE;
 - either way transition_time = now, so the transitioner schedules file deletion; written as
   ``min(transition_time, now)`` so that a workunit already due is never postponed (a result
   past its deadline must be timed out by the next transitioner pass, whatever its clock);
-- a handler that raises stops the pass and rolls it back (BOINC's assimilator exits), so a
-  broken handler halts the pipeline instead of skipping work.
+- a handler that raises, or returns anything else (BOINC's non-zero error return), stops the
+  pass and rolls it back (BOINC's assimilator exits; we raise ``HandlerError`` naming the
+  handler, the workunit and the value), so a broken handler halts the pipeline instead of
+  skipping work.
 
 The default handler, ``record``, copies the canonical output to
 ``<data dir>/assimilated/<app>/<workunit>`` and returns an AssimilatedResult row (canonical
@@ -35,6 +37,21 @@ from backend.models import AssimilatedResult, AssimilateState, ErrorMask, File, 
 
 ACTOR = "assimilator"
 DEFER_ASSIMILATION = "defer"
+
+
+class HandlerError(RuntimeError):
+    """An assimilate handler returned an error: the pass is rolled back."""
+
+
+def outcome_of(name, wu, value):
+    """``DEFER_ASSIMILATION``, or None / the AssimilatedResult for DONE; raises HandlerError
+    for any other value, an error return."""
+    if value == DEFER_ASSIMILATION or value is None or isinstance(value, AssimilatedResult):
+        return value
+    if type(value) is int and value == 0:
+        return None
+    raise HandlerError(f"assimilate handler {name!r} returned {value!r} for workunit "
+                       f"{wu.name}; nothing was assimilated in this pass")
 
 
 def record_output(wu, canonical, files, *, now):
@@ -82,8 +99,9 @@ def run_once(*, now, batch_size, mod=1, index=0):
                 events.append(event(time=now, actor=ACTOR, workunit_id=wu.pk,
                                     field="error_mask", old=0, new=wu.error_mask,
                                     reason="no canonical result"))
-            outcome = HANDLERS[wu.app.assimilator](wu, canonical,
-                                                   files.get(wu.canonical_result_id, []), now=now)
+            handler = wu.app.assimilator
+            outcome = outcome_of(handler, wu, HANDLERS[handler](
+                wu, canonical, files.get(wu.canonical_result_id, []), now=now))
             if outcome == DEFER_ASSIMILATION:
                 deferred.append(wu.pk)
                 new, reason = AssimilateState.INIT, "handler deferred assimilation"

@@ -2,7 +2,10 @@
 
 On PostgreSQL, ``select_for_update(skip_locked=True)`` inside the caller's transaction: a row
 another worker holds is skipped, and the rows we lock stay ours until we commit, so a
-compare-and-set update on them cannot lose to anyone. On SQLite the transaction itself is
+compare-and-set update on them cannot lose to anyone. The lock is FOR NO KEY UPDATE, the one
+an UPDATE takes: it excludes other claims and writers, but not a transaction that merely
+refers to the row (inserting a result or an event of the workunit), which would otherwise wait
+for our pass while our pass waits for a row it holds (a deadlock). On SQLite the transaction itself is
 IMMEDIATE (settings), which takes the write lock at BEGIN, so the pass is serialised.
 """
 
@@ -22,7 +25,7 @@ def claim(queryset, batch_size, *, mod=1, index=0):
     """Lock and return up to ``batch_size`` rows of ``queryset`` by id; call inside ``atomic()``."""
     queryset = shard(queryset, mod, index)
     if connection.features.has_select_for_update_skip_locked:
-        queryset = queryset.select_for_update(skip_locked=True, of=("self",))
+        queryset = queryset.select_for_update(skip_locked=True, no_key=True, of=("self",))
     return list(queryset.order_by("id")[:batch_size])
 
 

@@ -168,7 +168,7 @@ def locked(queryset):
     """The rows of ``queryset``, locked in id order (a no-op on SQLite, whose transactions are
     serialised by the write lock)."""
     with transaction.atomic():
-        return list(queryset.select_for_update().order_by("id"))
+        return list(queryset.select_for_update(no_key=True).order_by("id"))
 
 
 def count_sent(host, version_jobs, *, now, quota):

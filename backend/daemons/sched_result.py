@@ -3,14 +3,22 @@
 Follows BOINC's code (sched/sched_result.cpp) where the seed's pseudo-code differs (§4):
 
 - every reported result is acked, accepted or not, so the client forgets it;
-- a result that is OVER with outcome NO_REPLY or CLIENT_DETACHED is accepted late; any other
+- a result that is OVER with outcome NO_REPLY or CLIENT_DETACHED is accepted late (and, if the
+  transitioner had already given its files to the file deleter, its file_delete_state goes
+  back to INIT: the late report brings outputs that are to be deleted in their turn); any other
   OVER result, an UNSENT one, or one already received is ignored ("already reported");
+- a result reported again that is already OVER/SUCCESS means the client probably lost the
+  reply to its earlier report, which may have carried new jobs: ``handle_results`` returns
+  ``Handled.resend_lost_results`` true, telling the scheduler to resend this request's lost
+  results even where the project's resend_lost_results option is off;
 - a result sent to another host is accepted when that host has the same owner, otherwise it
   is rejected and nothing changes;
 - the outcome is SUCCESS only if the client state is FILES_UPLOADED **and** exit_status is 0;
   anything else is CLIENT_ERROR with validate_state INVALID;
-- elapsed time is sanitised: negative -> 0, zero -> CPU time, longer than the turnaround ->
-  the turnaround;
+- elapsed and CPU time are sanitised, in BOINC's order: elapsed < CPU for a single-threaded
+  app version (plan class without "mt", at most one CPU) -> CPU; negative -> 0; zero -> CPU;
+  longer than the turnaround (received - sent, when not negative) -> the turnaround; then a CPU
+  time over elapsed × the host's CPUs is cut to that;
 - the host app version of each accepted result is updated (``got_good_result`` for a success,
   ``got_bad_result`` for an error unless exit_status is EXIT_ABORTED_BY_PROJECT; see
   ``backend.daemons.host_app_version``), all in one locked read and one write, last;
@@ -29,6 +37,7 @@ transitioner and validator also hold while they decide, so a report never races 
 
 import hashlib
 from functools import partial
+from typing import NamedTuple
 
 from django.db.models import F, Value
 from django.db.models.functions import Least
@@ -39,8 +48,8 @@ from backend.daemons.hierarchy import upload_path, write_files
 from backend.daemons.sched_types import DAILY_RESULT_QUOTA, RejectedReport
 from backend.events import event, record
 from backend.models import (
-    EXIT_ABORTED_BY_PROJECT, ClientState, File, Outcome, Result, ServerState, ValidateState,
-    Workunit,
+    EXIT_ABORTED_BY_PROJECT, ClientState, File, FileDeleteState, Outcome, Result, ServerState,
+    ValidateState, Workunit,
 )
 
 ACTOR = "scheduler"
@@ -48,27 +57,40 @@ ACTOR = "scheduler"
 LATE_OUTCOMES = {Outcome.NO_REPLY, Outcome.CLIENT_DETACHED}
 
 
+class Handled(NamedTuple):
+    """What ``handle_results`` did: how many reports it accepted, and whether this request
+    should have its lost results resent (a duplicate SUCCESS report, §3.5 step 2)."""
+
+    accepted: int
+    resend_lost_results: bool = False
+
+
 def handle_results(host, reports, *, now, reply, quota=DAILY_RESULT_QUOTA):
     """Apply the reported results of one request; call inside ``transaction.atomic()``.
 
     ``quota`` is the project's daily_result_quota, for the host app versions' bookkeeping.
+    Returns a ``Handled``.
     """
     if not reports:
-        return 0
+        return Handled(0)
     names = [report.name for report in reports]
     wu_ids = sorted(set(Result.objects.filter(name__in=names).values_list("workunit_id",
                                                                           flat=True)))
-    # Lock the workunits in id order, then read the results under the lock.
-    list(Workunit.objects.select_for_update().filter(id__in=wu_ids).order_by("id")
+    # Lock the workunits in id order (FOR NO KEY UPDATE, as the daemons' claims), then read
+    # the results under the lock.
+    list(Workunit.objects.select_for_update(no_key=True).filter(id__in=wu_ids).order_by("id")
          .values_list("id", flat=True))
-    found = {r.name: r for r in Result.objects.filter(name__in=names).select_related("host")}
+    found = {r.name: r for r in Result.objects.filter(name__in=names).select_related(
+        "host", "app_version")}
     accepted, files, events = [], [], []
+    resend = False
     for report in reports:
         reply.result_acks.append(report.name)
         result = found.get(report.name)
         reason = rejection(result, report, host)
         if reason:
             reply.rejected.append(RejectedReport(report.name, reason))
+            resend = resend or is_duplicate_success(result)
             continue
         outputs, reason = output_files(result, report)
         if reason:
@@ -78,17 +100,23 @@ def handle_results(host, reports, *, now, reply, quota=DAILY_RESULT_QUOTA):
         accepted.append(result)
         files.extend(outputs)
     if not accepted:
-        return 0
+        return Handled(0, resend)
     update_rows(Result, accepted, [
         "server_state", "outcome", "validate_state", "client_state", "exit_status", "host",
-        "received_time", "elapsed_time", "cpu_time", "stderr_out",
+        "received_time", "elapsed_time", "cpu_time", "stderr_out", "file_delete_state",
     ])
     store_output_files(files)
     Workunit.objects.filter(id__in={r.workunit_id for r in accepted}).update(
         transition_time=Least(F("transition_time"), Value(now)))
     record(events)
     host_app_version.apply([quota_change(result, quota=quota, now=now) for result in accepted])
-    return len(accepted)
+    return Handled(len(accepted), resend)
+
+
+def is_duplicate_success(result):
+    """Whether a rejected report is of a result already reported as a success."""
+    return (result is not None and result.server_state == ServerState.OVER
+            and result.outcome == Outcome.SUCCESS)
 
 
 def quota_change(result, *, quota, now):
@@ -150,8 +178,7 @@ def receive(result, report, host, *, now):
     result.received_time = now
     result.client_state = report.client_state
     result.exit_status = report.exit_status
-    result.cpu_time = max(report.final_cpu_time, 0.0)
-    result.elapsed_time = sanitised_elapsed_time(report, result, now=now)
+    result.elapsed_time, result.cpu_time = sanitised_times(report, result, host, now=now)
     result.stderr_out = report.stderr_out
     success = report.client_state == ClientState.FILES_UPLOADED and report.exit_status == 0
     late = " (late)" if old_state == ServerState.OVER else ""
@@ -159,6 +186,10 @@ def receive(result, report, host, *, now):
     if old_state != ServerState.OVER:
         events.append(result_event(result, now, "server_state", old_state, ServerState.OVER,
                                    "reported by the host"))
+    elif result.file_delete_state != FileDeleteState.INIT:
+        events.append(result_event(result, now, "file_delete_state", result.file_delete_state,
+                                   FileDeleteState.INIT, "reported late, with new outputs"))
+        result.file_delete_state = FileDeleteState.INIT
     if success:
         result.outcome = Outcome.SUCCESS
         events.append(result_event(result, now, "outcome", old_outcome, Outcome.SUCCESS,
@@ -179,16 +210,29 @@ def result_event(result, now, field, old, new, reason):
                  field=field, old=old, new=new, reason=reason)
 
 
-def sanitised_elapsed_time(report, result, *, now):
+def single_threaded(version):
+    """BOINC's ``!is_multithread()``: a plan class without "mt"; we also take an app version
+    using more than one CPU on average as multithreaded."""
+    return "mt" not in version.plan_class and version.avg_ncpus <= 1
+
+
+def sanitised_times(report, result, host, *, now):
+    """``(elapsed, cpu)`` of a report, sanitised as §3.5 step 3 says, in BOINC's order."""
+    cpu = max(report.final_cpu_time, 0.0)
     elapsed = report.final_elapsed_time
+    # clients that report a tiny elapsed time but the real CPU time
+    if elapsed < cpu and result.app_version is not None and single_threaded(result.app_version):
+        elapsed = cpu
     if elapsed < 0:
         elapsed = 0.0
-    if elapsed == 0:
-        elapsed = max(report.final_cpu_time, 0.0)
+    if elapsed == 0 and cpu > 0:
+        elapsed = cpu
     turnaround = now - result.sent_time
-    if result.sent_time and elapsed > turnaround:
-        elapsed = float(max(turnaround, 0))
-    return elapsed
+    if result.sent_time and turnaround >= 0 and elapsed > turnaround:
+        elapsed = float(turnaround)
+    if cpu > elapsed * host.p_ncpus:
+        cpu = elapsed * host.p_ncpus
+    return float(elapsed), float(cpu)
 
 
 def store_output_files(files):

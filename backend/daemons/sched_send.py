@@ -348,7 +348,7 @@ def mark_infeasible(results, *, now, timeout):
 
 def locked_in_id_order(wu_ids):
     """Lock workunit rows in id order (a no-op on SQLite), so lockers never deadlock."""
-    list(Workunit.objects.select_for_update().filter(id__in=wu_ids).order_by("id")
+    list(Workunit.objects.select_for_update(no_key=True).filter(id__in=wu_ids).order_by("id")
          .values_list("id", flat=True))
 
 

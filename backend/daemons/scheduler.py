@@ -297,6 +297,13 @@ def update_host(host, request, *, now):
     host.rpc_time = now
 
 
+HOST_REQUEST_FIELDS = [
+    "domain_name", "p_ncpus", "p_fpops", "os_name", "platform", "on_frac", "connected_frac",
+    "active_frac", "gpu_active_frac", "gpu_type", "gpu_count", "gpu_peak_flops", "rpc_seqno",
+    "rpc_time",
+]
+
+
 def sync_sticky_files(host, request, *, now):
     """The host's HostFile rows become exactly the sticky files it says it holds."""
     held = {f.name for f in request.file_infos if f.status == 1}
@@ -319,10 +326,17 @@ def handle_request(request, *, now, config=SchedulerConfig()):
         mark_results_over(host, request, now=now)
     with transaction.atomic():
         update_host(host, request, now=now)
-        host.save()
+        new_host = host.pk is None
+        if new_host:
+            host.save()
         held = sync_sticky_files(host, request, now=now)
-        handle_results(host, request.results, now=now, reply=reply,
-                       quota=config.daily_result_quota)
+        handled = handle_results(host, request.results, now=now, reply=reply,
+                                 quota=config.daily_result_quota)
+        if not new_host:
+            # Only the fields the request sets, and after the results: a full save would
+            # overwrite the credit a validator just granted, and locking the host before the
+            # workunits would invert the daemons' lock order (workunits, results, hosts).
+            host.save(update_fields=HOST_REQUEST_FIELDS)
     reply.hostid = host.pk
     if config.send_result_abort and request.other_results is not None:
         result_aborts(host, request.other_results, reply=reply)
@@ -331,8 +345,8 @@ def handle_request(request, *, now, config=SchedulerConfig()):
         reply.messages.append(Message("not sending work: the client asked for none"))
         return reply
     resent = 0
-    if (config.resend_lost_results and request.other_results is not None
-            and requested_resources(host, request)):
+    if ((config.resend_lost_results or handled.resend_lost_results)
+            and request.other_results is not None and requested_resources(host, request)):
         resent = resend_lost_results(host, request, host_resources(host, request), now=now,
                                      config=config, reply=reply)
     if resent:

@@ -27,13 +27,20 @@ differs (§4):
 7–8. deferred assimilation: READY once all results are over and none is unvalidated;
 9. once assimilated and ``app.delete_delay`` after the latest report: input files READY when
    all results are over and validated; outputs READY for client errors and validated successes,
-   the canonical output only once all results are over and validated. (BOINC leaves the outputs
-   of VALIDATE_ERROR results on disk for ever; we delete them too.)
+   the canonical output only once all results are over and validated. BOINC leaves on disk for
+   ever whatever VALIDATE_ERROR results uploaded, and what NO_REPLY and CLIENT_DETACHED
+   results did (an upload the client abandoned, ``.NAME.part``, or outputs it uploaded but
+   never reported); we delete those too, as for a client error. Should such a result still be
+   reported late, the scheduler puts its file_delete_state back to INIT, so its new outputs
+   are deleted in turn.
 10. next transition_time: INT_MAX with a canonical result or an error, else the safety net
     ``now + max(1.5 × delay_bound, 10 days)``; lowered to the earliest in-progress deadline and
     to the deferred deletion time. (BOINC's back-off for a next time already in the past,
-    ``now + clamp(2 × lag, 60 s, 1 d)``, cannot arise here: timed-out results are OVER before
-    the minimum is taken and a deferred deletion time is always in the future.)
+    ``now + clamp(2 × lag, 60 s, 1 d)``, cannot arise, in BOINC's code as here: one ``now``
+    serves the whole of handle_wu, results IN_PROGRESS past it are timed out before the
+    minimum is taken, a deferred deletion time is only kept while ``now`` is before it, and the
+    safety net is in the future. A pass whose ``now`` lags the clock computes from that ``now``
+    alike. tests/backend/test_transitioner.py checks the invariant on random workunits.)
 11. written compare-and-set: where someone changed transition_time since we read it, it
     becomes ``now`` so the workunit is looked at again (BOINC PR #3603).
 """
@@ -57,6 +64,10 @@ SAFETY_NET_MIN = 10 * 86400
 RESULT_FIELDS = ("id", "workunit", "name", "server_state", "outcome", "validate_state",
                  "file_delete_state", "report_deadline", "received_time", "exit_status",
                  "host", "app_version")
+# Outcomes of results that were sent and may have left files in the upload directory; the
+# rest never reached a host (DIDNT_NEED, COULDNT_SEND) or are SUCCESS, deleted once validated.
+MAY_HAVE_FILES = (Outcome.CLIENT_ERROR, Outcome.VALIDATE_ERROR, Outcome.NO_REPLY,
+                  Outcome.CLIENT_DETACHED)
 WU_FIELDS = ("need_validate", "error_mask", "assimilate_state", "file_delete_state", "hr_class",
              "app_version")
 
@@ -201,7 +212,7 @@ def handle_wu(wu, results, changes, *, delete_delay):
                     continue
                 if r is canonical and not all_over_and_validated:
                     continue
-                if r.outcome in (Outcome.CLIENT_ERROR, Outcome.VALIDATE_ERROR) or (
+                if r.outcome in MAY_HAVE_FILES or (
                         r.outcome == Outcome.SUCCESS
                         and r.validate_state != ValidateState.INIT):
                     r.file_delete_state = FileDeleteState.READY

@@ -23,8 +23,9 @@ Rules, following BOINC's code (§4):
   of them. Consensus is a majority of the *quorum size*: the first result (in id order) that
   matches at least ``min_quorum // 2 + 1`` results (itself included) is canonical; every result
   then is VALID if it matched it, else INVALID; ``canonical_resultid``, ``canonical_credit``,
-  assimilate_state READY, unsent results -> OVER/DIDNT_NEED, and transition_time = INT_MAX (the
-  assimilator sets it to now when done; BOINC does so "to avoid a race");
+  assimilate_state READY, unsent results -> OVER/DIDNT_NEED (an event for server_state and
+  one for outcome), and transition_time = INT_MAX (the assimilator sets it to now when done;
+  BOINC does so "to avoid a race");
 - **no consensus**: the results checked become INCONCLUSIVE; more viable results than
   max_success_results -> WU_ERROR_TOO_MANY_SUCCESS_RESULTS; otherwise, once there are
   target_nresults of them, target_nresults = n_viable + 1 so the transitioner makes one more
@@ -40,10 +41,14 @@ Rules, following BOINC's code (§4):
   host app version's max_jobs_per_day by one and, unless it was an unreplicated job of adaptive
   replication, its consecutive_valid (BOINC's ``is_valid``); one turned INVALID (including a
   validate error) resets consecutive_valid and lowers max_jobs_per_day by one if it is above
-  the quota (``is_invalid``). Written last in the pass, in one locked read and one write;
-- **credit** is granted once per result, when it becomes VALID (a compare-and-set on
-  validate_state), and is the workunit's estimate: ``rsc_fpops_est`` × 200/86400e9 (credit per
-  FLOP, "cobblestones"), capped at ``MAX_GRANTED_CREDIT``; the host's total_credit grows by it.
+  the quota (``is_invalid``). Written at the end of the pass, in one locked read and one
+  write, before the hosts' credit;
+- **every write is a compare-and-set** from the state the pass read: the rows still in that
+  state are locked and changed, and only they get events, credit and host app version changes
+  (a pass that read a result another pass has since validated leaves it alone);
+- **credit** is granted once per result, when it becomes VALID, and is the workunit's
+  estimate: ``rsc_fpops_est`` × 200/86400e9 (credit per FLOP, "cobblestones"), capped at
+  ``MAX_GRANTED_CREDIT``; the host's total_credit grows by it.
 """
 
 import math
@@ -260,21 +265,41 @@ def check_against_canonical(wu, results, canonical, checker, changes):
     return False
 
 
+def locked_ids(queryset):
+    """The ids of the rows still matching ``queryset`` (a compare-and-set's precondition),
+    locked until the pass commits (on PostgreSQL; SQLite's pass holds the write lock): the
+    rows an update with the same filter will change, so that only their changes are credited
+    and recorded. The lock is the one the update takes (FOR NO KEY UPDATE), which does not
+    wait for another transaction merely referring to the row, say a scheduler sending a
+    result to the host."""
+    return set(queryset.select_for_update(no_key=True).order_by("id")
+               .values_list("id", flat=True))
+
+
 def apply(changes, wus):
+    """Write a pass's changes, each a compare-and-set from the state read; a row someone else
+    changed meanwhile is left alone, and gets no event, credit or quota change."""
     now = changes.now
     by_transition = {}
     for result, (old, new) in changes.validate_states.items():
         by_transition.setdefault((old, new), []).append(result)
     for (old, new), results in by_transition.items():
+        ids = locked_ids(Result.objects.filter(id__in=[r.pk for r in results],
+                                               validate_state=old))
+        stale = [r for r in results if r.pk not in ids]
+        for r in stale:
+            del changes.validate_states[r]
+            changes.credit.pop(r.pk, None)
+        results = [r for r in results if r.pk in ids]
         if new == ValidateState.VALID:
             by_credit = {}
             for r in results:
                 by_credit.setdefault(changes.credit[r.pk], []).append(r.pk)
-            for credit, ids in by_credit.items():
-                # compare-and-set: a result is credited only on its way to VALID
-                Result.objects.filter(id__in=ids, validate_state=old).update(
+            for credit, pks in by_credit.items():
+                # a result is credited only on its way to VALID
+                Result.objects.filter(id__in=pks, validate_state=old).update(
                     validate_state=new, granted_credit=credit)
-        else:
+        elif results:
             Result.objects.filter(id__in=[r.pk for r in results], validate_state=old).update(
                 validate_state=new)
         for r in results:
@@ -288,28 +313,37 @@ def apply(changes, wus):
                                         workunit_id=r.workunit_id, field="validate_state",
                                         old=old, new=new, reason=reason))
     if changes.validate_errors:
-        Result.objects.filter(id__in=[r.pk for r in changes.validate_errors],
-                              outcome=Outcome.SUCCESS).update(outcome=Outcome.VALIDATE_ERROR)
+        ids = locked_ids(Result.objects.filter(id__in=[r.pk for r in changes.validate_errors],
+                                               outcome=Outcome.SUCCESS))
+        Result.objects.filter(id__in=ids, outcome=Outcome.SUCCESS).update(
+            outcome=Outcome.VALIDATE_ERROR)
         for r in changes.validate_errors:
-            changes.events.append(event(time=now, actor=ACTOR, result_id=r.pk,
-                                        workunit_id=r.workunit_id, field="outcome",
-                                        old=Outcome.SUCCESS, new=Outcome.VALIDATE_ERROR,
-                                        reason="output unusable"))
+            if r.pk in ids:
+                changes.events.append(event(time=now, actor=ACTOR, result_id=r.pk,
+                                            workunit_id=r.workunit_id, field="outcome",
+                                            old=Outcome.SUCCESS, new=Outcome.VALIDATE_ERROR,
+                                            reason="output unusable"))
     if changes.didnt_need:
-        Result.objects.filter(id__in=[r.pk for r in changes.didnt_need],
-                              server_state__lte=ServerState.UNSENT).update(
+        ids = locked_ids(Result.objects.filter(id__in=[r.pk for r in changes.didnt_need],
+                                               server_state__lte=ServerState.UNSENT))
+        Result.objects.filter(id__in=ids, server_state__lte=ServerState.UNSENT).update(
             server_state=ServerState.OVER, outcome=Outcome.DIDNT_NEED)
         for r in changes.didnt_need:
-            changes.events.append(event(time=now, actor=ACTOR, result_id=r.pk,
-                                        workunit_id=r.workunit_id, field="outcome",
-                                        old=Outcome.INIT, new=Outcome.DIDNT_NEED,
-                                        reason="canonical result found"))
-    grant_host_credit(changes)
+            if r.pk not in ids:
+                continue
+            for name, old, new in (("server_state", r.server_state, ServerState.OVER),
+                                   ("outcome", Outcome.INIT, Outcome.DIDNT_NEED)):
+                changes.events.append(event(time=now, actor=ACTOR, result_id=r.pk,
+                                            workunit_id=r.workunit_id, field=name, old=old,
+                                            new=new, reason="canonical result found"))
     update_rows(Workunit, wus, ["need_validate", "canonical_result", "canonical_credit",
                                       "assimilate_state", "error_mask", "target_nresults",
                                       "transition_time"])
     record(changes.events)
+    # Locks are taken in the order every pass and scheduler request takes them: workunits,
+    # results, host app versions, hosts.
     host_app_version.apply(quota_changes(changes, wus))
+    grant_host_credit(changes)
 
 
 def quota_changes(changes, wus):
@@ -331,12 +365,16 @@ def quota_changes(changes, wus):
 
 
 def grant_host_credit(changes):
+    """Add to each host's total_credit the credit of its results this pass turned VALID
+    (``changes.credit`` holds only those: ``apply`` drops the ones it did not change)."""
     per_host = {}
     hosts = dict(Result.objects.filter(id__in=list(changes.credit)).values_list("id", "host_id"))
     for result_id, credit in changes.credit.items():
         if hosts.get(result_id):
             per_host[hosts[result_id]] = per_host.get(hosts[result_id], 0.0) + credit
     if per_host:
+        # in id order, as every validator pass locks hosts, so that two passes never deadlock
+        locked_ids(Host.objects.filter(id__in=list(per_host)))
         Host.objects.filter(id__in=list(per_host)).update(total_credit=F("total_credit") + Case(
             *[When(id=host_id, then=Value(credit)) for host_id, credit in per_host.items()],
             default=Value(0.0)))

@@ -1,25 +1,51 @@
-"""Several worker processes per daemon on PostgreSQL: nothing lost, nothing done twice."""
+"""Several worker processes per daemon on PostgreSQL: nothing lost, nothing done twice.
 
+The first test runs the whole pipeline at the wall clock, every stage in 4 processes at once:
+the work generator, the scheduler (volunteer hosts, a few per process, whose requests claim
+from one pool of unsent results), the transitioner (first results, replicas after timeouts,
+errors and disagreements), the validator (quorum 2), the assimilator and the file deleter.
+"""
+
+import json
 import multiprocessing
 import os
+import random
 import signal
 import time
+from collections import Counter
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connections
+from django.db.models import Count, Sum
 
-from backend.daemons import get_daemon
-from backend.models import (
-    App, AssimilatedResult, AssimilateState, File, FileDeleteState, Host, LifecycleEvent,
-    Outcome, Result, ServerState, ValidateState, Workunit, name_random,
+from backend.daemons import get_daemon, work_generator
+from backend.daemons.scheduler import (
+    ReportedFile, ReportedResult, SchedulerConfig, handle_request,
 )
+from backend.daemons.validator import credit_for
+from backend.models import (
+    App, AppVersion, AssimilatedResult, AssimilateState, ClientState, File, FileDeleteState,
+    Host, LifecycleEvent, Outcome, Result, ServerState, ValidateState, Workunit, name_random,
+)
+from tests.backend.conftest import work_request
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 DAEMONS = ["transitioner", "validator", "assimilator", "file_deleter"]
 WORKUNITS = 10_000
 CREDIT_PER_RESULT = 3600e9 * 200 / 86400e9
+
+PER_DAEMON = 4
+HOSTS_PER_SCHEDULER = 4
+BAD_HOST_EVERY = 8          # two hosts in 16 returns wrong output: no consensus, more replicas
+DROP_RATE = 0.03            # jobs a host never reports: timed out, replaced
+ERROR_RATE = 0.02           # jobs that fail on the host: client errors, replaced
+DELAY_BOUND = 30            # seconds: every dropped job times out within the test
+JOB_SECONDS = 1.0           # rsc_fpops_est / flops
+REQUEST_SECONDS = 100.0     # work asked per scheduler request: about 100 jobs
+NCPUS = 16
+SCHEDULER = SchedulerConfig(report_grace_period=0)
 
 
 def finished_workunits(n, data_dir):
@@ -83,15 +109,6 @@ def assert_each_done_exactly_once(n, host):
     assert host.total_credit == pytest.approx(n * CREDIT_PER_RESULT)
 
 
-def test_four_workers_per_daemon_do_every_workunit_exactly_once(postgres_only, data_dirs):
-    host = finished_workunits(WORKUNITS, data_dirs)
-    processes = start_workers(4, idle_limit=40)
-    for process in processes:
-        process.join(timeout=600)
-        assert process.exitcode == 0
-    assert_each_done_exactly_once(WORKUNITS, host)
-
-
 def test_a_worker_killed_mid_pass_loses_nothing_and_the_next_passes_converge(
         postgres_only, data_dirs):
     n = 2000
@@ -114,3 +131,174 @@ def test_a_worker_killed_mid_pass_loses_nothing_and_the_next_passes_converge(
         now, rounds = max(now + 1, int(time.time()) + 2), rounds + 1
         assert rounds < 100, "the passes do not converge"
     assert_each_done_exactly_once(n, host)
+
+
+# --- the whole pipeline, every stage in four processes ------------------------------------
+
+def pipeline_project():
+    """An app of quorum 2 (target 2) the work generator feeds, and the volunteers' hosts."""
+    app = App.objects.create(name="pipeline", min_quorum=2, target_nresults=2,
+                             max_error_results=3, max_total_results=8, max_success_results=5,
+                             delay_bound=DELAY_BOUND, rsc_fpops_est=JOB_SECONDS * 1e9,
+                             unsent_target=4000)
+    AppVersion.objects.create(app=app, version_num=1, flops=1e9)
+    users = get_user_model().objects.bulk_create(
+        get_user_model()(username=f"volunteer{i}")
+        for i in range(PER_DAEMON * HOSTS_PER_SCHEDULER))
+    hosts = Host.objects.bulk_create(Host(owner=user, domain_name=f"host{i}", p_ncpus=NCPUS)
+                                     for i, user in enumerate(users))
+    return app, [h.pk for h in hosts]
+
+
+def daemon_worker(name, stop):
+    """A daemon process: passes at the wall clock until told to stop."""
+    connections.close_all()
+    run_once = get_daemon(name)
+    while not stop.is_set():
+        if not run_once(now=int(time.time()), batch_size=200):
+            time.sleep(0.5)
+    connections.close_all()
+
+
+def generator_worker(app_id, n):
+    """A work generator process: tops up unsent results until ``n`` workunits exist."""
+    connections.close_all()
+    while Workunit.objects.count() < n:
+        if not work_generator.run_once(now=int(time.time()), batch_size=1000):
+            time.sleep(0.05)
+    App.objects.filter(pk=app_id).update(unsent_target=0)
+    connections.close_all()
+
+
+def outcome_of(job, host_index, rng, now):
+    """What a host makes of a job: None (never reported) or its report. A job past its
+    deadline is dropped too: a late report could come after the run looks finished."""
+    draw = rng.random()
+    if draw < DROP_RATE or job.report_deadline < now:
+        return None
+    if draw < DROP_RATE + ERROR_RATE:
+        return ReportedResult(job.name, client_state=ClientState.COMPUTE_ERROR, exit_status=1,
+                              final_elapsed_time=JOB_SECONDS, final_cpu_time=JOB_SECONDS)
+    bad = host_index % BAD_HOST_EVERY == BAD_HOST_EVERY - 1
+    data = f"wrong {job.name}" if bad else job.wu_name
+    return ReportedResult(job.name, final_elapsed_time=JOB_SECONDS, final_cpu_time=JOB_SECONDS,
+                          output_files=[ReportedFile(job.output_files[0].name,
+                                                     data=data.encode())])
+
+
+def scheduler_worker(index, host_ids, stop, out):
+    """A scheduler process serving its own hosts in turn: each request reports the jobs of the
+    host's last reply and asks for more. Writes the names of every job it sent, and every
+    report it had rejected, to ``out``."""
+    connections.close_all()
+    rng = random.Random(index)
+    hosts = list(Host.objects.filter(pk__in=host_ids).order_by("id"))
+    held = {host.pk: [] for host in hosts}
+    sent, rejected = [], []
+    while not stop.is_set():
+        busy = False
+        for host in hosts:
+            position = host_ids.index(host.pk) * PER_DAEMON + index
+            now = int(time.time())
+            reports = [r for r in (outcome_of(job, position, rng, now) for job in held[host.pk])
+                       if r]
+            reply = handle_request(work_request(host, cpu_req_secs=REQUEST_SECONDS,
+                                                cpu_req_instances=NCPUS, results=reports),
+                                   now=now, config=SCHEDULER)
+            held[host.pk] = reply.results
+            sent.extend(job.name for job in reply.results)
+            rejected.extend(f"{r.name}: {r.reason}" for r in reply.rejected)
+            busy = busy or bool(reply.results or reports)
+        if not busy:
+            time.sleep(0.2)
+    out.write_text(json.dumps({"sent": sent, "rejected": rejected}))
+    connections.close_all()
+
+
+def pipeline_done(generators):
+    return (not any(p.is_alive() for p in generators)
+            and not Workunit.objects.exclude(file_delete_state=FileDeleteState.DONE).exists()
+            and not Result.objects.filter(file_delete_state=FileDeleteState.READY).exists())
+
+
+def test_every_stage_in_four_processes_does_every_workunit_exactly_once(postgres_only,
+                                                                       data_dirs):
+    app, host_ids = pipeline_project()
+    connections.close_all()
+    context = multiprocessing.get_context("fork")
+    stop = context.Event()
+    outs = [data_dirs / f"scheduler{i}.json" for i in range(PER_DAEMON)]
+    generators = [context.Process(target=generator_worker, args=(app.pk, WORKUNITS))
+                  for _ in range(PER_DAEMON)]
+    others = [context.Process(target=daemon_worker, args=(name, stop))
+              for name in DAEMONS for _ in range(PER_DAEMON)]
+    others += [context.Process(target=scheduler_worker,
+                               args=(i, host_ids[i::PER_DAEMON], stop, outs[i]))
+               for i in range(PER_DAEMON)]
+    processes = generators + others
+    for process in processes:
+        process.start()
+    give_up = time.monotonic() + 900
+    try:
+        while not pipeline_done(generators):
+            assert time.monotonic() < give_up, "the pipeline did not finish in 15 minutes"
+            assert all(p.exitcode in (None, 0) for p in processes), "a worker failed"
+            time.sleep(1)
+    finally:
+        stop.set()
+        for process in processes:
+            process.join(timeout=60)
+            if process.is_alive():   # stuck: end it, so that the test database can go
+                process.kill()
+                process.join()
+    assert [p.exitcode for p in processes] == [0] * len(processes)
+    assert_pipeline_did_each_workunit_exactly_once(app, outs, data_dirs)
+
+
+def assert_pipeline_did_each_workunit_exactly_once(app, outs, data_dirs):
+    wus = Workunit.objects.filter(app=app)
+    n = wus.count()
+    assert n >= WORKUNITS
+    # each workunit assimilated once, its files deleted, with a canonical result or an error
+    assert not wus.exclude(assimilate_state=AssimilateState.DONE).exists()
+    assert not wus.filter(canonical_result=None, error_mask=0).exists()
+    assert AssimilatedResult.objects.count() == n
+    assimilated = LifecycleEvent.objects.filter(field="assimilate_state",
+                                                new=AssimilateState.DONE)
+    assert assimilated.count() == n
+    assert assimilated.values("workunit").distinct().count() == n
+    # no result sent twice: neither in the replies nor in the database's events
+    reports = [json.loads(out.read_text()) for out in outs]
+    sent = Counter(name for report in reports for name in report["sent"])
+    assert sent and max(sent.values()) == 1
+    assert [r for report in reports for r in report["rejected"]] == []
+    sends = LifecycleEvent.objects.filter(field="server_state", new=ServerState.IN_PROGRESS)
+    assert sends.count() == len(sent)
+    assert not sends.values("result").annotate(n=Count("id")).filter(n__gt=1).exists()
+    assert set(Result.objects.filter(sent_time__gt=0).values_list("name", flat=True)) == set(sent)
+    # every result over, never more of them than max_total_results
+    assert not Result.objects.exclude(server_state=ServerState.OVER).exists()
+    assert not wus.annotate(n=Count("results")).filter(n__gt=app.max_total_results).exists()
+    # the canonical results are valid, and credit was granted once per valid result
+    assert not wus.exclude(canonical_result=None).exclude(
+        canonical_result__validate_state=ValidateState.VALID).exists()
+    valid = Result.objects.filter(validate_state=ValidateState.VALID)
+    credit = credit_for(wus.first())
+    assert valid.exists() and valid.exclude(granted_credit=credit).count() == 0
+    assert LifecycleEvent.objects.filter(field="validate_state",
+                                         new=ValidateState.VALID).count() == valid.count()
+    for host in Host.objects.annotate(granted=Sum("results__granted_credit")):
+        assert host.total_credit == pytest.approx(host.granted or 0.0)
+    # the paths this run is meant to take were taken
+    outcomes = Counter(Result.objects.values_list("outcome", flat=True))
+    assert outcomes[Outcome.NO_REPLY] > 0 and outcomes[Outcome.CLIENT_ERROR] > 0
+    assert LifecycleEvent.objects.filter(field="validate_state",
+                                         new=ValidateState.INCONCLUSIVE).exists()
+    assert Result.objects.filter(validate_state=ValidateState.INVALID,
+                                 outcome=Outcome.SUCCESS).exists()
+    assert wus.filter(target_nresults__gt=2).exists()
+    # every input and output file is gone; the canonical outputs were copied first
+    leftovers = [p for d in ("download", "upload") for p in (data_dirs / d).iterdir()
+                 if p.is_file()]
+    assert leftovers == []
+    assert File.objects.exclude(file_delete_state=FileDeleteState.DONE).count() == 0

@@ -6,7 +6,8 @@ from django.core.management.base import CommandError
 
 from backend.daemons import run_pass
 from backend.models import (
-    App, DaemonStatus, ErrorMask, Host, LifecycleEvent, Outcome, Result, ServerState, Workunit,
+    App, AssimilateState, DaemonStatus, ErrorMask, File, FileDeleteState, Host, LifecycleEvent,
+    Outcome, Result, ServerState, ValidateState, Workunit,
 )
 
 NOW = 1_800_000_000
@@ -51,12 +52,51 @@ def test_a_second_pass_finds_nothing_more_to_time_out():
     assert LifecycleEvent.objects.count() == events
 
 
-@pytest.mark.django_db
-def test_mod_and_index_split_the_results_between_instances():
-    results = [make_result(deadline=NOW - 1, name=f"wu_{i}") for i in range(6)]
-    done = [run_pass("transitioner", now=NOW, mod=3, index=i) for i in range(3)]
-    assert done == [2, 2, 2]
-    assert Result.objects.filter(server_state=ServerState.OVER).count() == 6
+def six_due(project, daemon):
+    """Six items for ``daemon``, with consecutive ids; returns a function telling how many of
+    them it has done."""
+    if daemon == "work_generator":
+        apps = [App.objects.create(name=f"app{i}", unsent_target=1) for i in range(6)]
+        return lambda: Workunit.objects.filter(app__in=apps).values("app").distinct().count()
+    if daemon == "file_deleter":
+        wus = [project.workunit(file_delete_state=FileDeleteState.READY) for _ in range(6)]
+        for wu in wus:
+            project.result(wu, server_state=ServerState.OVER, outcome=Outcome.NO_REPLY,
+                           file_delete_state=FileDeleteState.READY)
+        return lambda: (Workunit.objects.filter(file_delete_state=FileDeleteState.DONE).count()
+                        + Result.objects.filter(file_delete_state=FileDeleteState.DONE).count())
+    fields = {"transitioner": dict(transition_time=NOW - 1),
+              "validator": dict(need_validate=True),
+              "assimilator": dict(assimilate_state=AssimilateState.READY,
+                                  error_mask=ErrorMask.TOO_MANY_ERROR_RESULTS)}[daemon]
+    wus = [project.workunit(**fields) for _ in range(6)]
+    if daemon == "validator":
+        for wu in wus:
+            r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS)
+            File.objects.create(name=r.output_file_name(0), kind="output", result=r,
+                                md5_cksum="a")
+    return {
+        "transitioner": lambda: Result.objects.filter(server_state=ServerState.UNSENT).count(),
+        "validator": lambda: Result.objects.filter(validate_state=ValidateState.VALID).count(),
+        "assimilator": lambda: Workunit.objects.filter(
+            assimilate_state=AssimilateState.DONE).count(),
+    }[daemon]
+
+
+@pytest.mark.parametrize("daemon, per_index", [
+    ("transitioner", 2), ("validator", 2), ("assimilator", 2), ("work_generator", 2),
+    ("file_deleter", 4),   # two results and two workunits
+])
+def test_mod_and_index_split_the_work_between_instances_of_every_daemon(project, daemon,
+                                                                        per_index):
+    done_so_far = six_due(project, daemon)
+    done = []
+    for index in range(3):
+        done.append(run_pass(daemon, now=NOW, mod=3, index=index))
+        assert done_so_far() == (index + 1) * per_index
+    assert done == [per_index] * 3
+    assert done_so_far() == 3 * per_index
+    assert [run_pass(daemon, now=NOW, mod=3, index=i) for i in range(3)] == [0, 0, 0]
 
 
 @pytest.mark.django_db

@@ -152,12 +152,159 @@ def test_rule_3_7_transient_error_retries_later_and_numeric_tolerance(project):
     assert set(wu.results.values_list("validate_state", flat=True)) == {ValidateState.VALID}
 
 
+@pytest.mark.parametrize("texts, agree", [
+    ((b"1.0000 2.0", b"1.0004 2.0"), True),     # within the tolerance (1e-3)
+    ((b"1.0 2.0", b"1.002 2.0"), False),        # outside it, relative and absolute
+    ((b"1.0 2.0", b"1.0 2.0 3.0"), False),      # a different count of numbers
+    ((b"nan 1e300", b"NaN 1.0005e300"), True),  # NaN equals NaN; the tolerance is relative
+])
+def test_rule_3_7_numeric_outputs_agree_only_within_the_tolerance(project, texts, agree):
+    project.app.validator = "numeric"
+    project.app.validate_tolerance = 1e-3
+    project.app.save()
+    wu = project.workunit(min_quorum=2, target_nresults=2, max_success_results=3,
+                          max_total_results=4, need_validate=True)
+    for text in texts:
+        r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS)
+        File.objects.create(name=r.output_file_name(0), kind="output", result=r)
+        upload_path(r.output_file_name(0)).parent.mkdir(parents=True, exist_ok=True)
+        upload_path(r.output_file_name(0)).write_bytes(text)
+    validator.run_once(now=NOW, batch_size=10)
+    wu.refresh_from_db()
+    assert (wu.canonical_result_id is not None) is agree
+    expected = ValidateState.VALID if agree else ValidateState.INCONCLUSIVE
+    assert set(wu.results.values_list("validate_state", flat=True)) == {expected}
+    assert wu.target_nresults == (2 if agree else 3)
+
+
+def success_with_output(project, wu, md5, **fields):
+    r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, **fields)
+    File.objects.create(name=r.output_file_name(0), kind="output", result=r, md5_cksum=md5)
+    return r
+
+
+def test_rule_3_7_a_canonical_result_makes_every_unsent_result_didnt_need(project):
+    wu = project.workunit(min_quorum=2, target_nresults=4, max_success_results=4,
+                          max_total_results=6, need_validate=True)
+    for _ in range(2):
+        success_with_output(project, wu, "a", host=project.host())
+    unsent = project.result(wu)
+    inactive = project.result(wu, server_state=ServerState.INACTIVE)
+    running = project.result(wu, server_state=ServerState.IN_PROGRESS, host=project.host())
+    validator.run_once(now=NOW, batch_size=10)
+    for r, state in ((unsent, ServerState.UNSENT), (inactive, ServerState.INACTIVE)):
+        r.refresh_from_db()
+        assert (r.server_state, r.outcome) == (ServerState.OVER, Outcome.DIDNT_NEED)
+        events = LifecycleEvent.objects.filter(result=r).order_by("field")
+        assert [(e.actor, e.field, e.old, e.new) for e in events] == [
+            ("validator", "outcome", Outcome.INIT, Outcome.DIDNT_NEED),
+            ("validator", "server_state", state, ServerState.OVER)]
+    running.refresh_from_db()
+    assert (running.server_state, running.outcome) == (ServerState.IN_PROGRESS, Outcome.INIT)
+    assert not LifecycleEvent.objects.filter(result=running).exists()
+
+
+@pytest.mark.parametrize("transition_time, expected", [
+    (INT_MAX, NOW),        # assimilated: waiting for nothing
+    (NOW + 3600, NOW),     # waiting for a wingman's deadline
+    (NOW - 60, NOW - 60),  # already due: stays due
+])
+@pytest.mark.parametrize("late_md5, state", [("a", ValidateState.VALID),
+                                             ("b", ValidateState.INVALID)])
+def test_rule_3_7_a_late_result_checked_against_the_canonical_makes_the_workunit_due_now(
+        project, transition_time, expected, late_md5, state):
+    wu = project.workunit(transition_time=transition_time)
+    canonical = success_with_output(project, wu, "a", validate_state=ValidateState.VALID)
+    Workunit.objects.filter(pk=wu.pk).update(canonical_result=canonical, need_validate=True)
+    late = success_with_output(project, wu, late_md5)
+    assert validator.run_once(now=NOW, batch_size=10) == 1
+    wu.refresh_from_db()
+    assert (wu.transition_time, wu.need_validate) == (expected, False)
+    assert Result.objects.get(pk=late.pk).validate_state == state
+
+
+def test_rule_3_7_a_transient_error_reading_the_canonical_result_retries_the_late_one(project):
+    unreadable = set()
+
+    def init(result, files, app):
+        if result.pk in unreadable:
+            raise validator.TransientError("the canonical output is out of reach")
+        return validator.bitwise_init(result, files, app)
+
+    validator.register("flaky", init, validator.bitwise_compare)
+    project.app.validator = "flaky"
+    project.app.save()
+    host = project.host()
+    wu = project.workunit(transition_time=INT_MAX)
+    canonical = success_with_output(project, wu, "a", validate_state=ValidateState.VALID,
+                                    host=host)
+    Workunit.objects.filter(pk=wu.pk).update(canonical_result=canonical, need_validate=True,
+                                             canonical_credit=1.0)
+    late = success_with_output(project, wu, "a", host=host)
+    unreadable.add(canonical.pk)
+    validator.run_once(now=NOW, batch_size=10)
+    wu.refresh_from_db()
+    late.refresh_from_db()
+    assert (wu.need_validate, wu.transition_time) == (False, NOW + validator.RETRY_DELAY)
+    assert (late.validate_state, late.granted_credit) == (ValidateState.INIT, 0.0)
+    assert not LifecycleEvent.objects.filter(result=late).exists()
+    # six hours on, the transitioner sees the result still INIT and asks for validation again
+    unreadable.clear()
+    later = NOW + validator.RETRY_DELAY + 1
+    run_pass("transitioner", now=later)
+    assert Workunit.objects.get(pk=wu.pk).need_validate
+    validator.run_once(now=later, batch_size=10)
+    late.refresh_from_db()
+    assert (late.validate_state, late.granted_credit) == (ValidateState.VALID, 1.0)
+    assert Workunit.objects.get(pk=wu.pk).transition_time == later
+
+
+def test_rule_3_7_a_pass_that_read_a_result_another_pass_validated_credits_nothing(project):
+    """Credit follows only the rows a pass changed: two passes over one workunit, the first
+    deciding on what it read before the second wrote."""
+    host = project.host()
+    wu = project.workunit(min_quorum=2, target_nresults=2, max_success_results=2,
+                          need_validate=True)
+    for _ in range(2):
+        success_with_output(project, wu, "a", host=host)
+    stale_wu = Workunit.objects.select_related("app").get(pk=wu.pk)
+    stale_results = list(stale_wu.results.order_by("id"))
+    files = {f.result_id: [f] for f in File.objects.all()}
+    stale = validator.Changes(now=NOW)
+    validator.handle_wu(stale_wu, stale_results, validator.Checker(stale_wu.app, files), stale)
+    assert validator.run_once(now=NOW, batch_size=10) == 1
+    validator.apply(stale, [stale_wu])
+    credit = wu.rsc_fpops_est * validator.COBBLESTONE_SCALE
+    host.refresh_from_db()
+    assert host.total_credit == pytest.approx(2 * credit)
+    assert list(wu.results.values_list("validate_state", "granted_credit")) == [
+        (ValidateState.VALID, pytest.approx(credit))] * 2
+    assert LifecycleEvent.objects.filter(field="validate_state").count() == 2
+
+
+@pytest.mark.parametrize("returned", [1, -108, "error", False, True, 0.5])
+def test_rule_3_8_a_handler_returning_an_error_stops_the_pass_and_changes_nothing(project,
+                                                                                  returned):
+    assimilator.register("erring", lambda wu, c, files, now: returned)
+    project.app.assimilator = "erring"
+    project.app.save()
+    wu = project.workunit(assimilate_state=AssimilateState.READY, transition_time=INT_MAX)
+    r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS)
+    Workunit.objects.filter(pk=wu.pk).update(canonical_result=r)
+    with pytest.raises(assimilator.HandlerError, match=f"returned {returned!r} for workunit"):
+        assimilator.run_once(now=NOW, batch_size=10)
+    wu.refresh_from_db()
+    assert (wu.assimilate_state, wu.transition_time) == (AssimilateState.READY, INT_MAX)
+    assert not LifecycleEvent.objects.exists() and not AssimilatedResult.objects.exists()
+
+
 @pytest.mark.parametrize("canonical, error_mask, handler_result, state, mask_after", [
     (True, 0, None, AssimilateState.DONE, 0),
     (False, 0, None, AssimilateState.DONE, ErrorMask.NO_CANONICAL_RESULT),
     (False, ErrorMask.TOO_MANY_ERROR_RESULTS, None, AssimilateState.DONE,
      ErrorMask.TOO_MANY_ERROR_RESULTS),
     (True, 0, assimilator.DEFER_ASSIMILATION, AssimilateState.INIT, 0),
+    (True, 0, 0, AssimilateState.DONE, 0),   # BOINC's success return
 ])
 def test_rule_3_8_assimilation(project, canonical, error_mask, handler_result, state,
                                mask_after):
@@ -277,6 +424,54 @@ def test_rule_3_9_an_abandoned_partial_upload_is_deleted_with_the_results_files(
     assert Result.objects.get(pk=r.pk).file_delete_state == FileDeleteState.DONE
     assert not partial_upload_path(r.output_file_name(0)).exists()
     assert partial_upload_path(other.output_file_name(0)).exists()  # still uploading
+
+
+def test_rule_3_2_step_9_a_timed_out_results_abandoned_upload_is_deleted(project):
+    """A host takes the job, uploads part of its output and vanishes: the result times out,
+    a replica is made and validated, and once the workunit is assimilated the transitioner
+    gives the NO_REPLY result's files to the file deleter, which deletes the part. The host's
+    late report afterwards brings a whole output, which is deleted in its turn."""
+    [wu] = work_generator.create_work(project.app, ["job"], now=NOW)
+    daemons(NOW + 1)
+    vanishing, reliable = project.host(), project.host()
+    [job] = handle_request(work_request(vanishing), now=NOW + 2).results
+    output = job.output_files[0].name
+    part = partial_upload_path(output)
+    part.parent.mkdir(parents=True, exist_ok=True)
+    part.write_bytes(b"half an up")
+    timed_out = Result.objects.get(name=job.name)
+    after_deadline = timed_out.report_deadline + 1
+    daemons(after_deadline)
+    timed_out.refresh_from_db()
+    assert (timed_out.outcome, timed_out.file_delete_state) == (Outcome.NO_REPLY,
+                                                                 FileDeleteState.INIT)
+    compute(reliable, after_deadline + 1)
+    for t in range(after_deadline + 3, after_deadline + 8):
+        daemons(t)
+    wu.refresh_from_db()
+    timed_out.refresh_from_db()
+    assert wu.assimilate_state == AssimilateState.DONE
+    assert timed_out.file_delete_state == FileDeleteState.DONE
+    assert not part.exists()
+    assert [(e.actor, e.old, e.new) for e in LifecycleEvent.objects.filter(
+        result=timed_out, field="file_delete_state").order_by("id")] == [
+        ("transitioner", FileDeleteState.INIT, FileDeleteState.READY),
+        ("file_deleter", FileDeleteState.READY, FileDeleteState.DONE)]
+    # the late report: accepted (reference/server.md §3.5), its files to be deleted again
+    late = after_deadline + 100
+    handle_request(work_request(vanishing, cpu_req_secs=0, results=[ReportedResult(
+        job.name, final_elapsed_time=10, final_cpu_time=10,
+        output_files=[ReportedFile(output, data=b"job")])]), now=late)
+    timed_out.refresh_from_db()
+    assert (timed_out.outcome, timed_out.file_delete_state) == (Outcome.SUCCESS,
+                                                                 FileDeleteState.INIT)
+    assert upload_path(output).exists()
+    for t in range(late + 1, late + 6):
+        daemons(t)
+    timed_out.refresh_from_db()
+    assert (timed_out.validate_state, timed_out.file_delete_state) == (
+        ValidateState.TOO_LATE, FileDeleteState.DONE)
+    assert not upload_path(output).exists()
 
 
 def test_rule_3_9_shared_and_nodelete_inputs_are_kept(project):

@@ -4,15 +4,18 @@ import dataclasses
 import hashlib
 
 import pytest
+from django.db import transaction
 
 from backend.daemons.scheduler import (
     GpuRequest, ReportedFile, ReportedResult, SchedulerConfig, SchedulerRequest,
     SchedulerRequestError, StickyFile, handle_request,
 )
 from backend.daemons.hierarchy import upload_path
+from backend.daemons.sched_result import handle_results
+from backend.daemons.sched_types import SchedulerReply
 from backend.models import (
-    INT_MAX, ClientState, File, Host, HostFile, LifecycleEvent, Outcome, Result, ServerState,
-    ValidateState, Workunit,
+    INT_MAX, AppVersion, ClientState, File, Host, HostFile, LifecycleEvent, Outcome, Result,
+    ServerState, ValidateState, Workunit,
 )
 from tests.backend.conftest import NOW, work_request
 
@@ -143,19 +146,57 @@ def test_rule_3_5_unknown_result_is_acked_and_rejected(project):
     assert reply.rejected[0].reason == "no such result"
 
 
-@pytest.mark.parametrize("elapsed, cpu, expected", [
-    (100.0, 90.0, 100.0),
-    (-5.0, 90.0, 90.0),      # negative -> 0 -> CPU time
-    (0.0, 90.0, 90.0),       # zero -> CPU time
-    (5000.0, 90.0, 1000.0),  # longer than the turnaround (sent 1000 s ago)
+@pytest.mark.parametrize("elapsed, cpu, version, ncpus, expected", [
+    (100.0, 90.0, "single", 1, (100.0, 90.0)),
+    # elapsed < CPU for a single-threaded app version -> elapsed = CPU ...
+    (50.0, 90.0, "single", 1, (90.0, 90.0)),
+    # ... but not for a multithreaded one (plan class "mt" or several CPUs) ...
+    (50.0, 90.0, "mt", 4, (50.0, 90.0)),
+    (50.0, 90.0, "four cpus", 4, (50.0, 90.0)),
+    # ... nor for a result without an app version; CPU > elapsed × CPUs is cut to that
+    (50.0, 90.0, None, 1, (50.0, 50.0)),
+    (50.0, 90.0, "mt", 1, (50.0, 50.0)),
+    (20.0, 90.0, "mt", 4, (20.0, 80.0)),
+    (-5.0, 90.0, None, 1, (90.0, 90.0)),       # negative -> 0 -> CPU time
+    (-5.0, 90.0, "mt", 4, (90.0, 90.0)),
+    (0.0, 90.0, None, 1, (90.0, 90.0)),        # zero -> CPU time
+    (0.0, 0.0, "single", 1, (0.0, 0.0)),
+    (5000.0, 90.0, "single", 1, (1000.0, 90.0)),   # longer than the turnaround (1000 s)
+    # elapsed raised to a CPU time beyond the turnaround, then cut: CPU <= 1000 × 2
+    (50.0, 5000.0, "single", 2, (1000.0, 2000.0)),
 ])
-def test_rule_3_5_elapsed_time_is_sanitised(project, elapsed, cpu, expected):
-    host = project.host()
-    result = sent_result(project, host)
+def test_rule_3_5_elapsed_and_cpu_time_are_sanitised(project, elapsed, cpu, version, ncpus,
+                                                     expected):
+    host = project.host(p_ncpus=ncpus)
+    versions = {
+        None: None, "single": project.version,
+        "mt": AppVersion.objects.create(app=project.app, version_num=101, plan_class="mt"),
+        "four cpus": AppVersion.objects.create(app=project.app, version_num=102, avg_ncpus=4),
+    }
+    result = sent_result(project, host, app_version=versions[version])
     handle_request(work_request(host, cpu_req_secs=0, results=[
         report_of(result, final_elapsed_time=elapsed, final_cpu_time=cpu)]), now=NOW)
     result.refresh_from_db()
-    assert result.elapsed_time == expected
+    assert (result.elapsed_time, result.cpu_time) == expected
+
+
+@pytest.mark.parametrize("server_state, outcome, resend", [
+    (ServerState.OVER, Outcome.SUCCESS, True),      # the client lost our reply
+    (ServerState.OVER, Outcome.CLIENT_ERROR, False),
+    (ServerState.OVER, Outcome.DIDNT_NEED, False),
+    (ServerState.UNSENT, Outcome.INIT, False),
+    (ServerState.IN_PROGRESS, Outcome.INIT, False),  # accepted: a first report
+    (ServerState.OVER, Outcome.NO_REPLY, False),     # accepted late
+])
+def test_rule_3_5_a_duplicate_success_report_asks_to_resend_lost_results(
+        project, server_state, outcome, resend):
+    host = project.host()
+    result = sent_result(project, host, server_state=server_state, outcome=outcome)
+    with transaction.atomic():
+        handled = handle_results(host, [report_of(result)], now=NOW, reply=SchedulerReply())
+    assert handled.resend_lost_results is resend
+    assert handled.accepted == (server_state == ServerState.IN_PROGRESS
+                                or outcome == Outcome.NO_REPLY)
 
 
 # --- §3.4: sending -------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """The transitioner, one table per step of reference/server.md §3.2."""
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from backend.daemons import transitioner
 from backend.models import (
@@ -172,7 +173,12 @@ def test_step_8_deferred_assimilation(project, specs, ready):
     # the canonical output waits until every result is over and validated
     ([VALID, ERROR, RUNNING], 0, False, [False, True, False]),
     ([VALID, INVALID, SUCCESS], 0, False, [False, True, False]),
-    ([VALID, NO_REPLY, VALIDATE_ERROR], 0, True, [True, False, True]),
+    # timed-out and detached results may have left part of an upload: deleted too
+    ([VALID, NO_REPLY, VALIDATE_ERROR], 0, True, [True, True, True]),
+    ([VALID, DETACHED, USER_ABORT], 0, True, [True, True, True]),
+    # results that never reached a host have nothing to delete
+    ([VALID, COULDNT_SEND, (S.OVER, O.DIDNT_NEED, V.INIT)], 0,
+     True, [True, False, False]),
     # delete_delay counts from the latest report (100 s ago)
     ([VALID, INVALID], 101, False, [False, False]),
     ([VALID, INVALID], 100, True, [True, True]),
@@ -202,6 +208,48 @@ def test_step_10_next_transition_time(project, specs, params, expected):
     params = {"max_total_results": 4, **params}
     wu, _ = transition(project, specs, **params)
     assert wu.transition_time == expected
+
+
+STATES = [UNSENT, INACTIVE, RUNNING, SUCCESS, VALID, INVALID, INCONCLUSIVE, ERROR, USER_ABORT,
+          VALIDATE_ERROR, NO_REPLY, DETACHED, COULDNT_SEND, (S.OVER, O.DIDNT_NEED, V.INIT)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(now=st.integers(10**6, 2 * 10**9),
+       specs=st.lists(st.tuples(st.sampled_from(STATES), st.integers(-10**6, 10**6),
+                                st.integers(-10**6, 10**6),
+                                st.sampled_from(list(FileDeleteState))), max_size=8),
+       canonical=st.one_of(st.none(), st.integers(0, 7)),
+       quorum=st.integers(1, 3), delay_bound=st.integers(1, 40 * 86400),
+       delete_delay=st.integers(0, 10**6),
+       assimilate_state=st.sampled_from(list(AssimilateState)),
+       error_mask=st.sampled_from([0, ErrorMask.TOO_MANY_ERROR_RESULTS]))
+def test_step_10_the_next_transition_time_is_never_in_the_past(
+        now, specs, canonical, quorum, delay_bound, delete_delay, assimilate_state, error_mask):
+    """BOINC's back-off for a next transition_time already in the past (step 10's overload
+    rule) needs no code here: with one ``now`` per pass, whatever the results, the time
+    handle_wu computes is never before ``now``. It is the minimum of the safety net (in the
+    future), the deadlines of results still IN_PROGRESS (those past ``now`` were timed out
+    first) and a deferred deletion time (only when ``now`` is before it)."""
+    wu = Workunit(pk=1, name="wu", app_id=1, min_quorum=quorum, target_nresults=quorum,
+                  max_error_results=3, max_total_results=8, max_success_results=4,
+                  delay_bound=delay_bound, assimilate_state=assimilate_state,
+                  error_mask=error_mask, transition_time=now - 1)
+    results = []
+    for i, (spec, deadline, received, file_delete_state) in enumerate(specs):
+        extra = spec[3] if len(spec) == 4 else {}
+        results.append(Result(
+            pk=i + 1, workunit_id=1, name=f"wu_{i}", server_state=spec[0], outcome=spec[1],
+            validate_state=spec[2], file_delete_state=file_delete_state,
+            exit_status=extra.get("exit_status", 0), report_deadline=now + deadline,
+            received_time=max(0, now + received)))
+    if canonical is not None and canonical < len(results):
+        wu.canonical_result_id = results[canonical].pk
+    changes = transitioner.Changes(now=now)
+    transitioner.handle_wu(wu, results, changes, delete_delay=delete_delay)
+    read, next_time = changes.transition_times[wu.pk]
+    assert next_time >= now
+    assert all(r.report_deadline >= now for r in results if r.server_state == S.IN_PROGRESS)
 
 
 # --- step 11: compare-and-set --------------------------------------------------------------
