@@ -318,6 +318,9 @@ class File(models.Model):
     max_nbytes = models.BigIntegerField(default=0, help_text="Upload limit (output files).")
     md5_cksum = models.CharField(max_length=32, blank=True)
     sticky = models.BooleanField(default=False, help_text="Stays on the host (locality).")
+    # Seed 004: a locality scheduling project's big input files carry <report_on_rpc/> too.
+    report_on_rpc = models.BooleanField(
+        default=False, help_text="The client names it in each scheduler request (locality).")
     # For an output file: the result it belongs to.
     result = models.ForeignKey(
         "Result", null=True, blank=True, on_delete=models.CASCADE, related_name="output_files",

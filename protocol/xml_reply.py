@@ -7,8 +7,9 @@ platform), the executables of signed app versions and the code-signing key.
 
 What each job needs, and the pitfalls it avoids (§10):
 
-- input ``<file_info>``: ``name``, ``url``, ``md5_cksum``, ``nbytes`` and ``<sticky/>`` for
-  files that stay on the host, once per file even when jobs share it;
+- input ``<file_info>``: ``name``, ``url``, ``md5_cksum``, ``nbytes``, ``<sticky/>`` for
+  files that stay on the host and ``<report_on_rpc/>`` for locality's big files (seed 004),
+  once per file even when jobs share it;
 - output ``<file_info>``: ``name``, ``upload_url`` (never a plain ``url``: §10.2) and
   ``max_nbytes``;
 - ``<workunit>`` after the files it names, with realistic ``rsc_*`` figures and a ``file_ref``
@@ -183,6 +184,8 @@ def write_files(root, jobs, context):
         info = download_file_info(root, f, context)
         if f.sticky:
             add(info, "sticky")
+        if f.report_on_rpc:
+            add(info, "report_on_rpc")
     for job in jobs:
         for f in job.output_files:
             info = add(root, "file_info")

@@ -395,7 +395,7 @@ def create_data_files(app, names, *, nbytes):
                          f"name must be non-empty and cannot contain {SEPARATOR!r}")
     download_path("x").parent.mkdir(parents=True, exist_ok=True)
     File.objects.bulk_create([File(name=name, kind=File.Kind.INPUT, nbytes=nbytes, sticky=True,
-                                   file_delete_state=FileDeleteState.INIT) for name in names])
+                                   report_on_rpc=True, file_delete_state=FileDeleteState.INIT) for name in names])
     LocalityTrigger.objects.bulk_create([LocalityTrigger(app=app, file_name=name)
                                          for name in names])
 

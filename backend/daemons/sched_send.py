@@ -385,7 +385,7 @@ def reply_results(sent, *, now, config):
     for link in through.objects.filter(workunit_id__in=wu_ids).select_related("file"):
         f = link.file
         inputs.setdefault(link.workunit_id, []).append(
-            ReplyFile(f.name, f.nbytes, f.md5_cksum, 0, f.sticky))
+            ReplyFile(f.name, f.nbytes, f.md5_cksum, 0, f.sticky, f.report_on_rpc))
     max_nbytes = dict(App.objects.filter(id__in={r.app_id for r, _, _ in sent})
                       .values_list("id", "max_output_nbytes"))
     jobs = []

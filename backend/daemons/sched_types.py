@@ -151,6 +151,7 @@ class ReplyFile:
     md5_cksum: str = ""
     max_nbytes: int = 0
     sticky: bool = False
+    report_on_rpc: bool = False
 
 
 @dataclass

@@ -47,6 +47,7 @@ def test_a_job_for_the_anonymous_platform_has_what_the_client_needs_and_no_app_v
     assert infos[0].findtext("url") == BASE + "download/shared.in"
     assert infos[0].findtext("md5_cksum") == "ab" * 16 and infos[0].findtext("nbytes") == "4096"
     assert infos[0].find("sticky") is not None
+    assert infos[0].find("report_on_rpc") is None  # only locality's big files carry it
     for out in infos[1:]:
         assert out.findtext("upload_url") == BASE + "file_upload_handler"
         assert out.find("url") is None
@@ -112,3 +113,12 @@ def test_an_error_reply_is_a_complete_reply_with_a_message_and_delay():
     root = parse(body)
     assert root.findtext("message") == "Invalid or missing account key"
     assert root.findtext("request_delay") == "3600"
+
+
+def test_a_locality_file_carries_report_on_rpc_beside_sticky():
+    big = ReplyFile("h1_0001", 10**6, "cd" * 16, 0, sticky=True, report_on_rpc=True)
+    root = parse(write_reply(SchedulerReply(results=[job("h1_0001__0_0", "h1_0001__0", [big])]),
+                             context()))
+    info = root.find("file_info")
+    assert info.findtext("name") == "h1_0001"
+    assert info.find("sticky") is not None and info.find("report_on_rpc") is not None

@@ -55,6 +55,14 @@ def test_rule_1_a_workunit_name_starts_with_its_big_file(wu_name, file_name):
     assert file_name_of(wu_name) == file_name
 
 
+def test_big_files_are_sent_sticky_and_report_on_rpc(app, project):
+    """Seed 004: each large input file's <file_info> carries <sticky/> and <report_on_rpc/>."""
+    make_results(project, "fa", 1)
+    (job,) = ask(project.host(), files=["fa"], **ONE_JOB).results
+    (big,) = job.workunit.input_files
+    assert (big.name, big.sticky, big.report_on_rpc) == ("fa", True, True)
+
+
 def test_rule_2_the_files_a_host_reports_are_recorded(app, project):
     host = project.host()
     ask(host, files=["fa", "fb"], dont_send_work=True)
