@@ -34,10 +34,17 @@ def finished_time_slice(em, j, now: float) -> bool:
     return now > slice_end and now >= next_checkpoint_after(em, j, slice_end)
 
 
+# "strictly after" a time, on the 60 s grid (Emulator.grid rounds this up to the next step)
+JUST_AFTER = 1e-6
+
+
 def preemptible_at(em, j) -> float:
-    """The time from which `finished_time_slice` holds (the slice end itself excluded)."""
+    """The first time at which `finished_time_slice` holds: the first checkpoint after the
+    slice end, which already counts at that instant, or just after the slice end itself
+    when checkpoints are continuous."""
     slice_end = j.run_start + em.period
-    return next_checkpoint_after(em, j, slice_end)
+    ckpt = next_checkpoint_after(em, j, slice_end)
+    return ckpt if ckpt > slice_end else slice_end + JUST_AFTER
 
 
 def promote_once_ran_edf(em, now: float, rr) -> None:

@@ -784,8 +784,8 @@ class Emulator:
             push(now + self.delta, EV_SLICE, epoch)
         t_slice = self.policy.reschedule_at(now)
         if t_slice < math.inf:
-            # the slice rule is "strictly after": the first grid point past it
-            push(self.grid(t_slice + 1e-6), EV_SLICE, epoch)
+            # the first grid step at or after the first instant the schedule may change
+            push(self.grid(t_slice), EV_SLICE, epoch)
         rr = self.rr_now()
         if self.rpc_this_instant:
             # one RPC per instant: a fetch it left waiting is looked at on the next step

@@ -42,7 +42,8 @@ class RRResult:
     """
 
     __slots__ = ("time", "rsc", "misses", "nused_total", "n_runnable", "project_shortfall",
-                 "total_shortfall", "project_rsc_shortfall", "mc_shortfall", "last_mc_limit")
+                 "total_shortfall", "project_rsc_shortfall", "mc_shortfall", "last_mc_limit",
+                 "contested", "rec_sum")
 
     def __init__(self, time: float, nrsc: int, nprojects: int):
         self.time = time
@@ -58,6 +59,91 @@ class RRResult:
         # and the last simulated time (from now) at which the limit held a job back
         self.mc_shortfall: dict[tuple[int, int], float] = {}
         self.last_mc_limit: dict[tuple[int, int], float] = {}
+        # picks by priority with another project in the running (see order_time):
+        # (priority gap, chosen index, other index, the part of each priority that moves
+        # with REC, chosen share_frac, other share_frac)
+        self.contested: list[tuple] = []
+        self.rec_sum = 1.0
+
+
+def rec_drift(em) -> dict:
+    """How fast each project's REC moves now, in REC units per second (signed). Between
+    events a project earns credit at a constant rate R (credits per day), so REC moves
+    exponentially toward R, at ln 2 / half_life x (R - REC) per second now and ever more
+    slowly after (§6.1)."""
+    lam = math.log(2.0) / em.rec_half_life
+    per_day = 86400.0 * em.prefs.cpu_usage_limit / 100.0 * em.cpu_flops * COBBLESTONE_SCALE
+    rate: dict = {}
+    for j in em.running:
+        if j.rate <= 0:
+            continue
+        secs = j.avg_ncpus * (em.cpu_scale if j.rsc == 0 else 1.0)
+        if j.rsc:
+            secs += j.gpu_usage * em.resources[j.rsc].relative_speed
+        rate[j.project] = rate.get(j.project, 0.0) + secs
+    return {p: lam * (rate.get(p, 0.0) * per_day - p.rec) for p in em.projects}
+
+
+def order_time(em, rr) -> float:
+    """Seconds from now before any pick of the simulation `rr` between projects by priority
+    can come out the other way, with the jobs running now.
+
+    A pick's priority is -(a + c x rec_sum) / (rec_sum x share_frac): `a` is the project's
+    REC, decayed in the simulation, plus the credit it projects (both at least 0), and
+    `c x rec_sum` the simulation's charges (adjust_rec_sched). The charges' part does not
+    move with rec_sum, so as REC drifts a priority moves by at most |drift| / (rec_sum x
+    share_frac) + |priority| x |rec_sum's drift| / rec_sum per second; rec_sum itself moves
+    exponentially toward the sum of the credit rates (rec_drift)."""
+    if not rr.contested:
+        return math.inf
+    drift = rec_drift(em)
+    projects = em.projects
+    rec_sum = rr.rec_sum
+    k = abs(sum(drift[p] for p in projects if p.jobs and p.share > 0)) / rec_sum
+    t = math.inf
+    for gap, i, o, pri_i, pri_o, sf_i, sf_o in rr.contested:
+        # a zero-share project's priority is -1000 - rec_temp / rec_sum (compute_priority)
+        speed = ((abs(drift[projects[i]]) / (sf_i or 1.0) + abs(drift[projects[o]]) / (sf_o or 1.0)) / rec_sum
+                 + k * (pri_i + pri_o))
+        if speed > 0:
+            # a tie that can move may break the other way at once (ties go to the first project)
+            t = min(t, gap / speed)
+    return t
+
+
+def order_can_change_misses(em, rr, now: float) -> bool:
+    """Whether some other order of the simulation's picks could change a deadline miss.
+
+    Whatever the order, a resource's jobs are all done by the list-scheduling bound now +
+    (instance-seconds of work) / instances + the longest job, and no job ends before its own
+    run time from now; a job on time past the first bound, or late before the second, is what
+    a reorder could flip. max_concurrent can idle instances with work waiting, which breaks
+    the bound, so then the answer is yes."""
+    exact = em.exact_estimates
+    buf_min = em.work_buf_min
+    nr = len(em.resources)
+    work = [0.0] * nr
+    longest = [0.0] * nr
+    jobs = []
+    for p in em.projects:
+        for j in p.jobs:
+            if j.app.max_concurrent:
+                return True
+            r = j.rsc
+            dur = j.est_flops_remaining(exact) / (j.flops * em.resources[r].overall_frac)
+            jobs.append((j, dur))
+            work[0] += j.avg_ncpus * dur
+            if r:
+                work[r] += j.gpu_usage * dur
+            longest[r] = max(longest[r], dur)
+            longest[0] = max(longest[0], dur)
+    end = [now + work[r] / (em.n_usable_cpus if r == 0 else em.resources[r].ninstances) + longest[r]
+           for r in range(nr)]
+    for j, dur in jobs:
+        due = j.deadline - buf_min
+        if (due >= now + dur) if j.rr_miss else (due < end[j.rsc]):
+            return True
+    return False
 
 
 def _busy_update(busy: list[float], dur: float, nused: float) -> None:
@@ -124,8 +210,10 @@ def rr_simulate(em, now: float, detail: bool = False) -> RRResult:
             q.reverse()  # pop() takes the earliest arrival
 
     rec_sum = 1.0
+    contest = result.contested
     if by_priority:
         rec_sum = priority_init(projects, lambda p: bool(p.jobs) and p.share > 0)
+        result.rec_sum = rec_sum
     total_peak = em.total_peak_flops
     sim_nused = [0.0] * nr
     p_used = [[0.0] * len(projects) for _ in range(nr)]
@@ -148,6 +236,18 @@ def rr_simulate(em, now: float, detail: bool = False) -> RRResult:
                 return k
         return None
 
+    def moving(p) -> float:
+        """The part of p's priority that moves with REC: rec_temp / (rec_sum x share_frac)."""
+        return p.rec_temp / (rec_sum * (p.share_frac or 1.0))
+
+    def contested(pi, open_q):
+        chosen = projects[pi]
+        for i in open_q:
+            if i != pi:
+                other = projects[i]
+                contest.append((chosen.priority - other.priority, pi, i, moving(chosen), moving(other),
+                                chosen.share_frac, other.share_frac))
+
     def pick():
         # GPU types first, then the CPU (reference/client.md §6.4 pick_jobs_to_run)
         for r in range(nr - 1, -1, -1):
@@ -166,6 +266,8 @@ def rr_simulate(em, now: float, detail: bool = False) -> RRResult:
                 if k is None:
                     open_q.discard(pi)  # its max_concurrent has run out
                     continue
+                if by_priority and len(open_q) > 1:
+                    contested(pi, open_q)
                 j = q.pop(k)
                 if j.app.max_concurrent:
                     mc_running[j.app] = mc_running.get(j.app, 0) + 1

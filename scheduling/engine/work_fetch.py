@@ -214,11 +214,15 @@ def handle_reply(em, p, requests: dict, received: dict, now: float, rng) -> list
 
 
 def next_check(em, now: float, rr) -> float:
-    """When the buffer may next fall below the minimum: saturated time shrinks by about
-    1/overall_frac seconds per second of computing."""
+    """When the buffer may next fall below the minimum, or to the level at which a
+    zero-share project may be asked (compute_rsc_project_reason, §6.5): saturated time
+    shrinks by about 1/overall_frac seconds per second of computing."""
     t = now + 6 * 3600.0
     for r, res in enumerate(em.resources):
         sat = rr.rsc[r].saturated_time
         if sat >= em.work_buf_min:
             t = min(t, now + (sat - em.work_buf_min) * res.overall_frac)
+        zero = min(em.work_buf_min, 180.0)
+        if sat > zero and any(p.share == 0 and p.rsc_ok[r] for p in em.projects):
+            t = min(t, now + (sat - zero) * res.overall_frac)
     return t

@@ -40,19 +40,12 @@ def intermittent_host():
                     host=host, prefs=prefs)
 
 
-# Known gap: a deadline miss (or a slice-end reorder) that appears between events only
-# because REC drift reorders the round-robin simulation's later picks is seen at the next
-# event rather than on the next step. Strict, so a fix shows up as an unexpected pass.
-DIVERGES = {("boinc7", "intended", "deadline_pressure"), ("boinc7", "intended", "intermittent_host"),
-            ("wrr", "intended", "intermittent_host")}
-
-
 @pytest.mark.parametrize("make", [slice_end_preemption, deadline_pressure, intermittent_host])
 @pytest.mark.parametrize("compat", ["intended", "bce"])
 @pytest.mark.parametrize("policy", ["boinc7", "wrr", "fifo"])
-def test_the_event_driven_run_gives_the_slices_of_a_fixed_step(make, compat, policy, request):
-    if (policy, compat, make.__name__) in DIVERGES:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="miss appearing between events"))
+def test_the_event_driven_run_gives_the_slices_of_a_fixed_step(make, compat, policy):
+    # deadline_pressure and intermittent_host under boinc7 need the check for REC drift
+    # reordering the round-robin simulation's later picks (rr_sim.order_time)
     s = make()
     _em, events = emulate(s, policy=policy, compat=compat, duration=2 * 86400)
     _em, fixed = emulate(s, policy=policy, compat=compat, duration=2 * 86400, fixed_step=True)
@@ -92,3 +85,19 @@ def test_nothing_is_decided_while_disconnected_but_reports_wait_for_the_connecti
     down = [h for h in result.host_periods if h.state == "disconnected"]
     assert down
     assert not any(h.start < e.time < h.end for h in down for e in result.rpcs)
+
+
+def test_a_slice_that_ends_on_a_checkpoint_is_preempted_at_the_next_checkpoint_not_a_step_later():
+    # 45-minute slices, checkpoints every 5 minutes from each resume: a slice ends exactly on
+    # a checkpoint, which does not count ("checkpointed after the slice end", §6.3), so the
+    # job becomes preemptible at the next checkpoint, 300 s later, with nothing to lose
+    prefs = Prefs(cpu_scheduling_period_minutes=45, work_buf_min_days=0.05, work_buf_additional_days=0.1)
+    app = cpu_app(hours=3, checkpoint_period=300)
+    s = scenario(project("A", [job("a1", hours=3)], apps=(app,)), project("B", [job("b1", hours=3)], apps=(app,)),
+                 ncpus=1, prefs=prefs)
+    _em, events = emulate(s, policy="wrr", duration=6 * HOUR)
+    _em, fixed = emulate(s, policy="wrr", duration=6 * HOUR, fixed_step=True)
+    assert events.slices == fixed.slices
+    first = sorted(events.slices, key=lambda sl: sl.start)[0]
+    assert (first.start, first.end) == (0.0, 45 * 60.0 + 300.0)
+    assert not any("losing" in d.text for d in events.decisions if d.kind == "preempt")

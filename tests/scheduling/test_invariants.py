@@ -1,5 +1,6 @@
 """Determinism per seed, and invariants on random scenarios (hypothesis)."""
 
+import math
 import os
 from collections import defaultdict
 
@@ -7,7 +8,6 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from scheduling.engine import get_policy, load_scenario, run
 from scheduling.engine.emulator import Emulator
-from scheduling.engine.state import FINISHED
 
 from .helpers import GFLOPS, App, AppVersion, Availability, GpuType, Host, Prefs, Project, Scenario
 
@@ -46,7 +46,8 @@ def scenarios(draw):
         hours = draw(st.sampled_from([0.3, 1.0, 2.5, 6.0]))
         versions = [AppVersion(avg_ncpus=1.0, flops=GFLOPS)]
         if ngpu and draw(st.booleans()):
-            versions.append(AppVersion(avg_ncpus=0.5, flops=10 * GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0))
+            versions.append(AppVersion(avg_ncpus=draw(st.sampled_from([0.2, 0.5, 1.0])), flops=10 * GFLOPS,
+                                       gpu_type="NVIDIA", gpu_usage=draw(st.sampled_from([1.0, 0.5]))))
         app = App(name="a", versions=tuple(versions), fpops_est=hours * 3600 * GFLOPS,
                   fpops_std_dev=hours * 360 * GFLOPS, latency_bound=draw(st.sampled_from([0.5, 1.0, 3.0])) * 86400,
                   checkpoint_period=draw(st.sampled_from([0.0, 300.0])), resume_cost=draw(st.sampled_from([0.0, 60.0])))
@@ -63,6 +64,55 @@ def _overlaps(intervals):
     return any(b[0] < a[1] - 1e-6 for a, b in zip(intervals, intervals[1:]))
 
 
+def _pieces(slices, delta):
+    """The run cut at every slice boundary and at the step after each slice end: (start,
+    end, slices running throughout, slices running at the last step at or before start)."""
+    times = {t for sl in slices for t in (sl.start, sl.end)}
+    times |= {math.ceil(sl.end / delta) * delta for sl in slices}
+    times = sorted(times)
+    for a, b in zip(times, times[1:]):
+        g = math.floor(a / delta + 1e-9) * delta
+        yield (a, b, [sl for sl in slices if sl.start <= a and sl.end >= b],
+               [sl for sl in slices if sl.start <= g < sl.end])
+
+
+def _check_commitment(em, jobs, running):
+    """enforce_run_list (reference/client.md §6.3): CPU jobs only while fewer than
+    n_usable_cpus CPUs are used, GPU jobs while ncpus_used + avg_ncpus <= n_usable_cpus + 1,
+    and a GPU instance never carries more than its whole."""
+    n = em.n_usable_cpus
+    cpu_jobs = [jobs[sl.job] for sl in running if sl.resource == "cpu"]
+    gpu_jobs = [jobs[sl.job] for sl in running if sl.resource != "cpu"]
+    assert len(cpu_jobs) <= n  # every CPU app here uses one whole CPU
+    gpu_cpus = sum(j.avg_ncpus for j in gpu_jobs)
+    # GPU jobs are placed first, each only if it fits under n + 1; a CPU job is then added
+    # only while the CPUs in use are below n
+    assert gpu_cpus <= n + 1 + 1e-9
+    if cpu_jobs:
+        assert gpu_cpus + len(cpu_jobs) - 1 < n + 1e-9
+    load = defaultdict(float)
+    for sl in running:
+        if sl.resource != "cpu":
+            load[(sl.resource, sl.instance)] += jobs[sl.job].gpu_usage
+    assert all(u <= 1.0 + 1e-9 for u in load.values())
+
+
+def _rate(em, j, step_jobs):
+    """The FLOPS a running job computes at, per the engine's rate rule (reference/client.md
+    §3): the app version's FLOPS; CPU jobs throttled when CPU jobs and the CPU share of GPU
+    jobs together exceed the usable CPUs. As in a fixed-step emulator, the throttle is set
+    at each step for the jobs running then (`step_jobs`) and holds until the next step, even
+    if one of them ends in between."""
+    if j.rsc:
+        return j.flops
+    n = em.n_usable_cpus
+    cpu = sum(k.avg_ncpus for k in step_jobs if k.rsc == 0)
+    gpu_cpu = sum(k.avg_ncpus for k in step_jobs if k.rsc)
+    if cpu + gpu_cpu > n:
+        return j.flops * max(0.0, (n - gpu_cpu) / cpu)
+    return j.flops
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(s=scenarios(), policy=st.sampled_from(["boinc7", "boinc5", "wrr", "fifo"]),
        compat=st.sampled_from(["intended", "bce"]), seed=st.integers(1, 1000))
@@ -70,27 +120,48 @@ def test_random_scenarios_keep_the_invariants(s, policy, compat, seed):
     em = Emulator(s, get_policy(policy), duration=86400, delta=60, seed=seed, compat=compat,
                   existing_jobs_only=False, policy_name=policy)
     result = em.run()
+    jobs = {j.name: j for j in em.all_jobs}
     by_job = defaultdict(list)
     by_instance = defaultdict(list)
     for sl in result.slices:
         assert sl.end > sl.start
         by_job[sl.job].append((sl.start, sl.end))
-        by_instance[(sl.resource, sl.instance)].append((sl.start, sl.end))
-    # no job on two instances at once
+        if sl.resource == "cpu":
+            by_instance[sl.instance].append((sl.start, sl.end))
+            assert 0 <= sl.instance < s.n_usable_cpus
+        else:
+            assert 0 <= sl.instance < s.host.gpus[0].count
+    # no job on two instances at once, no CPU on two jobs at once
     assert not any(_overlaps(v) for v in by_job.values())
-    # no instance over-committed: every app uses one whole CPU or one whole GPU
     assert not any(_overlaps(v) for v in by_instance.values())
-    for resource, instance in by_instance:
-        limit = s.n_usable_cpus if resource == "cpu" else s.host.gpus[0].count
-        assert 0 <= instance < limit
-    # computed work is conserved: finished sizes + work in progress + work lost to preemption
+    # computed work from the slices alone: each piece of time at the job's rate
+    computed = defaultdict(float)
+    peak_used = defaultdict(float)
+    resume = defaultdict(float)  # the most a resume cost can have held back
+    for a, b, running, at_step in _pieces(result.slices, em.delta):
+        _check_commitment(em, jobs, running)
+        step_jobs = [jobs[sl.job] for sl in at_step]
+        for j in (jobs[sl.job] for sl in running):
+            rate = _rate(em, j, step_jobs)
+            computed[j.project.name] += (b - a) * rate
+            gpu = j.gpu_usage * em.resources[j.rsc].relative_speed if j.rsc else 0.0
+            cpu = j.avg_ncpus * (rate / j.flops if j.rsc == 0 else 1.0)
+            peak_used[j.project.name] += (b - a) * (cpu + gpu) * em.cpu_flops
+    for sl in result.slices:
+        j = jobs[sl.job]
+        resume[sl.project] += j.app.resume_cost * j.flops
+    # ... is the work finished, in progress and lost to preemption (work conserved)
     for p in em.projects:
-        jobs = [j for j in em.all_jobs if j.project is p]
-        finished = sum(j.size for j in jobs if j.state == FINISHED or j.completed_time is not None)
-        in_progress = sum(j.done for j in jobs if j.completed_time is None)
-        assert abs(p.flops_computed - (finished + in_progress + p.flops_lost)) <= 1e-6 * max(1.0, p.flops_computed)
-    # peak FLOPs used never exceed the host's capacity over the run
-    assert result.figures.idle_fraction >= 0.0
+        own = [j for j in em.all_jobs if j.project is p]
+        finished = sum(j.size for j in own if j.completed_time is not None)
+        in_progress = sum(j.done for j in own if j.completed_time is None)
+        accounted = finished + in_progress + p.flops_lost
+        tol = 1e-6 * max(GFLOPS, accounted)
+        assert accounted <= computed[p.name] + tol
+        assert accounted >= computed[p.name] - resume[p.name] - tol
+        if compat == "bce" or all(a.resume_cost == 0 for a in p.spec.apps):
+            assert abs(accounted - computed[p.name]) <= tol
+        assert abs(p.flops_used - peak_used[p.name]) <= 1e-6 * max(GFLOPS, p.flops_used)
     total_used = sum(p.flops_used for p in result.projects)
     capacity = sum(r["peak_flops"] for r in result.resources.values()) * result.duration
     assert total_used <= capacity * (1 + 1e-9)

@@ -101,3 +101,54 @@ def test_rrsim_json_has_the_contract_keys():
         assert set(j) >= {"name", "project", "projected_finish", "deadline_miss"}
     assert isinstance(snap["total_shortfall"], float)
     assert snap["time"] == 7200
+
+
+def assert_contract(snap, resources):
+    assert set(snap["resources"]) == resources
+    for r in snap["resources"].values():
+        assert set(r) >= {"shortfall", "nidle_now", "saturated_time", "busy_time"}
+    for p in snap["projects"]:
+        assert set(p) >= {"name", "shortfall", "deadlines_missed"}
+    for j in snap["jobs"]:
+        assert set(j) >= {"name", "project", "projected_finish", "deadline_miss"}
+    assert isinstance(snap["total_shortfall"], float)
+
+
+def test_rrsim_reads_a_p_c_d_r_file_with_four_idle_cpus():
+    # P1(1000, 2000, .5) P2(1, 10, .5) NCPUS=4 and no jobs yet: every CPU idle up to the buffer
+    snap = rrsim(os.path.join(SCENARIOS, "seed001_example1.txt"), "--json")
+    assert_contract(snap, {"cpu"})
+    assert snap["jobs"] == []
+    cpu = snap["resources"]["cpu"]
+    assert cpu["nidle_now"] == 4 and cpu["saturated_time"] == 0
+    assert snap["total_shortfall"] == cpu["shortfall"] == 4 * snap["work_buf_total"]
+    # equal shares, equal halves of the shortfall
+    assert {p["name"]: p["shortfall"] for p in snap["projects"]} == {"P1": 2 * snap["work_buf_total"],
+                                                                     "P2": 2 * snap["work_buf_total"]}
+
+
+def test_rrsim_boinc5_splits_a_p_c_d_r_files_shortfall_by_share_over_the_minimum_queue():
+    # scenario1.txt: shares .5, .25, .25 on two CPUs, min_queue = 0.1 h
+    snap = rrsim(os.path.join(SCENARIOS, "scenario1.txt"), "--policy", "boinc5", "--json")
+    assert_contract(snap, {"cpu"})
+    assert snap["work_buf_min"] == 360.0
+    assert snap["total_shortfall"] == 2 * 360.0
+    assert {p["name"]: p["shortfall"] for p in snap["projects"]} == {"P1": 360.0, "P2": 180.0, "P3": 180.0}
+
+
+def test_rrsim_reads_a_client_state_directory_with_its_prefs_and_gpu():
+    snap = rrsim(os.path.join(SCENARIOS, "client_state"), "--json")
+    assert_contract(snap, {"cpu", "NVIDIA"})
+    # global_prefs.xml: 0.2 + 0.3 days of buffer
+    assert snap["work_buf_min"] == 0.2 * 86400 and snap["work_buf_total"] == 0.5 * 86400
+    # the one result: 2.88e13 FLOPs at 2 GFLOPS is 14400 s, stretched by on 0.8 x active 0.9
+    (only,) = snap["jobs"]
+    assert (only["name"], only["project"], only["deadline_miss"]) == ("cpu_wu_1_0", "cpu_project", False)
+    assert only["projected_finish"] == 20000.0
+    cpu, gpu = snap["resources"]["cpu"], snap["resources"]["NVIDIA"]
+    # three CPUs idle to the buffer end, the fourth from the job's end
+    assert cpu["nidle_now"] == 3
+    assert cpu["shortfall"] == 3 * 43200.0 + (43200.0 - 20000.0)
+    assert gpu["nidle_now"] == 1 and gpu["shortfall"] == 43200.0
+    assert snap["total_shortfall"] == cpu["shortfall"] + gpu["shortfall"]
+    assert [p["name"] for p in snap["projects"]] == ["cpu_project", "gpu_project"]

@@ -9,7 +9,8 @@ A policy object is built with the emulator and answers its questions:
 - `handle_reply(project, requests, received, now)`: back-offs after a reply; log sentences;
 - `request_scale(project)`: the unit of its requests (1 = seconds of the resource);
 - `account(t0, t1)`: bookkeeping over an interval (debts);
-- `next_fetch_check(now, rr)` / `reschedule_at(now)`: when to look again.
+- `next_fetch_check(now, rr)` / `reschedule_at(now)`: when to look again (the first instant
+  a decision may change; the emulator rounds it up to the next grid step).
 """
 
 from __future__ import annotations

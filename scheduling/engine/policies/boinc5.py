@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from ..cpu_sched import WHY_EDF, WHY_PRIORITY, WHY_UNFINISHED, queued_jobs_waiting
+from ..cpu_sched import JUST_AFTER, WHY_EDF, WHY_PRIORITY, WHY_UNFINISHED, queued_jobs_waiting
 from ..rpc import RETRY_CAP, exponential_backoff
 from ..rr_sim import wrr_simulate
 from ..state import RUNNING
@@ -161,7 +161,7 @@ class Boinc5:
             cp = j.checkpoint_period
             if cp > 0:
                 t = min(t, j.run_start + (math.floor((now - j.run_start) / cp) + 1) * cp)
-        return t
+        return t + JUST_AFTER
 
     # ------------------------------------------------------------------ work fetch (§6)
 

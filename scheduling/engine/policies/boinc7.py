@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 
 from .. import work_fetch
-from ..cpu_sched import enforce, make_run_list, preemptible_at, queued_jobs_waiting
-from ..rr_sim import rr_simulate
+from ..cpu_sched import JUST_AFTER, enforce, make_run_list, preemptible_at, queued_jobs_waiting
+from ..rr_sim import order_can_change_misses, order_time, rr_simulate
 from ..state import COBBLESTONE_SCALE
 
 
@@ -53,8 +53,9 @@ class Boinc7:
         return work_fetch.next_check(self.em, now, rr)
 
     def reschedule_at(self, now):
-        """When a schedule made now could next come out differently, on the 60 s grid a fixed
-        step would use (reference/client.md §3, §6.3); the emulator reschedules then.
+        """When a schedule made now could next come out differently (the first such instant;
+        the emulator reschedules at the first 60 s grid step at or after it, reference/client.md
+        §3, §6.3).
 
         - While jobs wait, a running job that finished its time slice may be preempted at
           any step as REC moves project priorities, so once a slice is over every step is
@@ -67,7 +68,9 @@ class Boinc7:
           speed, which the simulation scales by overall_frac), so no count changes before
           the smallest slack of a job on time, or excess of a late job over that rate. The
           pick order follows REC per unit of share, so the check also comes when two
-          projects' RECs can cross (`_order_margin`).
+          projects' RECs can cross (`_order_margin`), and before any later pick of the
+          simulation, made with projected REC and charges, can flip (`rr_sim.order_time`)
+          if some other order could change a miss (`rr_sim.order_can_change_misses`).
         Nothing can change while nothing runs and nothing waits."""
         em = self.em
         t = math.inf
@@ -77,9 +80,16 @@ class Boinc7:
         if self.use_edf:
             rr = em.rr_now()
             if rr is not None:
-                self.edf_check = now + min(self._edf_margin(), self._order_margin())
+                margin = min(self._edf_margin(), self._order_margin())
+                if margin > em.delta:
+                    # REC drift may reorder the simulation's later picks before that
+                    reorder = order_time(em, rr)
+                    if reorder < margin and order_can_change_misses(em, rr, now):
+                        margin = reorder
+                self.edf_check = now + margin
             if em.running or waiting:
-                t = min(t, self.edf_check)
+                # a miss appears only once the slack is below zero
+                t = min(t, self.edf_check + JUST_AFTER)
         return t
 
     def _edf_margin(self) -> float:
