@@ -66,12 +66,9 @@ class RRResult:
         self.rec_sum = 1.0
 
 
-def rec_drift(em) -> dict:
-    """How fast each project's REC moves now, in REC units per second (signed). Between
-    events a project earns credit at a constant rate R (credits per day), so REC moves
-    exponentially toward R, at ln 2 / half_life x (R - REC) per second now and ever more
-    slowly after (§6.1)."""
-    lam = math.log(2.0) / em.rec_half_life
+def credit_rates(em) -> dict:
+    """Credits per day each project earns with the jobs running now: the constant rate R
+    toward which its REC moves between events (§6.1). Projects running nothing are absent."""
     per_day = 86400.0 * em.prefs.cpu_usage_limit / 100.0 * em.cpu_flops * COBBLESTONE_SCALE
     rate: dict = {}
     for j in em.running:
@@ -80,8 +77,18 @@ def rec_drift(em) -> dict:
         secs = j.avg_ncpus * (em.cpu_scale if j.rsc == 0 else 1.0)
         if j.rsc:
             secs += j.gpu_usage * em.resources[j.rsc].relative_speed
-        rate[j.project] = rate.get(j.project, 0.0) + secs
-    return {p: lam * (rate.get(p, 0.0) * per_day - p.rec) for p in em.projects}
+        rate[j.project] = rate.get(j.project, 0.0) + secs * per_day
+    return rate
+
+
+def rec_drift(em) -> dict:
+    """How fast each project's REC moves now, in REC units per second (signed). Between
+    events a project earns credit at a constant rate R (credits per day), so REC moves
+    exponentially toward R, at ln 2 / half_life x (R - REC) per second now and ever more
+    slowly after (§6.1)."""
+    lam = math.log(2.0) / em.rec_half_life
+    rate = credit_rates(em)
+    return {p: lam * (rate.get(p, 0.0) - p.rec) for p in em.projects}
 
 
 def order_time(em, rr) -> float:

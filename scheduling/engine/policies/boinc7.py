@@ -12,8 +12,7 @@ import math
 
 from .. import work_fetch
 from ..cpu_sched import JUST_AFTER, enforce, make_run_list, preemptible_at, queued_jobs_waiting
-from ..rr_sim import order_can_change_misses, order_time, rr_simulate
-from ..state import COBBLESTONE_SCALE
+from ..rr_sim import credit_rates, order_can_change_misses, order_time, rr_simulate
 
 
 class Boinc7:
@@ -113,16 +112,8 @@ class Boinc7:
         difference of two such curves changes sign at most once, at a closed-form time."""
         em = self.em
         lam = math.log(2.0) / em.rec_half_life
-        rate = {}
-        for j in em.running:
-            if j.rate <= 0:
-                continue
-            secs = j.avg_ncpus * (em.cpu_scale if j.rsc == 0 else 1.0)
-            if j.rsc:
-                secs += j.gpu_usage * em.resources[j.rsc].relative_speed
-            rate[j.project] = rate.get(j.project, 0.0) + secs
-        per_day = 86400.0 * em.prefs.cpu_usage_limit / 100.0 * em.cpu_flops * COBBLESTONE_SCALE
-        curves = [((rate.get(p, 0.0) * per_day) / p.share, (p.rec - rate.get(p, 0.0) * per_day) / p.share)
+        rate = credit_rates(em)
+        curves = [(rate.get(p, 0.0) / p.share, (p.rec - rate.get(p, 0.0)) / p.share)
                   for p in em.projects if p.jobs and p.share > 0]
         margin = math.inf
         for i, (a1, b1) in enumerate(curves):
