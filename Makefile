@@ -4,7 +4,7 @@ PYTHON ?= python3
 PY := $(VENV)/bin/python
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: install run test bench clean
+.PHONY: install run test bench differential clean
 
 $(VENV)/.installed: requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "boincweb needs Python 3.11 or newer")'
@@ -29,6 +29,14 @@ test: install
 
 bench: install
 	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+
+# The client engine against BOINC's emulator on random hosts: BCE_SIM=/path/to/boinc/client/sim
+# (bench/differential.py says how to build it); CASES, SEED and DAYS as in its --help.
+CASES ?= 100
+SEED ?= 1
+DAYS ?= 10
+differential: install
+	$(PY) bench/differential.py --cases $(CASES) --seed $(SEED) --days $(DAYS)
 
 clean:
 	rm -rf var/*.sqlite3 var/redis.sock var/staticfiles
