@@ -55,6 +55,11 @@ class Daemon:
     passes: int
     last_error: str
 
+    @property
+    def last_pass(self):
+        """``last_pass_time`` as an aware datetime for the page (None when it never ran)."""
+        return datetime.fromisoformat(self.last_pass_time) if self.last_pass_time else None
+
 
 @dataclass(frozen=True)
 class AppTasks:

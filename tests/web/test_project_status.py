@@ -1,3 +1,4 @@
+import re
 from datetime import timedelta
 from xml.etree import ElementTree
 
@@ -6,6 +7,7 @@ from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.utils import timezone
 
+from backend.daemons import daemon_names, run_pass
 from backend.models import App, DaemonStatus, Host, Outcome, Result, ServerState, ValidateState
 from backend.server_status import community, hours, server_status, status_xml
 from tests.web.project_data import (  # noqa: F401
@@ -88,6 +90,23 @@ def test_status_queries_do_not_grow_with_rows(client, app, redis_client,
             make_results(wu, [(ServerState.UNSENT, Outcome.INIT, ValidateState.INIT)])
     with django_assert_max_num_queries(12):
         assert client.get("/project/status/", HTTP_HX_REQUEST="true").status_code == 200
+
+
+def test_status_page_renders_after_every_daemon_has_passed(client, busy_workunit, redis_client,
+                                                            settings, tmp_path):
+    settings.BOINCWEB_DATA_DIR = tmp_path
+    settings.DOWNLOAD_DIR = tmp_path / "download"
+    settings.UPLOAD_DIR = tmp_path / "upload"
+    for name in daemon_names():
+        run_pass(name, now=NOW)
+    for headers in ({}, {"HTTP_HX_REQUEST": "true"}):
+        page = client.get("/project/status/", **headers)
+        assert page.status_code == 200
+        html = page.content.decode()
+        for name in daemon_names():
+            row = re.search(rf'<tr data-daemon="{name}">(.*?)</tr>', html, re.S).group(1)
+            assert "running" in row and "never" not in row
+            assert re.search(r"<time datetime=\"[^\"]+\"[^>]*>0\xa0minutes ago</time>", row)
 
 
 def test_status_json_has_the_boinc_figures(client, busy_workunit, redis_client):
