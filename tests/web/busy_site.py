@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from django.contrib.auth import get_user_model
 from django.templatetags.static import static
 
-from backend.daemons import daemon_names, run_pass
+from backend.daemons import daemon_names
+from backend.jobs import run_all_daemons
 from backend.models import DaemonStatus, Host, Result, Workunit
 from scheduling.jobs import run_simulation
 from scheduling.models import Run
@@ -66,9 +67,10 @@ def build_busy_site(settings, tmp_path):
         sim = jobs.create_simulation(world)
         sim.run_until(sim.t + DAY)
         jobs.store(world.pk, sim, status=World.Status.PAUSED)
-    # and once more by the wall clock, so that the status page shows every daemon running
-    for name in daemon_names():
-        run_pass(name)
+    # and twice more by the wall clock, as make run's periodic job does, so that the status
+    # page shows every daemon running and the queues' history
+    for _ in range(2):
+        run_all_daemons()
     assert DaemonStatus.objects.filter(passes__gt=0).count() == len(daemon_names())
     scenario = _save(None, BY_SLUG["seed-001-scenario-1"].scenario(), staff,
                      preset="seed-001-scenario-1")
