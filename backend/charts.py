@@ -86,6 +86,44 @@ def lifecycle_timeline(events, result_names):
     return _base_layout(fig, "Lifecycle timeline", 140 + 36 * len(rows))
 
 
+# The status page's small history charts: (id, title, [(sample field, line name, colour)]).
+HISTORY_CHARTS = [
+    ("history-results", "Results", [
+        ("results_ready_to_send", "ready to send", UNSENT_COLOUR),
+        ("results_in_progress", "in progress", CPU_COLOUR),
+    ]),
+    ("history-workunits", "Workunits waiting", [
+        ("workunits_waiting_for_validation", "for validation", "#b36b00"),
+        ("workunits_waiting_for_assimilation", "for assimilation", GPU_COLOUR),
+        ("workunits_waiting_for_deletion", "for file deletion", "#7a4fb3"),
+    ]),
+    ("history-backlog", "Transitioner backlog (workunits)", [
+        ("transitioner_backlog_workunits", "due", "#b3261e"),
+    ]),
+]
+
+
+def queue_history_figures(samples):
+    """Small line charts of the main queues over the samples (dicts of Unix ``time`` and the
+    counts, oldest first), as [(id, figure)] in HISTORY_CHARTS' order."""
+    times = [_when(sample["time"]) for sample in samples]
+    # a few samples are points to see, an hour of them a line
+    mode = "lines+markers" if len(samples) < 30 else "lines"
+    figures = []
+    for figure_id, title, lines in HISTORY_CHARTS:
+        fig = go.Figure([
+            go.Scatter(name=name, x=times, y=[sample.get(field, 0) for sample in samples],
+                       mode=mode, line={"color": colour, "width": 2}, marker={"size": 5})
+            for field, name, colour in lines
+        ])
+        fig.update_yaxes(rangemode="tozero")
+        _base_layout(fig, title, 200)
+        fig.update_layout(margin={"l": 10, "r": 10, "t": 30, "b": 20},
+                          showlegend=len(lines) > 1)
+        figures.append((figure_id, fig))
+    return figures
+
+
 def figure_json(fig):
     """A figure as JSON safe to put inside a <script> element."""
     return fig.to_json().replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

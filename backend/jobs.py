@@ -9,7 +9,13 @@ def run_daemon_pass(name, now=None, batch_size=None, mod=1, index=0):
 
 
 def run_all_daemons(now=None):
-    """One pass of every enabled daemon in order (the periodic job of ``make run``)."""
-    from backend.daemons import daemon_names
+    """One pass of every enabled daemon in order (the periodic job of ``make run``), then a
+    sample of the queues for the status page's history."""
+    import time
 
-    return {name: run_pass(name, now=now) for name in daemon_names()}
+    from backend.daemons import daemon_names
+    from backend.server_status import record_history
+
+    done = {name: run_pass(name, now=now) for name in daemon_names()}
+    record_history(int(time.time()) if now is None else now)
+    return done

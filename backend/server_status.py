@@ -5,10 +5,14 @@ Every count of ``server_status`` runs over an index the daemons already rely on
 (reference/server.md §1.10), and none runs over the whole result or workunit table: OVER results
 are never counted. The users, computers and run-time figures of ``community`` do read the host
 table and the results received in the past day, so, as BOINC does with its own status page, they
-are cached (COMMUNITY_TTL) and only status.json and status.xml show them, never the panel that
-polls every 2 s.
+are cached (COMMUNITY_TTL) and shown by status.json, status.xml and a panel of the HTML page of
+their own that polls once a minute, never by the panel that polls every 2 s.
+
+The recent history of the queues is a list of samples in Redis, one per pass of the periodic
+daemon job (``record_history``), drawn as small charts on the HTML page.
 """
 
+import json
 import math
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -205,7 +209,7 @@ def app_tasks():
 
 def rq_state():
     """The RQ queues of settings.RQ_QUEUES with their job counts, and the live workers."""
-    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
+    client = _redis()
     try:
         queues = []
         for index, name in enumerate(settings.RQ_QUEUES):
@@ -272,27 +276,77 @@ def cached_community(now):
     return cache.get_or_set(COMMUNITY_CACHE_KEY, lambda: community(now), COMMUNITY_TTL)
 
 
+def queue_counts(now):
+    """The counts of BOINC's "database state" at Unix time ``now``, by status.json's names."""
+    due = Workunit.objects.transition_due(now).aggregate(n=Count("id"), oldest=Min("transition_time"))
+    backlog_hours = (now - due["oldest"]) / 3600 if due["oldest"] is not None else 0.0
+    return {
+        "results_ready_to_send": Result.objects.unsent().count(),
+        "results_in_progress": Result.objects.in_progress().count(),
+        "workunits_waiting_for_validation": Workunit.objects.need_validation().count(),
+        "workunits_waiting_for_assimilation": Workunit.objects.ready_to_assimilate().count(),
+        "workunits_waiting_for_deletion": Workunit.objects.files_ready_to_delete().count(),
+        "results_waiting_for_deletion": Result.objects.files_ready_to_delete().count(),
+        "transitioner_backlog_workunits": due["n"],
+        "transitioner_backlog_hours": round(backlog_hours, 2),
+    }
+
+
 def server_status(now, *, with_community=False):
     """The whole status page at Unix time ``now``; ``with_community`` adds the (cached) users,
     computers and run-time figures."""
-    now_dt = timezone.now()
-    due = Workunit.objects.transition_due(now).aggregate(n=Count("id"), oldest=Min("transition_time"))
-    backlog_hours = (now - due["oldest"]) / 3600 if due["oldest"] is not None else 0.0
     return ServerStatus(
         update_time=now,
-        daemons=daemon_states(now_dt),
-        results_ready_to_send=Result.objects.unsent().count(),
-        results_in_progress=Result.objects.in_progress().count(),
-        workunits_waiting_for_validation=Workunit.objects.need_validation().count(),
-        workunits_waiting_for_assimilation=Workunit.objects.ready_to_assimilate().count(),
-        workunits_waiting_for_deletion=Workunit.objects.files_ready_to_delete().count(),
-        results_waiting_for_deletion=Result.objects.files_ready_to_delete().count(),
-        transitioner_backlog_workunits=due["n"],
-        transitioner_backlog_hours=round(backlog_hours, 2),
+        daemons=daemon_states(timezone.now()),
+        **queue_counts(now),
         apps=app_tasks(),
         rq=rq_state(),
         community=cached_community(now) if with_community else None,
     )
+
+
+# --- the recent history of the queues -----------------------------------------------------------
+
+HISTORY_KEY = "boincweb:server_status:history"
+# Samples kept: an hour of the periodic daemon job's passes, one every 10 s (boincweb/cron.py).
+HISTORY_SAMPLES = 360
+HISTORY_FIELDS = ["results_ready_to_send", "results_in_progress",
+                  "workunits_waiting_for_validation", "workunits_waiting_for_assimilation",
+                  "workunits_waiting_for_deletion", "results_waiting_for_deletion",
+                  "transitioner_backlog_workunits"]
+
+
+def _redis():
+    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
+
+
+def record_history(now):
+    """Store the queue counts at Unix time ``now`` as the newest sample of the history, which
+    keeps the last HISTORY_SAMPLES. Several web and worker processes share it through Redis."""
+    counts = queue_counts(now)
+    sample = json.dumps({"time": now, **{name: counts[name] for name in HISTORY_FIELDS}})
+    client = _redis()
+    try:
+        with client.pipeline(transaction=True) as pipe:
+            pipe.lpush(HISTORY_KEY, sample)
+            pipe.ltrim(HISTORY_KEY, 0, HISTORY_SAMPLES - 1)
+            pipe.execute()
+    finally:
+        client.close()
+    return sample
+
+
+def queue_history():
+    """The recorded samples, oldest first: dicts of ``time`` and HISTORY_FIELDS; none when
+    Redis is not reachable (the page says so in its RQ panel)."""
+    client = _redis()
+    try:
+        raw = client.lrange(HISTORY_KEY, 0, HISTORY_SAMPLES - 1)
+    except (redis.exceptions.RedisError, OSError):
+        return []
+    finally:
+        client.close()
+    return [json.loads(item) for item in reversed(raw)]
 
 
 COMMUNITY_FIELDS = ["users_with_recent_credit", "users_with_credit",

@@ -20,6 +20,7 @@ from backend.actions import ACTIONS
 from backend.forms import HostPrefsForm, WorkunitFilterForm, WorkunitIdsForm
 from backend.keyset import BadCursor, keyset_page
 from backend.models import (
+    App,
     FileDeleteState,
     Host,
     HostAppVersion,
@@ -51,12 +52,36 @@ def _render(request, template, context, partial, *, status=200, stop_polling=Fal
 # --- server status --------------------------------------------------------------------------
 
 
+# The status page's panels, each a partial of its own that polls at its own pace: the daemons
+# and queues (2 s), the users, computers and run times, cached for a minute (60 s), and the
+# queues' recent history, a sample per pass of the periodic daemon job (10 s).
+STATUS_PANELS = ("panel", "community", "history")
+
+
 @require_GET
 def status(request):
-    state = server_status.server_status(_now())
-    figure = charts.app_tasks_figure(state.apps)
-    context = {"status": state, "apps_figure": charts.figure_json(figure)}
-    return _render(request, "project/status.html", context, "panel")
+    panel = request.GET.get("panel", "panel")
+    if panel not in STATUS_PANELS:
+        return HttpResponse(f"no panel {panel!r}; choose one of {', '.join(STATUS_PANELS)}",
+                            status=400, content_type="text/plain")
+    now = _now()
+    whole = not request.htmx
+    context = {}
+    if whole or panel == "panel":
+        state = server_status.server_status(now)
+        context["status"] = state
+        context["apps_figure"] = charts.figure_json(charts.app_tasks_figure(state.apps))
+    if whole or panel == "community":
+        figures = server_status.cached_community(now)
+        context["community"] = figures
+        context["runtimes"] = [(app, figures.runtime(app.id))
+                               for app in App.objects.only("id", "name").order_by("name")]
+    if whole or panel == "history":
+        samples = server_status.queue_history()
+        context["history"] = [(figure_id, charts.figure_json(fig))
+                              for figure_id, fig in charts.queue_history_figures(samples)]
+        context["history_samples"] = len(samples)
+    return _render(request, "project/status.html", context, panel)
 
 
 @require_GET

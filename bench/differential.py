@@ -188,6 +188,44 @@ def global_prefs_xml(host: dict) -> str:
             "</global_preferences>\n")
 
 
+def host_from_scenario(scenario) -> dict:
+    """A scenario of the engine (one version per app, no downtime or extra scheduler URLs)
+    in this module's host form, so that BCE can run it (bench/engine.py)."""
+    h = scenario.host
+    projects = []
+    for p in scenario.projects:
+        apps = []
+        for app in p.apps:
+            for k, v in enumerate(app.versions):
+                kind = "gpu" if v.gpu_type else ("mt" if v.avg_ncpus > 1 else "cpu")
+                version = {"avg_ncpus": v.avg_ncpus, "flops": v.flops}
+                if v.gpu_type:
+                    version.update(gpu=v.gpu_type, gpu_usage=v.gpu_usage)
+                # BCE picks an app's fastest version that needs work; one app per version
+                # keeps every version in use
+                fpops = app.fpops_est * (v.flops / app.versions[0].flops if k else 1.0)
+                apps.append({"name": app.name if k == 0 else f"{app.name}_{k}", "kind": kind,
+                             "latency_bound": round(app.latency_bound), "fpops_est": fpops,
+                             "std_dev": app.fpops_std_dev * fpops / app.fpops_est, "weight": app.weight,
+                             "max_concurrent": app.max_concurrent, "version": version})
+        projects.append({"name": p.name, "share": p.resource_share, "apps": apps, "jobs": [],
+                         "available": p.available.frac})
+    return {"index": 0, "ncpus": h.ncpus, "p_fpops": h.cpu_flops,
+            "gpus": [{"type": g.name, "count": g.count, "peak_flops": g.peak_flops} for g in h.gpus],
+            "time_stats": {k: getattr(h, k).frac for k in ("on", "connected", "active", "gpu_active")},
+            "prefs": {"work_buf_min_days": scenario.prefs.work_buf_min_days,
+                      "work_buf_additional_days": scenario.prefs.work_buf_additional_days},
+            "projects": projects}
+
+
+def write_case(case_dir: str, host: dict) -> None:
+    os.makedirs(case_dir, exist_ok=True)
+    with open(os.path.join(case_dir, "client_state.xml"), "w") as fh:
+        fh.write(client_state_xml(host))
+    with open(os.path.join(case_dir, "global_prefs.xml"), "w") as fh:
+        fh.write(global_prefs_xml(host))
+
+
 def describe(host: dict) -> str:
     gpus = "+".join(f"{g['count']}{g['type'][0]}" for g in host["gpus"]) or "-"
     apps = sum(len(p["apps"]) for p in host["projects"])
@@ -315,11 +353,7 @@ def main(argv=None) -> int:
     for host in hosts:
         case_dir = os.path.join(out_root, f"case{host['index']:03d}")
         shutil.rmtree(case_dir, ignore_errors=True)
-        os.makedirs(case_dir)
-        with open(os.path.join(case_dir, "client_state.xml"), "w") as fh:
-            fh.write(client_state_xml(host))
-        with open(os.path.join(case_dir, "global_prefs.xml"), "w") as fh:
-            fh.write(global_prefs_xml(host))
+        write_case(case_dir, host)
         with open(os.path.join(case_dir, "host.json"), "w") as fh:
             json.dump(host, fh, indent=1)
         write_rerun(case_dir, sim, duration)

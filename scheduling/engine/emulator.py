@@ -168,8 +168,16 @@ class Emulator:
         self.decisions.append(Decision(self.now, kind, project, job, text))
 
     def rr(self):
-        """The policy's round-robin simulation, computed once per instant and state."""
+        """The policy's round-robin simulation, computed once per instant and state.
+
+        BOINC's rr_simulation() runs at most once per instant (rr_sim.cpp, "one simulation
+        per moment"), so under `--compat bce` jobs an RPC brings, or a job started, at this
+        instant are not in it until the next step: a fetched job is no deadline-miss
+        candidate and does not fill the buffer of a later check at the same instant
+        (docs/engine-fidelity.md, "One round-robin simulation per instant")."""
         key = (self.now, self.state_version)
+        if self.bce and self._rr_cache is not None and self._rr_cache[0][0] == self.now:
+            return self._rr_cache[1]
         if self._rr_cache is None or self._rr_cache[0] != key:
             self._rr_cache = (key, self.policy.rr(self.now))
         return self._rr_cache[1]
@@ -588,6 +596,10 @@ class Emulator:
         self.rpc_this_instant = False
         if self.connected and self._rpc_poll() and cpu_ok:
             self._schedule()
+            if self.bce:
+                # that schedule used the round-robin simulation made before the RPC (rr());
+                # the next step's fresh one may call the new jobs deadline misses
+                self.must_schedule = True
         self._sample()
 
     def _schedule_unchanged(self) -> bool:

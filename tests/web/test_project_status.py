@@ -9,7 +9,12 @@ from django.utils import timezone
 
 from backend.daemons import daemon_names, run_pass
 from backend.models import App, DaemonStatus, Host, Outcome, Result, ServerState, ValidateState
-from backend.server_status import community, hours, server_status, status_xml
+from backend import server_status as server_status_module
+from backend.charts import queue_history_figures
+from backend.jobs import run_all_daemons
+from backend.server_status import (
+    community, hours, queue_history, record_history, server_status, status_xml,
+)
 from tests.web.project_data import (  # noqa: F401
     NOW, app, busy_workunit, host, make_results, make_workunits, owner, stranger, versions,
 )
@@ -65,7 +70,8 @@ def test_a_registered_daemon_that_never_ran_is_not_running():
 
 def test_status_page_shows_the_daemons_counts_and_queues(client, busy_workunit, redis_client,
                                                          django_assert_max_num_queries):
-    with django_assert_max_num_queries(12):
+    # the panels' 12, the community figures' 5 (cached for a minute after)
+    with django_assert_max_num_queries(17):
         page = client.get("/project/status/")
     html = page.content.decode()
     assert page.status_code == 200
@@ -251,3 +257,80 @@ def test_status_reports_an_unreachable_redis(client, settings):
 
 def test_status_refuses_post(client):
     assert client.post("/project/status/").status_code == 405
+
+
+# --- parity with BOINC's status page, and the queues' history --------------------------------
+
+
+def test_status_page_shows_users_computers_speed_and_run_times(client, app, host, redis_client):
+    Host.objects.filter(pk=host.pk).update(total_credit=50, expavg_credit=400)
+    wu = make_workunits(app, 1)[0]
+    [result] = make_results(wu, [VALID], host=host)
+    Result.objects.filter(pk=result.pk).update(elapsed_time=5400,
+                                               received_time=int(timezone.now().timestamp()))
+    html = client.get("/project/status/").content.decode()
+    assert 'data-count="users_with_recent_credit">1<' in html
+    assert 'data-count="hosts_with_credit">1<' in html
+    assert 'data-count="current_floating_point_speed">2.0<' in html
+    row = re.search(r'<tr data-app="einstein">(.*?)</tr>', html).group(1)
+    assert re.findall(r"<td>([^<]*)</td>", row) == ["einstein", "1.5 h", "1.5 h", "1.5 h", "1"]
+
+
+def test_the_community_panel_is_a_fragment_of_its_own(client, app, redis_client,
+                                                      django_assert_max_num_queries):
+    with django_assert_max_num_queries(6):
+        page = client.get("/project/status/?panel=community", HTTP_HX_REQUEST="true")
+    html = page.content.decode()
+    assert html.lstrip().startswith('<section id="status-community"')
+    assert 'hx-trigger="every 60s"' in html and 'data-app="einstein"' in html
+    assert "status-panel" not in html and "<html" not in html
+
+
+def test_an_unknown_status_panel_is_refused_by_name(client):
+    page = client.get("/project/status/?panel=daemons", HTTP_HX_REQUEST="true")
+    assert page.status_code == 400
+    assert page.content.decode() == "no panel 'daemons'; choose one of panel, community, history"
+
+
+def test_the_history_keeps_the_last_samples_oldest_first(app, redis_client, monkeypatch):
+    monkeypatch.setattr(server_status_module, "HISTORY_SAMPLES", 3)
+    for i in range(5):
+        make_workunits(app, 1, start=i, transition_time=NOW)
+        record_history(NOW + 10 * i)
+    samples = queue_history()
+    assert [s["time"] for s in samples] == [NOW + 20, NOW + 30, NOW + 40]
+    assert [s["transitioner_backlog_workunits"] for s in samples] == [3, 4, 5]
+
+
+def test_the_periodic_daemon_job_records_a_sample(app, redis_client, settings, tmp_path):
+    settings.DOWNLOAD_DIR, settings.UPLOAD_DIR = tmp_path / "download", tmp_path / "upload"
+    make_workunits(app, 2, transition_time=NOW - 60)
+    run_all_daemons(now=NOW)
+    [sample] = queue_history()
+    assert sample["time"] == NOW
+    assert sample["results_ready_to_send"] == 2  # the transitioner made one result per workunit
+
+
+def test_history_charts_draw_each_queue_over_the_samples():
+    samples = [{"time": NOW, "results_ready_to_send": 5, "results_in_progress": 1},
+               {"time": NOW + 10, "results_ready_to_send": 3, "results_in_progress": 4}]
+    figures = dict(queue_history_figures(samples))
+    assert list(figures) == ["history-results", "history-workunits", "history-backlog"]
+    ready, in_progress = figures["history-results"].data
+    assert (ready.name, list(ready.y), list(in_progress.y)) == ("ready to send", [5, 3], [1, 4])
+    assert len(ready.x) == 2 and ready.x[1] - ready.x[0] == timedelta(seconds=10)
+    # a count the samples lack (an older sample) is drawn as 0, not left out
+    assert list(figures["history-backlog"].data[0].y) == [0, 0]
+
+
+def test_status_page_draws_the_history_and_its_panel_polls(client, app, redis_client):
+    assert 'data-testid="no-history"' in client.get("/project/status/").content.decode()
+    record_history(NOW)
+    record_history(NOW + 10)
+    html = client.get("/project/status/").content.decode()
+    for figure_id in ["history-results", "history-workunits", "history-backlog"]:
+        assert f'data-figure="{figure_id}"' in html and f'id="{figure_id}"' in html
+    fragment = client.get("/project/status/?panel=history", HTTP_HX_REQUEST="true")
+    html = fragment.content.decode()
+    assert html.lstrip().startswith('<section id="status-history"')
+    assert 'hx-trigger="every 10s"' in html and "the last 2 samples" in html

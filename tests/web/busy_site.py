@@ -1,0 +1,83 @@
+"""A site after real activity, for the crawler and the browser-console tests.
+
+A small volunteer world has run a simulated day against the project (every daemon has made
+its passes, hosts have fetched, computed, failed and reported), the lab holds a scenario with
+two finished runs, and there is a staff user and a volunteer.
+"""
+
+from dataclasses import dataclass
+
+from django.contrib.auth import get_user_model
+from django.templatetags.static import static
+
+from backend.daemons import daemon_names
+from backend.jobs import run_all_daemons
+from backend.models import DaemonStatus, Host, Result, Workunit
+from scheduling.jobs import run_simulation
+from scheduling.models import Run
+from scheduling.presets import BY_SLUG
+from scheduling.views import _save
+from world import jobs
+from world.models import World
+
+DAY = 86400
+STAFF = ("crawler-staff", "pw-crawler-staff-1")
+
+
+@dataclass
+class BusySite:
+    staff: object
+    world: World
+    runs: list
+
+    @staticmethod
+    def icon_url():
+        return static("img/favicon.svg")
+
+    def sample_paths(self):
+        """One page of each kind, with the rows the world made."""
+        wu = Workunit.objects.filter(results__isnull=False).order_by("id").first()
+        result = Result.objects.exclude(host=None).order_by("id").first()
+        host = Host.objects.order_by("id").first()
+        run = self.runs[0]
+        return [
+            "/", "/lab/", f"/lab/{run.scenario_id}/", f"/lab/runs/{run.pk}/",
+            f"/lab/compare/?runs={','.join(str(r.pk) for r in self.runs)}",
+            f"/lab/compare/?runs={run.pk}",
+            "/project/status/", "/project/workunits/", f"/project/workunits/{wu.pk}/",
+            f"/project/results/{result.pk}/", "/project/hosts/", f"/project/hosts/{host.pk}/",
+            f"/project/hosts/{host.pk}/prefs/", f"/project/users/{host.owner_id}/",
+            "/project/worlds/", "/boinc/",
+        ]
+
+
+def build_busy_site(settings, tmp_path):
+    """Fill the test database; ``settings`` is pytest-django's fixture (the project's files go
+    under ``tmp_path``)."""
+    settings.BOINCWEB_DATA_DIR = tmp_path
+    settings.DOWNLOAD_DIR = tmp_path / "download"
+    settings.UPLOAD_DIR = tmp_path / "upload"
+    staff = get_user_model().objects.create_user(STAFF[0], password=STAFF[1], is_staff=True,
+                                                 is_superuser=True)
+    world = World.objects.create(
+        name="crawled", hosts=6, days=1, seed=5, status=World.Status.RUNNING,
+        settings={"file_nbytes": 4096, "workunits_per_file": 10, "job_gflop": 3.0 * 3600,
+                  "error_rate": 0.05, "daemon_interval": 3600.0})
+    with jobs.unsynced_sqlite():
+        sim = jobs.create_simulation(world)
+        sim.run_until(sim.t + DAY)
+        jobs.store(world.pk, sim, status=World.Status.PAUSED)
+    # and twice more by the wall clock, as make run's periodic job does, so that the status
+    # page shows every daemon running and the queues' history
+    for _ in range(2):
+        run_all_daemons()
+    assert DaemonStatus.objects.filter(passes__gt=0).count() == len(daemon_names())
+    scenario = _save(None, BY_SLUG["seed-001-scenario-1"].scenario(), staff,
+                     preset="seed-001-scenario-1")
+    runs = []
+    for policy in ("boinc7", "boinc5"):
+        run = Run.objects.create(scenario=scenario, policy=policy, duration=2 * 3600.0, seed=1)
+        assert run_simulation(run.pk) == "done"
+        runs.append(run)
+    world.refresh_from_db()
+    return BusySite(staff, world, runs)
