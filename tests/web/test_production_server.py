@@ -1,7 +1,6 @@
 """The production way to serve the dashboard (README "Deploy"): gunicorn with DEBUG off, the
 static files collected and served by whitenoise, the database and Redis by URL."""
 
-import os
 import re
 import socket
 import subprocess
@@ -12,26 +11,15 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from django.conf import settings
-from django.db import connection
 
 from backend.models import App, Workunit
+from tests.web.serving import BASE, MANAGE, child_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-BASE = Path(__file__).resolve().parent.parent.parent
 GUNICORN = Path(sys.executable).parent / "gunicorn"
 START_SECONDS = 60
 DEBUG_MARKS = ["Traceback", "DEBUG = True", "technical_404", "Django tried these URL patterns"]
-
-
-def database_url():
-    """The URL of the test database this test writes to, for the server to read it."""
-    db = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{db['NAME']}"
-    auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
-    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
 def free_port():
@@ -53,13 +41,10 @@ def fetch(url, headers=None):
 @pytest.fixture
 def production(tmp_path, redis_client):
     """A gunicorn serving the test database with DEBUG off; yields its base URL."""
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("DJANGO_", "PYTEST"))}
-    env.update(DEBUG="0", SECRET_KEY="production-test-" + "k" * 40,
-               ALLOWED_HOSTS="127.0.0.1", DATABASE_URL=database_url(),
-               REDIS_URL=settings.REDIS_URL, STATIC_ROOT=str(tmp_path / "static"),
-               BOINCWEB_DATA_DIR=str(tmp_path / "data"))
-    collect = subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput"],
+    env = child_env(DEBUG="0", SECRET_KEY="production-test-" + "k" * 40,
+                    ALLOWED_HOSTS="127.0.0.1", STATIC_ROOT=tmp_path / "static",
+                    BOINCWEB_DATA_DIR=tmp_path / "data")
+    collect = subprocess.run([*MANAGE, "collectstatic", "--noinput"],
                              cwd=BASE, env=env, capture_output=True, text=True, timeout=300)
     assert collect.returncode == 0, collect.stderr
     port = free_port()
