@@ -3,6 +3,8 @@
 DATABASE_URL  default: SQLite under var/        REDIS_URL  default: the embedded Redis
 SECRET_KEY    required when DEBUG is off        DEBUG      default: on
 ALLOWED_HOSTS comma-separated                   BOINCWEB_DATA_DIR  project files (default var/)
+STATIC_ROOT   collectstatic's target (var/staticfiles)
+CSRF_TRUSTED_ORIGINS  comma-separated https://... origins of a TLS proxy in front
 """
 
 import importlib.util
@@ -13,7 +15,9 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from boincweb.env import database_config, envbool, envhosts, envint, envstr, redis_url
+from boincweb.env import (
+    database_config, envbool, envhosts, envint, envlist, envstr, redis_url,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # var/ holds the SQLite database, the embedded Redis socket and project files by default.
@@ -29,6 +33,12 @@ if not SECRET_KEY:
     SECRET_KEY = "dev-" + secrets.token_urlsafe(40)
 
 ALLOWED_HOSTS = envhosts("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+# Behind a proxy that ends TLS, the https:// origins forms are posted from.
+CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", [])
+for origin in CSRF_TRUSTED_ORIGINS:
+    if not origin.startswith(("https://", "http://")):
+        raise ImproperlyConfigured(
+            f"CSRF_TRUSTED_ORIGINS entry {origin!r} is not an origin; give https://host[:port].")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -36,7 +46,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
-    "django.contrib.staticfiles",
+    "boincweb.apps.StaticFiles",
     "django_htmx",
     "template_partials",
     "django_rq",
@@ -48,6 +58,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files from the web process itself, compressed and cached (DEBUG: from the finders).
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -116,7 +128,17 @@ STATICFILES_DIRS = [
     BASE_DIR / "static",
     ("plotly", Path(importlib.util.find_spec("plotly").origin).parent / "package_data"),
 ]
-STATIC_ROOT = BASE_DIR / "var" / "staticfiles"
+STATIC_ROOT = Path(envstr("STATIC_ROOT") or (BASE_DIR / "var" / "staticfiles"))
+# With DEBUG off, static files are served from STATIC_ROOT (``manage.py collectstatic``) under
+# names carrying their hash, compressed, and cached by browsers for good; with DEBUG on,
+# straight from the source tree.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage" if DEBUG
+                    else "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = DEBUG
+WHITENOISE_AUTOREFRESH = DEBUG
 
 # Where workunit input and output files live (BOINC's download/ and upload/ directories).
 BOINCWEB_DATA_DIR = Path(envstr("BOINCWEB_DATA_DIR") or (BASE_DIR / "var"))
@@ -138,6 +160,16 @@ if LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler", "stream": sys.stderr}},
+    "filters": {"without_traceback": {"()": "boincweb.logs.WithoutTraceback"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "stream": sys.stderr},
+        "console_without_traceback": {"class": "logging.StreamHandler", "stream": sys.stderr,
+                                      "filters": ["without_traceback"]},
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        # A request with a Host outside ALLOWED_HOSTS is answered 400 and logged in one line.
+        "django.security.DisallowedHost": {"handlers": ["console_without_traceback"],
+                                           "propagate": False},
+    },
 }

@@ -50,6 +50,7 @@ class FinishedClient:
     """Stands in for the client's process: it has already exited."""
 
     pid = 0
+    returncode = 0
 
     def wait(self, timeout=None):
         return 0

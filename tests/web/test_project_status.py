@@ -200,12 +200,17 @@ def test_users_and_hosts_figures_follow_boincs_thresholds(owner, stranger):
     assert figures.current_floating_point_speed == round(401.2 / 200, 2)
 
 
-def test_status_json_and_xml_carry_the_community_figures(client, app, host, redis_client):
-    Host.objects.filter(pk=host.pk).update(total_credit=50, expavg_credit=20)
+def credited_host_with_a_valid_result(app, host, *, expavg_credit):
+    """``host`` with 50 credit and a valid result of 1.5 hours received just now."""
+    Host.objects.filter(pk=host.pk).update(total_credit=50, expavg_credit=expavg_credit)
     wu = make_workunits(app, 1)[0]
     [result] = make_results(wu, [VALID], host=host)
     Result.objects.filter(pk=result.pk).update(elapsed_time=5400,
                                                received_time=int(timezone.now().timestamp()))
+
+
+def test_status_json_and_xml_carry_the_community_figures(client, app, host, redis_client):
+    credited_host_with_a_valid_result(app, host, expavg_credit=20)
     data = client.get("/project/status.json").json()
     assert data["community"]["hosts_with_credit"] == 1
     assert data["community"]["current_floating_point_speed"] == 0.1
@@ -263,11 +268,7 @@ def test_status_refuses_post(client):
 
 
 def test_status_page_shows_users_computers_speed_and_run_times(client, app, host, redis_client):
-    Host.objects.filter(pk=host.pk).update(total_credit=50, expavg_credit=400)
-    wu = make_workunits(app, 1)[0]
-    [result] = make_results(wu, [VALID], host=host)
-    Result.objects.filter(pk=result.pk).update(elapsed_time=5400,
-                                               received_time=int(timezone.now().timestamp()))
+    credited_host_with_a_valid_result(app, host, expavg_credit=400)
     html = client.get("/project/status/").content.decode()
     assert 'data-count="users_with_recent_credit">1<' in html
     assert 'data-count="hosts_with_credit">1<' in html

@@ -3,8 +3,11 @@
 The client gets its own data directory (default ``var/boinc-client/<user>``), attaches to the
 project's master URL (default ``http://127.0.0.1:$BOINCWEB_PORT/boinc/``, port 8000 when unset,
 where ``make run`` serves) with the user's account key (the user and key are made when
-missing), and runs until it is idle (``--exit-when-idle``) or Ctrl-C, which kills it and its
-applications.
+missing), and runs until it is idle (``--exit-when-idle``), until ``--time-limit`` seconds have
+passed, or until the command is stopped (Ctrl-C, SIGTERM, or its terminal closing: SIGHUP).
+However it ends, the client is asked to quit by GUI RPC, given QUIT_WAIT seconds, and then its
+process group (the client and its applications) is killed (reference/protocol.md §11 step 6),
+so no client outlives the command.
 
 By default it runs ``seed_demo``'s app on the anonymous platform, with a shell-script worker
 that upper-cases its input (reference/protocol.md §6.1): the demo app has no executable to
@@ -12,7 +15,10 @@ download. ``--app NAME`` picks another app the same way; ``--signed`` instead do
 project's signed app versions (§7, ``make_signing_keys`` and ``add_app_version``).
 """
 
+import math
 import shutil
+import signal
+import time
 from pathlib import Path
 
 from django.conf import settings
@@ -23,12 +29,17 @@ from django.core.management.base import BaseCommand, CommandError
 from backend.models import App
 from boincweb.env import envint
 from protocol.client import (
-    ClientDir, client_binary, client_command, free_port, start_client, stop_client,
+    QUIT_WAIT, ClientDir, client_binary, client_command, free_port, quit_client, start_client,
+    stop_client,
 )
 from protocol.models import Account, AppVersionFile
 
 # The app ``seed_demo`` makes, which ``make run`` loads.
 DEMO_APP = "example_app"
+# The signals that stop the command, and with it the client.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# How often the command looks at the client, the clock and the signals.
+POLL_SECONDS = 0.2
 
 
 class Command(BaseCommand):
@@ -48,8 +59,14 @@ class Command(BaseCommand):
                             help="empty the data directory first")
         parser.add_argument("--exit-when-idle", action="store_true",
                             help="stop once the client has no work left")
+        parser.add_argument("--time-limit", type=float, default=0, metavar="SECONDS",
+                            help="stop the client after this many seconds (default: no limit)")
 
-    def handle(self, *args, url, user, dir, app, signed, fresh, exit_when_idle, **options):
+    def handle(self, *args, url, user, dir, app, signed, fresh, exit_when_idle, time_limit,
+               **options):
+        if not math.isfinite(time_limit) or time_limit < 0:
+            raise CommandError(f"--time-limit {time_limit:g} is not a number of seconds; give "
+                               "seconds, or 0 for no limit", returncode=2)
         if client_binary() is None:
             raise CommandError("the boinc client is not installed: apt-get install boinc-client")
         url = url or default_url()
@@ -71,16 +88,57 @@ class Command(BaseCommand):
         client_dir = ClientDir(path, url).prepare()
         if not signed:
             client_dir.install_anonymous_app(app)
-        command = client_command(client_dir, account.authenticator, gui_rpc_port=free_port(),
+        gui_rpc_port = free_port()
+        command = client_command(client_dir, account.authenticator, gui_rpc_port=gui_rpc_port,
                                  exit_when_idle=exit_when_idle, fetch_minimal_work=False)
         self.stdout.write(f"attaching {path} to {url} as {user}\n{' '.join(command)}")
-        process = start_client(command)
-        try:
-            process.wait()
-        except KeyboardInterrupt:
-            self.stdout.write("stopping the client")
-        finally:
-            stop_client(process)
+        with StopSignals() as stopped:
+            process = start_client(command)
+            self.stdout.write(f"client started: pid {process.pid}, GUI RPC port {gui_rpc_port}")
+            reason = "an error in the command"
+            try:
+                reason = run_until_stopped(process, stopped, time_limit)
+            finally:
+                if process.poll() is None:
+                    self.stdout.write(f"stopping the client ({reason})")
+                    if quit_client(process, gui_rpc_port):
+                        self.stdout.write("the client quit")
+                    else:
+                        self.stdout.write(f"the client did not quit within {QUIT_WAIT} s; "
+                                          "killing it")
+                stop_client(process)
+        self.stdout.write(f"the client exited with status {process.returncode}")
+
+
+class StopSignals:
+    """While in the block, SIGINT, SIGTERM and SIGHUP set ``.signal`` instead of ending the
+    process, so that the command can quit its client first; the handlers are restored after."""
+
+    def __enter__(self):
+        self.signal = None
+        self.previous = {}
+        for number in STOP_SIGNALS:
+            self.previous[number] = signal.signal(number, self.handle)
+        return self
+
+    def handle(self, number, frame):
+        self.signal = signal.Signals(number)
+
+    def __exit__(self, *exc):
+        for number, handler in self.previous.items():
+            signal.signal(number, handler)
+
+
+def run_until_stopped(process, stopped, time_limit):
+    """Wait for the client to exit, a stop signal or the time limit; say which came first."""
+    deadline = time.monotonic() + time_limit if time_limit else None
+    while process.poll() is None:
+        if stopped.signal is not None:
+            return stopped.signal.name
+        if deadline is not None and time.monotonic() >= deadline:
+            return f"time limit of {time_limit:g} s"
+        time.sleep(POLL_SECONDS)
+    return "the client exited"
 
 
 def default_url():
