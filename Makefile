@@ -16,11 +16,12 @@ $(VENV)/.installed: requirements.txt
 install: $(VENV)/.installed
 
 # Migrates, loads demo data, and starts the embedded Redis (unless REDIS_URL is set), an RQ
-# worker, the periodic-job runner and the web server; Ctrl-C stops them all.
+# worker, the periodic-job runner, the web server and the live demo (world/live.py; off with
+# BOINCWEB_DEMO=0); Ctrl-C stops them all.
 run: install
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py seed_demo
-	honcho start $(if $(REDIS_URL),web worker cron,)
+	honcho start $(if $(REDIS_URL),web worker cron demo,)
 
 # The whole suite on SQLite, then again on PostgreSQL when DATABASE_URL is set.
 test: install

@@ -1,6 +1,6 @@
 """Periodic jobs, loaded by ``manage.py rqcron boincweb.cron`` (the Procfile's ``cron``).
 
-Every daemon makes a pass on the wall clock every few seconds, as BOINC's daemons do when
+Every daemon makes a pass on the wall clock every 5 seconds, as BOINC's daemons do when
 they sleep after a pass that found nothing (reference/server.md §3). Passes may overlap;
 each is safe to run twice at once.
 """
@@ -9,4 +9,4 @@ from rq import cron
 
 from backend.jobs import run_all_daemons
 
-cron.register(run_all_daemons, "default", interval=10, job_timeout=300)
+cron.register(run_all_daemons, "default", interval=5, job_timeout=300)

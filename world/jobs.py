@@ -18,12 +18,13 @@ import pickle
 import time
 import uuid
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import timedelta
 
 import django_rq
 from django.db import connection, transaction
 
-from world.models import World
+from world.models import World, WorldSample
 from world.report import summary
 from world.simulation import Simulation, WorldSettings
 
@@ -32,6 +33,8 @@ QUEUE = "default"
 # How long a slice may hold its world's lock before Redis drops it (a worker killed mid-slice).
 LOCK_SECONDS = 600
 RETRY_SECONDS = 1.0
+# Seconds a live world may lag the wall clock before its clock is moved on (``slice_end``).
+LIVE_MAX_LAG = 30.0
 
 
 def world_settings(world):
@@ -54,6 +57,9 @@ def load(world):
 
 
 def store(world_id, sim, *, status=None):
+    """Save the simulation's state and figures, and the samples it took since the last store."""
+    WorldSample.objects.bulk_create(
+        WorldSample(world_id=world_id, **sample._asdict()) for sample in sim.take_samples())
     fields = dict(state=pickle.dumps(sim), clock=sim.t, summary=light_summary(sim))
     if sim.finished:
         fields.update(summary=summary(sim), status=World.Status.FINISHED, state=None)
@@ -151,6 +157,23 @@ def advance_world(world_id, token=None, chain=True):
         lock.release()
 
 
+def slice_end(sim, speedup, *, wall=None):
+    """Where the next slice ends: ``speedup`` × SLICE_WALL_SECONDS on, or for a live world the
+    wall clock (``wall``, Unix seconds; default now).
+
+    A live world that fell more than LIVE_MAX_LAG behind the wall clock (it was paused, or
+    nothing drove it while ``make run`` was stopped) does not replay the gap at once with
+    back-dated requests: its clock is moved on, so its hosts carry on from where they were.
+    """
+    if not sim.settings.live_app:
+        return sim.t + max(speedup, 1.0) * SLICE_WALL_SECONDS
+    wall = time.time() if wall is None else wall
+    lag = wall - sim.settings.start_time - sim.t
+    if lag > LIVE_MAX_LAG:
+        sim.settings = replace(sim.settings, start_time=int(sim.settings.start_time + lag))
+    return wall - sim.settings.start_time
+
+
 def run_slice(world_id, queue, token, chain):
     began = time.monotonic()
     world = World.objects.get(pk=world_id)
@@ -158,7 +181,7 @@ def run_slice(world_id, queue, token, chain):
         return None
     try:
         sim = load(world) if world.state else create_simulation(world)
-        sim.run_until(sim.t + max(world.speedup, 1.0) * SLICE_WALL_SECONDS)
+        sim.run_until(slice_end(sim, world.speedup))
         if sim.t >= sim.end and not sim.finished:
             sim.run()
     except Exception as exc:

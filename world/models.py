@@ -75,3 +75,34 @@ class World(models.Model):
 
     def __str__(self):
         return self.name
+
+
+class WorldSample(models.Model):
+    """One ``world.simulation.Sample``: the world at simulated time ``t``, taken at each of its
+    rounds; the world's charts are drawn from these rows (``world.charts``)."""
+
+    world = models.ForeignKey(World, on_delete=models.CASCADE, related_name="samples")
+    t = models.FloatField(help_text="Simulated seconds since the world's start.")
+    unsent = models.PositiveIntegerField()
+    in_progress = models.PositiveIntegerField()
+    over = models.PositiveIntegerField()
+    success = models.PositiveIntegerField()
+    client_error = models.PositiveIntegerField()
+    no_reply = models.PositiveIntegerField()
+    other_outcome = models.PositiveIntegerField()
+    valid = models.PositiveIntegerField()
+    invalid = models.PositiveIntegerField()
+    hosts_active = models.PositiveIntegerField()
+    rpcs = models.PositiveBigIntegerField()
+    rpcs_with_work = models.PositiveBigIntegerField()
+    rpcs_without_work = models.PositiveBigIntegerField()
+    rpcs_report_only = models.PositiveBigIntegerField()
+    credit = models.FloatField()
+    bytes_downloaded = models.PositiveBigIntegerField()
+
+    class Meta:
+        ordering = ["world", "t", "id"]
+        indexes = [
+            # the world's page: its samples in time order, the latest first for a live world
+            models.Index(fields=["world", "t"], name="worldsample_world_t"),
+        ]

@@ -34,6 +34,15 @@ bytes the hosts fetched, so the two modes compare on the same seed.
 After ``days`` of work the generators stop and the world drains: hosts finish, deadlines of
 vanished hosts pass, retries complete, until every workunit is assimilated and its files are
 deleted (or ``drain_days`` pass).
+
+A *live* world (``live_app`` names one of the project's apps) volunteers for that app on the
+wall clock, as ``make run``'s demo does (``world.live``): its hosts take the app's platform and
+the work the project already has; it makes no app, no data files and no work, and its rounds
+run no daemons, since the project's own daemons and work generator (the app's
+``unsent_target``, reference/server.md §3.1) serve it in real time.
+
+At each round the world takes a ``Sample`` of its app's results and its own counters, the
+records its charts are drawn from (``world.charts``).
 """
 
 import hashlib
@@ -41,10 +50,11 @@ import heapq
 import math
 import random
 from dataclasses import dataclass, field, fields
+from typing import NamedTuple
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Min
+from django.db.models import Count, Min, Q, Sum
 
 from backend.daemons import daemon_names, run_pass
 from backend.daemons.scheduler import (
@@ -54,7 +64,7 @@ from backend.daemons.scheduler import (
 from backend.daemons.work_generator import waiting_for_first_results
 from backend.models import (
     INT_MAX, App, AppVersion, AssimilateState, ClientState, FileDeleteState, GpuType, Host,
-    ServerState, Workunit,
+    Outcome, Result, ServerState, ValidateState, Workunit,
 )
 from world import locality
 from world.models import LocalityTrigger
@@ -65,10 +75,9 @@ HOUR = 3600.0
 # Event priorities at equal times: daemons first, then hosts.
 DAEMONS, CHANGE, JOB_DONE, RPC, END = range(5)
 
-# Work-fetch backoff when asked-for work doesn't come (reference/client.md §6.5).
-BACKOFF_MIN = 600.0
+# Work-fetch backoff when asked-for work doesn't come (reference/client.md §6.5); the world's
+# ``backoff_min`` setting is the floor.
 BACKOFF_MAX = DAY
-REPORT_DELAY = 12 * HOUR
 # The preferences a simulated host computes by (Host's prefs form, reference/client.md §2).
 PREF_FIELDS = ("work_buf_min_days", "work_buf_additional_days", "max_ncpus_pct",
                "cpu_usage_limit")
@@ -102,6 +111,9 @@ class WorldSettings:
     join_per_day: float = 0.01
     work_buf_min_days: float = 0.25
     work_buf_additional_days: float = 0.5
+    report_delay: float = 12 * HOUR  # a finished job waits at most this long to be reported
+    backoff_min: float = 600.0
+    first_rpc_within: float = 60.0  # the first hosts' first RPCs, spread over this time
     # Workload.
     job_gflop: float = 3.0 * 12 * HOUR  # 12 h on a median CPU
     min_quorum: int = 2
@@ -120,6 +132,8 @@ class WorldSettings:
     daemon_interval: float = 1800.0
     drain_days: float = 10.0
     batch_size: int = 1000
+    # Volunteer for this existing app on the wall clock (a live world; see the module's doc).
+    live_app: str = ""
 
     @classmethod
     def from_dict(cls, values):
@@ -151,6 +165,11 @@ class WorldSettings:
                 or self.daemon_interval <= 0):
             raise ValueError("workunits_per_file, workunits_per_trigger, job_gflop and "
                              "daemon_interval must be positive")
+        for name in ("report_delay", "backoff_min", "first_rpc_within"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be 0 or more, not {getattr(self, name)}")
+        if self.live_app and self.locality:
+            raise ValueError("a live world serves its app's own scheduling; leave locality off")
 
 
 @dataclass
@@ -234,6 +253,33 @@ class Counters:
     daemon_rounds: int = 0
     workunits_generated: int = 0
     sched_waits: int = 0
+    # RPC outcomes: asked for work and got some, asked and got none, only reported.
+    rpcs_with_work: int = 0
+    rpcs_without_work: int = 0
+    rpcs_report_only: int = 0
+
+
+class Sample(NamedTuple):
+    """The world at simulated time ``t`` (seconds): its app's results by server state and
+    outcome, and its running totals (RPCs by outcome, credit, input bytes downloaded)."""
+
+    t: float
+    unsent: int
+    in_progress: int
+    over: int
+    success: int
+    client_error: int
+    no_reply: int
+    other_outcome: int
+    valid: int
+    invalid: int
+    hosts_active: int
+    rpcs: int
+    rpcs_with_work: int
+    rpcs_without_work: int
+    rpcs_report_only: int
+    credit: float
+    bytes_downloaded: int
 
 
 class Simulation:
@@ -262,9 +308,14 @@ class Simulation:
         self.abandoned = set()  # names of results a host held when it left for good
         self.prefs_seen = 1  # the latest prefs_mod_time read back from the Host rows
         self.host_index = {}  # Host id -> index in ``hosts``
+        self.samples = []  # Sample records not yet stored (``take_samples`` hands them over)
         # The world's own platform name keeps its hosts and its app's work to each other
         # when several worlds (or a demo project) share the database.
         self.platform = f"{prefix}-x86_64-pc-linux-gnu"
+
+    def __setstate__(self, state):
+        state.setdefault("samples", [])  # a world stored before samples were taken
+        self.__dict__.update(state)
 
     # --- the heap ---------------------------------------------------------------------------
 
@@ -279,8 +330,12 @@ class Simulation:
     # --- set-up -----------------------------------------------------------------------------
 
     def setup(self):
-        """Create the app, its versions, the volunteers, their hosts and the data files."""
-        s, rng = self.settings, self.rng
+        """Create the app, its versions, the volunteers, their hosts and the data files; a live
+        world makes only the volunteers and hosts, for its existing app."""
+        s = self.settings
+        if s.live_app:
+            self.setup_live()
+            return
         with transaction.atomic():
             app = App.objects.create(
                 name=f"{self.prefix}_einstein", user_friendly_name="World workload",
@@ -299,6 +354,20 @@ class Simulation:
                                       flops=s.gpu_gflops * 1e9, create_time=self.now(0))
             self.make_hosts(app)
             self.make_files(app)
+        self.schedule_round(0.0)
+        self.push(self.end, END, "end")
+
+    def setup_live(self):
+        app = App.objects.filter(name=self.settings.live_app).first()
+        if app is None:
+            raise ValueError(f"no app named {self.settings.live_app!r} to volunteer for")
+        version = app.versions.filter(deprecated=False, gpu_usage=0).first()
+        if version is None:
+            raise ValueError(f"app {app.name!r} has no CPU version for the hosts to run")
+        self.app_id = app.pk
+        self.platform = version.platform
+        with transaction.atomic():
+            self.make_hosts(app)
         self.schedule_round(0.0)
         self.push(self.end, END, "end")
 
@@ -350,7 +419,7 @@ class Simulation:
             if join > 0:
                 self.push(join, CHANGE, "join", i)
             else:
-                self.push(self.rng.uniform(0, 60), RPC, "rpc", i)
+                self.push(self.rng.uniform(0, s.first_rpc_within), RPC, "rpc", i)
                 self.schedule_off(host)
             if leave < self.work_end:
                 self.push(leave, CHANGE, "leave", i)
@@ -519,7 +588,7 @@ class Simulation:
         if not host.active or host.rpc_pending:
             return
         # the same sum decides and schedules, so a check never finds itself early
-        report_time = host.done[0][0] + REPORT_DELAY if host.done else math.inf
+        report_time = host.done[0][0] + self.settings.report_delay if host.done else math.inf
         report_due = bool(host.done) and (self.t >= report_time or self.draining)
         want = (self.buffer_low(host) and self.t >= host.next_rpc) or report_due
         if want:
@@ -570,6 +639,12 @@ class Simulation:
         with locality.configured(config, wait=self.scheduler_wait, host_key=host.index):
             reply = handle_request(request, now=self.now())
         self.counters.rpcs += 1
+        if reply.results:
+            self.counters.rpcs_with_work += 1
+        elif asked:
+            self.counters.rpcs_without_work += 1
+        else:
+            self.counters.rpcs_report_only += 1
         acked = set(reply.result_acks)
         if self.draining and (acked or reply.results):
             self.wake_daemons()
@@ -583,7 +658,7 @@ class Simulation:
             host.backoff = 0.0
             host.next_rpc = self.t
         else:
-            host.backoff = min(max(BACKOFF_MIN, 2 * host.backoff), BACKOFF_MAX)
+            host.backoff = min(max(self.settings.backoff_min, 2 * host.backoff), BACKOFF_MAX)
             host.next_rpc = self.t + (0.5 + self.rng.random()) * host.backoff
             if not self.settings.locality:
                 self.top_up(self.now())
@@ -639,8 +714,9 @@ class Simulation:
         return made
 
     def generate(self, now):
-        """The world's work generator: on demand with locality, else a cushion of results."""
-        if self.draining:
+        """The world's work generator: on demand with locality, else a cushion of results (a live
+        world's app has the project's own generator)."""
+        if self.draining or self.settings.live_app:
             return 0
         app = App.objects.get(pk=self.app_id)
         s = self.settings
@@ -677,6 +753,11 @@ class Simulation:
         now = self.now()
         s = self.settings
         self.read_prefs()
+        if s.live_app:
+            self.counters.daemon_rounds += 1
+            self.sample()
+            self.schedule_round(self.t + s.daemon_interval)
+            return
         if not self.draining and self.t >= self.work_end:
             self.draining = True
             LocalityTrigger.objects.filter(app_id=self.app_id).update(no_work_available=True,
@@ -689,6 +770,7 @@ class Simulation:
         if s.locality:
             work += locality.manage_working_set(App.objects.get(pk=self.app_id), now=now)
         self.counters.daemon_rounds += 1
+        self.sample()
         if self.draining and self.all_done():
             self.finished = True
             self.finished_at = self.t
@@ -701,6 +783,39 @@ class Simulation:
             for host in self.hosts:
                 if host.done:
                     self.maybe_rpc(host)
+
+    def sample(self):
+        """Record a Sample of the world now (one query over the app's results). A live world's
+        app may hold work from before the world started; its counts include it."""
+        totals = Result.objects.filter(app_id=self.app_id).aggregate(
+            unsent=Count("id", filter=Q(server_state__lte=ServerState.UNSENT)),
+            in_progress=Count("id", filter=Q(server_state=ServerState.IN_PROGRESS)),
+            over=Count("id", filter=Q(server_state=ServerState.OVER)),
+            success=Count("id", filter=Q(server_state=ServerState.OVER,
+                                         outcome=Outcome.SUCCESS)),
+            client_error=Count("id", filter=Q(server_state=ServerState.OVER,
+                                              outcome=Outcome.CLIENT_ERROR)),
+            no_reply=Count("id", filter=Q(server_state=ServerState.OVER,
+                                          outcome=Outcome.NO_REPLY)),
+            valid=Count("id", filter=Q(validate_state=ValidateState.VALID)),
+            invalid=Count("id", filter=Q(validate_state=ValidateState.INVALID)),
+            credit=Sum("granted_credit"))
+        c = self.counters
+        other = totals["over"] - totals["success"] - totals["client_error"] - totals["no_reply"]
+        self.samples.append(Sample(
+            t=self.t, unsent=totals["unsent"], in_progress=totals["in_progress"],
+            over=totals["over"], success=totals["success"],
+            client_error=totals["client_error"], no_reply=totals["no_reply"],
+            other_outcome=other, valid=totals["valid"], invalid=totals["invalid"],
+            hosts_active=sum(1 for h in self.hosts if h.active), rpcs=c.rpcs,
+            rpcs_with_work=c.rpcs_with_work, rpcs_without_work=c.rpcs_without_work,
+            rpcs_report_only=c.rpcs_report_only, credit=round(totals["credit"] or 0.0, 6),
+            bytes_downloaded=c.bytes_downloaded))
+
+    def take_samples(self):
+        """The samples taken since the last call, handed over to be stored."""
+        taken, self.samples = self.samples, []
+        return taken
 
     def schedule_round(self, t):
         self.round_at = t
@@ -760,6 +875,7 @@ class Simulation:
         self.run_until(self.end, progress)
         if not self.finished:
             self.finished, self.finished_at = True, self.t
+            self.sample()
         return self
 
     def handle(self, kind, data):
@@ -767,6 +883,7 @@ class Simulation:
             self.daemons()
         elif kind == "end":
             self.finished, self.finished_at = True, self.t
+            self.sample()
         else:
             host = self.hosts[data[0]]
             if kind == "rpc":

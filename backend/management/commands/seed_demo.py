@@ -1,7 +1,7 @@
 """``manage.py seed_demo [--workunits N]``: demo data for ``make run`` and the page benchmarks.
 
 Creates (once) a demo volunteer, a staff login for the demo, an app with a CPU and a GPU
-version, a few hosts, and ``--workunits`` workunits with their first results (as the
+version and jobs sized for the live demo (``DEMO_APP_SIZES``), a few hosts, and ``--workunits`` workunits with their first results (as the
 transitioner makes them, reference/server.md §3.2 step 6). Running it again adds only what is
 missing.
 
@@ -23,6 +23,9 @@ from django.db import connection, transaction
 from backend.models import App, AppVersion, GpuType, Host, Result, ServerState, Workunit
 
 CHUNK = 5000
+# Jobs sized for watching (the live demo, world.live): 10 s on a 3 GFLOPS CPU, and a deadline of
+# ten minutes, so a lost job times out and is sent again while someone looks on.
+DEMO_APP_SIZES = {"rsc_fpops_est": 30e9, "rsc_fpops_bound": 300e9, "delay_bound": 600}
 
 
 class Command(BaseCommand):
@@ -45,7 +48,8 @@ class Command(BaseCommand):
             self.stdout.write("created the staff login admin / boincweb (DEBUG only)")
         app, _ = App.objects.get_or_create(
             name="example_app",
-            defaults={"user_friendly_name": "Example application", "create_time": now},
+            defaults={"user_friendly_name": "Example application", "create_time": now,
+                      **DEMO_APP_SIZES},
         )
         AppVersion.objects.get_or_create(app=app, version_num=100, platform="x86_64-pc-linux-gnu",
                                          plan_class="", defaults={"flops": 1e9})

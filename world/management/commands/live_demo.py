@@ -1,0 +1,47 @@
+"""``manage.py live_demo [--hosts N] [--seed S]``: the live demo of ``make run`` (world.live).
+
+Starts a new live volunteer world for ``seed_demo``'s app and drives it on the wall clock until
+stopped (Ctrl-C or SIGTERM). With ``BOINCWEB_DEMO=0`` it starts nothing and waits to be stopped,
+so that the other processes ``make run`` starts beside it keep running.
+"""
+
+import signal
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from world import live
+
+
+class Command(BaseCommand):
+    help = "Drive a small simulated volunteer population for the demo app in real time."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--hosts", type=int, default=live.DEMO_HOSTS)
+        parser.add_argument("--seed", type=int, default=1)
+
+    def handle(self, *args, hosts, seed, **options):
+        if not 1 <= hosts <= 1000:
+            raise CommandError(f"--hosts must be between 1 and 1000, not {hosts}", returncode=2)
+        stopping = []
+
+        def stop(signum, frame):
+            stopping.append(signum)
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        if not settings.BOINCWEB_DEMO:
+            self.stdout.write("the live demo is off (BOINCWEB_DEMO=0)")
+            self.stdout.flush()
+            while not stopping:
+                signal.pause()
+            return
+        try:
+            world = live.start_demo(hosts=hosts, seed=seed)
+        except ValueError as exc:
+            raise CommandError(f"{exc}; run `python manage.py seed_demo` first",
+                               returncode=2) from None
+        self.stdout.write(f"live demo: {hosts} volunteer hosts for {live.DEMO_APP} "
+                          f"(world {world.pk}, /project/worlds/{world.pk}/)")
+        self.stdout.flush()
+        live.drive(world.pk, should_stop=lambda: bool(stopping))
