@@ -99,8 +99,8 @@ def random_host(rng: random.Random, index: int) -> dict:
                 version = {"avg_ncpus": float(n), "flops": n * p_fpops}
             else:
                 version = {"avg_ncpus": 1.0, "flops": p_fpops}
-            # an estimated run time of 2 % to 40 % of the latency bound, at most two days
-            runtime = min(latency * rng.uniform(0.02, 0.4), 2 * DAY)
+            # an estimated run time of 1 % to 20 % of the latency bound, at most a day
+            runtime = min(latency * rng.uniform(0.01, 0.2), DAY)
             fpops_est = runtime * version["flops"]
             app = {"name": f"app{a}", "kind": kind, "latency_bound": round(latency), "fpops_est": fpops_est,
                    "std_dev": fpops_est * round(rng.uniform(0.0, 0.3), 3), "weight": rng.choice([1, 1, 2]),

@@ -55,7 +55,7 @@ from .state import (
 )
 
 # event kinds, in the order they are handled at one instant
-EV_HOST, EV_DONE, EV_SLICE, EV_FETCH, EV_REPORT, EV_WAKE, EV_SAMPLE, EV_END = range(8)
+EV_HOST, EV_DONE, EV_SLICE, EV_FETCH, EV_REPORT, EV_WAKE, EV_SAMPLE, EV_END, EV_ACCT = range(9)
 HOST_PROCESSES = ("on", "connected", "active", "gpu_active")
 HOST_STATES = ("off", "not_active", "gpu_suspended", "disconnected")  # records.HostPeriod
 
@@ -112,6 +112,10 @@ class Emulator:
                     r = self.rsc_index.get(v.resource)
                     if r is not None:
                         p.rsc_ok[r] = True
+            # BOINC's emulator never learns which processor types a project has apps for: only
+            # <no_rsc_apps> in the state file keeps it from asking (compute_rsc_project_reason)
+            p.fetch_ok = ([res.name not in spec.no_rsc_apps for res in self.resources] if self.bce
+                          else list(p.rsc_ok))
             urls = spec.scheduler_urls or ()
             p.urls = [(u.url, RandomProcess(u.available, self.rng)) for u in urls]
             p.available = RandomProcess(spec.available, self.rng)
@@ -123,6 +127,13 @@ class Emulator:
         self.connected = self.host_proc["connected"].up
         self.active = self.host_proc["active"].up
         self.gpu_active = self.host_proc["gpu_active"].up
+        # BOINC's emulator's view of GPU computing (gpu_suspend_reason): set at the end of
+        # each decision pass of a step the host is on, read by the next pass (_gpu_allowed)
+        self.gpu_seen = True
+        self.gpu_recheck = False
+        # whether GPUs compute in the coming interval; BOINC's emulator accounts each step
+        # with the host state sampled at its end (_account_change)
+        self.gpu_acct = self.on and self.active and self.gpu_active
         self.now = 0.0
         self.host_periods: list[HostPeriod] = []
         self.host_down_since: dict[str, float] = {s: 0.0 for s in self._host_states()}
@@ -232,7 +243,7 @@ class Emulator:
         push(0.0, EV_FETCH, self.epoch)
         for name, proc in self.host_proc.items():
             if proc.next_change < math.inf:
-                push(self.grid(proc.next_change), EV_HOST, name)
+                self._push_host(proc, name)
         next_progress = 0.0
         next_partial = self.partial_interval
         live = False
@@ -251,6 +262,9 @@ class Emulator:
                 self._host_change(data)
                 live = True
                 light = False
+            elif kind == EV_ACCT:
+                self._account_change(data)
+                live = True
             elif kind == EV_DONE or kind == EV_SLICE:
                 if data == self.epoch:
                     self.must_schedule = True
@@ -298,7 +312,7 @@ class Emulator:
     def _rates(self) -> None:
         """Set every running job's FLOPS for the coming interval (cpu_scale, §3)."""
         cpu_on = self.on and self.active or self.bce
-        gpu_on = self.on and self.active and self.gpu_active
+        gpu_on = self.gpu_acct
         usage = 0.0
         gpu_cpu = 0.0
         for j in self.running:
@@ -327,7 +341,7 @@ class Emulator:
             self.active_time += dt
         elif can_compute:
             self.active_time += dt
-        if can_compute and self.gpu_active:
+        if self.gpu_acct:
             self.gpu_active_time += dt
         finished = []
         executing = set()
@@ -486,13 +500,32 @@ class Emulator:
             elif state in states and state not in since:
                 since[state] = now
 
+    def _push_host(self, proc, name: str) -> None:
+        """The event of the process's next change, on the grid. BOINC's emulator samples the
+        host's state at the start of a step and then accounts the step that just ended with
+        it (sim.cpp simulate(), ACTIVE_TASK_SET::poll), so under `--compat bce` the GPUs'
+        progress and active time follow a change one step before the decisions do."""
+        t = self.grid(proc.next_change)
+        self._push(t, EV_HOST, name)
+        if self.bce and name != "connected":
+            self._push(t - self.delta, EV_ACCT, name)
+
+    def _account_change(self, name: str) -> None:
+        """The host state that accounts the coming step (see _push_host)."""
+        self.host_proc[name].advance(self.now + self.delta)
+        procs = self.host_proc
+        self.gpu_acct = procs["on"].up and procs["active"].up and procs["gpu_active"].up
+        self._rates()
+
     def _host_change(self, name: str) -> None:
         proc = self.host_proc[name]
         proc.advance(self.now)
         if proc.next_change < math.inf:
-            self._push(self.grid(proc.next_change), EV_HOST, name)
+            self._push_host(proc, name)
         old = (self.on, self.active, self.gpu_active)
         setattr(self, name, proc.up)
+        if not self.bce:
+            self.gpu_acct = self.on and self.active and self.gpu_active
         self._note_host_states()
         new = (self.on, self.active, self.gpu_active)
         if old == new:
@@ -500,11 +533,15 @@ class Emulator:
         cpu_ok = self.on and self.active
         gpu_ok = cpu_ok and self.gpu_active
         for j in list(self.running):
-            if j.rsc:
+            if self.bce:
+                # BOINC's emulator keeps CPU jobs computing while off (§9.4); a GPU job stops
+                # computing with the GPUs (gpu_acct) and leaves its device at the first
+                # schedule that sees them suspended (_gpu_allowed)
+                stop = False
+            elif j.rsc:
                 stop = not gpu_ok
             else:
-                # BOINC's emulator keeps CPU jobs computing while off (§9.4)
-                stop = not cpu_ok and not self.bce
+                stop = not cpu_ok
             if stop:
                 why = "the host was turned off" if not self.on else (
                     "computing was suspended" if not self.active else "GPU computing was suspended")
@@ -600,7 +637,23 @@ class Emulator:
                 # that schedule used the round-robin simulation made before the RPC (rr());
                 # the next step's fresh one may call the new jobs deadline misses
                 self.must_schedule = True
+        if self.bce:
+            gpu = self.active and self.gpu_active
+            if gpu != self.gpu_seen:
+                # GPU jobs start or stop on the next step (docs/engine-fidelity.md)
+                self.gpu_seen = gpu
+                self.must_schedule = self.gpu_recheck = True
         self._sample()
+
+    def _gpu_allowed(self) -> bool:
+        """Whether a schedule made now may run GPU jobs. BOINC's emulator sets
+        gpu_suspend_reason from gpu_active at the end of each pass of a step's decision loop
+        (sim.cpp simulate()), after schedule_cpus(), so a step's first schedule sees the
+        value of the last step the host was on: GPU jobs start one step after GPU computing
+        is allowed again (`--compat bce`)."""
+        if self.bce:
+            return self.gpu_seen
+        return self.active and self.gpu_active
 
     def _schedule_unchanged(self) -> bool:
         """At an instant with only schedule checks: whether a schedule made with the last
@@ -614,7 +667,7 @@ class Emulator:
         valid = getattr(self.policy, "rr_still_valid", None)
         if cache is None or valid is None or cache[0][1] != self.state_version or not valid(self.now, cache[1]):
             return False
-        chosen = self.policy.run_list(self.now, cache[1], self.active and self.gpu_active)
+        chosen = self.policy.run_list(self.now, cache[1], self._gpu_allowed())
         if len(chosen) != len(self.running):
             return False
         for j, why, _inst in chosen:
@@ -627,8 +680,7 @@ class Emulator:
     def _schedule(self) -> None:
         self.must_schedule = False
         rr = self.rr()
-        gpu_ok = self.active and self.gpu_active
-        chosen = self.policy.run_list(self.now, rr, gpu_ok)
+        chosen = self.policy.run_list(self.now, rr, self._gpu_allowed())
         keep = {j for j, _w, _i in chosen}
         for j in list(self.running):
             if j not in keep:
@@ -799,6 +851,9 @@ class Emulator:
             # the first grid step at or after the first instant the schedule may change
             push(self.grid(t_slice), EV_SLICE, epoch)
         rr = self.rr_now()
+        if self.gpu_recheck:
+            self.gpu_recheck = False
+            push(now + self.delta, EV_SLICE, epoch)
         if self.rpc_this_instant:
             # one RPC per instant: a fetch it left waiting is looked at on the next step
             push(now + self.delta, EV_FETCH, epoch)

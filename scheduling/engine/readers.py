@@ -176,6 +176,8 @@ def read_pcdr(text: str, *, name: str = "pcdr") -> Scenario:
 
 # --------------------------------------------------------------------------- client_state.xml
 
+# <no_rsc_apps> names a processor type as BOINC's rsc_index() does
+_RSC_NAMES = {"CPU": "cpu", "cpu": "cpu", "NVIDIA": "NVIDIA", "ATI": "ATI", "intel_gpu": "intel_gpu"}
 _COPROC_TAGS = {"coproc_cuda": "NVIDIA", "coproc_ati": "ATI", "coproc_intel_gpu": "intel_gpu"}
 
 
@@ -318,6 +320,8 @@ class _ProjectDraft:
                 raise ScenarioError(f"{dwhere}: <end> must be after <start>")
             downtime.append((start, end))
         self.downtime = tuple(downtime)
+        self.no_rsc_apps = tuple(_RSC_NAMES.get(n, n) for n in
+                                 ((e.text or "").strip() for e in elem.findall("no_rsc_apps")) if n)
         self.apps: list[ET.Element] = []
         self.versions: list[ET.Element] = []
         self.workunits: list[ET.Element] = []
@@ -423,7 +427,8 @@ def _build_project(d: _ProjectDraft) -> Project | None:
         jobs.append(InitialJob(name=name, app=wu_app, fpops=wu_est, fpops_est=wu_est,
                                received=0.0, deadline=deadline - received, resource=resource))
     return Project(name=d.name, resource_share=d.share, apps=tuple(apps), available=d.available,
-                   master_url=d.master_url, scheduler_urls=d.urls, downtime=d.downtime, jobs=tuple(jobs))
+                   master_url=d.master_url, scheduler_urls=d.urls, downtime=d.downtime, jobs=tuple(jobs),
+                   no_rsc_apps=d.no_rsc_apps)
 
 
 def read_client_state(path: str) -> Scenario:

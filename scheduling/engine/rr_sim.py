@@ -361,7 +361,12 @@ def rr_simulate(em, now: float, detail: bool = False) -> RRResult:
                     j.rr_miss = True
                     key = (j.project.index, r)
                     result.misses[key] = result.misses.get(key, 0) + 1
-                    dur = j.est_flops_remaining(exact) / rate[j]
+                    if em.bce and not j.started:
+                        # estimated_runtime_remaining(): a job never started is its estimate
+                        # times the project's duration correction factor (rr_sim.cpp)
+                        dur = j.fpops_est * j.project.dcf / rate[j]
+                    else:
+                        dur = j.est_flops_remaining(exact) / rate[j]
                     _busy_update(busy[r], dur, j.gpu_usage if r else j.avg_ncpus)
                     if r:
                         _busy_update(busy[0], dur, j.avg_ncpus)

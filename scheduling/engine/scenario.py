@@ -211,6 +211,10 @@ class Project:
     scheduler_urls: tuple[SchedulerUrl, ...] = ()
     downtime: tuple[tuple[float, float], ...] = ()
     jobs: tuple[InitialJob, ...] = ()
+    # processor types the project told the client it has no apps for (client_state.xml
+    # <no_rsc_apps>, "CPU" or a GPU type); BOINC's emulator asks a project for work of every
+    # other type (docs/engine-fidelity.md)
+    no_rsc_apps: tuple[str, ...] = ()
 
     def __post_init__(self):
         if not self.name:

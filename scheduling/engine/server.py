@@ -57,16 +57,29 @@ def serve(em, p, requests: dict, rr, scale: float = 1.0) -> list:
         else:
             app, v = options[0]
         r = em.rsc_index[v.resource]
-        et = app.fpops_est / v.flops
+        if em.bce:
+            # BOINC's emulator makes the job, with its drawn estimate, before the check, and
+            # checks that estimate (sim.cpp make_job, simulate_rpc)
+            size, est_fpops = _job_size(em, app)
+            et = est_fpops / v.flops
+        else:
+            et = app.fpops_est / v.flops
         if delay[r] + et > app.latency_bound:
             dont_use.add((app.name, v))
             continue
-        size, est_fpops = _job_size(em, app)
+        if not em.bce:
+            size, est_fpops = _job_size(em, app)
         j = em.new_job(p, app, v, size, est_fpops, em.now, em.now + app.latency_bound)
         jobs.append(j)
-        n = v.gpu_usage if r else v.avg_ncpus
         est = est_fpops / v.flops / frac * scale
-        req[r][0] -= est * n
-        req[r][1] -= n
-        delay[r] += est * n / em.resources[r].ninstances
+        # BOINC's emulator charges a GPU job's CPU share to the CPU request too
+        # (sim.cpp decrement_request); the intended server counts it on its own resource only
+        charged = ((0, v.avg_ncpus), (r, v.gpu_usage)) if r and em.bce else ((r, v.gpu_usage if r else v.avg_ncpus),)
+        for rc, n in charged:
+            if rc not in req:
+                continue
+            req[rc][0] -= est * n
+            req[rc][1] -= n
+            ninst = em.n_usable_cpus if rc == 0 else em.resources[rc].ninstances
+            delay[rc] += est * n / ninst
     return jobs

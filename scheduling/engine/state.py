@@ -160,6 +160,7 @@ class ProjectState:
         self.backoff_time = [0.0] * nrsc
         self.backoff_interval = [0.0] * nrsc
         self.rsc_ok = [False] * nrsc        # has an app version for the resource
+        self.fetch_ok = [False] * nrsc      # may be asked for work of the resource (§6.5)
         # figures of merit (§5)
         self.idle_time = 0.0
         self.idle_time_sumsq = 0.0

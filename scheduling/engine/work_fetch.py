@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .rec import priority_init
+from .stdsort import std_sort
 
 WF_MIN_BACKOFF_INTERVAL = 600.0
 WF_MAX_BACKOFF_INTERVAL = 86400.0
@@ -36,7 +37,7 @@ def project_reason(p, now: float) -> str | None:
 
 def rsc_reason(em, p, r: int, now: float, rr) -> str | None:
     """compute_rsc_project_reason (§6.5) for one resource."""
-    if not p.rsc_ok[r]:
+    if not p.fetch_ok[r]:
         return "no app version"
     if p.share == 0 and rr.rsc[r].saturated_time > min(em.work_buf_min, 180.0):
         return "zero share"
@@ -67,7 +68,14 @@ def fetch_priorities(em, now: float) -> list:
         for j in p.jobs:
             p.priority -= j.est_flops_remaining(em.exact_estimates) / denom
     order = em.project_order
+    if em.bce:
+        # std::sort with higher_priority: equal priorities in introsort's order (stdsort.py)
+        return std_sort(order, _higher_priority)
     return sorted(order, key=lambda p: -p.priority)
+
+
+def _higher_priority(p1, p2) -> bool:
+    return p1.priority > p2.priority
 
 
 def set_request(em, p, r: int, rr, share: float) -> tuple[float, float]:
@@ -121,7 +129,7 @@ def choose_project(em, now: float, rr) -> FetchPlan | None:
     for r in range(len(em.resources)):
         reason = rsc_reason(em, chosen, r, now, rr)
         allowed = r == trigger or (reason in (None, REASON_BACKED_OFF) and found.get(r) in (None, chosen))
-        if not allowed or not chosen.rsc_ok[r]:
+        if not allowed or not chosen.fetch_ok[r]:
             continue
         if rr.rsc[r].saturated_time >= em.work_buf_total and r != trigger:
             continue
@@ -155,7 +163,7 @@ def no_fetch_reason(em, now: float, rr) -> tuple[tuple, str]:
             continue
         why = []
         for p in em.projects:
-            if not p.rsc_ok[r]:
+            if not p.fetch_ok[r]:
                 continue
             reason = project_reason(p, now) or rsc_reason(em, p, r, now, rr)
             why.append((p.name, reason or "nothing to request"))
@@ -177,7 +185,7 @@ def piggyback(em, p, now: float, rr) -> dict:
     order = fetch_priorities(em, now)
     requests = {}
     for r in range(len(em.resources)):
-        if not p.rsc_ok[r] or rr.rsc[r].saturated_time >= em.work_buf_total:
+        if not p.fetch_ok[r] or rr.rsc[r].saturated_time >= em.work_buf_total:
             continue
         if p.backoff_time[r] > now:
             continue
@@ -223,6 +231,6 @@ def next_check(em, now: float, rr) -> float:
         if sat >= em.work_buf_min:
             t = min(t, now + (sat - em.work_buf_min) * res.overall_frac)
         zero = min(em.work_buf_min, 180.0)
-        if sat > zero and any(p.share == 0 and p.rsc_ok[r] for p in em.projects):
+        if sat > zero and any(p.share == 0 and p.fetch_ok[r] for p in em.projects):
             t = min(t, now + (sat - zero) * res.overall_frac)
     return t

@@ -4,9 +4,13 @@ rule on a small hand-written scenario, not copied from an emulator run."""
 
 import os
 
-from scheduling.engine import read_pcdr, run
+import pytest
 
-from .helpers import HOUR, Prefs, cpu_app, job, project, scenario
+from scheduling.engine import get_policy, read_pcdr, run
+from scheduling.engine.emulator import Emulator
+
+from .helpers import (GFLOPS, HOUR, App, AppVersion, Availability, GpuType, Host, InitialJob, Prefs, cpu_app,
+                      job, project, scenario)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -57,3 +61,94 @@ def test_seed_001_scenario_1_with_a_short_buffer_makes_two_rpcs_per_job():
     p1 = [r for r in result.rpcs if r.project == "P1" and r.ok]
     reports = [r for r in p1 if r.reason == "results_due"]
     assert sum(1 for r in reports if r.jobs_received) < 0.1 * len(reports)
+
+
+def gpu_job_on_an_intermittent_gpu():
+    # one GPU job that outlasts the run, on a GPU allowed half of the time in periods of an
+    # hour on average; nothing else runs
+    gpu_app = App(name="g", versions=(AppVersion(avg_ncpus=0.1, flops=10 * GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0),),
+                  latency_bound=100 * 86400.0, fpops_est=1000 * HOUR * 10 * GFLOPS)
+    big = InitialJob(name="g1", app="g", fpops=1000 * HOUR * 10 * GFLOPS, fpops_est=1000 * HOUR * 10 * GFLOPS,
+                     deadline=100 * 86400.0)
+    host = Host(ncpus=1, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, 50 * GFLOPS),),
+                gpu_active=Availability(0.5, HOUR))
+    return scenario(project("G", [big], apps=(gpu_app,)), host=host)
+
+
+def emulate(s, compat, duration):
+    em = Emulator(s, get_policy("boinc7"), duration=duration, delta=60, seed=3, compat=compat,
+                  existing_jobs_only=True, policy_name="boinc7")
+    return em, em.run()
+
+
+def test_under_bce_a_gpu_job_restarts_a_step_after_the_gpu_is_allowed_and_each_step_counts_its_end_state():
+    # sim.cpp sets gpu_suspend_reason after the step's schedule, so GPU jobs start on the
+    # step after GPU computing is allowed again; and poll() accounts the step that just
+    # ended with the state sampled at its end. A GPU period [b, a) (b: allowed again, a:
+    # suspended again) thus computes from b + 60 to a - 60, while all of it counts as GPU
+    # active time: 120 s of idle GPU per period.
+    em, result = emulate(gpu_job_on_an_intermittent_gpu(), "bce", 2 * 86400.0)
+    suspended = sorted((h.start, h.end) for h in result.host_periods if h.state == "gpu_suspended")
+    assert len(suspended) >= 5
+    starts = sorted(s.start for s in result.slices)
+    ends = [b for _a, b in suspended if b < em.duration]
+    assert all(b + 60 in starts for b in ends)
+    allowed = []
+    t = 0.0
+    for a, b in suspended:
+        if a > t:
+            allowed.append((t, a))
+        t = b
+    if t < em.duration:
+        allowed.append((t, em.duration))
+    computing = 0.0
+    for b, a in allowed:
+        start = b if b == 0.0 else b + 60  # the run starts with the GPU allowed
+        end = a if a == em.duration else a - 60
+        computing += max(0.0, end - start)
+    job = em.all_jobs[0]
+    assert job.done == pytest.approx(computing * 10 * GFLOPS)
+    # each step counts as GPU active time when the GPU is allowed at its end: the periods
+    # shifted one step earlier, within the run
+    shifted = [(max(0.0, b - 60), a if a == em.duration else a - 60) for b, a in allowed]
+    assert em.gpu_active_time == pytest.approx(sum(a - b for b, a in shifted))
+
+
+def test_intended_runs_a_gpu_job_whenever_the_gpu_is_allowed():
+    em, result = emulate(gpu_job_on_an_intermittent_gpu(), "intended", 2 * 86400.0)
+    suspended = [(h.start, h.end) for h in result.host_periods if h.state == "gpu_suspended"]
+    allowed_time = em.duration - sum(b - a for a, b in suspended)
+    assert em.all_jobs[0].done == pytest.approx(allowed_time * 10 * GFLOPS)
+
+
+def cpu_project_on_a_gpu_host(**kw):
+    host = Host(ncpus=1, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, 50 * GFLOPS),))
+    return scenario(project("C", **kw), host=host)
+
+
+def test_under_bce_a_cpu_only_project_is_asked_for_gpu_work_and_backed_off():
+    # compute_rsc_project_reason has no "no app version" reason of its own: only
+    # <no_rsc_apps> keeps BOINC's emulator from asking a project for a processor type
+    result = run(cpu_project_on_a_gpu_host(), compat="bce", duration=HOUR)
+    first = result.rpcs[0]
+    assert set(first.requests) == {"cpu", "NVIDIA"}
+    assert set(first.jobs_received) == {"cpu"}
+    assert any("backed off NVIDIA" in d.text for d in result.decisions if d.kind == "backoff")
+
+
+def test_no_rsc_apps_and_intended_keep_the_gpu_out_of_the_request():
+    listed = run(cpu_project_on_a_gpu_host(no_rsc_apps=("NVIDIA",)), compat="bce", duration=HOUR)
+    intended = run(cpu_project_on_a_gpu_host(), compat="intended", duration=HOUR)
+    assert set(listed.rpcs[0].requests) == {"cpu"}
+    assert set(intended.rpcs[0].requests) == {"cpu"}
+
+
+def twenty_equal_projects():
+    return scenario(*(project(f"P{i:02d}", share=100) for i in range(20)), ncpus=4)
+
+
+def test_under_bce_the_first_of_equal_projects_asked_for_work_is_the_one_std_sort_puts_first():
+    # at the start every project has REC 0 and no job, so all priorities are equal and
+    # WORK_FETCH::setup's std::sort leaves P10 first (see test_stdsort)
+    assert run(twenty_equal_projects(), compat="bce", duration=HOUR).rpcs[0].project == "P10"
+    assert run(twenty_equal_projects(), compat="intended", duration=HOUR).rpcs[0].project == "P00"

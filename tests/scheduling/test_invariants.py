@@ -64,11 +64,13 @@ def _overlaps(intervals):
     return any(b[0] < a[1] - 1e-6 for a, b in zip(intervals, intervals[1:]))
 
 
-def _pieces(slices, delta):
-    """The run cut at every slice boundary and at the step after each slice end: (start,
-    end, slices running throughout, slices running at the last step at or before start)."""
+def _pieces(slices, delta, cuts=()):
+    """The run cut at every slice boundary, at the step after each slice end and at `cuts`:
+    (start, end, slices running throughout, slices running at the last step at or before
+    start)."""
     times = {t for sl in slices for t in (sl.start, sl.end)}
     times |= {math.ceil(sl.end / delta) * delta for sl in slices}
+    times |= {t for t in cuts if times and min(times) < t < max(times)}
     times = sorted(times)
     for a, b in zip(times, times[1:]):
         g = math.floor(a / delta + 1e-9) * delta
@@ -97,17 +99,28 @@ def _check_commitment(em, jobs, running):
     assert all(u <= 1.0 + 1e-9 for u in load.values())
 
 
-def _rate(em, j, step_jobs):
+def _gpu_down(result, compat, delta):
+    """The periods in which GPU jobs do not compute: the host off, computing or GPU computing
+    suspended. BOINC's emulator accounts each step in the state sampled at its end, so under
+    bce a GPU job keeps its slice but computes nothing from a step before such a period
+    until a step before its end (docs/engine-fidelity.md)."""
+    shift = delta if compat == "bce" else 0.0
+    return [(max(0.0, h.start - shift), h.end - shift if h.end < result.duration else h.end)
+            for h in result.host_periods if h.state in ("off", "not_active", "gpu_suspended")]
+
+
+def _rate(em, j, step_jobs, gpu_on=True):
     """The FLOPS a running job computes at, per the engine's rate rule (reference/client.md
-    §3): the app version's FLOPS; CPU jobs throttled when CPU jobs and the CPU share of GPU
-    jobs together exceed the usable CPUs. As in a fixed-step emulator, the throttle is set
-    at each step for the jobs running then (`step_jobs`) and holds until the next step, even
-    if one of them ends in between."""
+    §3): the app version's FLOPS (none for a GPU job while GPUs do not compute); CPU jobs
+    throttled when CPU jobs and the CPU share of computing GPU jobs together exceed the
+    usable CPUs. As in a fixed-step emulator, the throttle is set at each step for the jobs
+    running then (`step_jobs`) and holds until the next step, even if one of them ends in
+    between."""
     if j.rsc:
-        return j.flops
+        return j.flops if gpu_on else 0.0
     n = em.n_usable_cpus
     cpu = sum(k.avg_ncpus for k in step_jobs if k.rsc == 0)
-    gpu_cpu = sum(k.avg_ncpus for k in step_jobs if k.rsc)
+    gpu_cpu = sum(k.avg_ncpus for k in step_jobs if k.rsc) if gpu_on else 0.0
     if cpu + gpu_cpu > n:
         return j.flops * max(0.0, (n - gpu_cpu) / cpu)
     return j.flops
@@ -138,12 +151,16 @@ def test_random_scenarios_keep_the_invariants(s, policy, compat, seed):
     computed = defaultdict(float)
     peak_used = defaultdict(float)
     resume = defaultdict(float)  # the most a resume cost can have held back
-    for a, b, running, at_step in _pieces(result.slices, em.delta):
+    down = _gpu_down(result, compat, em.delta)
+    for a, b, running, at_step in _pieces(result.slices, em.delta, [t for d in down for t in d]):
         _check_commitment(em, jobs, running)
         step_jobs = [jobs[sl.job] for sl in at_step]
+        gpu_on = not any(lo <= a < hi for lo, hi in down)
         for j in (jobs[sl.job] for sl in running):
-            rate = _rate(em, j, step_jobs)
+            rate = _rate(em, j, step_jobs, gpu_on)
             computed[j.project.name] += (b - a) * rate
+            if rate <= 0:
+                continue
             gpu = j.gpu_usage * em.resources[j.rsc].relative_speed if j.rsc else 0.0
             cpu = j.avg_ncpus * (rate / j.flops if j.rsc == 0 else 1.0)
             peak_used[j.project.name] += (b - a) * (cpu + gpu) * em.cpu_flops

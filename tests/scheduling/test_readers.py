@@ -121,3 +121,14 @@ def test_it_rejects_an_unknown_file_type(tmp_path):
     path.write_text("x")
     with pytest.raises(ScenarioError, match="unknown scenario type"):
         load_scenario(str(path))
+
+
+def test_no_rsc_apps_of_a_project_are_read_as_processor_type_names(tmp_path):
+    (tmp_path / "client_state.xml").write_text(
+        "<client_state><host_info><p_ncpus>2</p_ncpus><p_fpops>1e9</p_fpops>"
+        "<coprocs><coproc_cuda><count>1</count><peak_flops>1e11</peak_flops></coproc_cuda></coprocs></host_info>"
+        "<project><master_url>http://a/</master_url><project_name>A</project_name>"
+        "<no_rsc_apps>NVIDIA</no_rsc_apps><no_rsc_apps>CPU</no_rsc_apps></project>"
+        "<app><name>x</name></app><app_version><app_name>x</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops></app_version>"
+        "</client_state>")
+    assert read_client_state(str(tmp_path)).projects[0].no_rsc_apps == ("NVIDIA", "cpu")
