@@ -26,3 +26,25 @@ class WorldForm(forms.ModelForm):
             raise forms.ValidationError("The speed-up is simulated seconds per wall second, "
                                         "at least 1.")
         return speedup
+
+
+class CompareForm(forms.Form):
+    """Two worlds on one seed, plain and locality scheduling, to compare side by side."""
+
+    hosts = forms.IntegerField(initial=100)
+    days = forms.FloatField(initial=1.0)
+    seed = forms.IntegerField(initial=1)
+    speedup = forms.FloatField(initial=3600.0,
+                               help_text="Simulated seconds per wall second.")
+
+    clean_hosts = WorldForm.clean_hosts
+    clean_days = WorldForm.clean_days
+    clean_speedup = WorldForm.clean_speedup
+
+    def save_pair(self):
+        """Create the plain and the locality world; return them in that order."""
+        d = self.cleaned_data
+        common = dict(hosts=d["hosts"], days=d["days"], seed=d["seed"], speedup=d["speedup"])
+        return [World.objects.create(name=f"seed {d['seed']} {label}", locality=locality,
+                                     **common)
+                for label, locality in (("plain", False), ("locality", True))]

@@ -6,21 +6,42 @@ hosts, workunits and results into the project's own database.
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponseBadRequest
+from django.db import transaction
+from django.http import HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseStopPolling
 
-from world import jobs
-from world.forms import WorldForm
-from world.models import World
+from world import charts, jobs
+from world.forms import CompareForm, WorldForm
+from world.models import World, WorldSample
+
+# The most samples a page draws per world: the latest ones (83 minutes of a live demo, a
+# simulated world's whole run at its default half-hour rounds for 20 days).
+MAX_SAMPLES = 1000
+MAX_COMPARE = 4
 
 
-def world_list(request, form=None):
-    worlds = World.objects.defer("state")[:50]
-    context = {"worlds": worlds, "form": form or WorldForm(initial={"hosts": 200, "days": 3})}
+def world_list(request, form=None, compare_form=None):
+    worlds = list(World.objects.defer("state")[:50])
+    pair_worlds(worlds)
+    context = {"worlds": worlds, "form": form or WorldForm(initial={"hosts": 200, "days": 3}),
+               "compare_form": compare_form or CompareForm(initial={"hosts": 100, "days": 1,
+                                                                     "seed": 1})}
     if request.htmx:
         return render(request, "world/world_list.html#panel", context)
     return render(request, "world/world_list.html", context)
+
+
+def pair_worlds(worlds):
+    """Give each world of a plain and a locality world on the same seed, hosts and days its
+    ``partner`` (the latest such other world), for a link to their comparison."""
+    latest = {}
+    for world in sorted(worlds, key=lambda w: w.pk):
+        latest[(world.seed, world.hosts, world.days, world.locality)] = world
+    for world in worlds:
+        world.partner = latest.get((world.seed, world.hosts, world.days, not world.locality))
 
 
 def _require_staff(user):
@@ -54,3 +75,90 @@ def world_action(request, pk, action):
     else:
         return HttpResponseBadRequest(f"unknown action {action!r}; use start or pause")
     return redirect("worlds:list")
+
+
+def samples_of(world):
+    rows = WorldSample.objects.filter(world=world).order_by("-t", "-id")[:MAX_SAMPLES]
+    return list(reversed(rows))
+
+
+def _world_panel(world):
+    figures = charts.world_figures(samples_of(world))
+    return {name: charts.figure_json(fig) for name, fig in figures.items()}
+
+
+@require_GET
+def world_detail(request, pk):
+    """One world: its figures and live charts over simulated time."""
+    world = get_object_or_404(World.objects.defer("state"), pk=pk)
+    context = {"world": world, "figures": _world_panel(world),
+               "running": world.status == World.Status.RUNNING}
+    if request.htmx:
+        response = render(request, "world/world_detail.html#panel", context)
+        return response if context["running"] else HttpResponseStopPolling(response.content)
+    return render(request, "world/world_detail.html", context)
+
+
+def parse_world_ids(text):
+    """The ids of ``?worlds=1,2``, or a sentence saying what is wrong with them."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if len(parts) < 2:
+        return "Give two to four world ids to compare, as ?worlds=1,2."
+    if len(parts) > MAX_COMPARE:
+        return f"Compare at most {MAX_COMPARE} worlds at once, not {len(parts)}."
+    if not all(p.isdigit() for p in parts):
+        return f"World ids are whole numbers: {text!r}."
+    ids = [int(p) for p in parts]
+    if len(set(ids)) != len(ids):
+        return "Each world may appear once in a comparison."
+    return ids
+
+
+@require_GET
+def world_compare(request):
+    """Worlds side by side, one line each on shared charts, with the transfer locality
+    scheduling saved in words when a plain and a locality world are compared."""
+    ids = parse_world_ids(",".join(request.GET.getlist("worlds")))
+    if isinstance(ids, str):
+        return HttpResponseBadRequest(ids, content_type="text/plain")
+    found = {w.pk: w for w in World.objects.defer("state").filter(pk__in=ids)}
+    missing = [i for i in ids if i not in found]
+    if missing:
+        return HttpResponse(f"No world {missing[0]}.", status=404, content_type="text/plain")
+    worlds = [found[i] for i in ids]
+    for world in worlds:  # in the same units as the sentence above the table
+        world.input_words = charts.size_words(world.summary.get("bytes_downloaded", 0))
+    series = [(f"{w.name} ({'locality' if w.locality else 'plain'})", samples_of(w))
+              for w in worlds]
+    plain = [w for w in worlds if not w.locality]
+    local = [w for w in worlds if w.locality]
+    words = charts.transfer_saved(plain[0].summary, local[0].summary) if plain and local else ""
+    same_seed = len({(w.seed, w.hosts, w.days) for w in worlds}) == 1
+    running = any(w.status == World.Status.RUNNING for w in worlds)
+    context = {"worlds": worlds, "ids": ",".join(map(str, ids)), "words": words,
+               "same_seed": same_seed, "running": running,
+               "figures": {name: charts.figure_json(fig)
+                           for name, fig in charts.compare_figures(series).items()},
+               "results_figures": [charts.figure_json(charts.results_by_state(samples))
+                                   for _, samples in series]}
+    if request.htmx:
+        response = render(request, "world/world_compare.html#panel", context)
+        return response if running else HttpResponseStopPolling(response.content)
+    return render(request, "world/world_compare.html", context)
+
+
+@login_required
+@require_POST
+def world_compare_start(request):
+    """Start a plain and a locality world on one seed, then open their comparison."""
+    _require_staff(request.user)
+    form = CompareForm(request.POST)
+    if not form.is_valid():
+        response = world_list(request, compare_form=form)
+        response.status_code = 400
+        return response
+    with transaction.atomic():
+        worlds = form.save_pair()
+        for world in worlds:
+            jobs.start(world.pk)
+    return redirect(reverse("worlds:compare") + "?worlds=" + ",".join(str(w.pk) for w in worlds))

@@ -118,3 +118,112 @@ def test_world_forms_need_the_csrf_token(redis_client):
     paused = client.post(reverse("worlds:action", args=[world.pk, "pause"]),
                          {"csrfmiddlewaretoken": token})
     assert paused.status_code == 302 and statuses() == [World.Status.PAUSED]
+
+
+def add_samples(world, n=3):
+    from world.models import WorldSample
+
+    for i in range(n):
+        WorldSample.objects.create(
+            world=world, t=1800.0 * i, unsent=10 - i, in_progress=i, over=i, success=i,
+            client_error=0, no_reply=0, other_outcome=0, valid=i, invalid=0, hosts_active=3,
+            rpcs=4 * i, rpcs_with_work=3 * i, rpcs_without_work=i, rpcs_report_only=0,
+            credit=2.0 * i, bytes_downloaded=10**6 * i)
+
+
+def test_a_world_page_carries_every_chart_whole_and_as_its_polling_fragment(client):
+    world = World.objects.create(name="w", hosts=3, days=1, status=World.Status.RUNNING,
+                                 summary={"rpcs": 8, "jobs_reported": 2})
+    add_samples(world)
+    page = client.get(reverse("worlds:detail", args=[world.pk]))
+    html = page.content.decode()
+    assert page.status_code == 200 and "<h1>World w</h1>" in html
+    for name in ("results", "rpcs", "hosts", "credit", "bytes"):
+        assert f'data-world-figure="world-{name}"' in html and f'id="world-{name}"' in html
+    assert "Results by server state" in html and "every 2s" in html
+    fragment = client.get(reverse("worlds:detail", args=[world.pk]), HTTP_HX_REQUEST="true")
+    assert fragment.status_code == 200 and b"<h1>" not in fragment.content
+    assert b'id="world-rpcs"' in fragment.content
+
+
+def test_a_finished_worlds_page_stops_polling(client):
+    world = World.objects.create(name="w", hosts=3, days=1, status=World.Status.FINISHED)
+    assert "every 2s" not in client.get(reverse("worlds:detail", args=[world.pk])).content.decode()
+    fragment = client.get(reverse("worlds:detail", args=[world.pk]), HTTP_HX_REQUEST="true")
+    assert fragment.status_code == 286  # htmx: stop polling
+
+
+def test_an_unknown_world_is_a_404(client):
+    assert client.get(reverse("worlds:detail", args=[999])).status_code == 404
+
+
+def test_the_comparison_states_the_transfer_locality_saved(client):
+    plain = World.objects.create(name="p", hosts=3, days=1, seed=4, status=World.Status.FINISHED,
+                                 summary={"bytes_downloaded": 4 * 10**9, "jobs_received": 1000})
+    local = World.objects.create(name="l", hosts=3, days=1, seed=4, locality=True,
+                                 status=World.Status.FINISHED,
+                                 summary={"bytes_downloaded": 10**9, "jobs_received": 1000})
+    add_samples(plain)
+    add_samples(local)
+    page = client.get(reverse("worlds:compare") + f"?worlds={plain.pk},{local.pk}")
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "Per job, locality scheduling saved 3 MB of the 4 MB plain scheduling moved: " \
+           "75% less input transfer." in html
+    assert "only the scheduling differs" in html
+    for name in ("bytes", "success", "credit", "rpcs", "results-1", "results-2"):
+        assert f'data-world-figure="compare-{name}"' in html
+    assert "every 2s" not in html
+
+
+@pytest.mark.parametrize("query, reason", [
+    ("", "Give two to four world ids"),
+    ("?worlds=1", "Give two to four world ids"),
+    ("?worlds=1,x", "World ids are whole numbers"),
+    ("?worlds=1,1", "Each world may appear once"),
+    ("?worlds=1,2,3,4,5", "Compare at most 4 worlds"),
+])
+def test_a_bad_comparison_is_a_400_with_the_reason(client, query, reason):
+    response = client.get(reverse("worlds:compare") + query)
+    assert response.status_code == 400 and reason in response.content.decode()
+
+
+def test_comparing_a_missing_world_is_a_404(client):
+    world = World.objects.create(name="w", hosts=3, days=1)
+    response = client.get(reverse("worlds:compare") + f"?worlds={world.pk},999")
+    assert response.status_code == 404 and b"No world 999." in response.content
+
+
+COMPARE = {"hosts": 5, "days": 0.5, "seed": 7, "speedup": 3600}
+
+
+def test_staff_start_a_plain_and_a_locality_world_on_one_seed_and_see_them_compared(
+        client, admin, redis_client, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(reverse("worlds:compare_start"), COMPARE)
+    worlds = list(World.objects.order_by("pk"))
+    assert [(w.locality, w.seed, w.hosts, w.days, w.status) for w in worlds] == [
+        (False, 7, 5, 0.5, World.Status.RUNNING), (True, 7, 5, 0.5, World.Status.RUNNING)]
+    assert response.status_code == 302
+    assert response["Location"] == (reverse("worlds:compare")
+                                    + f"?worlds={worlds[0].pk},{worlds[1].pk}")
+
+
+def test_starting_a_comparison_is_for_staff_with_valid_figures(client, volunteer):
+    assert client.post(reverse("worlds:compare_start"), COMPARE).status_code == 403
+    volunteer.is_staff = True
+    volunteer.save()
+    response = client.post(reverse("worlds:compare_start"), {**COMPARE, "hosts": 0})
+    assert response.status_code == 400 and b"Choose between 1 and 100,000 hosts." in \
+        response.content
+    assert not World.objects.exists()
+
+
+def test_the_list_links_a_plain_world_to_its_locality_twin(client):
+    plain = World.objects.create(name="p", hosts=3, days=1, seed=2)
+    local = World.objects.create(name="l", hosts=3, days=1, seed=2, locality=True)
+    World.objects.create(name="other", hosts=4, days=1, seed=2, locality=True)
+    html = client.get(reverse("worlds:list")).content.decode()
+    link = reverse("worlds:compare") + f"?worlds={plain.pk},{local.pk}"
+    assert html.count(link) == 2
+    assert reverse("worlds:detail", args=[plain.pk]) in html
