@@ -4,7 +4,7 @@ PYTHON ?= python3
 PY := $(VENV)/bin/python
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: install run test bench clean
+.PHONY: install run test bench server-differential clean
 
 $(VENV)/.installed: requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "boincweb needs Python 3.11 or newer")'
@@ -29,6 +29,10 @@ test: install
 
 bench: install
 	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+
+# boincweb's daemons side by side with BOINC's (BOINC_SERVER: a built BOINC server tree).
+server-differential: install
+	$(PY) bench/server_differential.py --cases $(or $(CASES),300) --seed $(or $(SEED),1)
 
 clean:
 	rm -rf var/*.sqlite3 var/redis.sock var/staticfiles
