@@ -4,7 +4,7 @@ PYTHON ?= python3
 PY := $(VENV)/bin/python
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: install run test bench differential clean
+.PHONY: install run test bench differential server-differential clean
 
 $(VENV)/.installed: requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "boincweb needs Python 3.11 or newer")'
@@ -33,11 +33,12 @@ bench: install
 
 # The client engine against BOINC's emulator on random hosts: BCE_SIM=/path/to/boinc/client/sim
 # (bench/differential.py says how to build it); CASES, SEED and DAYS as in its --help.
-CASES ?= 100
-SEED ?= 1
-DAYS ?= 10
 differential: install
-	$(PY) bench/differential.py --cases $(CASES) --seed $(SEED) --days $(DAYS)
+	$(PY) bench/differential.py --cases $(or $(CASES),100) --seed $(or $(SEED),1) --days $(or $(DAYS),10)
+
+# boincweb's daemons side by side with BOINC's (BOINC_SERVER: a built BOINC server tree).
+server-differential: install
+	$(PY) bench/server_differential.py --cases $(or $(CASES),300) --seed $(or $(SEED),1)
 
 clean:
 	rm -rf var/*.sqlite3 var/redis.sock var/staticfiles

@@ -229,6 +229,8 @@ class Host(models.Model):
     gpu_type = models.CharField(max_length=16, choices=GpuType.choices, blank=True, default="")
     gpu_count = models.PositiveIntegerField(default=0)
     gpu_peak_flops = models.FloatField(default=0.0, help_text="Peak FLOPS per GPU.")
+    # Memory the client reports (host_info m_nbytes; 0: not said).
+    m_nbytes = models.FloatField(default=0.0, help_text="Bytes of RAM.")
     # Availability (time_stats): fractions of time, and the simulated host's mean period.
     on_frac = models.FloatField(default=1.0)
     connected_frac = models.FloatField(default=1.0)
@@ -300,6 +302,39 @@ class HostAppVersion(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["host", "app_version"], name="host_app_version_unique")
         ]
+
+
+# --- credit of volunteers and teams (BOINC's user and team rows' credit fields) ------------
+
+
+class Team(models.Model):
+    """A team of volunteers, with the credit its members' valid results earn
+    (sched/credit.cpp grant_credit)."""
+
+    name = models.CharField(max_length=254, unique=True)
+    create_time = models.BigIntegerField(default=0)
+    total_credit = models.FloatField(default=0.0)
+    expavg_credit = models.FloatField(default=0.0)
+    expavg_time = models.FloatField(default=0.0)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class UserCredit(models.Model):
+    """A volunteer's credit and team: the fields of BOINC's user row that the validator
+    writes (sched/credit.cpp grant_credit). Created on a volunteer's first credit."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                                primary_key=True, related_name="credit")
+    team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.SET_NULL,
+                             related_name="members")
+    total_credit = models.FloatField(default=0.0)
+    expavg_credit = models.FloatField(default=0.0)
+    expavg_time = models.FloatField(default=0.0)
 
 
 # --- files ---------------------------------------------------------------------------------

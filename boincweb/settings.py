@@ -153,6 +153,8 @@ DAEMON_BATCH_SIZE = envint("DAEMON_BATCH_SIZE", 500, minimum=1)
 BOINC_DAILY_RESULT_QUOTA = envint("BOINC_DAILY_RESULT_QUOTA", 500, minimum=0)
 BOINC_RESEND_LOST_RESULTS = envbool("BOINC_RESEND_LOST_RESULTS", False)
 BOINCWEB_DEMO = envbool("BOINCWEB_DEMO", True)  # make run's live volunteers (world/live.py)
+# A BOINC config.xml whose <config> options the server reads (backend.server_config).
+BOINC_CONFIG_XML = envstr("BOINC_CONFIG_XML", "")
 
 LOG_LEVEL = envstr("LOG_LEVEL", "WARNING").upper()
 if LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):

@@ -59,13 +59,15 @@ import random
 import time
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from django.db import connection
 from django.db.models import Exists, Max, OuterRef, Q
 
 from backend.daemons.hierarchy import download_path
-from backend.daemons.sched_send import RESULT_COLUMNS, WORKUNIT_COLUMNS, send_for_resource
+from backend.daemons.sched_send import (
+    RESULT_COLUMNS, WORKUNIT_COLUMNS, after_sending, send_for_resource,
+)
 from backend.daemons.work_generator import LOCALITY_SEPARATOR, create_work_for_file
 from backend.models import (
     AppVersion, File, FileDeleteState, Host, Result, ServerState, TransitionerFlags, Workunit,
@@ -173,12 +175,7 @@ class Sender:
         got = send_for_resource(self.host, self.resource, self.versions, now=self.now,
                                 config=self.config, max_jobs=self.max_jobs - len(self.sent),
                                 taken_wus=self.taken_wus, pick=file_picker(file_name))
-        r = self.resource
-        stretched = sum(runtime for _, _, runtime in got) / r.available_frac if got else 0.0
-        self.resource = replace(
-            r, req_secs=r.req_secs - sum(runtime for _, _, runtime in got),
-            req_instances=r.req_instances - sum(v.instances for _, v, _ in got),
-            estimated_delay=r.estimated_delay + stretched / max(r.count, 1))
+        self.resource = after_sending(self.resource, got)
         self.sent.extend(got)
         return len(got)
 

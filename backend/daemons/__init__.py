@@ -23,9 +23,14 @@ DAEMONS = {
     "file_deleter": "backend.daemons.file_deleter",
     "work_generator": "backend.daemons.work_generator",
 }
-# The daemons that keep the host app versions' daily quota (reference/server.md §3.11): they
-# get the project's BOINC_DAILY_RESULT_QUOTA, as the scheduler endpoint does.
-QUOTA_KEEPERS = {"transitioner", "validator"}
+# The project options (SchedulerConfig fields) each daemon's run_once takes: the host app
+# versions' daily quota (reference/server.md §3.11), as the scheduler endpoint has it, and
+# the transitioner's choice of outputs to delete.
+DAEMON_OPTIONS = {
+    "transitioner": ("daily_result_quota", "delete_abandoned_outputs"),
+    "validator": ("daily_result_quota", "keep_due_workunits"),
+    "assimilator": ("keep_due_workunits",),
+}
 
 
 class UnknownDaemon(ValueError):
@@ -47,12 +52,14 @@ def get_daemon(name):
     return importlib.import_module(module_path).run_once
 
 
-def run_pass(name, *, now=None, batch_size=None, mod=1, index=0):
+def run_pass(name, *, now=None, batch_size=None, mod=1, index=0, config=None):
     """Run one pass of daemon ``name`` and record it in DaemonStatus; return the work done.
 
     ``now`` defaults to the wall clock: this is the one place the real clock is read, on
-    behalf of callers that run the daemons in real time.
+    behalf of callers that run the daemons in real time. ``config`` (a SchedulerConfig)
+    defaults to the project's (``sched_types.project_config``).
     """
+    from backend.daemons.sched_types import project_config
     from backend.models import DaemonStatus
 
     run_once = get_daemon(name)
@@ -63,9 +70,9 @@ def run_pass(name, *, now=None, batch_size=None, mod=1, index=0):
     status, _ = DaemonStatus.objects.get_or_create(name=name)
     if not status.enabled:
         return 0
-    options = {}
-    if name in QUOTA_KEEPERS:
-        options["daily_result_quota"] = settings.BOINC_DAILY_RESULT_QUOTA
+    if config is None and name in DAEMON_OPTIONS:
+        config = project_config()
+    options = {option: getattr(config, option) for option in DAEMON_OPTIONS.get(name, ())}
     done = run_once(now=now, batch_size=batch_size, mod=mod, index=index, **options)
     DaemonStatus.objects.filter(name=name).update(
         last_pass_time=timezone.now(),

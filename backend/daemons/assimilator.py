@@ -78,8 +78,11 @@ def register(name, handler):
     HANDLERS[name] = handler
 
 
-def run_once(*, now, batch_size, mod=1, index=0):
-    """One pass over workunits READY to assimilate; returns how many were handled."""
+def run_once(*, now, batch_size, mod=1, index=0, keep_due_workunits=True):
+    """One pass over workunits READY to assimilate; returns how many were handled.
+
+    ``keep_due_workunits`` (SchedulerConfig's): write min(transition_time, now), or, off,
+    ``now`` as BOINC does."""
     with transaction.atomic():
         wus = claim(Workunit.objects.ready_to_assimilate().select_related("app",
                                                                            "canonical_result"),
@@ -120,7 +123,8 @@ def run_once(*, now, batch_size, mod=1, index=0):
             if ids:
                 Workunit.objects.filter(id__in=ids, assimilate_state=AssimilateState.READY) \
                     .update(assimilate_state=state,
-                            transition_time=Least(F("transition_time"), Value(now)))
+                            transition_time=Least(F("transition_time"), Value(now))
+                            if keep_due_workunits else now)
         AssimilatedResult.objects.bulk_create(rows, ignore_conflicts=True)
         record(events)
     return len(wus)

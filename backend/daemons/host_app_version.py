@@ -5,14 +5,16 @@ Who changes what, following BOINC's code (sched/sched_send.cpp, sched_version.cp
 sched_result.cpp, transitioner.cpp, validator.cpp):
 
 - **send** (scheduler): the row is created the first time a job of the version is sent to the
-  host, with ``max_jobs_per_day = daily_result_quota``; every job sent adds one to
+  host, with ``max_jobs_per_day`` 0, which the host's next request sets to
+  ``daily_result_quota`` (sched_send.cpp update_host_app_versions, update_quota); a version
+  with no row yet has no daily limit (daily_quota_exceeded); every job sent adds one to
   ``n_jobs_today``, which starts again from 0 on a new UTC day (BOINC resets it when the day of
   the host's last RPC differs from today's; we keep the day in ``jobs_day``, decided from the
   caller's ``now``). A resent lost job is not counted, as in BOINC.
 - **quota** (scheduler): no more jobs of a version once ``n_jobs_today`` reaches
   ``max_jobs_per_day`` scaled as BOINC's ``scaled_max_jobs_per_day`` (sched_version.cpp):
-  times the host's CPU count for a CPU version, times the GPU count for a GPU version (BOINC also
-  multiplies by ``<gpu_multiplier>`` when set; we have none, as for the per-RPC job limit).
+  times the host's CPU count for a CPU version, times the GPU count (and ``gpu_multiplier``
+  when set) for a GPU version; a limit of 1 (a punished version) is not scaled.
 - **success report** (scheduler, ``got_good_result``): ``max_jobs_per_day`` doubles, capped at
   ``daily_result_quota``, if below it; the turnaround (received - sent) enters
   ``turnaround_avg``.
@@ -86,14 +88,32 @@ def running_average(avg, n, sample):
     return avg, n
 
 
+def start_of_request(host, *, quota):
+    """sched_send.cpp update_quota, at the start of each request: the host's rows still at
+    ``max_jobs_per_day`` 0 get the quota (when there is one)."""
+    if quota:
+        HostAppVersion.objects.filter(host=host, max_jobs_per_day=0).update(
+            max_jobs_per_day=quota)
+
+
 def jobs_today(hav, now):
     """Jobs of ``hav``'s version sent to its host on ``now``'s UTC day."""
     return hav.n_jobs_today if hav.jobs_day == utc_day(now) else 0
 
 
-def scaled_max_jobs_per_day(hav, count):
-    """The day's limit for a host with ``count`` CPUs (or GPUs of the version's type)."""
-    return hav.max_jobs_per_day * max(count, 1)
+def scaled_max_jobs_per_day(hav, count, *, gpu_multiplier=0):
+    """The day's limit for a host with ``count`` CPUs (or GPUs of the version's type), as
+    sched_version.cpp scaled_max_jobs_per_day: a limit of 1 is not scaled ("this host
+    probably can't use this app version at all"); otherwise times ``count`` when it is
+    positive, and times ``gpu_multiplier`` when set (pass it for GPU versions only)."""
+    n = hav.max_jobs_per_day
+    if n == 1:
+        return 1
+    if count:
+        n *= count
+    if gpu_multiplier:
+        n *= gpu_multiplier
+    return n
 
 
 # --- the changes, one per event, on a row in memory -----------------------------------------
@@ -141,15 +161,22 @@ def is_invalid(hav, *, quota):
 
 # --- writing -------------------------------------------------------------------------------
 
-def apply(changes):
+def apply(changes, *, create=False):
     """Apply ``changes``, ``(host_id, app_version_id, change)`` tuples in the order they
-    happened, where ``change(hav)`` edits a row in memory; rows that do not exist (a job sent
-    before its host had one) are skipped, as BOINC skips a missing record. Returns the rows
-    written. Call inside the caller's transaction, after its other writes.
+    happened, where ``change(hav)`` edits a row in memory. A row that does not exist yet (a
+    job sent before its host had one) is skipped, as the scheduler does with a report
+    (sched_result.cpp gavid_to_havp), or with ``create`` made with every field 0 first, as
+    the transitioner's and validator's hav_lookup (sched/credit.cpp) inserts a cleared
+    record. Returns the rows written. Call inside the caller's transaction, after its other
+    writes.
     """
     changes = [(h, v, change) for h, v, change in changes if h and v]
     if not changes:
         return []
+    if create:
+        HostAppVersion.objects.bulk_create(
+            [HostAppVersion(host_id=h, app_version_id=v) for h, v in sorted(
+                {(h, v) for h, v, _ in changes})], ignore_conflicts=True)
     # Hosts × versions may take in a few rows no change is for; they are locked, not written.
     rows = locked(HostAppVersion.objects.filter(host_id__in={h for h, _, _ in changes},
                                                 app_version_id__in={v for _, v, _ in changes}))
@@ -173,12 +200,14 @@ def locked(queryset):
 
 def count_sent(host, version_jobs, *, now, quota):
     """Count ``version_jobs`` (app version id -> jobs sent now) for ``host``, first creating
-    the rows it lacks with ``max_jobs_per_day = quota``."""
+    the rows it lacks cleared, ``max_jobs_per_day`` 0 (sched_send.cpp
+    update_host_app_versions); the host's next request sets it to the quota
+    (``start_of_request``)."""
     version_jobs = {v: n for v, n in version_jobs.items() if v and n}
     if not version_jobs:
         return []
     HostAppVersion.objects.bulk_create(
-        [HostAppVersion(host_id=host.pk, app_version_id=v, max_jobs_per_day=quota,
+        [HostAppVersion(host_id=host.pk, app_version_id=v, max_jobs_per_day=0,
                         jobs_day=utc_day(now)) for v in sorted(version_jobs)],
         ignore_conflicts=True)
     return apply([(host.pk, v, lambda hav, n=n: sent(hav, now=now, jobs=n))

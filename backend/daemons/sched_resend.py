@@ -2,18 +2,23 @@
 
 With ``SchedulerConfig.resend_lost_results`` on, a request that asks for work and carries the
 client's list of in-progress jobs (``<other_results>``, ``request.other_results`` not None)
-has every IN_PROGRESS result of its host that the client neither lists nor reports in this
-request looked at, in id order:
+has the IN_PROGRESS results of its host that the client neither lists nor reports in this
+request looked at, in id order, while the request still wants work (sched_resend.cpp
+resend_lost_work stops once ``work_needed`` is false: every resource's seconds and instances
+met, or max_wus_to_send reached; the results not looked at stay in progress for a later
+request):
 
 - it is **expired** if its workunit has an error or a canonical result, if the host has no
   usable app version for it any more (app or version deprecated, GPU gone), or if it cannot
   finish in time: the client's queue ahead (``estimated_delay``, plus the jobs resent before
   it) and its runtime on this host, stretched by the host's availability, must fit before its
-  deadline, as for a first send. An expired result gets ``report_deadline = now - 1`` (never
-  later than it was) and its workunit ``transition_time = min(transition_time, now - 1)``, so
-  the next transitioner pass times it out (OVER/NO_REPLY) and makes a replacement;
+  deadline, as for a first send. An expired result gets ``report_deadline = now - 1`` and its
+  workunit ``transition_time = min(transition_time, now - 1 + report_grace_period)``
+  (update_wu_on_send), so a transitioner pass times it out (OVER/NO_REPLY) and makes a
+  replacement;
 - otherwise it is **resent**: the same result goes back in the reply with the newest usable
-  app version, ``sent_time = now``, and its original deadline. It is not counted in the host
+  app version, ``sent_time = now``, and its original deadline; it counts against the request
+  as a new job does (``sched_send.after_sending``). It is not counted in the host
   app version's ``n_jobs_today`` (BOINC counts only new jobs) and is not held to the daily
   quota.
 
@@ -35,7 +40,8 @@ the transitioner and validator also hold while they decide.
 from django.db import transaction
 
 from backend.daemons.sched_send import (
-    CPU, job_flops, locked_in_id_order, reply_results, usable_versions,
+    CPU, after_sending, job_flops, locked_in_id_order, max_jobs_per_rpc, reply_results,
+    usable_versions,
 )
 from backend.daemons.sched_types import Message
 from backend.events import event, record
@@ -54,14 +60,18 @@ def resend_lost_results(host, request, resources, *, now, config, reply):
     if not lost:
         return 0
     chooser = VersionChooser(request, resources)
+    max_jobs = max_jobs_per_rpc(host, request, config)
     resent, expired = [], []
     with transaction.atomic():
         locked_in_id_order({wu_id for _, wu_id in lost})
         results = (Result.objects.filter(id__in=[pk for pk, _ in lost], host=host,
                                          server_state=ServerState.IN_PROGRESS)
                    .select_related("workunit", "app_version").order_by("id"))
-        delays = {r.name: r.estimated_delay for r in resources}
+        wanted = {r.name: r for r in resources}
         for result in results:
+            if len(resent) >= max_jobs or not any(
+                    r.req_secs > 0 or r.req_instances > 0 for r in wanted.values()):
+                break  # the request is filled (work_needed); the rest wait for later RPCs
             resource, version = chooser.choose(result)
             why = not_resendable(result, version)
             if not why:
@@ -69,20 +79,21 @@ def resend_lost_results(host, request, resources, *, now, config, reply):
                 stretched = (runtime / resource.available_frac if resource.available_frac > 0
                              else float("inf"))
                 left = result.report_deadline - config.report_grace_period - now
-                if delays[resource.name] + stretched >= left:
+                if wanted[resource.name].estimated_delay + stretched >= left:
                     why = "it cannot finish before its deadline"
                 else:
-                    delays[resource.name] += stretched / max(resource.count, 1)
+                    wanted[resource.name] = after_sending(wanted[resource.name],
+                                                          [(result, version, runtime)])
                     resent.append((result, version, runtime))
                     continue
             expired.append((result, why))
         mark_resent(host, resent, now=now)
-        mark_expired(host, expired, now=now)
+        mark_expired(host, expired, now=now, grace=config.report_grace_period)
     for result, _, _ in resent:
-        reply.messages.append(Message(f"Resent lost task {result.name}", "high"))
+        reply.messages.append(Message(f"Resent lost task {result.name}", "low"))
     for result, _ in expired:
         reply.messages.append(Message(f"Didn't resend lost task {result.name} (expired)",
-                                      "high"))
+                                      "low"))
     reply.results.extend(reply_results(resent, now=now, config=config))
     return len(resent)
 
@@ -145,23 +156,18 @@ def mark_resent(host, resent, *, now):
     record(events)
 
 
-def mark_expired(host, expired, *, now):
-    """report_deadline = now - 1 (never later) and the workunit due, so it times out."""
+def mark_expired(host, expired, *, now, grace=0):
+    """report_deadline = now - 1 and the workunit due by then (plus the grace period), as
+    sched_resend.cpp does through mark_as_sent and update_wu_on_send, so it times out."""
     if not expired:
         return
     deadline = now - 1
-    changed = [(r, why) for r, why in expired if r.report_deadline > deadline]
-    if changed:
-        Result.objects.filter(id__in=[r.pk for r, _ in changed], host=host,
-                              server_state=ServerState.IN_PROGRESS).update(
-            report_deadline=deadline)
+    Result.objects.filter(id__in=[r.pk for r, _ in expired], host=host,
+                          server_state=ServerState.IN_PROGRESS).update(report_deadline=deadline)
     record([event(time=now, actor=ACTOR, result_id=r.pk, workunit_id=r.workunit_id,
                   field="report_deadline", old=r.report_deadline, new=deadline,
-                  reason=f"host {host.pk} lost it; not resent: {why}") for r, why in changed])
-    wu_deadlines = {}
-    for r, _ in expired:
-        wu_deadlines[r.workunit_id] = min(r.report_deadline, deadline)
-    for wu_deadline in set(wu_deadlines.values()):
-        Workunit.objects.filter(
-            id__in=[wu for wu, d in wu_deadlines.items() if d == wu_deadline],
-            transition_time__gt=wu_deadline).update(transition_time=wu_deadline)
+                  reason=f"host {host.pk} lost it; not resent: {why}")
+            for r, why in expired if r.report_deadline != deadline])
+    Workunit.objects.filter(id__in={r.workunit_id for r, _ in expired},
+                            transition_time__gt=deadline + grace).update(
+        transition_time=deadline + grace)

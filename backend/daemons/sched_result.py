@@ -25,7 +25,8 @@ Follows BOINC's code (sched/sched_result.cpp) where the seed's pseudo-code diffe
 - the workunits of accepted results get ``transition_time = now`` in one update; BOINC writes
   ``now`` outright, we write ``min(transition_time, now)`` so that a report never postpones a
   workunit that was already due (another result past its deadline): a transitioner pass at the
-  same ``now`` would skip it and leave that result IN_PROGRESS past its deadline.
+  same ``now`` would skip it and leave that result IN_PROGRESS past its deadline
+  (``SchedulerConfig.keep_due_workunits``; off, ``now`` is written as BOINC does).
 
 Additionally (our rule, not BOINC's): a report whose output files are not the result's own
 (``<result name>_r<random>_<i>``) or whose uploaded contents do not match the stated size or
@@ -65,7 +66,7 @@ class Handled(NamedTuple):
     resend_lost_results: bool = False
 
 
-def handle_results(host, reports, *, now, reply, quota=DAILY_RESULT_QUOTA):
+def handle_results(host, reports, *, now, reply, quota=DAILY_RESULT_QUOTA, keep_due=True):
     """Apply the reported results of one request; call inside ``transaction.atomic()``.
 
     ``quota`` is the project's daily_result_quota, for the host app versions' bookkeeping.
@@ -107,7 +108,7 @@ def handle_results(host, reports, *, now, reply, quota=DAILY_RESULT_QUOTA):
     ])
     store_output_files(files)
     Workunit.objects.filter(id__in={r.workunit_id for r in accepted}).update(
-        transition_time=Least(F("transition_time"), Value(now)))
+        transition_time=Least(F("transition_time"), Value(now)) if keep_due else now)
     record(events)
     host_app_version.apply([quota_change(result, quota=quota, now=now) for result in accepted])
     return Handled(len(accepted), resend)

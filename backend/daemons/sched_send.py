@@ -3,14 +3,14 @@
 For each resource the client asks work for (GPU types first, then the CPU), the scheduler
 looks at unsent results in the feeder's default order (``priority`` descending, then workunit
 id: "do retries before new jobs"), of apps the host has a usable app version for, whose
-workunit has no error, and never a second result of one workunit for the same volunteer
-(``one_result_per_user_per_wu``). Each job must pass the deadline check of
-``wu_is_infeasible_fast``: the host's estimated queue delay plus the job's duration on this host,
-stretched by its availability, must be under ``delay_bound``. Jobs are added until the request
-(seconds and instances) is met or ``max_wus_to_send`` × (CPUs + GPUs) is reached, and never
-beyond an app version's daily quota on this host (§3.11: ``max_jobs_per_day`` × CPUs, or × GPUs
-for a GPU version, less the jobs sent today; a reply message says "daily quota exceeded"). Each
-send counts in the host app version's ``n_jobs_today``, creating the record on the first send
+workunit has no error, and, with ``one_result_per_user_per_wu``, never a second result of one
+workunit for the same volunteer. Each job is checked as sched_check.cpp wu_is_infeasible_fast
+does (``infeasible``): its memory bound against the host's RAM, then its deadline, a check a
+host with nothing queued skips. Jobs are added until the request (seconds and instances, each
+job taking its duration stretched by the host's availability, times the CPUs it uses) is met
+or the jobs per RPC are reached, and never beyond an app version's daily quota on this host
+(§3.11). docs/server-fidelity.md lists each rule with the BOINC function it follows. Each send
+counts in the host app version's ``n_jobs_today``, creating the record on the first send
 (``backend.daemons.host_app_version``).
 
 Sending follows BOINC's code, not the seed (§4): the database stores ``report_deadline = now +
@@ -21,14 +21,15 @@ compare-and-set (``WHERE server_state = UNSENT``), so two scheduler processes ne
 same result. As in BOINC, the result update and the workunit update are two transactions (a
 transitioner holding the workunit waits for nothing of ours).
 
-The infeasible queue is the seed's rule, absent from BOINC's code (§4): a result the deadline
-check turns down is stamped ``infeasible_since``; once every host that looked at it for
-``infeasible_timeout`` seconds has turned it down, it becomes OVER/COULDNT_SEND and its
-workunit is due for the transitioner, which sets WU_ERROR_COULDNT_SEND_RESULT.
+The infeasible queue is seed 003's rule, absent from BOINC's code (§4), and off unless
+``seed003_infeasible_queue``: then a result the deadline check turns down is stamped
+``infeasible_since``; once every host that looked at it for ``infeasible_timeout`` seconds has
+turned it down, it becomes OVER/COULDNT_SEND and its workunit is due for the transitioner,
+which sets WU_ERROR_COULDNT_SEND_RESULT.
 """
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q
@@ -47,9 +48,21 @@ ACTOR = "scheduler"
 CPU = "cpu"
 
 
+# sched_send.cpp: the host's RAM when the client gives none, and the least fraction of time
+# a host is taken to be available (FRAC_MIN, clamp_frac).
+DEFAULT_RAM_SIZE = 64e6
+MEGA = 1024 * 1024.0  # lib/util.h MEGA
+FRAC_MIN = 0.1
+# sched_config.cpp MAX_NCPUS: <max_ncpus>'s default, the CPUs counted for jobs per RPC.
+MAX_NCPUS = 64
+
+
 @dataclass
 class Resource:
-    """What the client asks of one processor type, and how fast this host runs it."""
+    """What the client asks of one processor type, and how fast this host runs it.
+
+    ``usable_ram`` is the memory a job may use (None: the caller does not model memory).
+    """
 
     name: str
     req_secs: float
@@ -58,6 +71,22 @@ class Resource:
     flops: float
     available_frac: float
     count: int
+    usable_ram: float | None = None
+
+
+def clamp_frac(frac):
+    """An availability fraction the client reports, held to [0.1, 1] (sched_send.cpp
+    clamp_frac: "based on client-supplied data, so do sanity checks")."""
+    return min(max(frac, FRAC_MIN), 1.0)
+
+
+def usable_ram(request):
+    """sched_send.cpp get_mem_sizes: the host's RAM, 64 MB when it says 0 or less; None when
+    the request does not model memory (``HostInfo.m_nbytes`` None)."""
+    ram = request.host_info.m_nbytes
+    if ram is None:
+        return None
+    return ram if ram > 0 else DEFAULT_RAM_SIZE
 
 
 @dataclass
@@ -76,24 +105,34 @@ class Version:
 
 
 def requested_resources(host, request):
-    """The resources with a work request, GPU types first (``send_work_score_type`` order)."""
-    return [r for r in host_resources(host, request) if r.req_secs > 0 or r.req_instances > 0]
+    """The resources with a work request, GPU types first (``send_work_score_type`` order).
+
+    sched_send.cpp send_work: a request is per resource only when some resource asks for
+    seconds (``rsc_spec_request``); then a resource needs work if it asks for seconds or
+    instances. Instances alone ask for nothing."""
+    resources = host_resources(host, request)
+    if not any(r.req_secs for r in resources):
+        return []
+    return [r for r in resources if r.req_secs > 0 or r.req_instances > 0]
 
 
 def host_resources(host, request):
     """Every processor type of the host, GPU types first, with what the client asks of each."""
     stats = request.time_stats
+    ram = usable_ram(request)
     found = []
     for gpu in request.gpu_requests:
         if gpu.count > 0:
             found.append(Resource(gpu.type, gpu.req_secs, gpu.req_instances,
                                   gpu.estimated_delay, gpu.peak_flops,
-                                  stats.on_frac * stats.gpu_active_frac, gpu.count))
+                                  clamp_frac(stats.on_frac * stats.gpu_active_frac), gpu.count,
+                                  ram))
     cpu_secs = request.cpu_req_secs
     if not cpu_secs and not request.cpu_req_instances and not request.gpu_requests:
         cpu_secs = request.work_req_seconds  # clients before per-resource requests
     found.append(Resource(CPU, cpu_secs, request.cpu_req_instances, request.estimated_delay,
-                          host.p_fpops, stats.on_frac * stats.active_frac, host.p_ncpus))
+                          host.p_fpops, clamp_frac(stats.on_frac * stats.active_frac),
+                          host.p_ncpus, ram))
     return found
 
 
@@ -193,15 +232,15 @@ def send_work(host, request, *, now, config, reply):
     resources = requested_resources(host, request)
     if not resources:
         return 0
-    max_jobs = config.max_wus_to_send * (host.p_ncpus + sum(
-        gpu.count for gpu in request.gpu_requests))
+    max_jobs = max_jobs_per_rpc(host, request, config)
     havs = {hav.app_version_id: hav for hav in HostAppVersion.objects.filter(host=host)}
     taken_wus = set()
-    sent, limited = [], []
+    sent, limited, notices = [], [], []
     for resource in resources:
         versions = usable_versions(request, resource)
         limited.extend(apply_daily_quota(versions, havs, resource, now=now,
-                                         quota=config.daily_result_quota))
+                                         quota=config.daily_result_quota,
+                                         gpu_multiplier=config.gpu_multiplier))
         versions = {app_id: v for app_id, v in versions.items() if v.room is None or v.room > 0}
         if not versions or len(sent) >= max_jobs:
             continue
@@ -219,21 +258,34 @@ def send_work(host, request, *, now, config, reply):
             if not versions or len(sent) >= max_jobs:
                 continue
         sent.extend(send_for_resource(host, resource, versions, now=now, config=config,
-                                      max_jobs=max_jobs - len(sent), taken_wus=taken_wus))
+                                      max_jobs=max_jobs - len(sent), taken_wus=taken_wus,
+                                      notices=notices))
     if sent:
         lower_transition_times(sent)
         reply.results.extend(reply_results(sent, now=now, config=config))
     for v in limited:
-        if v.room <= 0:
-            reply.messages.append(Message(
-                f"{v.reply.app_name} {v.reply.version_num}: daily quota exceeded "
-                f"(reached daily quota of {v.limit} tasks)", "high"))
+        text = f"Daily job limit ({v.limit}) has been reached"
+        if v.room <= 0 and text not in notices:
+            notices.append(text)  # sched_version.cpp daily_quota_exceeded
     if not sent:
-        reply.messages.append(Message("No work sent: no unsent job fits this host", "low"))
+        # sched_send.cpp send_work: "No tasks sent", then why (WORK_REQ::add_no_work_message,
+        # kept only when nothing was sent).
+        reply.messages.append(Message("No tasks sent", "low"))
+        reply.messages.extend(Message(text, "notice") for text in notices)
     return len(sent)
 
 
-def apply_daily_quota(versions, havs, resource, *, now, quota):
+def max_jobs_per_rpc(host, request, config):
+    """sched_send.cpp get_job_limits: ``max_wus_to_send`` × (CPUs, at most ``MAX_NCPUS``,
+    + ``gpu_multiplier`` × GPUs); ``max_wus_to_send`` 0 means no limit."""
+    if not config.max_wus_to_send:
+        return 999999
+    ncpus = min(max(host.p_ncpus, 1), MAX_NCPUS)
+    ngpus = sum(gpu.count for gpu in request.gpu_requests if gpu.count > 0)
+    return config.max_wus_to_send * (ncpus + config.gpu_multiplier * ngpus)
+
+
+def apply_daily_quota(versions, havs, resource, *, now, quota, gpu_multiplier=0):
     """Set each version's daily ``limit`` and ``room`` (backend.daemons.host_app_version);
     return the versions with a quota. A version not yet sent to the host has the full quota."""
     if not quota:
@@ -244,51 +296,108 @@ def apply_daily_quota(versions, havs, resource, *, now, quota):
             continue
         hav = havs.get(v.row.pk)
         if hav is None:
-            hav = HostAppVersion(max_jobs_per_day=quota)
-        v.limit = scaled_max_jobs_per_day(hav, resource.count)
+            continue  # sched_version.cpp daily_quota_exceeded: no record, no limit yet
+        v.limit = scaled_max_jobs_per_day(hav, resource.count,
+                                          gpu_multiplier=0 if resource.name == CPU
+                                          else gpu_multiplier)
         v.room = v.limit - jobs_today(hav, now)
         limited.append(v)
     return limited
 
 
 def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_wus,
-                      pick=candidates):
+                      pick=candidates, notices=None):
     """Claim and mark sent the jobs for one resource; returns (result, version, runtime).
 
     ``pick(host, app_ids, limit, config)`` lists the unsent results to consider, in order
-    (``candidates``, or locality scheduling's results for one file).
+    (``candidates``, or locality scheduling's results for one file). Each job is checked as
+    sched_check.cpp wu_is_infeasible_fast does (``infeasible``); each one sent lowers the
+    request and raises the estimated delay as add_result_to_reply does (``after_sending``).
+    A job refused for memory adds BOINC's message to ``notices`` (a list, when given), once.
     """
-    req_secs, req_instances = resource.req_secs, resource.req_instances
-    delay = resource.estimated_delay
-    chosen, infeasible = [], []
+    chosen, refused = [], []
     with transaction.atomic():
         for result in pick(host, list(versions), max_jobs * config.candidate_factor, config):
-            if len(chosen) >= max_jobs or (req_secs <= 0 and req_instances <= 0):
+            if len(chosen) >= max_jobs or (resource.req_secs <= 0
+                                           and resource.req_instances <= 0):
                 break
-            if result.workunit_id in taken_wus:
-                continue
+            if config.one_result_per_user_per_wu and result.workunit_id in taken_wus:
+                continue  # sched_check.cpp wu_already_in_reply
             version = versions[result.app_id]
             if version.room is not None and version.room <= 0:
                 continue
             runtime = result.workunit.rsc_fpops_est / job_flops(resource, version)
-            stretched = runtime / resource.available_frac if resource.available_frac > 0 else None
-            if stretched is None or delay + stretched >= result.workunit.delay_bound:
-                infeasible.append(result)
+            why = infeasible(result.workunit, resource, runtime, config)
+            if why:
+                refused.append((result, version, why))
                 continue
             chosen.append((result, version, runtime))
             taken_wus.add(result.workunit_id)
             if version.room is not None:
                 version.room -= 1
-            req_secs -= runtime
-            req_instances -= version.instances
-            delay += stretched / max(resource.count, 1)
+            resource = after_sending(resource, [(result, version, runtime)])
         sent = mark_sent(host, chosen, now=now, config=config)
-        fallen = mark_infeasible(infeasible, now=now, timeout=config.infeasible_timeout)
+        fallen = []
+        if config.seed003_infeasible_queue:
+            fallen = mark_infeasible([r for r, _, why in refused if why == DEADLINE],
+                                     now=now, timeout=config.infeasible_timeout)
         count_sent(host, Counter(v.row.pk for _, v, _ in sent if v.row is not None),
                    now=now, quota=config.daily_result_quota)
     if fallen:
         make_due(fallen, now=now)
+    if notices is not None:
+        for result, version, why in refused:
+            text = memory_message(result.workunit, version, resource) if why == MEMORY else ""
+            if text and text not in notices:
+                notices.append(text)
     return sent
+
+
+def memory_message(wu, version, resource):
+    """sched_check.cpp check_memory's message."""
+    return (f"{version.reply.app_name} needs {wu.rsc_memory_bound / MEGA:.2f} MB RAM but only "
+            f"{resource.usable_ram / MEGA:.2f} MB is available for use.")
+
+
+
+
+# Why a job is not sent to this host (sched_check.cpp's INFEASIBLE_MEM, INFEASIBLE_CPU).
+MEMORY, DEADLINE = "memory", "deadline"
+
+
+def infeasible(wu, resource, runtime, config):
+    """Why ``wu`` cannot go to this host (MEMORY or DEADLINE), or "" when it can.
+
+    sched_check.cpp: check_memory refuses a job whose ``rsc_memory_bound`` exceeds the host's
+    usable RAM; check_deadline (skipped with ``ignore_delay_bound``) skips the check for a
+    host with nothing queued on this resource ("everyone gets one result, no matter how slow
+    they are"), and otherwise refuses when the queue ahead plus the job's runtime stretched by
+    the host's availability (estimate_duration) exceeds ``delay_bound``, strictly.
+    """
+    if resource.usable_ram is not None and wu.rsc_memory_bound > resource.usable_ram:
+        return MEMORY
+    if config.ignore_delay_bound or resource.estimated_delay == 0:
+        return ""
+    if resource.estimated_delay + runtime / resource.available_frac > wu.delay_bound:
+        return DEADLINE
+    return ""
+
+
+def after_sending(resource, sent):
+    """``resource`` once ``sent`` ((result, version, runtime) tuples) are added to the reply
+    (sched_send.cpp add_result_to_reply, update_estimated_delay): each job's duration
+    stretched by the host's availability, times the instances it uses (avg_ncpus, or the
+    GPU's usage), comes off the requested seconds; its instances off the requested
+    instances; and the queue ahead grows by the duration × instances / the resource's count."""
+    req_secs, req_instances, delay = (resource.req_secs, resource.req_instances,
+                                      resource.estimated_delay)
+    for _, version, runtime in sent:
+        duration = runtime / resource.available_frac
+        req_secs -= duration * version.instances
+        req_instances -= version.instances
+        delay += duration * version.instances / max(resource.count, 1)
+    return replace(resource, req_secs=req_secs, req_instances=req_instances,
+                   estimated_delay=delay)
 
 
 def mark_sent(host, chosen, *, now, config):

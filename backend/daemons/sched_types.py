@@ -26,7 +26,9 @@ class HostInfo:
     p_model: str = ""
     p_fpops: float = 1e9
     p_iops: float = 1e9
-    m_nbytes: float = 0.0
+    # None: the caller does not model memory (a simulated host), so no memory check; a real
+    # client always says, and 0 or less then means BOINC's default of 64 MB.
+    m_nbytes: float | None = None
     d_total: float = 0.0
     d_free: float = 0.0
     os_name: str = ""
@@ -228,7 +230,13 @@ DAILY_RESULT_QUOTA = 500
 
 @dataclass(frozen=True)
 class SchedulerConfig:
-    """The project's scheduler options (BOINC's config.xml names where there is one).
+    """The project's server options, with BOINC's config.xml names (sched/sched_config.cpp).
+
+    Defaults are BOINC's where a project's config.xml leaves the option out, except where
+    docs/server-fidelity.md says otherwise (``one_result_per_user_per_wu`` and
+    ``daily_result_quota``, which make_project writes into every new project's config.xml).
+    ``backend.server_config.read_config_xml`` builds one from a BOINC config.xml file.
+    Options not in BOINC carry the name of the seed or rule they keep.
 
     Constructing one with a value out of range raises ValueError naming the option.
     """
@@ -238,36 +246,54 @@ class SchedulerConfig:
     request_delay: float = 0.0
     one_result_per_user_per_wu: bool = True
     send_result_abort: bool = True
-    # Seconds a result may stay infeasible for every host that asked before it falls off the
-    # infeasible queue as OVER/COULDNT_SEND (the seed's rule; reference/server.md §4).
-    infeasible_timeout: int = 7 * 86400
-    # How many unsent results one request looks at beyond the ones it may send.
-    candidate_factor: int = 4
     # Jobs per day per host app version and CPU (or GPU); 0 turns the quota off
     # (reference/server.md §3.11, backend.daemons.host_app_version).
     daily_result_quota: int = DAILY_RESULT_QUOTA
     # Resend in-progress jobs a client no longer lists (reference/server.md §3.6).
     resend_lost_results: bool = False
+    # GPUs count this many times in the jobs per RPC and the daily quota of GPU versions
+    # (sched_send.cpp get_job_limits, sched_version.cpp scaled_max_jobs_per_day); BOINC's 0
+    # means a GPU adds no jobs per RPC.
+    gpu_multiplier: int = 0
+    # Send jobs whatever their deadline (sched_check.cpp check_deadline).
+    ignore_delay_bound: bool = False
+    # Seed 003's infeasible queue, absent from BOINC's code (reference/server.md §4): off, as
+    # in BOINC. On, a result the deadline check turns down is stamped ``infeasible_since`` and
+    # after ``infeasible_timeout`` seconds of refusals falls off as OVER/COULDNT_SEND.
+    seed003_infeasible_queue: bool = False
+    infeasible_timeout: int = 7 * 86400
+    # Delete the outputs of NO_REPLY, VALIDATE_ERROR and CLIENT_DETACHED results after
+    # assimilation too (BOINC leaves them on disk: transitioner.cpp deletes only CLIENT_ERROR
+    # and validated SUCCESS outputs).
+    delete_abandoned_outputs: bool = False
+    # Where BOINC writes transition_time = now (a report, the validator's IMMEDIATE, the
+    # assimilator), write min(transition_time, now), so a workunit already due stays due for
+    # a transitioner pass at the same now; off, now is written, as BOINC does.
+    keep_due_workunits: bool = True
+    # How many unsent results one request looks at beyond the ones it may send (the size of
+    # BOINC's shared-memory job cache plays this part).
+    candidate_factor: int = 4
 
     def __post_init__(self):
         check_quota(self.daily_result_quota)
         for name in ("report_grace_period", "max_wus_to_send", "infeasible_timeout",
-                     "candidate_factor"):
+                     "candidate_factor", "gpu_multiplier"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a whole number, 0 or more, not {value!r}")
-        if not isinstance(self.resend_lost_results, bool):
-            raise ValueError("resend_lost_results must be True or False, not "
-                             f"{self.resend_lost_results!r}")
+        for name in ("resend_lost_results", "one_result_per_user_per_wu", "send_result_abort",
+                     "ignore_delay_bound", "seed003_infeasible_queue",
+                     "delete_abandoned_outputs", "keep_due_workunits"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}")
 
 
 def project_config():
-    """The project's SchedulerConfig, from the settings BOINC_DAILY_RESULT_QUOTA and
-    BOINC_RESEND_LOST_RESULTS (the scheduler endpoint's; a simulated world keeps its own)."""
-    from django.conf import settings
+    """The project's SchedulerConfig (backend.server_config.project_config: the settings
+    BOINC_CONFIG_XML, BOINC_DAILY_RESULT_QUOTA and BOINC_RESEND_LOST_RESULTS)."""
+    from backend.server_config import project_config as read
 
-    return SchedulerConfig(daily_result_quota=settings.BOINC_DAILY_RESULT_QUOTA,
-                           resend_lost_results=settings.BOINC_RESEND_LOST_RESULTS)
+    return read()
 
 
 class SchedulerRequestError(ValueError):

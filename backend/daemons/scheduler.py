@@ -44,6 +44,7 @@ from django.db.backends.base.operations import BaseDatabaseOperations
 from django.db.models import F, Value
 from django.db.models.functions import Least
 
+from backend.daemons.host_app_version import start_of_request
 from backend.daemons.sched_resend import resend_lost_results
 from backend.daemons.sched_result import handle_results
 from backend.daemons.sched_send import (
@@ -281,6 +282,8 @@ def update_host(host, request, *, now):
     host.domain_name = info.domain_name or host.domain_name or f"host-{request.userid}"
     host.p_ncpus = info.p_ncpus
     host.p_fpops = info.p_fpops
+    if info.m_nbytes is not None:
+        host.m_nbytes = info.m_nbytes
     host.os_name = info.os_name or host.os_name
     host.platform = request.platform_name
     host.on_frac = stats.on_frac
@@ -298,7 +301,7 @@ def update_host(host, request, *, now):
 
 
 HOST_REQUEST_FIELDS = [
-    "domain_name", "p_ncpus", "p_fpops", "os_name", "platform", "on_frac", "connected_frac",
+    "domain_name", "p_ncpus", "p_fpops", "m_nbytes", "os_name", "platform", "on_frac", "connected_frac",
     "active_frac", "gpu_active_frac", "gpu_type", "gpu_count", "gpu_peak_flops", "rpc_seqno",
     "rpc_time",
 ]
@@ -330,8 +333,11 @@ def handle_request(request, *, now, config=SchedulerConfig()):
         if new_host:
             host.save()
         held = sync_sticky_files(host, request, now=now)
+        if not new_host:
+            start_of_request(host, quota=config.daily_result_quota)
         handled = handle_results(host, request.results, now=now, reply=reply,
-                                 quota=config.daily_result_quota)
+                                 quota=config.daily_result_quota,
+                                 keep_due=config.keep_due_workunits)
         if not new_host:
             # Only the fields the request sets, and after the results: a full save would
             # overwrite the credit a validator just granted, and locking the host before the
@@ -349,9 +355,7 @@ def handle_request(request, *, now, config=SchedulerConfig()):
             and request.other_results is not None and requested_resources(host, request)):
         resent = resend_lost_results(host, request, host_resources(host, request), now=now,
                                      config=config, reply=reply)
-    if resent:
-        reply.messages.append(Message("No new work sent: lost tasks were resent", "low"))
-    else:
+    if not resent:
         send_work(host, request, now=now, config=config, reply=reply)
     return reply
 

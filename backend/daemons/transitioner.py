@@ -30,9 +30,10 @@ differs (§4):
    the canonical output only once all results are over and validated. BOINC leaves on disk for
    ever whatever VALIDATE_ERROR results uploaded, and what NO_REPLY and CLIENT_DETACHED
    results did (an upload the client abandoned, ``.NAME.part``, or outputs it uploaded but
-   never reported); we delete those too, as for a client error. Should such a result still be
-   reported late, the scheduler puts its file_delete_state back to INIT, so its new outputs
-   are deleted in turn.
+   never reported), and so do we by default; ``delete_abandoned_outputs`` (an option of
+   SchedulerConfig, off as in BOINC) deletes those too, as for a client error. Should such a
+   result still be reported late, the scheduler puts its file_delete_state back to INIT, so
+   its new outputs are deleted in turn.
 10. next transition_time: INT_MAX with a canonical result or an error, else the safety net
     ``now + max(1.5 × delay_bound, 10 days)``; lowered to the earliest in-progress deadline and
     to the deferred deletion time. (BOINC's back-off for a next time already in the past,
@@ -64,8 +65,11 @@ SAFETY_NET_MIN = 10 * 86400
 RESULT_FIELDS = ("id", "workunit", "name", "server_state", "outcome", "validate_state",
                  "file_delete_state", "report_deadline", "received_time", "exit_status",
                  "host", "app_version")
-# Outcomes of results that were sent and may have left files in the upload directory; the
-# rest never reached a host (DIDNT_NEED, COULDNT_SEND) or are SUCCESS, deleted once validated.
+# Outcomes whose outputs are deleted once the workunit is assimilated: BOINC's (transitioner.cpp:
+# "output of error results can be deleted immediately"), and with
+# ``SchedulerConfig.delete_abandoned_outputs`` every outcome of a result that was sent and may
+# have left files in the upload directory (SUCCESS results are deleted once validated).
+ERROR_OUTPUTS = (Outcome.CLIENT_ERROR,)
 MAY_HAVE_FILES = (Outcome.CLIENT_ERROR, Outcome.VALIDATE_ERROR, Outcome.NO_REPLY,
                   Outcome.CLIENT_DETACHED)
 WU_FIELDS = ("need_validate", "error_mask", "assimilate_state", "file_delete_state", "hr_class",
@@ -78,6 +82,7 @@ class Changes:
 
     now: int
     daily_result_quota: int = DAILY_RESULT_QUOTA
+    delete_abandoned_outputs: bool = False
     timed_out: list = field(default_factory=list)
     too_late: list = field(default_factory=list)
     didnt_need: list = field(default_factory=list)
@@ -212,7 +217,9 @@ def handle_wu(wu, results, changes, *, delete_delay):
                     continue
                 if r is canonical and not all_over_and_validated:
                     continue
-                if r.outcome in MAY_HAVE_FILES or (
+                deletable = (MAY_HAVE_FILES if changes.delete_abandoned_outputs
+                             else ERROR_OUTPUTS)
+                if r.outcome in deletable or (
                         r.outcome == Outcome.SUCCESS
                         and r.validate_state != ValidateState.INIT):
                     r.file_delete_state = FileDeleteState.READY
@@ -293,13 +300,16 @@ def apply(changes):
         update_rows(Workunit, changes.workunits, WU_FIELDS)
     compare_and_set(Workunit, "transition_time", changes.transition_times, otherwise=now)
     record(changes.events)
-    host_app_version.apply(changes.host_app_versions)
+    host_app_version.apply(changes.host_app_versions, create=True)
 
 
-def run_once(*, now, batch_size, mod=1, index=0, daily_result_quota=DAILY_RESULT_QUOTA):
+def run_once(*, now, batch_size, mod=1, index=0, daily_result_quota=DAILY_RESULT_QUOTA,
+             delete_abandoned_outputs=False):
     """One pass over due workunits; returns how many were handled.
 
-    ``daily_result_quota`` is the project's (SchedulerConfig's), for penalising timeouts.
+    ``daily_result_quota`` and ``delete_abandoned_outputs`` are the project's options
+    (SchedulerConfig's): the quota for penalising timeouts, and whether outputs BOINC leaves
+    on disk are deleted too (step 9).
     """
     host_app_version.check_quota(daily_result_quota)
     with transaction.atomic():
@@ -311,7 +321,8 @@ def run_once(*, now, batch_size, mod=1, index=0, daily_result_quota=DAILY_RESULT
         for r in Result.objects.filter(workunit_id__in=list(by_wu)).only(*RESULT_FIELDS) \
                 .order_by("workunit_id", "id"):
             by_wu[r.workunit_id].append(r)
-        changes = Changes(now=now, daily_result_quota=daily_result_quota)
+        changes = Changes(now=now, daily_result_quota=daily_result_quota,
+                          delete_abandoned_outputs=delete_abandoned_outputs)
         for wu in wus:
             handle_wu(wu, by_wu[wu.pk], changes, delete_delay=wu.app.delete_delay)
         apply(changes)

@@ -18,7 +18,7 @@ Rules, following BOINC's code (§4):
 
 - **with a canonical result** (late results): each SUCCESS result INIT or INCONCLUSIVE is
   compared with the canonical one: VALID (credit granted) or INVALID; unreadable output ->
-  VALIDATE_ERROR; transition_time = now;
+  VALIDATE_ERROR; transition_time = now once one was compared;
 - **without**: the viable results (SUCCESS, not INVALID) are checked once there are min_quorum
   of them. Consensus is a majority of the *quorum size*: the first result (in id order) that
   matches at least ``min_quorum // 2 + 1`` results (itself included) is canonical; every result
@@ -27,12 +27,13 @@ Rules, following BOINC's code (§4):
   one for outcome), and transition_time = INT_MAX (the assimilator sets it to now when done;
   BOINC does so "to avoid a race");
 - **no consensus**: the results checked become INCONCLUSIVE; more viable results than
-  max_success_results -> WU_ERROR_TOO_MANY_SUCCESS_RESULTS; otherwise, once there are
-  target_nresults of them, target_nresults = n_viable + 1 so the transitioner makes one more
-  replica; transition_time = now;
-- "transition_time = now" (BOINC's IMMEDIATE) is ``min(transition_time, now)`` here: a workunit
-  already due (say, a result past its deadline not yet timed out) stays due, instead of being
-  postponed to ``now``, which a transitioner pass at the same ``now`` would skip;
+  max_success_results -> WU_ERROR_TOO_MANY_SUCCESS_RESULTS; and (independently, as in
+  validator.cpp) once there are target_nresults of them, target_nresults = n_viable + 1 so the
+  transitioner makes one more replica; transition_time = now;
+- "transition_time = now" (BOINC's IMMEDIATE) is ``min(transition_time, now)`` here, with
+  ``keep_due_workunits`` (on by default): a workunit already due (say, a result past its
+  deadline not yet timed out) stays due, instead of being postponed to ``now``, which a
+  transitioner pass at the same ``now`` would skip; off, ``now`` is written as in BOINC;
 - **transient errors**: need_validate is cleared anyway and transition_time becomes at most
   now + 6 h; the result stays INIT, so the transitioner sets need_validate again. (BOINC's
   check_set path turns such a result INCONCLUSIVE, after which it may never be checked; we keep
@@ -48,7 +49,12 @@ Rules, following BOINC's code (§4):
   (a pass that read a result another pass has since validated leaves it alone);
 - **credit** is granted once per result, when it becomes VALID, and is the workunit's
   estimate: ``rsc_fpops_est`` × 200/86400e9 (credit per FLOP, "cobblestones"), capped at
-  ``MAX_GRANTED_CREDIT``; the host's total_credit grows by it.
+  ``MAX_GRANTED_CREDIT``. As credit.cpp grant_credit does, the host, its owner
+  (``UserCredit``) and the owner's team each get it in ``total_credit`` and in the recent
+  average ``expavg_credit`` (lib/util.cpp update_average, a 7-day half-life, the work taken as
+  done since the result was sent), and, as validator.cpp is_valid does, the host's
+  ``avg_turnaround`` takes the result's turnaround (received - sent) with weight 0.3
+  (sched_util.cpp compute_avg_turnaround; the first sample is taken whole).
 """
 
 import math
@@ -57,7 +63,6 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from django.db import transaction
-from django.db.models import Case, F, Value, When
 
 from backend.daemons import host_app_version
 from backend.daemons.claim import claim, update_rows
@@ -65,14 +70,17 @@ from backend.daemons.hierarchy import upload_path
 from backend.daemons.sched_types import DAILY_RESULT_QUOTA
 from backend.events import event, record
 from backend.models import (
-    INT_MAX, AssimilateState, ErrorMask, File, Host, Outcome, Result, ServerState,
-    ValidateState, Workunit,
+    INT_MAX, AssimilateState, ErrorMask, File, Host, Outcome, Result, ServerState, Team,
+    UserCredit, ValidateState, Workunit,
 )
 
 ACTOR = "validator"
 COBBLESTONE_SCALE = 200 / 86400e9
 MAX_GRANTED_CREDIT = 200 * 1000 * 365
 RETRY_DELAY = 6 * 3600
+DAY = 86400
+# sched_util_basic.h CREDIT_HALF_LIFE: a week.
+CREDIT_HALF_LIFE = 7 * DAY
 NUMBER = re.compile(rb"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:inf|nan)", re.I)
 
 
@@ -135,6 +143,11 @@ def credit_for(wu):
 class Changes:
     now: int
     daily_result_quota: int = DAILY_RESULT_QUOTA
+    keep_due: bool = True
+    # (host, app version) of each result whose host app version BOINC's validator looks up
+    # (hav_lookup creates a missing record): every viable result, or, with a canonical
+    # result, each one compared with it
+    looked_up: list = field(default_factory=list)
     validate_states: dict = field(default_factory=dict)   # result -> (old, new)
     validate_errors: list = field(default_factory=list)
     didnt_need: list = field(default_factory=list)
@@ -166,17 +179,29 @@ class Checker:
         return self.compare_fn(self.read(a), self.read(b), self.app)
 
 
+def immediate(wu, changes):
+    """validator.cpp's IMMEDIATE: transition_time = now (min(transition_time, now) with
+    ``keep_due``, so a workunit already due is not postponed)."""
+    now = changes.now
+    wu.transition_time = min(wu.transition_time, now) if changes.keep_due else now
+
+
 def handle_wu(wu, results, checker, changes):
     """Validate one workunit (§3.7); returns nothing, records everything in ``changes``."""
     now = changes.now
     wu.need_validate = False
     canonical = next((r for r in results if r.pk == wu.canonical_result_id), None)
     if wu.canonical_result_id:
+        tested = len(changes.looked_up)
         retry = check_against_canonical(wu, results, canonical, checker, changes)
-        wu.transition_time = min(wu.transition_time, now + RETRY_DELAY if retry else now)
+        if retry:
+            wu.transition_time = min(wu.transition_time, now + RETRY_DELAY)
+        elif len(changes.looked_up) > tested:
+            immediate(wu, changes)  # validator.cpp: only once a result was compared
         return
     viable = [r for r in results if r.outcome == Outcome.SUCCESS
               and r.validate_state != ValidateState.INVALID]
+    changes.looked_up.extend((r.host_id, r.app_version_id) for r in viable)
     if len(viable) < wu.min_quorum:
         return
     good, retry = [], False
@@ -213,14 +238,16 @@ def handle_wu(wu, results, checker, changes):
             changes.set_state(r, ValidateState.INCONCLUSIVE)
     n_viable = len(good) + sum(1 for r in viable if r not in good
                                and r not in changes.validate_errors)
+    # validator.cpp: the two checks are independent; too many successes sets the error and
+    # still raises target_nresults.
     if n_viable > wu.max_success_results:
         wu.error_mask |= ErrorMask.TOO_MANY_SUCCESS_RESULTS
-        wu.transition_time = min(wu.transition_time, now)
-    elif n_viable >= wu.target_nresults and good:
+        immediate(wu, changes)
+    if n_viable >= wu.target_nresults and good:
         wu.target_nresults = n_viable + 1
-        wu.transition_time = min(wu.transition_time, now)
-    elif changes.validate_errors:
-        wu.transition_time = min(wu.transition_time, now)
+        immediate(wu, changes)
+    if changes.validate_errors:
+        immediate(wu, changes)
     if retry:
         wu.transition_time = min(wu.transition_time, now + RETRY_DELAY)
 
@@ -243,6 +270,7 @@ def check_against_canonical(wu, results, canonical, checker, changes):
         if r is canonical or r.outcome != Outcome.SUCCESS or r.validate_state not in (
                 ValidateState.INIT, ValidateState.INCONCLUSIVE):
             continue
+        changes.looked_up.append((r.host_id, r.app_version_id))
         try:
             checker.read(r)
         except TransientError:
@@ -342,8 +370,13 @@ def apply(changes, wus):
     record(changes.events)
     # Locks are taken in the order every pass and scheduler request takes them: workunits,
     # results, host app versions, hosts.
-    host_app_version.apply(quota_changes(changes, wus))
+    host_app_version.apply([*((h, v, noop) for h, v in changes.looked_up),
+                            *quota_changes(changes, wus)], create=True)
     grant_host_credit(changes)
+
+
+def noop(hav):
+    """A host app version looked up and left as it is."""
 
 
 def quota_changes(changes, wus):
@@ -364,20 +397,68 @@ def quota_changes(changes, wus):
     return found
 
 
+def update_average(now, work_start_time, work, avg, avg_time, half_life=CREDIT_HALF_LIFE):
+    """``(avg, avg_time)`` after ``work`` done since ``work_start_time`` (lib/util.cpp
+    update_average): an exponentially decaying average of work per day. The first work gives
+    work / days since it started; a first work started at ``now`` (BOINC divides by zero)
+    takes the limit used for back-to-back updates."""
+    if avg_time:
+        diff = max(now - avg_time, 0)
+        weight = math.exp(-diff * math.log(2) / half_life)
+        avg *= weight
+        if 1 - weight > 1e-6:
+            avg += (1 - weight) * (work / (diff / DAY))
+        else:
+            avg += math.log(2) * work * DAY / half_life
+    elif work:
+        days = (now - work_start_time) / DAY
+        avg = work / days if days > 0 else math.log(2) * work * DAY / half_life
+    return avg, now
+
+
+def avg_turnaround(avg, turnaround):
+    """sched_util.cpp compute_avg_turnaround."""
+    return turnaround if avg == 0 else 0.7 * avg + 0.3 * turnaround
+
+
 def grant_host_credit(changes):
-    """Add to each host's total_credit the credit of its results this pass turned VALID
-    (``changes.credit`` holds only those: ``apply`` drops the ones it did not change)."""
-    per_host = {}
-    hosts = dict(Result.objects.filter(id__in=list(changes.credit)).values_list("id", "host_id"))
-    for result_id, credit in changes.credit.items():
-        if hosts.get(result_id):
-            per_host[hosts[result_id]] = per_host.get(hosts[result_id], 0.0) + credit
-    if per_host:
-        # in id order, as every validator pass locks hosts, so that two passes never deadlock
-        locked_ids(Host.objects.filter(id__in=list(per_host)))
-        Host.objects.filter(id__in=list(per_host)).update(total_credit=F("total_credit") + Case(
-            *[When(id=host_id, then=Value(credit)) for host_id, credit in per_host.items()],
-            default=Value(0.0)))
+    """Grant the credit of the results this pass turned VALID (``changes.credit`` holds only
+    those: ``apply`` drops the ones it did not change) to their hosts, the hosts' owners and
+    the owners' teams, and take each one's turnaround into its host's average, one result at
+    a time in id order (credit.cpp grant_credit, validator.cpp is_valid)."""
+    if not changes.credit:
+        return
+    now = changes.now
+    rows = list(Result.objects.filter(id__in=list(changes.credit), host__isnull=False)
+                .order_by("id").values_list("id", "host_id", "sent_time", "received_time"))
+    if not rows:
+        return
+    # in id order, as every validator pass locks hosts, so that two passes never deadlock
+    locked_ids(Host.objects.filter(id__in={host_id for _, host_id, _, _ in rows}))
+    hosts = Host.objects.in_bulk({host_id for _, host_id, _, _ in rows})
+    owners = {host.owner_id for host in hosts.values()}
+    UserCredit.objects.bulk_create([UserCredit(user_id=u) for u in sorted(owners)],
+                                   ignore_conflicts=True)
+    users = {u.pk: u for u in UserCredit.objects.select_for_update(no_key=True)
+             .filter(user_id__in=owners).order_by("user_id")}
+    team_ids = {u.team_id for u in users.values() if u.team_id}
+    teams = {t.pk: t for t in Team.objects.select_for_update(no_key=True)
+             .filter(id__in=team_ids).order_by("id")}
+    for result_id, host_id, sent_time, received_time in rows:
+        credit = changes.credit[result_id]
+        host = hosts[host_id]
+        host.avg_turnaround = avg_turnaround(host.avg_turnaround, received_time - sent_time)
+        user = users[host.owner_id]
+        for row in (host, user, teams.get(user.team_id)):
+            if row is None:
+                continue
+            row.expavg_credit, row.expavg_time = update_average(
+                now, sent_time, credit, row.expavg_credit, row.expavg_time)
+            row.total_credit += credit
+    fields = ("total_credit", "expavg_credit", "expavg_time")
+    update_rows(Host, list(hosts.values()), (*fields, "avg_turnaround"))
+    update_rows(UserCredit, list(users.values()), fields)
+    update_rows(Team, list(teams.values()), fields)
 
 
 def wu_events(changes, before, wus):
@@ -392,10 +473,12 @@ def wu_events(changes, before, wus):
                             "target_nresults": "no consensus: one more replica"}.get(name, "")))
 
 
-def run_once(*, now, batch_size, mod=1, index=0, daily_result_quota=DAILY_RESULT_QUOTA):
+def run_once(*, now, batch_size, mod=1, index=0, daily_result_quota=DAILY_RESULT_QUOTA,
+             keep_due_workunits=True):
     """One pass over workunits with need_validate; returns how many were handled.
 
-    ``daily_result_quota`` is the project's (SchedulerConfig's), for the host app versions.
+    ``daily_result_quota`` (for the host app versions) and ``keep_due_workunits`` (see
+    ``immediate``) are the project's options (SchedulerConfig's).
     """
     host_app_version.check_quota(daily_result_quota)
     with transaction.atomic():
@@ -412,7 +495,8 @@ def run_once(*, now, batch_size, mod=1, index=0, daily_result_quota=DAILY_RESULT
         before = {wu.pk: {name: getattr(wu, name) for name in (
             "canonical_result_id", "assimilate_state", "error_mask", "target_nresults")}
             for wu in wus}
-        changes = Changes(now=now, daily_result_quota=daily_result_quota)
+        changes = Changes(now=now, daily_result_quota=daily_result_quota,
+                          keep_due=keep_due_workunits)
         for wu in wus:
             handle_wu(wu, by_wu[wu.pk], Checker(wu.app, files), changes)
         wu_events(changes, before, wus)

@@ -73,9 +73,10 @@ def test_a_quorum_of_two_goes_from_creation_to_deletion(project):
     ([b"1", b"2"], None, ["INCONCLUSIVE", "INCONCLUSIVE"], 0, 3),
     # quorum 2 needs a majority of 2: 2 of 3 agree, the odd one is INVALID
     ([b"1", b"2", b"2"], 1, ["INVALID", "VALID", "VALID"], 0, 2),
-    # too many successes without consensus
+    # too many successes without consensus: the error, and (validator.cpp checks both) one
+    # more replica asked for
     ([b"1", b"2", b"3", b"4"], None, ["INCONCLUSIVE"] * 4,
-     ErrorMask.TOO_MANY_SUCCESS_RESULTS, 2),
+     ErrorMask.TOO_MANY_SUCCESS_RESULTS, 5),
     # an unusable output is a VALIDATE_ERROR and the rest wait
     ([None, b"1"], None, ["INVALID", "INCONCLUSIVE"], 0, 2),
 ])
@@ -426,11 +427,16 @@ def test_rule_3_9_an_abandoned_partial_upload_is_deleted_with_the_results_files(
     assert partial_upload_path(other.output_file_name(0)).exists()  # still uploading
 
 
-def test_rule_3_2_step_9_a_timed_out_results_abandoned_upload_is_deleted(project):
-    """A host takes the job, uploads part of its output and vanishes: the result times out,
-    a replica is made and validated, and once the workunit is assimilated the transitioner
-    gives the NO_REPLY result's files to the file deleter, which deletes the part. The host's
-    late report afterwards brings a whole output, which is deleted in its turn."""
+def test_rule_3_2_step_9_a_timed_out_results_abandoned_upload_is_deleted_when_asked(
+        project, settings, tmp_path):
+    """With delete_abandoned_outputs on: a host takes the job, uploads part of its output and
+    vanishes: the result times out, a replica is made and validated, and once the workunit is
+    assimilated the transitioner gives the NO_REPLY result's files to the file deleter, which
+    deletes the part. The host's late report afterwards brings a whole output, which is
+    deleted in its turn."""
+    config_xml = tmp_path / "config.xml"
+    config_xml.write_text("<boinc><config><delete_abandoned_outputs/></config></boinc>")
+    settings.BOINC_CONFIG_XML = str(config_xml)
     [wu] = work_generator.create_work(project.app, ["job"], now=NOW)
     daemons(NOW + 1)
     vanishing, reliable = project.host(), project.host()

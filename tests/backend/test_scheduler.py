@@ -235,10 +235,17 @@ def test_rule_3_4_one_result_per_user_per_workunit(project):
 
 
 @pytest.mark.parametrize("p_fpops, on_frac, estimated_delay, delay_bound, sent", [
-    (1e9, 1.0, 0, 86400, True),        # 3600 s of work, a day to do it
-    (1e9, 1.0, 0, 3600, False),        # exactly the bound is too late
-    (1e9, 0.05, 0, 86400, True),       # 72000 s stretched, fits
-    (1e9, 0.04, 0, 86400, False),      # 90000 s stretched, doesn't
+    # sched_check.cpp check_deadline: a host with nothing queued gets one job however slow
+    (1e9, 1.0, 0, 3600, True),
+    (1e6, 1.0, 0, 86400, True),
+    (1e9, 1.0, 1, 86400, True),        # 3600 s of work, a day to do it
+    (1e9, 1.0, 1, 3600, False),        # 1 + 3600 > 3600: a miss
+    (1e9, 1.0, 1, 3601, True),         # 1 + 3600 = 3601 is not more than the bound
+    (1e9, 0.05, 1, 86400, True),       # 72000 s stretched, fits
+    (1e9, 0.1, 1, 36000, False),       # 36000 s stretched, 1 s too many
+    # clamp_frac: an availability under 0.1 counts as 0.1 (36000 s)
+    (1e9, 0.02, 1, 86400, True),
+    (1e9, 0.02, 1, 36000, False),
     (1e9, 1.0, 83000, 86400, False),   # the queue ahead eats the time
     (10e9, 1.0, 83000, 86400, True),   # a faster host makes it
 ])
@@ -250,20 +257,31 @@ def test_rule_3_4_deadline_feasibility(project, p_fpops, on_frac, estimated_dela
     result.refresh_from_db()
     assert bool(reply.results) is sent
     assert result.server_state == (ServerState.IN_PROGRESS if sent else ServerState.UNSENT)
-    assert result.infeasible_since == (0 if sent else NOW)
+    assert result.infeasible_since == 0  # no infeasible queue in BOINC
 
 
-def test_rule_4_infeasible_result_falls_off_as_couldnt_send(project):
+def test_rule_4_seed003_infeasible_queue_result_falls_off_as_couldnt_send(project):
     slow = project.host(p_fpops=1e6)
     result = project.result(project.workunit())
-    config = SchedulerConfig(infeasible_timeout=1000)
-    handle_request(work_request(slow), now=NOW, config=config)
-    handle_request(work_request(slow), now=NOW + 999, config=config)
+    config = SchedulerConfig(seed003_infeasible_queue=True, infeasible_timeout=1000)
+    handle_request(work_request(slow, estimated_delay=1), now=NOW, config=config)
+    assert Result.objects.get(pk=result.pk).infeasible_since == NOW
+    handle_request(work_request(slow, estimated_delay=1), now=NOW + 999, config=config)
     assert Result.objects.get(pk=result.pk).server_state == ServerState.UNSENT
-    handle_request(work_request(slow), now=NOW + 1000, config=config)
+    handle_request(work_request(slow, estimated_delay=1), now=NOW + 1000, config=config)
     result.refresh_from_db()
     assert (result.server_state, result.outcome) == (ServerState.OVER, Outcome.COULDNT_SEND)
     assert result.workunit.transition_time == NOW + 1000
+
+
+def test_rule_4_without_the_seed003_queue_an_infeasible_result_stays_unsent(project):
+    slow = project.host(p_fpops=1e6)
+    result = project.result(project.workunit())
+    for now in (NOW, NOW + 8 * 86400):
+        handle_request(work_request(slow, estimated_delay=1), now=now)
+    result.refresh_from_db()
+    assert (result.server_state, result.outcome, result.infeasible_since) == (
+        ServerState.UNSENT, Outcome.INIT, 0)
 
 
 @pytest.mark.parametrize("cpu_req_secs, cpu_req_instances, ncpus, expected", [
@@ -296,7 +314,8 @@ def test_rule_3_4_candidates_beyond_the_jobs_it_may_send_are_looked_at(
     feasible = [project.result(project.workunit(priority=feasible_priority,
                                                 delay_bound=10**6), priority=feasible_priority)
                 for _ in range(3)]
-    reply = handle_request(work_request(host, cpu_req_secs=10 * 86400), now=NOW)
+    reply = handle_request(work_request(host, cpu_req_secs=10 * 86400, estimated_delay=1),
+                           now=NOW)
     assert sorted(job.name for job in reply.results) == sorted(r.name for r in feasible)
 
 

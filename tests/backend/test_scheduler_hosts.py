@@ -69,13 +69,18 @@ def count_queries(fn):
 
 # --- §3.11 daily quota: the record, the count, the limit ------------------------------------
 
-def test_rule_3_11_first_send_creates_the_host_app_version_with_the_quota(project):
+def test_rule_3_11_first_send_creates_the_host_app_version_and_the_next_request_the_quota(
+        project):
+    # sched_send.cpp update_host_app_versions creates the record cleared; update_quota, at
+    # the start of the host's next request, gives it the quota
     host = project.host(p_ncpus=1)
     unsent(project, 3)
     reply = handle_request(lots_of_work(host, cpu_req_secs=2 * 3600), now=NOW, config=config())
     assert len(reply.results) == 2
     hav = hav_of(host, project.version)
-    assert (hav.max_jobs_per_day, hav.n_jobs_today, hav.jobs_day) == (QUOTA, 2, TODAY)
+    assert (hav.max_jobs_per_day, hav.n_jobs_today, hav.jobs_day) == (0, 2, TODAY)
+    handle_request(lots_of_work(host, cpu_req_secs=0), now=NOW + 60, config=config())
+    assert hav_of(host, project.version).max_jobs_per_day == QUOTA
     assert (hav.consecutive_valid, hav.turnaround_n) == (0, 0)
     handle_request(lots_of_work(host, cpu_req_secs=1), now=NOW + 60, config=config())
     assert hav_of(host, project.version).n_jobs_today == 3
@@ -104,18 +109,19 @@ def test_rule_3_11_daily_quota_per_host_app_version_scaled_by_cpus(
     assert (hav.n_jobs_today, hav.jobs_day) == (
         (n_jobs_today if days_ago == 0 else 0) + sent, TODAY if sent or not days_ago
         else TODAY - days_ago)
-    exceeded = [m for m in reply.messages if "daily quota exceeded" in m.text]
+    # sched_version.cpp daily_quota_exceeded's message, shown only when nothing was sent
+    exceeded = [(m.text, m.priority) for m in reply.messages if "Daily job limit" in m.text]
     limit = max_jobs_per_day * ncpus
-    if quota and sent < 10:
-        assert [m.text for m in exceeded] == [
-            f"uppercase 100: daily quota exceeded (reached daily quota of {limit} tasks)"]
-        assert exceeded[0].priority == "high"
+    if quota and sent == 0:
+        assert exceeded == [(f"Daily job limit ({limit}) has been reached", "notice")]
     else:
         assert exceeded == []
 
 
 def test_rule_3_11_the_count_starts_again_on_a_new_utc_day(project):
     host = project.host(p_ncpus=1)
+    # a version sent before (a record at 0, which the request sets to the quota)
+    HostAppVersion.objects.create(host=host, app_version=project.version)
     unsent(project, 12)
     cfg = config(daily_result_quota=2)
     end_of_day = (TODAY + 1) * DAY - 1
@@ -127,20 +133,30 @@ def test_rule_3_11_the_count_starts_again_on_a_new_utc_day(project):
     assert (hav.n_jobs_today, hav.jobs_day) == (2, TODAY + 1)
 
 
-def test_rule_3_11_gpu_quota_is_scaled_by_the_gpu_count_and_counted_apart(project):
+@pytest.mark.parametrize("max_jobs_per_day, gpu_multiplier, gpu_jobs, cpu_jobs", [
+    (2, 0, 6, 2),     # 2 x 3 GPUs, 2 x 1 CPU
+    (2, 2, 12, 2),    # gpu_multiplier scales GPU versions' quota too
+    # sched_version.cpp scaled_max_jobs_per_day: a limit of 1 is not scaled
+    (1, 0, 1, 1),
+    (1, 2, 1, 1),
+])
+def test_rule_3_11_gpu_quota_is_scaled_by_the_gpu_count_and_counted_apart(
+        project, max_jobs_per_day, gpu_multiplier, gpu_jobs, cpu_jobs):
     gpu = AppVersion.objects.create(app=project.app, version_num=100, plan_class="cuda",
                                     gpu_type=GpuType.NVIDIA, gpu_usage=1, flops=1e11)
     host = project.host(p_ncpus=1)
     for version in (project.version, gpu):
-        HostAppVersion.objects.create(host=host, app_version=version, max_jobs_per_day=1,
-                                      jobs_day=TODAY)
-    unsent(project, 10)
+        HostAppVersion.objects.create(host=host, app_version=version,
+                                      max_jobs_per_day=max_jobs_per_day, jobs_day=TODAY)
+    unsent(project, 20)
     request = lots_of_work(host, gpu_requests=[
         GpuRequest("NVIDIA", count=3, peak_flops=1e11, req_secs=1e9)])
-    reply = handle_request(request, now=NOW, config=config())
-    assert sorted(job.resource for job in reply.results) == ["NVIDIA"] * 3 + ["cpu"]
-    assert hav_of(host, gpu).n_jobs_today == 3
-    assert hav_of(host, project.version).n_jobs_today == 1
+    reply = handle_request(request, now=NOW, config=config(gpu_multiplier=gpu_multiplier,
+                                                           max_wus_to_send=20))
+    assert sorted(job.resource for job in reply.results) == (["NVIDIA"] * gpu_jobs
+                                                             + ["cpu"] * cpu_jobs)
+    assert hav_of(host, gpu).n_jobs_today == gpu_jobs
+    assert hav_of(host, project.version).n_jobs_today == cpu_jobs
 
 
 def test_rule_3_11_anonymous_platform_jobs_have_no_host_app_version(project):
@@ -414,12 +430,13 @@ def test_rule_3_6_lost_results_are_resent_or_expired(project, case, fate):
     elif fate == "expired":
         assert (after.server_state, after.report_deadline) == (ServerState.IN_PROGRESS,
                                                                NOW - 1)
-        assert wu.transition_time == NOW - 1
+        # update_wu_on_send: the deadline written plus the grace period
+        assert wu.transition_time == NOW - 1 + GRACE
         assert events == [("report_deadline", before.report_deadline, NOW - 1)]
         assert f"Didn't resend lost task {job.name} (expired)" in texts
         assert job.name not in names
-        # the transitioner's next pass times it out
-        transitioner.run_once(now=NOW, batch_size=10)
+        # the transitioner's pass once the grace period is over times it out
+        transitioner.run_once(now=NOW + GRACE, batch_size=10)
         assert (Result.objects.get(pk=job.pk).server_state,
                 Result.objects.get(pk=job.pk).outcome) == (ServerState.OVER, Outcome.NO_REPLY)
     elif fate == "reported":
@@ -454,7 +471,7 @@ def test_rule_3_6_jobs_resent_queue_up_against_their_deadlines(project):
     # One CPU; each lost job runs 3600 s and has 2.5 h left: two fit, the third is expired.
     host = project.host(p_ncpus=1)
     jobs = [lost_job(project, host, report_deadline=NOW + 9000 + GRACE) for _ in range(3)]
-    reply = handle_request(work_request(host, cpu_req_secs=1, other_results=[]), now=NOW,
+    reply = handle_request(work_request(host, cpu_req_secs=DAY, other_results=[]), now=NOW,
                            config=resend_config())
     assert [r.name for r in reply.results] == [j.name for j in jobs[:2]]
     assert Result.objects.get(pk=jobs[2].pk).report_deadline == NOW - 1
@@ -465,7 +482,7 @@ def test_rule_3_6_resending_takes_a_fixed_number_of_queries(project):
         host = project.host(p_ncpus=1)
         for _ in range(n):
             lost_job(project, host, report_deadline=NOW + 100 * DAY)
-        request = work_request(host, cpu_req_secs=1, other_results=[])
+        request = work_request(host, cpu_req_secs=100 * DAY, other_results=[])
         count = count_queries(lambda: handle_request(request, now=NOW, config=resend_config()))
         return count, Result.objects.filter(host=host, sent_time=NOW).count()
 

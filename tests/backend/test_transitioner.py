@@ -173,9 +173,10 @@ def test_step_8_deferred_assimilation(project, specs, ready):
     # the canonical output waits until every result is over and validated
     ([VALID, ERROR, RUNNING], 0, False, [False, True, False]),
     ([VALID, INVALID, SUCCESS], 0, False, [False, True, False]),
-    # timed-out and detached results may have left part of an upload: deleted too
-    ([VALID, NO_REPLY, VALIDATE_ERROR], 0, True, [True, True, True]),
-    ([VALID, DETACHED, USER_ABORT], 0, True, [True, True, True]),
+    # transitioner.cpp deletes only CLIENT_ERROR (a user abort is one) and validated SUCCESS
+    # outputs: what timed-out, detached and unusable results left stays on disk
+    ([VALID, NO_REPLY, VALIDATE_ERROR], 0, True, [True, False, False]),
+    ([VALID, DETACHED, USER_ABORT], 0, True, [True, False, True]),
     # results that never reached a host have nothing to delete
     ([VALID, COULDNT_SEND, (S.OVER, O.DIDNT_NEED, V.INIT)], 0,
      True, [True, False, False]),
@@ -192,6 +193,20 @@ def test_step_9_file_deletion_readiness(project, specs, delete_delay, wu_ready, 
     assert [r.file_delete_state == FileDeleteState.READY for r in results] == outputs_ready
     if delete_delay > 100:
         assert wu.transition_time == NOW - 100 + delete_delay
+
+
+@pytest.mark.parametrize("specs", [[VALID, NO_REPLY, VALIDATE_ERROR], [VALID, DETACHED]])
+def test_step_9_delete_abandoned_outputs_deletes_what_boinc_leaves_on_disk(project, specs):
+    wu = project.workunit(transition_time=NOW - 10, max_total_results=4,
+                          assimilate_state=AssimilateState.DONE)
+    results = [project.result(wu, server_state=spec[0], outcome=spec[1], validate_state=spec[2],
+                              **{"report_deadline": NOW + 3600, "received_time": NOW - 100,
+                                 **(spec[3] if len(spec) == 4 else {})})
+               for spec in specs]
+    Workunit.objects.filter(pk=wu.pk).update(canonical_result=results[0])
+    assert transitioner.run_once(now=NOW, batch_size=100, delete_abandoned_outputs=True) == 1
+    assert all(Result.objects.get(pk=r.pk).file_delete_state == FileDeleteState.READY
+               for r in results)
 
 
 # --- step 10: the next transition_time -----------------------------------------------------

@@ -1,0 +1,110 @@
+"""The project's server options read from a BOINC config.xml (sched/sched_config.cpp).
+
+``read_config_xml(path_or_text)`` returns a ``SchedulerConfig`` (backend.daemons.sched_types,
+the one object holding every server option) with the options the file's ``<config>`` section
+sets, under BOINC's names and units, and SchedulerConfig's defaults for the rest. Options
+boincweb does not implement are ignored, as BOINC ignores tags it does not know; a value
+that cannot be read, or is out of range, raises ``ConfigError`` naming the tag.
+
+``project_config()`` is the running project's: ``settings.BOINC_CONFIG_XML`` when set, with
+the settings BOINC_DAILY_RESULT_QUOTA and BOINC_RESEND_LOST_RESULTS applied over it when the
+file does not set them.
+"""
+
+from dataclasses import fields
+from pathlib import Path
+from xml.etree import ElementTree
+
+from backend.daemons.sched_types import SchedulerConfig
+
+# config.xml tags whose unit differs from the SchedulerConfig field's: tag -> (field, factor).
+SCALED = {
+    "report_grace_period_hours": ("report_grace_period", 3600),
+    "infeasible_timeout_days": ("infeasible_timeout", 86400),
+}
+
+
+class ConfigError(ValueError):
+    """A config.xml boincweb cannot read; the message names the tag."""
+
+
+def parse_bool(element):
+    """BOINC's parse_bool: ``<tag/>`` is true, else the text as a whole number."""
+    text = (element.text or "").strip()
+    if not text:
+        return True
+    try:
+        return int(text) != 0
+    except ValueError:
+        raise ConfigError(f"<{element.tag}> must be 0 or 1, not {text!r}") from None
+
+
+def parse_number(element, kind):
+    text = (element.text or "").strip()
+    try:
+        return kind(float(text)) if kind is int else kind(text)
+    except ValueError:
+        raise ConfigError(f"<{element.tag}> must be a number, not {text!r}") from None
+
+
+def config_values(root):
+    """SchedulerConfig keyword arguments from the ``<config>`` element ``root``."""
+    types = {f.name: f.type for f in fields(SchedulerConfig)}
+    values = {}
+    for element in root:
+        tag = element.tag
+        if tag in SCALED:
+            name, factor = SCALED[tag]
+            values[name] = int(parse_number(element, float) * factor)
+        elif tag in types:
+            kind = types[tag]
+            if kind in (bool, "bool"):
+                values[tag] = parse_bool(element)
+            elif kind in (int, "int"):
+                values[tag] = parse_number(element, int)
+            else:
+                values[tag] = parse_number(element, float)
+    return values
+
+
+def parse(source):
+    """``<boinc><config>...</config></boinc>`` (or a bare ``<config>``) from text or a path."""
+    text = source
+    if isinstance(source, Path) or (isinstance(source, str) and not source.lstrip().startswith(
+            "<")):
+        try:
+            text = Path(source).read_text()
+        except OSError as error:
+            raise ConfigError(f"cannot read {source}: {error.strerror}") from None
+    try:
+        root = ElementTree.fromstring(text)
+    except ElementTree.ParseError as error:
+        raise ConfigError(f"config.xml is not well-formed XML: {error}") from None
+    config = root if root.tag == "config" else root.find("config")
+    if config is None:
+        raise ConfigError("config.xml has no <config> section")
+    return config
+
+
+def read_config_xml(source, **overrides):
+    """A SchedulerConfig from a BOINC config.xml (a path or its text); ``overrides`` are
+    applied for options the file does not set."""
+    values = config_values(parse(source))
+    for name, value in overrides.items():
+        values.setdefault(name, value)
+    try:
+        return SchedulerConfig(**values)
+    except ValueError as error:
+        raise ConfigError(f"config.xml: {error}") from None
+
+
+def project_config():
+    """The running project's SchedulerConfig (see the module docstring)."""
+    from django.conf import settings
+
+    overrides = {"daily_result_quota": settings.BOINC_DAILY_RESULT_QUOTA,
+                 "resend_lost_results": settings.BOINC_RESEND_LOST_RESULTS}
+    path = getattr(settings, "BOINC_CONFIG_XML", "")
+    if path:
+        return read_config_xml(Path(path), **overrides)
+    return SchedulerConfig(**overrides)

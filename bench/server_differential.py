@@ -1,0 +1,921 @@
+"""boincweb's server daemons side by side with BOINC's own, on random cases.
+
+    BOINC_SERVER=/path/to/boinc python bench/server_differential.py --cases 300 --seed 1
+
+``BOINC_SERVER`` names a BOINC source tree whose server is built (``sched/transitioner``,
+``sched/cgi``, ``sched/feeder``, ``lib/crypt_prog`` ...) or a folder holding those programs;
+``BOINC_DB`` a MariaDB database the harness may empty and fill (default
+``boincweb_differential``, on ``BOINC_DB_HOST`` 127.0.0.1, user root, no password). Without
+``BOINC_SERVER`` it prints how to build one and exits 2.
+
+For each of ``--cases`` random cases drawn from ``--seed`` and each step (``--steps``), the
+same rows (config options both sides support, an app and its versions, users, teams, hosts,
+host app versions, workunits with their quorum and limits, results scattered over every
+lifecycle state with times around "now") are loaded into BOINC's schema (db/schema.sql) on
+MariaDB and into boincweb (a SQLite database of its own under ``--out``). Then one step runs on
+both sides at the same clock (``faketime`` for BOINC's programs): one pass of the transitioner,
+the validator (sample_bitwise_validator against boincweb's ``bitwise``), the assimilator
+(sample_dummy_assimilator against boincweb's ``record``), the file deleter, or one scheduler
+request (``sched/cgi`` on standard input once ``sched/feeder`` has filled shared memory, the
+same XML parsed by boincweb's protocol layer into ``handle_request``). Every column the step
+writes is compared, and for the scheduler the reply's jobs, deadlines, request_delay and
+message kinds. Options boincweb keeps from seeds (docs/server-fidelity.md) are set to BOINC's
+behaviour.
+
+Printed: per step, the share of cases that agree in every compared field, and for each that
+does not, the first differing field. Those cases are kept under ``--out``/<step>/<case>/: the
+rows (``boinc.sql``, loadable with ``mysql``), the request, both sides' outputs and the
+differences, and a ``rerun.sh`` that loads the rows and runs BOINC's program by hand.
+"""
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+STEPS = ("transitioner", "validator", "assimilator", "file_deleter", "scheduler")
+NOW = 1_800_000_000
+DAY = 86400
+INT_MAX = 2**31 - 1
+PLATFORM = "x86_64-pc-linux-gnu"
+PROGRAMS = {"transitioner": "transitioner", "validator": "sample_bitwise_validator",
+            "assimilator": "sample_dummy_assimilator", "file_deleter": "file_deleter",
+            "scheduler": "cgi", "feeder": "feeder", "crypt_prog": "crypt_prog"}
+BOINC_TABLES = ("platform", "app", "app_version", "user", "team", "host", "host_app_version",
+                "workunit", "result")
+
+HOWTO = """\
+BOINC_SERVER is not set: it must name a BOINC source tree with the server built (or a folder
+holding its programs). To build one, outside this repository:
+
+  apt-get install autoconf automake libtool pkg-config libmariadb-dev libmariadb-dev-compat \\
+      libssl-dev libcurl4-openssl-dev nlohmann-json3-dev faketime
+  git clone https://github.com/BOINC/boinc && cd boinc
+  ./_autosetup
+  ./configure --disable-client --disable-manager --enable-server --disable-fcgi
+  echo '#define SVN_VERSION "local"' > svn_version.h
+  for d in lib db tools sched; do make -C $d; done
+
+then run  BOINC_SERVER=$PWD python bench/server_differential.py --cases 300 --seed 1
+(MariaDB on BOINC_DB_HOST, 127.0.0.1 by default, user root without a password).
+"""
+
+
+# --- random cases --------------------------------------------------------------------------
+
+S_INACTIVE, S_UNSENT, S_IN_PROGRESS, S_OVER = 1, 2, 4, 5
+O_INIT, O_SUCCESS, O_COULDNT_SEND, O_CLIENT_ERROR, O_NO_REPLY, O_DIDNT_NEED = 0, 1, 2, 3, 4, 5
+O_VALIDATE_ERROR, O_CLIENT_DETACHED = 6, 7
+V_INIT, V_VALID, V_INVALID, V_NO_CHECK, V_INCONCLUSIVE, V_TOO_LATE = 0, 1, 2, 3, 4, 5
+
+
+def random_result(rng, wu, index, hosts):
+    """One result of ``wu`` in a random lifecycle state, times around NOW."""
+    host = rng.choice(hosts)
+    r = dict(id=wu["id"] * 100 + index, name=f"{wu['name']}_{index}", workunitid=wu["id"],
+             server_state=S_UNSENT, outcome=O_INIT, validate_state=V_INIT,
+             file_delete_state=0, client_state=0, hostid=0, userid=0, report_deadline=0,
+             sent_time=0, received_time=0, exit_status=0, app_version_id=0, priority=0,
+             granted_credit=0.0, output=None, create_time=NOW - 5 * DAY)
+    kind = rng.choices(["unsent", "inactive", "in_progress", "success", "client_error",
+                        "no_reply", "didnt_need", "validate_error", "detached",
+                        "couldnt_send", "user_abort"],
+                       [12, 1, 14, 22, 8, 6, 3, 3, 3, 1, 2])[0]
+    if kind in ("unsent", "inactive"):
+        r["server_state"] = S_UNSENT if kind == "unsent" else S_INACTIVE
+        return r
+    if kind in ("didnt_need", "couldnt_send"):
+        r.update(server_state=S_OVER, outcome=O_DIDNT_NEED if kind == "didnt_need"
+                 else O_COULDNT_SEND)
+        return r
+    sent = NOW - rng.randint(1, 4 * DAY)
+    r.update(hostid=host["id"], userid=host["userid"], sent_time=sent,
+             report_deadline=sent + wu["delay_bound"], app_version_id=1)
+    if kind == "in_progress":
+        r["server_state"] = S_IN_PROGRESS
+        r["report_deadline"] = NOW + rng.choice([-DAY, -1, 0, 1, 3600, DAY])
+        return r
+    r.update(server_state=S_OVER, received_time=min(NOW, sent + rng.randint(60, DAY)),
+             client_state=5)
+    if kind == "success":
+        r.update(outcome=O_SUCCESS, validate_state=rng.choices(
+            [V_INIT, V_VALID, V_INVALID, V_INCONCLUSIVE, V_NO_CHECK, V_TOO_LATE],
+            [8, 3, 2, 2, 1, 1])[0], output=rng.choice([b"A\n", b"A\n", b"B\n", b"C\n"]))
+    elif kind == "client_error":
+        r.update(outcome=O_CLIENT_ERROR, validate_state=V_INVALID, client_state=3,
+                 exit_status=rng.choice([1, 194]))
+    elif kind == "user_abort":
+        r.update(outcome=O_CLIENT_ERROR, validate_state=V_INVALID, client_state=6,
+                 exit_status=203)
+    elif kind == "no_reply":
+        r.update(outcome=O_NO_REPLY, received_time=0, client_state=0,
+                 report_deadline=NOW - rng.randint(1, DAY))
+    elif kind == "validate_error":
+        r.update(outcome=O_VALIDATE_ERROR, validate_state=V_INVALID)
+    elif kind == "detached":
+        r.update(outcome=O_CLIENT_DETACHED, received_time=0)
+    return r
+
+
+def random_case(seed, index, step):
+    """The rows of one case: a dict of lists of plain values, the same for both sides."""
+    rng = random.Random(f"{seed}:{step}:{index}")
+    config = dict(report_grace_period=rng.choice([0, 0, 3600]),
+                  daily_result_quota=rng.choice([5, 100, 500]),
+                  max_wus_to_send=rng.choice([2, 10, 10]),
+                  one_result_per_user_per_wu=rng.random() < 0.5,
+                  resend_lost_results=rng.random() < 0.5,
+                  delete_delay=rng.choice([0, 0, 3600]))
+    users = [dict(id=u, teamid=rng.choice([0, 1, 2]), authenticator=f"auth{u:08d}")
+             for u in (1, 2, 3)]
+    teams = [dict(id=t) for t in (1, 2)]
+    hosts = []
+    for h in (1, 2, 3):
+        hosts.append(dict(id=h, userid=rng.choice(users)["id"] if h > 1 else 1,
+                          p_ncpus=rng.choice([1, 1, 2, 4, 8]),
+                          p_fpops=rng.choice([1e8, 1e9, 3e9, 1e10]),
+                          on_frac=rng.choice([0.02, 0.3, 0.5, 0.9, 1.0]),
+                          active_frac=rng.choice([0.5, 1.0, 1.0]),
+                          m_nbytes=rng.choice([1e9, 4e9, 16e9]),
+                          total_credit=rng.choice([0.0, 0.0, 500.0]),
+                          avg_turnaround=rng.choice([0.0, 0.0, 50000.0])))
+    for h in hosts:
+        h["expavg_credit"] = h["total_credit"] / 20
+        h["expavg_time"] = NOW - 3 * DAY if h["total_credit"] else 0.0
+    havs = [dict(host_id=h["id"], app_version_id=1,
+                 max_jobs_per_day=rng.choice([1, 2, 5, 50]),
+                 n_jobs_today=rng.choice([0, 1, 3]), consecutive_valid=rng.choice([0, 3]))
+            for h in hosts if rng.random() < 0.5]
+    wus, results = [], []
+    nwus = 1 if step != "scheduler" else rng.randint(1, 8)
+    for w in range(1, nwus + 1):
+        quorum = rng.choice([1, 2, 2, 3])
+        target = quorum + rng.choice([0, 0, 1])
+        total = target + rng.choice([0, 1, 3])
+        # create_work's limits: max_success and max_error <= max_total, target <= max_success
+        wu = dict(id=w, name=f"wu{index}x{w}", min_quorum=quorum, target_nresults=target,
+                  max_error_results=min(rng.choice([1, 2, 3]), total),
+                  max_total_results=total,
+                  max_success_results=min(target + rng.choice([0, 1, 2]), total),
+                  delay_bound=rng.choice([3600, DAY, 3 * DAY, 7 * DAY]),
+                  rsc_fpops_est=rng.choice([1e12, 3.6e12, 3.6e13, 3.6e14]),
+                  rsc_memory_bound=rng.choice([1e8, 5e8, 2e9, 64e9]),
+                  rsc_disk_bound=1e8, priority=rng.choice([0, 0, 1]),
+                  transition_time=NOW - rng.randint(0, 3600), need_validate=0,
+                  canonical_resultid=0, error_mask=0, assimilate_state=0,
+                  file_delete_state=0, transitioner_flags=0, hr_class=0, app_version_id=0,
+                  canonical_credit=0.0)
+        nres = rng.randint(0, min(wu["max_total_results"], 6))
+        if step in ("scheduler", "validator"):
+            nres = max(nres, 1)  # BOINC's validator enumerates workunits with results
+        rows = [random_result(rng, wu, i, hosts) for i in range(nres)]
+        if step == "scheduler":
+            rows[0].update(server_state=S_UNSENT, outcome=O_INIT, hostid=0, userid=0,
+                           validate_state=V_INIT, output=None, sent_time=0,
+                           report_deadline=0, received_time=0)
+        successes = [r for r in rows if r["outcome"] == O_SUCCESS]
+        valid = [r for r in successes if r["validate_state"] == V_VALID]
+        # credit from the workunit (BOINC's --credit_from_wu, boincweb's credit_for)
+        wu["canonical_credit"] = min(wu["rsc_fpops_est"] * 200 / 86400e9, 200 * 1000 * 365)
+        for r in valid:
+            r["granted_credit"] = wu["canonical_credit"]
+        if valid and rng.random() < 0.8:
+            wu["canonical_resultid"] = valid[0]["id"]
+            wu["assimilate_state"] = rng.choice([0, 1, 2, 2])
+            wu["transition_time"] = rng.choice([wu["transition_time"], INT_MAX])
+            if wu["assimilate_state"] == 2 and rng.random() < 0.3:
+                valid[0]["file_delete_state"] = 2
+        if step == "validator":
+            wu["need_validate"] = 1
+        if step == "assimilator":
+            wu["assimilate_state"] = 1
+        if step == "file_deleter":
+            wu["file_delete_state"] = rng.choice([0, 1, 1])
+            wu["assimilate_state"] = 2
+            for r in rows:
+                if r["output"] is not None or r["outcome"] == O_CLIENT_ERROR:
+                    r["file_delete_state"] = rng.choice([0, 1, 1, 2])
+        # (an error with unsent results left is a state only a transitioner pass still to come
+        # leaves; BOINC's feeder would mark them DIDNT_NEED, which boincweb leaves to it)
+        if rng.random() < 0.1 and step != "scheduler":
+            wu["error_mask"] = rng.choice([1, 2, 16])
+        wus.append(wu)
+        results.extend(rows)
+    case = dict(seed=seed, index=index, step=step, now=NOW, config=config, users=users,
+                teams=teams, hosts=hosts, havs=havs, wus=wus, results=results,
+                app_versions=[dict(id=1, version_num=100)])
+    if step == "scheduler":
+        case["request"] = random_request(rng, case)
+    return case
+
+
+def random_request(rng, case):
+    """What host 1 asks: seconds and instances of CPU work, its queue, reports of its jobs in
+    progress with every outcome, and (sometimes) its list of jobs still on board."""
+    host = case["hosts"][0]
+    mine = [r for r in case["results"] if r["hostid"] == 1 and r["server_state"] == S_IN_PROGRESS]
+    reports = []
+    for r in mine:
+        if rng.random() < 0.4:
+            outcome = rng.choice(["success", "success", "error", "abort"])
+            reports.append(dict(name=r["name"], outcome=outcome))
+    listed = None
+    if rng.random() < 0.5:
+        listed = [r["name"] for r in mine if rng.random() < 0.5
+                  and r["name"] not in {x["name"] for x in reports}]
+    return dict(cpu_req_secs=rng.choice([0.0, 1.0, 3600.0, 7200.0, 86400.0, 10 * 86400.0]),
+                cpu_req_instances=rng.choice([0.0, 0.0, 1.0, 2.0]),
+                estimated_delay=rng.choice([0.0, 0.0, 1.0, 3600.0, 50000.0]),
+                p_ncpus=host["p_ncpus"], p_fpops=host["p_fpops"], on_frac=host["on_frac"],
+                active_frac=host["active_frac"], m_nbytes=host["m_nbytes"],
+                reports=reports, other_results=listed)
+
+
+def request_xml(case):
+    """The scheduler request body both sides get."""
+    q = case["request"]
+    lines = ["<scheduler_request>",
+             f"<authenticator>{case['users'][0]['authenticator']}</authenticator>",
+             "<hostid>1</hostid>", "<rpc_seqno>5</rpc_seqno>",
+             "<core_client_major_version>8</core_client_major_version>",
+             "<core_client_minor_version>0</core_client_minor_version>",
+             "<core_client_release>2</core_client_release>",
+             f"<platform_name>{PLATFORM}</platform_name>",
+             f"<work_req_seconds>{q['cpu_req_secs']}</work_req_seconds>",
+             f"<cpu_req_secs>{q['cpu_req_secs']}</cpu_req_secs>",
+             f"<cpu_req_instances>{q['cpu_req_instances']}</cpu_req_instances>",
+             f"<estimated_delay>{q['estimated_delay']}</estimated_delay>",
+             "<global_preferences><disk_max_used_gb>100</disk_max_used_gb>"
+             "<disk_max_used_pct>90</disk_max_used_pct><disk_min_free_gb>0</disk_min_free_gb>"
+             "</global_preferences>",
+             "<time_stats>", f"<on_frac>{q['on_frac']}</on_frac>",
+             "<connected_frac>1</connected_frac>",
+             "<cpu_and_network_available_frac>1</cpu_and_network_available_frac>",
+             f"<active_frac>{q['active_frac']}</active_frac>",
+             "<gpu_active_frac>1</gpu_active_frac>", "</time_stats>",
+             "<host_info>", "<domain_name>host1</domain_name>", "<host_cpid>cpid1</host_cpid>",
+             "<p_vendor>GenuineIntel</p_vendor>", "<p_model>Xeon</p_model>",
+             f"<p_ncpus>{q['p_ncpus']}</p_ncpus>", f"<p_fpops>{q['p_fpops']}</p_fpops>",
+             "<p_iops>1e9</p_iops>", f"<m_nbytes>{q['m_nbytes']}</m_nbytes>",
+             "<d_total>1e12</d_total>", "<d_free>5e11</d_free>",
+             "<os_name>Linux</os_name>", "<os_version>6.1</os_version>", "</host_info>"]
+    for report in q["reports"]:
+        r = next(x for x in case["results"] if x["name"] == report["name"])
+        state, status = {"success": (5, 0), "error": (3, 1), "abort": (6, 203)}[report["outcome"]]
+        lines += ["<result>", f"<name>{r['name']}</name>", f"<state>{state}</state>",
+                  f"<exit_status>{status}</exit_status>",
+                  "<final_cpu_time>100</final_cpu_time>",
+                  "<final_elapsed_time>120</final_elapsed_time>",
+                  "<app_version_num>100</app_version_num>", "</result>"]
+    if q["other_results"] is not None:
+        lines.append("<other_results>")
+        lines += [f"<other_result><name>{n}</name></other_result>" for n in q["other_results"]]
+        lines.append("</other_results>")
+    lines.append("</scheduler_request>")
+    return "\n".join(lines) + "\n"
+
+
+# --- BOINC's side --------------------------------------------------------------------------
+
+def find_program(server, name):
+    for folder in (server, server / "sched", server / "lib", server / "tools"):
+        if (folder / name).is_file() and os.access(folder / name, os.X_OK):
+            return folder / name
+    raise SystemExit(f"BOINC_SERVER={server} has no built {name}; see --help")
+
+
+class Boinc:
+    """A throwaway BOINC project folder and MariaDB database for one run."""
+
+    def __init__(self, server, db, host, work):
+        import pymysql
+
+        self.server, self.db, self.work = server, db, work
+        self.programs = {k: find_program(server, v) for k, v in PROGRAMS.items()}
+        self.project = work / "boinc_project"
+        shutil.rmtree(self.project, ignore_errors=True)
+        for sub in ("cgi-bin", "upload", "download", "keys", "templates"):
+            (self.project / sub).mkdir(parents=True)
+        for key in ("upload", "code_sign"):
+            subprocess.run([self.programs["crypt_prog"], "-genkey", "1024",
+                            self.project / "keys" / f"{key}_private",
+                            self.project / "keys" / f"{key}_public"],
+                           check=True, capture_output=True)
+        (self.project / "templates" / "out").write_text(
+            "<output_template>\n<file_info>\n<name><OUTFILE_0/></name>\n<generated_locally/>\n"
+            "<upload_when_present/>\n<max_nbytes>10000000</max_nbytes>\n"
+            "<url><UPLOAD_URL/></url>\n</file_info>\n<result>\n<file_ref>\n"
+            "<file_name><OUTFILE_0/></file_name>\n<open_name>out</open_name>\n</file_ref>\n"
+            "</result>\n</output_template>\n")
+        self.shmem_key = f"0x{0x1f00000 + os.getpid() % 0xffff:x}"
+        self.connection = pymysql.connect(host=host, user="root", password="",
+                                          autocommit=True)
+        with self.connection.cursor() as cursor:
+            cursor.execute(f"DROP DATABASE IF EXISTS `{db}`")
+            cursor.execute(f"CREATE DATABASE `{db}`")
+            cursor.execute(f"USE `{db}`")
+            for name in ("schema.sql", "constraints.sql"):
+                for statement in sql_statements(find_source(server, name)):
+                    cursor.execute(statement)
+        self.db_host = host
+
+    def write_config(self, config):
+        options = "".join(f"<{k}>{v}</{k}>\n" for k, v in (
+            ("report_grace_period", config["report_grace_period"]),
+            ("daily_result_quota", config["daily_result_quota"]),
+            ("max_wus_to_send", config["max_wus_to_send"]),
+            ("delete_delay_hours", config["delete_delay"] / 3600)))
+        for flag in ("one_result_per_user_per_wu", "resend_lost_results"):
+            if config[flag]:
+                options += f"<{flag}/>\n"
+        (self.project / "config.xml").write_text(
+            f"<boinc>\n<config>\n<db_name>{self.db}</db_name>\n<db_host>{self.db_host}</db_host>\n"
+            "<db_user>root</db_user>\n<db_passwd></db_passwd>\n"
+            f"<upload_dir>{self.project}/upload</upload_dir>\n"
+            f"<download_dir>{self.project}/download</download_dir>\n"
+            f"<key_dir>{self.project}/keys</key_dir>\n<shmem_key>{self.shmem_key}</shmem_key>\n"
+            "<uldl_dir_fanout>0</uldl_dir_fanout>\n<master_url>http://localhost/p/</master_url>\n"
+            "<long_name>differential</long_name>\n<upload_url>http://localhost/p/upload</upload_url>\n"
+            "<download_url>http://localhost/p/download</download_url>\n"
+            f"{options}</config>\n</boinc>\n")
+
+    def load(self, case):
+        """Empty the tables and insert the case's rows; return the SQL, for the kept case."""
+        statements = [f"DELETE FROM {t}" for t in BOINC_TABLES]
+        statements += boinc_rows(case)
+        with self.connection.cursor() as cursor:
+            cursor.execute("SET SESSION sql_mode = ''")
+            for s in statements:
+                cursor.execute(s)
+        for folder in ("upload", "download"):
+            shutil.rmtree(self.project / folder)
+            (self.project / folder).mkdir()
+        for r in case["results"]:
+            if r["output"] is not None:
+                (self.project / "upload" / output_name(r)).write_bytes(r["output"])
+        for wu in case["wus"]:
+            (self.project / "download" / f"{wu['name']}.in").write_bytes(b"input\n")
+        self.write_config(case["config"])
+        return "SET SESSION sql_mode = '';\n" + ";\n".join(statements) + ";\n"
+
+    def run(self, step, now, stdin=None):
+        """Run BOINC's program for ``step`` at ``now``; returns its stdout."""
+        env = dict(os.environ, FAKETIME=f"@{time_text(now)}", TZ="UTC",
+                   LD_PRELOAD=faketime_library(), FAKETIME_DONT_RESET="1")
+        cgi_bin = self.project / "cgi-bin"
+        if step == "scheduler":
+            feeder = subprocess.Popen([self.programs["feeder"], "--allapps",
+                                       "--priority_order", "-d", "4"], cwd=cgi_bin, env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            try:
+                wait_for_feeder(feeder)
+                out = subprocess.run([self.programs["scheduler"]], cwd=cgi_bin, env=env,
+                                     input=stdin.encode(), capture_output=True, timeout=60)
+            finally:
+                feeder.send_signal(signal.SIGTERM)
+                try:
+                    feeder.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    feeder.kill()
+                    feeder.wait()
+            return out.stdout.decode(errors="replace")
+        args = [self.programs[step], "--one_pass"]
+        if step in ("validator", "assimilator"):
+            args += ["--app", "uppercase"]
+        if step == "validator":
+            args += ["--credit_from_wu"]
+        out = subprocess.run(args, cwd=cgi_bin, env=env, capture_output=True, timeout=60)
+        return out.stdout.decode(errors="replace") + out.stderr.decode(errors="replace")
+
+    def snapshot(self):
+        import pymysql.cursors
+
+        got = {}
+        with self.connection.cursor(pymysql.cursors.DictCursor) as cursor:
+            for table in ("workunit", "result", "host", "user", "team", "host_app_version"):
+                cursor.execute(f"SELECT * FROM {table}")
+                got[table] = cursor.fetchall()
+        return normal_boinc(got)
+
+    def files(self):
+        return {folder: sorted(p.name for p in (self.project / folder).iterdir())
+                for folder in ("upload", "download")}
+
+
+def wait_for_feeder(feeder, timeout=20):
+    """Until the feeder has filled shared memory: its second scan finds nothing to add and it
+    says it is sleeping (the ready flag is set after the first)."""
+    deadline = time.time() + timeout
+    for line in iter(feeder.stdout.readline, b""):
+        if b"sleeping" in line:
+            break
+        if time.time() > deadline:
+            raise SystemExit("BOINC's feeder did not fill shared memory")
+    # keep draining its output so it never blocks on a full pipe
+    import threading
+
+    threading.Thread(target=lambda: feeder.stdout.read(), daemon=True).start()
+
+
+def find_source(server, name):
+    for path in (server / "db" / name, server / name):
+        if path.is_file():
+            return path
+    raise SystemExit(f"BOINC_SERVER={server} has no db/{name}")
+
+
+def sql_statements(path):
+    text = "\n".join(line for line in path.read_text().splitlines()
+                     if not line.strip().startswith("--") and not line.startswith("#"))
+    return [s.strip() for s in text.split(";") if s.strip()]
+
+
+def faketime_library():
+    for path in ("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+                 "/usr/lib/faketime/libfaketime.so.1", "/usr/local/lib/faketime/libfaketime.so.1"):
+        if Path(path).exists():
+            return path
+    raise SystemExit("faketime is not installed (apt-get install faketime)")
+
+
+def time_text(now):
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(now))
+
+
+def output_name(result):
+    """The output's physical name, as boincweb's Result.output_file_name (random = id)."""
+    return f"{result['name']}_r{result['id']}_0"
+
+
+def sql_value(v):
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return str(int(v))
+    if isinstance(v, (int, float)):
+        return repr(v)
+    return "'" + str(v).replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def insert(table, row):
+    return (f"INSERT INTO {table} ({', '.join(row)}) VALUES "
+            f"({', '.join(sql_value(v) for v in row.values())})")
+
+
+def boinc_rows(case):
+    now = case["now"]
+    rows = [insert("platform", dict(id=1, create_time=now, name=PLATFORM,
+                                    user_friendly_name="Linux"))]
+    rows.append(insert("app", dict(id=1, create_time=now, name="uppercase",
+                                   user_friendly_name="uppercase")))
+    for av in case["app_versions"]:
+        xml = ("<file_info>\n<name>uppercase_100</name>\n<url>http://localhost/p/download/"
+               "uppercase_100</url>\n<executable/>\n<file_signature>\nx\n</file_signature>\n"
+               "<nbytes>10</nbytes>\n</file_info>\n<app_version>\n<app_name>uppercase</app_name>\n"
+               f"<version_num>{av['version_num']}</version_num>\n<file_ref>\n"
+               "<file_name>uppercase_100</file_name>\n<main_program/>\n</file_ref>\n"
+               "</app_version>\n")
+        rows.append(insert("app_version", dict(id=av["id"], create_time=now, appid=1,
+                                               version_num=av["version_num"], platformid=1,
+                                               xml_doc=xml)))
+    for t in case["teams"]:
+        rows.append(insert("team", dict(id=t["id"], create_time=now, userid=1,
+                                        name=f"team{t['id']}", expavg_time=0)))
+    for u in case["users"]:
+        rows.append(insert("user", dict(id=u["id"], create_time=now,
+                                        email_addr=f"u{u['id']}@example.org",
+                                        name=f"user{u['id']}", authenticator=u["authenticator"],
+                                        teamid=u["teamid"], total_credit=0, expavg_credit=0,
+                                        expavg_time=0, venue="", cross_project_id="x",
+                                        passwd_hash="x")))
+    for h in case["hosts"]:
+        rows.append(insert("host", dict(
+            id=h["id"], create_time=now - 30 * DAY, userid=h["userid"], rpc_seqno=4,
+            rpc_time=now - 3600, total_credit=h["total_credit"],
+            expavg_credit=h["expavg_credit"], expavg_time=h["expavg_time"],
+            domain_name=f"host{h['id']}", host_cpid=f"cpid{h['id']}", on_frac=h["on_frac"],
+            connected_frac=1, active_frac=h["active_frac"], gpu_active_frac=1,
+            p_ncpus=h["p_ncpus"], p_fpops=h["p_fpops"], p_iops=1e9, m_nbytes=h["m_nbytes"],
+            d_total=1e12, d_free=5e11, avg_turnaround=h["avg_turnaround"], venue="",
+            product_name="", os_name="Linux", os_version="6.1", misc="")))
+    day_start = now // DAY * DAY
+    for hav in case["havs"]:
+        rows.append(insert("host_app_version", dict(
+            host_id=hav["host_id"], app_version_id=hav["app_version_id"],
+            max_jobs_per_day=hav["max_jobs_per_day"], n_jobs_today=hav["n_jobs_today"],
+            consecutive_valid=hav["consecutive_valid"])))
+    del day_start
+    for wu in case["wus"]:
+        xml = (f"<file_info>\n<name>{wu['name']}.in</name>\n</file_info>\n<workunit>\n"
+               f"<file_ref>\n<file_name>{wu['name']}.in</file_name>\n<open_name>in</open_name>\n"
+               "</file_ref>\n</workunit>\n")
+        rows.append(insert("workunit", dict(
+            id=wu["id"], create_time=now - 5 * DAY, appid=1, name=wu["name"], xml_doc=xml,
+            rsc_fpops_est=wu["rsc_fpops_est"], rsc_fpops_bound=wu["rsc_fpops_est"] * 10,
+            rsc_memory_bound=wu["rsc_memory_bound"], rsc_disk_bound=wu["rsc_disk_bound"],
+            need_validate=wu["need_validate"], canonical_resultid=wu["canonical_resultid"],
+            canonical_credit=wu["canonical_credit"], transition_time=wu["transition_time"],
+            delay_bound=wu["delay_bound"], error_mask=wu["error_mask"],
+            file_delete_state=wu["file_delete_state"],
+            assimilate_state=wu["assimilate_state"], hr_class=wu["hr_class"],
+            min_quorum=wu["min_quorum"], target_nresults=wu["target_nresults"],
+            max_error_results=wu["max_error_results"],
+            max_total_results=wu["max_total_results"],
+            max_success_results=wu["max_success_results"], result_template_file="templates/out",
+            priority=wu["priority"], transitioner_flags=wu["transitioner_flags"],
+            app_version_id=wu["app_version_id"], size_class=-1, keywords="")))
+    for r in case["results"]:
+        out = ""
+        if r["output"] is not None:
+            out = (f"<file_info>\n<name>{output_name(r)}</name>\n<nbytes>{len(r['output'])}"
+                   "</nbytes>\n</file_info>\n")
+        rows.append(insert("result", dict(
+            id=r["id"], create_time=r["create_time"], workunitid=r["workunitid"],
+            server_state=r["server_state"], outcome=r["outcome"],
+            client_state=r["client_state"], hostid=r["hostid"], userid=r["userid"],
+            report_deadline=r["report_deadline"], sent_time=r["sent_time"],
+            received_time=r["received_time"], name=r["name"], xml_doc_out=out,
+            xml_doc_in=(f"<file_info>\n<name>{output_name(r)}</name>\n<generated_locally/>\n"
+                        "<upload_when_present/>\n<max_nbytes>10000000</max_nbytes>\n"
+                        "<url>http://localhost/p/upload</url>\n</file_info>\n<result>\n"
+                        f"<file_ref>\n<file_name>{output_name(r)}</file_name>\n"
+                        "<open_name>out</open_name>\n</file_ref>\n</result>\n"),
+            file_delete_state=r["file_delete_state"], validate_state=r["validate_state"],
+            granted_credit=r["granted_credit"], random=r["id"], appid=1,
+            exit_status=r["exit_status"], priority=r["priority"],
+            app_version_id=r["app_version_id"], size_class=-1, teamid=0)))
+    return rows
+
+
+RESULT_FIELDS = ("server_state", "outcome", "validate_state", "file_delete_state", "hostid",
+                 "userid", "report_deadline", "sent_time", "received_time", "exit_status",
+                 "app_version_id", "granted_credit", "priority")
+WU_FIELDS = ("need_validate", "canonical_resultid", "canonical_credit", "transition_time",
+             "error_mask", "file_delete_state", "assimilate_state", "hr_class",
+             "target_nresults", "app_version_id")
+HOST_FIELDS = ("total_credit", "expavg_credit", "expavg_time", "avg_turnaround")
+CREDIT_FIELDS = ("total_credit", "expavg_credit", "expavg_time")
+HAV_FIELDS = ("max_jobs_per_day", "n_jobs_today", "consecutive_valid")
+
+
+def normal_boinc(got):
+    return {
+        "workunit": {w["name"]: {f: num(w[f]) for f in WU_FIELDS} for w in got["workunit"]},
+        "result": {r["name"]: {f: num(r[f]) for f in RESULT_FIELDS} for r in got["result"]},
+        "host": {h["id"]: {f: num(h[f]) for f in HOST_FIELDS} for h in got["host"]},
+        "user": {u["id"]: {f: num(u[f]) for f in CREDIT_FIELDS} for u in got["user"]},
+        "team": {t["id"]: {f: num(t[f]) for f in CREDIT_FIELDS} for t in got["team"]},
+        "host_app_version": {f"{v['host_id']}/{v['app_version_id']}":
+                             {f: num(v[f]) for f in HAV_FIELDS} for v in got["host_app_version"]},
+    }
+
+
+def num(v):
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, float):
+        return round(v, 6)
+    return v
+
+
+def parse_boinc_reply(text):
+    """The reply's jobs (name, deadline), request_delay and message kinds from BOINC's XML."""
+    start = text.find("<scheduler_reply")
+    if start < 0:
+        return {"error": text[-500:]}
+    try:
+        root = ET.fromstring(text[start:])
+    except ET.ParseError as error:
+        return {"error": f"unparsable reply: {error}"}
+    jobs = sorted((r.findtext("name"), int(float(r.findtext("report_deadline") or 0)))
+                  for r in root.findall("result"))
+    return dict(jobs=[list(j) for j in jobs],
+                request_delay=float(root.findtext("request_delay") or 0),
+                messages=sorted({m.get("priority", "") for m in root.findall("message")}),
+                acks=sorted(a.findtext("name") for a in root.findall("result_ack")))
+
+
+# --- boincweb's side -----------------------------------------------------------------------
+
+class Boincweb:
+    def __init__(self, work):
+        self.work = work
+        os.environ["DATABASE_URL"] = f"sqlite:///{work / 'boincweb.sqlite3'}"
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "boincweb.settings")
+        (work / "boincweb.sqlite3").unlink(missing_ok=True)
+        import django
+        from django.conf import settings
+
+        django.setup()
+        settings.UPLOAD_DIR = work / "boincweb_upload"
+        settings.DOWNLOAD_DIR = work / "boincweb_download"
+        settings.BOINCWEB_DATA_DIR = work / "boincweb_data"
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0)
+
+    def load(self, case):
+        from django.conf import settings
+        from django.contrib.auth import get_user_model
+        from django.db import transaction
+
+        from backend import models as m
+
+        User = get_user_model()
+        for folder in (settings.UPLOAD_DIR, settings.DOWNLOAD_DIR):
+            shutil.rmtree(folder, ignore_errors=True)
+            Path(folder).mkdir(parents=True)
+        with transaction.atomic():
+            for model in (m.LifecycleEvent, m.AssimilatedResult, m.File, m.Result, m.Workunit,
+                          m.HostAppVersion, m.HostFile, m.Host, m.UserCredit, m.Team,
+                          m.AppVersion, m.App):
+                model.objects.all().delete()
+            User.objects.all().delete()
+            config = case["config"]
+            app = m.App.objects.create(id=1, name="uppercase", delete_delay=config["delete_delay"],
+                                       create_time=case["now"], min_quorum=1,
+                                       target_nresults=0 or 1, max_output_nbytes=10**7)
+            from protocol.models import AppVersionFile
+
+            AppVersionFile.objects.all().delete()
+            for av in case["app_versions"]:
+                version = m.AppVersion.objects.create(
+                    id=av["id"], app=app, version_num=av["version_num"], platform=PLATFORM)
+                AppVersionFile.objects.create(app_version=version, name=f"uppercase_{av['id']}",
+                                              nbytes=10, md5_cksum="0" * 32, file_signature="x")
+            for t in case["teams"]:
+                m.Team.objects.create(id=t["id"], name=f"team{t['id']}")
+            for u in case["users"]:
+                user = User.objects.create(id=u["id"], username=f"user{u['id']}")
+                m.UserCredit.objects.create(user=user, team_id=u["teamid"] or None)
+            for h in case["hosts"]:
+                m.Host.objects.create(
+                    id=h["id"], owner_id=h["userid"], domain_name=f"host{h['id']}",
+                    p_ncpus=h["p_ncpus"], p_fpops=h["p_fpops"], on_frac=h["on_frac"],
+                    active_frac=h["active_frac"], m_nbytes=h["m_nbytes"],
+                    total_credit=h["total_credit"], expavg_credit=h["expavg_credit"],
+                    expavg_time=h["expavg_time"], avg_turnaround=h["avg_turnaround"],
+                    rpc_seqno=4, rpc_time=case["now"] - 3600, platform=PLATFORM)
+            for hav in case["havs"]:
+                m.HostAppVersion.objects.create(
+                    host_id=hav["host_id"], app_version_id=hav["app_version_id"],
+                    max_jobs_per_day=hav["max_jobs_per_day"], n_jobs_today=hav["n_jobs_today"],
+                    jobs_day=(case["now"] - 3600) // DAY,
+                    consecutive_valid=hav["consecutive_valid"])
+            for wu in case["wus"]:
+                row = m.Workunit.objects.create(
+                    id=wu["id"], app=app, name=wu["name"], create_time=case["now"] - 5 * DAY,
+                    **{k: wu[k] for k in (
+                        "rsc_fpops_est", "rsc_memory_bound", "rsc_disk_bound", "delay_bound",
+                        "error_mask", "file_delete_state", "assimilate_state", "hr_class",
+                        "min_quorum", "target_nresults", "max_error_results",
+                        "max_total_results", "max_success_results", "priority",
+                        "transitioner_flags", "transition_time", "canonical_credit")},
+                    rsc_fpops_bound=wu["rsc_fpops_est"] * 10,
+                    need_validate=bool(wu["need_validate"]))
+                infile = m.File.objects.create(name=f"{wu['name']}.in", kind="input")
+                row.input_files.add(infile)
+                path = settings.DOWNLOAD_DIR / infile.name
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(b"input\n")
+            for r in case["results"]:
+                result = m.Result.objects.create(
+                    id=r["id"], workunit_id=r["workunitid"], app=app, name=r["name"],
+                    create_time=r["create_time"], host_id=r["hostid"] or None,
+                    user_id=r["userid"] or None, app_version_id=r["app_version_id"] or None,
+                    random=r["id"],
+                    **{k: r[k] for k in ("server_state", "outcome", "validate_state",
+                                         "file_delete_state", "client_state",
+                                         "report_deadline", "sent_time", "received_time",
+                                         "exit_status", "priority", "granted_credit")})
+                if r["output"] is not None:
+                    import hashlib
+
+                    name = result.output_file_name(0)
+                    m.File.objects.create(name=name, kind="output", result=result,
+                                          nbytes=len(r["output"]),
+                                          md5_cksum=hashlib.md5(r["output"]).hexdigest())
+                    path = settings.UPLOAD_DIR / name
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_bytes(r["output"])
+            for wu in case["wus"]:
+                if wu["canonical_resultid"]:
+                    m.Workunit.objects.filter(id=wu["id"]).update(
+                        canonical_result_id=wu["canonical_resultid"])
+
+    def config(self, case):
+        from backend.daemons.sched_types import SchedulerConfig
+
+        c = case["config"]
+        return SchedulerConfig(
+            report_grace_period=c["report_grace_period"],
+            daily_result_quota=c["daily_result_quota"], max_wus_to_send=c["max_wus_to_send"],
+            one_result_per_user_per_wu=c["one_result_per_user_per_wu"],
+            resend_lost_results=c["resend_lost_results"], keep_due_workunits=False)
+
+    def run(self, step, case):
+        from backend.daemons import get_daemon
+
+        config = self.config(case)
+        if step == "scheduler":
+            return self.schedule(case, config)
+        from backend.daemons import DAEMON_OPTIONS
+
+        options = {name: getattr(config, name) for name in DAEMON_OPTIONS.get(step, ())}
+        get_daemon(step)(now=case["now"], batch_size=1000, **options)
+        return None
+
+    def schedule(self, case, config):
+        from backend.daemons.scheduler import SchedulerRequestError, handle_request
+        from protocol.xml_request import parse_request
+
+        parsed = parse_request(request_xml(case).encode())
+        request = parsed.request
+        request.userid = 1
+        try:
+            reply = handle_request(request, now=case["now"], config=config)
+        except SchedulerRequestError as error:
+            return {"error": error.reason}
+        return dict(jobs=sorted([j.name, j.report_deadline] for j in reply.results),
+                    request_delay=float(reply.request_delay),
+                    messages=sorted({m.priority for m in reply.messages}),
+                    acks=sorted(reply.result_acks))
+
+    def snapshot(self):
+        from backend import models as m
+
+        def z(v):
+            return 0 if v is None else v
+
+        return {
+            "workunit": {w.name: {
+                "need_validate": int(w.need_validate), "canonical_resultid":
+                z(w.canonical_result_id), "canonical_credit": num(w.canonical_credit),
+                "transition_time": w.transition_time, "error_mask": w.error_mask,
+                "file_delete_state": w.file_delete_state,
+                "assimilate_state": w.assimilate_state, "hr_class": w.hr_class,
+                "target_nresults": w.target_nresults, "app_version_id": z(w.app_version_id)}
+                for w in m.Workunit.objects.all()},
+            "result": {r.name: {
+                "server_state": r.server_state, "outcome": r.outcome,
+                "validate_state": r.validate_state, "file_delete_state": r.file_delete_state,
+                "hostid": z(r.host_id), "userid": z(r.user_id),
+                "report_deadline": r.report_deadline, "sent_time": r.sent_time,
+                "received_time": r.received_time, "exit_status": r.exit_status,
+                "app_version_id": z(r.app_version_id), "granted_credit": num(r.granted_credit),
+                "priority": r.priority} for r in m.Result.objects.all()},
+            "host": {h.id: {f: num(getattr(h, f)) for f in HOST_FIELDS}
+                     for h in m.Host.objects.all()},
+            "user": {u.user_id: {f: num(getattr(u, f)) for f in CREDIT_FIELDS}
+                     for u in m.UserCredit.objects.all()},
+            "team": {t.id: {f: num(getattr(t, f)) for f in CREDIT_FIELDS}
+                     for t in m.Team.objects.all()},
+            "host_app_version": {f"{v.host_id}/{v.app_version_id}": {
+                "max_jobs_per_day": v.max_jobs_per_day, "n_jobs_today": v.n_jobs_today,
+                "consecutive_valid": v.consecutive_valid}
+                for v in m.HostAppVersion.objects.all()},
+        }
+
+    def files(self):
+        from django.conf import settings
+
+        def names(folder):
+            folder = Path(folder)
+            return sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")) \
+                if folder.is_dir() else []
+
+        return {"upload": names(settings.UPLOAD_DIR), "download": names(settings.DOWNLOAD_DIR)}
+
+
+# --- comparing ------------------------------------------------------------------------------
+
+# What each step writes, and so what is compared after it.
+COMPARED = {
+    "transitioner": ("workunit", "result", "host_app_version"),
+    "validator": ("workunit", "result", "host", "user", "team", "host_app_version"),
+    "assimilator": ("workunit", "result"),
+    "file_deleter": ("workunit", "result", "files"),
+    "scheduler": ("reply", "workunit", "result", "host_app_version"),
+}
+
+
+def differences(step, boinc, ours):
+    """Every (where, BOINC's value, boincweb's value) that differs, in a fixed order."""
+    found = []
+    for table in COMPARED[step]:
+        a, b = boinc.get(table, {}), ours.get(table, {})
+        if table in ("reply", "files"):
+            # the jobs first: the rest of a reply mostly follows from them
+            for key in sorted(set(a) | set(b), key=lambda k: (k != "jobs", k)):
+                if a.get(key) != b.get(key):
+                    found.append((f"{table}.{key}", a.get(key), b.get(key)))
+            continue
+        for key in sorted(set(a) | set(b), key=str):
+            if key not in a or key not in b:
+                found.append((f"{table}[{key}]", "present" if key in a else "absent",
+                              "present" if key in b else "absent"))
+                continue
+            for field, value in a[key].items():
+                other = b[key].get(field)
+                if isinstance(value, float) or isinstance(other, float):
+                    # BOINC's credit averages read the clock with its fractions of a second
+                    if abs((value or 0) - (other or 0)) <= 1e-4 * max(1.0, abs(value or 0)):
+                        continue
+                if value != other:
+                    found.append((f"{table}[{key}].{field}", value, other))
+    return found
+
+
+def run_case(step, case, boinc, ours, out):
+    sql = boinc.load(case)
+    ours.load(case)
+    stdin = request_xml(case) if step == "scheduler" else None
+    log = boinc.run(step, case["now"], stdin)
+    ours_reply = ours.run(step, case)
+    a, b = boinc.snapshot(), ours.snapshot()
+    if step == "scheduler":
+        a["reply"], b["reply"] = parse_boinc_reply(log), ours_reply
+    if step == "file_deleter":
+        a["files"], b["files"] = boinc.files(), ours.files()
+    diffs = differences(step, a, b)
+    if diffs:
+        folder = out / step / f"case{case['index']:04d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "boinc.sql").write_text(sql)
+        (folder / "case.json").write_text(json.dumps(case, default=repr, indent=1))
+        if stdin:
+            (folder / "request.xml").write_text(stdin)
+        (folder / "boinc_output.txt").write_text(log)
+        (folder / "boinc.json").write_text(json.dumps(a, indent=1, default=str))
+        (folder / "boincweb.json").write_text(json.dumps(b, indent=1, default=str))
+        (folder / "differences.txt").write_text(
+            "".join(f"{w}: BOINC {x!r}, boincweb {y!r}\n" for w, x, y in diffs))
+        program = boinc.programs[step]
+        (folder / "rerun.sh").write_text(
+            f"mysql -h {boinc.db_host} -u root {boinc.db} < {folder / 'boinc.sql'}\n"
+            f"cd {boinc.project / 'cgi-bin'} && faketime '@{time_text(case['now'])}' "
+            f"{program} {'--one_pass' if step != 'scheduler' else '< ' + str(folder / 'request.xml')}\n")
+    return diffs
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--steps", default=",".join(STEPS),
+                        help=f"comma-separated, of: {', '.join(STEPS)}")
+    parser.add_argument("--out", type=Path, default=ROOT / "var" / "server-differential")
+    args = parser.parse_args(argv)
+    steps = [s for s in args.steps.split(",") if s]
+    unknown = set(steps) - set(STEPS)
+    if unknown or args.cases < 1:
+        parser.error(f"unknown step {', '.join(sorted(unknown))}" if unknown
+                     else "--cases must be 1 or more")
+    server = os.environ.get("BOINC_SERVER")
+    if not server:
+        print(HOWTO, file=sys.stderr)
+        return 2
+    server = Path(server)
+    out = args.out
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    boinc = Boinc(server, os.environ.get("BOINC_DB", "boincweb_differential"),
+                  os.environ.get("BOINC_DB_HOST", "127.0.0.1"), out)
+    ours = Boincweb(out)
+    summary = {}
+    started = time.time()
+    for step in steps:
+        agree = 0
+        firsts = []
+        for index in range(args.cases):
+            case = random_case(args.seed, index, step)
+            diffs = run_case(step, case, boinc, ours, out)
+            if diffs:
+                firsts.append((index, diffs[0]))
+            else:
+                agree += 1
+        summary[step] = dict(cases=args.cases, agree=agree,
+                             share=round(100.0 * agree / args.cases, 1))
+        print(f"{step:13s} {agree:4d}/{args.cases} agree ({summary[step]['share']:.1f} %)")
+        for index, (where, a, b) in firsts:
+            print(f"    case {index:4d}: {where}: BOINC {a!r}, boincweb {b!r}")
+        sys.stdout.flush()
+    (out / "summary.json").write_text(json.dumps(dict(
+        seed=args.seed, cases=args.cases, steps=summary,
+        seconds=round(time.time() - started, 1)), indent=1))
+    print(f"kept cases and summary.json under {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

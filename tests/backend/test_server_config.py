@@ -1,0 +1,77 @@
+"""The server options read from a BOINC config.xml (backend.server_config)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from backend.daemons.sched_types import SchedulerConfig
+from backend.server_config import ConfigError, project_config, read_config_xml
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def test_a_config_xml_sets_options_by_boincs_names_and_units():
+    config = read_config_xml("""<boinc><config>
+        <db_name>project</db_name>
+        <report_grace_period_hours>2</report_grace_period_hours>
+        <daily_result_quota>8</daily_result_quota>
+        <max_wus_to_send>3</max_wus_to_send>
+        <one_result_per_user_per_wu>0</one_result_per_user_per_wu>
+        <resend_lost_results/>
+        <gpu_multiplier>2</gpu_multiplier>
+        <seed003_infeasible_queue/>
+        <infeasible_timeout_days>1.5</infeasible_timeout_days>
+    </config></boinc>""")
+    assert (config.report_grace_period, config.daily_result_quota, config.max_wus_to_send,
+            config.one_result_per_user_per_wu, config.resend_lost_results,
+            config.gpu_multiplier, config.seed003_infeasible_queue,
+            config.infeasible_timeout) == (7200, 8, 3, False, True, 2, True, 129600)
+    # what the file does not set keeps SchedulerConfig's default
+    assert config.send_result_abort is SchedulerConfig().send_result_abort
+
+
+def test_options_the_file_does_not_set_take_the_overrides(tmp_path):
+    path = tmp_path / "config.xml"
+    path.write_text("<boinc><config><max_wus_to_send>4</max_wus_to_send></config></boinc>")
+    config = read_config_xml(path, daily_result_quota=7, max_wus_to_send=9)
+    assert (config.daily_result_quota, config.max_wus_to_send) == (7, 4)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("<boinc><config><daily_result_quota>-1</daily_result_quota></config></boinc>",
+     "daily_result_quota must be a whole number"),
+    ("<boinc><config><max_wus_to_send>many</max_wus_to_send></config></boinc>",
+     "<max_wus_to_send> must be a number"),
+    ("<boinc><config><resend_lost_results>yes</resend_lost_results></config></boinc>",
+     "<resend_lost_results> must be 0 or 1"),
+    ("<boinc><daemons/></boinc>", "no <config> section"),
+    ("<boinc><config>", "not well-formed"),
+])
+def test_a_config_xml_it_cannot_use_is_refused_naming_the_tag(text, message):
+    with pytest.raises(ConfigError, match=message):
+        read_config_xml(text)
+
+
+def test_a_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read"):
+        read_config_xml(tmp_path / "absent.xml")
+
+
+def test_the_project_config_comes_from_the_settings_file(settings, tmp_path):
+    path = tmp_path / "config.xml"
+    path.write_text("<boinc><config><delete_abandoned_outputs/></config></boinc>")
+    settings.BOINC_CONFIG_XML = str(path)
+    settings.BOINC_DAILY_RESULT_QUOTA = 12
+    config = project_config()
+    assert (config.delete_abandoned_outputs, config.daily_result_quota) == (True, 12)
+
+
+def test_the_differential_harness_without_boinc_says_how_to_build_it_and_exits_2():
+    env = {"PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "server_differential.py"),
+                           "--cases", "1"], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert done.returncode == 2
+    assert "./configure --disable-client --disable-manager --enable-server" in done.stderr
