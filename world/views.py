@@ -4,6 +4,8 @@ Anyone may watch; only staff may start, pause or resume a world, since a running
 hosts, workunits and results into the project's own database.
 """
 
+import json
+
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
@@ -35,13 +37,16 @@ def world_list(request, form=None, compare_form=None):
 
 
 def pair_worlds(worlds):
-    """Give each world of a plain and a locality world on the same seed, hosts and days its
-    ``partner`` (the latest such other world), for a link to their comparison."""
-    latest = {}
-    for world in sorted(worlds, key=lambda w: w.pk):
-        latest[(world.seed, world.hosts, world.days, world.locality)] = world
+    """Give each world of a plain and a locality world on the same seed, hosts, days and
+    settings its ``partner`` (the latest such other world), for a link to their comparison."""
+
+    def key(world, locality):
+        return (world.seed, world.hosts, world.days, json.dumps(world.settings, sort_keys=True),
+                locality)
+
+    latest = {key(w, w.locality): w for w in sorted(worlds, key=lambda w: w.pk)}
     for world in worlds:
-        world.partner = latest.get((world.seed, world.hosts, world.days, not world.locality))
+        world.partner = latest.get(key(world, not world.locality))
 
 
 def _require_staff(user):

@@ -223,7 +223,9 @@ def test_the_list_links_a_plain_world_to_its_locality_twin(client):
     plain = World.objects.create(name="p", hosts=3, days=1, seed=2)
     local = World.objects.create(name="l", hosts=3, days=1, seed=2, locality=True)
     World.objects.create(name="other", hosts=4, days=1, seed=2, locality=True)
+    World.objects.create(name="tuned", hosts=3, days=1, seed=2, settings={"error_rate": 0.1})
     html = client.get(reverse("worlds:list")).content.decode()
     link = reverse("worlds:compare") + f"?worlds={plain.pk},{local.pk}"
     assert html.count(link) == 2
+    assert html.count("compare with") == 2  # "other" and "tuned" have no twin
     assert reverse("worlds:detail", args=[plain.pk]) in html

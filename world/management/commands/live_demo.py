@@ -2,7 +2,8 @@
 
 Starts a new live volunteer world for ``seed_demo``'s app and drives it on the wall clock until
 stopped (Ctrl-C or SIGTERM). With ``BOINCWEB_DEMO=0`` it starts nothing and waits to be stopped,
-so that the other processes ``make run`` starts beside it keep running.
+and so it does after an error ends the world (shown on the world's page), so that the other
+processes ``make run`` starts beside it keep running.
 """
 
 import signal
@@ -30,11 +31,15 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
+
+        def wait_for_stop():
+            while not stopping:
+                signal.pause()
+
         if not settings.BOINCWEB_DEMO:
             self.stdout.write("the live demo is off (BOINCWEB_DEMO=0)")
             self.stdout.flush()
-            while not stopping:
-                signal.pause()
+            wait_for_stop()
             return
         try:
             world = live.start_demo(hosts=hosts, seed=seed)
@@ -44,4 +49,10 @@ class Command(BaseCommand):
         self.stdout.write(f"live demo: {hosts} volunteer hosts for {live.DEMO_APP} "
                           f"(world {world.pk}, /project/worlds/{world.pk}/)")
         self.stdout.flush()
-        live.drive(world.pk, should_stop=lambda: bool(stopping))
+        try:
+            live.drive(world.pk, should_stop=lambda: bool(stopping))
+        except Exception as exc:  # the world is marked failed, with the error, on its page
+            self.stderr.write(f"the live demo stopped: {exc!r}")
+        if not stopping:
+            # the rest of make run (honcho stops every process when one ends) carries on
+            wait_for_stop()
