@@ -47,7 +47,8 @@ class BusySite:
             "/project/status/", "/project/workunits/", f"/project/workunits/{wu.pk}/",
             f"/project/results/{result.pk}/", "/project/hosts/", f"/project/hosts/{host.pk}/",
             f"/project/hosts/{host.pk}/prefs/", f"/project/users/{host.owner_id}/",
-            "/project/worlds/", "/boinc/",
+            "/project/worlds/", f"/project/worlds/{self.world.pk}/",
+            f"/project/worlds/compare/?worlds={self.world.pk - 1},{self.world.pk}", "/boinc/",
         ]
 
 
@@ -59,14 +60,18 @@ def build_busy_site(settings, tmp_path):
     settings.UPLOAD_DIR = tmp_path / "upload"
     staff = get_user_model().objects.create_user(STAFF[0], password=STAFF[1], is_staff=True,
                                                  is_superuser=True)
-    world = World.objects.create(
-        name="crawled", hosts=6, days=1, seed=5, status=World.Status.RUNNING,
-        settings={"file_nbytes": 4096, "workunits_per_file": 10, "job_gflop": 3.0 * 3600,
-                  "error_rate": 0.05, "daemon_interval": 3600.0})
-    with jobs.unsynced_sqlite():
-        sim = jobs.create_simulation(world)
-        sim.run_until(sim.t + DAY)
-        jobs.store(world.pk, sim, status=World.Status.PAUSED)
+    # a plain world and its locality partner on one seed, so the worlds page links to their
+    # comparison
+    for name, locality in [("crawled-locality", True), ("crawled", False)]:
+        world = World.objects.create(
+            name=name, hosts=6, days=1, seed=5, locality=locality,
+            status=World.Status.RUNNING,
+            settings={"file_nbytes": 4096, "workunits_per_file": 10, "job_gflop": 3.0 * 3600,
+                      "error_rate": 0.05, "daemon_interval": 3600.0})
+        with jobs.unsynced_sqlite():
+            sim = jobs.create_simulation(world)
+            sim.run_until(sim.t + DAY)
+            jobs.store(world.pk, sim, status=World.Status.PAUSED)
     # and twice more by the wall clock, as make run's periodic job does, so that the status
     # page shows every daemon running and the queues' history
     for _ in range(2):

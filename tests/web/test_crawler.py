@@ -40,6 +40,7 @@ NOT_CRAWLED = {
     "lab/<int:pk>/runs/": "POST only",
     "lab/<int:pk>/compare/": "POST only",
     "project/worlds/new/": "POST only",
+    "project/worlds/compare/new/": "POST only",
     "project/worlds/<int:pk>/<slug:action>/": "POST only",
     "boinc/cgi": "the scheduler, for BOINC clients",
     "boinc/file_upload_handler": "uploads, for BOINC clients",
