@@ -140,9 +140,11 @@ def new_deadline(result, resource, runtime, *, now):
     stored, delay_bound = result.report_deadline, result.workunit.delay_bound
     duration = runtime / resource.available_frac
     delay = resource.estimated_delay
+    # BOINC measures the time left with dtime(), a fraction of a second past the request's
+    # whole second, and truncates it: one second less, and nothing left at the deadline itself
     bound = 0
-    if stored >= now:
-        bound = int(stored - now)
+    if stored > now:
+        bound = int(stored - now) - 1
         if delay and delay + duration > bound:
             if bound == delay_bound or delay + duration > delay_bound:
                 return None

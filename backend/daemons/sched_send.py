@@ -320,7 +320,8 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
     """
     chosen, refused = [], []
     with transaction.atomic():
-        for result in pick(host, list(versions), max_jobs * config.candidate_factor, config):
+        looked_at = max(max_jobs * config.candidate_factor, config.shmem_work_items)
+        for result in pick(host, list(versions), looked_at, config):
             if len(chosen) >= max_jobs or (resource.req_secs <= 0
                                            and resource.req_instances <= 0):
                 break
