@@ -191,14 +191,14 @@ def random_case(seed, index, step):
             r["granted_credit"] = wu["canonical_credit"]
         if valid and rng.random() < 0.8:
             wu["canonical_resultid"] = valid[0]["id"]
-        elif valid:
-            # VALID without a canonical result is a state no daemon leaves: these wait
-            for r in valid:
-                r.update(validate_state=V_INIT, granted_credit=0.0)
             wu["assimilate_state"] = rng.choice([0, 1, 2, 2])
             wu["transition_time"] = rng.choice([wu["transition_time"], INT_MAX])
             if wu["assimilate_state"] == 2 and rng.random() < 0.3:
                 valid[0]["file_delete_state"] = 2
+        elif valid:
+            # VALID without a canonical result is a state no daemon leaves: these wait
+            for r in valid:
+                r.update(validate_state=V_INIT, granted_credit=0.0)
         if step == "validator":
             wu["need_validate"] = 1
         if step == "assimilator":
