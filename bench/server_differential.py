@@ -195,6 +195,10 @@ def random_case(seed, index, step):
             wu["transition_time"] = rng.choice([wu["transition_time"], INT_MAX])
             if wu["assimilate_state"] == 2 and rng.random() < 0.3:
                 valid[0]["file_delete_state"] = 2
+        elif valid:
+            # VALID without a canonical result is a state no daemon leaves: these wait
+            for r in valid:
+                r.update(validate_state=V_INIT, granted_credit=0.0)
         if step == "validator":
             wu["need_validate"] = 1
         if step == "assimilator":

@@ -12,12 +12,12 @@ request):
   usable app version for it any more (app or version deprecated, GPU gone), or if it cannot
   finish in time: the client's queue ahead (``estimated_delay``, plus the jobs resent before
   it) and its runtime on this host, stretched by the host's availability, must fit before its
-  deadline, as for a first send. An expired result gets ``report_deadline = now - 1`` and its
-  workunit ``transition_time = min(transition_time, now - 1 + report_grace_period)``
+  deadline (``new_deadline``). An expired result gets ``report_deadline = now - 1 +
+  report_grace_period`` and its workunit ``transition_time`` lowered to that
   (update_wu_on_send), so a transitioner pass times it out (OVER/NO_REPLY) and makes a
   replacement;
 - otherwise it is **resent**: the same result goes back in the reply with the newest usable
-  app version, ``sent_time = now``, and its original deadline; it counts against the request
+  app version, ``sent_time = now``, and the deadline below; it counts against the request
   as a new job does (``sched_send.after_sending``). It is not counted in the host
   app version's ``n_jobs_today`` (BOINC counts only new jobs) and is not held to the daily
   quota.
@@ -26,18 +26,18 @@ Each change writes a lifecycle event and a reply message ("Resent lost task ..."
 "Didn't resend lost task ... (expired)"). If anything was resent, the scheduler sends no new
 work in that RPC.
 
-The deadline: BOINC's ``possibly_give_result_new_deadline`` computes a new one, but the
-feasibility check has by then set the workunit's delay bound to the time left before the stored
-deadline, so the resent copy keeps the stored deadline, and writing it adds the grace period a
-second time. We keep the original deadline, grace included once: the database keeps
-``report_deadline`` and the client is told it less ``report_grace_period``, as on the first
-send; "in time" is judged against that deadline the client is told.
+The deadline (``new_deadline``), as BOINC computes it: ``possibly_give_result_new_deadline``
+computes a new one, but the feasibility check has by then set the workunit's delay bound to
+the time left before the stored deadline, so the resent copy mostly keeps the stored deadline
+(grace included) as the one the client is told, and writing it adds the grace period a second
+time (mark_as_sent), as does the expiry's ``now - 1``.
 
 The results are read and written under their workunits' row locks, taken in id order, which
 the transitioner and validator also hold while they decide.
 """
 
 from django.db import transaction
+from django.db.models import Case, Value, When
 
 from backend.daemons.sched_send import (
     CPU, after_sending, job_flops, locked_in_id_order, max_jobs_per_rpc, reply_results,
@@ -76,14 +76,14 @@ def resend_lost_results(host, request, resources, *, now, config, reply):
             why = not_resendable(result, version)
             if not why:
                 runtime = result.workunit.rsc_fpops_est / job_flops(resource, version)
-                stretched = (runtime / resource.available_frac if resource.available_frac > 0
-                             else float("inf"))
-                left = result.report_deadline - config.report_grace_period - now
-                if wanted[resource.name].estimated_delay + stretched >= left:
+                deadline = new_deadline(result, wanted[resource.name], runtime, now=now)
+                if deadline is None:
                     why = "it cannot finish before its deadline"
                 else:
                     wanted[resource.name] = after_sending(wanted[resource.name],
                                                           [(result, version, runtime)])
+                    # stored with the grace period, as mark_as_sent writes it
+                    result.report_deadline = deadline + config.report_grace_period
                     resent.append((result, version, runtime))
                     continue
             expired.append((result, why))
@@ -125,6 +125,35 @@ class VersionChooser:
         return None, None
 
 
+def new_deadline(result, resource, runtime, *, now):
+    """The deadline the client is told for a resent ``result``, or None when it cannot
+    finish in time (sched_check.cpp wu_is_infeasible_fast, then sched_resend.cpp
+    possibly_give_result_new_deadline).
+
+    The deadline check is check_deadline's (skipped with nothing queued), first against the
+    time left before the stored deadline, then against the delay bound; the bound that
+    passes becomes the workunit's delay bound (0 once the stored deadline has passed). The
+    new deadline is now + half the time the result was given, never before the stored
+    deadline nor after now + that bound, and must leave room for the job's duration
+    stretched by the host's availability.
+    """
+    stored, delay_bound = result.report_deadline, result.workunit.delay_bound
+    duration = runtime / resource.available_frac
+    delay = resource.estimated_delay
+    # BOINC measures the time left with dtime(), a fraction of a second past the request's
+    # whole second, and truncates it: one second less, and nothing left at the deadline itself
+    bound = 0
+    if stored > now:
+        bound = int(stored - now) - 1
+        if delay and delay + duration > bound:
+            if bound == delay_bound or delay + duration > delay_bound:
+                return None
+            bound = delay_bound
+    deadline = max(stored, now + int(0.5 * (stored - result.sent_time)))
+    deadline = min(deadline, now + bound)
+    return None if duration > deadline - now else deadline
+
+
 def not_resendable(result, version):
     """Why ``result`` is expired instead of resent, before the deadline check; "" if it may be."""
     if result.workunit.error_mask:
@@ -147,7 +176,9 @@ def mark_resent(host, resent, *, now):
     for (app_version_id, flops), results in groups.items():
         Result.objects.filter(id__in=[r.pk for r in results], host=host,
                               server_state=ServerState.IN_PROGRESS).update(
-            sent_time=now, app_version_id=app_version_id, flops_estimate=flops)
+            sent_time=now, app_version_id=app_version_id, flops_estimate=flops,
+            report_deadline=Case(*[When(pk=r.pk, then=Value(r.report_deadline))
+                                   for r in results]))
         for r in results:
             events.append(event(time=now, actor=ACTOR, result_id=r.pk,
                                 workunit_id=r.workunit_id, field="sent_time", old=r.sent_time,
@@ -157,11 +188,12 @@ def mark_resent(host, resent, *, now):
 
 
 def mark_expired(host, expired, *, now, grace=0):
-    """report_deadline = now - 1 and the workunit due by then (plus the grace period), as
-    sched_resend.cpp does through mark_as_sent and update_wu_on_send, so it times out."""
+    """report_deadline = now - 1 + the grace period (mark_as_sent adds it) and the workunit
+    due by then, as sched_resend.cpp does through mark_as_sent and update_wu_on_send, so
+    the transitioner times it out once the grace period is over."""
     if not expired:
         return
-    deadline = now - 1
+    deadline = now - 1 + grace
     Result.objects.filter(id__in=[r.pk for r, _ in expired], host=host,
                           server_state=ServerState.IN_PROGRESS).update(report_deadline=deadline)
     record([event(time=now, actor=ACTOR, result_id=r.pk, workunit_id=r.workunit_id,
@@ -169,5 +201,4 @@ def mark_expired(host, expired, *, now, grace=0):
                   reason=f"host {host.pk} lost it; not resent: {why}")
             for r, why in expired if r.report_deadline != deadline])
     Workunit.objects.filter(id__in={r.workunit_id for r, _ in expired},
-                            transition_time__gt=deadline + grace).update(
-        transition_time=deadline + grace)
+                            transition_time__gt=deadline).update(transition_time=deadline)

@@ -236,8 +236,10 @@ def send_work(host, request, *, now, config, reply):
     havs = {hav.app_version_id: hav for hav in HostAppVersion.objects.filter(host=host)}
     taken_wus = set()
     sent, limited, notices = [], [], []
+    looked_at = {}
     for resource in resources:
         versions = usable_versions(request, resource)
+        looked_at.update((app_id, (v, resource)) for app_id, v in versions.items())
         limited.extend(apply_daily_quota(versions, havs, resource, now=now,
                                          quota=config.daily_result_quota,
                                          gpu_multiplier=config.gpu_multiplier))
@@ -271,6 +273,7 @@ def send_work(host, request, *, now, config, reply):
         # sched_send.cpp send_work: "No tasks sent", then why (WORK_REQ::add_no_work_message,
         # kept only when nothing was sent).
         reply.messages.append(Message("No tasks sent", "low"))
+        too_big(looked_at, notices)
         reply.messages.extend(Message(text, "notice") for text in notices)
     return len(sent)
 
@@ -317,7 +320,8 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
     """
     chosen, refused = [], []
     with transaction.atomic():
-        for result in pick(host, list(versions), max_jobs * config.candidate_factor, config):
+        looked_at = max(max_jobs * config.candidate_factor, config.shmem_work_items)
+        for result in pick(host, list(versions), looked_at, config):
             if len(chosen) >= max_jobs or (resource.req_secs <= 0
                                            and resource.req_instances <= 0):
                 break
@@ -351,6 +355,25 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
             if text and text not in notices:
                 notices.append(text)
     return sent
+
+
+def too_big(looked_at, notices, limit=100):
+    """Add the memory message of unsent jobs too big for the host that the request did not
+    look at (BOINC checks memory before one_result_per_user_per_wu, which our candidates
+    query applies first), as BOINC would for the jobs in its shared-memory cache (at most
+    ``limit``, its default size)."""
+    for app_id, (version, resource) in looked_at.items():
+        if resource.usable_ram is None:
+            continue
+        bounds = (Result.objects.filter(server_state=ServerState.UNSENT, app_id=app_id,
+                                        workunit__error_mask=0,
+                                        workunit__rsc_memory_bound__gt=resource.usable_ram)
+                  .order_by("-priority", "workunit_id", "id")
+                  .values_list("workunit__rsc_memory_bound", flat=True)[:limit])
+        for bound in bounds:
+            text = memory_message(Workunit(rsc_memory_bound=bound), version, resource)
+            if text not in notices:
+                notices.append(text)
 
 
 def memory_message(wu, version, resource):

@@ -270,14 +270,16 @@ class SchedulerConfig:
     # assimilator), write min(transition_time, now), so a workunit already due stays due for
     # a transitioner pass at the same now; off, now is written, as BOINC does.
     keep_due_workunits: bool = True
-    # How many unsent results one request looks at beyond the ones it may send (the size of
-    # BOINC's shared-memory job cache plays this part).
+    # How many unsent results one request looks at: at least shmem_work_items (the size of
+    # BOINC's shared-memory job cache, which its scheduler scans whole), and candidate_factor
+    # times the jobs it may send.
+    shmem_work_items: int = 100
     candidate_factor: int = 4
 
     def __post_init__(self):
         check_quota(self.daily_result_quota)
         for name in ("report_grace_period", "max_wus_to_send", "infeasible_timeout",
-                     "candidate_factor", "gpu_multiplier"):
+                     "candidate_factor", "gpu_multiplier", "shmem_work_items"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a whole number, 0 or more, not {value!r}")

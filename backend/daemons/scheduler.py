@@ -327,14 +327,16 @@ def handle_request(request, *, now, config=SchedulerConfig()):
     reply = SchedulerReply(request_delay=config.request_delay)
     if reattached and not request.other_results:
         mark_results_over(host, request, now=now)
+    if host.pk is not None:
+        # its own statement, outside the request's transaction: host app version locks are
+        # taken last (workunits, results, host app versions, hosts)
+        start_of_request(host, quota=config.daily_result_quota)
     with transaction.atomic():
         update_host(host, request, now=now)
         new_host = host.pk is None
         if new_host:
             host.save()
         held = sync_sticky_files(host, request, now=now)
-        if not new_host:
-            start_of_request(host, quota=config.daily_result_quota)
         handled = handle_results(host, request.results, now=now, reply=reply,
                                  quota=config.daily_result_quota,
                                  keep_due=config.keep_due_workunits)

@@ -225,3 +225,107 @@ def test_too_many_successes_without_consensus_also_raises_target_nresults(projec
         ErrorMask.TOO_MANY_SUCCESS_RESULTS, 4, NOW)
     assert set(wu.results.values_list("validate_state", flat=True)) == {
         ValidateState.INCONCLUSIVE}
+
+
+# --- rules the differential harness (bench/server_differential.py) found ----------------------
+
+def test_a_timeout_creates_the_missing_host_app_version_and_lowers_it(project):
+    # credit.cpp hav_lookup inserts a cleared record; result_timed_out takes 0 as the quota
+    host = project.host()
+    wu = project.workunit(transition_time=NOW - 1)
+    project.result(wu, server_state=ServerState.IN_PROGRESS, host=host,
+                   app_version=project.version, sent_time=NOW - DAY, report_deadline=NOW - 1)
+    transitioner.run_once(now=NOW, batch_size=10, daily_result_quota=100)
+    hav = HostAppVersion.objects.get(host=host, app_version=project.version)
+    assert (hav.max_jobs_per_day, hav.consecutive_valid) == (99, 0)
+
+
+def test_validating_creates_the_missing_host_app_version_of_each_viable_result(project):
+    host = project.host()
+    wu = project.workunit(need_validate=True, min_quorum=2, target_nresults=2)
+    r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=host,
+                       app_version=project.version)
+    File.objects.create(name=r.output_file_name(0), kind="output", result=r, md5_cksum="x")
+    validator.run_once(now=NOW, batch_size=10)   # one result: no quorum yet
+    assert HostAppVersion.objects.filter(host=host, max_jobs_per_day=0).count() == 1
+
+
+def test_a_version_never_sent_to_the_host_has_no_daily_limit_yet(project):
+    # sched_version.cpp daily_quota_exceeded: no record, not exceeded
+    host = project.host()
+    for _ in range(12):
+        project.result(project.workunit(delay_bound=100 * DAY))
+    request = work_request(host, cpu_req_secs=1e9, cpu_req_instances=0)
+    reply = handle_request(request, now=NOW, config=SchedulerConfig(daily_result_quota=2))
+    assert len(reply.results) == 10       # max_wus_to_send, not the quota
+
+
+def test_instances_without_seconds_ask_for_no_work(project):
+    host = project.host()
+    project.result(project.workunit())
+    reply = handle_request(work_request(host, cpu_req_secs=0, cpu_req_instances=2), now=NOW)
+    assert reply.results == [] and reply.messages == []
+
+
+def test_without_one_result_per_user_per_wu_two_results_of_a_workunit_go_to_one_host(project):
+    host = project.host()
+    wu = project.workunit(delay_bound=100 * DAY)
+    first, second = project.result(wu), project.result(wu)
+    config = SchedulerConfig(one_result_per_user_per_wu=False)
+    reply = handle_request(work_request(host, cpu_req_secs=1e6), now=NOW, config=config)
+    assert sorted(sent(reply)) == sorted([first.name, second.name])
+
+
+def test_the_request_looks_at_the_whole_job_cache_as_boincs_scheduler_does(project):
+    # 30 jobs too big for the host ahead of one that fits; 2 jobs per RPC x candidate_factor 4
+    # would look at 8; the scheduler scans its shared-memory cache (shmem_work_items, 100)
+    host = project.host()
+    for _ in range(30):
+        project.result(project.workunit(rsc_memory_bound=64e9))
+    fits = project.result(project.workunit())
+    request = work_request(host)
+    request.host_info.m_nbytes = 1e9
+    reply = handle_request(request, now=NOW, config=SchedulerConfig(max_wus_to_send=2))
+    assert sent(reply) == [fits.name]
+
+
+def test_memory_notices_name_jobs_the_one_per_user_rule_would_refuse_anyway(project):
+    # check_memory runs before the one-result-per-user check
+    host = project.host()
+    wu = project.workunit(rsc_memory_bound=4e9)
+    project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=host,
+                   user_id=host.owner_id)
+    project.result(wu)
+    request = work_request(host)
+    request.host_info.m_nbytes = 1e9
+    reply = handle_request(request, now=NOW)
+    assert [m.priority for m in reply.messages] == ["low", "notice"]
+    assert "needs 3814.70 MB RAM" in reply.messages[1].text
+
+
+@pytest.mark.parametrize("keep_due, expected", [(True, NOW - 500), (False, NOW)])
+def test_a_report_makes_the_workunit_due_now_as_boinc_or_keeps_it_due(project, keep_due,
+                                                                      expected):
+    from backend.daemons.scheduler import ReportedFile, ReportedResult
+
+    host = project.host()
+    wu = project.workunit(transition_time=NOW - 500)
+    r = project.result(wu, server_state=ServerState.IN_PROGRESS, host=host,
+                       user_id=host.owner_id, app_version=project.version,
+                       sent_time=NOW - DAY, report_deadline=NOW + DAY)
+    report = ReportedResult(r.name, output_files=[ReportedFile(r.output_file_name(0),
+                                                               data=b"x")])
+    handle_request(work_request(host, cpu_req_secs=0, results=[report]), now=NOW,
+                   config=SchedulerConfig(keep_due_workunits=keep_due))
+    assert Workunit.objects.get(pk=wu.pk).transition_time == expected
+
+
+def test_a_validator_pass_with_nothing_to_compare_leaves_transition_time_alone(project):
+    # validator.cpp: transition_time = IMMEDIATE only once a result was compared
+    wu = project.workunit(need_validate=True, transition_time=NOW + 5000)
+    r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS,
+                       validate_state=ValidateState.VALID)
+    Workunit.objects.filter(pk=wu.pk).update(canonical_result=r)
+    validator.run_once(now=NOW, batch_size=10)
+    wu.refresh_from_db()
+    assert (wu.transition_time, wu.need_validate) == (NOW + 5000, False)

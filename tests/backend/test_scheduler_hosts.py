@@ -399,7 +399,8 @@ def test_rule_3_6_lost_results_are_resent_or_expired(project, case, fate):
     elif case == "workunit has a canonical result":
         Workunit.objects.filter(pk=job.workunit_id).update(canonical_result=other)
     elif case == "cannot finish before its deadline":
-        Result.objects.filter(pk=job.pk).update(report_deadline=NOW + 1800 + GRACE)
+        # 1800 s left before the stored deadline (grace included) for a 3600 s job
+        Result.objects.filter(pk=job.pk).update(report_deadline=NOW + 1800)
     elif case == "app version deprecated":
         AppVersion.objects.filter(pk=project.version.pk).update(deprecated=True)
     elif case == "resend_lost_results off":
@@ -419,20 +420,23 @@ def test_rule_3_6_lost_results_are_resent_or_expired(project, case, fate):
     assert Result.objects.get(pk=other.pk).sent_time == NOW - 1000
     if fate == "resent":
         assert names == [job.name]
-        assert reply.results[0].report_deadline == NOW + DAY   # the deadline it had
+        # possibly_give_result_new_deadline keeps the stored deadline (the grace in it), less
+        # the second BOINC's truncated dtime() loses, as the one the client is told, and
+        # mark_as_sent adds the grace once more
+        assert reply.results[0].report_deadline == before.report_deadline - 1
         assert (after.server_state, after.sent_time, after.report_deadline) == (
-            ServerState.IN_PROGRESS, NOW, before.report_deadline)
+            ServerState.IN_PROGRESS, NOW, before.report_deadline - 1 + GRACE)
         assert events == [("sent_time", NOW - 1000, NOW)]
         assert f"Resent lost task {job.name}" in texts
         # nothing new in an RPC that resent work, and a resend is not a new job of the day
         assert Result.objects.get(pk=spare.pk).server_state == ServerState.UNSENT
         assert not HostAppVersion.objects.exists()
     elif fate == "expired":
+        # now - 1, and mark_as_sent adds the grace period; the workunit is due then
         assert (after.server_state, after.report_deadline) == (ServerState.IN_PROGRESS,
-                                                               NOW - 1)
-        # update_wu_on_send: the deadline written plus the grace period
+                                                               NOW - 1 + GRACE)
         assert wu.transition_time == NOW - 1 + GRACE
-        assert events == [("report_deadline", before.report_deadline, NOW - 1)]
+        assert events == [("report_deadline", before.report_deadline, NOW - 1 + GRACE)]
         assert f"Didn't resend lost task {job.name} (expired)" in texts
         assert job.name not in names
         # the transitioner's pass once the grace period is over times it out
@@ -463,18 +467,23 @@ def test_rule_3_6_a_lost_gpu_job_is_resent_for_the_gpu_when_only_cpu_work_is_ask
     job2 = lost_job(project, host, version=gpu)
     reply = handle_request(work_request(host, cpu_req_secs=3600, other_results=[job.name]),
                            now=NOW + 1, config=resend_config())
-    assert Result.objects.get(pk=job2.pk).report_deadline == NOW
+    assert Result.objects.get(pk=job2.pk).report_deadline == NOW + GRACE
     assert job2.name not in [r.name for r in reply.results]
 
 
 def test_rule_3_6_jobs_resent_queue_up_against_their_deadlines(project):
-    # One CPU; each lost job runs 3600 s and has 2.5 h left: two fit, the third is expired.
+    # One CPU; each lost job runs 3600 s; 9000 s are left before the stored deadline, the
+    # delay bound: the first skips the check (nothing queued), the second fits after it
+    # (3600 + 3600), the third does not (7200 + 3600 > 9000) and is expired.
     host = project.host(p_ncpus=1)
-    jobs = [lost_job(project, host, report_deadline=NOW + 9000 + GRACE) for _ in range(3)]
+    jobs = [project.result(project.workunit(delay_bound=9000), host=host,
+                           user_id=host.owner_id, app_version=project.version,
+                           server_state=ServerState.IN_PROGRESS, sent_time=NOW - 1000,
+                           report_deadline=NOW + 9000) for _ in range(3)]
     reply = handle_request(work_request(host, cpu_req_secs=DAY, other_results=[]), now=NOW,
                            config=resend_config())
     assert [r.name for r in reply.results] == [j.name for j in jobs[:2]]
-    assert Result.objects.get(pk=jobs[2].pk).report_deadline == NOW - 1
+    assert Result.objects.get(pk=jobs[2].pk).report_deadline == NOW - 1 + GRACE
 
 
 def test_rule_3_6_resending_takes_a_fixed_number_of_queries(project):
