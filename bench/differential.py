@@ -274,7 +274,12 @@ def run_bce(sim: str, case_dir: str, duration: float) -> dict:
     if code != 0 or not os.path.exists(dat):
         return {"error": f"BCE exited {code}", "wall": wall, "rss": rss}
     with open(dat) as fh:
-        return {"figures": parse_results_dat(fh.read()), "wall": wall, "rss": rss}
+        figures = parse_results_dat(fh.read())
+    if not all(math.isfinite(v) for v in figures.values()):
+        # e.g. a flops_total of 0 when nothing could ever run: BCE divides by it
+        return {"error": "BCE printed non-finite figures " + " ".join(f"{v:g}" for v in figures.values()),
+                "wall": wall, "rss": rss}
+    return {"figures": figures, "wall": wall, "rss": rss}
 
 
 def run_engine(case_dir: str, duration: float) -> dict:
@@ -377,7 +382,8 @@ def main(argv=None) -> int:
 
     ok = [c for c in cases if "error" not in c]
     print()
-    print(f"summary: {len(ok)} of {len(cases)} cases ran on both sides; share within tolerance per figure")
+    print(f"summary: {len(ok)} of {len(cases)} cases ran on both sides (the others are listed with the worst "
+          f"cases); share within tolerance per figure")
     for n in FIGURES:
         kind, tol = TOLERANCE[n]
         good = sum(within(n, c["engine"][n], c["bce"][n]) for c in ok)

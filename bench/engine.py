@@ -7,13 +7,22 @@ for a 16-CPU, 4-GPU host with 20 projects over 10 days.
 Wall time is measured on a plain run; peak memory on a second run under tracemalloc (which
 slows Python down, so it is not timed). Targets on a 2-core machine: standard 10 days <= 1 s,
 100 days <= 8 s; big host 10 days <= 10 s.
+
+With BCE_SIM pointing at BOINC's client emulator (bench/differential.py says how to build
+it), the standard scenario over 100 days and the big host over 10 days are also written as
+client_state.xml (differential.host_from_scenario) and run as whole processes, BCE and the
+engine in alternation, each twice; it prints the best wall time and the peak RSS of each and
+their ratios (DESIGN.md targets: <= 1.0x and <= 0.1x BCE's wall time, peak memory no more
+than BCE's).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
+import tempfile
 import time
 import tracemalloc
 
@@ -61,6 +70,36 @@ def measure(scenario, days: float, policy: str, compat: str) -> tuple[float, flo
     return wall, peak / 1e6, result
 
 
+def _differential():
+    spec = importlib.util.spec_from_file_location("differential", os.path.join(ROOT, "bench", "differential.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def against_bce(sim: str, policy: str, compat: str) -> None:
+    """Whole processes on the same client_state.xml, in alternation (DESIGN.md)."""
+    diff = _differential()
+    standard = load_scenario(os.path.join(ROOT, "scenarios", "standard.json"))
+    print(f"\nagainst BCE ({sim}), whole processes, best of two in alternation")
+    print(f"{'scenario':<10} {'days':>5} {'engine s':>9} {'BCE s':>8} {'ratio':>6} {'engine MB':>10} {'BCE MB':>7} {'ratio':>6}")
+    for name, scenario, days, target in (("standard", standard, 100, 1.0), ("big host", big_host(), 10, 0.1)):
+        with tempfile.TemporaryDirectory() as case:
+            diff.write_case(case, diff.host_from_scenario(scenario))
+            out = os.path.join(case, "bce")
+            os.makedirs(out)
+            code = ("import sys; sys.path.insert(0, %r); from scheduling.engine import load_scenario, run; "
+                    "run(load_scenario(%r), policy=%r, compat=%r, duration=%r)" % (ROOT, case, policy, compat, days * DAY))
+            eng, bce = [], []
+            for _ in range(2):
+                eng.append(diff._timed([sys.executable, "-c", code], ROOT, os.path.join(case, "engine.stderr"))[1:3])
+                bce.append(diff._timed(diff.bce_command(sim, case, out, days * DAY), out,
+                                       os.path.join(case, "bce.stderr"))[1:3])
+        (ew, em), (bw, bm) = min(eng), min(bce)
+        print(f"{name:<10} {days:>5} {ew:>9.2f} {bw:>8.2f} {ew / bw:>6.2f} {em:>10.1f} {bm:>7.1f} {em / bm:>6.2f}"
+              + ("" if ew / bw <= target else f"  (target <= {target}x)"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--policy", default="boinc7")
@@ -77,6 +116,8 @@ def main() -> None:
         mark = "" if target is None else (f"{target:>6.0f}s" + ("" if wall <= target else " MISSED"))
         print(f"{name:<10} {days:>5} {wall:>8.3f} {mark:>7} {peak:>8.1f} {result.events:>8} "
               f"{len(result.slices):>7} {jobs:>6}")
+    if os.environ.get("BCE_SIM"):
+        against_bce(os.environ["BCE_SIM"], args.policy, args.compat)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ master_fetch_failures.
 from __future__ import annotations
 
 import heapq
+from dataclasses import replace
 import math
 import random
 import time as _time
@@ -67,6 +68,8 @@ class Emulator:
                  seed: int, compat: str, existing_jobs_only: bool, progress=None,
                  sample_interval: float = 600.0, policy_name: str = "", partial=None,
                  partial_interval: float | None = None, fixed_step: bool = False):
+        if compat == "bce":
+            scenario = _without_max_concurrent(scenario)
         self.scenario = scenario
         self.duration = float(duration)
         self.delta = float(delta)
@@ -737,7 +740,14 @@ class Emulator:
     def _reachable(self, p) -> tuple[bool, str]:
         """Try the project's schedulers in order (seed 000); downtime blocks them all."""
         now = self.now
-        up = p.available.advance(now) and not p.down(now)
+        if self.bce:
+            # BOINC's emulator samples availability at each attempt over the time since the
+            # last one, with one change at most (simulate_rpc, RANDOM_PROCESS::sample)
+            dt = now - p.last_rpc_time if p.last_rpc_time is not None else 0.0
+            p.last_rpc_time = now
+            up = p.available.sample(dt) and not p.down(now)
+        else:
+            up = p.available.advance(now) and not p.down(now)
         if not p.urls:
             return up, p.spec.master_url or p.name
         for url, proc in p.urls:
@@ -952,6 +962,17 @@ class Emulator:
             events=self.events, flops_total=flops_total,
             resources=resources,
         )
+
+
+def _without_max_concurrent(scenario: Scenario) -> Scenario:
+    """BOINC's emulator reads max_concurrent from client_state.xml, but check_app_config()
+    (app_config.cpp) then clears APP::max_concurrent of every project that has no
+    app_config.xml, so no limit holds (docs/engine-fidelity.md)."""
+    if not any(a.max_concurrent for p in scenario.projects for a in p.apps):
+        return scenario
+    projects = tuple(replace(p, apps=tuple(replace(a, max_concurrent=0) for a in p.apps))
+                     for p in scenario.projects)
+    return replace(scenario, projects=projects)
 
 
 def _round(x: float) -> float:

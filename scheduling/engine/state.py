@@ -22,7 +22,7 @@ class RandomProcess:
     mean `mean_up`, down periods with mean `mean_up/frac - mean_up`; starts up with
     probability `frac`. Advanced lazily: `advance(t)` applies every change up to `t`."""
 
-    __slots__ = ("frac", "mean_up", "rng", "up", "next_change")
+    __slots__ = ("frac", "mean_up", "rng", "up", "next_change", "time_left")
 
     def __init__(self, availability: Availability, rng, start: float = 0.0):
         self.frac = availability.frac
@@ -35,10 +35,23 @@ class RandomProcess:
         else:
             self.up = rng.random() < self.frac
             self.next_change = start + self._period()
+        self.time_left = self.next_change - start
 
     def _period(self) -> float:
         mean = self.mean_up if self.up else self.mean_up / self.frac - self.mean_up
         return self.rng.expovariate(1.0 / mean)
+
+    def sample(self, dt: float) -> bool:
+        """RANDOM_PROCESS::sample (sim_util.cpp), used instead of `advance` where BOINC's
+        emulator samples a process now and then: `dt` seconds pass, with one change at most
+        however long they are (docs/engine-fidelity.md)."""
+        if self.frac >= 1.0:
+            return True
+        self.time_left -= dt
+        if self.time_left < 0:
+            self.up = not self.up
+            self.time_left += self._period()
+        return self.up
 
     def advance(self, t: float) -> bool:
         """Apply the changes up to time `t`; return the state at `t`."""
@@ -156,6 +169,7 @@ class ProjectState:
         self.master_fetch_failures = 0
         self.urls: list = []
         self.available = None
+        self.last_rpc_time = None  # the last RPC attempt, for sampling `available` (bce)
         # work fetch back-off per resource (§6.5)
         self.backoff_time = [0.0] * nrsc
         self.backoff_interval = [0.0] * nrsc

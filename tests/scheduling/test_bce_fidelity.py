@@ -152,3 +152,13 @@ def test_under_bce_the_first_of_equal_projects_asked_for_work_is_the_one_std_sor
     # WORK_FETCH::setup's std::sort leaves P10 first (see test_stdsort)
     assert run(twenty_equal_projects(), compat="bce", duration=HOUR).rpcs[0].project == "P10"
     assert run(twenty_equal_projects(), compat="intended", duration=HOUR).rpcs[0].project == "P00"
+
+
+def test_under_bce_max_concurrent_from_the_state_file_limits_nothing():
+    # check_app_config() clears APP::max_concurrent of every project without an
+    # app_config.xml, so both jobs run at once on the two CPUs; intended honours the limit
+    s = scenario(project("M", [job("m1"), job("m2")], apps=(cpu_app(max_concurrent=1),)), ncpus=2)
+    bce = run(s, compat="bce", duration=HOUR / 2, existing_jobs_only=True)
+    intended = run(s, compat="intended", duration=HOUR / 2, existing_jobs_only=True)
+    assert sorted(sl.start for sl in bce.slices) == [0.0, 0.0]
+    assert [sl.start for sl in intended.slices] == [0.0]
