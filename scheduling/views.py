@@ -28,6 +28,7 @@ from scheduling import charts
 from scheduling.engine.readers import scenario_to_dict
 from scheduling.engine.scenario import ScenarioError
 from scheduling.exports import run_csv, write_client_state, write_pcdr
+from boincweb.id_lists import parse_ids
 from scheduling.forms import MAX_COMPARE, CompareForm, ImportForm, RunForm, ScenarioForms, scenario_initial
 from scheduling.jobs import check_job, enqueue_run
 from scheduling.models import Run, StoredScenario
@@ -401,20 +402,6 @@ def export_run(request, pk, fmt):
 
 # ---------------------------------------------------------------- compare
 
-def _parse_run_ids(raw: str) -> list[int] | str:
-    parts = [p.strip() for p in (raw or "").split(",") if p.strip()]
-    if not parts:
-        return "Give two or more run ids: /lab/compare/?runs=1,2"
-    if len(parts) > MAX_COMPARE:
-        return f"Compare at most {MAX_COMPARE} runs at once."
-    if not all(p.isdigit() and len(p) < 12 for p in parts):
-        return f"Run ids are whole numbers separated by commas, not {raw!r}."
-    ids = [int(p) for p in parts]
-    if len(set(ids)) != len(ids):
-        return "A run is listed twice."
-    return ids
-
-
 def difference_labels(runs: list[Run]) -> list[str]:
     """Each run named by what sets it apart from the others on one page: its scenario, policy,
     preferences, seed, compat or length, whichever differ; its number is added when that
@@ -461,7 +448,8 @@ def _rec_heading(policies: set[str]) -> str:
 def compare(request):
     """Runs side by side; a single run id opens a picker of the scenario's runs to compare it
     with. `runs` is one comma-separated list or the picker's repeated parameter."""
-    ids = _parse_run_ids(",".join(request.GET.getlist("runs")))
+    ids = parse_ids(",".join(request.GET.getlist("runs")), noun="run",
+                    example="/lab/compare/?runs=1,2", minimum=1, maximum=MAX_COMPARE)
     if isinstance(ids, str):
         return HttpResponseBadRequest(ids, content_type="text/plain")
     found = {r.pk: r for r in Run.objects.select_related("scenario").filter(pk__in=ids)}

@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
+from boincweb.id_lists import parse_ids
 from world import charts, jobs
 from world.forms import CompareForm, WorldForm
 from world.models import World, WorldSample
@@ -104,26 +105,12 @@ def world_detail(request, pk):
     return render(request, "world/world_detail.html", context)
 
 
-def parse_world_ids(text):
-    """The ids of ``?worlds=1,2``, or a sentence saying what is wrong with them."""
-    parts = [p.strip() for p in text.split(",") if p.strip()]
-    if len(parts) < 2:
-        return "Give two to four world ids to compare, as ?worlds=1,2."
-    if len(parts) > MAX_COMPARE:
-        return f"Compare at most {MAX_COMPARE} worlds at once, not {len(parts)}."
-    if not all(p.isdigit() for p in parts):
-        return f"World ids are whole numbers: {text!r}."
-    ids = [int(p) for p in parts]
-    if len(set(ids)) != len(ids):
-        return "Each world may appear once in a comparison."
-    return ids
-
-
 @require_GET
 def world_compare(request):
     """Worlds side by side, one line each on shared charts, with the transfer locality
     scheduling saved in words when a plain and a locality world are compared."""
-    ids = parse_world_ids(",".join(request.GET.getlist("worlds")))
+    ids = parse_ids(",".join(request.GET.getlist("worlds")), noun="world",
+                    example="?worlds=1,2", minimum=2, maximum=MAX_COMPARE)
     if isinstance(ids, str):
         return HttpResponseBadRequest(ids, content_type="text/plain")
     found = {w.pk: w for w in World.objects.defer("state").filter(pk__in=ids)}

@@ -182,6 +182,7 @@ def test_the_comparison_states_the_transfer_locality_saved(client):
     ("?worlds=1,x", "World ids are whole numbers"),
     ("?worlds=1,1", "Each world may appear once"),
     ("?worlds=1,2,3,4,5", "Compare at most 4 worlds"),
+    ("?worlds=1,99999999999999999999", "World ids are whole numbers"),
 ])
 def test_a_bad_comparison_is_a_400_with_the_reason(client, query, reason):
     response = client.get(reverse("worlds:compare") + query)
