@@ -2,7 +2,9 @@
 apps, import of P(C, D, R) text or client_state.xml, and the run and compare choices.
 
 Units on the forms are the ones people think in (GFLOPS, hours, minutes); `ScenarioForms`
-turns them into the engine's dataclasses (FLOPS and seconds) and back.
+turns them into the engine's dataclasses (FLOPS and seconds) and back. Every field's range
+is the engine's limit (scheduling/engine/scenario.py, "Limits") in the field's unit, so a
+number the engine would refuse is refused on the field that holds it, with the limit.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import tempfile
 from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
 
-from scheduling.engine.readers import read_client_state, read_json, read_pcdr
+from scheduling.engine import scenario as limits
+from scheduling.engine.readers import MAX_FILE_BYTES, MAX_TEXT, read_client_state, read_json, read_pcdr
 from scheduling.engine.scenario import (
     GPU_TYPES,
     App,
@@ -28,13 +31,18 @@ from scheduling.engine.scenario import (
     Scenario,
     ScenarioError,
 )
+from scheduling.engine.units import parse_duration
 from scheduling.models import VARIABLE_PREFS, Run
 
 HOUR = 3600.0
 GIGA = 1e9
-MAX_UPLOAD = 5 * 1024 * 1024
-MAX_DURATION = 100 * 86400.0
+MAX_UPLOAD = MAX_FILE_BYTES
+MAX_DURATION = limits.MAX_DURATION
 MAX_COMPARE = 6  # runs on one comparison page
+# the engine's limits in the forms' units
+MAX_HOURS = limits.MAX_TIME / HOUR
+MIN_LAMBDA_HOURS = limits.MIN_LAMBDA / HOUR
+MIN_GFLOPS, MAX_GFLOPS = limits.MIN_FLOPS / GIGA, limits.MAX_FLOPS / GIGA
 
 
 def _fraction(label, help_text=""):
@@ -42,14 +50,27 @@ def _fraction(label, help_text=""):
                             validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
 
 
-def _positive(label, initial, help_text="", **kw):
+def _positive(label, initial, help_text="", *, high, low=None, **kw):
+    """A number above 0 (at least `low` when given) and at most `high`."""
+    low_validator = (MinValueValidator(low, f"At least {low:g}.") if low is not None
+                     else MinValueValidator(1e-9, "Must be more than 0."))
     return forms.FloatField(label=label, initial=initial, help_text=help_text,
-                            validators=[MinValueValidator(1e-9, "Must be more than 0.")], **kw)
+                            validators=[low_validator, MaxValueValidator(high, f"At most {high:g}.")], **kw)
 
 
-def _at_least_zero(label, initial, help_text=""):
+def _at_least_zero(label, initial, help_text="", *, high):
     return forms.FloatField(label=label, initial=initial, help_text=help_text,
-                            validators=[MinValueValidator(0.0, "Cannot be negative.")])
+                            validators=[MinValueValidator(0.0, "Cannot be negative."),
+                                        MaxValueValidator(high, f"At most {high:g}.")])
+
+
+def _hours(label, initial=1.0, help_text=""):
+    """A mean availability period in hours, within the engine's lambda limits."""
+    return _positive(label, initial, help_text, low=MIN_LAMBDA_HOURS, high=MAX_HOURS)
+
+
+def _gflops(label, initial, help_text=""):
+    return _positive(label, initial, help_text, low=MIN_GFLOPS, high=MAX_GFLOPS)
 
 
 class ScenarioMetaForm(forms.Form):
@@ -60,25 +81,29 @@ class ScenarioMetaForm(forms.Form):
 class HostForm(forms.Form):
     """The host: BOINC's host_info and time_stats (reference/client.md §2)."""
 
-    ncpus = forms.IntegerField(label="CPUs", initial=2, min_value=1, max_value=1024, help_text="p_ncpus")
-    cpu_gflops = _positive("GFLOPS per CPU", 1.0, "p_fpops / 10⁹")
+    ncpus = forms.IntegerField(label="CPUs", initial=2, min_value=1, max_value=limits.MAX_CPUS, help_text="p_ncpus")
+    cpu_gflops = _gflops("GFLOPS per CPU", 1.0, "p_fpops / 10⁹")
     on_frac = _fraction("on fraction", "share of time the computer is on")
     connected_frac = _fraction("connected fraction", "share of on-time with a network connection")
     active_frac = _fraction("active fraction", "share of on-time computing is allowed")
     gpu_active_frac = _fraction("GPU active fraction", "share of active time GPU computing is allowed")
-    on_hours = _positive("mean on period (h)", 1.0, "mean length of an 'up' period (lambda)")
-    connected_hours = _positive("mean connected period (h)", 1.0)
-    active_hours = _positive("mean active period (h)", 1.0)
-    gpu_active_hours = _positive("mean GPU-active period (h)", 1.0)
+    on_hours = _hours("mean on period (h)", 1.0, "mean length of an 'up' period (lambda)")
+    connected_hours = _hours("mean connected period (h)")
+    active_hours = _hours("mean active period (h)")
+    gpu_active_hours = _hours("mean GPU-active period (h)")
 
 
 class PrefsForm(forms.Form):
     """Host preferences: global_prefs.xml and cc_config.xml (reference/client.md §2)."""
 
-    work_buf_min_days = _at_least_zero("min buffer (days)", 0.1, "work_buf_min_days: fetch when below this")
+    work_buf_min_days = _at_least_zero("min buffer (days)", 0.1, "work_buf_min_days: fetch when below this",
+                                       high=limits.MAX_BUFFER_DAYS)
     work_buf_additional_days = _at_least_zero("additional buffer (days)", 0.5,
-                                              "work_buf_additional_days: max buffer = min + this")
-    cpu_scheduling_period_minutes = _positive("time slice (minutes)", 60.0, "cpu_scheduling_period_minutes")
+                                              "work_buf_additional_days: max buffer = min + this",
+                                              high=limits.MAX_BUFFER_DAYS)
+    cpu_scheduling_period_minutes = _positive("time slice (minutes)", 60.0, "cpu_scheduling_period_minutes",
+                                              low=limits.MIN_SCHEDULING_PERIOD_MINUTES,
+                                              high=limits.MAX_SCHEDULING_PERIOD_MINUTES)
     leave_apps_in_memory = forms.BooleanField(label="leave apps in memory while preempted", required=False)
     max_ncpus_pct = forms.FloatField(label="use at most % of CPUs", initial=100.0,
                                      validators=[MinValueValidator(0.01, "Must be more than 0."),
@@ -86,8 +111,9 @@ class PrefsForm(forms.Form):
     cpu_usage_limit = forms.FloatField(label="use at most % of CPU time", initial=100.0,
                                        validators=[MinValueValidator(0.01, "Must be more than 0."),
                                                    MaxValueValidator(100.0)])
-    rec_half_life_days = _positive("REC half-life (days)", 10.0, "cc_config rec_half_life_days")
-    ncpus = forms.IntegerField(label="cc_config ncpus", required=False, min_value=1, max_value=1024,
+    rec_half_life_days = _positive("REC half-life (days)", 10.0, "cc_config rec_half_life_days",
+                                   high=limits.MAX_REC_HALF_LIFE_DAYS)
+    ncpus = forms.IntegerField(label="cc_config ncpus", required=False, min_value=1, max_value=limits.MAX_CPUS,
                                help_text="overrides the CPU count when set")
     report_results_immediately = forms.BooleanField(required=False)
     fetch_minimal_work = forms.BooleanField(required=False)
@@ -96,15 +122,17 @@ class PrefsForm(forms.Form):
 class GpuForm(forms.Form):
     gpu_type = forms.ChoiceField(label="GPU type", required=False,
                                  choices=[("", "none")] + [(g, g) for g in GPU_TYPES])
-    count = forms.IntegerField(min_value=1, max_value=64, initial=1)
-    peak_gflops = _positive("peak GFLOPS per device", 100.0)
+    count = forms.IntegerField(min_value=1, max_value=limits.MAX_GPUS_PER_TYPE, initial=1)
+    peak_gflops = _gflops("peak GFLOPS per device", 100.0)
 
 
 class ProjectForm(forms.Form):
     name = forms.CharField(max_length=60)
-    resource_share = forms.FloatField(initial=100.0, validators=[MinValueValidator(0.0, "Cannot be negative.")])
+    resource_share = forms.FloatField(initial=100.0, validators=[
+        MinValueValidator(0.0, "Cannot be negative."),
+        MaxValueValidator(limits.MAX_SHARE, f"At most {limits.MAX_SHARE:g}.")])
     available_frac = _fraction("scheduler up fraction", "share of time its scheduler answers")
-    available_hours = _positive("mean up period (h)", 1.0)
+    available_hours = _hours("mean up period (h)")
 
 
 RESOURCE_CHOICES = [("cpu", "CPU")] + [(g, g) for g in GPU_TYPES]
@@ -116,13 +144,15 @@ class AppForm(forms.Form):
     project = forms.CharField(max_length=60, help_text="a project's name above")
     name = forms.CharField(label="app", max_length=60)
     resource = forms.ChoiceField(choices=RESOURCE_CHOICES, initial="cpu")
-    avg_ncpus = forms.FloatField(label="CPUs per job", initial=1.0, validators=[MinValueValidator(0.0)])
-    gpu_usage = forms.FloatField(label="GPUs per job", initial=0.0, validators=[MinValueValidator(0.0)])
-    gflops = _positive("job speed (GFLOPS)", 1.0, "how fast this version computes")
-    size_gflop = _positive("job size (GFLOP)", 3600.0, "fpops_est / 10⁹")
-    latency_bound_hours = _positive("deadline (hours after receipt)", 240.0)
-    checkpoint_minutes = _at_least_zero("checkpoint every (min)", 0.0)
-    resume_cost_minutes = _at_least_zero("restart cost (min)", 0.0)
+    avg_ncpus = forms.FloatField(label="CPUs per job", initial=1.0, validators=[
+        MinValueValidator(0.0), MaxValueValidator(limits.MAX_CPUS)])
+    gpu_usage = forms.FloatField(label="GPUs per job", initial=0.0, validators=[
+        MinValueValidator(0.0), MaxValueValidator(limits.MAX_GPUS_PER_TYPE)])
+    gflops = _gflops("job speed (GFLOPS)", 1.0, "how fast this version computes")
+    size_gflop = _positive("job size (GFLOP)", 3600.0, "fpops_est / 10⁹", high=limits.MAX_FPOPS / GIGA)
+    latency_bound_hours = _positive("deadline (hours after receipt)", 240.0, high=MAX_HOURS)
+    checkpoint_minutes = _at_least_zero("checkpoint every (min)", 0.0, high=limits.MAX_TIME / 60)
+    resume_cost_minutes = _at_least_zero("restart cost (min)", 0.0, high=limits.MAX_TIME / 60)
 
     def clean(self):
         data = super().clean()
@@ -138,11 +168,15 @@ class _Formset(forms.BaseFormSet):
         return [f.cleaned_data for f in self.forms if f.cleaned_data and not f.cleaned_data.get("DELETE")]
 
 
-GpuFormSet = forms.formset_factory(GpuForm, formset=_Formset, extra=1, can_delete=True, max_num=3)
+GpuFormSet = forms.formset_factory(GpuForm, formset=_Formset, extra=1, can_delete=True,
+                                   max_num=len(GPU_TYPES), validate_max=True)
 ProjectFormSet = forms.formset_factory(ProjectForm, formset=_Formset, extra=1, can_delete=True,
-                                       min_num=1, validate_min=True, max_num=40)
+                                       min_num=1, validate_min=True, max_num=limits.MAX_PROJECTS, validate_max=True)
+# The engine takes MAX_APP_VERSIONS; the form, eleven fields a row, sends at most this many
+# rows within Django's DATA_UPLOAD_MAX_NUMBER_FIELDS (1000) beside 40 projects and the rest.
+APP_ROWS = min(limits.MAX_APP_VERSIONS, 60)
 AppFormSet = forms.formset_factory(AppForm, formset=_Formset, extra=1, can_delete=True,
-                                   min_num=1, validate_min=True, max_num=120)
+                                   min_num=1, validate_min=True, max_num=APP_ROWS, validate_max=True)
 
 
 def _h(seconds: float) -> float:
@@ -315,7 +349,7 @@ class ImportForm(forms.Form):
     """A scenario from P(C, D, R) text, a client_state.xml with its prefs, or our JSON."""
 
     name = forms.CharField(max_length=120, required=False, help_text="defaults to the file's or the notation's")
-    pcdr = forms.CharField(label="P(C, D, R) notation", required=False,
+    pcdr = forms.CharField(label="P(C, D, R) notation", required=False, max_length=MAX_TEXT,
                            widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false"}),
                            help_text="e.g. P1(0.1, 1, .5) P2(1, 24, .25) NCPUS = 2 (times in hours)")
     client_state = forms.FileField(label="client_state.xml", required=False)
@@ -351,7 +385,11 @@ class ImportForm(forms.Form):
             self.add_error(source, str(exc))
             return data
         if data.get("name"):
-            scenario = dataclasses.replace(scenario, name=data["name"])
+            try:
+                scenario = dataclasses.replace(scenario, name=data["name"])
+            except ScenarioError as exc:
+                self.add_error("name", str(exc))
+                return data
         data["scenario"] = scenario
         return data
 
@@ -365,29 +403,24 @@ class ImportForm(forms.Form):
                         for chunk in data[key].chunks():
                             fh.write(chunk)
             scenario = read_client_state(directory)
-        name = os.path.splitext(data["client_state"].name)[0]
-        return dataclasses.replace(scenario, name=name if name != "client_state" else "imported client_state")
-
-
-_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
-_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-def parse_duration(text: str) -> float:
-    """Seconds, or a number with a unit: `90m`, `36h`, `10d` (DESIGN.md, simulate --duration)."""
-    m = _DURATION_RE.match(text or "")
-    if not m:
-        raise forms.ValidationError("Give seconds or a number with a unit, e.g. 36h or 10d.")
-    return float(m.group(1)) * _UNITS[m.group(2)]
+        # the file's name, without what a scenario name cannot hold
+        name = "".join(ch for ch in os.path.splitext(data["client_state"].name)[0] if ch.isprintable())
+        name = name[:limits.MAX_SCENARIO_NAME]
+        return dataclasses.replace(scenario, name=name if name not in ("", "client_state") else "imported client_state")
 
 
 class DurationField(forms.CharField):
+    """Seconds, or a number with a unit: `90m`, `36h`, `10d` (DESIGN.md, simulate --duration),
+    up to the engine's MAX_DURATION."""
+
     def to_python(self, value):
-        seconds = parse_duration(super().to_python(value))
-        if seconds <= 0:
-            raise forms.ValidationError("The duration must be more than 0.")
+        try:
+            seconds = parse_duration(super().to_python(value) or "")
+        except ValueError:
+            raise forms.ValidationError("Give seconds or a number with a unit, e.g. 36h or 10d, "
+                                        "more than 0.") from None
         if seconds > MAX_DURATION:
-            raise forms.ValidationError("At most 100 days.")
+            raise forms.ValidationError(f"At most {MAX_DURATION / 86400:g} days.")
         return seconds
 
 
@@ -397,7 +430,8 @@ class RunForm(forms.Form):
     seed = forms.IntegerField(min_value=0, max_value=2**31 - 1, initial=1)
     compat = forms.ChoiceField(choices=Run.Compat.choices, initial="intended")
     delta = forms.FloatField(label="step (s)", initial=60.0,
-                             validators=[MinValueValidator(1.0, "At least 1 second."), MaxValueValidator(86400.0)])
+                             validators=[MinValueValidator(limits.MIN_DELTA, f"At least {limits.MIN_DELTA:g} second."),
+                                         MaxValueValidator(limits.MAX_DELTA)])
 
 
 YES = {"yes", "y", "true", "on", "1"}

@@ -1,4 +1,11 @@
-"""RQ jobs of the scheduling lab."""
+"""RQ jobs of the scheduling lab, and queueing that never leaves a row nothing will take.
+
+`queue_problem()` says why jobs cannot be queued now (Redis not reachable); a view asks it
+before it creates anything. `enqueue_on_commit()` queues a job once the caller's transaction
+commits and, should Redis go away in between, hands the reason to a callback instead of
+failing after the rows are written. Neither is tied to the lab: any page that starts work can
+use them.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,9 @@ import uuid
 from datetime import timedelta
 
 import django_rq
+import redis
+from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.job import Job, JobStatus
@@ -68,23 +78,39 @@ class PartialRecords:
         self.next_store = self.clock() + max(PARTIAL_EVERY, 4 * took)
 
 
+class OverBudget(Exception):
+    """A run that has computed for longer than the lab lets one run (jobs.stop_after)."""
+
+
+def stop_after() -> float:
+    """Seconds of computing after which a run is stopped: twice the budget its estimate was
+    held to before it was queued (LAB_RUN_BUDGET_SECONDS, scheduling/cost.py), so a run the
+    estimate misjudged cannot hold a worker until the job timeout."""
+    return 2.0 * settings.LAB_RUN_BUDGET_SECONDS
+
+
 def run_simulation(run_id: int) -> str:
     """Run the engine for Run `run_id`, storing progress and partial records as it goes and
     the records at the end.
 
     A run that is no longer queued (already taken by another worker, or finished) is left
-    alone; any error in the scenario or the engine is stored on the run as its message.
+    alone; any error in the scenario or the engine is stored on the run as its message, and
+    a run still going after `stop_after()` seconds of computing is stopped and failed.
     """
     run = Run.objects.select_related("scenario").filter(pk=run_id).first()
     if run is None or not run.mark_running(timezone.now()):
         return "skipped"
     last = [0.0]
+    started = time.process_time()
+    limit = stop_after()
 
     def progress(fraction: float) -> None:
         now = time.monotonic()
         if now - last[0] >= PROGRESS_EVERY:
             last[0] = now
             run.set_progress(fraction)
+        if time.process_time() - started > limit:
+            raise OverBudget(fraction)
 
     try:
         engine.get_policy(run.policy)
@@ -98,6 +124,12 @@ def run_simulation(run_id: int) -> str:
     except ScenarioError as exc:
         run.mark_failed(timezone.now(), f"The scenario is not valid: {exc}")
         return "failed"
+    except OverBudget as exc:
+        run.mark_failed(timezone.now(), (
+            f"Stopped after {limit:.0f} s of computing, at {exc.args[0]:.0%} of the simulated time: twice the "
+            f"lab's budget of {settings.LAB_RUN_BUDGET_SECONDS} s a run (LAB_RUN_BUDGET_SECONDS). Its estimate "
+            "was lower; a shorter duration, fewer CPUs or projects, or longer jobs make it cheaper."))
+        return "failed"
     except Exception as exc:  # the page must show the failure, whatever it was
         run.mark_failed(timezone.now(), f"The engine failed: {type(exc).__name__}: {exc}")
         return "failed"
@@ -106,12 +138,45 @@ def run_simulation(run_id: int) -> str:
     return "done"
 
 
+REDIS_TIMEOUT = 2.0  # seconds a check or an enqueue waits on Redis before calling it unreachable
+
+
+def queue_problem(queue: str = QUEUE) -> str | None:
+    """Why a job cannot be put on RQ queue `queue` now (its Redis does not answer), in words
+    for the page; None when it can. A view asks before it creates the rows a job would take."""
+    client = redis.Redis.from_url(settings.RQ_QUEUES[queue]["URL"], socket_timeout=REDIS_TIMEOUT,
+                                  socket_connect_timeout=REDIS_TIMEOUT)
+    try:
+        client.ping()
+    except (redis.exceptions.RedisError, OSError) as exc:
+        return f"Redis is not reachable ({exc}), so nothing can be queued; nothing was started. Try again once it is back."
+    finally:
+        client.close()
+    return None
+
+
+def enqueue_on_commit(queue: str, func, *args, job_id: str, on_failure) -> None:
+    """Queue `func(*args)` on `queue` under `job_id` once the current transaction commits
+    (at once outside one); if Redis does not take it, `on_failure(reason)` is called instead of
+    raising, so the rows the transaction wrote can be marked with the reason rather than left
+    waiting for a job that does not exist."""
+    def enqueue():
+        try:
+            django_rq.get_queue(queue, commit_mode="auto").enqueue(func, *args, job_id=job_id)
+        except (redis.exceptions.RedisError, OSError) as exc:
+            on_failure(f"Redis did not take its job ({exc}); start the run again once Redis is back.")
+
+    transaction.on_commit(enqueue)
+
+
 def enqueue_run(run: Run) -> None:
     """Queue the engine job of a new run under the job id stored on it, once the caller's
-    transaction commits (django-rq's on_db_commit mode)."""
+    transaction commits; a run Redis does not take is failed with the reason."""
     run.job_id = run.job_id or f"lab-run-{run.pk}-{uuid.uuid4().hex[:12]}"
     Run.objects.filter(pk=run.pk).update(job_id=run.job_id)
-    django_rq.get_queue(QUEUE).enqueue(run_simulation, run.pk, job_id=run.job_id)
+    run_id = run.pk
+    enqueue_on_commit(QUEUE, run_simulation, run_id, job_id=run.job_id,
+                      on_failure=lambda reason: Run(pk=run_id).mark_failed(timezone.now(), reason))
 
 
 def _last_line(text: str | None) -> str:

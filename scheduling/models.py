@@ -75,6 +75,8 @@ class Run(models.Model):
         BCE = "bce", "BOINC's emulator, bugs included"
 
     scenario = models.ForeignKey(StoredScenario, on_delete=models.CASCADE, related_name="runs")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                              related_name="lab_runs", help_text="who started it (the per-person cap counts these)")
     policy = models.CharField(max_length=10, choices=Policy.choices)
     duration = models.FloatField(help_text="simulated seconds")
     delta = models.FloatField(default=60.0, help_text="decision step, seconds")
@@ -94,9 +96,15 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-id"]
+        indexes = [
+            # views.start_runs counts a person's queued and running runs against LAB_ACTIVE_RUNS_PER_USER
+            models.Index(fields=["owner", "status"], name="lab_run_owner_status"),
+        ]
 
     def __str__(self):
         return f"run {self.pk}: {self.policy} on {self.scenario_id}"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
 
     @property
     def is_over(self) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import json
 
@@ -10,6 +12,7 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent, ValidationError
 from django.db import transaction
 from django.db.models import Count
 from django.http import (
@@ -21,16 +24,18 @@ from django.http import (
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
 from scheduling import charts
-from scheduling.engine.readers import scenario_to_dict
-from scheduling.engine.scenario import ScenarioError
+from scheduling.engine import cost
+from scheduling.engine.readers import MAX_TEXT, scenario_to_dict
+from scheduling.engine.scenario import MAX_DURATION, ScenarioError
 from scheduling.exports import run_csv, write_client_state, write_pcdr
 from boincweb.id_lists import parse_ids
 from scheduling.forms import MAX_COMPARE, CompareForm, ImportForm, RunForm, ScenarioForms, scenario_initial
-from scheduling.jobs import check_job, enqueue_run
+from scheduling.jobs import check_job, enqueue_run, queue_problem
 from scheduling.models import Run, StoredScenario
 from scheduling.presets import BY_SLUG, PRESETS
 
@@ -68,11 +73,93 @@ def _save(scenario_obj: StoredScenario | None, scenario, user, preset: str = "")
     return scenario_obj
 
 
-def _start_run(stored: StoredScenario, *, policy, duration, seed, compat, delta=60.0, prefs=None) -> Run:
-    run = Run.objects.create(scenario=stored, policy=policy, duration=duration, seed=seed,
-                             compat=compat, delta=delta, prefs=prefs or {})
-    enqueue_run(run)
-    return run
+class NotStarted(Exception):
+    """Why runs were not started, in words for the page, with the HTTP status to answer."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+
+
+def seconds_text(seconds: float) -> str:
+    """Engine time as a person reads it: "0.4 s", "12 s", "3.5 min", "2.1 h"."""
+    if seconds < 10:
+        return f"{seconds:.2g} s"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.2g} min"
+    return f"{seconds / 3600:.2g} h"
+
+
+def run_cost(stored: StoredScenario, *, duration: float, delta: float = 60.0, prefs=None) -> cost.Estimate:
+    """The engine's cost estimate of one run of `stored` (scheduling/engine/cost.py);
+    ScenarioError when the stored scenario, with `prefs`, is not valid."""
+    scenario = stored.engine_scenario()
+    if prefs:
+        scenario = dataclasses.replace(scenario, prefs=dataclasses.replace(scenario.prefs, **prefs))
+    return cost.estimate(scenario, duration, delta)
+
+
+def start_runs(user, stored: StoredScenario, variants, *, duration, seed, compat, delta=60.0) -> list[Run]:
+    """Create and queue one run of `stored` per (policy, prefs) in `variants`, or none.
+
+    Nothing is created when Redis cannot take the jobs (503), when a run's estimated engine
+    time is over LAB_RUN_BUDGET_SECONDS (400), or when the runs would take `user` past
+    LAB_ACTIVE_RUNS_PER_USER queued and running runs (429): NotStarted says which. A
+    comparison counts each of its runs."""
+    problem = queue_problem()
+    if problem:
+        raise NotStarted(problem, 503)
+    budget = settings.LAB_RUN_BUDGET_SECONDS
+    try:
+        estimates = [run_cost(stored, duration=duration, delta=delta, prefs=prefs) for _p, prefs in variants]
+    except ScenarioError as exc:
+        raise NotStarted(f"The scenario is not valid: {exc}", 400) from None
+    worst = max(e.seconds for e in estimates)
+    if worst > budget:
+        raise NotStarted(
+            f"A run would take about {seconds_text(worst)} of engine time (estimated); the lab's budget is "
+            f"{seconds_text(budget)} a run (LAB_RUN_BUDGET_SECONDS). A shorter duration, fewer CPUs or "
+            "projects, or longer jobs make it cheaper.", 400)
+    cap = settings.LAB_ACTIVE_RUNS_PER_USER
+    with transaction.atomic():
+        # one start at a time per person, so two at once cannot both pass the cap
+        get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+        active = Run.objects.filter(owner=user, status__in=Run.ACTIVE).count()
+        if cap and active + len(variants) > cap:
+            raise NotStarted(
+                f"You have {active} run{'s' if active != 1 else ''} queued or running and this would start "
+                f"{len(variants)} more; the lab lets one person have {cap} at once (LAB_ACTIVE_RUNS_PER_USER). "
+                "Start it again when some have finished.", 429)
+        runs = []
+        for policy, prefs in variants:
+            run = Run.objects.create(scenario=stored, owner=user, policy=policy, duration=duration, seed=seed,
+                                     compat=compat, delta=delta, prefs=prefs or {})
+            enqueue_run(run)
+            runs.append(run)
+    return runs
+
+
+def cost_note(scenario, duration: float, runs: int = 1) -> dict:
+    """What the scenario page says of a run's cost: the estimate for `duration` (of `runs`
+    runs), the budget, and the longest duration the budget fits."""
+    budget = settings.LAB_RUN_BUDGET_SECONDS
+
+    def seconds(d):
+        return cost.estimate(scenario, d).seconds
+
+    one = seconds(duration)
+    longest = MAX_DURATION
+    if seconds(longest) > budget:  # the estimate grows with the duration: bisect
+        low, high = 0.0, longest
+        for _ in range(30):
+            mid = (low + high) / 2
+            low, high = (low, mid) if seconds(mid) > budget else (mid, high)
+        longest = low
+    return {"duration": span(duration), "seconds": seconds_text(one), "runs": runs,
+            "total": seconds_text(one * runs), "over": one > budget, "budget": seconds_text(budget),
+            "longest": span(longest) if longest >= 60 else "under a minute", "capped": longest < MAX_DURATION}
 
 
 def _check_jobs(runs) -> None:
@@ -104,6 +191,43 @@ def _login_hint(request) -> tuple[str, str] | None:
     return None if request.user.is_authenticated else demo_login()
 
 
+def body_problem(request) -> str | None:
+    """Why the POST body cannot be read as a form (over Django's DATA_UPLOAD_MAX_MEMORY_SIZE
+    or DATA_UPLOAD_MAX_NUMBER_FIELDS), in words for the page; None when it can."""
+    try:
+        request.POST  # noqa: B018 (reading it is the test)
+    except RequestDataTooBig:
+        size = request.META.get("CONTENT_LENGTH") or "more"
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE / (1024 * 1024)
+        return (f"The form sent {size} bytes of text; a form may send at most {limit:g} MB besides its files, "
+                f"and P(C, D, R) text may be at most {MAX_TEXT:,} characters. Nothing was saved.")
+    except (TooManyFieldsSent, TooManyFilesSent):
+        return (f"The form sent more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} fields; "
+                "remove some rows. Nothing was saved.")
+    return None
+
+
+def readable_post(on_problem):
+    """Read a POST body before the CSRF check would, so a body Django refuses to parse gets
+    `on_problem(request, message)` (the page with the reason, status 413) instead of a bare
+    400; a readable one goes through the CSRF check and the view as usual (Django's
+    csrf_exempt + csrf_protect pattern for reading a request before the check). The page
+    answered to an unreadable body changes nothing."""
+    def decorate(view):
+        protected = csrf_protect(view)
+
+        @csrf_exempt
+        @functools.wraps(view)
+        def wrapper(request, *args, **kwargs):
+            if request.method == "POST":
+                problem = body_problem(request)
+                if problem:
+                    return on_problem(request, problem, *args, **kwargs)
+            return protected(request, *args, **kwargs)
+        return wrapper
+    return decorate
+
+
 def _not_yours(stored: StoredScenario):
     return HttpResponseForbidden(
         f"Only the owner of “{stored.name}” or staff may change or delete it; duplicate it to "
@@ -132,14 +256,23 @@ def load_preset(request, slug):
     return _redirect(request, reverse("lab:scenario", args=[stored.pk]))
 
 
+def _scenario_form_too_big(request, problem, pk=None):
+    stored = get_object_or_404(StoredScenario, pk=pk) if pk is not None else None
+    forms = ScenarioForms(initial=_initial_forms(stored))
+    forms.errors.append(problem)
+    return _render(request, "lab/scenario_form.html", {"forms": forms, "stored": stored}, "form", 413)
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
+@readable_post(_scenario_form_too_big)
 def scenario_new(request):
     return _scenario_form(request, None)
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@readable_post(_scenario_form_too_big)
 def scenario_edit(request, pk):
     stored = get_object_or_404(StoredScenario, pk=pk)
     if not stored.editable_by(request.user):
@@ -147,29 +280,38 @@ def scenario_edit(request, pk):
     return _scenario_form(request, stored)
 
 
+def _stored_scenario(stored: StoredScenario | None):
+    """The engine scenario of `stored`, None when there is none or it is not valid."""
+    if stored is None:
+        return None
+    try:
+        return stored.engine_scenario()
+    except ScenarioError:
+        return None
+
+
 def _scenario_form(request, stored: StoredScenario | None):
-    previous = None
-    if stored is not None:
-        try:
-            previous = stored.engine_scenario()
-        except ScenarioError:
-            previous = None
     if request.method == "POST":
-        forms = ScenarioForms(request.POST, previous=previous)
+        forms = ScenarioForms(request.POST, previous=_stored_scenario(stored))
         if forms.is_valid():
             saved = _save(stored, forms.scenario, request.user)
             messages.success(request, f"Saved “{saved.name}”.")
             return _redirect(request, reverse("lab:scenario", args=[saved.pk]))
         status = 400
     else:
-        initial = scenario_initial(previous) if previous else {
-            "projects": [{"name": "Alpha", "resource_share": 100}, {"name": "Beta", "resource_share": 100}],
-            "apps": [{"project": "Alpha", "name": "alpha_app"}, {"project": "Beta", "name": "beta_app"}],
-            "meta": {"name": "my scenario"},
-        }
-        forms = ScenarioForms(initial=initial)
+        forms = ScenarioForms(initial=_initial_forms(stored))
         status = 200
     return _render(request, "lab/scenario_form.html", {"forms": forms, "stored": stored}, "form", status)
+
+
+def _initial_forms(stored: StoredScenario | None) -> dict:
+    """The scenario form's initial data: the stored scenario's, or a two-project start."""
+    previous = _stored_scenario(stored)
+    return scenario_initial(previous) if previous else {
+        "projects": [{"name": "Alpha", "resource_share": 100}, {"name": "Beta", "resource_share": 100}],
+        "apps": [{"project": "Alpha", "name": "alpha_app"}, {"project": "Beta", "name": "beta_app"}],
+        "meta": {"name": "my scenario"},
+    }
 
 
 def span(seconds: float) -> str:
@@ -232,6 +374,10 @@ def _scenario_page(request, stored, run_form=None, compare_form=None, status=200
                            if preset else {})
     compare_policies, compare_parameter = _compare_forms(stored, compare_form)
     busy = any(not r.is_over for r in runs)
+    costs = {}
+    if scenario is not None:
+        for key, form in (("run", run_form), ("policies", compare_policies), ("parameter", compare_parameter)):
+            costs[key] = cost_note(scenario, _form_duration(form), _form_runs(form))
     buffer = ""
     if scenario is not None:
         prefs = scenario.prefs
@@ -240,11 +386,35 @@ def _scenario_page(request, stored, run_form=None, compare_form=None, status=200
     response = _render(request, "lab/scenario_detail.html", {
         "stored": stored, "scenario": scenario, "problem": problem, "runs": runs, "buffer": buffer,
         "busy": busy, "run_form": run_form, "compare_form": compare_policies, "parameter_form": compare_parameter,
-        "preset": preset, "pcdr_preview": write_pcdr(scenario) if scenario else "",
+        "preset": preset, "pcdr_preview": write_pcdr(scenario) if scenario else "", "costs": costs,
         "can_edit": stored.editable_by(request.user), "demo_login": _login_hint(request),
     }, partial, status)
     response.context_data_busy = busy
     return response
+
+
+def _form_duration(form) -> float:
+    """The duration a run or compare form holds: the one sent when it is valid, else its
+    initial one (the field's default when the page gives none)."""
+    if form.is_bound and form.is_valid():
+        return form.cleaned_data["duration"]
+    initial = form.initial.get("duration", form.fields["duration"].initial)
+    try:
+        return form.fields["duration"].to_python(initial)
+    except ValidationError:
+        return form.fields["duration"].to_python(form.fields["duration"].initial)
+
+
+def _form_runs(form) -> int:
+    """How many runs a form starts: one, or a comparison's variants (its ticked policies, or
+    the values sent; two before any are)."""
+    if not isinstance(form, CompareForm):
+        return 1
+    if form.is_bound and form.is_valid():
+        return len(form.cleaned_data["variants"])
+    if form.initial.get("parameter"):
+        return 2
+    return max(2, len(form.initial.get("policies") or form.fields["policies"].initial))
 
 
 @require_POST
@@ -269,8 +439,16 @@ def scenario_delete(request, pk):
     return _redirect(request, reverse("lab:index"))
 
 
+def _import_too_big(request, problem):
+    form = ImportForm()
+    form.cleaned_data = {}
+    form.add_error(None, problem)
+    return _render(request, "lab/import.html", {"form": form}, "form", status=413)
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
+@readable_post(_import_too_big)
 def scenario_import(request):
     if request.method == "POST":
         form = ImportForm(request.POST, request.FILES)
@@ -316,8 +494,13 @@ def run_start(request, pk):
     form = RunForm(request.POST)
     if not form.is_valid():
         return _scenario_page(request, stored, run_form=form, status=400, partial="run-form")
-    with transaction.atomic():
-        run = _start_run(stored, **form.cleaned_data)
+    d = form.cleaned_data
+    try:
+        [run] = start_runs(request.user, stored, [(d["policy"], {})], duration=d["duration"], seed=d["seed"],
+                           compat=d["compat"], delta=d["delta"])
+    except NotStarted as exc:
+        form.add_error(None, str(exc))
+        return _scenario_page(request, stored, run_form=form, status=exc.status, partial="run-form")
     return _redirect(request, reverse("lab:run", args=[run.pk]))
 
 
@@ -332,9 +515,13 @@ def compare_start(request, pk):
         partial = "compare-parameter" if form.data.get("parameter") else "compare-policies"
         return _scenario_page(request, stored, compare_form=form, status=400, partial=partial)
     d = form.cleaned_data
-    with transaction.atomic():
-        runs = [_start_run(stored, policy=policy, prefs=prefs, duration=d["duration"], seed=d["seed"],
-                           compat=d["compat"]) for policy, prefs in d["variants"]]
+    try:
+        runs = start_runs(request.user, stored, d["variants"], duration=d["duration"], seed=d["seed"],
+                          compat=d["compat"])
+    except NotStarted as exc:
+        form.add_error(None, str(exc))
+        partial = "compare-parameter" if form.data.get("parameter") else "compare-policies"
+        return _scenario_page(request, stored, compare_form=form, status=exc.status, partial=partial)
     return _redirect(request, reverse("lab:compare") + "?runs=" + ",".join(str(r.pk) for r in runs))
 
 

@@ -23,7 +23,9 @@ Public API
     `RecordChunk` (records.py) each time `partial_interval` simulated seconds (default a
     twentieth of the run) have passed since the previous one, and a last one at the end:
     the records produced since the previous chunk, plus the slices and host periods still
-    open. Chunks do not change the run. Raises ValueError on bad arguments.
+    open. Chunks do not change the run. Raises ValueError on bad arguments, a ScenarioError
+    (a ValueError) naming the limit for a duration over `scenario.MAX_DURATION` or a step
+    outside [`MIN_DELTA`, `MAX_DELTA`] (scenario.py, "Limits").
 
 `get_policy(name)`
     The policy class called `name` (one of `POLICIES`); ValueError naming the known ones
@@ -55,6 +57,8 @@ Public API
 
 from __future__ import annotations
 
+import math
+
 from .emulator import Emulator
 from .policies import POLICIES, get_policy
 from .readers import load_scenario, read_client_state, read_json, read_pcdr, scenario_to_dict
@@ -70,7 +74,7 @@ from .records import (
     RunResult,
     TimeSlice,
 )
-from .scenario import Scenario, ScenarioError
+from .scenario import Scenario, ScenarioError, check_run
 
 COMPAT_MODES = ("intended", "bce")
 
@@ -87,11 +91,12 @@ def _emulator(scenario, policy, duration, delta, seed, compat, existing_jobs_onl
     cls = get_policy(policy)
     if compat not in COMPAT_MODES:
         raise ValueError(f"unknown compat mode {compat!r} (expected intended or bce)")
-    if not duration > 0:
-        raise ValueError("duration must be positive")
-    if not delta > 0:
-        raise ValueError("delta must be positive")
-    if partial_interval is not None and not partial_interval > 0:
+    if not isinstance(scenario, Scenario):
+        raise ValueError(f"expected a Scenario, not {type(scenario).__name__}")
+    check_run(duration=duration, delta=delta)
+    if not (isinstance(sample_interval, (int, float)) and math.isfinite(sample_interval) and sample_interval > 0):
+        raise ValueError("sample_interval must be a positive finite number")
+    if partial_interval is not None and not (math.isfinite(partial_interval) and partial_interval > 0):
         raise ValueError("partial_interval must be positive")
     return Emulator(scenario, cls, duration=duration, delta=delta, seed=seed, compat=compat,
                     existing_jobs_only=existing_jobs_only, progress=progress,
@@ -112,8 +117,7 @@ def run(scenario: Scenario, *, policy: str = "boinc7", duration: float = 864000.
 def rr_snapshot(scenario: Scenario, *, policy: str = "boinc7", at: float = 0.0, seed: int = 1,
                 compat: str = "intended", delta: float = 60.0) -> dict:
     """The round-robin simulation at `at` seconds (`rrsim --json`, DESIGN.md)."""
-    if at < 0:
-        raise ValueError("--at must not be negative")
+    check_run(at=at)
     if policy not in ("boinc7", "boinc5"):
         raise ValueError(f"rrsim supports the boinc7 and boinc5 policies, not {policy!r}")
     em = _emulator(scenario, policy, at if at > 0 else delta, delta, seed, compat, False, None, 600.0)

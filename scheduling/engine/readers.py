@@ -10,7 +10,10 @@
 - `load_scenario(path)`: picks the reader by the path (`*.txt`, a directory or `*.xml`,
   `*.json`).
 
-Every reader raises `ScenarioError` naming the line, element or key that is wrong.
+Every reader raises `ScenarioError` naming the line, element or key that is wrong, and
+every scenario it returns meets the limits of scenario.py. Input is bounded before it is
+parsed: at most `MAX_TEXT` characters of P(C, D, R) text, `MAX_FILE_BYTES` of JSON or XML,
+and JSON nested at most `MAX_JSON_DEPTH` deep, so no input reaches a recursion limit.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import json
 import math
 import os
 import re
+import reprlib
 import typing
 import xml.etree.ElementTree as ET
 
@@ -27,6 +31,15 @@ from defusedxml import ElementTree as SafeET
 from defusedxml.common import DefusedXmlException
 
 from .scenario import (
+    MAX_CPUS,
+    MAX_PROJECTS,
+    MAX_SCENARIO_NAME,
+    MAX_SCHEDULING_PERIOD_MINUTES,
+    MAX_SHARE,
+    MAX_TIME,
+    MIN_JOB_SECONDS,
+    MIN_SCHEDULING_PERIOD_MINUTES,
+    MAX_BUFFER_DAYS,
     App,
     AppVersion,
     Availability,
@@ -38,10 +51,19 @@ from .scenario import (
     Scenario,
     ScenarioError,
     SchedulerUrl,
+    check_number,
 )
 
 HOUR = 3600.0
 PCDR_CPU_FLOPS = 1e9
+MAX_TEXT = 100_000  # characters of P(C, D, R) text: 40 projects and comments fit many times over
+MAX_FILE_BYTES = 5 * 1024 * 1024  # a JSON scenario or a client_state.xml and its prefs files
+MAX_JSON_DEPTH = 16  # our format nests 7 deep (scenario, projects, apps, versions)
+
+_repr = reprlib.Repr()
+_repr.maxstring = _repr.maxother = 60
+_repr.maxlong = 40
+_brief = _repr.repr  # a value quoted in a message, shortened: the input may be megabytes
 
 # --------------------------------------------------------------------------- P(C, D, R)
 
@@ -63,9 +85,9 @@ def _finite(text: str, what: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise ScenarioError(f"{what} is not a number: {text!r}") from None
+        raise ScenarioError(f"{what} is not a number: {_brief(text)}") from None
     if not math.isfinite(value):
-        raise ScenarioError(f"{what} is not finite: {text!r}")
+        raise ScenarioError(f"{what} is not finite: {_brief(text)}")
     return value
 
 
@@ -91,6 +113,8 @@ def read_pcdr(text: str, *, name: str = "pcdr") -> Scenario:
     (true/false). Several items may share a line; `#` starts a comment. The host has CPUs
     of 1 GFLOPS that are always on; projects start with no jobs.
     """
+    if len(text) > MAX_TEXT:
+        raise ScenarioError(f"the text has {len(text)} characters; the limit is {MAX_TEXT}")
     projects: list[tuple[str, float, float, float, int]] = []
     params: dict[str, tuple[str, int]] = {}
     for line_no, raw in enumerate(text.splitlines(), start=1):
@@ -99,38 +123,45 @@ def read_pcdr(text: str, *, name: str = "pcdr") -> Scenario:
         for m in _PROJECT_RE.finditer(line):
             parts = [p.strip() for p in m.group(2).split(",")]
             if len(parts) != 3:
-                raise ScenarioError(f"line {line_no}: {m.group(0)!r} needs three values P(C, D, R)")
+                raise ScenarioError(f"line {line_no}: {_brief(m.group(0))} needs three values P(C, D, R)")
             c = _pcdr_number(parts[0], line_no, "C")
             d = _pcdr_number(parts[1], line_no, "D")
             r = _pcdr_number(parts[2], line_no, "R")
             if c <= 0 or d <= 0 or r < 0:
-                raise ScenarioError(f"line {line_no}: {m.group(0)!r} needs C > 0, D > 0 and R >= 0")
+                raise ScenarioError(f"line {line_no}: {_brief(m.group(0))} needs C > 0, D > 0 and R >= 0")
+            where = f"line {line_no}: project {_brief(m.group(1))}"
+            check_number(c, f"{where}: C", MIN_JOB_SECONDS / HOUR, MAX_TIME / HOUR, unit="hours")
+            check_number(d, f"{where}: D", 0.0, MAX_TIME / HOUR, unit="hours")
+            check_number(r, f"{where}: R", 0.0, MAX_SHARE)
             projects.append((m.group(1), c, d, r, line_no))
+            if len(projects) > MAX_PROJECTS:
+                raise ScenarioError(f"line {line_no}: more than {MAX_PROJECTS} projects; the limit is {MAX_PROJECTS}")
         rest = _PROJECT_RE.sub(" ", rest)
         for m in _PARAM_RE.finditer(rest):
             key = m.group(1).lower()
             if key not in _PCDR_PARAMS:
-                raise ScenarioError(f"line {line_no}: unknown parameter {m.group(1)!r}")
+                raise ScenarioError(f"line {line_no}: unknown parameter {_brief(m.group(1))}")
             params[key] = (m.group(2), line_no)
         leftover = _PARAM_RE.sub(" ", rest).strip()
         if leftover:
             raise ScenarioError(
-                f"line {line_no}: expected P(C, D, R) or NAME = VALUE, got {leftover!r}"
+                f"line {line_no}: expected P(C, D, R) or NAME = VALUE, got {_brief(leftover)}"
             )
     if not projects:
         raise ScenarioError("line 1: no project P(C, D, R) in the scenario")
     seen = set()
     for pname, _c, _d, _r, line_no in projects:
         if pname in seen:
-            raise ScenarioError(f"line {line_no}: project {pname} is listed twice")
+            raise ScenarioError(f"line {line_no}: project {_brief(pname)} is listed twice")
         seen.add(pname)
 
-    def hours(key, default):
+    def hours(key, default, low=0.0, high=MAX_TIME / HOUR):
         if key not in params:
             return default
         value = _pcdr_number(params[key][0], params[key][1], key)
         if value < 0:
             raise ScenarioError(f"line {params[key][1]}: {key} cannot be negative")
+        check_number(value, f"line {params[key][1]}: {key}", low, high, unit="hours")
         return value * HOUR
 
     ncpus = 1
@@ -139,32 +170,37 @@ def read_pcdr(text: str, *, name: str = "pcdr") -> Scenario:
         n = _pcdr_number(value, line_no, "NCPUS")
         if n < 1 or n != int(n):
             raise ScenarioError(f"line {line_no}: NCPUS must be a positive whole number")
-        ncpus = int(n)
+        ncpus = check_number(int(n), f"line {line_no}: NCPUS", 1, MAX_CPUS, whole=True)
     leave = False
     if "leave_in_memory" in params:
         leave = _pcdr_bool(*params["leave_in_memory"], "leave_in_memory")
-    period = hours("cpu_scheduling_period", HOUR)
+    period = hours("cpu_scheduling_period", HOUR, MIN_SCHEDULING_PERIOD_MINUTES / 60,
+                   MAX_SCHEDULING_PERIOD_MINUTES / 60)
     if period <= 0:
         raise ScenarioError(f"line {params['cpu_scheduling_period'][1]}: cpu_scheduling_period must be positive")
+    buffer_hours = MAX_BUFFER_DAYS * 24
     prefs = Prefs(
-        work_buf_min_days=hours("min_queue", 0.1 * 86400) / 86400,
-        work_buf_additional_days=hours("work_buf_additional", 0.0) / 86400,
+        work_buf_min_days=hours("min_queue", 0.1 * 86400, high=buffer_hours) / 86400,
+        work_buf_additional_days=hours("work_buf_additional", 0.0, high=buffer_hours) / 86400,
         cpu_scheduling_period_minutes=period / 60,
         leave_apps_in_memory=leave,
     )
     checkpoint = hours("checkpoint_period", 0.0)
     resume = hours("resume_cost", 0.0)
     built = []
-    for pname, c, d, r, _line in projects:
-        app = App(
-            name=f"{pname}_app",
-            versions=(AppVersion(avg_ncpus=1.0, flops=PCDR_CPU_FLOPS),),
-            latency_bound=d * HOUR,
-            fpops_est=c * HOUR * PCDR_CPU_FLOPS,
-            checkpoint_period=checkpoint,
-            resume_cost=resume,
-        )
-        built.append(Project(name=pname, resource_share=r, apps=(app,)))
+    for pname, c, d, r, line_no in projects:
+        try:
+            app = App(
+                name=f"{pname}_app",
+                versions=(AppVersion(avg_ncpus=1.0, flops=PCDR_CPU_FLOPS),),
+                latency_bound=d * HOUR,
+                fpops_est=c * HOUR * PCDR_CPU_FLOPS,
+                checkpoint_period=checkpoint,
+                resume_cost=resume,
+            )
+            built.append(Project(name=pname, resource_share=r, apps=(app,)))
+        except ScenarioError as exc:
+            raise ScenarioError(f"line {line_no}: {exc}") from None
     return Scenario(
         host=Host(ncpus=ncpus, cpu_flops=PCDR_CPU_FLOPS),
         projects=tuple(built),
@@ -215,12 +251,20 @@ def _availability(elem: ET.Element | None, where: str, frac_tag="frac", lambda_t
 
 
 def _parse_xml(path: str) -> ET.Element:
+    name = os.path.basename(path)
     try:
+        size = os.path.getsize(path)
+        if size > MAX_FILE_BYTES:
+            raise ScenarioError(f"{name}: {size} bytes; the limit is {MAX_FILE_BYTES}")
         return SafeET.parse(path).getroot()
     except ET.ParseError as exc:
-        raise ScenarioError(f"{os.path.basename(path)}: malformed XML: {exc}") from None
+        raise ScenarioError(f"{name}: malformed XML: {exc}") from None
     except DefusedXmlException as exc:
-        raise ScenarioError(f"{os.path.basename(path)}: forbidden XML construct: {exc}") from None
+        raise ScenarioError(f"{name}: forbidden XML construct: {exc}") from None
+    except (ValueError, LookupError) as exc:  # e.g. an encoding Python does not know
+        raise ScenarioError(f"{name}: cannot be read as XML: {_brief(str(exc))}") from None
+    except OSError as exc:
+        raise ScenarioError(f"{name}: cannot read: {exc.strerror or exc}") from None
 
 
 def _read_prefs(directory: str, options: dict) -> None:
@@ -457,7 +501,7 @@ def read_client_state(path: str) -> Scenario:
         prefs = Prefs(**options)
         host = Host(**host_fields)
         return Scenario(host=host, projects=projects, prefs=prefs,
-                        name=os.path.basename(os.path.normpath(directory)) or "client_state",
+                        name=(os.path.basename(os.path.normpath(directory)) or "client_state")[:MAX_SCENARIO_NAME],
                         source="client_state")
     except ScenarioError as exc:
         raise ScenarioError(f"client_state.xml: {exc}") from None
@@ -494,9 +538,10 @@ def _check_scalar(value, hint, where):
         if isinstance(value, bool):
             return value
     if float in args and isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = _json_float(value, where)
         if not math.isfinite(value):
             raise ScenarioError(f"{where}: {value!r} is not finite")
-        return float(value)
+        return value
     if int in args and isinstance(value, int) and not isinstance(value, bool):
         return value
     if str in args and isinstance(value, str):
@@ -508,8 +553,15 @@ def _check_scalar(value, hint, where):
             and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in pair)
             for pair in value
         ):
-            return tuple((float(a), float(b)) for a, b in value)
-    raise ScenarioError(f"{where}: unexpected value {value!r}")
+            return tuple((_json_float(a, where), _json_float(b, where)) for a, b in value)
+    raise ScenarioError(f"{where}: unexpected value {_brief(value)}")
+
+
+def _json_float(value, where) -> float:
+    try:
+        return float(value)
+    except OverflowError:
+        raise ScenarioError(f"{where}: a number too large to be a float") from None
 
 
 def _build(cls, data, where):
@@ -519,7 +571,7 @@ def _build(cls, data, where):
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - names)
     if unknown:
-        raise ScenarioError(f"{where}: unknown key {unknown[0]!r}")
+        raise ScenarioError(f"{where}: unknown key {_brief(unknown[0])}")
     kwargs = {}
     for key, value in data.items():
         sub = f"{where}.{key}"
@@ -540,12 +592,38 @@ def _build(cls, data, where):
         raise ScenarioError(f"{where}: {exc}") from None
 
 
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def _json_depth_ok(text: str) -> bool:
+    """Whether no array or object in `text` lies more than MAX_JSON_DEPTH deep, judged
+    without parsing (strings blanked out first), so deep input never reaches the parser's
+    recursion."""
+    depth = 0
+    for m in _JSON_BRACKET.finditer(_JSON_STRING.sub('""', text)):
+        if m.group() in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return False
+        else:
+            depth -= 1
+    return True
+
+
 def read_json(text: str) -> Scenario:
     """Read our JSON format: the dataclasses of scenario.py as nested objects."""
+    if len(text) > MAX_FILE_BYTES:
+        raise ScenarioError(f"the JSON has {len(text)} characters; the limit is {MAX_FILE_BYTES}")
+    if not _json_depth_ok(text):
+        raise ScenarioError(f"the JSON is nested more than {MAX_JSON_DEPTH} levels deep; "
+                            "a scenario needs no more than 7")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ScenarioError(f"line {exc.lineno}: malformed JSON: {exc.msg}") from None
+    except (ValueError, RecursionError) as exc:  # e.g. an integer of more digits than Python converts
+        raise ScenarioError(f"malformed JSON: {_brief(str(exc))}") from None
     scenario = _build(Scenario, data, "scenario")
     return dataclasses.replace(scenario, source="json")
 
@@ -565,8 +643,10 @@ def load_scenario(path: str) -> Scenario:
         return read_client_state(path)
     if not os.path.exists(path):
         raise ScenarioError(f"{path}: no such file")
-    name = os.path.splitext(os.path.basename(path))[0]
+    name = os.path.splitext(os.path.basename(path))[0][:MAX_SCENARIO_NAME]
     try:
+        if os.path.getsize(path) > MAX_FILE_BYTES:
+            raise ScenarioError(f"{path}: {os.path.getsize(path)} bytes; the limit is {MAX_FILE_BYTES}")
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
     except (OSError, UnicodeDecodeError) as exc:

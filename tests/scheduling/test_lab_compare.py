@@ -87,7 +87,7 @@ def test_leave_in_memory_without_values_compares_no_and_yes(ann, stored):
 @pytest.mark.parametrize("parameter,values,message", [
     ("cpu_scheduling_period_minutes", "60", "Give between 2 and 6 values to compare."),
     ("cpu_scheduling_period_minutes", "30, 30", "Give each value once."),
-    ("cpu_scheduling_period_minutes", "0, 60", "0: Must be more than 0."),
+    ("cpu_scheduling_period_minutes", "0, 60", "0: At least 1."),
     ("work_buf_min_days", "-1, 0.5", "-1: Cannot be negative."),
     ("work_buf_additional_days", "1, lots", "lots: Enter a number."),
     ("leave_apps_in_memory", "yes, maybe", "maybe: say yes or no."),

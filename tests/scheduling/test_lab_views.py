@@ -205,7 +205,7 @@ def test_creating_a_scenario_through_the_form_stores_it(ann, stored):
 @pytest.mark.parametrize("field,value,message", [
     ("host-ncpus", "0", "greater than or equal to 1"),
     ("host-on_frac", "1.5", "less than or equal to 1"),
-    ("prefs-cpu_scheduling_period_minutes", "0", "Must be more than 0"),
+    ("prefs-cpu_scheduling_period_minutes", "0", "At least 1."),
     ("prefs-work_buf_min_days", "-1", "Cannot be negative"),
     ("projects-0-resource_share", "-5", "Cannot be negative"),
     ("apps-0-project", "Nowhere", "No project above has this name"),

@@ -1,7 +1,8 @@
 """Management commands of the scheduling lab: `simulate` and `rrsim` (DESIGN.md contracts).
 
-`EngineCommand` gives both the same error behaviour: a bad argument or a malformed scenario
-prints one line on stderr and exits with code 2, never a traceback.
+`EngineCommand` gives both the same error behaviour: a bad argument, one beyond the engine's
+limits (scheduling/engine/scenario.py) or a malformed scenario prints one line on stderr and
+exits with code 2, never a traceback.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from scheduling.engine import ScenarioError, load_scenario
+from scheduling.engine.scenario import check_run
 
 
 class EngineCommand(BaseCommand):
@@ -38,3 +40,17 @@ class EngineCommand(BaseCommand):
             return load_scenario(path)
         except ScenarioError as exc:
             self.fail(f"{path}: {exc}" if not str(exc).startswith(path) else str(exc))
+
+    def check_run(self, **arguments) -> None:
+        """The engine's limits on a run's arguments (scenario.check_run), as a one-line error."""
+        try:
+            check_run(**arguments)
+        except ScenarioError as exc:
+            self.fail(str(exc))
+
+    def engine(self, call, *args, **kwargs):
+        """`call(*args, **kwargs)`; an argument the engine refuses becomes a one-line error."""
+        try:
+            return call(*args, **kwargs)
+        except ValueError as exc:  # ScenarioError among them
+            self.fail(str(exc))

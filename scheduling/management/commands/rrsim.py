@@ -24,8 +24,9 @@ class Command(EngineCommand):
     def handle(self, *args, **opts):
         if opts["at"] < 0:
             self.fail("--at must not be negative")
+        self.check_run(at=opts["at"])
         scenario = self.load(opts["scenario"])
-        snap = rr_snapshot(scenario, policy=opts["policy"], at=opts["at"], seed=opts["seed"],
+        snap = self.engine(rr_snapshot, scenario, policy=opts["policy"], at=opts["at"], seed=opts["seed"],
                            compat=opts["compat"])
         if opts["json"]:
             self.stdout.write(json.dumps(snap))

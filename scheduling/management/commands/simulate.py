@@ -36,13 +36,14 @@ class Command(EngineCommand):
             self.fail(str(exc))
         if not opts["delta"] > 0:
             self.fail("--delta must be positive")
+        self.check_run(duration=duration, delta=opts["delta"])
         out = opts["out"]
         if out and os.path.exists(out) and not os.path.isdir(out):
             self.fail(f"--out {out}: exists and is not a directory")
         scenario = self.load(opts["scenario"])
-        result = run(scenario, policy=opts["policy"], duration=duration, delta=opts["delta"],
-                     seed=opts["seed"], compat=opts["compat"],
-                     existing_jobs_only=opts["existing_jobs_only"])
+        result = self.engine(run, scenario, policy=opts["policy"], duration=duration, delta=opts["delta"],
+                             seed=opts["seed"], compat=opts["compat"],
+                             existing_jobs_only=opts["existing_jobs_only"])
         if out:
             try:
                 os.makedirs(out, exist_ok=True)
