@@ -78,15 +78,28 @@ class PartialRecords:
         self.next_store = self.clock() + max(PARTIAL_EVERY, 4 * took)
 
 
+PROJECT_AFTER = 0.1  # of the budget: computing after which a run's own speed is projected
+
+
 class OverBudget(Exception):
-    """A run that has computed for longer than the lab lets one run (jobs.stop_after)."""
+    """A run over the lab's budget by its measured speed: args (fraction done, seconds spent)."""
 
 
 def stop_after() -> float:
-    """Seconds of computing after which a run is stopped: twice the budget its estimate was
-    held to before it was queued (LAB_RUN_BUDGET_SECONDS, scheduling/cost.py), so a run the
-    estimate misjudged cannot hold a worker until the job timeout."""
+    """Seconds of computing a run may take: twice the budget its estimate was held to before
+    it was queued (LAB_RUN_BUDGET_SECONDS, scheduling/engine/cost.py)."""
     return 2.0 * settings.LAB_RUN_BUDGET_SECONDS
+
+
+def over_budget(spent: float, fraction: float, limit: float) -> bool:
+    """Whether a run that has computed for `spent` seconds to reach `fraction` of its simulated
+    time is over `limit`: spent already, or, once it has computed for PROJECT_AFTER of the
+    budget, heading there at its measured speed. The estimate before the run is rough; this is
+    the engine's own speed on this scenario, so a run the estimate misjudged cannot hold a
+    worker until the job timeout."""
+    if spent > limit:
+        return True
+    return spent > PROJECT_AFTER * limit / 2 and fraction > 0 and spent / fraction > limit
 
 
 def run_simulation(run_id: int) -> str:
@@ -109,8 +122,9 @@ def run_simulation(run_id: int) -> str:
         if now - last[0] >= PROGRESS_EVERY:
             last[0] = now
             run.set_progress(fraction)
-        if time.process_time() - started > limit:
-            raise OverBudget(fraction)
+        spent = time.process_time() - started
+        if over_budget(spent, fraction, limit):
+            raise OverBudget(fraction, spent)
 
     try:
         engine.get_policy(run.policy)
@@ -125,10 +139,13 @@ def run_simulation(run_id: int) -> str:
         run.mark_failed(timezone.now(), f"The scenario is not valid: {exc}")
         return "failed"
     except OverBudget as exc:
+        fraction, spent = exc.args
+        projected = f"about {spent / fraction:.0f} s" if fraction > 0 else "longer still"
         run.mark_failed(timezone.now(), (
-            f"Stopped after {limit:.0f} s of computing, at {exc.args[0]:.0%} of the simulated time: twice the "
-            f"lab's budget of {settings.LAB_RUN_BUDGET_SECONDS} s a run (LAB_RUN_BUDGET_SECONDS). Its estimate "
-            "was lower; a shorter duration, fewer CPUs or projects, or longer jobs make it cheaper."))
+            f"Stopped after {spent:.0f} s of computing, at {fraction:.0%} of the simulated time: at that speed "
+            f"the run would take {projected}, over twice the lab's budget of {settings.LAB_RUN_BUDGET_SECONDS} s "
+            "a run (LAB_RUN_BUDGET_SECONDS). A shorter duration, fewer CPUs or projects, or longer jobs make it "
+            "cheaper."))
         return "failed"
     except Exception as exc:  # the page must show the failure, whatever it was
         run.mark_failed(timezone.now(), f"The engine failed: {type(exc).__name__}: {exc}")
@@ -141,11 +158,16 @@ def run_simulation(run_id: int) -> str:
 REDIS_TIMEOUT = 2.0  # seconds a check or an enqueue waits on Redis before calling it unreachable
 
 
+def _redis(queue: str) -> redis.Redis:
+    """A client of RQ queue `queue`'s Redis that gives up after REDIS_TIMEOUT."""
+    return redis.Redis.from_url(settings.RQ_QUEUES[queue]["URL"], socket_timeout=REDIS_TIMEOUT,
+                                socket_connect_timeout=REDIS_TIMEOUT)
+
+
 def queue_problem(queue: str = QUEUE) -> str | None:
     """Why a job cannot be put on RQ queue `queue` now (its Redis does not answer), in words
     for the page; None when it can. A view asks before it creates the rows a job would take."""
-    client = redis.Redis.from_url(settings.RQ_QUEUES[queue]["URL"], socket_timeout=REDIS_TIMEOUT,
-                                  socket_connect_timeout=REDIS_TIMEOUT)
+    client = _redis(queue)
     try:
         client.ping()
     except (redis.exceptions.RedisError, OSError) as exc:
@@ -161,10 +183,13 @@ def enqueue_on_commit(queue: str, func, *args, job_id: str, on_failure) -> None:
     raising, so the rows the transaction wrote can be marked with the reason rather than left
     waiting for a job that does not exist."""
     def enqueue():
+        client = _redis(queue)
         try:
-            django_rq.get_queue(queue, commit_mode="auto").enqueue(func, *args, job_id=job_id)
+            django_rq.get_queue(queue, connection=client, commit_mode="auto").enqueue(func, *args, job_id=job_id)
         except (redis.exceptions.RedisError, OSError) as exc:
             on_failure(f"Redis did not take its job ({exc}); start the run again once Redis is back.")
+        finally:
+            client.close()
 
     transaction.on_commit(enqueue)
 
