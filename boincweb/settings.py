@@ -155,7 +155,7 @@ BOINC_RESEND_LOST_RESULTS = envbool("BOINC_RESEND_LOST_RESULTS", False)
 BOINCWEB_DEMO = envbool("BOINCWEB_DEMO", True)  # make run's live volunteers (world/live.py)
 # A BOINC config.xml whose <config> options the server reads (backend.server_config).
 BOINC_CONFIG_XML = envstr("BOINC_CONFIG_XML", "")
-# The lab's limits on engine work (scheduling/cost.py): the estimated engine seconds one run
+# The lab's limits on engine work (scheduling/engine/cost.py): the estimated engine seconds one run
 # may take (a run still going at twice that is stopped), and the runs one person may have
 # queued or running at once; 0 for no cap on runs.
 LAB_RUN_BUDGET_SECONDS = envint("LAB_RUN_BUDGET_SECONDS", 300, minimum=1)

@@ -27,6 +27,10 @@ Public API
     (a ValueError) naming the limit for a duration over `scenario.MAX_DURATION` or a step
     outside [`MIN_DELTA`, `MAX_DELTA`] (scenario.py, "Limits").
 
+`cost.estimate(scenario, duration, delta=60) -> Estimate`
+    The run's expected jobs, queue, decisions and engine seconds, before it runs (cost.py);
+    the lab refuses runs over its budget with it.
+
 `get_policy(name)`
     The policy class called `name` (one of `POLICIES`); ValueError naming the known ones
     otherwise. A policy is one module of policies/ (reference/client.md §6, debt-era.md).

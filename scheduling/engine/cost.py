@@ -11,12 +11,13 @@ time-slice ends and host on/off changes (never more than one per `delta` step), 
 queue holding a work buffer's worth of jobs on every instance. `estimate()` computes those
 from the scenario alone; `SECONDS_PER_UNIT` turns them into seconds of one CPU.
 
-The constants are fitted to 27 random scenarios (1-64 CPUs, 0-4 GPUs, 1-40 projects, jobs
-of 2 minutes to 30 hours, 6 hours to 2 days) run on a 2-core AMD EPYC at a load average of
-about 10: the estimate is the median of the measured time, but a run can take from a tenth
-to five times it. It is good enough to refuse the runs that are far over a budget (1,024 CPUs
-with 40 projects for 100 days: months); the lab's job stops whatever the estimate let through
-once its own measured speed shows it over the budget (scheduling/jobs.py).
+The constants are fitted to 27 random scenarios of the kind bench/engine_cost.py draws (1-64
+CPUs, 0-4 GPUs, 1-40 projects, jobs of 2 minutes to 30 hours, 6 hours to 2 days), run on a
+2-core AMD EPYC at a load average of about 10: the estimate is about the median of the
+measured time, but a run can take from a tenth to five times it. That is enough to refuse
+what is far over a budget (1,024 CPUs and 40 projects for 100 days: about 16 minutes against
+the default budget of 5); the lab's job stops whatever the estimate let through once its own
+measured speed puts it over the budget (scheduling/jobs.py).
 """
 
 from __future__ import annotations
