@@ -151,12 +151,10 @@ def cost_note(scenario, duration: float, runs: int = 1) -> dict:
 
     one = seconds(duration)
     longest = MAX_DURATION
-    if seconds(longest) > budget:  # the estimate grows with the duration: bisect
-        low, high = 0.0, longest
-        for _ in range(30):
-            mid = (low + high) / 2
-            low, high = (low, mid) if seconds(mid) > budget else (mid, high)
-        longest = low
+    most = seconds(longest)
+    if most > budget:  # the estimate is a straight line in the duration (cost.py)
+        slope = (most - seconds(longest / 2)) / (longest / 2)
+        longest = max(0.0, longest - (most - budget) / slope) if slope > 0 else 0.0
     return {"duration": span(duration), "seconds": seconds_text(one), "runs": runs,
             "total": seconds_text(one * runs), "over": one > budget, "budget": seconds_text(budget),
             "longest": span(longest) if longest >= 60 else "under a minute", "capped": longest < MAX_DURATION}
@@ -375,7 +373,7 @@ def _scenario_page(request, stored, run_form=None, compare_form=None, status=200
     compare_policies, compare_parameter = _compare_forms(stored, compare_form)
     busy = any(not r.is_over for r in runs)
     costs = {}
-    if scenario is not None:
+    if scenario is not None and not (request.htmx and partial == "runs"):  # the polled list shows none
         for key, form in (("run", run_form), ("policies", compare_policies), ("parameter", compare_parameter)):
             costs[key] = cost_note(scenario, _form_duration(form), _form_runs(form))
     buffer = ""

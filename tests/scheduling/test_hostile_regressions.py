@@ -265,3 +265,19 @@ def test_rrsim_json_is_strict_json():
     with pytest.raises(CommandError, match="not a finite number") as info:
         call_command("rrsim", str(SCENARIOS / "standard.json"), "--at", "nan", "--json", stdout=io.StringIO())
     assert info.value.returncode == 2
+
+
+def test_the_import_and_scenario_forms_still_check_csrf_after_reading_the_body_first():
+    from django.test import Client
+    user = User.objects.create_user("bob", password="pw-bob-123")
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    assert client.post("/lab/import/", {"pcdr": "A(1, 24, 1)"}).status_code == 403
+    assert client.post("/lab/new/", {"meta-name": "x"}).status_code == 403
+    page = client.get("/lab/import/")
+    token = page.cookies["csrftoken"].value
+    response = client.post("/lab/import/", {"pcdr": "A(1, 24, 1)", "csrfmiddlewaretoken": token})
+    assert response.status_code == 302 and StoredScenario.objects.count() == 1
+    # a body too big to read is answered with the form and the reason, and saves nothing
+    response = client.post("/lab/import/", {"pcdr": "A(1, 24, 1)\n" * 260_000})
+    assert response.status_code == 413 and StoredScenario.objects.count() == 1

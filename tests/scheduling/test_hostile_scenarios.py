@@ -175,35 +175,26 @@ def assert_clear(exc):
 
 # ---------------------------------------------------------------- the readers
 
+def read_client_state_text(text, directory):
+    path = directory / "client_state.xml"
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    return read_client_state(str(path))
+
+
+READERS = {
+    "json": (JSON_TEXTS, lambda text, _dir: read_json(text)),
+    "pcdr": (pcdr_texts(), lambda text, _dir: read_pcdr(text)),
+    "client_state": (client_states(), read_client_state_text),
+}
+
+
+@pytest.mark.parametrize("door", list(READERS))
 @EXAMPLES
-@given(text=JSON_TEXTS)
-def test_the_json_reader_refuses_clearly_or_returns_a_scenario_within_limits(text):
+@given(data=st.data())
+def test_every_reader_refuses_clearly_or_returns_a_scenario_within_limits(door, data, tmp_path_factory):
+    texts, read = READERS[door]
     try:
-        scenario = read_json(text)
-    except ScenarioError as exc:
-        assert_clear(exc)
-    else:
-        assert_within_limits(scenario)
-
-
-@EXAMPLES
-@given(text=pcdr_texts())
-def test_the_pcdr_reader_refuses_clearly_or_returns_a_scenario_within_limits(text):
-    try:
-        scenario = read_pcdr(text)
-    except ScenarioError as exc:
-        assert_clear(exc)
-    else:
-        assert_within_limits(scenario)
-
-
-@EXAMPLES
-@given(xml=client_states())
-def test_the_client_state_reader_refuses_clearly_or_returns_a_scenario_within_limits(xml, tmp_path_factory):
-    path = tmp_path_factory.mktemp("cs") / "client_state.xml"
-    path.write_text(xml, encoding="utf-8", errors="surrogatepass")
-    try:
-        scenario = read_client_state(str(path))
+        scenario = read(data.draw(texts), tmp_path_factory.mktemp("reader"))
     except ScenarioError as exc:
         assert_clear(exc)
     else:
