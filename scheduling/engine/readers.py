@@ -592,7 +592,7 @@ def _build(cls, data, where):
         raise ScenarioError(f"{where}: {exc}") from None
 
 
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _JSON_BRACKET = re.compile(r"[\[\]{}]")
 
 
