@@ -1,0 +1,145 @@
+"""BOINC's rules the daemons must keep, each test's expectation taken from BOINC's sched/ code
+(BOINC/boinc c5c6cb79) or reference/server.md, not from what boincweb prints: the gaps a
+mutation run (bench/mutation.py) found, where a changed rule left every other test green."""
+
+import math
+
+import pytest
+
+from backend.daemons import file_deleter, transitioner, validator
+from backend.daemons.hierarchy import download_path, upload_path
+from backend.daemons.scheduler import handle_request
+from backend.models import (
+    AppVersion, ErrorMask, File, FileDeleteState, Outcome, Result, ServerState, ValidateState,
+    Workunit,
+)
+from tests.backend.conftest import NOW, work_request
+
+DAY = 86400
+
+
+def sent(reply):
+    return [job.name for job in reply.results]
+
+
+# --- sched_version.cpp get_app_version: only versions for the host's platforms -------------
+
+def test_a_host_gets_no_job_of_an_app_whose_versions_are_all_for_other_platforms(project):
+    AppVersion.objects.filter(pk=project.version.pk).update(platform="windows_x86_64")
+    project.result(project.workunit())
+    host = project.host()
+    assert sent(handle_request(work_request(host), now=NOW)) == []
+
+
+def test_a_host_gets_the_version_of_an_alternative_platform_it_names(project):
+    AppVersion.objects.filter(pk=project.version.pk).update(platform="i686-pc-linux-gnu")
+    job = project.result(project.workunit())
+    request = work_request(project.host(), alt_platforms=["i686-pc-linux-gnu"])
+    [reply] = handle_request(request, now=NOW).results
+    assert (reply.name, reply.app_version.platform) == (job.name, "i686-pc-linux-gnu")
+
+
+# --- sched_send.cpp update_estimated_delay: each job sent lengthens the queue ----------------
+
+def test_each_job_sent_lengthens_the_queue_the_next_ones_deadline_check_sees(project):
+    host = project.host()
+    # 1800 s each on a 1e9 FLOPS CPU, a 3600 s bound, 1 s already queued: the first fits
+    # (1 + 1800), the second would finish at 1801 + 1800 > 3600
+    for _ in range(3):
+        project.result(project.workunit(delay_bound=3600, rsc_fpops_est=1800e9))
+    reply = handle_request(work_request(host, cpu_req_secs=1e6, estimated_delay=1), now=NOW)
+    assert len(reply.results) == 1
+
+
+# --- transitioner.cpp: nerrors > max_error_results, each error result counted once -----------
+
+@pytest.mark.parametrize("outcome", [Outcome.VALIDATE_ERROR, Outcome.CLIENT_ERROR])
+@pytest.mark.parametrize("errors, error_out", [(1, False), (2, True)])
+def test_each_error_result_counts_once_towards_max_error_results(project, outcome, errors,
+                                                                 error_out):
+    wu = project.workunit(max_error_results=1, max_total_results=10, transition_time=NOW - 1)
+    for _ in range(errors):
+        project.result(wu, server_state=ServerState.OVER, outcome=outcome)
+    project.result(wu, server_state=ServerState.IN_PROGRESS, report_deadline=NOW + DAY)
+    transitioner.run_once(now=NOW, batch_size=10)
+    wu.refresh_from_db()
+    assert bool(wu.error_mask & ErrorMask.TOO_MANY_ERROR_RESULTS) is error_out
+
+
+# --- the numeric comparison: NaN equals NaN and nothing else --------------------------------
+
+@pytest.mark.parametrize("texts", [(b"nan 1.0", b"1.0 1.0"), (b"2.0 1.0", b"nan 1.0"),
+                                   (b"inf", b"1e308")])
+def test_a_nan_or_an_infinity_matches_no_finite_number(project, texts):
+    project.app.validator = "numeric"
+    project.app.validate_tolerance = 1e-3
+    project.app.save()
+    wu = project.workunit(min_quorum=2, target_nresults=2, max_success_results=3,
+                          max_total_results=4, need_validate=True)
+    for text in texts:
+        r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS)
+        File.objects.create(name=r.output_file_name(0), kind="output", result=r)
+        upload_path(r.output_file_name(0)).parent.mkdir(parents=True, exist_ok=True)
+        upload_path(r.output_file_name(0)).write_bytes(text)
+    validator.run_once(now=NOW, batch_size=10)
+    wu.refresh_from_db()
+    assert wu.canonical_result_id is None
+    assert set(wu.results.values_list("validate_state", flat=True)) == {
+        ValidateState.INCONCLUSIVE}
+
+
+def test_numeric_comparison_is_symmetric_in_nan():
+    class App:
+        validate_tolerance = 0.0
+    assert validator.numeric_compare([math.nan], [math.nan], App)
+    assert not validator.numeric_compare([math.nan], [0.0], App)
+    assert not validator.numeric_compare([0.0], [math.nan], App)
+
+
+# --- file_deleter.cpp: a failed unlink is FILE_DELETE_ERROR, not DONE ------------------------
+
+def test_an_output_that_cannot_be_unlinked_leaves_the_result_in_error(project):
+    wu = project.workunit()
+    r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS,
+                       file_delete_state=FileDeleteState.READY)
+    out = File.objects.create(name=r.output_file_name(0), kind="output", result=r)
+    # a directory where the file should be: unlink fails with EISDIR, whoever runs the test
+    (upload_path(out.name) / "inside").mkdir(parents=True)
+    file_deleter.run_once(now=NOW, batch_size=8)
+    r.refresh_from_db()
+    out.refresh_from_db()
+    assert r.file_delete_state == FileDeleteState.ERROR
+    assert out.file_delete_state == FileDeleteState.INIT
+
+
+def test_an_input_that_cannot_be_unlinked_leaves_the_workunit_in_error(project):
+    wu = project.workunit(file_delete_state=FileDeleteState.READY)
+    good = project.workunit(file_delete_state=FileDeleteState.READY)
+    for w, name in ((wu, "stuck.dat"), (good, "fine.dat")):
+        f = File.objects.create(name=name, kind="input")
+        w.input_files.add(f)
+    (download_path("stuck.dat") / "inside").mkdir(parents=True)
+    download_path("fine.dat").write_bytes(b"x")
+    file_deleter.run_once(now=NOW, batch_size=8)
+    states = dict(Workunit.objects.values_list("name", "file_delete_state"))
+    assert states == {wu.name: FileDeleteState.ERROR, good.name: FileDeleteState.DONE}
+    assert dict(File.objects.values_list("name", "file_delete_state")) == {
+        "stuck.dat": FileDeleteState.INIT, "fine.dat": FileDeleteState.DONE}
+    assert not download_path("fine.dat").exists()
+
+
+# --- validator.cpp: max_granted_credit, 200 x 1000 x 365 by default --------------------------
+
+@pytest.mark.parametrize("fpops, credit", [
+    (86400e9, 200.0),                               # a day of a 1 GFLOPS machine: 200
+    (86400e9 * 1000 * 365 * 2, 200 * 1000 * 365),   # twice the cap: the cap
+])
+def test_granted_credit_is_capped_at_max_granted_credit(project, fpops, credit):
+    wu = project.workunit(rsc_fpops_est=fpops, need_validate=True)
+    r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS,
+                       host=project.host())
+    File.objects.create(name=r.output_file_name(0), kind="output", result=r, md5_cksum="a")
+    validator.run_once(now=NOW, batch_size=10)
+    r.refresh_from_db()
+    assert r.granted_credit == pytest.approx(credit)
+    assert Result.objects.get(pk=r.pk).host.total_credit == pytest.approx(credit)
