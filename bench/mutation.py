@@ -11,7 +11,8 @@ stopping at the first failure, with a timeout.
 
 Which test executes which line comes from one run of the suite under coverage.py with a
 context per test, kept in var/mutation/coverage-map.json; when test files change only those
-files are run again, when a mutated file changes the whole map is made again.
+files are run again; when a mutated file changes, its unchanged lines keep their tests and
+changed ones take their neighbours' (``--remap`` makes the whole map again).
 
 Mutants are written into temporary copies of the tree (one per job), never into the
 worktree, with PYTHONDONTWRITEBYTECODE; each test run gets its own SQLite file and its own
@@ -397,12 +398,14 @@ def _run_coverage(tree, targets, tests, log):
         env["PYTHONPATH"] = f"{work}:{tree}"
         env["MUTATION_RECORD"] = str(work / "records.json")
         command = [sys.executable, "-m", "coverage", "run", f"--rcfile={rc}", "-m", "pytest",
-                   "-q", "-p", "no:cacheprovider", "-p", "mutation_contexts",
+                   "-q", "-p", "no:cacheprovider", "-p", "mutation_contexts", "--nomigrations",
                    "-m", "not browser and not real_client", *tests]
-        log(f"coverage map: running {len(tests)} test files under coverage "
-            "(once; later runs reuse it)")
-        subprocess.run(command, cwd=tree, env=env, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+        MAP_FILE.parent.mkdir(parents=True, exist_ok=True)
+        output = MAP_FILE.with_name("coverage-run.log")
+        log(f"coverage map: running {len(tests)} test files under coverage (output in "
+            f"{output.relative_to(ROOT)}; later runs reuse the map)")
+        with output.open("w") as out:
+            subprocess.run(command, cwd=tree, env=env, stdout=out, stderr=subprocess.STDOUT)
         records = json.loads((work / "records.json").read_text())
         data = coverage.CoverageData(basename=str(work / "data"))
         data.read()
@@ -415,17 +418,40 @@ def _run_coverage(tree, targets, tests, log):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def carry_over(by_line, old_source, new_source):
+    """The line-to-tests map of ``old_source`` moved onto ``new_source`` (a small fix to a
+    mutated file): unchanged lines keep their tests, changed and added lines get those of the
+    lines they replace and of their neighbours. ``--remap`` makes it exact again."""
+    import difflib
+
+    old_lines, new_lines = old_source.splitlines(), new_source.splitlines()
+    moved = {}
+    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
+    for tag, a0, a1, b0, b1 in matcher.get_opcodes():
+        if tag == "equal":
+            for offset in range(a1 - a0):
+                if str(a0 + offset + 1) in by_line:
+                    moved[str(b0 + offset + 1)] = by_line[str(a0 + offset + 1)]
+        elif b1 > b0:
+            near = set()
+            for n in range(a0, a1 + 2):   # the replaced lines and one either side (1-based)
+                near |= set(by_line.get(str(n), []))
+            for n in range(b0 + 1, b1 + 1):
+                moved[str(n)] = sorted(near)
+    return moved
+
+
 def coverage_map(tree, targets, log, force=False):
     """Loads the line-to-tests map, refreshing what changed since it was made."""
     tests = test_files()
-    target_hashes = {t: _digest(ROOT / t) for t in targets}
+    sources = {t: (ROOT / t).read_text() for t in targets}
     test_hashes = {t: _digest(ROOT / t) for t in tests}
     support_hash = hashlib.sha256(
         "".join(_digest(ROOT / f) for f in support_files()).encode()).hexdigest()
     old = None
     if MAP_FILE.exists() and not force:
         old = json.loads(MAP_FILE.read_text())
-        if (old.get("targets") != target_hashes or old.get("support") != support_hash):
+        if (old.get("support") != support_hash or set(old.get("sources", {})) != set(targets)):
             old = None
     if old is None:
         lines, records = _run_coverage(tree, targets, tests, log)
@@ -434,8 +460,12 @@ def coverage_map(tree, targets, log, force=False):
         gone = set(old["tests"]) - set(tests)
         drop = set(stale) | gone
         keep = lambda nodeid: nodeid.split("::")[0] not in drop  # noqa: E731
-        lines = {t: {n: [c for c in ctx if keep(c)] for n, ctx in by_line.items()}
-                 for t, by_line in old["lines"].items()}
+        lines = {}
+        for target, by_line in old["lines"].items():
+            if old["sources"][target] != sources[target]:
+                log(f"coverage map: {target} changed; its lines' tests carried over")
+                by_line = carry_over(by_line, old["sources"][target], sources[target])
+            lines[target] = {n: [c for c in ctx if keep(c)] for n, ctx in by_line.items()}
         records = {n: r for n, r in old["records"].items() if keep(n)}
         if stale:
             new_lines, new_records = _run_coverage(tree, targets, stale, log)
@@ -445,7 +475,7 @@ def coverage_map(tree, targets, log, force=False):
                     lines[target][n] = sorted(set(lines[target][n]) | set(ctx))
             records.update(new_records)
     MAP_FILE.parent.mkdir(parents=True, exist_ok=True)
-    MAP_FILE.write_text(json.dumps({"targets": target_hashes, "tests": test_hashes,
+    MAP_FILE.write_text(json.dumps({"sources": sources, "tests": test_hashes,
                                     "support": support_hash, "lines": lines,
                                     "records": records}))
     return lines, records
@@ -515,6 +545,8 @@ def main(argv=None):
     parser.add_argument("--remap", action="store_true", help="make the coverage map again")
     parser.add_argument("--list", action="store_true", help="list the mutants and stop")
     parser.add_argument("--json", metavar="PATH", help="also write every outcome to PATH")
+    parser.add_argument("--survivors-of", metavar="PATH",
+                        help="run only the mutants a previous --json output lists as surviving")
     parser.add_argument("--fail-under", type=float, default=0.0, metavar="PERCENT")
     args = parser.parse_args(argv)
     if args.jobs < 1 or args.sample < 0:
@@ -530,6 +562,14 @@ def main(argv=None):
     if args.sample and args.sample < total:
         mutants = random.Random(args.seed).sample(mutants, args.sample)
         mutants.sort(key=lambda m: (m.file, m.line, m.change))
+    if args.survivors_of:
+        try:
+            previous = json.loads(Path(args.survivors_of).read_text())
+            alive = {(m["file"], m["function"], m["source_line"], m["change"]) for m in previous
+                     if m["outcome"] in ("survived", "not covered")}
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            parser.error(f"--survivors-of {args.survivors_of}: not a --json output ({exc})")
+        mutants = [m for m in mutants if m.key in alive]
     if args.list:
         for m in mutants:
             print(f"{m.file}:{m.line}  {m.function}  {m.change}  | {m.source_line}")
@@ -588,8 +628,9 @@ def main(argv=None):
     counted = len(mutants) - len(equivalent) - len(errors)
     score = 100.0 * len(killed) / counted if counted else 100.0
 
-    print(f"mutants: {len(mutants)}" + (f" (a sample of {total}, seed {args.seed})"
-                                        if len(mutants) < total else ""))
+    chosen = (f" (the survivors of {args.survivors_of})" if args.survivors_of else
+              f" (a sample of {total}, seed {args.seed})" if len(mutants) < total else "")
+    print(f"mutants: {len(mutants)}{chosen}")
     print(f"killed: {len(killed)} (timeouts {sum(outcomes[m][0] == 'timeout' for m in killed)})"
           f"  survived: {len(survivors)}  equivalent: {len(equivalent)}"
           f"  errors: {len(errors)}")
