@@ -143,3 +143,20 @@ def test_granted_credit_is_capped_at_max_granted_credit(project, fpops, credit):
     r.refresh_from_db()
     assert r.granted_credit == pytest.approx(credit)
     assert Result.objects.get(pk=r.pk).host.total_credit == pytest.approx(credit)
+
+
+# --- feeder.cpp / sched_shmem.h: the scheduler sees a cache of MAX_WU_RESULTS (100) jobs ------
+
+@pytest.mark.parametrize("cache, sent_count", [(None, 0), (101, 1)])
+def test_a_job_behind_a_full_cache_of_unsendable_ones_is_not_seen(project, cache, sent_count):
+    from backend.daemons.sched_types import SchedulerConfig
+
+    for _ in range(100):                               # each needs more RAM than the host has
+        project.result(project.workunit(rsc_memory_bound=4e9))
+    fits = project.result(project.workunit())
+    host = project.host()
+    request = work_request(host)
+    request.host_info.m_nbytes = 2e9
+    config = SchedulerConfig() if cache is None else SchedulerConfig(shmem_work_items=cache)
+    reply = handle_request(request, now=NOW, config=config)
+    assert sent(reply) == [fits.name] * sent_count
