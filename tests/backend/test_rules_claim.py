@@ -49,3 +49,13 @@ def test_compare_and_set_writes_the_new_value_only_where_the_read_one_is_still_t
     compare_and_set(Workunit, "transition_time", values, otherwise=42, chunk=2)
     got = list(Workunit.objects.order_by("id").values_list("transition_time", flat=True))
     assert got == [1000, 42, 1002, 1003, 1004, 105, 106]
+
+
+def test_update_rows_writes_none_to_a_nullable_column_and_converts_plain_values(project, wus):
+    canonical = project.result(wus[0])
+    Workunit.objects.filter(pk=wus[0].pk).update(canonical_result=canonical)
+    wus[0].canonical_result_id = None          # a nullable foreign key back to NULL
+    wus[0].need_validate = 1                   # an int where the column is a boolean
+    update_rows(Workunit, wus[:1], ["canonical_result", "need_validate"])
+    assert Workunit.objects.filter(pk=wus[0].pk).values_list(
+        "canonical_result_id", "need_validate").get() == (None, True)
