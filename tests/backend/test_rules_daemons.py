@@ -160,3 +160,19 @@ def test_a_job_behind_a_full_cache_of_unsendable_ones_is_not_seen(project, cache
     config = SchedulerConfig() if cache is None else SchedulerConfig(shmem_work_items=cache)
     reply = handle_request(request, now=NOW, config=config)
     assert sent(reply) == [fits.name] * sent_count
+
+
+# --- file_deleter.cpp: a pass splits its batch three to one between results and workunits ----
+
+@pytest.mark.parametrize("batch, results_done, wus_done", [(8, 6, 2), (4, 3, 1), (1, 1, 1)])
+def test_a_file_deleter_pass_takes_three_results_to_one_workunit(project, batch,
+                                                                 results_done, wus_done):
+    for _ in range(10):
+        wu = project.workunit(file_delete_state=FileDeleteState.READY)
+        project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS,
+                       file_delete_state=FileDeleteState.READY)
+    upload_path("x").parent.mkdir(parents=True, exist_ok=True)
+    download_path("x").parent.mkdir(parents=True, exist_ok=True)
+    assert file_deleter.run_once(now=NOW, batch_size=batch) == results_done + wus_done
+    assert Result.objects.filter(file_delete_state=FileDeleteState.DONE).count() == results_done
+    assert Workunit.objects.filter(file_delete_state=FileDeleteState.DONE).count() == wus_done

@@ -163,3 +163,9 @@ def test_the_quota_must_be_a_whole_number_of_jobs():
         with pytest.raises(ValueError, match="daily_result_quota"):
             hav_rules.check_quota(bad)
     hav_rules.check_quota(0)
+
+
+def test_a_sample_of_zero_or_under_one_second_counts():
+    # average.h ignores only negative samples
+    assert hav_rules.running_average(10.0, 1, 0.0) == (pytest.approx(5.0), 2)
+    assert hav_rules.running_average(10.0, 1, 0.5) == (pytest.approx(5.25), 2)
