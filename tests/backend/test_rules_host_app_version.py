@@ -169,3 +169,18 @@ def test_a_sample_of_zero_or_under_one_second_counts():
     # average.h ignores only negative samples
     assert hav_rules.running_average(10.0, 1, 0.0) == (pytest.approx(5.0), 2)
     assert hav_rules.running_average(10.0, 1, 0.5) == (pytest.approx(5.25), 2)
+
+
+def test_a_request_gives_the_quota_only_to_its_own_hosts_new_records(project):
+    # sched_send.cpp update_quota: the requesting host's records at 0 get the quota
+    from backend.models import HostAppVersion
+
+    mine, other = project.host(), project.host()
+    for host, limit in ((mine, 0), (other, 0)):
+        HostAppVersion.objects.create(host=host, app_version=project.version,
+                                      max_jobs_per_day=limit)
+    hav_rules.start_of_request(mine, quota=500)
+    assert dict(HostAppVersion.objects.values_list("host_id", "max_jobs_per_day")) == {
+        mine.pk: 500, other.pk: 0}
+    hav_rules.start_of_request(other, quota=0)      # no quota: left at 0
+    assert HostAppVersion.objects.get(host=other).max_jobs_per_day == 0
