@@ -588,11 +588,14 @@ def main(argv=None):
     if args.survivors_of:
         try:
             previous = json.loads(Path(args.survivors_of).read_text())
-            alive = {(m["file"], m["function"], m["source_line"], m["change"]) for m in previous
-                     if m["outcome"] in ("survived", "not covered")}
+            earlier = {(m["file"], m["function"], m["source_line"], m["change"]): m["outcome"]
+                       for m in previous}
         except (OSError, ValueError, KeyError, TypeError) as exc:
             parser.error(f"--survivors-of {args.survivors_of}: not a --json output ({exc})")
-        mutants = [m for m in mutants if m.key in alive]
+        # the earlier run's mutants again: those it killed stay killed (tests are only ever
+        # added), the others run again; a mutant whose line was since edited is gone
+        mutants = [m for m in mutants if m.key in earlier]
+        total = len(mutants)
     if args.list:
         for m in mutants:
             print(f"{m.file}:{m.line}  {m.function}  {m.change}  | {m.source_line}")
@@ -612,7 +615,10 @@ def main(argv=None):
         outcomes = {}
         work = queue.Queue()
         for m in mutants:
-            work.put(m)
+            if args.survivors_of and earlier[m.key] in ("killed", "timeout"):
+                outcomes[m] = (earlier[m.key], 0, "an earlier run")
+            else:
+                work.put(m)
         lock = threading.Lock()
         done = [0]
 
@@ -668,7 +674,7 @@ def main(argv=None):
     counted = len(mutants) - len(equivalent) - len(errors)
     score = 100.0 * len(killed) / counted if counted else 100.0
 
-    chosen = (f" (the survivors of {args.survivors_of})" if args.survivors_of else
+    chosen = (f" (those of {args.survivors_of}; its survivors run again)" if args.survivors_of else
               f" (a sample of {total}, seed {args.seed})" if len(mutants) < total else "")
     print(f"mutants: {len(mutants)}{chosen}")
     if args.max_tests:
@@ -692,7 +698,7 @@ def main(argv=None):
         print("\nerrors (not counted):")
         for m in errors:
             print(f"  {m.file}:{m.line}  {m.change}: {outcomes[m][0]}\n{outcomes[m][2]}")
-    if unused and len(mutants) == total:
+    if unused and len(mutants) == total and not args.sample and not args.survivors_of:
         print(f"\n{len(unused)} entries of bench/mutation_equivalents.toml match no mutant:")
         for key in sorted(unused):
             print(f"  {key}")
