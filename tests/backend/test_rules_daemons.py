@@ -39,6 +39,14 @@ def test_a_host_gets_the_version_of_an_alternative_platform_it_names(project):
     assert (reply.name, reply.app_version.platform) == (job.name, "i686-pc-linux-gnu")
 
 
+def test_a_deprecated_app_gets_no_jobs_sent_whatever_its_versions(project):
+    # the feeder leaves deprecated apps out of the shared memory the scheduler reads
+    project.result(project.workunit())
+    project.app.deprecated = True
+    project.app.save()
+    assert sent(handle_request(work_request(project.host()), now=NOW)) == []
+
+
 # --- sched_send.cpp update_estimated_delay: each job sent lengthens the queue ----------------
 
 def test_each_job_sent_lengthens_the_queue_the_next_ones_deadline_check_sees(project):

@@ -101,6 +101,7 @@ def test_ignore_delay_bound_skips_the_deadline_check_but_not_memory():
     (dict(flops=2e9), dict(instances=2.0), 4e9),            # CPU: speed x CPUs used
     (dict(flops=2e9), dict(instances=0.0), 2e9 * 1e-3),     # never 0
     (dict(name="NVIDIA", flops=1e12), dict(instances=0.5), 5e11),
+    (dict(name="NVIDIA", flops=1e12), dict(instances=0.0), 1e12 * 1e-3),
     (dict(name="NVIDIA", flops=0.0), dict(instances=0.5, flops=3e11), 3e11),  # the version's
 ])
 def test_the_speed_a_job_gets(res, v, flops):
@@ -161,12 +162,14 @@ def test_the_daily_quota_leaves_room_for_the_jobs_not_yet_sent_today():
                 40: version()}
     havs = {1: hav(5, 3, 100), 2: hav(5, 30, 99), 3: None}
     havs = {k: v for k, v in havs.items() if v}
-    limited = apply_daily_quota(versions, havs, resource(count=2), now=now, quota=500)
+    limited = apply_daily_quota(versions, havs, resource(count=2), now=now, quota=500,
+                                gpu_multiplier=0)
     assert limited == [versions[10], versions[20]]
     assert (versions[10].limit, versions[10].room) == (10, 7)       # 5 x 2 CPUs, 3 today
     assert (versions[20].limit, versions[20].room) == (10, 10)      # yesterday's don't count
     assert versions[30].room is None and versions[40].room is None  # no record, anonymous
-    assert apply_daily_quota(versions, havs, resource(), now=now, quota=0) == []
+    assert apply_daily_quota(versions, havs, resource(), now=now, quota=0,
+                             gpu_multiplier=0) == []
 
 
 def test_a_gpu_versions_quota_scales_by_gpu_multiplier_and_a_cpu_versions_does_not():
