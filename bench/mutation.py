@@ -501,9 +501,10 @@ def tests_for(mutant, lines, records, limit=0):
     if limit and len(ordered) > limit:
         # the tests most likely to pin this file's rules first: those named after it and the
         # rule tests, then the fastest of the rest
-        stem = Path(mutant.file).stem
+        stem = Path(mutant.file).stem.split("_")[0]   # sched_send: test_scheduler*, too
         ordered.sort(key=lambda t: (stem not in t.split("::")[0],
-                                    "test_rules_" not in t and "test_boinc_rules" not in t))
+                                    "test_rules_" not in t and "test_boinc_rules" not in t,
+                                    not t.startswith("tests/backend/")))
         ordered = ordered[:limit]
     return ordered
 

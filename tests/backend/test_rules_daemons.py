@@ -184,3 +184,50 @@ def test_a_file_deleter_pass_takes_three_results_to_one_workunit(project, batch,
     assert file_deleter.run_once(now=NOW, batch_size=batch) == results_done + wus_done
     assert Result.objects.filter(file_delete_state=FileDeleteState.DONE).count() == results_done
     assert Workunit.objects.filter(file_delete_state=FileDeleteState.DONE).count() == wus_done
+
+
+# --- sched_send.cpp add_result_to_reply / DB_RESULT::mark_as_sent ---------------------------
+
+def test_a_sent_result_records_its_host_time_version_and_deadline_with_the_grace(project):
+    from backend.daemons.sched_types import SchedulerConfig
+
+    host = project.host()
+    job = project.result(project.workunit(delay_bound=DAY, rsc_fpops_est=3600e9))
+    reply = handle_request(work_request(host), now=NOW,
+                           config=SchedulerConfig(report_grace_period=600))
+    [got] = reply.results
+    assert got.report_deadline == NOW + DAY                   # the client is told no grace
+    job.refresh_from_db()
+    assert (job.server_state, job.host_id, job.user_id, job.sent_time, job.report_deadline,
+            job.app_version_id) == (ServerState.IN_PROGRESS, host.pk, host.owner_id, NOW,
+                                    NOW + DAY + 600, project.version.pk)
+    assert job.flops_estimate == pytest.approx(1e9)
+    assert Workunit.objects.get(pk=job.workunit_id).transition_time == NOW + DAY + 600
+
+
+def test_a_gpu_request_that_gives_no_queue_has_an_empty_one(project):
+    # sched_check.cpp check_deadline: nothing queued, no deadline check
+    from backend.daemons.scheduler import GpuRequest
+
+    AppVersion.objects.create(app=project.app, version_num=100, plan_class="cuda",
+                              gpu_type="NVIDIA", gpu_usage=1.0, flops=1e9)
+    job = project.result(project.workunit(delay_bound=10, rsc_fpops_est=1000e12))
+    request = work_request(project.host(), cpu_req_secs=0, cpu_req_instances=0, gpu_requests=[
+        GpuRequest("NVIDIA", count=1, peak_flops=1e12, req_secs=1e6)])
+    assert sent(handle_request(request, now=NOW)) == [job.name]
+
+
+def test_the_infeasible_queue_stamps_only_the_results_the_request_looked_at(project):
+    from backend.daemons.sched_types import SchedulerConfig
+    from backend.models import App
+
+    other_app = App.objects.create(name="other", min_quorum=1, target_nresults=1)
+    elsewhere = Result.objects.create(
+        workunit=Workunit.objects.create(app=other_app, name="elsewhere"), app=other_app,
+        name="elsewhere_0", server_state=ServerState.UNSENT)
+    slow = project.host(p_fpops=1e6)
+    job = project.result(project.workunit())
+    config = SchedulerConfig(seed003_infeasible_queue=True, infeasible_timeout=1000)
+    handle_request(work_request(slow, estimated_delay=1), now=NOW, config=config)
+    assert Result.objects.get(pk=job.pk).infeasible_since == NOW
+    assert Result.objects.get(pk=elsewhere.pk).infeasible_since == 0
