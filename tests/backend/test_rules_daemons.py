@@ -231,3 +231,20 @@ def test_the_infeasible_queue_stamps_only_the_results_the_request_looked_at(proj
     handle_request(work_request(slow, estimated_delay=1), now=NOW, config=config)
     assert Result.objects.get(pk=job.pk).infeasible_since == NOW
     assert Result.objects.get(pk=elsewhere.pk).infeasible_since == 0
+
+
+def test_a_request_that_asks_for_no_work_gets_none(project):
+    # sched_send.cpp send_work: no seconds asked of any resource, nothing sent
+    project.result(project.workunit())
+    request = work_request(project.host(), cpu_req_secs=0, cpu_req_instances=0)
+    assert sent(handle_request(request, now=NOW)) == []
+
+
+def test_an_ordinary_jobs_input_is_neither_sticky_nor_reported_on_rpc(project):
+    # sched_send.cpp: <sticky/> and <report_on_rpc/> come only from the workunit's file refs
+    wu = project.workunit()
+    wu.input_files.add(File.objects.create(name="in.dat", kind="input", nbytes=10))
+    project.result(wu)
+    [job] = handle_request(work_request(project.host()), now=NOW).results
+    [f] = job.workunit.input_files
+    assert (f.name, f.sticky, f.report_on_rpc) == ("in.dat", False, False)
