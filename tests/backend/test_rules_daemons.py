@@ -248,3 +248,16 @@ def test_an_ordinary_jobs_input_is_neither_sticky_nor_reported_on_rpc(project):
     [job] = handle_request(work_request(project.host()), now=NOW).results
     [f] = job.workunit.input_files
     assert (f.name, f.sticky, f.report_on_rpc) == ("in.dat", False, False)
+
+
+def test_a_host_that_gives_no_benchmark_counts_as_one_gflops(project):
+    # client/cs_benchmark.cpp DEFAULT_FPOPS: 1e9 until the benchmarks have run
+    from backend.daemons.scheduler import HostInfo, SchedulerRequest
+
+    host = project.host(p_fpops=5e9)
+    project.result(project.workunit(rsc_fpops_est=3600e9))
+    request = SchedulerRequest(hostid=host.pk, userid=host.owner_id,
+                               host_info=HostInfo(domain_name=host.domain_name),
+                               cpu_req_secs=86400.0, cpu_req_instances=1.0)
+    [job] = handle_request(request, now=NOW).results
+    assert job.estimated_runtime == pytest.approx(3600.0)
