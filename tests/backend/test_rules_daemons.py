@@ -261,3 +261,20 @@ def test_a_host_that_gives_no_benchmark_counts_as_one_gflops(project):
                                cpu_req_secs=86400.0, cpu_req_instances=1.0)
     [job] = handle_request(request, now=NOW).results
     assert job.estimated_runtime == pytest.approx(3600.0)
+
+
+@pytest.mark.parametrize("blank", ["domain_name", "os_name"])
+def test_a_request_without_its_domain_or_os_name_is_never_matched_to_a_host(project, blank):
+    # handle_request.cpp find_host_by_other: every field must be given, even where a host
+    # of the account has the same field empty
+    from backend.daemons.scheduler import HostInfo, SchedulerRequest
+    from backend.models import Host
+
+    fields = dict(domain_name="box", os_name="Linux", p_ncpus=1)
+    fields[blank] = ""
+    old = project.host(os_name=fields["os_name"])
+    Host.objects.filter(pk=old.pk).update(domain_name=fields["domain_name"])
+    request = SchedulerRequest(hostid=0, userid=old.owner_id, host_info=HostInfo(**fields))
+    reply = handle_request(request, now=NOW)
+    assert reply.hostid != old.pk
+    assert Host.objects.filter(owner_id=old.owner_id).count() == 2
