@@ -278,3 +278,33 @@ def test_a_request_without_its_domain_or_os_name_is_never_matched_to_a_host(proj
     reply = handle_request(request, now=NOW)
     assert reply.hostid != old.pk
     assert Host.objects.filter(owner_id=old.owner_id).count() == 2
+
+
+# --- handle_request.cpp: what a request says of the host ---------------------------------------
+
+@pytest.mark.parametrize("count, recorded", [(1, ("NVIDIA", 1)), (0, ("", 0))])
+def test_a_host_records_the_gpus_it_reports(project, count, recorded):
+    from backend.daemons.scheduler import GpuRequest
+    from backend.models import Host
+
+    host = project.host()
+    request = work_request(host, gpu_requests=[GpuRequest("NVIDIA", count=count,
+                                                          peak_flops=1e12)])
+    handle_request(request, now=NOW)
+    host = Host.objects.get(pk=host.pk)
+    assert (host.gpu_type, host.gpu_count) == recorded
+    assert host.gpu_peak_flops == (1e12 if count else 0.0)
+
+
+def test_a_sticky_file_the_host_no_longer_lists_is_forgotten_and_only_that_one(project):
+    from backend.daemons.scheduler import StickyFile
+    from backend.models import HostFile
+
+    host, other = project.host(), project.host()
+    HostFile.objects.create(host=other, name="b.dat", reported_time=NOW - 1)
+    handle_request(work_request(host, file_infos=[StickyFile("a.dat"), StickyFile("b.dat")]),
+                   now=NOW)
+    handle_request(work_request(host, file_infos=[StickyFile("a.dat"),
+                                                  StickyFile("c.dat", status=0)]), now=NOW + 1)
+    assert sorted(HostFile.objects.values_list("host_id", "name")) == sorted([
+        (host.pk, "a.dat"), (other.pk, "b.dat")])
