@@ -83,3 +83,27 @@ def test_a_first_credit_for_work_started_now_takes_the_limit_of_back_to_back_upd
 
 def test_no_work_leaves_a_fresh_average_at_zero():
     assert validator.update_average(DAY, 0, 0.0, 0.0, 0) == (0.0, DAY)
+
+
+def test_a_late_result_that_cannot_be_read_now_is_retried_later(project):
+    # validator.cpp handle_wu with a canonical result: a transient error in check_pair
+    # leaves the result as it is and retries the workunit later (6 hours)
+    from backend.daemons.hierarchy import upload_path
+    from backend.models import File, Outcome, ServerState, ValidateState, Workunit
+    from tests.backend.conftest import NOW
+
+    project.app.validator = "numeric"
+    project.app.save()
+    wu = project.workunit(need_validate=True, transition_time=NOW + 10**6)
+    canonical = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS,
+                               validate_state=ValidateState.VALID)
+    late = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS)
+    for r in (canonical, late):
+        File.objects.create(name=r.output_file_name(0), kind="output", result=r)
+    Workunit.objects.filter(pk=wu.pk).update(canonical_result=canonical)
+    assert not upload_path("x").parent.exists()        # the upload directory is away
+    validator.run_once(now=NOW, batch_size=10)
+    wu.refresh_from_db()
+    late.refresh_from_db()
+    assert (late.validate_state, late.outcome) == (ValidateState.INIT, Outcome.SUCCESS)
+    assert (wu.need_validate, wu.transition_time) == (False, NOW + validator.RETRY_DELAY)
