@@ -94,3 +94,14 @@ def test_names_continue_after_those_already_made_in_the_same_second(project):
     project.workunit(name=f"uppercase_{NOW}_1")
     assert work_generator.next_names("uppercase", 2, NOW) == [
         f"uppercase_{NOW}_2", f"uppercase_{NOW}_3"]
+
+
+def test_a_default_input_is_a_kilobyte_that_depends_only_on_the_name(project):
+    from backend.daemons.hierarchy import download_path
+    from backend.models import File
+
+    [wu] = work_generator.create_work(project.app, ["job"], now=NOW)
+    f = File.objects.get(name="job.in")
+    assert f.nbytes == 1024 == len(download_path("job.in").read_bytes())
+    assert work_generator.input_data("job") == download_path("job.in").read_bytes()
+    assert work_generator.input_data("job") != work_generator.input_data("other")

@@ -1,0 +1,42 @@
+"""Locality scheduling rules (reference/server.md §3.10, seed 004, BOINC's
+sched/sched_locality.cpp) not pinned elsewhere: a file's results are only those a scheduler
+may send, and a file still without work after the wait for the on-demand generator is marked
+as such (rule 7)."""
+
+import pytest
+
+from backend.models import Workunit
+from tests.world.test_locality import ask, make_results, sent_files
+from world import locality
+from world.locality import LocalityConfig
+from world.models import LocalityTrigger
+
+
+@pytest.fixture
+def app(project):
+    project.app.locality_scheduling = True
+    project.app.save()
+    locality.create_data_files(project.app, ["fa", "fb"], nbytes=10**6)
+    return project.app
+
+
+def test_a_held_files_result_of_a_workunit_with_an_error_is_not_sent(app, project):
+    [broken] = make_results(project, "fa", 1)
+    Workunit.objects.filter(pk=broken.workunit_id).update(error_mask=1)
+    reply = ask(project.host(), files=["fa"], config=LocalityConfig(wait_period=0))
+    assert sent_files(reply) == []
+    [fine] = make_results(project, "fa", 1, start=1)
+    reply = ask(project.host(), files=["fa"], config=LocalityConfig(wait_period=0))
+    assert [job.name for job in reply.results] == [fine.name]
+
+
+def test_a_file_still_without_work_after_the_wait_is_marked_no_work(app, project):
+    waits = []
+
+    def wait(file_name, *, now, seconds):
+        waits.append(file_name)          # the generator makes nothing meanwhile
+
+    reply = ask(project.host(), files=["fa"], config=LocalityConfig(wait_period=5), wait=wait)
+    assert waits == ["fa"] and sent_files(reply) == []
+    trigger = LocalityTrigger.objects.get(file_name="fa")
+    assert (trigger.need_work, trigger.no_work) == (True, True)
