@@ -40,3 +40,16 @@ def test_a_file_still_without_work_after_the_wait_is_marked_no_work(app, project
     assert waits == ["fa"] and sent_files(reply) == []
     trigger = LocalityTrigger.objects.get(file_name="fa")
     assert (trigger.need_work, trigger.no_work) == (True, True)
+
+
+def test_making_work_for_a_file_clears_its_no_work_mark_and_making_none_sets_it(app, project):
+    LocalityTrigger.objects.filter(file_name="fa").update(no_work=True)
+    assert locality.make_file_work(app, "fa", now=0, per_file=3, at_most=2) == 2
+    trigger = LocalityTrigger.objects.get(file_name="fa")
+    assert (trigger.no_work, trigger.no_work_available) == (False, False)
+    assert locality.make_file_work(app, "fa", now=1, per_file=3) == 1
+    trigger.refresh_from_db()
+    assert (trigger.no_work, trigger.no_work_available) == (False, True)
+    assert locality.make_file_work(app, "fa", now=2, per_file=3) == 0
+    trigger.refresh_from_db()
+    assert (trigger.no_work, trigger.no_work_available) == (True, True)
