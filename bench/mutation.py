@@ -499,11 +499,11 @@ def tests_for(mutant, lines, records, limit=0):
     passing = [t for t in found if records.get(t, {}).get("passed", True)]
     ordered = sorted(passing, key=lambda t: (seconds(records, t), t))
     if limit and len(ordered) > limit:
-        # the tests most likely to pin this file's rules first: those named after it and the
-        # rule tests, then the fastest of the rest
+        # the tests most likely to pin this file's rules first: the rule tests, those named
+        # after it, the back end's, then the fastest of the rest
         stem = Path(mutant.file).stem.split("_")[0]   # sched_send: test_scheduler*, too
-        ordered.sort(key=lambda t: (stem not in t.split("::")[0],
-                                    "test_rules_" not in t and "test_boinc_rules" not in t,
+        ordered.sort(key=lambda t: ("test_rules_" not in t and "test_boinc_rules" not in t,
+                                    stem not in t.split("::")[0],
                                     not t.startswith("tests/backend/")))
         ordered = ordered[:limit]
     return ordered
@@ -563,8 +563,8 @@ def main(argv=None):
                         help="a mutant's tests may take this many times their time unmutated, "
                              "plus 60 s, before it counts as killed by timeout")
     parser.add_argument("--max-tests", type=int, default=0, metavar="N",
-                        help="run at most N of the tests covering a mutant (those named after "
-                             "its file and the rule tests first): faster, and the score a lower "
+                        help="run at most N of the tests covering a mutant (the rule tests "
+                             "and those named after its file first): faster, and the score a lower "
                              "bound (default: all)")
     parser.add_argument("--remap", action="store_true", help="make the coverage map again")
     parser.add_argument("--list", action="store_true", help="list the mutants and stop")

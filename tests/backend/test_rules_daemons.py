@@ -308,3 +308,40 @@ def test_a_sticky_file_the_host_no_longer_lists_is_forgotten_and_only_that_one(p
                                                   StickyFile("c.dat", status=0)]), now=NOW + 1)
     assert sorted(HostFile.objects.values_list("host_id", "name")) == sorted([
         (host.pk, "a.dat"), (other.pk, "b.dat")])
+
+
+def test_a_gpu_request_that_asks_no_seconds_gets_no_gpu_job(project):
+    from backend.daemons.scheduler import GpuRequest
+
+    AppVersion.objects.create(app=project.app, version_num=100, plan_class="cuda",
+                              gpu_type="NVIDIA", gpu_usage=1.0, flops=1e9)
+    project.version.delete()
+    project.result(project.workunit())
+    request = work_request(project.host(), cpu_req_secs=10.0, gpu_requests=[
+        GpuRequest("NVIDIA", count=1, peak_flops=1e12)])
+    assert sent(handle_request(request, now=NOW)) == []
+
+
+def test_a_request_updates_the_hosts_cpu_count(project):
+    from backend.models import Host
+
+    host = project.host(p_ncpus=1)
+    request = work_request(host, cpu_req_secs=0)
+    request.host_info.p_ncpus = 6
+    handle_request(request, now=NOW)
+    assert Host.objects.get(pk=host.pk).p_ncpus == 6
+
+
+def test_by_default_the_transitioner_leaves_a_validate_errors_outputs_on_disk(project):
+    # transitioner.cpp: only CLIENT_ERROR and validated SUCCESS outputs are deleted
+    from backend.models import AssimilateState
+
+    wu = project.workunit(transition_time=NOW - 1, assimilate_state=AssimilateState.DONE)
+    canonical = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS,
+                               validate_state=ValidateState.VALID)
+    Workunit.objects.filter(pk=wu.pk).update(canonical_result=canonical)
+    broken = project.result(wu, server_state=ServerState.OVER,
+                            outcome=Outcome.VALIDATE_ERROR, validate_state=ValidateState.INVALID)
+    transitioner.run_once(now=NOW, batch_size=10)
+    assert Result.objects.get(pk=broken.pk).file_delete_state == FileDeleteState.INIT
+    assert Result.objects.get(pk=canonical.pk).file_delete_state == FileDeleteState.READY
