@@ -53,3 +53,22 @@ def test_making_work_for_a_file_clears_its_no_work_mark_and_making_none_sets_it(
     assert locality.make_file_work(app, "fa", now=2, per_file=3) == 0
     trigger.refresh_from_db()
     assert (trigger.no_work, trigger.no_work_available) == (True, True)
+
+
+def test_data_files_can_be_added_in_several_batches(app, project):
+    locality.create_data_files(app, ["fc"], nbytes=10)
+    assert LocalityTrigger.objects.filter(file_name="fc").exists()
+
+
+def test_a_request_filled_by_its_job_limit_looks_at_no_further_file(app, project):
+    from backend.daemons.scheduler import SchedulerConfig, StickyFile, handle_request
+    from tests.backend.conftest import NOW, work_request
+    from world.locality import configured
+
+    make_results(project, "fa", 2)
+    request = work_request(project.host(), file_infos=[StickyFile("fa"), StickyFile("fb")])
+    with configured(LocalityConfig(sorted_order=True, wait_period=0)):
+        reply = handle_request(request, now=NOW, config=SchedulerConfig(max_wus_to_send=1))
+    assert sent_files(reply) == ["fa"]
+    # fb, which has no work, was never looked at: no trigger for the generator
+    assert not LocalityTrigger.objects.get(file_name="fb").need_work
