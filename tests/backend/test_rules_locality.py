@@ -72,3 +72,11 @@ def test_a_request_filled_by_its_job_limit_looks_at_no_further_file(app, project
     assert sent_files(reply) == ["fa"]
     # fb, which has no work, was never looked at: no trigger for the generator
     assert not LocalityTrigger.objects.get(file_name="fb").need_work
+
+
+def test_the_fallback_scan_stops_at_its_limit_of_files_in_name_order(app, project):
+    locality.create_data_files(app, ["fc"], nbytes=10)
+    for name in ("fc", "fa", "fb"):
+        make_results(project, name, 1)
+    assert locality.fallback_files([app.pk], exclude=set(), limit=2) == ["fa", "fb"]
+    assert locality.fallback_files([app.pk], exclude={"fa"}, limit=2) == ["fb", "fc"]
