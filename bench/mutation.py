@@ -571,6 +571,9 @@ def main(argv=None):
     parser.add_argument("--json", metavar="PATH", help="also write every outcome to PATH")
     parser.add_argument("--survivors-of", metavar="PATH",
                         help="run only the mutants a previous --json output lists as surviving")
+    parser.add_argument("--summary-of", metavar="PATH",
+                        help="run nothing: print the summary of a previous --json output with "
+                             "the current list of equivalent mutants")
     parser.add_argument("--fail-under", type=float, default=0.0, metavar="PERCENT")
     args = parser.parse_args(argv)
     if args.jobs < 1 or args.sample < 0 or args.max_tests < 0:
@@ -579,20 +582,20 @@ def main(argv=None):
     started = time.monotonic()
     log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
     targets = target_files(args.files)
-    every_target = target_files(TARGETS) if args.files == TARGETS else sorted(
-        set(target_files(TARGETS)) | set(targets))
     mutants = [m for target in targets for m in mutants_of(ROOT / target)]
     total = len(mutants)
     if args.sample and args.sample < total:
         mutants = random.Random(args.seed).sample(mutants, args.sample)
         mutants.sort(key=lambda m: (m.file, m.line, m.change))
-    if args.survivors_of:
+    earlier = {}
+    if args.survivors_of or args.summary_of:
+        source = args.survivors_of or args.summary_of
         try:
-            previous = json.loads(Path(args.survivors_of).read_text())
+            previous = json.loads(Path(source).read_text())
             earlier = {(m["file"], m["function"], m["source_line"], m["change"]): m["outcome"]
                        for m in previous}
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            parser.error(f"--survivors-of {args.survivors_of}: not a --json output ({exc})")
+            parser.error(f"{source}: not a --json output of bench/mutation.py ({exc})")
         # the earlier run's mutants again: those it killed stay killed (tests are only ever
         # added), the others run again; a mutant whose line was since edited is gone
         mutants = [m for m in mutants if m.key in earlier]
@@ -604,6 +607,18 @@ def main(argv=None):
         return 0
 
     equivalents = load_equivalents()
+    if args.summary_of:
+        # no runs: the outcomes of an earlier --json output, with today's equivalents list
+        outcomes = {m: (earlier[m.key], 0, "") for m in mutants}
+    else:
+        outcomes = run_all(args, mutants, earlier if args.survivors_of else {}, log)
+    return report(args, mutants, total, outcomes, equivalents, started)
+
+
+def run_all(args, mutants, earlier, log):
+    """Run ``mutants`` (those ``earlier`` killed count as killed); returns their outcomes."""
+    every_target = target_files(TARGETS) if args.files == TARGETS else sorted(
+        set(target_files(TARGETS)) | set(target_files(args.files)))
     base = Path(tempfile.mkdtemp(prefix="mutation-"))
     try:
         trees = []
@@ -616,7 +631,7 @@ def main(argv=None):
         outcomes = {}
         work = queue.Queue()
         for m in mutants:
-            if args.survivors_of and earlier[m.key] in ("killed", "timeout"):
+            if earlier.get(m.key) in ("killed", "timeout"):
                 outcomes[m] = (earlier[m.key], 0, "an earlier run")
             else:
                 work.put(m)
@@ -665,7 +680,11 @@ def main(argv=None):
                                    count, "")
     finally:
         shutil.rmtree(base, ignore_errors=True)
+    return outcomes
 
+
+def report(args, mutants, total, outcomes, equivalents, started):
+    """Print the score, the survivors and the equivalent mutants (and --json)."""
     killed = [m for m in mutants if outcomes[m][0] in ("killed", "timeout")]
     errors = [m for m in mutants if outcomes[m][0].startswith("error")]
     alive = [m for m in mutants if outcomes[m][0] in ("survived", "not covered")]

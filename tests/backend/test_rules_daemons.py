@@ -248,6 +248,8 @@ def test_an_ordinary_jobs_input_is_neither_sticky_nor_reported_on_rpc(project):
     [job] = handle_request(work_request(project.host()), now=NOW).results
     [f] = job.workunit.input_files
     assert (f.name, f.sticky, f.report_on_rpc) == ("in.dat", False, False)
+    [out] = job.output_files              # nor is an output (the result template has neither)
+    assert (out.sticky, out.report_on_rpc) == (False, False)
 
 
 def test_a_host_that_gives_no_benchmark_counts_as_one_gflops(project):
