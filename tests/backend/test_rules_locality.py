@@ -80,3 +80,15 @@ def test_the_fallback_scan_stops_at_its_limit_of_files_in_name_order(app, projec
         make_results(project, name, 1)
     assert locality.fallback_files([app.pk], exclude=set(), limit=2) == ["fa", "fb"]
     assert locality.fallback_files([app.pk], exclude={"fa"}, limit=2) == ["fb", "fc"]
+
+
+def test_one_more_workunit_short_of_the_share_leaves_work_available(app, project):
+    from backend.models import File, FileDeleteState
+
+    assert locality.make_file_work(app, "fa", now=0, per_file=5, at_most=1) == 1
+    assert not LocalityTrigger.objects.get(file_name="fa").no_work_available
+    # a deleted file gets no more work, whatever its share: no work available
+    File.objects.filter(name="fb").update(file_delete_state=FileDeleteState.DONE)
+    assert locality.make_file_work(app, "fb", now=0, per_file=5) == 0
+    trigger = LocalityTrigger.objects.get(file_name="fb")
+    assert (trigger.no_work_available, trigger.no_work) == (True, True)
