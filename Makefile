@@ -4,7 +4,7 @@ PYTHON ?= python3
 PY := $(VENV)/bin/python
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: install run test bench differential server-differential clean
+.PHONY: install run test bench differential server-differential mutation clean
 
 $(VENV)/.installed: requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "boincweb needs Python 3.11 or newer")'
@@ -29,9 +29,10 @@ test: install
 	@if [ -n "$$DATABASE_URL" ]; then echo "== again on $$DATABASE_URL"; $(PY) -m pytest; fi
 
 # The benchmarks that need nothing but boincweb; the differential harnesses need BOINC's own
-# programs built outside the repository (`make differential`, `make server-differential`).
+# programs built outside the repository (`make differential`, `make server-differential`), and
+# the mutation score takes an hour or more (`make mutation`).
 bench: install
-	@for script in $(filter-out bench/differential.py bench/server_differential.py,$(wildcard bench/*.py)); do \
+	@for script in $(filter-out bench/differential.py bench/server_differential.py bench/mutation.py,$(wildcard bench/*.py)); do \
 		echo "== $$script"; $(PY) $$script || exit 1; done
 
 # The client engine against BOINC's emulator on random hosts: BCE_SIM=/path/to/boinc/client/sim
@@ -42,6 +43,11 @@ differential: install
 # boincweb's daemons side by side with BOINC's (BOINC_SERVER: a built BOINC server tree).
 server-differential: install
 	$(PY) bench/server_differential.py --cases $(or $(CASES),300) --seed $(or $(SEED),1)
+
+# The mutation score of the daemons and locality scheduling (bench/mutation.py): SAMPLE mutants
+# (all of them when unset) drawn with SEED, JOBS at once.
+mutation: install
+	$(PY) bench/mutation.py $(if $(SAMPLE),--sample $(SAMPLE) --seed $(or $(SEED),1),) --jobs $(or $(JOBS),1)
 
 clean:
 	rm -rf var/*.sqlite3 var/redis.sock var/staticfiles

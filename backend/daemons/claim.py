@@ -14,7 +14,7 @@ from django.db.models import F
 from django.db.models.functions import Mod
 
 
-def shard(queryset, mod=1, index=0, field="id"):
+def shard(queryset, mod, index, field="id"):
     """Only the rows with ``field % mod == index``, as BOINC's ``--mod n i``."""
     if mod <= 1:
         return queryset

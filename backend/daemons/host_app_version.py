@@ -78,7 +78,9 @@ def running_average(avg, n, sample):
     """``(avg, n)`` after one more sample (BOINC's AVERAGE::update, see the module docstring)."""
     if sample < 0:
         return avg, n
-    if n and sample > avg * AVG_LIMIT:
+    # average.h cuts only once there is a non-zero average: a first sample of 0 must not pin
+    # the average at 0 for ever
+    if n and avg and sample > avg * AVG_LIMIT:
         sample = avg * AVG_LIMIT
     n += 1
     if n < AVG_THRESHOLD:

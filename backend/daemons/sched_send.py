@@ -288,7 +288,7 @@ def max_jobs_per_rpc(host, request, config):
     return config.max_wus_to_send * (ncpus + config.gpu_multiplier * ngpus)
 
 
-def apply_daily_quota(versions, havs, resource, *, now, quota, gpu_multiplier=0):
+def apply_daily_quota(versions, havs, resource, *, now, quota, gpu_multiplier):
     """Set each version's daily ``limit`` and ``room`` (backend.daemons.host_app_version);
     return the versions with a quota. A version not yet sent to the host has the full quota."""
     if not quota:

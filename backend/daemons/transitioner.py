@@ -119,7 +119,7 @@ def handle_wu(wu, results, changes, *, delete_delay):
     canonical_files_deleted = (canonical is not None
                                and canonical.file_delete_state == FileDeleteState.DONE)
     # step 2
-    nunsent = ninprogress = nsuccess = nerrors = ncouldnt_send = nno_reply = nover = 0
+    nunsent = ninprogress = nsuccess = nerrors = ncouldnt_send = nno_reply = 0
     max_suffix = -1
     new_to_validate = False
     for r in results:
@@ -136,7 +136,6 @@ def handle_wu(wu, results, changes, *, delete_delay):
             changes.host_app_versions.append((r.host_id, r.app_version_id, partial(
                 host_app_version.timed_out, quota=changes.daily_result_quota,
                 delay_bound=wu.delay_bound)))
-        nover += 1
         if r.outcome == Outcome.COULDNT_SEND:
             ncouldnt_send += 1
         elif r.outcome == Outcome.SUCCESS:

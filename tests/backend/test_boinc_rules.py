@@ -303,7 +303,8 @@ def test_memory_notices_name_jobs_the_one_per_user_rule_would_refuse_anyway(proj
     assert "needs 3814.70 MB RAM" in reply.messages[1].text
 
 
-@pytest.mark.parametrize("keep_due, expected", [(True, NOW - 500), (False, NOW)])
+@pytest.mark.parametrize("keep_due, expected", [(True, NOW - 500), (False, NOW),
+                                                 (None, NOW - 500)])   # None: the default
 def test_a_report_makes_the_workunit_due_now_as_boinc_or_keeps_it_due(project, keep_due,
                                                                       expected):
     from backend.daemons.scheduler import ReportedFile, ReportedResult
@@ -315,8 +316,10 @@ def test_a_report_makes_the_workunit_due_now_as_boinc_or_keeps_it_due(project, k
                        sent_time=NOW - DAY, report_deadline=NOW + DAY)
     report = ReportedResult(r.name, output_files=[ReportedFile(r.output_file_name(0),
                                                                data=b"x")])
+    config = SchedulerConfig() if keep_due is None else SchedulerConfig(
+        keep_due_workunits=keep_due)
     handle_request(work_request(host, cpu_req_secs=0, results=[report]), now=NOW,
-                   config=SchedulerConfig(keep_due_workunits=keep_due))
+                   config=config)
     assert Workunit.objects.get(pk=wu.pk).transition_time == expected
 
 

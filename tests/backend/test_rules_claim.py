@@ -1,0 +1,61 @@
+"""Claiming and writing a pass's rows (reference/server.md §5): BOINC's ``--mod n i`` sharding
+(sched_util.h ID_CLAUSE: ``id % n == i``), batches in id order, and the set writes every pass
+ends with, chunk by chunk, including the transitioner's compare-and-set of transition_time
+(transitioner.cpp, BOINC PR #3603)."""
+
+import pytest
+from django.db import transaction
+
+from backend.daemons.claim import claim, compare_and_set, shard, update_rows
+from backend.models import Workunit
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def wus(project):
+    return [project.workunit(transition_time=100 + i) for i in range(7)]
+
+
+def test_mod_n_index_i_takes_the_rows_whose_id_modulo_n_is_i(wus):
+    ids = [wu.pk for wu in wus]
+    for index in range(3):
+        got = sorted(shard(Workunit.objects.all(), 3, index).values_list("id", flat=True))
+        assert got == [i for i in ids if i % 3 == index]
+    assert sorted(shard(Workunit.objects.all(), 1, 0).values_list("id", flat=True)) == ids
+
+
+def test_a_claim_takes_the_batch_with_the_lowest_ids(wus):
+    with transaction.atomic():
+        assert [wu.pk for wu in claim(Workunit.objects.all(), 3)] == [wu.pk for wu in wus[:3]]
+        evens = [wu.pk for wu in claim(Workunit.objects.all(), 10, mod=2, index=0)]
+    assert evens == [wu.pk for wu in wus if wu.pk % 2 == 0]
+
+
+def test_update_rows_writes_each_rows_own_values_across_chunks(wus):
+    for i, wu in enumerate(wus):
+        wu.target_nresults, wu.need_validate, wu.canonical_credit = 10 + i, i % 2 == 1, i / 4
+    update_rows(Workunit, wus[:6], ["target_nresults", "need_validate", "canonical_credit"],
+                chunk=4)
+    got = list(Workunit.objects.order_by("id").values_list(
+        "target_nresults", "need_validate", "canonical_credit"))
+    assert got[:6] == [(10 + i, i % 2 == 1, i / 4) for i in range(6)]
+    assert got[6] == (1, False, 0.0)    # the seventh row was not in the list: unchanged
+
+
+def test_compare_and_set_writes_the_new_value_only_where_the_read_one_is_still_there(wus):
+    Workunit.objects.filter(pk=wus[1].pk).update(transition_time=5)    # changed meanwhile
+    values = {wu.pk: (100 + i, 1000 + i) for i, wu in enumerate(wus[:5])}
+    compare_and_set(Workunit, "transition_time", values, otherwise=42, chunk=2)
+    got = list(Workunit.objects.order_by("id").values_list("transition_time", flat=True))
+    assert got == [1000, 42, 1002, 1003, 1004, 105, 106]
+
+
+def test_update_rows_writes_none_to_a_nullable_column_and_converts_plain_values(project, wus):
+    canonical = project.result(wus[0])
+    Workunit.objects.filter(pk=wus[0].pk).update(canonical_result=canonical)
+    wus[0].canonical_result_id = None          # a nullable foreign key back to NULL
+    wus[0].need_validate = 1                   # an int where the column is a boolean
+    update_rows(Workunit, wus[:1], ["canonical_result", "need_validate"])
+    assert Workunit.objects.filter(pk=wus[0].pk).values_list(
+        "canonical_result_id", "need_validate").get() == (None, True)
