@@ -254,7 +254,7 @@ class Project:
         return out.stdout.decode(errors="replace")
 
 
-def wait_for_feeder(feeder, timeout=20):
+def wait_for_feeder(feeder, timeout=120):
     """Until the feeder has filled shared memory: its second scan finds nothing to add and it
     says it is sleeping (the ready flag is set after the first)."""
     deadline = time.time() + timeout

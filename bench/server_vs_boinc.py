@@ -16,8 +16,8 @@ assimilate -> delete:
   0) before the request that reports them; then rounds of ``transitioner``,
   ``sample_bitwise_validator --credit_from_wu``, ``sample_dummy_assimilator`` (the sample
   assimilator this tree builds), ``transitioner`` and ``file_deleter``, each with
-  ``--one_pass`` (the assimilator and file deleter run again while rows wait for them: one of
-  their passes takes at most 1,000 workunits, resp. 1,500 results and 500 workunits).
+  ``--one_pass``, run again while rows wait for it (``Boinc.daemon`` says why a pass may
+  leave some).
 - **boincweb** (on ``DATABASE_URL``; a SQLite file of the bench's own when unset, which it
   says): ``work_generator.create_work`` with the input files; the daemons' passes
   (``run_once`` until one finds nothing); the same requests, as bytes, through
@@ -69,9 +69,12 @@ ROUND = ("transitioner", "validator", "assimilator", "transitioner", "file_delet
 STAGES = ("create", "transitioner", "feeder", "scheduler", "upload", "validator", "assimilator",
           "file_deleter", "checks")
 MAX_ROUNDS = 5
+# The feeder refills its cache a second after a scan found it full (its shortest interval; 5 s
+# by default), in the database's order of unsent results
+FEEDER_ARGS = ("--sleep_interval", "1")
 # a BOINC request that got nothing while jobs remain waits this long for the feeder
 FEEDER_WAIT = 0.2
-MAX_EMPTY_ROUNDS = 300
+MAX_EMPTY_ROUNDS = 50
 
 
 def output_data(wu_name):
@@ -163,26 +166,35 @@ class Boinc:
     def count(self, sql):
         return self.project.query(sql)[0][0]
 
-    # what is left for a daemon that takes a bounded batch per pass
-    LEFT = {"assimilator": "SELECT COUNT(*) FROM workunit WHERE assimilate_state = 1",
-            "file_deleter": "SELECT (SELECT COUNT(*) FROM result WHERE file_delete_state = 1)"
-                            " + (SELECT COUNT(*) FROM workunit WHERE file_delete_state = 1)"}
+    def left(self, step):
+        """How many rows still wait for ``step``'s daemon at the stage's clock."""
+        if step == "transitioner":
+            return self.count("SELECT COUNT(*) FROM workunit WHERE transition_time < "
+                              f"UNIX_TIMESTAMP() + {self.offset}")
+        if step == "validator":
+            return self.count("SELECT COUNT(*) FROM workunit WHERE need_validate = 1")
+        if step == "assimilator":
+            return self.count("SELECT COUNT(*) FROM workunit WHERE assimilate_state = 1")
+        return self.count("SELECT (SELECT COUNT(*) FROM result WHERE file_delete_state = 1)"
+                          " + (SELECT COUNT(*) FROM workunit WHERE file_delete_state = 1)")
 
     def daemon(self, step):
+        """Passes of ``step``'s daemon while rows wait for it. A pass may leave some: the
+        assimilator's takes at most 1,000 workunits, the file deleter's 1,500 results and 500
+        workunits, and the transitioner's enumeration, in batches of 1,000 rows, keeps the
+        last workunit of a full batch for its next pass."""
         out = self.project.daemon(step, clock=self.clock)
-        if step not in self.LEFT:
-            return out
-        left = self.count(self.LEFT[step])
+        left = self.left(step)
         while left:
             out = self.project.daemon(step, clock=self.clock)
-            now_left = self.count(self.LEFT[step])
+            now_left = self.left(step)
             if now_left >= left:
                 raise SystemExit(f"BOINC's {step} made no progress ({left} left):\n{out[-2000:]}")
             left = now_left
         return out
 
     def start_scheduling(self):
-        self._feeder = self.project.feeder(clock=self.clock)
+        self._feeder = self.project.feeder(clock=self.clock, args=FEEDER_ARGS)
         self._feeder.__enter__()
 
     def stop_scheduling(self):
@@ -445,8 +457,9 @@ def main(argv=None):
                         help="config.xml max_wus_to_send: jobs per request and CPU")
     parser.add_argument("--shmem-work-items", type=int, default=1000,
                         help="config.xml shmem_work_items: BOINC's job cache")
-    parser.add_argument("--daily-result-quota", type=int, default=0,
-                        help="config.xml daily_result_quota (0: none)")
+    parser.add_argument("--daily-result-quota", type=int, default=10000,
+                        help="config.xml daily_result_quota, jobs per CPU and day (BOINC's "
+                             "scheduler reads 0 as a quota of 0 jobs once a host has any)")
     parser.add_argument("--first", choices=("boinc", "boincweb"), default="boinc",
                         help="which system runs first")
     parser.add_argument("--out", type=Path, default=ROOT / "var" / "server-vs-boinc")
@@ -471,6 +484,8 @@ def main(argv=None):
     database = connection.vendor
     options = {"max_wus_to_send": args.max_wus_to_send,
                "shmem_work_items": args.shmem_work_items,
+               # the feeder's enumeration: twice the cache, as its default is
+               "feeder_query_size": 2 * args.shmem_work_items,
                "daily_result_quota": args.daily_result_quota,
                "one_result_per_user_per_wu": 1}
     boinc = Boinc(Path(server), os.environ.get("BOINC_DB", "boincweb_vs_boinc"),
