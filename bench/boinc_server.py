@@ -245,6 +245,8 @@ class Project:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+            # the feeder leaves its shared memory behind
+            subprocess.run(["ipcrm", "-M", self.shmem_key], capture_output=True)
 
     def schedule(self, body, clock=None):
         """sched/cgi's reply to one request body (the feeder must be running)."""

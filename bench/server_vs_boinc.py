@@ -66,8 +66,8 @@ WORK = dict(min_quorum=2, target_nresults=2, max_error_results=2, max_total_resu
 VERSION_NUM = 100
 # the daemons' order in one round after the reports
 ROUND = ("transitioner", "validator", "assimilator", "transitioner", "file_deleter")
-STAGES = ("create", "transitioner", "feeder", "scheduler", "upload", "validator", "assimilator",
-          "file_deleter", "checks")
+STAGES = ("create", "first_results", "feeder", "scheduler", "upload", "validator", "assimilator",
+          "transitioner", "file_deleter", "checks")
 MAX_ROUNDS = 5
 # The feeder refills its cache a second after a scan found it full (its shortest interval; 5 s
 # by default), in the database's order of unsent results
@@ -112,6 +112,7 @@ class Boinc:
                                 "scheduler", "feeder", "create_work"))
         self.project.write_config(options)
         self.offset = 0
+        self.analyzed = False
         now = int(time.time())
         rows = [insert("platform", dict(id=1, create_time=now, name=PLATFORM,
                                         user_friendly_name="Linux")),
@@ -191,6 +192,12 @@ class Boinc:
             if now_left >= left:
                 raise SystemExit(f"BOINC's {step} made no progress ({left} left):\n{out[-2000:]}")
             left = now_left
+        if step == "transitioner" and not self.analyzed:
+            # MariaDB's statistics, as its background recalculation soon would: planned for
+            # tables still empty, the feeder's first query joins 20,000 unsent results to
+            # every workunit and runs for minutes (boincweb's tables are analyzed alike)
+            self.project.query("ANALYZE TABLE workunit, result")
+            self.analyzed = True
         return out
 
     def start_scheduling(self):
@@ -240,6 +247,7 @@ class Boincweb:
         from django.conf import settings
 
         self.config = read_config_xml(Path(config_xml))
+        self.analyzed = False
         for folder in (settings.UPLOAD_DIR, settings.DOWNLOAD_DIR):
             Path(folder).mkdir(parents=True, exist_ok=True)
         self.offset = 0
@@ -287,12 +295,13 @@ class Boincweb:
         options = {name: getattr(self.config, name) for name in DAEMON_OPTIONS.get(step, ())}
         while run_once(now=self.now, batch_size=1000, **options):
             pass
-        if step == "transitioner":
+        if step == "transitioner" and not self.analyzed:
             from backend.management.commands.bench_backend import refresh_statistics
 
             # as autovacuum soon would on a running project: the scheduler's plans see the
             # new results (PostgreSQL only)
             refresh_statistics()
+            self.analyzed = True
 
     def start_scheduling(self):
         pass
@@ -356,7 +365,7 @@ def pipeline(side, n, cpus, prefix):
     with stages("create"):
         side.create(names, inputs)
     side.tick()
-    with stages("transitioner"):
+    with stages("first_results"):  # the transitioner's first pass
         side.daemon("transitioner")
     side.tick()
     with stages("feeder"):
