@@ -4,7 +4,7 @@ PYTHON ?= python3
 PY := $(VENV)/bin/python
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: install run test bench differential server-differential mutation clean
+.PHONY: install run test bench differential server-differential server-vs-boinc mutation clean
 
 $(VENV)/.installed: requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "boincweb needs Python 3.11 or newer")'
@@ -28,11 +28,14 @@ test: install
 	env -u DATABASE_URL $(PY) -m pytest
 	@if [ -n "$$DATABASE_URL" ]; then echo "== again on $$DATABASE_URL"; $(PY) -m pytest; fi
 
-# The benchmarks that need nothing but boincweb; the differential harnesses need BOINC's own
-# programs built outside the repository (`make differential`, `make server-differential`), and
+# The benchmarks that need nothing but boincweb; the differential harnesses and the throughput
+# comparison need BOINC's own programs built outside the repository (`make differential`,
+# `make server-differential`, `make server-vs-boinc`; bench/boinc_server.py is their module), and
 # the mutation score takes an hour or more (`make mutation`).
+BENCH_APART := bench/differential.py bench/server_differential.py bench/server_vs_boinc.py \
+	bench/boinc_server.py bench/mutation.py
 bench: install
-	@for script in $(filter-out bench/differential.py bench/server_differential.py bench/mutation.py,$(wildcard bench/*.py)); do \
+	@for script in $(filter-out $(BENCH_APART),$(wildcard bench/*.py)); do \
 		echo "== $$script"; $(PY) $$script || exit 1; done
 
 # The client engine against BOINC's emulator on random hosts: BCE_SIM=/path/to/boinc/client/sim
@@ -43,6 +46,11 @@ differential: install
 # boincweb's daemons side by side with BOINC's (BOINC_SERVER: a built BOINC server tree).
 server-differential: install
 	$(PY) bench/server_differential.py --cases $(or $(CASES),300) --seed $(or $(SEED),1)
+
+# The same quorum-2 workunits through BOINC's daemons (MariaDB, BOINC_DB) and boincweb's
+# (DATABASE_URL): results per second of each and their ratio; WORKUNITS as in its --help.
+server-vs-boinc: install
+	$(PY) bench/server_vs_boinc.py --workunits $(or $(WORKUNITS),10000)
 
 # The mutation score of the daemons and locality scheduling (bench/mutation.py): SAMPLE mutants
 # (all of them when unset) drawn with SEED, JOBS at once.

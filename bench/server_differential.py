@@ -33,42 +33,24 @@ import json
 import os
 import random
 import shutil
-import signal
-import subprocess
 import sys
 import time
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from boinc_server import (  # noqa: E402
+    PLATFORM, ROOT, Project, app_version_xml, howto, insert, parse_reply,
+    scheduler_request_xml, setup_boincweb, time_text,
+)
 
 STEPS = ("transitioner", "validator", "assimilator", "file_deleter", "scheduler")
 NOW = 1_800_000_000
 DAY = 86400
 INT_MAX = 2**31 - 1
-PLATFORM = "x86_64-pc-linux-gnu"
-PROGRAMS = {"transitioner": "transitioner", "validator": "sample_bitwise_validator",
-            "assimilator": "sample_dummy_assimilator", "file_deleter": "file_deleter",
-            "scheduler": "cgi", "feeder": "feeder", "crypt_prog": "crypt_prog"}
 BOINC_TABLES = ("platform", "app", "app_version", "user", "team", "host", "host_app_version",
                 "workunit", "result")
-
-HOWTO = """\
-BOINC_SERVER is not set: it must name a BOINC source tree with the server built (or a folder
-holding its programs). To build one, outside this repository:
-
-  apt-get install autoconf automake libtool pkg-config libmariadb-dev libmariadb-dev-compat \\
-      libssl-dev libcurl4-openssl-dev nlohmann-json3-dev faketime
-  git clone https://github.com/BOINC/boinc && cd boinc
-  ./_autosetup
-  ./configure --disable-client --disable-manager --enable-server --disable-fcgi
-  echo '#define SVN_VERSION "local"' > svn_version.h
-  for d in lib db tools sched; do make -C $d; done
-
-then run  BOINC_SERVER=$PWD python bench/server_differential.py --cases 300 --seed 1
-(MariaDB on BOINC_DB_HOST, 127.0.0.1 by default, user root without a password).
-"""
+HOWTO = howto("bench/server_differential.py --cases 300 --seed 1")
 
 
 # --- random cases --------------------------------------------------------------------------
@@ -248,119 +230,43 @@ def random_request(rng, case):
 def request_xml(case):
     """The scheduler request body both sides get."""
     q = case["request"]
-    lines = ["<scheduler_request>",
-             f"<authenticator>{case['users'][0]['authenticator']}</authenticator>",
-             "<hostid>1</hostid>", "<rpc_seqno>5</rpc_seqno>",
-             "<core_client_major_version>8</core_client_major_version>",
-             "<core_client_minor_version>0</core_client_minor_version>",
-             "<core_client_release>2</core_client_release>",
-             f"<platform_name>{PLATFORM}</platform_name>",
-             f"<work_req_seconds>{q['cpu_req_secs']}</work_req_seconds>",
-             f"<cpu_req_secs>{q['cpu_req_secs']}</cpu_req_secs>",
-             f"<cpu_req_instances>{q['cpu_req_instances']}</cpu_req_instances>",
-             f"<estimated_delay>{q['estimated_delay']}</estimated_delay>",
-             "<global_preferences><disk_max_used_gb>100</disk_max_used_gb>"
-             "<disk_max_used_pct>90</disk_max_used_pct><disk_min_free_gb>0</disk_min_free_gb>"
-             "</global_preferences>",
-             "<time_stats>", f"<on_frac>{q['on_frac']}</on_frac>",
-             "<connected_frac>1</connected_frac>",
-             "<cpu_and_network_available_frac>1</cpu_and_network_available_frac>",
-             f"<active_frac>{q['active_frac']}</active_frac>",
-             "<gpu_active_frac>1</gpu_active_frac>", "</time_stats>",
-             "<host_info>", "<domain_name>host1</domain_name>", "<host_cpid>cpid1</host_cpid>",
-             "<p_vendor>GenuineIntel</p_vendor>", "<p_model>Xeon</p_model>",
-             f"<p_ncpus>{q['p_ncpus']}</p_ncpus>", f"<p_fpops>{q['p_fpops']}</p_fpops>",
-             "<p_iops>1e9</p_iops>", f"<m_nbytes>{q['m_nbytes']}</m_nbytes>",
-             "<d_total>1e12</d_total>", "<d_free>5e11</d_free>",
-             "<os_name>Linux</os_name>", "<os_version>6.1</os_version>", "</host_info>"]
+    reports = []
     for report in q["reports"]:
-        r = next(x for x in case["results"] if x["name"] == report["name"])
         state, status = {"success": (5, 0), "error": (3, 1), "abort": (6, 203)}[report["outcome"]]
-        lines += ["<result>", f"<name>{r['name']}</name>", f"<state>{state}</state>",
-                  f"<exit_status>{status}</exit_status>",
-                  "<final_cpu_time>100</final_cpu_time>",
-                  "<final_elapsed_time>120</final_elapsed_time>",
-                  "<app_version_num>100</app_version_num>", "</result>"]
-    if q["other_results"] is not None:
-        lines.append("<other_results>")
-        lines += [f"<other_result><name>{n}</name></other_result>" for n in q["other_results"]]
-        lines.append("</other_results>")
-    lines.append("</scheduler_request>")
-    return "\n".join(lines) + "\n"
+        reports.append(dict(name=report["name"], state=state, exit_status=status))
+    return scheduler_request_xml(
+        authenticator=case["users"][0]["authenticator"], hostid=1, req_secs=q["cpu_req_secs"],
+        req_instances=q["cpu_req_instances"], estimated_delay=q["estimated_delay"],
+        host=dict(p_ncpus=q["p_ncpus"], p_fpops=q["p_fpops"], m_nbytes=q["m_nbytes"],
+                  on_frac=q["on_frac"], active_frac=q["active_frac"]),
+        reports=reports, other_results=q["other_results"])
 
 
 # --- BOINC's side --------------------------------------------------------------------------
 
-def find_program(server, name):
-    for folder in (server, server / "sched", server / "lib", server / "tools"):
-        if (folder / name).is_file() and os.access(folder / name, os.X_OK):
-            return folder / name
-    raise SystemExit(f"BOINC_SERVER={server} has no built {name}; see --help")
-
-
 class Boinc:
-    """A throwaway BOINC project folder and MariaDB database for one run."""
+    """BOINC's side of the harness: a throwaway project (``boinc_server.Project``) whose
+    tables are emptied and refilled with each case."""
 
     def __init__(self, server, db, host, work):
-        import pymysql
-
-        self.server, self.db, self.work = server, db, work
-        self.programs = {k: find_program(server, v) for k, v in PROGRAMS.items()}
-        self.project = work / "boinc_project"
-        shutil.rmtree(self.project, ignore_errors=True)
-        for sub in ("cgi-bin", "upload", "download", "keys", "templates"):
-            (self.project / sub).mkdir(parents=True)
-        for key in ("upload", "code_sign"):
-            subprocess.run([self.programs["crypt_prog"], "-genkey", "1024",
-                            self.project / "keys" / f"{key}_private",
-                            self.project / "keys" / f"{key}_public"],
-                           check=True, capture_output=True)
-        (self.project / "templates" / "out").write_text(
-            "<output_template>\n<file_info>\n<name><OUTFILE_0/></name>\n<generated_locally/>\n"
-            "<upload_when_present/>\n<max_nbytes>10000000</max_nbytes>\n"
-            "<url><UPLOAD_URL/></url>\n</file_info>\n<result>\n<file_ref>\n"
-            "<file_name><OUTFILE_0/></file_name>\n<open_name>out</open_name>\n</file_ref>\n"
-            "</result>\n</output_template>\n")
-        self.shmem_key = f"0x{0x1f00000 + os.getpid() % 0xffff:x}"
-        self.connection = pymysql.connect(host=host, user="root", password="",
-                                          autocommit=True)
-        with self.connection.cursor() as cursor:
-            cursor.execute(f"DROP DATABASE IF EXISTS `{db}`")
-            cursor.execute(f"CREATE DATABASE `{db}`")
-            cursor.execute(f"USE `{db}`")
-            for name in ("schema.sql", "constraints.sql"):
-                for statement in sql_statements(find_source(server, name)):
-                    cursor.execute(statement)
-        self.db_host = host
+        self.project_ = Project(server, db, host, work, PROGRAMS)
+        self.db, self.db_host, self.project = db, host, self.project_.project
+        self.programs = self.project_.programs
 
     def write_config(self, config):
-        options = "".join(f"<{k}>{v}</{k}>\n" for k, v in (
-            ("report_grace_period", config["report_grace_period"]),
-            ("daily_result_quota", config["daily_result_quota"]),
-            ("max_wus_to_send", config["max_wus_to_send"]),
-            ("delete_delay_hours", config["delete_delay"] / 3600)))
-        for flag in ("one_result_per_user_per_wu", "resend_lost_results"):
-            if config[flag]:
-                options += f"<{flag}/>\n"
-        (self.project / "config.xml").write_text(
-            f"<boinc>\n<config>\n<db_name>{self.db}</db_name>\n<db_host>{self.db_host}</db_host>\n"
-            "<db_user>root</db_user>\n<db_passwd></db_passwd>\n"
-            f"<upload_dir>{self.project}/upload</upload_dir>\n"
-            f"<download_dir>{self.project}/download</download_dir>\n"
-            f"<key_dir>{self.project}/keys</key_dir>\n<shmem_key>{self.shmem_key}</shmem_key>\n"
-            "<uldl_dir_fanout>0</uldl_dir_fanout>\n<master_url>http://localhost/p/</master_url>\n"
-            "<long_name>differential</long_name>\n<upload_url>http://localhost/p/upload</upload_url>\n"
-            "<download_url>http://localhost/p/download</download_url>\n"
-            f"{options}</config>\n</boinc>\n")
+        self.project_.write_config({
+            "report_grace_period": config["report_grace_period"],
+            "daily_result_quota": config["daily_result_quota"],
+            "max_wus_to_send": config["max_wus_to_send"],
+            "delete_delay_hours": config["delete_delay"] / 3600},
+            [flag for flag in ("one_result_per_user_per_wu", "resend_lost_results")
+             if config[flag]], long_name="differential")
 
     def load(self, case):
         """Empty the tables and insert the case's rows; return the SQL, for the kept case."""
         statements = [f"DELETE FROM {t}" for t in BOINC_TABLES]
         statements += boinc_rows(case)
-        with self.connection.cursor() as cursor:
-            cursor.execute("SET SESSION sql_mode = ''")
-            for s in statements:
-                cursor.execute(s)
+        self.project_.execute(statements)
         for folder in ("upload", "download"):
             shutil.rmtree(self.project / folder)
             (self.project / folder).mkdir()
@@ -373,39 +279,17 @@ class Boinc:
         return "SET SESSION sql_mode = '';\n" + ";\n".join(statements) + ";\n"
 
     def run(self, step, now, stdin=None):
-        """Run BOINC's program for ``step`` at ``now``; returns its stdout."""
-        env = dict(os.environ, FAKETIME=f"@{time_text(now)}", TZ="UTC",
-                   LD_PRELOAD=faketime_library(), FAKETIME_DONT_RESET="1")
-        cgi_bin = self.project / "cgi-bin"
+        """Run BOINC's program for ``step`` at ``now``; returns its output."""
         if step == "scheduler":
-            feeder = subprocess.Popen([self.programs["feeder"], "--allapps",
-                                       "--priority_order", "-d", "4"], cwd=cgi_bin, env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-            try:
-                wait_for_feeder(feeder)
-                out = subprocess.run([self.programs["scheduler"]], cwd=cgi_bin, env=env,
-                                     input=stdin.encode(), capture_output=True, timeout=60)
-            finally:
-                feeder.send_signal(signal.SIGTERM)
-                try:
-                    feeder.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    feeder.kill()
-                    feeder.wait()
-            return out.stdout.decode(errors="replace")
-        args = [self.programs[step], "--one_pass"]
-        if step in ("validator", "assimilator"):
-            args += ["--app", "uppercase"]
-        if step == "validator":
-            args += ["--credit_from_wu"]
-        out = subprocess.run(args, cwd=cgi_bin, env=env, capture_output=True, timeout=60)
-        return out.stdout.decode(errors="replace") + out.stderr.decode(errors="replace")
+            with self.project_.feeder(clock=now, args=("--allapps", "--priority_order")):
+                return self.project_.schedule(stdin, clock=now)
+        return self.project_.daemon(step, clock=now)
 
     def snapshot(self):
         import pymysql.cursors
 
         got = {}
-        with self.connection.cursor(pymysql.cursors.DictCursor) as cursor:
+        with self.project_.connection.cursor(pymysql.cursors.DictCursor) as cursor:
             for table in ("workunit", "result", "host", "user", "team", "host_app_version"):
                 cursor.execute(f"SELECT * FROM {table}")
                 got[table] = cursor.fetchall()
@@ -416,64 +300,12 @@ class Boinc:
                 for folder in ("upload", "download")}
 
 
-def wait_for_feeder(feeder, timeout=20):
-    """Until the feeder has filled shared memory: its second scan finds nothing to add and it
-    says it is sleeping (the ready flag is set after the first)."""
-    deadline = time.time() + timeout
-    for line in iter(feeder.stdout.readline, b""):
-        if b"sleeping" in line:
-            break
-        if time.time() > deadline:
-            raise SystemExit("BOINC's feeder did not fill shared memory")
-    # keep draining its output so it never blocks on a full pipe
-    import threading
-
-    threading.Thread(target=lambda: feeder.stdout.read(), daemon=True).start()
-
-
-def find_source(server, name):
-    for path in (server / "db" / name, server / name):
-        if path.is_file():
-            return path
-    raise SystemExit(f"BOINC_SERVER={server} has no db/{name}")
-
-
-def sql_statements(path):
-    text = "\n".join(line for line in path.read_text().splitlines()
-                     if not line.strip().startswith("--") and not line.startswith("#"))
-    return [s.strip() for s in text.split(";") if s.strip()]
-
-
-def faketime_library():
-    for path in ("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
-                 "/usr/lib/faketime/libfaketime.so.1", "/usr/local/lib/faketime/libfaketime.so.1"):
-        if Path(path).exists():
-            return path
-    raise SystemExit("faketime is not installed (apt-get install faketime)")
-
-
-def time_text(now):
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(now))
+PROGRAMS = ("transitioner", "validator", "assimilator", "file_deleter", "scheduler", "feeder")
 
 
 def output_name(result):
     """The output's physical name, as boincweb's Result.output_file_name (random = id)."""
     return f"{result['name']}_r{result['id']}_0"
-
-
-def sql_value(v):
-    if v is None:
-        return "NULL"
-    if isinstance(v, bool):
-        return str(int(v))
-    if isinstance(v, (int, float)):
-        return repr(v)
-    return "'" + str(v).replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def insert(table, row):
-    return (f"INSERT INTO {table} ({', '.join(row)}) VALUES "
-            f"({', '.join(sql_value(v) for v in row.values())})")
 
 
 def boinc_rows(case):
@@ -483,12 +315,7 @@ def boinc_rows(case):
     rows.append(insert("app", dict(id=1, create_time=now, name="uppercase",
                                    user_friendly_name="uppercase")))
     for av in case["app_versions"]:
-        xml = ("<file_info>\n<name>uppercase_100</name>\n<url>http://localhost/p/download/"
-               "uppercase_100</url>\n<executable/>\n<file_signature>\nx\n</file_signature>\n"
-               "<nbytes>10</nbytes>\n</file_info>\n<app_version>\n<app_name>uppercase</app_name>\n"
-               f"<version_num>{av['version_num']}</version_num>\n<file_ref>\n"
-               "<file_name>uppercase_100</file_name>\n<main_program/>\n</file_ref>\n"
-               "</app_version>\n")
+        xml = app_version_xml(av["version_num"])
         rows.append(insert("app_version", dict(id=av["id"], create_time=now, appid=1,
                                                version_num=av["version_num"], platformid=1,
                                                xml_doc=xml)))
@@ -594,19 +421,11 @@ def num(v):
 
 def parse_boinc_reply(text):
     """The reply's jobs (name, deadline), request_delay and message kinds from BOINC's XML."""
-    start = text.find("<scheduler_reply")
-    if start < 0:
-        return {"error": text[-500:]}
-    try:
-        root = ET.fromstring(text[start:])
-    except ET.ParseError as error:
-        return {"error": f"unparsable reply: {error}"}
-    jobs = sorted((r.findtext("name"), int(float(r.findtext("report_deadline") or 0)))
-                  for r in root.findall("result"))
-    return dict(jobs=[list(j) for j in jobs],
-                request_delay=float(root.findtext("request_delay") or 0),
-                messages=sorted({m.get("priority", "") for m in root.findall("message")}),
-                acks=sorted(a.findtext("name") for a in root.findall("result_ack")))
+    reply = parse_reply(text)
+    if "error" in reply:
+        return reply
+    reply["jobs"] = sorted([j["name"], j["report_deadline"]] for j in reply["jobs"])
+    return reply
 
 
 # --- boincweb's side -----------------------------------------------------------------------
@@ -614,19 +433,7 @@ def parse_boinc_reply(text):
 class Boincweb:
     def __init__(self, work):
         self.work = work
-        os.environ["DATABASE_URL"] = f"sqlite:///{work / 'boincweb.sqlite3'}"
-        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "boincweb.settings")
-        (work / "boincweb.sqlite3").unlink(missing_ok=True)
-        import django
-        from django.conf import settings
-
-        django.setup()
-        settings.UPLOAD_DIR = work / "boincweb_upload"
-        settings.DOWNLOAD_DIR = work / "boincweb_download"
-        settings.BOINCWEB_DATA_DIR = work / "boincweb_data"
-        from django.core.management import call_command
-
-        call_command("migrate", verbosity=0)
+        setup_boincweb(work)
 
     def load(self, case):
         from django.conf import settings

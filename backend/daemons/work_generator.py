@@ -24,7 +24,7 @@ import random
 from django.db import transaction
 
 from backend.daemons.claim import shard
-from backend.daemons.hierarchy import download_path, write_files
+from backend.daemons.hierarchy import download_path, write_new_files
 from backend.events import event, record
 from backend.models import App, File, FileDeleteState, ServerState, Workunit
 
@@ -88,8 +88,8 @@ def create_work(app, names, *, now, inputs=None, shared_input=None, **overrides)
         else:
             make = inputs or input_data
             contents = [make(wu.name) for wu in wus]
-            md5s = write_files((download_path(f"{wu.name}.in"), data)
-                               for wu, data in zip(wus, contents))
+            md5s = write_new_files((download_path(f"{wu.name}.in"), data)
+                                   for wu, data in zip(wus, contents))
             files = File.objects.bulk_create(
                 File(name=f"{wu.name}.in", kind=File.Kind.INPUT, nbytes=len(data), md5_cksum=md5)
                 for wu, data, md5 in zip(wus, contents, md5s))

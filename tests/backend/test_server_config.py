@@ -75,3 +75,22 @@ def test_the_differential_harness_without_boinc_says_how_to_build_it_and_exits_2
                           timeout=60)
     assert done.returncode == 2
     assert "./configure --disable-client --disable-manager --enable-server" in done.stderr
+
+
+def test_the_throughput_comparison_without_boinc_says_how_to_build_it_and_exits_2():
+    env = {"PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "server_vs_boinc.py"),
+                           "--workunits", "10"], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert done.returncode == 2
+    assert "./configure --disable-client --disable-manager --enable-server" in done.stderr
+    assert "bench/server_vs_boinc.py" in done.stderr
+
+
+def test_the_throughput_comparison_refuses_a_quorum_it_cannot_meet():
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "server_vs_boinc.py"),
+                           "--hosts", "1"], capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "BOINC_SERVER": "/nonexistent"},
+                          timeout=60)
+    assert done.returncode == 2
+    assert "--hosts 2 or more (a quorum of two needs two volunteers)" in done.stderr
