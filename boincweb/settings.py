@@ -86,6 +86,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, so that it sees a view's exception first: a Redis outage is a 503 with a message.
+    "boincweb.redis_outage.RedisOutageMiddleware",
 ]
 
 ROOT_URLCONF = "boincweb.urls"
