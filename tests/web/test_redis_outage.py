@@ -51,7 +51,20 @@ def own_redis(tmp_path):
 
 
 @pytest.fixture
-def site_without_redis(settings, tmp_path, redis_client, own_redis):
+def stop_redis(settings, own_redis):
+    """Point the settings at this test's own Redis, then stop it."""
+
+    def stop():
+        url, server, _ = own_redis
+        point_at(settings, url)
+        assert redis.Redis.from_url(url).ping()
+        embedded_redis.stop(server["process"])
+
+    return stop
+
+
+@pytest.fixture
+def site_without_redis(settings, tmp_path, redis_client, stop_redis):
     """The busy site, with work in flight that the pages judge through Redis (a lab run and a
     world waiting on their jobs), and then its Redis stopped."""
     site = build_busy_site(settings, tmp_path)
@@ -59,10 +72,7 @@ def site_without_redis(settings, tmp_path, redis_client, own_redis):
                        job_id="lab-run-waiting")
     World.objects.filter(pk=site.world.pk).update(status=World.Status.RUNNING,
                                                   job_id="world-waiting")
-    url, server, _ = own_redis
-    point_at(settings, url)
-    assert redis.Redis.from_url(url).ping()
-    embedded_redis.stop(server["process"])
+    stop_redis()
     return site
 
 
@@ -186,7 +196,8 @@ def test_with_redis_stopped_posts_that_enqueue_create_nothing_and_say_why(site_w
     assert Client().post("/project/worlds/new/", {}).status_code == 302
 
 
-def test_a_world_start_that_loses_redis_at_its_enqueue_is_undone(site_without_redis):
+def test_a_world_start_that_loses_redis_at_its_enqueue_is_undone(stop_redis):
+    stop_redis()
     paused = World.objects.create(name="paused", hosts=3, days=1, status=World.Status.PAUSED)
     with pytest.raises(redis.exceptions.ConnectionError):
         with transaction.atomic():
