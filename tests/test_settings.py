@@ -173,13 +173,15 @@ def test_a_proxy_header_is_two_values_and_a_bad_one_is_named():
                    "print(settings.SECURE_PROXY_SSL_HEADER, settings.SECURE_SSL_REDIRECT)",
                    SECURE_PROXY_SSL_HEADER="HTTP_X_FORWARDED_PROTO, https",
                    SECURE_SSL_REDIRECT="yes")
-    assert proc.stdout.strip().splitlines()[-1] == "('HTTP_X_FORWARDED_PROTO', 'https') True", proc.stderr
+    printed = proc.stdout.strip().splitlines()[-1]
+    assert printed == "('HTTP_X_FORWARDED_PROTO', 'https') True", proc.stderr
     proc = _manage("check", SECURE_PROXY_SSL_HEADER="https")
     assert proc.returncode == 2
     assert "SECURE_PROXY_SSL_HEADER='https' is not two comma-separated values" in proc.stderr
     assert "Traceback" not in proc.stderr
     proc = _manage("check", SECURE_HSTS_SECONDS="a year")
-    assert proc.returncode == 2 and "SECURE_HSTS_SECONDS='a year' is not a whole number" in proc.stderr
+    assert proc.returncode == 2
+    assert "SECURE_HSTS_SECONDS='a year' is not a whole number" in proc.stderr
 
 
 @pytest.mark.django_db
@@ -200,7 +202,8 @@ def test_the_demo_login_made_under_debug_is_refused_once_debug_is_off(settings, 
     fresh = Client()
     assert not fresh.login(username="admin", password="boincweb")
     page = fresh.post("/accounts/login/", {"username": "admin", "password": "boincweb"})
-    assert page.status_code == 200 and b"Please enter a correct username and password" in page.content
+    assert page.status_code == 200
+    assert b"Please enter a correct username and password" in page.content
     assert "_auth_user_id" not in fresh.session
     admin_login = fresh.post("/admin/login/", {"username": "admin", "password": "boincweb"})
     assert admin_login.status_code == 200 and "_auth_user_id" not in fresh.session
