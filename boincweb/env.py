@@ -53,6 +53,19 @@ def envlist(name, default, environ=None):
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def envpair(name, environ=None):
+    """Two comma-separated values as a tuple (``SECURE_PROXY_SSL_HEADER``), or None when unset."""
+    raw = envstr(name, None, environ)
+    if raw is None or not raw.strip():
+        return None
+    parts = [part.strip() for part in raw.split(",")]
+    if len(parts) != 2 or not all(parts):
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} is not two comma-separated values such as HTTP_X_FORWARDED_PROTO,https."
+        )
+    return tuple(parts)
+
+
 def envhosts(name, default, environ=None):
     """A host list such as ``ALLOWED_HOSTS``: bare host names or addresses, ``.domain``
     wildcards or ``*``; a scheme, port, path or an empty list is refused by name."""

@@ -5,6 +5,9 @@ SECRET_KEY    required when DEBUG is off        DEBUG      default: on
 ALLOWED_HOSTS comma-separated                   BOINCWEB_DATA_DIR  project files (default var/)
 STATIC_ROOT   collectstatic's target (var/staticfiles)
 CSRF_TRUSTED_ORIGINS  comma-separated https://... origins of a TLS proxy in front
+SECURE_SSL_REDIRECT, SECURE_HSTS_SECONDS, SECURE_HSTS_INCLUDE_SUBDOMAINS, SECURE_HSTS_PRELOAD,
+SESSION_COOKIE_SECURE, CSRF_COOKIE_SECURE, SECURE_PROXY_SSL_HEADER  Django's settings of the
+              same names (README "Deploy"); off by default, as in Django
 """
 
 import importlib.util
@@ -16,7 +19,7 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 
 from boincweb.env import (
-    database_config, envbool, envhosts, envint, envlist, envstr, redis_url,
+    database_config, envbool, envhosts, envint, envlist, envpair, envstr, redis_url,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -39,6 +42,22 @@ for origin in CSRF_TRUSTED_ORIGINS:
     if not origin.startswith(("https://", "http://")):
         raise ImproperlyConfigured(
             f"CSRF_TRUSTED_ORIGINS entry {origin!r} is not an origin; give https://host[:port].")
+
+# HTTPS, as Django's settings of the same names (``manage.py check --deploy`` asks for them);
+# Django's defaults (off) unless set, since a server reached over plain HTTP must not redirect
+# or send cookies only over HTTPS.
+SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", False)
+SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", False)
+CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", False)
+# Behind a proxy that ends TLS: the header it sets and its value for HTTPS, as
+# "HTTP_X_FORWARDED_PROTO,https"; without it, SECURE_SSL_REDIRECT would redirect for ever.
+SECURE_PROXY_SSL_HEADER = envpair("SECURE_PROXY_SSL_HEADER")
+# Paths (regular expressions, comma-separated) left on plain HTTP by SECURE_SSL_REDIRECT, such
+# as "^boinc/" for BOINC clients attached by an http:// project URL.
+SECURE_REDIRECT_EXEMPT = envlist("SECURE_REDIRECT_EXEMPT", [])
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -67,6 +86,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, so that it sees a view's exception first: a Redis outage is a 503 with a message.
+    "boincweb.redis_outage.RedisOutageMiddleware",
 ]
 
 ROOT_URLCONF = "boincweb.urls"
@@ -110,6 +131,8 @@ RQ_QUEUES = {
 # Jobs enqueued inside a transaction are only enqueued once it commits.
 RQ = {"COMMIT_MODE": "on_db_commit", "WORKER_CLASS": "boincweb.worker.Worker"}
 
+# Django's own, refusing the demo login (seed_demo's, made only under DEBUG) once DEBUG is off.
+AUTHENTICATION_BACKENDS = ["boincweb.auth.RefuseDemoLoginBackend"]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]

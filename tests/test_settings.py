@@ -127,3 +127,89 @@ def test_start_up_names_a_bad_scheduler_option(variable, value, message):
     assert proc.returncode == 2
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+# The production variables of README "Deploy", with a generated key.
+PRODUCTION = {
+    "DEBUG": "0", "ALLOWED_HOSTS": "boinc.example.org",
+    "SECRET_KEY": "x8Zq-3vN_b7Lr0TkWc5YpH2sJd9FgA4eRm6UoQ1iXtK_lzVwPnBy8CaDh7",
+    "SECURE_SSL_REDIRECT": "1", "SECURE_HSTS_SECONDS": "31536000",
+    "SECURE_HSTS_INCLUDE_SUBDOMAINS": "1", "SECURE_HSTS_PRELOAD": "1",
+    "SESSION_COOKIE_SECURE": "1", "CSRF_COOKIE_SECURE": "1",
+}
+
+
+def _manage(*args, **env):
+    environment = {k: v for k, v in os.environ.items()
+                   if k not in ("DEBUG", "SECRET_KEY") and not k.startswith("SECURE_")}
+    environment.update(env)
+    return subprocess.run([sys.executable, "manage.py", *args], cwd=BASE, env=environment,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_check_deploy_is_clean_with_the_documented_production_variables():
+    proc = _manage("check", "--deploy", "--fail-level", "WARNING", **PRODUCTION)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "System check identified no issues" in proc.stdout
+    assert "WARNINGS" not in proc.stderr + proc.stdout
+
+
+def test_the_readme_documents_every_production_variable_the_test_sets():
+    deploy = (BASE / "README.md").read_text().split("## Deploy", 1)[1].split("\n## ", 1)[0]
+    for name, value in PRODUCTION.items():
+        if name != "SECRET_KEY":
+            assert f"{name}={value}" in deploy, name
+
+
+def test_without_the_security_variables_check_deploy_names_each_missing_one():
+    env = {k: v for k, v in PRODUCTION.items() if k in ("DEBUG", "ALLOWED_HOSTS", "SECRET_KEY")}
+    proc = _manage("check", "--deploy", **env)
+    for code in ("W004", "W008", "W012", "W016"):
+        assert f"security.{code}" in proc.stderr
+
+
+def test_a_proxy_header_is_two_values_and_a_bad_one_is_named():
+    proc = _manage("shell", "-c", "from django.conf import settings; "
+                   "print(settings.SECURE_PROXY_SSL_HEADER, settings.SECURE_SSL_REDIRECT)",
+                   SECURE_PROXY_SSL_HEADER="HTTP_X_FORWARDED_PROTO, https",
+                   SECURE_SSL_REDIRECT="yes")
+    printed = proc.stdout.strip().splitlines()[-1]
+    assert printed == "('HTTP_X_FORWARDED_PROTO', 'https') True", proc.stderr
+    proc = _manage("check", SECURE_PROXY_SSL_HEADER="https")
+    assert proc.returncode == 2
+    assert "SECURE_PROXY_SSL_HEADER='https' is not two comma-separated values" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    proc = _manage("check", SECURE_HSTS_SECONDS="a year")
+    assert proc.returncode == 2
+    assert "SECURE_HSTS_SECONDS='a year' is not a whole number" in proc.stderr
+
+
+@pytest.mark.django_db
+def test_the_demo_login_made_under_debug_is_refused_once_debug_is_off(settings, client):
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.test import Client
+
+    settings.DEBUG = True
+    call_command("seed_demo", workunits=0, hosts=0, stdout=open(os.devnull, "w"))
+    admin = get_user_model().objects.get(username="admin")
+    assert admin.is_superuser
+    assert client.login(username="admin", password="boincweb")  # make run's demo login
+    assert client.get("/admin/").status_code == 200
+
+    settings.DEBUG = False  # the same database, served for real
+    assert client.get("/admin/").status_code == 302  # the earlier session no longer counts
+    fresh = Client()
+    assert not fresh.login(username="admin", password="boincweb")
+    page = fresh.post("/accounts/login/", {"username": "admin", "password": "boincweb"})
+    assert page.status_code == 200
+    assert b"Please enter a correct username and password" in page.content
+    assert "_auth_user_id" not in fresh.session
+    admin_login = fresh.post("/admin/login/", {"username": "admin", "password": "boincweb"})
+    assert admin_login.status_code == 200 and "_auth_user_id" not in fresh.session
+
+    # an account named admin with a password of its own is an ordinary account
+    admin.set_password("a-real-password-of-its-own")
+    admin.save()
+    assert fresh.login(username="admin", password="a-real-password-of-its-own")
+    assert fresh.get("/admin/").status_code == 200

@@ -12,6 +12,12 @@ One chain per world, one slice at a time, with any number of workers: each start
 chain a new token in Redis, and a job of an older chain (a slice still queued when the world was
 paused and resumed) ends without running; a slice runs holding the world's Redis lock, and a
 job that finds it held (the old chain's slice still in flight) tries again a second later.
+
+A world names the job of its next slice (``World.job_id``) before enqueueing it, so a page can
+tell a world whose chain broke, as the lab tells a run whose job died (``check_world``): the
+work horse killed, the job failed outside the slice's own error handling, or Redis emptied. The
+world is then marked failed with the reason and its lock released, and staff may resume it from
+its last stored slice.
 """
 
 import pickle
@@ -23,7 +29,10 @@ from datetime import timedelta
 
 import django_rq
 from django.db import connection, transaction
+from django.utils import timezone
+from redis.exceptions import LockNotOwnedError
 
+from boincweb.lost_jobs import job_problem
 from world.models import World, WorldSample
 from world.report import summary
 from world.simulation import Simulation, WorldSettings
@@ -35,6 +44,12 @@ LOCK_SECONDS = 600
 RETRY_SECONDS = 1.0
 # Seconds a live world may lag the wall clock before its clock is moved on (``slice_end``).
 LIVE_MAX_LAG = 30.0
+# A world's job is named before it is enqueued (at the commit of the transaction that started
+# the world); until then it is missing from Redis, so a missing job counts as lost only this
+# long after it was named.
+LOST_AFTER = timedelta(seconds=30)
+# The states staff may start a world from: a failed world resumes from its last stored slice.
+STARTABLE = [World.Status.CREATED, World.Status.PAUSED, World.Status.FAILED]
 
 
 def world_settings(world):
@@ -112,18 +127,47 @@ def lock_key(world_id):
     return f"boincweb:world:{world_id}:lock"
 
 
+def new_job_id(world_id):
+    return f"world-{world_id}-{uuid.uuid4().hex[:12]}"
+
+
+def name_job(world_id, job_id):
+    World.objects.filter(pk=world_id).update(job_id=job_id, job_since=timezone.now())
+
+
+def enqueue_slice(queue, world_id, token, *, delay=None, chain=True):
+    """Name the world's next slice job, then enqueue it (in ``delay`` seconds)."""
+    job_id = new_job_id(world_id)
+    name_job(world_id, job_id)
+    if delay is None:
+        queue.enqueue(advance_world, world_id, token, chain, job_id=job_id)
+    else:
+        queue.enqueue_in(timedelta(seconds=delay), advance_world, world_id, token, chain,
+                         job_id=job_id)
+
+
 def start(world_id):
-    """Mark the world running and enqueue the first slice of a new chain."""
-    updated = World.objects.filter(
-        pk=world_id, status__in=[World.Status.CREATED, World.Status.PAUSED]).update(
-        status=World.Status.RUNNING)
+    """Mark the world running and enqueue the first slice of a new chain when the caller's
+    transaction commits. A failed world starts again from its last stored slice.
+
+    If Redis refuses the job, the world goes back to the state it was in and the Redis error
+    is raised, so that nothing is left "running" that no job will take.
+    """
+    before = World.objects.filter(pk=world_id).values("status", "error", "job_id").first()
+    job_id = new_job_id(world_id)
+    updated = World.objects.filter(pk=world_id, status__in=STARTABLE).update(
+        status=World.Status.RUNNING, error="", job_id=job_id, job_since=timezone.now())
     if updated:
         token = uuid.uuid4().hex
 
         def enqueue():
             queue = django_rq.get_queue(QUEUE)
-            queue.connection.set(chain_key(world_id), token)
-            queue.enqueue(advance_world, world_id, token)
+            try:
+                queue.connection.set(chain_key(world_id), token)
+                queue.enqueue(advance_world, world_id, token, job_id=job_id)
+            except Exception:
+                World.objects.filter(pk=world_id, job_id=job_id).update(**before)
+                raise
 
         transaction.on_commit(enqueue)
     return bool(updated)
@@ -132,6 +176,29 @@ def start(world_id):
 def pause(world_id):
     return bool(World.objects.filter(pk=world_id, status=World.Status.RUNNING).update(
         status=World.Status.PAUSED))
+
+
+def check_world(world, *, now=None):
+    """Mark a running world failed if the job of its next slice can no longer run it, with
+    the reason, and release the world's lock that job may have held; True if it did.
+
+    A world without a named job (the live demo, driven by its own process) is not judged."""
+    if world.status != World.Status.RUNNING or not world.job_id:
+        return False
+    now = timezone.now() if now is None else now
+    queue = django_rq.get_queue(QUEUE)
+    missing_is_lost = world.job_since is None or now - world.job_since >= LOST_AFTER
+    problem = job_problem(queue, world.job_id, missing_is_lost=missing_is_lost)
+    if problem is None:
+        return False
+    reason = f"{problem} Staff may resume the world from its last stored slice."
+    if not world.mark_failed(reason, job_id=world.job_id):
+        return False
+    # The job is over, so whatever held the lock in its name is gone: free the world now
+    # rather than when the lock expires.
+    queue.connection.delete(lock_key(world.pk))
+    world.status, world.error = World.Status.FAILED, reason
+    return True
 
 
 def advance_world(world_id, token=None, chain=True):
@@ -143,18 +210,25 @@ def advance_world(world_id, token=None, chain=True):
     """
     queue = django_rq.get_queue(QUEUE)
     redis = queue.connection
-    current = redis.get(chain_key(world_id))
-    if token is not None and current is not None and current.decode() != token:
+    if superseded(redis, world_id, token):
         return None
     lock = redis.lock(lock_key(world_id), timeout=LOCK_SECONDS, blocking=False)
     if not lock.acquire():
-        queue.enqueue_in(timedelta(seconds=RETRY_SECONDS), advance_world, world_id, token,
-                         chain)
+        enqueue_slice(queue, world_id, token, delay=RETRY_SECONDS, chain=chain)
         return None
     try:
         return run_slice(world_id, queue, token, chain)
     finally:
-        lock.release()
+        try:
+            lock.release()
+        except LockNotOwnedError:
+            pass  # released by check_world when this job was judged lost
+
+
+def superseded(redis, world_id, token):
+    """Whether a newer start gave the world another chain than ``token``'s."""
+    current = redis.get(chain_key(world_id))
+    return token is not None and current is not None and current.decode() != token
 
 
 def slice_end(sim, speedup, *, wall=None):
@@ -187,12 +261,11 @@ def run_slice(world_id, queue, token, chain):
     except Exception as exc:
         World.objects.filter(pk=world_id).update(status=World.Status.FAILED, error=repr(exc))
         raise
+    if superseded(queue.connection, world_id, token):
+        return None  # resumed meanwhile: the new chain goes on from the last stored slice
     store(world_id, sim)
     still_running = World.objects.filter(pk=world_id, status=World.Status.RUNNING).exists()
     if chain and still_running and not sim.finished:
         wait = max(SLICE_WALL_SECONDS - (time.monotonic() - began), 0.0)
-        if wait > 0.05:
-            queue.enqueue_in(timedelta(seconds=wait), advance_world, world_id, token)
-        else:
-            queue.enqueue(advance_world, world_id, token)
+        enqueue_slice(queue, world_id, token, delay=wait if wait > 0.05 else None)
     return sim.t

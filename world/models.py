@@ -67,6 +67,10 @@ class World(models.Model):
     state = models.BinaryField(null=True, blank=True, help_text="The pickled simulation.")
     summary = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
+    job_id = models.CharField(max_length=64, blank=True,
+                              help_text="The RQ job of its next slice (world.jobs).")
+    job_since = models.DateTimeField(null=True, blank=True,
+                                     help_text="When job_id was named, before it was enqueued.")
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 
@@ -75,6 +79,14 @@ class World(models.Model):
 
     def __str__(self):
         return self.name
+
+    def mark_failed(self, reason, *, job_id=None):
+        """Running -> failed with ``reason``; with ``job_id``, only while the world still waits
+        on that job (compare-and-set: a slice that chained the next job meanwhile wins)."""
+        rows = World.objects.filter(pk=self.pk, status=World.Status.RUNNING)
+        if job_id is not None:
+            rows = rows.filter(job_id=job_id)
+        return rows.update(status=World.Status.FAILED, error=reason) == 1
 
 
 class WorldSample(models.Model):

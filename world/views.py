@@ -1,8 +1,13 @@
 """/project/worlds/: start, pause and watch volunteer worlds (DESIGN.md URL contracts).
 
 Anyone may watch; only staff may start, pause or resume a world, since a running world writes
-hosts, workunits and results into the project's own database.
+hosts, workunits and results into the project's own database. The pages judge each running
+world's slice job (``jobs.check_world``), so a world whose job died shows failed with the
+reason, and staff may resume it. The POSTs that start worlds need Redis: when it is down they
+create nothing and say why (``boincweb.redis_outage``).
 """
+
+import functools
 
 import json
 
@@ -16,6 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from boincweb.id_lists import parse_ids
+from boincweb.redis_outage import REDIS_DOWN, needs_redis
 from world import charts, jobs
 from world.forms import CompareForm, WorldForm
 from world.models import World, WorldSample
@@ -26,10 +32,23 @@ MAX_SAMPLES = 1000
 MAX_COMPARE = 4
 
 
+def check_worlds(worlds):
+    """Mark failed the running worlds whose slice job can no longer run them. Returns '' or,
+    when Redis is down, its error: the worlds are still shown, from the database, with it."""
+    try:
+        for world in worlds:
+            jobs.check_world(world)
+    except REDIS_DOWN as exc:
+        return str(exc) or type(exc).__name__
+    return ""
+
+
 def world_list(request, form=None, compare_form=None):
     worlds = list(World.objects.defer("state")[:50])
+    redis_error = check_worlds(worlds)
     pair_worlds(worlds)
-    context = {"worlds": worlds, "form": form or WorldForm(initial={"hosts": 200, "days": 3}),
+    context = {"worlds": worlds, "redis_error": redis_error,
+               "form": form or WorldForm(initial={"hosts": 200, "days": 3}),
                "compare_form": compare_form or CompareForm(initial={"hosts": 100, "days": 1,
                                                                      "seed": 1})}
     if request.htmx:
@@ -50,36 +69,66 @@ def pair_worlds(worlds):
         world.partner = latest.get(key(world, not world.locality))
 
 
-def _require_staff(user):
-    if not user.is_staff:
-        raise PermissionDenied("starting and pausing worlds is for staff")
+def staff_required(view):
+    @functools.wraps(view)
+    def checked(request, *args, **kwargs):
+        if not request.user.is_staff:
+            raise PermissionDenied("starting and pausing worlds is for staff")
+        return view(request, *args, **kwargs)
+
+    return checked
+
+
+def start_new(worlds_of_form):
+    """Create worlds (``worlds_of_form()``) and start each; if Redis refuses a job, delete them
+    again and let the error through (to ``boincweb.redis_outage``): no world is left that no
+    job will run."""
+    made = []
+    try:
+        with transaction.atomic():
+            made = worlds_of_form()
+            for world in made:
+                jobs.start(world.pk)
+    except Exception:
+        World.objects.filter(pk__in=[w.pk for w in made]).delete()
+        raise
+    return made
 
 
 @login_required
 @require_POST
+@staff_required
+@needs_redis
 def world_create(request):
-    _require_staff(request.user)
     form = WorldForm(request.POST)
     if not form.is_valid():
         response = world_list(request, form)
         response.status_code = 400
         return response
-    world = form.save()
-    jobs.start(world.pk)
+    start_new(lambda: [form.save()])
     return redirect("worlds:list")
+
+
+ACTIONS = ("pause", "start", "resume")
 
 
 @login_required
 @require_POST
+@staff_required
 def world_action(request, pk, action):
-    _require_staff(request.user)
+    if action not in ACTIONS:
+        return HttpResponseBadRequest(f"unknown action {action!r}; use start, resume or pause")
     world = get_object_or_404(World.objects.defer("state"), pk=pk)
     if action == "pause":
         jobs.pause(world.pk)
-    elif action in ("start", "resume"):
-        jobs.start(world.pk)
     else:
-        return HttpResponseBadRequest(f"unknown action {action!r}; use start or pause")
+        return _start(request, world)
+    return redirect("worlds:list")
+
+
+@needs_redis
+def _start(request, world):
+    jobs.start(world.pk)  # a failed world resumes from its last stored slice
     return redirect("worlds:list")
 
 
@@ -97,7 +146,8 @@ def _world_panel(world):
 def world_detail(request, pk):
     """One world: its figures and live charts over simulated time."""
     world = get_object_or_404(World.objects.defer("state"), pk=pk)
-    context = {"world": world, "figures": _world_panel(world),
+    redis_error = check_worlds([world])
+    context = {"world": world, "redis_error": redis_error, "figures": _world_panel(world),
                "running": world.status == World.Status.RUNNING}
     if request.htmx:
         response = render(request, "world/world_detail.html#panel", context)
@@ -118,6 +168,7 @@ def world_compare(request):
     if missing:
         return HttpResponse(f"No world {missing[0]}.", status=404, content_type="text/plain")
     worlds = [found[i] for i in ids]
+    redis_error = check_worlds(worlds)
     for world in worlds:  # in the same units as the sentence above the table
         world.input_words = charts.size_words(world.summary.get("bytes_downloaded", 0))
     series = [(f"{w.name} ({'locality' if w.locality else 'plain'})", samples_of(w))
@@ -127,7 +178,8 @@ def world_compare(request):
     words = charts.transfer_saved(plain[0].summary, local[0].summary) if plain and local else ""
     same_seed = len({(w.seed, w.hosts, w.days) for w in worlds}) == 1
     running = any(w.status == World.Status.RUNNING for w in worlds)
-    context = {"worlds": worlds, "ids": ",".join(map(str, ids)), "words": words,
+    context = {"worlds": worlds, "redis_error": redis_error, "ids": ",".join(map(str, ids)),
+               "words": words,
                "same_seed": same_seed, "running": running,
                "figures": {name: charts.figure_json(fig)
                            for name, fig in charts.compare_figures(series).items()},
@@ -141,16 +193,14 @@ def world_compare(request):
 
 @login_required
 @require_POST
+@staff_required
+@needs_redis
 def world_compare_start(request):
     """Start a plain and a locality world on one seed, then open their comparison."""
-    _require_staff(request.user)
     form = CompareForm(request.POST)
     if not form.is_valid():
         response = world_list(request, compare_form=form)
         response.status_code = 400
         return response
-    with transaction.atomic():
-        worlds = form.save_pair()
-        for world in worlds:
-            jobs.start(world.pk)
+    worlds = start_new(form.save_pair)
     return redirect(reverse("worlds:compare") + "?worlds=" + ",".join(str(w.pk) for w in worlds))
