@@ -17,9 +17,12 @@ def last_line(text):
     return lines[-1] if lines else "no reason given"
 
 
-def job_problem(queue, job_id, *, missing_is_lost=True):
-    """Why job ``job_id`` of ``queue`` can no longer finish, or None while it can. A job missing
-    from Redis is lost only when ``missing_is_lost`` (the caller knows it was enqueued)."""
+def job_problem(queue, job_id, *, missing_is_lost=True, work="its work", again=""):
+    """Why job ``job_id`` of ``queue`` can no longer finish ``work``, or None while it can.
+
+    A job missing from Redis is lost only when ``missing_is_lost`` (the caller knows it was
+    enqueued and has waited long enough). ``again`` ends the messages where starting the work
+    once more is the remedy (the lab's runs)."""
     try:
         job = Job.fetch(job_id, connection=queue.connection, serializer=queue.serializer)
         status = job.get_status()
@@ -27,16 +30,16 @@ def job_problem(queue, job_id, *, missing_is_lost=True):
         if not missing_is_lost:
             return None
         return ("Its job is no longer in the queue (Redis was emptied or restarted, or the job "
-                "expired).")
+                f"expired){again}.")
     if status == JobStatus.FAILED:
         result = job.latest_result()
         return f"Its job failed: {last_line(result.exc_string if result else None)}"
     if status == JobStatus.STOPPED:
-        return "Its job was stopped before it ended."
+        return f"Its job was stopped before {work} ended."
     if status == JobStatus.CANCELED:
         return "Its job was canceled before it ran."
     if status == JobStatus.FINISHED:
-        return f"Its job ended ({job.return_value()!r}) without passing the work on."
+        return f"Its job ended ({job.return_value()!r}) without finishing {work}."
     if status == JobStatus.STARTED and job.id in queue.started_job_registry.get_expired_job_ids():
-        return "The worker running its job stopped answering (it may have died)."
+        return f"The worker running its job stopped answering (it may have died){again}."
     return None

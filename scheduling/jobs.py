@@ -18,9 +18,8 @@ import redis
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
-from rq.exceptions import InvalidJobOperation, NoSuchJobError
-from rq.job import Job, JobStatus
 
+from boincweb import lost_jobs
 from scheduling import engine
 from scheduling.engine.scenario import ScenarioError
 from scheduling.models import Run
@@ -204,43 +203,15 @@ def enqueue_run(run: Run) -> None:
                       on_failure=lambda reason: Run(pk=run_id).mark_failed(timezone.now(), reason))
 
 
-def _last_line(text: str | None) -> str:
-    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    return lines[-1] if lines else "no reason given"
-
-
 def job_problem(run: Run, *, now) -> str | None:
-    """Why the RQ job of a queued or running run can no longer finish it, or None while it can.
-
-    The job may have failed outside the run's own error handling (a database error, the work
-    horse killed by the kernel or a timeout), been stopped or canceled, vanished from Redis,
-    or been abandoned by a worker that died: its entry in the started registry then expires
-    without the worker's heartbeat renewing it. A run without a stored job id (made by hand)
-    is not judged.
-    """
+    """Why the RQ job of a queued or running run can no longer finish it, or None while it can
+    (boincweb/lost_jobs.py judges the job). A run without a stored job id (made by hand) is not
+    judged; a queued run's job missing from Redis is given LOST_AFTER to appear."""
     if run.is_over or not run.job_id:
         return None
-    queue = django_rq.get_queue(QUEUE)
-    try:
-        job = Job.fetch(run.job_id, connection=queue.connection, serializer=queue.serializer)
-        status = job.get_status()
-    except (NoSuchJobError, InvalidJobOperation):
-        if run.status == Run.Status.QUEUED and now - run.created < LOST_AFTER:
-            return None
-        return ("Its job is no longer in the queue (Redis was emptied or restarted, or the job "
-                "expired); start the run again.")
-    if status == JobStatus.FAILED:
-        result = job.latest_result()
-        return f"Its job failed: {_last_line(result.exc_string if result else None)}"
-    if status == JobStatus.STOPPED:
-        return "Its job was stopped before the run ended."
-    if status == JobStatus.CANCELED:
-        return "Its job was canceled before it ran."
-    if status == JobStatus.FINISHED:
-        return f"Its job ended ({job.return_value()!r}) without finishing the run."
-    if status == JobStatus.STARTED and job.id in queue.started_job_registry.get_expired_job_ids():
-        return "The worker running it stopped answering (it may have died); start the run again."
-    return None
+    young = run.status == Run.Status.QUEUED and now - run.created < LOST_AFTER
+    return lost_jobs.job_problem(django_rq.get_queue(QUEUE), run.job_id, missing_is_lost=not young,
+                                 work="the run", again="; start the run again")
 
 
 def check_job(run: Run, *, now) -> bool:

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import json
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
-from django.core.cache import cache
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent, ValidationError
 from django.db import transaction
 from django.db.models import Count
@@ -28,12 +26,13 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
+from boincweb.auth import DEMO_LOGIN, is_demo_account
+from boincweb.id_lists import parse_ids
 from scheduling import charts
 from scheduling.engine import cost
 from scheduling.engine.readers import MAX_TEXT, scenario_to_dict
 from scheduling.engine.scenario import MAX_DURATION, ScenarioError
 from scheduling.exports import run_csv, write_client_state, write_pcdr
-from boincweb.id_lists import parse_ids
 from scheduling.forms import MAX_COMPARE, CompareForm, ImportForm, RunForm, ScenarioForms, scenario_initial
 from scheduling.jobs import check_job, enqueue_run, queue_problem
 from scheduling.models import Run, StoredScenario
@@ -41,7 +40,6 @@ from scheduling.presets import BY_SLUG, PRESETS
 
 # seed_demo's staff login, made only when DEBUG is on; the lab names it beside "log in"
 # while that account still has this password, so a newcomer can try the lab at once
-DEMO_LOGIN = ("admin", "boincweb")
 POLICY_NOTES = {
     "boinc7": "BOINC 7: runs the project that has had the least recent credit (REC) for its "
               "share; a job keeps its CPU for a whole time slice; EDF for jobs in deadline danger.",
@@ -170,19 +168,11 @@ def _check_jobs(runs) -> None:
 
 def demo_login() -> tuple[str, str] | None:
     """The demo login to show beside "log in": only with DEBUG on and while seed_demo's account
-    exists, is active and still has its password. The password check is slow by design, so
-    its answer is cached under the stored hash, which any change of password replaces."""
+    exists, is active and still has its password (boincweb/auth.py)."""
     if not settings.DEBUG:
         return None
     user = get_user_model().objects.filter(username=DEMO_LOGIN[0], is_active=True).first()
-    if user is None:
-        return None
-    key = "lab:demo-login:" + hashlib.sha256(user.password.encode()).hexdigest()
-    usable = cache.get(key)
-    if usable is None:
-        usable = user.check_password(DEMO_LOGIN[1])
-        cache.set(key, usable, 3600)
-    return DEMO_LOGIN if usable else None
+    return DEMO_LOGIN if user is not None and is_demo_account(user) else None
 
 
 def _login_hint(request) -> tuple[str, str] | None:
