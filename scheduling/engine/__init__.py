@@ -73,6 +73,8 @@ from .records import (
 from .scenario import Scenario, ScenarioError
 
 COMPAT_MODES = ("intended", "bce")
+# duration / delta: a bound on the run's decision steps, so that its event bound is one too
+MAX_STEPS = 100_000_000
 
 __all__ = [
     "COMPAT_MODES", "POLICIES", "BufferSample", "Decision", "Figures", "HostPeriod", "ProjectResult",
@@ -91,6 +93,8 @@ def _emulator(scenario, policy, duration, delta, seed, compat, existing_jobs_onl
         raise ValueError("duration must be positive")
     if not delta > 0:
         raise ValueError("delta must be positive")
+    if duration / delta > MAX_STEPS:
+        raise ValueError(f"a run of {duration:g} s at steps of {delta:g} s has more than {MAX_STEPS:,} steps")
     if partial_interval is not None and not partial_interval > 0:
         raise ValueError("partial_interval must be positive")
     return Emulator(scenario, cls, duration=duration, delta=delta, seed=seed, compat=compat,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from scheduling.engine import COMPAT_MODES, rr_snapshot
+from scheduling.engine import COMPAT_MODES, ScenarioError, rr_snapshot
 
 from . import EngineCommand
 
@@ -25,8 +25,11 @@ class Command(EngineCommand):
         if opts["at"] < 0:
             self.fail("--at must not be negative")
         scenario = self.load(opts["scenario"])
-        snap = rr_snapshot(scenario, policy=opts["policy"], at=opts["at"], seed=opts["seed"],
-                           compat=opts["compat"])
+        try:
+            snap = rr_snapshot(scenario, policy=opts["policy"], at=opts["at"], seed=opts["seed"],
+                               compat=opts["compat"])
+        except ScenarioError as exc:  # e.g. numbers that would keep the engine from ending
+            self.fail(f"{opts['scenario']}: {exc}")
         if opts["json"]:
             self.stdout.write(json.dumps(snap))
             return

@@ -40,9 +40,12 @@ class Command(EngineCommand):
         if out and os.path.exists(out) and not os.path.isdir(out):
             self.fail(f"--out {out}: exists and is not a directory")
         scenario = self.load(opts["scenario"])
-        result = run(scenario, policy=opts["policy"], duration=duration, delta=opts["delta"],
-                     seed=opts["seed"], compat=opts["compat"],
-                     existing_jobs_only=opts["existing_jobs_only"])
+        try:
+            result = run(scenario, policy=opts["policy"], duration=duration, delta=opts["delta"],
+                         seed=opts["seed"], compat=opts["compat"],
+                         existing_jobs_only=opts["existing_jobs_only"])
+        except ValueError as exc:  # a ScenarioError: e.g. numbers that keep the engine from ending
+            self.fail(f"{opts['scenario']}: {exc}")
         if out:
             try:
                 os.makedirs(out, exist_ok=True)
