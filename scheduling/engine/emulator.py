@@ -180,8 +180,10 @@ class Emulator:
 
     def grid(self, t: float) -> float:
         """The first decision time at or after `t`, never before the next step."""
-        g = math.ceil(t / self.delta - 1e-9) * self.delta
-        return max(g, self.now + self.delta)
+        delta = self.delta
+        g = math.ceil(t / delta - 1e-9) * delta
+        first = self.now + delta
+        return first if first > g else g  # max(g, first)
 
     def log(self, kind: str, project: str, job: str, text: str) -> None:
         self.decisions.append(Decision(self.now, kind, project, job, text))

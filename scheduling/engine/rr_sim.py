@@ -1,18 +1,22 @@
 """Round-robin simulations of the queued jobs.
 
-- `rr_simulate`: BOINC 7's per-processor-type FIFO round-robin simulation
+- `RoundRobin` (`rr_simulate`): BOINC 7's per-processor-type FIFO round-robin simulation
   (reference/client.md §6.4, seed 002): shortfall, idle instances now, saturated time,
   deadline misses per job and per project, and the busy time of the deadline-missing jobs.
 - `wrr_simulate`: the debt era's weighted round-robin simulation of the CPU
   (reference/debt-era.md §4, seed 001): total_shortfall and shortfall per project.
 
 Both take the emulator (for the resources, projects and buffer preferences) and `now`, and
-write `rr_finish` / `rr_miss` on the jobs.
+write `rr_finish` / `rr_miss` on the jobs. Each step of a simulation ends at least one job, so
+a simulation that takes more than MAX_STEPS_PER_JOB steps per job has numbers out of range
+(a job of infinite size, say) and raises EngineLimitError instead of running on.
 """
 
 from __future__ import annotations
 
 import math
+from itertools import repeat
+from operator import le, mul, sub, truediv
 
 from .rec import LN2, adjust_rec_sched, compute_priority, priority_init
 from .state import COBBLESTONE_SCALE, EngineLimitError
@@ -36,12 +40,12 @@ class RscSim:
 class RRResult:
     """Outputs of a simulation at `time`.
 
-    `misses`, `nused_total` and `n_runnable` are keyed by (project index, resource index);
+    `misses` and `nused_total` are keyed by (project index, resource index);
     `project_shortfall` is per project index, `total_shortfall` the CPU's (debt era);
     `project_rsc_shortfall` (BOINC 7, with `detail`) is keyed like `misses`.
     """
 
-    __slots__ = ("time", "rsc", "misses", "nused_total", "n_runnable", "project_shortfall",
+    __slots__ = ("time", "rsc", "misses", "nused_total", "project_shortfall",
                  "total_shortfall", "project_rsc_shortfall", "mc_shortfall", "last_mc_limit",
                  "contested", "rec_sum")
 
@@ -50,7 +54,6 @@ class RRResult:
         self.rsc = [RscSim() for _ in range(nrsc)]
         self.misses: dict[tuple[int, int], int] = {}
         self.nused_total: dict[tuple[int, int], float] = {}
-        self.n_runnable: dict[tuple[int, int], int] = {}
         self.project_shortfall = [0.0] * nprojects
         self.total_shortfall = 0.0
         self.project_rsc_shortfall: dict[tuple[int, int], float] = {}
@@ -280,33 +283,33 @@ class RoundRobin:
 
     def _queue_jobs(self) -> None:
         em = self.em
-        exact = em.exact_estimates
-        rscs = em.resources
+        now = self.now
         result = self.result
         nused_total = result.nused_total
-        n_runnable = result.n_runnable
         pending = self.pending
         njobs = 0
         for p in self.projects:
+            jobs = p.jobs
+            if not jobs:
+                continue
             pi = p.index
-            for j in p.jobs:
+            njobs += len(jobs)
+            for j in jobs:
                 r = j.rsc
                 j.rr_miss = False
-                j.rr_finish = self.now
+                j.rr_finish = now
                 queue = pending[r].get(pi)
                 if queue is None:
                     queue = pending[r][pi] = []
+                    nused_total[(pi, r)] = 0.0
                 queue.append(j)
-                key = (pi, r)
-                nused_total[key] = nused_total.get(key, 0.0) + (j.gpu_usage if r else j.avg_ncpus)
-                n_runnable[key] = n_runnable.get(key, 0) + 1
-                njobs += 1
+                nused_total[(pi, r)] += j.gpu_usage if r else j.avg_ncpus
         for queues in pending:
             for q in queues.values():
                 q.reverse()  # pop() takes the earliest arrival
         self.max_steps = MAX_STEPS_PER_JOB * (njobs + 1)
-        self.exact = exact
-        self.rscs = rscs
+        self.exact = em.exact_estimates
+        self.rscs = em.resources
         if self.by_priority:
             self.rec_sum = priority_init(self.projects, lambda p: bool(p.jobs) and p.share > 0)
             result.rec_sum = self.rec_sum
@@ -355,9 +358,9 @@ class RoundRobin:
         active, left, rates, tol = self.active, self.left, self.rate, self.tol
         for r in range(self.nr - 1, -1, -1):
             queues = self.pending[r]
-            if not queues:
-                continue
             limit = caps[r]
+            if not queues or sim_nused[r] >= limit:
+                continue
             frac = self.rscs[r].overall_frac
             p_used = self.p_used[r]
             open_q = set(queues)
@@ -425,27 +428,28 @@ class RoundRobin:
     def step(self) -> list:
         """Run the active jobs to the first end; integrate the step; return the jobs that end."""
         rate = self.rate
-        tol = self.tol
-        dt = min([l / r for l, r in zip(self.left, rate)])
-        left = [l - r * dt for l, r in zip(self.left, rate)]
+        dt = min(map(truediv, self.left, rate))
+        left = list(map(sub, self.left, map(mul, rate, repeat(dt))))  # left - rate x dt
         if self.mc_cap:
             self._mc_step(dt)
         self._resource_step(dt)
         if self.by_priority:
             self._rec_step(dt)
         self.sim_now += dt
-        finished = [k for k, (l, t) in enumerate(zip(left, tol)) if l <= t]
-        if not finished:
+        ends = list(map(le, left, self.tol))
+        n = ends.count(True)
+        if n == 0:
             self.left = left
-            return finished
+            return []
         active = self.active
-        ended = [active[k] for k in finished]
-        if len(finished) == 1:
-            k = finished[0]
+        tol = self.tol
+        if n == 1:
+            k = ends.index(True)
+            ended = [active[k]]
             del active[k], left[k], rate[k], tol[k]
         else:
-            gone = set(finished)
-            keep = [k for k in range(len(active)) if k not in gone]
+            ended = [j for j, end in zip(active, ends) if end]
+            keep = [k for k, end in enumerate(ends) if not end]
             active[:] = [active[k] for k in keep]
             left = [left[k] for k in keep]
             rate[:] = [rate[k] for k in keep]
@@ -614,7 +618,6 @@ def wrr_simulate(em, now: float) -> RRResult:
             by_project.setdefault(p, []).append(j)
             key = (p.index, 0)
             result.nused_total[key] = result.nused_total.get(key, 0.0) + j.avg_ncpus
-            result.n_runnable[key] = result.n_runnable.get(key, 0) + 1
     share_sum = sum(p.share for p in projects)
     fair = {p: (p.share / share_sum * ncpus if share_sum > 0 else ncpus / len(projects)) for p in projects}
     sim_now = now

@@ -151,9 +151,8 @@ class JobState:
     def est_flops_remaining(self, exact: bool) -> float:
         """estimated_flops_remaining: the real remainder when `exact` (BOINC's emulator, §6.4),
         otherwise what the client can know from the estimate."""
-        if exact:
-            return max(self.size - self.done, 0.0)
-        return max(self.fpops_est - self.done, 0.0)
+        left = (self.size if exact else self.fpops_est) - self.done
+        return 0.0 if 0.0 > left else left  # max(left, 0.0), without the call
 
 
 class ProjectState:
