@@ -51,12 +51,17 @@ from .state import (
     WF_EST_FETCH_TIME,
     JobState,
     ProjectState,
+    EngineLimitError,
     RandomProcess,
     Resource,
 )
 
 # event kinds, in the order they are handled at one instant
 EV_HOST, EV_DONE, EV_SLICE, EV_FETCH, EV_REPORT, EV_WAKE, EV_SAMPLE, EV_END, EV_ACCT = range(9)
+# bounds of the main loop: an instant pushes a few events of each kind and every instant but
+# the first is at least `delta` after the one before, so far more than this is a runaway run
+MAX_EVENTS_PER_STEP = 64
+MAX_EVENTS_PER_INSTANT = 100_000
 HOST_PROCESSES = ("on", "connected", "active", "gpu_active")
 HOST_STATES = ("off", "not_active", "gpu_suspended", "disconnected")  # records.HostPeriod
 
@@ -175,8 +180,10 @@ class Emulator:
 
     def grid(self, t: float) -> float:
         """The first decision time at or after `t`, never before the next step."""
-        g = math.ceil(t / self.delta - 1e-9) * self.delta
-        return max(g, self.now + self.delta)
+        delta = self.delta
+        g = math.ceil(t / delta - 1e-9) * delta
+        first = self.now + delta
+        return first if first > g else g  # max(g, first)
 
     def log(self, kind: str, project: str, job: str, text: str) -> None:
         self.decisions.append(Decision(self.now, kind, project, job, text))
@@ -252,13 +259,21 @@ class Emulator:
         live = False
         light = True  # only schedule checks (EV_SLICE) fired at this instant
         sample_due = False
+        max_events = MAX_EVENTS_PER_STEP * (self.duration / self.delta + 1.0) + 10_000
+        instant_events = 0
         while heap:
             t, kind, _c, data = heapq.heappop(heap)
             if t > self.duration:
                 t = self.duration
             if t > self.now:
                 self._advance(t)
+                instant_events = 0
             self.events += 1
+            instant_events += 1
+            if self.events > max_events or instant_events > MAX_EVENTS_PER_INSTANT:
+                raise EngineLimitError(
+                    f"the run made {self.events} events by {self.now:.0f} s, {instant_events} of them at that "
+                    f"instant: the scenario's numbers or the step of {self.delta:g} s keep time from moving on")
             if kind == EV_END:
                 break
             if kind == EV_HOST:

@@ -1,21 +1,25 @@
 """Round-robin simulations of the queued jobs.
 
-- `rr_simulate`: BOINC 7's per-processor-type FIFO round-robin simulation
+- `RoundRobin` (`rr_simulate`): BOINC 7's per-processor-type FIFO round-robin simulation
   (reference/client.md §6.4, seed 002): shortfall, idle instances now, saturated time,
   deadline misses per job and per project, and the busy time of the deadline-missing jobs.
 - `wrr_simulate`: the debt era's weighted round-robin simulation of the CPU
   (reference/debt-era.md §4, seed 001): total_shortfall and shortfall per project.
 
 Both take the emulator (for the resources, projects and buffer preferences) and `now`, and
-write `rr_finish` / `rr_miss` on the jobs.
+write `rr_finish` / `rr_miss` on the jobs. Each step of a simulation ends at least one job, so
+a simulation that takes more than MAX_STEPS_PER_JOB steps per job has numbers out of range
+(a job of infinite size, say) and raises EngineLimitError instead of running on.
 """
 
 from __future__ import annotations
 
 import math
+from itertools import repeat
+from operator import le, mul, sub, truediv
 
-from .rec import adjust_rec_sched, compute_priority, priority_init, update_average
-from .state import COBBLESTONE_SCALE
+from .rec import LN2, adjust_rec_sched, compute_priority, priority_init
+from .state import COBBLESTONE_SCALE, EngineLimitError
 
 IDLE_EPS = 1e-6
 
@@ -36,12 +40,12 @@ class RscSim:
 class RRResult:
     """Outputs of a simulation at `time`.
 
-    `misses`, `nused_total` and `n_runnable` are keyed by (project index, resource index);
+    `misses` and `nused_total` are keyed by (project index, resource index);
     `project_shortfall` is per project index, `total_shortfall` the CPU's (debt era);
     `project_rsc_shortfall` (BOINC 7, with `detail`) is keyed like `misses`.
     """
 
-    __slots__ = ("time", "rsc", "misses", "nused_total", "n_runnable", "project_shortfall",
+    __slots__ = ("time", "rsc", "misses", "nused_total", "project_shortfall",
                  "total_shortfall", "project_rsc_shortfall", "mc_shortfall", "last_mc_limit",
                  "contested", "rec_sum")
 
@@ -50,7 +54,6 @@ class RRResult:
         self.rsc = [RscSim() for _ in range(nrsc)]
         self.misses: dict[tuple[int, int], int] = {}
         self.nused_total: dict[tuple[int, int], float] = {}
-        self.n_runnable: dict[tuple[int, int], int] = {}
         self.project_shortfall = [0.0] * nprojects
         self.total_shortfall = 0.0
         self.project_rsc_shortfall: dict[tuple[int, int], float] = {}
@@ -153,6 +156,10 @@ def order_can_change_misses(em, rr, now: float) -> bool:
     return False
 
 
+def _jobs(n: int) -> str:
+    return f"{n} queued job" + ("" if n == 1 else "s")
+
+
 def _busy_update(busy: list[float], dur: float, nused: float) -> None:
     """BUSY_TIME_ESTIMATOR::update (§6.4): add to the least-busy instances; usage < 1 ignored."""
     n = int(nused)
@@ -163,229 +170,425 @@ def _busy_update(busy: list[float], dur: float, nused: float) -> None:
         busy[i] += dur
 
 
-def rr_simulate(em, now: float, detail: bool = False) -> RRResult:
-    """RR_SIM::simulate (reference/client.md §6.4).
+# Each step of the simulation ends at least one job; a job whose remainder rounds to a few ulps
+# of its size may take another. Far more than that means the numbers are out of range.
+MAX_STEPS_PER_JOB = 64
 
-    Projects are picked by scheduling priority, re-ordered after each pick and as the
-    projected REC grows (`em.bce` off), or in BOINC's emulator's pointer order, which is the
-    reverse of the file order and never changes (`em.bce` on, reference/client.md §9.1).
-    With `detail`, each project's shortfall per resource is also integrated: how far its
-    simulated use falls below its share of the instances up to the buffer end.
-    """
-    rscs = em.resources
-    nr = len(rscs)
-    projects = em.projects
-    result = RRResult(now, nr, len(projects))
-    buf_end = now + em.work_buf_total
-    buf_min = em.work_buf_min
-    exact = em.exact_estimates
-    by_priority = not em.bce
-    ncpus = em.n_usable_cpus
 
-    pending = [dict() for _ in range(nr)]
-    # max_concurrent: a project's pick skips jobs of an app at its limit (§6.4)
-    mc_running: dict = {}
-    mc_cap: dict = {}  # (project, resource) -> instances its limited apps let it use
-    for p in projects:
-        for app in p.spec.apps:
-            for v in app.versions:
-                r = em.rsc_index.get(v.resource)
-                if r is None:
-                    continue
-                cap = app.max_concurrent * (v.gpu_usage if r else v.avg_ncpus) if app.max_concurrent else math.inf
-                mc_cap[(p.index, r)] = max(mc_cap.get((p.index, r), 0.0), 0.0) + cap
-    mc_cap = {k: v for k, v in mc_cap.items() if v < math.inf}
-    for key in mc_cap:
-        result.mc_shortfall[key] = 0.0
-        result.last_mc_limit[key] = 0.0
-    left: dict = {}
-    rate: dict = {}
-    for p in projects:
-        for j in p.jobs:
-            r = j.rsc
-            rt = j.flops * rscs[r].overall_frac
-            left[j] = j.est_flops_remaining(exact)
-            rate[j] = rt
-            j.rr_miss = False
-            j.rr_finish = now
-            pending[r].setdefault(p.index, []).append(j)
-            key = (p.index, r)
-            result.nused_total[key] = result.nused_total.get(key, 0.0) + (j.gpu_usage if r else j.avg_ncpus)
-            result.n_runnable[key] = result.n_runnable.get(key, 0) + 1
-    for queues in pending:
-        for q in queues.values():
-            q.reverse()  # pop() takes the earliest arrival
+class _Static:
+    """What the simulations of one run share and never changes during it: instances per
+    resource, the max_concurrent caps per (project, resource), each project's fair share of
+    the instances (for `detail`)."""
 
-    rec_sum = 1.0
-    contest = result.contested
-    if by_priority:
-        rec_sum = priority_init(projects, lambda p: bool(p.jobs) and p.share > 0)
-        result.rec_sum = rec_sum
-    total_peak = em.total_peak_flops
-    sim_nused = [0.0] * nr
-    p_used = [[0.0] * len(projects) for _ in range(nr)]
-    fair = []
-    if detail:
+    __slots__ = ("caps", "mc_cap", "any_mc", "fair")
+
+    def __init__(self, em):
+        rscs = em.resources
+        nr = len(rscs)
+        self.caps = [em.n_usable_cpus if r == 0 else rscs[r].ninstances for r in range(nr)]
+        mc_cap: dict = {}  # (project, resource) -> instances its limited apps let it use
+        for p in em.projects:
+            for app in p.spec.apps:
+                for v in app.versions:
+                    r = em.rsc_index.get(v.resource)
+                    if r is None:
+                        continue
+                    cap = app.max_concurrent * (v.gpu_usage if r else v.avg_ncpus) if app.max_concurrent else math.inf
+                    mc_cap[(p.index, r)] = max(mc_cap.get((p.index, r), 0.0), 0.0) + cap
+        self.mc_cap = {k: v for k, v in mc_cap.items() if v < math.inf}
+        self.any_mc = any(app.max_concurrent for p in em.projects for app in p.spec.apps)
+        self.fair = []
         for r in range(nr):
-            cap = ncpus if r == 0 else rscs[r].ninstances
-            able = [p for p in projects if p.rsc_ok[r] and p.share > 0]
+            able = [p for p in em.projects if p.rsc_ok[r] and p.share > 0]
             total = sum(p.share for p in able)
-            fair.append({p.index: p.share / total * cap for p in able} if total > 0 else {})
-    active: list = []
-    credit: dict = {}  # projected credit per second of each project's active jobs
-    busy = [[0.0] * rscs[r].ninstances for r in range(nr)]
+            self.fair.append({p.index: p.share / total * self.caps[r] for p in able} if total > 0 else {})
 
-    def next_job(q):
+
+def _static(em) -> _Static:
+    static = em.__dict__.get("_rr_static")
+    if static is None:
+        static = em._rr_static = _Static(em)
+    return static
+
+
+def decay_factors(t0: float, t1: float, half_life: float) -> tuple[float, float]:
+    """The parts of rec.update_average(t1, t0, work, half_life, avg, t0) that do not depend
+    on the project: (diff, weight of the old average). Every project a step of the simulation
+    charges shares them, so the step computes them once (`decayed`)."""
+    diff = t1 - t0
+    if diff <= 0:
+        return diff, 1.0
+    return diff, math.exp(-diff * LN2 / half_life)
+
+
+def decayed(avg: float, work: float, diff: float, w: float, half_life: float) -> float:
+    """rec.update_average's new average from `decay_factors`, with the same arithmetic
+    (tests/scheduling/test_rr_sim.py checks the two agree bit for bit)."""
+    if diff <= 0:
+        return avg
+    if 1.0 - w > 1e-6:
+        return avg * w + (1.0 - w) * (work / (diff / 86400.0))
+    return avg + LN2 * work * 86400.0 / half_life
+
+
+class RoundRobin:
+    """RR_SIM::simulate (reference/client.md §6.4): one simulation of the queued jobs at `now`.
+
+    The jobs of each resource wait in per-project FIFO queues. `pick` fills the instances,
+    GPU types first, taking projects by scheduling priority (re-ordered after each pick and as
+    the projected REC grows), or, under `--compat bce`, in BOINC's emulator's pointer order,
+    which is the reverse of the file order and never changes (reference/client.md §9.1).
+    `step` then runs the picked jobs to the next job end, integrating shortfall, saturation,
+    max_concurrent shortfall and projected REC over the step; `retire` takes the jobs that
+    ended out (deadline misses, busy time) and the next pick fills what they left. With
+    `detail`, each project's shortfall per resource is also integrated: how far its simulated
+    use falls below its share of the instances up to the buffer end.
+
+    `run()` returns the `RRResult` and writes `rr_finish` / `rr_miss` on every job.
+    """
+
+    def __init__(self, em, now: float, detail: bool = False):
+        self.em = em
+        self.now = now
+        self.detail = detail
+        static = _static(em)
+        self.static = static
+        self.caps = static.caps
+        self.nr = nr = len(em.resources)
+        self.projects = projects = em.projects
+        self.result = result = RRResult(now, nr, len(projects))
+        self.buf_end = now + em.work_buf_total
+        self.by_priority = not em.bce
+        self.mc_cap = static.mc_cap
+        self.any_mc = static.any_mc
+        for key in self.mc_cap:
+            result.mc_shortfall[key] = 0.0
+            result.last_mc_limit[key] = 0.0
+        self.mc_running: dict = {}  # app -> simulated jobs running, against max_concurrent
+        self.pending = [dict() for _ in range(nr)]  # resource -> project index -> FIFO (reversed)
+        self.sim_nused = [0.0] * nr
+        self.p_used = [[0.0] * len(projects) for _ in range(nr)]
+        self.busy = [[0.0] * em.resources[r].ninstances for r in range(nr)]
+        self.credit: dict = {}  # projected credit per second of each project's active jobs
+        self.peak: dict = {}  # job -> peak FLOPS (em.job_peak_flops)
+        # the picked jobs, with their remaining FLOPs, rates and end tolerances, in pick order
+        self.active: list = []
+        self.left: list = []
+        self.rate: list = []
+        self.tol: list = []
+        self.sim_now = now
+        self.rec_sum = 1.0
+        self.steps = 0
+        self._queue_jobs()
+
+    def _queue_jobs(self) -> None:
+        em = self.em
+        now = self.now
+        result = self.result
+        nused_total = result.nused_total
+        pending = self.pending
+        njobs = 0
+        for p in self.projects:
+            jobs = p.jobs
+            if not jobs:
+                continue
+            pi = p.index
+            njobs += len(jobs)
+            for j in jobs:
+                r = j.rsc
+                j.rr_miss = False
+                j.rr_finish = now
+                queue = pending[r].get(pi)
+                if queue is None:
+                    queue = pending[r][pi] = []
+                    nused_total[(pi, r)] = 0.0
+                queue.append(j)
+                nused_total[(pi, r)] += j.gpu_usage if r else j.avg_ncpus
+        for queues in pending:
+            for q in queues.values():
+                q.reverse()  # pop() takes the earliest arrival
+        self.max_steps = MAX_STEPS_PER_JOB * (njobs + 1)
+        self.exact = em.exact_estimates
+        self.rscs = em.resources
+        if self.by_priority:
+            self.rec_sum = priority_init(self.projects, lambda p: bool(p.jobs) and p.share > 0)
+            result.rec_sum = self.rec_sum
+
+    def run(self) -> RRResult:
+        result = self.result
+        caps = self.caps
+        self.pick()
+        sim_nused = self.sim_nused
+        for r in range(self.nr):
+            result.rsc[r].nidle_now = max(0.0, caps[r] - sim_nused[r])
+        while self.active:
+            self.steps += 1
+            if self.steps > self.max_steps:
+                raise EngineLimitError(
+                    f"the round-robin simulation at {self.now:.0f} s took more than {self.max_steps} steps "
+                    f"for {_jobs(self.max_steps // MAX_STEPS_PER_JOB - 1)}: job sizes or processor speeds "
+                    f"are out of range (a job would never end)")
+            finished = self.step()
+            if finished:
+                self.retire(finished)
+                self.pick()
+        self.tail()
+        return result
+
+    # ------------------------------------------------------------------ picking jobs
+
+    def _next_job(self, q):
         """The earliest pending job whose app is under its max_concurrent, or None."""
+        mc_running = self.mc_running
         for k in range(len(q) - 1, -1, -1):
             mc = q[k].app.max_concurrent
             if not mc or mc_running.get(q[k].app, 0) < mc:
                 return k
         return None
 
-    def moving(p) -> float:
-        """The part of p's priority that moves with REC: rec_temp / (rec_sum x share_frac)."""
-        return p.rec_temp / (rec_sum * (p.share_frac or 1.0))
-
-    def contested(pi, open_q):
-        chosen = projects[pi]
-        for i in open_q:
-            if i != pi:
-                other = projects[i]
-                contest.append((chosen.priority - other.priority, pi, i, moving(chosen), moving(other),
-                                chosen.share_frac, other.share_frac))
-
-    def pick():
-        # GPU types first, then the CPU (reference/client.md §6.4 pick_jobs_to_run)
-        for r in range(nr - 1, -1, -1):
-            queues = pending[r]
-            if not queues:
+    def pick(self) -> None:
+        """Fill the idle instances, GPU types first, then the CPU (§6.4 pick_jobs_to_run)."""
+        projects = self.projects
+        by_priority = self.by_priority
+        any_mc = self.any_mc
+        sim_nused = self.sim_nused
+        caps = self.caps
+        em = self.em
+        exact = self.exact
+        active, left, rates, tol = self.active, self.left, self.rate, self.tol
+        for r in range(self.nr - 1, -1, -1):
+            queues = self.pending[r]
+            limit = caps[r]
+            if not queues or sim_nused[r] >= limit:
                 continue
-            limit = ncpus if r == 0 else rscs[r].ninstances
+            frac = self.rscs[r].overall_frac
+            p_used = self.p_used[r]
             open_q = set(queues)
             while sim_nused[r] < limit and open_q:
                 if by_priority:
-                    pi = max(open_q, key=lambda i: (projects[i].priority, -i))
+                    # the highest priority; the lowest index among equals
+                    pi = -1
+                    best = 0.0
+                    for i in open_q:
+                        pr = projects[i].priority
+                        if pi < 0 or pr > best or (pr == best and i < pi):
+                            pi, best = i, pr
                 else:
                     pi = max(open_q)
                 q = queues[pi]
-                k = next_job(q)
-                if k is None:
-                    open_q.discard(pi)  # its max_concurrent has run out
-                    continue
-                if by_priority and len(open_q) > 1:
-                    contested(pi, open_q)
-                j = q.pop(k)
-                if j.app.max_concurrent:
-                    mc_running[j.app] = mc_running.get(j.app, 0) + 1
+                if any_mc:
+                    k = self._next_job(q)
+                    if k is None:
+                        open_q.discard(pi)  # its max_concurrent has run out
+                        continue
+                    if by_priority and len(open_q) > 1:
+                        self._contest(pi, open_q)
+                    j = q.pop(k)
+                    if j.app.max_concurrent:
+                        self.mc_running[j.app] = self.mc_running.get(j.app, 0) + 1
+                else:
+                    if by_priority and len(open_q) > 1:
+                        self._contest(pi, open_q)
+                    j = q.pop()
                 if not q:
                     del queues[pi]
                     open_q.discard(pi)
                 active.append(j)
-                p_used[r][pi] += j.gpu_usage if r else j.avg_ncpus
+                left.append(j.est_flops_remaining(exact))
+                rates.append(j.flops * frac)
+                tol.append(1e-9 * (j.size + 1.0))
                 if r:
+                    p_used[pi] += j.gpu_usage
                     sim_nused[r] += j.gpu_usage
+                else:
+                    p_used[pi] += j.avg_ncpus
                 sim_nused[0] += j.avg_ncpus
                 if by_priority:
                     p = projects[pi]
-                    peak = em.job_peak_flops(j)
-                    credit[p] = credit.get(p, 0.0) + peak * COBBLESTONE_SCALE
-                    adjust_rec_sched(p, peak, total_peak, rec_sum)
+                    peak = self.peak[j] = em.job_peak_flops(j)
+                    self.credit[p] = self.credit.get(p, 0.0) + peak * COBBLESTONE_SCALE
+                    adjust_rec_sched(p, peak, em.total_peak_flops, self.rec_sum)
 
-    pick()
-    for r in range(nr):
-        result.rsc[r].nidle_now = max(0.0, rscs[r].ninstances - sim_nused[r]) if r else max(0.0, ncpus - sim_nused[0])
+    def _contest(self, pi: int, open_q) -> None:
+        """Record a pick by priority with other projects in the running (see order_time):
+        (priority gap, chosen index, other index, the part of each priority that moves with
+        REC, rec_temp / (rec_sum x share_frac), and each share_frac)."""
+        projects = self.projects
+        rec_sum = self.rec_sum
+        chosen = projects[pi]
+        sf_c = chosen.share_frac
+        pri_c = chosen.priority
+        moving_c = chosen.rec_temp / (rec_sum * (sf_c or 1.0))
+        self.result.contested.extend([
+            (pri_c - o.priority, pi, i, moving_c, o.rec_temp / (rec_sum * (o.share_frac or 1.0)), sf_c, o.share_frac)
+            for i, o in [(i, projects[i]) for i in open_q if i != pi]])
 
-    sim_now = now
-    half_life = em.rec_half_life
-    while active:
-        # BOINC cuts steps longer than an hour so that the projected REC re-orders projects;
-        # here no pick happens between job ends and update_average composes exactly for a
-        # constant rate, so stepping from job end to job end gives the same result
-        dt = min(left[j] / rate[j] for j in active)
-        finished = []
-        still = []
-        for j in active:
-            lj = left[j] - rate[j] * dt
-            if lj <= 1e-9 * (j.size + 1.0):
-                finished.append(j)
-            else:
-                left[j] = lj
-                still.append(j)
-        for (pi, r), cap in mc_cap.items():
-            q = pending[r].get(pi)
-            if q and next_job(q) is None:
-                result.last_mc_limit[(pi, r)] = sim_now + dt - now
-            if sim_now < buf_end:
-                room = (ncpus if r == 0 else rscs[r].ninstances) - sim_nused[r]
-                fill = min(room, cap - p_used[r][pi])
+    # ------------------------------------------------------------------ running to the next end
+
+    def step(self) -> list:
+        """Run the active jobs to the first end; integrate the step; return the jobs that end."""
+        rate = self.rate
+        dt = min(map(truediv, self.left, rate))
+        left = list(map(sub, self.left, map(mul, rate, repeat(dt))))  # left - rate x dt
+        if self.mc_cap:
+            self._mc_step(dt)
+        self._resource_step(dt)
+        if self.by_priority:
+            self._rec_step(dt)
+        self.sim_now += dt
+        ends = list(map(le, left, self.tol))
+        n = ends.count(True)
+        if n == 0:
+            self.left = left
+            return []
+        active = self.active
+        tol = self.tol
+        if n == 1:
+            k = ends.index(True)
+            ended = [active[k]]
+            del active[k], left[k], rate[k], tol[k]
+        else:
+            ended = [j for j, end in zip(active, ends) if end]
+            keep = [k for k, end in enumerate(ends) if not end]
+            active[:] = [active[k] for k in keep]
+            left = [left[k] for k in keep]
+            rate[:] = [rate[k] for k in keep]
+            tol[:] = [tol[k] for k in keep]
+        self.left = left
+        return ended
+
+    def _mc_step(self, dt: float) -> None:
+        """max_concurrent: when a limit last held a job back, and the idle instance-seconds up
+        to the buffer end that each limited project may fill (§6.4, §6.5)."""
+        result = self.result
+        sim_now = self.sim_now
+        caps = self.caps
+        for (pi, r), cap in self.mc_cap.items():
+            q = self.pending[r].get(pi)
+            if q and self._next_job(q) is None:
+                result.last_mc_limit[(pi, r)] = sim_now + dt - self.now
+            if sim_now < self.buf_end:
+                room = caps[r] - self.sim_nused[r]
+                fill = min(room, cap - self.p_used[r][pi])
                 if fill > IDLE_EPS:
-                    result.mc_shortfall[(pi, r)] += fill * (min(sim_now + dt, buf_end) - sim_now)
-        for r in range(nr):
-            cap = ncpus if r == 0 else rscs[r].ninstances
-            idle = cap - sim_nused[r]
+                    result.mc_shortfall[(pi, r)] += fill * (min(sim_now + dt, self.buf_end) - sim_now)
+
+    def _resource_step(self, dt: float) -> None:
+        """Shortfall (idle instance-seconds up to the buffer end) and saturated time."""
+        result = self.result
+        sim_now = self.sim_now
+        buf_end = self.buf_end
+        caps = self.caps
+        sim_nused = self.sim_nused
+        for r in range(self.nr):
+            idle = caps[r] - sim_nused[r]
             rs = result.rsc[r]
-            if detail and sim_now < buf_end:
+            if self.detail and sim_now < buf_end:
                 span = min(sim_now + dt, buf_end) - sim_now
-                for pi, f in fair[r].items():
-                    if p_used[r][pi] < f:
+                p_used = self.p_used[r]
+                shortfall = result.project_rsc_shortfall
+                for pi, f in self.static.fair[r].items():
+                    if p_used[pi] < f:
                         key = (pi, r)
-                        result.project_rsc_shortfall[key] = (
-                            result.project_rsc_shortfall.get(key, 0.0) + (f - p_used[r][pi]) * span)
+                        shortfall[key] = shortfall.get(key, 0.0) + (f - p_used[pi]) * span
             if idle > IDLE_EPS:
                 if sim_now < buf_end:
                     rs.shortfall += idle * (min(sim_now + dt, buf_end) - sim_now)
             else:
-                rs.saturated_time = sim_now + dt - now
-        if by_priority:
-            for p, credit_rate in credit.items():
+                rs.saturated_time = sim_now + dt - self.now
+
+    def _rec_step(self, dt: float) -> None:
+        """Projected REC: each project with active jobs earns their credit over the step, and
+        its priority follows (rec.update_average and rec.compute_priority, §6.1, §6.2, with
+        their arithmetic; tests/scheduling/test_rr_sim.py checks both). BOINC cuts steps
+        longer than an hour so that the projected REC re-orders projects; here no pick happens
+        between job ends and update_average composes exactly for a constant rate, so stepping
+        from job end to job end gives the same result."""
+        sim_now = self.sim_now
+        half_life = self.em.rec_half_life
+        diff, w = decay_factors(sim_now, sim_now + dt, half_life)
+        if diff <= 0:
+            return  # no REC moves, and every charged priority already follows its rec_temp
+        rec_sum = self.rec_sum
+        one_w = 1.0 - w
+        if one_w > 1e-6:
+            days = diff / 86400.0
+            for p, credit_rate in self.credit.items():
                 if credit_rate > 0:
-                    p.rec_temp, _t = update_average(sim_now + dt, sim_now, credit_rate * dt, half_life,
-                                                    p.rec_temp, sim_now)
-                    compute_priority(p, rec_sum)
-        sim_now += dt
-        active = still
-        if finished:
-            for j in finished:
-                r = j.rsc
-                if j.app.max_concurrent:
-                    mc_running[j.app] -= 1
-                p_used[r][j.project.index] -= j.gpu_usage if r else j.avg_ncpus
-                if by_priority:
-                    credit[j.project] -= em.job_peak_flops(j) * COBBLESTONE_SCALE
-                if r:
-                    sim_nused[r] -= j.gpu_usage
-                sim_nused[0] -= j.avg_ncpus
-                j.rr_finish = sim_now
-                if sim_now > j.deadline - buf_min:
-                    j.rr_miss = True
-                    key = (j.project.index, r)
-                    result.misses[key] = result.misses.get(key, 0) + 1
-                    if em.bce and not j.started:
-                        # estimated_runtime_remaining(): a job never started is its estimate
-                        # times the project's duration correction factor (rr_sim.cpp)
-                        dur = j.fpops_est * j.project.dcf / rate[j]
+                    rec = p.rec_temp = p.rec_temp * w + one_w * (credit_rate * dt / days)
+                    # compute_priority
+                    if p.share == 0:
+                        p.priority = -1e3 - rec / rec_sum
+                    elif p.share_frac > 0:
+                        p.priority = -(rec / rec_sum) / p.share_frac
                     else:
-                        dur = j.est_flops_remaining(exact) / rate[j]
-                    _busy_update(busy[r], dur, j.gpu_usage if r else j.avg_ncpus)
-                    if r:
-                        _busy_update(busy[0], dur, j.avg_ncpus)
-            pick()
-    if sim_now < buf_end:
-        for (pi, r), cap in mc_cap.items():
-            room = ncpus if r == 0 else rscs[r].ninstances
-            result.mc_shortfall[(pi, r)] += min(room, cap) * (buf_end - sim_now)
-        for r in range(nr):
-            cap = ncpus if r == 0 else rscs[r].ninstances
-            result.rsc[r].shortfall += cap * (buf_end - sim_now)
-            if detail:
-                for pi, f in fair[r].items():
-                    key = (pi, r)
-                    result.project_rsc_shortfall[key] = result.project_rsc_shortfall.get(key, 0.0) + f * (buf_end - sim_now)
-    for r in range(nr):
-        result.rsc[r].busy_time = min(busy[r]) if busy[r] else 0.0
-    result.total_shortfall = result.rsc[0].shortfall
-    return result
+                        p.priority = -(rec / rec_sum)
+        else:
+            for p, credit_rate in self.credit.items():
+                if credit_rate > 0:
+                    p.rec_temp = decayed(p.rec_temp, credit_rate * dt, diff, w, half_life)
+                    compute_priority(p, rec_sum)
+
+    def retire(self, ended: list) -> None:
+        """The jobs that ended in the last step: free their instances, note their projected
+        finish and deadline misses, and add a miss's run time to the busy time (§6.4)."""
+        em = self.em
+        sim_now = self.sim_now
+        result = self.result
+        buf_min = em.work_buf_min
+        by_priority = self.by_priority
+        for j in ended:
+            r = j.rsc
+            if j.app.max_concurrent:
+                self.mc_running[j.app] -= 1
+            self.p_used[r][j.project.index] -= j.gpu_usage if r else j.avg_ncpus
+            if by_priority:
+                self.credit[j.project] -= self.peak[j] * COBBLESTONE_SCALE
+            if r:
+                self.sim_nused[r] -= j.gpu_usage
+            self.sim_nused[0] -= j.avg_ncpus
+            j.rr_finish = sim_now
+            if sim_now > j.deadline - buf_min:
+                j.rr_miss = True
+                key = (j.project.index, r)
+                result.misses[key] = result.misses.get(key, 0) + 1
+                rate = j.flops * self.rscs[r].overall_frac
+                if em.bce and not j.started:
+                    # estimated_runtime_remaining(): a job never started is its estimate
+                    # times the project's duration correction factor (rr_sim.cpp)
+                    dur = j.fpops_est * j.project.dcf / rate
+                else:
+                    dur = j.est_flops_remaining(self.exact) / rate
+                _busy_update(self.busy[r], dur, j.gpu_usage if r else j.avg_ncpus)
+                if r:
+                    _busy_update(self.busy[0], dur, j.avg_ncpus)
+
+    def tail(self) -> None:
+        """After the last job: every instance idle up to the buffer end; the busy times."""
+        result = self.result
+        sim_now = self.sim_now
+        buf_end = self.buf_end
+        caps = self.caps
+        if sim_now < buf_end:
+            for (pi, r), cap in self.mc_cap.items():
+                result.mc_shortfall[(pi, r)] += min(caps[r], cap) * (buf_end - sim_now)
+            for r in range(self.nr):
+                cap = caps[r]
+                result.rsc[r].shortfall += cap * (buf_end - sim_now)
+                if self.detail:
+                    shortfall = result.project_rsc_shortfall
+                    for pi, f in self.static.fair[r].items():
+                        key = (pi, r)
+                        shortfall[key] = shortfall.get(key, 0.0) + f * (buf_end - sim_now)
+        for r in range(self.nr):
+            busy = self.busy[r]
+            result.rsc[r].busy_time = min(busy) if busy else 0.0
+        result.total_shortfall = result.rsc[0].shortfall
+
+
+def rr_simulate(em, now: float, detail: bool = False) -> RRResult:
+    """RR_SIM::simulate (reference/client.md §6.4): `RoundRobin(em, now, detail).run()`."""
+    return RoundRobin(em, now, detail).run()
 
 
 def wrr_simulate(em, now: float) -> RRResult:
@@ -415,12 +618,19 @@ def wrr_simulate(em, now: float) -> RRResult:
             by_project.setdefault(p, []).append(j)
             key = (p.index, 0)
             result.nused_total[key] = result.nused_total.get(key, 0.0) + j.avg_ncpus
-            result.n_runnable[key] = result.n_runnable.get(key, 0) + 1
     share_sum = sum(p.share for p in projects)
     fair = {p: (p.share / share_sum * ncpus if share_sum > 0 else ncpus / len(projects)) for p in projects}
     sim_now = now
     first = True
+    steps = 0
+    njobs = len(left)
+    max_steps = MAX_STEPS_PER_JOB * (njobs + 1)
     while True:
+        steps += 1
+        if steps > max_steps:
+            raise EngineLimitError(
+                f"the weighted round-robin simulation at {now:.0f} s took more than {max_steps} steps for "
+                f"{_jobs(njobs)}: job sizes or processor speeds are out of range (a job would never end)")
         live = {p: [j for j in js if j in left] for p, js in by_project.items()}
         live = {p: js for p, js in live.items() if js}
         cpus = _wrr_allocation(live, ncpus)

@@ -7,9 +7,19 @@ from __future__ import annotations
 
 import math
 
-from .scenario import App, AppVersion, Availability, Project
+from .scenario import App, AppVersion, Availability, Project, ScenarioError
 
 QUEUED, RUNNING, FINISHED = 0, 1, 2
+
+
+class EngineLimitError(ScenarioError):
+    """A loop of the engine went past its bound: the scenario's numbers (speeds, sizes, mean
+    up times) are so far out of range that the run would never end. Callers show it as they
+    show any ScenarioError."""
+
+
+# RandomProcess.advance: changes applied in one call before the process is called runaway
+MAX_CHANGES_PER_ADVANCE = 1_000_000
 
 # reference/client.md §6.8
 COBBLESTONE_SCALE = 200.0 / 86400e9
@@ -54,10 +64,18 @@ class RandomProcess:
         return self.up
 
     def advance(self, t: float) -> bool:
-        """Apply the changes up to time `t`; return the state at `t`."""
+        """Apply the changes up to time `t`; return the state at `t`. EngineLimitError when
+        that takes more than MAX_CHANGES_PER_ADVANCE changes (a mean up time too short for
+        the times, whose periods no longer move the clock)."""
+        n = 0
         while self.next_change <= t:
             self.up = not self.up
             self.next_change += self._period()
+            n += 1
+            if n > MAX_CHANGES_PER_ADVANCE:
+                raise EngineLimitError(
+                    f"an availability process with a mean up time of {self.mean_up:g} s changed more than "
+                    f"{MAX_CHANGES_PER_ADVANCE} times before {t:.0f} s: the mean up time is too short")
         return self.up
 
 
@@ -133,9 +151,8 @@ class JobState:
     def est_flops_remaining(self, exact: bool) -> float:
         """estimated_flops_remaining: the real remainder when `exact` (BOINC's emulator, §6.4),
         otherwise what the client can know from the estimate."""
-        if exact:
-            return max(self.size - self.done, 0.0)
-        return max(self.fpops_est - self.done, 0.0)
+        left = (self.size if exact else self.fpops_est) - self.done
+        return 0.0 if 0.0 > left else left  # max(left, 0.0), without the call
 
 
 class ProjectState:

@@ -145,3 +145,56 @@ def test_rrsim_reads_a_client_state_directory_with_its_prefs_and_gpu():
     assert gpu["nidle_now"] == 1 and gpu["shortfall"] == 43200.0
     assert snap["total_shortfall"] == cpu["shortfall"] + gpu["shortfall"]
     assert [p["name"] for p in snap["projects"]] == ["cpu_project", "gpu_project"]
+
+
+# --------------------------------------------------------------------------- RoundRobin's own arithmetic
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+from scheduling.engine import get_policy  # noqa: E402
+from scheduling.engine.emulator import Emulator  # noqa: E402
+from scheduling.engine.rec import compute_priority, update_average  # noqa: E402
+from scheduling.engine.rr_sim import RoundRobin, decay_factors, decayed, rr_simulate  # noqa: E402
+
+times = st.floats(min_value=0.0, max_value=1e9, allow_nan=False)
+amounts = st.floats(min_value=0.0, max_value=1e6, allow_nan=False)
+
+
+@given(times, st.floats(min_value=0.0, max_value=1e7, allow_nan=False), amounts, amounts,
+       st.floats(min_value=1.0, max_value=1e8))
+def test_a_simulation_step_moves_rec_exactly_as_update_average(t0, dt, avg, work, half_life):
+    diff, w = decay_factors(t0, t0 + dt, half_life)
+    expected, _t = update_average(t0 + dt, t0, work, half_life, avg, t0)
+    assert decayed(avg, work, diff, w, half_life) == expected
+
+
+def emulator(s, compat="intended"):
+    return Emulator(s, get_policy("boinc7"), duration=60, delta=60, seed=1, compat=compat,
+                    existing_jobs_only=False, policy_name="boinc7")
+
+
+def test_the_projected_priorities_are_compute_prioritys_of_the_projected_rec():
+    s = scenario(project("A", [job(f"a{i}", hours=1 + i) for i in range(4)], share=300),
+                 project("B", [job(f"b{i}", hours=2) for i in range(3)], share=100),
+                 project("Backup", [job("z", hours=5)], share=0), ncpus=2)
+    em = emulator(s)
+    for p, rec in zip(em.projects, (40.0, 10.0, 3.0)):
+        p.rec = rec
+    rr = rr_simulate(em, 0.0)
+    assert rr.contested  # picks were made by priority with other projects in the running
+    for p in em.projects:
+        priority = p.priority
+        compute_priority(p, rr.rec_sum)
+        assert p.priority == priority
+        assert p.rec_temp > p.rec  # projected credit of its jobs and the charges of its picks
+
+
+def test_a_simulation_is_a_run_of_steps_each_ending_a_job():
+    s = scenario(project("P", [job("j1", hours=1), job("j2", hours=2), job("j3", hours=3)]), ncpus=2,
+                 prefs=buffers(1, 1))
+    sim = RoundRobin(emulator(s), 0.0)
+    rr = sim.run()
+    # j1 ends at 1 h, j2 at 2 h, j3 at 1 h + 3 h: three steps
+    assert sim.steps == 3
+    assert [j.rr_finish for j in sim.em.projects[0].jobs] == [HOUR, 2 * HOUR, 4 * HOUR]
+    assert rr.rsc[0].saturated_time == 2 * HOUR
