@@ -1,6 +1,7 @@
 """The project pages: server status, workunits, results, hosts, users, preferences, actions."""
 
 import csv
+import json
 import time
 
 from django.contrib import messages
@@ -68,9 +69,12 @@ def status(request):
     whole = not request.htmx
     context = {}
     if whole or panel == "panel":
-        state = server_status.server_status(now)
+        state = server_status.server_status(now, cached=True)
         context["status"] = state
-        context["apps_figure"] = charts.figure_json(charts.app_tasks_figure(state.apps))
+        context["figures_age"] = now - state.figures_time
+        context["figures_max_age"] = server_status.FIGURES_MAX_AGE
+        context["apps_figure"] = _figure_json(("apps", tuple(state.apps)),
+                                              charts.app_tasks_figure, state.apps)
     if whole or panel == "community":
         figures = server_status.cached_community(now)
         context["community"] = figures
@@ -78,21 +82,40 @@ def status(request):
                                for app in App.objects.only("id", "name").order_by("name")]
     if whole or panel == "history":
         samples = server_status.queue_history()
-        context["history"] = [(figure_id, charts.figure_json(fig))
-                              for figure_id, fig in charts.queue_history_figures(samples)]
+        key = ("history", json.dumps(samples, sort_keys=True))
+        context["history"] = _figure_json(key, lambda: [
+            (figure_id, charts.figure_json(fig))
+            for figure_id, fig in charts.queue_history_figures(samples)])
         context["history_samples"] = len(samples)
     return _render(request, "project/status.html", context, panel)
 
 
+# Figures as JSON by what they were drawn from, in this process: plotly takes tens of ms to build
+# one, and the status page's figures change only when the periodic daemon job records a sample.
+_FIGURES = {}
+FIGURES_KEPT = 16
+
+
+def _figure_json(key, build, *args):
+    """``charts.figure_json(build(*args))`` (or ``build()`` itself when it makes JSON), built
+    once for the same ``key``."""
+    if key not in _FIGURES:
+        if len(_FIGURES) >= FIGURES_KEPT:
+            _FIGURES.clear()
+        made = build(*args)
+        _FIGURES[key] = made if isinstance(made, (str, list)) else charts.figure_json(made)
+    return _FIGURES[key]
+
+
 @require_GET
 def status_json(request):
-    state = server_status.server_status(_now(), with_community=True)
+    state = server_status.server_status(_now(), with_community=True, cached=True)
     return JsonResponse(state.as_dict())
 
 
 @require_GET
 def status_xml(request):
-    state = server_status.server_status(_now(), with_community=True)
+    state = server_status.server_status(_now(), with_community=True, cached=True)
     return HttpResponse(server_status.status_xml(state), content_type="application/xml")
 
 
@@ -172,12 +195,29 @@ def _prepend(first, rest):
     yield from rest
 
 
+# State machine drawings as SVG by the drawing, in this process: most workunits and results
+# of a project are drawn alike (finished, by the same path), and the template costs a page
+# milliseconds per drawing.
+_MACHINES = {}
+MACHINES_KEPT = 256
+
+
+def _machine_svg(drawing):
+    key = repr(drawing)
+    if key not in _MACHINES:
+        if len(_MACHINES) >= MACHINES_KEPT:
+            _MACHINES.clear()
+        _MACHINES[key] = render_to_string("project/_machine.html", {"drawing": drawing})
+    return _MACHINES[key]
+
+
 def _results_with_drawings(results, events):
     by_result = {}
     for e in events:
         if e.result_id:
             by_result.setdefault(e.result_id, []).append(e)
-    return [(r, draw_row(RESULT_MACHINE, r, by_result.get(r.id, []))) for r in results]
+    return [(r, _machine_svg(draw_row(RESULT_MACHINE, r, by_result.get(r.id, []))))
+            for r in results]
 
 
 @require_GET
@@ -193,7 +233,7 @@ def workunit_detail(request, pk):
     context = {
         "wu": wu,
         "results": _results_with_drawings(results, events),
-        "machine": draw_row(WORKUNIT_MACHINE, wu, wu_events),
+        "machine": _machine_svg(draw_row(WORKUNIT_MACHINE, wu, wu_events)),
         "events": events,
         "timeline": charts.figure_json(timeline),
         "finished": finished,
@@ -216,7 +256,7 @@ def result_detail(request, pk):
     finished = result.file_delete_state == FileDeleteState.DONE
     context = {
         "result": result,
-        "machine": draw_row(RESULT_MACHINE, result, events),
+        "machine": _machine_svg(draw_row(RESULT_MACHINE, result, events)),
         "events": events,
         "timeline": charts.figure_json(timeline),
         "finished": finished,
