@@ -366,8 +366,18 @@ HISTORY_FIELDS = ["results_ready_to_send", "results_in_progress",
                   "transitioner_backlog_workunits"]
 
 
+# This process's connection pools by Redis URL: a page makes a dozen Redis calls, and a new
+# connection for each would add its handshake's round trips to every one.
+_POOLS = {}
+
+
 def _redis():
-    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
+    """A client of settings.REDIS_URL on this process's pool (closing it keeps the pool)."""
+    pool = _POOLS.get(settings.REDIS_URL)
+    if pool is None:
+        pool = _POOLS[settings.REDIS_URL] = redis.ConnectionPool.from_url(
+            settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
+    return redis.Redis(connection_pool=pool)
 
 
 def record_history(now):

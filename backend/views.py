@@ -22,6 +22,7 @@ from backend.forms import HostPrefsForm, WorkunitFilterForm, WorkunitIdsForm
 from backend.keyset import BadCursor, keyset_page
 from backend.models import (
     App,
+    AssimilateState,
     FileDeleteState,
     Host,
     HostAppVersion,
@@ -130,6 +131,28 @@ def _filtered_workunits(request):
     return form, form.filter(Workunit.objects.all(), _now())
 
 
+# The filter form's HTML by the apps to choose from and the filters asked for, in this process:
+# rendering its five widgets costs the list page as much as its 50 rows do.
+_FILTER_FORMS = {}
+FILTER_FORMS_KEPT = 128
+
+
+def _filter_form_html(request, form):
+    """The filter fields of ``form`` as HTML (the page's "filters" partial)."""
+    choices = [("", form.fields["app"].empty_label),
+               *App.objects.order_by("name").values_list("id", "name")]
+    # the choices as a plain list: the field would read them through a server-side cursor
+    form.fields["app"].choices = choices
+    key = (tuple(choices), tuple(sorted((name, tuple(values)) for name, values in request.GET.lists()
+                                        if name not in ("after", "before"))))
+    if key not in _FILTER_FORMS:
+        if len(_FILTER_FORMS) >= FILTER_FORMS_KEPT:
+            _FILTER_FORMS.clear()
+        _FILTER_FORMS[key] = render_to_string("project/workunit_list.html#filters",
+                                              {"form": form}, request)
+    return _FILTER_FORMS[key]
+
+
 def _page_url(request, **cursor):
     query = request.GET.copy()
     query.pop("after", None)
@@ -139,11 +162,17 @@ def _page_url(request, **cursor):
     return f"?{query.urlencode()}"
 
 
+ASSIMILATE_LABELS = dict(AssimilateState.choices)
+FILE_DELETE_LABELS = dict(FileDeleteState.choices)
+
+
 @require_GET
 def workunit_list(request):
     form, queryset = _filtered_workunits(request)
     if queryset is None:
         context = {"form": form, "page": None}
+        if not request.htmx:
+            context["filters"] = _filter_form_html(request, form)
         return _render(request, "project/workunit_list.html", context, "table", status=400)
     field, descending = form.sort_key
     try:
@@ -152,14 +181,20 @@ def workunit_list(request):
                            size=PAGE_SIZE)
     except BadCursor as exc:  # the form checked the cursors; this guards a race in parsing
         return HttpResponse(str(exc), status=400)
+    for wu in page.rows:  # the labels the rows show, without get_FOO_display's dict per call
+        wu.assimilate_label = ASSIMILATE_LABELS.get(wu.assimilate_state, wu.assimilate_state)
+        wu.file_delete_label = FILE_DELETE_LABELS.get(wu.file_delete_state, wu.file_delete_state)
     context = {
         "form": form,
         "page": page,
+        "result_base": reverse("project:result_detail", args=[0])[:-2],
         "next_url": _page_url(request, after=page.next_cursor) if page.next_cursor else "",
         "prev_url": _page_url(request, before=page.prev_cursor) if page.prev_cursor else "",
         "csv_url": reverse("project:workunit_csv") + _page_url(request),
         "now": _now(),
     }
+    if not request.htmx:
+        context["filters"] = _filter_form_html(request, form)
     return _render(request, "project/workunit_list.html", context, "table")
 
 
