@@ -58,6 +58,7 @@ IN_FLIGHT = [  # (state code, workunits per million)
 DONE = 0
 
 PAGES = ["status", "workunit list", "workunit"]
+PAGE_NAMES = {"status": "status", "list": "workunit list", "workunit": "workunit"}
 
 
 def uptime():
@@ -315,10 +316,53 @@ class ProductionServer:
                 time.sleep(0.3)
         return self
 
+    def cpu_seconds(self):
+        """CPU seconds the gunicorn processes (master and workers) have used so far."""
+        return cpu_seconds([self.process.pid, *children(self.process.pid)])
+
     def __exit__(self, *exc):
         self.process.terminate()
         self.process.wait(timeout=30)
         self.log.close()
+
+
+def children(pid):
+    """The ids of the processes whose parent is ``pid`` (Linux /proc; none elsewhere)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def cpu_seconds(pids):
+    """User and system CPU seconds of the processes ``pids`` (Linux /proc; 0 elsewhere)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime in clock ticks
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def database_backends():
+    """The PostgreSQL server processes serving this database (none on SQLite)."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                       "AND pid <> pg_backend_pid()")
+        pids = [row[0] for row in cursor.fetchall()]
+    connection.close()
+    return pids
 
 
 # --- the clients ----------------------------------------------------------------------------
@@ -347,13 +391,13 @@ def targets(rng):
     return path
 
 
-async def client(session, base, path, deadline, times, errors, offset):
+async def client(session, base, path, deadline, times, errors, offset, pages):
     """One client: the pages in turn, each as soon as the previous answer has come."""
     import aiohttp
 
     turn = offset
     while time.monotonic() < deadline:
-        page = PAGES[turn % len(PAGES)]
+        page = pages[turn % len(pages)]
         turn += 1
         start = time.monotonic()
         try:
@@ -370,32 +414,41 @@ async def client(session, base, path, deadline, times, errors, offset):
             errors[page][reason] = errors[page].get(reason, 0) + 1
 
 
-async def run_clients(base, clients, seconds, path):
+async def run_clients(base, clients, seconds, path, server_cpu, pages=PAGES):
+    """(times by page, errors by page, wall seconds, CPU seconds of the server and of the
+    database's processes during the run) of ``clients`` clients for ``seconds``."""
     import aiohttp
 
-    times = {page: [] for page in PAGES}
-    errors = {page: {} for page in PAGES}
+    times = {page: [] for page in pages}
+    errors = {page: {} for page in pages}
     # One connection per client, kept alive, as a browser tab would.
     connector = aiohttp.TCPConnector(limit=clients, force_close=False)
     timeout = aiohttp.ClientTimeout(total=60)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
         # warm-up: each page once, so gunicorn's workers have imported and connected
-        for page in PAGES:
+        for page in pages:
             async with session.get(base + path(page)) as response:
                 await response.read()
                 if response.status != 200:
                     raise SystemExit(f"{page} page answered {response.status}")
+        backends = await asyncio.to_thread(database_backends)
+        cpu_before = (server_cpu() if server_cpu else 0, cpu_seconds(backends),
+                      time.process_time())
         started = time.monotonic()
         deadline = started + seconds
-        await asyncio.gather(*(client(session, base, path, deadline, times, errors, n)
+        await asyncio.gather(*(client(session, base, path, deadline, times, errors, n, pages)
                                for n in range(clients)))
         wall = time.monotonic() - started
-    return times, errors, wall
+        cpu_after = (server_cpu() if server_cpu else 0, cpu_seconds(backends),
+                     time.process_time())
+    cpu = dict(zip(["server", "database", "clients"],
+                   (round(b - a, 1) for a, b in zip(cpu_before, cpu_after))))
+    return times, errors, wall, cpu
 
 
 def summarize(times, errors, wall):
     rows = []
-    for page in PAGES:
+    for page in times:
         values = times[page]
         rows.append({"page": page, "requests": len(values),
                      "requests_per_second": round(len(values) / wall, 1),
@@ -416,6 +469,8 @@ def main(argv=None):
     parser.add_argument("--server-workers", type=int, default=4,
                         help="gunicorn processes (the README: about 2 per core)")
     parser.add_argument("--url", default="", help="a server already running, instead of gunicorn")
+    parser.add_argument("--pages", default="status,list,workunit",
+                        help="the pages each client takes in turn, of: status, list, workunit")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
@@ -423,6 +478,12 @@ def main(argv=None):
         parser.error("--workunits, --clients and --server-workers must be positive, "
                      "--seconds not negative")
 
+    pages = args.pages.split(",")
+    unknown = [page for page in pages if page not in PAGE_NAMES]
+    if unknown or not pages:
+        parser.error(f"--pages: no page {', '.join(unknown)!r}; choose of "
+                     f"{', '.join(PAGE_NAMES)}")
+    args.pages = [PAGE_NAMES[page] for page in pages]
     workdir = Path(tempfile.mkdtemp(prefix="boincweb-load-"))
     env = {}
     small = not os.environ.get("DATABASE_URL")
@@ -460,17 +521,19 @@ def measure(args, env, workdir, small):
     connection.close()
     before = uptime()
     if args.url:
-        times, errors, wall = asyncio.run(run_clients(args.url.rstrip("/"), args.clients,
-                                                      args.seconds, path))
+        times, errors, wall, _ = asyncio.run(run_clients(args.url.rstrip("/"), args.clients,
+                                                         args.seconds, path, None, args.pages))
+        cpu = {}
     else:
         with ProductionServer(args.server_workers, env, workdir) as server:
-            times, errors, wall = asyncio.run(run_clients(server.url, args.clients, args.seconds,
-                                                          path))
+            times, errors, wall, cpu = asyncio.run(run_clients(
+                server.url, args.clients, args.seconds, path, server.cpu_seconds, args.pages))
     after = uptime()
     summary = {"database": vendor, "workunits": count, "clients": args.clients,
                "seconds": round(wall, 1), "server_workers": None if args.url else args.server_workers,
                "requests_per_second": round(sum(len(v) for v in times.values()) / wall, 1),
-               "pages": summarize(times, errors, wall), "uptime_before": before,
+               "pages": summarize(times, errors, wall), "cpu_seconds": cpu,
+               "uptime_before": before,
                "uptime_after": after, "cpus": os.cpu_count()}
     if args.json:
         print(json.dumps(summary, indent=2))
@@ -483,6 +546,12 @@ def measure(args, env, workdir, small):
             print(f"{row['page']:<15} {row['requests_per_second']:>7} {row['p50_ms']:>7} "
                   f"{row['p95_ms']:>7} {row['p99_ms']:>7}  {row['errors'] or 'none'}")
         print(f"all pages: {summary['requests_per_second']} requests/s")
+        served = sum(len(v) for v in times.values())
+        if cpu and served:
+            print("CPU per request: " + ", ".join(
+                f"{who} {1000 * seconds / served:.1f} ms" for who, seconds in cpu.items())
+                + " (the server's gunicorn processes, the database's server processes, "
+                "these clients)")
         print(f"uptime before: {before}")
         print(f"uptime after:  {after}")
     failed = sum(sum(e.values()) for e in errors.values())
