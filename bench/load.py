@@ -513,6 +513,10 @@ def measure(args, env, workdir, small):
     from django.db import connection
 
     if small:
+        if not args.json:
+            print("no DATABASE_URL: a small run on a SQLite file of its own "
+                  f"({args.workunits:,} workunits, {args.clients} clients, {args.seconds:g} s); "
+                  "the target is for 1,000,000 workunits on PostgreSQL")
         call_command("migrate", verbosity=0)
     if args.fill:
         fill(args.workunits, out=(lambda line: None) if args.json else print)
