@@ -344,16 +344,29 @@ def children(pid):
     return found
 
 
-def cpu_seconds(pids):
-    """User and system CPU seconds of the processes ``pids`` (Linux /proc; 0 elsewhere)."""
-    total = 0
+def cpu_by_process(pids):
+    """{pid: user and system CPU seconds} of the processes ``pids`` still running (Linux
+    /proc; none elsewhere)."""
+    found = {}
     for pid in pids:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime in clock ticks
-    return total / os.sysconf("SC_CLK_TCK")
+        found[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return found
+
+
+def cpu_seconds(pids):
+    """User and system CPU seconds of the processes ``pids`` (0 for those not running)."""
+    return sum(cpu_by_process(pids).values())
+
+
+def cpu_used(before, after):
+    """CPU seconds used between two ``cpu_by_process`` readings: a process started between
+    them counts from 0, one that ended counts up to its last reading."""
+    return sum(after.get(pid, before.get(pid, 0)) - before.get(pid, 0)
+               for pid in set(before) | set(after))
 
 
 def database_backends():
@@ -436,18 +449,18 @@ async def run_clients(base, clients, seconds, path, server_cpu, pages=PAGES):
                 await response.read()
                 if response.status != 200:
                     raise SystemExit(f"{page} page answered {response.status}")
-        backends = await asyncio.to_thread(database_backends)
-        cpu_before = (server_cpu() if server_cpu else 0, cpu_seconds(backends),
-                      time.process_time())
+        database_before = cpu_by_process(await asyncio.to_thread(database_backends))
+        server_before, clients_before = server_cpu() if server_cpu else 0, time.process_time()
         started = time.monotonic()
         deadline = started + seconds
         await asyncio.gather(*(client(session, base, path, deadline, times, errors, n, pages)
                                for n in range(clients)))
         wall = time.monotonic() - started
-        cpu_after = (server_cpu() if server_cpu else 0, cpu_seconds(backends),
-                     time.process_time())
-    cpu = dict(zip(["server", "database", "clients"],
-                   (round(b - a, 1) for a, b in zip(cpu_before, cpu_after))))
+        server_after, clients_after = server_cpu() if server_cpu else 0, time.process_time()
+        database_after = cpu_by_process(await asyncio.to_thread(database_backends))
+    cpu = {"server": round(server_after - server_before, 1),
+           "database": round(cpu_used(database_before, database_after), 1),
+           "clients": round(clients_after - clients_before, 1)}
     return times, errors, wall, cpu
 
 
@@ -542,6 +555,9 @@ def measure(args, env, workdir, small):
                "seconds": round(wall, 1), "server_workers": None if args.url else args.server_workers,
                "requests_per_second": round(sum(len(v) for v in times.values()) / wall, 1),
                "pages": summarize(times, errors, wall), "cpu_seconds": cpu,
+               "cpu_ms_per_request": {
+                   who: round(1000 * seconds / max(1, sum(len(v) for v in times.values())), 1)
+                   for who, seconds in cpu.items()},
                "uptime_before": before,
                "uptime_after": after, "cpus": os.cpu_count()}
     if args.json:
@@ -555,10 +571,9 @@ def measure(args, env, workdir, small):
             print(f"{row['page']:<15} {row['requests_per_second']:>7} {row['p50_ms']:>7} "
                   f"{row['p95_ms']:>7} {row['p99_ms']:>7}  {row['errors'] or 'none'}")
         print(f"all pages: {summary['requests_per_second']} requests/s")
-        served = sum(len(v) for v in times.values())
-        if cpu and served:
+        if cpu:
             print("CPU per request: " + ", ".join(
-                f"{who} {1000 * seconds / served:.1f} ms" for who, seconds in cpu.items())
+                f"{who} {ms} ms" for who, ms in summary["cpu_ms_per_request"].items())
                 + " (the server's gunicorn processes, the database's server processes, "
                 "these clients)")
         print(f"uptime before: {before}")
