@@ -393,8 +393,6 @@ def targets(rng):
 
     ids = Workunit.objects.order_by("id").values_list("id", flat=True)
     low, high = ids.first(), ids.last()
-    if low is None:
-        raise SystemExit("no workunits: run with --fill")
 
     def path(page):
         if page == "status":
@@ -535,10 +533,13 @@ def measure(args, env, workdir, small):
         fill(args.workunits, out=(lambda line: None) if args.json else print)
     if not args.seconds:
         return 0
-    path = targets(random.Random(args.seed))
     from backend.models import Workunit
 
     count = Workunit.objects.count()
+    if not count:
+        print("skipped: the database holds no workunits; run bench/load.py --fill first")
+        return 0
+    path = targets(random.Random(args.seed))
     vendor = connection.vendor
     connection.close()
     before = uptime()
