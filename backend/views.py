@@ -91,21 +91,29 @@ def status(request):
     return _render(request, "project/status.html", context, panel)
 
 
-# Figures as JSON by what they were drawn from, in this process: plotly takes tens of ms to build
-# one, and the status page's figures change only when the periodic daemon job records a sample.
+def _kept(store, limit, key, make):
+    """``store[key]``, made by ``make()`` the first time it is asked for; ``store`` is a dict of
+    this process's, emptied when it holds ``limit`` entries (the pages keep there what costs
+    them most to make and is the same for many requests)."""
+    if key not in store:
+        if len(store) >= limit:
+            store.clear()
+        store[key] = make()
+    return store[key]
+
+
+# Figures as JSON by what they were drawn from: building one costs milliseconds, and the status
+# page's figures change only when the periodic daemon job records a sample.
 _FIGURES = {}
-FIGURES_KEPT = 16
 
 
 def _figure_json(key, build, *args):
     """``charts.figure_json(build(*args))`` (or ``build()`` itself when it makes JSON), built
     once for the same ``key``."""
-    if key not in _FIGURES:
-        if len(_FIGURES) >= FIGURES_KEPT:
-            _FIGURES.clear()
+    def make():
         made = build(*args)
-        _FIGURES[key] = made if isinstance(made, (str, list)) else charts.figure_json(made)
-    return _FIGURES[key]
+        return made if isinstance(made, (str, list)) else charts.figure_json(made)
+    return _kept(_FIGURES, 16, key, make)
 
 
 @require_GET
@@ -131,10 +139,9 @@ def _filtered_workunits(request):
     return form, form.filter(Workunit.objects.all(), _now())
 
 
-# The filter form's HTML by the apps to choose from and the filters asked for, in this process:
-# rendering its five widgets costs the list page as much as its 50 rows do.
+# The filter form's HTML by the apps to choose from and the filters asked for: rendering its
+# five widgets costs the list page as much as its 50 rows do.
 _FILTER_FORMS = {}
-FILTER_FORMS_KEPT = 128
 
 
 def _filter_form_html(request, form):
@@ -145,12 +152,8 @@ def _filter_form_html(request, form):
     form.fields["app"].choices = choices
     key = (tuple(choices), tuple(sorted((name, tuple(values)) for name, values in request.GET.lists()
                                         if name not in ("after", "before"))))
-    if key not in _FILTER_FORMS:
-        if len(_FILTER_FORMS) >= FILTER_FORMS_KEPT:
-            _FILTER_FORMS.clear()
-        _FILTER_FORMS[key] = render_to_string("project/workunit_list.html#filters",
-                                              {"form": form}, request)
-    return _FILTER_FORMS[key]
+    return _kept(_FILTER_FORMS, 128, key, lambda: render_to_string(
+        "project/workunit_list.html#filters", {"form": form}, request))
 
 
 def _page_url(request, **cursor):
@@ -230,20 +233,14 @@ def _prepend(first, rest):
     yield from rest
 
 
-# State machine drawings as SVG by the drawing, in this process: most workunits and results
-# of a project are drawn alike (finished, by the same path), and the template costs a page
-# milliseconds per drawing.
+# State machine drawings as SVG by the drawing: most workunits and results of a project are
+# drawn alike (finished, by the same path), and the template costs a page milliseconds each.
 _MACHINES = {}
-MACHINES_KEPT = 256
 
 
 def _machine_svg(drawing):
-    key = repr(drawing)
-    if key not in _MACHINES:
-        if len(_MACHINES) >= MACHINES_KEPT:
-            _MACHINES.clear()
-        _MACHINES[key] = render_to_string("project/_machine.html", {"drawing": drawing})
-    return _MACHINES[key]
+    return _kept(_MACHINES, 256, repr(drawing),
+                 lambda: render_to_string("project/_machine.html", {"drawing": drawing}))
 
 
 def _results_with_drawings(results, events):
