@@ -495,6 +495,12 @@ class Workunit(models.Model):
             # transitioner: workunits whose transition_time has come (BOINC's wu_timeout), and
             # the dashboard's workunit list sorted by transition_time, ties by id
             models.Index(fields=["transition_time", "id"], name="wu_transition_id"),
+            # status page: workunits waiting for validation and for assimilation, per app; only
+            # those rows are in them, so the counts read a few entries, not every workunit's
+            models.Index(fields=["app"], name="wu_need_validate",
+                         condition=Q(need_validate=True)),
+            models.Index(fields=["app"], name="wu_assimilate_ready",
+                         condition=Q(assimilate_state=AssimilateState.READY)),
         ]
 
     def __str__(self):
@@ -596,6 +602,9 @@ class Result(models.Model):
             models.Index(fields=["host", "id"], name="res_hostid_id"),
             # user page, one result per user per workunit (res_userid_id)
             models.Index(fields=["user", "id"], name="res_userid_id"),
+            # status page: run times of the valid results received in the past day
+            models.Index(fields=["received_time"], name="res_received_valid",
+                         condition=Q(validate_state=ValidateState.VALID)),
         ]
 
     def __str__(self):

@@ -8,6 +8,13 @@ table and the results received in the past day, so, as BOINC does with its own s
 are cached (COMMUNITY_TTL) and shown by status.json, status.xml and a panel of the HTML page of
 their own that polls once a minute, never by the panel that polls every 2 s.
 
+The HTML page, status.json and status.xml read the queue counts and the tasks by app from
+``cached_figures``, as BOINC's page reads its "task data" from a cache (STATUS_PAGE_TTL, an hour)
+and says how old it is: the periodic daemon job refreshes them after every pass
+(``record_history``), and a page that finds them older than FIGURES_MAX_AGE (no periodic job
+running, or Redis gone) counts again and stores what it counted for the other web processes. So
+a page view makes no count over the result or workunit table while the periodic job runs.
+
 The recent history of the queues is a list of samples in Redis, one per pass of the periodic
 daemon job (``record_history``), drawn as small charts on the HTML page.
 """
@@ -130,6 +137,7 @@ class RQState:
 @dataclass(frozen=True)
 class ServerStatus:
     update_time: int
+    figures_time: int  # when the counts and the tasks by app were counted (Unix seconds)
     daemons: list
     results_ready_to_send: int
     results_in_progress: int
@@ -276,6 +284,12 @@ def cached_community(now):
     return cache.get_or_set(COMMUNITY_CACHE_KEY, lambda: community(now), COMMUNITY_TTL)
 
 
+QUEUE_FIELDS = ["results_ready_to_send", "results_in_progress", "workunits_waiting_for_validation",
+                "workunits_waiting_for_assimilation", "workunits_waiting_for_deletion",
+                "results_waiting_for_deletion", "transitioner_backlog_workunits",
+                "transitioner_backlog_hours"]
+
+
 def queue_counts(now):
     """The counts of BOINC's "database state" at Unix time ``now``, by status.json's names."""
     due = Workunit.objects.transition_due(now).aggregate(n=Count("id"), oldest=Min("transition_time"))
@@ -292,14 +306,50 @@ def queue_counts(now):
     }
 
 
-def server_status(now, *, with_community=False):
-    """The whole status page at Unix time ``now``; ``with_community`` adds the (cached) users,
-    computers and run-time figures."""
+def task_figures(now):
+    """The counts of ``queue_counts(now)`` and the tasks by app, as one JSON-able dict with
+    the ``time`` they were counted."""
+    return {"time": now, **queue_counts(now), "apps": [asdict(app) for app in app_tasks()]}
+
+
+# The key of the newest task figures, and the age past which a page counts again; the periodic
+# daemon job refreshes them every 5 s (boincweb/cron.py) plus the length of its pass.
+FIGURES_KEY = "boincweb:server_status:figures"
+FIGURES_MAX_AGE = 30
+
+
+def cached_figures(now):
+    """``task_figures`` as the periodic daemon job or another web process last stored them,
+    when they are at most FIGURES_MAX_AGE seconds older than ``now``; else counted afresh and
+    stored (the counts themselves need no Redis: without it every call counts)."""
+    client = _redis()
+    try:
+        raw = client.get(FIGURES_KEY)
+        if raw is not None:
+            figures = json.loads(raw)
+            if 0 <= now - figures["time"] <= FIGURES_MAX_AGE:
+                return figures
+        figures = task_figures(now)
+        client.set(FIGURES_KEY, json.dumps(figures))
+        return figures
+    except (redis.exceptions.RedisError, OSError):
+        return task_figures(now)
+    finally:
+        client.close()
+
+
+def server_status(now, *, with_community=False, cached=False):
+    """The whole status page at Unix time ``now``: the daemons and the job queues as they are
+    now, the counts and the tasks by app counted now, or with ``cached`` as ``cached_figures``
+    gives them; ``with_community`` adds the (cached) users, computers and run-time figures."""
+    figures = cached_figures(now) if cached else task_figures(now)
+    counts = {name: figures[name] for name in QUEUE_FIELDS}
     return ServerStatus(
         update_time=now,
+        figures_time=figures["time"],
         daemons=daemon_states(timezone.now()),
-        **queue_counts(now),
-        apps=app_tasks(),
+        **counts,
+        apps=[AppTasks(**app) for app in figures["apps"]],
         rq=rq_state(),
         community=cached_community(now) if with_community else None,
     )
@@ -316,20 +366,32 @@ HISTORY_FIELDS = ["results_ready_to_send", "results_in_progress",
                   "transitioner_backlog_workunits"]
 
 
+# This process's connection pools by Redis URL: a page makes a dozen Redis calls, and a new
+# connection for each would add its handshake's round trips to every one.
+_POOLS = {}
+
+
 def _redis():
-    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
+    """A client of settings.REDIS_URL on this process's pool (closing it keeps the pool)."""
+    pool = _POOLS.get(settings.REDIS_URL)
+    if pool is None:
+        pool = _POOLS[settings.REDIS_URL] = redis.ConnectionPool.from_url(
+            settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
+    return redis.Redis(connection_pool=pool)
 
 
 def record_history(now):
     """Store the queue counts at Unix time ``now`` as the newest sample of the history, which
-    keeps the last HISTORY_SAMPLES. Several web and worker processes share it through Redis."""
-    counts = queue_counts(now)
-    sample = json.dumps({"time": now, **{name: counts[name] for name in HISTORY_FIELDS}})
+    keeps the last HISTORY_SAMPLES, and the task figures as the ones pages read
+    (``cached_figures``). Several web and worker processes share them through Redis."""
+    figures = task_figures(now)
+    sample = json.dumps({"time": now, **{name: figures[name] for name in HISTORY_FIELDS}})
     client = _redis()
     try:
         with client.pipeline(transaction=True) as pipe:
             pipe.lpush(HISTORY_KEY, sample)
             pipe.ltrim(HISTORY_KEY, 0, HISTORY_SAMPLES - 1)
+            pipe.set(FIGURES_KEY, json.dumps(figures))
             pipe.execute()
     finally:
         client.close()

@@ -1,6 +1,7 @@
 """The project pages: server status, workunits, results, hosts, users, preferences, actions."""
 
 import csv
+import json
 import time
 
 from django.contrib import messages
@@ -21,6 +22,7 @@ from backend.forms import HostPrefsForm, WorkunitFilterForm, WorkunitIdsForm
 from backend.keyset import BadCursor, keyset_page
 from backend.models import (
     App,
+    AssimilateState,
     FileDeleteState,
     Host,
     HostAppVersion,
@@ -68,9 +70,12 @@ def status(request):
     whole = not request.htmx
     context = {}
     if whole or panel == "panel":
-        state = server_status.server_status(now)
+        state = server_status.server_status(now, cached=True)
         context["status"] = state
-        context["apps_figure"] = charts.figure_json(charts.app_tasks_figure(state.apps))
+        context["figures_age"] = now - state.figures_time
+        context["figures_max_age"] = server_status.FIGURES_MAX_AGE
+        context["apps_figure"] = _figure_json(("apps", tuple(state.apps)),
+                                              charts.app_tasks_figure, state.apps)
     if whole or panel == "community":
         figures = server_status.cached_community(now)
         context["community"] = figures
@@ -78,21 +83,48 @@ def status(request):
                                for app in App.objects.only("id", "name").order_by("name")]
     if whole or panel == "history":
         samples = server_status.queue_history()
-        context["history"] = [(figure_id, charts.figure_json(fig))
-                              for figure_id, fig in charts.queue_history_figures(samples)]
+        key = ("history", json.dumps(samples, sort_keys=True))
+        context["history"] = _figure_json(key, lambda: [
+            (figure_id, charts.figure_json(fig))
+            for figure_id, fig in charts.queue_history_figures(samples)])
         context["history_samples"] = len(samples)
     return _render(request, "project/status.html", context, panel)
 
 
+def _kept(store, limit, key, make):
+    """``store[key]``, made by ``make()`` the first time it is asked for; ``store`` is a dict of
+    this process's, emptied when it holds ``limit`` entries (the pages keep there what costs
+    them most to make and is the same for many requests)."""
+    if key not in store:
+        if len(store) >= limit:
+            store.clear()
+        store[key] = make()
+    return store[key]
+
+
+# Figures as JSON by what they were drawn from: building one costs milliseconds, and the status
+# page's figures change only when the periodic daemon job records a sample.
+_FIGURES = {}
+
+
+def _figure_json(key, build, *args):
+    """``charts.figure_json(build(*args))`` (or ``build()`` itself when it makes JSON), built
+    once for the same ``key``."""
+    def make():
+        made = build(*args)
+        return made if isinstance(made, (str, list)) else charts.figure_json(made)
+    return _kept(_FIGURES, 16, key, make)
+
+
 @require_GET
 def status_json(request):
-    state = server_status.server_status(_now(), with_community=True)
+    state = server_status.server_status(_now(), with_community=True, cached=True)
     return JsonResponse(state.as_dict())
 
 
 @require_GET
 def status_xml(request):
-    state = server_status.server_status(_now(), with_community=True)
+    state = server_status.server_status(_now(), with_community=True, cached=True)
     return HttpResponse(server_status.status_xml(state), content_type="application/xml")
 
 
@@ -107,6 +139,23 @@ def _filtered_workunits(request):
     return form, form.filter(Workunit.objects.all(), _now())
 
 
+# The filter form's HTML by the apps to choose from and the filters asked for: rendering its
+# five widgets costs the list page as much as its 50 rows do.
+_FILTER_FORMS = {}
+
+
+def _filter_form_html(request, form):
+    """The filter fields of ``form`` as HTML (the page's "filters" partial)."""
+    choices = [("", form.fields["app"].empty_label),
+               *App.objects.order_by("name").values_list("id", "name")]
+    # the choices as a plain list: the field would read them through a server-side cursor
+    form.fields["app"].choices = choices
+    key = (tuple(choices), tuple(sorted((name, tuple(values)) for name, values in request.GET.lists()
+                                        if name not in ("after", "before"))))
+    return _kept(_FILTER_FORMS, 128, key, lambda: render_to_string(
+        "project/workunit_list.html#filters", {"form": form}, request))
+
+
 def _page_url(request, **cursor):
     query = request.GET.copy()
     query.pop("after", None)
@@ -116,11 +165,17 @@ def _page_url(request, **cursor):
     return f"?{query.urlencode()}"
 
 
+ASSIMILATE_LABELS = dict(AssimilateState.choices)
+FILE_DELETE_LABELS = dict(FileDeleteState.choices)
+
+
 @require_GET
 def workunit_list(request):
     form, queryset = _filtered_workunits(request)
     if queryset is None:
         context = {"form": form, "page": None}
+        if not request.htmx:
+            context["filters"] = _filter_form_html(request, form)
         return _render(request, "project/workunit_list.html", context, "table", status=400)
     field, descending = form.sort_key
     try:
@@ -129,14 +184,20 @@ def workunit_list(request):
                            size=PAGE_SIZE)
     except BadCursor as exc:  # the form checked the cursors; this guards a race in parsing
         return HttpResponse(str(exc), status=400)
+    for wu in page.rows:  # the labels the rows show, without get_FOO_display's dict per call
+        wu.assimilate_label = ASSIMILATE_LABELS.get(wu.assimilate_state, wu.assimilate_state)
+        wu.file_delete_label = FILE_DELETE_LABELS.get(wu.file_delete_state, wu.file_delete_state)
     context = {
         "form": form,
         "page": page,
+        "result_base": reverse("project:result_detail", args=[0])[:-2],
         "next_url": _page_url(request, after=page.next_cursor) if page.next_cursor else "",
         "prev_url": _page_url(request, before=page.prev_cursor) if page.prev_cursor else "",
         "csv_url": reverse("project:workunit_csv") + _page_url(request),
         "now": _now(),
     }
+    if not request.htmx:
+        context["filters"] = _filter_form_html(request, form)
     return _render(request, "project/workunit_list.html", context, "table")
 
 
@@ -172,12 +233,23 @@ def _prepend(first, rest):
     yield from rest
 
 
+# State machine drawings as SVG by the drawing: most workunits and results of a project are
+# drawn alike (finished, by the same path), and the template costs a page milliseconds each.
+_MACHINES = {}
+
+
+def _machine_svg(drawing):
+    return _kept(_MACHINES, 256, repr(drawing),
+                 lambda: render_to_string("project/_machine.html", {"drawing": drawing}))
+
+
 def _results_with_drawings(results, events):
     by_result = {}
     for e in events:
         if e.result_id:
             by_result.setdefault(e.result_id, []).append(e)
-    return [(r, draw_row(RESULT_MACHINE, r, by_result.get(r.id, []))) for r in results]
+    return [(r, _machine_svg(draw_row(RESULT_MACHINE, r, by_result.get(r.id, []))))
+            for r in results]
 
 
 @require_GET
@@ -193,7 +265,7 @@ def workunit_detail(request, pk):
     context = {
         "wu": wu,
         "results": _results_with_drawings(results, events),
-        "machine": draw_row(WORKUNIT_MACHINE, wu, wu_events),
+        "machine": _machine_svg(draw_row(WORKUNIT_MACHINE, wu, wu_events)),
         "events": events,
         "timeline": charts.figure_json(timeline),
         "finished": finished,
@@ -216,7 +288,7 @@ def result_detail(request, pk):
     finished = result.file_delete_state == FileDeleteState.DONE
     context = {
         "result": result,
-        "machine": draw_row(RESULT_MACHINE, result, events),
+        "machine": _machine_svg(draw_row(RESULT_MACHINE, result, events)),
         "events": events,
         "timeline": charts.figure_json(timeline),
         "finished": finished,

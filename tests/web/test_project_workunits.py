@@ -214,3 +214,12 @@ def test_canonical_result_links_to_the_result_page(client, app):
     html = client.get("/project/workunits/").content.decode()
     assert f'href="/project/results/{result.id}/"' in html
     assert f'href="/project/workunits/{wu.id}/"' in html
+
+
+def test_the_filter_form_offers_an_app_made_since_the_last_view(client, app):
+    assert ">seti<" not in client.get("/project/workunits/").content.decode()
+    App.objects.create(name="seti")
+    html = client.get("/project/workunits/").content.decode()
+    assert re.search(r'<option value="\d+">seti</option>', html)
+    chosen = client.get(f"/project/workunits/?app={app.id}").content.decode()
+    assert re.search(rf'<option value="{app.id}" selected>einstein</option>', chosen)
