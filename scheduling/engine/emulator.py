@@ -362,6 +362,12 @@ class Emulator:
         for j in self.running:
             rate = j.rate
             if rate <= 0:
+                if self.bce:
+                    # BOINC's emulator adds a step to the elapsed time of every executing
+                    # task at the end of each step, computing or not (sim.cpp simulate()):
+                    # a GPU job held while the GPUs are suspended or the host is off
+                    # (docs/engine-fidelity.md, "Elapsed time of a job that does not compute")
+                    j.elapsed += dt
                 continue
             p = j.project
             executing.add(p)

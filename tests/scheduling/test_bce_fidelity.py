@@ -244,3 +244,16 @@ def test_under_bce_the_active_process_stands_still_while_the_host_is_off():
     n, flips = activity_flips_across_off_periods(run(intermittent_host(), compat="intended", duration=duration),
                                                  duration)
     assert n > 100 and 0.2 * n < flips < 0.6 * n
+
+
+def test_under_bce_a_held_gpu_job_counts_elapsed_time_once_and_a_computing_one_twice():
+    # simulate() adds a step to the elapsed time of every executing task at the end of
+    # each step, and poll() another one to each task that computed in it: a GPU job that
+    # stays on its device for the step after the GPUs are suspended gets one step per such
+    # step, and two per step it computes (reference/client.md §9.2)
+    em, result = emulate(gpu_job_on_an_intermittent_gpu(), "bce", 2 * 86400.0)
+    job = em.all_jobs[0]
+    held = sum(s.end - s.start for s in result.slices)
+    computing = job.done / (10 * GFLOPS)
+    assert held > computing + 5 * 60  # at least five suspensions, each with a held step
+    assert job.elapsed == pytest.approx(held + computing)
