@@ -98,7 +98,10 @@ class Emulator:
         self.period = prefs.cpu_scheduling_period_minutes * 60.0
         self.rec_half_life = (prefs.rec_half_life_days if prefs.rec_half_life_days > 0 else 10.0) * 86400.0
         cpu_frac = min(max(host.on.frac * host.active.frac, 0.01), 1.0)
-        gpu_frac = min(max(cpu_frac * host.gpu_active.frac, 0.01), 1.0)
+        # CLIENT_STATE::overall_gpu_frac is on_frac x gpu_active_frac. BOINC's emulator reads
+        # gpu_active_frac as the GPU-active process's fraction of active on-time, so its
+        # estimate leaves the active fraction out (docs/engine-fidelity.md); intended counts it
+        gpu_frac = min(max((host.on.frac if self.bce else cpu_frac) * host.gpu_active.frac, 0.01), 1.0)
         self.resources = [Resource(0, "cpu", self.n_usable_cpus, 1.0, False, cpu_frac, host.cpu_flops)]
         for g in host.gpus:
             speed = GPU_RELATIVE_SPEED_FACTOR * g.peak_flops / host.cpu_flops

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from scheduling.engine import get_policy, read_pcdr, run
+from scheduling.engine import get_policy, read_pcdr, rr_snapshot, run
 from scheduling.engine.emulator import Emulator
 
 from .helpers import (GFLOPS, HOUR, App, AppVersion, Availability, GpuType, Host, InitialJob, Prefs, cpu_app,
@@ -257,3 +257,26 @@ def test_under_bce_a_held_gpu_job_counts_elapsed_time_once_and_a_computing_one_t
     computing = job.done / (10 * GFLOPS)
     assert held > computing + 5 * 60  # at least five suspensions, each with a held step
     assert job.elapsed == pytest.approx(held + computing)
+
+
+def gpu_jobs_on_a_half_active_host():
+    # one CPU and one GPU, the host always on, active half of the time, the GPU allowed
+    # whenever the host is active; two 1-hour GPU jobs queued
+    gpu_app = App(name="g", versions=(AppVersion(avg_ncpus=0.1, flops=10 * GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0),),
+                  latency_bound=10 * 86400.0, fpops_est=HOUR * 10 * GFLOPS)
+    jobs = [InitialJob(name=f"g{i}", app="g", fpops=HOUR * 10 * GFLOPS, fpops_est=HOUR * 10 * GFLOPS,
+                       deadline=10 * 86400.0) for i in range(2)]
+    host = Host(ncpus=1, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, 50 * GFLOPS),),
+                active=Availability(0.5, HOUR))
+    return scenario(project("G", jobs, apps=(gpu_app,)), host=host)
+
+
+def test_under_bce_the_gpus_availability_leaves_the_active_fraction_out():
+    # overall_gpu_frac() is on_frac x gpu_active_frac: 1 x 1 here, so the round-robin
+    # simulation runs the two GPU hours in two hours of GPU time. The intended model counts
+    # the active fraction too: GPU work runs only while the host is active, 4 hours.
+    s = gpu_jobs_on_a_half_active_host()
+    bce = rr_snapshot(s, compat="bce")["resources"]["NVIDIA"]["saturated_time"]
+    intended = rr_snapshot(s, compat="intended")["resources"]["NVIDIA"]["saturated_time"]
+    assert bce == pytest.approx(2 * HOUR, rel=0.02)
+    assert intended == pytest.approx(4 * HOUR, rel=0.02)
