@@ -145,3 +145,18 @@ def test_rrsim_reads_a_client_state_directory_with_its_prefs_and_gpu():
     assert gpu["nidle_now"] == 1 and gpu["shortfall"] == 43200.0
     assert snap["total_shortfall"] == cpu["shortfall"] + gpu["shortfall"]
     assert [p["name"] for p in snap["projects"]] == ["cpu_project", "gpu_project"]
+
+
+def test_busy_time_goes_on_the_least_busy_instance_and_the_next_ones_in_order():
+    # BUSY_TIME_ESTIMATOR::update (reference/client.md §6.4): a 2-CPU job starts on the
+    # first least-busy instance (0) and takes the next one (1), busy or not, so instance 2
+    # stays idle and the busy time (the least busy instance) stays 0; usage below 1 adds
+    # nothing, and the instances wrap around
+    from scheduling.engine.rr_sim import _busy_update
+    busy = [0.0, 5.0, 0.0]
+    _busy_update(busy, 10.0, 2.0)
+    assert busy == [10.0, 15.0, 0.0]
+    _busy_update(busy, 10.0, 0.5)
+    assert busy == [10.0, 15.0, 0.0]
+    _busy_update(busy, 10.0, 2.9)
+    assert busy == [20.0, 15.0, 10.0]
