@@ -566,12 +566,15 @@ class Emulator:
 
     def _host_change(self, key) -> None:
         name, gen = key
-        if gen != self.host_gen[name]:
-            return  # the process's clock was stopped or restarted since
         proc = self.host_proc[name]
-        proc.advance(self.now)
-        if proc.next_change < math.inf:
-            self._push_host(proc, name)
+        if gen == self.host_gen[name]:
+            proc.advance(self.now)
+            if proc.next_change < math.inf:
+                self._push_host(proc, name)
+        elif getattr(self, name) == proc.up:
+            return  # the process's clock was stopped or restarted since, with no change due
+        # else its accounting event (_account_change) made the change before the clock
+        # stopped: the state follows it now, with no next event until the clock restarts
         old = (self.on, self.active, self.gpu_active)
         setattr(self, name, proc.up)
         if self.bce and name in ("on", "active"):

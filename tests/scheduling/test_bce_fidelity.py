@@ -234,13 +234,15 @@ def activity_flips_across_off_periods(result, duration):
 
 def test_under_bce_the_active_process_stands_still_while_the_host_is_off():
     # simulate() samples the active process only in steps where the host is on: its
-    # periods are measured in on-time, so an off period never changes whether the host is
-    # active. In real time (intended) the active process goes on while the host is off and
-    # about half of the off periods, as long on average as an active period, end in the
-    # other state.
+    # periods are measured in on-time, so an off period changes whether the host is active
+    # only when the change fell due in the step the host went off (it then happens at the
+    # first step on): about one off period in 60 (a 60 s step against hour-long periods).
+    # In real time (intended) the active process goes on while the host is off, and about
+    # a third of the off periods, as long on average as an active period, end in the other
+    # state.
     duration = 20 * 86400.0
     n, flips = activity_flips_across_off_periods(run(intermittent_host(), compat="bce", duration=duration), duration)
-    assert n > 100 and flips == 0
+    assert n > 100 and flips <= 0.05 * n
     n, flips = activity_flips_across_off_periods(run(intermittent_host(), compat="intended", duration=duration),
                                                  duration)
     assert n > 100 and 0.2 * n < flips < 0.6 * n
