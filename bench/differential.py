@@ -334,7 +334,8 @@ def main(argv=None) -> int:
     parser.add_argument("--first", type=int, default=1, help="the first case number to run (1-based)")
     parser.add_argument("--out", default=os.path.join(ROOT, "var", "differential"))
     parser.add_argument("--keep", type=int, default=10, help="worst cases whose files are kept")
-    parser.add_argument("--json", metavar="FILE", help="also write every case's figures to FILE")
+    parser.add_argument("--json", metavar="FILE", help="also write every case's figures to FILE, "
+                        "rewritten after each case")
     args = parser.parse_args(argv)
     sim = os.environ.get("BCE_SIM")
     if not sim:
@@ -379,6 +380,9 @@ def main(argv=None) -> int:
                   + f" {eng['wall']:>6.1f} {bce['wall']:>6.1f}", flush=True)
         shutil.rmtree(os.path.join(case_dir, "bce"), ignore_errors=True)  # BCE's timeline is large
         cases.append(case)
+        if args.json:
+            # after every case, so that a run stopped early still leaves its figures
+            _write_json(args.json, args, cases)
 
     ok = [c for c in cases if "error" not in c]
     print()
@@ -407,9 +411,15 @@ def main(argv=None) -> int:
         if c["dir"] not in keep:
             shutil.rmtree(c["dir"], ignore_errors=True)
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({"seed": args.seed, "days": args.days, "cases": cases}, fh, indent=1)
+        _write_json(args.json, args, cases)
     return 0
+
+
+def _write_json(path: str, args, cases: list) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump({"seed": args.seed, "days": args.days, "cases": cases}, fh, indent=1)
+    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

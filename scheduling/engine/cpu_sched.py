@@ -80,7 +80,8 @@ def _earliest_deadline_result(em, r: int, misses: dict, taken: set):
 
 
 def _best_job(p, r: int, taken: set):
-    """The project's next job: already running, then preempted ones, then in arrival order."""
+    """The project's next job: already running, then preempted ones, then in arrival order
+    (assign_results_to_projects)."""
     best = None
     best_key = None
     for j in p.jobs:
@@ -92,41 +93,74 @@ def _best_job(p, r: int, taken: set):
     return best
 
 
-def make_run_list(em, now: float, rr, use_edf: bool) -> list:
+def _first_coproc_result(em, r: int, taken: set):
+    """first_coproc_result (§6.3 step 3): the job of the highest-priority project, then an
+    already-started job, then the earliest arrival; a running job has no precedence over a
+    preempted one."""
+    best = None
+    best_key = None
+    for p in em.project_order:
+        for j in p.jobs:
+            if j.rsc != r or j in taken:
+                continue
+            key = (-p.priority, not j.started, j.index)
+            if best_key is None or key < best_key:
+                best, best_key = j, key
+    return best
+
+
+def _highest_priority_best(em, r: int, taken: set):
+    """highest_prio_project_best_result (§6.3 step 4): each project's best job, from the
+    project with the largest priority; the first project in order wins ties."""
+    best = None
+    best_prio = 0.0
+    for p in em.project_order:
+        cand = _best_job(p, r, taken)
+        if cand is None:
+            continue
+        if best is None or p.priority > best_prio:
+            best, best_prio = cand, p.priority
+    return best
+
+
+def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -> list:
     """make_run_list (reference/client.md §6.3): an ordered list of candidate jobs with their
-    `edf` flag set; each pick charges the project's REC (adjust_rec_sched)."""
+    `edf` flag set; each pick charges the project's REC (adjust_rec_sched).
+
+    GPU jobs are left out while GPU computing is suspended (PROC_RESOURCES::can_schedule), so
+    they charge no REC. The CPU scan stops when the single-thread jobs, or the multi-thread
+    jobs, reach twice the CPUs (stop_scan_cpu); GPU jobs' CPU shares count in neither."""
     promote_once_ran_edf(em, now, rr)
     rec_sum = priority_init(em.projects, lambda p: bool(p.jobs))
     misses = dict(rr.misses)
     taken: set = set()
     out: list = []
-    order = em.project_order
     for r in range(len(em.resources) - 1, -1, -1):
         res = em.resources[r]
         cpu = r == 0
+        if not cpu and not gpu_allowed:
+            continue
         limit = 2 * em.n_usable_cpus if cpu else res.ninstances
-        # GPU jobs' CPU share counts towards the CPU's 2 x ncpus slop (stop_scan_cpu)
-        used = sum(j.avg_ncpus for j in out) if cpu else 0.0
+        used_st = used_mt = 0.0
         for edf_pass in ((True, False) if use_edf else (False,)):
-            while used < limit:
+            while (used_st < limit and used_mt < limit) if cpu else used_st < limit:
                 if edf_pass:
                     j = _earliest_deadline_result(em, r, misses, taken)
+                elif cpu:
+                    j = _highest_priority_best(em, r, taken)
                 else:
-                    j = None
-                    best_key = None
-                    for p in order:
-                        cand = _best_job(p, r, taken)
-                        if cand is None:
-                            continue
-                        key = (-p.priority, cand.state != RUNNING, not cand.started, cand.index)
-                        if best_key is None or key < best_key:
-                            j, best_key = cand, key
+                    j = _first_coproc_result(em, r, taken)
                 if j is None:
                     break
                 j.edf = edf_pass
                 taken.add(j)
                 out.append(j)
-                used += j.avg_ncpus if cpu else j.gpu_usage
+                if not cpu:
+                    used_st += j.gpu_usage
+                elif j.avg_ncpus > 1:
+                    used_mt += j.avg_ncpus
+                else:
+                    used_st += j.avg_ncpus
                 adjust_rec_sched(j.project, em.job_peak_flops(j), em.total_peak_flops, rec_sum)
     return out
 

@@ -64,6 +64,8 @@ MAX_EVENTS_PER_STEP = 64
 MAX_EVENTS_PER_INSTANT = 100_000
 HOST_PROCESSES = ("on", "connected", "active", "gpu_active")
 HOST_STATES = ("off", "not_active", "gpu_suspended", "disconnected")  # records.HostPeriod
+# under --compat bce a process's clock runs only while these are up (sim.cpp simulate())
+HOST_CLOCK_GATES = {"connected": ("on",), "active": ("on",), "gpu_active": ("on", "active")}
 
 
 class Emulator:
@@ -101,7 +103,10 @@ class Emulator:
         self.period = prefs.cpu_scheduling_period_minutes * 60.0
         self.rec_half_life = (prefs.rec_half_life_days if prefs.rec_half_life_days > 0 else 10.0) * 86400.0
         cpu_frac = min(max(host.on.frac * host.active.frac, 0.01), 1.0)
-        gpu_frac = min(max(cpu_frac * host.gpu_active.frac, 0.01), 1.0)
+        # CLIENT_STATE::overall_gpu_frac is on_frac x gpu_active_frac. BOINC's emulator reads
+        # gpu_active_frac as the GPU-active process's fraction of active on-time, so its
+        # estimate leaves the active fraction out (docs/engine-fidelity.md); intended counts it
+        gpu_frac = min(max((host.on.frac if self.bce else cpu_frac) * host.gpu_active.frac, 0.01), 1.0)
         self.resources = [Resource(0, "cpu", self.n_usable_cpus, 1.0, False, cpu_frac, host.cpu_flops)]
         for g in host.gpus:
             speed = GPU_RELATIVE_SPEED_FACTOR * g.peak_flops / host.cpu_flops
@@ -135,6 +140,10 @@ class Emulator:
         self.connected = self.host_proc["connected"].up
         self.active = self.host_proc["active"].up
         self.gpu_active = self.host_proc["gpu_active"].up
+        # under --compat bce: the processes whose clocks are stopped, with the time left to
+        # their next change, and a generation per process that retires its pending events
+        self.host_paused: dict[str, float] = {}
+        self.host_gen = {name: 0 for name in HOST_PROCESSES}
         # BOINC's emulator's view of GPU computing (gpu_suspend_reason): set at the end of
         # each decision pass of a step the host is on, read by the next pass (_gpu_allowed)
         self.gpu_seen = True
@@ -251,6 +260,8 @@ class Emulator:
         self._push = push
         push(self.duration, EV_END)
         push(0.0, EV_FETCH, self.epoch)
+        if self.bce:
+            self._gate_host_clocks(push_events=False)
         for name, proc in self.host_proc.items():
             if proc.next_change < math.inf:
                 self._push_host(proc, name)
@@ -369,6 +380,12 @@ class Emulator:
         for j in self.running:
             rate = j.rate
             if rate <= 0:
+                if self.bce:
+                    # BOINC's emulator adds a step to the elapsed time of every executing
+                    # task at the end of each step, computing or not (sim.cpp simulate()):
+                    # a GPU job held while the GPUs are suspended or the host is off
+                    # (docs/engine-fidelity.md, "Elapsed time of a job that does not compute")
+                    j.elapsed += dt
                 continue
             p = j.project
             executing.add(p)
@@ -524,24 +541,59 @@ class Emulator:
         it (sim.cpp simulate(), ACTIVE_TASK_SET::poll), so under `--compat bce` the GPUs'
         progress and active time follow a change one step before the decisions do."""
         t = self.grid(proc.next_change)
-        self._push(t, EV_HOST, name)
+        key = (name, self.host_gen[name])
+        self._push(t, EV_HOST, key)
         if self.bce and name != "connected":
-            self._push(t - self.delta, EV_ACCT, name)
+            self._push(t - self.delta, EV_ACCT, key)
 
-    def _account_change(self, name: str) -> None:
+    def _gate_host_clocks(self, push_events: bool = True) -> None:
+        """Stop or restart the clocks of the active, connected and GPU-active processes.
+
+        BOINC's emulator samples the active and connected processes only in steps where the
+        host is on, and the GPU-active process only where it is also active (sim.cpp
+        simulate(), RANDOM_PROCESS::sample): their periods are measured in on-time (active
+        on-time), so none of them changes while the host is off, and a period broken by an
+        off period goes on where it stopped (`--compat bce`, docs/engine-fidelity.md)."""
+        for name, gates in HOST_CLOCK_GATES.items():
+            proc = self.host_proc[name]
+            if not 0.0 < proc.frac < 1.0:
+                continue
+            running = all(getattr(self, g) for g in gates)
+            if not running and name not in self.host_paused:
+                self.host_paused[name] = proc.next_change - self.now
+                proc.next_change = math.inf
+                self.host_gen[name] += 1
+            elif running and name in self.host_paused:
+                proc.next_change = self.now + self.host_paused.pop(name)
+                self.host_gen[name] += 1
+                if push_events:
+                    self._push_host(proc, name)
+
+    def _account_change(self, key) -> None:
         """The host state that accounts the coming step (see _push_host)."""
+        name, gen = key
+        if gen != self.host_gen[name]:
+            return  # the process's clock was stopped or restarted since
         self.host_proc[name].advance(self.now + self.delta)
         procs = self.host_proc
         self.gpu_acct = procs["on"].up and procs["active"].up and procs["gpu_active"].up
         self._rates()
 
-    def _host_change(self, name: str) -> None:
+    def _host_change(self, key) -> None:
+        name, gen = key
         proc = self.host_proc[name]
-        proc.advance(self.now)
-        if proc.next_change < math.inf:
-            self._push_host(proc, name)
+        if gen == self.host_gen[name]:
+            proc.advance(self.now)
+            if proc.next_change < math.inf:
+                self._push_host(proc, name)
+        elif getattr(self, name) == proc.up:
+            return  # the process's clock was stopped or restarted since, with no change due
+        # else its accounting event (_account_change) made the change before the clock
+        # stopped: the state follows it now, with no next event until the clock restarts
         old = (self.on, self.active, self.gpu_active)
         setattr(self, name, proc.up)
+        if self.bce and name in ("on", "active"):
+            self._gate_host_clocks()
         if not self.bce:
             self.gpu_acct = self.on and self.active and self.gpu_active
         self._note_host_states()

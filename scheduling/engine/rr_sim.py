@@ -161,13 +161,16 @@ def _jobs(n: int) -> str:
 
 
 def _busy_update(busy: list[float], dur: float, nused: float) -> None:
-    """BUSY_TIME_ESTIMATOR::update (§6.4): add to the least-busy instances; usage < 1 ignored."""
+    """BUSY_TIME_ESTIMATOR::update (§6.4): usage below 1 is ignored, fractional usage
+    truncated; the job goes on the least-busy instance (the first of equals) and the next
+    int(nused) - 1 instances in index order, wrapping around (docs/engine-fidelity.md)."""
     n = int(nused)
-    if n < 1:
+    count = len(busy)
+    if n < 1 or not count:
         return
-    busy.sort()
-    for i in range(min(n, len(busy))):
-        busy[i] += dur
+    first = busy.index(min(busy))
+    for i in range(n):
+        busy[(first + i) % count] += dur
 
 
 # Each step of the simulation ends at least one job; a job whose remainder rounds to a few ulps

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from scheduling.engine import get_policy, read_pcdr, run
+from scheduling.engine import get_policy, read_pcdr, rr_snapshot, run
 from scheduling.engine.emulator import Emulator
 
 from .helpers import (GFLOPS, HOUR, App, AppVersion, Availability, GpuType, Host, InitialJob, Prefs, cpu_app,
@@ -162,3 +162,123 @@ def test_under_bce_max_concurrent_from_the_state_file_limits_nothing():
     intended = run(s, compat="intended", duration=HOUR / 2, existing_jobs_only=True)
     assert sorted(sl.start for sl in bce.slices) == [0.0, 0.0]
     assert [sl.start for sl in intended.slices] == [0.0]
+
+
+def mt_and_single_thread_jobs():
+    # four CPUs and one project whose jobs arrived in this order: a 3-CPU job, five 1-CPU
+    # jobs, a 4-CPU job, all due in ten days (no deadline pressure)
+    apps = (App(name="mt3", versions=(AppVersion(avg_ncpus=3.0, flops=3 * GFLOPS),), latency_bound=10 * 86400.0,
+                fpops_est=3 * HOUR * GFLOPS),
+            App(name="mt4", versions=(AppVersion(avg_ncpus=4.0, flops=4 * GFLOPS),), latency_bound=10 * 86400.0,
+                fpops_est=4 * HOUR * GFLOPS),
+            cpu_app("st"))
+    sized = {"mt3": 3.0, "mt4": 4.0, "st": 1.0}
+    jobs = [("m3", "mt3")] + [(f"s{i}", "st") for i in range(5)] + [("m4", "mt4")]
+    initial = [InitialJob(name=n, app=a, fpops=sized[a] * HOUR * GFLOPS, fpops_est=sized[a] * HOUR * GFLOPS,
+                          deadline=10 * 86400.0) for n, a in jobs]
+    return scenario(project("P", initial, apps=apps), ncpus=4)
+
+
+@pytest.mark.parametrize("compat", ["bce", "intended"])
+def test_the_run_list_counts_single_and_multi_thread_cpus_apart(compat):
+    # stop_scan_cpu stops the CPU scan when the 1-CPU jobs or the multi-thread jobs reach
+    # twice the CPUs (8), each on its own: after m3 (3) and s0-s4 (5) neither has, so m4 is
+    # listed too, and enforce_run_list puts the job with more CPUs first: m4 takes the four
+    # CPUs. Counted together (3 + 5 = 8) the scan would stop before m4, and m3 with one
+    # 1-CPU job would run instead.
+    result = run(mt_and_single_thread_jobs(), compat=compat, duration=HOUR / 2, existing_jobs_only=True)
+    assert sorted(s.job for s in result.slices) == ["m4"]
+
+
+def gpu_jobs_on_a_suspended_gpu(gpu_active):
+    # one CPU, two GPUs allowed (or never allowed) to compute; project "G" has two GPU jobs
+    # each needing a whole CPU, project "C" one CPU job
+    gpu_app = App(name="g", versions=(AppVersion(avg_ncpus=1.0, flops=10 * GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0),),
+                  latency_bound=10 * 86400.0, fpops_est=10 * HOUR * GFLOPS)
+    gjobs = [InitialJob(name=f"g{i}", app="g", fpops=10 * HOUR * GFLOPS, fpops_est=10 * HOUR * GFLOPS,
+                        deadline=10 * 86400.0) for i in range(2)]
+    host = Host(ncpus=1, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 2, 50 * GFLOPS),),
+                gpu_active=Availability(gpu_active, HOUR))
+    return scenario(project("C", [job("c1", hours=4.0)]), project("G", gjobs, apps=(gpu_app,)), host=host)
+
+
+@pytest.mark.parametrize("compat", ["bce", "intended"])
+def test_a_suspended_gpus_jobs_take_no_place_in_the_cpu_run_list(compat):
+    # PROC_RESOURCES::can_schedule refuses GPU jobs while GPU computing is suspended, so
+    # they are not in the run list and the CPU job is; had the two GPU jobs' CPU shares
+    # (2 = twice the CPUs) been counted, no CPU job would be listed and the CPU would idle.
+    # Under bce the first step still sees the GPUs allowed (gpu_suspend_reason is set after
+    # the step's schedule), so the CPU job starts at the next step.
+    result = run(gpu_jobs_on_a_suspended_gpu(0.0), compat=compat, duration=HOUR, existing_jobs_only=True)
+    c1 = [s for s in result.slices if s.job == "c1"]
+    assert c1 and c1[0].start == (60.0 if compat == "bce" else 0.0)
+    assert c1[-1].end == HOUR
+
+
+def intermittent_host():
+    # a host on half of the time and, while on, active half of the time, both in periods of
+    # an hour on average
+    host = Host(ncpus=1, cpu_flops=GFLOPS, on=Availability(0.5, HOUR), active=Availability(0.5, HOUR))
+    return scenario(project("P"), host=host)
+
+
+def activity_flips_across_off_periods(result, duration):
+    """How many off periods the host leaves in another active state than it entered them."""
+    offs = [(h.start, h.end) for h in result.host_periods if h.state == "off"]
+    inactive = [(h.start, h.end) for h in result.host_periods if h.state == "not_active"]
+    ended = {e for _s, e in inactive}
+    started = {s for s, _e in inactive}
+    inner = [(s, e) for s, e in offs if 0 < s and e < duration]
+    return len(inner), sum((s in ended) != (e in started) for s, e in inner)
+
+
+def test_under_bce_the_active_process_stands_still_while_the_host_is_off():
+    # simulate() samples the active process only in steps where the host is on: its
+    # periods are measured in on-time, so an off period changes whether the host is active
+    # only when the change fell due in the step the host went off (it then happens at the
+    # first step on): about one off period in 60 (a 60 s step against hour-long periods).
+    # In real time (intended) the active process goes on while the host is off, and about
+    # a third of the off periods, as long on average as an active period, end in the other
+    # state.
+    duration = 20 * 86400.0
+    n, flips = activity_flips_across_off_periods(run(intermittent_host(), compat="bce", duration=duration), duration)
+    assert n > 100 and flips <= 0.05 * n
+    n, flips = activity_flips_across_off_periods(run(intermittent_host(), compat="intended", duration=duration),
+                                                 duration)
+    assert n > 100 and 0.2 * n < flips < 0.6 * n
+
+
+def test_under_bce_a_held_gpu_job_counts_elapsed_time_once_and_a_computing_one_twice():
+    # simulate() adds a step to the elapsed time of every executing task at the end of
+    # each step, and poll() another one to each task that computed in it: a GPU job that
+    # stays on its device for the step after the GPUs are suspended gets one step per such
+    # step, and two per step it computes (reference/client.md §9.2)
+    em, result = emulate(gpu_job_on_an_intermittent_gpu(), "bce", 2 * 86400.0)
+    job = em.all_jobs[0]
+    held = sum(s.end - s.start for s in result.slices)
+    computing = job.done / (10 * GFLOPS)
+    assert held > computing + 5 * 60  # at least five suspensions, each with a held step
+    assert job.elapsed == pytest.approx(held + computing)
+
+
+def gpu_jobs_on_a_half_active_host():
+    # one CPU and one GPU, the host always on, active half of the time, the GPU allowed
+    # whenever the host is active; two 1-hour GPU jobs queued
+    gpu_app = App(name="g", versions=(AppVersion(avg_ncpus=0.1, flops=10 * GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0),),
+                  latency_bound=10 * 86400.0, fpops_est=HOUR * 10 * GFLOPS)
+    jobs = [InitialJob(name=f"g{i}", app="g", fpops=HOUR * 10 * GFLOPS, fpops_est=HOUR * 10 * GFLOPS,
+                       deadline=10 * 86400.0) for i in range(2)]
+    host = Host(ncpus=1, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, 50 * GFLOPS),),
+                active=Availability(0.5, HOUR))
+    return scenario(project("G", jobs, apps=(gpu_app,)), host=host)
+
+
+def test_under_bce_the_gpus_availability_leaves_the_active_fraction_out():
+    # overall_gpu_frac() is on_frac x gpu_active_frac: 1 x 1 here, so the round-robin
+    # simulation runs the two GPU hours in two hours of GPU time. The intended model counts
+    # the active fraction too: GPU work runs only while the host is active, 4 hours.
+    s = gpu_jobs_on_a_half_active_host()
+    bce = rr_snapshot(s, compat="bce")["resources"]["NVIDIA"]["saturated_time"]
+    intended = rr_snapshot(s, compat="intended")["resources"]["NVIDIA"]["saturated_time"]
+    assert bce == pytest.approx(2 * HOUR, rel=0.02)
+    assert intended == pytest.approx(4 * HOUR, rel=0.02)

@@ -198,3 +198,18 @@ def test_a_simulation_is_a_run_of_steps_each_ending_a_job():
     assert sim.steps == 3
     assert [j.rr_finish for j in sim.em.projects[0].jobs] == [HOUR, 2 * HOUR, 4 * HOUR]
     assert rr.rsc[0].saturated_time == 2 * HOUR
+
+
+def test_busy_time_goes_on_the_least_busy_instance_and_the_next_ones_in_order():
+    # BUSY_TIME_ESTIMATOR::update (reference/client.md §6.4): a 2-CPU job starts on the
+    # first least-busy instance (0) and takes the next one (1), busy or not, so instance 2
+    # stays idle and the busy time (the least busy instance) stays 0; usage below 1 adds
+    # nothing, and the instances wrap around
+    from scheduling.engine.rr_sim import _busy_update
+    busy = [0.0, 5.0, 0.0]
+    _busy_update(busy, 10.0, 2.0)
+    assert busy == [10.0, 15.0, 0.0]
+    _busy_update(busy, 10.0, 0.5)
+    assert busy == [10.0, 15.0, 0.0]
+    _busy_update(busy, 10.0, 2.9)
+    assert busy == [20.0, 15.0, 10.0]

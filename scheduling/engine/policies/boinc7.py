@@ -28,7 +28,7 @@ class Boinc7:
 
     def run_list(self, now, rr, gpu_allowed):
         em = self.em
-        return enforce(em, now, make_run_list(em, now, rr, self.use_edf), gpu_allowed)
+        return enforce(em, now, make_run_list(em, now, rr, self.use_edf, gpu_allowed), gpu_allowed)
 
     def choose_fetch(self, now, rr):
         return work_fetch.choose_project(self.em, now, rr)
