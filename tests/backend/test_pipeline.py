@@ -158,6 +158,9 @@ def test_rule_3_7_transient_error_retries_later_and_numeric_tolerance(project):
     ((b"1.0 2.0", b"1.002 2.0"), False),        # outside it, relative and absolute
     ((b"1.0 2.0", b"1.0 2.0 3.0"), False),      # a different count of numbers
     ((b"nan 1e300", b"NaN 1.0005e300"), True),  # NaN equals NaN; the tolerance is relative
+    ((b"nan 1.0", b"1.0 1.0"), False),          # a NaN matches no number
+    ((b"2.0 1.0", b"nan 1.0"), False),          # ... on either side
+    ((b"inf", b"1e308"), False),                # nor an infinity a finite number
 ])
 def test_rule_3_7_numeric_outputs_agree_only_within_the_tolerance(project, texts, agree):
     project.app.validator = "numeric"

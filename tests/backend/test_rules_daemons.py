@@ -74,27 +74,8 @@ def test_each_error_result_counts_once_towards_max_error_results(project, outcom
     assert bool(wu.error_mask & ErrorMask.TOO_MANY_ERROR_RESULTS) is error_out
 
 
-# --- the numeric comparison: NaN equals NaN and nothing else --------------------------------
-
-@pytest.mark.parametrize("texts", [(b"nan 1.0", b"1.0 1.0"), (b"2.0 1.0", b"nan 1.0"),
-                                   (b"inf", b"1e308")])
-def test_a_nan_or_an_infinity_matches_no_finite_number(project, texts):
-    project.app.validator = "numeric"
-    project.app.validate_tolerance = 1e-3
-    project.app.save()
-    wu = project.workunit(min_quorum=2, target_nresults=2, max_success_results=3,
-                          max_total_results=4, need_validate=True)
-    for text in texts:
-        r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS)
-        File.objects.create(name=r.output_file_name(0), kind="output", result=r)
-        upload_path(r.output_file_name(0)).parent.mkdir(parents=True, exist_ok=True)
-        upload_path(r.output_file_name(0)).write_bytes(text)
-    validator.run_once(now=NOW, batch_size=10)
-    wu.refresh_from_db()
-    assert wu.canonical_result_id is None
-    assert set(wu.results.values_list("validate_state", flat=True)) == {
-        ValidateState.INCONCLUSIVE}
-
+# --- the numeric comparison: NaN equals NaN and nothing else (the whole validator: test_pipeline.py
+# test_rule_3_7_numeric_outputs_agree_only_within_the_tolerance)
 
 def test_numeric_comparison_is_symmetric_in_nan():
     class App:
