@@ -140,7 +140,9 @@ class Project:
     def __init__(self, server, db, host, work, programs):
         import pymysql
 
-        self.server, self.db, self.db_host, self.work = Path(server), db, host, work
+        # absolute: BOINC's programs run from cgi-bin/ and read the paths config.xml names
+        self.server, self.db, self.db_host = Path(server).resolve(), db, host
+        self.work = work = Path(work).resolve()
         self.programs = {k: find_program(self.server, PROGRAM_FILES[k])
                          for k in {*programs, "crypt_prog"}}
         self.project = work / "boinc_project"
