@@ -140,8 +140,11 @@ PRODUCTION = {
 
 
 def _manage(*args, **env):
+    # the browser tests' conftest sets DJANGO_ALLOW_ASYNC_UNSAFE for Playwright in this process;
+    # a production server has no such variable, and check --deploy rightly refuses it
     environment = {k: v for k, v in os.environ.items()
-                   if k not in ("DEBUG", "SECRET_KEY") and not k.startswith("SECURE_")}
+                   if k not in ("DEBUG", "SECRET_KEY", "DJANGO_ALLOW_ASYNC_UNSAFE")
+                   and not k.startswith("SECURE_")}
     environment.update(env)
     return subprocess.run([sys.executable, "manage.py", *args], cwd=BASE, env=environment,
                           capture_output=True, text=True, timeout=60)

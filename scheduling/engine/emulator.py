@@ -757,6 +757,13 @@ class Emulator:
                 self._preempt(j, "the scheduler gave its instance to another job")
         for j, why, inst in chosen:
             if j.state == RUNNING:
+                if j.rsc and inst >= 0 and inst != j.instance:
+                    # a job placed before it in the run list took its device (the instances are
+                    # handed out in run-list order, cpu_sched._assign_gpu): it goes on computing
+                    # on the device found for it, in a new slice, never two jobs on one device
+                    self._close_slice(j, self.now)
+                    j.slice_start = self.now
+                    j.instance = inst
                 if why == WHY_EDF and j.slice_why != WHY_EDF:
                     self._close_slice(j, self.now)
                     j.slice_start = self.now
