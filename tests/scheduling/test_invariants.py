@@ -126,7 +126,10 @@ def _rate(em, j, step_jobs, gpu_on=True):
     return j.flops
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomize: the same 25 hosts on every run, so that a failure is the change's and not the draw's
+# (fresh draws have found engine faults; `--hypothesis-seed` or derandomize=False search anew)
+@settings(max_examples=25, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(s=scenarios(), policy=st.sampled_from(["boinc7", "boinc5", "wrr", "fifo"]),
        compat=st.sampled_from(["intended", "bce"]), seed=st.integers(1, 1000))
 def test_random_scenarios_keep_the_invariants(s, policy, compat, seed):
