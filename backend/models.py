@@ -185,6 +185,12 @@ class AppVersion(models.Model):
     gpu_usage = models.FloatField(default=0.0, help_text="GPU instances used (0 for CPU apps).")
     deprecated = models.BooleanField(default=False)
     create_time = models.BigIntegerField(default=0)
+    # Sent only to volunteers who allow beta work (BOINC's app_version.beta).
+    beta = models.BooleanField(default=False)
+    # The client versions (major × 10000 + minor × 100 + release) the version is sent to;
+    # 0 means no bound (app_version.min_core_version, max_core_version).
+    min_core_version = models.IntegerField(default=0)
+    max_core_version = models.IntegerField(default=0)
 
     class Meta:
         ordering = ["app", "-version_num"]
@@ -297,6 +303,13 @@ class HostAppVersion(models.Model):
     # Samples in turnaround_avg (BOINC's turnaround_n).
     turnaround_n = models.FloatField(default=0.0)
     consecutive_valid = models.IntegerField(default=0)
+    # BOINC's host_app_version.et and .pfc averages (backend.daemons.sched_version): elapsed
+    # seconds per estimated FLOP of the host's successful jobs, and their claimed peak FLOP
+    # count per estimated FLOP; _n is the samples taken.
+    et_avg = models.FloatField(default=0.0)
+    et_n = models.FloatField(default=0.0)
+    pfc_avg = models.FloatField(default=0.0)
+    pfc_n = models.FloatField(default=0.0)
 
     class Meta:
         constraints = [
@@ -461,6 +474,8 @@ class Workunit(models.Model):
         AppVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     mod_time = models.DateTimeField(auto_now=True)
+    # The version number the job must run with, 0 for any (BOINC's workunit.app_version_num).
+    app_version_num = models.IntegerField(default=0)
 
     objects = WorkunitQuerySet.as_manager()
 

@@ -90,6 +90,9 @@ def read_config_xml(source, **overrides):
     """A SchedulerConfig from a BOINC config.xml (a path or its text); ``overrides`` are
     applied for options the file does not set."""
     values = config_values(parse(source))
+    if isinstance(source, Path) and (source.parent / "plan_class_spec.xml").is_file():
+        # the scheduler reads the project's plan classes from beside its config.xml
+        values.setdefault("plan_class_spec", str(source.parent / "plan_class_spec.xml"))
     for name, value in overrides.items():
         values.setdefault(name, value)
     try:

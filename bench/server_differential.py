@@ -202,7 +202,159 @@ def random_case(seed, index, step):
                 app_versions=[dict(id=1, version_num=100)])
     if step == "scheduler":
         case["request"] = random_request(rng, case)
+        random_versions(random.Random(f"{seed}:{step}:{index}:versions"), case)
     return case
+
+
+# --- app versions and plan classes (sched_version.cpp get_app_version) ----------------------
+
+PLATFORM_32 = "i686-pc-linux-gnu"
+# The plan classes every case's project has (plan_class_spec.xml on both sides). CPU classes
+# only: no name holds a GPU vendor's, which BOINC's feeder would take for a GPU class.
+PLAN_CLASS_SPEC_XML = """<plan_classes>
+<plan_class><name>mt</name><min_ncpus>2</min_ncpus><max_threads>4</max_threads>
+<projected_flops_scale>.99</projected_flops_scale></plan_class>
+<plan_class><name>mt_all</name><max_threads>16</max_threads></plan_class>
+<plan_class><name>sse3</name><cpu_feature>pni</cpu_feature>
+<projected_flops_scale>1.1</projected_flops_scale></plan_class>
+<plan_class><name>avx</name><cpu_feature>avx</cpu_feature>
+<projected_flops_scale>1.5</projected_flops_scale></plan_class>
+<plan_class><name>newer</name><min_core_client_version>80000</min_core_client_version>
+<projected_flops_scale>1.05</projected_flops_scale></plan_class>
+<plan_class><name>older</name><max_core_client_version>71000</max_core_client_version>
+<projected_flops_scale>2</projected_flops_scale></plan_class>
+<plan_class><name>slow</name><projected_flops_scale>.5</projected_flops_scale></plan_class>
+<plan_class><name>mine</name><user_id>1</user_id><projected_flops_scale>3</projected_flops_scale>
+</plan_class>
+</plan_classes>
+"""
+PLAN_CLASSES = ("", "", "mt", "mt_all", "sse3", "avx", "newer", "older", "slow", "mine", "gone")
+CLIENT_VERSIONS = ((7, 6, 33), (8, 0, 2), (8, 2, 4))
+
+
+def random_versions(rng, case):
+    """Half the scheduler cases get several app versions: version numbers, both Linux
+    platforms, plan classes (one the project lacks), beta, client version bounds and a
+    deprecated one; host app versions of them with elapsed-time and PFC averages; all
+    workunits pinned to one version number (in some cases); clients of several versions, with CPU features, that run
+    32-bit versions too and volunteers that allow beta work. The others keep one version."""
+    case["version_options"] = dict(
+        version_select_random_factor=0.0, allow_beta_work=rng.random() < 0.5,
+        alt_platform=rng.random() < 0.6, client=rng.choice(CLIENT_VERSIONS),
+        p_features=rng.choice(["", "fpu pni", "fpu pni avx", "avx"]))
+    if rng.random() < 0.5:
+        return
+    versions = [dict(id=1, version_num=100)]
+    for av_id in range(2, rng.randint(2, 6) + 1):
+        versions.append(dict(
+            id=av_id, version_num=rng.choice([100, 101, 102]),
+            platform=rng.choice([PLATFORM, PLATFORM, PLATFORM_32]),
+            plan_class=rng.choice(PLAN_CLASSES), beta=int(rng.random() < 0.15),
+            min_core_version=rng.choice([0, 0, 0, 80000, 80200]),
+            max_core_version=rng.choice([0, 0, 0, 79999, 80100]),
+            deprecated=int(rng.random() < 0.1)))
+    seen, unique = set(), []
+    for av in versions:  # app_version_unique: one row per number, platform and plan class
+        key = (av["version_num"], av.get("platform", PLATFORM), av.get("plan_class", ""))
+        if key not in seen:
+            seen.add(key)
+            unique.append(av)
+    case["app_versions"] = unique
+    for hav in case["havs"]:
+        hav["app_version_id"] = rng.choice(unique)["id"]
+        speed = case["hosts"][hav["host_id"] - 1]["p_fpops"] * rng.choice([0.5, 1, 2, 4])
+        hav.update(et_n=rng.choice([0, 5, 15, 30]), et_avg=1 / speed,
+                   pfc_n=rng.choice([0, 1, 5, 30]), pfc_avg=rng.choice([0.5, 1.0, 2.0]))
+    unique_havs = {}
+    for hav in case["havs"]:
+        unique_havs.setdefault((hav["host_id"], hav["app_version_id"]), hav)
+    case["havs"] = list(unique_havs.values())
+    if rng.random() < 0.3:
+        # every workunit pinned to one number: BOINC memoizes one choice per app, which an
+        # unpinned job takes over whatever pinned job its random scan met first
+        # (docs/server-fidelity.md), so mixed cases have no one answer
+        number = rng.choice(unique)["version_num"]
+        for wu in case["wus"]:
+            wu["app_version_num"] = number
+
+
+def versions_sent(case, boinc):
+    """The app version ids of the jobs BOINC's scheduler sent in this case."""
+    return sorted(r["app_version_id"] for r in boinc["result"].values()
+                  if r["sent_time"] == case["now"] and r["server_state"] == S_IN_PROGRESS)
+
+
+def version_counts(counted):
+    """How many scheduler cases had several app versions, sent jobs, sent a version other
+    than the first (a choice was made), and of those how many agree."""
+    several = [(c, ok) for c, ok in counted if len(c["app_versions"]) > 1]
+    chose = [(c, ok) for c, ok in several if any(v != 1 for v in c.get("versions_sent", []))]
+    return {"cases with several versions": len(several),
+            "of which sent jobs": sum(1 for c, _ in several if c.get("versions_sent")),
+            "sent a version other than the first": len(chose),
+            "of those agree": sum(1 for _, ok in chose if ok)}
+
+
+def version_request_xml(case, text):
+    """The request with the case's client version, CPU features, 32-bit platform and the
+    plan-class capability every current client states."""
+    o = case.get("version_options")
+    if not o:
+        return text
+    major, minor, release = o["client"]
+    text = (text.replace("<core_client_major_version>8<",
+                         f"<core_client_major_version>{major}<")
+            .replace("<core_client_minor_version>0<", f"<core_client_minor_version>{minor}<")
+            .replace("<core_client_release>2<", f"<core_client_release>{release}<"))
+    extra = "<client_cap_plan_class>1</client_cap_plan_class>\n"
+    if o["alt_platform"]:
+        extra += f"<alt_platform>\n<name>{PLATFORM_32}</name>\n</alt_platform>\n"
+    text = text.replace("<work_req_seconds>", extra + "<work_req_seconds>", 1)
+    if o["p_features"]:
+        text = text.replace("</p_model>", f"</p_model>\n<p_features>{o['p_features']}"
+                            "</p_features>", 1)
+    return text
+
+
+def boinc_version_rows(case):
+    """BOINC's platform and app_version rows for the case's versions."""
+    now = case["now"]
+    rows = [insert("platform", dict(id=1, create_time=now, name=PLATFORM,
+                                    user_friendly_name="Linux")),
+            insert("platform", dict(id=2, create_time=now, name=PLATFORM_32,
+                                    user_friendly_name="Linux 32"))]
+    for av in case["app_versions"]:
+        rows.append(insert("app_version", dict(
+            id=av["id"], create_time=now, appid=1, version_num=av["version_num"],
+            platformid=1 if av.get("platform", PLATFORM) == PLATFORM else 2,
+            xml_doc=app_version_xml(av["version_num"]), plan_class=av.get("plan_class", ""),
+            beta=av.get("beta", 0), min_core_version=av.get("min_core_version", 0),
+            max_core_version=av.get("max_core_version", 0),
+            deprecated=av.get("deprecated", 0))))
+    return rows
+
+
+def write_plan_classes(folder):
+    path = Path(folder) / "plan_class_spec.xml"
+    path.write_text(PLAN_CLASS_SPEC_XML)
+    return path
+
+
+def boincweb_versions(case, app):
+    """boincweb's AppVersion rows (each with an executable) for the case's versions."""
+    from backend import models as m
+    from protocol.models import AppVersionFile
+
+    AppVersionFile.objects.all().delete()
+    for av in case["app_versions"]:
+        version = m.AppVersion.objects.create(
+            id=av["id"], app=app, version_num=av["version_num"],
+            platform=av.get("platform", PLATFORM), plan_class=av.get("plan_class", ""),
+            beta=bool(av.get("beta", 0)), min_core_version=av.get("min_core_version", 0),
+            max_core_version=av.get("max_core_version", 0),
+            deprecated=bool(av.get("deprecated", 0)))
+        AppVersionFile.objects.create(app_version=version, name=f"uppercase_{av['id']}",
+                                      nbytes=10, md5_cksum="0" * 32, file_signature="x")
 
 
 def random_request(rng, case):
@@ -227,6 +379,13 @@ def random_request(rng, case):
                 reports=reports, other_results=listed)
 
 
+def beta_prefs(case, user):
+    """User 1's project preferences: <allow_beta_work> when the case says so."""
+    if user["id"] == 1 and case.get("version_options", {}).get("allow_beta_work"):
+        return "<project_preferences>\n<allow_beta_work>1</allow_beta_work>\n</project_preferences>\n"
+    return ""
+
+
 def request_xml(case):
     """The scheduler request body both sides get."""
     q = case["request"]
@@ -234,12 +393,12 @@ def request_xml(case):
     for report in q["reports"]:
         state, status = {"success": (5, 0), "error": (3, 1), "abort": (6, 203)}[report["outcome"]]
         reports.append(dict(name=report["name"], state=state, exit_status=status))
-    return scheduler_request_xml(
+    return version_request_xml(case, scheduler_request_xml(
         authenticator=case["users"][0]["authenticator"], hostid=1, req_secs=q["cpu_req_secs"],
         req_instances=q["cpu_req_instances"], estimated_delay=q["estimated_delay"],
         host=dict(p_ncpus=q["p_ncpus"], p_fpops=q["p_fpops"], m_nbytes=q["m_nbytes"],
                   on_frac=q["on_frac"], active_frac=q["active_frac"]),
-        reports=reports, other_results=q["other_results"])
+        reports=reports, other_results=q["other_results"]))
 
 
 # --- BOINC's side --------------------------------------------------------------------------
@@ -258,7 +417,8 @@ class Boinc:
             "report_grace_period": config["report_grace_period"],
             "daily_result_quota": config["daily_result_quota"],
             "max_wus_to_send": config["max_wus_to_send"],
-            "delete_delay_hours": config["delete_delay"] / 3600},
+            "delete_delay_hours": config["delete_delay"] / 3600,
+            "version_select_random_factor": 0},
             [flag for flag in ("one_result_per_user_per_wu", "resend_lost_results")
              if config[flag]], long_name="differential")
 
@@ -276,6 +436,7 @@ class Boinc:
         for wu in case["wus"]:
             (self.project / "download" / f"{wu['name']}.in").write_bytes(b"input\n")
         self.write_config(case["config"])
+        write_plan_classes(self.project)
         return "SET SESSION sql_mode = '';\n" + ";\n".join(statements) + ";\n"
 
     def run(self, step, now, stdin=None):
@@ -310,15 +471,9 @@ def output_name(result):
 
 def boinc_rows(case):
     now = case["now"]
-    rows = [insert("platform", dict(id=1, create_time=now, name=PLATFORM,
-                                    user_friendly_name="Linux"))]
+    rows = boinc_version_rows(case)
     rows.append(insert("app", dict(id=1, create_time=now, name="uppercase",
                                    user_friendly_name="uppercase")))
-    for av in case["app_versions"]:
-        xml = app_version_xml(av["version_num"])
-        rows.append(insert("app_version", dict(id=av["id"], create_time=now, appid=1,
-                                               version_num=av["version_num"], platformid=1,
-                                               xml_doc=xml)))
     for t in case["teams"]:
         rows.append(insert("team", dict(id=t["id"], create_time=now, userid=1,
                                         name=f"team{t['id']}", expavg_time=0)))
@@ -328,7 +483,7 @@ def boinc_rows(case):
                                         name=f"user{u['id']}", authenticator=u["authenticator"],
                                         teamid=u["teamid"], total_credit=0, expavg_credit=0,
                                         expavg_time=0, venue="", cross_project_id="x",
-                                        passwd_hash="x")))
+                                        passwd_hash="x", project_prefs=beta_prefs(case, u))))
     for h in case["hosts"]:
         rows.append(insert("host", dict(
             id=h["id"], create_time=now - 30 * DAY, userid=h["userid"], rpc_seqno=4,
@@ -344,7 +499,9 @@ def boinc_rows(case):
         rows.append(insert("host_app_version", dict(
             host_id=hav["host_id"], app_version_id=hav["app_version_id"],
             max_jobs_per_day=hav["max_jobs_per_day"], n_jobs_today=hav["n_jobs_today"],
-            consecutive_valid=hav["consecutive_valid"])))
+            consecutive_valid=hav["consecutive_valid"], et_n=hav.get("et_n", 0),
+            et_avg=hav.get("et_avg", 0), pfc_n=hav.get("pfc_n", 0),
+            pfc_avg=hav.get("pfc_avg", 0))))
     del day_start
     for wu in case["wus"]:
         xml = (f"<file_info>\n<name>{wu['name']}.in</name>\n</file_info>\n<workunit>\n"
@@ -364,7 +521,8 @@ def boinc_rows(case):
             max_total_results=wu["max_total_results"],
             max_success_results=wu["max_success_results"], result_template_file="templates/out",
             priority=wu["priority"], transitioner_flags=wu["transitioner_flags"],
-            app_version_id=wu["app_version_id"], size_class=-1, keywords="")))
+            app_version_id=wu["app_version_id"], size_class=-1, keywords="",
+            app_version_num=wu.get("app_version_num", 0))))
     for r in case["results"]:
         out = ""
         if r["output"] is not None:
@@ -456,14 +614,7 @@ class Boincweb:
             app = m.App.objects.create(id=1, name="uppercase", delete_delay=config["delete_delay"],
                                        create_time=case["now"], min_quorum=1,
                                        target_nresults=0 or 1, max_output_nbytes=10**7)
-            from protocol.models import AppVersionFile
-
-            AppVersionFile.objects.all().delete()
-            for av in case["app_versions"]:
-                version = m.AppVersion.objects.create(
-                    id=av["id"], app=app, version_num=av["version_num"], platform=PLATFORM)
-                AppVersionFile.objects.create(app_version=version, name=f"uppercase_{av['id']}",
-                                              nbytes=10, md5_cksum="0" * 32, file_signature="x")
+            boincweb_versions(case, app)
             for t in case["teams"]:
                 m.Team.objects.create(id=t["id"], name=f"team{t['id']}")
             for u in case["users"]:
@@ -482,7 +633,9 @@ class Boincweb:
                     host_id=hav["host_id"], app_version_id=hav["app_version_id"],
                     max_jobs_per_day=hav["max_jobs_per_day"], n_jobs_today=hav["n_jobs_today"],
                     jobs_day=(case["now"] - 3600) // DAY,
-                    consecutive_valid=hav["consecutive_valid"])
+                    consecutive_valid=hav["consecutive_valid"], et_n=hav.get("et_n", 0),
+                    et_avg=hav.get("et_avg", 0), pfc_n=hav.get("pfc_n", 0),
+                    pfc_avg=hav.get("pfc_avg", 0))
             for wu in case["wus"]:
                 row = m.Workunit.objects.create(
                     id=wu["id"], app=app, name=wu["name"], create_time=case["now"] - 5 * DAY,
@@ -493,7 +646,8 @@ class Boincweb:
                         "max_total_results", "max_success_results", "priority",
                         "transitioner_flags", "transition_time", "canonical_credit")},
                     rsc_fpops_bound=wu["rsc_fpops_est"] * 10,
-                    need_validate=bool(wu["need_validate"]))
+                    need_validate=bool(wu["need_validate"]),
+                    app_version_num=wu.get("app_version_num", 0))
                 infile = m.File.objects.create(name=f"{wu['name']}.in", kind="input")
                 row.input_files.add(infile)
                 path = settings.DOWNLOAD_DIR / infile.name
@@ -532,7 +686,9 @@ class Boincweb:
             report_grace_period=c["report_grace_period"],
             daily_result_quota=c["daily_result_quota"], max_wus_to_send=c["max_wus_to_send"],
             one_result_per_user_per_wu=c["one_result_per_user_per_wu"],
-            resend_lost_results=c["resend_lost_results"], keep_due_workunits=False)
+            resend_lost_results=c["resend_lost_results"], keep_due_workunits=False,
+            version_select_random_factor=0.0,
+            plan_class_spec=str(write_plan_classes(self.work)))
 
     def run(self, step, case):
         from backend.daemons import get_daemon
@@ -553,6 +709,7 @@ class Boincweb:
         parsed = parse_request(request_xml(case).encode())
         request = parsed.request
         request.userid = 1
+        request.allow_beta_work = bool(case.get("version_options", {}).get("allow_beta_work"))
         try:
             reply = handle_request(request, now=case["now"], config=config)
         except SchedulerRequestError as error:
@@ -659,6 +816,8 @@ def run_case(step, case, boinc, ours, out):
     if step == "file_deleter":
         a["files"], b["files"] = boinc.files(), ours.files()
     diffs = differences(step, a, b)
+    if step == "scheduler":
+        case["versions_sent"] = versions_sent(case, a)
     if diffs:
         folder = out / step / f"case{case['index']:04d}"
         folder.mkdir(parents=True, exist_ok=True)
@@ -707,17 +866,23 @@ def main(argv=None):
     started = time.time()
     for step in steps:
         agree = 0
-        firsts = []
+        firsts, counted = [], []
         for index in range(args.cases):
             case = random_case(args.seed, index, step)
             diffs = run_case(step, case, boinc, ours, out)
+            counted.append((case, not diffs))
             if diffs:
                 firsts.append((index, diffs[0]))
             else:
                 agree += 1
         summary[step] = dict(cases=args.cases, agree=agree,
                              share=round(100.0 * agree / args.cases, 1))
+        if step == "scheduler":
+            summary[step]["versions"] = version_counts(counted)
         print(f"{step:13s} {agree:4d}/{args.cases} agree ({summary[step]['share']:.1f} %)")
+        if step == "scheduler":
+            print("    app versions: " + ", ".join(
+                f"{k} {v}" for k, v in summary[step]["versions"].items()))
         for index, (where, a, b) in firsts:
             print(f"    case {index:4d}: {where}: BOINC {a!r}, boincweb {b!r}")
         sys.stdout.flush()

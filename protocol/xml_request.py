@@ -187,7 +187,7 @@ def host_info(element):
     if element is None:
         return info
     for name in ("domain_name", "host_cpid", "ip_addr", "p_vendor", "p_model", "os_name",
-                 "os_version"):
+                 "os_version", "p_features"):
         setattr(info, name, text(element, name))
     info.timezone = integer(element, "timezone")
     info.p_ncpus = integer(element, "p_ncpus", 1)

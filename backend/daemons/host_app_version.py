@@ -59,7 +59,9 @@ AVG_THRESHOLD = 20
 AVG_WEIGHT = 0.01
 AVG_LIMIT = 10
 FIELDS = ("max_jobs_per_day", "n_jobs_today", "jobs_day", "turnaround_avg", "turnaround_n",
-          "consecutive_valid")
+          "consecutive_valid", "et_avg", "et_n", "pfc_avg", "pfc_n")
+# credit.cpp is_pfc_sane: a claimed PFC per estimated FLOP outside these is not averaged.
+PFC_SANE = (1e-4, 1e4)
 
 
 def check_quota(daily_result_quota):
@@ -126,12 +128,29 @@ def sent(hav, *, now, jobs=1):
     hav.jobs_day = day
 
 
-def got_good_result(hav, *, quota, turnaround):
+def got_good_result(hav, *, quota, turnaround, job=None):
+    """A success report; ``job`` (elapsed_time, flops_estimate, rsc_fpops_est), when given,
+    enters the et and pfc averages (``learn``)."""
     if hav.max_jobs_per_day < quota:
         hav.max_jobs_per_day = min(2 * hav.max_jobs_per_day, quota)
     if turnaround is not None:
         hav.turnaround_avg, hav.turnaround_n = running_average(
             hav.turnaround_avg, hav.turnaround_n, turnaround)
+    if job is not None:
+        learn(hav, *job)
+
+
+def learn(hav, elapsed_time, flops_estimate, rsc_fpops_est):
+    """Add a successful job to ``hav``'s ``et`` (elapsed seconds per estimated FLOP) and ``pfc``
+    (claimed peak FLOP count, elapsed × the FLOPS it was sent with, per estimated FLOP, when
+    sane) averages, as credit.cpp get_pfc does with the HAV_AVG_* parameters; the scheduler's
+    estimate_flops reads them (backend.daemons.sched_version)."""
+    if rsc_fpops_est <= 0 or elapsed_time is None or elapsed_time < 0:
+        return
+    pfc = elapsed_time * flops_estimate / rsc_fpops_est
+    if PFC_SANE[0] <= pfc <= PFC_SANE[1]:
+        hav.pfc_avg, hav.pfc_n = running_average(hav.pfc_avg, hav.pfc_n, pfc)
+    hav.et_avg, hav.et_n = running_average(hav.et_avg, hav.et_n, elapsed_time / rsc_fpops_est)
 
 
 def got_bad_result(hav, *, quota):

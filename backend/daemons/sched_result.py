@@ -82,7 +82,7 @@ def handle_results(host, reports, *, now, reply, quota=DAILY_RESULT_QUOTA, keep_
     list(Workunit.objects.select_for_update(no_key=True).filter(id__in=wu_ids).order_by("id")
          .values_list("id", flat=True))
     found = {r.name: r for r in Result.objects.filter(name__in=names).select_related(
-        "host", "app_version")}
+        "host", "app_version", "workunit")}
     accepted, files, events = [], [], []
     resend = False
     for report in reports:
@@ -125,7 +125,9 @@ def quota_change(result, *, quota, now):
     a success, got_bad_result for an error unless the project aborted the job."""
     if result.outcome == Outcome.SUCCESS:
         turnaround = now - result.sent_time if result.sent_time else None
-        change = partial(host_app_version.got_good_result, quota=quota, turnaround=turnaround)
+        job = (result.elapsed_time, result.flops_estimate, result.workunit.rsc_fpops_est)
+        change = partial(host_app_version.got_good_result, quota=quota, turnaround=turnaround,
+                         job=job)
     elif result.exit_status != EXIT_ABORTED_BY_PROJECT:
         change = partial(host_app_version.got_bad_result, quota=quota)
     else:

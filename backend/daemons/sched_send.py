@@ -35,6 +35,7 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q
 
 from backend.daemons.host_app_version import count_sent, jobs_today, scaled_max_jobs_per_day
+from backend.daemons.sched_version import job_version
 from backend.daemons.sched_types import (
     Message, ReplyAppVersion, ReplyFile, ReplyResult, ReplyWorkunit,
 )
@@ -102,6 +103,10 @@ class Version:
     instances: float
     limit: int | None = None
     room: int | None = None
+    # The FLOPS a job's runtime is estimated from (sched_version estimate_flops; 0: job_flops
+    # decides), and the chooser of the version for jobs that need another (pinned or 64-bit).
+    projected_flops: float = 0.0
+    chooser: object = None
 
 
 def requested_resources(host, request):
@@ -136,8 +141,9 @@ def host_resources(host, request):
     return found
 
 
-def usable_versions(request, resource):
-    """app id -> the newest Version of that app the host can run on ``resource``.
+def usable_versions(request, resource, host=None, *, config=None, havs=None, now=0):
+    """app id -> the Version of that app the host runs on ``resource``: with ``host``, the
+    fastest (backend.daemons.sched_version, get_app_version); without, the newest.
 
     On the anonymous platform, the versions the client lists. Otherwise the project's
     versions for the client's platforms; for a real client (one that reports its
@@ -157,6 +163,11 @@ def usable_versions(request, resource):
                                     v.plan_class, v.avg_ncpus, v.flops, v.gpu_type, v.gpu_usage)
             found[app.pk] = Version(None, reply, v.gpu_usage if gpu_type else v.avg_ncpus)
         return found
+    if host is not None:
+        from backend.daemons.sched_version import best_versions
+
+        return best_versions(host, request, resource, config=config, havs=havs, now=now,
+                             make=Version)
     platforms = [request.platform_name, *request.alt_platforms]
     rows = (AppVersion.objects.filter(deprecated=False, app__deprecated=False,
                                       platform__in=platforms, gpu_type=gpu_type)
@@ -176,6 +187,8 @@ def usable_versions(request, resource):
 
 def job_flops(resource, version):
     """The FLOPS a job of ``version`` gets on this host's ``resource``."""
+    if version.projected_flops > 0:
+        return version.projected_flops
     if resource.name == CPU:
         return resource.flops * max(version.instances, 1e-3)
     if resource.flops > 0:
@@ -189,7 +202,8 @@ RESULT_COLUMNS = ("id", "name", "random", "app_id", "workunit_id", "priority",
                   "infeasible_since", "server_state")
 WORKUNIT_COLUMNS = ("workunit__id", "workunit__name", "workunit__rsc_fpops_est",
                     "workunit__rsc_fpops_bound", "workunit__rsc_memory_bound",
-                    "workunit__rsc_disk_bound", "workunit__delay_bound")
+                    "workunit__rsc_disk_bound", "workunit__delay_bound",
+                    "workunit__app_version_num")
 FIRST_CHUNK = 32
 
 
@@ -238,7 +252,7 @@ def send_work(host, request, *, now, config, reply):
     sent, limited, notices = [], [], []
     looked_at = {}
     for resource in resources:
-        versions = usable_versions(request, resource)
+        versions = usable_versions(request, resource, host, config=config, havs=havs, now=now)
         looked_at.update((app_id, (v, resource)) for app_id, v in versions.items())
         limited.extend(apply_daily_quota(versions, havs, resource, now=now,
                                          quota=config.daily_result_quota,
@@ -327,7 +341,9 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
                 break
             if config.one_result_per_user_per_wu and result.workunit_id in taken_wus:
                 continue  # sched_check.cpp wu_already_in_reply
-            version = versions[result.app_id]
+            version = job_version(versions[result.app_id], result.workunit)
+            if version is None:
+                continue  # no version for this job (sched_version.job_version)
             if version.room is not None and version.room <= 0:
                 continue
             runtime = result.workunit.rsc_fpops_est / job_flops(resource, version)

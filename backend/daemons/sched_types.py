@@ -33,6 +33,8 @@ class HostInfo:
     d_free: float = 0.0
     os_name: str = ""
     os_version: str = ""
+    # The CPU's features ("sse3 avx2 ..."), which plan classes' <cpu_feature> look for.
+    p_features: str = ""
 
 
 @dataclass
@@ -59,6 +61,12 @@ class GpuRequest:
     req_secs: float = 0.0
     req_instances: float = 0.0
     estimated_delay: float = 0.0
+    # What plan classes check (backend.daemons.plan_class): the GPU's RAM in bytes, its
+    # display driver version, NVIDIA compute capability (major × 100 + minor), CUDA version.
+    gpu_ram: float = 0.0
+    driver_version: int = 0
+    compute_capability: int = 0
+    cuda_version: int = 0
 
 
 @dataclass
@@ -139,6 +147,9 @@ class SchedulerRequest:
     file_infos: list[StickyFile] = field(default_factory=list)
     app_versions: list[ClientAppVersion] = field(default_factory=list)
     other_results: list[str] | None = None
+    # The volunteer's project preference <allow_beta_work> (BOINC reads it from the user's
+    # project_prefs): beta app versions go only to those who allow them.
+    allow_beta_work: bool = False
 
 
 # --- the reply (reference/protocol.md §4.3) ------------------------------------------------
@@ -275,9 +286,25 @@ class SchedulerConfig:
     # times the jobs it may send.
     shmem_work_items: int = 100
     candidate_factor: int = 4
+    # App version choice (backend.daemons.sched_version, sched_version.cpp get_app_version):
+    # the standard deviation of the normal random factor each version's projected FLOPS is
+    # multiplied by (divided by the host's samples), BOINC's default 1; stop at the first of
+    # the client's platforms with a feasible version; estimate runtimes from no statistics;
+    # estimate a host's speed from its PFC average rather than its elapsed-time average.
+    version_select_random_factor: float = 1.0
+    prefer_primary_platform: bool = False
+    rte_no_stats: bool = False
+    estimate_flops_from_hav_pfc: bool = False
+    # The project's plan_class_spec.xml (a path; "" for none: every version with a plan
+    # class is then infeasible, as in BOINC without the file and its custom code).
+    plan_class_spec: str = ""
 
     def __post_init__(self):
         check_quota(self.daily_result_quota)
+        factor = self.version_select_random_factor
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor < 0:
+            raise ValueError("version_select_random_factor must be a number, 0 or more, "
+                             f"not {factor!r}")
         for name in ("report_grace_period", "max_wus_to_send", "infeasible_timeout",
                      "candidate_factor", "gpu_multiplier", "shmem_work_items"):
             value = getattr(self, name)
@@ -285,7 +312,9 @@ class SchedulerConfig:
                 raise ValueError(f"{name} must be a whole number, 0 or more, not {value!r}")
         for name in ("resend_lost_results", "one_result_per_user_per_wu", "send_result_abort",
                      "ignore_delay_bound", "seed003_infeasible_queue",
-                     "delete_abandoned_outputs", "keep_due_workunits"):
+                     "delete_abandoned_outputs", "keep_due_workunits",
+                     "prefer_primary_platform", "rte_no_stats",
+                     "estimate_flops_from_hav_pfc"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}")
 

@@ -92,13 +92,16 @@ def test_a_rejected_duplicate_of_a_success_asks_for_lost_results_to_be_resent():
 
 
 def test_the_host_app_version_change_of_each_report():
+    job = dict(elapsed_time=50.0, flops_estimate=1e9,
+               workunit=SimpleNamespace(rsc_fpops_est=4e10))
     good = SimpleNamespace(outcome=Outcome.SUCCESS, sent_time=NOW - 60, host_id=1,
-                           app_version_id=2, exit_status=0)
+                           app_version_id=2, exit_status=0, **job)
     host, version, change = quota_change(good, quota=500, now=NOW)
     assert (host, version, change.func, change.keywords) == (
-        1, 2, host_app_version.got_good_result, {"quota": 500, "turnaround": 60})
+        1, 2, host_app_version.got_good_result,
+        {"quota": 500, "turnaround": 60, "job": (50.0, 1e9, 4e10)})
     unsent = SimpleNamespace(outcome=Outcome.SUCCESS, sent_time=0, host_id=1,
-                             app_version_id=2, exit_status=0)
+                             app_version_id=2, exit_status=0, **job)
     assert quota_change(unsent, quota=500, now=NOW)[2].keywords["turnaround"] is None
     bad = SimpleNamespace(outcome=Outcome.CLIENT_ERROR, sent_time=NOW - 60, host_id=1,
                           app_version_id=2, exit_status=-1)

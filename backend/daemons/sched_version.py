@@ -1,0 +1,334 @@
+"""The app version a job is sent with, and the speed its runtime is estimated from
+(reference/server.md §3.4; sched/sched_version.cpp get_app_version, estimate_flops).
+
+For each resource the scheduler sends work for, and each app, the version is the one with the
+highest projected FLOPS over the client's platforms (its own first, then its alternatives),
+the versions the feeder keeps (the newest of each plan class per app and platform, none
+deprecated) and their plan classes (``backend.daemons.plan_class``): a version is feasible
+when the host can run its plan class (a version without one is a sequential CPU app), it
+runs on this resource, it is not beta (unless the volunteer allows beta work), the client's
+version is within its ``min_core_version`` and ``max_core_version``, and its daily quota on
+this host is not used up. A workunit pinned to an ``app_version_num`` takes only versions of
+that number; a job whose memory bound exceeds what a 32-bit process addresses takes only
+64-bit platforms' versions. With ``prefer_primary_platform``, the first platform with a
+feasible version ends the search.
+
+Projected FLOPS (get_app_version): the plan class's projection (the host's p_fpops for a
+sequential app); once the host has run the version, it moves towards estimate_flops's
+figure with the host's PFC samples ``n`` (``(estimate × (n - 1) + projection) / n``), is cut to
+1 % for a version that seems not to work on the host (no PFC sample, a daily limit of 1 and no
+consecutive valid result: 99 times in 100), and is multiplied by ``max(0.1, 1 +
+version_select_random_factor × N(0, 1) / n)``. The best version's runtime estimate then comes
+from estimate_flops: ``1 / et_avg`` once the host has more than 10 elapsed-time samples (at
+most 250 × the projection), else (BOINC's app-version PFC statistics are not kept here) the
+host's p_fpops × (CPUs + 10 × GPUs). A project without plan_class_spec.xml describes its
+versions by their columns (``gpu_type``, ``gpu_usage``, ``avg_ncpus``; the simulated world's),
+a GPU version's speed then being the GPU's peak FLOPS × usage until the host has statistics;
+with the file, a version whose plan class it does not name is never sent, as in BOINC.
+
+The host app version averages (backend.daemons.host_app_version ``learn``): each successful report adds the job's elapsed
+time per estimated FLOP to ``et`` and its claimed PFC (elapsed × the FLOPS it was sent with)
+per estimated FLOP to ``pfc`` (when within 1e-4..1e4), with BOINC's host app version
+averaging (sched/credit.cpp get_pfc; backend.daemons.host_app_version.running_average).
+"""
+
+import random
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from backend.daemons.host_app_version import jobs_today, scaled_max_jobs_per_day
+from backend.daemons.plan_class import CPU, HostUsage, HostView, read_plan_class_spec
+from backend.models import AppVersion, Host
+
+# sched_version.cpp and credit.h
+ET_RATIO_LIMIT = 250.0
+GPU_CPU_RATIO = 10.0
+MIN_HOST_SAMPLES = 10
+GIGA = 1024.0 ** 3  # lib/util.h GIGA
+# sched_util.cpp PERF_INFO::get_from_db: the defaults while a project has under 10 hosts.
+DEFAULT_FPOPS_50 = 3.3e9
+DEFAULT_FPOPS_95 = 3.3e9
+# The scheduler's own random numbers (BOINC's drand, rand_normal), apart from the callers'.
+RNG = random.Random()
+
+
+@dataclass
+class Candidate:
+    """A feasible version: its row, how the host runs it and its projected FLOPS."""
+
+    row: AppVersion
+    usage: HostUsage
+
+
+def core_client_version(text):
+    """"8.0.2" -> 80002 (major × 10000 + minor × 100 + release); 0 when not given."""
+    parts = [int(p) for p in text.split(".")[:3] if p.strip().isdigit()] if text else []
+    parts += [0] * (3 - len(parts))
+    return parts[0] * 10000 + parts[1] * 100 + parts[2]
+
+
+def is_64b_platform(name):
+    return "64" in name
+
+
+def max_32b_address_space(platform):
+    """sched_version.cpp max_32b_address_space: the memory a 32-bit process addresses."""
+    for word, limit in (("windows", 2), ("linux", 3), ("darwin", 4), ("solaris", 4)):
+        if word in platform:
+            return limit * GIGA
+    return 2 * GIGA
+
+
+@lru_cache(maxsize=8)
+def plan_classes_at(path, mtime):
+    return read_plan_class_spec(Path(path))
+
+
+def plan_classes(config):
+    """The project's plan classes (read once per change of the file)."""
+    if not config.plan_class_spec:
+        return {}
+    path = Path(config.plan_class_spec)
+    return plan_classes_at(str(path), path.stat().st_mtime)
+
+
+def perf_percentiles():
+    """(50th, 95th) percentile of the hosts' p_fpops (PERF_INFO::get_from_db): BOINC's
+    defaults under 10 hosts, else over the hosts with expavg_credit above 10."""
+    if Host.objects.count() < 10:
+        return DEFAULT_FPOPS_50, DEFAULT_FPOPS_95
+    values = Host.objects.filter(expavg_credit__gt=10).order_by("p_fpops")
+    n = values.count()
+    if not n:
+        return DEFAULT_FPOPS_50, DEFAULT_FPOPS_95
+    pick = values.values_list("p_fpops", flat=True)
+    return pick[int(n * 0.5)], pick[int(n * 0.95)]
+
+
+def capped_host_fpops(p_fpops):
+    """sched_types.cpp capped_host_fpops: the median for an unknown speed, at most 1.1 × the
+    95th percentile."""
+    median, top = perf_percentiles()
+    if p_fpops <= 0:
+        return median
+    return min(p_fpops, top * 1.1)
+
+
+def host_view(host, request, resource_ram):
+    """The HostView plan classes are checked against (get_job_limits' effective_ncpus)."""
+    from backend.daemons.sched_send import MAX_NCPUS
+
+    return HostView(
+        p_fpops=host.p_fpops, capped_fpops=capped_host_fpops(host.p_fpops),
+        effective_ncpus=min(max(host.p_ncpus, 1), MAX_NCPUS), usable_ram=resource_ram,
+        p_features=request.host_info.p_features, p_model=request.host_info.p_model,
+        core_client_version=core_client_version(request.core_client_version),
+        user_id=host.owner_id, coprocs={g.type: g for g in request.gpu_requests})
+
+
+class BestVersions:
+    """get_app_version for one request and resource, memoized per app and job kind."""
+
+    def __init__(self, host, request, resource, *, config, havs, now, rows, rng=None):
+        self.host, self.request, self.resource = host, request, resource
+        self.config, self.havs, self.now, self.rng = config, havs, now, rng or RNG
+        self.rows = rows  # app id -> platform -> the feeder's versions, in id order
+        self.platforms = [request.platform_name, *request.alt_platforms]
+        self.specs = plan_classes(config)
+        self.view = None
+        self.memo = {}
+
+    def host_usage(self, row):
+        """How the host runs ``row`` (app_plan), or None when it cannot."""
+        if row.plan_class and self.config.plan_class_spec:
+            spec = self.specs.get(row.plan_class)
+            if spec is None:
+                return None  # "Unknown plan class"
+            if self.view is None:
+                self.view = host_view(self.host, self.request, self.resource.usable_ram)
+            return spec.check(self.view, self.rng)
+        if row.gpu_type:
+            # a version described by its columns alone (the simulated world's GPU versions)
+            flops = (self.resource.flops * row.gpu_usage if self.resource.flops > 0
+                     else row.flops)
+            return HostUsage(row.gpu_type, row.avg_ncpus, row.gpu_usage, flops, flops)
+        usage = HostUsage.sequential_app(self.host.p_fpops)
+        if row.avg_ncpus != 1.0:
+            usage.avg_ncpus = row.avg_ncpus
+            usage.peak_flops = usage.projected_flops = self.host.p_fpops * row.avg_ncpus
+        return usage
+
+    def described(self, row):
+        """Whether ``row``'s plan class comes from plan_class_spec.xml; without the file, a
+        version is described by its columns (gpu_type, gpu_usage, avg_ncpus) alone."""
+        return bool(row.plan_class and self.config.plan_class_spec)
+
+    def quota_exceeded(self, row, usage):
+        hav = self.havs.get(row.pk)
+        if hav is None or not self.config.daily_result_quota:
+            return False
+        count = self.resource.count
+        multiplier = 0 if usage.proc_type == CPU else self.config.gpu_multiplier
+        limit = scaled_max_jobs_per_day(hav, count, gpu_multiplier=multiplier)
+        return jobs_today(hav, self.now) >= limit
+
+    def choose(self, app_id, *, needs_64b=False, version_num=0):
+        """(row, HostUsage with the runtime estimate's FLOPS) or None; a version whose daily
+        quota is used up is returned only when no other is feasible."""
+        key = (app_id, needs_64b, version_num)
+        if key not in self.memo:
+            self.memo[key] = self.best(app_id, needs_64b, version_num)
+        return self.memo[key]
+
+    def best(self, app_id, needs_64b, version_num):
+        best, best_flops, spent = None, 0.0, None
+        client = core_client_version(self.request.core_client_version)
+        for platform in self.platforms:
+            if needs_64b and not is_64b_platform(platform):
+                continue
+            feasible = False
+            for row in self.rows.get(app_id, {}).get(platform, []):
+                if version_num and row.version_num != version_num:
+                    continue
+                if row.beta and not self.request.allow_beta_work:
+                    continue
+                usage = self.host_usage(row)
+                if usage is None or usage.proc_type != self.resource.name:
+                    continue
+                if self.quota_exceeded(row, usage):
+                    spent = spent or (row, usage)
+                    continue
+                if row.min_core_version and client < row.min_core_version:
+                    continue
+                if row.max_core_version and client > row.max_core_version:
+                    continue
+                feasible = True
+                flops = self.projected(row, usage)
+                if flops > best_flops:
+                    usage.projected_flops = flops
+                    best, best_flops = Candidate(row, usage), flops
+            if self.config.prefer_primary_platform and feasible:
+                break
+        if best is None:
+            return spent
+        best.usage.projected_flops = self.estimate_flops(best.row, best.usage)
+        return best.row, best.usage
+
+    def projected(self, row, usage):
+        """The version's projected FLOPS for the choice, with the random factor."""
+        hav = self.havs.get(row.pk)
+        n = 1
+        if hav is not None:
+            n = max(int(hav.pfc_n), 1)
+            estimate = self.estimate_flops(row, usage)
+            usage.projected_flops = (estimate * (n - 1) + usage.projected_flops) / n
+            if (hav.pfc_n == 0 and hav.max_jobs_per_day == 1 and hav.consecutive_valid == 0
+                    and self.rng.random() > 0.01):
+                usage.projected_flops *= 0.01
+        r = 1.0
+        if self.config.version_select_random_factor:
+            r = max(1.0 + self.config.version_select_random_factor * self.rng.gauss(0, 1) / n,
+                    0.1)
+        return r * usage.projected_flops
+
+    def estimate_flops(self, row, usage):
+        """sched_version.cpp estimate_flops: the speed a job's runtime is estimated from."""
+        hav = None if self.config.rte_no_stats else self.havs.get(row.pk)
+        if hav is not None and hav.et_n > MIN_HOST_SAMPLES and hav.et_avg > 0:
+            if self.config.estimate_flops_from_hav_pfc:
+                flops = usage.peak_flops / (hav.pfc_avg + 1e-18)
+            else:
+                flops = 1.0 / hav.et_avg
+            return min(flops, ET_RATIO_LIMIT * usage.projected_flops)
+        if not self.described(row) and row.gpu_type:
+            return usage.peak_flops
+        return self.host.p_fpops * (usage.avg_ncpus + GPU_CPU_RATIO * usage.gpu_usage)
+
+
+def feeder_versions(app_ids, platforms, *, real_client):
+    """app id -> platform -> the versions BOINC's feeder puts in shared memory: not
+    deprecated, the newest of each plan class (sched_shmem.cpp), in id order."""
+    rows = (AppVersion.objects.filter(deprecated=False, app__deprecated=False,
+                                      platform__in=platforms)
+            .select_related("app").order_by("id"))
+    if app_ids is not None:
+        rows = rows.filter(app_id__in=app_ids)
+    if real_client:
+        # a real client runs what it downloads: only versions with a main program
+        rows = rows.filter(files__main_program=True).distinct()
+    rows = list(rows)
+    newest = {}
+    for row in rows:
+        key = (row.app_id, row.platform, row.plan_class)
+        newest[key] = max(newest.get(key, 0), row.version_num)
+    found = {}
+    for row in rows:
+        if row.version_num == newest[(row.app_id, row.platform, row.plan_class)]:
+            found.setdefault(row.app_id, {}).setdefault(row.platform, []).append(row)
+    return found
+
+
+def job_needs_64b(wu, platform):
+    return wu.rsc_memory_bound > max_32b_address_space(platform)
+
+
+# --- the hooks sched_send calls -------------------------------------------------------------
+
+def best_versions(host, request, resource, *, config, havs, now, make):
+    """app id -> the Version (``make``: sched_send.Version) of each app the host runs best on
+    ``resource``; each carries its chooser, for jobs that need another (``job_version``)."""
+    rows = feeder_versions(None, [request.platform_name, *request.alt_platforms],
+                           real_client=bool(request.core_client_version))
+    chooser = BestVersions(host, request, resource, config=config, havs=havs or {}, now=now,
+                           rows=rows)
+    chooser.make, chooser.variants = make, {}
+    found = {}
+    for app_id in rows:
+        chosen = chooser.choose(app_id)
+        if chosen is not None:
+            found[app_id] = version_of(chooser, *chosen)
+            chooser.variants[(app_id, False, 0)] = found[app_id]
+    return found
+
+
+def version_of(chooser, row, usage):
+    from backend.daemons.sched_types import ReplyAppVersion
+
+    gpu = usage.proc_type != CPU
+    reply = ReplyAppVersion(row.app.name, row.version_num, row.platform, row.plan_class,
+                            usage.avg_ncpus, usage.projected_flops,
+                            usage.proc_type if gpu else "", usage.gpu_usage if gpu else 0.0)
+    return chooser.make(row, reply, usage.gpu_usage if gpu else usage.avg_ncpus,
+                        projected_flops=usage.projected_flops, chooser=chooser)
+
+
+def job_version(version, wu):
+    """The Version a job of ``wu`` is sent with: ``version`` (the app's best), or for a
+    workunit pinned to an ``app_version_num`` or needing a 64-bit address space, the best
+    version for it (get_app_version memoizes per app and 64-bit need); None when none."""
+    chooser = version.chooser
+    if chooser is None:
+        return version
+    needs_64b = job_needs_64b(wu, chooser.request.platform_name)
+    number = getattr(wu, "app_version_num", 0) or 0
+    if not needs_64b and not number:
+        return version
+    app_id = version.row.app_id
+    key = (app_id, needs_64b, number)
+    if key not in chooser.variants:
+        chosen = chooser.choose(app_id, needs_64b=needs_64b, version_num=number)
+        default = chooser.variants.get((app_id, False, 0))
+        if chosen is None:
+            chooser.variants[key] = None
+        elif default is not None and chosen[0].pk == default.row.pk:
+            chooser.variants[key] = default
+        else:
+            from backend.daemons.sched_send import apply_daily_quota
+
+            variant = version_of(chooser, *chosen)
+            apply_daily_quota({app_id: variant}, chooser.havs, chooser.resource,
+                              now=chooser.now, quota=chooser.config.daily_result_quota,
+                              gpu_multiplier=chooser.config.gpu_multiplier)
+            chooser.variants[key] = variant
+    return chooser.variants[key]
