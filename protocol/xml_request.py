@@ -226,7 +226,12 @@ def gpu_requests(host_info_element):
             type=gpu_type, count=integer(child, "count", 1),
             peak_flops=number(child, "peak_flops"), req_secs=number(child, "req_secs"),
             req_instances=number(child, "req_instances"),
-            estimated_delay=number(child, "estimated_delay")))
+            estimated_delay=number(child, "estimated_delay"),
+            # what plan classes check (COPROC_NVIDIA::parse's names)
+            gpu_ram=number(child, "totalGlobalMem"),
+            driver_version=integer(child, "drvVersion"),
+            compute_capability=integer(child, "major") * 100 + integer(child, "minor"),
+            cuda_version=integer(child, "cudaVersion")))
     return requests
 
 

@@ -1,0 +1,240 @@
+"""App versions and plan classes (backend.daemons.plan_class, backend.daemons.sched_version;
+sched/plan_class_spec.cpp, sched/sched_version.cpp get_app_version)."""
+
+import pytest
+
+from backend.daemons import host_app_version
+from backend.daemons.plan_class import (
+    PlanClassError, PlanClassSpec, coproc_perf, read_plan_class_spec,
+)
+from backend.daemons.scheduler import GpuRequest, handle_request
+from backend.daemons.sched_types import SchedulerConfig
+from backend.daemons.sched_version import core_client_version
+from backend.models import AppVersion, GpuType, HostAppVersion, Result, ServerState
+from backend.server_config import read_config_xml
+from protocol.models import AppVersionFile
+from tests.backend.conftest import NOW, work_request
+
+SPEC = """<plan_classes>
+  <plan_class>
+    <name> mt </name>
+    <min_ncpus> 2 </min_ncpus>
+    <max_threads> 4 </max_threads>
+    <projected_flops_scale> .99 </projected_flops_scale>
+  </plan_class>
+  <plan_class>
+    <name>avx</name>
+    <cpu_feature>AVX</cpu_feature>
+    <projected_flops_scale>1.5</projected_flops_scale>
+  </plan_class>
+  <plan_class>
+    <name>cuda</name>
+    <gpu_type>nvidia</gpu_type>
+    <cuda/>
+    <min_nvidia_compcap>300</min_nvidia_compcap>
+    <min_cuda_version>8000</min_cuda_version>
+    <min_driver_version>40000</min_driver_version>
+    <min_gpu_ram_mb>1024</min_gpu_ram_mb>
+    <gpu_peak_flops_scale>.5</gpu_peak_flops_scale>
+    <cpu_frac>.05</cpu_frac>
+    <ngpus>.5</ngpus>
+  </plan_class>
+  <plan_class>
+    <name>fast</name>
+    <projected_flops_scale>3</projected_flops_scale>
+  </plan_class>
+  <plan_class>
+    <name>newer</name>
+    <min_core_client_version>80000</min_core_client_version>
+    <projected_flops_scale>2</projected_flops_scale>
+  </plan_class>
+</plan_classes>
+"""
+NVIDIA_OK = dict(count=1, peak_flops=1e12, gpu_ram=4 * 2**30, driver_version=45000,
+                 compute_capability=500, cuda_version=9000)
+
+
+@pytest.fixture
+def spec_file(tmp_path):
+    path = tmp_path / "plan_class_spec.xml"
+    path.write_text(SPEC)
+    return path
+
+
+def config(spec_file, **options):
+    return SchedulerConfig(plan_class_spec=str(spec_file), version_select_random_factor=0.0,
+                           **options)
+
+
+def test_plan_class_spec_reads_boinc_names_and_defaults():
+    specs = read_plan_class_spec(SPEC)
+    assert specs["mt"].max_threads == 4 and specs["mt"].min_ncpus == 2
+    assert specs["mt"].projected_flops_scale == pytest.approx(0.99)
+    assert specs["avx"].cpu_features == ["avx"]
+    cuda = specs["cuda"]
+    assert (cuda.proc_type, cuda.cuda, cuda.min_nvidia_compcap, cuda.ngpus, cuda.cpu_frac) == (
+        "NVIDIA", True, 300, 0.5, 0.05)
+    # PLAN_CLASS_SPEC's defaults
+    default = PlanClassSpec("x")
+    assert (default.max_threads, default.cpu_frac, default.ngpus, default.gpu_peak_flops_scale,
+            default.projected_flops_scale) == (1, 0.1, 1.0, 1.0, 1.0)
+    assert specs["cuda"].describe()["min_gpu_ram_mb"] == 1024
+
+
+@pytest.mark.parametrize("text, words", [
+    ("<plan_classes><plan_class><max_threads>4</max_threads></plan_class></plan_classes>",
+     "no <name>"),
+    ("<plan_classes><plan_class><name>a</name><max_threads>x</max_threads></plan_class>"
+     "</plan_classes>", "<max_threads> must be a number"),
+    ("<plan_class>", "not well-formed"),
+    ("<classes/>", "expected <plan_classes>"),
+])
+def test_plan_class_spec_errors_name_the_problem(text, words):
+    with pytest.raises(PlanClassError, match=words):
+        read_plan_class_spec(text)
+
+
+def test_config_xml_beside_plan_class_spec_xml_reads_it(spec_file):
+    (spec_file.parent / "config.xml").write_text(
+        "<boinc><config><version_select_random_factor>0.5</version_select_random_factor>"
+        "<prefer_primary_platform/></config></boinc>")
+    got = read_config_xml(spec_file.parent / "config.xml")
+    assert got.plan_class_spec == str(spec_file)
+    assert got.version_select_random_factor == 0.5 and got.prefer_primary_platform
+
+
+def test_coproc_perf_is_the_speed_of_alternating_devices():
+    speed, cpu_use = coproc_perf(1e9, 1e11, 0.1)
+    # 10 % of the work at 1 GFLOPS, 90 % at 100 GFLOPS
+    assert speed == pytest.approx(1 / (0.1 / 1e9 + 0.9 / 1e11))
+    assert 0 < cpu_use < 1
+
+
+def sent_versions(reply):
+    return [(job.resource, job.app_version.plan_class) for job in reply.results]
+
+
+def add_versions(project, *plan_classes, gpu=()):
+    for plan_class in plan_classes:
+        AppVersion.objects.create(app=project.app, version_num=100, plan_class=plan_class)
+    for plan_class in gpu:
+        AppVersion.objects.create(app=project.app, version_num=100, plan_class=plan_class,
+                                  gpu_type=GpuType.NVIDIA, gpu_usage=0.5)
+
+
+def test_rule_3_4_mt_version_is_faster_on_a_multicore_host(project, spec_file):
+    add_versions(project, "mt")
+    project.result(project.workunit())
+    project.result(project.workunit())
+    quad = project.host(p_ncpus=4, p_fpops=1e9)
+    reply = handle_request(work_request(quad, cpu_req_secs=1), now=NOW,
+                           config=config(spec_file))
+    assert sent_versions(reply)[0] == ("cpu", "mt")
+    assert reply.results[0].app_version.avg_ncpus == 4
+    # a job's runtime from estimate_flops without statistics: p_fpops × CPUs
+    assert reply.results[0].estimated_runtime == pytest.approx(3600e9 / 4e9)
+    single = project.host(p_ncpus=1, p_fpops=1e9)  # below min_ncpus: the plain version
+    reply = handle_request(work_request(single), now=NOW, config=config(spec_file))
+    assert sent_versions(reply) == [("cpu", "")]
+
+
+@pytest.mark.parametrize("features, expected", [("fpu sse2 avx", "avx"), ("fpu sse2", "")])
+def test_rule_3_4_cpu_features_decide(project, spec_file, features, expected):
+    add_versions(project, "avx")
+    project.result(project.workunit())
+    host = project.host(p_ncpus=1, p_fpops=1e9)
+    request = work_request(host)
+    request.host_info.p_features = features
+    reply = handle_request(request, now=NOW, config=config(spec_file))
+    assert sent_versions(reply) == [("cpu", expected)]
+
+
+@pytest.mark.parametrize("gpu, expected", [
+    (NVIDIA_OK, [("NVIDIA", "cuda")]),
+    (dict(NVIDIA_OK, compute_capability=210), []),
+    (dict(NVIDIA_OK, gpu_ram=512 * 2**20), []),
+    (dict(NVIDIA_OK, driver_version=30000), []),
+    (dict(NVIDIA_OK, cuda_version=7000), []),
+])
+def test_rule_3_4_gpu_plan_class_bounds(project, spec_file, gpu, expected):
+    add_versions(project, gpu=["cuda"])
+    project.result(project.workunit())
+    host = project.host(p_ncpus=1, p_fpops=1e9)
+    request = work_request(host, cpu_req_secs=0, cpu_req_instances=0,
+                           gpu_requests=[GpuRequest("NVIDIA", req_secs=600, **gpu)])
+    reply = handle_request(request, now=NOW, config=config(spec_file))
+    assert sent_versions(reply) == expected
+    if expected:
+        version = reply.results[0].app_version
+        assert version.gpu_usage == 0.5 and 0 < version.avg_ncpus < 1
+
+
+def test_rule_3_4_client_version_bounds_and_beta(project, spec_file):
+    AppVersion.objects.create(app=project.app, version_num=101, plan_class="newer")
+    AppVersion.objects.create(app=project.app, version_num=102, beta=True,
+                              plan_class="fast")
+    AppVersion.objects.filter(version_num=100).update(min_core_version=70000,
+                                                      max_core_version=79999)
+    for version in AppVersion.objects.all():  # a real client is sent only executables
+        AppVersionFile.objects.create(app_version=version, name=f"exe{version.pk}", nbytes=1,
+                                      md5_cksum="0" * 32, file_signature="x")
+    for _ in range(3):
+        project.result(project.workunit())
+    host = project.host(p_ncpus=1, p_fpops=1e9)
+
+    def versions(client, beta=False):
+        request = work_request(host, core_client_version=client, allow_beta_work=beta)
+        request.host_info.p_features = "avx"
+        reply = handle_request(request, now=NOW, config=config(spec_file, max_wus_to_send=1))
+        Result.objects.update(server_state=ServerState.UNSENT, host=None)
+        return [job.app_version.version_num for job in reply.results]
+
+    assert core_client_version("8.2.4") == 80204
+    assert versions("7.16.3") == [100]  # "newer" wants 8.0+: the old version
+    assert versions("8.2.4") == [101]  # the old version's max_core_version excludes it
+    assert versions("8.2.4", beta=True) == [102]  # the fastest, for who allows beta work
+
+
+def test_rule_3_4_pinned_workunit_takes_its_version_number(project, spec_file):
+    AppVersion.objects.create(app=project.app, version_num=101, plan_class="fast")
+    project.result(project.workunit(app_version_num=100))
+    project.result(project.workunit())
+    host = project.host(p_ncpus=1, p_fpops=1e9)
+    reply = handle_request(work_request(host), now=NOW, config=config(spec_file))
+    got = {job.wu_name: job.app_version.version_num for job in reply.results}
+    assert got == {"wu0": 100, "wu1": 101}
+
+
+def test_rule_3_4_64_bit_jobs_take_64_bit_versions(project, spec_file):
+    AppVersion.objects.create(app=project.app, version_num=100, plan_class="fast",
+                              platform="i686-pc-linux-gnu")
+    project.result(project.workunit(rsc_memory_bound=4 * 2**30))  # above 3 GB (Linux)
+    project.result(project.workunit(rsc_memory_bound=1e8))
+    host = project.host(p_ncpus=1, p_fpops=1e9, m_nbytes=16e9)
+    request = work_request(host, alt_platforms=["i686-pc-linux-gnu"])
+    reply = handle_request(request, now=NOW, config=config(spec_file))
+    got = {job.wu_name: job.app_version.platform for job in reply.results}
+    assert got == {"wu0": "x86_64-pc-linux-gnu", "wu1": "i686-pc-linux-gnu"}
+
+
+def test_et_average_learns_runtimes_and_moves_the_estimate(project, spec_file):
+    host = project.host(p_ncpus=1, p_fpops=1e9)
+    hav = HostAppVersion.objects.create(host=host, app_version=project.version,
+                                        max_jobs_per_day=100)
+    # the host really runs at 0.25 GFLOPS: 3600 GFLOP take 14400 s
+    for _ in range(11):
+        host_app_version.got_good_result(hav, quota=500, turnaround=100,
+                                         job=(14400.0, 1e9, 3600e9))
+    assert hav.et_n == 11 and hav.et_avg == pytest.approx(14400 / 3600e9)
+    assert hav.pfc_avg == pytest.approx(4.0)
+    hav.save()
+    project.result(project.workunit())
+    reply = handle_request(work_request(host), now=NOW, config=config(spec_file))
+    # estimate_flops: more than 10 samples, 1 / et_avg
+    assert reply.results[0].estimated_runtime == pytest.approx(14400)
+
+
+def test_insane_pfc_is_not_averaged_but_et_is():
+    hav = HostAppVersion(et_avg=0, et_n=0, pfc_avg=0, pfc_n=0)
+    host_app_version.learn(hav, 1e6, 1e12, 1e9)  # a claimed PFC 1e9 times the estimate
+    assert (hav.pfc_n, hav.et_n) == (0, 1)
