@@ -126,6 +126,28 @@ def queue_history_figures(samples):
     return figures
 
 
+def runtime_estimates_figure(series):
+    """Per app version of a host: the scheduler's runtime estimate of each job when it was
+    sent and the runtime the host reported, by the time sent. ``series`` is a list of (label,
+    [(sent_time, estimated seconds, reported seconds)]), oldest first; the estimates come
+    from the host app version's elapsed-time average once it has enough samples
+    (backend.daemons.sched_version), so the two lines meet."""
+    palette = [CPU_COLOUR, GPU_COLOUR, "#b35c00", "#7a3fb0"]
+    traces = []
+    for i, (label, points) in enumerate(series):
+        colour = palette[i % len(palette)]
+        times = [_when(t) for t, _, _ in points]
+        traces.append({"type": "scatter", "mode": "lines+markers", "name": f"{label}: estimated",
+                       "x": times, "y": [est for _, est, _ in points],
+                       "line": {"color": colour, "width": 2, "dash": "dot"},
+                       "marker": {"size": 5}})
+        traces.append({"type": "scatter", "mode": "markers", "name": f"{label}: reported",
+                       "x": times, "y": [got for _, _, got in points],
+                       "marker": {"color": colour, "size": 7}})
+    return _figure(traces, _layout("Runtime estimates and reported runtimes", 280,
+                                   yaxis={"title": {"text": "seconds"}, "rangemode": "tozero"}))
+
+
 def figure_json(fig):
     """A figure as JSON safe to put inside a <script> element."""
     return fig.to_json().replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

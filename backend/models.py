@@ -311,6 +311,12 @@ class HostAppVersion(models.Model):
     pfc_avg = models.FloatField(default=0.0)
     pfc_n = models.FloatField(default=0.0)
 
+    @property
+    def et_gflops(self):
+        """The speed the scheduler estimates this host's jobs of the version at from their
+        runtimes (1 / et_avg, in GFLOPS), once it has more than 10 (MIN_HOST_SAMPLES)."""
+        return 1e-9 / self.et_avg if self.et_n > 10 and self.et_avg > 0 else None
+
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["host", "app_version"], name="host_app_version_unique")

@@ -18,6 +18,8 @@ from django_htmx.http import HttpResponseStopPolling
 
 from backend import charts, server_status
 from backend.actions import ACTIONS
+from backend.daemons.sched_types import project_config
+from backend.daemons.sched_version import app_version_table, runtime_estimates
 from backend.forms import HostPrefsForm, WorkunitFilterForm, WorkunitIdsForm
 from backend.keyset import BadCursor, keyset_page
 from backend.models import (
@@ -81,6 +83,8 @@ def status(request):
         context["community"] = figures
         context["runtimes"] = [(app, figures.runtime(app.id))
                                for app in App.objects.only("id", "name").order_by("name")]
+    if whole:
+        context["app_versions"] = app_version_table(project_config())
     if whole or panel == "history":
         samples = server_status.queue_history()
         key = ("history", json.dumps(samples, sort_keys=True))
@@ -347,6 +351,10 @@ def host_detail(request, pk):
         "history": history,
         "can_edit": _can_edit_prefs(request.user, host),
     }
+    if not request.htmx:
+        series = runtime_estimates(host)
+        context["estimates"] = (charts.figure_json(charts.runtime_estimates_figure(series))
+                                if series else "")
     return _render(request, "project/host_detail.html", context, "results")
 
 

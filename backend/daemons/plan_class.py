@@ -28,6 +28,7 @@ MEGA = 1024 * 1024.0
 GPU_TYPES = {"nvidia": "NVIDIA", "amd": "ATI", "ati": "ATI", "intel_gpu": "intel_gpu",
              "apple_gpu": "apple_gpu"}
 CPU = "cpu"
+NEWER_CLIENT = "A newer BOINC may be required for some tasks."
 
 
 class PlanClassError(ValueError):
@@ -142,9 +143,10 @@ class PlanClassSpec:
         return {f.name: getattr(self, f.name) for f in fields(self)
                 if f.name != "name" and getattr(self, f.name) != getattr(default, f.name)}
 
-    def check(self, host, rng=random):
+    def check(self, host, rng=random, notices=None):
         """The HostUsage of a version of this class on ``host`` (a HostView), or None when
-        the host cannot run it (PLAN_CLASS_SPEC::check)."""
+        the host cannot run it (PLAN_CLASS_SPEC::check). A client too old for the class adds
+        BOINC's message to ``notices`` (a list, when given), once."""
         if self.unsupported or not self.proc_type:
             return None
         if self.infeasible_random and rng.random() < self.infeasible_random:
@@ -157,6 +159,8 @@ class PlanClassSpec:
             return None
         version = host.core_client_version
         if self.min_core_client_version and version < self.min_core_client_version:
+            if notices is not None and NEWER_CLIENT not in notices:
+                notices.append(NEWER_CLIENT)
             return None
         if self.max_core_client_version and version > self.max_core_client_version:
             return None

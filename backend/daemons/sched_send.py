@@ -141,7 +141,8 @@ def host_resources(host, request):
     return found
 
 
-def usable_versions(request, resource, host=None, *, config=None, havs=None, now=0):
+def usable_versions(request, resource, host=None, *, config=None, havs=None, now=0,
+                    notices=None):
     """app id -> the Version of that app the host runs on ``resource``: with ``host``, the
     fastest (backend.daemons.sched_version, get_app_version); without, the newest.
 
@@ -167,7 +168,7 @@ def usable_versions(request, resource, host=None, *, config=None, havs=None, now
         from backend.daemons.sched_version import best_versions
 
         return best_versions(host, request, resource, config=config, havs=havs, now=now,
-                             make=Version)
+                             make=Version, notices=notices)
     platforms = [request.platform_name, *request.alt_platforms]
     rows = (AppVersion.objects.filter(deprecated=False, app__deprecated=False,
                                       platform__in=platforms, gpu_type=gpu_type)
@@ -252,7 +253,8 @@ def send_work(host, request, *, now, config, reply):
     sent, limited, notices = [], [], []
     looked_at = {}
     for resource in resources:
-        versions = usable_versions(request, resource, host, config=config, havs=havs, now=now)
+        versions = usable_versions(request, resource, host, config=config, havs=havs, now=now,
+                                   notices=notices)
         looked_at.update((app_id, (v, resource)) for app_id, v in versions.items())
         limited.extend(apply_daily_quota(versions, havs, resource, now=now,
                                          quota=config.daily_result_quota,
@@ -385,9 +387,13 @@ def too_big(looked_at, notices, limit=100):
                                         workunit__error_mask=0,
                                         workunit__rsc_memory_bound__gt=resource.usable_ram)
                   .order_by("-priority", "workunit_id", "id")
-                  .values_list("workunit__rsc_memory_bound", flat=True)[:limit])
-        for bound in bounds:
-            text = memory_message(Workunit(rsc_memory_bound=bound), version, resource)
+                  .values_list("workunit__rsc_memory_bound", "workunit__app_version_num")
+                  [:limit])
+        for bound, number in bounds:
+            wu = Workunit(rsc_memory_bound=bound, app_version_num=number)
+            if job_version(version, wu) is None:
+                continue  # no version for this job: BOINC never checks its memory
+            text = memory_message(wu, version, resource)
             if text not in notices:
                 notices.append(text)
 

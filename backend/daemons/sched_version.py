@@ -138,6 +138,7 @@ class BestVersions:
         self.specs = plan_classes(config)
         self.view = None
         self.memo = {}
+        self.notices = None  # the request's no-work messages (a list), when given
 
     def host_usage(self, row):
         """How the host runs ``row`` (app_plan), or None when it cannot."""
@@ -147,7 +148,7 @@ class BestVersions:
                 return None  # "Unknown plan class"
             if self.view is None:
                 self.view = host_view(self.host, self.request, self.resource.usable_ram)
-            return spec.check(self.view, self.rng)
+            return spec.check(self.view, self.rng, self.notices)
         if row.gpu_type:
             # a version described by its columns alone (the simulated world's GPU versions)
             flops = (self.resource.flops * row.gpu_usage if self.resource.flops > 0
@@ -275,14 +276,15 @@ def job_needs_64b(wu, platform):
 
 # --- the hooks sched_send calls -------------------------------------------------------------
 
-def best_versions(host, request, resource, *, config, havs, now, make):
+def best_versions(host, request, resource, *, config, havs, now, make, notices=None):
     """app id -> the Version (``make``: sched_send.Version) of each app the host runs best on
-    ``resource``; each carries its chooser, for jobs that need another (``job_version``)."""
+    ``resource``; each carries its chooser, for jobs that need another (``job_version``).
+    Why a version was not feasible, when BOINC tells the volunteer, goes to ``notices``."""
     rows = feeder_versions(None, [request.platform_name, *request.alt_platforms],
                            real_client=bool(request.core_client_version))
     chooser = BestVersions(host, request, resource, config=config, havs=havs or {}, now=now,
                            rows=rows)
-    chooser.make, chooser.variants = make, {}
+    chooser.make, chooser.variants, chooser.notices = make, {}, notices
     found = {}
     for app_id in rows:
         chosen = chooser.choose(app_id)
@@ -332,3 +334,51 @@ def job_version(version, wu):
                               gpu_multiplier=chooser.config.gpu_multiplier)
             chooser.variants[key] = variant
     return chooser.variants[key]
+
+
+# --- what the project pages show ------------------------------------------------------------
+
+def runtime_estimates(host, limit=200):
+    """[(app version label, [(sent_time, estimated runtime, reported runtime)])] of ``host``'s
+    last ``limit`` successful jobs, oldest first: the estimate is the job's estimated FLOPs
+    over the FLOPS it was sent with (``flops_estimate``)."""
+    from backend.models import Outcome, Result
+
+    rows = list(Result.objects.filter(host=host, outcome=Outcome.SUCCESS, flops_estimate__gt=0,
+                                      app_version__isnull=False)
+                .select_related("app_version__app")
+                .only("sent_time", "elapsed_time", "flops_estimate", "workunit__rsc_fpops_est",
+                      "app_version__version_num", "app_version__platform",
+                      "app_version__plan_class", "app_version__app__name")
+                .select_related("workunit").order_by("-sent_time", "-id")[:limit])
+    series = {}
+    for r in reversed(rows):
+        label = str(r.app_version)
+        series.setdefault(label, []).append(
+            (r.sent_time, r.workunit.rsc_fpops_est / r.flops_estimate, r.elapsed_time))
+    return sorted(series.items())
+
+
+def app_version_table(config):
+    """The project's app versions as the scheduler sees them, each with its plan class's
+    settings from plan_class_spec.xml (or why it has none), for the status page."""
+    try:
+        specs = plan_classes(config)
+        problem = ""
+    except (OSError, ValueError) as error:
+        specs, problem = {}, str(error)
+    rows = []
+    for av in AppVersion.objects.select_related("app").order_by("app__name", "platform",
+                                                                 "plan_class", "-version_num"):
+        if not av.plan_class:
+            plan = "sequential CPU app"
+        elif not config.plan_class_spec:
+            plan = "described by the version's columns (no plan_class_spec.xml)"
+        elif av.plan_class in specs:
+            settings = specs[av.plan_class].describe()
+            plan = ", ".join(f"{k} {v}" for k, v in settings.items()) or "BOINC's defaults"
+        else:
+            plan = "not in plan_class_spec.xml: never sent"
+        rows.append({"version": av, "plan": plan})
+    return {"rows": rows, "spec": config.plan_class_spec, "problem": problem}
+

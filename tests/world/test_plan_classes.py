@@ -3,6 +3,8 @@ is sent the version that is fastest on it, and the scheduler's runtime estimates
 converge on the runtimes it reports (backend.daemons.sched_version; sched_version.cpp
 get_app_version, estimate_flops; credit.cpp's host app version et average)."""
 
+import json
+
 import pytest
 
 from backend.daemons.scheduler import (
@@ -94,3 +96,23 @@ def test_each_host_gets_its_fastest_version_and_its_estimates_converge(project, 
     assert hav.et_n == ROUNDS - 1 and 1 / hav.et_avg == pytest.approx(6e10)
     assert Result.objects.filter(host=hosts["gpu"], app_version__plan_class="cuda").count() \
         == ROUNDS
+
+
+def test_host_page_charts_its_estimates_and_status_page_lists_plan_classes(
+        project, tmp_path, client, settings):
+    hosts, _ = run_world(project, tmp_path)
+    page = client.get(f"/project/hosts/{hosts['gpu'].pk}/")
+    assert page.status_code == 200
+    figure = json.loads(page.context["estimates"])
+    names = sorted(trace["name"] for trace in figure["data"])
+    assert names == sorted(f"{label}: {kind}" for label in (
+        "uppercase 100 x86_64-pc-linux-gnu", "uppercase 100 x86_64-pc-linux-gnu (cuda)")
+        for kind in ("estimated", "reported"))
+    estimated = next(t for t in figure["data"] if t["name"].endswith("(cuda): estimated"))
+    assert len(estimated["y"]) == ROUNDS - 1  # the last round's jobs are not reported yet
+    assert "60.00 GFLOPS" in page.content.decode()  # the cuda version's speed from its et
+    (tmp_path / "config.xml").write_text("<boinc><config></config></boinc>")
+    settings.BOINC_CONFIG_XML = str(tmp_path / "config.xml")
+    status = client.get("/project/status/").content.decode()
+    assert "App versions and plan classes" in status
+    assert "min_nvidia_compcap 300" in status and "max_threads 4" in status
