@@ -226,9 +226,21 @@ PLAN_CLASS_SPEC_XML = """<plan_classes>
 <plan_class><name>slow</name><projected_flops_scale>.5</projected_flops_scale></plan_class>
 <plan_class><name>mine</name><user_id>1</user_id><projected_flops_scale>3</projected_flops_scale>
 </plan_class>
+<plan_class><name>cuda</name><gpu_type>nvidia</gpu_type><cuda/>
+<min_nvidia_compcap>300</min_nvidia_compcap><min_cuda_version>8000</min_cuda_version>
+<min_driver_version>40000</min_driver_version><min_gpu_ram_mb>1024</min_gpu_ram_mb>
+<gpu_ram_used_mb>1024</gpu_ram_used_mb><gpu_peak_flops_scale>.2</gpu_peak_flops_scale>
+<cpu_frac>.05</cpu_frac></plan_class>
+<plan_class><name>cuda_half</name><gpu_type>nvidia</gpu_type><cuda/>
+<min_nvidia_compcap>500</min_nvidia_compcap><max_driver_version>50000</max_driver_version>
+<ngpus>.5</ngpus><gpu_peak_flops_scale>.3</gpu_peak_flops_scale></plan_class>
 </plan_classes>
 """
-PLAN_CLASSES = ("", "", "mt", "mt_all", "sse3", "avx", "newer", "older", "slow", "mine", "gone")
+PLAN_CLASSES = ("", "", "mt", "mt_all", "sse3", "avx", "newer", "older", "slow", "mine", "gone",
+                "cuda", "cuda", "cuda_half")
+# NVIDIA GPUs a client may describe: (compute capability, CUDA, driver, RAM in MB)
+GPUS = ((210, 6000, 35000, 1024), (520, 9000, 45000, 4096), (750, 11000, 52000, 8192),
+        (610, 10000, 46000, 512))
 CLIENT_VERSIONS = ((7, 6, 33), (8, 0, 2), (8, 2, 4))
 
 
@@ -241,9 +253,14 @@ def random_versions(rng, case):
     case["version_options"] = dict(
         version_select_random_factor=0.0, allow_beta_work=rng.random() < 0.5,
         alt_platform=rng.random() < 0.6, client=rng.choice(CLIENT_VERSIONS),
-        p_features=rng.choice(["", "fpu pni", "fpu pni avx", "avx"]))
+        p_features=rng.choice(["", "fpu pni", "fpu pni avx", "avx"]), gpu=None)
     if rng.random() < 0.5:
         return
+    if rng.random() < 0.5:
+        case["version_options"]["gpu"] = dict(
+            zip(("compcap", "cuda", "driver", "ram_mb"), rng.choice(GPUS)),
+            peak_flops=rng.choice([1e11, 1e12]), req_secs=rng.choice([0.0, 3600.0, 86400.0]),
+            req_instances=rng.choice([0.0, 1.0]), estimated_delay=rng.choice([0.0, 3600.0]))
     versions = [dict(id=1, version_num=100)]
     for av_id in range(2, rng.randint(2, 6) + 1):
         versions.append(dict(
@@ -313,6 +330,21 @@ def version_request_xml(case, text):
     if o["p_features"]:
         text = text.replace("</p_model>", f"</p_model>\n<p_features>{o['p_features']}"
                             "</p_features>", 1)
+    gpu = o.get("gpu")
+    if gpu:
+        # where BOINC's client writes them: after host_info, at the request's top level
+        text = text.replace("</host_info>", "</host_info>\n<coprocs>\n<coproc_cuda>\n"
+                            f"<count>1</count>\n<name>GeForce</name>\n<have_cuda>1</have_cuda>\n"
+                            f"<peak_flops>{gpu['peak_flops']}</peak_flops>\n"
+                            f"<req_secs>{gpu['req_secs']}</req_secs>\n"
+                            f"<req_instances>{gpu['req_instances']}</req_instances>\n"
+                            f"<estimated_delay>{gpu['estimated_delay']}</estimated_delay>\n"
+                            f"<cudaVersion>{gpu['cuda']}</cudaVersion>\n"
+                            f"<drvVersion>{gpu['driver']}</drvVersion>\n"
+                            f"<totalGlobalMem>{gpu['ram_mb'] * 1048576}</totalGlobalMem>\n"
+                            f"<major>{gpu['compcap'] // 100}</major>\n"
+                            f"<minor>{gpu['compcap'] % 100 // 10}</minor>\n"
+                            "</coproc_cuda>\n</coprocs>", 1)
     return text
 
 

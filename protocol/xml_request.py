@@ -91,7 +91,7 @@ def parse_request(body):
         cpu_req_secs=number(root, "cpu_req_secs"),
         cpu_req_instances=number(root, "cpu_req_instances"),
         estimated_delay=number(root, "estimated_delay"),
-        gpu_requests=gpu_requests(root.find("host_info")),
+        gpu_requests=gpu_requests(root),
         dont_send_work=flag(root, "dont_send_work"),
         results=[reported_result(r, stderrs) for r in root.findall("result")],
         file_infos=[sticky_file(f) for f in root.findall("file_info")],
@@ -210,11 +210,13 @@ def time_stats(element):
     return stats
 
 
-def gpu_requests(host_info_element):
-    """Per-GPU work requests: the coprocessor elements of ``host_info/coprocs``."""
-    if host_info_element is None:
-        return []
-    coprocs = host_info_element.find("coprocs")
+def gpu_requests(root):
+    """Per-GPU work requests: the coprocessor elements of ``<coprocs>``, which BOINC's client
+    writes at the top of the request (cs_scheduler.cpp make_scheduler_request); a
+    ``host_info/coprocs`` is read when there is none there."""
+    coprocs = root.find("coprocs")
+    if coprocs is None and root.find("host_info") is not None:
+        coprocs = root.find("host_info").find("coprocs")
     if coprocs is None:
         return []
     requests = []

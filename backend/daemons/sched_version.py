@@ -139,6 +139,8 @@ class BestVersions:
         self.view = None
         self.memo = {}
         self.notices = None  # the request's no-work messages (a list), when given
+        self.pending = []  # the messages of the choice being made
+        self.key_notices = {}
 
     def host_usage(self, row):
         """How the host runs ``row`` (app_plan), or None when it cannot."""
@@ -148,7 +150,7 @@ class BestVersions:
                 return None  # "Unknown plan class"
             if self.view is None:
                 self.view = host_view(self.host, self.request, self.resource.usable_ram)
-            return spec.check(self.view, self.rng, self.notices)
+            return spec.check(self.view, self.rng, self.pending)
         if row.gpu_type:
             # a version described by its columns alone (the simulated world's GPU versions)
             flops = (self.resource.flops * row.gpu_usage if self.resource.flops > 0
@@ -179,8 +181,19 @@ class BestVersions:
         quota is used up is returned only when no other is feasible."""
         key = (app_id, needs_64b, version_num)
         if key not in self.memo:
+            self.pending = []
             self.memo[key] = self.best(app_id, needs_64b, version_num)
+            self.key_notices[key] = self.pending
         return self.memo[key]
+
+    def used(self, key):
+        """A job asked for choice ``key``: its messages go to the request's, as BOINC's
+        get_app_version adds them only for the jobs it looks at."""
+        if self.notices is None:
+            return
+        for text in self.key_notices.get(key, ()):
+            if text not in self.notices:
+                self.notices.append(text)
 
     def best(self, app_id, needs_64b, version_num):
         best, best_flops, spent = None, 0.0, None
@@ -288,7 +301,9 @@ def best_versions(host, request, resource, *, config, havs, now, make, notices=N
     found = {}
     for app_id in rows:
         chosen = chooser.choose(app_id)
-        if chosen is not None:
+        if chosen is None:
+            chooser.used((app_id, False, 0))  # its jobs find no version: say why
+        else:
             found[app_id] = version_of(chooser, *chosen)
             chooser.variants[(app_id, False, 0)] = found[app_id]
     return found
@@ -314,12 +329,14 @@ def job_version(version, wu):
         return version
     needs_64b = job_needs_64b(wu, chooser.request.platform_name)
     number = getattr(wu, "app_version_num", 0) or 0
-    if not needs_64b and not number:
-        return version
     app_id = version.row.app_id
     key = (app_id, needs_64b, number)
+    chooser.used(key)
+    if not needs_64b and not number:
+        return version
     if key not in chooser.variants:
         chosen = chooser.choose(app_id, needs_64b=needs_64b, version_num=number)
+        chooser.used(key)
         default = chooser.variants.get((app_id, False, 0))
         if chosen is None:
             chooser.variants[key] = None
