@@ -35,7 +35,7 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q
 
 from backend.daemons.host_app_version import count_sent, jobs_today, scaled_max_jobs_per_day
-from backend.daemons.sched_version import job_version
+from backend.daemons.sched_version import has_jobs_for, job_version
 from backend.daemons.sched_types import (
     Message, ReplyAppVersion, ReplyFile, ReplyResult, ReplyWorkunit,
 )
@@ -283,11 +283,13 @@ def send_work(host, request, *, now, config, reply):
         reply.results.extend(reply_results(sent, now=now, config=config))
     for v in limited:
         text = f"Daily job limit ({v.limit}) has been reached"
-        if v.room <= 0 and text not in notices:
+        if v.room <= 0 and text not in notices and has_jobs_for(v):
             notices.append(text)  # sched_version.cpp daily_quota_exceeded
-    if not sent:
-        # sched_send.cpp send_work: "No tasks sent", then why (WORK_REQ::add_no_work_message,
-        # kept only when nothing was sent).
+    if not sent and (request.work_req_seconds > 0 or request.cpu_req_secs > 0):
+        # sched_send.cpp send_user_messages: "No tasks sent", then why
+        # (WORK_REQ::add_no_work_message, kept only when nothing was sent), when the request
+        # has work_req_seconds, which BOINC's client sets to its CPU request (a simulated
+        # host's request says cpu_req_secs only).
         reply.messages.append(Message("No tasks sent", "low"))
         too_big(looked_at, notices)
         reply.messages.extend(Message(text, "notice") for text in notices)

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from django.db.models import Q
+
 from backend.daemons.host_app_version import jobs_today, scaled_max_jobs_per_day
 from backend.daemons.plan_class import CPU, HostUsage, HostView, read_plan_class_spec
 from backend.models import AppVersion, Host
@@ -318,6 +320,19 @@ def version_of(chooser, row, usage):
                             usage.proc_type if gpu else "", usage.gpu_usage if gpu else 0.0)
     return chooser.make(row, reply, usage.gpu_usage if gpu else usage.avg_ncpus,
                         projected_flops=usage.projected_flops, chooser=chooser)
+
+
+def has_jobs_for(version):
+    """Whether an unsent job could be sent with ``version``: one not pinned to another version
+    number. BOINC's daily limit message comes from get_app_version looking at the version for
+    a job; a job pinned elsewhere never looks at it."""
+    from backend.models import Result, ServerState
+
+    if version.row is None:
+        return True
+    return (Result.objects.filter(server_state=ServerState.UNSENT, app_id=version.row.app_id)
+            .filter(Q(workunit__app_version_num=0)
+                    | Q(workunit__app_version_num=version.row.version_num)).exists())
 
 
 def job_version(version, wu):
