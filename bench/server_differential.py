@@ -246,10 +246,12 @@ CLIENT_VERSIONS = ((7, 6, 33), (8, 0, 2), (8, 2, 4))
 
 def random_versions(rng, case):
     """Half the scheduler cases get several app versions: version numbers, both Linux
-    platforms, plan classes (one the project lacks), beta, client version bounds and a
-    deprecated one; host app versions of them with elapsed-time and PFC averages; all
-    workunits pinned to one version number (in some cases); clients of several versions, with CPU features, that run
-    32-bit versions too and volunteers that allow beta work. The others keep one version."""
+    platforms, plan classes (CPU and CUDA; one the project lacks), beta, client version
+    bounds and a deprecated one; host app versions of them with elapsed-time and PFC
+    averages; all workunits pinned to one version number (in some cases); half of those an
+    NVIDIA GPU asking for work. Every case: a client version, CPU features, the 32-bit
+    platform as an alternative (sometimes), beta allowed (sometimes). The others keep one
+    version."""
     case["version_options"] = dict(
         version_select_random_factor=0.0, allow_beta_work=rng.random() < 0.5,
         alt_platform=rng.random() < 0.6, client=rng.choice(CLIENT_VERSIONS),
@@ -414,7 +416,8 @@ def random_request(rng, case):
 def beta_prefs(case, user):
     """User 1's project preferences: <allow_beta_work> when the case says so."""
     if user["id"] == 1 and case.get("version_options", {}).get("allow_beta_work"):
-        return "<project_preferences>\n<allow_beta_work>1</allow_beta_work>\n</project_preferences>\n"
+        return ("<project_preferences>\n<allow_beta_work>1</allow_beta_work>\n"
+                "</project_preferences>\n")
     return ""
 
 
