@@ -238,3 +238,35 @@ def test_insane_pfc_is_not_averaged_but_et_is():
     hav = HostAppVersion(et_avg=0, et_n=0, pfc_avg=0, pfc_n=0)
     host_app_version.learn(hav, 1e6, 1e12, 1e9)  # a claimed PFC 1e9 times the estimate
     assert (hav.pfc_n, hav.et_n) == (0, 1)
+
+
+def test_random_factor_spreads_the_choice_until_the_host_has_samples(project, spec_file):
+    from backend.daemons import sched_version
+
+    AppVersion.objects.create(app=project.app, version_num=101, plan_class="avx")
+    host = project.host(p_ncpus=1, p_fpops=1e9)
+    request = work_request(host, cpu_req_secs=1)
+    request.host_info.p_features = "avx"
+    factor = SchedulerConfig(plan_class_spec=str(spec_file))  # BOINC's default factor, 1
+    sched_version.RNG.seed(5)
+    picked = []
+    for i in range(40):
+        project.result(project.workunit())
+        reply = handle_request(request, now=NOW + i, config=factor)
+        picked.append(reply.results[0].app_version.plan_class)
+        Result.objects.update(server_state=ServerState.OVER)
+    # avx projects 1.5 × the plain version: mostly chosen, not always (r = 1 + N(0, 1) / n)
+    assert 20 < picked.count("avx") < 40 and picked.count("") > 0
+    # with 50 samples of each version on this host (runtimes that bear the projection out) the
+    # choice follows the measured speeds and the factor's spread is 1/50
+    for hav in HostAppVersion.objects.filter(host=host).select_related("app_version"):
+        speed = 1.5e9 if hav.app_version.plan_class == "avx" else 1e9
+        hav.pfc_n, hav.pfc_avg, hav.et_n, hav.et_avg = 50, 1.0, 50, 1 / speed
+        hav.save()
+    picked = []
+    for i in range(20):
+        project.result(project.workunit())
+        reply = handle_request(request, now=NOW + 100 + i, config=factor)
+        picked.append(reply.results[0].app_version.plan_class)
+        Result.objects.update(server_state=ServerState.OVER)
+    assert picked == ["avx"] * 20
