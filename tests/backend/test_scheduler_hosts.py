@@ -634,11 +634,12 @@ def test_the_host_page_shows_each_host_app_versions_quota_and_reliability(projec
     page = client.get(f"/project/hosts/{host.pk}/")
     assert page.status_code == 200
     # consecutive valid, max jobs/day (the quota: a success does not raise it past it),
-    # jobs today and the turnaround of the one report
+    # jobs today, the turnaround of the one report, the runtimes reported (one) and no speed
+    # from them yet (more than 10 are needed)
     content = page.content.decode()
     row = content[content.index("<tr><td>uppercase 100"):].split("</tr>")[0]
     assert row == ("<tr><td>uppercase 100 x86_64-pc-linux-gnu</td><td>3</td><td>10</td>"
-                   "<td>2</td><td>1800 s</td>")
+                   "<td>2</td><td>1800 s</td><td>1</td><td>—</td>")
 
 
 # --- the project's options: settings for the endpoint and the daemons' passes ----------------
