@@ -59,7 +59,7 @@ AVG_THRESHOLD = 20
 AVG_WEIGHT = 0.01
 AVG_LIMIT = 10
 FIELDS = ("max_jobs_per_day", "n_jobs_today", "jobs_day", "turnaround_avg", "turnaround_n",
-          "consecutive_valid")
+          "consecutive_valid", "pfc_n", "pfc_avg")
 
 
 def check_quota(daily_result_quota):

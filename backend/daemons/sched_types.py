@@ -275,9 +275,20 @@ class SchedulerConfig:
     # times the jobs it may send.
     shmem_work_items: int = 100
     candidate_factor: int = 4
+    # The validator's credit (backend.daemons.credit): CreditNew unless one of these is set;
+    # BOINC's validator command-line options, read from config.xml's validator <cmd>.
+    credit_from_wu: bool = False
+    credit_from_runtime: bool = False
+    no_credit: bool = False
+    max_granted_credit: float = 200 * 1000 * 365
+    # Credit per app for users and teams (config.xml <credit_by_app>).
+    credit_by_app: bool = False
 
     def __post_init__(self):
         check_quota(self.daily_result_quota)
+        from backend.daemons.credit import check_credit_options
+
+        check_credit_options(self)
         for name in ("report_grace_period", "max_wus_to_send", "infeasible_timeout",
                      "candidate_factor", "gpu_multiplier", "shmem_work_items"):
             value = getattr(self, name)
