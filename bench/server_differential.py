@@ -14,12 +14,17 @@ host app versions, workunits with their quorum and limits, results scattered ove
 lifecycle state with times around "now") are loaded into BOINC's schema (db/schema.sql) on
 MariaDB and into boincweb (a SQLite database of its own under ``--out``). Then one step runs on
 both sides at the same clock (``faketime`` for BOINC's programs): one pass of the transitioner,
-the validator (sample_bitwise_validator against boincweb's ``bitwise``), the assimilator
+the validator (sample_bitwise_validator against boincweb's ``bitwise``, with the case's credit
+option drawn by ``random_credit``: CreditNew, --credit_from_wu, --credit_from_runtime or
+--no_credit, sometimes a low --max_granted_credit, and CreditNew's PFC averages, scales, run
+times and FLOPS estimates; BOINC's validator runs as a daemon for a moment, see
+``run_boinc_validator``), the assimilator
 (sample_dummy_assimilator against boincweb's ``record``), the file deleter, or one scheduler
 request (``sched/cgi`` on standard input once ``sched/feeder`` has filled shared memory, the
 same XML parsed by boincweb's protocol layer into ``handle_request``). Every column the step
-writes is compared, and for the scheduler the reply's jobs, deadlines, request_delay and
-message kinds. Options boincweb keeps from seeds (docs/server-fidelity.md) are set to BOINC's
+writes is compared (for the validator also the app versions' and host app versions' PFC
+averages and the app versions' recent credit), and for the scheduler the reply's jobs,
+deadlines, request_delay and message kinds. Options boincweb keeps from seeds (docs/server-fidelity.md) are set to BOINC's
 behaviour.
 
 Printed: per step, the share of cases that agree in every compared field, and for each that
@@ -221,7 +226,8 @@ def random_credit(case):
     average, scale and recent credit; the host app versions' PFC averages; and each result's
     elapsed time, CPU time, FLOPS estimate (none, BOINC's old default 1e9, or a real one) and
     runtime_outlier flag, its PFC from a third to twelve times the workunit's estimate (over
-    rsc_fpops_bound, ten times it, at the top)."""
+    rsc_fpops_bound, ten times it, at the top); and in half the cases outputs that all agree,
+    with the jobs in progress reported since as successes."""
     rc = random.Random(f"{case['seed']}:{case['step']}:{case['index']}:credit")
     case["config"]["credit"] = rc.choice(CREDIT_METHODS)
     case["config"]["max_granted_credit"] = rc.choice([200 * 1000 * 365] * 4 + [20.0])
@@ -239,10 +245,19 @@ def random_credit(case):
         if rc.random() < 0.3:
             hav["consecutive_valid"] = 12
     wus = {wu["id"]: wu for wu in case["wus"]}
+    # half the cases' outputs all agree, so that more workunits reach a canonical result and
+    # credit is granted
+    agree = rc.random() < 0.5
     for r in case["results"]:
         r.update(elapsed_time=0.0, cpu_time=0.0, flops_estimate=0.0, runtime_outlier=0)
+        if agree and r["server_state"] == S_IN_PROGRESS:
+            # reported since: a success like random_result's
+            r.update(server_state=S_OVER, outcome=O_SUCCESS, validate_state=V_INIT,
+                     client_state=5, received_time=min(case["now"], r["sent_time"] + 3600))
         if r["outcome"] != O_SUCCESS:
             continue
+        if agree:
+            r["output"] = b"A\n"
         flops = rc.choice([0.0, 1e9, 2e9, 2e9, 3e9, 3e9])
         est = wus[r["workunitid"]]["rsc_fpops_est"]
         elapsed = round(est / (flops or 4.3e9) * rc.choice([0.3, 0.8, 1.0, 1.2, 3.0, 12.0]), 3)
@@ -268,21 +283,31 @@ def credit_options(case):
         "max_granted_credit": float(c["max_granted_credit"])}
 
 
-def run_boinc_validator(project, args, now, settle=1.5):
-    """BOINC's validator as a daemon for ``settle`` seconds, then stopped: with --one_pass it
-    stops after the scan that found work, before write_modified_app_versions (which runs once
-    a scan finds nothing), so the app versions' PFC averages would never be written; as a
-    daemon it validates, scans again, finds nothing, writes them and sleeps."""
+def run_boinc_validator(project, args, now):
+    """BOINC's validator as a daemon, stopped once it has written the app versions: with
+    --one_pass it stops after the scan that found work, before write_modified_app_versions
+    (which runs once a scan finds nothing), so the app versions' PFC averages would never be
+    written. As a daemon it validates (clearing need_validate), scans again, finds nothing,
+    writes them and sleeps; SIGHUP then stops it at the top of its next loop."""
     import signal
     import subprocess
 
     process = subprocess.Popen(
-        [project.programs["validator"], "--app", "uppercase", "--sleep_interval", "60", *args],
+        [project.programs["validator"], "--app", "uppercase", "--sleep_interval", "1", *args],
         cwd=project.project / "cgi-bin", env=project.env(now), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT)
-    time.sleep(settle)
-    process.send_signal(signal.SIGKILL)
-    out, _ = process.communicate()
+    deadline = time.time() + 20
+    while time.time() < deadline and process.poll() is None:
+        if not project.query("SELECT id FROM workunit WHERE need_validate <> 0"):
+            break
+        time.sleep(0.05)
+    time.sleep(1.0)     # the second scan and the write follow at once
+    process.send_signal(signal.SIGHUP)
+    try:
+        out, _ = process.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, _ = process.communicate()
     return out.decode(errors="replace")
 
 
