@@ -711,6 +711,7 @@ class Boincweb:
             daily_result_quota=c["daily_result_quota"], max_wus_to_send=c["max_wus_to_send"],
             one_result_per_user_per_wu=c["one_result_per_user_per_wu"],
             resend_lost_results=c["resend_lost_results"], keep_due_workunits=False,
+            hav_last_copy_wins=True,
             **credit_options(case))
 
     def run(self, step, case):

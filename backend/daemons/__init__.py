@@ -29,7 +29,8 @@ DAEMONS = {
 DAEMON_OPTIONS = {
     "transitioner": ("daily_result_quota", "delete_abandoned_outputs"),
     "validator": ("daily_result_quota", "keep_due_workunits", "credit_from_wu",
-                  "credit_from_runtime", "no_credit", "max_granted_credit", "credit_by_app"),
+                  "credit_from_runtime", "no_credit", "max_granted_credit", "credit_by_app",
+                  "hav_last_copy_wins"),
     "assimilator": ("keep_due_workunits",),
 }
 

@@ -283,6 +283,10 @@ class SchedulerConfig:
     max_granted_credit: float = 200 * 1000 * 365
     # Credit per app for users and teams (config.xml <credit_by_app>).
     credit_by_app: bool = False
+    # Of two results of one host checked together in one workunit, keep only the last one's
+    # host app version change, as BOINC's validator does (docs/server-fidelity.md departure
+    # 10); off, both changes are applied.
+    hav_last_copy_wins: bool = False
 
     def __post_init__(self):
         check_quota(self.daily_result_quota)
@@ -296,7 +300,7 @@ class SchedulerConfig:
                 raise ValueError(f"{name} must be a whole number, 0 or more, not {value!r}")
         for name in ("resend_lost_results", "one_result_per_user_per_wu", "send_result_abort",
                      "ignore_delay_bound", "seed003_infeasible_queue",
-                     "delete_abandoned_outputs", "keep_due_workunits"):
+                     "delete_abandoned_outputs", "keep_due_workunits", "hav_last_copy_wins"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}")
 

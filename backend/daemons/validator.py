@@ -167,6 +167,10 @@ class Changes:
     credit_options: credit_rules.CreditOptions = field(
         default_factory=credit_rules.CreditOptions)
     credit_by_app: bool = False
+    # departure 10's option: of one workunit's results checked together, only the last one's
+    # host app version change is kept, as BOINC's validator writes each one's copy whole
+    hav_last_copy_wins: bool = False
+    checked_together: dict = field(default_factory=dict)   # result id -> workunit id
     # CreditNew's state for the pass: app versions as read at its start (BOINC's validator
     # caches them), host app versions' PFC averages as this pass leaves them, the app
     # versions' samples, and the host app version PFC averages to write, in order
@@ -268,6 +272,7 @@ def handle_wu(wu, results, checker, changes):
         for r, _, hav in valid:
             changes.keep_hav(r, hav)
         for r in good:
+            changes.checked_together[r.pk] = wu.pk
             if r.pk in matching:
                 changes.set_state(r, ValidateState.VALID)
                 changes.credit[r.pk] = changes.granted(wu.canonical_credit)
@@ -448,7 +453,16 @@ def quota_changes(changes, wus):
     quota = changes.daily_result_quota
     by_id = {wu.pk: wu for wu in wus}
     found = []
+    last = {}
+    if changes.hav_last_copy_wins:
+        for result, (_, new) in changes.validate_states.items():
+            if new in (ValidateState.VALID, ValidateState.INVALID) and \
+                    result.pk in changes.checked_together:
+                last[(result.workunit_id, result.host_id, result.app_version_id)] = result.pk
     for result, (_, new) in changes.validate_states.items():
+        key = (result.workunit_id, result.host_id, result.app_version_id)
+        if key in last and last[key] != result.pk:
+            continue   # an earlier copy, replaced by the last one's write
         if new == ValidateState.VALID:
             wu = by_id[result.workunit_id]
             unreplicated = wu.target_nresults == 1 and wu.app.target_nresults > 1
@@ -586,7 +600,8 @@ def wu_events(changes, before, wus):
 
 def run_once(*, now, batch_size, mod=1, index=0, daily_result_quota=DAILY_RESULT_QUOTA,
              keep_due_workunits=True, credit_from_wu=False, credit_from_runtime=False,
-             no_credit=False, max_granted_credit=MAX_GRANTED_CREDIT, credit_by_app=False):
+             no_credit=False, max_granted_credit=MAX_GRANTED_CREDIT, credit_by_app=False,
+             hav_last_copy_wins=False):
     """One pass over workunits with need_validate; returns how many were handled.
 
     ``daily_result_quota`` (for the host app versions), ``keep_due_workunits`` (see
@@ -617,7 +632,8 @@ def run_once(*, now, batch_size, mod=1, index=0, daily_result_quota=DAILY_RESULT
             for wu in wus}
         changes = Changes(now=now, daily_result_quota=daily_result_quota,
                           keep_due=keep_due_workunits, credit_options=options,
-                          credit_by_app=credit_by_app)
+                          credit_by_app=credit_by_app,
+                          hav_last_copy_wins=hav_last_copy_wins)
         read_credit_state(changes, [r for rows in by_wu.values() for r in rows])
         for wu in wus:
             handle_wu(wu, by_wu[wu.pk], Checker(wu.app, files), changes)

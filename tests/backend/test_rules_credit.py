@@ -369,3 +369,27 @@ def test_hosts_without_an_owner_credit_row_get_one(project):
     assert UserCredit.objects.get(user=host.owner).total_credit == pytest.approx(
         EST / FLOPS_PER_CREDIT)
     assert Host.objects.get(pk=host.pk).expavg_credit > 0
+
+
+@pytest.mark.parametrize("last_copy_wins, valid", [(False, 2), (True, 1)])
+def test_two_results_of_one_host_checked_together_change_its_record_once_in_boincs_way(
+        project, last_copy_wins, valid):
+    """validator.cpp handle_wu reads one host app version copy per result and writes each
+    whole: of two results of one host, only the last one's is_valid is kept (departure 10,
+    option hav_last_copy_wins)."""
+    from backend.models import File
+
+    host = project.host()
+    wu = project.workunit(rsc_fpops_est=EST, rsc_fpops_bound=10 * EST, min_quorum=2,
+                          target_nresults=2, need_validate=True)
+    for _ in range(2):
+        r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS,
+                           host=host, app_version=project.version, elapsed_time=500.0,
+                           flops_estimate=2e9, sent_time=NOW - 86400, received_time=NOW)
+        File.objects.create(name=r.output_file_name(0), kind="output", result=r,
+                            md5_cksum="a")
+    validator.run_once(now=NOW, batch_size=10, daily_result_quota=0,
+                       hav_last_copy_wins=last_copy_wins)
+    hav = HostAppVersion.objects.get(host=host)
+    # the PFC average always takes the last copy: one sample of 1.0
+    assert (hav.consecutive_valid, hav.pfc_n, hav.pfc_avg) == (valid, 1, pytest.approx(1.0))
