@@ -246,6 +246,7 @@ def handle_wu(wu, results, checker, changes):
     viable = [r for r in results if r.outcome == Outcome.SUCCESS
               and r.validate_state != ValidateState.INVALID]
     changes.looked_up.extend((r.host_id, r.app_version_id) for r in viable)
+    changes.checked_together.update((r.pk, wu.pk) for r in viable)
     if len(viable) < wu.min_quorum:
         return
     good, retry = [], False
@@ -272,7 +273,6 @@ def handle_wu(wu, results, checker, changes):
         for r, _, hav in valid:
             changes.keep_hav(r, hav)
         for r in good:
-            changes.checked_together[r.pk] = wu.pk
             if r.pk in matching:
                 changes.set_state(r, ValidateState.VALID)
                 changes.credit[r.pk] = changes.granted(wu.canonical_credit)
