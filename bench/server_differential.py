@@ -226,8 +226,8 @@ def random_credit(case):
     average, scale and recent credit; the host app versions' PFC averages; and each result's
     elapsed time, CPU time, FLOPS estimate (none, BOINC's old default 1e9, or a real one) and
     runtime_outlier flag, its PFC from a third to twelve times the workunit's estimate (over
-    rsc_fpops_bound, ten times it, at the top); and in half the cases outputs that all agree,
-    with the jobs in progress reported since as successes."""
+    rsc_fpops_bound, ten times it, at the top); and in half the validator cases outputs that
+    all agree, with the jobs in progress reported since as successes."""
     rc = random.Random(f"{case['seed']}:{case['step']}:{case['index']}:credit")
     case["config"]["credit"] = rc.choice(CREDIT_METHODS)
     case["config"]["max_granted_credit"] = rc.choice([200 * 1000 * 365] * 4 + [20.0])
@@ -245,9 +245,9 @@ def random_credit(case):
         if rc.random() < 0.3:
             hav["consecutive_valid"] = 12
     wus = {wu["id"]: wu for wu in case["wus"]}
-    # half the cases' outputs all agree, so that more workunits reach a canonical result and
-    # credit is granted
-    agree = rc.random() < 0.5
+    # half the validator cases' outputs all agree, so that more workunits reach a canonical
+    # result and credit is granted
+    agree = case["step"] == "validator" and rc.random() < 0.5
     for r in case["results"]:
         r.update(elapsed_time=0.0, cpu_time=0.0, flops_estimate=0.0, runtime_outlier=0)
         if agree and r["server_state"] == S_IN_PROGRESS:
