@@ -336,6 +336,10 @@ class Team(models.Model):
 
     class Meta:
         ordering = ["name"]
+        indexes = [
+            # the teams page: teams by recent average credit
+            models.Index(fields=["-expavg_credit", "id"], name="team_rac"),
+        ]
 
     def __str__(self):
         return self.name
@@ -352,6 +356,12 @@ class UserCredit(models.Model):
     total_credit = models.FloatField(default=0.0)
     expavg_credit = models.FloatField(default=0.0)
     expavg_time = models.FloatField(default=0.0)
+
+    class Meta:
+        indexes = [
+            # the users page: users by recent average credit
+            models.Index(fields=["-expavg_credit", "user"], name="user_credit_rac"),
+        ]
 
 
 class UserAppCredit(models.Model):
@@ -405,6 +415,7 @@ class CreditHistory(models.Model):
 
     class Meta:
         ordering = ["kind", "owner_id", "day"]
+        # also the index the user and team pages' charts read (one owner's days in order)
         constraints = [models.UniqueConstraint(fields=["kind", "owner_id", "day"],
                                                name="credit_history_unique")]
 
