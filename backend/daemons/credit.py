@@ -90,13 +90,6 @@ class CreditOptions:
     no_credit: bool = False
     max_granted_credit: float = MAX_GRANTED_CREDIT
 
-    @property
-    def method(self):
-        for name in ("credit_from_wu", "credit_from_runtime", "no_credit"):
-            if getattr(self, name):
-                return name
-        return "credit_new"
-
 
 def fpops_to_credit(fpops):
     return fpops * COBBLESTONE_SCALE
@@ -296,14 +289,6 @@ def update_average(now, work_start_time, work, avg, avg_time, half_life=CREDIT_H
         days = (now - work_start_time) / day
         avg = work / days if days > 0 else math.log(2) * work * day / half_life
     return avg, now
-
-
-def decayed(avg, avg_time, now, half_life=CREDIT_HALF_LIFE):
-    """A recent average credit as it stands at ``now`` with no work since ``avg_time``
-    (BOINC's web pages' decay of expavg_credit)."""
-    if not avg_time or now <= avg_time:
-        return avg
-    return avg * math.exp(-(now - avg_time) * math.log(2) / half_life)
 
 
 def write_app_versions(samples, now, half_life):
