@@ -151,3 +151,20 @@ def runtime_estimates_figure(series):
 def figure_json(fig):
     """A figure as JSON safe to put inside a <script> element."""
     return fig.to_json().replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def rac_figure(history):
+    """A user's or team's recent average credit (and total credit, on its own axis) over time,
+    from CreditHistory rows ``(expavg_time, expavg_credit, total_credit)`` in time order."""
+    when = [_when(t) for t, _, _ in history]
+    return _figure(
+        [{"type": "scatter", "name": "recent average credit", "x": when,
+          "y": [rac for _, rac, _ in history], "mode": "lines+markers",
+          "line": {"color": CPU_COLOUR}},
+         {"type": "scatter", "name": "total credit", "x": when,
+          "y": [total for _, _, total in history], "mode": "lines", "yaxis": "y2",
+          "line": {"color": UNSENT_COLOUR, "dash": "dot"}}],
+        _layout("Recent average credit", 300,
+                yaxis={"title": {"text": "credit per day"}, "rangemode": "tozero"},
+                yaxis2={"title": {"text": "total"}, "overlaying": "y", "side": "right",
+                        "rangemode": "tozero"}))

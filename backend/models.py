@@ -166,6 +166,11 @@ class App(models.Model):
         default=10**7, help_text="Upload limit of each output file (max_nbytes)."
     )
     create_time = models.BigIntegerField(default=0)
+    # CreditNew (sched/credit.cpp): the lowest average PFC/rsc_fpops_est over the app's
+    # versions (update_av_scales; 1 until known), and whether host scaling waits for
+    # CONS_VALID_HOST_SCALE consecutive valid results.
+    min_avg_pfc = models.FloatField(default=1.0)
+    host_scale_check = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["name"]
@@ -191,6 +196,14 @@ class AppVersion(models.Model):
     # 0 means no bound (app_version.min_core_version, max_core_version).
     min_core_version = models.IntegerField(default=0)
     max_core_version = models.IntegerField(default=0)
+    # CreditNew (sched/credit.cpp): the average PFC/rsc_fpops_est of the version's valid
+    # results (pfc_n samples), the scale update_av_scales derives from it (0: none yet), and
+    # the recent average credit its results were granted.
+    pfc_n = models.FloatField(default=0.0)
+    pfc_avg = models.FloatField(default=0.0)
+    pfc_scale = models.FloatField(default=0.0)
+    expavg_credit = models.FloatField(default=0.0)
+    expavg_time = models.FloatField(default=0.0)
 
     class Meta:
         ordering = ["app", "-version_num"]
@@ -303,9 +316,10 @@ class HostAppVersion(models.Model):
     # Samples in turnaround_avg (BOINC's turnaround_n).
     turnaround_n = models.FloatField(default=0.0)
     consecutive_valid = models.IntegerField(default=0)
-    # BOINC's host_app_version.et and .pfc averages (backend.daemons.sched_version): elapsed
-    # seconds per estimated FLOP of the host's successful jobs, and their claimed peak FLOP
-    # count per estimated FLOP; _n is the samples taken.
+    # BOINC's host_app_version.et and .pfc averages: elapsed seconds per estimated FLOP of the
+    # host's successful jobs (backend.daemons.sched_version's speed estimate), and the claimed
+    # peak FLOP count per estimated FLOP of its valid results, runtime outliers left out
+    # (CreditNew's host scale, backend.daemons.credit get_pfc); _n is the samples taken.
     et_avg = models.FloatField(default=0.0)
     et_n = models.FloatField(default=0.0)
     pfc_avg = models.FloatField(default=0.0)
@@ -338,6 +352,10 @@ class Team(models.Model):
 
     class Meta:
         ordering = ["name"]
+        indexes = [
+            # the teams page: teams by recent average credit
+            models.Index(fields=["-expavg_credit", "id"], name="team_rac"),
+        ]
 
     def __str__(self):
         return self.name
@@ -354,6 +372,68 @@ class UserCredit(models.Model):
     total_credit = models.FloatField(default=0.0)
     expavg_credit = models.FloatField(default=0.0)
     expavg_time = models.FloatField(default=0.0)
+
+    class Meta:
+        indexes = [
+            # the users page: users by recent average credit
+            models.Index(fields=["-expavg_credit", "user"], name="user_credit_rac"),
+        ]
+
+
+class UserAppCredit(models.Model):
+    """A volunteer's credit from one app (BOINC's credit_user row, written by
+    grant_credit_by_app when config.xml sets <credit_by_app>)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="app_credit")
+    app = models.ForeignKey(App, on_delete=models.CASCADE, related_name="+")
+    njobs = models.IntegerField(default=0)
+    total = models.FloatField(default=0.0)
+    expavg = models.FloatField(default=0.0)
+    expavg_time = models.FloatField(default=0.0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "app"],
+                                               name="user_app_credit_unique")]
+
+
+class TeamAppCredit(models.Model):
+    """A team's credit from one app (BOINC's credit_team row, see UserAppCredit)."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="app_credit")
+    app = models.ForeignKey(App, on_delete=models.CASCADE, related_name="+")
+    njobs = models.IntegerField(default=0)
+    total = models.FloatField(default=0.0)
+    expavg = models.FloatField(default=0.0)
+    expavg_time = models.FloatField(default=0.0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "app"],
+                                               name="team_app_credit_unique")]
+
+
+class CreditHistory(models.Model):
+    """The credit of a user or team at the end of a UTC day on which they were granted
+    credit: one row per day with credit, written by the validator, for RAC charts over time
+    (BOINC keeps such history only in its stats exports)."""
+
+    class Kind(models.TextChoices):
+        USER = "user"
+        TEAM = "team"
+
+    kind = models.CharField(max_length=4, choices=Kind.choices)
+    # the user's or the team's id
+    owner_id = models.BigIntegerField()
+    day = models.IntegerField(help_text="Unix seconds // 86400 (UTC).")
+    total_credit = models.FloatField(default=0.0)
+    expavg_credit = models.FloatField(default=0.0)
+    expavg_time = models.FloatField(default=0.0)
+
+    class Meta:
+        ordering = ["kind", "owner_id", "day"]
+        # also the index the user and team pages' charts read (one owner's days in order)
+        constraints = [models.UniqueConstraint(fields=["kind", "owner_id", "day"],
+                                               name="credit_history_unique")]
 
 
 # --- files ---------------------------------------------------------------------------------
@@ -593,6 +673,9 @@ class Result(models.Model):
     elapsed_time = models.FloatField(default=0.0)
     cpu_time = models.FloatField(default=0.0)
     flops_estimate = models.FloatField(default=0.0)
+    # Left out of CreditNew's averages (BOINC's result.runtime_outlier; a validator's
+    # init_result may set it).
+    runtime_outlier = models.BooleanField(default=False)
     priority = models.IntegerField(default=0)
     random = models.IntegerField(default=0, help_text="Send order (feeder --random_order).")
     opaque = models.FloatField(default=0.0)

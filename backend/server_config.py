@@ -69,6 +69,11 @@ def config_values(root):
 
 def parse(source):
     """``<boinc><config>...</config></boinc>`` (or a bare ``<config>``) from text or a path."""
+    return parse_document(source)[0]
+
+
+def parse_document(source):
+    """``(the <config> element, the <daemons> element or None)`` of a config.xml."""
     text = source
     if isinstance(source, Path) or (isinstance(source, str) and not source.lstrip().startswith(
             "<")):
@@ -83,13 +88,45 @@ def parse(source):
     config = root if root.tag == "config" else root.find("config")
     if config is None:
         raise ConfigError("config.xml has no <config> section")
-    return config
+    return config, root.find("daemons")
+
+
+# The validator's command-line credit options (sched/validator.cpp): flag -> takes a value.
+VALIDATOR_OPTIONS = {"credit_from_wu": False, "credit_from_runtime": False,
+                     "no_credit": False, "max_granted_credit": True}
+
+
+def validator_values(daemons):
+    """SchedulerConfig keyword arguments from the credit options on the command line of the
+    validator(s) config.xml's ``<daemons>`` runs (``<cmd>sample_bitwise_validator --app x
+    --credit_from_wu</cmd>``), as BOINC's validator reads them (``-x`` or ``--x``)."""
+    values = {}
+    if daemons is None:
+        return values
+    for cmd in daemons.iter("cmd"):
+        words = (cmd.text or "").split()
+        if not words or "validator" not in Path(words[0]).name:
+            continue
+        for i, word in enumerate(words):
+            name = word.lstrip("-")
+            if not word.startswith("-") or name not in VALIDATOR_OPTIONS:
+                continue
+            if not VALIDATOR_OPTIONS[name]:
+                values[name] = True
+                continue
+            try:
+                values[name] = float(words[i + 1])
+            except (IndexError, ValueError):
+                raise ConfigError(f"validator option --{name} needs a number") from None
+    return values
 
 
 def read_config_xml(source, **overrides):
     """A SchedulerConfig from a BOINC config.xml (a path or its text); ``overrides`` are
     applied for options the file does not set."""
-    values = config_values(parse(source))
+    config, daemons = parse_document(source)
+    values = config_values(config)
+    values.update(validator_values(daemons))
     if isinstance(source, Path) and (source.parent / "plan_class_spec.xml").is_file():
         # the scheduler reads the project's plan classes from beside its config.xml
         values.setdefault("plan_class_spec", str(source.parent / "plan_class_spec.xml"))

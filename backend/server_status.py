@@ -43,6 +43,7 @@ from backend.models import (
     Host,
     Result,
     ServerState,
+    UserCredit,
     ValidateState,
     Workunit,
 )
@@ -100,8 +101,9 @@ class AppRuntime:
 
 @dataclass(frozen=True)
 class Community:
-    """BOINC's users and computers figures, with the per-app run times; a user's credit is the
-    sum of their hosts' credit."""
+    """BOINC's users and computers figures, with the per-app run times; users' credit is
+    their UserCredit rows' (what the validator grants them, server_status.php's user table),
+    and the floating-point speed their recent average credit summed / 200."""
 
     update_time: int
     users_with_recent_credit: int
@@ -256,13 +258,12 @@ def community(now):
         with_credit=Count("id", filter=Q(total_credit__gt=1)),
         with_recent_credit=Count("id", filter=Q(expavg_credit__gt=1)),
         registered=Count("id", filter=Q(create_time__gt=now - DAY)),
-        expavg_credit=Sum("expavg_credit"),
     )
-    users = (
-        Host.objects.values("owner_id")
-        .annotate(total=Sum("total_credit"), recent=Sum("expavg_credit"))
-        .aggregate(with_credit=Count("owner_id", filter=Q(total__gt=1)),
-                   with_recent_credit=Count("owner_id", filter=Q(recent__gt=1)))
+    # the users' credit rows, as the validator grants it (server_status.php: the user table)
+    users = UserCredit.objects.aggregate(
+        with_credit=Count("user_id", filter=Q(total_credit__gt=1)),
+        with_recent_credit=Count("user_id", filter=Q(expavg_credit__gt=1)),
+        expavg_credit=Sum("expavg_credit"),
     )
     joined_since = datetime.fromtimestamp(now - DAY, tz=UTC)
     return Community(
@@ -274,7 +275,7 @@ def community(now):
         hosts_with_recent_credit=hosts["with_recent_credit"],
         hosts_with_credit=hosts["with_credit"],
         hosts_registered_in_past_24_hours=hosts["registered"],
-        current_floating_point_speed=round((hosts["expavg_credit"] or 0.0) / 200, 2),
+        current_floating_point_speed=round((users["expavg_credit"] or 0.0) / 200, 2),
         runtimes=app_runtimes(now),
     )
 

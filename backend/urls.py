@@ -16,5 +16,8 @@ urlpatterns = [
     path("hosts/", views.host_list, name="host_list"),
     path("hosts/<int:pk>/", views.host_detail, name="host_detail"),
     path("hosts/<int:pk>/prefs/", views.host_prefs, name="host_prefs"),
+    path("users/", views.user_list, name="user_list"),
     path("users/<int:pk>/", views.user_detail, name="user_detail"),
+    path("teams/", views.team_list, name="team_list"),
+    path("teams/<int:pk>/", views.team_detail, name="team_detail"),
 ]

@@ -8,6 +8,7 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import EmptyPage, PageNotAnInteger, Paginator
 from django.db.models import Count, Q, Sum
 from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -25,12 +26,17 @@ from backend.keyset import BadCursor, keyset_page
 from backend.models import (
     App,
     AssimilateState,
+    CreditHistory,
     FileDeleteState,
     Host,
     HostAppVersion,
     LifecycleEvent,
     Result,
     ServerState,
+    Team,
+    TeamAppCredit,
+    UserAppCredit,
+    UserCredit,
     Workunit,
 )
 from backend.statemachine import RESULT_MACHINE, WORKUNIT_MACHINE, draw_row
@@ -366,12 +372,80 @@ def user_detail(request, pk):
     context = {
         "person": person,
         "hosts": hosts,
-        "total_credit": sum(h.total_credit for h in hosts),
-        "expavg_credit": sum(h.expavg_credit for h in hosts),
         "recent": results.select_related("workunit", "host").order_by("-id")[:RECENT],
         "counts": _result_counts(results),
     }
+    if not request.htmx:
+        context.update(_user_credit(person))
     return _render(request, "project/user_detail.html", context, "results")
+
+
+def _user_credit(person):
+    """The user page's credit: the user's credit row (what the validator granted), credit by
+    app and the RAC chart."""
+    credit = UserCredit.objects.select_related("team").filter(user=person).first()
+    return {
+        "credit": credit,
+        "total_credit": credit.total_credit if credit else 0.0,
+        "expavg_credit": credit.expavg_credit if credit else 0.0,
+        "by_app": UserAppCredit.objects.filter(user=person).select_related("app")
+        .order_by("-expavg"),
+        **_rac_chart(CreditHistory.Kind.USER, person.pk, "user-rac-figure"),
+    }
+
+
+def _rac_chart(kind, owner_id, figure_id):
+    """The context of a RAC chart over time from a user's or team's CreditHistory."""
+    history = list(CreditHistory.objects.filter(kind=kind, owner_id=owner_id).order_by("day")
+                   .values_list("expavg_time", "expavg_credit", "total_credit"))
+    if not history:
+        return {"rac_figure": None}
+    return {"rac_figure": charts.figure_json(charts.rac_figure(history)),
+            "rac_figure_id": figure_id}
+
+
+def _ranked_page(request, queryset):
+    """The context of one page of ``queryset`` (ordered by recent average credit) for
+    ``?page=N``, as BOINC's top_users.php pages by offset."""
+    paginator = Paginator(queryset, PAGE_SIZE)
+    try:
+        page = paginator.page(request.GET.get("page") or 1)
+    except (EmptyPage, PageNotAnInteger):
+        raise Http404("no such page") from None
+    return {"page": page,
+            "prev_url": f"?page={page.previous_page_number()}" if page.has_previous() else "",
+            "next_url": f"?page={page.next_page_number()}" if page.has_next() else ""}
+
+
+@require_GET
+def user_list(request):
+    """Users by recent average credit (BOINC's top_users.php)."""
+    page = _ranked_page(request, UserCredit.objects.select_related("user", "team")
+                        .order_by("-expavg_credit", "user_id"))
+    return _render(request, "project/user_list.html", page, "table")
+
+
+@require_GET
+def team_list(request):
+    """Teams by recent average credit (BOINC's top_teams.php)."""
+    page = _ranked_page(request, Team.objects.annotate(nusers=Count("members"))
+                        .order_by("-expavg_credit", "id"))
+    return _render(request, "project/team_list.html", page, "table")
+
+
+@require_GET
+def team_detail(request, pk):
+    team = get_object_or_404(Team, pk=pk)
+    context = {
+        "team": team,
+        "members": UserCredit.objects.filter(team=team).select_related("user")
+        .order_by("-expavg_credit", "user_id")[:PAGE_SIZE],
+        "nusers": UserCredit.objects.filter(team=team).count(),
+        "by_app": TeamAppCredit.objects.filter(team=team).select_related("app")
+        .order_by("-expavg"),
+        **_rac_chart(CreditHistory.Kind.TEAM, team.pk, "team-rac-figure"),
+    }
+    return render(request, "project/team_detail.html", context)
 
 
 @login_required

@@ -14,12 +14,17 @@ host app versions, workunits with their quorum and limits, results scattered ove
 lifecycle state with times around "now") are loaded into BOINC's schema (db/schema.sql) on
 MariaDB and into boincweb (a SQLite database of its own under ``--out``). Then one step runs on
 both sides at the same clock (``faketime`` for BOINC's programs): one pass of the transitioner,
-the validator (sample_bitwise_validator against boincweb's ``bitwise``), the assimilator
+the validator (sample_bitwise_validator against boincweb's ``bitwise``, with the case's credit
+option drawn by ``random_credit``: CreditNew, --credit_from_wu, --credit_from_runtime or
+--no_credit, sometimes a low --max_granted_credit, and CreditNew's PFC averages, scales, run
+times and FLOPS estimates; BOINC's validator runs as a daemon for a moment, see
+``run_boinc_validator``), the assimilator
 (sample_dummy_assimilator against boincweb's ``record``), the file deleter, or one scheduler
 request (``sched/cgi`` on standard input once ``sched/feeder`` has filled shared memory, the
 same XML parsed by boincweb's protocol layer into ``handle_request``). Every column the step
-writes is compared, and for the scheduler the reply's jobs, deadlines, request_delay and
-message kinds. Options boincweb keeps from seeds (docs/server-fidelity.md) are set to BOINC's
+writes is compared (for the validator also the app versions' and host app versions' PFC
+averages and the app versions' recent credit), and for the scheduler the reply's jobs,
+deadlines, request_delay and message kinds. Options boincweb keeps from seeds (docs/server-fidelity.md) are set to BOINC's
 behaviour.
 
 Printed: per step, the share of cases that agree in every compared field, and for each that
@@ -167,7 +172,8 @@ def random_case(seed, index, step):
                            report_deadline=0, received_time=0)
         successes = [r for r in rows if r["outcome"] == O_SUCCESS]
         valid = [r for r in successes if r["validate_state"] == V_VALID]
-        # credit from the workunit (BOINC's --credit_from_wu, boincweb's credit_for)
+        # the workunit's credit as created (what --credit_from_wu grants), and the credit of
+        # results already valid
         wu["canonical_credit"] = min(wu["rsc_fpops_est"] * 200 / 86400e9, 200 * 1000 * 365)
         for r in valid:
             r["granted_credit"] = wu["canonical_credit"]
@@ -203,6 +209,7 @@ def random_case(seed, index, step):
     if step == "scheduler":
         case["request"] = random_request(rng, case)
         random_versions(random.Random(f"{seed}:{step}:{index}:versions"), case)
+    random_credit(case)
     return case
 
 
@@ -391,6 +398,171 @@ def boincweb_versions(case, app):
                                       nbytes=10, md5_cksum="0" * 32, file_signature="x")
 
 
+# --- credit (CreditNew and the validator's credit options) ----------------------------------
+
+CREDIT_METHODS = ("credit_new", "credit_new", "credit_new", "credit_from_wu",
+                  "credit_from_runtime", "no_credit")
+
+
+def random_credit(case):
+    """Draw the case's credit option and CreditNew's inputs, from a generator of their own
+    (so the other draws stay as they were): the method (CreditNew, BOINC's default, half the
+    time; else credit_from_wu, credit_from_runtime or no_credit), sometimes a low
+    max_granted_credit; the app's min_avg_pfc and host_scale_check; the app version's PFC
+    average, scale and recent credit; the host app versions' PFC averages; and each result's
+    elapsed time, CPU time, FLOPS estimate (none, BOINC's old default 1e9, or a real one) and
+    runtime_outlier flag, its PFC from a third to twelve times the workunit's estimate (over
+    rsc_fpops_bound, ten times it, at the top); and in half the validator cases outputs that
+    all agree, with the jobs in progress reported since as successes."""
+    rc = random.Random(f"{case['seed']}:{case['step']}:{case['index']}:credit")
+    case["config"]["credit"] = rc.choice(CREDIT_METHODS)
+    case["config"]["max_granted_credit"] = rc.choice([200 * 1000 * 365] * 4 + [20.0])
+    case["app"] = dict(min_avg_pfc=rc.choice([1.0, 1.0, 0.5, 2.0]),
+                       host_scale_check=int(rc.random() < 0.3))
+    for av in case["app_versions"]:
+        n = rc.choice([0, 0, 5, 100, 150, 500])
+        av.update(pfc_n=float(n), pfc_avg=rc.choice([0.5, 1.0, 2.0]) if n else 0.0,
+                  pfc_scale=rc.choice([0.0, 0.0, 1.0, 0.8, 1.3]),
+                  expavg_credit=rc.choice([0.0, 50.0]))
+        av["expavg_time"] = case["now"] - 2 * DAY if av["expavg_credit"] else 0.0
+    for hav in case["havs"]:
+        n = rc.choice([0, 3, 10, 30])
+        hav.update(pfc_n=float(n), pfc_avg=rc.choice([0.5, 1.0, 3.0]) if n else 0.0)
+        if rc.random() < 0.3:
+            hav["consecutive_valid"] = 12
+    wus = {wu["id"]: wu for wu in case["wus"]}
+    # half the validator cases' outputs all agree, so that more workunits reach a canonical
+    # result and credit is granted
+    agree = case["step"] == "validator" and rc.random() < 0.5
+    for r in case["results"]:
+        r.update(elapsed_time=0.0, cpu_time=0.0, flops_estimate=0.0, runtime_outlier=0)
+        if agree and r["server_state"] == S_IN_PROGRESS:
+            # reported since: a success like random_result's
+            r.update(server_state=S_OVER, outcome=O_SUCCESS, validate_state=V_INIT,
+                     client_state=5, received_time=min(case["now"], r["sent_time"] + 3600))
+        if r["outcome"] != O_SUCCESS:
+            continue
+        if agree:
+            r["output"] = b"A\n"
+        flops = rc.choice([0.0, 1e9, 2e9, 2e9, 3e9, 3e9])
+        est = wus[r["workunitid"]]["rsc_fpops_est"]
+        elapsed = round(est / (flops or 4.3e9) * rc.choice([0.3, 0.8, 1.0, 1.2, 3.0, 12.0]), 3)
+        if rc.random() < 0.1:
+            elapsed = 0.0
+        r.update(elapsed_time=elapsed, cpu_time=round(elapsed * rc.choice([0.5, 1.0]), 3) or
+                 rc.choice([0.0, 100.0]), flops_estimate=flops,
+                 runtime_outlier=int(rc.random() < 0.15))
+
+
+def credit_args(case):
+    """BOINC's validator command line for the case's credit option."""
+    c = case["config"]
+    args = [] if c["credit"] == "credit_new" else [f"--{c['credit']}"]
+    return [*args, "--max_granted_credit", repr(float(c["max_granted_credit"]))]
+
+
+def credit_options(case):
+    """boincweb's SchedulerConfig credit fields for the case."""
+    c = case["config"]
+    return {name: c["credit"] == name
+            for name in ("credit_from_wu", "credit_from_runtime", "no_credit")} | {
+        "max_granted_credit": float(c["max_granted_credit"])}
+
+
+def run_boinc_validator(project, args, now):
+    """BOINC's validator as a daemon, stopped once it has written the app versions: with
+    --one_pass it stops after the scan that found work, before write_modified_app_versions
+    (which runs once a scan finds nothing), so the app versions' PFC averages would never be
+    written. As a daemon it validates (clearing need_validate), scans again, finds nothing,
+    writes them and sleeps; SIGHUP then stops it at the top of its next loop."""
+    import signal
+    import subprocess
+
+    process = subprocess.Popen(
+        [project.programs["validator"], "--app", "uppercase", "--sleep_interval", "1", *args],
+        cwd=project.project / "cgi-bin", env=project.env(now), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT)
+    deadline = time.time() + 20
+    while time.time() < deadline and process.poll() is None:
+        if not project.query("SELECT id FROM workunit WHERE need_validate <> 0"):
+            break
+        time.sleep(0.05)
+    time.sleep(1.0)     # the second scan and the write follow at once
+    process.send_signal(signal.SIGHUP)
+    try:
+        out, _ = process.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, _ = process.communicate()
+    return out.decode(errors="replace")
+
+
+def credit_rows_boinc(case):
+    """UPDATEs giving BOINC's rows the case's credit inputs."""
+    a = case["app"]
+    rows = [f"UPDATE app SET min_avg_pfc={a['min_avg_pfc']!r}, "
+            f"host_scale_check={a['host_scale_check']}"]
+    for av in case["app_versions"]:
+        rows.append("UPDATE app_version SET " + ", ".join(
+            f"{k}={av[k]!r}" for k in AV_CREDIT_FIELDS + ("pfc_scale",)) + f" WHERE id={av['id']}")
+    for hav in case["havs"]:
+        rows.append(f"UPDATE host_app_version SET pfc_n={hav['pfc_n']!r}, "
+                    f"pfc_avg={hav['pfc_avg']!r}, consecutive_valid={hav['consecutive_valid']} "
+                    f"WHERE host_id={hav['host_id']} AND app_version_id={hav['app_version_id']}")
+    for r in case["results"]:
+        if r["outcome"] == O_SUCCESS:
+            rows.append(f"UPDATE result SET elapsed_time={r['elapsed_time']!r}, "
+                        f"cpu_time={r['cpu_time']!r}, flops_estimate={r['flops_estimate']!r}, "
+                        f"runtime_outlier={r['runtime_outlier']} WHERE id={r['id']}")
+    return rows
+
+
+def load_credit_boincweb(case):
+    """Give boincweb's rows the case's credit inputs."""
+    from backend import models as m
+
+    m.App.objects.update(**case["app"])
+    for av in case["app_versions"]:
+        m.AppVersion.objects.filter(id=av["id"]).update(
+            **{k: av[k] for k in AV_CREDIT_FIELDS + ("pfc_scale",)})
+    for hav in case["havs"]:
+        m.HostAppVersion.objects.filter(
+            host_id=hav["host_id"], app_version_id=hav["app_version_id"]).update(
+            pfc_n=hav["pfc_n"], pfc_avg=hav["pfc_avg"],
+            consecutive_valid=hav["consecutive_valid"])
+    for r in case["results"]:
+        m.Result.objects.filter(id=r["id"]).update(
+            elapsed_time=r["elapsed_time"], cpu_time=r["cpu_time"],
+            flops_estimate=r["flops_estimate"], runtime_outlier=bool(r["runtime_outlier"]))
+
+
+AV_CREDIT_FIELDS = ("pfc_n", "pfc_avg", "expavg_credit", "expavg_time")
+HAV_CREDIT_FIELDS = ("pfc_n", "pfc_avg")
+
+
+def credit_snapshot_boinc(cursor):
+    """The credit fields the validator writes besides result, host, user and team: the app
+    versions' PFC averages and recent credit, the host app versions' PFC averages."""
+    cursor.execute("SELECT * FROM app_version")
+    versions = cursor.fetchall()
+    cursor.execute("SELECT * FROM host_app_version")
+    havs = cursor.fetchall()
+    return {"app_version": {v["id"]: {f: num(v[f]) for f in AV_CREDIT_FIELDS}
+                            for v in versions},
+            "hav_pfc": {f"{v['host_id']}/{v['app_version_id']}":
+                        {f: num(v[f]) for f in HAV_CREDIT_FIELDS} for v in havs}}
+
+
+def credit_snapshot_boincweb():
+    from backend import models as m
+
+    return {"app_version": {v.id: {f: num(getattr(v, f)) for f in AV_CREDIT_FIELDS}
+                            for v in m.AppVersion.objects.all()},
+            "hav_pfc": {f"{v.host_id}/{v.app_version_id}":
+                        {f: num(getattr(v, f)) for f in HAV_CREDIT_FIELDS}
+                        for v in m.HostAppVersion.objects.all()}}
+
+
 def random_request(rng, case):
     """What host 1 asks: seconds and instances of CPU work, its queue, reports of its jobs in
     progress with every outcome, and (sometimes) its list of jobs still on board."""
@@ -461,6 +633,8 @@ class Boinc:
         """Empty the tables and insert the case's rows; return the SQL, for the kept case."""
         statements = [f"DELETE FROM {t}" for t in BOINC_TABLES]
         statements += boinc_rows(case)
+        statements += credit_rows_boinc(case)
+        self.credit_args = credit_args(case)
         self.project_.execute(statements)
         for folder in ("upload", "download"):
             shutil.rmtree(self.project / folder)
@@ -479,6 +653,8 @@ class Boinc:
         if step == "scheduler":
             with self.project_.feeder(clock=now, args=("--allapps", "--priority_order")):
                 return self.project_.schedule(stdin, clock=now)
+        if step == "validator":
+            return run_boinc_validator(self.project_, self.credit_args, now)
         return self.project_.daemon(step, clock=now)
 
     def snapshot(self):
@@ -489,7 +665,8 @@ class Boinc:
             for table in ("workunit", "result", "host", "user", "team", "host_app_version"):
                 cursor.execute(f"SELECT * FROM {table}")
                 got[table] = cursor.fetchall()
-        return normal_boinc(got)
+            credit = credit_snapshot_boinc(cursor)
+        return normal_boinc(got) | credit
 
     def files(self):
         return {folder: sorted(p.name for p in (self.project / folder).iterdir())
@@ -712,6 +889,7 @@ class Boincweb:
                 if wu["canonical_resultid"]:
                     m.Workunit.objects.filter(id=wu["id"]).update(
                         canonical_result_id=wu["canonical_resultid"])
+            load_credit_boincweb(case)
 
     def config(self, case):
         from backend.daemons.sched_types import SchedulerConfig
@@ -723,7 +901,9 @@ class Boincweb:
             one_result_per_user_per_wu=c["one_result_per_user_per_wu"],
             resend_lost_results=c["resend_lost_results"], keep_due_workunits=False,
             version_select_random_factor=0.0,
-            plan_class_spec=str(write_plan_classes(self.work)))
+            plan_class_spec=str(write_plan_classes(self.work)),
+            hav_last_copy_wins=True,
+            **credit_options(case))
 
     def run(self, step, case):
         from backend.daemons import get_daemon
@@ -787,7 +967,7 @@ class Boincweb:
                 "max_jobs_per_day": v.max_jobs_per_day, "n_jobs_today": v.n_jobs_today,
                 "consecutive_valid": v.consecutive_valid}
                 for v in m.HostAppVersion.objects.all()},
-        }
+        } | credit_snapshot_boincweb()
 
     def files(self):
         from django.conf import settings
@@ -805,7 +985,8 @@ class Boincweb:
 # What each step writes, and so what is compared after it.
 COMPARED = {
     "transitioner": ("workunit", "result", "host_app_version"),
-    "validator": ("workunit", "result", "host", "user", "team", "host_app_version"),
+    "validator": ("workunit", "result", "host", "user", "team", "host_app_version",
+                  "app_version", "hav_pfc"),
     "assimilator": ("workunit", "result"),
     "file_deleter": ("workunit", "result", "files"),
     "scheduler": ("reply", "workunit", "result", "host_app_version"),
@@ -866,6 +1047,8 @@ def run_case(step, case, boinc, ours, out):
         (folder / "differences.txt").write_text(
             "".join(f"{w}: BOINC {x!r}, boincweb {y!r}\n" for w, x, y in diffs))
         program = boinc.programs[step]
+        if step == "validator":
+            program = f"{program} --app uppercase {' '.join(boinc.credit_args)}"
         (folder / "rerun.sh").write_text(
             f"mysql -h {boinc.db_host} -u root {boinc.db} < {folder / 'boinc.sql'}\n"
             f"cd {boinc.project / 'cgi-bin'} && faketime '@{time_text(case['now'])}' "

@@ -28,7 +28,9 @@ DAEMONS = {
 # the transitioner's choice of outputs to delete.
 DAEMON_OPTIONS = {
     "transitioner": ("daily_result_quota", "delete_abandoned_outputs"),
-    "validator": ("daily_result_quota", "keep_due_workunits"),
+    "validator": ("daily_result_quota", "keep_due_workunits", "credit_from_wu",
+                  "credit_from_runtime", "no_credit", "max_granted_credit", "credit_by_app",
+                  "hav_last_copy_wins"),
     "assimilator": ("keep_due_workunits",),
 }
 

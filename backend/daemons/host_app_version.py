@@ -60,8 +60,6 @@ AVG_WEIGHT = 0.01
 AVG_LIMIT = 10
 FIELDS = ("max_jobs_per_day", "n_jobs_today", "jobs_day", "turnaround_avg", "turnaround_n",
           "consecutive_valid", "et_avg", "et_n", "pfc_avg", "pfc_n")
-# credit.cpp is_pfc_sane: a claimed PFC per estimated FLOP outside these is not averaged.
-PFC_SANE = (1e-4, 1e4)
 
 
 def check_quota(daily_result_quota):
@@ -130,7 +128,7 @@ def sent(hav, *, now, jobs=1):
 
 def got_good_result(hav, *, quota, turnaround, job=None):
     """A success report; ``job`` (elapsed_time, flops_estimate, rsc_fpops_est), when given,
-    enters the et and pfc averages (``learn``)."""
+    enters the et average (``learn``)."""
     if hav.max_jobs_per_day < quota:
         hav.max_jobs_per_day = min(2 * hav.max_jobs_per_day, quota)
     if turnaround is not None:
@@ -141,15 +139,13 @@ def got_good_result(hav, *, quota, turnaround, job=None):
 
 
 def learn(hav, elapsed_time, flops_estimate, rsc_fpops_est):
-    """Add a successful job to ``hav``'s ``et`` (elapsed seconds per estimated FLOP) and ``pfc``
-    (claimed peak FLOP count, elapsed × the FLOPS it was sent with, per estimated FLOP, when
-    sane) averages, as credit.cpp get_pfc does with the HAV_AVG_* parameters; the scheduler's
-    estimate_flops reads them (backend.daemons.sched_version)."""
+    """Add a successful job to ``hav``'s ``et`` average (elapsed seconds per estimated FLOP)
+    with BOINC's host app version averaging; the scheduler's estimate_flops reads it
+    (backend.daemons.sched_version). BOINC adds it in the validator's credit pass
+    (credit.cpp get_pfc); we add it when the success is reported (docs/server-fidelity.md).
+    The ``pfc`` average is the validator's (backend.daemons.credit get_pfc)."""
     if rsc_fpops_est <= 0 or elapsed_time is None or elapsed_time < 0:
         return
-    pfc = elapsed_time * flops_estimate / rsc_fpops_est
-    if PFC_SANE[0] <= pfc <= PFC_SANE[1]:
-        hav.pfc_avg, hav.pfc_n = running_average(hav.pfc_avg, hav.pfc_n, pfc)
     hav.et_avg, hav.et_n = running_average(hav.et_avg, hav.et_n, elapsed_time / rsc_fpops_est)
 
 

@@ -298,6 +298,18 @@ class SchedulerConfig:
     # The project's plan_class_spec.xml (a path; "" for none: every version with a plan
     # class is then infeasible, as in BOINC without the file and its custom code).
     plan_class_spec: str = ""
+    # The validator's credit (backend.daemons.credit): CreditNew unless one of these is set;
+    # BOINC's validator command-line options, read from config.xml's validator <cmd>.
+    credit_from_wu: bool = False
+    credit_from_runtime: bool = False
+    no_credit: bool = False
+    max_granted_credit: float = 200 * 1000 * 365
+    # Credit per app for users and teams (config.xml <credit_by_app>).
+    credit_by_app: bool = False
+    # Of two results of one host checked together in one workunit, keep only the last one's
+    # host app version change, as BOINC's validator does (docs/server-fidelity.md departure
+    # 10); off, both changes are applied.
+    hav_last_copy_wins: bool = False
 
     def __post_init__(self):
         check_quota(self.daily_result_quota)
@@ -305,6 +317,9 @@ class SchedulerConfig:
         if isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor < 0:
             raise ValueError("version_select_random_factor must be a number, 0 or more, "
                              f"not {factor!r}")
+        from backend.daemons.credit import check_credit_options
+
+        check_credit_options(self)
         for name in ("report_grace_period", "max_wus_to_send", "infeasible_timeout",
                      "candidate_factor", "gpu_multiplier", "shmem_work_items"):
             value = getattr(self, name)
@@ -312,7 +327,7 @@ class SchedulerConfig:
                 raise ValueError(f"{name} must be a whole number, 0 or more, not {value!r}")
         for name in ("resend_lost_results", "one_result_per_user_per_wu", "send_result_abort",
                      "ignore_delay_bound", "seed003_infeasible_queue",
-                     "delete_abandoned_outputs", "keep_due_workunits",
+                     "delete_abandoned_outputs", "keep_due_workunits", "hav_last_copy_wins",
                      "prefer_primary_platform", "rte_no_stats",
                      "estimate_flops_from_hav_pfc"):
             if not isinstance(getattr(self, name), bool):

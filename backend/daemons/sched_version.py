@@ -26,10 +26,10 @@ versions by their columns (``gpu_type``, ``gpu_usage``, ``avg_ncpus``; the simul
 a GPU version's speed then being the GPU's peak FLOPS × usage until the host has statistics;
 with the file, a version whose plan class it does not name is never sent, as in BOINC.
 
-The host app version averages (backend.daemons.host_app_version ``learn``): each successful
-report adds the job's elapsed time per estimated FLOP to ``et`` and its claimed PFC (elapsed ×
-the FLOPS it was sent with) per estimated FLOP to ``pfc`` (when within 1e-4..1e4), with BOINC's
-host app version averaging (sched/credit.cpp get_pfc; host_app_version.running_average).
+The host app version averages: each successful report adds the job's elapsed time per
+estimated FLOP to ``et`` (backend.daemons.host_app_version ``learn``); the validator's credit
+pass adds its claimed PFC per estimated FLOP to ``pfc`` (backend.daemons.credit get_pfc), both
+with BOINC's host app version averaging (sched/credit.cpp get_pfc).
 """
 
 import random

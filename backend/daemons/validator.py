@@ -47,40 +47,47 @@ Rules, following BOINC's code (§4):
 - **every write is a compare-and-set** from the state the pass read: the rows still in that
   state are locked and changed, and only they get events, credit and host app version changes
   (a pass that read a result another pass has since validated leaves it alone);
-- **credit** is granted once per result, when it becomes VALID, and is the workunit's
-  estimate: ``rsc_fpops_est`` × 200/86400e9 (credit per FLOP, "cobblestones"), capped at
-  ``MAX_GRANTED_CREDIT``. As credit.cpp grant_credit does, the host, its owner
-  (``UserCredit``) and the owner's team each get it in ``total_credit`` and in the recent
-  average ``expavg_credit`` (lib/util.cpp update_average, a 7-day half-life, the work taken as
-  done since the result was sent), and, as validator.cpp is_valid does, the host's
+- **credit** is granted once per result, when it becomes VALID: CreditNew by default, or as
+  the options ``credit_from_wu``, ``credit_from_runtime``, ``no_credit`` and
+  ``max_granted_credit`` say (``backend.daemons.credit``, which also keeps the host app
+  versions' and app versions' PFC averages). A result validated against an existing canonical
+  result gets the canonical result's granted credit. As credit.cpp grant_credit does, the
+  host, its owner (``UserCredit``) and the owner's team each get it in ``total_credit`` and in
+  the recent average ``expavg_credit`` (lib/util.cpp update_average, a 7-day half-life, the
+  work taken as done since the result was sent); with ``credit_by_app``, the user's and team's
+  credit from the app too (grant_credit_by_app); and the day's ``CreditHistory`` row of the
+  user and team keeps their figures for charts. As validator.cpp is_valid does, the host's
   ``avg_turnaround`` takes the result's turnaround (received - sent) with weight 0.3
-  (sched_util.cpp compute_avg_turnaround; the first sample is taken whole).
+  (sched_util.cpp compute_avg_turnaround; the first sample is taken whole), with or without
+  credit.
 """
 
 import math
 import re
 from dataclasses import dataclass, field
 from functools import partial
+from types import SimpleNamespace
 
 from django.db import transaction
 
+from backend.daemons import credit as credit_rules
 from backend.daemons import host_app_version
 from backend.daemons.claim import claim, update_rows
 from backend.daemons.hierarchy import upload_path
 from backend.daemons.sched_types import DAILY_RESULT_QUOTA
 from backend.events import event, record
 from backend.models import (
-    INT_MAX, AssimilateState, ErrorMask, File, Host, Outcome, Result, ServerState, Team,
+    INT_MAX, AppVersion, AssimilateState, CreditHistory, ErrorMask, File, Host,
+    HostAppVersion, Outcome, Result, ServerState, Team, TeamAppCredit, UserAppCredit,
     UserCredit, ValidateState, Workunit,
 )
 
 ACTOR = "validator"
-COBBLESTONE_SCALE = 200 / 86400e9
-MAX_GRANTED_CREDIT = 200 * 1000 * 365
+COBBLESTONE_SCALE = credit_rules.COBBLESTONE_SCALE
+MAX_GRANTED_CREDIT = credit_rules.MAX_GRANTED_CREDIT
 RETRY_DELAY = 6 * 3600
 DAY = 86400
-# sched_util_basic.h CREDIT_HALF_LIFE: a week.
-CREDIT_HALF_LIFE = 7 * DAY
+CREDIT_HALF_LIFE = credit_rules.CREDIT_HALF_LIFE
 NUMBER = re.compile(rb"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:inf|nan)", re.I)
 
 
@@ -136,6 +143,9 @@ def register(name, init_result, compare):
 
 
 def credit_for(wu):
+    """The workunit's estimated credit (credit.cpp wu_estimated_credit with min_avg_pfc 1),
+    capped at MAX_GRANTED_CREDIT: what CreditNew grants results that give it nothing to go
+    on, and what a work generator may store as ``canonical_credit`` for credit_from_wu."""
     return min(wu.rsc_fpops_est * COBBLESTONE_SCALE, MAX_GRANTED_CREDIT)
 
 
@@ -151,9 +161,43 @@ class Changes:
     validate_states: dict = field(default_factory=dict)   # result -> (old, new)
     validate_errors: list = field(default_factory=list)
     didnt_need: list = field(default_factory=list)
-    credit: dict = field(default_factory=dict)             # result id -> credit
+    credit: dict = field(default_factory=dict)             # result id -> credit (None: none)
     workunits: list = field(default_factory=list)
     events: list = field(default_factory=list)
+    credit_options: credit_rules.CreditOptions = field(
+        default_factory=credit_rules.CreditOptions)
+    credit_by_app: bool = False
+    # departure 10's option: of one workunit's results checked together, only the last one's
+    # host app version change is kept, as BOINC's validator writes each one's copy whole
+    hav_last_copy_wins: bool = False
+    checked_together: dict = field(default_factory=dict)   # result id -> workunit id
+    # CreditNew's state for the pass: app versions as read at its start (BOINC's validator
+    # caches them), host app versions' PFC averages as this pass leaves them, the app
+    # versions' samples, and the host app version PFC averages to write, in order
+    versions: dict = field(default_factory=dict)
+    havs: dict = field(default_factory=dict)               # (host, version) -> HavPfc
+    samples: credit_rules.Samples = field(default_factory=credit_rules.Samples)
+    hav_pfc: list = field(default_factory=list)            # (host, version, pfc_n, pfc_avg)
+
+    def hav(self, result):
+        """A copy of the result's host app version PFC state (hav_lookup), or None."""
+        if not result.host_id or not result.app_version_id:
+            return None
+        found = self.havs.get((result.host_id, result.app_version_id))
+        base = found or credit_rules.HavPfc()
+        return credit_rules.HavPfc(base.pfc_n, base.pfc_avg, base.consecutive_valid)
+
+    def keep_hav(self, result, hav):
+        """Make ``hav`` the result's host app version PFC state from now on (BOINC writes each
+        validated result's copy whole: of two copies of one record, the later one wins)."""
+        if hav is None:
+            return
+        key = (result.host_id, result.app_version_id)
+        self.havs[key] = hav
+        self.hav_pfc.append((*key, hav.pfc_n, hav.pfc_avg))
+
+    def granted(self, credit):
+        return None if self.credit_options.no_credit else credit
 
     def set_state(self, result, new):
         if result.validate_state != new:
@@ -202,6 +246,7 @@ def handle_wu(wu, results, checker, changes):
     viable = [r for r in results if r.outcome == Outcome.SUCCESS
               and r.validate_state != ValidateState.INVALID]
     changes.looked_up.extend((r.host_id, r.app_version_id) for r in viable)
+    changes.checked_together.update((r.pk, wu.pk) for r in viable)
     if len(viable) < wu.min_quorum:
         return
     good, retry = [], False
@@ -221,11 +266,16 @@ def handle_wu(wu, results, checker, changes):
     if chosen is not None:
         canonical_id, matching = chosen
         wu.canonical_result_id = canonical_id
-        wu.canonical_credit = credit_for(wu)
+        valid = [(r, changes.versions.get(r.app_version_id), changes.hav(r))
+                 for r in good if r.pk in matching]
+        wu.canonical_credit, _ = credit_rules.canonical_credit(
+            wu, wu.app, viable, valid, changes.credit_options, changes.samples)
+        for r, _, hav in valid:
+            changes.keep_hav(r, hav)
         for r in good:
             if r.pk in matching:
                 changes.set_state(r, ValidateState.VALID)
-                changes.credit[r.pk] = wu.canonical_credit
+                changes.credit[r.pk] = changes.granted(wu.canonical_credit)
             else:
                 changes.set_state(r, ValidateState.INVALID)
         if wu.assimilate_state == AssimilateState.INIT:
@@ -287,7 +337,16 @@ def check_against_canonical(wu, results, canonical, checker, changes):
             match = False
         if match:
             changes.set_state(r, ValidateState.VALID)
-            changes.credit[r.pk] = wu.canonical_credit
+            # validator.cpp: is_valid first, then CreditNew's statistics for this result alone;
+            # the credit is the canonical result's
+            hav = changes.hav(r)
+            if hav is not None and not (wu.target_nresults == 1 and wu.app.target_nresults > 1):
+                hav.consecutive_valid += 1
+            credit_rules.assign_credit_set(
+                wu, wu.app, [(r, changes.versions.get(r.app_version_id), hav)],
+                changes.credit_options, changes.samples)
+            changes.keep_hav(r, hav)
+            changes.credit[r.pk] = changes.granted(canonical.granted_credit)
         else:
             changes.set_state(r, ValidateState.INVALID)
     return False
@@ -324,15 +383,16 @@ def apply(changes, wus):
             for r in results:
                 by_credit.setdefault(changes.credit[r.pk], []).append(r.pk)
             for credit, pks in by_credit.items():
-                # a result is credited only on its way to VALID
+                # a result is credited only on its way to VALID (no_credit: left as it is)
+                granted = {} if credit is None else {"granted_credit": credit}
                 Result.objects.filter(id__in=pks, validate_state=old).update(
-                    validate_state=new, granted_credit=credit)
+                    validate_state=new, **granted)
         elif results:
             Result.objects.filter(id__in=[r.pk for r in results], validate_state=old).update(
                 validate_state=new)
         for r in results:
             reason = {ValidateState.VALID: f"matches the canonical result; credit "
-                                           f"{changes.credit.get(r.pk, 0):.2f}",
+                                           f"{changes.credit.get(r.pk) or 0:.2f}",
                       ValidateState.INVALID: "does not match the canonical result",
                       ValidateState.INCONCLUSIVE: "no consensus yet"}.get(new, "")
             if r in changes.validate_errors:
@@ -371,8 +431,17 @@ def apply(changes, wus):
     # Locks are taken in the order every pass and scheduler request takes them: workunits,
     # results, host app versions, hosts.
     host_app_version.apply([*((h, v, noop) for h, v in changes.looked_up),
-                            *quota_changes(changes, wus)], create=True)
+                            *quota_changes(changes, wus),
+                            *((h, v, partial(set_pfc, n=n, avg=avg))
+                              for h, v, n, avg in changes.hav_pfc)], create=True)
     grant_host_credit(changes)
+    credit_rules.write_app_versions(changes.samples, now, CREDIT_HALF_LIFE)
+
+
+def set_pfc(hav, *, n, avg):
+    """A host app version's PFC average as CreditNew left it (DB_HOST_APP_VERSION
+    update_validator writes it whole)."""
+    hav.pfc_n, hav.pfc_avg = n, avg
 
 
 def noop(hav):
@@ -384,7 +453,16 @@ def quota_changes(changes, wus):
     quota = changes.daily_result_quota
     by_id = {wu.pk: wu for wu in wus}
     found = []
+    last = {}
+    if changes.hav_last_copy_wins:
+        for result, (_, new) in changes.validate_states.items():
+            if new in (ValidateState.VALID, ValidateState.INVALID) and \
+                    result.pk in changes.checked_together:
+                last[(result.workunit_id, result.host_id, result.app_version_id)] = result.pk
     for result, (_, new) in changes.validate_states.items():
+        key = (result.workunit_id, result.host_id, result.app_version_id)
+        if key in last and last[key] != result.pk:
+            continue   # an earlier copy, replaced by the last one's write
         if new == ValidateState.VALID:
             wu = by_id[result.workunit_id]
             unreplicated = wu.target_nresults == 1 and wu.app.target_nresults > 1
@@ -397,23 +475,7 @@ def quota_changes(changes, wus):
     return found
 
 
-def update_average(now, work_start_time, work, avg, avg_time, half_life=CREDIT_HALF_LIFE):
-    """``(avg, avg_time)`` after ``work`` done since ``work_start_time`` (lib/util.cpp
-    update_average): an exponentially decaying average of work per day. The first work gives
-    work / days since it started; a first work started at ``now`` (BOINC divides by zero)
-    takes the limit used for back-to-back updates."""
-    if avg_time:
-        diff = max(now - avg_time, 0)
-        weight = math.exp(-diff * math.log(2) / half_life)
-        avg *= weight
-        if 1 - weight > 1e-6:
-            avg += (1 - weight) * (work / (diff / DAY))
-        else:
-            avg += math.log(2) * work * DAY / half_life
-    elif work:
-        days = (now - work_start_time) / DAY
-        avg = work / days if days > 0 else math.log(2) * work * DAY / half_life
-    return avg, now
+update_average = credit_rules.update_average
 
 
 def avg_turnaround(avg, turnaround):
@@ -425,17 +487,19 @@ def grant_host_credit(changes):
     """Grant the credit of the results this pass turned VALID (``changes.credit`` holds only
     those: ``apply`` drops the ones it did not change) to their hosts, the hosts' owners and
     the owners' teams, and take each one's turnaround into its host's average, one result at
-    a time in id order (credit.cpp grant_credit, validator.cpp is_valid)."""
+    a time in id order (credit.cpp grant_credit, validator.cpp is_valid); with no_credit
+    (credit None) only the turnaround."""
     if not changes.credit:
         return
     now = changes.now
     rows = list(Result.objects.filter(id__in=list(changes.credit), host__isnull=False)
-                .order_by("id").values_list("id", "host_id", "sent_time", "received_time"))
+                .order_by("id").values_list("id", "host_id", "sent_time", "received_time",
+                                            "app_id"))
     if not rows:
         return
     # in id order, as every validator pass locks hosts, so that two passes never deadlock
-    locked_ids(Host.objects.filter(id__in={host_id for _, host_id, _, _ in rows}))
-    hosts = Host.objects.in_bulk({host_id for _, host_id, _, _ in rows})
+    locked_ids(Host.objects.filter(id__in={row[1] for row in rows}))
+    hosts = Host.objects.in_bulk({row[1] for row in rows})
     owners = {host.owner_id for host in hosts.values()}
     UserCredit.objects.bulk_create([UserCredit(user_id=u) for u in sorted(owners)],
                                    ignore_conflicts=True)
@@ -444,10 +508,13 @@ def grant_host_credit(changes):
     team_ids = {u.team_id for u in users.values() if u.team_id}
     teams = {t.pk: t for t in Team.objects.select_for_update(no_key=True)
              .filter(id__in=team_ids).order_by("id")}
-    for result_id, host_id, sent_time, received_time in rows:
+    by_app = []
+    for result_id, host_id, sent_time, received_time, app_id in rows:
         credit = changes.credit[result_id]
         host = hosts[host_id]
         host.avg_turnaround = avg_turnaround(host.avg_turnaround, received_time - sent_time)
+        if credit is None:
+            continue
         user = users[host.owner_id]
         for row in (host, user, teams.get(user.team_id)):
             if row is None:
@@ -455,10 +522,68 @@ def grant_host_credit(changes):
             row.expavg_credit, row.expavg_time = update_average(
                 now, sent_time, credit, row.expavg_credit, row.expavg_time)
             row.total_credit += credit
+        by_app.append((user.pk, user.team_id, app_id, sent_time, credit))
     fields = ("total_credit", "expavg_credit", "expavg_time")
     update_rows(Host, list(hosts.values()), (*fields, "avg_turnaround"))
-    update_rows(UserCredit, list(users.values()), fields)
-    update_rows(Team, list(teams.values()), fields)
+    credited_users = [users[u] for u in sorted({row[0] for row in by_app})]
+    credited_teams = [teams[t] for t in sorted({row[1] for row in by_app if row[1]})]
+    update_rows(UserCredit, credited_users, fields)
+    update_rows(Team, credited_teams, fields)
+    if changes.credit_by_app:
+        grant_credit_by_app(by_app, now)
+    record_history(credited_users, credited_teams, now)
+
+
+def grant_credit_by_app(granted, now):
+    """The users' and teams' credit per app (credit.cpp grant_credit_by_app): ``granted`` is
+    ``[(user, team, app, sent_time, credit)]`` in the order granted. A new row's average
+    starts at now, as BOINC inserts it with expavg_time = now."""
+    for model, key, index in ((UserAppCredit, "user_id", 0), (TeamAppCredit, "team_id", 1)):
+        pairs = sorted({(row[index], row[2]) for row in granted if row[index]})
+        if not pairs:
+            continue
+        model.objects.bulk_create([model(**{key: owner}, app_id=app, expavg_time=now)
+                                   for owner, app in pairs], ignore_conflicts=True)
+        rows = {(getattr(r, key), r.app_id): r for r in model.objects.select_for_update(
+            no_key=True).filter(**{f"{key}__in": {o for o, _ in pairs}},
+                                app_id__in={a for _, a in pairs}).order_by("id")}
+        for row in granted:
+            target = rows.get((row[index], row[2]))
+            if target is None:
+                continue
+            target.expavg, target.expavg_time = update_average(
+                now, row[3], row[4], target.expavg, target.expavg_time)
+            target.total += row[4]
+            target.njobs += 1
+        update_rows(model, list(rows.values()), ("njobs", "total", "expavg", "expavg_time"))
+
+
+def record_history(users, teams, now):
+    """Keep the day's CreditHistory row of each user and team just credited: their figures
+    as this pass leaves them (one row per owner and UTC day, overwritten by later passes)."""
+    day = int(now) // DAY
+    rows = [CreditHistory(kind=kind, owner_id=owner.pk, day=day,
+                          total_credit=owner.total_credit, expavg_credit=owner.expavg_credit,
+                          expavg_time=owner.expavg_time)
+            for kind, owners in ((CreditHistory.Kind.USER, users),
+                                 (CreditHistory.Kind.TEAM, teams)) for owner in owners]
+    if rows:
+        CreditHistory.objects.bulk_create(
+            rows, update_conflicts=True, unique_fields=["kind", "owner_id", "day"],
+            update_fields=["total_credit", "expavg_credit", "expavg_time"])
+
+
+def read_credit_state(changes, results):
+    """The app versions and host app version PFC averages CreditNew reads in this pass."""
+    changes.versions = AppVersion.objects.in_bulk({r.app_version_id for r in results
+                                                   if r.app_version_id})
+    pairs = {(r.host_id, r.app_version_id) for r in results if r.host_id and r.app_version_id}
+    if not pairs:
+        return
+    for h, v, n, avg, valid in HostAppVersion.objects.filter(
+            host_id__in={h for h, _ in pairs}, app_version_id__in={v for _, v in pairs}
+    ).values_list("host_id", "app_version_id", "pfc_n", "pfc_avg", "consecutive_valid"):
+        changes.havs[(h, v)] = credit_rules.HavPfc(n, avg, valid)
 
 
 def wu_events(changes, before, wus):
@@ -474,13 +599,23 @@ def wu_events(changes, before, wus):
 
 
 def run_once(*, now, batch_size, mod=1, index=0, daily_result_quota=DAILY_RESULT_QUOTA,
-             keep_due_workunits=True):
+             keep_due_workunits=True, credit_from_wu=False, credit_from_runtime=False,
+             no_credit=False, max_granted_credit=MAX_GRANTED_CREDIT, credit_by_app=False,
+             hav_last_copy_wins=False):
     """One pass over workunits with need_validate; returns how many were handled.
 
-    ``daily_result_quota`` (for the host app versions) and ``keep_due_workunits`` (see
-    ``immediate``) are the project's options (SchedulerConfig's).
+    ``daily_result_quota`` (for the host app versions), ``keep_due_workunits`` (see
+    ``immediate``) and the credit options (``backend.daemons.credit``) are the project's
+    options (SchedulerConfig's). At most every AV_UPDATE_PERIOD of ``now`` the app versions'
+    scales are updated first (credit.cpp update_av_scales, which BOINC's feeder runs).
     """
     host_app_version.check_quota(daily_result_quota)
+    options = credit_rules.CreditOptions(
+        credit_from_wu=credit_from_wu, credit_from_runtime=credit_from_runtime,
+        no_credit=no_credit, max_granted_credit=max_granted_credit)
+    credit_rules.check_credit_options(SimpleNamespace(**vars(options),
+                                                      credit_by_app=credit_by_app))
+    credit_rules.update_av_scales_when_due(now)
     with transaction.atomic():
         wus = claim(Workunit.objects.need_validation().select_related("app"), batch_size,
                     mod=mod, index=index)
@@ -496,7 +631,10 @@ def run_once(*, now, batch_size, mod=1, index=0, daily_result_quota=DAILY_RESULT
             "canonical_result_id", "assimilate_state", "error_mask", "target_nresults")}
             for wu in wus}
         changes = Changes(now=now, daily_result_quota=daily_result_quota,
-                          keep_due=keep_due_workunits)
+                          keep_due=keep_due_workunits, credit_options=options,
+                          credit_by_app=credit_by_app,
+                          hav_last_copy_wins=hav_last_copy_wins)
+        read_credit_state(changes, [r for rows in by_wu.values() for r in rows])
         for wu in wus:
             handle_wu(wu, by_wu[wu.pk], Checker(wu.app, files), changes)
         wu_events(changes, before, wus)

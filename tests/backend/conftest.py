@@ -4,7 +4,9 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from backend.daemons.scheduler import HostInfo, SchedulerRequest, TimeStats
-from backend.models import App, AppVersion, Host, Result, ServerState, Workunit, name_random
+from backend.models import (
+    App, AppVersion, Host, Outcome, Result, ServerState, Workunit, name_random,
+)
 
 NOW = 1_800_000_000
 
@@ -50,6 +52,11 @@ class Project:
         suffix = wu.results.count() if suffix is None else suffix
         name = f"{wu.name}_{suffix}"
         fields.setdefault("server_state", ServerState.UNSENT)
+        if fields.get("outcome") == Outcome.SUCCESS:
+            # a run that took its estimate on a 2 GFLOPS version: CreditNew grants it the
+            # workunit's estimated credit (backend.daemons.credit)
+            fields.setdefault("flops_estimate", 2e9)
+            fields.setdefault("elapsed_time", wu.rsc_fpops_est / 2e9)
         return Result.objects.create(workunit=wu, app=self.app, name=name,
                                      random=name_random(name), **fields)
 

@@ -17,13 +17,12 @@ from collections import Counter
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connections
-from django.db.models import Count, Sum
+from django.db.models import Count, F, Sum
 
 from backend.daemons import get_daemon, work_generator
 from backend.daemons.scheduler import (
     ReportedFile, ReportedResult, SchedulerConfig, handle_request,
 )
-from backend.daemons.validator import credit_for
 from backend.models import (
     App, AppVersion, AssimilatedResult, AssimilateState, ClientState, File, FileDeleteState,
     Host, LifecycleEvent, Outcome, Result, ServerState, ValidateState, Workunit, name_random,
@@ -283,8 +282,8 @@ def assert_pipeline_did_each_workunit_exactly_once(app, outs, data_dirs):
     assert not wus.exclude(canonical_result=None).exclude(
         canonical_result__validate_state=ValidateState.VALID).exists()
     valid = Result.objects.filter(validate_state=ValidateState.VALID)
-    credit = credit_for(wus.first())
-    assert valid.exists() and valid.exclude(granted_credit=credit).count() == 0
+    assert valid.exists() and valid.exclude(
+        granted_credit=F("workunit__canonical_credit")).count() == 0
     assert LifecycleEvent.objects.filter(field="validate_state",
                                          new=ValidateState.VALID).count() == valid.count()
     for host in Host.objects.annotate(granted=Sum("results__granted_credit")):

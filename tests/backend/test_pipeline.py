@@ -55,7 +55,9 @@ def test_a_quorum_of_two_goes_from_creation_to_deletion(project):
     assert wu.file_delete_state == FileDeleteState.DONE
     assert list(wu.results.values_list("validate_state", "file_delete_state")) == [
         (ValidateState.VALID, FileDeleteState.DONE)] * 2
-    credit = wu.rsc_fpops_est * validator.COBBLESTONE_SCALE
+    # CreditNew: the run's elapsed time x its version's FLOPS, the same on both hosts
+    credit = wu.canonical_credit
+    assert credit > 0
     assert sorted(Host.objects.values_list("total_credit", flat=True)) == pytest.approx(
         [credit, credit])
     record = AssimilatedResult.objects.get(workunit=wu)
@@ -240,8 +242,9 @@ def test_rule_3_7_a_transient_error_reading_the_canonical_result_retries_the_lat
     project.app.save()
     host = project.host()
     wu = project.workunit(transition_time=INT_MAX)
+    # a late result gets the canonical result's granted credit (validator.cpp handle_wu)
     canonical = success_with_output(project, wu, "a", validate_state=ValidateState.VALID,
-                                    host=host)
+                                    host=host, granted_credit=1.0)
     Workunit.objects.filter(pk=wu.pk).update(canonical_result=canonical, need_validate=True,
                                              canonical_credit=1.0)
     late = success_with_output(project, wu, "a", host=host)

@@ -20,7 +20,6 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from backend.daemons import get_daemon, work_generator
 from backend.daemons.scheduler import ReportedFile, ReportedResult, handle_request
-from backend.daemons.validator import credit_for
 from backend.models import (
     AssimilateState, ClientState, Host, LifecycleEvent, Result, ServerState, ValidateState,
     Workunit,
@@ -110,7 +109,7 @@ def check_invariants():
         assert wu.assimilate_state == AssimilateState.DONE or wu.error_mask, wu.name
         assert wu.n <= wu.max_total_results, wu.name
         for r in wu.results.all():
-            expected = credit_for(wu) if r.validate_state == ValidateState.VALID else 0.0
+            expected = wu.canonical_credit if r.validate_state == ValidateState.VALID else 0.0
             assert r.granted_credit == pytest.approx(expected), r.name
             credited = LifecycleEvent.objects.filter(result=r, field="validate_state",
                                                      new=ValidateState.VALID)

@@ -124,7 +124,7 @@ def test_an_input_that_cannot_be_unlinked_leaves_the_workunit_in_error(project):
     (86400e9 * 1000 * 365 * 2, 200 * 1000 * 365),   # twice the cap: the cap
 ])
 def test_granted_credit_is_capped_at_max_granted_credit(project, fpops, credit):
-    wu = project.workunit(rsc_fpops_est=fpops, need_validate=True)
+    wu = project.workunit(rsc_fpops_est=fpops, rsc_fpops_bound=10 * fpops, need_validate=True)
     r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS,
                        host=project.host())
     File.objects.create(name=r.output_file_name(0), kind="output", result=r, md5_cksum="a")

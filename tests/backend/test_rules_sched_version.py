@@ -226,7 +226,7 @@ def test_et_average_learns_runtimes_and_moves_the_estimate(project, spec_file):
         host_app_version.got_good_result(hav, quota=500, turnaround=100,
                                          job=(14400.0, 1e9, 3600e9))
     assert hav.et_n == 11 and hav.et_avg == pytest.approx(14400 / 3600e9)
-    assert hav.pfc_avg == pytest.approx(4.0)
+    assert hav.pfc_n == 0  # the PFC average is the validator's (CreditNew)
     hav.save()
     project.result(project.workunit())
     reply = handle_request(work_request(host), now=NOW, config=config(spec_file))
@@ -234,10 +234,11 @@ def test_et_average_learns_runtimes_and_moves_the_estimate(project, spec_file):
     assert reply.results[0].estimated_runtime == pytest.approx(14400)
 
 
-def test_insane_pfc_is_not_averaged_but_et_is():
+def test_a_reported_runtime_enters_the_et_average_whatever_its_claimed_pfc():
     hav = HostAppVersion(et_avg=0, et_n=0, pfc_avg=0, pfc_n=0)
     host_app_version.learn(hav, 1e6, 1e12, 1e9)  # a claimed PFC 1e9 times the estimate
     assert (hav.pfc_n, hav.et_n) == (0, 1)
+    assert hav.et_avg == pytest.approx(1e6 / 1e9)
 
 
 def test_random_factor_spreads_the_choice_until_the_host_has_samples(project, spec_file):

@@ -12,7 +12,7 @@ from django.templatetags.static import static
 
 from backend.daemons import daemon_names
 from backend.jobs import run_all_daemons
-from backend.models import DaemonStatus, Host, Result, Workunit
+from backend.models import DaemonStatus, Host, Result, Team, UserCredit, Workunit
 from scheduling.jobs import run_simulation
 from scheduling.models import Run
 from scheduling.presets import BY_SLUG
@@ -72,6 +72,10 @@ def build_busy_site(settings, tmp_path):
             sim = jobs.create_simulation(world)
             sim.run_until(sim.t + DAY)
             jobs.store(world.pk, sim, status=World.Status.PAUSED)
+    # a team, with the first host's owner in it, so that the team pages are linked
+    owner = Host.objects.order_by("id").first().owner
+    UserCredit.objects.update_or_create(user=owner, defaults={
+        "team": Team.objects.create(name="crawlers")})
     # and twice more by the wall clock, as make run's periodic job does, so that the status
     # page shows every daemon running and the queues' history
     for _ in range(2):

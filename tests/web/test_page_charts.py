@@ -23,6 +23,7 @@ FIGURES = {
     "timeline": lambda: charts.lifecycle_timeline(
         [event("need_validate", 0, 1, NOW), event("server_state", 2, 4, NOW + 5, result_id=7)],
         {7: "wu_7_0", 8: "wu_7_1"}),
+    "rac": lambda: charts.rac_figure([(NOW, 10.0, 10.0), (NOW + 86400, 10.9, 30.0)]),
     "history": lambda: [fig for _, fig in charts.queue_history_figures(
         [{"time": NOW + 10 * i, "results_ready_to_send": i} for i in range(40)])],
     "estimates": lambda: charts.runtime_estimates_figure(

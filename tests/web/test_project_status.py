@@ -8,7 +8,9 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from backend.daemons import daemon_names, run_pass
-from backend.models import App, DaemonStatus, Host, Outcome, Result, ServerState, ValidateState
+from backend.models import (
+    App, DaemonStatus, Host, Outcome, Result, ServerState, UserCredit, ValidateState,
+)
 from backend import server_status as server_status_module
 from backend.charts import queue_history_figures
 from backend.jobs import run_all_daemons
@@ -190,6 +192,10 @@ def test_users_and_hosts_figures_follow_boincs_thresholds(owner, stranger):
         Host(owner=stranger, domain_name="c", total_credit=500, expavg_credit=400,
              create_time=NOW - 100),
     ])
+    # the users' credit is what the validator granted them (their UserCredit rows), as BOINC's
+    # page counts the user table
+    UserCredit.objects.create(user=owner, total_credit=1.2, expavg_credit=1.2)
+    UserCredit.objects.create(user=stranger, total_credit=500, expavg_credit=400)
     figures = community(NOW)
     # owner: 1.2 total and 1.2 recent over two hosts; neither host alone passes 1
     assert (figures.users_with_credit, figures.users_with_recent_credit) == (2, 2)
@@ -203,6 +209,8 @@ def test_users_and_hosts_figures_follow_boincs_thresholds(owner, stranger):
 def credited_host_with_a_valid_result(app, host, *, expavg_credit):
     """``host`` with 50 credit and a valid result of 1.5 hours received just now."""
     Host.objects.filter(pk=host.pk).update(total_credit=50, expavg_credit=expavg_credit)
+    UserCredit.objects.update_or_create(user=host.owner, defaults=dict(
+        total_credit=50, expavg_credit=expavg_credit))
     wu = make_workunits(app, 1)[0]
     [result] = make_results(wu, [VALID], host=host)
     Result.objects.filter(pk=result.pk).update(elapsed_time=5400,

@@ -1,0 +1,133 @@
+"""The users and teams pages, on a database the validator has credited: the credit and
+recent average credit (RAC) shown are BOINC's, worked by hand from sched/credit.cpp
+grant_credit and lib/util.cpp update_average (half-life 7 days).
+
+Each job is a quorum-1 workunit of 4.32e12 FLOPs whose result ran as long as estimated on a
+2 GFLOPS version: CreditNew grants it 4.32e12 x 200 / 86400e9 = 10 credits (twice as long,
+20; no host or version scale yet)."""
+
+import json
+import math
+import re
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from backend.daemons import validator
+from backend.models import (
+    App, AppVersion, CreditHistory, File, Host, Outcome, Result, ServerState, Team, UserCredit,
+    Workunit,
+)
+
+NOW = 1_800_000_000
+DAY = 86400
+EST = 4.32e12
+WEIGHT = math.exp(-math.log(2) / 7)     # a day of decay at a 7-day half-life
+
+
+@pytest.fixture
+def credited(db, settings, tmp_path):
+    """Two volunteers of one team: ann is credited 10 on day 1 and 20 on day 2 (each job
+    sent a day before), bob 10 on day 2, by two validator passes."""
+    settings.UPLOAD_DIR = tmp_path / "upload"
+    app = App.objects.create(name="einstein", min_quorum=1, target_nresults=1,
+                             max_success_results=1)
+    version = AppVersion.objects.create(app=app, version_num=100)
+    team = Team.objects.create(name="crunchers")
+    users = {}
+    for name in ("ann", "bob"):
+        user = get_user_model().objects.create_user(name)
+        UserCredit.objects.create(user=user, team=team)
+        users[name] = Host.objects.create(owner=user, domain_name=f"{name}-box")
+    jobs = {NOW: [("ann", 1.0)], NOW + DAY: [("ann", 2.0), ("bob", 1.0)]}
+    for now, runs in jobs.items():
+        for name, factor in runs:
+            wu = Workunit.objects.create(app=app, name=f"wu{now}{name}", rsc_fpops_est=EST,
+                                         rsc_fpops_bound=10 * EST, need_validate=True,
+                                         min_quorum=1, target_nresults=1,
+                                         max_success_results=1)
+            r = Result.objects.create(
+                workunit=wu, app=app, name=f"{wu.name}_0", server_state=ServerState.OVER,
+                outcome=Outcome.SUCCESS, host=users[name], user=users[name].owner,
+                app_version=version, sent_time=now - DAY, received_time=now - 60,
+                elapsed_time=factor * EST / 2e9, flops_estimate=2e9)
+            File.objects.create(name=r.output_file_name(0), kind="output", result=r,
+                                md5_cksum="a")
+        validator.run_once(now=now, batch_size=10)
+    return team, {name: host.owner for name, host in users.items()}
+
+
+# ann: 10 over the day since sent; a day on, decayed and 20 more over that day
+ANN_RAC = 10 * WEIGHT + (1 - WEIGHT) * 20
+# the team: as ann, then bob's 10 at the same instant (update_average's back-to-back limit)
+TEAM_RAC = ANN_RAC + math.log(2) * 10 / 7
+
+
+def test_the_validator_granted_boincs_credit(credited):
+    team, users = credited
+    ann = UserCredit.objects.get(user=users["ann"])
+    assert (ann.total_credit, ann.expavg_credit) == (pytest.approx(30), pytest.approx(ANN_RAC))
+    team.refresh_from_db()
+    assert (team.total_credit, team.expavg_credit) == (pytest.approx(40),
+                                                       pytest.approx(TEAM_RAC))
+    days = list(CreditHistory.objects.filter(kind="team").values_list("day", "total_credit"))
+    assert days == [(NOW // DAY, pytest.approx(10)), (NOW // DAY + 1, pytest.approx(40))]
+
+
+def figures(html):
+    return [json.loads(text) for text in
+            re.findall(r'<script type="application/json" id="[^"]+">(.*?)</script>', html, re.S)]
+
+
+def test_the_user_page_shows_credit_rac_team_and_a_rac_chart(client, credited):
+    team, users = credited
+    html = client.get(f"/project/users/{users['ann'].pk}/").content.decode()
+    fields = re.search(r'data-testid="user-credit">(.*?)</dl>', html, re.S).group(1)
+    assert "<dd>30.00</dd>" in fields and f"<dd>{ANN_RAC:.2f}</dd>" in fields
+    assert f'href="/project/teams/{team.pk}/">crunchers<' in fields
+    [chart] = figures(html)
+    rac = chart["data"][0]
+    assert rac["y"] == [pytest.approx(10), pytest.approx(ANN_RAC)]
+    assert chart["data"][1]["y"] == [pytest.approx(10), pytest.approx(30)]
+
+
+def test_the_team_page_shows_its_credit_members_and_rac_chart(client, credited):
+    team, users = credited
+    html = client.get(f"/project/teams/{team.pk}/").content.decode()
+    fields = re.search(r'data-testid="team-credit">(.*?)</dl>', html, re.S).group(1)
+    assert "<dd>40.00</dd>" in fields and f"<dd>{TEAM_RAC:.2f}</dd>" in fields
+    members = re.search(r'data-testid="team-members">(.*?)</table>', html, re.S).group(1)
+    assert members.index(">ann<") < members.index(">bob<")      # by RAC
+    [chart] = figures(html)
+    assert chart["data"][0]["y"] == [pytest.approx(10), pytest.approx(TEAM_RAC)]
+
+
+def test_the_users_and_teams_lists_rank_by_rac(client, credited):
+    team, users = credited
+    html = client.get("/project/users/").content.decode()
+    names = re.findall(r'href="/project/users/\d+/">(\w+)<', html)
+    assert names == ["ann", "bob"]
+    bob_rac = 10 * (1 - WEIGHT) / (1 - WEIGHT)    # 10 over the day since sent
+    assert f"<td>{ANN_RAC:.2f}</td><td>30.00</td>" in html
+    assert f"<td>{bob_rac:.2f}</td><td>10.00</td>" in html
+    html = client.get("/project/teams/").content.decode()
+    assert f'<td><a href="/project/teams/{team.pk}/">crunchers</a></td>' in html
+    assert f"<td>2</td><td>{TEAM_RAC:.2f}</td><td>40.00</td>" in html
+
+
+def test_the_status_page_takes_rac_and_speed_from_the_users(client, credited, redis_client):
+    data = client.get("/project/status.json").json()["community"]
+    assert data["users_with_credit"] == 2
+    assert data["current_floating_point_speed"] == round((ANN_RAC + 10) / 200, 2)
+
+
+@pytest.mark.parametrize("path", ["/project/users/?page=9", "/project/users/?page=x",
+                                  "/project/teams/999/", "/project/teams/?page=0"])
+def test_a_missing_page_or_team_is_a_404(client, credited, path):
+    assert client.get(path).status_code == 404
+
+
+def test_a_user_without_credit_has_a_page_without_chart(client, db):
+    user = get_user_model().objects.create_user("new")
+    html = client.get(f"/project/users/{user.pk}/").content.decode()
+    assert "<dd>0.00</dd>" in html and "user-rac-chart" not in html
