@@ -126,9 +126,13 @@ def _rate(em, j, step_jobs, gpu_on=True):
     return j.flops
 
 
-# derandomize: the same 25 hosts on every run, so that a failure is the change's and not the draw's
-# (fresh draws have found engine faults; `--hypothesis-seed` or derandomize=False search anew)
-@settings(max_examples=25, deadline=None, derandomize=True, database=None,
+# derandomize: the same 100 hosts on every run, so that a failure is the change's and not the draw's
+# (about 20 s of CPU). Fresh draws (`--hypothesis-seed`, or derandomize=False) found two engine
+# faults, pinned by hand-written tests: a remainder of a few ulps kept a finished job running for a
+# step (test_a_job_that_ends_on_a_step_leaves_that_step_whatever_the_rounding) and, under bce, a
+# host change due at the run's end shifted the last step's accounting into a state no record shows
+# (test_bce_fidelity.py). 450 fresh draws over two seeds pass since.
+@settings(max_examples=100, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(s=scenarios(), policy=st.sampled_from(["boinc7", "boinc5", "wrr", "fifo"]),
        compat=st.sampled_from(["intended", "bce"]), seed=st.integers(1, 1000))
