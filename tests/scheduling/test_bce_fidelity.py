@@ -320,3 +320,24 @@ def test_the_run_list_takes_gpu_types_in_index_order(compat, gpu_order):
     result = run(one_job_per_gpu_type(gpu_order), compat=compat, duration=HOUR / 2, existing_jobs_only=True)
     first = "n" if gpu_order[0] == "NVIDIA" else "a"
     assert {s.job for s in result.slices} == {first}
+
+
+@pytest.mark.parametrize("compat", ["bce", "intended"])
+def test_a_report_asks_for_work_of_a_resource_the_project_is_backed_off_for(compat):
+    # piggyback_work_request goes on for a resource whose compute_rsc_project_reason is
+    # RSC_REASON_BACKED_OFF: the back-off keeps the project from being chosen for a work
+    # fetch, but an RPC it makes to report results still tops up the buffer. One 1-hour job
+    # on two CPUs leaves a CPU idle, so the CPU buffer is below work_buf_total.
+    from scheduling.engine import work_fetch
+    em = Emulator(scenario(project("P", [job("a", hours=1.0)]), ncpus=2), get_policy("boinc7"), duration=HOUR,
+                  delta=60, seed=1, compat=compat, existing_jobs_only=True, policy_name="boinc7")
+    p = em.projects[0]
+    p.backoff_time[0] = 1000.0
+    p.backoff_interval[0] = 600.0
+    rr = em.rr()
+    assert work_fetch.rsc_reason(em, p, 0, 0.0, rr) == work_fetch.REASON_BACKED_OFF
+    secs, inst = work_fetch.piggyback(em, p, 0.0, rr)[0]
+    assert secs > 0 and inst == pytest.approx(1.0)
+    # any other reason still stops it: here, no app version for the resource
+    p.fetch_ok[0] = False
+    assert work_fetch.piggyback(em, p, 0.0, rr) == {}
