@@ -127,6 +127,10 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
     """make_run_list (reference/client.md §6.3): an ordered list of candidate jobs with their
     `edf` flag set; each pick charges the project's REC (adjust_rec_sched).
 
+    GPU types are scanned in their index order (the order of client_state.xml's coprocs), then
+    the CPU, as make_run_list calls add_coproc_jobs for each type from 1 up; that order is the
+    jobs' seqno, which breaks ties in enforce_run_list's more_important.
+
     GPU jobs are left out while GPU computing is suspended (PROC_RESOURCES::can_schedule), so
     they charge no REC. The CPU scan stops when the single-thread jobs, or the multi-thread
     jobs, reach twice the CPUs (stop_scan_cpu); GPU jobs' CPU shares count in neither."""
@@ -135,7 +139,8 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
     misses = dict(rr.misses)
     taken: set = set()
     out: list = []
-    for r in range(len(em.resources) - 1, -1, -1):
+    # add_coproc_jobs for each GPU type in index order, then the CPU
+    for r in list(range(1, len(em.resources))) + [0]:
         res = em.resources[r]
         cpu = r == 0
         if not cpu and not gpu_allowed:

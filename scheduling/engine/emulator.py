@@ -68,6 +68,9 @@ HOST_STATES = ("off", "not_active", "gpu_suspended", "disconnected")  # records.
 HOST_CLOCK_GATES = {"connected": ("on",), "active": ("on",), "gpu_active": ("on", "active")}
 
 
+# the share of a job's size below which what is left is rounding, not work (_advance)
+FINISH_EPS = 1e-12
+
 class Emulator:
     """One run. Build it, call `run()` once, get a `RunResult`."""
 
@@ -393,8 +396,10 @@ class Emulator:
             j.resume_left -= wait
             work = rate * (dt - wait)
             run_time = dt
-            if j.done + work >= j.size:
-                run_time = wait + (j.size - j.done) / rate
+            if j.done + work >= j.size - FINISH_EPS * j.size:
+                # a remainder of a few ulps (the sum of the steps' work) is no work left: the
+                # job ends in this interval and leaves the next one's cpu_scale
+                run_time = min(dt, wait + max(0.0, j.size - j.done) / rate)
                 work = j.size - j.done
                 finished.append((t0 + run_time, j))
             done0 = j.done
@@ -543,7 +548,9 @@ class Emulator:
         t = self.grid(proc.next_change)
         key = (name, self.host_gen[name])
         self._push(t, EV_HOST, key)
-        if self.bce and name != "connected":
+        if self.bce and name != "connected" and t < self.duration:
+            # a change due at the end of the run or later is in no record (HostPeriod), so
+            # the run's last step is accounted in the state the records show
             self._push(t - self.delta, EV_ACCT, key)
 
     def _gate_host_clocks(self, push_events: bool = True) -> None:

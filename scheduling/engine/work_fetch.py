@@ -177,7 +177,9 @@ def no_fetch_reason(em, now: float, rr) -> tuple[tuple, str]:
 
 
 def piggyback(em, p, now: float, rr) -> dict:
-    """piggyback_work_request (§6.5) for an RPC made to report results."""
+    """piggyback_work_request (§6.5) for an RPC made to report results: each resource whose
+    compute_rsc_project_reason is none or RSC_REASON_BACKED_OFF, whose saturated time is
+    below work_buf_total, and that no project of strictly higher priority could fetch."""
     reason = project_reason(p, now)
     if reason not in (None, "RPC back-off"):
         return {}
@@ -185,9 +187,12 @@ def piggyback(em, p, now: float, rr) -> dict:
     order = fetch_priorities(em, now)
     requests = {}
     for r in range(len(em.resources)):
-        if not p.fetch_ok[r] or rr.rsc[r].saturated_time >= em.work_buf_total:
+        # a resource merely backed off for this project is still asked for: the back-off
+        # keeps the project from being chosen for a work-fetch RPC, not from topping up
+        # the buffer on an RPC it makes anyway
+        if rsc_reason(em, p, r, now, rr) not in (None, REASON_BACKED_OFF):
             continue
-        if p.backoff_time[r] > now:
+        if rr.rsc[r].saturated_time >= em.work_buf_total:
             continue
         better = any(q is not p and q.priority > p.priority and project_reason(q, now) is None
                      and rsc_reason(em, q, r, now, rr) is None for q in order)

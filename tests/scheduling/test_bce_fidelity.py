@@ -282,3 +282,62 @@ def test_under_bce_the_gpus_availability_leaves_the_active_fraction_out():
     intended = rr_snapshot(s, compat="intended")["resources"]["NVIDIA"]["saturated_time"]
     assert bce == pytest.approx(2 * HOUR, rel=0.02)
     assert intended == pytest.approx(4 * HOUR, rel=0.02)
+
+
+def test_under_bce_a_gpu_suspension_due_at_the_end_of_the_run_leaves_the_last_step_computing():
+    # The step before a change of the host's state is accounted in the changed state (see
+    # above). A change due exactly at the end of the run opens no period in the records
+    # (HostPeriod), so the last step is accounted in the state they show: the GPU job
+    # computes through it, and the work credited to it is its slice's at full speed.
+    _em, whole = emulate(gpu_job_on_an_intermittent_gpu(), "bce", 2 * 86400.0)
+    first = min(h.start for h in whole.host_periods if h.state == "gpu_suspended")
+    em, result = emulate(gpu_job_on_an_intermittent_gpu(), "bce", first)
+    assert not [h for h in result.host_periods if h.state == "gpu_suspended"]
+    computing = sum(s.end - s.start for s in result.slices)
+    assert computing == first
+    assert em.all_jobs[0].done == pytest.approx(computing * 10 * GFLOPS)
+
+def one_job_per_gpu_type(gpu_order):
+    # one CPU; an NVIDIA and an ATI GPU; projects "A" (listed first) and "N" each have one
+    # GPU job that needs 1.5 CPUs, so only one of the two fits under ncpus + 1 = 2
+    def gpu_project(name, vendor):
+        app = App(name="g", versions=(AppVersion(avg_ncpus=1.5, flops=10 * GFLOPS, gpu_type=vendor, gpu_usage=1.0),),
+                  latency_bound=10 * 86400.0, fpops_est=10 * HOUR * GFLOPS)
+        jobs = [InitialJob(name=name.lower(), app="g", fpops=10 * HOUR * GFLOPS, fpops_est=10 * HOUR * GFLOPS,
+                           deadline=10 * 86400.0)]
+        return project(name, jobs, apps=(app,))
+    gpus = {"NVIDIA": GpuType("NVIDIA", 1, 50 * GFLOPS), "ATI": GpuType("ATI", 1, 50 * GFLOPS)}
+    host = Host(ncpus=1, cpu_flops=GFLOPS, gpus=tuple(gpus[v] for v in gpu_order))
+    return scenario(gpu_project("A", "ATI"), gpu_project("N", "NVIDIA"), host=host)
+
+
+@pytest.mark.parametrize("compat", ["bce", "intended"])
+@pytest.mark.parametrize("gpu_order", [("NVIDIA", "ATI"), ("ATI", "NVIDIA")])
+def test_the_run_list_takes_gpu_types_in_index_order(compat, gpu_order):
+    # make_run_list calls add_coproc_jobs for GPU types 1, 2, ... in order, and the run-list
+    # position (seqno) is enforce_run_list's last tie-break: both jobs are neither EDF nor in
+    # a time slice, so the first GPU type's job takes the CPUs and the other cannot start
+    result = run(one_job_per_gpu_type(gpu_order), compat=compat, duration=HOUR / 2, existing_jobs_only=True)
+    first = "n" if gpu_order[0] == "NVIDIA" else "a"
+    assert {s.job for s in result.slices} == {first}
+
+
+@pytest.mark.parametrize("compat", ["bce", "intended"])
+def test_a_report_asks_for_work_of_a_resource_the_project_is_backed_off_for(compat):
+    # piggyback_work_request goes on for a resource whose compute_rsc_project_reason is
+    # RSC_REASON_BACKED_OFF: the back-off keeps the project from being chosen for a work
+    # fetch, but an RPC it makes to report results still tops up the buffer. One 1-hour job
+    # on two CPUs leaves a CPU idle, so the CPU buffer is below work_buf_total.
+    from scheduling.engine import work_fetch
+    em = Emulator(scenario(project("P", [job("a", hours=1.0)]), ncpus=2), get_policy("boinc7"), duration=HOUR,
+                  delta=60, seed=1, compat=compat, existing_jobs_only=True, policy_name="boinc7")
+    p = em.projects[0]
+    p.backoff_time[0] = 1000.0
+    p.backoff_interval[0] = 600.0
+    rr = em.rr()
+    assert work_fetch.rsc_reason(em, p, 0, 0.0, rr) == work_fetch.REASON_BACKED_OFF
+    secs, inst = work_fetch.piggyback(em, p, 0.0, rr)[0]
+    assert secs > 0 and inst == pytest.approx(1.0)
+    # any other reason still stops it: here, no app version for the resource
+    p.fetch_ok[0] = False
+    assert work_fetch.piggyback(em, p, 0.0, rr) == {}

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from scheduling.engine import get_policy, load_scenario, run
 from scheduling.engine.emulator import Emulator
 
-from .helpers import GFLOPS, App, AppVersion, Availability, GpuType, Host, Prefs, Project, Scenario
+from .helpers import GFLOPS, App, AppVersion, Availability, GpuType, Host, InitialJob, Prefs, Project, Scenario
 
 SCENARIOS = os.path.join(os.path.dirname(__file__), "..", "..", "scenarios")
 
@@ -126,9 +126,13 @@ def _rate(em, j, step_jobs, gpu_on=True):
     return j.flops
 
 
-# derandomize: the same 25 hosts on every run, so that a failure is the change's and not the draw's
-# (fresh draws have found engine faults; `--hypothesis-seed` or derandomize=False search anew)
-@settings(max_examples=25, deadline=None, derandomize=True, database=None,
+# derandomize: the same 100 hosts on every run, so that a failure is the change's and not the draw's
+# (about 20 s of CPU). Fresh draws (`--hypothesis-seed`, or derandomize=False) found two engine
+# faults, pinned by hand-written tests: a remainder of a few ulps kept a finished job running for a
+# step (test_a_job_that_ends_on_a_step_leaves_that_step_whatever_the_rounding) and, under bce, a
+# host change due at the run's end shifted the last step's accounting into a state no record shows
+# (test_bce_fidelity.py). 750 fresh draws over three seeds pass since.
+@settings(max_examples=100, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(s=scenarios(), policy=st.sampled_from(["boinc7", "boinc5", "wrr", "fifo"]),
        compat=st.sampled_from(["intended", "bce"]), seed=st.integers(1, 1000))
@@ -188,3 +192,39 @@ def test_random_scenarios_keep_the_invariants(s, policy, compat, seed):
     if compat == "bce":
         # BOINC's emulator preempts for free (reference/client.md §9.8)
         assert all(p.flops_lost == 0 for p in em.projects)
+
+
+def cpu_job_beside_a_gpu_job(k, gpu_cpus):
+    # one CPU; a GPU job that outlasts the run needs `gpu_cpus` of it, so cpu_scale slows the
+    # CPU job c1 to 1 - gpu_cpus GFLOPS; c1's size is k steps of that; c2 waits behind it
+    gpu_app = App(name="g", versions=(AppVersion(avg_ncpus=gpu_cpus, flops=10 * GFLOPS, gpu_type="NVIDIA",
+                                                 gpu_usage=1.0),),
+                  latency_bound=10 * 86400.0, fpops_est=100 * 3600 * 10 * GFLOPS)
+    g = InitialJob(name="g", app="g", fpops=100 * 3600 * 10 * GFLOPS, fpops_est=100 * 3600 * 10 * GFLOPS,
+                   deadline=10 * 86400.0)
+    size = (1.0 - gpu_cpus) * 60 * k * GFLOPS
+    c1 = InitialJob(name="c1", app="a", fpops=size, fpops_est=size, deadline=10 * 86400.0)
+    c2 = InitialJob(name="c2", app="a", fpops=5 * 3600 * GFLOPS, fpops_est=5 * 3600 * GFLOPS, deadline=10 * 86400.0)
+    cpu = App(name="a", versions=(AppVersion(avg_ncpus=1.0, flops=GFLOPS),), latency_bound=10 * 86400.0,
+              fpops_est=3600 * GFLOPS)
+    host = Host(ncpus=1, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, 50 * GFLOPS),))
+    return Scenario(host=host, projects=(Project(name="C", resource_share=100.0, apps=(cpu,), jobs=(c1, c2)),
+                                         Project(name="G", resource_share=100.0, apps=(gpu_app,), jobs=(g,))),
+                    prefs=Prefs(), name="test")
+
+
+def test_a_job_that_ends_on_a_step_leaves_that_step_whatever_the_rounding():
+    # Summing a slowed rate step by step leaves a remainder of a few ulps on some sizes
+    # (0.7 GFLOPS x 60 s, six times, is not 6 x 42 GFLOP in floating point). Such a job is
+    # done at the step: it leaves the next step's cpu_scale and its CPU, and c2 starts there.
+    # Before, it stayed "running" for one more step, its slice ended a hair after the step,
+    # the CPU stood idle and the other jobs were slowed for a job that computed nothing
+    # (found by the random-host test above with fresh draws).
+    for gpu_cpus in (0.3, 0.7):
+        for k in range(1, 16):
+            em = Emulator(cpu_job_beside_a_gpu_job(k, gpu_cpus), get_policy("boinc7"), duration=3 * 3600, delta=60,
+                          seed=1, compat="bce", existing_jobs_only=True, policy_name="boinc7", fixed_step=True)
+            result = em.run()
+            c1_end = max(s.end for s in result.slices if s.job == "c1")
+            c2_start = min(s.start for s in result.slices if s.job == "c2")
+            assert c1_end == c2_start == 60 * k, (gpu_cpus, k)
