@@ -90,6 +90,7 @@ def read_config_xml(source, **overrides):
     """A SchedulerConfig from a BOINC config.xml (a path or its text); ``overrides`` are
     applied for options the file does not set."""
     values = config_values(parse(source))
+    values.pop("job_limits", None)  # config_aux.xml's, never config.xml's (read_job_limits)
     for name, value in overrides.items():
         values.setdefault(name, value)
     try:
@@ -106,5 +107,13 @@ def project_config():
                  "resend_lost_results": settings.BOINC_RESEND_LOST_RESULTS}
     path = getattr(settings, "BOINC_CONFIG_XML", "")
     if path:
+        aux = Path(path).with_name("config_aux.xml")
+        if aux.is_file():  # BOINC's job limits file, beside config.xml (sched_config.cpp)
+            from backend.daemons.sched_limit import JobLimitsError, read_job_limits
+
+            try:
+                overrides["job_limits"] = read_job_limits(aux)
+            except JobLimitsError as error:
+                raise ConfigError(f"config_aux.xml: {error}") from None
         return read_config_xml(Path(path), **overrides)
     return SchedulerConfig(**overrides)

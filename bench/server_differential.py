@@ -200,6 +200,7 @@ def random_case(seed, index, step):
     case = dict(seed=seed, index=index, step=step, now=NOW, config=config, users=users,
                 teams=teams, hosts=hosts, havs=havs, wus=wus, results=results,
                 app_versions=[dict(id=1, version_num=100)])
+    add_hr_and_limits(case, random.Random(f"{seed}:{step}:{index}:hr"))
     if step == "scheduler":
         case["request"] = random_request(rng, case)
     return case
@@ -219,12 +220,105 @@ def random_request(rng, case):
     if rng.random() < 0.5:
         listed = [r["name"] for r in mine if rng.random() < 0.5
                   and r["name"] not in {x["name"] for x in reports}]
-    return dict(cpu_req_secs=rng.choice([0.0, 1.0, 3600.0, 7200.0, 86400.0, 10 * 86400.0]),
+    return dict(**{k: host[k] for k in ("os_name", "p_vendor", "p_model")},
+                cpu_req_secs=rng.choice([0.0, 1.0, 3600.0, 7200.0, 86400.0, 10 * 86400.0]),
                 cpu_req_instances=rng.choice([0.0, 0.0, 1.0, 2.0]),
                 estimated_delay=rng.choice([0.0, 0.0, 1.0, 3600.0, 50000.0]),
                 p_ncpus=host["p_ncpus"], p_fpops=host["p_fpops"], on_frac=host["on_frac"],
                 active_frac=host["active_frac"], m_nbytes=host["m_nbytes"],
                 reports=reports, other_results=listed)
+
+
+# --- homogeneous redundancy and job limits ------------------------------------------------
+
+# A second platform, for an app version this host cannot run (homogeneous app version).
+PLATFORMS = (PLATFORM, "windows_x86_64")
+HR_OS = ("Linux", "Linux", "Microsoft Windows 10", "Darwin", "FreeBSD", "Haiku")
+HR_CPUS = (("GenuineIntel", "Intel(R) Xeon(R) CPU E5-2670 v3"),
+           ("GenuineIntel", "Intel(R) Core(TM) i7-8700 CPU"),
+           ("GenuineIntel", "Intel(R) Pentium(R) 4 CPU"),
+           ("AuthenticAMD", "AMD Ryzen 7 5800X"), ("AuthenticAMD", "AMD Athlon(tm) 64 X2"),
+           ("ARM", "Cortex-A72"), ("Power Macintosh", "PowerPC G5"))
+
+
+def random_hr_options(rng):
+    """Homogeneous redundancy off, the project's (<homogeneous_redundancy>) or the app's
+    (BOINC refuses both at once), of type 1 or 2; homogeneous app version; hr_class_static."""
+    where = rng.choice(["off", "project", "app", "app"])
+    hr_type = rng.choice([1, 2])
+    return dict(homogeneous_redundancy=hr_type if where == "project" else 0,
+                app_hr=hr_type if where == "app" else 0,
+                homogeneous_app_version=rng.random() < 0.4,
+                hr_class_static=rng.random() < 0.2)
+
+
+def random_limit_options(rng):
+    """max_wus_in_progress, a job limits file (config_aux.xml) with a project total or an
+    app's CPU limit, min_sendwork_interval (the host asked an hour ago) and report_max."""
+    limits = []
+    if rng.random() < 0.25:
+        limits.append(f"<project><total_limit><jobs>{rng.choice([1, 2, 3])}</jobs>"
+                      "</total_limit></project>")
+    if rng.random() < 0.25:
+        per_proc = "<per_proc/>" if rng.random() < 0.5 else ""
+        limits.append(f"<app><app_name>uppercase</app_name><cpu_limit><jobs>"
+                      f"{rng.choice([1, 2])}</jobs>{per_proc}</cpu_limit></app>")
+    xml = ("<config>\n<max_jobs_in_progress>\n" + "\n".join(limits)
+           + "\n</max_jobs_in_progress>\n</config>\n") if limits else ""
+    return dict(max_wus_in_progress=rng.choice([0, 0, 0, 1, 2]),
+                max_wus_in_progress_gpu=rng.choice([0, 1]),
+                job_limits_xml=xml,
+                min_sendwork_interval=rng.choice([0, 0, 0, 1800, 7200]),
+                report_max=rng.choice([0, 0, 0, 1, 2]))
+
+
+def host_hr_class(host, hr_type):
+    from backend.daemons.sched_hr import hr_class
+
+    return hr_class(host["os_name"], host["p_vendor"], host["p_model"], hr_type)
+
+
+def add_hr_and_limits(case, rng):
+    """Draw the options of homogeneous redundancy, homogeneous app version and the job limits
+    into ``case`` (its own generator, so the other draws of a case stay as they were): the
+    hosts' OS and CPU, the app's HR settings, a second app version for another platform, and
+    the workunits' committed hr_class and app version (none, the first host's, another's)."""
+    hr, limits = random_hr_options(rng), random_limit_options(rng)
+    case["config"].update(hr, **limits)
+    case["app"] = dict(homogeneous_redundancy=hr["app_hr"],
+                       homogeneous_app_version=hr["homogeneous_app_version"])
+    for host in case["hosts"]:
+        vendor, model = rng.choice(HR_CPUS)
+        host.update(os_name=rng.choice(HR_OS), p_vendor=vendor, p_model=model)
+    if hr["homogeneous_app_version"]:
+        case["app_versions"].append(dict(id=2, version_num=100, platform=PLATFORMS[1]))
+    hr_type = hr["homogeneous_redundancy"] or hr["app_hr"]
+    for wu in case["wus"]:
+        if hr_type and rng.random() < 0.6:
+            wu["hr_class"] = host_hr_class(rng.choice(case["hosts"]), hr_type)
+        if hr["homogeneous_app_version"] and rng.random() < 0.6:
+            wu["app_version_id"] = rng.choice([1, 1, 2])
+
+
+def boinc_hr_and_limit_options(config):
+    """config.xml options and flags for BOINC's side (config_aux.xml is written apart)."""
+    options = {name: config[name] for name in (
+        "homogeneous_redundancy", "max_wus_in_progress", "max_wus_in_progress_gpu",
+        "min_sendwork_interval", "report_max") if config.get(name)}
+    flags = ["hr_class_static"] if config.get("hr_class_static") else []
+    return options, flags
+
+
+def boincweb_hr_and_limit_options(config):
+    """SchedulerConfig options for boincweb's side."""
+    from backend.daemons.sched_limit import read_job_limits
+
+    options = {name: config[name] for name in (
+        "homogeneous_redundancy", "hr_class_static", "max_wus_in_progress",
+        "max_wus_in_progress_gpu", "min_sendwork_interval", "report_max") if name in config}
+    if config.get("job_limits_xml"):
+        options["job_limits"] = read_job_limits(config["job_limits_xml"])
+    return options
 
 
 def request_xml(case):
@@ -238,7 +332,8 @@ def request_xml(case):
         authenticator=case["users"][0]["authenticator"], hostid=1, req_secs=q["cpu_req_secs"],
         req_instances=q["cpu_req_instances"], estimated_delay=q["estimated_delay"],
         host=dict(p_ncpus=q["p_ncpus"], p_fpops=q["p_fpops"], m_nbytes=q["m_nbytes"],
-                  on_frac=q["on_frac"], active_frac=q["active_frac"]),
+                  on_frac=q["on_frac"], active_frac=q["active_frac"], os_name=q["os_name"],
+                  p_vendor=q["p_vendor"], p_model=q["p_model"]),
         reports=reports, other_results=q["other_results"])
 
 
@@ -254,13 +349,18 @@ class Boinc:
         self.programs = self.project_.programs
 
     def write_config(self, config):
+        options, flags = boinc_hr_and_limit_options(config)
         self.project_.write_config({
             "report_grace_period": config["report_grace_period"],
             "daily_result_quota": config["daily_result_quota"],
             "max_wus_to_send": config["max_wus_to_send"],
-            "delete_delay_hours": config["delete_delay"] / 3600},
+            "delete_delay_hours": config["delete_delay"] / 3600, **options},
             [flag for flag in ("one_result_per_user_per_wu", "resend_lost_results")
-             if config[flag]], long_name="differential")
+             if config[flag]] + flags, long_name="differential")
+        aux = self.project / "config_aux.xml"
+        aux.unlink(missing_ok=True)
+        if config.get("job_limits_xml"):
+            aux.write_text(config["job_limits_xml"])
 
     def load(self, case):
         """Empty the tables and insert the case's rows; return the SQL, for the kept case."""
@@ -310,15 +410,19 @@ def output_name(result):
 
 def boinc_rows(case):
     now = case["now"]
-    rows = [insert("platform", dict(id=1, create_time=now, name=PLATFORM,
-                                    user_friendly_name="Linux"))]
+    rows = [insert("platform", dict(id=i, create_time=now, name=name,
+                                    user_friendly_name=name))
+            for i, name in enumerate(PLATFORMS, 1)]
+    app = case["app"]
     rows.append(insert("app", dict(id=1, create_time=now, name="uppercase",
-                                   user_friendly_name="uppercase")))
+                                   user_friendly_name="uppercase",
+                                   homogeneous_redundancy=app["homogeneous_redundancy"],
+                                   homogeneous_app_version=app["homogeneous_app_version"])))
     for av in case["app_versions"]:
         xml = app_version_xml(av["version_num"])
-        rows.append(insert("app_version", dict(id=av["id"], create_time=now, appid=1,
-                                               version_num=av["version_num"], platformid=1,
-                                               xml_doc=xml)))
+        rows.append(insert("app_version", dict(
+            id=av["id"], create_time=now, appid=1, version_num=av["version_num"],
+            platformid=PLATFORMS.index(av.get("platform", PLATFORM)) + 1, xml_doc=xml)))
     for t in case["teams"]:
         rows.append(insert("team", dict(id=t["id"], create_time=now, userid=1,
                                         name=f"team{t['id']}", expavg_time=0)))
@@ -338,7 +442,8 @@ def boinc_rows(case):
             connected_frac=1, active_frac=h["active_frac"], gpu_active_frac=1,
             p_ncpus=h["p_ncpus"], p_fpops=h["p_fpops"], p_iops=1e9, m_nbytes=h["m_nbytes"],
             d_total=1e12, d_free=5e11, avg_turnaround=h["avg_turnaround"], venue="",
-            product_name="", os_name="Linux", os_version="6.1", misc="")))
+            product_name="", os_name=h["os_name"], p_vendor=h["p_vendor"],
+            p_model=h["p_model"], os_version="6.1", misc="")))
     day_start = now // DAY * DAY
     for hav in case["havs"]:
         rows.append(insert("host_app_version", dict(
@@ -455,13 +560,15 @@ class Boincweb:
             config = case["config"]
             app = m.App.objects.create(id=1, name="uppercase", delete_delay=config["delete_delay"],
                                        create_time=case["now"], min_quorum=1,
-                                       target_nresults=0 or 1, max_output_nbytes=10**7)
+                                       target_nresults=0 or 1, max_output_nbytes=10**7,
+                                       **case["app"])
             from protocol.models import AppVersionFile
 
             AppVersionFile.objects.all().delete()
             for av in case["app_versions"]:
                 version = m.AppVersion.objects.create(
-                    id=av["id"], app=app, version_num=av["version_num"], platform=PLATFORM)
+                    id=av["id"], app=app, version_num=av["version_num"],
+                    platform=av.get("platform", PLATFORM))
                 AppVersionFile.objects.create(app_version=version, name=f"uppercase_{av['id']}",
                                               nbytes=10, md5_cksum="0" * 32, file_signature="x")
             for t in case["teams"]:
@@ -474,7 +581,7 @@ class Boincweb:
                     id=h["id"], owner_id=h["userid"], domain_name=f"host{h['id']}",
                     p_ncpus=h["p_ncpus"], p_fpops=h["p_fpops"], on_frac=h["on_frac"],
                     active_frac=h["active_frac"], m_nbytes=h["m_nbytes"],
-                    total_credit=h["total_credit"], expavg_credit=h["expavg_credit"],
+                    os_name=h["os_name"], total_credit=h["total_credit"], expavg_credit=h["expavg_credit"],
                     expavg_time=h["expavg_time"], avg_turnaround=h["avg_turnaround"],
                     rpc_seqno=4, rpc_time=case["now"] - 3600, platform=PLATFORM)
             for hav in case["havs"]:
@@ -493,7 +600,8 @@ class Boincweb:
                         "max_total_results", "max_success_results", "priority",
                         "transitioner_flags", "transition_time", "canonical_credit")},
                     rsc_fpops_bound=wu["rsc_fpops_est"] * 10,
-                    need_validate=bool(wu["need_validate"]))
+                    need_validate=bool(wu["need_validate"]),
+                    app_version_id=wu["app_version_id"] or None)
                 infile = m.File.objects.create(name=f"{wu['name']}.in", kind="input")
                 row.input_files.add(infile)
                 path = settings.DOWNLOAD_DIR / infile.name
@@ -532,7 +640,8 @@ class Boincweb:
             report_grace_period=c["report_grace_period"],
             daily_result_quota=c["daily_result_quota"], max_wus_to_send=c["max_wus_to_send"],
             one_result_per_user_per_wu=c["one_result_per_user_per_wu"],
-            resend_lost_results=c["resend_lost_results"], keep_due_workunits=False)
+            resend_lost_results=c["resend_lost_results"], keep_due_workunits=False,
+            **boincweb_hr_and_limit_options(c))
 
     def run(self, step, case):
         from backend.daemons import get_daemon

@@ -39,6 +39,7 @@ the transitioner and validator also hold while they decide.
 from django.db import transaction
 from django.db.models import Case, Value, When
 
+from backend.daemons import sched_hr
 from backend.daemons.sched_send import (
     CPU, after_sending, job_flops, locked_in_id_order, max_jobs_per_rpc, reply_results,
     usable_versions,
@@ -62,6 +63,7 @@ def resend_lost_results(host, request, resources, *, now, config, reply):
     chooser = VersionChooser(request, resources)
     max_jobs = max_jobs_per_rpc(host, request, config)
     resent, expired = [], []
+    homogeneous = sched_hr.Resends(host, request, config)
     with transaction.atomic():
         locked_in_id_order({wu_id for _, wu_id in lost})
         results = (Result.objects.filter(id__in=[pk for pk, _ in lost], host=host,
@@ -73,7 +75,8 @@ def resend_lost_results(host, request, resources, *, now, config, reply):
                     r.req_secs > 0 or r.req_instances > 0 for r in wanted.values()):
                 break  # the request is filled (work_needed); the rest wait for later RPCs
             resource, version = chooser.choose(result)
-            why = not_resendable(result, version)
+            version = homogeneous.version_for(result, resource, version)
+            why = not_resendable(result, version) or homogeneous.infeasible(result, version)
             if not why:
                 runtime = result.workunit.rsc_fpops_est / job_flops(resource, version)
                 deadline = new_deadline(result, wanted[resource.name], runtime, now=now)
@@ -87,6 +90,8 @@ def resend_lost_results(host, request, resources, *, now, config, reply):
                     resent.append((result, version, runtime))
                     continue
             expired.append((result, why))
+            homogeneous.expire(result, version)
+        resent = homogeneous.commit(resent, now=now)
         mark_resent(host, resent, now=now)
         mark_expired(host, expired, now=now, grace=config.report_grace_period)
     for result, _, _ in resent:

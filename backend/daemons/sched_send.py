@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q
 
+from backend.daemons import sched_hr, sched_limit
 from backend.daemons.host_app_version import count_sent, jobs_today, scaled_max_jobs_per_day
 from backend.daemons.sched_types import (
     Message, ReplyAppVersion, ReplyFile, ReplyResult, ReplyWorkunit,
@@ -189,7 +190,8 @@ RESULT_COLUMNS = ("id", "name", "random", "app_id", "workunit_id", "priority",
                   "infeasible_since", "server_state")
 WORKUNIT_COLUMNS = ("workunit__id", "workunit__name", "workunit__rsc_fpops_est",
                     "workunit__rsc_fpops_bound", "workunit__rsc_memory_bound",
-                    "workunit__rsc_disk_bound", "workunit__delay_bound")
+                    "workunit__rsc_disk_bound", "workunit__delay_bound",
+                    "workunit__hr_class", "workunit__app_version_id")
 FIRST_CHUNK = 32
 
 
@@ -209,7 +211,7 @@ def candidates(host, app_ids, limit, config):
         queryset = queryset.exclude(Exists(Result.objects.filter(
             workunit_id=OuterRef("workunit_id"), user_id=host.owner_id)))
     queryset = (queryset.select_related("workunit").only(*RESULT_COLUMNS, *WORKUNIT_COLUMNS)
-                .order_by("-priority", "workunit_id", "id"))
+                .alias(score=sched_hr.score()).order_by("-score", "workunit_id", "id"))
     if connection.features.has_select_for_update_skip_locked:
         queryset = queryset.select_for_update(skip_locked=True, of=("self",))
     read, chunk, after = 0, FIRST_CHUNK, queryset
@@ -220,10 +222,11 @@ def candidates(host, app_ids, limit, config):
         if len(rows) < chunk:
             return
         last = rows[-1]
+        last_score = last.priority + (last.workunit.hr_class > 0)
         after = queryset.filter(
-            Q(priority__lt=last.priority)
-            | Q(priority=last.priority, workunit_id__gt=last.workunit_id)
-            | Q(priority=last.priority, workunit_id=last.workunit_id, id__gt=last.pk))
+            Q(score__lt=last_score)
+            | Q(score=last_score, workunit_id__gt=last.workunit_id)
+            | Q(score=last_score, workunit_id=last.workunit_id, id__gt=last.pk))
         chunk *= 2
 
 
@@ -231,6 +234,16 @@ def send_work(host, request, *, now, config, reply):
     """Send jobs for each requested resource; fill ``reply.results``; return how many."""
     resources = requested_resources(host, request)
     if not resources:
+        return 0
+    host_class = sched_hr.HostClass(host, request)
+    if sched_hr.unknown_platform(host_class, config):
+        return 0  # BOINC returns before explaining: its hr_reject_perm message is never sent
+    in_progress = sched_limit.jobs_in_progress(host, request, config)
+    resources = [r for r in resources if not in_progress.project_exceeded(r.name)]
+    if not resources:
+        reply.messages.append(Message("No tasks sent", "low"))
+        reply.messages.append(Message("This computer has reached a limit on tasks in progress",
+                                      "low"))
         return 0
     max_jobs = max_jobs_per_rpc(host, request, config)
     havs = {hav.app_version_id: hav for hav in HostAppVersion.objects.filter(host=host)}
@@ -261,7 +274,8 @@ def send_work(host, request, *, now, config, reply):
                 continue
         sent.extend(send_for_resource(host, resource, versions, now=now, config=config,
                                       max_jobs=max_jobs - len(sent), taken_wus=taken_wus,
-                                      notices=notices))
+                                      notices=notices, request=request,
+                                      host_class=host_class, in_progress=in_progress))
     if sent:
         lower_transition_times(sent)
         reply.results.extend(reply_results(sent, now=now, config=config))
@@ -273,7 +287,7 @@ def send_work(host, request, *, now, config, reply):
         # sched_send.cpp send_work: "No tasks sent", then why (WORK_REQ::add_no_work_message,
         # kept only when nothing was sent).
         reply.messages.append(Message("No tasks sent", "low"))
-        too_big(looked_at, notices)
+        too_big(looked_at, notices, host_class=host_class, config=config)
         reply.messages.extend(Message(text, "notice") for text in notices)
     return len(sent)
 
@@ -309,7 +323,8 @@ def apply_daily_quota(versions, havs, resource, *, now, quota, gpu_multiplier):
 
 
 def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_wus,
-                      pick=candidates, notices=None):
+                      pick=candidates, notices=None, request=None, host_class=None,
+                      in_progress=None):
     """Claim and mark sent the jobs for one resource; returns (result, version, runtime).
 
     ``pick(host, app_ids, limit, config)`` lists the unsent results to consider, in order
@@ -317,8 +332,12 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
     sched_check.cpp wu_is_infeasible_fast does (``infeasible``); each one sent lowers the
     request and raises the estimated delay as add_result_to_reply does (``after_sending``).
     A job refused for memory adds BOINC's message to ``notices`` (a list, when given), once.
+    With ``host_class`` (sched_hr.HostClass) and ``request``, homogeneous redundancy and
+    homogeneous app version apply (backend.daemons.sched_hr); with ``in_progress``
+    (sched_limit.InProgress), the limits on jobs in progress (backend.daemons.sched_limit).
     """
     chosen, refused = [], []
+    apps, committed_versions = sched_hr.apps_of(versions), {}
     with transaction.atomic():
         looked_at = max(max_jobs * config.candidate_factor, config.shmem_work_items)
         for result in pick(host, list(versions), looked_at, config):
@@ -328,6 +347,17 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
             if config.one_result_per_user_per_wu and result.workunit_id in taken_wus:
                 continue  # sched_check.cpp wu_already_in_reply
             version = versions[result.app_id]
+            if host_class is not None:
+                version = sched_hr.version_for(result.workunit, apps[result.app_id], version,
+                                               request, resource, committed_versions)
+                if version is None or sched_hr.infeasible(
+                        result.workunit, apps[result.app_id], version, host_class, config):
+                    continue
+            if in_progress is not None:
+                if in_progress.project_exceeded(resource.name):
+                    break
+                if in_progress.app_exceeded(apps[result.app_id].name, resource.name):
+                    continue
             if version.room is not None and version.room <= 0:
                 continue
             runtime = result.workunit.rsc_fpops_est / job_flops(resource, version)
@@ -337,9 +367,13 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
                 continue
             chosen.append((result, version, runtime))
             taken_wus.add(result.workunit_id)
+            if in_progress is not None:
+                in_progress.register(apps[result.app_id].name, resource.name)
             if version.room is not None:
                 version.room -= 1
             resource = after_sending(resource, [(result, version, runtime)])
+        if host_class is not None:
+            chosen = sched_hr.commit(chosen, host_class, config, apps, now=now)
         sent = mark_sent(host, chosen, now=now, config=config)
         fallen = []
         if config.seed003_infeasible_queue:
@@ -357,17 +391,20 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
     return sent
 
 
-def too_big(looked_at, notices, limit=100):
+def too_big(looked_at, notices, limit=100, host_class=None, config=None):
     """Add the memory message of unsent jobs too big for the host that the request did not
     look at (BOINC checks memory before one_result_per_user_per_wu, which our candidates
     query applies first), as BOINC would for the jobs in its shared-memory cache (at most
-    ``limit``, its default size)."""
+    ``limit``, its default size). Jobs homogeneous redundancy keeps from the host are left
+    out, as BOINC checks that first (``sched_hr.feasible``)."""
+    apps = App.objects.in_bulk(list(looked_at))
     for app_id, (version, resource) in looked_at.items():
         if resource.usable_ram is None:
             continue
         bounds = (Result.objects.filter(server_state=ServerState.UNSENT, app_id=app_id,
                                         workunit__error_mask=0,
                                         workunit__rsc_memory_bound__gt=resource.usable_ram)
+                  .filter(sched_hr.feasible(apps[app_id], version, host_class, config))
                   .order_by("-priority", "workunit_id", "id")
                   .values_list("workunit__rsc_memory_bound", flat=True)[:limit])
         for bound in bounds:

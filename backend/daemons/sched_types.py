@@ -275,17 +275,45 @@ class SchedulerConfig:
     # times the jobs it may send.
     shmem_work_items: int = 100
     candidate_factor: int = 4
+    # Homogeneous redundancy (reference/server.md §3.11, backend.daemons.sched_hr): the HR
+    # type of every app whose own ``App.homogeneous_redundancy`` is 0 (1 fine, 2 coarse);
+    # with ``hr_class_static`` the transitioner never un-commits a workunit's hr_class and
+    # app_version.
+    homogeneous_redundancy: int = 0
+    hr_class_static: bool = False
+    # Limits on a host's jobs in progress (sched_config.cpp, backend.daemons.sched_limit):
+    # max_wus_in_progress per CPU, max_wus_in_progress_gpu per GPU (0: no limit), and
+    # ``job_limits``, the <max_jobs_in_progress> of BOINC's config_aux.xml (a JobLimits, or
+    # None), per processor type and app.
+    max_wus_in_progress: int = 0
+    max_wus_in_progress_gpu: int = 0
+    job_limits: object = None
+    # Seconds a host must wait after its last request before it is sent work again
+    # (handle_request.cpp); 0: no wait.
+    min_sendwork_interval: int = 0
+    # At most this many reported results are handled per request; the rest are neither
+    # handled nor acked (sched_result.cpp); 0: all.
+    report_max: int = 0
 
     def __post_init__(self):
         check_quota(self.daily_result_quota)
+        from backend.daemons.sched_limit import JobLimits
+
+        if self.job_limits is not None and not isinstance(self.job_limits, JobLimits):
+            raise ValueError(f"job_limits must be JobLimits or None, not {self.job_limits!r}")
+        if self.homogeneous_redundancy not in (0, 1, 2):
+            raise ValueError("homogeneous_redundancy must be 0, 1 (fine) or 2 (coarse), not "
+                             f"{self.homogeneous_redundancy!r}")
         for name in ("report_grace_period", "max_wus_to_send", "infeasible_timeout",
-                     "candidate_factor", "gpu_multiplier", "shmem_work_items"):
+                     "candidate_factor", "gpu_multiplier", "shmem_work_items",
+                     "max_wus_in_progress", "max_wus_in_progress_gpu", "min_sendwork_interval",
+                     "report_max"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a whole number, 0 or more, not {value!r}")
         for name in ("resend_lost_results", "one_result_per_user_per_wu", "send_result_abort",
                      "ignore_delay_bound", "seed003_infeasible_queue",
-                     "delete_abandoned_outputs", "keep_due_workunits"):
+                     "delete_abandoned_outputs", "keep_due_workunits", "hr_class_static"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}")
 
