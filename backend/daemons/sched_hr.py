@@ -344,3 +344,24 @@ def feasible(app, version, host_class, config):
             return Q(pk__in=[])
         q &= Q(workunit__app_version__isnull=True) | Q(workunit__app_version_id=version.row.pk)
     return q
+
+
+OS_NAMES = {NO_OS: "unknown OS", LINUX: "Linux", WINDOWS: "Windows", DARWIN: "Darwin",
+            FREEBSD: "FreeBSD", ANDROID: "Android"}
+CPU_NAMES = {
+    NO_CPU: "unknown CPU", INTEL: "Intel", AMD: "AMD", MACINTOSH: "PowerPC", ARM: "ARM",
+    AMD_ATHLON: "AMD Athlon", AMD_DURON: "AMD Duron", AMD_SEMPRON: "AMD Sempron",
+    AMD_OPTERON: "AMD Opteron", AMD_ATHLON64: "AMD Athlon 64", AMD_ATHLON_XP: "AMD Athlon XP",
+    INTEL_XEON: "Intel Xeon", INTEL_CELERON: "Intel Celeron", INTEL_PENTIUM: "Intel Pentium",
+    INTEL_PENTIUM_II: "Intel Pentium II", INTEL_PENTIUM_III: "Intel Pentium III",
+    INTEL_PENTIUM_4: "Intel Pentium 4", INTEL_PENTIUM_D: "Intel Pentium D",
+    INTEL_PENTIUM_M: "Intel Pentium M", AMD_ATHLON_MP: "AMD Athlon MP", AMD_TURION: "AMD Turion",
+    INTEL_CORE: "Intel Core"}
+
+
+def class_name(value):
+    """A class in words: ``267`` -> "Linux, Intel Xeon"; 0 -> "not committed"."""
+    if not value:
+        return "not committed"
+    system, cpu = value - value % 128, value % 128
+    return f"{OS_NAMES.get(system, f'OS {system}')}, {CPU_NAMES.get(cpu, f'CPU {cpu}')}"
