@@ -272,6 +272,15 @@ def random_limit_options(rng):
                 report_max=rng.choice([0, 0, 0, 1, 2]))
 
 
+def random_reliable_options(rng):
+    """Jobs that need reliable hosts, their shortened delay bound, and retries' priority."""
+    return dict(reliable_on_priority=rng.choice([0, 0, 1]),
+                reliable_reduced_delay_bound=rng.choice([0.0, 0.25, 0.5]),
+                reliable_max_avg_turnaround=rng.choice([0, 3600]),
+                reliable_priority_on_over=rng.choice([0, 0, 2]),
+                reliable_priority_on_over_except_error=rng.choice([0, 0, 1]))
+
+
 def host_hr_class(host, hr_type):
     from backend.daemons.sched_hr import hr_class
 
@@ -284,7 +293,7 @@ def add_hr_and_limits(case, rng):
     hosts' OS and CPU, the app's HR settings, a second app version for another platform, and
     the workunits' committed hr_class and app version (none, the first host's, another's)."""
     hr, limits = random_hr_options(rng), random_limit_options(rng)
-    case["config"].update(hr, **limits)
+    case["config"].update(hr, **limits, **random_reliable_options(rng))
     case["app"] = dict(homogeneous_redundancy=hr["app_hr"],
                        homogeneous_app_version=hr["homogeneous_app_version"])
     for host in case["hosts"]:
@@ -298,13 +307,27 @@ def add_hr_and_limits(case, rng):
             wu["hr_class"] = host_hr_class(rng.choice(case["hosts"]), hr_type)
         if hr["homogeneous_app_version"] and rng.random() < 0.6:
             wu["app_version_id"] = rng.choice([1, 1, 2])
+    if case["step"] == "scheduler":
+        # some versions reliable (10 valid in a row), some unsent jobs with their priority
+        for hav in case["havs"]:
+            if rng.random() < 0.4:
+                hav["consecutive_valid"] = 12
+        priorities = {wu["id"]: wu["priority"] for wu in case["wus"]}
+        for r in case["results"]:
+            if r["server_state"] == S_UNSENT and rng.random() < 0.5:
+                r["priority"] = priorities[r["workunitid"]]
+
+
+RELIABLE_OPTIONS = ("reliable_on_priority", "reliable_reduced_delay_bound",
+                    "reliable_max_avg_turnaround", "reliable_priority_on_over",
+                    "reliable_priority_on_over_except_error")
 
 
 def boinc_hr_and_limit_options(config):
     """config.xml options and flags for BOINC's side (config_aux.xml is written apart)."""
     options = {name: config[name] for name in (
         "homogeneous_redundancy", "max_wus_in_progress", "max_wus_in_progress_gpu",
-        "min_sendwork_interval", "report_max") if config.get(name)}
+        "min_sendwork_interval", "report_max", *RELIABLE_OPTIONS) if config.get(name)}
     flags = ["hr_class_static"] if config.get("hr_class_static") else []
     return options, flags
 
@@ -315,7 +338,8 @@ def boincweb_hr_and_limit_options(config):
 
     options = {name: config[name] for name in (
         "homogeneous_redundancy", "hr_class_static", "max_wus_in_progress",
-        "max_wus_in_progress_gpu", "min_sendwork_interval", "report_max") if name in config}
+        "max_wus_in_progress_gpu", "min_sendwork_interval", "report_max", *RELIABLE_OPTIONS)
+        if name in config}
     if config.get("job_limits_xml"):
         options["job_limits"] = read_job_limits(config["job_limits_xml"])
     return options

@@ -243,7 +243,7 @@ def commit(chosen, host_class, config, apps, *, now):
         wu, app = result.workunit, apps[result.app_id]
         hr_type = app_hr_type(app, config)
         values, where = {}, Q(pk=result.workunit_id)
-        if app.homogeneous_app_version and version.row is not None:
+        if app.homogeneous_app_version and version is not None and version.row is not None:
             values["app_version_id"] = version.row.pk
             where &= Q(app_version__isnull=True) | Q(app_version_id=version.row.pk)
         if hr_type:
@@ -318,14 +318,17 @@ class Resends:
         return f"{why}: its workunit is committed elsewhere" if why else ""
 
     def expire(self, result, version):
-        if version is not None:
-            self.expired.append((result, version, 0.0))
+        self.app(result)
+        self.expired.append((result, version, 0.0))
 
     def commit(self, resent, *, now):
-        """Commit the workunits of the expired results (whatever the outcome) and of
-        ``resent``; return the resent ones whose commit held."""
-        commit(self.expired, self.host_class, self.config, self.apps, now=now)
-        return commit(resent, self.host_class, self.config, self.apps, now=now)
+        """Commit the workunits of the expired results and of ``resent``; return the
+        resent ones whose commit held, and the ids of the expired ones whose commit failed
+        (their workunit is committed elsewhere: BOINC then leaves the workunit's
+        transition_time and the reply's message out, sched_resend.cpp)."""
+        kept = commit(self.expired, self.host_class, self.config, self.apps, now=now)
+        failed = {r.pk for r, _, _ in self.expired} - {r.pk for r, _, _ in kept}
+        return commit(resent, self.host_class, self.config, self.apps, now=now), failed
 
 
 def feasible(app, version, host_class, config):

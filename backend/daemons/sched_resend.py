@@ -91,12 +91,15 @@ def resend_lost_results(host, request, resources, *, now, config, reply):
                     continue
             expired.append((result, why))
             homogeneous.expire(result, version)
-        resent = homogeneous.commit(resent, now=now)
+        resent, unmarked = homogeneous.commit(resent, now=now)
         mark_resent(host, resent, now=now)
-        mark_expired(host, expired, now=now, grace=config.report_grace_period)
+        mark_expired(host, expired, now=now, grace=config.report_grace_period,
+                     unmarked=unmarked)
     for result, _, _ in resent:
         reply.messages.append(Message(f"Resent lost task {result.name}", "low"))
     for result, _ in expired:
+        if result.pk in unmarked:
+            continue
         reply.messages.append(Message(f"Didn't resend lost task {result.name} (expired)",
                                       "low"))
     reply.results.extend(reply_results(resent, now=now, config=config))
@@ -192,10 +195,11 @@ def mark_resent(host, resent, *, now):
     record(events)
 
 
-def mark_expired(host, expired, *, now, grace=0):
+def mark_expired(host, expired, *, now, grace=0, unmarked=frozenset()):
     """report_deadline = now - 1 + the grace period (mark_as_sent adds it) and the workunit
     due by then, as sched_resend.cpp does through mark_as_sent and update_wu_on_send, so
-    the transitioner times it out once the grace period is over."""
+    the transitioner times it out once the grace period is over. The workunits of the
+    results in ``unmarked`` (ids) are left as they are (sched_hr.Resends.commit)."""
     if not expired:
         return
     deadline = now - 1 + grace
@@ -205,5 +209,5 @@ def mark_expired(host, expired, *, now, grace=0):
                   field="report_deadline", old=r.report_deadline, new=deadline,
                   reason=f"host {host.pk} lost it; not resent: {why}")
             for r, why in expired if r.report_deadline != deadline])
-    Workunit.objects.filter(id__in={r.workunit_id for r, _ in expired},
+    Workunit.objects.filter(id__in={r.workunit_id for r, _ in expired if r.pk not in unmarked},
                             transition_time__gt=deadline).update(transition_time=deadline)

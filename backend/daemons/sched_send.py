@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q
 
-from backend.daemons import sched_hr, sched_limit
+from backend.daemons import sched_hr, sched_limit, sched_reliable
 from backend.daemons.host_app_version import count_sent, jobs_today, scaled_max_jobs_per_day
 from backend.daemons.sched_types import (
     Message, ReplyAppVersion, ReplyFile, ReplyResult, ReplyWorkunit,
@@ -247,6 +247,7 @@ def send_work(host, request, *, now, config, reply):
         return 0
     max_jobs = max_jobs_per_rpc(host, request, config)
     havs = {hav.app_version_id: hav for hav in HostAppVersion.objects.filter(host=host)}
+    reliability = sched_reliable.Reliability(host, request, havs, config)
     taken_wus = set()
     sent, limited, notices = [], [], []
     looked_at = {}
@@ -275,7 +276,8 @@ def send_work(host, request, *, now, config, reply):
         sent.extend(send_for_resource(host, resource, versions, now=now, config=config,
                                       max_jobs=max_jobs - len(sent), taken_wus=taken_wus,
                                       notices=notices, request=request,
-                                      host_class=host_class, in_progress=in_progress))
+                                      host_class=host_class, in_progress=in_progress,
+                                      reliability=reliability))
     if sent:
         lower_transition_times(sent)
         reply.results.extend(reply_results(sent, now=now, config=config))
@@ -287,7 +289,8 @@ def send_work(host, request, *, now, config, reply):
         # sched_send.cpp send_work: "No tasks sent", then why (WORK_REQ::add_no_work_message,
         # kept only when nothing was sent).
         reply.messages.append(Message("No tasks sent", "low"))
-        too_big(looked_at, notices, host_class=host_class, config=config)
+        too_big(looked_at, notices, host_class=host_class, config=config,
+                reliability=reliability)
         reply.messages.extend(Message(text, "notice") for text in notices)
     return len(sent)
 
@@ -324,7 +327,7 @@ def apply_daily_quota(versions, havs, resource, *, now, quota, gpu_multiplier):
 
 def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_wus,
                       pick=candidates, notices=None, request=None, host_class=None,
-                      in_progress=None):
+                      in_progress=None, reliability=None):
     """Claim and mark sent the jobs for one resource; returns (result, version, runtime).
 
     ``pick(host, app_ids, limit, config)`` lists the unsent results to consider, in order
@@ -334,7 +337,9 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
     A job refused for memory adds BOINC's message to ``notices`` (a list, when given), once.
     With ``host_class`` (sched_hr.HostClass) and ``request``, homogeneous redundancy and
     homogeneous app version apply (backend.daemons.sched_hr); with ``in_progress``
-    (sched_limit.InProgress), the limits on jobs in progress (backend.daemons.sched_limit).
+    (sched_limit.InProgress), the limits on jobs in progress (backend.daemons.sched_limit);
+    with ``reliability`` (sched_reliable.Reliability), jobs that need a reliable host and
+    their shortened deadlines (backend.daemons.sched_reliable).
     """
     chosen, refused = [], []
     apps, committed_versions = sched_hr.apps_of(versions), {}
@@ -360,8 +365,15 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
                     continue
             if version.room is not None and version.room <= 0:
                 continue
+            if reliability is not None and reliability.refuses(result, version):
+                continue
             runtime = result.workunit.rsc_fpops_est / job_flops(resource, version)
-            why = infeasible(result.workunit, resource, runtime, config)
+            for bound in sched_reliable.delay_bounds(result.workunit, result.priority,
+                                                     runtime / resource.available_frac, config):
+                result.workunit.delay_bound = bound
+                why = infeasible(result.workunit, resource, runtime, config)
+                if why != DEADLINE:
+                    break
             if why:
                 refused.append((result, version, why))
                 continue
@@ -391,12 +403,13 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
     return sent
 
 
-def too_big(looked_at, notices, limit=100, host_class=None, config=None):
+def too_big(looked_at, notices, limit=100, host_class=None, config=None, reliability=None):
     """Add the memory message of unsent jobs too big for the host that the request did not
     look at (BOINC checks memory before one_result_per_user_per_wu, which our candidates
     query applies first), as BOINC would for the jobs in its shared-memory cache (at most
     ``limit``, its default size). Jobs homogeneous redundancy keeps from the host are left
-    out, as BOINC checks that first (``sched_hr.feasible``)."""
+    out, and so are jobs that need a reliable host when this version is not one
+    (``sched_reliable.Reliability.feasible``), as BOINC checks those first."""
     apps = App.objects.in_bulk(list(looked_at))
     for app_id, (version, resource) in looked_at.items():
         if resource.usable_ram is None:
@@ -405,6 +418,7 @@ def too_big(looked_at, notices, limit=100, host_class=None, config=None):
                                         workunit__error_mask=0,
                                         workunit__rsc_memory_bound__gt=resource.usable_ram)
                   .filter(sched_hr.feasible(apps[app_id], version, host_class, config))
+                  .filter(reliability.feasible(version) if reliability else Q())
                   .order_by("-priority", "workunit_id", "id")
                   .values_list("workunit__rsc_memory_bound", flat=True)[:limit])
         for bound in bounds:

@@ -294,6 +294,16 @@ class SchedulerConfig:
     # At most this many reported results are handled per request; the rest are neither
     # handled nor acked (sched_result.cpp); 0: all.
     report_max: int = 0
+    # Reliable hosts (backend.daemons.sched_reliable): jobs of priority at least
+    # reliable_on_priority go only with app versions the host is reliable for, with the delay
+    # bound times reliable_reduced_delay_bound when above 0.01; reliable_max_avg_turnaround
+    # (seconds) is part of being reliable; retries made once results are over gain
+    # reliable_priority_on_over (or, without errors, reliable_priority_on_over_except_error).
+    reliable_on_priority: int = 0
+    reliable_max_avg_turnaround: int = 0
+    reliable_reduced_delay_bound: float = 0.0
+    reliable_priority_on_over: int = 0
+    reliable_priority_on_over_except_error: int = 0
 
     def __post_init__(self):
         check_quota(self.daily_result_quota)
@@ -301,13 +311,18 @@ class SchedulerConfig:
 
         if self.job_limits is not None and not isinstance(self.job_limits, JobLimits):
             raise ValueError(f"job_limits must be JobLimits or None, not {self.job_limits!r}")
+        if not (isinstance(self.reliable_reduced_delay_bound, (int, float))
+                and 0 <= self.reliable_reduced_delay_bound <= 1):
+            raise ValueError("reliable_reduced_delay_bound must be a fraction from 0 to 1, not "
+                             f"{self.reliable_reduced_delay_bound!r}")
         if self.homogeneous_redundancy not in (0, 1, 2):
             raise ValueError("homogeneous_redundancy must be 0, 1 (fine) or 2 (coarse), not "
                              f"{self.homogeneous_redundancy!r}")
         for name in ("report_grace_period", "max_wus_to_send", "infeasible_timeout",
                      "candidate_factor", "gpu_multiplier", "shmem_work_items",
                      "max_wus_in_progress", "max_wus_in_progress_gpu", "min_sendwork_interval",
-                     "report_max"):
+                     "report_max", "reliable_on_priority", "reliable_max_avg_turnaround",
+                     "reliable_priority_on_over", "reliable_priority_on_over_except_error"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a whole number, 0 or more, not {value!r}")
