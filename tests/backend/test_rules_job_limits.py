@@ -71,6 +71,12 @@ def test_config_xml_sets_the_limits_and_config_aux_xml_beside_it_the_job_limits(
     assert (config.max_wus_in_progress, config.max_wus_in_progress_gpu,
             config.min_sendwork_interval, config.report_max) == (2, 1, 600, 10)
     assert config.job_limits == read_job_limits(AUX)
+    reliable = read_config_xml(
+        "<config><reliable_on_priority>2</reliable_on_priority><reliable_reduced_delay_bound>"
+        "0.4</reliable_reduced_delay_bound><reliable_priority_on_over>3"
+        "</reliable_priority_on_over></config>")
+    assert (reliable.reliable_on_priority, reliable.reliable_reduced_delay_bound,
+            reliable.reliable_priority_on_over) == (2, 0.4, 3)
     # a <job_limits> tag in config.xml is not an option
     assert read_config_xml("<config><job_limits>3</job_limits></config>").job_limits is None
 
@@ -221,3 +227,89 @@ def test_truncation_is_said_so_resends_wait():
     assert truncate_reports(request, SchedulerConfig(report_max=1))[1] is True
     assert truncate_reports(request, SchedulerConfig(report_max=2)) == (request, False)
     assert truncate_reports(request, SchedulerConfig()) == (request, False)
+
+
+# --- reliable hosts (sched_send.cpp get_reliability_version, sched_check.cpp
+# get_delay_bound_range, sched_score.cpp JOB::get_score, transitioner.cpp) ---------------------
+
+from types import SimpleNamespace  # noqa: E402
+
+from backend.daemons import sched_reliable, transitioner  # noqa: E402
+from backend.models import HostAppVersion, Outcome  # noqa: E402
+
+
+def hav(**fields):
+    values = dict(turnaround_n=0, turnaround_avg=0.0, consecutive_valid=10, max_jobs_per_day=5)
+    values.update(fields)
+    return SimpleNamespace(**values)
+
+
+@pytest.mark.parametrize("record, config, multiplier, reliable", [
+    (hav(), SchedulerConfig(daily_result_quota=5), 1.0, True),
+    (None, SchedulerConfig(), 1.0, False),                               # no record
+    (hav(consecutive_valid=9), SchedulerConfig(daily_result_quota=5), 1.0, False),
+    (hav(max_jobs_per_day=4), SchedulerConfig(daily_result_quota=5), 1.0, False),
+    (hav(max_jobs_per_day=4), SchedulerConfig(daily_result_quota=0), 1.0, True),
+    # the turnaround counts after more than 10 samples, times 1.8 off the common OSes
+    (hav(turnaround_n=11, turnaround_avg=4000), SchedulerConfig(
+        daily_result_quota=5, reliable_max_avg_turnaround=3600), 1.0, False),
+    (hav(turnaround_n=10, turnaround_avg=4000), SchedulerConfig(
+        daily_result_quota=5, reliable_max_avg_turnaround=3600), 1.0, True),
+    (hav(turnaround_n=11, turnaround_avg=4000), SchedulerConfig(
+        daily_result_quota=5, reliable_max_avg_turnaround=3600), 1.8, True),
+])
+def test_a_host_app_version_is_reliable(record, config, multiplier, reliable):
+    assert sched_reliable.is_reliable(record, config, multiplier) is reliable
+
+
+@pytest.mark.parametrize("os_name, vendor, multiplier", [
+    ("Linux", "GenuineIntel", 1.0), ("Microsoft Windows 10", "AuthenticAMD", 1.0),
+    ("Darwin", "GenuineIntel", 1.0), ("Darwin", "Power Macintosh", 1.8),
+    ("FreeBSD", "GenuineIntel", 1.8)])
+def test_uncommon_platforms_get_a_longer_turnaround(os_name, vendor, multiplier):
+    assert sched_reliable.turnaround_multiplier(os_name, vendor) == multiplier
+
+
+@pytest.mark.parametrize("priority, fraction, duration, bounds", [
+    (0, 0.5, 100, (86400,)),              # not a job that needs a reliable host
+    (1, 0.0, 100, (86400,)),              # no reduced bound
+    (1, 0.5, 100, (43200, 86400)),
+    (1, 0.5, 30000, (60000, 86400)),      # twice the duration, above the reduced bound
+    (1, 0.5, 50000, (43200, 86400)),      # twice the duration is past the delay bound
+])
+def test_the_delay_bounds_a_job_that_needs_a_reliable_host_tries(priority, fraction,
+                                                                  duration, bounds):
+    config = SchedulerConfig(reliable_on_priority=1, reliable_reduced_delay_bound=fraction)
+    wu = SimpleNamespace(delay_bound=86400)
+    assert sched_reliable.delay_bounds(wu, priority, duration, config) == bounds
+
+
+@pytest.mark.parametrize("nover, nerrors, on_over, except_error, boost", [
+    (0, 0, 2, 1, 0), (1, 1, 2, 1, 2), (1, 0, 0, 1, 1), (1, 1, 0, 1, 0), (2, 0, 3, 1, 3)])
+def test_retries_gain_priority(nover, nerrors, on_over, except_error, boost):
+    config = SchedulerConfig(reliable_priority_on_over=on_over,
+                             reliable_priority_on_over_except_error=except_error)
+    assert sched_reliable.retry_priority_boost(nover, nerrors, config) == boost
+
+
+def test_a_job_that_needs_a_reliable_host_goes_only_to_one_with_a_shortened_deadline(project):
+    config = SchedulerConfig(reliable_on_priority=1, reliable_reduced_delay_bound=0.5,
+                             daily_result_quota=5)
+    wu = project.workunit(priority=1, delay_bound=86400)
+    project.result(wu, priority=1)
+    unproven = project.host()
+    assert handle_request(work_request(unproven), now=NOW, config=config).results == []
+    proven = project.host()
+    HostAppVersion.objects.create(host=proven, app_version=project.version,
+                                  consecutive_valid=10, max_jobs_per_day=5, jobs_day=NOW // 86400)
+    reply = handle_request(work_request(proven), now=NOW, config=config)
+    assert [job.report_deadline for job in reply.results] == [NOW + 43200]
+    assert Result.objects.get().report_deadline == NOW + 43200
+
+
+def test_the_transitioner_raises_the_priority_of_retries(project):
+    wu = project.workunit(priority=1, transition_time=NOW - 1, max_error_results=3,
+                          max_total_results=6)
+    project.result(wu, server_state=ServerState.OVER, outcome=Outcome.NO_REPLY)
+    transitioner.run_once(now=NOW, batch_size=10, reliable_priority_on_over=3)
+    assert Result.objects.get(name=f"{wu.name}_1").priority == 4
