@@ -26,7 +26,7 @@ score by one (sched_score.cpp, ``score``).
 from django.db.models import Case, F, IntegerField, Q, Value, When
 
 from backend.events import event, record
-from backend.models import App, AppVersion, Workunit
+from backend.models import App, AppVersion, Host, Workunit
 
 FINE, COARSE = 1, 2
 
@@ -212,6 +212,34 @@ def version_for(wu, app, version, request, resource, cache):
     if wu.app_version_id not in cache:
         cache[wu.app_version_id] = committed_version(wu.app_version_id, request, resource)
     return cache[wu.app_version_id]
+
+
+def committed_flops(wu, app, version, request, cache):
+    """The FLOPS a job of a workunit committed to a CPU app version without a plan class
+    runs at, or None for any other job: BOINC sends such a job with that version as a
+    sequential app at ``capped_host_fpops`` (sched_version.cpp check_homogeneous_app_version),
+    even when the version is the one it would have chosen anyway."""
+    if not (app.homogeneous_app_version and wu.app_version_id and version.row is not None):
+        return None
+    if version.row.plan_class or version.row.gpu_type:
+        return None
+    if "capped" not in cache:
+        cache["capped"] = capped_host_fpops(request.host_info.p_fpops)
+    return cache["capped"]
+
+
+def capped_host_fpops(fpops):
+    """sched_types.cpp capped_host_fpops: the host's benchmark, at most 1.1 × the 95th
+    percentile of the benchmarks of hosts with recent credit (over 10) once the project has
+    10 hosts (the feeder's PERF_INFO::get_from_db; 3.3 GFLOPS before)."""
+    p95 = 3.3e9
+    if Host.objects.count() >= 10:
+        credited = Host.objects.filter(expavg_credit__gt=10)
+        n = credited.count()
+        if n:
+            p95 = credited.order_by("p_fpops").values_list("p_fpops", flat=True)[
+                int(n * 95 / 100)]
+    return min(fpops, p95 * 1.1)
 
 
 def committed_version(app_version_id, request, resource):

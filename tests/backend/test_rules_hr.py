@@ -287,3 +287,16 @@ def test_a_retry_after_the_uncommit_may_go_to_another_class(hr_project):
 def test_hostinfo_carries_the_cpu_vendor_and_model():
     info = HostInfo(p_vendor="GenuineIntel", p_model="Xeon")
     assert (info.p_vendor, info.p_model) == ("GenuineIntel", "Xeon")
+
+
+def test_a_committed_job_runs_at_the_capped_benchmark_as_boinc_estimates_it(hav_project):
+    wu = hav_project.workunit(app_version=hav_project.version, rsc_fpops_est=3.63e13)
+    hav_project.result(wu)
+    free = hav_project.workunit(rsc_fpops_est=3.63e13)
+    hav_project.result(free)
+    request = hr_request(hav_project.host(), cpu_req_secs=10 * 86400.0)
+    request.host_info.p_fpops = 1e10
+    reply = handle_request(request, now=NOW)
+    runtimes = {job.wu_name: job.estimated_runtime for job in reply.results}
+    # under 10 hosts the cap is 1.1 x 3.3 GFLOPS; an uncommitted job runs at the benchmark
+    assert runtimes == {wu.name: pytest.approx(10_000.0), free.name: pytest.approx(3630.0)}
