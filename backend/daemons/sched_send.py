@@ -367,10 +367,9 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
                 continue
             if reliability is not None and reliability.refuses(result, version):
                 continue
-            runtime = result.workunit.rsc_fpops_est / (
-                host_class is not None and sched_hr.committed_flops(
-                    result.workunit, apps[result.app_id], version, request,
-                    committed_versions) or job_flops(resource, version))
+            flops = None if host_class is None else sched_hr.committed_flops(
+                result.workunit, apps[result.app_id], version, request, committed_versions)
+            runtime = result.workunit.rsc_fpops_est / (flops or job_flops(resource, version))
             for bound in sched_reliable.delay_bounds(result.workunit, result.priority,
                                                      runtime / resource.available_frac, config):
                 result.workunit.delay_bound = bound
