@@ -282,7 +282,7 @@ def random_reliable_options(rng):
 
 
 def host_hr_class(host, hr_type):
-    from backend.daemons.sched_hr import hr_class
+    from backend.daemons.hr import hr_class
 
     return hr_class(host["os_name"], host["p_vendor"], host["p_model"], hr_type)
 

@@ -22,7 +22,7 @@ can be routed to reliable hosts.
 
 from django.db.models import Q
 
-from backend.daemons.sched_hr import DARWIN, LINUX, WINDOWS, os_code
+from backend.daemons.hr import DARWIN, LINUX, WINDOWS, os_code
 
 # sched_send.cpp: samples before the turnaround counts, and valid results in a row.
 MIN_HOST_SAMPLES = 10

@@ -298,7 +298,7 @@ def test_a_slice_waits_while_another_slice_holds_the_world(redis_client):
 
 
 def test_a_day_with_homogeneous_redundancy_never_mixes_hr_classes_in_a_quorum():
-    from backend.daemons.sched_hr import FINE, hr_class, hr_unknown_class
+    from backend.daemons.hr import FINE, hr_class, hr_unknown_class
 
     sim, figures = run_world(prefix="hr", hosts=60, days=1, seed=5, homogeneous_redundancy=FINE,
                              error_prone_fraction=0.3, leave_per_day=0, join_per_day=0)
