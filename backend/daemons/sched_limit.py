@@ -90,7 +90,7 @@ def parse_rsc_limit(element):
             if jobs < 0:
                 raise JobLimitsError(f"<{element.tag}><jobs> must not be negative")
         elif child.tag == "per_proc":
-            per_proc = not text or text not in ("0",)
+            per_proc = text != "0"
     return RscLimit(jobs, per_proc)
 
 
@@ -165,7 +165,8 @@ class InProgress:
             return False
         checks = ((limit.total, counts.get(TOTAL, 0), 1),
                   (limit.of(kind), counts.get(kind, 0), self.instances.get(kind, 0)))
-        return any(rsc.jobs and count >= rsc.scaled(n) for rsc, count, n in checks)
+        # RSC_JOB_LIMIT::exceeded: a limit that scales to 0 (no such processor) is none
+        return any(rsc.scaled(n) and count >= rsc.scaled(n) for rsc, count, n in checks)
 
     def project_exceeded(self, kind):
         return self._exceeded(self.limits.project, self.project, kind)

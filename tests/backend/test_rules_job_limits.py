@@ -97,6 +97,17 @@ def test_a_per_proc_limit_scales_with_the_processors_and_a_total_does_not():
     assert counter.project_exceeded("cpu")          # the total is not scaled: 5 >= 5
 
 
+def test_a_per_proc_limit_on_processors_the_host_lacks_is_no_limit():
+    limits = JobLimits(JobLimit(gpu=RscLimit(1, True)))
+    counter = InProgress(limits, {"cpu": 2})
+    counter.register(None, "NVIDIA")
+    assert not counter.project_exceeded("NVIDIA")
+    assert InProgress(limits, {"cpu": 2, "NVIDIA": 1}).project_exceeded("NVIDIA") is False
+    counter = InProgress(limits, {"cpu": 2, "NVIDIA": 1})
+    counter.register(None, "NVIDIA")
+    assert counter.project_exceeded("NVIDIA")
+
+
 def test_an_apps_limit_counts_only_that_apps_jobs():
     limits = JobLimits(apps=(("uppercase", JobLimit(cpu=RscLimit(1))),))
     counter = InProgress(limits, {"cpu": 4})
