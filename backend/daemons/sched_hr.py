@@ -189,6 +189,13 @@ def commit(chosen, host_class, config, apps, *, now):
     return kept
 
 
+def uses_hr(app_ids, config):
+    """Whether any of the apps ``app_ids`` uses homogeneous redundancy."""
+    if config.homogeneous_redundancy:
+        return True
+    return App.objects.filter(pk__in=app_ids, homogeneous_redundancy__gt=0).exists()
+
+
 def committed_first():
     """The feeder's score bonus: 1 for a job whose workunit is committed to an HR class."""
     return Case(When(workunit__hr_class__gt=0, then=Value(1)), default=Value(0),

@@ -32,7 +32,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, F, OuterRef, Q
 
 from backend.daemons import sched_hr, sched_limit, sched_reliable
 from backend.daemons.host_app_version import count_sent, jobs_today, scaled_max_jobs_per_day
@@ -210,8 +210,12 @@ def candidates(host, app_ids, limit, config):
     if config.one_result_per_user_per_wu:
         queryset = queryset.exclude(Exists(Result.objects.filter(
             workunit_id=OuterRef("workunit_id"), user_id=host.owner_id)))
+    # the feeder's order, by score where an app uses HR (sched_hr.score); else by priority,
+    # which the partial index res_unsent_order serves
+    hr = sched_hr.uses_hr(app_ids, config)
+    score = sched_hr.score() if hr else F("priority")
     queryset = (queryset.select_related("workunit").only(*RESULT_COLUMNS, *WORKUNIT_COLUMNS)
-                .alias(score=sched_hr.score()).order_by("-score", "workunit_id", "id"))
+                .alias(score=score).order_by("-score", "workunit_id", "id"))
     if connection.features.has_select_for_update_skip_locked:
         queryset = queryset.select_for_update(skip_locked=True, of=("self",))
     read, chunk, after = 0, FIRST_CHUNK, queryset
@@ -222,7 +226,7 @@ def candidates(host, app_ids, limit, config):
         if len(rows) < chunk:
             return
         last = rows[-1]
-        last_score = last.priority + (last.workunit.hr_class > 0)
+        last_score = last.priority + (hr and last.workunit.hr_class > 0)
         after = queryset.filter(
             Q(score__lt=last_score)
             | Q(score=last_score, workunit_id__gt=last.workunit_id)
