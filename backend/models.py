@@ -171,6 +171,15 @@ class App(models.Model):
     # CONS_VALID_HOST_SCALE consecutive valid results.
     min_avg_pfc = models.FloatField(default=1.0)
     host_scale_check = models.BooleanField(default=False)
+    # Homogeneous redundancy (reference/server.md §3.11, backend.daemons.sched_hr): 0 uses
+    # the project's <homogeneous_redundancy>; 1 (fine: OS and CPU model family) or 2 (coarse:
+    # OS and CPU vendor) sends a workunit's replicas only to hosts of the class of its first.
+    homogeneous_redundancy = models.PositiveSmallIntegerField(
+        choices=[(0, "off"), (1, "fine"), (2, "coarse")], default=0,
+        help_text="Homogeneous redundancy type: 0 off (or the project's), 1 fine, 2 coarse.")
+    # Every replica of a workunit runs the app version its first replica was sent with.
+    homogeneous_app_version = models.BooleanField(
+        default=False, help_text="Send all of a workunit's replicas with one app version.")
 
     class Meta:
         ordering = ["name"]

@@ -126,6 +126,7 @@ def read_config_xml(source, **overrides):
     applied for options the file does not set."""
     config, daemons = parse_document(source)
     values = config_values(config)
+    values.pop("job_limits", None)  # config_aux.xml's, never config.xml's (read_job_limits)
     values.update(validator_values(daemons))
     if isinstance(source, Path) and (source.parent / "plan_class_spec.xml").is_file():
         # the scheduler reads the project's plan classes from beside its config.xml
@@ -146,5 +147,13 @@ def project_config():
                  "resend_lost_results": settings.BOINC_RESEND_LOST_RESULTS}
     path = getattr(settings, "BOINC_CONFIG_XML", "")
     if path:
+        aux = Path(path).with_name("config_aux.xml")
+        if aux.is_file():  # BOINC's job limits file, beside config.xml (sched_config.cpp)
+            from backend.daemons.sched_limit import JobLimitsError, read_job_limits
+
+            try:
+                overrides["job_limits"] = read_job_limits(aux)
+            except JobLimitsError as error:
+                raise ConfigError(f"config_aux.xml: {error}") from None
         return read_config_xml(Path(path), **overrides)
     return SchedulerConfig(**overrides)

@@ -277,7 +277,8 @@ def scheduler_request_xml(*, authenticator, hostid, req_secs, req_instances, est
                           host, reports=(), other_results=None, rpc_seqno=5):
     """A scheduler request body (reference/protocol.md §4.2).
 
-    ``host``: p_ncpus, p_fpops, m_nbytes, on_frac, active_frac (and optionally domain_name).
+    ``host``: p_ncpus, p_fpops, m_nbytes, on_frac, active_frac (and optionally domain_name,
+    os_name, p_vendor and p_model).
     ``reports``: dicts with name, state, exit_status and optionally ``files``, a list of
     (name, nbytes, md5) of outputs already uploaded. ``other_results``: the names of the jobs
     still on board, or None to leave the list out.
@@ -304,11 +305,13 @@ def scheduler_request_xml(*, authenticator, hostid, req_secs, req_instances, est
              "<gpu_active_frac>1</gpu_active_frac>", "</time_stats>",
              "<host_info>", f"<domain_name>{domain}</domain_name>",
              f"<host_cpid>cpid{hostid}</host_cpid>",
-             "<p_vendor>GenuineIntel</p_vendor>", "<p_model>Xeon</p_model>",
+             f"<p_vendor>{host.get('p_vendor', 'GenuineIntel')}</p_vendor>",
+             f"<p_model>{host.get('p_model', 'Xeon')}</p_model>",
              f"<p_ncpus>{host['p_ncpus']}</p_ncpus>", f"<p_fpops>{host['p_fpops']}</p_fpops>",
              "<p_iops>1e9</p_iops>", f"<m_nbytes>{host['m_nbytes']}</m_nbytes>",
              "<d_total>1e12</d_total>", "<d_free>5e11</d_free>",
-             "<os_name>Linux</os_name>", "<os_version>6.1</os_version>", "</host_info>"]
+             f"<os_name>{host.get('os_name', 'Linux')}</os_name>",
+             "<os_version>6.1</os_version>", "</host_info>"]
     for report in reports:
         lines += ["<result>", f"<name>{report['name']}</name>",
                   f"<state>{report['state']}</state>",

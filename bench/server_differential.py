@@ -206,6 +206,7 @@ def random_case(seed, index, step):
     case = dict(seed=seed, index=index, step=step, now=NOW, config=config, users=users,
                 teams=teams, hosts=hosts, havs=havs, wus=wus, results=results,
                 app_versions=[dict(id=1, version_num=100)])
+    add_hr_and_limits(case, random.Random(f"{seed}:{step}:{index}:hr"))
     if step == "scheduler":
         case["request"] = random_request(rng, case)
         random_versions(random.Random(f"{seed}:{step}:{index}:versions"), case)
@@ -360,14 +361,12 @@ def version_request_xml(case, text):
 def boinc_version_rows(case):
     """BOINC's platform and app_version rows for the case's versions."""
     now = case["now"]
-    rows = [insert("platform", dict(id=1, create_time=now, name=PLATFORM,
-                                    user_friendly_name="Linux")),
-            insert("platform", dict(id=2, create_time=now, name=PLATFORM_32,
-                                    user_friendly_name="Linux 32"))]
+    rows = [insert("platform", dict(id=i, create_time=now, name=name, user_friendly_name=name))
+            for i, name in enumerate(PLATFORMS, 1)]
     for av in case["app_versions"]:
         rows.append(insert("app_version", dict(
             id=av["id"], create_time=now, appid=1, version_num=av["version_num"],
-            platformid=1 if av.get("platform", PLATFORM) == PLATFORM else 2,
+            platformid=PLATFORMS.index(av.get("platform", PLATFORM)) + 1,
             xml_doc=app_version_xml(av["version_num"]), plan_class=av.get("plan_class", ""),
             beta=av.get("beta", 0), min_core_version=av.get("min_core_version", 0),
             max_core_version=av.get("max_core_version", 0),
@@ -417,8 +416,8 @@ def random_credit(case):
     rc = random.Random(f"{case['seed']}:{case['step']}:{case['index']}:credit")
     case["config"]["credit"] = rc.choice(CREDIT_METHODS)
     case["config"]["max_granted_credit"] = rc.choice([200 * 1000 * 365] * 4 + [20.0])
-    case["app"] = dict(min_avg_pfc=rc.choice([1.0, 1.0, 0.5, 2.0]),
-                       host_scale_check=int(rc.random() < 0.3))
+    case.setdefault("app", {}).update(min_avg_pfc=rc.choice([1.0, 1.0, 0.5, 2.0]),
+                                      host_scale_check=int(rc.random() < 0.3))
     for av in case["app_versions"]:
         n = rc.choice([0, 0, 5, 100, 150, 500])
         av.update(pfc_n=float(n), pfc_avg=rc.choice([0.5, 1.0, 2.0]) if n else 0.0,
@@ -577,7 +576,8 @@ def random_request(rng, case):
     if rng.random() < 0.5:
         listed = [r["name"] for r in mine if rng.random() < 0.5
                   and r["name"] not in {x["name"] for x in reports}]
-    return dict(cpu_req_secs=rng.choice([0.0, 1.0, 3600.0, 7200.0, 86400.0, 10 * 86400.0]),
+    return dict(**{k: host[k] for k in ("os_name", "p_vendor", "p_model")},
+                cpu_req_secs=rng.choice([0.0, 1.0, 3600.0, 7200.0, 86400.0, 10 * 86400.0]),
                 cpu_req_instances=rng.choice([0.0, 0.0, 1.0, 2.0]),
                 estimated_delay=rng.choice([0.0, 0.0, 1.0, 3600.0, 50000.0]),
                 p_ncpus=host["p_ncpus"], p_fpops=host["p_fpops"], on_frac=host["on_frac"],
@@ -593,6 +593,124 @@ def beta_prefs(case, user):
     return ""
 
 
+# --- homogeneous redundancy and job limits ------------------------------------------------
+
+# The platforms of the case's app versions: Windows for one the host cannot run (homogeneous
+# app version).
+WINDOWS = "windows_x86_64"
+PLATFORMS = (PLATFORM, PLATFORM_32, WINDOWS)
+HR_OS = ("Linux", "Linux", "Microsoft Windows 10", "Darwin", "FreeBSD", "Haiku")
+HR_CPUS = (("GenuineIntel", "Intel(R) Xeon(R) CPU E5-2670 v3"),
+           ("GenuineIntel", "Intel(R) Core(TM) i7-8700 CPU"),
+           ("GenuineIntel", "Intel(R) Pentium(R) 4 CPU"),
+           ("AuthenticAMD", "AMD Ryzen 7 5800X"), ("AuthenticAMD", "AMD Athlon(tm) 64 X2"),
+           ("ARM", "Cortex-A72"), ("Power Macintosh", "PowerPC G5"))
+
+
+def random_hr_options(rng):
+    """Homogeneous redundancy off, the project's (<homogeneous_redundancy>) or the app's
+    (BOINC refuses both at once), of type 1 or 2; homogeneous app version; hr_class_static."""
+    where = rng.choice(["off", "project", "app", "app"])
+    hr_type = rng.choice([1, 2])
+    return dict(homogeneous_redundancy=hr_type if where == "project" else 0,
+                app_hr=hr_type if where == "app" else 0,
+                homogeneous_app_version=rng.random() < 0.4,
+                hr_class_static=rng.random() < 0.2)
+
+
+def random_limit_options(rng):
+    """max_wus_in_progress, a job limits file (config_aux.xml) with a project total or an
+    app's CPU limit, min_sendwork_interval (the host asked an hour ago) and report_max."""
+    limits = []
+    if rng.random() < 0.25:
+        limits.append(f"<project><total_limit><jobs>{rng.choice([1, 2, 3])}</jobs>"
+                      "</total_limit></project>")
+    if rng.random() < 0.25:
+        per_proc = "<per_proc/>" if rng.random() < 0.5 else ""
+        limits.append(f"<app><app_name>uppercase</app_name><cpu_limit><jobs>"
+                      f"{rng.choice([1, 2])}</jobs>{per_proc}</cpu_limit></app>")
+    xml = ("<config>\n<max_jobs_in_progress>\n" + "\n".join(limits)
+           + "\n</max_jobs_in_progress>\n</config>\n") if limits else ""
+    return dict(max_wus_in_progress=rng.choice([0, 0, 0, 1, 2]),
+                max_wus_in_progress_gpu=rng.choice([0, 1]),
+                job_limits_xml=xml,
+                min_sendwork_interval=rng.choice([0, 0, 0, 1800, 7200]),
+                report_max=rng.choice([0, 0, 0, 1, 2]))
+
+
+def random_reliable_options(rng):
+    """Jobs that need reliable hosts, their shortened delay bound, and retries' priority."""
+    return dict(reliable_on_priority=rng.choice([0, 0, 1]),
+                reliable_reduced_delay_bound=rng.choice([0.0, 0.25, 0.5]),
+                reliable_max_avg_turnaround=rng.choice([0, 3600]),
+                reliable_priority_on_over=rng.choice([0, 0, 2]),
+                reliable_priority_on_over_except_error=rng.choice([0, 0, 1]))
+
+
+def host_hr_class(host, hr_type):
+    from backend.daemons.hr import hr_class
+
+    return hr_class(host["os_name"], host["p_vendor"], host["p_model"], hr_type)
+
+
+def add_hr_and_limits(case, rng):
+    """Draw the options of homogeneous redundancy, homogeneous app version and the job limits
+    into ``case`` (its own generator, so the other draws of a case stay as they were): the
+    hosts' OS and CPU, the app's HR settings, a second app version for another platform, and
+    the workunits' committed hr_class and app version (none, the first host's, another's)."""
+    hr, limits = random_hr_options(rng), random_limit_options(rng)
+    case["config"].update(hr, **limits, **random_reliable_options(rng))
+    case["app"] = dict(homogeneous_redundancy=hr["app_hr"],
+                       homogeneous_app_version=hr["homogeneous_app_version"])
+    for host in case["hosts"]:
+        vendor, model = rng.choice(HR_CPUS)
+        host.update(os_name=rng.choice(HR_OS), p_vendor=vendor, p_model=model)
+    if hr["homogeneous_app_version"]:
+        case["app_versions"].append(dict(id=2, version_num=100, platform=WINDOWS))
+    hr_type = hr["homogeneous_redundancy"] or hr["app_hr"]
+    for wu in case["wus"]:
+        if hr_type and rng.random() < 0.6:
+            wu["hr_class"] = host_hr_class(rng.choice(case["hosts"]), hr_type)
+        if hr["homogeneous_app_version"] and rng.random() < 0.6:
+            wu["app_version_id"] = rng.choice([1, 1, 2])
+    if case["step"] == "scheduler":
+        # some versions reliable (10 valid in a row), some unsent jobs with their priority
+        for hav in case["havs"]:
+            if rng.random() < 0.4:
+                hav["consecutive_valid"] = 12
+        priorities = {wu["id"]: wu["priority"] for wu in case["wus"]}
+        for r in case["results"]:
+            if r["server_state"] == S_UNSENT and rng.random() < 0.5:
+                r["priority"] = priorities[r["workunitid"]]
+
+
+RELIABLE_OPTIONS = ("reliable_on_priority", "reliable_reduced_delay_bound",
+                    "reliable_max_avg_turnaround", "reliable_priority_on_over",
+                    "reliable_priority_on_over_except_error")
+
+
+def boinc_hr_and_limit_options(config):
+    """config.xml options and flags for BOINC's side (config_aux.xml is written apart)."""
+    options = {name: config[name] for name in (
+        "homogeneous_redundancy", "max_wus_in_progress", "max_wus_in_progress_gpu",
+        "min_sendwork_interval", "report_max", *RELIABLE_OPTIONS) if config.get(name)}
+    flags = ["hr_class_static"] if config.get("hr_class_static") else []
+    return options, flags
+
+
+def boincweb_hr_and_limit_options(config):
+    """SchedulerConfig options for boincweb's side."""
+    from backend.daemons.sched_limit import read_job_limits
+
+    options = {name: config[name] for name in (
+        "homogeneous_redundancy", "hr_class_static", "max_wus_in_progress",
+        "max_wus_in_progress_gpu", "min_sendwork_interval", "report_max", *RELIABLE_OPTIONS)
+        if name in config}
+    if config.get("job_limits_xml"):
+        options["job_limits"] = read_job_limits(config["job_limits_xml"])
+    return options
+
+
 def request_xml(case):
     """The scheduler request body both sides get."""
     q = case["request"]
@@ -604,7 +722,8 @@ def request_xml(case):
         authenticator=case["users"][0]["authenticator"], hostid=1, req_secs=q["cpu_req_secs"],
         req_instances=q["cpu_req_instances"], estimated_delay=q["estimated_delay"],
         host=dict(p_ncpus=q["p_ncpus"], p_fpops=q["p_fpops"], m_nbytes=q["m_nbytes"],
-                  on_frac=q["on_frac"], active_frac=q["active_frac"]),
+                  on_frac=q["on_frac"], active_frac=q["active_frac"], os_name=q["os_name"],
+                  p_vendor=q["p_vendor"], p_model=q["p_model"]),
         reports=reports, other_results=q["other_results"]))
 
 
@@ -620,14 +739,19 @@ class Boinc:
         self.programs = self.project_.programs
 
     def write_config(self, config):
+        options, flags = boinc_hr_and_limit_options(config)
         self.project_.write_config({
             "report_grace_period": config["report_grace_period"],
             "daily_result_quota": config["daily_result_quota"],
             "max_wus_to_send": config["max_wus_to_send"],
             "delete_delay_hours": config["delete_delay"] / 3600,
-            "version_select_random_factor": 0},
+            "version_select_random_factor": 0, **options},
             [flag for flag in ("one_result_per_user_per_wu", "resend_lost_results")
-             if config[flag]], long_name="differential")
+             if config[flag]] + flags, long_name="differential")
+        aux = self.project / "config_aux.xml"
+        aux.unlink(missing_ok=True)
+        if config.get("job_limits_xml"):
+            aux.write_text(config["job_limits_xml"])
 
     def load(self, case):
         """Empty the tables and insert the case's rows; return the SQL, for the kept case."""
@@ -684,8 +808,11 @@ def output_name(result):
 def boinc_rows(case):
     now = case["now"]
     rows = boinc_version_rows(case)
+    app = case["app"]
     rows.append(insert("app", dict(id=1, create_time=now, name="uppercase",
-                                   user_friendly_name="uppercase")))
+                                   user_friendly_name="uppercase",
+                                   homogeneous_redundancy=app["homogeneous_redundancy"],
+                                   homogeneous_app_version=app["homogeneous_app_version"])))
     for t in case["teams"]:
         rows.append(insert("team", dict(id=t["id"], create_time=now, userid=1,
                                         name=f"team{t['id']}", expavg_time=0)))
@@ -705,7 +832,8 @@ def boinc_rows(case):
             connected_frac=1, active_frac=h["active_frac"], gpu_active_frac=1,
             p_ncpus=h["p_ncpus"], p_fpops=h["p_fpops"], p_iops=1e9, m_nbytes=h["m_nbytes"],
             d_total=1e12, d_free=5e11, avg_turnaround=h["avg_turnaround"], venue="",
-            product_name="", os_name="Linux", os_version="6.1", misc="")))
+            product_name="", os_name=h["os_name"], p_vendor=h["p_vendor"],
+            p_model=h["p_model"], os_version="6.1", misc="")))
     day_start = now // DAY * DAY
     for hav in case["havs"]:
         rows.append(insert("host_app_version", dict(
@@ -825,7 +953,8 @@ class Boincweb:
             config = case["config"]
             app = m.App.objects.create(id=1, name="uppercase", delete_delay=config["delete_delay"],
                                        create_time=case["now"], min_quorum=1,
-                                       target_nresults=0 or 1, max_output_nbytes=10**7)
+                                       target_nresults=0 or 1, max_output_nbytes=10**7,
+                                       **case["app"])
             boincweb_versions(case, app)
             for t in case["teams"]:
                 m.Team.objects.create(id=t["id"], name=f"team{t['id']}")
@@ -837,7 +966,7 @@ class Boincweb:
                     id=h["id"], owner_id=h["userid"], domain_name=f"host{h['id']}",
                     p_ncpus=h["p_ncpus"], p_fpops=h["p_fpops"], on_frac=h["on_frac"],
                     active_frac=h["active_frac"], m_nbytes=h["m_nbytes"],
-                    total_credit=h["total_credit"], expavg_credit=h["expavg_credit"],
+                    os_name=h["os_name"], total_credit=h["total_credit"], expavg_credit=h["expavg_credit"],
                     expavg_time=h["expavg_time"], avg_turnaround=h["avg_turnaround"],
                     rpc_seqno=4, rpc_time=case["now"] - 3600, platform=PLATFORM)
             for hav in case["havs"]:
@@ -859,7 +988,8 @@ class Boincweb:
                         "transitioner_flags", "transition_time", "canonical_credit")},
                     rsc_fpops_bound=wu["rsc_fpops_est"] * 10,
                     need_validate=bool(wu["need_validate"]),
-                    app_version_num=wu.get("app_version_num", 0))
+                    app_version_num=wu.get("app_version_num", 0),
+                    app_version_id=wu["app_version_id"] or None)
                 infile = m.File.objects.create(name=f"{wu['name']}.in", kind="input")
                 row.input_files.add(infile)
                 path = settings.DOWNLOAD_DIR / infile.name
@@ -903,7 +1033,7 @@ class Boincweb:
             version_select_random_factor=0.0,
             plan_class_spec=str(write_plan_classes(self.work)),
             hav_last_copy_wins=True,
-            **credit_options(case))
+            **credit_options(case), **boincweb_hr_and_limit_options(c))
 
     def run(self, step, case):
         from backend.daemons import get_daemon

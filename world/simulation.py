@@ -71,6 +71,16 @@ from world.models import LocalityTrigger
 
 DAY = 86400.0
 HOUR = 3600.0
+# (os_name, p_vendor, p_model) of a world with homogeneous redundancy, equally likely: five
+# fine classes (two coarse ones), and one OS of no known class.
+HR_PLATFORMS = (
+    ("Linux", "GenuineIntel", "Intel(R) Xeon(R) CPU E5-2670 v3"),
+    ("Linux", "GenuineIntel", "Intel(R) Core(TM) i7-8700 CPU"),
+    ("Linux", "AuthenticAMD", "AMD Ryzen 7 5800X"),
+    ("Microsoft Windows 10", "GenuineIntel", "Intel(R) Core(TM) i5-8250U CPU"),
+    ("Microsoft Windows 10", "AuthenticAMD", "AMD Athlon(tm) 64 X2"),
+    ("Haiku", "GenuineIntel", "Intel(R) Core(TM) i7-8700 CPU"),
+)
 
 # Event priorities at equal times: daemons first, then hosts.
 DAEMONS, CHANGE, JOB_DONE, RPC, END = range(5)
@@ -134,6 +144,9 @@ class WorldSettings:
     batch_size: int = 1000
     # Volunteer for this existing app on the wall clock (a live world; see the module's doc).
     live_app: str = ""
+    # The app's homogeneous redundancy type (0 off, 1 fine, 2 coarse; backend.daemons.sched_hr):
+    # on, the hosts run a mix of OSes and CPUs (HR_PLATFORMS), some of no known class.
+    homogeneous_redundancy: int = 0
 
     @classmethod
     def from_dict(cls, values):
@@ -168,6 +181,9 @@ class WorldSettings:
         for name in ("report_delay", "backoff_min", "first_rpc_within"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be 0 or more, not {getattr(self, name)}")
+        if self.homogeneous_redundancy not in (0, 1, 2):
+            raise ValueError("homogeneous_redundancy must be 0, 1 or 2, not "
+                             f"{self.homogeneous_redundancy}")
         if self.live_app and self.locality:
             raise ValueError("a live world serves its app's own scheduling; leave locality off")
 
@@ -216,6 +232,10 @@ class SimHost:
     max_ncpus_pct: float = 100.0
     cpu_usage_limit: float = 100.0
     prefs_mod_time: int = 0
+    # What the client says of its OS and CPU ("" leaves the Host row's as it is).
+    os_name: str = ""
+    p_vendor: str = ""
+    p_model: str = ""
 
     @property
     def active(self):
@@ -344,7 +364,8 @@ class Simulation:
                 max_total_results=s.max_total_results,
                 max_success_results=s.max_success_results, delay_bound=s.delay_bound,
                 rsc_fpops_est=s.job_gflop * 1e9, rsc_fpops_bound=s.job_gflop * 1e10,
-                unsent_target=0, create_time=self.now(0))
+                unsent_target=0, create_time=self.now(0),
+                homogeneous_redundancy=s.homogeneous_redundancy)
             self.app_id = app.pk
             AppVersion.objects.create(app=app, version_num=100, flops=s.cpu_gflops_median * 1e9,
                                       platform=self.platform, create_time=self.now(0))
@@ -393,8 +414,12 @@ class Simulation:
             join = rng.uniform(0, self.work_end) if i >= s.hosts else 0.0
             leave = join + rng.expovariate(s.leave_per_day / DAY) if s.leave_per_day else math.inf
             specs.append((ncpus, fpops, gpus, on_frac, error_rate, wrong_rate, join, leave))
+        # their own generator, so a world without HR draws as it always did
+        hr_rng = random.Random(f"{s.seed}:hr")
+        platforms = [hr_rng.choice(HR_PLATFORMS) for _ in range(total)]
         rows = Host.objects.bulk_create(
             Host(owner=users[i], domain_name=f"{self.prefix}-host{i}", platform=self.platform,
+                 os_name=platforms[i][0] if s.homogeneous_redundancy else "Linux",
                  p_ncpus=ncpus, p_fpops=fpops, gpu_type=GpuType.NVIDIA if gpus else GpuType.NONE,
                  gpu_count=gpus, gpu_peak_flops=s.gpu_gflops * 1e9 if gpus else 0.0,
                  on_frac=on_frac, mean_on_period=s.mean_on_period, error_rate=error_rate,
@@ -416,6 +441,8 @@ class Simulation:
                            work_buf_additional_days=s.work_buf_additional_days)
             self.hosts.append(host)
             self.host_index[row.pk] = i
+            if s.homogeneous_redundancy:
+                host.os_name, host.p_vendor, host.p_model = platforms[i]
             if join > 0:
                 self.push(join, CHANGE, "join", i)
             else:
@@ -617,7 +644,8 @@ class Simulation:
             hostid=host.host_id, userid=host.user_id, rpc_seqno=host.rpc_seqno,
             platform_name=self.platform,
             host_info=HostInfo(domain_name=f"{self.prefix}-host{host.index}",
-                               p_ncpus=host.ncpus, p_fpops=host.fpops),
+                               p_ncpus=host.ncpus, p_fpops=host.fpops, os_name=host.os_name,
+                               p_vendor=host.p_vendor, p_model=host.p_model),
             time_stats=TimeStats(on_frac=host.on_frac),
             cpu_req_secs=cpu_secs, cpu_req_instances=float(idle_cpus),
             estimated_delay=host.work_seconds("cpu"), gpu_requests=gpu_requests,

@@ -39,6 +39,7 @@ the transitioner and validator also hold while they decide.
 from django.db import transaction
 from django.db.models import Case, Value, When
 
+from backend.daemons import sched_hr
 from backend.daemons.sched_send import (
     CPU, after_sending, job_flops, locked_in_id_order, max_jobs_per_rpc, reply_results,
     usable_versions,
@@ -62,6 +63,7 @@ def resend_lost_results(host, request, resources, *, now, config, reply):
     chooser = VersionChooser(request, resources)
     max_jobs = max_jobs_per_rpc(host, request, config)
     resent, expired = [], []
+    homogeneous = sched_hr.Resends(host, request, config)
     with transaction.atomic():
         locked_in_id_order({wu_id for _, wu_id in lost})
         results = (Result.objects.filter(id__in=[pk for pk, _ in lost], host=host,
@@ -73,7 +75,8 @@ def resend_lost_results(host, request, resources, *, now, config, reply):
                     r.req_secs > 0 or r.req_instances > 0 for r in wanted.values()):
                 break  # the request is filled (work_needed); the rest wait for later RPCs
             resource, version = chooser.choose(result)
-            why = not_resendable(result, version)
+            version = homogeneous.version_for(result, resource, version)
+            why = not_resendable(result, version) or homogeneous.infeasible(result, version)
             if not why:
                 runtime = result.workunit.rsc_fpops_est / job_flops(resource, version)
                 deadline = new_deadline(result, wanted[resource.name], runtime, now=now)
@@ -87,11 +90,16 @@ def resend_lost_results(host, request, resources, *, now, config, reply):
                     resent.append((result, version, runtime))
                     continue
             expired.append((result, why))
+            homogeneous.expire(result, version)
+        resent, unmarked = homogeneous.commit(resent, now=now)
         mark_resent(host, resent, now=now)
-        mark_expired(host, expired, now=now, grace=config.report_grace_period)
+        mark_expired(host, expired, now=now, grace=config.report_grace_period,
+                     unmarked=unmarked)
     for result, _, _ in resent:
         reply.messages.append(Message(f"Resent lost task {result.name}", "low"))
     for result, _ in expired:
+        if result.pk in unmarked:
+            continue
         reply.messages.append(Message(f"Didn't resend lost task {result.name} (expired)",
                                       "low"))
     reply.results.extend(reply_results(resent, now=now, config=config))
@@ -187,10 +195,11 @@ def mark_resent(host, resent, *, now):
     record(events)
 
 
-def mark_expired(host, expired, *, now, grace=0):
+def mark_expired(host, expired, *, now, grace=0, unmarked=frozenset()):
     """report_deadline = now - 1 + the grace period (mark_as_sent adds it) and the workunit
     due by then, as sched_resend.cpp does through mark_as_sent and update_wu_on_send, so
-    the transitioner times it out once the grace period is over."""
+    the transitioner times it out once the grace period is over. The workunits of the
+    results in ``unmarked`` (ids) are left as they are (sched_hr.Resends.commit)."""
     if not expired:
         return
     deadline = now - 1 + grace
@@ -200,5 +209,5 @@ def mark_expired(host, expired, *, now, grace=0):
                   field="report_deadline", old=r.report_deadline, new=deadline,
                   reason=f"host {host.pk} lost it; not resent: {why}")
             for r, why in expired if r.report_deadline != deadline])
-    Workunit.objects.filter(id__in={r.workunit_id for r, _ in expired},
+    Workunit.objects.filter(id__in={r.workunit_id for r, _ in expired if r.pk not in unmarked},
                             transition_time__gt=deadline).update(transition_time=deadline)

@@ -32,8 +32,9 @@ from collections import Counter
 from dataclasses import dataclass, replace
 
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, F, OuterRef, Q
 
+from backend.daemons import sched_hr, sched_limit, sched_reliable
 from backend.daemons.host_app_version import count_sent, jobs_today, scaled_max_jobs_per_day
 from backend.daemons.sched_version import has_jobs_for, job_version
 from backend.daemons.sched_types import (
@@ -204,7 +205,8 @@ RESULT_COLUMNS = ("id", "name", "random", "app_id", "workunit_id", "priority",
 WORKUNIT_COLUMNS = ("workunit__id", "workunit__name", "workunit__rsc_fpops_est",
                     "workunit__rsc_fpops_bound", "workunit__rsc_memory_bound",
                     "workunit__rsc_disk_bound", "workunit__delay_bound",
-                    "workunit__app_version_num")
+                    "workunit__app_version_num", "workunit__hr_class",
+                    "workunit__app_version_id")
 FIRST_CHUNK = 32
 
 
@@ -223,8 +225,12 @@ def candidates(host, app_ids, limit, config):
     if config.one_result_per_user_per_wu:
         queryset = queryset.exclude(Exists(Result.objects.filter(
             workunit_id=OuterRef("workunit_id"), user_id=host.owner_id)))
+    # the feeder's order, by score where an app uses HR (sched_hr.score); else by priority,
+    # which the partial index res_unsent_order serves
+    hr = sched_hr.uses_hr(app_ids, config)
+    score = sched_hr.score() if hr else F("priority")
     queryset = (queryset.select_related("workunit").only(*RESULT_COLUMNS, *WORKUNIT_COLUMNS)
-                .order_by("-priority", "workunit_id", "id"))
+                .alias(score=score).order_by("-score", "workunit_id", "id"))
     if connection.features.has_select_for_update_skip_locked:
         queryset = queryset.select_for_update(skip_locked=True, of=("self",))
     read, chunk, after = 0, FIRST_CHUNK, queryset
@@ -235,10 +241,11 @@ def candidates(host, app_ids, limit, config):
         if len(rows) < chunk:
             return
         last = rows[-1]
+        last_score = last.priority + (hr and last.workunit.hr_class > 0)
         after = queryset.filter(
-            Q(priority__lt=last.priority)
-            | Q(priority=last.priority, workunit_id__gt=last.workunit_id)
-            | Q(priority=last.priority, workunit_id=last.workunit_id, id__gt=last.pk))
+            Q(score__lt=last_score)
+            | Q(score=last_score, workunit_id__gt=last.workunit_id)
+            | Q(score=last_score, workunit_id=last.workunit_id, id__gt=last.pk))
         chunk *= 2
 
 
@@ -247,8 +254,19 @@ def send_work(host, request, *, now, config, reply):
     resources = requested_resources(host, request)
     if not resources:
         return 0
+    host_class = sched_hr.HostClass(host, request)
+    if sched_hr.unknown_platform(host_class, config):
+        return 0  # BOINC returns before explaining: its hr_reject_perm message is never sent
+    in_progress = sched_limit.jobs_in_progress(host, request, config)
+    resources = [r for r in resources if not in_progress.project_exceeded(r.name)]
+    if not resources:
+        reply.messages.append(Message("No tasks sent", "low"))
+        reply.messages.append(Message("This computer has reached a limit on tasks in progress",
+                                      "low"))
+        return 0
     max_jobs = max_jobs_per_rpc(host, request, config)
     havs = {hav.app_version_id: hav for hav in HostAppVersion.objects.filter(host=host)}
+    reliability = sched_reliable.Reliability(host, request, havs, config)
     taken_wus = set()
     sent, limited, notices = [], [], []
     looked_at = {}
@@ -277,7 +295,9 @@ def send_work(host, request, *, now, config, reply):
                 continue
         sent.extend(send_for_resource(host, resource, versions, now=now, config=config,
                                       max_jobs=max_jobs - len(sent), taken_wus=taken_wus,
-                                      notices=notices))
+                                      notices=notices, request=request,
+                                      host_class=host_class, in_progress=in_progress,
+                                      reliability=reliability))
     if sent:
         lower_transition_times(sent)
         reply.results.extend(reply_results(sent, now=now, config=config))
@@ -291,7 +311,8 @@ def send_work(host, request, *, now, config, reply):
         # has work_req_seconds, which BOINC's client sets to its CPU request (a simulated
         # host's request says cpu_req_secs only).
         reply.messages.append(Message("No tasks sent", "low"))
-        too_big(looked_at, notices)
+        too_big(looked_at, notices, host_class=host_class, config=config,
+                reliability=reliability)
         reply.messages.extend(Message(text, "notice") for text in notices)
     return len(sent)
 
@@ -327,7 +348,8 @@ def apply_daily_quota(versions, havs, resource, *, now, quota, gpu_multiplier):
 
 
 def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_wus,
-                      pick=candidates, notices=None):
+                      pick=candidates, notices=None, request=None, host_class=None,
+                      in_progress=None, reliability=None):
     """Claim and mark sent the jobs for one resource; returns (result, version, runtime).
 
     ``pick(host, app_ids, limit, config)`` lists the unsent results to consider, in order
@@ -335,8 +357,14 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
     sched_check.cpp wu_is_infeasible_fast does (``infeasible``); each one sent lowers the
     request and raises the estimated delay as add_result_to_reply does (``after_sending``).
     A job refused for memory adds BOINC's message to ``notices`` (a list, when given), once.
+    With ``host_class`` (sched_hr.HostClass) and ``request``, homogeneous redundancy and
+    homogeneous app version apply (backend.daemons.sched_hr); with ``in_progress``
+    (sched_limit.InProgress), the limits on jobs in progress (backend.daemons.sched_limit);
+    with ``reliability`` (sched_reliable.Reliability), jobs that need a reliable host and
+    their shortened deadlines (backend.daemons.sched_reliable).
     """
     chosen, refused = [], []
+    apps, committed_versions = sched_hr.apps_of(versions), {}
     with transaction.atomic():
         looked_at = max(max_jobs * config.candidate_factor, config.shmem_work_items)
         for result in pick(host, list(versions), looked_at, config):
@@ -348,18 +376,42 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
             version = job_version(versions[result.app_id], result.workunit)
             if version is None:
                 continue  # no version for this job (sched_version.job_version)
+            if host_class is not None:
+                version = sched_hr.version_for(result.workunit, apps[result.app_id], version,
+                                               request, resource, committed_versions)
+                if version is None or sched_hr.infeasible(
+                        result.workunit, apps[result.app_id], version, host_class, config):
+                    continue
+            if in_progress is not None:
+                if in_progress.project_exceeded(resource.name):
+                    break
+                if in_progress.app_exceeded(apps[result.app_id].name, resource.name):
+                    continue
             if version.room is not None and version.room <= 0:
                 continue
-            runtime = result.workunit.rsc_fpops_est / job_flops(resource, version)
-            why = infeasible(result.workunit, resource, runtime, config)
+            if reliability is not None and reliability.refuses(result, version):
+                continue
+            flops = None if host_class is None else sched_hr.committed_flops(
+                result.workunit, apps[result.app_id], version, request, committed_versions)
+            runtime = result.workunit.rsc_fpops_est / (flops or job_flops(resource, version))
+            for bound in sched_reliable.delay_bounds(result.workunit, result.priority,
+                                                     runtime / resource.available_frac, config):
+                result.workunit.delay_bound = bound
+                why = infeasible(result.workunit, resource, runtime, config)
+                if why != DEADLINE:
+                    break
             if why:
                 refused.append((result, version, why))
                 continue
             chosen.append((result, version, runtime))
             taken_wus.add(result.workunit_id)
+            if in_progress is not None:
+                in_progress.register(apps[result.app_id].name, resource.name)
             if version.room is not None:
                 version.room -= 1
             resource = after_sending(resource, [(result, version, runtime)])
+        if host_class is not None:
+            chosen = sched_hr.commit(chosen, host_class, config, apps, now=now)
         sent = mark_sent(host, chosen, now=now, config=config)
         fallen = []
         if config.seed003_infeasible_queue:
@@ -377,17 +429,22 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
     return sent
 
 
-def too_big(looked_at, notices, limit=100):
+def too_big(looked_at, notices, limit=100, host_class=None, config=None, reliability=None):
     """Add the memory message of unsent jobs too big for the host that the request did not
     look at (BOINC checks memory before one_result_per_user_per_wu, which our candidates
     query applies first), as BOINC would for the jobs in its shared-memory cache (at most
-    ``limit``, its default size)."""
+    ``limit``, its default size). Jobs homogeneous redundancy keeps from the host are left
+    out, and so are jobs that need a reliable host when this version is not one
+    (``sched_reliable.Reliability.feasible``), as BOINC checks those first."""
+    apps = App.objects.in_bulk(list(looked_at))
     for app_id, (version, resource) in looked_at.items():
         if resource.usable_ram is None:
             continue
         bounds = (Result.objects.filter(server_state=ServerState.UNSENT, app_id=app_id,
                                         workunit__error_mask=0,
                                         workunit__rsc_memory_bound__gt=resource.usable_ram)
+                  .filter(sched_hr.feasible(apps[app_id], version, host_class, config))
+                  .filter(reliability.feasible(version) if reliability else Q())
                   .order_by("-priority", "workunit_id", "id")
                   .values_list("workunit__rsc_memory_bound", "workunit__app_version_num")
                   [:limit])

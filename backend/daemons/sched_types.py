@@ -311,6 +311,36 @@ class SchedulerConfig:
     # 10); off, both changes are applied.
     hav_last_copy_wins: bool = False
 
+    # Homogeneous redundancy (reference/server.md §3.11, backend.daemons.sched_hr): the HR
+    # type of every app whose own ``App.homogeneous_redundancy`` is 0 (1 fine, 2 coarse);
+    # with ``hr_class_static`` the transitioner never un-commits a workunit's hr_class and
+    # app_version.
+    homogeneous_redundancy: int = 0
+    hr_class_static: bool = False
+    # Limits on a host's jobs in progress (sched_config.cpp, backend.daemons.sched_limit):
+    # max_wus_in_progress per CPU, max_wus_in_progress_gpu per GPU (0: no limit), and
+    # ``job_limits``, the <max_jobs_in_progress> of BOINC's config_aux.xml (a JobLimits, or
+    # None), per processor type and app.
+    max_wus_in_progress: int = 0
+    max_wus_in_progress_gpu: int = 0
+    job_limits: object = None
+    # Seconds a host must wait after its last request before it is sent work again
+    # (handle_request.cpp); 0: no wait.
+    min_sendwork_interval: int = 0
+    # At most this many reported results are handled per request; the rest are neither
+    # handled nor acked (sched_result.cpp); 0: all.
+    report_max: int = 0
+    # Reliable hosts (backend.daemons.sched_reliable): jobs of priority at least
+    # reliable_on_priority go only with app versions the host is reliable for, with the delay
+    # bound times reliable_reduced_delay_bound when above 0.01; reliable_max_avg_turnaround
+    # (seconds) is part of being reliable; retries made once results are over gain
+    # reliable_priority_on_over (or, without errors, reliable_priority_on_over_except_error).
+    reliable_on_priority: int = 0
+    reliable_max_avg_turnaround: int = 0
+    reliable_reduced_delay_bound: float = 0.0
+    reliable_priority_on_over: int = 0
+    reliable_priority_on_over_except_error: int = 0
+
     def __post_init__(self):
         check_quota(self.daily_result_quota)
         factor = self.version_select_random_factor
@@ -320,8 +350,22 @@ class SchedulerConfig:
         from backend.daemons.credit import check_credit_options
 
         check_credit_options(self)
+        from backend.daemons.sched_limit import JobLimits
+
+        if self.job_limits is not None and not isinstance(self.job_limits, JobLimits):
+            raise ValueError(f"job_limits must be JobLimits or None, not {self.job_limits!r}")
+        if not (isinstance(self.reliable_reduced_delay_bound, (int, float))
+                and 0 <= self.reliable_reduced_delay_bound <= 1):
+            raise ValueError("reliable_reduced_delay_bound must be a fraction from 0 to 1, not "
+                             f"{self.reliable_reduced_delay_bound!r}")
+        if self.homogeneous_redundancy not in (0, 1, 2):
+            raise ValueError("homogeneous_redundancy must be 0, 1 (fine) or 2 (coarse), not "
+                             f"{self.homogeneous_redundancy!r}")
         for name in ("report_grace_period", "max_wus_to_send", "infeasible_timeout",
-                     "candidate_factor", "gpu_multiplier", "shmem_work_items"):
+                     "candidate_factor", "gpu_multiplier", "shmem_work_items",
+                     "max_wus_in_progress", "max_wus_in_progress_gpu", "min_sendwork_interval",
+                     "report_max", "reliable_on_priority", "reliable_max_avg_turnaround",
+                     "reliable_priority_on_over", "reliable_priority_on_over_except_error"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a whole number, 0 or more, not {value!r}")
@@ -329,7 +373,7 @@ class SchedulerConfig:
                      "ignore_delay_bound", "seed003_infeasible_queue",
                      "delete_abandoned_outputs", "keep_due_workunits", "hav_last_copy_wins",
                      "prefer_primary_platform", "rte_no_stats",
-                     "estimate_flops_from_hav_pfc"):
+                     "estimate_flops_from_hav_pfc", "hr_class_static"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}")
 

@@ -44,6 +44,7 @@ from django.db.backends.base.operations import BaseDatabaseOperations
 from django.db.models import F, Value
 from django.db.models.functions import Least
 
+from backend.daemons import sched_limit
 from backend.daemons.host_app_version import start_of_request
 from backend.daemons.sched_resend import resend_lost_results
 from backend.daemons.sched_result import handle_results
@@ -323,8 +324,11 @@ def sync_sticky_files(host, request, *, now):
 def handle_request(request, *, now, config=SchedulerConfig()):
     """Handle one scheduler RPC and return the reply (see the module docstring)."""
     check_request(request)
+    request, truncated = sched_limit.truncate_reports(request, config)
     host, reattached = find_host(request, now=now)
-    reply = SchedulerReply(request_delay=config.request_delay)
+    last_rpc_time = host.rpc_time
+    reply = SchedulerReply(request_delay=max(config.request_delay,
+                                             sched_limit.min_request_delay(config)))
     if reattached and not request.other_results:
         mark_results_over(host, request, now=now)
     if host.pk is not None:
@@ -353,11 +357,15 @@ def handle_request(request, *, now, config=SchedulerConfig()):
         reply.messages.append(Message("not sending work: the client asked for none"))
         return reply
     resent = 0
-    if ((config.resend_lost_results or handled.resend_lost_results)
+    if ((config.resend_lost_results or handled.resend_lost_results) and not truncated
             and request.other_results is not None and requested_resources(host, request)):
         resent = resend_lost_results(host, request, host_resources(host, request), now=now,
                                      config=config, reply=reply)
-    if not resent:
+    wait = sched_limit.too_soon(last_rpc_time, now, config)
+    if wait and not resent and requested_resources(host, request):
+        reply.messages.append(Message(
+            f"Not sending work. Last request too recent. Please wait {wait} seconds.", "low"))
+    elif not resent:
         send_work(host, request, now=now, config=config, reply=reply)
     return reply
 

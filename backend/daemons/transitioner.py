@@ -51,7 +51,7 @@ from functools import partial
 
 from django.db import transaction
 
-from backend.daemons import host_app_version
+from backend.daemons import host_app_version, sched_hr, sched_reliable
 from backend.daemons.claim import claim, compare_and_set, update_rows
 from backend.daemons.sched_types import DAILY_RESULT_QUOTA
 from backend.events import event, record
@@ -83,6 +83,9 @@ class Changes:
     now: int
     daily_result_quota: int = DAILY_RESULT_QUOTA
     delete_abandoned_outputs: bool = False
+    hr_class_static: bool = False
+    reliable_priority_on_over: int = 0
+    reliable_priority_on_over_except_error: int = 0
     timed_out: list = field(default_factory=list)
     too_late: list = field(default_factory=list)
     didnt_need: list = field(default_factory=list)
@@ -162,8 +165,8 @@ def handle_wu(wu, results, changes, *, delete_delay):
     # step 4
     if ncouldnt_send:
         wu.error_mask |= ErrorMask.COULDNT_SEND_RESULT
-    if nerrors and not (nsuccess or ninprogress or nno_reply):
-        wu.hr_class, wu.app_version_id = 0, None
+    if nerrors and not (nsuccess or ninprogress or nno_reply) and not changes.hr_class_static:
+        sched_hr.uncommit(wu, changes.wu_event)
     if nerrors > wu.max_error_results:
         wu.error_mask |= ErrorMask.TOO_MANY_ERROR_RESULTS
     needed = max(0, wu.target_nresults - nunsent - ninprogress - nsuccess)
@@ -187,11 +190,13 @@ def handle_wu(wu, results, changes, *, delete_delay):
     # step 6
     elif (canonical is None and needed > 0
           and wu.transitioner_flags != TransitionerFlags.TRANSITION_NO_NEW_RESULTS):
+        nover = sum(1 for r in results if r.server_state == ServerState.OVER)
+        priority = wu.priority + sched_reliable.retry_priority_boost(nover, nerrors, changes)
         for suffix in range(max_suffix + 1, max_suffix + 1 + needed):
             name = f"{wu.name}_{suffix}"
             changes.new_results.append(Result(
                 workunit_id=wu.pk, app_id=wu.app_id, name=name, create_time=now,
-                server_state=ServerState.UNSENT, priority=wu.priority, random=name_random(name)))
+                server_state=ServerState.UNSENT, priority=priority, random=name_random(name)))
     # step 7
     all_over = all(r.server_state == ServerState.OVER for r in results)
     unvalidated = any(r.outcome == Outcome.SUCCESS and r.validate_state == ValidateState.INIT
@@ -303,12 +308,16 @@ def apply(changes):
 
 
 def run_once(*, now, batch_size, mod=1, index=0, daily_result_quota=DAILY_RESULT_QUOTA,
-             delete_abandoned_outputs=False):
+             delete_abandoned_outputs=False, hr_class_static=False,
+             reliable_priority_on_over=0, reliable_priority_on_over_except_error=0):
     """One pass over due workunits; returns how many were handled.
 
     ``daily_result_quota`` and ``delete_abandoned_outputs`` are the project's options
     (SchedulerConfig's): the quota for penalising timeouts, and whether outputs BOINC leaves
-    on disk are deleted too (step 9).
+    on disk are deleted too (step 9); ``hr_class_static`` keeps a workunit's hr_class and
+    app_version committed even when only errors remain (step 4); new results gain
+    ``reliable_priority_on_over`` (or ``reliable_priority_on_over_except_error``) once the
+    workunit has results over (step 6, backend.daemons.sched_reliable).
     """
     host_app_version.check_quota(daily_result_quota)
     with transaction.atomic():
@@ -321,7 +330,11 @@ def run_once(*, now, batch_size, mod=1, index=0, daily_result_quota=DAILY_RESULT
                 .order_by("workunit_id", "id"):
             by_wu[r.workunit_id].append(r)
         changes = Changes(now=now, daily_result_quota=daily_result_quota,
-                          delete_abandoned_outputs=delete_abandoned_outputs)
+                          delete_abandoned_outputs=delete_abandoned_outputs,
+                          hr_class_static=hr_class_static,
+                          reliable_priority_on_over=reliable_priority_on_over,
+                          reliable_priority_on_over_except_error=(
+                              reliable_priority_on_over_except_error))
         for wu in wus:
             handle_wu(wu, by_wu[wu.pk], changes, delete_delay=wu.app.delete_delay)
         apply(changes)

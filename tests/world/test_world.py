@@ -295,3 +295,33 @@ def test_a_slice_waits_while_another_slice_holds_the_world(redis_client):
     queue.scheduled_job_registry.requeue(retry[0])
     worker.work(burst=True, max_jobs=1)
     assert World.objects.get(pk=world.pk).clock > 0
+
+
+def test_a_day_with_homogeneous_redundancy_never_mixes_hr_classes_in_a_quorum():
+    from backend.daemons.hr import FINE, hr_class, hr_unknown_class
+
+    sim, figures = run_world(prefix="hr", hosts=60, days=1, seed=5, homogeneous_redundancy=FINE,
+                             error_prone_fraction=0.3, leave_per_day=0, join_per_day=0)
+    assert_healthy(figures)
+    classes = {h.host_id: (None if hr_unknown_class(h.os_name, h.p_vendor, h.p_model, FINE)
+                           else hr_class(h.os_name, h.p_vendor, h.p_model, FINE))
+               for h in sim.hosts}
+    assert len(set(classes.values()) - {None}) == 5
+    sent = Result.objects.filter(app_id=sim.app_id, host__isnull=False)
+    # hosts of no known class were sent nothing
+    assert not sent.filter(host_id__in=[h for h, c in classes.items() if c is None]).exists()
+    quorums = {}
+    for wu_id, host_id in sent.filter(outcome=Outcome.SUCCESS).values_list("workunit_id",
+                                                                             "host_id"):
+        quorums.setdefault(wu_id, set()).add(classes[host_id])
+    assert len(quorums) > 100
+    mixed = {wu: found for wu, found in quorums.items() if len(found) > 1}
+    assert not mixed
+    # each workunit that was sent stays committed to the class of its successes
+    committed = dict(Workunit.objects.filter(pk__in=quorums).values_list("id", "hr_class"))
+    assert all(committed[wu] == next(iter(found)) for wu, found in quorums.items())
+    # and errors did un-commit some workunits, whose retries went to another class
+    seen = {}
+    for wu_id, host_id in sent.values_list("workunit_id", "host_id"):
+        seen.setdefault(wu_id, set()).add(classes[host_id])
+    assert any(len(found) > 1 for found in seen.values())

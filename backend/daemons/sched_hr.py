@@ -1,0 +1,281 @@
+"""Homogeneous redundancy and homogeneous app version (reference/server.md §3.11).
+
+A project whose results differ from one kind of computer to another sends all the replicas
+of a workunit to hosts of one *HR class*: the first replica sent commits the workunit's
+``hr_class`` to the class of its host, and later replicas go only to hosts of that class.
+With homogeneous app version, the first send commits the workunit's ``app_version`` and every
+later replica runs that version. The transitioner un-commits both when only errors remain
+(backend.daemons.transitioner step 4), so a retry may go to another class.
+
+The HR type of an app is ``App.homogeneous_redundancy``, or the project's
+``<homogeneous_redundancy>`` when the app's is 0 (sched_hr.h app_hr_type). Type 1 (fine)
+classes hosts by OS and CPU model family, type 2 (coarse) by OS and CPU vendor, with AMD
+taken as Intel (``backend.daemons.hr``, BOINC's hr.cpp: an OS code plus a CPU code, so that
+classes keep BOINC's numbers). A host whose class is unknown (``hr_unknown_class``) gets no
+HR work, and no work at all when every app uses HR (sched_send.cpp send_work,
+``hr_unknown_platform``: "Your computer type is not supported by this project").
+
+The checks follow sched_check.cpp ``wu_is_infeasible_fast`` (``infeasible``) and the commit
+sched_send.cpp ``update_wu_on_send`` (``commit``): a conditional update ``WHERE hr_class IN
+(0, mine)`` / ``app_version IN (NULL, mine)``; a workunit another scheduler committed
+elsewhere meanwhile is not sent. A committed workunit comes before uncommitted ones of the
+same priority, as the feeder's ``infeasible_count = 1`` for a committed workunit raises its
+score by one (sched_score.cpp, ``score``).
+"""
+
+from django.db.models import Case, F, IntegerField, Q, Value, When
+
+from backend.daemons.hr import (  # noqa: F401  (the classes, re-exported)
+    ANDROID, COARSE, DARWIN, FINE, FREEBSD, LINUX, NO_OS, WINDOWS, class_name, hr_class,
+    hr_unknown_class, os_code,
+)
+from backend.events import event, record
+from backend.models import App, AppVersion, Host, Workunit
+
+def app_hr_type(app, config):
+    """sched_hr.h app_hr_type: the app's own HR type, else the project's."""
+    return app.homogeneous_redundancy or config.homogeneous_redundancy
+
+
+class HostClass:
+    """What the scheduler needs of one requesting host: its OS, CPU vendor and model."""
+
+    def __init__(self, host, request):
+        info = request.host_info
+        self.host_id = host.pk
+        self.os_name = info.os_name or host.os_name
+        self.vendor, self.model = info.p_vendor, info.p_model
+
+    def hr_class(self, hr_type):
+        return hr_class(self.os_name, self.vendor, self.model, hr_type)
+
+    def unknown(self, hr_type):
+        return hr_unknown_class(self.os_name, self.vendor, self.model, hr_type)
+
+
+def unknown_platform(host_class, config):
+    """sched_send.cpp send_work: True when every app uses HR and the host has no known class
+    in any of them (hr_unknown_platform); such a host is sent nothing."""
+    apps = list(App.objects.filter(deprecated=False).only("homogeneous_redundancy"))
+    if not apps or not all(app_hr_type(app, config) for app in apps):
+        return False
+    return all(host_class.unknown(app_hr_type(app, config)) for app in apps)
+
+
+# Why a job is not sent (sched_check.cpp's INFEASIBLE_HR, INFEASIBLE_HAV).
+HR, HAV = "hr", "homogeneous app version"
+
+
+def infeasible(wu, app, version, host_class, config):
+    """HR or HAV when ``wu`` cannot go to this host with ``version``, else "".
+
+    sched_check.cpp wu_is_infeasible_fast: an HR app's job never goes to a host of unknown
+    class, nor to one of another class than the workunit is committed to; a homogeneous app
+    version app's job committed to a version goes only with that version."""
+    hr_type = app_hr_type(app, config)
+    if hr_type:
+        if host_class.unknown(hr_type):
+            return HR
+        if wu.hr_class and wu.hr_class != host_class.hr_class(hr_type):
+            return HR
+    if app.homogeneous_app_version and wu.app_version_id:
+        if version.row is None or version.row.pk != wu.app_version_id:
+            return HAV
+    return ""
+
+
+def apps_of(versions):
+    """app id -> App, for the apps of ``versions`` (app id -> sched_send.Version)."""
+    return App.objects.in_bulk(list(versions))
+
+
+def version_for(wu, app, version, request, resource, cache):
+    """The version to send ``wu`` with: ``version`` (the host's best for the app), unless the
+    app uses homogeneous app version and the workunit is committed to another, which is then
+    the one, or None when the host cannot run it.
+
+    sched_version.cpp get_app_version / check_homogeneous_app_version: an anonymous-platform
+    client gets no homogeneous-app-version work; the committed version, deprecated or not,
+    must be for one of the client's platforms and use the resource being filled. ``cache``
+    (a dict) keeps the versions looked up during one request."""
+    if not app.homogeneous_app_version:
+        return version
+    if request.platform_name == "anonymous":
+        return None
+    if not wu.app_version_id or (version.row is not None
+                                 and version.row.pk == wu.app_version_id):
+        return version
+    if wu.app_version_id not in cache:
+        cache[wu.app_version_id] = committed_version(wu.app_version_id, request, resource)
+    return cache[wu.app_version_id]
+
+
+def committed_flops(wu, app, version, request, cache):
+    """The FLOPS a job of a workunit committed to a CPU app version without a plan class
+    runs at, or None for any other job: BOINC sends such a job with that version as a
+    sequential app at ``capped_host_fpops`` (sched_version.cpp check_homogeneous_app_version),
+    even when the version is the one it would have chosen anyway."""
+    if not (app.homogeneous_app_version and wu.app_version_id and version.row is not None):
+        return None
+    if version.row.plan_class or version.row.gpu_type:
+        return None
+    if "capped" not in cache:
+        cache["capped"] = capped_host_fpops(request.host_info.p_fpops)
+    return cache["capped"]
+
+
+def capped_host_fpops(fpops):
+    """sched_types.cpp capped_host_fpops: the host's benchmark, at most 1.1 × the 95th
+    percentile of the benchmarks of hosts with recent credit (over 10) once the project has
+    10 hosts (the feeder's PERF_INFO::get_from_db; 3.3 GFLOPS before)."""
+    p95 = 3.3e9
+    if Host.objects.count() >= 10:
+        credited = Host.objects.filter(expavg_credit__gt=10)
+        n = credited.count()
+        if n:
+            p95 = credited.order_by("p_fpops").values_list("p_fpops", flat=True)[
+                int(n * 95 / 100)]
+    return min(fpops, p95 * 1.1)
+
+
+def committed_version(app_version_id, request, resource):
+    """The sched_send.Version of app version ``app_version_id`` for this host, or None."""
+    from backend.daemons.sched_send import CPU, Version
+    from backend.daemons.sched_types import ReplyAppVersion
+
+    row = AppVersion.objects.filter(pk=app_version_id).select_related("app").first()
+    platforms = {request.platform_name, *request.alt_platforms}
+    gpu_type = "" if resource.name == CPU else resource.name
+    if row is None or row.platform not in platforms or row.gpu_type != gpu_type:
+        return None
+    reply = ReplyAppVersion(row.app.name, row.version_num, row.platform, row.plan_class,
+                            row.avg_ncpus, row.flops, row.gpu_type, row.gpu_usage)
+    return Version(row, reply, row.gpu_usage if gpu_type else row.avg_ncpus)
+
+
+def commit(chosen, host_class, config, apps, *, now):
+    """Commit the workunits of ``chosen`` ((result, version, runtime) tuples) to the host's
+    class and app version where their apps ask for it; return the tuples whose commit held.
+
+    sched_send.cpp update_wu_on_send: one conditional update per workunit, ``hr_class =
+    mine WHERE hr_class IN (0, mine)`` and ``app_version = mine WHERE app_version IN (NULL,
+    mine)``; no row changed means another scheduler committed it elsewhere meanwhile, and the
+    job is not sent. The first commit of a workunit is a lifecycle event."""
+    kept, events = [], []
+    for item in chosen:
+        result, version, _ = item
+        wu, app = result.workunit, apps[result.app_id]
+        hr_type = app_hr_type(app, config)
+        values, where = {}, Q(pk=result.workunit_id)
+        if app.homogeneous_app_version and version is not None and version.row is not None:
+            values["app_version_id"] = version.row.pk
+            where &= Q(app_version__isnull=True) | Q(app_version_id=version.row.pk)
+        if hr_type:
+            values["hr_class"] = host_class.hr_class(hr_type)
+            where &= Q(hr_class__in=(0, values["hr_class"]))
+        if not values:
+            kept.append(item)
+            continue
+        if not Workunit.objects.filter(where).update(**values):
+            continue  # "WU already sent to other HR class or app version"
+        for name, value in values.items():
+            if not getattr(wu, name):
+                events.append(event(time=now, actor="scheduler", workunit_id=wu.pk,
+                                    field=name.removesuffix("_id"), old=None, new=value,
+                                    reason=f"committed by the send to host {host_class.host_id}"))
+            setattr(wu, name, value)
+        kept.append(item)
+    record(events)
+    return kept
+
+
+def uses_hr(app_ids, config):
+    """Whether any of the apps ``app_ids`` uses homogeneous redundancy."""
+    if config.homogeneous_redundancy:
+        return True
+    return App.objects.filter(pk__in=app_ids, homogeneous_redundancy__gt=0).exists()
+
+
+def committed_first():
+    """The feeder's score bonus: 1 for a job whose workunit is committed to an HR class."""
+    return Case(When(workunit__hr_class__gt=0, then=Value(1)), default=Value(0),
+                output_field=IntegerField())
+
+
+def score():
+    """The order of unsent jobs: priority plus ``committed_first`` (sched_score.cpp)."""
+    return F("priority") + committed_first()
+
+
+def uncommit(wu, wu_event):
+    """transitioner.cpp: a workunit whose results so far are all errors is committed to no
+    HR class and no app version any more (``hr_class = 0``, ``app_version`` none), so its
+    retry may go to any host; ``wu_event(wu, field, old, new, reason)`` records each change.
+    The caller writes the row."""
+    why = "only errors remain: the retry may go to another platform"
+    if wu.hr_class:
+        wu_event(wu, "hr_class", wu.hr_class, 0, why)
+        wu.hr_class = 0
+    if wu.app_version_id:
+        wu_event(wu, "app_version", wu.app_version_id, None, why)
+        wu.app_version_id = None
+
+
+class Resends:
+    """Homogeneous redundancy and app version for one request's lost results
+    (sched_resend.cpp resend_lost_work): a lost result is resent only with the version its
+    workunit is committed to and to a host of its class, as a new send; resending commits the
+    workunit, and so does expiring one the host has a version for (both call
+    update_wu_on_send)."""
+
+    def __init__(self, host, request, config):
+        self.host_class, self.request, self.config = HostClass(host, request), request, config
+        self.apps, self.cache, self.expired = {}, {}, []
+
+    def app(self, result):
+        if result.app_id not in self.apps:
+            self.apps[result.app_id] = App.objects.get(pk=result.app_id)
+        return self.apps[result.app_id]
+
+    def version_for(self, result, resource, version):
+        if version is None:
+            return None
+        return version_for(result.workunit, self.app(result), version, self.request,
+                           resource, self.cache)
+
+    def infeasible(self, result, version):
+        why = infeasible(result.workunit, self.app(result), version, self.host_class,
+                         self.config)
+        return f"{why}: its workunit is committed elsewhere" if why else ""
+
+    def expire(self, result, version):
+        self.app(result)
+        self.expired.append((result, version, 0.0))
+
+    def commit(self, resent, *, now):
+        """Commit the workunits of the expired results and of ``resent``; return the
+        resent ones whose commit held, and the ids of the expired ones whose commit failed
+        (their workunit is committed elsewhere: BOINC then leaves the workunit's
+        transition_time and the reply's message out, sched_resend.cpp)."""
+        kept = commit(self.expired, self.host_class, self.config, self.apps, now=now)
+        failed = {r.pk for r, _, _ in self.expired} - {r.pk for r, _, _ in kept}
+        return commit(resent, self.host_class, self.config, self.apps, now=now), failed
+
+
+def feasible(app, version, host_class, config):
+    """A Q on results: those whose workunit ``infeasible`` lets go to this host with
+    ``version`` (everything when ``host_class`` is None)."""
+    if host_class is None:
+        return Q()
+    q = Q()
+    hr_type = app_hr_type(app, config)
+    if hr_type:
+        if host_class.unknown(hr_type):
+            return Q(pk__in=[])
+        q &= Q(workunit__hr_class__in=(0, host_class.hr_class(hr_type)))
+    if app.homogeneous_app_version:
+        if version.row is None:
+            return Q(pk__in=[])
+        q &= Q(workunit__app_version__isnull=True) | Q(workunit__app_version_id=version.row.pk)
+    return q
+

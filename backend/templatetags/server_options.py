@@ -1,0 +1,79 @@
+"""The project's homogeneous redundancy and job limit options, for the pages where an admin
+looks for them: the status page's configuration and a workunit's HR settings."""
+
+from django import template
+
+from backend.daemons import sched_hr
+from backend.daemons.sched_limit import project_job_limits
+
+register = template.Library()
+
+
+def _limit(rsc):
+    if not rsc.jobs:
+        return "–"
+    return f"{rsc.jobs} per processor" if rsc.per_proc else str(rsc.jobs)
+
+
+@register.simple_tag
+def server_options():
+    """(config.xml name, value, what it does) rows, or one row saying why the project's
+    config.xml could not be read."""
+    from backend.server_config import ConfigError, project_config
+
+    try:
+        config = project_config()
+    except ConfigError as error:
+        return [("config.xml", "unreadable", str(error))]
+    limits = project_job_limits(config)
+    rows = [
+        ("homogeneous_redundancy", {0: "0 (off)", 1: "1 (fine)", 2: "2 (coarse)"}[
+            config.homogeneous_redundancy],
+         "HR type of apps that set none; replicas go only to hosts of the first one's class"),
+        ("hr_class_static", "yes" if config.hr_class_static else "no",
+         "never un-commit a workunit's hr_class and app version"),
+        ("max_wus_to_send", config.max_wus_to_send or "no limit",
+         "jobs per request, per CPU (+ gpu_multiplier per GPU)"),
+        ("gpu_multiplier", config.gpu_multiplier, "what a GPU counts in jobs per request"),
+        ("max_wus_in_progress", config.max_wus_in_progress or "no limit",
+         "jobs in progress per CPU"),
+        ("max_wus_in_progress_gpu", config.max_wus_in_progress_gpu or "no limit",
+         "jobs in progress per GPU"),
+        ("min_sendwork_interval", f"{config.min_sendwork_interval} s"
+         if config.min_sendwork_interval else "0 (off)",
+         "least time between two requests that get work"),
+        ("report_max", config.report_max or "no limit", "reported results handled per request"),
+    ]
+    project = limits.project
+    if project.any_limit():
+        rows.append(("max_jobs_in_progress (project)",
+                     f"total {_limit(project.total)}, CPU {_limit(project.cpu)}, "
+                     f"GPU {_limit(project.gpu)}", "config_aux.xml and max_wus_in_progress"))
+    for name, limit in limits.apps:
+        rows.append((f"max_jobs_in_progress ({name})",
+                     f"total {_limit(limit.total)}, CPU {_limit(limit.cpu)}, "
+                     f"GPU {_limit(limit.gpu)}", "config_aux.xml"))
+    return rows
+
+
+@register.simple_tag
+def app_hr_type(app):
+    """An app's HR type in words, the project's when the app sets none."""
+    from backend.server_config import ConfigError, project_config
+
+    own = app.homogeneous_redundancy
+    if own:
+        return f"{own} ({app.get_homogeneous_redundancy_display()})"
+    try:
+        project = project_config().homogeneous_redundancy
+    except ConfigError:
+        project = 0
+    if project:
+        return f"{project} ({'fine' if project == 1 else 'coarse'}, the project's)"
+    return "off"
+
+
+@register.filter
+def hr_class_name(value):
+    """``267`` -> "267 (Linux, Intel Xeon)"; 0 -> "0 (not committed)"."""
+    return f"{value} ({sched_hr.class_name(value)})"
