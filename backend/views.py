@@ -19,10 +19,11 @@ from django_htmx.http import HttpResponseStopPolling
 
 from backend import charts, server_status
 from backend.actions import ACTIONS
-from backend.daemons.sched_types import project_config
+from backend.daemons.sched_types import SchedulerConfig, project_config
 from backend.daemons.sched_version import app_version_table, runtime_estimates
 from backend.forms import HostPrefsForm, WorkunitFilterForm, WorkunitIdsForm
 from backend.keyset import BadCursor, keyset_page
+from backend.server_config import ConfigError
 from backend.models import (
     App,
     AssimilateState,
@@ -90,7 +91,12 @@ def status(request):
         context["runtimes"] = [(app, figures.runtime(app.id))
                                for app in App.objects.only("id", "name").order_by("name")]
     if whole:
-        context["app_versions"] = app_version_table(project_config())
+        try:
+            config = project_config()
+        except ConfigError:
+            # the configuration panel (the server_options tag) says why it is unreadable
+            config = SchedulerConfig()
+        context["app_versions"] = app_version_table(config)
     if whole or panel == "history":
         samples = server_status.queue_history()
         key = ("history", json.dumps(samples, sort_keys=True))

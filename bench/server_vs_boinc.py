@@ -246,7 +246,9 @@ class Boincweb:
 
         from django.conf import settings
 
-        self.config = read_config_xml(Path(config_xml))
+        # BOINC's validator runs with --credit_from_wu (bench/boinc_server.py), so ours does
+        # the same credit work rather than CreditNew, its default
+        self.config = read_config_xml(Path(config_xml), credit_from_wu=True)
         self.analyzed = False
         for folder in (settings.UPLOAD_DIR, settings.DOWNLOAD_DIR):
             Path(folder).mkdir(parents=True, exist_ok=True)
