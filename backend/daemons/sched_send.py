@@ -373,9 +373,14 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
                 break
             if config.one_result_per_user_per_wu and result.workunit_id in taken_wus:
                 continue  # sched_check.cpp wu_already_in_reply
-            version = job_version(versions[result.app_id], result.workunit)
-            if version is None:
-                continue  # no version for this job (sched_version.job_version)
+            version = versions[result.app_id]
+            if not (host_class is not None and apps[result.app_id].homogeneous_app_version
+                    and result.workunit.app_version_id):
+                # get_app_version: a workunit committed to an app version (homogeneous app
+                # version) goes with that one, whatever version number it is pinned to
+                version = job_version(version, result.workunit)
+                if version is None:
+                    continue  # no version for this job (sched_version.job_version)
             if host_class is not None:
                 version = sched_hr.version_for(result.workunit, apps[result.app_id], version,
                                                request, resource, committed_versions)
@@ -446,12 +451,16 @@ def too_big(looked_at, notices, limit=100, host_class=None, config=None, reliabi
                   .filter(sched_hr.feasible(apps[app_id], version, host_class, config))
                   .filter(reliability.feasible(version) if reliability else Q())
                   .order_by("-priority", "workunit_id", "id")
-                  .values_list("workunit__rsc_memory_bound", "workunit__app_version_num")
+                  .values_list("workunit__rsc_memory_bound", "workunit__app_version_num",
+                               "workunit__app_version_id")
                   [:limit])
-        for bound, number in bounds:
+        for bound, number, committed in bounds:
             wu = Workunit(rsc_memory_bound=bound, app_version_num=number)
-            if job_version(version, wu) is None:
-                continue  # no version for this job: BOINC never checks its memory
+            if not (host_class is not None and apps[app_id].homogeneous_app_version
+                    and committed) and job_version(version, wu) is None:
+                # no version for this job: BOINC never checks its memory (a workunit
+                # committed to this version goes with it, whatever its pinned number)
+                continue
             text = memory_message(wu, version, resource)
             if text not in notices:
                 notices.append(text)

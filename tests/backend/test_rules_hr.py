@@ -219,6 +219,26 @@ def test_a_replica_is_sent_with_the_committed_version_not_the_newest(hav_project
     assert result.app_version == hav_project.old
 
 
+def test_a_committed_version_wins_over_the_version_number_the_workunit_is_pinned_to(hav_project):
+    # get_app_version checks the committed version before the pinned number: no version is
+    # numbered 555, yet the replica goes with the version its workunit is committed to
+    wu = hav_project.workunit(app_version=hav_project.old, app_version_num=555)
+    hav_project.result(wu)
+    reply = handle_request(hr_request(hav_project.host()), now=NOW)
+    assert [job.app_version.version_num for job in reply.results] == [90]
+
+
+def test_a_committed_job_too_big_for_the_host_is_named_whatever_its_pinned_number(hav_project):
+    wu = hav_project.workunit(app_version=hav_project.version, app_version_num=555,
+                              rsc_memory_bound=2e9)
+    hav_project.result(wu)
+    request = hr_request(hav_project.host())
+    request.host_info = dataclasses.replace(request.host_info, m_nbytes=1e9)
+    reply = handle_request(request, now=NOW)
+    assert reply.results == []
+    assert any("needs 1907.35 MB RAM" in m.text for m in reply.messages)
+
+
 def test_a_version_for_another_platform_keeps_the_replica_from_the_host(hav_project):
     wu = hav_project.workunit(app_version=hav_project.windows)
     hav_project.result(wu)
