@@ -145,7 +145,8 @@ def runtime_estimates_figure(series):
                        "x": times, "y": [got for _, _, got in points],
                        "marker": {"color": colour, "size": 7}})
     return _figure(traces, _layout("Runtime estimates and reported runtimes", 280,
-                                   yaxis={"title": {"text": "seconds"}, "rangemode": "tozero"}))
+                                   yaxis={"title": {"text": "seconds"}, "rangemode": "tozero",
+                                          "automargin": True}))
 
 
 def figure_json(fig):
@@ -165,6 +166,7 @@ def rac_figure(history):
           "y": [total for _, _, total in history], "mode": "lines", "yaxis": "y2",
           "line": {"color": UNSENT_COLOUR, "dash": "dot"}}],
         _layout("Recent average credit", 300,
-                yaxis={"title": {"text": "credit per day"}, "rangemode": "tozero"},
+                yaxis={"title": {"text": "credit per day"}, "rangemode": "tozero",
+                       "automargin": True},
                 yaxis2={"title": {"text": "total"}, "overlaying": "y", "side": "right",
-                        "rangemode": "tozero"}))
+                        "rangemode": "tozero", "automargin": True}))
