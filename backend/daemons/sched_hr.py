@@ -29,8 +29,9 @@ from backend.daemons.hr import (  # noqa: F401  (the classes, re-exported)
     ANDROID, COARSE, DARWIN, FINE, FREEBSD, LINUX, NO_OS, WINDOWS, class_name, hr_class,
     hr_unknown_class, os_code,
 )
+from backend.daemons.sched_version import capped_host_fpops
 from backend.events import event, record
-from backend.models import App, AppVersion, Host, Workunit
+from backend.models import App, AppVersion, Workunit
 
 def app_hr_type(app, config):
     """sched_hr.h app_hr_type: the app's own HR type, else the project's."""
@@ -106,7 +107,8 @@ def version_for(wu, app, version, request, resource, cache):
                                  and version.row.pk == wu.app_version_id):
         return version
     if wu.app_version_id not in cache:
-        cache[wu.app_version_id] = committed_version(wu.app_version_id, request, resource)
+        cache[wu.app_version_id] = committed_version(wu.app_version_id, request, resource,
+                                                     version.chooser)
     return cache[wu.app_version_id]
 
 
@@ -124,29 +126,28 @@ def committed_flops(wu, app, version, request, cache):
     return cache["capped"]
 
 
-def capped_host_fpops(fpops):
-    """sched_types.cpp capped_host_fpops: the host's benchmark, at most 1.1 × the 95th
-    percentile of the benchmarks of hosts with recent credit (over 10) once the project has
-    10 hosts (the feeder's PERF_INFO::get_from_db; 3.3 GFLOPS before)."""
-    p95 = 3.3e9
-    if Host.objects.count() >= 10:
-        credited = Host.objects.filter(expavg_credit__gt=10)
-        n = credited.count()
-        if n:
-            p95 = credited.order_by("p_fpops").values_list("p_fpops", flat=True)[
-                int(n * 95 / 100)]
-    return min(fpops, p95 * 1.1)
+def committed_version(app_version_id, request, resource, chooser=None):
+    """The sched_send.Version of app version ``app_version_id`` for this host, or None.
 
-
-def committed_version(app_version_id, request, resource):
-    """The sched_send.Version of app version ``app_version_id`` for this host, or None."""
+    check_homogeneous_app_version: the version must be for one of the client's platforms; a
+    version with a plan class must be feasible on the host (app_plan, through ``chooser``,
+    the request's sched_version.BestVersions), which also says which processor it uses; and
+    that processor must be the resource being filled."""
     from backend.daemons.sched_send import CPU, Version
     from backend.daemons.sched_types import ReplyAppVersion
+    from backend.daemons.sched_version import version_of
 
     row = AppVersion.objects.filter(pk=app_version_id).select_related("app").first()
     platforms = {request.platform_name, *request.alt_platforms}
+    if row is None or row.platform not in platforms:
+        return None
+    if chooser is not None and chooser.described(row):
+        usage = chooser.host_usage(row)
+        if usage is None or usage.proc_type != resource.name:
+            return None
+        return version_of(chooser, row, usage)
     gpu_type = "" if resource.name == CPU else resource.name
-    if row is None or row.platform not in platforms or row.gpu_type != gpu_type:
+    if row.gpu_type != gpu_type:
         return None
     reply = ReplyAppVersion(row.app.name, row.version_num, row.platform, row.plan_class,
                             row.avg_ncpus, row.flops, row.gpu_type, row.gpu_usage)

@@ -271,3 +271,20 @@ def test_random_factor_spreads_the_choice_until_the_host_has_samples(project, sp
         picked.append(reply.results[0].app_version.plan_class)
         Result.objects.update(server_state=ServerState.OVER)
     assert picked == ["avx"] * 20
+
+
+def test_a_workunit_committed_to_a_gpu_plan_class_version_goes_to_the_gpu(project, spec_file):
+    # homogeneous app version (check_homogeneous_app_version): the committed version's plan
+    # class says which processor it uses, though its row names no GPU type
+    project.app.homogeneous_app_version = True
+    project.app.save()
+    committed = AppVersion.objects.create(app=project.app, version_num=100, plan_class="cuda")
+    AppVersion.objects.create(app=project.app, version_num=101, plan_class="cuda")
+    project.result(project.workunit(app_version=committed))
+    host = project.host(p_ncpus=1, p_fpops=1e9)
+    request = work_request(host, cpu_req_secs=0, cpu_req_instances=0,
+                           gpu_requests=[GpuRequest("NVIDIA", req_secs=600, **NVIDIA_OK)])
+    reply = handle_request(request, now=NOW, config=config(spec_file))
+    assert [(job.resource, job.app_version.version_num) for job in reply.results] == [
+        ("NVIDIA", 100)]
+    assert reply.results[0].app_version.gpu_usage == 0.5
