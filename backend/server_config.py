@@ -72,19 +72,25 @@ def parse(source):
     return parse_document(source)[0]
 
 
-def parse_document(source):
-    """``(the <config> element, the <daemons> element or None)`` of a config.xml."""
+def xml_root(source, what, error_class):
+    """The root element of a project's XML file, ``source`` being a path or the text itself;
+    ``error_class`` (a message naming ``what``) when it cannot be read or parsed."""
     text = source
     if isinstance(source, Path) or (isinstance(source, str) and not source.lstrip().startswith(
             "<")):
         try:
             text = Path(source).read_text()
         except OSError as error:
-            raise ConfigError(f"cannot read {source}: {error.strerror}") from None
+            raise error_class(f"cannot read {source}: {error.strerror}") from None
     try:
-        root = ElementTree.fromstring(text)
+        return ElementTree.fromstring(text)
     except ElementTree.ParseError as error:
-        raise ConfigError(f"config.xml is not well-formed XML: {error}") from None
+        raise error_class(f"{what} is not well-formed XML: {error}") from None
+
+
+def parse_document(source):
+    """``(the <config> element, the <daemons> element or None)`` of a config.xml."""
+    root = xml_root(source, "config.xml", ConfigError)
     config = root if root.tag == "config" else root.find("config")
     if config is None:
         raise ConfigError("config.xml has no <config> section")

@@ -44,6 +44,7 @@ the workunit's estimate, as BOINC does until their host app version has MIN_HOST
 import math
 from dataclasses import dataclass, field
 
+from backend.daemons.host_app_version import HAV_AVG, running_average
 from backend.models import App, AppVersion
 
 COBBLESTONE_SCALE = 200 / 86400e9
@@ -52,7 +53,6 @@ MAX_GRANTED_CREDIT = 200 * 1000 * 365
 AVG_CPU_FPOPS = 4.3e9
 MIN_HOST_SAMPLES = 10
 MIN_VERSION_SAMPLES = 100
-HAV_AVG = (20, 0.01, 10)    # HAV_AVG_THRESH, HAV_AVG_WEIGHT, HAV_AVG_LIMIT
 AV_AVG = (100, 0.001, 10)   # AV_AVG_THRESH, AV_AVG_WEIGHT, AV_AVG_LIMIT
 # sched/sched_config.h
 CONS_VALID_HOST_SCALE = 10
@@ -93,24 +93,6 @@ class CreditOptions:
 
 def fpops_to_credit(fpops):
     return fpops * COBBLESTONE_SCALE
-
-
-def average_update(avg, n, sample, params):
-    """``(avg, n)`` after one more sample (lib/average.h AVERAGE::update with ``params`` =
-    (threshold, weight, limit)): the mean of the first ``threshold`` samples, then an
-    exponential average giving a new sample ``weight``; a sample over limit × a non-zero
-    average is cut to it; a negative sample is ignored."""
-    threshold, weight, limit = params
-    if sample < 0:
-        return avg, n
-    if n and avg and sample > avg * limit:
-        sample = avg * limit
-    n += 1
-    if n < threshold:
-        avg += (sample - avg) / n
-    else:
-        avg += weight * (sample - avg)
-    return avg, n
 
 
 def low_average(values):
@@ -204,7 +186,7 @@ def get_pfc(result, wu, app, version, hav, samples):
     ratio = raw_pfc / wu.rsc_fpops_est if wu.rsc_fpops_est else 0.0
     sample = ratio if hav is not None and not outlier and is_pfc_sane(ratio) else None
     if sample is not None:
-        hav.pfc_avg, hav.pfc_n = average_update(hav.pfc_avg, hav.pfc_n, sample, HAV_AVG)
+        hav.pfc_avg, hav.pfc_n = running_average(hav.pfc_avg, hav.pfc_n, sample, HAV_AVG)
     return pfc, mode, sample
 
 
@@ -301,7 +283,7 @@ def write_app_versions(samples, now, half_life):
                     .order_by("id"))
     for version in versions:
         for ratio in samples.pfc.get(version.pk, ()):
-            version.pfc_avg, version.pfc_n = average_update(
+            version.pfc_avg, version.pfc_n = running_average(
                 version.pfc_avg, version.pfc_n, ratio, AV_AVG)
         for credit, start in samples.credit.get(version.pk, ()):
             version.expavg_credit, version.expavg_time = update_average(

@@ -55,9 +55,7 @@ from backend.models import HostAppVersion
 
 DAY = 86400
 # BOINC's parameters for host app version averages (sched/credit.h HAV_AVG_*).
-AVG_THRESHOLD = 20
-AVG_WEIGHT = 0.01
-AVG_LIMIT = 10
+HAV_AVG = (20, 0.01, 10)  # HAV_AVG_THRESH, HAV_AVG_WEIGHT, HAV_AVG_LIMIT
 FIELDS = ("max_jobs_per_day", "n_jobs_today", "jobs_day", "turnaround_avg", "turnaround_n",
           "consecutive_valid", "et_avg", "et_n", "pfc_avg", "pfc_n")
 
@@ -74,19 +72,22 @@ def utc_day(now):
     return int(now) // DAY
 
 
-def running_average(avg, n, sample):
-    """``(avg, n)`` after one more sample (BOINC's AVERAGE::update, see the module docstring)."""
+def running_average(avg, n, sample, params=HAV_AVG):
+    """``(avg, n)`` after one more sample (lib/average.h AVERAGE::update with ``params`` =
+    (threshold, weight, limit), the host app version's by default; see the module
+    docstring): the mean of the first ``threshold`` samples, then an exponential average
+    giving a new sample ``weight``; a sample over limit × a non-zero average is cut to it (a
+    first sample of 0 must not pin the average at 0 for ever); a negative one is ignored."""
+    threshold, weight, limit = params
     if sample < 0:
         return avg, n
-    # average.h cuts only once there is a non-zero average: a first sample of 0 must not pin
-    # the average at 0 for ever
-    if n and avg and sample > avg * AVG_LIMIT:
-        sample = avg * AVG_LIMIT
+    if n and avg and sample > avg * limit:
+        sample = avg * limit
     n += 1
-    if n < AVG_THRESHOLD:
+    if n < threshold:
         avg += (sample - avg) / n
     else:
-        avg += AVG_WEIGHT * (sample - avg)
+        avg += weight * (sample - avg)
     return avg, n
 
 

@@ -26,8 +26,6 @@ sched_send.cpp work_needed, handle_request.cpp).
 """
 
 from dataclasses import dataclass, replace
-from pathlib import Path
-from xml.etree import ElementTree
 
 from backend.models import Result
 
@@ -107,16 +105,9 @@ def read_job_limits(source):
     ``<max_jobs_in_progress>`` element, with ``<project>`` and ``<app>`` (``<app_name>``)
     children (sched_limit.cpp JOB_LIMITS::parse). An ``<app>`` without a name is ignored, as
     BOINC does; a file without the element has no limits. Raises JobLimitsError."""
-    text = source
-    if isinstance(source, Path) or not str(source).lstrip().startswith("<"):
-        try:
-            text = Path(source).read_text()
-        except OSError as error:
-            raise JobLimitsError(f"cannot read {source}: {error.strerror}") from None
-    try:
-        root = ElementTree.fromstring(text)
-    except ElementTree.ParseError as error:
-        raise JobLimitsError(f"the job limits file is not well-formed XML: {error}") from None
+    from backend.server_config import xml_root
+
+    root = xml_root(source, "the job limits file", JobLimitsError)
     element = root if root.tag == "max_jobs_in_progress" else root.find(
         ".//max_jobs_in_progress")
     if element is None:

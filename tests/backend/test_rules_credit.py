@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from backend.daemons import credit, validator
+from backend.daemons import credit, host_app_version, validator
 from backend.models import (
     CreditHistory, Host, HostAppVersion, Outcome, Result, ServerState, Team, TeamAppCredit,
     UserAppCredit, UserCredit, ValidateState, Workunit,
@@ -37,12 +37,12 @@ def test_low_average_leans_towards_the_low_values():
 def test_averages_are_a_mean_then_exponential_with_samples_cut_at_ten_times():
     avg, n = 0.0, 0.0
     for sample in (2.0, 4.0):
-        avg, n = credit.average_update(avg, n, sample, credit.HAV_AVG)
+        avg, n = host_app_version.running_average(avg, n, sample, host_app_version.HAV_AVG)
     assert (avg, n) == (pytest.approx(3.0), 2)
     # an app version past AV_AVG_THRESH (100): weight 0.001
-    assert credit.average_update(1.0, 100, 2.0, credit.AV_AVG) == (pytest.approx(1.001), 101)
+    assert host_app_version.running_average(1.0, 100, 2.0, credit.AV_AVG) == (pytest.approx(1.001), 101)
     # 100 is cut to 10 x 3, the third sample of a mean: 3 + (30 - 3) / 3
-    assert credit.average_update(3.0, 2, 100.0, credit.HAV_AVG)[0] == pytest.approx(12.0)
+    assert host_app_version.running_average(3.0, 2, 100.0, host_app_version.HAV_AVG)[0] == pytest.approx(12.0)
 
 
 def row(**fields):
