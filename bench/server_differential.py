@@ -271,8 +271,11 @@ def random_versions(rng, case):
             zip(("compcap", "cuda", "driver", "ram_mb"), rng.choice(GPUS)),
             peak_flops=rng.choice([1e11, 1e12]), req_secs=rng.choice([0.0, 3600.0, 86400.0]),
             req_instances=rng.choice([0.0, 1.0]), estimated_delay=rng.choice([0.0, 3600.0]))
-    versions = [dict(id=1, version_num=100)]
-    for av_id in range(2, rng.randint(2, 6) + 1):
+    # the case's versions so far (the first, and homogeneous app version's other platform's,
+    # which workunits may be committed to), then 1-5 more
+    versions = list(case["app_versions"])
+    first_new = len(versions) + 1
+    for av_id in range(first_new, first_new + rng.randint(2, 6) - 1):
         versions.append(dict(
             id=av_id, version_num=rng.choice([100, 101, 102]),
             platform=rng.choice([PLATFORM, PLATFORM, PLATFORM_32]),
