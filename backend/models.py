@@ -540,6 +540,9 @@ class Workunit(models.Model):
     rsc_fpops_bound = models.FloatField(default=86400e9)
     rsc_memory_bound = models.FloatField(default=5e8)
     rsc_disk_bound = models.FloatField(default=1e9)
+    # The download speed (bytes/s) a host needs for this job; 0: any (sched_check.cpp
+    # check_bandwidth).
+    rsc_bandwidth_bound = models.FloatField(default=0.0)
     need_validate = models.BooleanField(default=False)
     canonical_result = models.ForeignKey(
         "Result", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

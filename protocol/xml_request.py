@@ -30,8 +30,8 @@ from defusedxml import ElementTree
 from defusedxml.common import DefusedXmlException
 
 from backend.daemons.sched_types import (
-    ClientAppVersion, GpuRequest, HostInfo, ReportedFile, ReportedResult, SchedulerRequest,
-    StickyFile, TimeStats,
+    ClientAppVersion, GlobalPrefs, GpuRequest, HostInfo, ReportedFile, ReportedResult,
+    SchedulerRequest, StickyFile, TimeStats,
 )
 from backend.models import GpuType
 
@@ -85,8 +85,9 @@ def parse_request(body):
         platform_name=text(root, "platform_name") or "x86_64-pc-linux-gnu",
         alt_platforms=[text(alt, "name") for alt in root.findall("alt_platform")
                        if text(alt, "name")],
-        host_info=host_info(root.find("host_info")),
+        host_info=host_info(root.find("host_info"), root),
         time_stats=time_stats(root.find("time_stats")),
+        global_prefs=global_prefs(root),
         work_req_seconds=number(root, "work_req_seconds"),
         cpu_req_secs=number(root, "cpu_req_secs"),
         cpu_req_instances=number(root, "cpu_req_instances"),
@@ -182,8 +183,16 @@ def flag(element, tag):
     return (child.text or "").strip() not in ("0",)
 
 
-def host_info(element):
+def host_info(element, root=None):
+    """``<host_info>``, with the disk BOINC uses (``<disk_usage>``) and the download speed it
+    measured (``<net_stats>``), both at the request's top level (sched_types.cpp
+    SCHEDULER_REQUEST::parse, HOST::parse_disk_usage, HOST::parse_net_stats)."""
     info = HostInfo()
+    if root is not None:
+        usage = root.find("disk_usage")
+        info.d_boinc_used_total = number(usage, "d_boinc_used_total")
+        info.d_boinc_used_project = number(usage, "d_boinc_used_project")
+        info.n_bwdown = number(root.find("net_stats"), "bwdown")
     if element is None:
         return info
     for name in ("domain_name", "host_cpid", "ip_addr", "p_vendor", "p_model", "os_name",
@@ -196,6 +205,25 @@ def host_info(element):
     for name in ("m_nbytes", "d_total", "d_free"):
         setattr(info, name, number(element, name))
     return info
+
+
+def global_prefs(root):
+    """The preferences the scheduler decides with (handle_request.cpp handle_global_prefs):
+    ``<working_global_preferences>`` when the client sends them, else
+    ``<global_preferences>``, else BOINC's defaults. Only the top level counts: the host has
+    no venue here, and BOINC then leaves every ``<venue>`` out (parse.cpp extract_venue).
+    RAM limits are percentages (GLOBAL_PREFS::parse)."""
+    element = root.find("working_global_preferences")
+    if element is None:
+        element = root.find("global_preferences")
+    prefs = GlobalPrefs()
+    if element is None:
+        return prefs
+    for name in ("disk_max_used_gb", "disk_max_used_pct", "disk_min_free_gb"):
+        setattr(prefs, name, number(element, name))
+    prefs.ram_max_used_busy_frac = number(element, "ram_max_used_busy_pct") / 100
+    prefs.ram_max_used_idle_frac = number(element, "ram_max_used_idle_pct") / 100
+    return prefs
 
 
 def time_stats(element):

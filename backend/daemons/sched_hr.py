@@ -238,6 +238,12 @@ class Resends:
             self.apps[result.app_id] = App.objects.get(pk=result.app_id)
         return self.apps[result.app_id]
 
+    def committed(self, result):
+        """Whether ``result``'s workunit goes with the version it is committed to (its app
+        uses homogeneous app version and the client is not on the anonymous platform)."""
+        return bool(self.app(result).homogeneous_app_version and result.workunit.app_version_id
+                    and self.request.platform_name != "anonymous")
+
     def version_for(self, result, resource, version):
         if version is None:
             return None
@@ -248,6 +254,14 @@ class Resends:
         why = infeasible(result.workunit, self.app(result), version, self.host_class,
                          self.config)
         return f"{why}: its workunit is committed elsewhere" if why else ""
+
+    def committed_flops(self, result, version):
+        """The capped host speed a job of a workunit committed to a CPU version without plan
+        class runs at, as for a new send (``committed_flops``); None for any other."""
+        if version is None:
+            return None
+        return committed_flops(result.workunit, self.app(result), version, self.request,
+                               self.cache)
 
     def expire(self, result, version):
         self.app(result)

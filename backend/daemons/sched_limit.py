@@ -20,7 +20,7 @@ sched_send.cpp work_needed, handle_request.cpp).
   is at its limit is skipped (send_work_score_type); once the project's limit for the type is
   reached, the type stops.
 - ``<min_sendwork_interval>`` S: a host that asked less than S seconds ago is sent no work,
-  told so, and asked to wait 1.01 × S (handle_request.cpp).
+  told how long to wait, and asked to wait 1.01 × S (handle_request.cpp).
 - ``<report_max>`` N: only the first N reported results are handled or acked
   (sched_result.cpp), and lost results are not resent in that request.
 """
@@ -199,14 +199,18 @@ def truncate_reports(request, config):
 
 
 def too_soon(last_rpc_time, now, config):
-    """Seconds the host must still wait when its previous request was less than
-    ``min_sendwork_interval`` ago (handle_request.cpp), else 0."""
+    """The seconds the host is told to wait when its previous request was less than
+    ``min_sendwork_interval`` ago (handle_request.cpp), else None.
+
+    BOINC measures the time since with dtime(), a fraction of a second past the request's
+    whole second, and truncates what is left: a second less than the whole seconds left,
+    and 0 in the last second."""
     if not config.min_sendwork_interval:
-        return 0
+        return None
     diff = now - last_rpc_time
     if diff < config.min_sendwork_interval:
-        return int(config.min_sendwork_interval - diff)
-    return 0
+        return max(int(config.min_sendwork_interval - diff) - 1, 0)
+    return None
 
 
 def min_request_delay(config):

@@ -9,18 +9,22 @@ met, or max_wus_to_send reached; the results not looked at stay in progress for 
 request):
 
 - it is **expired** if its workunit has an error or a canonical result, if the host has no
-  usable app version for it any more (app or version deprecated, GPU gone), or if it cannot
-  finish in time: the client's queue ahead (``estimated_delay``, plus the jobs resent before
-  it) and its runtime on this host, stretched by the host's availability, must fit before its
-  deadline (``new_deadline``). An expired result gets ``report_deadline = now - 1 +
+  usable app version for it any more (app or version deprecated, GPU gone), if the host lacks
+  the memory, disk or download bandwidth it needs (``sched_send.lacks``, with the notice BOINC
+  gives), or if it cannot finish in time: the client's queue ahead (``estimated_delay``, plus
+  the jobs resent before it) and its runtime on this host, stretched by the host's
+  availability, must fit before its deadline (``new_deadline``). The runtime is estimated as
+  a new send's is, a workunit committed to a CPU version without plan class (homogeneous app
+  version) running at the capped host speed (``sched_hr.committed_flops``, BOINC's
+  check_homogeneous_app_version). An expired result gets ``report_deadline = now - 1 +
   report_grace_period`` and its workunit ``transition_time`` lowered to that
   (update_wu_on_send), so a transitioner pass times it out (OVER/NO_REPLY) and makes a
   replacement;
-- otherwise it is **resent**: the same result goes back in the reply with the newest usable
-  app version, ``sent_time = now``, and the deadline below; it counts against the request
-  as a new job does (``sched_send.after_sending``). It is not counted in the host
-  app version's ``n_jobs_today`` (BOINC counts only new jobs) and is not held to the daily
-  quota.
+- otherwise it is **resent**: the same result goes back in the reply with the version a new
+  send would take (``VersionChooser``), ``sent_time = now``, and the deadline below; it
+  counts against the request as a new job does (``sched_send.after_sending``), its disk bound included. It is not
+  counted in the host app version's ``n_jobs_today`` (BOINC counts only new jobs), though a
+  version whose daily quota is used up is not resent with.
 
 Each change writes a lifecycle event and a reply message ("Resent lost task ..." or
 "Didn't resend lost task ... (expired)"). If anything was resent, the scheduler sends no new
@@ -41,26 +45,30 @@ from django.db.models import Case, Value, When
 
 from backend.daemons import sched_hr
 from backend.daemons.sched_send import (
-    CPU, after_sending, job_flops, locked_in_id_order, max_jobs_per_rpc, reply_results,
-    usable_versions,
+    CPU, add_notice, after_sending, apply_daily_quota, committed_only_versions, job_flops,
+    lacks, locked_in_id_order, max_jobs_per_rpc, notice, reply_results, usable_versions,
 )
+from backend.daemons.sched_version import job_version
 from backend.daemons.sched_types import Message
 from backend.events import event, record
-from backend.models import Result, ServerState, Workunit
+from backend.models import HostAppVersion, Result, ServerState, Workunit
 
 ACTOR = "scheduler"
 
 
-def resend_lost_results(host, request, resources, *, now, config, reply):
+def resend_lost_results(host, request, resources, *, now, config, reply, notices=None):
     """Resend or expire ``host``'s lost results (see the module docstring); ``resources`` are
-    the host's processor types (``sched_send.host_resources``). Returns how many were resent."""
+    the host's processor types (``sched_send.host_resources``). Returns how many were resent.
+    Why a result the host lacks memory, disk or bandwidth for was not resent goes to
+    ``notices`` (a list, when given), as BOINC's check_memory, check_disk and
+    check_bandwidth add it to the request's no-work messages."""
     kept = set(request.other_results or ()) | {report.name for report in request.results}
     lost = [(pk, wu_id) for pk, name, wu_id in Result.objects.filter(
         host=host, server_state=ServerState.IN_PROGRESS).values_list("id", "name", "workunit_id")
         if name not in kept]
     if not lost:
         return 0
-    chooser = VersionChooser(request, resources)
+    chooser = VersionChooser(host, request, resources, config=config, now=now)
     max_jobs = max_jobs_per_rpc(host, request, config)
     resent, expired = [], []
     homogeneous = sched_hr.Resends(host, request, config)
@@ -74,17 +82,27 @@ def resend_lost_results(host, request, resources, *, now, config, reply):
             if len(resent) >= max_jobs or not any(
                     r.req_secs > 0 or r.req_instances > 0 for r in wanted.values()):
                 break  # the request is filled (work_needed); the rest wait for later RPCs
-            resource, version = chooser.choose(result)
+            resource, version = chooser.choose(result, homogeneous.committed(result))
             version = homogeneous.version_for(result, resource, version)
             why = not_resendable(result, version) or homogeneous.infeasible(result, version)
             if not why:
-                runtime = result.workunit.rsc_fpops_est / job_flops(resource, version)
+                lacking = lacks(result.workunit, wanted[resource.name])
+                if lacking:
+                    why = f"the host lacks the {lacking} it needs"
+                    if notices is not None:
+                        add_notice(notices, notice(lacking, result.workunit, version,
+                                                   wanted[resource.name]))
+            if not why:
+                flops = homogeneous.committed_flops(result, version)
+                runtime = result.workunit.rsc_fpops_est / (flops or job_flops(resource, version))
                 deadline = new_deadline(result, wanted[resource.name], runtime, now=now)
                 if deadline is None:
                     why = "it cannot finish before its deadline"
                 else:
                     wanted[resource.name] = after_sending(wanted[resource.name],
                                                           [(result, version, runtime)])
+                    if resource.disk is not None:
+                        resource.disk.take(result.workunit)
                     # stored with the grace period, as mark_as_sent writes it
                     result.report_deadline = deadline + config.report_grace_period
                     resent.append((result, version, runtime))
@@ -107,20 +125,37 @@ def resend_lost_results(host, request, resources, *, now, config, reply):
 
 
 class VersionChooser:
-    """The version a lost result would be resent with: the newest the host can run now on
-    the processor type it was sent for (any type, GPUs first, on the anonymous platform)."""
+    """The version a lost result would be resent with, chosen as for a new send
+    (sched_resend.cpp calls get_app_version): the host's best version of the app on the
+    processor type the result was sent for (any type, GPUs first, when that is not known),
+    the pinned number's or a 64-bit one when the job needs it (``sched_version.job_version``),
+    the committed one under homogeneous app version (``sched_hr.Resends.version_for``); none
+    when the version's daily quota on this host is used up, as get_app_version skips such
+    versions (the resent job is still not counted in the quota)."""
 
-    def __init__(self, request, resources):
-        self.request, self.resources = request, resources
+    def __init__(self, host, request, resources, *, config, now):
+        self.host, self.request, self.resources = host, request, resources
+        self.config, self.now = config, now
+        self.havs = {hav.app_version_id: hav for hav in HostAppVersion.objects.filter(host=host)}
         self.cache = {}
 
     def versions(self, resource):
         if resource.name not in self.cache:
-            self.cache[resource.name] = usable_versions(self.request, resource)
+            config = self.config
+            versions = usable_versions(self.request, resource, self.host, config=config,
+                                       havs=self.havs, now=self.now)
+            apply_daily_quota(versions, self.havs, resource, now=self.now,
+                              quota=config.daily_result_quota,
+                              gpu_multiplier=config.gpu_multiplier)
+            versions.update(committed_only_versions(self.host, self.request, resource,
+                                                    versions, config=config, havs=self.havs,
+                                                    now=self.now))
+            self.cache[resource.name] = versions
         return self.cache[resource.name]
 
-    def choose(self, result):
-        """``(resource, version)``; version None when there is none."""
+    def choose(self, result, committed):
+        """``(resource, version)``; version None when there is none. ``committed``: the
+        result's workunit is committed to a version, which ``Resends.version_for`` takes."""
         if result.app_version is not None:
             wanted = [r for r in self.resources
                       if r.name == (result.app_version.gpu_type or CPU)]
@@ -128,8 +163,15 @@ class VersionChooser:
             wanted = self.resources
         for resource in wanted:
             version = self.versions(resource).get(result.app_id)
-            if version is not None:
-                return resource, version
+            if version is None:
+                continue
+            if not committed:
+                if version.committed_only:
+                    continue
+                version = job_version(version, result.workunit)
+                if version is None or (version.room is not None and version.room <= 0):
+                    continue
+            return resource, version
         return None, None
 
 

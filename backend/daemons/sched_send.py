@@ -5,11 +5,12 @@ looks at unsent results in the feeder's default order (``priority`` descending, 
 id: "do retries before new jobs"), of apps the host has a usable app version for, whose
 workunit has no error, and, with ``one_result_per_user_per_wu``, never a second result of one
 workunit for the same volunteer. Each job is checked as sched_check.cpp wu_is_infeasible_fast
-does (``infeasible``): its memory bound against the host's RAM, then its deadline, a check a
-host with nothing queued skips. Jobs are added until the request (seconds and instances, each
-job taking its duration stretched by the host's availability, times the CPUs it uses) is met
-or the jobs per RPC are reached, and never beyond an app version's daily quota on this host
-(§3.11). docs/server-fidelity.md lists each rule with the BOINC function it follows. Each send
+does (``infeasible``): its memory bound against the RAM the host lets BOINC use, its disk
+bound against the disk it may still fill, its bandwidth bound against its download speed,
+then its deadline, a check a host with nothing queued skips. Jobs are added until the
+request (seconds and instances, each job taking its duration stretched by the host's
+availability, times the CPUs it uses) is met or the jobs per RPC are reached, and never
+beyond an app version's daily quota on this host (§3.11). docs/server-fidelity.md lists each rule with the BOINC function it follows. Each send
 counts in the host app version's ``n_jobs_today``, creating the record on the first send
 (``backend.daemons.host_app_version``).
 
@@ -36,9 +37,9 @@ from django.db.models import Exists, F, OuterRef, Q
 
 from backend.daemons import sched_hr, sched_limit, sched_reliable
 from backend.daemons.host_app_version import count_sent, jobs_today, scaled_max_jobs_per_day
-from backend.daemons.sched_version import has_jobs_for, job_version
+from backend.daemons.sched_version import GIGA, has_jobs_for, job_version
 from backend.daemons.sched_types import (
-    Message, ReplyAppVersion, ReplyFile, ReplyResult, ReplyWorkunit,
+    Message, ReplyAppVersion, ReplyFile, ReplyResult, ReplyWorkunit, SchedulerConfig,
 )
 from backend.events import event, record
 from backend.models import (
@@ -53,17 +54,33 @@ CPU = "cpu"
 # sched_send.cpp: the host's RAM when the client gives none, and the least fraction of time
 # a host is taken to be available (FRAC_MIN, clamp_frac).
 DEFAULT_RAM_SIZE = 64e6
-MEGA = 1024 * 1024.0  # lib/util.h MEGA
+KILO = 1024.0  # lib/util.h KILO, MEGA
+MEGA = 1024 * KILO
 FRAC_MIN = 0.1
 # sched_config.cpp MAX_NCPUS: <max_ncpus>'s default, the CPUs counted for jobs per RPC.
 MAX_NCPUS = 64
+DEFAULT_CONFIG = SchedulerConfig()
+
+
+@dataclass
+class DiskSpace:
+    """The disk one request may still fill (sched_send.cpp ``g_wreq->disk_available``): what
+    max_allowable_disk allows at the start, less the ``rsc_disk_bound`` of each job added to
+    the reply, new or resent. One object is shared by the request's resources."""
+
+    available: float
+
+    def take(self, wu):
+        self.available -= wu.rsc_disk_bound
 
 
 @dataclass
 class Resource:
     """What the client asks of one processor type, and how fast this host runs it.
 
-    ``usable_ram`` is the memory a job may use (None: the caller does not model memory).
+    ``usable_ram`` is the memory a job may use (None: the caller does not model memory);
+    ``disk`` the request's DiskSpace (None: the caller does not model disk); ``n_bwdown`` the
+    host's measured download speed in bytes/s (0: never measured).
     """
 
     name: str
@@ -74,6 +91,8 @@ class Resource:
     available_frac: float
     count: int
     usable_ram: float | None = None
+    disk: DiskSpace | None = None
+    n_bwdown: float = 0.0
 
 
 def clamp_frac(frac):
@@ -83,12 +102,43 @@ def clamp_frac(frac):
 
 
 def usable_ram(request):
-    """sched_send.cpp get_mem_sizes: the host's RAM, 64 MB when it says 0 or less; None when
-    the request does not model memory (``HostInfo.m_nbytes`` None)."""
+    """sched_send.cpp get_mem_sizes: the host's RAM, 64 MB when it says 0 or less, times the
+    larger of the preferences' busy and idle RAM fractions when both are set (at most 1);
+    None when the request does not model memory (``HostInfo.m_nbytes`` None)."""
     ram = request.host_info.m_nbytes
     if ram is None:
         return None
-    return ram if ram > 0 else DEFAULT_RAM_SIZE
+    ram = ram if ram > 0 else DEFAULT_RAM_SIZE
+    prefs = request.global_prefs
+    busy, idle = prefs.ram_max_used_busy_frac, prefs.ram_max_used_idle_frac
+    if busy > 0 and idle > 0:
+        ram *= min(max(busy, idle), 1.0)
+    return ram
+
+
+def max_allowable_disk(request, config):
+    """sched_send.cpp max_allowable_disk: the bytes of disk the request's jobs may still take,
+    or None when the request does not model disk (``HostInfo.d_free`` None).
+
+    The preferences' ``disk_min_free_gb`` is raised to the project's
+    ``default_disk_min_free_gb``. A client that says how much BOINC uses
+    (``d_boinc_used_total``, not 0) gets the least of: free space less that minimum,
+    ``disk_max_used_pct`` of the disk less BOINC's use, and ``disk_max_used_gb`` less BOINC's
+    use (each percentage and size only when above 0). Otherwise only the free space less the
+    minimum counts. Never below 0: a client that reports no free disk gets no job that needs
+    any."""
+    info, prefs = request.host_info, request.global_prefs
+    if info.d_free is None:
+        return None
+    min_free = max(prefs.disk_min_free_gb, config.default_disk_min_free_gb)
+    allowed = info.d_free - min_free * GIGA
+    used = info.d_boinc_used_total
+    if used:
+        if prefs.disk_max_used_pct > 0:
+            allowed = min(allowed, (info.d_total or 0.0) * prefs.disk_max_used_pct / 100 - used)
+        if prefs.disk_max_used_gb > 0:
+            allowed = min(allowed, prefs.disk_max_used_gb * GIGA - used)
+    return max(allowed, 0.0)
 
 
 @dataclass
@@ -108,37 +158,44 @@ class Version:
     # decides), and the chooser of the version for jobs that need another (pinned or 64-bit).
     projected_flops: float = 0.0
     chooser: object = None
+    # Stands for no version of the app on this resource (``committed_only_versions``): only
+    # jobs whose workunits are committed to a version are looked at, with that version.
+    committed_only: bool = False
 
 
-def requested_resources(host, request):
+def requested_resources(host, request, config=DEFAULT_CONFIG):
     """The resources with a work request, GPU types first (``send_work_score_type`` order).
 
     sched_send.cpp send_work: a request is per resource only when some resource asks for
     seconds (``rsc_spec_request``); then a resource needs work if it asks for seconds or
     instances. Instances alone ask for nothing."""
-    resources = host_resources(host, request)
+    resources = host_resources(host, request, config)
     if not any(r.req_secs for r in resources):
         return []
     return [r for r in resources if r.req_secs > 0 or r.req_instances > 0]
 
 
-def host_resources(host, request):
-    """Every processor type of the host, GPU types first, with what the client asks of each."""
+def host_resources(host, request, config=DEFAULT_CONFIG):
+    """Every processor type of the host, GPU types first, with what the client asks of each;
+    all share one DiskSpace (send_work_setup: ``disk_available = max_allowable_disk()``)."""
     stats = request.time_stats
     ram = usable_ram(request)
+    allowed = max_allowable_disk(request, config)
+    disk = None if allowed is None else DiskSpace(allowed)
+    bwdown = request.host_info.n_bwdown
     found = []
     for gpu in request.gpu_requests:
         if gpu.count > 0:
             found.append(Resource(gpu.type, gpu.req_secs, gpu.req_instances,
                                   gpu.estimated_delay, gpu.peak_flops,
                                   clamp_frac(stats.on_frac * stats.gpu_active_frac), gpu.count,
-                                  ram))
+                                  ram, disk, bwdown))
     cpu_secs = request.cpu_req_secs
     if not cpu_secs and not request.cpu_req_instances and not request.gpu_requests:
         cpu_secs = request.work_req_seconds  # clients before per-resource requests
     found.append(Resource(CPU, cpu_secs, request.cpu_req_instances, request.estimated_delay,
                           host.p_fpops, clamp_frac(stats.on_frac * stats.active_frac),
-                          host.p_ncpus, ram))
+                          host.p_ncpus, ram, disk, bwdown))
     return found
 
 
@@ -187,6 +244,30 @@ def usable_versions(request, resource, host=None, *, config=None, havs=None, now
     return found
 
 
+def committed_only_versions(host, request, resource, versions, *, config, havs, now):
+    """app id -> a Version standing for none, for each homogeneous-app-version app the host
+    has no version of on ``resource`` (``versions``: the ones it has). Such an app's jobs
+    whose workunits are committed to a version still go with that one: get_app_version
+    looks at the commitment (check_homogeneous_app_version, which takes the committed
+    version even when the feeder no longer holds it) before it looks for a version of its
+    own. Its other jobs get none. Never for the anonymous platform, which gets no
+    homogeneous-app-version work."""
+    if request.platform_name == "anonymous":
+        return {}
+    apps = list(App.objects.filter(deprecated=False, homogeneous_app_version=True)
+                .exclude(pk__in=list(versions)).values_list("id", flat=True))
+    if not apps:
+        return {}
+    from backend.daemons.sched_version import BestVersions
+
+    # a chooser of no versions of its own, for the committed versions' plan classes
+    chooser = BestVersions(host, request, resource, config=config, havs=havs, now=now,
+                           rows={})
+    chooser.make = Version
+    return {app_id: Version(None, None, 0.0, chooser=chooser, committed_only=True)
+            for app_id in apps}
+
+
 def job_flops(resource, version):
     """The FLOPS a job of ``version`` gets on this host's ``resource``."""
     if version.projected_flops > 0:
@@ -204,7 +285,8 @@ RESULT_COLUMNS = ("id", "name", "random", "app_id", "workunit_id", "priority",
                   "infeasible_since", "server_state")
 WORKUNIT_COLUMNS = ("workunit__id", "workunit__name", "workunit__rsc_fpops_est",
                     "workunit__rsc_fpops_bound", "workunit__rsc_memory_bound",
-                    "workunit__rsc_disk_bound", "workunit__delay_bound",
+                    "workunit__rsc_disk_bound", "workunit__rsc_bandwidth_bound",
+                    "workunit__delay_bound",
                     "workunit__app_version_num", "workunit__hr_class",
                     "workunit__app_version_id")
 FIRST_CHUNK = 32
@@ -249,9 +331,12 @@ def candidates(host, app_ids, limit, config):
         chunk *= 2
 
 
-def send_work(host, request, *, now, config, reply):
-    """Send jobs for each requested resource; fill ``reply.results``; return how many."""
-    resources = requested_resources(host, request)
+def send_work(host, request, *, now, config, reply, notices=None):
+    """Send jobs for each requested resource; fill ``reply.results``; return how many.
+
+    ``notices``: the request's no-work messages so far (the lost-result resend's, which
+    BOINC also gives when this sends nothing)."""
+    resources = requested_resources(host, request, config)
     if not resources:
         return 0
     host_class = sched_hr.HostClass(host, request)
@@ -261,6 +346,7 @@ def send_work(host, request, *, now, config, reply):
     resources = [r for r in resources if not in_progress.project_exceeded(r.name)]
     if not resources:
         reply.messages.append(Message("No tasks sent", "low"))
+        reply.messages.extend(Message(text, "notice") for text in notices or ())
         reply.messages.append(Message("This computer has reached a limit on tasks in progress",
                                       "low"))
         return 0
@@ -268,7 +354,8 @@ def send_work(host, request, *, now, config, reply):
     havs = {hav.app_version_id: hav for hav in HostAppVersion.objects.filter(host=host)}
     reliability = sched_reliable.Reliability(host, request, havs, config)
     taken_wus = set()
-    sent, limited, notices = [], [], []
+    sent, limited = [], []
+    notices = [] if notices is None else notices
     looked_at = {}
     for resource in resources:
         versions = usable_versions(request, resource, host, config=config, havs=havs, now=now,
@@ -277,7 +364,10 @@ def send_work(host, request, *, now, config, reply):
         limited.extend(apply_daily_quota(versions, havs, resource, now=now,
                                          quota=config.daily_result_quota,
                                          gpu_multiplier=config.gpu_multiplier))
+        committed_only = committed_only_versions(host, request, resource, versions,
+                                                 config=config, havs=havs, now=now)
         versions = {app_id: v for app_id, v in versions.items() if v.room is None or v.room > 0}
+        versions.update(committed_only)
         if not versions or len(sent) >= max_jobs:
             continue
         by_locality = {app_id: v for app_id, v in versions.items()
@@ -311,8 +401,8 @@ def send_work(host, request, *, now, config, reply):
         # has work_req_seconds, which BOINC's client sets to its CPU request (a simulated
         # host's request says cpu_req_secs only).
         reply.messages.append(Message("No tasks sent", "low"))
-        too_big(looked_at, notices, host_class=host_class, config=config,
-                reliability=reliability)
+        lacking_notices(looked_at, notices, host_class=host_class, config=config,
+                        reliability=reliability)
         reply.messages.extend(Message(text, "notice") for text in notices)
     return len(sent)
 
@@ -356,7 +446,8 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
     (``candidates``, or locality scheduling's results for one file). Each job is checked as
     sched_check.cpp wu_is_infeasible_fast does (``infeasible``); each one sent lowers the
     request and raises the estimated delay as add_result_to_reply does (``after_sending``).
-    A job refused for memory adds BOINC's message to ``notices`` (a list, when given), once.
+    A job refused for memory, disk or bandwidth adds BOINC's message to ``notices`` (a list,
+    when given), once.
     With ``host_class`` (sched_hr.HostClass) and ``request``, homogeneous redundancy and
     homogeneous app version apply (backend.daemons.sched_hr); with ``in_progress``
     (sched_limit.InProgress), the limits on jobs in progress (backend.daemons.sched_limit);
@@ -378,6 +469,8 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
                     and result.workunit.app_version_id):
                 # get_app_version: a workunit committed to an app version (homogeneous app
                 # version) goes with that one, whatever version number it is pinned to
+                if version.committed_only:
+                    continue
                 version = job_version(version, result.workunit)
                 if version is None:
                     continue  # no version for this job (sched_version.job_version)
@@ -407,8 +500,12 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
                     break
             if why:
                 refused.append((result, version, why))
+                if notices is not None:
+                    add_notice(notices, notice(why, result.workunit, version, resource))
                 continue
             chosen.append((result, version, runtime))
+            if resource.disk is not None:
+                resource.disk.take(result.workunit)
             taken_wus.add(result.workunit_id)
             if in_progress is not None:
                 in_progress.register(apps[result.app_id].name, resource.name)
@@ -426,73 +523,121 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
                    now=now, quota=config.daily_result_quota)
     if fallen:
         make_due(fallen, now=now)
-    if notices is not None:
-        for result, version, why in refused:
-            text = memory_message(result.workunit, version, resource) if why == MEMORY else ""
-            if text and text not in notices:
-                notices.append(text)
     return sent
 
 
-def too_big(looked_at, notices, limit=100, host_class=None, config=None, reliability=None):
-    """Add the memory message of unsent jobs too big for the host that the request did not
-    look at (BOINC checks memory before one_result_per_user_per_wu, which our candidates
-    query applies first), as BOINC would for the jobs in its shared-memory cache (at most
-    ``limit``, its default size). Jobs homogeneous redundancy keeps from the host are left
-    out, and so are jobs that need a reliable host when this version is not one
-    (``sched_reliable.Reliability.feasible``), as BOINC checks those first."""
+def add_notice(notices, text):
+    """WORK_REQ::add_no_work_message: each text once."""
+    if text and text not in notices:
+        notices.append(text)
+
+
+def lacking_notices(looked_at, notices, limit=100, host_class=None, config=None,
+                    reliability=None):
+    """Add the memory, disk and bandwidth notices of unsent jobs the host lacks something
+    for that the request did not look at (BOINC checks these before
+    one_result_per_user_per_wu, which our candidates query applies first), as BOINC would
+    for the jobs in its shared-memory cache (at most ``limit``, its default size). Jobs
+    homogeneous redundancy keeps from the host are left out, and so are jobs that need a
+    reliable host when this version is not one (``sched_reliable.Reliability.feasible``), as
+    BOINC checks those first. Called when nothing was sent, so the disk left is still the
+    request's whole allowance."""
     apps = App.objects.in_bulk(list(looked_at))
     for app_id, (version, resource) in looked_at.items():
-        if resource.usable_ram is None:
+        short = Q(pk__in=[])
+        if resource.usable_ram is not None:
+            short |= Q(workunit__rsc_memory_bound__gt=resource.usable_ram)
+        if resource.disk is not None:
+            short |= Q(workunit__rsc_disk_bound__gt=resource.disk.available)
+        if resource.n_bwdown:
+            short |= Q(workunit__rsc_bandwidth_bound__gt=resource.n_bwdown)
+        if resource.usable_ram is None and resource.disk is None and not resource.n_bwdown:
             continue
-        bounds = (Result.objects.filter(server_state=ServerState.UNSENT, app_id=app_id,
-                                        workunit__error_mask=0,
-                                        workunit__rsc_memory_bound__gt=resource.usable_ram)
-                  .filter(sched_hr.feasible(apps[app_id], version, host_class, config))
-                  .filter(reliability.feasible(version) if reliability else Q())
-                  .order_by("-priority", "workunit_id", "id")
-                  .values_list("workunit__rsc_memory_bound", "workunit__app_version_num",
-                               "workunit__app_version_id")
-                  [:limit])
-        for bound, number, committed in bounds:
-            wu = Workunit(rsc_memory_bound=bound, app_version_num=number)
+        rows = (Result.objects.filter(server_state=ServerState.UNSENT, app_id=app_id,
+                                      workunit__error_mask=0)
+                .filter(short)
+                .filter(sched_hr.feasible(apps[app_id], version, host_class, config))
+                .filter(reliability.feasible(version) if reliability else Q())
+                .order_by("-priority", "workunit_id", "id")
+                .values_list("workunit__rsc_memory_bound", "workunit__rsc_disk_bound",
+                             "workunit__rsc_bandwidth_bound", "workunit__app_version_num",
+                             "workunit__app_version_id")
+                [:limit])
+        for memory, disk, bandwidth, number, committed in rows:
+            wu = Workunit(rsc_memory_bound=memory, rsc_disk_bound=disk,
+                          rsc_bandwidth_bound=bandwidth, app_version_num=number)
             if not (host_class is not None and apps[app_id].homogeneous_app_version
                     and committed) and job_version(version, wu) is None:
-                # no version for this job: BOINC never checks its memory (a workunit
-                # committed to this version goes with it, whatever its pinned number)
+                # no version for this job: BOINC never checks it (a workunit committed to
+                # this version goes with it, whatever its pinned number)
                 continue
-            text = memory_message(wu, version, resource)
-            if text not in notices:
-                notices.append(text)
+            add_notice(notices, notice(lacks(wu, resource), wu, version, resource))
 
 
-def memory_message(wu, version, resource):
-    """sched_check.cpp check_memory's message."""
-    return (f"{version.reply.app_name} needs {wu.rsc_memory_bound / MEGA:.2f} MB RAM but only "
-            f"{resource.usable_ram / MEGA:.2f} MB is available for use.")
+# Why a job is not sent to this host (sched_check.cpp's INFEASIBLE_MEM, INFEASIBLE_DISK,
+# INFEASIBLE_BANDWIDTH, INFEASIBLE_CPU).
+MEMORY, DISK, BANDWIDTH, DEADLINE = "memory", "disk", "bandwidth", "deadline"
 
 
+def lacks(wu, resource):
+    """MEMORY, DISK or BANDWIDTH when the host lacks what ``wu`` needs, else "": the checks
+    of sched_check.cpp wu_is_infeasible_fast before the deadline, in its order.
 
-
-# Why a job is not sent to this host (sched_check.cpp's INFEASIBLE_MEM, INFEASIBLE_CPU).
-MEMORY, DEADLINE = "memory", "deadline"
+    check_memory: ``rsc_memory_bound`` above the usable RAM; check_disk: ``rsc_disk_bound``
+    above the disk the request may still fill (``DiskSpace``); check_bandwidth: a
+    ``rsc_bandwidth_bound`` (0: none) above the host's measured download speed, a check
+    skipped while the host has measured none (``n_bwdown`` 0, "the host has never downloaded
+    anything"). Each is strict: a bound equal to what the host has fits."""
+    if resource.usable_ram is not None and wu.rsc_memory_bound > resource.usable_ram:
+        return MEMORY
+    if resource.disk is not None and wu.rsc_disk_bound > resource.disk.available:
+        return DISK
+    if (wu.rsc_bandwidth_bound and resource.n_bwdown
+            and wu.rsc_bandwidth_bound > resource.n_bwdown):
+        return BANDWIDTH
+    return ""
 
 
 def infeasible(wu, resource, runtime, config):
-    """Why ``wu`` cannot go to this host (MEMORY or DEADLINE), or "" when it can.
+    """Why ``wu`` cannot go to this host (MEMORY, DISK, BANDWIDTH or DEADLINE), or "" when
+    it can.
 
-    sched_check.cpp: check_memory refuses a job whose ``rsc_memory_bound`` exceeds the host's
-    usable RAM; check_deadline (skipped with ``ignore_delay_bound``) skips the check for a
-    host with nothing queued on this resource ("everyone gets one result, no matter how slow
-    they are"), and otherwise refuses when the queue ahead plus the job's runtime stretched by
-    the host's availability (estimate_duration) exceeds ``delay_bound``, strictly.
+    sched_check.cpp wu_is_infeasible_fast: first what the host lacks (``lacks``), then
+    check_deadline (skipped with ``ignore_delay_bound``), which skips the check for a host
+    with nothing queued on this resource ("everyone gets one result, no matter how slow they
+    are"), and otherwise refuses when the queue ahead plus the job's runtime stretched by the
+    host's availability (estimate_duration) exceeds ``delay_bound``, strictly. The runtime
+    is the computing alone: BOINC's estimate_duration adds no time for downloading the
+    job's input files.
     """
-    if resource.usable_ram is not None and wu.rsc_memory_bound > resource.usable_ram:
-        return MEMORY
+    why = lacks(wu, resource)
+    if why:
+        return why
     if config.ignore_delay_bound or resource.estimated_delay == 0:
         return ""
     if resource.estimated_delay + runtime / resource.available_frac > wu.delay_bound:
         return DEADLINE
+    return ""
+
+
+def notice(why, wu, version, resource):
+    """The notice sched_check.cpp gives the volunteer for a job refused for ``why`` (memory,
+    disk or bandwidth; "" for the others, which give none), with the host's figures of the
+    moment (the disk left shrinks as jobs are added). MB are 2^20 bytes and KB 2^10
+    (lib/util.h); BOINC writes two spaces between the sentences."""
+    app = version.reply.app_name
+    if why == MEMORY:
+        return (f"{app} needs {wu.rsc_memory_bound / MEGA:.2f} MB RAM but only "
+                f"{resource.usable_ram / MEGA:.2f} MB is available for use.")
+    if why == DISK:
+        available = resource.disk.available
+        return (f"{app} needs {(wu.rsc_disk_bound - available) / MEGA:.2f}MB more disk "
+                f"space.  You currently have {available / MEGA:.2f} MB available and it needs "
+                f"{wu.rsc_disk_bound / MEGA:.2f} MB.")
+    if why == BANDWIDTH:
+        return (f"{app} requires {wu.rsc_bandwidth_bound / KILO:.2f} KB/sec download "
+                f"bandwidth.  Your computer has been measured at "
+                f"{resource.n_bwdown / KILO:.2f} KB/sec.")
     return ""
 
 

@@ -29,8 +29,16 @@ class HostInfo:
     # None: the caller does not model memory (a simulated host), so no memory check; a real
     # client always says, and 0 or less then means BOINC's default of 64 MB.
     m_nbytes: float | None = None
-    d_total: float = 0.0
-    d_free: float = 0.0
+    # The disk (bytes): None for d_total and d_free means the caller does not model disk (a
+    # simulated host), so no disk check; a real client always says, and 0 then means no room.
+    # d_boinc_used_total and d_boinc_used_project come from the request's <disk_usage>.
+    d_total: float | None = None
+    d_free: float | None = None
+    d_boinc_used_total: float = 0.0
+    d_boinc_used_project: float = 0.0
+    # The download speed measured by the client (<net_stats><bwdown>, bytes/s); 0: it has
+    # never downloaded anything, and BOINC's bandwidth check is skipped.
+    n_bwdown: float = 0.0
     os_name: str = ""
     os_version: str = ""
     # The CPU's features ("sse3 avx2 ..."), which plan classes' <cpu_feature> look for.
@@ -46,6 +54,20 @@ class TimeStats:
     cpu_and_network_available_frac: float = 1.0
     active_frac: float = 1.0
     gpu_active_frac: float = 1.0
+
+
+@dataclass
+class GlobalPrefs:
+    """The volunteer's global preferences the scheduler reads (sched_types.cpp
+    GLOBAL_PREFS::parse): the request's ``<working_global_preferences>``, else its
+    ``<global_preferences>``. BOINC's defaults are all 0 (no limit); the RAM fractions are
+    the percentages the client gives, over 100."""
+
+    disk_max_used_gb: float = 0.0
+    disk_max_used_pct: float = 0.0
+    disk_min_free_gb: float = 0.0
+    ram_max_used_busy_frac: float = 0.0
+    ram_max_used_idle_frac: float = 0.0
 
 
 @dataclass
@@ -137,6 +159,7 @@ class SchedulerRequest:
     alt_platforms: list[str] = field(default_factory=list)
     host_info: HostInfo = field(default_factory=HostInfo)
     time_stats: TimeStats = field(default_factory=TimeStats)
+    global_prefs: GlobalPrefs = field(default_factory=GlobalPrefs)
     work_req_seconds: float = 0.0
     cpu_req_secs: float = 0.0
     cpu_req_instances: float = 0.0
@@ -324,6 +347,9 @@ class SchedulerConfig:
     max_wus_in_progress: int = 0
     max_wus_in_progress_gpu: int = 0
     job_limits: object = None
+    # The least free disk a host keeps, in GB, when its preferences ask for less
+    # (sched_send.cpp max_allowable_disk; <default_disk_min_free_gb>, BOINC's default 1).
+    default_disk_min_free_gb: float = 1.0
     # Seconds a host must wait after its last request before it is sent work again
     # (handle_request.cpp); 0: no wait.
     min_sendwork_interval: int = 0
@@ -358,6 +384,11 @@ class SchedulerConfig:
                 and 0 <= self.reliable_reduced_delay_bound <= 1):
             raise ValueError("reliable_reduced_delay_bound must be a fraction from 0 to 1, not "
                              f"{self.reliable_reduced_delay_bound!r}")
+        minimum = self.default_disk_min_free_gb
+        if (isinstance(minimum, bool) or not isinstance(minimum, (int, float))
+                or not 0 <= minimum < float("inf")):
+            raise ValueError("default_disk_min_free_gb must be a number of GB, 0 or more, not "
+                             f"{minimum!r}")
         if self.homogeneous_redundancy not in (0, 1, 2):
             raise ValueError("homogeneous_redundancy must be 0, 1 (fine) or 2 (coarse), not "
                              f"{self.homogeneous_redundancy!r}")

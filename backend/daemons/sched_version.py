@@ -304,7 +304,11 @@ def best_versions(host, request, resource, *, config, havs, now, make, notices=N
     for app_id in rows:
         chosen = chooser.choose(app_id)
         if chosen is None:
-            chooser.used((app_id, False, 0))  # its jobs find no version: say why
+            # its jobs find no version: say why, for the kinds of job it has (a job pinned to
+            # a version number never looks at the others' plan classes)
+            for needs_64b, number in unsent_job_kinds(app_id, request.platform_name):
+                chooser.choose(app_id, needs_64b=needs_64b, version_num=number)
+                chooser.used((app_id, needs_64b, number))
         else:
             found[app_id] = version_of(chooser, *chosen)
             chooser.variants[(app_id, False, 0)] = found[app_id]
@@ -333,6 +337,22 @@ def has_jobs_for(version):
     return (Result.objects.filter(server_state=ServerState.UNSENT, app_id=version.row.app_id)
             .filter(Q(workunit__app_version_num=0)
                     | Q(workunit__app_version_num=version.row.version_num)).exists())
+
+
+def unsent_job_kinds(app_id, platform):
+    """The (needs 64 bits, pinned version number) kinds of the app's unsent jobs, as
+    get_app_version tells them apart; a workunit committed to an app version (homogeneous
+    app version) is left out, as its version is never chosen."""
+    from backend.models import Result, ServerState
+
+    unsent = Result.objects.filter(server_state=ServerState.UNSENT, app_id=app_id,
+                                   workunit__app_version__isnull=True)
+    limit = max_32b_address_space(platform)
+    return sorted({(needs_64b, number) for needs_64b, size in (
+        (False, Q(workunit__rsc_memory_bound__lte=limit)),
+        (True, Q(workunit__rsc_memory_bound__gt=limit)))
+        for number in unsent.filter(size).order_by().values_list(
+            "workunit__app_version_num", flat=True).distinct()})
 
 
 def job_version(version, wu):

@@ -144,6 +144,14 @@ def check_request(request):
     string(info.os_name, "host_info.os_name", Host, "os_name")
     whole(info.p_ncpus, "host_info.p_ncpus", Host, "p_ncpus", minimum=1)
     real(info.p_fpops, "host_info.p_fpops", positive=True)
+    for name in ("m_nbytes", "d_total", "d_free"):
+        if getattr(info, name) is not None:
+            real(getattr(info, name), f"host_info.{name}")
+    for name in ("d_boinc_used_total", "d_boinc_used_project", "n_bwdown"):
+        real(getattr(info, name), f"host_info.{name}", minimum=0)
+    for name in ("disk_max_used_gb", "disk_max_used_pct", "disk_min_free_gb",
+                 "ram_max_used_busy_frac", "ram_max_used_idle_frac"):
+        real(getattr(request.global_prefs, name), f"global_prefs.{name}", minimum=0)
     for name in ("on_frac", "connected_frac", "cpu_and_network_available_frac", "active_frac",
                  "gpu_active_frac"):
         value = getattr(stats, name)
@@ -356,17 +364,18 @@ def handle_request(request, *, now, config=SchedulerConfig()):
     if request.dont_send_work:
         reply.messages.append(Message("not sending work: the client asked for none"))
         return reply
-    resent = 0
+    resent, notices = 0, []
     if ((config.resend_lost_results or handled.resend_lost_results) and not truncated
-            and request.other_results is not None and requested_resources(host, request)):
-        resent = resend_lost_results(host, request, host_resources(host, request), now=now,
-                                     config=config, reply=reply)
+            and request.other_results is not None
+            and requested_resources(host, request, config)):
+        resent = resend_lost_results(host, request, host_resources(host, request, config),
+                                     now=now, config=config, reply=reply, notices=notices)
     wait = sched_limit.too_soon(last_rpc_time, now, config)
-    if wait and not resent and requested_resources(host, request):
+    if wait is not None and not resent and requested_resources(host, request, config):
         reply.messages.append(Message(
             f"Not sending work. Last request too recent. Please wait {wait} seconds.", "low"))
     elif not resent:
-        send_work(host, request, now=now, config=config, reply=reply)
+        send_work(host, request, now=now, config=config, reply=reply, notices=notices)
     return reply
 
 

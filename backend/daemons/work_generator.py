@@ -43,7 +43,8 @@ class CreateWorkError(ValueError):
 def work_parameters(app, overrides):
     """The app's defaults with ``overrides``, checked as create_work2 checks them."""
     unknown = set(overrides) - set(PARAMETERS) - {"priority", "rsc_memory_bound",
-                                                  "rsc_disk_bound", "batch", "transitioner_flags"}
+                                                  "rsc_disk_bound", "rsc_bandwidth_bound",
+                                                  "batch", "transitioner_flags"}
     if unknown:
         raise CreateWorkError(f"unknown workunit parameter(s): {', '.join(sorted(unknown))}")
     params = {name: getattr(app, name) for name in PARAMETERS}
@@ -54,6 +55,8 @@ def work_parameters(app, overrides):
             raise CreateWorkError(f"{name} must be positive, not {params[name]!r}")
     if params.get("rsc_disk_bound", 1) <= 0:
         raise CreateWorkError("rsc_disk_bound must be positive")
+    if params.get("rsc_bandwidth_bound", 0) < 0:
+        raise CreateWorkError("rsc_bandwidth_bound must not be negative")
     if params["max_success_results"] > params["max_total_results"]:
         raise CreateWorkError("max_success_results must not exceed max_total_results")
     if params["max_error_results"] > params["max_total_results"]:

@@ -192,8 +192,14 @@ def test_an_apps_cpu_limit_from_the_job_limits_file(project):
 
 # --- min_sendwork_interval -------------------------------------------------------------------
 
-@pytest.mark.parametrize("last, interval, wait", [(NOW - 100, 600, 500), (NOW - 600, 600, 0),
-                                                  (NOW - 100, 0, 0), (0, 600, 0)])
+@pytest.mark.parametrize("last, interval, wait", [
+    # 500 whole seconds left; BOINC's clock is a fraction past now, so it says 499
+    (NOW - 100, 600, 499),
+    (NOW - 599, 600, 0),          # the last second: too soon still, "wait 0 seconds"
+    (NOW - 600, 600, None),       # the interval is over
+    (NOW - 100, 0, None),         # no interval
+    (0, 600, None),
+])
 def test_too_soon(last, interval, wait):
     assert too_soon(last, NOW, SchedulerConfig(min_sendwork_interval=interval)) == wait
 
@@ -212,7 +218,7 @@ def test_a_host_that_asks_again_too_soon_gets_no_work(project):
     reply = handle_request(work_request(host), now=NOW, config=config)
     assert reply.results == []
     assert reply.request_delay == pytest.approx(606.0)
-    assert any("Please wait 500 seconds" in m.text for m in reply.messages)
+    assert any("Please wait 499 seconds" in m.text for m in reply.messages)
     later = handle_request(work_request(host), now=NOW + 700, config=config)
     assert len(later.results) == 1
 

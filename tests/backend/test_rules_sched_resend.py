@@ -9,6 +9,9 @@ from types import SimpleNamespace
 import pytest
 
 from backend.daemons.sched_resend import new_deadline, not_resendable
+from backend.daemons.scheduler import SchedulerConfig, handle_request
+from backend.models import ServerState
+from tests.backend.conftest import NOW as WHEN, work_request
 
 NOW = 1_000_000
 
@@ -65,3 +68,104 @@ def test_a_lost_result_is_expired_when_its_workunit_is_done_or_no_version_runs_i
                                                    canonical_result_id=canonical))
     reason = not_resendable(job, version)
     assert (reason == "") if not why else (why in reason)
+
+
+# --- the whole resend path: what the host lacks, and the committed version's speed ---------
+
+DAY = 86400
+GB = 1024.0 ** 3
+
+
+def lost_job(project, host, *, stored=None, **wu_fields):
+    """An IN_PROGRESS result of ``host`` that the host no longer lists."""
+    wu = project.workunit(delay_bound=10 * DAY, **wu_fields)
+    return project.result(wu, server_state=ServerState.IN_PROGRESS, host=host,
+                          user_id=host.owner_id, app_version=project.version,
+                          sent_time=WHEN - 1000,
+                          report_deadline=WHEN + 9 * DAY if stored is None else stored)
+
+
+def resend_request(host, **fields):
+    fields.setdefault("cpu_req_secs", 86400.0)
+    fields.setdefault("work_req_seconds", fields["cpu_req_secs"])
+    return work_request(host, other_results=[], **fields)
+
+
+RESEND = SchedulerConfig(resend_lost_results=True)
+
+
+def test_a_lost_result_the_host_lacks_disk_for_is_expired_and_the_host_told(project):
+    # sched_resend.cpp runs wu_is_infeasible_fast, whose check_disk refuses the job and adds
+    # its notice; nothing is resent, so send_work runs and, sending nothing, gives it
+    host = project.host()
+    job = lost_job(project, host, rsc_disk_bound=2e9)
+    request = resend_request(host)
+    request.host_info.d_total, request.host_info.d_free = 1e12, GB + 5e8
+    reply = handle_request(request, now=WHEN, config=RESEND)
+    assert reply.results == []
+    assert [(m.text, m.priority) for m in reply.messages] == [
+        (f"Didn't resend lost task {job.name} (expired)", "low"),
+        ("No tasks sent", "low"),
+        ("uppercase needs 1430.51MB more disk space.  You currently have 476.84 MB available "
+         "and it needs 1907.35 MB.", "notice")]
+    job.refresh_from_db()
+    assert job.report_deadline == WHEN - 1
+
+
+@pytest.mark.parametrize("m_nbytes, n_bwdown, resent", [
+    (1e9, 0.0, False),    # check_memory: 2e9 needed
+    (4e9, 1e5, False),    # check_bandwidth: 2e5 B/s needed
+    (4e9, 2e5, True),
+    (4e9, 0.0, True),     # never measured: no bandwidth check
+])
+def test_a_lost_result_is_resent_only_to_a_host_with_the_memory_and_bandwidth_it_needs(
+        project, m_nbytes, n_bwdown, resent):
+    host = project.host()
+    job = lost_job(project, host, rsc_memory_bound=2e9, rsc_bandwidth_bound=2e5)
+    request = resend_request(host)
+    request.host_info.m_nbytes, request.host_info.n_bwdown = m_nbytes, n_bwdown
+    reply = handle_request(request, now=WHEN, config=RESEND)
+    assert [r.name for r in reply.results] == ([job.name] if resent else [])
+    assert any(m.text == f"Didn't resend lost task {job.name} (expired)"
+               for m in reply.messages) is not resent
+
+
+def test_a_resent_job_takes_its_disk_off_what_the_next_may_use(project):
+    # add_result_to_reply takes each resent job's rsc_disk_bound off disk_available
+    host = project.host()
+    first = lost_job(project, host, rsc_disk_bound=1e9)
+    second = lost_job(project, host, rsc_disk_bound=1e9)
+    request = resend_request(host, cpu_req_secs=10 * DAY)
+    request.host_info.d_total, request.host_info.d_free = 1e12, GB + 1.5e9
+    reply = handle_request(request, now=WHEN, config=RESEND)
+    assert [r.name for r in reply.results] == [first.name]
+    second.refresh_from_db()
+    assert second.report_deadline == WHEN - 1
+
+
+@pytest.fixture
+def committed(project):
+    """A homogeneous-app-version project whose workunits are committed to its CPU version."""
+    project.app.homogeneous_app_version = True
+    project.app.save()
+    return project
+
+
+@pytest.mark.parametrize("stored, resent", [
+    # 3.63e13 FLOPs at the capped 1.1 x 3.3 GFLOPS (under 10 hosts): 10,000 s; at the host's
+    # own 1e10: 3,630 s. The time left before the stored deadline (NOW + 5,000 - 1) holds the
+    # second, not the first
+    (WHEN + 5_000, False),
+    (WHEN + 20_000, True),
+])
+def test_a_lost_committed_job_runs_at_the_capped_host_speed_as_a_new_send_does(
+        committed, stored, resent):
+    host = committed.host(p_fpops=1e10)
+    job = lost_job(committed, host, stored=stored, rsc_fpops_est=3.63e13,
+                   app_version=committed.version)
+    reply = handle_request(resend_request(host), now=WHEN, config=RESEND)
+    assert [r.name for r in reply.results] == ([job.name] if resent else [])
+    if resent:
+        assert reply.results[0].estimated_runtime == pytest.approx(10_000.0)
+        job.refresh_from_db()
+        assert job.flops_estimate == pytest.approx(3.63e9)

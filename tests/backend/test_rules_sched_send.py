@@ -1,26 +1,37 @@
 """The scheduler's arithmetic of sending, each expectation read off BOINC's sched/sched_send.cpp
-(clamp_frac, get_mem_sizes, get_job_limits, add_result_to_reply / update_estimated_delay,
-estimate_duration) and sched_check.cpp (check_memory, check_deadline), and the server side
-of sched_version.cpp's daily quota (daily_quota_exceeded, scaled_max_jobs_per_day)."""
+(clamp_frac, get_mem_sizes, max_allowable_disk, get_job_limits, add_result_to_reply /
+update_estimated_delay, estimate_duration) and sched_check.cpp (check_memory, check_disk,
+check_bandwidth, check_deadline), and the server side of sched_version.cpp's daily quota
+(daily_quota_exceeded, scaled_max_jobs_per_day)."""
 
 from types import SimpleNamespace
 
 import pytest
 
 from backend.daemons.sched_send import (
-    CPU, DEADLINE, MEMORY, Resource, Version, after_sending, apply_daily_quota, clamp_frac,
-    infeasible, job_flops, max_jobs_per_rpc, requested_resources, usable_ram,
+    BANDWIDTH, CPU, DEADLINE, DISK, MEMORY, DiskSpace, Resource, Version, after_sending,
+    apply_daily_quota, clamp_frac, host_resources, infeasible, job_flops, max_allowable_disk,
+    max_jobs_per_rpc, notice, requested_resources, usable_ram,
 )
 from backend.daemons.sched_types import (
-    GpuRequest, HostInfo, ReplyAppVersion, SchedulerConfig, SchedulerRequest, TimeStats,
+    GlobalPrefs, GpuRequest, HostInfo, ReplyAppVersion, SchedulerConfig, SchedulerRequest,
+    TimeStats,
 )
+from backend.daemons.scheduler import handle_request
+from tests.backend.conftest import NOW, work_request
 
 DAY = 86400
 
 
 def resource(name=CPU, req_secs=1000.0, req_instances=0.0, delay=0.0, flops=1e9, frac=1.0,
-             count=1, ram=None):
-    return Resource(name, req_secs, req_instances, delay, flops, frac, count, ram)
+             count=1, ram=None, disk=None, bwdown=0.0):
+    return Resource(name, req_secs, req_instances, delay, flops, frac, count, ram,
+                    None if disk is None else DiskSpace(disk), bwdown)
+
+
+def job(rsc_memory_bound=0.0, rsc_disk_bound=0.0, rsc_bandwidth_bound=0.0, delay_bound=DAY):
+    return SimpleNamespace(rsc_memory_bound=rsc_memory_bound, rsc_disk_bound=rsc_disk_bound,
+                           rsc_bandwidth_bound=rsc_bandwidth_bound, delay_bound=delay_bound)
 
 
 def version(instances=1.0, flops=0.0, row=None):
@@ -36,7 +47,23 @@ def test_an_availability_is_held_between_a_tenth_and_one(frac, clamped):
 
 @pytest.mark.parametrize("m_nbytes, ram", [(2e9, 2e9), (0, 64e6), (-5, 64e6), (None, None)])
 def test_a_host_that_gives_no_ram_is_taken_to_have_64_mb(m_nbytes, ram):
-    assert usable_ram(SimpleNamespace(host_info=SimpleNamespace(m_nbytes=m_nbytes))) == ram
+    request = SchedulerRequest(host_info=HostInfo(m_nbytes=m_nbytes))
+    assert usable_ram(request) == ram
+
+
+@pytest.mark.parametrize("busy, idle, ram", [
+    (0.5, 0.9, 0.9 * 4e9),    # the larger of the two fractions
+    (0.9, 0.5, 0.9 * 4e9),
+    (0.5, 0.0, 4e9),          # both must be set
+    (0.0, 0.5, 4e9),
+    (1.5, 0.5, 4e9),          # at most all of it
+])
+def test_the_ram_preferences_let_a_job_use_the_larger_of_the_busy_and_idle_shares(busy, idle,
+                                                                                   ram):
+    # sched_send.cpp get_mem_sizes: ram_max_used_busy_frac and ram_max_used_idle_frac
+    request = SchedulerRequest(host_info=HostInfo(m_nbytes=4e9), global_prefs=GlobalPrefs(
+        ram_max_used_busy_frac=busy, ram_max_used_idle_frac=idle))
+    assert usable_ram(request) == pytest.approx(ram)
 
 
 @pytest.mark.parametrize("ncpus, gpus, max_wus, multiplier, jobs", [
@@ -86,15 +113,146 @@ def test_a_resource_with_no_count_queues_as_one_instance():
 ])
 def test_a_job_is_refused_for_memory_then_for_its_deadline(wu, res, runtime, why):
     config = SchedulerConfig()
-    assert infeasible(SimpleNamespace(**wu), resource(**res), runtime, config) == why
+    assert infeasible(job(**wu), resource(**res), runtime, config) == why
 
 
 def test_ignore_delay_bound_skips_the_deadline_check_but_not_memory():
     config = SchedulerConfig(ignore_delay_bound=True)
-    late = SimpleNamespace(rsc_memory_bound=0, delay_bound=100)
+    late = job(rsc_memory_bound=0, delay_bound=100)
     assert infeasible(late, resource(delay=50.0), 1000, config) == ""
-    big = SimpleNamespace(rsc_memory_bound=3e9, delay_bound=100)
+    big = job(rsc_memory_bound=3e9, delay_bound=100)
     assert infeasible(big, resource(ram=2e9), 1, config) == MEMORY
+
+
+GB = 1024.0 ** 3   # lib/util.h GIGA
+
+
+def disk_request(d_total=1000 * GB, d_free=100 * GB, used=0.0, max_gb=0.0, max_pct=0.0,
+                 min_free=0.0):
+    return SchedulerRequest(
+        host_info=HostInfo(d_total=d_total, d_free=d_free, d_boinc_used_total=used),
+        global_prefs=GlobalPrefs(disk_max_used_gb=max_gb, disk_max_used_pct=max_pct,
+                                 disk_min_free_gb=min_free))
+
+
+@pytest.mark.parametrize("figures, project_min_free, allowed", [
+    # without BOINC's own use only the free space counts, less the least free space: the
+    # preferences' or the project's default_disk_min_free_gb, whichever is more
+    (dict(), 1.0, 99 * GB),
+    (dict(min_free=5.0), 1.0, 95 * GB),
+    (dict(min_free=0.5), 1.0, 99 * GB),
+    (dict(min_free=0.5), 0.0, 99.5 * GB),
+    (dict(max_gb=10.0, max_pct=1.0), 1.0, 99 * GB),   # no use reported: the caps do not count
+    # with BOINC's use: the least of free - min free, pct of the disk - use, max GB - use
+    (dict(used=2 * GB), 1.0, 99 * GB),
+    (dict(used=2 * GB, max_gb=10.0), 1.0, 8 * GB),
+    (dict(used=2 * GB, max_pct=5.0), 1.0, 48 * GB),
+    (dict(used=2 * GB, max_pct=5.0, max_gb=30.0), 1.0, 28 * GB),
+    (dict(used=2 * GB, max_pct=5.0, max_gb=30.0, min_free=90.0), 1.0, 10 * GB),
+    # never below 0; a real client that reports no free disk may fill none
+    (dict(used=20 * GB, max_gb=10.0), 1.0, 0.0),
+    (dict(d_free=0.0), 1.0, 0.0),
+    (dict(d_total=0.0, d_free=0.0), 0.0, 0.0),
+])
+def test_the_disk_a_request_may_fill(figures, project_min_free, allowed):
+    # sched_send.cpp max_allowable_disk
+    config = SchedulerConfig(default_disk_min_free_gb=project_min_free)
+    assert max_allowable_disk(disk_request(**figures), config) == pytest.approx(allowed)
+
+
+def test_a_caller_that_does_not_model_disk_has_no_disk_limit():
+    request = SchedulerRequest(host_info=HostInfo())
+    assert max_allowable_disk(request, SchedulerConfig()) is None
+    [cpu] = host_resources(SimpleNamespace(p_fpops=1e9, p_ncpus=1), request, SchedulerConfig())
+    assert cpu.disk is None
+    assert infeasible(job(rsc_disk_bound=1e15), cpu, 1.0, SchedulerConfig()) == ""
+
+
+def test_every_resource_of_a_request_draws_on_one_disk_allowance():
+    request = disk_request(d_free=11 * GB)
+    request.gpu_requests = [GpuRequest("NVIDIA", count=1, peak_flops=1e12, req_secs=10.0)]
+    gpu, cpu = host_resources(SimpleNamespace(p_fpops=1e9, p_ncpus=1), request,
+                              SchedulerConfig())
+    assert gpu.disk is cpu.disk and cpu.disk.available == pytest.approx(10 * GB)
+    gpu.disk.take(job(rsc_disk_bound=4 * GB))
+    assert cpu.disk.available == pytest.approx(6 * GB)
+
+
+@pytest.mark.parametrize("wu, res, why", [
+    # check_disk: the bound above the disk left, strictly
+    (dict(rsc_disk_bound=2e9), dict(disk=1e9), DISK),
+    (dict(rsc_disk_bound=1e9), dict(disk=1e9), ""),
+    (dict(rsc_disk_bound=1.0), dict(disk=0.0), DISK),
+    # check_bandwidth: a bound above the measured speed, strictly; no bound or no
+    # measurement (the host never downloaded anything) skips it
+    (dict(rsc_bandwidth_bound=2e5), dict(bwdown=1e5), BANDWIDTH),
+    (dict(rsc_bandwidth_bound=1e5), dict(bwdown=1e5), ""),
+    (dict(rsc_bandwidth_bound=0.0), dict(bwdown=1e5), ""),
+    (dict(rsc_bandwidth_bound=2e5), dict(bwdown=0.0), ""),
+    # memory, then disk, then bandwidth, then the deadline
+    (dict(rsc_memory_bound=3e9, rsc_disk_bound=2e9, rsc_bandwidth_bound=2e5),
+     dict(ram=2e9, disk=1e9, bwdown=1e5), MEMORY),
+    (dict(rsc_disk_bound=2e9, rsc_bandwidth_bound=2e5), dict(disk=1e9, bwdown=1e5), DISK),
+    (dict(rsc_bandwidth_bound=2e5, delay_bound=10), dict(bwdown=1e5, delay=50.0), BANDWIDTH),
+    (dict(rsc_disk_bound=1e9, rsc_bandwidth_bound=1e5, delay_bound=10),
+     dict(disk=1e9, bwdown=1e5, delay=50.0), DEADLINE),
+])
+def test_a_job_is_refused_for_disk_and_bandwidth_after_memory_and_before_its_deadline(
+        wu, res, why):
+    assert infeasible(job(**wu), resource(**res), 1.0, SchedulerConfig()) == why
+
+
+def test_the_deadline_takes_no_time_for_downloading_the_inputs():
+    # estimate_duration: rsc_fpops_est / FLOPS / available fraction, nothing for the download
+    slow_link = resource(delay=50.0, bwdown=1.0)
+    assert infeasible(job(delay_bound=100), slow_link, 50.0, SchedulerConfig()) == ""
+
+
+@pytest.mark.parametrize("why, wu, res, text", [
+    (MEMORY, dict(rsc_memory_bound=3 * 2**20), dict(ram=2 * 2**20),
+     "app needs 3.00 MB RAM but only 2.00 MB is available for use."),
+    (DISK, dict(rsc_disk_bound=1.5 * 2**20), dict(disk=0.25 * 2**20),
+     "app needs 1.25MB more disk space.  You currently have 0.25 MB available and it needs "
+     "1.50 MB."),
+    (BANDWIDTH, dict(rsc_bandwidth_bound=2048.0), dict(bwdown=512.0),
+     "app requires 2.00 KB/sec download bandwidth.  Your computer has been measured at "
+     "0.50 KB/sec."),
+    (DEADLINE, dict(), dict(), ""),
+])
+def test_the_notices_for_memory_disk_and_bandwidth(why, wu, res, text):
+    # sched_check.cpp check_memory, check_disk, check_bandwidth; MEGA 2^20, KILO 2^10
+    assert notice(why, job(**wu), version(), resource(**res)) == text
+
+
+def test_the_request_parser_reads_disk_use_download_speed_and_preferences():
+    from protocol.xml_request import parse_request
+
+    body = b"""<scheduler_request><authenticator>a</authenticator>
+<working_global_preferences><global_preferences><disk_max_used_gb>7</disk_max_used_gb>
+</global_preferences></working_global_preferences>
+<global_preferences><disk_max_used_gb>100</disk_max_used_gb>
+<disk_max_used_pct>50</disk_max_used_pct><disk_min_free_gb>2</disk_min_free_gb><ram_max_used_busy_pct>50</ram_max_used_busy_pct>
+<ram_max_used_idle_pct>90</ram_max_used_idle_pct>
+<venue name="home"><disk_max_used_gb>1</disk_max_used_gb></venue></global_preferences>
+<host_info><m_nbytes>4e9</m_nbytes><d_total>1e12</d_total><d_free>5e11</d_free></host_info>
+<disk_usage><d_boinc_used_total>3e9</d_boinc_used_total>
+<d_boinc_used_project>1e9</d_boinc_used_project></disk_usage>
+<net_stats><bwup>1000</bwup><bwdown>250000</bwdown></net_stats>
+</scheduler_request>"""
+    request = parse_request(body).request
+    info = request.host_info
+    assert (info.d_total, info.d_free, info.d_boinc_used_total, info.d_boinc_used_project,
+            info.n_bwdown) == (1e12, 5e11, 3e9, 1e9, 250000.0)
+    # the working preferences win; they hold a whole document here, so the top level of
+    # the element is the one BOINC reads: nothing at it
+    assert request.global_prefs == GlobalPrefs()
+    master = parse_request(body.replace(b"working_global_preferences",
+                                        b"ignored")).request.global_prefs
+    assert master == GlobalPrefs(disk_max_used_gb=100.0, disk_max_used_pct=50.0,
+                                 disk_min_free_gb=2.0, ram_max_used_busy_frac=0.5,
+                                 ram_max_used_idle_frac=0.9)
+    bare = parse_request(b"<scheduler_request><host_info/></scheduler_request>").request
+    assert (bare.host_info.d_free, bare.host_info.n_bwdown) == (0.0, 0.0)
 
 
 @pytest.mark.parametrize("res, v, flops", [
@@ -179,3 +337,76 @@ def test_a_gpu_versions_quota_scales_by_gpu_multiplier_and_a_cpu_versions_does_n
         apply_daily_quota(versions, {1: hav(5, 0, 0)}, resource(name=name, count=2),
                           now=0, quota=500, gpu_multiplier=multiplier)
         assert versions[10].limit == limit
+
+
+# --- check_disk and check_bandwidth through a whole request -----------------------------
+
+def disk_work_request(host, d_free, n_bwdown=0.0, **fields):
+    request = work_request(host, cpu_req_secs=1e6, work_req_seconds=1e6, **fields)
+    request.host_info.d_total = 1e12
+    request.host_info.d_free = d_free
+    request.host_info.n_bwdown = n_bwdown
+    return request
+
+
+def test_jobs_are_sent_until_the_disk_allowance_is_used_up(project):
+
+    host = project.host()
+    jobs = [project.result(project.workunit(rsc_disk_bound=1e9, delay_bound=100 * DAY))
+            for _ in range(4)]
+    # d_free less the project's 1 GB of free space leaves 2.5e9: two jobs of 1e9 fit, and
+    # the third's 1e9 is more than the 0.5e9 left
+    reply = handle_request(disk_work_request(host, d_free=GB + 2.5e9), now=NOW)
+    assert [job.name for job in reply.results] == [jobs[0].name, jobs[1].name]
+
+
+def test_a_host_short_of_disk_is_told_how_much_more_it_needs(project):
+
+    host = project.host()
+    project.result(project.workunit(rsc_disk_bound=1e9))
+    reply = handle_request(disk_work_request(host, d_free=GB + 5e8), now=NOW)
+    assert reply.results == []
+    # 1e9 - 5e8 = 476.84 MB more; 5e8 available; 1e9 = 953.67 MB needed
+    assert [(m.text, m.priority) for m in reply.messages] == [
+        ("No tasks sent", "low"),
+        ("uppercase needs 476.84MB more disk space.  You currently have 476.84 MB available "
+         "and it needs 953.67 MB.", "notice")]
+
+
+def test_a_project_that_asks_for_less_free_disk_lets_the_host_fill_more(project):
+
+    host = project.host()
+    project.result(project.workunit(rsc_disk_bound=1e9))
+    config = SchedulerConfig(default_disk_min_free_gb=0.0)
+    assert len(handle_request(disk_work_request(host, d_free=1e9), now=NOW,
+                              config=config).results) == 1
+
+
+def test_a_host_whose_downloads_are_too_slow_is_told_its_measured_speed(project):
+
+    host = project.host()
+    project.result(project.workunit(rsc_bandwidth_bound=1e6))
+    fast = project.result(project.workunit(rsc_bandwidth_bound=5e5))
+    reply = handle_request(disk_work_request(host, d_free=1e12, n_bwdown=5e5), now=NOW)
+    assert [job.name for job in reply.results] == [fast.name]   # equal to its speed fits
+    host2 = project.host()
+    reply = handle_request(disk_work_request(host2, d_free=1e12, n_bwdown=4e5), now=NOW)
+    assert [(m.text, m.priority) for m in reply.messages] == [
+        ("No tasks sent", "low"),
+        ("uppercase requires 976.56 KB/sec download bandwidth.  Your computer has been "
+         "measured at 390.62 KB/sec.", "notice")]
+
+
+def test_a_host_that_never_measured_its_downloads_gets_bandwidth_bound_jobs(project):
+
+    host = project.host()
+    project.result(project.workunit(rsc_bandwidth_bound=1e9))
+    assert len(handle_request(disk_work_request(host, d_free=1e12, n_bwdown=0.0),
+                              now=NOW).results) == 1
+
+
+def test_a_simulated_host_that_reports_no_disk_figures_keeps_getting_work(project):
+
+    host = project.host()
+    project.result(project.workunit(rsc_disk_bound=1e15, rsc_bandwidth_bound=1e12))
+    assert len(handle_request(work_request(host), now=NOW).results) == 1
