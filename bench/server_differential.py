@@ -210,6 +210,8 @@ def random_case(seed, index, step):
     if step == "scheduler":
         case["request"] = random_request(rng, case)
         random_versions(random.Random(f"{seed}:{step}:{index}:versions"), case)
+        random_disk(random.Random(f"{seed}:{step}:{index}:disk"), case)
+        random_app_limits(random.Random(f"{seed}:{step}:{index}:app_limits"), case)
     random_credit(case)
     return case
 
@@ -306,6 +308,52 @@ def random_versions(rng, case):
         number = rng.choice(unique)["version_num"]
         for wu in case["wus"]:
             wu["app_version_num"] = number
+
+
+# --- disk, bandwidth and RAM preferences (sched_check.cpp check_disk, check_bandwidth) ------
+
+def random_disk(rng, case):
+    """In 60 % of the scheduler cases, the disk and network figures a client reports and the
+    preferences the scheduler reads: the disk's size and free space, BOINC's use of it
+    (``<disk_usage>``), the download speed measured (``<net_stats>``), the global
+    preferences' disk and RAM limits, the project's ``default_disk_min_free_gb``, and each
+    workunit's disk and bandwidth bounds. The other cases keep a large free disk and no
+    bandwidth figures."""
+    if rng.random() >= 0.6:
+        return
+    busy, idle = rng.choice([(0, 0), (0, 0), (50, 90), (25, 10), (50, 0)])
+    case["disk"] = dict(
+        d_free=rng.choice([5e11, 5e11, 3e9, 1.6e9, 1.1e9, 0.0]),
+        d_boinc_used_total=rng.choice([0.0, 0.0, 1e9, 2e10]),
+        n_bwdown=rng.choice([0.0, 0.0, 5e4, 5e5, 5e6]),
+        disk_max_used_gb=rng.choice([0, 100, 10, 1.5]),
+        disk_max_used_pct=rng.choice([0, 90, 5, 0.2]),
+        disk_min_free_gb=rng.choice([0, 0, 0.5, 2]),
+        ram_max_used_busy_pct=busy, ram_max_used_idle_pct=idle)
+    case["config"]["default_disk_min_free_gb"] = rng.choice([1, 1, 0, 0.5])
+    for wu in case["wus"]:
+        wu["rsc_disk_bound"] = rng.choice([1e8, 5e8, 1e9, 2e10])
+        wu["rsc_bandwidth_bound"] = rng.choice([0.0, 0.0, 1e5, 1e6])
+
+
+def disk_request_xml(case, text):
+    """The request with the case's disk figures, download speed and global preferences."""
+    d = case.get("disk")
+    if not d:
+        return text
+    prefs = "".join(f"<{name}>{d[name]}</{name}>" for name in (
+        "disk_max_used_gb", "disk_max_used_pct", "disk_min_free_gb", "ram_max_used_busy_pct",
+        "ram_max_used_idle_pct") if d[name])
+    start, end = text.index("<global_preferences>"), text.index("</global_preferences>")
+    text = text[:start] + f"<global_preferences>{prefs}" + text[end:]
+    text = text.replace("<d_free>5e11</d_free>", f"<d_free>{d['d_free']}</d_free>", 1)
+    extra = ""
+    if d["d_boinc_used_total"]:
+        extra += (f"<disk_usage>\n<d_boinc_used_total>{d['d_boinc_used_total']}"
+                  "</d_boinc_used_total>\n</disk_usage>\n")
+    if d["n_bwdown"]:
+        extra += f"<net_stats>\n<bwdown>{d['n_bwdown']}</bwdown>\n</net_stats>\n"
+    return text.replace("</host_info>\n", "</host_info>\n" + extra, 1)
 
 
 def versions_sent(case, boinc):
@@ -650,6 +698,28 @@ def random_reliable_options(rng):
                 reliable_priority_on_over_except_error=rng.choice([0, 0, 1]))
 
 
+def random_app_limits(rng, case):
+    """In a third of the scheduler cases, the app's GPU limit or total limit in the job
+    limits file (beside a CPU limit random_limit_options may have drawn), so that an app at
+    its limit on one processor type goes on with its version for another."""
+    if rng.random() >= 1 / 3:
+        return
+    extra = rng.choice([f"<gpu_limit><jobs>{rng.choice([1, 2])}</jobs></gpu_limit>",
+                        f"<total_limit><jobs>{rng.choice([2, 3])}</jobs></total_limit>",
+                        "<gpu_limit><jobs>1</jobs></gpu_limit>"
+                        "<total_limit><jobs>3</jobs></total_limit>"])
+    config = case["config"]
+    app = "<app><app_name>uppercase</app_name>"
+    xml = config.get("job_limits_xml") or (
+        "<config>\n<max_jobs_in_progress>\n</max_jobs_in_progress>\n</config>\n")
+    if app in xml:
+        xml = xml.replace(app, app + extra, 1)
+    else:
+        xml = xml.replace("</max_jobs_in_progress>", f"{app}{extra}</app>\n"
+                          "</max_jobs_in_progress>", 1)
+    config["job_limits_xml"] = xml
+
+
 def host_hr_class(host, hr_type):
     from backend.daemons.hr import hr_class
 
@@ -721,13 +791,13 @@ def request_xml(case):
     for report in q["reports"]:
         state, status = {"success": (5, 0), "error": (3, 1), "abort": (6, 203)}[report["outcome"]]
         reports.append(dict(name=report["name"], state=state, exit_status=status))
-    return version_request_xml(case, scheduler_request_xml(
+    return disk_request_xml(case, version_request_xml(case, scheduler_request_xml(
         authenticator=case["users"][0]["authenticator"], hostid=1, req_secs=q["cpu_req_secs"],
         req_instances=q["cpu_req_instances"], estimated_delay=q["estimated_delay"],
         host=dict(p_ncpus=q["p_ncpus"], p_fpops=q["p_fpops"], m_nbytes=q["m_nbytes"],
                   on_frac=q["on_frac"], active_frac=q["active_frac"], os_name=q["os_name"],
                   p_vendor=q["p_vendor"], p_model=q["p_model"]),
-        reports=reports, other_results=q["other_results"]))
+        reports=reports, other_results=q["other_results"])))
 
 
 # --- BOINC's side --------------------------------------------------------------------------
@@ -748,7 +818,9 @@ class Boinc:
             "daily_result_quota": config["daily_result_quota"],
             "max_wus_to_send": config["max_wus_to_send"],
             "delete_delay_hours": config["delete_delay"] / 3600,
-            "version_select_random_factor": 0, **options},
+            "version_select_random_factor": 0, **options,
+            **({"default_disk_min_free_gb": config["default_disk_min_free_gb"]}
+               if "default_disk_min_free_gb" in config else {})},
             [flag for flag in ("one_result_per_user_per_wu", "resend_lost_results")
              if config[flag]] + flags, long_name="differential")
         aux = self.project / "config_aux.xml"
@@ -854,6 +926,7 @@ def boinc_rows(case):
             id=wu["id"], create_time=now - 5 * DAY, appid=1, name=wu["name"], xml_doc=xml,
             rsc_fpops_est=wu["rsc_fpops_est"], rsc_fpops_bound=wu["rsc_fpops_est"] * 10,
             rsc_memory_bound=wu["rsc_memory_bound"], rsc_disk_bound=wu["rsc_disk_bound"],
+            rsc_bandwidth_bound=wu.get("rsc_bandwidth_bound", 0.0),
             need_validate=wu["need_validate"], canonical_resultid=wu["canonical_resultid"],
             canonical_credit=wu["canonical_credit"], transition_time=wu["transition_time"],
             delay_bound=wu["delay_bound"], error_mask=wu["error_mask"],
@@ -990,6 +1063,7 @@ class Boincweb:
                         "max_total_results", "max_success_results", "priority",
                         "transitioner_flags", "transition_time", "canonical_credit")},
                     rsc_fpops_bound=wu["rsc_fpops_est"] * 10,
+                    rsc_bandwidth_bound=wu.get("rsc_bandwidth_bound", 0.0),
                     need_validate=bool(wu["need_validate"]),
                     app_version_num=wu.get("app_version_num", 0),
                     app_version_id=wu["app_version_id"] or None)
@@ -1036,6 +1110,7 @@ class Boincweb:
             version_select_random_factor=0.0,
             plan_class_spec=str(write_plan_classes(self.work)),
             hav_last_copy_wins=True,
+            default_disk_min_free_gb=c.get("default_disk_min_free_gb", 1.0),
             **credit_options(case), **boincweb_hr_and_limit_options(c))
 
     def run(self, step, case):

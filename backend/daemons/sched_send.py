@@ -244,6 +244,23 @@ def usable_versions(request, resource, host=None, *, config=None, havs=None, now
     return found
 
 
+def below_app_limits(versions, resource, in_progress):
+    """``versions`` without the apps at their jobs-in-progress limit on ``resource``
+    (sched_limit.InProgress.app_exceeded).
+
+    get_app_version skips a version whose app is at its ``max_jobs_in_progress`` limit for
+    the version's processor type and takes the app's next best; each pass of
+    send_work_score_type chooses among one processor type's versions only, so an app at its
+    limit for this type has no version in this pass, and its jobs wait for the pass of
+    another type, where its version for that type is chosen (GPU types first, then the
+    CPU). Its jobs are then never checked, and give no memory, disk or bandwidth notice."""
+    if in_progress is None or not versions or not in_progress.active():
+        return versions
+    names = dict(App.objects.filter(pk__in=list(versions)).values_list("id", "name"))
+    return {app_id: v for app_id, v in versions.items()
+            if not in_progress.app_exceeded(names[app_id], resource.name)}
+
+
 def committed_only_versions(host, request, resource, versions, *, config, havs, now):
     """app id -> a Version standing for none, for each homogeneous-app-version app the host
     has no version of on ``resource`` (``versions``: the ones it has). Such an app's jobs
@@ -360,12 +377,14 @@ def send_work(host, request, *, now, config, reply, notices=None):
     for resource in resources:
         versions = usable_versions(request, resource, host, config=config, havs=havs, now=now,
                                    notices=notices)
-        looked_at.update((app_id, (v, resource)) for app_id, v in versions.items())
         limited.extend(apply_daily_quota(versions, havs, resource, now=now,
                                          quota=config.daily_result_quota,
                                          gpu_multiplier=config.gpu_multiplier))
         committed_only = committed_only_versions(host, request, resource, versions,
                                                  config=config, havs=havs, now=now)
+        versions = below_app_limits(versions, resource, in_progress)
+        committed_only = below_app_limits(committed_only, resource, in_progress)
+        looked_at.update((app_id, (v, resource)) for app_id, v in versions.items())
         versions = {app_id: v for app_id, v in versions.items() if v.room is None or v.room > 0}
         versions.update(committed_only)
         if not versions or len(sent) >= max_jobs:

@@ -330,3 +330,44 @@ def test_the_transitioner_raises_the_priority_of_retries(project):
     project.result(wu, server_state=ServerState.OVER, outcome=Outcome.NO_REPLY)
     transitioner.run_once(now=NOW, batch_size=10, reliable_priority_on_over=3)
     assert Result.objects.get(name=f"{wu.name}_1").priority == 4
+
+
+# --- the version choice under an app's limit (sched_version.cpp get_app_version) ------------
+
+def gpu_and_cpu_request(host, cpus=2):
+    from backend.daemons.scheduler import GpuRequest
+
+    request = work_request(host, cpu_req_secs=100 * 86400.0, gpu_requests=[
+        GpuRequest("NVIDIA", count=1, peak_flops=1e12, req_secs=100 * 86400.0)])
+    request.host_info.p_ncpus = cpus
+    return request
+
+
+@pytest.fixture
+def gpu_project(project):
+    from backend.models import AppVersion, GpuType
+
+    AppVersion.objects.create(app=project.app, version_num=100, plan_class="cuda",
+                              gpu_type=GpuType.NVIDIA, gpu_usage=1.0, flops=1e12)
+    return project
+
+
+@pytest.mark.parametrize("app_limit, gpu_jobs, cpu_jobs", [
+    # the GPU pass comes first; at the app's GPU limit its GPU version is skipped, and the
+    # CPU pass takes its CPU version, up to the CPU limit or the 2 x 2 CPUs jobs per RPC
+    ("<gpu_limit><jobs>1</jobs></gpu_limit>", 1, 3),
+    ("<gpu_limit><jobs>2</jobs></gpu_limit><cpu_limit><jobs>1</jobs></cpu_limit>", 2, 1),
+    # a total limit counts both: the CPU pass finds the app at it and has no version
+    ("<total_limit><jobs>3</jobs></total_limit>", 3, 0),
+    ("<total_limit><jobs>3</jobs></total_limit><gpu_limit><jobs>1</jobs></gpu_limit>", 1, 2),
+])
+def test_an_app_at_its_limit_on_one_processor_is_sent_with_its_version_for_another(
+        gpu_project, app_limit, gpu_jobs, cpu_jobs):
+    host = gpu_project.host(p_ncpus=2)
+    unsent_jobs(gpu_project, 8)
+    limits = read_job_limits("<max_jobs_in_progress><app><app_name>uppercase</app_name>"
+                             f"{app_limit}</app></max_jobs_in_progress>")
+    reply = handle_request(gpu_and_cpu_request(host), now=NOW,
+                           config=SchedulerConfig(job_limits=limits, max_wus_to_send=2))
+    resources = [job.resource for job in reply.results]
+    assert (resources.count("NVIDIA"), resources.count("cpu")) == (gpu_jobs, cpu_jobs)

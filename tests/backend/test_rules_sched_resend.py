@@ -91,7 +91,8 @@ def resend_request(host, **fields):
     return work_request(host, other_results=[], **fields)
 
 
-RESEND = SchedulerConfig(resend_lost_results=True)
+# the version choice without its random factor (docs/server-fidelity.md departure 12)
+RESEND = SchedulerConfig(resend_lost_results=True, version_select_random_factor=0.0)
 
 
 def test_a_lost_result_the_host_lacks_disk_for_is_expired_and_the_host_told(project):
@@ -169,3 +170,27 @@ def test_a_lost_committed_job_runs_at_the_capped_host_speed_as_a_new_send_does(
         assert reply.results[0].estimated_runtime == pytest.approx(10_000.0)
         job.refresh_from_db()
         assert job.flops_estimate == pytest.approx(3.63e9)
+
+
+@pytest.mark.parametrize("quota_used_up, platform", [
+    # both versions run at the host's speed: the first platform's wins the tie
+    (False, "x86_64-pc-linux-gnu"),
+    # get_app_version skips a version whose daily quota is used up, and takes the next best
+    (True, "i686-pc-linux-gnu"),
+])
+def test_a_lost_result_is_resent_with_the_version_a_new_send_would_take(project,
+                                                                          quota_used_up,
+                                                                          platform):
+    from backend.models import AppVersion, HostAppVersion
+
+    host = project.host()
+    AppVersion.objects.create(app=project.app, version_num=90, platform="i686-pc-linux-gnu",
+                              flops=1e9)
+    if quota_used_up:
+        HostAppVersion.objects.create(host=host, app_version=project.version,
+                                      max_jobs_per_day=1, n_jobs_today=1,
+                                      jobs_day=WHEN // DAY)
+    job = lost_job(project, host)
+    request = resend_request(host, alt_platforms=["i686-pc-linux-gnu"])
+    reply = handle_request(request, now=WHEN, config=RESEND)
+    assert [(r.name, r.app_version.platform) for r in reply.results] == [(job.name, platform)]

@@ -410,3 +410,51 @@ def test_a_simulated_host_that_reports_no_disk_figures_keeps_getting_work(projec
     host = project.host()
     project.result(project.workunit(rsc_disk_bound=1e15, rsc_bandwidth_bound=1e12))
     assert len(handle_request(work_request(host), now=NOW).results) == 1
+
+
+# --- get_app_version: committed versions and the notices of the versions looked at ----------
+
+def test_a_workunit_committed_to_a_superseded_version_is_sent_with_it(project):
+    # check_homogeneous_app_version takes the committed version even when the feeder no
+    # longer holds it; the host has no version of its own (the newest is beta, and its
+    # volunteer takes no beta work), so an uncommitted workunit finds none
+    from backend.models import AppVersion
+
+    project.app.homogeneous_app_version = True
+    project.app.save()
+    old = AppVersion.objects.create(app=project.app, version_num=90, flops=1e9)
+    AppVersion.objects.filter(pk=project.version.pk).update(beta=True)
+    committed = project.result(project.workunit(app_version=old))
+    project.result(project.workunit())
+    reply = handle_request(work_request(project.host()), now=NOW)
+    assert [(job.name, job.app_version.version_num) for job in reply.results] == [
+        (committed.name, 90)]
+
+
+NEWER_SPEC = """<plan_classes><plan_class><name>newer</name>
+<min_core_client_version>80000</min_core_client_version></plan_class></plan_classes>"""
+
+
+@pytest.mark.parametrize("pinned, told", [(100, False), (0, True)])
+def test_a_plan_class_notice_comes_only_from_versions_a_job_could_take(project, tmp_path,
+                                                                       pinned, told):
+    # the only version needs a client of 8.0 or later: get_app_version checks its plan class
+    # (and says "A newer BOINC ...") for an unpinned job, but skips it for a job pinned to
+    # version number 100 before looking at its plan class
+    from backend.models import AppVersion
+    from protocol.models import AppVersionFile
+
+    spec = tmp_path / "plan_class_spec.xml"
+    spec.write_text(NEWER_SPEC)
+    project.version.delete()
+    newer = AppVersion.objects.create(app=project.app, version_num=101, plan_class="newer",
+                                      flops=1e9)
+    AppVersionFile.objects.create(app_version=newer, name="uppercase_101", nbytes=10,
+                                  md5_cksum="0" * 32, file_signature="x")
+    project.result(project.workunit(app_version_num=pinned))
+    request = work_request(project.host(), work_req_seconds=86400.0,
+                           core_client_version="7.6.33")
+    reply = handle_request(request, now=NOW, config=SchedulerConfig(plan_class_spec=str(spec)))
+    assert reply.results == []
+    assert [m.text for m in reply.messages] == ["No tasks sent"] + (
+        ["A newer BOINC may be required for some tasks."] if told else [])
