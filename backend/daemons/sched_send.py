@@ -371,7 +371,7 @@ def send_work(host, request, *, now, config, reply, notices=None):
     havs = {hav.app_version_id: hav for hav in HostAppVersion.objects.filter(host=host)}
     reliability = sched_reliable.Reliability(host, request, havs, config)
     taken_wus = set()
-    sent, limited = [], []
+    sent, limited, refusals = [], [], set()
     notices = [] if notices is None else notices
     looked_at = {}
     for resource in resources:
@@ -406,7 +406,7 @@ def send_work(host, request, *, now, config, reply, notices=None):
                                       max_jobs=max_jobs - len(sent), taken_wus=taken_wus,
                                       notices=notices, request=request,
                                       host_class=host_class, in_progress=in_progress,
-                                      reliability=reliability))
+                                      reliability=reliability, refusals=refusals))
     if sent:
         lower_transition_times(sent)
         reply.results.extend(reply_results(sent, now=now, config=config))
@@ -423,7 +423,23 @@ def send_work(host, request, *, now, config, reply, notices=None):
         lacking_notices(looked_at, notices, host_class=host_class, config=config,
                         reliability=reliability)
         reply.messages.extend(Message(text, "notice") for text in notices)
+        if DEADLINE in refusals:
+            reply.messages.append(Message(too_slow_message(request), "low"))
     return len(sent)
+
+
+def too_slow_message(request):
+    """sched_send.cpp send_user_messages, when a job was refused for its deadline
+    (``speed.insufficient``): how much of the time the host computes, in the words for
+    clients after 4.19 (core client version 41900) or before."""
+    from backend.daemons.sched_version import core_client_version
+
+    stats = request.time_stats
+    if core_client_version(request.core_client_version) > 41900:
+        return (f"Tasks won't finish in time: BOINC runs {100 * stats.on_frac:.1f}% of the "
+                f"time; computation is enabled {100 * stats.active_frac:.1f}% of that")
+    return (f"Tasks won't finish in time: Computer available {100 * stats.on_frac:.1f}% of "
+            "the time")
 
 
 def max_jobs_per_rpc(host, request, config):
@@ -458,7 +474,7 @@ def apply_daily_quota(versions, havs, resource, *, now, quota, gpu_multiplier):
 
 def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_wus,
                       pick=candidates, notices=None, request=None, host_class=None,
-                      in_progress=None, reliability=None):
+                      in_progress=None, reliability=None, refusals=None):
     """Claim and mark sent the jobs for one resource; returns (result, version, runtime).
 
     ``pick(host, app_ids, limit, config)`` lists the unsent results to consider, in order
@@ -466,7 +482,8 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
     sched_check.cpp wu_is_infeasible_fast does (``infeasible``); each one sent lowers the
     request and raises the estimated delay as add_result_to_reply does (``after_sending``).
     A job refused for memory, disk or bandwidth adds BOINC's message to ``notices`` (a list,
-    when given), once.
+    when given), once; every reason a job was refused for goes to ``refusals`` (a set, when
+    given).
     With ``host_class`` (sched_hr.HostClass) and ``request``, homogeneous redundancy and
     homogeneous app version apply (backend.daemons.sched_hr); with ``in_progress``
     (sched_limit.InProgress), the limits on jobs in progress (backend.daemons.sched_limit);
@@ -519,6 +536,8 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
                     break
             if why:
                 refused.append((result, version, why))
+                if refusals is not None:
+                    refusals.add(why)
                 if notices is not None:
                     add_notice(notices, notice(why, result.workunit, version, resource))
                 continue

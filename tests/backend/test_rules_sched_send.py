@@ -458,3 +458,26 @@ def test_a_plan_class_notice_comes_only_from_versions_a_job_could_take(project, 
     assert reply.results == []
     assert [m.text for m in reply.messages] == ["No tasks sent"] + (
         ["A newer BOINC may be required for some tasks."] if told else [])
+
+
+@pytest.mark.parametrize("client, text", [
+    ("7.6.33", "Tasks won't finish in time: BOINC runs 50.0% of the time; computation is "
+               "enabled 25.0% of that"),
+    ("", "Tasks won't finish in time: Computer available 50.0% of the time"),
+])
+def test_a_host_too_slow_for_every_deadline_is_told_how_much_it_computes(project, client,
+                                                                         text):
+    # send_user_messages: speed.insufficient, set when check_deadline refuses a job; the
+    # wording of clients after 4.19 (41900) or before
+    from protocol.models import AppVersionFile
+
+    AppVersionFile.objects.create(app_version=project.version, name="uppercase_100",
+                                  nbytes=10, md5_cksum="0" * 32, file_signature="x")
+    host = project.host(on_frac=0.5, active_frac=0.25)
+    project.result(project.workunit(delay_bound=3600))    # 3600 s of computing
+    request = work_request(host, work_req_seconds=86400.0, estimated_delay=1.0,
+                           core_client_version=client)
+    reply = handle_request(request, now=NOW)
+    assert reply.results == []
+    assert [(m.text, m.priority) for m in reply.messages] == [("No tasks sent", "low"),
+                                                              (text, "low")]
