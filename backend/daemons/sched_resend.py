@@ -22,9 +22,9 @@ request):
   replacement;
 - otherwise it is **resent**: the same result goes back in the reply with the version a new
   send would take (``VersionChooser``), ``sent_time = now``, and the deadline below; it
-  counts against the request as a new job does (``sched_send.after_sending``), its disk bound included. It is not
-  counted in the host app version's ``n_jobs_today`` (BOINC counts only new jobs), though a
-  version whose daily quota is used up is not resent with.
+  counts against the request as a new job does (``sched_send.after_sending``), its disk
+  bound included. It is not counted in the host app version's ``n_jobs_today`` (BOINC counts
+  only new jobs), though a version whose daily quota is used up is not resent with.
 
 Each change writes a lifecycle event and a reply message ("Resent lost task ..." or
 "Didn't resend lost task ... (expired)"). If anything was resent, the scheduler sends no new

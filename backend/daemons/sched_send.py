@@ -10,9 +10,9 @@ bound against the disk it may still fill, its bandwidth bound against its downlo
 then its deadline, a check a host with nothing queued skips. Jobs are added until the
 request (seconds and instances, each job taking its duration stretched by the host's
 availability, times the CPUs it uses) is met or the jobs per RPC are reached, and never
-beyond an app version's daily quota on this host (§3.11). docs/server-fidelity.md lists each rule with the BOINC function it follows. Each send
-counts in the host app version's ``n_jobs_today``, creating the record on the first send
-(``backend.daemons.host_app_version``).
+beyond an app version's daily quota on this host (§3.11). docs/server-fidelity.md lists each
+rule with the BOINC function it follows. Each send counts in the host app version's
+``n_jobs_today``, creating the record on the first send (``backend.daemons.host_app_version``).
 
 Sending follows BOINC's code, not the seed (§4): the database stores ``report_deadline = now +
 delay_bound + report_grace_period`` and the client is told the deadline without the grace;

@@ -231,7 +231,8 @@ def test_the_request_parser_reads_disk_use_download_speed_and_preferences():
 <working_global_preferences><global_preferences><disk_max_used_gb>7</disk_max_used_gb>
 </global_preferences></working_global_preferences>
 <global_preferences><disk_max_used_gb>100</disk_max_used_gb>
-<disk_max_used_pct>50</disk_max_used_pct><disk_min_free_gb>2</disk_min_free_gb><ram_max_used_busy_pct>50</ram_max_used_busy_pct>
+<disk_max_used_pct>50</disk_max_used_pct><disk_min_free_gb>2</disk_min_free_gb>
+<ram_max_used_busy_pct>50</ram_max_used_busy_pct>
 <ram_max_used_idle_pct>90</ram_max_used_idle_pct>
 <venue name="home"><disk_max_used_gb>1</disk_max_used_gb></venue></global_preferences>
 <host_info><m_nbytes>4e9</m_nbytes><d_total>1e12</d_total><d_free>5e11</d_free></host_info>
