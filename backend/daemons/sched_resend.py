@@ -126,12 +126,13 @@ def resend_lost_results(host, request, resources, *, now, config, reply, notices
 
 class VersionChooser:
     """The version a lost result would be resent with, chosen as for a new send
-    (sched_resend.cpp calls get_app_version): the host's best version of the app on the
-    processor type the result was sent for (any type, GPUs first, when that is not known),
-    the pinned number's or a 64-bit one when the job needs it (``sched_version.job_version``),
-    the committed one under homogeneous app version (``sched_hr.Resends.version_for``); none
-    when the version's daily quota on this host is used up, as get_app_version skips such
-    versions (the resent job is still not counted in the quota)."""
+    (reference/server.md §3.6; sched_resend.cpp calls get_app_version): the host's best
+    version of the app on the processor type the result was sent for (any type, GPUs first,
+    when that is not known), the pinned number's or a 64-bit one when the job needs it
+    (``sched_version.job_version``), the committed one under homogeneous app version
+    (``sched_hr.Resends.version_for``); none when the version's daily quota on this host is
+    used up, as get_app_version skips such versions (the resent job is still not counted in
+    the quota)."""
 
     def __init__(self, host, request, resources, *, config, now):
         self.host, self.request, self.resources = host, request, resources

@@ -102,9 +102,10 @@ def clamp_frac(frac):
 
 
 def usable_ram(request):
-    """sched_send.cpp get_mem_sizes: the host's RAM, 64 MB when it says 0 or less, times the
-    larger of the preferences' busy and idle RAM fractions when both are set (at most 1);
-    None when the request does not model memory (``HostInfo.m_nbytes`` None)."""
+    """reference/server.md §3.4; sched_send.cpp get_mem_sizes: the host's RAM, 64 MB when
+    it says 0 or less, times the larger of the preferences' busy and idle RAM fractions
+    when both are set (at most 1); None when the request does not model memory
+    (``HostInfo.m_nbytes`` None)."""
     ram = request.host_info.m_nbytes
     if ram is None:
         return None
@@ -117,8 +118,9 @@ def usable_ram(request):
 
 
 def max_allowable_disk(request, config):
-    """sched_send.cpp max_allowable_disk: the bytes of disk the request's jobs may still take,
-    or None when the request does not model disk (``HostInfo.d_free`` None).
+    """reference/server.md §3.4; sched_send.cpp max_allowable_disk: the bytes of disk the
+    request's jobs may still take, or None when the request does not model disk
+    (``HostInfo.d_free`` None).
 
     The preferences' ``disk_min_free_gb`` is raised to the project's
     ``default_disk_min_free_gb``. A client that says how much BOINC uses
@@ -246,7 +248,7 @@ def usable_versions(request, resource, host=None, *, config=None, havs=None, now
 
 def below_app_limits(versions, resource, in_progress):
     """``versions`` without the apps at their jobs-in-progress limit on ``resource``
-    (sched_limit.InProgress.app_exceeded).
+    (sched_limit.InProgress.app_exceeded; reference/server.md §3.4 "Limits").
 
     get_app_version skips a version whose app is at its ``max_jobs_in_progress`` limit for
     the version's processor type and takes the app's next best; each pass of
@@ -263,7 +265,8 @@ def below_app_limits(versions, resource, in_progress):
 
 def committed_only_versions(host, request, resource, versions, *, config, havs, now):
     """app id -> a Version standing for none, for each homogeneous-app-version app the host
-    has no version of on ``resource`` (``versions``: the ones it has). Such an app's jobs
+    has no version of on ``resource`` (``versions``: the ones it has; reference/server.md
+    §3.11). Such an app's jobs
     whose workunits are committed to a version still go with that one: get_app_version
     looks at the commitment (check_homogeneous_app_version, which takes the committed
     version even when the feeder no longer holds it) before it looks for a version of its
@@ -429,9 +432,9 @@ def send_work(host, request, *, now, config, reply, notices=None):
 
 
 def too_slow_message(request):
-    """sched_send.cpp send_user_messages, when a job was refused for its deadline
-    (``speed.insufficient``): how much of the time the host computes, in the words for
-    clients after 4.19 (core client version 41900) or before."""
+    """reference/server.md §3.4; sched_send.cpp send_user_messages, when a job was refused
+    for its deadline (``speed.insufficient``): how much of the time the host computes, in
+    the words for clients after 4.19 (core client version 41900) or before."""
     from backend.daemons.sched_version import core_client_version
 
     stats = request.time_stats
@@ -619,7 +622,8 @@ MEMORY, DISK, BANDWIDTH, DEADLINE = "memory", "disk", "bandwidth", "deadline"
 
 def lacks(wu, resource):
     """MEMORY, DISK or BANDWIDTH when the host lacks what ``wu`` needs, else "": the checks
-    of sched_check.cpp wu_is_infeasible_fast before the deadline, in its order.
+    of sched_check.cpp wu_is_infeasible_fast before the deadline, in its order
+    (reference/server.md §3.4).
 
     check_memory: ``rsc_memory_bound`` above the usable RAM; check_disk: ``rsc_disk_bound``
     above the disk the request may still fill (``DiskSpace``); check_bandwidth: a
@@ -659,10 +663,10 @@ def infeasible(wu, resource, runtime, config):
 
 
 def notice(why, wu, version, resource):
-    """The notice sched_check.cpp gives the volunteer for a job refused for ``why`` (memory,
-    disk or bandwidth; "" for the others, which give none), with the host's figures of the
-    moment (the disk left shrinks as jobs are added). MB are 2^20 bytes and KB 2^10
-    (lib/util.h); BOINC writes two spaces between the sentences."""
+    """reference/server.md §3.4: the notice sched_check.cpp gives the volunteer for a job
+    refused for ``why`` (memory, disk or bandwidth; "" for the others, which give none),
+    with the host's figures of the moment (the disk left shrinks as jobs are added). MB are
+    2^20 bytes and KB 2^10 (lib/util.h); BOINC writes two spaces between the sentences."""
     app = version.reply.app_name
     if why == MEMORY:
         return (f"{app} needs {wu.rsc_memory_bound / MEGA:.2f} MB RAM but only "
