@@ -384,10 +384,14 @@ def job_version(version, wu):
 
 # --- what the project pages show ------------------------------------------------------------
 
-def runtime_estimates(host, limit=200):
-    """[(app version label, [(sent_time, estimated runtime, reported runtime)])] of ``host``'s
-    last ``limit`` successful jobs, oldest first: the estimate is the job's estimated FLOPs
-    over the FLOPS it was sent with (``flops_estimate``)."""
+def runtime_estimates(host, limit=200, havs=()):
+    """[(app version label, [(sent_time, estimated runtime, reported runtime)], now)] of
+    ``host``'s last ``limit`` successful jobs, oldest first: the estimate is the job's
+    estimated FLOPs over the FLOPS it was sent with (``flops_estimate``). ``now`` is, once the
+    host's record of the version (one of ``havs``) has more than 10 runtimes, the estimate
+    estimate_flops makes of the version's next job of the last one's size from their average
+    (``(rpc_time, seconds)``), else None: a version the scheduler stopped sending shows its
+    learnt estimate too."""
     from backend.models import Outcome, Result
 
     rows = list(Result.objects.filter(host=host, outcome=Outcome.SUCCESS, flops_estimate__gt=0,
@@ -397,12 +401,19 @@ def runtime_estimates(host, limit=200):
                       "app_version__version_num", "app_version__platform",
                       "app_version__plan_class", "app_version__app__name")
                 .select_related("workunit").order_by("-sent_time", "-id")[:limit])
-    series = {}
+    series, last_fpops = {}, {}
     for r in reversed(rows):
         label = str(r.app_version)
         series.setdefault(label, []).append(
             (r.sent_time, r.workunit.rsc_fpops_est / r.flops_estimate, r.elapsed_time))
-    return sorted(series.items())
+        last_fpops[label] = r.workunit.rsc_fpops_est
+    learnt = {}
+    for hav in havs:
+        label = str(hav.app_version)
+        if label in last_fpops and hav.et_n > MIN_HOST_SAMPLES and hav.et_avg > 0:
+            learnt[label] = (host.rpc_time or series[label][-1][0],
+                             last_fpops[label] * hav.et_avg)
+    return [(label, points, learnt.get(label)) for label, points in sorted(series.items())]
 
 
 def app_version_table(config):

@@ -330,3 +330,24 @@ def test_a_workunit_committed_to_a_gpu_plan_class_version_goes_to_the_gpu(projec
     assert [(job.resource, job.app_version.version_num) for job in reply.results] == [
         ("NVIDIA", 100)]
     assert reply.results[0].app_version.gpu_usage == 0.5
+
+
+def test_the_host_page_series_ends_with_the_learnt_estimate(project):
+    from backend.daemons.sched_version import runtime_estimates
+    from backend.models import Outcome
+
+    host = project.host(p_ncpus=1, p_fpops=1e9, rpc_time=NOW + 7200)
+    wu = project.workunit()
+    # sent with 1 GFLOPS: estimated 3600 s; reported 7200 s
+    project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=host,
+                   app_version=project.version, sent_time=NOW, flops_estimate=1e9,
+                   elapsed_time=7200.0)
+    hav = HostAppVersion.objects.create(host=host, app_version=project.version, et_n=10,
+                                        et_avg=7200 / 3600e9)
+    [(label, points, now)] = runtime_estimates(host, havs=[hav])
+    assert label == str(project.version) and points == [(NOW, 3600.0, 7200.0)]
+    assert now is None  # 10 runtimes are not enough for estimate_flops
+    hav.et_n = 11
+    [(_, _, now)] = runtime_estimates(host, havs=[hav])
+    # the next job of the last one's size, 3600 GFLOP, at the et average
+    assert now == (NOW + 7200, pytest.approx(7200.0))
