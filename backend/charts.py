@@ -129,12 +129,15 @@ def queue_history_figures(samples):
 def runtime_estimates_figure(series):
     """Per app version of a host: the scheduler's runtime estimate of each job when it was
     sent and the runtime the host reported, by the time sent. ``series`` is a list of (label,
-    [(sent_time, estimated seconds, reported seconds)]), oldest first; the estimates come
+    [(sent_time, estimated seconds, reported seconds)], now), oldest first; the estimates come
     from the host app version's elapsed-time average once it has enough samples
-    (backend.daemons.sched_version), so the two lines meet."""
+    (backend.daemons.sched_version), so the two lines meet. ``now``, when not None, is
+    ``(time, seconds)``: the estimate the host's average gives the version's next job, drawn
+    as an open diamond, so a version no longer sent (another one is faster on the host)
+    shows where its estimate went."""
     palette = [CPU_COLOUR, GPU_COLOUR, "#b35c00", "#7a3fb0"]
     traces = []
-    for i, (label, points) in enumerate(series):
+    for i, (label, points, now) in enumerate(series):
         colour = palette[i % len(palette)]
         times = [_when(t) for t, _, _ in points]
         traces.append({"type": "scatter", "mode": "lines+markers", "name": f"{label}: estimated",
@@ -144,9 +147,19 @@ def runtime_estimates_figure(series):
         traces.append({"type": "scatter", "mode": "markers", "name": f"{label}: reported",
                        "x": times, "y": [got for _, _, got in points],
                        "marker": {"color": colour, "size": 7}})
-    return _figure(traces, _layout("Runtime estimates and reported runtimes", 280,
+        if now is not None:
+            traces.append({"type": "scatter", "mode": "markers",
+                           "name": f"{label}: estimated now",
+                           "x": [_when(now[0])], "y": [now[1]],
+                           "marker": {"color": colour, "size": 11, "symbol": "diamond-open",
+                                      "line": {"width": 2}}})
+    # the legend has a row or two per version under the plot: the figure grows with them
+    return _figure(traces, _layout("Runtime estimates and reported runtimes",
+                                   240 + 45 * len(series),
                                    yaxis={"title": {"text": "seconds"}, "rangemode": "tozero",
-                                          "automargin": True}))
+                                          "automargin": True},
+                                   xaxis={"automargin": True, "tickformat": "%d %b %H:%M"},
+                                   legend={"orientation": "h", "yanchor": "top", "y": -0.12}))
 
 
 def figure_json(fig):

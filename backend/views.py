@@ -364,7 +364,9 @@ def host_detail(request, pk):
         "can_edit": _can_edit_prefs(request.user, host),
     }
     if not request.htmx:
-        series = runtime_estimates(host)
+        # read once, for the table and the chart's learnt estimates
+        context["app_versions"] = list(context["app_versions"])
+        series = runtime_estimates(host, havs=context["app_versions"])
         context["estimates"] = (charts.figure_json(charts.runtime_estimates_figure(series))
                                 if series else "")
     return _render(request, "project/host_detail.html", context, "results")

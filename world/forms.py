@@ -1,12 +1,49 @@
 from django import forms
 
 from world.models import World
+from world.simulation import WorldSettings
+
+DEFAULTS = WorldSettings()
 
 
 class WorldForm(forms.ModelForm):
+    """A new world; the fields after the model's are WorldSettings overrides, kept in
+    ``World.settings`` (the same names as ``manage.py world --set``)."""
+
+    plan_classes = forms.BooleanField(
+        required=False, label="Plan classes",
+        help_text="The app gets a multi-threaded CPU version (mt) beside the sequential and GPU "
+                  "(cuda) ones, described by plan_class_spec.xml; each host is sent the one "
+                  "projected fastest on it, learnt from its runtimes.")
+    cpu_speed_sigma = forms.FloatField(
+        required=False, initial=DEFAULTS.cpu_speed_sigma, min_value=0,
+        help_text="Spread of hosts' real CPU speed below their benchmark (0: equal).")
+    mt_efficiency_min = forms.FloatField(
+        required=False, initial=DEFAULTS.mt_efficiency_min, min_value=0.01, max_value=1,
+        help_text="Lowest parallel efficiency of a multi-threaded job's threads (drawn up to 1).")
+    gpu_gflops_sigma = forms.FloatField(
+        required=False, initial=DEFAULTS.gpu_gflops_sigma, min_value=0,
+        help_text="Log-normal spread of GPUs' peak GFLOPS around the median.")
+    gpu_efficiency_min = forms.FloatField(
+        required=False, initial=DEFAULTS.gpu_efficiency_min, min_value=0.01, max_value=1,
+        help_text="Lowest share of its peak a GPU reaches (drawn up to 1).")
+    SETTINGS = ("plan_classes", "cpu_speed_sigma", "mt_efficiency_min", "gpu_gflops_sigma",
+                "gpu_efficiency_min")
+
     class Meta:
         model = World
         fields = ["name", "hosts", "days", "seed", "locality", "speedup"]
+
+    def clean(self):
+        cleaned = super().clean()
+        overrides = {name: cleaned[name] for name in self.SETTINGS
+                     if cleaned.get(name) not in (None, getattr(DEFAULTS, name))}
+        try:
+            WorldSettings.from_dict(overrides)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        self.instance.settings = {**(self.instance.settings or {}), **overrides}
+        return cleaned
 
     def clean_hosts(self):
         hosts = self.cleaned_data["hosts"]

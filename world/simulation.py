@@ -50,8 +50,10 @@ import heapq
 import math
 import random
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import NamedTuple
 
+from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Count, Min, Q, Sum
@@ -61,6 +63,8 @@ from backend.daemons.scheduler import (
     GpuRequest, HostInfo, ReportedFile, ReportedResult, SchedulerRequest, StickyFile,
     TimeStats, handle_request,
 )
+from backend.daemons import sched_version
+from backend.daemons.sched_types import SchedulerConfig
 from backend.daemons.work_generator import waiting_for_first_results
 from backend.models import (
     INT_MAX, App, AppVersion, AssimilateState, ClientState, FileDeleteState, GpuType, Host,
@@ -81,6 +85,22 @@ HR_PLATFORMS = (
     ("Microsoft Windows 10", "AuthenticAMD", "AMD Athlon(tm) 64 X2"),
     ("Haiku", "GenuineIntel", "Intel(R) Core(TM) i7-8700 CPU"),
 )
+
+# The plan classes of a world with ``plan_classes`` (BOINC's plan_class_spec.xml names): a
+# multi-threaded CPU class and an NVIDIA GPU class whose jobs do a tenth of their work on a CPU.
+PLAN_CLASS_SPEC = """<plan_classes>
+  <plan_class>
+    <name>mt</name>
+    <min_ncpus>2</min_ncpus>
+    <max_threads>{threads}</max_threads>
+  </plan_class>
+  <plan_class>
+    <name>cuda</name>
+    <gpu_type>nvidia</gpu_type>
+    <cpu_frac>0.1</cpu_frac>
+  </plan_class>
+</plan_classes>
+"""
 
 # Event priorities at equal times: daemons first, then hosts.
 DAEMONS, CHANGE, JOB_DONE, RPC, END = range(5)
@@ -147,6 +167,26 @@ class WorldSettings:
     # The app's homogeneous redundancy type (0 off, 1 fine, 2 coarse; backend.daemons.sched_hr):
     # on, the hosts run a mix of OSes and CPUs (HR_PLATFORMS), some of no known class.
     homogeneous_redundancy: int = 0
+    # App versions by plan class (backend.daemons.plan_class): on, the app has a multi-threaded
+    # CPU version ("mt", up to ``mt_threads`` threads on hosts with two CPUs or more) beside the
+    # sequential one, and its GPU version ("cuda"), both described by a plan_class_spec.xml the
+    # world writes; off, the GPU version is described by its columns (docs/server-fidelity.md
+    # departure 13). The scheduler picks per host the version it projects fastest
+    # (get_app_version, with ``version_select_random_factor``), learning from runtimes.
+    plan_classes: bool = False
+    mt_threads: int = 4
+    version_select_random_factor: float = 1.0
+    # Real speeds, which the runtimes hosts report follow: a host's CPUs compute at its
+    # benchmark (p_fpops) × exp(-|N(0, ``cpu_speed_sigma``)|), a benchmark overstating an app's
+    # speed rather than understating it; each thread
+    # of a multi-threaded job at a parallel efficiency drawn between ``mt_efficiency_min`` and
+    # 1 (under 1 / threads, the job runs slower than a sequential one); a GPU at its peak ×
+    # an efficiency drawn between ``gpu_efficiency_min`` and 1. GPU peaks spread around
+    # ``gpu_gflops`` log-normally with ``gpu_gflops_sigma``.
+    cpu_speed_sigma: float = 0.0
+    mt_efficiency_min: float = 1.0
+    gpu_gflops_sigma: float = 0.0
+    gpu_efficiency_min: float = 1.0
 
     @classmethod
     def from_dict(cls, values):
@@ -181,6 +221,19 @@ class WorldSettings:
         for name in ("report_delay", "backoff_min", "first_rpc_within"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be 0 or more, not {getattr(self, name)}")
+        for name in ("mt_efficiency_min", "gpu_efficiency_min"):
+            if not 0 < getattr(self, name) <= 1:
+                raise ValueError(f"{name} must be above 0 and at most 1, not "
+                                 f"{getattr(self, name)}")
+        for name in ("cpu_speed_sigma", "gpu_gflops_sigma", "version_select_random_factor"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be 0 or more, not {getattr(self, name)}")
+        if isinstance(self.mt_threads, bool) or not isinstance(self.mt_threads, int) \
+                or self.mt_threads < 2:
+            raise ValueError(f"mt_threads must be a whole number, 2 or more, not "
+                             f"{self.mt_threads!r}")
+        if self.plan_classes and self.live_app:
+            raise ValueError("a live world runs its app's own versions; leave plan_classes off")
         if self.homogeneous_redundancy not in (0, 1, 2):
             raise ValueError("homogeneous_redundancy must be 0, 1 or 2, not "
                              f"{self.homogeneous_redundancy}")
@@ -198,6 +251,7 @@ class Job:
     deadline: int
     output_name: str
     fate: str  # ok, error, wrong, lost
+    ncpus: float = 1.0  # CPUs a CPU job takes (a multi-threaded version's threads)
 
 
 @dataclass
@@ -236,6 +290,12 @@ class SimHost:
     os_name: str = ""
     p_vendor: str = ""
     p_model: str = ""
+    # Real speeds (WorldSettings): CPU speed / p_fpops, a multi-threaded job's efficiency per
+    # thread, the GPU's peak FLOPS (0: the world's gpu_gflops) and the share of it jobs reach.
+    cpu_factor: float = 1.0
+    mt_efficiency: float = 1.0
+    gpu_peak: float = 0.0
+    gpu_efficiency: float = 1.0
 
     @property
     def active(self):
@@ -254,10 +314,15 @@ class SimHost:
     def instances(self, resource):
         return self.usable_cpus if resource == "cpu" else self.gpus
 
+    def load(self, jobs):
+        """Instances ``jobs`` take: a multi-threaded job its threads, any other one."""
+        return sum(getattr(job, "ncpus", 1.0) for job in jobs)
+
     def work_seconds(self, resource):
         """Wall seconds of queued work per usable instance."""
         jobs = self.queued[resource] + self.running[resource]
-        return sum(job.remaining for job in jobs) / max(self.instances(resource), 1) / self.speed
+        return (sum(job.remaining * getattr(job, "ncpus", 1.0) for job in jobs)
+                / max(self.instances(resource), 1) / self.speed)
 
 
 @dataclass
@@ -373,10 +438,36 @@ class Simulation:
                                       platform=self.platform,
                                       gpu_type=GpuType.NVIDIA, gpu_usage=1.0, avg_ncpus=0.1,
                                       flops=s.gpu_gflops * 1e9, create_time=self.now(0))
+            if s.plan_classes:
+                AppVersion.objects.create(app=app, version_num=100, plan_class="mt",
+                                          platform=self.platform, avg_ncpus=s.mt_threads,
+                                          flops=s.cpu_gflops_median * 1e9 * s.mt_threads,
+                                          create_time=self.now(0))
+                self.plan_class_spec()
             self.make_hosts(app)
             self.make_files(app)
         self.schedule_round(0.0)
         self.push(self.end, END, "end")
+
+    def plan_class_spec(self):
+        """The path of the world's plan_class_spec.xml (``plan_classes``), written when
+        missing (a world resumed on another machine writes it again); "" without."""
+        s = self.settings
+        if not s.plan_classes:
+            return ""
+        path = Path(django_settings.BOINCWEB_DATA_DIR) / "worlds" / \
+            f"{self.prefix}_plan_class_spec.xml"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(PLAN_CLASS_SPEC.format(threads=s.mt_threads))
+        return str(path)
+
+    def scheduler_config(self):
+        """The scheduler's options for this world's requests: BOINC's defaults, with the
+        world's plan classes and random factor."""
+        return SchedulerConfig(plan_class_spec=self.plan_class_spec(),
+                               version_select_random_factor=(
+                                   self.settings.version_select_random_factor))
 
     def setup_live(self):
         app = App.objects.filter(name=self.settings.live_app).first()
@@ -414,14 +505,19 @@ class Simulation:
             join = rng.uniform(0, self.work_end) if i >= s.hosts else 0.0
             leave = join + rng.expovariate(s.leave_per_day / DAY) if s.leave_per_day else math.inf
             specs.append((ncpus, fpops, gpus, on_frac, error_rate, wrong_rate, join, leave))
-        # their own generator, so a world without HR draws as it always did
+        # their own generators, so a world without HR or real speeds draws as it always did
         hr_rng = random.Random(f"{s.seed}:hr")
         platforms = [hr_rng.choice(HR_PLATFORMS) for _ in range(total)]
+        speed_rng = random.Random(f"{s.seed}:speed")
+        speeds = [(math.exp(-abs(speed_rng.gauss(0, s.cpu_speed_sigma))),
+                   speed_rng.uniform(s.mt_efficiency_min, 1.0),
+                   s.gpu_gflops * 1e9 * math.exp(speed_rng.gauss(0, s.gpu_gflops_sigma)),
+                   speed_rng.uniform(s.gpu_efficiency_min, 1.0)) for _ in range(total)]
         rows = Host.objects.bulk_create(
             Host(owner=users[i], domain_name=f"{self.prefix}-host{i}", platform=self.platform,
                  os_name=platforms[i][0] if s.homogeneous_redundancy else "Linux",
                  p_ncpus=ncpus, p_fpops=fpops, gpu_type=GpuType.NVIDIA if gpus else GpuType.NONE,
-                 gpu_count=gpus, gpu_peak_flops=s.gpu_gflops * 1e9 if gpus else 0.0,
+                 gpu_count=gpus, gpu_peak_flops=speeds[i][2] if gpus else 0.0,
                  on_frac=on_frac, mean_on_period=s.mean_on_period, error_rate=error_rate,
                  wrong_output_rate=wrong_rate, no_reply_rate=s.no_reply_rate,
                  work_buf_min_days=s.work_buf_min_days,
@@ -439,6 +535,7 @@ class Simulation:
                            progress_time=join, gone=join > 0,
                            work_buf_min_days=s.work_buf_min_days,
                            work_buf_additional_days=s.work_buf_additional_days)
+            host.cpu_factor, host.mt_efficiency, host.gpu_peak, host.gpu_efficiency = speeds[i]
             self.hosts.append(host)
             self.host_index[row.pk] = i
             if s.homogeneous_redundancy:
@@ -454,8 +551,8 @@ class Simulation:
     def make_files(self, app):
         """Enough data files that the population cannot run out of work in ``days``."""
         s = self.settings
-        flops = sum((h.ncpus * h.fpops + h.gpus * s.gpu_gflops * 1e9) * h.on_frac
-                    for h in self.hosts)
+        flops = sum((h.ncpus * h.fpops * h.cpu_factor + h.gpus * h.gpu_peak * h.gpu_efficiency)
+                    * h.on_frac for h in self.hosts)
         results = flops * s.days * DAY / (s.job_gflop * 1e9)
         n_files = math.ceil(1.5 * results / (s.workunits_per_file * s.target_nresults))
         n_files += math.ceil(len(self.hosts) / s.target_nresults) + 1
@@ -526,9 +623,13 @@ class Simulation:
         host.epoch += 1  # earlier end events of this host are stale from here on
         for resource in ("gpu", "cpu"):
             running, queued = host.running[resource], host.queued[resource]
-            while len(running) > host.instances(resource):  # fewer CPUs allowed: preempt
+            instances = host.instances(resource)
+            while len(running) > 1 and host.load(running) > instances:  # fewer CPUs: preempt
                 queued.insert(0, running.pop())
-            while queued and len(running) < host.instances(resource):
+            # a multi-threaded job waits for its threads' CPUs (or runs alone when it has
+            # more threads than the host lets it use)
+            while queued and (not running
+                              or host.load(running) + host.load(queued[:1]) <= instances):
                 running.append(queued.pop(0))
             for job in running:
                 self.push(self.t + job.remaining / host.speed, JOB_DONE, "job_done",
@@ -632,12 +733,13 @@ class Simulation:
         fill = (host.work_buf_min_days + host.work_buf_additional_days) * DAY
         cpus = host.usable_cpus
         cpu_secs = max(fill - host.work_seconds("cpu"), 0.0) * cpus
-        idle_cpus = max(cpus - len(host.running["cpu"]) - len(host.queued["cpu"]), 0)
+        idle_cpus = max(cpus - host.load(host.running["cpu"] + host.queued["cpu"]), 0)
         gpu_requests = []
         if host.gpus:
             gpu_secs = max(fill - host.work_seconds("gpu"), 0.0) * host.gpus
             idle = max(host.gpus - len(host.running["gpu"]) - len(host.queued["gpu"]), 0)
-            gpu_requests.append(GpuRequest(GpuType.NVIDIA, host.gpus, s.gpu_gflops * 1e9,
+            gpu_requests.append(GpuRequest(GpuType.NVIDIA, host.gpus,
+                                           host.gpu_peak or s.gpu_gflops * 1e9,
                                            gpu_secs, float(idle), host.work_seconds("gpu")))
         host.rpc_seqno += 1
         return SchedulerRequest(
@@ -664,8 +766,11 @@ class Simulation:
                                          seed=self.settings.seed)
         # the host's index, not its database id, keeps the scheduler's choices the same
         # from one run of the seed to the next
+        # the scheduler's random factor (get_app_version) drawn from a generator of this
+        # request's own, so the same seed makes the same choices
+        sched_version.RNG.seed(f"{self.settings.seed}:{host.index}:{host.rpc_seqno}")
         with locality.configured(config, wait=self.scheduler_wait, host_key=host.index):
-            reply = handle_request(request, now=self.now())
+            reply = handle_request(request, now=self.now(), config=self.scheduler_config())
         self.counters.rpcs += 1
         if reply.results:
             self.counters.rpcs_with_work += 1
@@ -712,10 +817,22 @@ class Simulation:
         else:
             fate = "ok"
         resource = "cpu" if job.resource == "cpu" else "gpu"
-        host.queued[resource].append(Job(job.name, job.wu_name, resource, job.estimated_runtime,
-                                         job.estimated_runtime, job.report_deadline,
-                                         job.output_files[0].name, fate))
+        threads = max(job.app_version.avg_ncpus, 1.0) if resource == "cpu" else 1.0
+        runtime = job.workunit.rsc_fpops_est / self.real_flops(host, resource, threads)
+        host.queued[resource].append(Job(job.name, job.wu_name, resource, runtime, runtime,
+                                         job.report_deadline, job.output_files[0].name, fate,
+                                         ncpus=threads))
         self.counters.jobs_received += 1
+
+    def real_flops(self, host, resource, threads):
+        """The speed a job really runs at on ``host`` (WorldSettings' real speeds): on a GPU,
+        its peak × its efficiency; on CPUs, p_fpops × the host's CPU factor, times the threads
+        × their parallel efficiency for a multi-threaded job. The runtimes hosts report follow
+        it, whatever the scheduler estimated."""
+        if resource != "cpu":
+            return (host.gpu_peak or self.settings.gpu_gflops * 1e9) * host.gpu_efficiency
+        flops = host.fpops * host.cpu_factor
+        return flops * threads * host.mt_efficiency if threads > 1 else flops
 
     def scheduler_wait(self, file_name, *, now, seconds):
         """The scheduler's locality wait in simulated time: the on-demand generator and the

@@ -22,6 +22,7 @@ DAEMONS = {
     "assimilator": "backend.daemons.assimilator",
     "file_deleter": "backend.daemons.file_deleter",
     "work_generator": "backend.daemons.work_generator",
+    "update_stats": "backend.daemons.update_stats",
 }
 # The project options (SchedulerConfig fields) each daemon's run_once takes: the host app
 # versions' daily quota (reference/server.md §3.11), as the scheduler endpoint has it, and

@@ -20,11 +20,14 @@ figure with the host's PFC samples ``n`` (``(estimate × (n - 1) + projection) /
 consecutive valid result: 99 times in 100), and is multiplied by ``max(0.1, 1 +
 version_select_random_factor × N(0, 1) / n)``. The best version's runtime estimate then comes
 from estimate_flops: ``1 / et_avg`` once the host has more than 10 elapsed-time samples (at
-most 250 × the projection), else (BOINC's app-version PFC statistics are not kept here) the
-host's p_fpops × (CPUs + 10 × GPUs). A project without plan_class_spec.xml describes its
-versions by their columns (``gpu_type``, ``gpu_usage``, ``avg_ncpus``; the simulated world's),
-a GPU version's speed then being the GPU's peak FLOPS × usage until the host has statistics;
-with the file, a version whose plan class it does not name is never sent, as in BOINC.
+most 250 × the projection); else, once the version has more than 100 PFC samples over all
+hosts (the validator's CreditNew pass keeps them, backend.daemons.credit), the host's peak
+FLOPS for the version over the version's PFC average, so a new host starts from what the
+version's hosts reach; else the host's p_fpops × (CPUs + 10 × GPUs). A project without
+plan_class_spec.xml describes its versions by their columns (``gpu_type``, ``gpu_usage``,
+``avg_ncpus``; the simulated world's), a GPU version's speed then being the GPU's peak
+FLOPS × usage until there are statistics; with the file, a version whose plan class it does
+not name is never sent, as in BOINC.
 
 The host app version averages: each successful report adds the job's elapsed time per
 estimated FLOP to ``et`` (backend.daemons.host_app_version ``learn``); the validator's credit
@@ -47,6 +50,7 @@ from backend.models import AppVersion, Host
 ET_RATIO_LIMIT = 250.0
 GPU_CPU_RATIO = 10.0
 MIN_HOST_SAMPLES = 10
+MIN_VERSION_SAMPLES = 100
 GIGA = 1024.0 ** 3  # lib/util.h GIGA
 # sched_util.cpp PERF_INFO::get_from_db: the defaults while a project has under 10 hosts.
 DEFAULT_FPOPS_50 = 3.3e9
@@ -250,13 +254,23 @@ class BestVersions:
 
     def estimate_flops(self, row, usage):
         """sched_version.cpp estimate_flops: the speed a job's runtime is estimated from."""
-        hav = None if self.config.rte_no_stats else self.havs.get(row.pk)
+        if self.config.rte_no_stats:
+            return self.no_stats_flops(row, usage)
+        hav = self.havs.get(row.pk)
         if hav is not None and hav.et_n > MIN_HOST_SAMPLES and hav.et_avg > 0:
             if self.config.estimate_flops_from_hav_pfc:
                 flops = usage.peak_flops / (hav.pfc_avg + 1e-18)
             else:
                 flops = 1.0 / hav.et_avg
             return min(flops, ET_RATIO_LIMIT * usage.projected_flops)
+        if row.pfc_n > MIN_VERSION_SAMPLES and row.pfc_avg > 0:
+            # the version's PFC average over all hosts: peak FLOPS / (elapsed × peak FLOPS /
+            # estimated FLOPs) is the speed the version's hosts reach for their peak
+            return usage.peak_flops / row.pfc_avg
+        return self.no_stats_flops(row, usage)
+
+    def no_stats_flops(self, row, usage):
+        """estimate_flops without statistics: the conservative p_fpops × (CPUs + 10 × GPUs)."""
         if not self.described(row) and row.gpu_type:
             return usage.peak_flops
         return self.host.p_fpops * (usage.avg_ncpus + GPU_CPU_RATIO * usage.gpu_usage)
@@ -390,10 +404,14 @@ def job_version(version, wu):
 
 # --- what the project pages show ------------------------------------------------------------
 
-def runtime_estimates(host, limit=200):
-    """[(app version label, [(sent_time, estimated runtime, reported runtime)])] of ``host``'s
-    last ``limit`` successful jobs, oldest first: the estimate is the job's estimated FLOPs
-    over the FLOPS it was sent with (``flops_estimate``)."""
+def runtime_estimates(host, limit=200, havs=()):
+    """[(app version label, [(sent_time, estimated runtime, reported runtime)], now)] of
+    ``host``'s last ``limit`` successful jobs, oldest first: the estimate is the job's
+    estimated FLOPs over the FLOPS it was sent with (``flops_estimate``). ``now`` is, once the
+    host's record of the version (one of ``havs``) has more than 10 runtimes, the estimate
+    estimate_flops makes of the version's next job of the last one's size from their average
+    (``(rpc_time, seconds)``), else None: a version the scheduler stopped sending shows its
+    learnt estimate too."""
     from backend.models import Outcome, Result
 
     rows = list(Result.objects.filter(host=host, outcome=Outcome.SUCCESS, flops_estimate__gt=0,
@@ -403,12 +421,19 @@ def runtime_estimates(host, limit=200):
                       "app_version__version_num", "app_version__platform",
                       "app_version__plan_class", "app_version__app__name")
                 .select_related("workunit").order_by("-sent_time", "-id")[:limit])
-    series = {}
+    series, last_fpops = {}, {}
     for r in reversed(rows):
         label = str(r.app_version)
         series.setdefault(label, []).append(
             (r.sent_time, r.workunit.rsc_fpops_est / r.flops_estimate, r.elapsed_time))
-    return sorted(series.items())
+        last_fpops[label] = r.workunit.rsc_fpops_est
+    learnt = {}
+    for hav in havs:
+        label = str(hav.app_version)
+        if label in last_fpops and hav.et_n > MIN_HOST_SAMPLES and hav.et_avg > 0:
+            learnt[label] = (host.rpc_time or series[label][-1][0],
+                             last_fpops[label] * hav.et_avg)
+    return [(label, points, learnt.get(label)) for label, points in sorted(series.items())]
 
 
 def app_version_table(config):

@@ -234,6 +234,48 @@ def test_et_average_learns_runtimes_and_moves_the_estimate(project, spec_file):
     assert reply.results[0].estimated_runtime == pytest.approx(14400)
 
 
+@pytest.mark.parametrize("pfc_n, host_et_n, rte_no_stats, runtime", [
+    # estimate_flops's second mode: more than 100 version samples, peak FLOPS / pfc_avg =
+    # 1e9 / 4: a quarter of the peak, so 3600 GFLOP take 14400 s
+    (101, 0, False, 14400.0),
+    (100, 0, False, 3600.0),  # 100 samples are not enough: p_fpops × 1 CPU
+    (101, 11, False, 1800.0),  # the host's own 11 samples come first: 1 / et_avg
+    (101, 10, False, 14400.0),  # 10 host samples are not enough: the version's
+    (101, 11, True, 3600.0),  # rte_no_stats: neither
+])
+def test_a_new_host_starts_from_the_version_pfc_average(project, spec_file, pfc_n,
+                                                        host_et_n, rte_no_stats, runtime):
+    AppVersion.objects.filter(pk=project.version.pk).update(pfc_n=pfc_n, pfc_avg=4.0)
+    host = project.host(p_ncpus=1, p_fpops=1e9)
+    if host_et_n:
+        HostAppVersion.objects.create(host=host, app_version=project.version,
+                                      max_jobs_per_day=100, et_n=host_et_n,
+                                      et_avg=1800 / 3600e9, pfc_n=host_et_n, pfc_avg=0.5)
+    project.result(project.workunit())
+    reply = handle_request(work_request(host), now=NOW,
+                           config=config(spec_file, rte_no_stats=rte_no_stats))
+    assert reply.results[0].estimated_runtime == pytest.approx(runtime)
+
+
+def test_the_version_pfc_average_scales_a_gpu_version_peak(project, spec_file):
+    # cuda: the GPU's share 1e12 × .5 GPUs × gpu_peak_flops_scale .5 = 2.5e11 FLOPS, plus
+    # the CPUs coproc_perf gives it (cpu_frac × GPU / (cpu_frac × GPU + .95 × CPU)) × 1e9;
+    # the version's hosts reach a tenth of their peak: pfc_avg 10
+    gpu = 2.5e11
+    cpus = 0.05 * gpu / (0.05 * gpu + 0.95 * 1e9)
+    peak = gpu + cpus * 1e9
+    add_versions(project, gpu=["cuda"])
+    cuda = AppVersion.objects.get(plan_class="cuda")
+    AppVersion.objects.filter(pk=cuda.pk).update(pfc_n=500, pfc_avg=10.0)
+    project.result(project.workunit())
+    host = project.host(p_ncpus=1, p_fpops=1e9)
+    reply = handle_request(work_request(host, cpu_req_secs=0, gpu_requests=[
+        GpuRequest(GpuType.NVIDIA, req_secs=1, req_instances=1, **NVIDIA_OK)]), now=NOW,
+        config=config(spec_file))
+    assert sent_versions(reply) == [("NVIDIA", "cuda")]
+    assert reply.results[0].estimated_runtime == pytest.approx(3600e9 / (peak / 10))
+
+
 def test_a_reported_runtime_enters_the_et_average_whatever_its_claimed_pfc():
     hav = HostAppVersion(et_avg=0, et_n=0, pfc_avg=0, pfc_n=0)
     host_app_version.learn(hav, 1e6, 1e12, 1e9)  # a claimed PFC 1e9 times the estimate
@@ -288,3 +330,24 @@ def test_a_workunit_committed_to_a_gpu_plan_class_version_goes_to_the_gpu(projec
     assert [(job.resource, job.app_version.version_num) for job in reply.results] == [
         ("NVIDIA", 100)]
     assert reply.results[0].app_version.gpu_usage == 0.5
+
+
+def test_the_host_page_series_ends_with_the_learnt_estimate(project):
+    from backend.daemons.sched_version import runtime_estimates
+    from backend.models import Outcome
+
+    host = project.host(p_ncpus=1, p_fpops=1e9, rpc_time=NOW + 7200)
+    wu = project.workunit()
+    # sent with 1 GFLOPS: estimated 3600 s; reported 7200 s
+    project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=host,
+                   app_version=project.version, sent_time=NOW, flops_estimate=1e9,
+                   elapsed_time=7200.0)
+    hav = HostAppVersion.objects.create(host=host, app_version=project.version, et_n=10,
+                                        et_avg=7200 / 3600e9)
+    [(label, points, now)] = runtime_estimates(host, havs=[hav])
+    assert label == str(project.version) and points == [(NOW, 3600.0, 7200.0)]
+    assert now is None  # 10 runtimes are not enough for estimate_flops
+    hav.et_n = 11
+    [(_, _, now)] = runtime_estimates(host, havs=[hav])
+    # the next job of the last one's size, 3600 GFLOP, at the et average
+    assert now == (NOW + 7200, pytest.approx(7200.0))

@@ -27,7 +27,9 @@ FIGURES = {
     "history": lambda: [fig for _, fig in charts.queue_history_figures(
         [{"time": NOW + 10 * i, "results_ready_to_send": i} for i in range(40)])],
     "estimates": lambda: charts.runtime_estimates_figure(
-        [("app 100 x86_64-pc-linux-gnu (cuda)", [(NOW, 60.0, 30.0), (NOW + 600, 31.0, 30.0)])]),
+        [("app 100 x86_64-pc-linux-gnu (cuda)", [(NOW, 60.0, 30.0), (NOW + 600, 31.0, 30.0)],
+          (NOW + 900, 30.0)),
+         ("app 100 x86_64-pc-linux-gnu", [(NOW, 60.0, 90.0)], None)]),
 }
 
 

@@ -230,3 +230,27 @@ def test_the_list_links_a_plain_world_to_its_locality_twin(client):
     assert html.count(link) == 2
     assert html.count("compare with") == 2  # "other" and "tuned" have no twin
     assert reverse("worlds:detail", args=[plain.pk]) in html
+
+
+def test_the_form_keeps_plan_classes_and_real_speeds_as_world_settings():
+    from world.forms import WorldForm
+    from world.jobs import world_settings
+
+    form = WorldForm(data={**FORM, "plan_classes": "on", "mt_efficiency_min": "0.2",
+                           "gpu_gflops_sigma": "1", "cpu_speed_sigma": "0"})
+    assert form.is_valid(), form.errors
+    world = form.save()
+    # only what differs from the defaults is kept
+    assert world.settings == {"plan_classes": True, "mt_efficiency_min": 0.2,
+                              "gpu_gflops_sigma": 1.0}
+    settings = world_settings(world)
+    assert settings.plan_classes and settings.mt_efficiency_min == 0.2
+
+
+def test_a_world_setting_out_of_range_is_a_400_and_creates_nothing(client, admin):
+    response = client.post(reverse("worlds:create"), {**FORM, "gpu_efficiency_min": "1.5"})
+    assert response.status_code == 400
+    assert b"Ensure this value is less than or equal to 1" in response.content
+    response = client.post(reverse("worlds:create"), {**FORM, "cpu_speed_sigma": "-1"})
+    assert response.status_code == 400
+    assert not World.objects.exists()

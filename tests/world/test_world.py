@@ -186,6 +186,9 @@ def test_world_command_prints_the_contract_keys():
     (["--set", "colour=blue"], "unknown world setting(s): colour"),
     (["--hosts", "0"], "hosts must be at least 1"),
     (["--set", "error_rate=2"], "error_rate must be between 0 and 1"),
+    (["--set", "mt_threads=1"], "mt_threads must be a whole number, 2 or more, not 1"),
+    (["--set", "mt_efficiency_min=0"], "mt_efficiency_min must be above 0 and at most 1"),
+    (["--set", "gpu_gflops_sigma=-1"], "gpu_gflops_sigma must be 0 or more"),
 ])
 def test_world_command_refuses_bad_input_with_exit_status_2(args, message):
     with pytest.raises(CommandError, match=re.escape(message)) as info:
