@@ -97,7 +97,10 @@ def parse_request(body):
         file_infos=[sticky_file(f) for f in root.findall("file_info")],
         app_versions=client_app_versions(root.find("app_versions")),
         other_results=other_results(root.find("other_results")),
+        **disk_prefs(root),
     )
+    request.host_info.d_boinc_used_total = number(root.find("disk_usage"), "d_boinc_used_total")
+    request.host_info.n_bwdown = number(root.find("net_stats"), "bwdown")
     return ParsedRequest(authenticator=text(root, "authenticator"), request=request,
                          code_sign_key=text(root, "code_sign_key"))
 
@@ -196,6 +199,17 @@ def host_info(element):
     for name in ("m_nbytes", "d_total", "d_free"):
         setattr(info, name, number(element, name))
     return info
+
+
+def disk_prefs(root):
+    """The disk limits of the global preferences the client works by: its
+    ``<working_global_preferences>``, else its ``<global_preferences>`` (handle_request.cpp;
+    the account's stored preferences are not consulted). The values outside any ``<venue>``."""
+    prefs = root.find("working_global_preferences")
+    if prefs is None:
+        prefs = root.find("global_preferences")
+    return {name: number(prefs, name) for name in
+            ("disk_max_used_gb", "disk_max_used_pct", "disk_min_free_gb")}
 
 
 def time_stats(element):

@@ -32,7 +32,44 @@ sched_locality.cpp:
    not done in general because every host scanning the same order would flock to the same
    file, which the random choice from the working set avoids.
 
-The random choices (rules 3 and 8) come from a ``random.Random`` seeded with the project's
+Beside those, after BOINC's sched_locality.cpp and sched_send.cpp (docs/server-fidelity.md
+lists each with the BOINC function it follows):
+
+10. Old work first (send_work_locality, send_old_work): with
+    ``<locality_scheduling_send_timeout>`` T > 0 and a host that downloads faster than
+    100,000 bytes/s (its ``<net_stats><bwdown>``), the oldest unsent result created before
+    now − T (rounded down to the hour) is tried before anything else, and, once sent, more
+    of its file's results as in rules 4-6. Before a working-set file is chosen (rule 8),
+    the oldest result created in a window from a random time between T and T/2 ago to T/2
+    ago (its end rounded down to the hour) is tried the same way, whatever the host's speed
+    (send_new_file_work).
+11. Disk (check_disk, decrement_disk_space_locality, delete_file_from_host): a request that
+    says how much disk its host has (``SchedulerRequest.models_disk``) may fill what
+    max_allowable_disk allows (``max_allowable_disk``); a job whose ``rsc_disk_bound``
+    exceeds what is left ends the locality pass, and each job sent takes its bound, less its
+    file's size when the host has the file or an earlier job of the reply brings it. A
+    request that got no job at all with its disk short is told to delete one of the files it
+    reported: the one at position host id modulo their number in its list, with "BOINC will
+    delete file F when no longer needed" and a request delay of 4 hours (the client deletes
+    it once no job of its needs it); with no file to name, "Not enough disk space ..." or "No
+    disk space ..." and a delay of an hour.
+12. ``File.no_delete`` (``<no_delete/>``) keeps a file from the file deleter
+    (backend.daemons.file_deleter), and so from the list of files the project no longer has
+    (backend.daemons.scheduler ``deleted_sticky_files``). BOINC's scheduler does not look at
+    the flag when it names a file for a host to delete (rules 7 and 11): the file is still
+    on the server, only the host's copy goes.
+13. Homogeneous redundancy and homogeneous app version (sched_check.cpp
+    wu_is_infeasible_fast, sched_send.cpp update_wu_on_send): a file's result goes only to a
+    host of its workunit's class, with its committed version, and the first send commits
+    the workunit, as on the ordinary path (backend.daemons.sched_hr).
+
+The options are the project's config.xml ones (``SchedulerConfig``:
+``locality_scheduling_sorted_order``, ``locality_scheduling_wait_period``,
+``locality_scheduling_send_timeout``, ``file_deletion_strategy`` 1 for rule 7's deletions,
+``default_disk_min_free_gb``); a caller may override the first four with a
+``LocalityConfig`` (a simulated world does).
+
+The random choices (rules 3, 8 and 10) come from a ``random.Random`` seeded with the project's
 ``LocalityConfig.seed``, the host's key, its RPC number, the time and the resource. The key is
 the host's id unless the caller names a stable one (``configured(host_key=...)``): a
 simulated world passes its seed and the host's index in the world, so that its outcome does
@@ -59,15 +96,17 @@ import random
 import time
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.db import connection
 from django.db.models import Exists, Max, OuterRef, Q
 
+from backend.daemons import sched_hr
 from backend.daemons.hierarchy import download_path
 from backend.daemons.sched_send import (
-    RESULT_COLUMNS, WORKUNIT_COLUMNS, after_sending, send_for_resource,
+    MEGA, RESULT_COLUMNS, WORKUNIT_COLUMNS, after_sending, send_for_resource,
 )
+from backend.daemons.sched_types import Message
 from backend.daemons.work_generator import LOCALITY_SEPARATOR, create_work_for_file
 from backend.models import (
     AppVersion, File, FileDeleteState, Host, Result, ServerState, TransitionerFlags, Workunit,
@@ -77,18 +116,38 @@ from world.models import LocalityTrigger
 SEPARATOR = LOCALITY_SEPARATOR
 ACTIVE_WINDOW = 86400
 FALLBACK_FILES = 10
+GIGA = 1024 * MEGA  # lib/util.h GIGA
+# sched_locality.cpp send_work_locality: old work goes to hosts downloading faster than this
+# (bytes/s); sched_main.h DELAY_DISK_SPACE, DELAY_DELETE_FILE (seconds).
+OLD_WORK_MIN_BWDOWN = 100000
+DELAY_DISK_SPACE = 3600
+DELAY_DELETE_FILE = 4 * 3600
 # What a look at one file found (Sender.send_file_or_trigger).
 SENT, EXCLUDED, NO_WORK = "sent", "excluded", "no work"
 
 
 @dataclass(frozen=True)
 class LocalityConfig:
-    """The project's locality options (config.xml names)."""
+    """A caller's locality options; None takes the project's config.xml one
+    (``SchedulerConfig``, named in the comments)."""
 
-    sorted_order: bool = False  # <locality_scheduling_sorted_order/>
-    wait_period: float = 0.0  # <locality_scheduling_wait_period>
-    delete_files: bool = True  # file_deletion_strategy 1: delete files left without work
-    seed: int = 0  # of the random choices (rules 3 and 8)
+    sorted_order: bool | None = None  # <locality_scheduling_sorted_order/>
+    wait_period: float | None = None  # <locality_scheduling_wait_period>
+    delete_files: bool | None = None  # <file_deletion_strategy> 1: delete files left without work
+    send_timeout: int | None = None  # <locality_scheduling_send_timeout> (rule 10)
+    seed: int = 0  # of the random choices (rules 3, 8 and 10)
+
+    def resolved(self, config):
+        """These options with config.xml's (``config``, a SchedulerConfig) where None."""
+        def pick(own, project):
+            return project if own is None else own
+
+        return replace(
+            self,
+            sorted_order=pick(self.sorted_order, config.locality_scheduling_sorted_order),
+            wait_period=pick(self.wait_period, config.locality_scheduling_wait_period),
+            delete_files=pick(self.delete_files, config.file_deletion_strategy == 1),
+            send_timeout=pick(self.send_timeout, config.locality_scheduling_send_timeout))
 
 
 def real_sleep(file_name, *, now, seconds):
@@ -154,30 +213,185 @@ def file_picker(file_name):
     return pick
 
 
+def old_work_picker(result_id):
+    """``pick`` for send_for_resource: the one old result of rule 10, unless this volunteer
+    has a result of its workunit (sched_locality.cpp possibly_send_result)."""
+
+    def pick(host, app_ids, limit, config):
+        queryset = Result.objects.filter(pk=result_id, server_state=ServerState.UNSENT,
+                                         app_id__in=app_ids)
+        if config.one_result_per_user_per_wu:
+            queryset = queryset.exclude(Exists(Result.objects.filter(
+                workunit_id=OuterRef("workunit_id"), user_id=host.owner_id)))
+        queryset = queryset.select_related("workunit").only(*RESULT_COLUMNS, *WORKUNIT_COLUMNS)
+        if connection.features.has_select_for_update_skip_locked:
+            queryset = queryset.select_for_update(skip_locked=True, of=("self",))
+        return list(queryset[:1])
+
+    return pick
+
+
+def oldest_unsent(app_ids, *, before, after=None):
+    """(id, workunit name) of the oldest unsent result created before ``before`` (and after
+    ``after``), or None (sched_locality.cpp send_old_work; ties by id)."""
+    queryset = Result.objects.filter(
+        server_state=ServerState.UNSENT, app_id__in=app_ids, create_time__lt=before,
+        workunit__error_mask=0, workunit__transitioner_flags=TransitionerFlags.ORDINARY)
+    if after is not None:
+        queryset = queryset.filter(create_time__gt=after)
+    return queryset.order_by("create_time", "id").values_list("id", "workunit__name").first()
+
+
+def max_allowable_disk(request, config):
+    """The disk a request's jobs may fill, and the bound that sets it (rule 11).
+
+    sched_send.cpp max_allowable_disk: with ``min_free`` the larger of the preferences'
+    disk_min_free_gb and config.xml's default_disk_min_free_gb, a client that reports its
+    projects' usage (d_boinc_used_total) gets the least of d_free − min_free,
+    d_total × disk_max_used_pct / 100 − used (when that preference is set) and
+    disk_max_used_gb − used (likewise); another gets d_free − min_free. Gigabytes are 2^30
+    bytes. Returns ``(bytes, bound)``, bound one of "max_used", "max_frac", "min_free";
+    bytes may be negative (BOINC then marks the disk short and uses 0).
+    """
+    info = request.host_info
+    min_free = max(request.disk_min_free_gb, config.default_disk_min_free_gb)
+    x, which = info.d_free - min_free * GIGA, "min_free"
+    if info.d_boinc_used_total:
+        if request.disk_max_used_pct > 0:
+            x2 = info.d_total * request.disk_max_used_pct / 100.0 - info.d_boinc_used_total
+            if x2 < x:
+                x, which = x2, "max_frac"
+        if request.disk_max_used_gb > 0:
+            x1 = request.disk_max_used_gb * GIGA - info.d_boinc_used_total
+            if x1 < x:
+                x, which = x1, "max_used"
+    return x, which
+
+
+class Disk:
+    """What one request's host can still store (rule 11; BOINC's ``disk_available`` and
+    ``disk.insufficient``), with the files it has or this reply brings it."""
+
+    def __init__(self, available, *, held, insufficient=False):
+        self.available = available
+        self.insufficient = insufficient
+        self.have = set(held)
+        self.sizes = {}
+
+    @classmethod
+    def for_request(cls, request, config, taken_wus):
+        """The disk left once the jobs already sent in this request (``taken_wus``, by an
+        earlier resource's pass) are taken off; None when the request does not say."""
+        if not request.models_disk:
+            return None
+        x, _ = max_allowable_disk(request, config)
+        disk = cls(max(x, 0.0), held=[f.name for f in request.file_infos], insufficient=x < 0)
+        for wu in Workunit.objects.filter(id__in=taken_wus).only(
+                "name", "rsc_disk_bound").order_by("id"):
+            disk.took(wu)
+        return disk
+
+    def refuses(self, wu):
+        """sched_check.cpp check_disk: a job needing more than is left marks the disk short."""
+        if wu.rsc_disk_bound > self.available:
+            self.insufficient = True
+            return True
+        return False
+
+    def took(self, wu):
+        """decrement_disk_space_locality: the job's bound comes off, less its file's size when
+        the host has the file or an earlier job of the reply brings it (and the file is
+        smaller than the bound)."""
+        file_name = file_name_of(wu.name)
+        size = self.size(file_name) if file_name in self.have else None
+        if size is not None and size < wu.rsc_disk_bound:
+            self.available -= wu.rsc_disk_bound - size
+        else:
+            self.available -= wu.rsc_disk_bound
+        if file_name:
+            self.have.add(file_name)
+
+    def size(self, file_name):
+        if file_name not in self.sizes:
+            self.sizes[file_name] = File.objects.filter(
+                name=file_name, kind=File.Kind.INPUT).values_list("nbytes", flat=True).first()
+        return self.sizes[file_name]
+
+
+def delete_file_from_host(host_key, request, reply, config):
+    """Rule 11's deletion (sched_locality.cpp delete_file_from_host, send_file_deletes)."""
+    names = [f.name for f in request.file_infos]
+    if not names:
+        x, which = max_allowable_disk(request, config)
+        maxdisk = max(x, 0.0)
+        if maxdisk > 0:
+            text = f"Not enough disk space (only {maxdisk / 1e6:.1f} MB free for BOINC). "
+        else:
+            text = (f"No disk space (YOU must free {-1 * maxdisk / 1e6:.1f} MB before BOINC "
+                    "gets space). ")
+        if x:
+            text += {"max_used": "Review preferences for maximum disk space used.",
+                     "max_frac": "Review preferences for maximum disk percentage used.",
+                     "min_free": "Review preferences for minimum disk free space allowed."}[which]
+        reply.messages.append(Message(text, "notice"))
+        reply.request_delay = max(reply.request_delay, DELAY_DISK_SPACE)
+        return None
+    name = names[host_key % len(names)]
+    if name not in reply.delete_file_infos:
+        reply.delete_file_infos.append(name)
+    reply.messages.append(Message(f"BOINC will delete file {name} when no longer needed", "low"))
+    reply.request_delay = max(reply.request_delay, DELAY_DELETE_FILE)
+    return name
+
+
 class Sender:
     """One request's locality pass for one resource: what is left to send and what was sent."""
 
-    def __init__(self, host, request, resource, versions, *, now, config, max_jobs, taken_wus):
+    def __init__(self, host, request, resource, versions, *, now, config, max_jobs, taken_wus,
+                 disk=None):
         self.host, self.request, self.versions = host, request, versions
         self.resource, self.now, self.config = resource, now, config
         self.max_jobs, self.taken_wus = max_jobs, taken_wus
+        self.host_class = sched_hr.HostClass(host, request)
+        self.disk = disk
         self.sent = []
 
     @property
     def satisfied(self):
+        """Nothing more to send: the request is met, or the disk is short (sched_send.cpp
+        work_needed(true) stops a locality search at ``disk.insufficient``)."""
         r = self.resource
-        return len(self.sent) >= self.max_jobs or (r.req_secs <= 0 and r.req_instances <= 0)
+        return (len(self.sent) >= self.max_jobs or (r.req_secs <= 0 and r.req_instances <= 0)
+                or (self.disk is not None and self.disk.insufficient))
 
-    def send_file(self, file_name):
-        """Send what fits of ``file_name``'s results; return how many."""
+    def send(self, pick):
+        """Send what fits of the results ``pick`` lists; return how many."""
         if self.satisfied:
             return 0
         got = send_for_resource(self.host, self.resource, self.versions, now=self.now,
                                 config=self.config, max_jobs=self.max_jobs - len(self.sent),
-                                taken_wus=self.taken_wus, pick=file_picker(file_name))
+                                taken_wus=self.taken_wus, pick=pick, request=self.request,
+                                host_class=self.host_class, disk=self.disk)
         self.resource = after_sending(self.resource, got)
         self.sent.extend(got)
         return len(got)
+
+    def send_file(self, file_name):
+        """Send what fits of ``file_name``'s results; return how many."""
+        return self.send(file_picker(file_name))
+
+    def send_old(self, locality, *, before, after=None):
+        """Rule 10: the oldest unsent result created in (after, before), then more of its
+        file's results (send_old_work)."""
+        if self.satisfied:
+            return
+        app_ids = list(self.versions)
+        found = oldest_unsent(app_ids, before=before, after=after)
+        if found is None or not self.send(old_work_picker(found[0])):
+            return
+        file_name = file_name_of(found[1])
+        if file_name and self.send_file_or_trigger(file_name, locality) == NO_WORK:
+            mark_no_work(file_name, app_ids)
 
     def send_file_or_trigger(self, file_name, locality):
         """Rule 6: send, else set need_work, wait and look once more.
@@ -204,21 +418,43 @@ class Sender:
         return EXCLUDED if sendable(file_name, app_ids).exists() else NO_WORK
 
 
+def old_work_window(now, timeout, rng):
+    """Rule 10's window before a working-set choice: ``(after, before)`` (send_new_file_work:
+    from a random time between ``timeout`` and ``timeout``/2 ago to ``timeout``/2 ago; the
+    end rounded down to the hour as send_old_work does)."""
+    end = now - timeout // 2
+    start = end - int(0.5 * rng.random() * timeout)
+    return start, end // 3600 * 3600
+
+
 def send_work_by_locality(host, request, resource, versions, *, now, config, max_jobs,
                           taken_wus, reply):
-    """Choose and send jobs by locality (rules 2-9) for one resource of one request.
+    """Choose and send jobs by locality (rules 2-13) for one resource of one request.
 
     Returns the sent ``(result, version, runtime)`` tuples and the resource with what is left
     of its request, for the scheduler's ordinary pass over other apps.
     """
-    locality = _config.get()
+    locality = _config.get().resolved(config)
     host_key = _host_key.get()
     if host_key is None:
         host_key = host.pk
     rng = random.Random(f"{locality.seed}:{host_key}:{request.rpc_seqno}:{now}:{resource.name}")
+    disk = Disk.for_request(request, config, taken_wus)
     sender = Sender(host, request, resource, versions, now=now, config=config,
-                    max_jobs=max_jobs, taken_wus=taken_wus)
-    app_ids = list(versions)
+                    max_jobs=max_jobs, taken_wus=taken_wus, disk=disk)
+    sent = sender_pass(sender, host_key, request, now=now, locality=locality, rng=rng,
+                       reply=reply)
+    if (disk is not None and not taken_wus
+            and (disk.insufficient or disk.available < 0)):  # rule 11
+        delete_file_from_host(host_key, request, reply, config)
+    return sent
+
+
+def sender_pass(sender, host_key, request, *, now, locality, rng, reply):
+    """Rules 10 and 2-9 in BOINC's order; returns what send_work_by_locality does."""
+    app_ids = list(sender.versions)
+    if locality.send_timeout and request.host_info.n_bwdown > OLD_WORK_MIN_BWDOWN:  # rule 10
+        sender.send_old(locality, before=(now - locality.send_timeout) // 3600 * 3600)
     held = sorted(set(File.objects.filter(
         name__in=[f.name for f in request.file_infos if f.status == 1], sticky=True,
         kind=File.Kind.INPUT).values_list("name", flat=True)))
@@ -231,6 +467,11 @@ def send_work_by_locality(host, request, resource, versions, *, now, config, max
             no_work_for_host(file_name, app_ids, locality, reply)
     if sender.satisfied:
         return sender.sent, sender.resource
+    if locality.send_timeout:  # rule 10, before a new file
+        after, before = old_work_window(now, locality.send_timeout, rng)
+        sender.send_old(locality, before=before, after=after)
+        if sender.satisfied:
+            return sender.sent, sender.resource
     chosen = working_set_choice(host_key + request.rpc_seqno, rng, locality, app_ids,
                                 exclude=set(held))  # rule 8
     if chosen is None:
@@ -377,8 +618,9 @@ def make_file_work(app, file_name, *, now, per_file, at_most=None):
     return made
 
 
-def create_data_files(app, names, *, nbytes):
-    """Sticky input files for locality scheduling, with their trigger rows (rule 1).
+def create_data_files(app, names, *, nbytes, no_delete=False):
+    """Sticky input files for locality scheduling, with their trigger rows (rule 1);
+    ``no_delete`` marks them to be kept by the file deleter (rule 12).
 
     The rows stand for big files in the download directory; the directory is made so the file
     deleter finds it, but the contents are not written (no daemon reads an input's bytes).
@@ -392,7 +634,8 @@ def create_data_files(app, names, *, nbytes):
                          f"name must be non-empty and cannot contain {SEPARATOR!r}")
     download_path("x").parent.mkdir(parents=True, exist_ok=True)
     File.objects.bulk_create([File(name=name, kind=File.Kind.INPUT, nbytes=nbytes, sticky=True,
-                                   report_on_rpc=True, file_delete_state=FileDeleteState.INIT) for name in names])
+                                   report_on_rpc=True, no_delete=no_delete,
+                                   file_delete_state=FileDeleteState.INIT) for name in names])
     LocalityTrigger.objects.bulk_create([LocalityTrigger(app=app, file_name=name)
                                          for name in names])
 

@@ -147,6 +147,11 @@ class WorldSettings:
     # The app's homogeneous redundancy type (0 off, 1 fine, 2 coarse; backend.daemons.sched_hr):
     # on, the hosts run a mix of OSes and CPUs (HR_PLATFORMS), some of no known class.
     homogeneous_redundancy: int = 0
+    # Hosts short of disk (locality scheduling's deletions, world.locality rule 11): this
+    # fraction of them lets BOINC use only small_disk_gb GiB (disk_max_used_gb), their sticky
+    # files counting as used; the others say nothing of their disk.
+    small_disk_fraction: float = 0.0
+    small_disk_gb: float = 1.04
 
     @classmethod
     def from_dict(cls, values):
@@ -166,7 +171,7 @@ class WorldSettings:
             raise ValueError(f"days must be positive, not {self.days}")
         for name in ("gpu_fraction", "on_frac_min", "error_rate", "no_reply_rate",
                      "error_prone_fraction", "error_prone_rate", "wrong_output_fraction",
-                     "wrong_output_rate"):
+                     "wrong_output_rate", "small_disk_fraction"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"{name} must be between 0 and 1, not {getattr(self, name)}")
         if self.on_frac_min <= 0:
@@ -181,6 +186,8 @@ class WorldSettings:
         for name in ("report_delay", "backoff_min", "first_rpc_within"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be 0 or more, not {getattr(self, name)}")
+        if not self.small_disk_gb > 0:
+            raise ValueError(f"small_disk_gb must be positive, not {self.small_disk_gb}")
         if self.homogeneous_redundancy not in (0, 1, 2):
             raise ValueError("homogeneous_redundancy must be 0, 1 or 2, not "
                              f"{self.homogeneous_redundancy}")
@@ -236,6 +243,8 @@ class SimHost:
     os_name: str = ""
     p_vendor: str = ""
     p_model: str = ""
+    # BOINC's disk allowance in GiB (disk_max_used_gb); 0: the host says nothing of its disk.
+    disk_gb: float = 0.0
 
     @property
     def active(self):
@@ -273,6 +282,7 @@ class Counters:
     daemon_rounds: int = 0
     workunits_generated: int = 0
     sched_waits: int = 0
+    disk_deletions: int = 0  # files the scheduler had a host short of disk delete
     # RPC outcomes: asked for work and got some, asked and got none, only reported.
     rpcs_with_work: int = 0
     rpcs_without_work: int = 0
@@ -417,6 +427,8 @@ class Simulation:
         # their own generator, so a world without HR draws as it always did
         hr_rng = random.Random(f"{s.seed}:hr")
         platforms = [hr_rng.choice(HR_PLATFORMS) for _ in range(total)]
+        disk_rng = random.Random(f"{s.seed}:disk")
+        small_disk = [disk_rng.random() < s.small_disk_fraction for _ in range(total)]
         rows = Host.objects.bulk_create(
             Host(owner=users[i], domain_name=f"{self.prefix}-host{i}", platform=self.platform,
                  os_name=platforms[i][0] if s.homogeneous_redundancy else "Linux",
@@ -443,6 +455,8 @@ class Simulation:
             self.host_index[row.pk] = i
             if s.homogeneous_redundancy:
                 host.os_name, host.p_vendor, host.p_model = platforms[i]
+            if small_disk[i]:
+                host.disk_gb = s.small_disk_gb
             if join > 0:
                 self.push(join, CHANGE, "join", i)
             else:
@@ -640,12 +654,16 @@ class Simulation:
             gpu_requests.append(GpuRequest(GpuType.NVIDIA, host.gpus, s.gpu_gflops * 1e9,
                                            gpu_secs, float(idle), host.work_seconds("gpu")))
         host.rpc_seqno += 1
+        disk = {}
+        if host.disk_gb:
+            disk = dict(d_total=1e12, d_free=5e11, d_boinc_used_total=sum(host.files.values()))
         return SchedulerRequest(
             hostid=host.host_id, userid=host.user_id, rpc_seqno=host.rpc_seqno,
             platform_name=self.platform,
             host_info=HostInfo(domain_name=f"{self.prefix}-host{host.index}",
                                p_ncpus=host.ncpus, p_fpops=host.fpops, os_name=host.os_name,
-                               p_vendor=host.p_vendor, p_model=host.p_model),
+                               p_vendor=host.p_vendor, p_model=host.p_model, **disk),
+            disk_max_used_gb=host.disk_gb,
             time_stats=TimeStats(on_frac=host.on_frac),
             cpu_req_secs=cpu_secs, cpu_req_instances=float(idle_cpus),
             estimated_delay=host.work_seconds("cpu"), gpu_requests=gpu_requests,
@@ -661,7 +679,7 @@ class Simulation:
         asked = request.cpu_req_secs > 0 or any(g.req_secs > 0 for g in request.gpu_requests)
         config = locality.LocalityConfig(sorted_order=self.settings.sorted_order,
                                          wait_period=self.settings.wait_period,
-                                         seed=self.settings.seed)
+                                         delete_files=True, seed=self.settings.seed)
         # the host's index, not its database id, keeps the scheduler's choices the same
         # from one run of the seed to the next
         with locality.configured(config, wait=self.scheduler_wait, host_key=host.index):
@@ -680,6 +698,9 @@ class Simulation:
         host.done = [(t, r) for t, r in host.done if r.name not in acked]
         for name in reply.delete_file_infos:
             host.files.pop(name, None)
+        # a host short of disk is told which file to delete with this message (rule 11)
+        self.counters.disk_deletions += sum(
+            m.text.startswith("BOINC will delete file") for m in reply.messages)
         for job in reply.results:
             self.receive(host, job)
         if reply.results or not asked:

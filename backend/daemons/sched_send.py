@@ -349,7 +349,7 @@ def apply_daily_quota(versions, havs, resource, *, now, quota, gpu_multiplier):
 
 def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_wus,
                       pick=candidates, notices=None, request=None, host_class=None,
-                      in_progress=None, reliability=None):
+                      in_progress=None, reliability=None, disk=None):
     """Claim and mark sent the jobs for one resource; returns (result, version, runtime).
 
     ``pick(host, app_ids, limit, config)`` lists the unsent results to consider, in order
@@ -361,7 +361,9 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
     homogeneous app version apply (backend.daemons.sched_hr); with ``in_progress``
     (sched_limit.InProgress), the limits on jobs in progress (backend.daemons.sched_limit);
     with ``reliability`` (sched_reliable.Reliability), jobs that need a reliable host and
-    their shortened deadlines (backend.daemons.sched_reliable).
+    their shortened deadlines (backend.daemons.sched_reliable); with ``disk``
+    (world.locality.Disk), locality scheduling's disk accounting, which ends the pass at the
+    first job the host's disk cannot take.
     """
     chosen, refused = [], []
     apps, committed_versions = sched_hr.apps_of(versions), {}
@@ -396,6 +398,8 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
                 continue
             if reliability is not None and reliability.refuses(result, version):
                 continue
+            if disk is not None and disk.refuses(result.workunit):
+                break
             flops = None if host_class is None else sched_hr.committed_flops(
                 result.workunit, apps[result.app_id], version, request, committed_versions)
             runtime = result.workunit.rsc_fpops_est / (flops or job_flops(resource, version))
@@ -410,6 +414,8 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
                 continue
             chosen.append((result, version, runtime))
             taken_wus.add(result.workunit_id)
+            if disk is not None:
+                disk.took(result.workunit)
             if in_progress is not None:
                 in_progress.register(apps[result.app_id].name, resource.name)
             if version.room is not None:
