@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from backend.daemons.scheduler import SchedulerConfig, StickyFile, handle_request
-from backend.models import Result, ServerState, Workunit
+from backend.models import File, Result, ServerState, Workunit
 from backend.server_config import ConfigError, read_config_xml
 from tests.backend.conftest import NOW, work_request
 from tests.world.test_locality import ask, make_results, sent_files
@@ -283,3 +283,241 @@ def test_a_host_with_no_file_gets_work_from_the_window_whatever_its_speed(app, p
         with configured(LocalityConfig(seed=1), host_key=key):
             got += len(ask_with(project, [], bwdown=SLOW, jobs=1).results)
     assert least <= got <= most
+
+
+# --- rule 11: disk (sched_send.cpp max_allowable_disk, sched_check.cpp check_disk,
+# sched_locality.cpp decrement_disk_space_locality, delete_file_from_host) ---------------------
+
+GIGA = 2**30
+
+
+@pytest.mark.parametrize("host, prefs, config_min_free, expected", [
+    # no d_boinc_used_total: d_free less the larger min free (config.xml's 1 GB by default)
+    ((100 * GIGA, 10 * GIGA, 0), (0, 0, 0), 1.0, (9 * GIGA, "min_free")),
+    ((100 * GIGA, 10 * GIGA, 0), (5, 50, 2), 1.0, (8 * GIGA, "min_free")),
+    # with it: the least of d_free - min free, pct of d_total - used, max_used - used
+    ((100 * GIGA, 10 * GIGA, GIGA), (5, 0, 0), 1.0, (4 * GIGA, "max_used")),
+    ((100 * GIGA, 10 * GIGA, GIGA), (0, 5, 0), 1.0, (4 * GIGA, "max_frac")),
+    ((100 * GIGA, 10 * GIGA, GIGA), (20, 50, 0), 0.5, (9.5 * GIGA, "min_free")),
+    ((100 * GIGA, 10 * GIGA, 6 * GIGA), (5, 0, 0), 1.0, (-GIGA, "max_used")),  # short
+])
+def test_max_allowable_disk(host, prefs, config_min_free, expected):
+    from backend.daemons.sched_types import HostInfo, SchedulerRequest
+
+    d_total, d_free, used = host
+    gb, pct, min_free = prefs
+    request = SchedulerRequest(
+        host_info=HostInfo(d_total=d_total, d_free=d_free, d_boinc_used_total=used),
+        disk_max_used_gb=gb, disk_max_used_pct=pct, disk_min_free_gb=min_free)
+    config = SchedulerConfig(default_disk_min_free_gb=config_min_free)
+    assert locality.max_allowable_disk(request, config) == expected
+
+
+def disk_request(host, files, *, max_used_gb, used=0.0, jobs=5):
+    """A request whose disk allowance is max_used_gb GiB less ``used``: d_free and d_total
+    are far larger, so disk_max_used_gb is the bound."""
+    request = work_request(host, file_infos=[StickyFile(n) for n in files],
+                           cpu_req_secs=jobs * 3600.0 - 1, cpu_req_instances=0.0,
+                           disk_max_used_gb=max_used_gb)
+    request.host_info = dataclasses.replace(request.host_info, d_total=1e13, d_free=1e13,
+                                            d_boinc_used_total=used or 1.0)
+    return request
+
+
+def test_each_job_of_a_held_file_takes_its_disk_bound_less_the_files_size(app, project):
+    # fa is 10**6 bytes, each workunit's rsc_disk_bound 1e9. Room for 2e9 - 1e6: the first
+    # job leaves 1e9 (its bound less the file it shares), the second fits exactly (check_disk
+    # refuses only more than is left), the third does not. Without the file's size taken off
+    # the second would not fit.
+    make_results(project, "fa", 3)
+    request = disk_request(project.host(), ["fa"], max_used_gb=2,
+                           used=2 * GIGA - (2e9 - 10**6))
+    reply = handle_request(request, now=NOW)
+    assert sent_files(reply) == ["fa", "fa"]
+    assert reply.delete_file_infos == []  # something was sent
+
+
+def test_a_new_files_first_job_takes_its_whole_bound_and_later_ones_less(app, project):
+    # fb is not held: its first job takes 1e9, the next (the reply brings fb) 1e9 - 1e6
+    make_results(project, "fb", 3)
+    LocalityTrigger.objects.filter(file_name="fb").update(in_working_set=True)
+    request = disk_request(project.host(), [], max_used_gb=2, used=2 * GIGA - (2e9 - 10**6))
+    assert sent_files(handle_request(request, now=NOW)) == ["fb"]
+    request = disk_request(project.host(), [], max_used_gb=2, used=2 * GIGA - 2e9)
+    assert sent_files(handle_request(request, now=NOW)) == ["fb", "fb"]
+
+
+def test_a_host_short_of_disk_is_told_to_delete_the_file_at_its_id_modulo(app, project):
+    locality.create_data_files(app, ["fc"], nbytes=10**6)
+    for name in ("fa", "fb", "fc"):
+        make_results(project, name, 1)
+    files = ["fc", "fa", "fb"]  # the order the client lists them in
+    host = project.host()
+    reply = handle_request(disk_request(host, files, max_used_gb=1, used=0.5 * GIGA), now=NOW)
+    name = files[host.pk % 3]
+    assert reply.results == []
+    assert name in reply.delete_file_infos
+    assert [(m.text, m.priority) for m in reply.messages if "BOINC will" in m.text] == [
+        (f"BOINC will delete file {name} when no longer needed", "low")]
+    assert reply.request_delay >= 4 * 3600
+    # no file is named for deletion on the rule 7 grounds: the search stopped at the disk
+    assert reply.delete_file_infos == [name]
+    assert not LocalityTrigger.objects.filter(need_work=True).exists()
+
+
+@pytest.mark.parametrize("max_used_gb, used, text", [
+    (1, 0.5 * GIGA, "Not enough disk space (only 536.9 MB free for BOINC). "
+                    "Review preferences for maximum disk space used."),
+    (1, 2 * GIGA, "No disk space (YOU must free -0.0 MB before BOINC gets space). "
+                  "Review preferences for maximum disk space used."),
+])
+def test_a_host_short_of_disk_with_no_file_to_delete_is_told_why(app, project, max_used_gb,
+                                                                 used, text):
+    make_results(project, "fa", 1)
+    LocalityTrigger.objects.filter(file_name="fa").update(in_working_set=True)
+    reply = handle_request(disk_request(project.host(), [], max_used_gb=max_used_gb,
+                                        used=used), now=NOW)
+    assert reply.results == [] and reply.delete_file_infos == []
+    assert [(m.text, m.priority) for m in reply.messages if "disk space" in m.text] == [
+        (text, "notice")]
+    assert reply.request_delay >= 3600
+
+
+def test_a_request_that_says_nothing_of_its_disk_has_no_disk_check(app, project):
+    make_results(project, "fa", 2)
+    reply = ask(project.host(), files=["fa"], config=LocalityConfig(wait_period=0))
+    assert sent_files(reply) == ["fa", "fa"]
+    assert reply.delete_file_infos == []
+
+
+def test_the_request_carries_bwdown_disk_usage_and_the_disk_preferences():
+    from protocol.xml_request import parse_request
+
+    body = (b"<scheduler_request><authenticator>x</authenticator>"
+            b"<host_info><d_total>1e12</d_total><d_free>5e11</d_free></host_info>"
+            b"<net_stats><bwdown>250000</bwdown></net_stats>"
+            b"<disk_usage><d_boinc_used_total>3e9</d_boinc_used_total></disk_usage>"
+            b"<global_preferences><disk_max_used_gb>10</disk_max_used_gb>"
+            b"<disk_max_used_pct>50</disk_max_used_pct></global_preferences>"
+            b"<working_global_preferences><disk_max_used_gb>20</disk_max_used_gb>"
+            b"<disk_min_free_gb>2</disk_min_free_gb></working_global_preferences>"
+            b"</scheduler_request>")
+    request = parse_request(body).request
+    assert (request.host_info.n_bwdown, request.host_info.d_boinc_used_total) == (2.5e5, 3e9)
+    # the working preferences win whole over the master ones (handle_request.cpp)
+    assert (request.disk_max_used_gb, request.disk_max_used_pct,
+            request.disk_min_free_gb) == (20, 0, 2)
+    assert request.models_disk
+
+
+# --- rule 12: no_delete (file_deleter.cpp wu_delete_files, result_delete_files) --------------
+
+def test_the_file_deleter_keeps_files_marked_no_delete(project):
+    from backend.daemons import file_deleter
+    from backend.daemons.hierarchy import download_path, upload_path
+    from backend.models import File, FileDeleteState
+
+    kept = File.objects.create(name="kept.dat", kind="input", no_delete=True)
+    gone = File.objects.create(name="gone.dat", kind="input")
+    wu = project.workunit(file_delete_state=FileDeleteState.READY)
+    wu.input_files.add(kept, gone)
+    result = project.result(wu, server_state=ServerState.OVER,
+                            file_delete_state=FileDeleteState.READY)
+    out_kept = File.objects.create(name="out_kept", kind="output", result=result,
+                                   no_delete=True)
+    out_gone = File.objects.create(name="out_gone", kind="output", result=result)
+    for path in (download_path("kept.dat"), download_path("gone.dat"),
+                 upload_path("out_kept"), upload_path("out_gone")):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"x")
+    file_deleter.run_once(now=NOW, batch_size=8)
+    assert download_path("kept.dat").exists() and upload_path("out_kept").exists()
+    assert not download_path("gone.dat").exists() and not upload_path("out_gone").exists()
+    wu.refresh_from_db()
+    result.refresh_from_db()
+    assert (wu.file_delete_state, result.file_delete_state) == (FileDeleteState.DONE,) * 2
+    states = dict(File.objects.values_list("name", "file_delete_state"))
+    assert (states["kept.dat"], states["out_kept"]) == (FileDeleteState.INIT,) * 2
+    assert (states["gone.dat"], states["out_gone"]) == (FileDeleteState.DONE,) * 2
+    assert out_kept.pk and out_gone.pk
+
+
+def test_a_no_delete_file_stays_on_the_server_so_no_host_is_told_it_is_gone(app, project):
+    from backend.daemons import file_deleter
+    from backend.models import File, FileDeleteState
+
+    File.objects.filter(name="fa").update(no_delete=True)
+    wu = project.workunit(name="fa__0", file_delete_state=FileDeleteState.READY)
+    wu.input_files.add(File.objects.get(name="fa"))
+    file_deleter.run_once(now=NOW, batch_size=8)
+    reply = ask(project.host(), files=["fa"], config=LocalityConfig(wait_period=0),
+                dont_send_work=True)
+    assert reply.delete_file_infos == []
+
+
+def test_the_scheduler_may_still_name_a_no_delete_file_for_a_host_to_delete(app, project):
+    # BOINC's scheduler does not read <no_delete/>: only the server's copy is kept
+    File.objects.filter(name="fa").update(no_delete=True)
+    LocalityTrigger.objects.filter(file_name="fa").update(no_work_available=True)
+    reply = ask(project.host(), files=["fa"],
+                config=LocalityConfig(wait_period=0, delete_files=True))
+    assert reply.delete_file_infos == ["fa"]
+
+
+# --- rule 13: homogeneous redundancy and app version (sched_check.cpp wu_is_infeasible_fast,
+# sched_send.cpp update_wu_on_send) -------------------------------------------------------------
+
+XEON = ("GenuineIntel", "Intel(R) Xeon(R) CPU E5-2670")
+CORE = ("GenuineIntel", "Intel(R) Core(TM) i7-8700")
+
+
+def hr_ask(host, files, cpu, os_name="Linux", jobs=1):
+    request = work_request(host, file_infos=[StickyFile(n) for n in files],
+                           cpu_req_secs=jobs * 3600.0 - 1, cpu_req_instances=0.0)
+    request.host_info = dataclasses.replace(request.host_info, os_name=os_name,
+                                            p_vendor=cpu[0], p_model=cpu[1])
+    with configured(LocalityConfig(wait_period=0, sorted_order=True)):
+        return handle_request(request, now=NOW)
+
+
+@pytest.mark.parametrize("os_name, cpu, sent", [
+    ("Linux", XEON, True),                  # the committed class: Linux (256) + Xeon (11)
+    ("Linux", CORE, False),                 # another CPU family
+    ("Microsoft Windows 10", XEON, False),  # another OS
+])
+def test_a_committed_locality_result_goes_only_to_a_host_of_its_class(app, project, os_name,
+                                                                       cpu, sent):
+    app.homogeneous_redundancy = 1
+    app.save()
+    [result] = make_results(project, "fa", 1)
+    Workunit.objects.filter(pk=result.workunit_id).update(hr_class=256 + 11)
+    reply = hr_ask(project.host(), ["fa"], cpu, os_name)
+    assert bool(reply.results) is sent
+    assert Workunit.objects.get(pk=result.workunit_id).hr_class == 256 + 11
+
+
+def test_the_first_locality_send_commits_the_class_and_the_replica_follows_it(app, project):
+    app.homogeneous_redundancy = 1
+    app.save()
+    [first] = make_results(project, "fa", 1)
+    replica = project.result(first.workunit)
+    assert sent_files(hr_ask(project.host(), ["fa"], CORE)) == ["fa"]
+    assert Workunit.objects.get(pk=first.workunit_id).hr_class == 256 + 21
+    assert hr_ask(project.host(), ["fa"], XEON).results == []
+    assert [job.name for job in hr_ask(project.host(), ["fa"], CORE).results] == [replica.name]
+
+
+def test_a_locality_result_committed_to_an_app_version_goes_with_it(app, project):
+    from backend.models import AppVersion
+
+    app.homogeneous_app_version = True
+    app.save()
+    old = AppVersion.objects.create(app=app, version_num=90, flops=1e9)
+    windows = AppVersion.objects.create(app=app, version_num=100, platform="windows_x86_64",
+                                        flops=1e9)
+    [mine, theirs] = make_results(project, "fa", 2)
+    Workunit.objects.filter(pk=mine.workunit_id).update(app_version=old)
+    Workunit.objects.filter(pk=theirs.workunit_id).update(app_version=windows)
+    reply = hr_ask(project.host(), ["fa"], XEON, jobs=2)
+    assert [(job.name, job.app_version.version_num) for job in reply.results] == [
+        (mine.name, 90)]
