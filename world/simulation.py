@@ -151,7 +151,7 @@ class WorldSettings:
     # fraction of them lets BOINC use only small_disk_gb GiB (disk_max_used_gb), their sticky
     # files counting as used; the others say nothing of their disk.
     small_disk_fraction: float = 0.0
-    small_disk_gb: float = 1.04
+    small_disk_gb: float = 0.95
 
     @classmethod
     def from_dict(cls, values):
