@@ -46,8 +46,10 @@ lists each with the BOINC function it follows):
 11. Disk (check_disk, decrement_disk_space_locality, delete_file_from_host): a request that
     says how much disk its host has (``SchedulerRequest.models_disk``) may fill what
     max_allowable_disk allows (``max_allowable_disk``); a job whose ``rsc_disk_bound``
-    exceeds what is left ends the locality pass, and each job sent takes its bound, less its
-    file's size when the host has the file or an earlier job of the reply brings it. A
+    exceeds what is left is not sent, and each job sent takes its bound, less its file's
+    size when the host has the file or an earlier job of the reply brings it. As in
+    sched_send.cpp work_needed(true), a job refused for memory, disk or its deadline
+    (checked in that order) ends the locality search of the request (``WorkNeeded``). A
     request that got no job at all with its disk short is told to delete one of the files it
     reported: the one at position host id modulo their number in its list, with "BOINC will
     delete file F when no longer needed" and a request delay of 4 hours (the client deletes
@@ -104,7 +106,7 @@ from django.db.models import Exists, Max, OuterRef, Q
 from backend.daemons import sched_hr
 from backend.daemons.hierarchy import download_path
 from backend.daemons.sched_send import (
-    MEGA, RESULT_COLUMNS, WORKUNIT_COLUMNS, after_sending, send_for_resource,
+    MEGA, MEMORY, RESULT_COLUMNS, WORKUNIT_COLUMNS, after_sending, send_for_resource,
 )
 from backend.daemons.sched_types import Message
 from backend.daemons.work_generator import LOCALITY_SEPARATOR, create_work_for_file
@@ -120,6 +122,7 @@ GIGA = 1024 * MEGA  # lib/util.h GIGA
 # sched_locality.cpp send_work_locality: old work goes to hosts downloading faster than this
 # (bytes/s); sched_main.h DELAY_DISK_SPACE, DELAY_DELETE_FILE (seconds).
 OLD_WORK_MIN_BWDOWN = 100000
+DISK = "disk"  # WorkNeeded.insufficient: the disk is short (beside sched_send's MEMORY, DEADLINE)
 DELAY_DISK_SPACE = 3600
 DELAY_DELETE_FILE = 4 * 3600
 # What a look at one file found (Sender.send_file_or_trigger).
@@ -268,40 +271,59 @@ def max_allowable_disk(request, config):
     return x, which
 
 
-class Disk:
-    """What one request's host can still store (rule 11; BOINC's ``disk_available`` and
-    ``disk.insufficient``), with the files it has or this reply brings it."""
+class WorkNeeded:
+    """What ends one request's locality search besides its size (sched_send.cpp
+    work_needed(true)): a job refused for memory, disk or its deadline (``insufficient``),
+    and the disk left (rule 11; BOINC's ``disk_available``, None when the request does not
+    say), with the files the host has or this reply brings it."""
 
-    def __init__(self, available, *, held, insufficient=False):
+    def __init__(self, available=None, *, held=(), insufficient=()):
         self.available = available
-        self.insufficient = insufficient
+        self.insufficient = set(insufficient)
         self.have = set(held)
         self.sizes = {}
 
     @classmethod
     def for_request(cls, request, config, taken_wus):
         """The disk left once the jobs already sent in this request (``taken_wus``, by an
-        earlier resource's pass) are taken off; None when the request does not say."""
+        earlier resource's pass) are taken off."""
         if not request.models_disk:
-            return None
+            return cls()
         x, _ = max_allowable_disk(request, config)
-        disk = cls(max(x, 0.0), held=[f.name for f in request.file_infos], insufficient=x < 0)
+        needed = cls(max(x, 0.0), held=[f.name for f in request.file_infos],
+                     insufficient={DISK} if x < 0 else ())
         for wu in Workunit.objects.filter(id__in=taken_wus).only(
                 "name", "rsc_disk_bound").order_by("id"):
-            disk.took(wu)
-        return disk
+            needed.took(wu)
+        return needed
 
-    def refuses(self, wu):
-        """sched_check.cpp check_disk: a job needing more than is left marks the disk short."""
-        if wu.rsc_disk_bound > self.available:
-            self.insufficient = True
-            return True
-        return False
+    @property
+    def stopped(self):
+        return bool(self.insufficient)
+
+    @property
+    def disk_short(self):
+        return DISK in self.insufficient or (self.available is not None and self.available < 0)
+
+    def stops(self, wu, why):
+        """Whether the job ``wu``, which the ordinary checks refuse for ``why`` ("" when they
+        let it go), ends the search: sched_check.cpp wu_is_infeasible_fast checks memory,
+        then the disk (check_disk: more than is left), then the deadline, each refusal
+        marking its resource insufficient."""
+        if why == MEMORY:
+            self.insufficient.add(MEMORY)
+        elif self.available is not None and wu.rsc_disk_bound > self.available:
+            self.insufficient.add(DISK)
+        elif why:
+            self.insufficient.add(why)
+        return self.stopped
 
     def took(self, wu):
         """decrement_disk_space_locality: the job's bound comes off, less its file's size when
         the host has the file or an earlier job of the reply brings it (and the file is
         smaller than the bound)."""
+        if self.available is None:
+            return
         file_name = file_name_of(wu.name)
         size = self.size(file_name) if file_name in self.have else None
         if size is not None and size < wu.rsc_disk_bound:
@@ -348,21 +370,22 @@ class Sender:
     """One request's locality pass for one resource: what is left to send and what was sent."""
 
     def __init__(self, host, request, resource, versions, *, now, config, max_jobs, taken_wus,
-                 disk=None):
+                 work_needed=None, notices=None, in_progress=None):
         self.host, self.request, self.versions = host, request, versions
         self.resource, self.now, self.config = resource, now, config
         self.max_jobs, self.taken_wus = max_jobs, taken_wus
         self.host_class = sched_hr.HostClass(host, request)
-        self.disk = disk
+        self.work_needed = work_needed or WorkNeeded()
+        self.notices, self.in_progress = notices, in_progress
         self.sent = []
 
     @property
     def satisfied(self):
-        """Nothing more to send: the request is met, or the disk is short (sched_send.cpp
-        work_needed(true) stops a locality search at ``disk.insufficient``)."""
+        """Nothing more to send: the request is met, or a job was refused for memory, disk or
+        its deadline (sched_send.cpp work_needed(true))."""
         r = self.resource
         return (len(self.sent) >= self.max_jobs or (r.req_secs <= 0 and r.req_instances <= 0)
-                or (self.disk is not None and self.disk.insufficient))
+                or self.work_needed.stopped)
 
     def send(self, pick):
         """Send what fits of the results ``pick`` lists; return how many."""
@@ -371,7 +394,8 @@ class Sender:
         got = send_for_resource(self.host, self.resource, self.versions, now=self.now,
                                 config=self.config, max_jobs=self.max_jobs - len(self.sent),
                                 taken_wus=self.taken_wus, pick=pick, request=self.request,
-                                host_class=self.host_class, disk=self.disk)
+                                host_class=self.host_class, work_needed=self.work_needed,
+                                notices=self.notices, in_progress=self.in_progress)
         self.resource = after_sending(self.resource, got)
         self.sent.extend(got)
         return len(got)
@@ -428,8 +452,12 @@ def old_work_window(now, timeout, rng):
 
 
 def send_work_by_locality(host, request, resource, versions, *, now, config, max_jobs,
-                          taken_wus, reply):
+                          taken_wus, reply, notices=None, in_progress=None):
     """Choose and send jobs by locality (rules 2-13) for one resource of one request.
+
+    ``notices`` (a list) gathers the memory message of a job refused for memory, and
+    ``in_progress`` (sched_limit.InProgress) holds the limits on jobs in progress, as on the
+    ordinary path (sched_send.cpp work_needed).
 
     Returns the sent ``(result, version, runtime)`` tuples and the resource with what is left
     of its request, for the scheduler's ordinary pass over other apps.
@@ -439,13 +467,13 @@ def send_work_by_locality(host, request, resource, versions, *, now, config, max
     if host_key is None:
         host_key = host.pk
     rng = random.Random(f"{locality.seed}:{host_key}:{request.rpc_seqno}:{now}:{resource.name}")
-    disk = Disk.for_request(request, config, taken_wus)
+    needed = WorkNeeded.for_request(request, config, taken_wus)
     sender = Sender(host, request, resource, versions, now=now, config=config,
-                    max_jobs=max_jobs, taken_wus=taken_wus, disk=disk)
+                    max_jobs=max_jobs, taken_wus=taken_wus, work_needed=needed,
+                    notices=notices, in_progress=in_progress)
     sent = sender_pass(sender, host_key, request, now=now, locality=locality, rng=rng,
                        reply=reply)
-    if (disk is not None and not taken_wus
-            and (disk.insufficient or disk.available < 0)):  # rule 11
+    if needed.disk_short and not taken_wus:  # rule 11
         delete_file_from_host(host_key, request, reply, config)
     return sent
 

@@ -273,7 +273,9 @@ def send_work(host, request, *, now, config, reply):
     for resource in resources:
         versions = usable_versions(request, resource, host, config=config, havs=havs, now=now,
                                    notices=notices)
-        looked_at.update((app_id, (v, resource)) for app_id, v in versions.items())
+        # (locality scheduling has no job cache scanned whole: only the jobs it looks at speak)
+        looked_at.update((app_id, (v, resource)) for app_id, v in versions.items()
+                         if v.row is None or not v.row.app.locality_scheduling)
         limited.extend(apply_daily_quota(versions, havs, resource, now=now,
                                          quota=config.daily_result_quota,
                                          gpu_multiplier=config.gpu_multiplier))
@@ -288,7 +290,8 @@ def send_work(host, request, *, now, config, reply):
 
             local, resource = send_work_by_locality(
                 host, request, resource, by_locality, now=now, config=config,
-                max_jobs=max_jobs - len(sent), taken_wus=taken_wus, reply=reply)
+                max_jobs=max_jobs - len(sent), taken_wus=taken_wus, reply=reply,
+                notices=notices, in_progress=in_progress)
             sent.extend(local)
             versions = {app_id: v for app_id, v in versions.items() if app_id not in by_locality}
             if not versions or len(sent) >= max_jobs:
@@ -349,7 +352,7 @@ def apply_daily_quota(versions, havs, resource, *, now, quota, gpu_multiplier):
 
 def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_wus,
                       pick=candidates, notices=None, request=None, host_class=None,
-                      in_progress=None, reliability=None, disk=None):
+                      in_progress=None, reliability=None, work_needed=None):
     """Claim and mark sent the jobs for one resource; returns (result, version, runtime).
 
     ``pick(host, app_ids, limit, config)`` lists the unsent results to consider, in order
@@ -361,9 +364,9 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
     homogeneous app version apply (backend.daemons.sched_hr); with ``in_progress``
     (sched_limit.InProgress), the limits on jobs in progress (backend.daemons.sched_limit);
     with ``reliability`` (sched_reliable.Reliability), jobs that need a reliable host and
-    their shortened deadlines (backend.daemons.sched_reliable); with ``disk``
-    (world.locality.Disk), locality scheduling's disk accounting, which ends the pass at the
-    first job the host's disk cannot take.
+    their shortened deadlines (backend.daemons.sched_reliable); with ``work_needed``
+    (world.locality.WorkNeeded), locality scheduling's disk accounting and its end at the
+    first job refused for memory, disk or its deadline.
     """
     chosen, refused = [], []
     apps, committed_versions = sched_hr.apps_of(versions), {}
@@ -398,8 +401,6 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
                 continue
             if reliability is not None and reliability.refuses(result, version):
                 continue
-            if disk is not None and disk.refuses(result.workunit):
-                break
             flops = None if host_class is None else sched_hr.committed_flops(
                 result.workunit, apps[result.app_id], version, request, committed_versions)
             runtime = result.workunit.rsc_fpops_est / (flops or job_flops(resource, version))
@@ -409,13 +410,17 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
                 why = infeasible(result.workunit, resource, runtime, config)
                 if why != DEADLINE:
                     break
+            if work_needed is not None and work_needed.stops(result.workunit, why):
+                if why:
+                    refused.append((result, version, why))
+                break
             if why:
                 refused.append((result, version, why))
                 continue
             chosen.append((result, version, runtime))
             taken_wus.add(result.workunit_id)
-            if disk is not None:
-                disk.took(result.workunit)
+            if work_needed is not None:
+                work_needed.took(result.workunit)
             if in_progress is not None:
                 in_progress.register(apps[result.app_id].name, resource.name)
             if version.room is not None:

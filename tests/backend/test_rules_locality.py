@@ -521,3 +521,23 @@ def test_a_locality_result_committed_to_an_app_version_goes_with_it(app, project
     reply = hr_ask(project.host(), ["fa"], XEON, jobs=2)
     assert [(job.name, job.app_version.version_num) for job in reply.results] == [
         (mine.name, 90)]
+
+
+@pytest.mark.parametrize("refusal", ["deadline", "memory", None])
+def test_a_job_refused_for_its_deadline_or_memory_ends_the_locality_search(app, project,
+                                                                            refusal):
+    # sched_send.cpp work_needed(true): speed or memory insufficient stops the search, so
+    # fb's job, which fits, is not looked at once fa's is refused
+    [first] = make_results(project, "fa", 1)
+    make_results(project, "fb", 1)
+    if refusal == "deadline":  # 1 h of queue + a 1 h job > a 1 h bound
+        Workunit.objects.filter(pk=first.workunit_id).update(delay_bound=3600)
+    if refusal == "memory":
+        Workunit.objects.filter(pk=first.workunit_id).update(rsc_memory_bound=8e9)
+    request = work_request(project.host(), file_infos=[StickyFile("fa"), StickyFile("fb")],
+                           cpu_req_secs=2 * 3600.0, cpu_req_instances=0.0,
+                           estimated_delay=3600.0)
+    request.host_info = dataclasses.replace(request.host_info, m_nbytes=4e9)
+    with configured(LocalityConfig(sorted_order=True, wait_period=0)):
+        reply = handle_request(request, now=NOW)
+    assert sent_files(reply) == (["fa", "fb"] if refusal is None else [])
