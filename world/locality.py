@@ -111,7 +111,7 @@ from backend.daemons.sched_send import (
 from backend.daemons.sched_types import Message
 from backend.daemons.work_generator import LOCALITY_SEPARATOR, create_work_for_file
 from backend.models import (
-    AppVersion, File, FileDeleteState, Host, Result, ServerState, TransitionerFlags, Workunit,
+    App, AppVersion, File, FileDeleteState, Host, Result, ServerState, TransitionerFlags, Workunit,
 )
 from world.models import LocalityTrigger
 
@@ -282,6 +282,7 @@ class WorkNeeded:
         self.insufficient = set(insufficient)
         self.have = set(held)
         self.sizes = {}
+        self.notices = None  # a list for check_disk's message, when the caller gathers them
 
     @classmethod
     def for_request(cls, request, config, taken_wus):
@@ -293,7 +294,7 @@ class WorkNeeded:
         needed = cls(max(x, 0.0), held=[f.name for f in request.file_infos],
                      insufficient={DISK} if x < 0 else ())
         for wu in Workunit.objects.filter(id__in=taken_wus).only(
-                "name", "rsc_disk_bound").order_by("id"):
+                "name", "app_id", "rsc_disk_bound").order_by("id"):
             needed.took(wu)
         return needed
 
@@ -314,6 +315,10 @@ class WorkNeeded:
             self.insufficient.add(MEMORY)
         elif self.available is not None and wu.rsc_disk_bound > self.available:
             self.insufficient.add(DISK)
+            if self.notices is not None:
+                text = disk_message(wu, self.available)
+                if text not in self.notices:
+                    self.notices.append(text)
         elif why:
             self.insufficient.add(why)
         return self.stopped
@@ -338,6 +343,15 @@ class WorkNeeded:
             self.sizes[file_name] = File.objects.filter(
                 name=file_name, kind=File.Kind.INPUT).values_list("nbytes", flat=True).first()
         return self.sizes[file_name]
+
+
+def disk_message(wu, available):
+    """sched_check.cpp check_disk's message (MB = 2^20 bytes)."""
+    app = App.objects.filter(pk=wu.app_id).values_list("user_friendly_name", "name").first()
+    name = (app and (app[0] or app[1])) or ""
+    return (f"{name} needs {(wu.rsc_disk_bound - available) / MEGA:.2f}MB more disk space.  "
+            f"You currently have {available / MEGA:.2f} MB available and it needs "
+            f"{wu.rsc_disk_bound / MEGA:.2f} MB.")
 
 
 def delete_file_from_host(host_key, request, reply, config):
@@ -377,6 +391,7 @@ class Sender:
         self.host_class = sched_hr.HostClass(host, request)
         self.work_needed = work_needed or WorkNeeded()
         self.notices, self.in_progress = notices, in_progress
+        self.work_needed.notices = notices
         self.sent = []
 
     @property

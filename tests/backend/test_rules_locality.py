@@ -357,6 +357,10 @@ def test_a_host_short_of_disk_is_told_to_delete_the_file_at_its_id_modulo(app, p
     name = files[host.pk % 3]
     assert reply.results == []
     assert name in reply.delete_file_infos
+    # check_disk's notice: 0.5 GiB left, 1e9 bytes needed (MB = 2^20 bytes)
+    assert ("uppercase needs 441.67MB more disk space.  You currently have 512.00 MB "
+            "available and it needs 953.67 MB.") in [m.text for m in reply.messages
+                                                   if m.priority == "notice"]
     assert [(m.text, m.priority) for m in reply.messages if "BOINC will" in m.text] == [
         (f"BOINC will delete file {name} when no longer needed", "low")]
     assert reply.request_delay >= 4 * 3600
@@ -378,8 +382,8 @@ def test_a_host_short_of_disk_with_no_file_to_delete_is_told_why(app, project, m
     reply = handle_request(disk_request(project.host(), [], max_used_gb=max_used_gb,
                                         used=used), now=NOW)
     assert reply.results == [] and reply.delete_file_infos == []
-    assert [(m.text, m.priority) for m in reply.messages if "disk space" in m.text] == [
-        (text, "notice")]
+    assert [(m.text, m.priority) for m in reply.messages
+            if m.text.startswith(("Not enough disk", "No disk"))] == [(text, "notice")]
     assert reply.request_delay >= 3600
 
 
