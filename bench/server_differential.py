@@ -21,10 +21,13 @@ times and FLOPS estimates; BOINC's validator runs as a daemon for a moment, see
 ``run_boinc_validator``), the assimilator
 (sample_dummy_assimilator against boincweb's ``record``), the file deleter, or one scheduler
 request (``sched/cgi`` on standard input once ``sched/feeder`` has filled shared memory, the
-same XML parsed by boincweb's protocol layer into ``handle_request``). Every column the step
+same XML parsed by boincweb's protocol layer into ``handle_request``), or one scheduler
+request under locality scheduling (``locality``: ``add_locality`` makes the case's workunits
+read big sticky files and lists some in the request; BOINC's scheduler runs with
+``<locality_scheduling/>``, boincweb's with ``App.locality_scheduling``). Every column the step
 writes is compared (for the validator also the app versions' and host app versions' PFC
 averages and the app versions' recent credit), and for the scheduler the reply's jobs,
-deadlines, request_delay and message kinds. Options boincweb keeps from seeds (docs/server-fidelity.md) are set to BOINC's
+deadlines, request_delay, message kinds and the files the host is told to delete. Options boincweb keeps from seeds (docs/server-fidelity.md) are set to BOINC's
 behaviour.
 
 Printed: per step, the share of cases that agree in every compared field, and for each that
