@@ -27,8 +27,8 @@ read big sticky files and lists some in the request; BOINC's scheduler runs with
 ``<locality_scheduling/>``, boincweb's with ``App.locality_scheduling``). Every column the step
 writes is compared (for the validator also the app versions' and host app versions' PFC
 averages and the app versions' recent credit), and for the scheduler the reply's jobs,
-deadlines, request_delay, message kinds and the files the host is told to delete. Options boincweb keeps from seeds (docs/server-fidelity.md) are set to BOINC's
-behaviour.
+deadlines, request_delay, message kinds and the files the host is told to delete. Options
+boincweb keeps from seeds (docs/server-fidelity.md) are set to BOINC's behaviour.
 
 Printed: per step, the share of cases that agree in every compared field, and for each that
 does not, the first differing field. Those cases are kept under ``--out``/<step>/<case>/: the
@@ -1290,7 +1290,8 @@ def run_case(step, case, boinc, ours, out):
         (folder / "rerun.sh").write_text(
             f"mysql -h {boinc.db_host} -u root {boinc.db} < {folder / 'boinc.sql'}\n"
             f"cd {boinc.project / 'cgi-bin'} && faketime '@{time_text(case['now'])}' "
-            f"{program} {'--one_pass' if step not in SENDING else '< ' + str(folder / 'request.xml')}\n")
+            f"{program} "
+            f"{'--one_pass' if step not in SENDING else '< ' + str(folder / 'request.xml')}\n")
     return diffs
 
 
