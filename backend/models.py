@@ -464,6 +464,10 @@ class File(models.Model):
     # Seed 004: a locality scheduling project's big input files carry <report_on_rpc/> too.
     report_on_rpc = models.BooleanField(
         default=False, help_text="The client names it in each scheduler request (locality).")
+    # BOINC's <no_delete/> in the file's <file_info>: the file deleter leaves it on disk
+    # (file_deleter.cpp wu_delete_files, result_delete_files).
+    no_delete = models.BooleanField(
+        default=False, help_text="The file deleter never deletes it (<no_delete/>).")
     # For an output file: the result it belongs to.
     result = models.ForeignKey(
         "Result", null=True, blank=True, on_delete=models.CASCADE, related_name="output_files",
@@ -707,6 +711,10 @@ class Result(models.Model):
             # scheduler: the unsent results in the feeder's order (priority, then workunit), so
             # a request reads just the candidates it looks at; only UNSENT rows are in it
             models.Index(fields=["-priority", "workunit", "id"], name="res_unsent_order",
+                         condition=Q(server_state=ServerState.UNSENT)),
+            # locality scheduling's old work: the oldest unsent results (Einstein@home's
+            # res_create_server_state, which sched_locality.cpp send_old_work names)
+            models.Index(fields=["create_time", "id"], name="res_unsent_create",
                          condition=Q(server_state=ServerState.UNSENT)),
             # work generator: unsent count per app (res_app_state)
             models.Index(fields=["app", "server_state"], name="res_app_state"),

@@ -335,7 +335,8 @@ def scheduler_request_xml(*, authenticator, hostid, req_secs, req_instances, est
 def parse_reply(text):
     """The parts of a scheduler reply the benches read: ``jobs``, a list of dicts (name,
     wu_name, report_deadline, outputs: the file names the result uploads), request_delay,
-    the message kinds and the acks; ``{"error": ...}`` for a reply that is not one."""
+    the message kinds, the acks and the files the host is told to delete; ``{"error": ...}``
+    for a reply that is not one."""
     start = text.find("<scheduler_reply")
     if start < 0:
         return {"error": text[-500:]}
@@ -350,7 +351,8 @@ def parse_reply(text):
             for r in root.findall("result")]
     return dict(jobs=jobs, request_delay=float(root.findtext("request_delay") or 0),
                 messages=sorted({m.get("priority", "") for m in root.findall("message")}),
-                acks=sorted(a.findtext("name") for a in root.findall("result_ack")))
+                acks=sorted(a.findtext("name") for a in root.findall("result_ack")),
+                deletes=sorted(d.text.strip() for d in root.findall("delete_file_info")))
 
 
 # --- boincweb -------------------------------------------------------------------------------

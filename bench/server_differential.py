@@ -21,11 +21,14 @@ times and FLOPS estimates; BOINC's validator runs as a daemon for a moment, see
 ``run_boinc_validator``), the assimilator
 (sample_dummy_assimilator against boincweb's ``record``), the file deleter, or one scheduler
 request (``sched/cgi`` on standard input once ``sched/feeder`` has filled shared memory, the
-same XML parsed by boincweb's protocol layer into ``handle_request``). Every column the step
+same XML parsed by boincweb's protocol layer into ``handle_request``), or one scheduler
+request under locality scheduling (``locality``: ``add_locality`` makes the case's workunits
+read big sticky files and lists some in the request; BOINC's scheduler runs with
+``<locality_scheduling/>``, boincweb's with ``App.locality_scheduling``). Every column the step
 writes is compared (for the validator also the app versions' and host app versions' PFC
 averages and the app versions' recent credit), and for the scheduler the reply's jobs,
-deadlines, request_delay and message kinds. Options boincweb keeps from seeds (docs/server-fidelity.md) are set to BOINC's
-behaviour.
+deadlines, request_delay, message kinds and the files the host is told to delete. Options
+boincweb keeps from seeds (docs/server-fidelity.md) are set to BOINC's behaviour.
 
 Printed: per step, the share of cases that agree in every compared field, and for each that
 does not, the first differing field. Those cases are kept under ``--out``/<step>/<case>/: the
@@ -49,7 +52,9 @@ from boinc_server import (  # noqa: E402
     scheduler_request_xml, setup_boincweb, time_text,
 )
 
-STEPS = ("transitioner", "validator", "assimilator", "file_deleter", "scheduler")
+STEPS = ("transitioner", "validator", "assimilator", "file_deleter", "scheduler", "locality")
+# The steps that answer one scheduler request ("locality": under locality scheduling).
+SENDING = ("scheduler", "locality")
 NOW = 1_800_000_000
 DAY = 86400
 INT_MAX = 2**31 - 1
@@ -144,7 +149,7 @@ def random_case(seed, index, step):
                  n_jobs_today=rng.choice([0, 1, 3]), consecutive_valid=rng.choice([0, 3]))
             for h in hosts if rng.random() < 0.5]
     wus, results = [], []
-    nwus = 1 if step != "scheduler" else rng.randint(1, 8)
+    nwus = 1 if step not in SENDING else rng.randint(1, 8)
     for w in range(1, nwus + 1):
         quorum = rng.choice([1, 2, 2, 3])
         target = quorum + rng.choice([0, 0, 1])
@@ -163,10 +168,10 @@ def random_case(seed, index, step):
                   file_delete_state=0, transitioner_flags=0, hr_class=0, app_version_id=0,
                   canonical_credit=0.0)
         nres = rng.randint(0, min(wu["max_total_results"], 6))
-        if step in ("scheduler", "validator"):
+        if step in ("scheduler", "locality", "validator"):
             nres = max(nres, 1)  # BOINC's validator enumerates workunits with results
         rows = [random_result(rng, wu, i, hosts) for i in range(nres)]
-        if step == "scheduler":
+        if step in SENDING:
             rows[0].update(server_state=S_UNSENT, outcome=O_INIT, hostid=0, userid=0,
                            validate_state=V_INIT, output=None, sent_time=0,
                            report_deadline=0, received_time=0)
@@ -199,7 +204,7 @@ def random_case(seed, index, step):
                     r["file_delete_state"] = rng.choice([0, 1, 1, 2])
         # (an error with unsent results left is a state only a transitioner pass still to come
         # leaves; BOINC's feeder would mark them DIDNT_NEED, which boincweb leaves to it)
-        if rng.random() < 0.1 and step != "scheduler":
+        if rng.random() < 0.1 and step not in SENDING:
             wu["error_mask"] = rng.choice([1, 2, 16])
         wus.append(wu)
         results.extend(rows)
@@ -207,13 +212,92 @@ def random_case(seed, index, step):
                 teams=teams, hosts=hosts, havs=havs, wus=wus, results=results,
                 app_versions=[dict(id=1, version_num=100)])
     add_hr_and_limits(case, random.Random(f"{seed}:{step}:{index}:hr"))
-    if step == "scheduler":
+    if step in SENDING:
         case["request"] = random_request(rng, case)
         random_versions(random.Random(f"{seed}:{step}:{index}:versions"), case)
+    if step == "scheduler":
         random_disk(random.Random(f"{seed}:{step}:{index}:disk"), case)
         random_app_limits(random.Random(f"{seed}:{step}:{index}:app_limits"), case)
+    if step == "locality":
+        add_locality(case, random.Random(f"{seed}:{step}:{index}:locality"))
     random_credit(case)
     return case
+
+
+# --- locality scheduling (sched_locality.cpp; world/locality.py) ----------------------------
+
+LOCALITY_FILES = ("dfa", "dfb", "dfc")
+
+
+def add_locality(case, rng):
+    """A locality-scheduling case: each workunit reads one of up to three big sticky files and
+    is named ``FILE__...`` (its results too), unsent results were created from four days to
+    half a day ago, the host holds some of the files, downloads at 50 or 200 kB/s and has a
+    disk allowance that may be short; config.xml has locality scheduling with sorted order
+    (the random file order aside), no wait, a send timeout of 0 or 2 days and
+    file_deletion_strategy 0 or 1. The working set is empty on both sides and no more work
+    can be made for any file (BOINC's make_more_work_for_file finds no trigger)."""
+    files = {name: rng.choice([10**5, 10**6, 5 * 10**7])
+             for name in LOCALITY_FILES[:rng.randint(1, 3)]}
+    for wu in case["wus"]:
+        data = rng.choice(sorted(files))
+        old, wu["name"], wu["input"] = wu["name"], f"{data}__{wu['name']}", data
+        wu["rsc_disk_bound"] = rng.choice([1e8, 1e8, 1e9])
+        for r in case["results"]:
+            if r["workunitid"] == wu["id"]:
+                r["name"] = wu["name"] + r["name"][len(old):]
+    for r in case["results"]:
+        if r["server_state"] == S_UNSENT:
+            r["create_time"] = NOW - int(rng.choice([0.5, 1.0, 2.5, 4.0]) * DAY)
+    for report in case["request"]["reports"]:
+        report["name"] = next(r["name"] for r in case["results"]
+                              if r["name"].endswith("__" + report["name"]))
+    if case["request"]["other_results"] is not None:
+        case["request"]["other_results"] = [
+            next(r["name"] for r in case["results"] if r["name"].endswith("__" + name))
+            for name in case["request"]["other_results"]]
+    case["locality"] = dict(
+        files=files, held=sorted(rng.sample(sorted(files), rng.randint(0, len(files)))),
+        bwdown=rng.choice([5e4, 2e5]), send_timeout=rng.choice([0, 0, 2 * DAY]),
+        file_deletion_strategy=rng.choice([0, 1]),
+        # GB of disk for BOINC (disk_max_used_gb), of which the held files use their size
+        disk_max_used_gb=rng.choice([100, 100, 1, 0.2]))
+
+
+def locality_request_xml(case, text):
+    """The request with the files the host holds, its download rate and disk usage."""
+    loc = case.get("locality")
+    if not loc:
+        return text
+    used = sum(loc["files"][name] for name in loc["held"])
+    extra = "".join(f"<file_info>\n<name>{name}</name>\n<nbytes>{loc['files'][name]}</nbytes>"
+                    "\n<status>1</status>\n</file_info>\n" for name in loc["held"])
+    extra += (f"<net_stats>\n<bwdown>{loc['bwdown']}</bwdown>\n</net_stats>\n"
+              f"<disk_usage>\n<d_boinc_used_total>{used or 1}</d_boinc_used_total>\n"
+              "</disk_usage>\n")
+    text = text.replace("<disk_max_used_gb>100</disk_max_used_gb>",
+                        f"<disk_max_used_gb>{loc['disk_max_used_gb']}</disk_max_used_gb>", 1)
+    return text.replace("</scheduler_request>", extra + "</scheduler_request>", 1)
+
+
+def boinc_locality_options(case):
+    """config.xml's locality options for BOINC: every file a host lists is a workunit file."""
+    loc = case.get("locality")
+    if not loc:
+        return {}, []
+    return ({"locality_scheduling_send_timeout": loc["send_timeout"],
+             "file_deletion_strategy": loc["file_deletion_strategy"],
+             "locality_scheduling_workunit_file": ".*"},
+            ["locality_scheduling", "locality_scheduling_sorted_order"])
+
+
+def boincweb_locality_options(case):
+    loc = case.get("locality")
+    if not loc:
+        return {}
+    return dict(locality_scheduling_sorted_order=True,
+                locality_scheduling_send_timeout=loc["send_timeout"],
+                file_deletion_strategy=loc["file_deletion_strategy"])
 
 
 # --- app versions and plan classes (sched_version.cpp get_app_version) ----------------------
@@ -746,7 +830,7 @@ def add_hr_and_limits(case, rng):
             wu["hr_class"] = host_hr_class(rng.choice(case["hosts"]), hr_type)
         if hr["homogeneous_app_version"] and rng.random() < 0.6:
             wu["app_version_id"] = rng.choice([1, 1, 2])
-    if case["step"] == "scheduler":
+    if case["step"] in SENDING:
         # some versions reliable (10 valid in a row), some unsent jobs with their priority
         for hav in case["havs"]:
             if rng.random() < 0.4:
@@ -791,13 +875,14 @@ def request_xml(case):
     for report in q["reports"]:
         state, status = {"success": (5, 0), "error": (3, 1), "abort": (6, 203)}[report["outcome"]]
         reports.append(dict(name=report["name"], state=state, exit_status=status))
-    return disk_request_xml(case, version_request_xml(case, scheduler_request_xml(
+    return locality_request_xml(case, disk_request_xml(case, version_request_xml(
+        case, scheduler_request_xml(
         authenticator=case["users"][0]["authenticator"], hostid=1, req_secs=q["cpu_req_secs"],
         req_instances=q["cpu_req_instances"], estimated_delay=q["estimated_delay"],
         host=dict(p_ncpus=q["p_ncpus"], p_fpops=q["p_fpops"], m_nbytes=q["m_nbytes"],
                   on_frac=q["on_frac"], active_frac=q["active_frac"], os_name=q["os_name"],
                   p_vendor=q["p_vendor"], p_model=q["p_model"]),
-        reports=reports, other_results=q["other_results"])))
+        reports=reports, other_results=q["other_results"]))))
 
 
 # --- BOINC's side --------------------------------------------------------------------------
@@ -810,9 +895,15 @@ class Boinc:
         self.project_ = Project(server, db, host, work, PROGRAMS)
         self.db, self.db_host, self.project = db, host, self.project_.project
         self.programs = self.project_.programs
+        # the index sched_locality.cpp send_old_work names (Einstein@home's; not in
+        # db/constraints.sql, and MariaDB refuses a USE INDEX of an index that is not there)
+        self.project_.execute(["ALTER TABLE result ADD INDEX res_create_server_state "
+                               "(create_time, server_state)"])
 
-    def write_config(self, config):
+    def write_config(self, config, case=None):
         options, flags = boinc_hr_and_limit_options(config)
+        local_options, local_flags = boinc_locality_options(case or {})
+        options, flags = {**options, **local_options}, flags + local_flags
         self.project_.write_config({
             "report_grace_period": config["report_grace_period"],
             "daily_result_quota": config["daily_result_quota"],
@@ -843,13 +934,16 @@ class Boinc:
                 (self.project / "upload" / output_name(r)).write_bytes(r["output"])
         for wu in case["wus"]:
             (self.project / "download" / f"{wu['name']}.in").write_bytes(b"input\n")
-        self.write_config(case["config"])
+        for name, nbytes in case.get("locality", {}).get("files", {}).items():
+            with open(self.project / "download" / name, "wb") as f:
+                f.truncate(nbytes)  # decrement_disk_space_locality reads its size
+        self.write_config(case["config"], case)
         write_plan_classes(self.project)
         return "SET SESSION sql_mode = '';\n" + ";\n".join(statements) + ";\n"
 
     def run(self, step, now, stdin=None):
         """Run BOINC's program for ``step`` at ``now``; returns its output."""
-        if step == "scheduler":
+        if step in SENDING:
             with self.project_.feeder(clock=now, args=("--allapps", "--priority_order")):
                 return self.project_.schedule(stdin, clock=now)
         if step == "validator":
@@ -919,8 +1013,9 @@ def boinc_rows(case):
             pfc_avg=hav.get("pfc_avg", 0))))
     del day_start
     for wu in case["wus"]:
-        xml = (f"<file_info>\n<name>{wu['name']}.in</name>\n</file_info>\n<workunit>\n"
-               f"<file_ref>\n<file_name>{wu['name']}.in</file_name>\n<open_name>in</open_name>\n"
+        infile = wu.get("input", f"{wu['name']}.in")
+        xml = (f"<file_info>\n<name>{infile}</name>\n</file_info>\n<workunit>\n"
+               f"<file_ref>\n<file_name>{infile}</file_name>\n<open_name>in</open_name>\n"
                "</file_ref>\n</workunit>\n")
         rows.append(insert("workunit", dict(
             id=wu["id"], create_time=now - 5 * DAY, appid=1, name=wu["name"], xml_doc=xml,
@@ -1021,16 +1116,23 @@ class Boincweb:
             shutil.rmtree(folder, ignore_errors=True)
             Path(folder).mkdir(parents=True)
         with transaction.atomic():
+            from world.models import LocalityTrigger
+
             for model in (m.LifecycleEvent, m.AssimilatedResult, m.File, m.Result, m.Workunit,
                           m.HostAppVersion, m.HostFile, m.Host, m.UserCredit, m.Team,
-                          m.AppVersion, m.App):
+                          LocalityTrigger, m.AppVersion, m.App):
                 model.objects.all().delete()
             User.objects.all().delete()
             config = case["config"]
             app = m.App.objects.create(id=1, name="uppercase", delete_delay=config["delete_delay"],
                                        create_time=case["now"], min_quorum=1,
                                        target_nresults=0 or 1, max_output_nbytes=10**7,
-                                       **case["app"])
+                                       locality_scheduling="locality" in case, **case["app"])
+            for name, nbytes in case.get("locality", {}).get("files", {}).items():
+                m.File.objects.create(name=name, kind="input", nbytes=nbytes, sticky=True,
+                                      report_on_rpc=True)
+                # no more work can be made for it, as BOINC finds no trigger to set
+                LocalityTrigger.objects.create(app=app, file_name=name, no_work_available=True)
             boincweb_versions(case, app)
             for t in case["teams"]:
                 m.Team.objects.create(id=t["id"], name=f"team{t['id']}")
@@ -1067,6 +1169,9 @@ class Boincweb:
                     need_validate=bool(wu["need_validate"]),
                     app_version_num=wu.get("app_version_num", 0),
                     app_version_id=wu["app_version_id"] or None)
+                if "input" in wu:
+                    row.input_files.add(m.File.objects.get(name=wu["input"]))
+                    continue
                 infile = m.File.objects.create(name=f"{wu['name']}.in", kind="input")
                 row.input_files.add(infile)
                 path = settings.DOWNLOAD_DIR / infile.name
@@ -1111,13 +1216,14 @@ class Boincweb:
             plan_class_spec=str(write_plan_classes(self.work)),
             hav_last_copy_wins=True,
             default_disk_min_free_gb=c.get("default_disk_min_free_gb", 1.0),
-            **credit_options(case), **boincweb_hr_and_limit_options(c))
+            **credit_options(case), **boincweb_hr_and_limit_options(c),
+            **boincweb_locality_options(case))
 
     def run(self, step, case):
         from backend.daemons import get_daemon
 
         config = self.config(case)
-        if step == "scheduler":
+        if step in SENDING:
             return self.schedule(case, config)
         from backend.daemons import DAEMON_OPTIONS
 
@@ -1140,7 +1246,7 @@ class Boincweb:
         return dict(jobs=sorted([j.name, j.report_deadline] for j in reply.results),
                     request_delay=float(reply.request_delay),
                     messages=sorted({m.priority for m in reply.messages}),
-                    acks=sorted(reply.result_acks))
+                    acks=sorted(reply.result_acks), deletes=sorted(reply.delete_file_infos))
 
     def snapshot(self):
         from backend import models as m
@@ -1198,6 +1304,7 @@ COMPARED = {
     "assimilator": ("workunit", "result"),
     "file_deleter": ("workunit", "result", "files"),
     "scheduler": ("reply", "workunit", "result", "host_app_version"),
+    "locality": ("reply", "workunit", "result", "host_app_version"),
 }
 
 
@@ -1231,16 +1338,16 @@ def differences(step, boinc, ours):
 def run_case(step, case, boinc, ours, out):
     sql = boinc.load(case)
     ours.load(case)
-    stdin = request_xml(case) if step == "scheduler" else None
+    stdin = request_xml(case) if step in SENDING else None
     log = boinc.run(step, case["now"], stdin)
     ours_reply = ours.run(step, case)
     a, b = boinc.snapshot(), ours.snapshot()
-    if step == "scheduler":
+    if step in SENDING:
         a["reply"], b["reply"] = parse_boinc_reply(log), ours_reply
     if step == "file_deleter":
         a["files"], b["files"] = boinc.files(), ours.files()
     diffs = differences(step, a, b)
-    if step == "scheduler":
+    if step in SENDING:
         case["versions_sent"] = versions_sent(case, a)
     if diffs:
         folder = out / step / f"case{case['index']:04d}"
@@ -1254,13 +1361,14 @@ def run_case(step, case, boinc, ours, out):
         (folder / "boincweb.json").write_text(json.dumps(b, indent=1, default=str))
         (folder / "differences.txt").write_text(
             "".join(f"{w}: BOINC {x!r}, boincweb {y!r}\n" for w, x, y in diffs))
-        program = boinc.programs[step]
+        program = boinc.programs["scheduler" if step in SENDING else step]
         if step == "validator":
             program = f"{program} --app uppercase {' '.join(boinc.credit_args)}"
         (folder / "rerun.sh").write_text(
             f"mysql -h {boinc.db_host} -u root {boinc.db} < {folder / 'boinc.sql'}\n"
             f"cd {boinc.project / 'cgi-bin'} && faketime '@{time_text(case['now'])}' "
-            f"{program} {'--one_pass' if step != 'scheduler' else '< ' + str(folder / 'request.xml')}\n")
+            f"{program} "
+            f"{'--one_pass' if step not in SENDING else '< ' + str(folder / 'request.xml')}\n")
     return diffs
 
 
@@ -1303,10 +1411,10 @@ def main(argv=None):
                 agree += 1
         summary[step] = dict(cases=args.cases, agree=agree,
                              share=round(100.0 * agree / args.cases, 1))
-        if step == "scheduler":
+        if step in SENDING:
             summary[step]["versions"] = version_counts(counted)
         print(f"{step:13s} {agree:4d}/{args.cases} agree ({summary[step]['share']:.1f} %)")
-        if step == "scheduler":
+        if step in SENDING:
             print("    app versions: " + ", ".join(
                 f"{k} {v}" for k, v in summary[step]["versions"].items()))
         for index, (where, a, b) in firsts:

@@ -32,7 +32,46 @@ sched_locality.cpp:
    not done in general because every host scanning the same order would flock to the same
    file, which the random choice from the working set avoids.
 
-The random choices (rules 3 and 8) come from a ``random.Random`` seeded with the project's
+Beside those, after BOINC's sched_locality.cpp and sched_send.cpp (docs/server-fidelity.md
+lists each with the BOINC function it follows):
+
+10. Old work first (send_work_locality, send_old_work): with
+    ``<locality_scheduling_send_timeout>`` T > 0 and a host that downloads faster than
+    100,000 bytes/s (its ``<net_stats><bwdown>``), the oldest unsent result created before
+    now − T (rounded down to the hour) is tried before anything else, and, once sent, more
+    of its file's results as in rules 4-6. Before a working-set file is chosen (rule 8),
+    the oldest result created in a window from a random time between T and T/2 ago to T/2
+    ago (its end rounded down to the hour) is tried the same way, whatever the host's speed
+    (send_new_file_work).
+11. Disk (check_disk, decrement_disk_space_locality, delete_file_from_host): a request that
+    says how much disk its host has (``SchedulerRequest.models_disk``) may fill what
+    max_allowable_disk allows (``max_allowable_disk``); a job whose ``rsc_disk_bound``
+    exceeds what is left is not sent, and each job sent takes its bound, less its file's
+    size when the host has the file or an earlier job of the reply brings it. As in
+    sched_send.cpp work_needed(true), a job refused for memory, disk or its deadline
+    (checked in that order) ends the locality search of the request (``WorkNeeded``). A
+    request that got no job at all with its disk short is told to delete one of the files it
+    reported: the one at position host id modulo their number in its list, with "BOINC will
+    delete file F when no longer needed" and a request delay of 4 hours (the client deletes
+    it once no job of its needs it); with no file to name, "Not enough disk space ..." or "No
+    disk space ..." and a delay of an hour.
+12. ``File.no_delete`` (``<no_delete/>``) keeps a file from the file deleter
+    (backend.daemons.file_deleter), and so from the list of files the project no longer has
+    (backend.daemons.scheduler ``deleted_sticky_files``). BOINC's scheduler does not look at
+    the flag when it names a file for a host to delete (rules 7 and 11): the file is still
+    on the server, only the host's copy goes.
+13. Homogeneous redundancy and homogeneous app version (sched_check.cpp
+    wu_is_infeasible_fast, sched_send.cpp update_wu_on_send): a file's result goes only to a
+    host of its workunit's class, with its committed version, and the first send commits
+    the workunit, as on the ordinary path (backend.daemons.sched_hr).
+
+The options are the project's config.xml ones (``SchedulerConfig``:
+``locality_scheduling_sorted_order``, ``locality_scheduling_wait_period``,
+``locality_scheduling_send_timeout``, ``file_deletion_strategy`` 1 for rule 7's deletions,
+``default_disk_min_free_gb``); a caller may override the first four with a
+``LocalityConfig`` (a simulated world does).
+
+The random choices (rules 3, 8 and 10) come from a ``random.Random`` seeded with the project's
 ``LocalityConfig.seed``, the host's key, its RPC number, the time and the resource. The key is
 the host's id unless the caller names a stable one (``configured(host_key=...)``): a
 simulated world passes its seed and the host's index in the world, so that its outcome does
@@ -59,15 +98,18 @@ import random
 import time
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.db import connection
 from django.db.models import Exists, Max, OuterRef, Q
 
+from backend.daemons import sched_hr
 from backend.daemons.hierarchy import download_path
 from backend.daemons.sched_send import (
-    RESULT_COLUMNS, WORKUNIT_COLUMNS, after_sending, send_for_resource,
+    DEADLINE, DISK, MEMORY, RESULT_COLUMNS, WORKUNIT_COLUMNS, after_sending, disk_allowance,
+    send_for_resource,
 )
+from backend.daemons.sched_types import Message
 from backend.daemons.work_generator import LOCALITY_SEPARATOR, create_work_for_file
 from backend.models import (
     AppVersion, File, FileDeleteState, Host, Result, ServerState, TransitionerFlags, Workunit,
@@ -77,18 +119,37 @@ from world.models import LocalityTrigger
 SEPARATOR = LOCALITY_SEPARATOR
 ACTIVE_WINDOW = 86400
 FALLBACK_FILES = 10
+# sched_locality.cpp send_work_locality: old work goes to hosts downloading faster than this
+# (bytes/s); sched_main.h DELAY_DISK_SPACE, DELAY_DELETE_FILE (seconds).
+OLD_WORK_MIN_BWDOWN = 100000
+DELAY_DISK_SPACE = 3600
+DELAY_DELETE_FILE = 4 * 3600
 # What a look at one file found (Sender.send_file_or_trigger).
 SENT, EXCLUDED, NO_WORK = "sent", "excluded", "no work"
 
 
 @dataclass(frozen=True)
 class LocalityConfig:
-    """The project's locality options (config.xml names)."""
+    """A caller's locality options; None takes the project's config.xml one
+    (``SchedulerConfig``, named in the comments)."""
 
-    sorted_order: bool = False  # <locality_scheduling_sorted_order/>
-    wait_period: float = 0.0  # <locality_scheduling_wait_period>
-    delete_files: bool = True  # file_deletion_strategy 1: delete files left without work
-    seed: int = 0  # of the random choices (rules 3 and 8)
+    sorted_order: bool | None = None  # <locality_scheduling_sorted_order/>
+    wait_period: float | None = None  # <locality_scheduling_wait_period>
+    delete_files: bool | None = None  # <file_deletion_strategy> 1: delete files left without work
+    send_timeout: int | None = None  # <locality_scheduling_send_timeout> (rule 10)
+    seed: int = 0  # of the random choices (rules 3, 8 and 10)
+
+    def resolved(self, config):
+        """These options with config.xml's (``config``, a SchedulerConfig) where None."""
+        def pick(own, project):
+            return project if own is None else own
+
+        return replace(
+            self,
+            sorted_order=pick(self.sorted_order, config.locality_scheduling_sorted_order),
+            wait_period=pick(self.wait_period, config.locality_scheduling_wait_period),
+            delete_files=pick(self.delete_files, config.file_deletion_strategy == 1),
+            send_timeout=pick(self.send_timeout, config.locality_scheduling_send_timeout))
 
 
 def real_sleep(file_name, *, now, seconds):
@@ -154,30 +215,175 @@ def file_picker(file_name):
     return pick
 
 
+def old_work_picker(result_id):
+    """``pick`` for send_for_resource: the one old result of rule 10, unless this volunteer
+    has a result of its workunit (sched_locality.cpp possibly_send_result)."""
+
+    def pick(host, app_ids, limit, config):
+        queryset = Result.objects.filter(pk=result_id, server_state=ServerState.UNSENT,
+                                         app_id__in=app_ids)
+        if config.one_result_per_user_per_wu:
+            queryset = queryset.exclude(Exists(Result.objects.filter(
+                workunit_id=OuterRef("workunit_id"), user_id=host.owner_id)))
+        queryset = queryset.select_related("workunit").only(*RESULT_COLUMNS, *WORKUNIT_COLUMNS)
+        if connection.features.has_select_for_update_skip_locked:
+            queryset = queryset.select_for_update(skip_locked=True, of=("self",))
+        return list(queryset[:1])
+
+    return pick
+
+
+def oldest_unsent(app_ids, *, before, after=None):
+    """(id, workunit name) of the oldest unsent result created before ``before`` (and after
+    ``after``), or None (sched_locality.cpp send_old_work; ties by id)."""
+    queryset = Result.objects.filter(
+        server_state=ServerState.UNSENT, app_id__in=app_ids, create_time__lt=before,
+        workunit__error_mask=0, workunit__transitioner_flags=TransitionerFlags.ORDINARY)
+    if after is not None:
+        queryset = queryset.filter(create_time__gt=after)
+    return queryset.order_by("create_time", "id").values_list("id", "workunit__name").first()
+
+
+class WorkNeeded:
+    """What ends one request's locality search besides its size (sched_send.cpp
+    work_needed(true)): a job refused for memory, disk or its deadline (``insufficient``),
+    and, for rule 11's accounting, the files the host has or this reply brings it. The disk
+    left is the request's ``sched_send.DiskSpace``, shared with the ordinary path."""
+
+    def __init__(self, *, held=(), insufficient=()):
+        self.insufficient = set(insufficient)
+        self.have = set(held)
+        self.sizes = {}
+
+    @classmethod
+    def for_request(cls, request, config, taken_wus):
+        """A host already over its disk limits (max_allowable_disk below 0) is short from
+        the start; the files of jobs already in the reply (``taken_wus``, by an earlier
+        resource's pass) count as brought."""
+        allowance = disk_allowance(request, config)
+        if allowance is None:
+            return cls()
+        needed = cls(held=[f.name for f in request.file_infos],
+                     insufficient={DISK} if allowance[0] < 0 else ())
+        for name in Workunit.objects.filter(id__in=taken_wus).values_list("name", flat=True):
+            if file_name_of(name):
+                needed.have.add(file_name_of(name))
+        return needed
+
+    @property
+    def stopped(self):
+        return bool(self.insufficient)
+
+    @property
+    def disk_short(self):
+        return DISK in self.insufficient
+
+    def stops(self, why):
+        """Whether a job refused for ``why`` ends the search: sched_check.cpp
+        wu_is_infeasible_fast marks its resource insufficient for memory, disk (check_disk:
+        more than is left) and the deadline, and work_needed(true) then stops."""
+        if why in (MEMORY, DISK, DEADLINE):
+            self.insufficient.add(why)
+        return self.stopped
+
+    def took(self, wu, disk):
+        """decrement_disk_space_locality: the job's bound comes off the disk left (``disk``, a
+        sched_send.DiskSpace; None when the request does not model disk), less its file's
+        size when the host has the file or an earlier job of the reply brings it (and the
+        file is smaller than the bound)."""
+        file_name = file_name_of(wu.name)
+        if disk is not None:
+            size = self.size(file_name) if file_name in self.have else None
+            if size is not None and size < wu.rsc_disk_bound:
+                disk.available -= wu.rsc_disk_bound - size
+            else:
+                disk.take(wu)
+        if file_name:
+            self.have.add(file_name)
+
+    def size(self, file_name):
+        if file_name not in self.sizes:
+            self.sizes[file_name] = File.objects.filter(
+                name=file_name, kind=File.Kind.INPUT).values_list("nbytes", flat=True).first()
+        return self.sizes[file_name]
+
+
+def delete_file_from_host(host_key, request, reply, config):
+    """Rule 11's deletion (sched_locality.cpp delete_file_from_host, send_file_deletes)."""
+    names = [f.name for f in request.file_infos]
+    if not names:
+        x, which = disk_allowance(request, config)
+        maxdisk = max(x, 0.0)
+        if maxdisk > 0:
+            text = f"Not enough disk space (only {maxdisk / 1e6:.1f} MB free for BOINC). "
+        else:
+            text = (f"No disk space (YOU must free {-1 * maxdisk / 1e6:.1f} MB before BOINC "
+                    "gets space). ")
+        if x:
+            text += {"max_used": "Review preferences for maximum disk space used.",
+                     "max_frac": "Review preferences for maximum disk percentage used.",
+                     "min_free": "Review preferences for minimum disk free space allowed."}[which]
+        reply.messages.append(Message(text, "notice"))
+        reply.request_delay = max(reply.request_delay, DELAY_DISK_SPACE)
+        return None
+    name = names[host_key % len(names)]
+    if name not in reply.delete_file_infos:
+        reply.delete_file_infos.append(name)
+    reply.messages.append(Message(f"BOINC will delete file {name} when no longer needed", "low"))
+    reply.request_delay = max(reply.request_delay, DELAY_DELETE_FILE)
+    return name
+
+
 class Sender:
     """One request's locality pass for one resource: what is left to send and what was sent."""
 
-    def __init__(self, host, request, resource, versions, *, now, config, max_jobs, taken_wus):
+    def __init__(self, host, request, resource, versions, *, now, config, max_jobs, taken_wus,
+                 work_needed=None, notices=None, in_progress=None):
         self.host, self.request, self.versions = host, request, versions
         self.resource, self.now, self.config = resource, now, config
         self.max_jobs, self.taken_wus = max_jobs, taken_wus
+        self.host_class = sched_hr.HostClass(host, request)
+        self.work_needed = work_needed or WorkNeeded()
+        self.notices, self.in_progress = notices, in_progress
         self.sent = []
 
     @property
     def satisfied(self):
+        """Nothing more to send: the request is met, or a job was refused for memory, disk or
+        its deadline (sched_send.cpp work_needed(true))."""
         r = self.resource
-        return len(self.sent) >= self.max_jobs or (r.req_secs <= 0 and r.req_instances <= 0)
+        return (len(self.sent) >= self.max_jobs or (r.req_secs <= 0 and r.req_instances <= 0)
+                or self.work_needed.stopped)
 
-    def send_file(self, file_name):
-        """Send what fits of ``file_name``'s results; return how many."""
+    def send(self, pick):
+        """Send what fits of the results ``pick`` lists; return how many."""
         if self.satisfied:
             return 0
         got = send_for_resource(self.host, self.resource, self.versions, now=self.now,
                                 config=self.config, max_jobs=self.max_jobs - len(self.sent),
-                                taken_wus=self.taken_wus, pick=file_picker(file_name))
+                                taken_wus=self.taken_wus, pick=pick, request=self.request,
+                                host_class=self.host_class, work_needed=self.work_needed,
+                                notices=self.notices, in_progress=self.in_progress)
         self.resource = after_sending(self.resource, got)
         self.sent.extend(got)
         return len(got)
+
+    def send_file(self, file_name):
+        """Send what fits of ``file_name``'s results; return how many."""
+        return self.send(file_picker(file_name))
+
+    def send_old(self, locality, *, before, after=None):
+        """Rule 10: the oldest unsent result created in (after, before), then more of its
+        file's results (send_old_work)."""
+        if self.satisfied:
+            return
+        app_ids = list(self.versions)
+        found = oldest_unsent(app_ids, before=before, after=after)
+        if found is None or not self.send(old_work_picker(found[0])):
+            return
+        file_name = file_name_of(found[1])
+        if file_name and self.send_file_or_trigger(file_name, locality) == NO_WORK:
+            mark_no_work(file_name, app_ids)
 
     def send_file_or_trigger(self, file_name, locality):
         """Rule 6: send, else set need_work, wait and look once more.
@@ -204,21 +410,47 @@ class Sender:
         return EXCLUDED if sendable(file_name, app_ids).exists() else NO_WORK
 
 
+def old_work_window(now, timeout, rng):
+    """Rule 10's window before a working-set choice: ``(after, before)`` (send_new_file_work:
+    from a random time between ``timeout`` and ``timeout``/2 ago to ``timeout``/2 ago; the
+    end rounded down to the hour as send_old_work does)."""
+    end = now - timeout // 2
+    start = end - int(0.5 * rng.random() * timeout)
+    return start, end // 3600 * 3600
+
+
 def send_work_by_locality(host, request, resource, versions, *, now, config, max_jobs,
-                          taken_wus, reply):
-    """Choose and send jobs by locality (rules 2-9) for one resource of one request.
+                          taken_wus, reply, notices=None, in_progress=None):
+    """Choose and send jobs by locality (rules 2-13) for one resource of one request.
+
+    ``notices`` (a list) gathers the memory message of a job refused for memory, and
+    ``in_progress`` (sched_limit.InProgress) holds the limits on jobs in progress, as on the
+    ordinary path (sched_send.cpp work_needed).
 
     Returns the sent ``(result, version, runtime)`` tuples and the resource with what is left
     of its request, for the scheduler's ordinary pass over other apps.
     """
-    locality = _config.get()
+    locality = _config.get().resolved(config)
     host_key = _host_key.get()
     if host_key is None:
         host_key = host.pk
     rng = random.Random(f"{locality.seed}:{host_key}:{request.rpc_seqno}:{now}:{resource.name}")
+    needed = WorkNeeded.for_request(request, config, taken_wus)
     sender = Sender(host, request, resource, versions, now=now, config=config,
-                    max_jobs=max_jobs, taken_wus=taken_wus)
-    app_ids = list(versions)
+                    max_jobs=max_jobs, taken_wus=taken_wus, work_needed=needed,
+                    notices=notices, in_progress=in_progress)
+    sent = sender_pass(sender, host_key, request, now=now, locality=locality, rng=rng,
+                       reply=reply)
+    if needed.disk_short and not taken_wus:  # rule 11
+        delete_file_from_host(host_key, request, reply, config)
+    return sent
+
+
+def sender_pass(sender, host_key, request, *, now, locality, rng, reply):
+    """Rules 10 and 2-9 in BOINC's order; returns what send_work_by_locality does."""
+    app_ids = list(sender.versions)
+    if locality.send_timeout and request.host_info.n_bwdown > OLD_WORK_MIN_BWDOWN:  # rule 10
+        sender.send_old(locality, before=(now - locality.send_timeout) // 3600 * 3600)
     held = sorted(set(File.objects.filter(
         name__in=[f.name for f in request.file_infos if f.status == 1], sticky=True,
         kind=File.Kind.INPUT).values_list("name", flat=True)))
@@ -231,6 +463,11 @@ def send_work_by_locality(host, request, resource, versions, *, now, config, max
             no_work_for_host(file_name, app_ids, locality, reply)
     if sender.satisfied:
         return sender.sent, sender.resource
+    if locality.send_timeout:  # rule 10, before a new file
+        after, before = old_work_window(now, locality.send_timeout, rng)
+        sender.send_old(locality, before=before, after=after)
+        if sender.satisfied:
+            return sender.sent, sender.resource
     chosen = working_set_choice(host_key + request.rpc_seqno, rng, locality, app_ids,
                                 exclude=set(held))  # rule 8
     if chosen is None:
@@ -377,8 +614,9 @@ def make_file_work(app, file_name, *, now, per_file, at_most=None):
     return made
 
 
-def create_data_files(app, names, *, nbytes):
-    """Sticky input files for locality scheduling, with their trigger rows (rule 1).
+def create_data_files(app, names, *, nbytes, no_delete=False):
+    """Sticky input files for locality scheduling, with their trigger rows (rule 1);
+    ``no_delete`` marks them to be kept by the file deleter (rule 12).
 
     The rows stand for big files in the download directory; the directory is made so the file
     deleter finds it, but the contents are not written (no daemon reads an input's bytes).
@@ -392,7 +630,8 @@ def create_data_files(app, names, *, nbytes):
                          f"name must be non-empty and cannot contain {SEPARATOR!r}")
     download_path("x").parent.mkdir(parents=True, exist_ok=True)
     File.objects.bulk_create([File(name=name, kind=File.Kind.INPUT, nbytes=nbytes, sticky=True,
-                                   report_on_rpc=True, file_delete_state=FileDeleteState.INIT) for name in names])
+                                   report_on_rpc=True, no_delete=no_delete,
+                                   file_delete_state=FileDeleteState.INIT) for name in names])
     LocalityTrigger.objects.bulk_create([LocalityTrigger(app=app, file_name=name)
                                          for name in names])
 

@@ -89,6 +89,7 @@ def summary(sim):
         "hosts_left": c.hosts_left,
         "daemon_rounds": c.daemon_rounds,
         "scheduler_waits": c.sched_waits,
+        "disk_deletions": c.disk_deletions,
         "simulated_seconds": round(simulated, 1),
         "work_seconds": round(sim.work_end, 1),
         "invariants": invariants(sim),

@@ -64,7 +64,7 @@ from backend.daemons.scheduler import (
     TimeStats, handle_request,
 )
 from backend.daemons import sched_version
-from backend.daemons.sched_types import SchedulerConfig
+from backend.daemons.sched_types import GlobalPrefs, SchedulerConfig
 from backend.daemons.work_generator import waiting_for_first_results
 from backend.models import (
     INT_MAX, App, AppVersion, AssimilateState, ClientState, FileDeleteState, GpuType, Host,
@@ -187,6 +187,11 @@ class WorldSettings:
     mt_efficiency_min: float = 1.0
     gpu_gflops_sigma: float = 0.0
     gpu_efficiency_min: float = 1.0
+    # Hosts short of disk (locality scheduling's deletions, world.locality rule 11): this
+    # fraction of them lets BOINC use only small_disk_gb GiB (disk_max_used_gb), their sticky
+    # files counting as used; the others say nothing of their disk.
+    small_disk_fraction: float = 0.0
+    small_disk_gb: float = 0.95
 
     @classmethod
     def from_dict(cls, values):
@@ -206,7 +211,7 @@ class WorldSettings:
             raise ValueError(f"days must be positive, not {self.days}")
         for name in ("gpu_fraction", "on_frac_min", "error_rate", "no_reply_rate",
                      "error_prone_fraction", "error_prone_rate", "wrong_output_fraction",
-                     "wrong_output_rate"):
+                     "wrong_output_rate", "small_disk_fraction"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"{name} must be between 0 and 1, not {getattr(self, name)}")
         if self.on_frac_min <= 0:
@@ -234,6 +239,8 @@ class WorldSettings:
                              f"{self.mt_threads!r}")
         if self.plan_classes and self.live_app:
             raise ValueError("a live world runs its app's own versions; leave plan_classes off")
+        if not self.small_disk_gb > 0:
+            raise ValueError(f"small_disk_gb must be positive, not {self.small_disk_gb}")
         if self.homogeneous_redundancy not in (0, 1, 2):
             raise ValueError("homogeneous_redundancy must be 0, 1 or 2, not "
                              f"{self.homogeneous_redundancy}")
@@ -296,6 +303,8 @@ class SimHost:
     mt_efficiency: float = 1.0
     gpu_peak: float = 0.0
     gpu_efficiency: float = 1.0
+    # BOINC's disk allowance in GiB (disk_max_used_gb); 0: the host says nothing of its disk.
+    disk_gb: float = 0.0
 
     @property
     def active(self):
@@ -338,6 +347,7 @@ class Counters:
     daemon_rounds: int = 0
     workunits_generated: int = 0
     sched_waits: int = 0
+    disk_deletions: int = 0  # files the scheduler had a host short of disk delete
     # RPC outcomes: asked for work and got some, asked and got none, only reported.
     rpcs_with_work: int = 0
     rpcs_without_work: int = 0
@@ -513,6 +523,8 @@ class Simulation:
                    speed_rng.uniform(s.mt_efficiency_min, 1.0),
                    s.gpu_gflops * 1e9 * math.exp(speed_rng.gauss(0, s.gpu_gflops_sigma)),
                    speed_rng.uniform(s.gpu_efficiency_min, 1.0)) for _ in range(total)]
+        disk_rng = random.Random(f"{s.seed}:disk")
+        small_disk = [disk_rng.random() < s.small_disk_fraction for _ in range(total)]
         rows = Host.objects.bulk_create(
             Host(owner=users[i], domain_name=f"{self.prefix}-host{i}", platform=self.platform,
                  os_name=platforms[i][0] if s.homogeneous_redundancy else "Linux",
@@ -540,6 +552,8 @@ class Simulation:
             self.host_index[row.pk] = i
             if s.homogeneous_redundancy:
                 host.os_name, host.p_vendor, host.p_model = platforms[i]
+            if small_disk[i]:
+                host.disk_gb = s.small_disk_gb
             if join > 0:
                 self.push(join, CHANGE, "join", i)
             else:
@@ -742,12 +756,16 @@ class Simulation:
                                            host.gpu_peak or s.gpu_gflops * 1e9,
                                            gpu_secs, float(idle), host.work_seconds("gpu")))
         host.rpc_seqno += 1
+        disk = {}
+        if host.disk_gb:
+            disk = dict(d_total=1e12, d_free=5e11, d_boinc_used_total=sum(host.files.values()))
         return SchedulerRequest(
             hostid=host.host_id, userid=host.user_id, rpc_seqno=host.rpc_seqno,
             platform_name=self.platform,
             host_info=HostInfo(domain_name=f"{self.prefix}-host{host.index}",
                                p_ncpus=host.ncpus, p_fpops=host.fpops, os_name=host.os_name,
-                               p_vendor=host.p_vendor, p_model=host.p_model),
+                               p_vendor=host.p_vendor, p_model=host.p_model, **disk),
+            global_prefs=GlobalPrefs(disk_max_used_gb=host.disk_gb),
             time_stats=TimeStats(on_frac=host.on_frac),
             cpu_req_secs=cpu_secs, cpu_req_instances=float(idle_cpus),
             estimated_delay=host.work_seconds("cpu"), gpu_requests=gpu_requests,
@@ -763,7 +781,7 @@ class Simulation:
         asked = request.cpu_req_secs > 0 or any(g.req_secs > 0 for g in request.gpu_requests)
         config = locality.LocalityConfig(sorted_order=self.settings.sorted_order,
                                          wait_period=self.settings.wait_period,
-                                         seed=self.settings.seed)
+                                         delete_files=True, seed=self.settings.seed)
         # the host's index, not its database id, keeps the scheduler's choices the same
         # from one run of the seed to the next
         # the scheduler's random factor (get_app_version) drawn from a generator of this
@@ -785,6 +803,9 @@ class Simulation:
         host.done = [(t, r) for t, r in host.done if r.name not in acked]
         for name in reply.delete_file_infos:
             host.files.pop(name, None)
+        # a host short of disk is told which file to delete with this message (rule 11)
+        self.counters.disk_deletions += sum(
+            m.text.startswith("BOINC will delete file") for m in reply.messages)
         for job in reply.results:
             self.receive(host, job)
         if reply.results or not asked:

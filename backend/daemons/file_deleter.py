@@ -10,6 +10,9 @@ Rows are claimed with SKIP LOCKED on PostgreSQL and written compare-and-set from
   ``.gz`` and ``.md5`` beside them) from the download directory, unless the workunit's name
   contains "nodelete", or the input is still read by a workunit whose files are not being
   deleted (a shared, locality-scheduling input).
+- A file marked ``no_delete`` (BOINC's ``<no_delete/>`` in its ``<file_info>``), input or
+  output, is never deleted, and its File row stays as it was; the row of the workunit or
+  result becomes DONE all the same (file_deleter.cpp wu_delete_files, result_delete_files).
 - The unlinks of a pass run on a few threads, each directory checked once per pass.
 - A file already gone is not an error. A missing directory (as BOINC fears, an unmounted
   file system) or a failed unlink is: the row becomes FILE_DELETE_ERROR, otherwise DONE; the
@@ -91,7 +94,7 @@ def delete_result_files(*, now, batch_size, mod, index):
         if not results:
             return 0
         files = {}
-        for f in File.objects.filter(result_id__in=[r.pk for r in results]):
+        for f in File.objects.filter(result_id__in=[r.pk for r in results], no_delete=False):
             files.setdefault(f.result_id, []).append(f)
         done = unlink_each({r.pk: [upload_path(f.name) for f in files.get(r.pk, [])]
                             + abandoned_parts(r) for r in results})
@@ -122,7 +125,8 @@ def delete_workunit_files(*, now, batch_size, mod, index):
         for link in links:
             inputs.setdefault(link.workunit_id, []).append(link.file)
         doomed = {wu.pk: [f for f in inputs.get(wu.pk, [])
-                          if f.pk not in shared and "nodelete" not in wu.name] for wu in wus}
+                          if f.pk not in shared and not f.no_delete
+                          and "nodelete" not in wu.name] for wu in wus}
         done = unlink_each({pk: [download_path(name) for f in files
                                  for name in (f.name, f"{f.name}.gz", f"{f.name}.md5")]
                             for pk, files in doomed.items()})

@@ -117,30 +117,43 @@ def usable_ram(request):
     return ram
 
 
-def max_allowable_disk(request, config):
-    """reference/server.md §3.4; sched_send.cpp max_allowable_disk: the bytes of disk the
-    request's jobs may still take, or None when the request does not model disk
-    (``HostInfo.d_free`` None).
+def disk_allowance(request, config):
+    """reference/server.md §3.4; sched_send.cpp max_allowable_disk: ``(bytes, bound)``, the
+    disk the request's jobs may still take (negative when the host is already over its
+    limits) and which bound set it ("min_free", "max_frac" or "max_used", for locality
+    scheduling's notice); None when the request does not model disk (``HostInfo.d_free``
+    None).
 
     The preferences' ``disk_min_free_gb`` is raised to the project's
     ``default_disk_min_free_gb``. A client that says how much BOINC uses
     (``d_boinc_used_total``, not 0) gets the least of: free space less that minimum,
     ``disk_max_used_pct`` of the disk less BOINC's use, and ``disk_max_used_gb`` less BOINC's
     use (each percentage and size only when above 0). Otherwise only the free space less the
-    minimum counts. Never below 0: a client that reports no free disk gets no job that needs
-    any."""
+    minimum counts. Gigabytes are 2^30 bytes."""
     info, prefs = request.host_info, request.global_prefs
     if info.d_free is None:
         return None
     min_free = max(prefs.disk_min_free_gb, config.default_disk_min_free_gb)
-    allowed = info.d_free - min_free * GIGA
+    allowed, which = info.d_free - min_free * GIGA, "min_free"
     used = info.d_boinc_used_total
     if used:
         if prefs.disk_max_used_pct > 0:
-            allowed = min(allowed, (info.d_total or 0.0) * prefs.disk_max_used_pct / 100 - used)
+            by_pct = (info.d_total or 0.0) * prefs.disk_max_used_pct / 100 - used
+            if by_pct < allowed:
+                allowed, which = by_pct, "max_frac"
         if prefs.disk_max_used_gb > 0:
-            allowed = min(allowed, prefs.disk_max_used_gb * GIGA - used)
-    return max(allowed, 0.0)
+            by_size = prefs.disk_max_used_gb * GIGA - used
+            if by_size < allowed:
+                allowed, which = by_size, "max_used"
+    return allowed, which
+
+
+def max_allowable_disk(request, config):
+    """The disk the request's jobs may take (``disk_allowance``), never below 0: a client
+    that reports no free disk gets no job that needs any; None when the request does not
+    model disk."""
+    allowance = disk_allowance(request, config)
+    return None if allowance is None else max(allowance[0], 0.0)
 
 
 @dataclass
@@ -387,7 +400,9 @@ def send_work(host, request, *, now, config, reply, notices=None):
                                                  config=config, havs=havs, now=now)
         versions = below_app_limits(versions, resource, in_progress)
         committed_only = below_app_limits(committed_only, resource, in_progress)
-        looked_at.update((app_id, (v, resource)) for app_id, v in versions.items())
+        # (locality scheduling has no job cache scanned whole: only the jobs it looks at speak)
+        looked_at.update((app_id, (v, resource)) for app_id, v in versions.items()
+                         if v.row is None or not v.row.app.locality_scheduling)
         versions = {app_id: v for app_id, v in versions.items() if v.room is None or v.room > 0}
         versions.update(committed_only)
         if not versions or len(sent) >= max_jobs:
@@ -400,7 +415,8 @@ def send_work(host, request, *, now, config, reply, notices=None):
 
             local, resource = send_work_by_locality(
                 host, request, resource, by_locality, now=now, config=config,
-                max_jobs=max_jobs - len(sent), taken_wus=taken_wus, reply=reply)
+                max_jobs=max_jobs - len(sent), taken_wus=taken_wus, reply=reply,
+                notices=notices, in_progress=in_progress)
             sent.extend(local)
             versions = {app_id: v for app_id, v in versions.items() if app_id not in by_locality}
             if not versions or len(sent) >= max_jobs:
@@ -477,7 +493,7 @@ def apply_daily_quota(versions, havs, resource, *, now, quota, gpu_multiplier):
 
 def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_wus,
                       pick=candidates, notices=None, request=None, host_class=None,
-                      in_progress=None, reliability=None, refusals=None):
+                      in_progress=None, reliability=None, refusals=None, work_needed=None):
     """Claim and mark sent the jobs for one resource; returns (result, version, runtime).
 
     ``pick(host, app_ids, limit, config)`` lists the unsent results to consider, in order
@@ -491,7 +507,9 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
     homogeneous app version apply (backend.daemons.sched_hr); with ``in_progress``
     (sched_limit.InProgress), the limits on jobs in progress (backend.daemons.sched_limit);
     with ``reliability`` (sched_reliable.Reliability), jobs that need a reliable host and
-    their shortened deadlines (backend.daemons.sched_reliable).
+    their shortened deadlines (backend.daemons.sched_reliable); with ``work_needed``
+    (world.locality.WorkNeeded), locality scheduling's disk accounting and its end at the
+    first job refused for memory, disk or its deadline.
     """
     chosen, refused = [], []
     apps, committed_versions = sched_hr.apps_of(versions), {}
@@ -543,9 +561,13 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
                     refusals.add(why)
                 if notices is not None:
                     add_notice(notices, notice(why, result.workunit, version, resource))
+                if work_needed is not None and work_needed.stops(why):
+                    break
                 continue
             chosen.append((result, version, runtime))
-            if resource.disk is not None:
+            if work_needed is not None:
+                work_needed.took(result.workunit, resource.disk)
+            elif resource.disk is not None:
                 resource.disk.take(result.workunit)
             taken_wus.add(result.workunit_id)
             if in_progress is not None:

@@ -173,6 +173,11 @@ class SchedulerRequest:
     # The volunteer's project preference <allow_beta_work> (BOINC reads it from the user's
     # project_prefs): beta app versions go only to those who allow them.
     allow_beta_work: bool = False
+    @property
+    def models_disk(self):
+        """Whether the request says how much disk its host has (a real client always does;
+        a simulated host leaves ``HostInfo.d_free`` None, and then no disk check applies)."""
+        return self.host_info.d_free is not None
 
 
 # --- the reply (reference/protocol.md §4.3) ------------------------------------------------
@@ -366,6 +371,16 @@ class SchedulerConfig:
     reliable_reduced_delay_bound: float = 0.0
     reliable_priority_on_over: int = 0
     reliable_priority_on_over_except_error: int = 0
+    # Locality scheduling (reference/server.md §3.10, world.locality): look at the files a
+    # host holds in name order rather than at random; seconds to wait for the on-demand work
+    # generator when a file has no work; send results older than this many seconds first
+    # (0: never); 1: tell a host to delete a held file that gave it no work. The disk a
+    # request may fill is at least default_disk_min_free_gb short of the host's free disk.
+    locality_scheduling_sorted_order: bool = False
+    locality_scheduling_wait_period: int = 0
+    locality_scheduling_send_timeout: int = 0
+    file_deletion_strategy: int = 0
+    default_disk_min_free_gb: float = 1.0
 
     def __post_init__(self):
         check_quota(self.daily_result_quota)
@@ -396,7 +411,9 @@ class SchedulerConfig:
                      "candidate_factor", "gpu_multiplier", "shmem_work_items",
                      "max_wus_in_progress", "max_wus_in_progress_gpu", "min_sendwork_interval",
                      "report_max", "reliable_on_priority", "reliable_max_avg_turnaround",
-                     "reliable_priority_on_over", "reliable_priority_on_over_except_error"):
+                     "reliable_priority_on_over", "reliable_priority_on_over_except_error",
+                     "locality_scheduling_wait_period", "locality_scheduling_send_timeout",
+                     "file_deletion_strategy"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a whole number, 0 or more, not {value!r}")
@@ -404,7 +421,8 @@ class SchedulerConfig:
                      "ignore_delay_bound", "seed003_infeasible_queue",
                      "delete_abandoned_outputs", "keep_due_workunits", "hav_last_copy_wins",
                      "prefer_primary_platform", "rte_no_stats",
-                     "estimate_flops_from_hav_pfc", "hr_class_static"):
+                     "estimate_flops_from_hav_pfc", "hr_class_static",
+                     "locality_scheduling_sorted_order"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}")
 

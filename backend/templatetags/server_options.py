@@ -1,5 +1,6 @@
-"""The project's homogeneous redundancy and job limit options, for the pages where an admin
-looks for them: the status page's configuration and a workunit's HR settings."""
+"""The project's homogeneous redundancy, job limit and locality scheduling options, for the
+pages where an admin looks for them: the status page's configuration and a workunit's HR
+settings."""
 
 from django import template
 
@@ -43,6 +44,18 @@ def server_options():
          if config.min_sendwork_interval else "0 (off)",
          "least time between two requests that get work"),
         ("report_max", config.report_max or "no limit", "reported results handled per request"),
+        ("locality_scheduling_sorted_order",
+         "yes" if config.locality_scheduling_sorted_order else "no",
+         "locality: look at a host's files in name order, not at random"),
+        ("locality_scheduling_wait_period", f"{config.locality_scheduling_wait_period} s",
+         "locality: wait for the on-demand work generator when a file has no work"),
+        ("locality_scheduling_send_timeout", f"{config.locality_scheduling_send_timeout} s"
+         if config.locality_scheduling_send_timeout else "0 (off)",
+         "locality: send results older than this first, to fast hosts"),
+        ("file_deletion_strategy", config.file_deletion_strategy,
+         "locality: 1 tells a host to delete a file that gave it no work"),
+        ("default_disk_min_free_gb", f"{config.default_disk_min_free_gb:g} GB",
+         "least free disk a host keeps, whatever its preferences"),
     ]
     project = limits.project
     if project.any_limit():

@@ -3,12 +3,18 @@ sched/sched_locality.cpp) not pinned elsewhere: a file's results are only those 
 may send, and a file still without work after the wait for the on-demand generator is marked
 as such (rule 7)."""
 
+import dataclasses
+
 import pytest
 
-from backend.models import Workunit
+from backend.daemons.scheduler import SchedulerConfig, StickyFile, handle_request
+from backend.daemons.sched_types import GlobalPrefs
+from backend.models import File, Result, ServerState, Workunit
+from backend.server_config import ConfigError, read_config_xml
+from tests.backend.conftest import NOW, work_request
 from tests.world.test_locality import ask, make_results, sent_files
 from world import locality
-from world.locality import LocalityConfig
+from world.locality import LocalityConfig, configured
 from world.models import LocalityTrigger
 
 
@@ -61,9 +67,6 @@ def test_data_files_can_be_added_in_several_batches(app, project):
 
 
 def test_a_request_filled_by_its_job_limit_looks_at_no_further_file(app, project):
-    from backend.daemons.scheduler import SchedulerConfig, StickyFile, handle_request
-    from tests.backend.conftest import NOW, work_request
-    from world.locality import configured
 
     make_results(project, "fa", 2)
     request = work_request(project.host(), file_infos=[StickyFile("fa"), StickyFile("fb")])
@@ -92,3 +95,457 @@ def test_one_more_workunit_short_of_the_share_leaves_work_available(app, project
     assert locality.make_file_work(app, "fb", now=0, per_file=5) == 0
     trigger = LocalityTrigger.objects.get(file_name="fb")
     assert (trigger.no_work_available, trigger.no_work) == (True, True)
+
+
+# --- the options: BOINC's config.xml names and defaults (sched_config.cpp) --------------------
+
+def test_config_xml_sets_the_locality_options_with_boincs_names_and_defaults():
+    default = read_config_xml("<config/>")
+    assert (default.locality_scheduling_sorted_order, default.locality_scheduling_wait_period,
+            default.locality_scheduling_send_timeout, default.file_deletion_strategy,
+            default.default_disk_min_free_gb) == (False, 0, 0, 0, 1.0)
+    config = read_config_xml(
+        "<boinc><config><locality_scheduling_sorted_order/>"
+        "<locality_scheduling_wait_period>5</locality_scheduling_wait_period>"
+        "<locality_scheduling_send_timeout>604800</locality_scheduling_send_timeout>"
+        "<file_deletion_strategy>1</file_deletion_strategy>"
+        "<default_disk_min_free_gb>0.5</default_disk_min_free_gb></config></boinc>")
+    assert (config.locality_scheduling_sorted_order, config.locality_scheduling_wait_period,
+            config.locality_scheduling_send_timeout, config.file_deletion_strategy,
+            config.default_disk_min_free_gb) == (True, 5, 604800, 1, 0.5)
+    # what a caller leaves None comes from config.xml; what it sets wins
+    resolved = LocalityConfig(wait_period=0).resolved(config)
+    assert (resolved.sorted_order, resolved.wait_period, resolved.send_timeout,
+            resolved.delete_files) == (True, 0, 604800, True)
+
+
+@pytest.mark.parametrize("xml, tag", [
+    ("<locality_scheduling_send_timeout>soon</locality_scheduling_send_timeout>",
+     "locality_scheduling_send_timeout"),
+    ("<locality_scheduling_wait_period>-1</locality_scheduling_wait_period>",
+     "locality_scheduling_wait_period"),
+    ("<default_disk_min_free_gb>-2</default_disk_min_free_gb>", "default_disk_min_free_gb"),
+])
+def test_a_bad_locality_option_is_refused_naming_it(xml, tag):
+    with pytest.raises(ConfigError, match=tag):
+        read_config_xml(f"<config>{xml}</config>")
+
+
+@pytest.mark.django_db
+def test_the_status_page_shows_the_locality_options(client, settings, tmp_path):
+    (tmp_path / "config.xml").write_text(
+        "<config><locality_scheduling_send_timeout>604800</locality_scheduling_send_timeout>"
+        "<file_deletion_strategy>1</file_deletion_strategy></config>")
+    settings.BOINC_CONFIG_XML = str(tmp_path / "config.xml")
+    html = client.get("/project/status/").content.decode()
+    section = html[html.index('data-testid="server-options"'):]
+    for name, value in [("locality_scheduling_send_timeout", "604800 s"),
+                        ("locality_scheduling_sorted_order", "no"),
+                        ("locality_scheduling_wait_period", "0 s"),
+                        ("file_deletion_strategy", "1"),
+                        ("default_disk_min_free_gb", "1 GB")]:
+        row = section[section.index(f'data-option="{name}"'):]
+        assert value in row[:row.index("</tr>")], name
+
+
+def config_xml_request(host, files, config, **fields):
+    request = work_request(host, file_infos=[StickyFile(name) for name in files], **fields)
+    return handle_request(request, now=NOW, config=config)
+
+
+def test_the_scheduler_takes_sorted_order_from_config_xml(app, project):
+    make_results(project, "fa", 1)
+    make_results(project, "fb", 1)
+    config = SchedulerConfig(locality_scheduling_sorted_order=True, max_wus_to_send=1)
+    for seqno in range(4):  # at random, fb would come first about half the time
+        reply = config_xml_request(project.host(), ["fb", "fa"], config, rpc_seqno=seqno)
+        assert sent_files(reply) == ["fa"]
+        Result.objects.filter(workunit__name__startswith="fa__").update(
+            server_state=ServerState.UNSENT, host=None, user=None)
+
+
+@pytest.mark.parametrize("strategy, deleted", [(0, False), (1, True)])
+def test_file_deletion_strategy_1_deletes_a_held_file_left_without_work(app, project, strategy,
+                                                                         deleted):
+    LocalityTrigger.objects.filter(file_name="fa").update(no_work_available=True)
+    reply = config_xml_request(project.host(), ["fa"],
+                               SchedulerConfig(file_deletion_strategy=strategy))
+    assert ("fa" in reply.delete_file_infos) is deleted
+
+
+# --- rule 10: old work first (sched_locality.cpp send_work_locality, send_old_work) -----------
+
+WEEK = 7 * 86400
+FAST, SLOW = 200_000.0, 100_000.0  # bytes/s: old work needs more than 100,000
+
+
+def aged(results, create_time):
+    """``results`` created at ``create_time``, every other result now."""
+    Result.objects.update(create_time=NOW)
+    Result.objects.filter(pk__in=[r.pk for r in results]).update(create_time=create_time)
+
+
+def ask_with(project, files, *, bwdown, jobs, timeout=WEEK, host=None, **config_fields):
+    """A request for ``jobs`` one-hour jobs (rsc_fpops_est 3600e9 on 1 GFLOPS) from a host
+    downloading at ``bwdown`` bytes/s, under config.xml's ``timeout``."""
+    request = work_request(host or project.host(), file_infos=[StickyFile(n) for n in files],
+                           cpu_req_secs=jobs * 3600.0 - 1, cpu_req_instances=0.0)
+    request.host_info = dataclasses.replace(request.host_info, n_bwdown=bwdown)
+    config = SchedulerConfig(locality_scheduling_send_timeout=timeout, **config_fields)
+    return handle_request(request, now=NOW, config=config)
+
+
+def test_a_fast_host_gets_the_oldest_result_first_then_more_of_its_file(app, project):
+    locality.create_data_files(app, ["fc"], nbytes=10**6)
+    [old] = make_results(project, "fc", 1)
+    newer = make_results(project, "fc", 2, start=1)
+    make_results(project, "fa", 3)
+    aged([old], NOW - WEEK - 3600)
+    reply = ask_with(project, ["fa"], bwdown=FAST, jobs=3)
+    # the old result, then its file's other results (rules 4-6) before the held file's
+    assert [job.name for job in reply.results] == [old.name] + [r.name for r in newer]
+
+
+def test_a_slow_host_gets_its_own_files_work_not_the_old_work(app, project):
+    locality.create_data_files(app, ["fc"], nbytes=10**6)
+    old = make_results(project, "fc", 1)
+    make_results(project, "fa", 1)
+    aged(old, NOW - WEEK - 3600)
+    reply = ask_with(project, ["fa"], bwdown=SLOW, jobs=1)
+    assert sent_files(reply) == ["fa"]
+
+
+def test_old_work_is_off_without_a_send_timeout(app, project):
+    locality.create_data_files(app, ["fc"], nbytes=10**6)
+    old = make_results(project, "fc", 1)
+    make_results(project, "fa", 1)
+    aged(old, NOW - 10 * WEEK)
+    reply = ask_with(project, ["fa"], bwdown=FAST, jobs=1, timeout=0)
+    assert sent_files(reply) == ["fa"]
+
+
+@pytest.mark.parametrize("offset, old", [(-1, True), (0, False)])
+def test_old_means_created_before_the_timeout_rounded_down_to_the_hour(app, project, offset,
+                                                                       old):
+    timeout = WEEK + 1800  # now - timeout lies half an hour past an hour
+    before = (NOW - timeout) // 3600 * 3600
+    locality.create_data_files(app, ["fc"], nbytes=10**6)
+    candidate = make_results(project, "fc", 1)
+    make_results(project, "fa", 1)
+    aged(candidate, before + offset)
+    reply = ask_with(project, ["fa"], bwdown=FAST, jobs=1, timeout=timeout)
+    assert sent_files(reply) == (["fc"] if old else ["fa"])
+
+
+def test_an_old_result_this_volunteer_already_has_a_replica_of_is_not_sent(app, project):
+    locality.create_data_files(app, ["fc"], nbytes=10**6)
+    [old] = make_results(project, "fc", 1)
+    host = project.host()
+    project.result(old.workunit, server_state=ServerState.IN_PROGRESS, host=host,
+                   user=host.owner)
+    make_results(project, "fa", 1)
+    aged([old], NOW - 2 * WEEK)
+    reply = ask_with(project, ["fa"], bwdown=FAST, jobs=1, host=host)
+    assert sent_files(reply) == ["fa"]
+    assert Result.objects.get(pk=old.pk).server_state == ServerState.UNSENT
+
+
+class Draw:
+    def __init__(self, value):
+        self.value = value
+
+    def random(self):
+        return self.value
+
+
+@pytest.mark.parametrize("frac, window", [
+    # send_new_file_work: end = now - T/2, start = end - 0.5 × frac × T; the end to the hour
+    (1.0, (1_000_000 - 43_200 - 43_200, (1_000_000 - 43_200) // 3600 * 3600)),
+    (0.5, (1_000_000 - 43_200 - 21_600, (1_000_000 - 43_200) // 3600 * 3600)),
+    (0.0, (1_000_000 - 43_200, (1_000_000 - 43_200) // 3600 * 3600)),  # empty
+])
+def test_the_window_of_old_work_before_a_new_file(frac, window):
+    assert locality.old_work_window(1_000_000, 86_400, Draw(frac)) == window
+
+
+@pytest.mark.parametrize("age, least, most", [
+    (0.6, 10, 20),  # inside the window when the draw is above 0.2: most requests
+    (0.3, 0, 0),    # younger than T/2: never old work
+    (1.2, 0, 0),    # older than T: never in the window, and only fast hosts get rule 10's
+])
+def test_a_host_with_no_file_gets_work_from_the_window_whatever_its_speed(app, project, age,
+                                                                         least, most):
+    # the working set is empty: only the window can send anything. Twenty requests, each its
+    # own draw (a fixed host key per request, so the draws are the same every run)
+    got = 0
+    for key in range(20):
+        Result.objects.all().delete()
+        aged(make_results(project, "fa", 1, start=key), NOW - int(age * WEEK))
+        with configured(LocalityConfig(seed=1), host_key=key):
+            got += len(ask_with(project, [], bwdown=SLOW, jobs=1).results)
+    assert least <= got <= most
+
+
+# --- rule 11: disk (sched_send.cpp max_allowable_disk, sched_check.cpp check_disk,
+# sched_locality.cpp decrement_disk_space_locality, delete_file_from_host) ---------------------
+
+GIGA = 2**30
+
+
+@pytest.mark.parametrize("host, prefs, config_min_free, expected", [
+    # no d_boinc_used_total: d_free less the larger min free (config.xml's 1 GB by default)
+    ((100 * GIGA, 10 * GIGA, 0), (0, 0, 0), 1.0, (9 * GIGA, "min_free")),
+    ((100 * GIGA, 10 * GIGA, 0), (5, 50, 2), 1.0, (8 * GIGA, "min_free")),
+    # with it: the least of d_free - min free, pct of d_total - used, max_used - used
+    ((100 * GIGA, 10 * GIGA, GIGA), (5, 0, 0), 1.0, (4 * GIGA, "max_used")),
+    ((100 * GIGA, 10 * GIGA, GIGA), (0, 5, 0), 1.0, (4 * GIGA, "max_frac")),
+    ((100 * GIGA, 10 * GIGA, GIGA), (20, 50, 0), 0.5, (9.5 * GIGA, "min_free")),
+    ((100 * GIGA, 10 * GIGA, 6 * GIGA), (5, 0, 0), 1.0, (-GIGA, "max_used")),  # short
+])
+def test_max_allowable_disk(host, prefs, config_min_free, expected):
+    from backend.daemons.sched_send import disk_allowance, max_allowable_disk
+    from backend.daemons.sched_types import GlobalPrefs, HostInfo, SchedulerRequest
+
+    d_total, d_free, used = host
+    gb, pct, min_free = prefs
+    request = SchedulerRequest(
+        host_info=HostInfo(d_total=d_total, d_free=d_free, d_boinc_used_total=used),
+        global_prefs=GlobalPrefs(disk_max_used_gb=gb, disk_max_used_pct=pct,
+                                 disk_min_free_gb=min_free))
+    config = SchedulerConfig(default_disk_min_free_gb=config_min_free)
+    assert disk_allowance(request, config) == expected
+    assert max_allowable_disk(request, config) == max(expected[0], 0)
+
+
+def disk_request(host, files, *, max_used_gb, used=0.0, jobs=5):
+    """A request whose disk allowance is max_used_gb GiB less ``used``: d_free and d_total
+    are far larger, so disk_max_used_gb is the bound."""
+    request = work_request(host, file_infos=[StickyFile(n) for n in files],
+                           cpu_req_secs=jobs * 3600.0 - 1, cpu_req_instances=0.0,
+                           global_prefs=GlobalPrefs(disk_max_used_gb=max_used_gb))
+    request.host_info = dataclasses.replace(request.host_info, d_total=1e13, d_free=1e13,
+                                            d_boinc_used_total=used or 1.0)
+    return request
+
+
+def test_each_job_of_a_held_file_takes_its_disk_bound_less_the_files_size(app, project):
+    # fa is 10**6 bytes, each workunit's rsc_disk_bound 1e9. Room for 2e9 - 1e6: the first
+    # job leaves 1e9 (its bound less the file it shares), the second fits exactly (check_disk
+    # refuses only more than is left), the third does not. Without the file's size taken off
+    # the second would not fit.
+    make_results(project, "fa", 3)
+    request = disk_request(project.host(), ["fa"], max_used_gb=2,
+                           used=2 * GIGA - (2e9 - 10**6))
+    reply = handle_request(request, now=NOW)
+    assert sent_files(reply) == ["fa", "fa"]
+    assert reply.delete_file_infos == []  # something was sent
+
+
+def test_a_new_files_first_job_takes_its_whole_bound_and_later_ones_less(app, project):
+    # fb is not held: its first job takes 1e9, the next (the reply brings fb) 1e9 - 1e6
+    make_results(project, "fb", 3)
+    LocalityTrigger.objects.filter(file_name="fb").update(in_working_set=True)
+    request = disk_request(project.host(), [], max_used_gb=2, used=2 * GIGA - (2e9 - 10**6))
+    assert sent_files(handle_request(request, now=NOW)) == ["fb"]
+    request = disk_request(project.host(), [], max_used_gb=2, used=2 * GIGA - 2e9)
+    assert sent_files(handle_request(request, now=NOW)) == ["fb", "fb"]
+
+
+def test_a_host_short_of_disk_is_told_to_delete_the_file_at_its_id_modulo(app, project):
+    locality.create_data_files(app, ["fc"], nbytes=10**6)
+    for name in ("fa", "fb", "fc"):
+        make_results(project, name, 1)
+    files = ["fc", "fa", "fb"]  # the order the client lists them in
+    host = project.host()
+    reply = handle_request(disk_request(host, files, max_used_gb=1, used=0.5 * GIGA), now=NOW)
+    name = files[host.pk % 3]
+    assert reply.results == []
+    assert name in reply.delete_file_infos
+    # check_disk's notice: 0.5 GiB left, 1e9 bytes needed (MB = 2^20 bytes)
+    assert ("uppercase needs 441.67MB more disk space.  You currently have 512.00 MB "
+            "available and it needs 953.67 MB.") in [m.text for m in reply.messages
+                                                   if m.priority == "notice"]
+    assert [(m.text, m.priority) for m in reply.messages if "BOINC will" in m.text] == [
+        (f"BOINC will delete file {name} when no longer needed", "low")]
+    assert reply.request_delay >= 4 * 3600
+    # no file is named for deletion on the rule 7 grounds: the search stopped at the disk
+    assert reply.delete_file_infos == [name]
+    assert not LocalityTrigger.objects.filter(need_work=True).exists()
+
+
+@pytest.mark.parametrize("max_used_gb, used, text", [
+    (1, 0.5 * GIGA, "Not enough disk space (only 536.9 MB free for BOINC). "
+                    "Review preferences for maximum disk space used."),
+    (1, 2 * GIGA, "No disk space (YOU must free -0.0 MB before BOINC gets space). "
+                  "Review preferences for maximum disk space used."),
+])
+def test_a_host_short_of_disk_with_no_file_to_delete_is_told_why(app, project, max_used_gb,
+                                                                 used, text):
+    make_results(project, "fa", 1)
+    LocalityTrigger.objects.filter(file_name="fa").update(in_working_set=True)
+    reply = handle_request(disk_request(project.host(), [], max_used_gb=max_used_gb,
+                                        used=used), now=NOW)
+    assert reply.results == [] and reply.delete_file_infos == []
+    assert [(m.text, m.priority) for m in reply.messages
+            if m.text.startswith(("Not enough disk", "No disk"))] == [(text, "notice")]
+    assert reply.request_delay >= 3600
+
+
+def test_a_request_that_says_nothing_of_its_disk_has_no_disk_check(app, project):
+    make_results(project, "fa", 2)
+    reply = ask(project.host(), files=["fa"], config=LocalityConfig(wait_period=0))
+    assert sent_files(reply) == ["fa", "fa"]
+    assert reply.delete_file_infos == []
+
+
+def test_the_request_carries_bwdown_disk_usage_and_the_disk_preferences():
+    from protocol.xml_request import parse_request
+
+    body = (b"<scheduler_request><authenticator>x</authenticator>"
+            b"<host_info><d_total>1e12</d_total><d_free>5e11</d_free></host_info>"
+            b"<net_stats><bwdown>250000</bwdown></net_stats>"
+            b"<disk_usage><d_boinc_used_total>3e9</d_boinc_used_total></disk_usage>"
+            b"<global_preferences><disk_max_used_gb>10</disk_max_used_gb>"
+            b"<disk_max_used_pct>50</disk_max_used_pct></global_preferences>"
+            b"<working_global_preferences><disk_max_used_gb>20</disk_max_used_gb>"
+            b"<disk_min_free_gb>2</disk_min_free_gb></working_global_preferences>"
+            b"</scheduler_request>")
+    request = parse_request(body).request
+    assert (request.host_info.n_bwdown, request.host_info.d_boinc_used_total) == (2.5e5, 3e9)
+    # the working preferences win whole over the master ones (handle_request.cpp)
+    prefs = request.global_prefs
+    assert (prefs.disk_max_used_gb, prefs.disk_max_used_pct, prefs.disk_min_free_gb) == (20, 0, 2)
+    assert request.models_disk
+
+
+# --- rule 12: no_delete (file_deleter.cpp wu_delete_files, result_delete_files) --------------
+
+def test_the_file_deleter_keeps_files_marked_no_delete(project):
+    from backend.daemons import file_deleter
+    from backend.daemons.hierarchy import download_path, upload_path
+    from backend.models import File, FileDeleteState
+
+    kept = File.objects.create(name="kept.dat", kind="input", no_delete=True)
+    gone = File.objects.create(name="gone.dat", kind="input")
+    wu = project.workunit(file_delete_state=FileDeleteState.READY)
+    wu.input_files.add(kept, gone)
+    result = project.result(wu, server_state=ServerState.OVER,
+                            file_delete_state=FileDeleteState.READY)
+    out_kept = File.objects.create(name="out_kept", kind="output", result=result,
+                                   no_delete=True)
+    out_gone = File.objects.create(name="out_gone", kind="output", result=result)
+    for path in (download_path("kept.dat"), download_path("gone.dat"),
+                 upload_path("out_kept"), upload_path("out_gone")):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"x")
+    file_deleter.run_once(now=NOW, batch_size=8)
+    assert download_path("kept.dat").exists() and upload_path("out_kept").exists()
+    assert not download_path("gone.dat").exists() and not upload_path("out_gone").exists()
+    wu.refresh_from_db()
+    result.refresh_from_db()
+    assert (wu.file_delete_state, result.file_delete_state) == (FileDeleteState.DONE,) * 2
+    states = dict(File.objects.values_list("name", "file_delete_state"))
+    assert (states["kept.dat"], states["out_kept"]) == (FileDeleteState.INIT,) * 2
+    assert (states["gone.dat"], states["out_gone"]) == (FileDeleteState.DONE,) * 2
+    assert out_kept.pk and out_gone.pk
+
+
+def test_a_no_delete_file_stays_on_the_server_so_no_host_is_told_it_is_gone(app, project):
+    from backend.daemons import file_deleter
+    from backend.models import File, FileDeleteState
+
+    File.objects.filter(name="fa").update(no_delete=True)
+    wu = project.workunit(name="fa__0", file_delete_state=FileDeleteState.READY)
+    wu.input_files.add(File.objects.get(name="fa"))
+    file_deleter.run_once(now=NOW, batch_size=8)
+    reply = ask(project.host(), files=["fa"], config=LocalityConfig(wait_period=0),
+                dont_send_work=True)
+    assert reply.delete_file_infos == []
+
+
+def test_the_scheduler_may_still_name_a_no_delete_file_for_a_host_to_delete(app, project):
+    # BOINC's scheduler does not read <no_delete/>: only the server's copy is kept
+    File.objects.filter(name="fa").update(no_delete=True)
+    LocalityTrigger.objects.filter(file_name="fa").update(no_work_available=True)
+    reply = ask(project.host(), files=["fa"],
+                config=LocalityConfig(wait_period=0, delete_files=True))
+    assert reply.delete_file_infos == ["fa"]
+
+
+# --- rule 13: homogeneous redundancy and app version (sched_check.cpp wu_is_infeasible_fast,
+# sched_send.cpp update_wu_on_send) -------------------------------------------------------------
+
+XEON = ("GenuineIntel", "Intel(R) Xeon(R) CPU E5-2670")
+CORE = ("GenuineIntel", "Intel(R) Core(TM) i7-8700")
+
+
+def hr_ask(host, files, cpu, os_name="Linux", jobs=1):
+    request = work_request(host, file_infos=[StickyFile(n) for n in files],
+                           cpu_req_secs=jobs * 3600.0 - 1, cpu_req_instances=0.0)
+    request.host_info = dataclasses.replace(request.host_info, os_name=os_name,
+                                            p_vendor=cpu[0], p_model=cpu[1])
+    with configured(LocalityConfig(wait_period=0, sorted_order=True)):
+        return handle_request(request, now=NOW)
+
+
+@pytest.mark.parametrize("os_name, cpu, sent", [
+    ("Linux", XEON, True),                  # the committed class: Linux (256) + Xeon (11)
+    ("Linux", CORE, False),                 # another CPU family
+    ("Microsoft Windows 10", XEON, False),  # another OS
+])
+def test_a_committed_locality_result_goes_only_to_a_host_of_its_class(app, project, os_name,
+                                                                       cpu, sent):
+    app.homogeneous_redundancy = 1
+    app.save()
+    [result] = make_results(project, "fa", 1)
+    Workunit.objects.filter(pk=result.workunit_id).update(hr_class=256 + 11)
+    reply = hr_ask(project.host(), ["fa"], cpu, os_name)
+    assert bool(reply.results) is sent
+    assert Workunit.objects.get(pk=result.workunit_id).hr_class == 256 + 11
+
+
+def test_the_first_locality_send_commits_the_class_and_the_replica_follows_it(app, project):
+    app.homogeneous_redundancy = 1
+    app.save()
+    [first] = make_results(project, "fa", 1)
+    replica = project.result(first.workunit)
+    assert sent_files(hr_ask(project.host(), ["fa"], CORE)) == ["fa"]
+    assert Workunit.objects.get(pk=first.workunit_id).hr_class == 256 + 21
+    assert hr_ask(project.host(), ["fa"], XEON).results == []
+    assert [job.name for job in hr_ask(project.host(), ["fa"], CORE).results] == [replica.name]
+
+
+def test_a_locality_result_committed_to_an_app_version_goes_with_it(app, project):
+    from backend.models import AppVersion
+
+    app.homogeneous_app_version = True
+    app.save()
+    old = AppVersion.objects.create(app=app, version_num=90, flops=1e9)
+    windows = AppVersion.objects.create(app=app, version_num=100, platform="windows_x86_64",
+                                        flops=1e9)
+    [mine, theirs] = make_results(project, "fa", 2)
+    Workunit.objects.filter(pk=mine.workunit_id).update(app_version=old)
+    Workunit.objects.filter(pk=theirs.workunit_id).update(app_version=windows)
+    reply = hr_ask(project.host(), ["fa"], XEON, jobs=2)
+    assert [(job.name, job.app_version.version_num) for job in reply.results] == [
+        (mine.name, 90)]
+
+
+@pytest.mark.parametrize("refusal", ["deadline", "memory", None])
+def test_a_job_refused_for_its_deadline_or_memory_ends_the_locality_search(app, project,
+                                                                            refusal):
+    # sched_send.cpp work_needed(true): speed or memory insufficient stops the search, so
+    # fb's job, which fits, is not looked at once fa's is refused
+    [first] = make_results(project, "fa", 1)
+    make_results(project, "fb", 1)
+    if refusal == "deadline":  # 1 h of queue + a 1 h job > a 1 h bound
+        Workunit.objects.filter(pk=first.workunit_id).update(delay_bound=3600)
+    if refusal == "memory":
+        Workunit.objects.filter(pk=first.workunit_id).update(rsc_memory_bound=8e9)
+    request = work_request(project.host(), file_infos=[StickyFile("fa"), StickyFile("fb")],
+                           cpu_req_secs=2 * 3600.0, cpu_req_instances=0.0,
+                           estimated_delay=3600.0)
+    request.host_info = dataclasses.replace(request.host_info, m_nbytes=4e9)
+    with configured(LocalityConfig(sorted_order=True, wait_period=0)):
+        reply = handle_request(request, now=NOW)
+    assert sent_files(reply) == (["fa", "fb"] if refusal is None else [])

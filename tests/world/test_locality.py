@@ -174,7 +174,7 @@ def test_rule_7_a_file_without_work_is_marked_and_deleted_from_the_host(
         twin = project.result(mine.workunit)
         Result.objects.filter(pk=mine.pk).update(server_state=ServerState.IN_PROGRESS,
                                                  host=host, user=host.owner)
-    reply = ask(host, files=["fa"], config=LocalityConfig(wait_period=0))
+    reply = ask(host, files=["fa"], config=LocalityConfig(wait_period=0, delete_files=True))
     assert ("fa" in reply.delete_file_infos) is deleted
     assert LocalityTrigger.objects.get(file_name="fa").no_work is (not unsent)
     if unsent:

@@ -107,7 +107,7 @@ def test_host_page_charts_its_estimates_and_status_page_lists_plan_classes(
     names = sorted(trace["name"] for trace in figure["data"])
     assert names == sorted(f"{label}: {kind}" for label in (
         "uppercase 100 x86_64-pc-linux-gnu", "uppercase 100 x86_64-pc-linux-gnu (cuda)")
-        for kind in ("estimated", "reported"))
+        for kind in ("estimated", "estimated now", "reported"))
     estimated = next(t for t in figure["data"] if t["name"].endswith("(cuda): estimated"))
     assert len(estimated["y"]) == ROUNDS - 1  # the last round's jobs are not reported yet
     assert "60.00 GFLOPS" in page.content.decode()  # the cuda version's speed from its et

@@ -328,3 +328,20 @@ def test_a_day_with_homogeneous_redundancy_never_mixes_hr_classes_in_a_quorum():
     for wu_id, host_id in sent.values_list("workunit_id", "host_id"):
         seen.setdefault(wu_id, set()).add(classes[host_id])
     assert any(len(found) > 1 for found in seen.values())
+
+
+def test_hosts_short_of_disk_are_told_to_delete_files_and_never_hold_more_than_two():
+    """world.locality rule 11: with 0.95 GiB for BOINC, a 16 MiB file held and jobs whose
+    rsc_disk_bound is 1e9 bytes, a host has room for one job while it holds one file
+    (0.95 × 2^30 − 2^24 ≥ 1e9) and for none with two (− 2^25 < 1e9): such a request gets no
+    job and is told to delete one, so it never takes a third file."""
+    sim, figures = run_world(prefix="disk", hosts=20, days=0.5, seed=3, locality=True,
+                             small_disk_fraction=0.5)
+    assert_healthy(figures)
+    small = [h for h in sim.hosts if h.disk_gb]
+    assert 5 <= len(small) <= 15
+    assert figures["disk_deletions"] > 0
+    assert all(len(h.files) <= 2 for h in small)
+    # and they still compute: their jobs come one per request
+    assert Result.objects.filter(host_id__in=[h.host_id for h in small],
+                                 outcome=Outcome.SUCCESS).count() >= len(small)
