@@ -341,3 +341,39 @@ def test_a_report_asks_for_work_of_a_resource_the_project_is_backed_off_for(comp
     # any other reason still stops it: here, no app version for the resource
     p.fetch_ok[0] = False
     assert work_fetch.piggyback(em, p, 0.0, rr) == {}
+
+
+@pytest.mark.parametrize("compat", ["bce", "intended"])
+def test_a_project_that_would_ask_for_nothing_gives_the_work_fetch_to_the_next_one(compat):
+    # WORK_FETCH::choose_project scans the processor types in index order, CPU first, and
+    # stops at the first one whose buffer is below the minimum. A backup project (share 0)
+    # asks for one job per idle instance only; when the trigger type has none idle and it
+    # may ask for no other type, it asks for no seconds and the scan goes on to the next
+    # project. Two CPUs busy with 2-minute jobs of backup project A (saturated 120 s, under
+    # the 180 s at which a backup project may fetch, and the 864 s minimum buffer); the GPU
+    # is idle. C (share 100, so that the backup projects' priorities are -1000 less their
+    # REC fraction) is backed off for both types and is passed over. A, CPU-only, comes
+    # next (B has the larger REC), triggers on the CPU and asks for nothing; B, with a GPU
+    # app, triggers on the CPU too, asks for no CPU time, and its GPU request, the GPU's
+    # buffer being empty, is one job for the idle instance.
+    from scheduling.engine import work_fetch
+    host = Host(ncpus=2, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, 50 * GFLOPS),))
+    gpu_app = App(name="g", versions=(AppVersion(avg_ncpus=0.5, flops=20 * GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0),),
+                  latency_bound=10 * 86400.0, fpops_est=HOUR * 20 * GFLOPS)
+    a = project("A", [job("a1", hours=2 / 60), job("a2", hours=2 / 60)], share=0.0,
+                **({"no_rsc_apps": ("NVIDIA",)} if compat == "bce" else {}))
+    b = project("B", share=0.0, apps=(cpu_app(), gpu_app))
+    c = project("C", share=100.0, apps=(cpu_app(), gpu_app))
+    prefs = Prefs(work_buf_min_days=0.01, work_buf_additional_days=0.01)
+    em = Emulator(scenario(a, b, c, host=host, prefs=prefs), get_policy("boinc7"), duration=HOUR, delta=60, seed=1,
+                  compat=compat, existing_jobs_only=True, policy_name="boinc7")
+    pa, pb, pc = em.projects
+    pb.rec = 1.0
+    pc.backoff_time[:] = [1000.0, 1000.0]
+    rr = em.rr()
+    assert [p.name for p in work_fetch.fetch_priorities(em, 0.0)] == ["C", "A", "B"]
+    assert rr.rsc[0].saturated_time == pytest.approx(120.0) and rr.rsc[0].nidle_now == 0
+    assert work_fetch.set_request(em, pa, 0, rr, 0.0) == (0.0, 0.0)
+    plan = work_fetch.choose_project(em, 0.0, rr)
+    assert plan is not None and plan.project is pb
+    assert plan.requests == {1: (1.0, 1.0)}
