@@ -407,7 +407,10 @@ class Emulator:
             p.flops_computed += work
             self._checkpoint(j, t0, t0 + run_time, done0, wait, rate)
             if j.rsc:
-                peak = (j.avg_ncpus + j.gpu_usage * self.resources[j.rsc].relative_speed) * cpu_flops
+                # BOINC's emulator scales the CPU part of every job's peak FLOPs by cpu_scale,
+                # GPU jobs' too (app_peak_flops in ACTIVE_TASK_SET::poll, sim.cpp)
+                ncpus = j.avg_ncpus * scale if self.bce else j.avg_ncpus
+                peak = (ncpus + j.gpu_usage * self.resources[j.rsc].relative_speed) * cpu_flops
                 usage.append((p, j.rsc, j.gpu_usage, run_time))
                 usage.append((p, 0, j.avg_ncpus, run_time))
             else:

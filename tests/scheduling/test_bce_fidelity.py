@@ -377,3 +377,29 @@ def test_a_project_that_would_ask_for_nothing_gives_the_work_fetch_to_the_next_o
     plan = work_fetch.choose_project(em, 0.0, rr)
     assert plan is not None and plan.project is pb
     assert plan.requests == {1: (1.0, 1.0)}
+
+
+@pytest.mark.parametrize("compat", ["bce", "intended"])
+def test_under_bce_a_gpu_jobs_cpu_part_of_its_peak_flops_is_scaled_with_the_cpu_jobs(compat):
+    # ACTIVE_TASK_SET::poll (sim.cpp) counts each job's peak FLOPs as app_peak_flops(rp,
+    # cpu_scale): avg_ncpus x cpu_scale plus the GPU part, GPU jobs' CPU part included. One
+    # CPU, one GPU: a GPU job taking half a CPU runs first (GPU before CPU), the CPU job
+    # beside it (0.5 CPU used < 1), so 1.5 CPUs are asked of one and cpu_scale is
+    # (1 - 0.5) / 1 = 0.5. In an hour the CPU job is charged 0.5 CPU-hours either way; the
+    # GPU job 0.5 x 0.5 CPU-hours under bce, its whole 0.5 under intended.
+    host = Host(ncpus=1, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, 50 * GFLOPS),))
+    gpu_app = App(name="g", versions=(AppVersion(avg_ncpus=0.5, flops=10 * GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0),),
+                  latency_bound=10 * 86400.0, fpops_est=100 * HOUR * 10 * GFLOPS)
+    big = 100 * HOUR * 10 * GFLOPS
+    s = scenario(project("P", [job("c", hours=100), InitialJob(name="g1", app="g", fpops=big, fpops_est=big,
+                                                                deadline=10 * 86400.0)],
+                         apps=(cpu_app(hours=100), gpu_app)), host=host)
+    em = Emulator(s, get_policy("boinc7"), duration=HOUR, delta=60, seed=1, compat=compat,
+                  existing_jobs_only=True, policy_name="boinc7")
+    em.run()
+    cpu_job, gpu_job = sorted(em.all_jobs, key=lambda j: j.rsc)
+    assert em.cpu_scale == pytest.approx(0.5)
+    assert cpu_job.peak_flop_count == pytest.approx(0.5 * GFLOPS * HOUR)
+    rel = em.resources[1].relative_speed
+    cpu_part = 0.25 if compat == "bce" else 0.5
+    assert gpu_job.peak_flop_count == pytest.approx((cpu_part + rel) * GFLOPS * HOUR)
