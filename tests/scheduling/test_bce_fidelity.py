@@ -403,3 +403,23 @@ def test_under_bce_a_gpu_jobs_cpu_part_of_its_peak_flops_is_scaled_with_the_cpu_
     rel = em.resources[1].relative_speed
     cpu_part = 0.25 if compat == "bce" else 0.5
     assert gpu_job.peak_flop_count == pytest.approx((cpu_part + rel) * GFLOPS * HOUR)
+
+
+@pytest.mark.parametrize("compat", ["bce", "intended"])
+def test_under_bce_the_step_in_which_a_job_ends_is_charged_whole(compat):
+    # ACTIVE_TASK_SET::poll (sim.cpp) charges every executing job diff x app_peak_flops and
+    # diff of elapsed time for the step it accounts, and only then finds its FLOPs used up:
+    # the step in which a job ends counts as used in full, and its CPU takes no other job
+    # before the next step either way. A 90-second job on one CPU from 0 s ends in the step
+    # [60, 120]: under bce 120 s of peak FLOPs and, elapsed time counting twice, 240 s of
+    # elapsed time; intended counts the 90 s it computed.
+    s = scenario(project("P", [job("j", hours=90 / HOUR)]), ncpus=1)
+    em = Emulator(s, get_policy("boinc7"), duration=600, delta=60, seed=1, compat=compat,
+                  existing_jobs_only=True, policy_name="boinc7")
+    result = em.run()
+    (j,) = em.all_jobs
+    charged = 120.0 if compat == "bce" else 90.0
+    assert j.peak_flop_count == pytest.approx(charged * GFLOPS)
+    assert em.flops_used == pytest.approx(charged * GFLOPS)
+    assert j.elapsed == pytest.approx(240.0 if compat == "bce" else 90.0)
+    assert [(sl.start, sl.end) for sl in result.slices] == [(0.0, 90.0)]
