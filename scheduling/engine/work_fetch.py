@@ -105,39 +105,49 @@ def set_request(em, p, r: int, rr, share: float) -> tuple[float, float]:
 
 
 def choose_project(em, now: float, rr) -> FetchPlan | None:
-    """WORK_FETCH::choose_project (§6.5)."""
-    shares = _shares(em, now, rr)
+    """WORK_FETCH::choose_project (§6.5, docs/engine-fidelity.md "Work fetch scans processor
+    types in index order"): projects in decreasing priority; for each, the processor types
+    in index order (CPU first) up to the first one it may be asked for whose buffer is
+    below the minimum (the trigger), each type it may be asked for claimed for it unless a
+    project before it claimed it. The trigger type is requested; so is every other type
+    whose buffer is below the maximum, that no project before it claimed and that is at
+    most backed off for it. A project that ends up asking for no seconds gives the turn to
+    the next one."""
+    shares = None
     found: dict = {}
-    chosen = None
-    trigger = None
+    sat = [rs.saturated_time for rs in rr.rsc]
+    nres = len(em.resources)
     for p in fetch_priorities(em, now):
         if project_reason(p, now) is not None:
             continue
-        for r in range(len(em.resources) - 1, -1, -1):
+        trigger = None
+        for r in range(nres):
             if rsc_reason(em, p, r, now, rr) is not None:
                 continue
             found.setdefault(r, p)
-            if (trigger is None and rr.rsc[r].saturated_time < em.work_buf_min
-                    and rr.mc_shortfall.get((p.index, r), 1.0) > 0):
+            if sat[r] < em.work_buf_min and rr.mc_shortfall.get((p.index, r), 1.0) > 0:
                 trigger = r
-        if trigger is not None:
-            chosen = p
-            break
-    if chosen is None:
-        return None
-    requests = {}
-    for r in range(len(em.resources)):
-        reason = rsc_reason(em, chosen, r, now, rr)
-        allowed = r == trigger or (reason in (None, REASON_BACKED_OFF) and found.get(r) in (None, chosen))
-        if not allowed or not chosen.fetch_ok[r]:
+                break
+        if trigger is None:
             continue
-        if rr.rsc[r].saturated_time >= em.work_buf_total and r != trigger:
-            continue
-        secs, inst = set_request(em, chosen, r, rr, shares[r].get(chosen, 0.0))
-        if secs > 0 or inst > 0:
-            requests[r] = (secs, inst)
-    if not requests:
-        return None
+        if shares is None:
+            shares = _shares(em, now, rr)
+        requests = {}
+        for r in range(nres):
+            if r != trigger:
+                if found.get(r) not in (None, p) or sat[r] >= em.work_buf_total:
+                    continue
+                if rsc_reason(em, p, r, now, rr) not in (None, REASON_BACKED_OFF):
+                    continue
+            secs, inst = set_request(em, p, r, rr, shares[r].get(p, 0.0))
+            if secs > 0 or inst > 0:
+                requests[r] = (secs, inst)
+        if requests:
+            return _plan(em, p, trigger, requests, rr)
+    return None
+
+
+def _plan(em, chosen, trigger: int, requests: dict, rr) -> FetchPlan:
     res = em.resources[trigger]
     text = (f"Asked {chosen.name} for work: {res.name} saturated for "
             f"{rr.rsc[trigger].saturated_time:.0f} s, below the minimum buffer of "

@@ -341,3 +341,85 @@ def test_a_report_asks_for_work_of_a_resource_the_project_is_backed_off_for(comp
     # any other reason still stops it: here, no app version for the resource
     p.fetch_ok[0] = False
     assert work_fetch.piggyback(em, p, 0.0, rr) == {}
+
+
+@pytest.mark.parametrize("compat", ["bce", "intended"])
+def test_a_project_that_would_ask_for_nothing_gives_the_work_fetch_to_the_next_one(compat):
+    # WORK_FETCH::choose_project scans the processor types in index order, CPU first, and
+    # stops at the first one whose buffer is below the minimum. A backup project (share 0)
+    # asks for one job per idle instance only; when the trigger type has none idle and it
+    # may ask for no other type, it asks for no seconds and the scan goes on to the next
+    # project. Two CPUs busy with 2-minute jobs of backup project A (saturated 120 s, under
+    # the 180 s at which a backup project may fetch, and the 864 s minimum buffer); the GPU
+    # is idle. C (share 100, so that the backup projects' priorities are -1000 less their
+    # REC fraction) is backed off for both types and is passed over. A, CPU-only, comes
+    # next (B has the larger REC), triggers on the CPU and asks for nothing; B, with a GPU
+    # app, triggers on the CPU too, asks for no CPU time, and its GPU request, the GPU's
+    # buffer being empty, is one job for the idle instance.
+    from scheduling.engine import work_fetch
+    host = Host(ncpus=2, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, 50 * GFLOPS),))
+    gpu_app = App(name="g", versions=(AppVersion(avg_ncpus=0.5, flops=20 * GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0),),
+                  latency_bound=10 * 86400.0, fpops_est=HOUR * 20 * GFLOPS)
+    a = project("A", [job("a1", hours=2 / 60), job("a2", hours=2 / 60)], share=0.0,
+                **({"no_rsc_apps": ("NVIDIA",)} if compat == "bce" else {}))
+    b = project("B", share=0.0, apps=(cpu_app(), gpu_app))
+    c = project("C", share=100.0, apps=(cpu_app(), gpu_app))
+    prefs = Prefs(work_buf_min_days=0.01, work_buf_additional_days=0.01)
+    em = Emulator(scenario(a, b, c, host=host, prefs=prefs), get_policy("boinc7"), duration=HOUR, delta=60, seed=1,
+                  compat=compat, existing_jobs_only=True, policy_name="boinc7")
+    pa, pb, pc = em.projects
+    pb.rec = 1.0
+    pc.backoff_time[:] = [1000.0, 1000.0]
+    rr = em.rr()
+    assert [p.name for p in work_fetch.fetch_priorities(em, 0.0)] == ["C", "A", "B"]
+    assert rr.rsc[0].saturated_time == pytest.approx(120.0) and rr.rsc[0].nidle_now == 0
+    assert work_fetch.set_request(em, pa, 0, rr, 0.0) == (0.0, 0.0)
+    plan = work_fetch.choose_project(em, 0.0, rr)
+    assert plan is not None and plan.project is pb
+    assert plan.requests == {1: (1.0, 1.0)}
+
+
+@pytest.mark.parametrize("compat", ["bce", "intended"])
+def test_under_bce_a_gpu_jobs_cpu_part_of_its_peak_flops_is_scaled_with_the_cpu_jobs(compat):
+    # ACTIVE_TASK_SET::poll (sim.cpp) counts each job's peak FLOPs as app_peak_flops(rp,
+    # cpu_scale): avg_ncpus x cpu_scale plus the GPU part, GPU jobs' CPU part included. One
+    # CPU, one GPU: a GPU job taking half a CPU runs first (GPU before CPU), the CPU job
+    # beside it (0.5 CPU used < 1), so 1.5 CPUs are asked of one and cpu_scale is
+    # (1 - 0.5) / 1 = 0.5. In an hour the CPU job is charged 0.5 CPU-hours either way; the
+    # GPU job 0.5 x 0.5 CPU-hours under bce, its whole 0.5 under intended.
+    host = Host(ncpus=1, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, 50 * GFLOPS),))
+    gpu_app = App(name="g", versions=(AppVersion(avg_ncpus=0.5, flops=10 * GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0),),
+                  latency_bound=10 * 86400.0, fpops_est=100 * HOUR * 10 * GFLOPS)
+    big = 100 * HOUR * 10 * GFLOPS
+    s = scenario(project("P", [job("c", hours=100), InitialJob(name="g1", app="g", fpops=big, fpops_est=big,
+                                                                deadline=10 * 86400.0)],
+                         apps=(cpu_app(hours=100), gpu_app)), host=host)
+    em = Emulator(s, get_policy("boinc7"), duration=HOUR, delta=60, seed=1, compat=compat,
+                  existing_jobs_only=True, policy_name="boinc7")
+    em.run()
+    cpu_job, gpu_job = sorted(em.all_jobs, key=lambda j: j.rsc)
+    assert em.cpu_scale == pytest.approx(0.5)
+    assert cpu_job.peak_flop_count == pytest.approx(0.5 * GFLOPS * HOUR)
+    rel = em.resources[1].relative_speed
+    cpu_part = 0.25 if compat == "bce" else 0.5
+    assert gpu_job.peak_flop_count == pytest.approx((cpu_part + rel) * GFLOPS * HOUR)
+
+
+@pytest.mark.parametrize("compat", ["bce", "intended"])
+def test_under_bce_the_step_in_which_a_job_ends_is_charged_whole(compat):
+    # ACTIVE_TASK_SET::poll (sim.cpp) charges every executing job diff x app_peak_flops and
+    # diff of elapsed time for the step it accounts, and only then finds its FLOPs used up:
+    # the step in which a job ends counts as used in full, and its CPU takes no other job
+    # before the next step either way. A 90-second job on one CPU from 0 s ends in the step
+    # [60, 120]: under bce 120 s of peak FLOPs and, elapsed time counting twice, 240 s of
+    # elapsed time; intended counts the 90 s it computed.
+    s = scenario(project("P", [job("j", hours=90 / HOUR)]), ncpus=1)
+    em = Emulator(s, get_policy("boinc7"), duration=600, delta=60, seed=1, compat=compat,
+                  existing_jobs_only=True, policy_name="boinc7")
+    result = em.run()
+    (j,) = em.all_jobs
+    charged = 120.0 if compat == "bce" else 90.0
+    assert j.peak_flop_count == pytest.approx(charged * GFLOPS)
+    assert em.flops_used == pytest.approx(charged * GFLOPS)
+    assert j.elapsed == pytest.approx(240.0 if compat == "bce" else 90.0)
+    assert [(sl.start, sl.end) for sl in result.slices] == [(0.0, 90.0)]
