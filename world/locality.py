@@ -137,6 +137,8 @@ class LocalityConfig:
     wait_period: float | None = None  # <locality_scheduling_wait_period>
     delete_files: bool | None = None  # <file_deletion_strategy> 1: delete files left without work
     send_timeout: int | None = None  # <locality_scheduling_send_timeout> (rule 10)
+    scan_only_excluded: bool | None = None  # <seed004_scan_only_excluded/> (rule 9)
+    delete_only_finished: bool | None = None  # <seed004_delete_only_finished/> (rule 7)
     seed: int = 0  # of the random choices (rules 3, 8 and 10)
 
     def resolved(self, config):
@@ -149,7 +151,10 @@ class LocalityConfig:
             sorted_order=pick(self.sorted_order, config.locality_scheduling_sorted_order),
             wait_period=pick(self.wait_period, config.locality_scheduling_wait_period),
             delete_files=pick(self.delete_files, config.file_deletion_strategy == 1),
-            send_timeout=pick(self.send_timeout, config.locality_scheduling_send_timeout))
+            send_timeout=pick(self.send_timeout, config.locality_scheduling_send_timeout),
+            scan_only_excluded=pick(self.scan_only_excluded, config.seed004_scan_only_excluded),
+            delete_only_finished=pick(self.delete_only_finished,
+                                      config.seed004_delete_only_finished))
 
 
 def real_sleep(file_name, *, now, seconds):
@@ -459,19 +464,39 @@ def sender_pass(sender, host_key, request, *, now, locality, rng, reply):
     for file_name in held:  # rules 3-7
         if sender.satisfied:
             break
-        if sender.send_file_or_trigger(file_name, locality) == NO_WORK:
-            no_work_for_host(file_name, app_ids, locality, reply)
+        before = len(sender.sent)
+        found = sender.send_file_or_trigger(file_name, locality)
+        if locality.delete_only_finished:
+            if found == NO_WORK:
+                no_work_for_host(file_name, app_ids, locality, reply)
+            continue
+        if found == NO_WORK:
+            mark_no_work(file_name, app_ids)
+        if len(sender.sent) == before and not sender.satisfied:
+            delete_held_file(file_name, locality, reply)
+    if locality.scan_only_excluded:
+        seed_new_file(sender, host_key, request, now=now, locality=locality, rng=rng,
+                      held=held)
+    else:
+        new_file(sender, host_key, request, now=now, locality=locality, rng=rng)
+    return sender.sent, sender.resource
+
+
+def seed_new_file(sender, host_key, request, *, now, locality, rng, held):
+    """Rules 8-9 after the seed (``scan_only_excluded``): one working-set file, and the scan
+    only when it is excluded for the volunteer."""
+    app_ids = list(sender.versions)
     if sender.satisfied:
-        return sender.sent, sender.resource
+        return
     if locality.send_timeout:  # rule 10, before a new file
         after, before = old_work_window(now, locality.send_timeout, rng)
         sender.send_old(locality, before=before, after=after)
         if sender.satisfied:
-            return sender.sent, sender.resource
+            return
     chosen = working_set_choice(host_key + request.rpc_seqno, rng, locality, app_ids,
                                 exclude=set(held))  # rule 8
     if chosen is None:
-        return sender.sent, sender.resource
+        return
     found = sender.send_file_or_trigger(chosen, locality)
     if found == NO_WORK:
         mark_no_work(chosen, app_ids)
@@ -480,7 +505,76 @@ def sender_pass(sender, host_key, request, *, now, locality, rng, reply):
             if sender.satisfied:
                 break
             sender.send_file(file_name)
-    return sender.sent, sender.resource
+
+
+def new_file(sender, host_key, request, *, now, locality, rng):
+    """Rules 8-9 as sched_locality.cpp send_new_file_work: while work is needed, old work
+    (rule 10), a working-set file, then the deterministic scan from that file (or from the
+    first file when the set is empty) to the last and round to it again; a scan that sends
+    nothing ends the search."""
+    app_ids = list(sender.versions)
+    while not sender.satisfied:
+        if locality.send_timeout:  # rule 10, before a new file
+            after, before = old_work_window(now, locality.send_timeout, rng)
+            sender.send_old(locality, before=before, after=after)
+            if sender.satisfied:
+                return
+        chosen = working_set_choice(host_key + request.rpc_seqno, rng, locality, app_ids,
+                                    exclude=set())  # rule 8
+        if chosen is not None:
+            if sender.send_file_or_trigger(chosen, locality) == NO_WORK:
+                mark_no_work(chosen, app_ids)
+            if sender.satisfied:
+                return
+        if not scan_files(sender, locality, app_ids, start=chosen or ""):  # rule 9
+            return
+
+
+def scan_files(sender, locality, app_ids, *, start):
+    """Rule 9's deterministic scan (send_new_file_work_deterministic): the files of the
+    app's results in their results' name order (``FILE__``), from the first after ``start``
+    to the last, then, with a ``start``, from the first up to ``start``; stops at the first
+    file that sends something. Returns whether one did."""
+    files = result_files(app_ids)
+    passes = [[name for name in files if name + SEPARATOR > start]]
+    if start:
+        wrap, floor = [], ""
+        for name in files:
+            if floor >= start:
+                break
+            wrap.append(name)
+            floor = name + SEPARATOR + "~"
+        passes.append(wrap)
+    for names in passes:
+        for file_name in names:
+            if sender.satisfied:
+                return False
+            before = len(sender.sent)
+            if sender.send_file_or_trigger(file_name, locality) == NO_WORK:
+                mark_no_work(file_name, app_ids)
+            if len(sender.sent) > before:
+                return True
+    return False
+
+
+def result_files(app_ids):
+    """The files of the app's workunits, in their names' order (``FILE__``), whatever their
+    results' states: BOINC's scan looks at every result name."""
+    names = set()
+    rows = (Workunit.objects.filter(app_id__in=app_ids).order_by()
+            .values_list("name", flat=True))
+    for wu_name in rows.iterator(chunk_size=1000):
+        file_name = file_name_of(wu_name)
+        if file_name:
+            names.add(file_name)
+    return sorted(names, key=lambda name: name + SEPARATOR)
+
+
+def delete_held_file(file_name, locality, reply):
+    """Rule 7 as sched_locality.cpp send_work_locality: with ``delete_files``, a held file
+    that sent nothing while work is still wanted is named for deletion."""
+    if locality.delete_files and file_name not in reply.delete_file_infos:
+        reply.delete_file_infos.append(file_name)
 
 
 def mark_no_work(file_name, app_ids):
