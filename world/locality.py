@@ -19,18 +19,27 @@ sched_locality.cpp:
    work generator and the transitioner, and looks once more. With ``no_work_available`` it
    looks only once.
 7. A file still without sendable results is marked ``no_work`` (BOINC's ``files_no_work``
-   directory), and, when the project can make no more work for it (``no_work_available``) and
-   none is unsent, the host is told to delete it (``delete_file_infos``).
+   directory). With ``file_deletion_strategy`` 1, a held file whose look sent nothing while
+   the request still wants work is named for deletion (``delete_file_infos``), whatever is
+   left of it for other volunteers (sched_locality.cpp send_work_locality). Seed 004's rule
+   (``seed004_delete_only_finished``): only when the project can make no more work for it
+   (``no_work_available``) and none is unsent.
 8. A host that holds no file (or whose files gave too little work) gets one file F chosen
    uniformly from the working set, at random (``sorted_order``: in turn by its RPC count).
    F's results are sent as in rules 4-6; a file without sendable results is marked
-   ``no_work``. A working set that is empty, or an F that fills only part of the request,
-   leaves the rest of the request unfilled: the working-set manager tops the set up.
-9. Only if F is excluded for the volunteer (it has unsent results, none of which rules 4-5
-   let this volunteer have) does the scheduler fall back to a deterministic scan, in
-   file-name order, of the files that have unsent results, bypassing the working set. It is
-   not done in general because every host scanning the same order would flock to the same
-   file, which the random choice from the working set avoids.
+   ``no_work``.
+9. If the request still wants work, the scheduler scans every file of the app's results in
+   their names' order (``FILE__``), from F to the last and round from the first to F, or from
+   the first when the working set is empty (send_new_file_work_deterministic); the scan
+   stops at the first file that sends something, and rules 10, 8 and 9 are tried again
+   while work is wanted, until a scan sends nothing (send_new_file_work). Seed 004's rule
+   (``seed004_scan_only_excluded``): the scan only when F is excluded for the volunteer (it
+   has unsent results, none of which rules 4-5 let this volunteer have), over the files that
+   have unsent results other than F and the host's, at most ten; an empty working set, or an
+   F that fills only part of the request, leaves the rest unfilled for the working-set
+   manager to top up. The seed avoids the scan in general because every host scanning the
+   same order would flock to the same file, which the random choice from the working set
+   avoids.
 
 Beside those, after BOINC's sched_locality.cpp and sched_send.cpp (docs/server-fidelity.md
 lists each with the BOINC function it follows):
@@ -68,8 +77,12 @@ lists each with the BOINC function it follows):
 The options are the project's config.xml ones (``SchedulerConfig``:
 ``locality_scheduling_sorted_order``, ``locality_scheduling_wait_period``,
 ``locality_scheduling_send_timeout``, ``file_deletion_strategy`` 1 for rule 7's deletions,
-``default_disk_min_free_gb``); a caller may override the first four with a
-``LocalityConfig`` (a simulated world does).
+``default_disk_min_free_gb``, and seed 004's rules in place of BOINC's,
+``seed004_delete_only_finished`` (rule 7) and ``seed004_scan_only_excluded`` (rule 9)); a
+caller may override all but the disk one with a ``LocalityConfig``. A simulated world
+(world.simulation) does, and takes seed 004's rules 7 and 9: it models the seed's project,
+whose working-set manager tops the set up and which leaves a host's file alone while others
+still have its work.
 
 The random choices (rules 3, 8 and 10) come from a ``random.Random`` seeded with the project's
 ``LocalityConfig.seed``, the host's key, its RPC number, the time and the resource. The key is
@@ -354,11 +367,14 @@ class Sender:
 
     @property
     def satisfied(self):
-        """Nothing more to send: the request is met, or a job was refused for memory, disk or
-        its deadline (sched_send.cpp work_needed(true))."""
+        """Nothing more to send: the request is met, the host is at its limit of jobs in
+        progress on the resource, or a job was refused for memory, disk or its deadline
+        (sched_send.cpp work_needed(true))."""
         r = self.resource
         return (len(self.sent) >= self.max_jobs or (r.req_secs <= 0 and r.req_instances <= 0)
-                or self.work_needed.stopped)
+                or self.work_needed.stopped
+                or (self.in_progress is not None
+                    and self.in_progress.project_exceeded(r.name)))
 
     def send(self, pick):
         """Send what fits of the results ``pick`` lists; return how many."""
@@ -584,7 +600,7 @@ def mark_no_work(file_name, app_ids):
 
 
 def no_work_for_host(file_name, app_ids, locality, reply):
-    """Rule 7 for a file the host holds that gave it nothing."""
+    """Seed 004's rule 7 for a file the host holds that gave it nothing."""
     mark_no_work(file_name, app_ids)
     if not locality.delete_files or file_name in reply.delete_file_infos:
         return
@@ -610,7 +626,8 @@ def working_set_choice(turn, rng, locality, app_ids, *, exclude):
 
 
 def fallback_files(app_ids, *, exclude, limit=FALLBACK_FILES):
-    """Files with unsent results in name order, outside the working set (rule 9)."""
+    """Files with unsent results in name order, outside the working set (seed 004's
+    rule 9)."""
     names = []
     rows = (Workunit.objects.filter(app_id__in=app_ids, error_mask=0,
                                     results__server_state=ServerState.UNSENT)

@@ -236,6 +236,17 @@ def test_rule_7_a_held_file_not_looked_at_once_the_request_is_met_stays(app, pro
     assert (sent_files(reply), reply.delete_file_infos) == (["fa"], [])
 
 
+def test_rule_7_a_host_at_its_limit_of_jobs_in_progress_keeps_its_files(app, project):
+    # sched_send.cpp work_needed: at max_wus_in_progress no more work is needed, so fb,
+    # looked at after fa's job, is not deleted (and nothing is scanned)
+    make_results(project, "fa", 2)
+    host = project.host()
+    config = SchedulerConfig(max_wus_in_progress=1, file_deletion_strategy=1,
+                             locality_scheduling_sorted_order=True)
+    reply = config_xml_request(host, ["fa", "fb"], config, cpu_req_secs=6 * 3600.0)
+    assert (sent_files(reply), reply.delete_file_infos) == (["fa"] * host.p_ncpus, [])
+
+
 @pytest.mark.parametrize("mode, expected", [
     # send_new_file_work_deterministic: no working-set file, so the scan starts at the first
     # file name and goes on while work is needed
