@@ -119,8 +119,8 @@ from django.db.models import Exists, Max, OuterRef, Q
 from backend.daemons import sched_hr
 from backend.daemons.hierarchy import download_path
 from backend.daemons.sched_send import (
-    DEADLINE, DISK, MEMORY, RESULT_COLUMNS, WORKUNIT_COLUMNS, after_sending, disk_allowance,
-    send_for_resource,
+    DEADLINE, DISK, MEMORY, NO_VERSION, RESULT_COLUMNS, WORKUNIT_COLUMNS, after_sending,
+    disk_allowance, send_for_resource,
 )
 from backend.daemons.sched_types import Message
 from backend.daemons.work_generator import LOCALITY_SEPARATOR, create_work_for_file
@@ -299,8 +299,10 @@ class WorkNeeded:
     def stops(self, why):
         """Whether a job refused for ``why`` ends the search: sched_check.cpp
         wu_is_infeasible_fast marks its resource insufficient for memory, disk (check_disk:
-        more than is left) and the deadline, and work_needed(true) then stops."""
-        if why in (MEMORY, DISK, DEADLINE):
+        more than is left) and the deadline, and work_needed(true) then stops; a job no
+        version of the host can run (possibly_send_result's ERR_NO_APP_VERSION) ends the
+        locality search at once (send_results_for_file, send_work_locality)."""
+        if why in (MEMORY, DISK, DEADLINE, NO_VERSION):
             self.insufficient.add(why)
         return self.stopped
 

@@ -681,6 +681,27 @@ def test_a_locality_result_committed_to_an_app_version_goes_with_it(app, project
         (mine.name, 90)]
 
 
+def test_a_result_committed_to_a_version_the_host_lacks_ends_the_locality_search(app,
+                                                                                  project):
+    # possibly_send_result: get_app_version finds no version, ERR_NO_APP_VERSION, and
+    # send_results_for_file and send_work_locality give up: nothing after it is sent and the
+    # file is not named for deletion
+    from backend.models import AppVersion
+
+    app.homogeneous_app_version = True
+    app.save()
+    windows = AppVersion.objects.create(app=app, version_num=100, platform="windows_x86_64",
+                                        flops=1e9)
+    [theirs, _] = make_results(project, "fa", 2)
+    make_results(project, "fb", 1)
+    Workunit.objects.filter(pk=theirs.workunit_id).update(app_version=windows)
+    request = work_request(project.host(), file_infos=[StickyFile("fa")],
+                           cpu_req_secs=3 * 3600.0, cpu_req_instances=0.0)
+    with configured(LocalityConfig(wait_period=0, sorted_order=True, delete_files=True)):
+        reply = handle_request(request, now=NOW)
+    assert (reply.results, reply.delete_file_infos) == ([], [])
+
+
 @pytest.mark.parametrize("refusal", ["deadline", "memory", None])
 def test_a_job_refused_for_its_deadline_or_memory_ends_the_locality_search(app, project,
                                                                             refusal):
