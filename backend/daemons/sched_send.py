@@ -403,8 +403,16 @@ def send_work(host, request, *, now, config, reply, notices=None):
         # (locality scheduling has no job cache scanned whole: only the jobs it looks at speak)
         looked_at.update((app_id, (v, resource)) for app_id, v in versions.items()
                          if v.row is None or not v.row.app.locality_scheduling)
+        # a locality app at its daily quota is still looked at: its held files may be named
+        # for deletion before its first job finds no version and ends the search
+        # (sched_locality.cpp possibly_send_result, ERR_NO_APP_VERSION)
+        spent = {app_id: v for app_id, v in versions.items()
+                 if v.room is not None and v.room <= 0
+                 and v.row is not None and v.row.app.locality_scheduling}
         versions = {app_id: v for app_id, v in versions.items() if v.room is None or v.room > 0}
         versions.update(committed_only)
+        for app_id, v in spent.items():
+            versions.setdefault(app_id, v)
         if not versions or len(sent) >= max_jobs:
             continue
         by_locality = {app_id: v for app_id, v in versions.items()

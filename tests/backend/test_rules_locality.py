@@ -702,6 +702,28 @@ def test_a_result_committed_to_a_version_the_host_lacks_ends_the_locality_search
     assert (reply.results, reply.delete_file_infos) == ([], [])
 
 
+@pytest.mark.parametrize("jobs_today, sent, deleted", [
+    (0, ["fb"], ["fa"]),  # room for one job: fb's first is sent
+    # at the quota: fa, with nothing for this volunteer, is still named for deletion; fb's
+    # first job finds no version within the quota and ends the search (get_app_version)
+    (1, [], ["fa"]),
+])
+def test_a_host_at_its_daily_quota_still_has_its_held_files_looked_at(app, project,
+                                                                      jobs_today, sent,
+                                                                      deleted):
+    from backend.models import HostAppVersion
+
+    host = project.host(p_ncpus=1)
+    HostAppVersion.objects.create(host=host, app_version=project.version, max_jobs_per_day=1,
+                                  n_jobs_today=jobs_today, jobs_day=NOW // 86400)
+    make_results(project, "fb", 2)
+    LocalityTrigger.objects.update(no_work_available=True)
+    config = SchedulerConfig(daily_result_quota=1, file_deletion_strategy=1,
+                             locality_scheduling_sorted_order=True)
+    reply = config_xml_request(host, ["fa", "fb"], config, cpu_req_secs=6 * 3600.0)
+    assert (sent_files(reply), reply.delete_file_infos) == (sent, deleted)
+
+
 @pytest.mark.parametrize("refusal", ["deadline", "memory", None])
 def test_a_job_refused_for_its_deadline_or_memory_ends_the_locality_search(app, project,
                                                                             refusal):
