@@ -58,12 +58,16 @@ lists each with the BOINC function it follows):
     exceeds what is left is not sent, and each job sent takes its bound, less its file's
     size when the host has the file or an earlier job of the reply brings it. As in
     sched_send.cpp work_needed(true), a job refused for memory, disk or its deadline
-    (checked in that order) ends the locality search of the request (``WorkNeeded``). A
-    request that got no job at all with its disk short is told to delete one of the files it
-    reported: the one at position host id modulo their number in its list, with "BOINC will
-    delete file F when no longer needed" and a request delay of 4 hours (the client deletes
-    it once no job of its needs it); with no file to name, "Not enough disk space ..." or "No
-    disk space ..." and a delay of an hour.
+    (checked in that order) ends the locality search of the request (``WorkNeeded``), and so
+    does a host at its limit of jobs in progress on the resource, and a job no version of
+    the host may run (committed to another version, or its app at its daily quota or its
+    limit of jobs in progress: possibly_send_result's ERR_NO_APP_VERSION); an app at its
+    daily quota is still looked at, so held files looked at before such a job may be named
+    for deletion (rule 7). A request that got no job at all with its disk short is told to
+    delete one of the files it reported: the one at position host id modulo their number in
+    its list, with "BOINC will delete file F when no longer needed" and a request delay of 4
+    hours (the client deletes it once no job of its needs it); with no file to name, "Not
+    enough disk space ..." or "No disk space ..." and a delay of an hour.
 12. ``File.no_delete`` (``<no_delete/>``) keeps a file from the file deleter
     (backend.daemons.file_deleter), and so from the list of files the project no longer has
     (backend.daemons.scheduler ``deleted_sticky_files``). BOINC's scheduler does not look at
