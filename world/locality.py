@@ -19,18 +19,27 @@ sched_locality.cpp:
    work generator and the transitioner, and looks once more. With ``no_work_available`` it
    looks only once.
 7. A file still without sendable results is marked ``no_work`` (BOINC's ``files_no_work``
-   directory), and, when the project can make no more work for it (``no_work_available``) and
-   none is unsent, the host is told to delete it (``delete_file_infos``).
+   directory). With ``file_deletion_strategy`` 1, a held file whose look sent nothing while
+   the request still wants work is named for deletion (``delete_file_infos``), whatever is
+   left of it for other volunteers (sched_locality.cpp send_work_locality). Seed 004's rule
+   (``seed004_delete_only_finished``): only when the project can make no more work for it
+   (``no_work_available``) and none is unsent.
 8. A host that holds no file (or whose files gave too little work) gets one file F chosen
    uniformly from the working set, at random (``sorted_order``: in turn by its RPC count).
    F's results are sent as in rules 4-6; a file without sendable results is marked
-   ``no_work``. A working set that is empty, or an F that fills only part of the request,
-   leaves the rest of the request unfilled: the working-set manager tops the set up.
-9. Only if F is excluded for the volunteer (it has unsent results, none of which rules 4-5
-   let this volunteer have) does the scheduler fall back to a deterministic scan, in
-   file-name order, of the files that have unsent results, bypassing the working set. It is
-   not done in general because every host scanning the same order would flock to the same
-   file, which the random choice from the working set avoids.
+   ``no_work``.
+9. If the request still wants work, the scheduler scans every file of the app's results in
+   their names' order (``FILE__``), from F to the last and round from the first to F, or from
+   the first when the working set is empty (send_new_file_work_deterministic); the scan
+   stops at the first file that sends something, and rules 10, 8 and 9 are tried again
+   while work is wanted, until a scan sends nothing (send_new_file_work). Seed 004's rule
+   (``seed004_scan_only_excluded``): the scan only when F is excluded for the volunteer (it
+   has unsent results, none of which rules 4-5 let this volunteer have), over the files that
+   have unsent results other than F and the host's, at most ten; an empty working set, or an
+   F that fills only part of the request, leaves the rest unfilled for the working-set
+   manager to top up. The seed avoids the scan in general because every host scanning the
+   same order would flock to the same file, which the random choice from the working set
+   avoids.
 
 Beside those, after BOINC's sched_locality.cpp and sched_send.cpp (docs/server-fidelity.md
 lists each with the BOINC function it follows):
@@ -49,12 +58,16 @@ lists each with the BOINC function it follows):
     exceeds what is left is not sent, and each job sent takes its bound, less its file's
     size when the host has the file or an earlier job of the reply brings it. As in
     sched_send.cpp work_needed(true), a job refused for memory, disk or its deadline
-    (checked in that order) ends the locality search of the request (``WorkNeeded``). A
-    request that got no job at all with its disk short is told to delete one of the files it
-    reported: the one at position host id modulo their number in its list, with "BOINC will
-    delete file F when no longer needed" and a request delay of 4 hours (the client deletes
-    it once no job of its needs it); with no file to name, "Not enough disk space ..." or "No
-    disk space ..." and a delay of an hour.
+    (checked in that order) ends the locality search of the request (``WorkNeeded``), and so
+    does a host at its limit of jobs in progress on the resource, and a job no version of
+    the host may run (committed to another version, or its app at its daily quota or its
+    limit of jobs in progress: possibly_send_result's ERR_NO_APP_VERSION); an app at its
+    daily quota is still looked at, so held files looked at before such a job may be named
+    for deletion (rule 7). A request that got no job at all with its disk short is told to
+    delete one of the files it reported: the one at position host id modulo their number in
+    its list, with "BOINC will delete file F when no longer needed" and a request delay of 4
+    hours (the client deletes it once no job of its needs it); with no file to name, "Not
+    enough disk space ..." or "No disk space ..." and a delay of an hour.
 12. ``File.no_delete`` (``<no_delete/>``) keeps a file from the file deleter
     (backend.daemons.file_deleter), and so from the list of files the project no longer has
     (backend.daemons.scheduler ``deleted_sticky_files``). BOINC's scheduler does not look at
@@ -68,8 +81,12 @@ lists each with the BOINC function it follows):
 The options are the project's config.xml ones (``SchedulerConfig``:
 ``locality_scheduling_sorted_order``, ``locality_scheduling_wait_period``,
 ``locality_scheduling_send_timeout``, ``file_deletion_strategy`` 1 for rule 7's deletions,
-``default_disk_min_free_gb``); a caller may override the first four with a
-``LocalityConfig`` (a simulated world does).
+``default_disk_min_free_gb``, and seed 004's rules in place of BOINC's,
+``seed004_delete_only_finished`` (rule 7) and ``seed004_scan_only_excluded`` (rule 9)); a
+caller may override all but the disk one with a ``LocalityConfig``. A simulated world
+(world.simulation) does, and takes seed 004's rules 7 and 9: it models the seed's project,
+whose working-set manager tops the set up and which leaves a host's file alone while others
+still have its work.
 
 The random choices (rules 3, 8 and 10) come from a ``random.Random`` seeded with the project's
 ``LocalityConfig.seed``, the host's key, its RPC number, the time and the resource. The key is
@@ -106,8 +123,8 @@ from django.db.models import Exists, Max, OuterRef, Q
 from backend.daemons import sched_hr
 from backend.daemons.hierarchy import download_path
 from backend.daemons.sched_send import (
-    DEADLINE, DISK, MEMORY, RESULT_COLUMNS, WORKUNIT_COLUMNS, after_sending, disk_allowance,
-    send_for_resource,
+    DEADLINE, DISK, MEMORY, NO_VERSION, RESULT_COLUMNS, WORKUNIT_COLUMNS, after_sending,
+    disk_allowance, send_for_resource,
 )
 from backend.daemons.sched_types import Message
 from backend.daemons.work_generator import LOCALITY_SEPARATOR, create_work_for_file
@@ -137,6 +154,8 @@ class LocalityConfig:
     wait_period: float | None = None  # <locality_scheduling_wait_period>
     delete_files: bool | None = None  # <file_deletion_strategy> 1: delete files left without work
     send_timeout: int | None = None  # <locality_scheduling_send_timeout> (rule 10)
+    scan_only_excluded: bool | None = None  # <seed004_scan_only_excluded/> (rule 9)
+    delete_only_finished: bool | None = None  # <seed004_delete_only_finished/> (rule 7)
     seed: int = 0  # of the random choices (rules 3, 8 and 10)
 
     def resolved(self, config):
@@ -149,7 +168,10 @@ class LocalityConfig:
             sorted_order=pick(self.sorted_order, config.locality_scheduling_sorted_order),
             wait_period=pick(self.wait_period, config.locality_scheduling_wait_period),
             delete_files=pick(self.delete_files, config.file_deletion_strategy == 1),
-            send_timeout=pick(self.send_timeout, config.locality_scheduling_send_timeout))
+            send_timeout=pick(self.send_timeout, config.locality_scheduling_send_timeout),
+            scan_only_excluded=pick(self.scan_only_excluded, config.seed004_scan_only_excluded),
+            delete_only_finished=pick(self.delete_only_finished,
+                                      config.seed004_delete_only_finished))
 
 
 def real_sleep(file_name, *, now, seconds):
@@ -281,8 +303,10 @@ class WorkNeeded:
     def stops(self, why):
         """Whether a job refused for ``why`` ends the search: sched_check.cpp
         wu_is_infeasible_fast marks its resource insufficient for memory, disk (check_disk:
-        more than is left) and the deadline, and work_needed(true) then stops."""
-        if why in (MEMORY, DISK, DEADLINE):
+        more than is left) and the deadline, and work_needed(true) then stops; a job no
+        version of the host can run (possibly_send_result's ERR_NO_APP_VERSION) ends the
+        locality search at once (send_results_for_file, send_work_locality)."""
+        if why in (MEMORY, DISK, DEADLINE, NO_VERSION):
             self.insufficient.add(why)
         return self.stopped
 
@@ -349,11 +373,14 @@ class Sender:
 
     @property
     def satisfied(self):
-        """Nothing more to send: the request is met, or a job was refused for memory, disk or
-        its deadline (sched_send.cpp work_needed(true))."""
+        """Nothing more to send: the request is met, the host is at its limit of jobs in
+        progress on the resource, or a job was refused for memory, disk or its deadline
+        (sched_send.cpp work_needed(true))."""
         r = self.resource
         return (len(self.sent) >= self.max_jobs or (r.req_secs <= 0 and r.req_instances <= 0)
-                or self.work_needed.stopped)
+                or self.work_needed.stopped
+                or (self.in_progress is not None
+                    and self.in_progress.project_exceeded(r.name)))
 
     def send(self, pick):
         """Send what fits of the results ``pick`` lists; return how many."""
@@ -459,19 +486,39 @@ def sender_pass(sender, host_key, request, *, now, locality, rng, reply):
     for file_name in held:  # rules 3-7
         if sender.satisfied:
             break
-        if sender.send_file_or_trigger(file_name, locality) == NO_WORK:
-            no_work_for_host(file_name, app_ids, locality, reply)
+        before = len(sender.sent)
+        found = sender.send_file_or_trigger(file_name, locality)
+        if locality.delete_only_finished:
+            if found == NO_WORK:
+                no_work_for_host(file_name, app_ids, locality, reply)
+            continue
+        if found == NO_WORK:
+            mark_no_work(file_name, app_ids)
+        if len(sender.sent) == before and not sender.satisfied:
+            delete_held_file(file_name, locality, reply)
+    if locality.scan_only_excluded:
+        seed_new_file(sender, host_key, request, now=now, locality=locality, rng=rng,
+                      held=held)
+    else:
+        new_file(sender, host_key, request, now=now, locality=locality, rng=rng)
+    return sender.sent, sender.resource
+
+
+def seed_new_file(sender, host_key, request, *, now, locality, rng, held):
+    """Rules 8-9 after the seed (``scan_only_excluded``): one working-set file, and the scan
+    only when it is excluded for the volunteer."""
+    app_ids = list(sender.versions)
     if sender.satisfied:
-        return sender.sent, sender.resource
+        return
     if locality.send_timeout:  # rule 10, before a new file
         after, before = old_work_window(now, locality.send_timeout, rng)
         sender.send_old(locality, before=before, after=after)
         if sender.satisfied:
-            return sender.sent, sender.resource
+            return
     chosen = working_set_choice(host_key + request.rpc_seqno, rng, locality, app_ids,
                                 exclude=set(held))  # rule 8
     if chosen is None:
-        return sender.sent, sender.resource
+        return
     found = sender.send_file_or_trigger(chosen, locality)
     if found == NO_WORK:
         mark_no_work(chosen, app_ids)
@@ -480,7 +527,76 @@ def sender_pass(sender, host_key, request, *, now, locality, rng, reply):
             if sender.satisfied:
                 break
             sender.send_file(file_name)
-    return sender.sent, sender.resource
+
+
+def new_file(sender, host_key, request, *, now, locality, rng):
+    """Rules 8-9 as sched_locality.cpp send_new_file_work: while work is needed, old work
+    (rule 10), a working-set file, then the deterministic scan from that file (or from the
+    first file when the set is empty) to the last and round to it again; a scan that sends
+    nothing ends the search."""
+    app_ids = list(sender.versions)
+    while not sender.satisfied:
+        if locality.send_timeout:  # rule 10, before a new file
+            after, before = old_work_window(now, locality.send_timeout, rng)
+            sender.send_old(locality, before=before, after=after)
+            if sender.satisfied:
+                return
+        chosen = working_set_choice(host_key + request.rpc_seqno, rng, locality, app_ids,
+                                    exclude=set())  # rule 8
+        if chosen is not None:
+            if sender.send_file_or_trigger(chosen, locality) == NO_WORK:
+                mark_no_work(chosen, app_ids)
+            if sender.satisfied:
+                return
+        if not scan_files(sender, locality, app_ids, start=chosen or ""):  # rule 9
+            return
+
+
+def scan_files(sender, locality, app_ids, *, start):
+    """Rule 9's deterministic scan (send_new_file_work_deterministic): the files of the
+    app's results in their results' name order (``FILE__``), from the first after ``start``
+    to the last, then, with a ``start``, from the first up to ``start``; stops at the first
+    file that sends something. Returns whether one did."""
+    files = result_files(app_ids)
+    passes = [[name for name in files if name + SEPARATOR > start]]
+    if start:
+        wrap, floor = [], ""
+        for name in files:
+            if floor >= start:
+                break
+            wrap.append(name)
+            floor = name + SEPARATOR + "~"
+        passes.append(wrap)
+    for names in passes:
+        for file_name in names:
+            if sender.satisfied:
+                return False
+            before = len(sender.sent)
+            if sender.send_file_or_trigger(file_name, locality) == NO_WORK:
+                mark_no_work(file_name, app_ids)
+            if len(sender.sent) > before:
+                return True
+    return False
+
+
+def result_files(app_ids):
+    """The files of the app's workunits, in their names' order (``FILE__``), whatever their
+    results' states: BOINC's scan looks at every result name."""
+    names = set()
+    rows = (Workunit.objects.filter(app_id__in=app_ids).order_by()
+            .values_list("name", flat=True))
+    for wu_name in rows.iterator(chunk_size=1000):
+        file_name = file_name_of(wu_name)
+        if file_name:
+            names.add(file_name)
+    return sorted(names, key=lambda name: name + SEPARATOR)
+
+
+def delete_held_file(file_name, locality, reply):
+    """Rule 7 as sched_locality.cpp send_work_locality: with ``delete_files``, a held file
+    that sent nothing while work is still wanted is named for deletion."""
+    if locality.delete_files and file_name not in reply.delete_file_infos:
+        reply.delete_file_infos.append(file_name)
 
 
 def mark_no_work(file_name, app_ids):
@@ -490,7 +606,7 @@ def mark_no_work(file_name, app_ids):
 
 
 def no_work_for_host(file_name, app_ids, locality, reply):
-    """Rule 7 for a file the host holds that gave it nothing."""
+    """Seed 004's rule 7 for a file the host holds that gave it nothing."""
     mark_no_work(file_name, app_ids)
     if not locality.delete_files or file_name in reply.delete_file_infos:
         return
@@ -516,7 +632,8 @@ def working_set_choice(turn, rng, locality, app_ids, *, exclude):
 
 
 def fallback_files(app_ids, *, exclude, limit=FALLBACK_FILES):
-    """Files with unsent results in name order, outside the working set (rule 9)."""
+    """Files with unsent results in name order, outside the working set (seed 004's
+    rule 9)."""
     names = []
     rows = (Workunit.objects.filter(app_id__in=app_ids, error_mask=0,
                                     results__server_state=ServerState.UNSENT)

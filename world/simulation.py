@@ -781,7 +781,8 @@ class Simulation:
         asked = request.cpu_req_secs > 0 or any(g.req_secs > 0 for g in request.gpu_requests)
         config = locality.LocalityConfig(sorted_order=self.settings.sorted_order,
                                          wait_period=self.settings.wait_period,
-                                         delete_files=True, seed=self.settings.seed)
+                                         delete_files=True, scan_only_excluded=True,
+                                         delete_only_finished=True, seed=self.settings.seed)
         # the host's index, not its database id, keeps the scheduler's choices the same
         # from one run of the seed to the next
         # the scheduler's random factor (get_app_version) drawn from a generator of this

@@ -403,8 +403,16 @@ def send_work(host, request, *, now, config, reply, notices=None):
         # (locality scheduling has no job cache scanned whole: only the jobs it looks at speak)
         looked_at.update((app_id, (v, resource)) for app_id, v in versions.items()
                          if v.row is None or not v.row.app.locality_scheduling)
+        # a locality app at its daily quota is still looked at: its held files may be named
+        # for deletion before its first job finds no version and ends the search
+        # (sched_locality.cpp possibly_send_result, ERR_NO_APP_VERSION)
+        spent = {app_id: v for app_id, v in versions.items()
+                 if v.room is not None and v.room <= 0
+                 and v.row is not None and v.row.app.locality_scheduling}
         versions = {app_id: v for app_id, v in versions.items() if v.room is None or v.room > 0}
         versions.update(committed_only)
+        for app_id, v in spent.items():
+            versions.setdefault(app_id, v)
         if not versions or len(sent) >= max_jobs:
             continue
         by_locality = {app_id: v for app_id, v in versions.items()
@@ -529,20 +537,32 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
                 if version.committed_only:
                     continue
                 version = job_version(version, result.workunit)
-                if version is None:
-                    continue  # no version for this job (sched_version.job_version)
+                if version is None:  # no version for this job (sched_version.job_version)
+                    if work_needed is not None and work_needed.stops(NO_VERSION):
+                        break
+                    continue
             if host_class is not None:
                 version = sched_hr.version_for(result.workunit, apps[result.app_id], version,
                                                request, resource, committed_versions)
-                if version is None or sched_hr.infeasible(
-                        result.workunit, apps[result.app_id], version, host_class, config):
+                if version is None:
+                    if work_needed is not None and work_needed.stops(NO_VERSION):
+                        break
+                    continue
+                if sched_hr.infeasible(result.workunit, apps[result.app_id], version,
+                                       host_class, config):
                     continue
             if in_progress is not None:
                 if in_progress.project_exceeded(resource.name):
                     break
                 if in_progress.app_exceeded(apps[result.app_id].name, resource.name):
+                    # get_app_version: the app's versions are at their limit
+                    if work_needed is not None and work_needed.stops(NO_VERSION):
+                        break
                     continue
             if version.room is not None and version.room <= 0:
+                # get_app_version: no version within the daily quota
+                if work_needed is not None and work_needed.stops(NO_VERSION):
+                    break
                 continue
             if reliability is not None and reliability.refuses(result, version):
                 continue
@@ -640,6 +660,9 @@ def lacking_notices(looked_at, notices, limit=100, host_class=None, config=None,
 # Why a job is not sent to this host (sched_check.cpp's INFEASIBLE_MEM, INFEASIBLE_DISK,
 # INFEASIBLE_BANDWIDTH, INFEASIBLE_CPU).
 MEMORY, DISK, BANDWIDTH, DEADLINE = "memory", "disk", "bandwidth", "deadline"
+# a job no app version of the host can run (get_app_version finds none): locality
+# scheduling gives up the request (sched_locality.cpp ERR_NO_APP_VERSION)
+NO_VERSION = "no version"
 
 
 def lacks(wu, resource):

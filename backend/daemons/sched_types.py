@@ -381,6 +381,11 @@ class SchedulerConfig:
     locality_scheduling_send_timeout: int = 0
     file_deletion_strategy: int = 0
     default_disk_min_free_gb: float = 1.0
+    # Seed 004's locality rules in place of BOINC's (world.locality rules 7 and 9): the
+    # deterministic scan only when the working-set file is excluded for the volunteer; a held
+    # file named for deletion only when no more work can be made for it and none is unsent.
+    seed004_scan_only_excluded: bool = False
+    seed004_delete_only_finished: bool = False
 
     def __post_init__(self):
         check_quota(self.daily_result_quota)
@@ -422,7 +427,8 @@ class SchedulerConfig:
                      "delete_abandoned_outputs", "keep_due_workunits", "hav_last_copy_wins",
                      "prefer_primary_platform", "rte_no_stats",
                      "estimate_flops_from_hav_pfc", "hr_class_static",
-                     "locality_scheduling_sorted_order"):
+                     "locality_scheduling_sorted_order", "seed004_scan_only_excluded",
+                     "seed004_delete_only_finished"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}")
 

@@ -54,6 +54,10 @@ def server_options():
          "locality: send results older than this first, to fast hosts"),
         ("file_deletion_strategy", config.file_deletion_strategy,
          "locality: 1 tells a host to delete a file that gave it no work"),
+        ("seed004_scan_only_excluded", "yes" if config.seed004_scan_only_excluded else "no",
+         "locality: scan every file only when the working-set file is excluded (seed 004)"),
+        ("seed004_delete_only_finished", "yes" if config.seed004_delete_only_finished else "no",
+         "locality: delete a held file only when no more work can be made for it (seed 004)"),
         ("default_disk_min_free_gb", f"{config.default_disk_min_free_gb:g} GB",
          "least free disk a host keeps, whatever its preferences"),
     ]

@@ -173,6 +173,155 @@ def test_file_deletion_strategy_1_deletes_a_held_file_left_without_work(app, pro
     assert ("fa" in reply.delete_file_infos) is deleted
 
 
+# --- rules 7 and 9: BOINC's (the default) and seed 004's (the seed004_ options) -------------
+
+BOINC_RULES, SEED_RULES = "BOINC", "seed 004"
+
+
+def rules(mode, **fields):
+    seed = mode == SEED_RULES
+    return LocalityConfig(scan_only_excluded=seed, delete_only_finished=seed, **fields)
+
+
+def exclude_for(project, host, result):
+    """``result``'s workunit gets an unsent twin; ``result`` goes to another host of ``host``'s
+    volunteer, so the twin is excluded for the volunteer (rule 5)."""
+    twin = project.result(result.workunit)
+    Result.objects.filter(pk=result.pk).update(
+        server_state=ServerState.IN_PROGRESS, host=project.host(owner=host.owner),
+        user=host.owner)
+    return twin
+
+
+@pytest.mark.parametrize("situation, boinc, seed", [
+    # sched_locality.cpp send_work_locality: nothing sent and work still needed -> delete
+    ("excluded", True, False),          # other volunteers' result of it is still unsent
+    ("more can be made", True, False),  # the generator may make more (no_work_available off)
+    ("finished", True, True),           # no more work, none unsent: both delete
+    ("sent one", False, False),         # a file that gave a job stays
+])
+@pytest.mark.parametrize("mode", [BOINC_RULES, SEED_RULES])
+def test_rule_7_which_held_file_is_named_for_deletion(app, project, situation, boinc, seed,
+                                                      mode):
+    host = project.host()
+    LocalityTrigger.objects.filter(file_name="fa").update(
+        no_work_available=situation != "more can be made")
+    if situation == "excluded":
+        [mine] = make_results(project, "fa", 1)
+        twin = exclude_for(project, host, mine)
+    elif situation == "sent one":
+        make_results(project, "fa", 1)
+    reply = ask(host, files=["fa"], config=rules(mode, wait_period=0, delete_files=True),
+                cpu_req_secs=3 * 3600.0)
+    assert ("fa" in reply.delete_file_infos) is (boinc if mode == BOINC_RULES else seed)
+    assert sent_files(reply) == (["fa"] if situation == "sent one" else [])
+    if situation == "excluded":
+        assert Result.objects.get(pk=twin.pk).server_state == ServerState.UNSENT
+
+
+@pytest.mark.parametrize("mode", [BOINC_RULES, SEED_RULES])
+def test_rule_7_without_file_deletion_strategy_1_no_held_file_is_deleted(app, project, mode):
+    LocalityTrigger.objects.filter(file_name="fa").update(no_work_available=True)
+    reply = ask(project.host(), files=["fa"], config=rules(mode, wait_period=0,
+                                                           delete_files=False))
+    assert reply.delete_file_infos == []
+
+
+def test_rule_7_a_held_file_not_looked_at_once_the_request_is_met_stays(app, project):
+    # fa fills the one-job request: fb, which has nothing, is not looked at and not deleted
+    make_results(project, "fa", 1)
+    request = work_request(project.host(), file_infos=[StickyFile("fa"), StickyFile("fb")])
+    with configured(rules(BOINC_RULES, sorted_order=True, wait_period=0, delete_files=True)):
+        reply = handle_request(request, now=NOW, config=SchedulerConfig(max_wus_to_send=1))
+    assert (sent_files(reply), reply.delete_file_infos) == (["fa"], [])
+
+
+def test_rule_7_a_host_at_its_limit_of_jobs_in_progress_keeps_its_files(app, project):
+    # sched_send.cpp work_needed: at max_wus_in_progress no more work is needed, so fb,
+    # looked at after fa's job, is not deleted (and nothing is scanned)
+    make_results(project, "fa", 2)
+    host = project.host()
+    config = SchedulerConfig(max_wus_in_progress=1, file_deletion_strategy=1,
+                             locality_scheduling_sorted_order=True)
+    reply = config_xml_request(host, ["fa", "fb"], config, cpu_req_secs=6 * 3600.0)
+    assert (sent_files(reply), reply.delete_file_infos) == (["fa"] * host.p_ncpus, [])
+
+
+@pytest.mark.parametrize("mode, expected", [
+    # send_new_file_work_deterministic: no working-set file, so the scan starts at the first
+    # file name and goes on while work is needed
+    (BOINC_RULES, ["fa", "fb", "fc", "fc"]),
+    (SEED_RULES, ["fa"]),  # an empty working set leaves the rest unfilled
+])
+def test_rule_9_a_host_whose_file_gives_too_little_with_an_empty_working_set(
+        app, project, mode, expected):
+    locality.create_data_files(app, ["fc"], nbytes=10**6)
+    make_results(project, "fc", 2)
+    make_results(project, "fb", 1)
+    make_results(project, "fa", 1)
+    LocalityTrigger.objects.update(no_work_available=True)
+    reply = ask(project.host(), files=["fa"], config=rules(mode, wait_period=0),
+                cpu_req_secs=6 * 3600.0)
+    assert sent_files(reply) == expected
+
+
+@pytest.mark.parametrize("mode, expected", [
+    # the scan starts at the working-set file, goes to the last name and round to the first
+    (BOINC_RULES, ["fb", "fc", "fa"]),
+    (SEED_RULES, ["fb"]),  # fb filled part of the request and is not excluded: no scan
+])
+def test_rule_9_the_scan_starts_at_the_working_set_file(app, project, mode, expected):
+    locality.create_data_files(app, ["fc"], nbytes=10**6)
+    for name in ("fa", "fb", "fc"):
+        make_results(project, name, 1)
+    LocalityTrigger.objects.update(no_work_available=True)
+    LocalityTrigger.objects.filter(file_name="fb").update(in_working_set=True)
+    reply = ask(project.host(), config=rules(mode, wait_period=0, sorted_order=True),
+                cpu_req_secs=6 * 3600.0)
+    assert sent_files(reply) == expected
+
+
+@pytest.mark.parametrize("mode", [BOINC_RULES, SEED_RULES])
+def test_rule_9_an_excluded_working_set_file_goes_on_to_the_scan_in_both(app, project, mode):
+    locality.create_data_files(app, ["fc"], nbytes=10**6)
+    host = project.host()
+    [taken] = make_results(project, "fa", 1)
+    exclude_for(project, host, taken)
+    make_results(project, "fc", 1)
+    make_results(project, "fb", 1)
+    LocalityTrigger.objects.update(no_work_available=True)
+    LocalityTrigger.objects.filter(file_name="fa").update(in_working_set=True)
+    reply = ask(host, config=rules(mode, wait_period=0, sorted_order=True),
+                cpu_req_secs=6 * 3600.0)
+    assert sent_files(reply) == ["fb", "fc"]
+
+
+def test_the_scan_takes_files_in_their_results_name_order():
+    """BOINC's scan orders result names, so ``FILE__`` orders the files: "f2__" < "f__"."""
+    assert sorted(["f", "f2", "e"], key=lambda name: name + locality.SEPARATOR) == [
+        "e", "f2", "f"]
+
+
+@pytest.mark.django_db
+def test_the_seed_options_are_read_from_config_xml_and_shown(client, settings, tmp_path):
+    default = read_config_xml("<config/>")
+    assert (default.seed004_scan_only_excluded, default.seed004_delete_only_finished) == (
+        False, False)
+    (tmp_path / "config.xml").write_text(
+        "<config><seed004_scan_only_excluded/>"
+        "<seed004_delete_only_finished>1</seed004_delete_only_finished></config>")
+    settings.BOINC_CONFIG_XML = str(tmp_path / "config.xml")
+    config = read_config_xml((tmp_path / "config.xml").read_text())
+    resolved = LocalityConfig().resolved(config)
+    assert (resolved.scan_only_excluded, resolved.delete_only_finished) == (True, True)
+    assert LocalityConfig(scan_only_excluded=False).resolved(config).scan_only_excluded is False
+    html = client.get("/project/status/").content.decode()
+    section = html[html.index('data-testid="server-options"'):]
+    for name in ("seed004_scan_only_excluded", "seed004_delete_only_finished"):
+        row = section[section.index(f'data-option="{name}"'):]
+        assert "yes" in row[:row.index("</tr>")], name
+
+
 # --- rule 10: old work first (sched_locality.cpp send_work_locality, send_old_work) -----------
 
 WEEK = 7 * 86400
@@ -275,13 +424,14 @@ def test_the_window_of_old_work_before_a_new_file(frac, window):
 ])
 def test_a_host_with_no_file_gets_work_from_the_window_whatever_its_speed(app, project, age,
                                                                          least, most):
-    # the working set is empty: only the window can send anything. Twenty requests, each its
-    # own draw (a fixed host key per request, so the draws are the same every run)
+    # the working set is empty and, with seed 004's rule 9, nothing is scanned: only the
+    # window can send anything. Twenty requests, each its own draw (a fixed host key per
+    # request, so the draws are the same every run)
     got = 0
     for key in range(20):
         Result.objects.all().delete()
         aged(make_results(project, "fa", 1, start=key), NOW - int(age * WEEK))
-        with configured(LocalityConfig(seed=1), host_key=key):
+        with configured(LocalityConfig(seed=1, scan_only_excluded=True), host_key=key):
             got += len(ask_with(project, [], bwdown=SLOW, jobs=1).results)
     assert least <= got <= most
 
@@ -529,6 +679,49 @@ def test_a_locality_result_committed_to_an_app_version_goes_with_it(app, project
     reply = hr_ask(project.host(), ["fa"], XEON, jobs=2)
     assert [(job.name, job.app_version.version_num) for job in reply.results] == [
         (mine.name, 90)]
+
+
+def test_a_result_committed_to_a_version_the_host_lacks_ends_the_locality_search(app,
+                                                                                  project):
+    # possibly_send_result: get_app_version finds no version, ERR_NO_APP_VERSION, and
+    # send_results_for_file and send_work_locality give up: nothing after it is sent and the
+    # file is not named for deletion
+    from backend.models import AppVersion
+
+    app.homogeneous_app_version = True
+    app.save()
+    windows = AppVersion.objects.create(app=app, version_num=100, platform="windows_x86_64",
+                                        flops=1e9)
+    [theirs, _] = make_results(project, "fa", 2)
+    make_results(project, "fb", 1)
+    Workunit.objects.filter(pk=theirs.workunit_id).update(app_version=windows)
+    request = work_request(project.host(), file_infos=[StickyFile("fa")],
+                           cpu_req_secs=3 * 3600.0, cpu_req_instances=0.0)
+    with configured(LocalityConfig(wait_period=0, sorted_order=True, delete_files=True)):
+        reply = handle_request(request, now=NOW)
+    assert (reply.results, reply.delete_file_infos) == ([], [])
+
+
+@pytest.mark.parametrize("jobs_today, sent, deleted", [
+    (0, ["fb"], ["fa"]),  # room for one job: fb's first is sent
+    # at the quota: fa, with nothing for this volunteer, is still named for deletion; fb's
+    # first job finds no version within the quota and ends the search (get_app_version)
+    (1, [], ["fa"]),
+])
+def test_a_host_at_its_daily_quota_still_has_its_held_files_looked_at(app, project,
+                                                                      jobs_today, sent,
+                                                                      deleted):
+    from backend.models import HostAppVersion
+
+    host = project.host(p_ncpus=1)
+    HostAppVersion.objects.create(host=host, app_version=project.version, max_jobs_per_day=1,
+                                  n_jobs_today=jobs_today, jobs_day=NOW // 86400)
+    make_results(project, "fb", 2)
+    LocalityTrigger.objects.update(no_work_available=True)
+    config = SchedulerConfig(daily_result_quota=1, file_deletion_strategy=1,
+                             locality_scheduling_sorted_order=True)
+    reply = config_xml_request(host, ["fa", "fb"], config, cpu_req_secs=6 * 3600.0)
+    assert (sent_files(reply), reply.delete_file_infos) == (sent, deleted)
 
 
 @pytest.mark.parametrize("refusal", ["deadline", "memory", None])
