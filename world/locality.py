@@ -504,17 +504,22 @@ def sender_pass(sender, host_key, request, *, now, locality, rng, reply):
     return sender.sent, sender.resource
 
 
+def old_work_before_new_file(sender, *, now, locality, rng):
+    """Rule 10 before a new file is chosen: with a send timeout, the oldest result of the
+    window ``old_work_window`` draws; whether the request is then satisfied."""
+    if locality.send_timeout:
+        after, before = old_work_window(now, locality.send_timeout, rng)
+        sender.send_old(locality, before=before, after=after)
+    return sender.satisfied
+
+
 def seed_new_file(sender, host_key, request, *, now, locality, rng, held):
     """Rules 8-9 after the seed (``scan_only_excluded``): one working-set file, and the scan
     only when it is excluded for the volunteer."""
     app_ids = list(sender.versions)
-    if sender.satisfied:
+    if sender.satisfied or old_work_before_new_file(sender, now=now, locality=locality,
+                                                     rng=rng):
         return
-    if locality.send_timeout:  # rule 10, before a new file
-        after, before = old_work_window(now, locality.send_timeout, rng)
-        sender.send_old(locality, before=before, after=after)
-        if sender.satisfied:
-            return
     chosen = working_set_choice(host_key + request.rpc_seqno, rng, locality, app_ids,
                                 exclude=set(held))  # rule 8
     if chosen is None:
@@ -536,11 +541,8 @@ def new_file(sender, host_key, request, *, now, locality, rng):
     nothing ends the search."""
     app_ids = list(sender.versions)
     while not sender.satisfied:
-        if locality.send_timeout:  # rule 10, before a new file
-            after, before = old_work_window(now, locality.send_timeout, rng)
-            sender.send_old(locality, before=before, after=after)
-            if sender.satisfied:
-                return
+        if old_work_before_new_file(sender, now=now, locality=locality, rng=rng):
+            return
         chosen = working_set_choice(host_key + request.rpc_seqno, rng, locality, app_ids,
                                     exclude=set())  # rule 8
         if chosen is not None:
