@@ -26,6 +26,8 @@ import time as _time
 
 from . import rpc
 from .cpu_sched import WHY_EDF
+from .events import EV_ACCT, EV_DONE, EV_END, EV_FETCH, EV_HOST, EV_REPORT, EV_SAMPLE, EV_SLICE, EV_WAKE
+from .host_availability import HOST_PROCESSES, HostAvailability
 from .metrics import figures_of_merit
 from .rec import update_average
 from .records import (
@@ -56,22 +58,16 @@ from .state import (
     Resource,
 )
 
-# event kinds, in the order they are handled at one instant
-EV_HOST, EV_DONE, EV_SLICE, EV_FETCH, EV_REPORT, EV_WAKE, EV_SAMPLE, EV_END, EV_ACCT = range(9)
 # bounds of the main loop: an instant pushes a few events of each kind and every instant but
 # the first is at least `delta` after the one before, so far more than this is a runaway run
 MAX_EVENTS_PER_STEP = 64
 MAX_EVENTS_PER_INSTANT = 100_000
-HOST_PROCESSES = ("on", "connected", "active", "gpu_active")
-HOST_STATES = ("off", "not_active", "gpu_suspended", "disconnected")  # records.HostPeriod
-# under --compat bce a process's clock runs only while these are up (sim.cpp simulate())
-HOST_CLOCK_GATES = {"connected": ("on",), "active": ("on",), "gpu_active": ("on", "active")}
 
 
 # the share of a job's size below which what is left is rounding, not work (_advance)
 FINISH_EPS = 1e-12
 
-class Emulator:
+class Emulator(HostAvailability):
     """One run. Build it, call `run()` once, get a `RunResult`."""
 
     def __init__(self, scenario: Scenario, policy_factory, *, duration: float, delta: float,
@@ -139,24 +135,8 @@ class Emulator:
         # BOINC's emulator sorts projects by name every step (reference/client.md §9.10)
         self.project_order = sorted(self.projects, key=lambda p: p.name) if self.bce else list(self.projects)
         self.host_proc = {name: RandomProcess(getattr(host, name), self.rng) for name in HOST_PROCESSES}
-        self.on = self.host_proc["on"].up
-        self.connected = self.host_proc["connected"].up
-        self.active = self.host_proc["active"].up
-        self.gpu_active = self.host_proc["gpu_active"].up
-        # under --compat bce: the processes whose clocks are stopped, with the time left to
-        # their next change, and a generation per process that retires its pending events
-        self.host_paused: dict[str, float] = {}
-        self.host_gen = {name: 0 for name in HOST_PROCESSES}
-        # BOINC's emulator's view of GPU computing (gpu_suspend_reason): set at the end of
-        # each decision pass of a step the host is on, read by the next pass (_gpu_allowed)
-        self.gpu_seen = True
-        self.gpu_recheck = False
-        # whether GPUs compute in the coming interval; BOINC's emulator accounts each step
-        # with the host state sampled at its end (_account_change)
-        self.gpu_acct = self.on and self.active and self.gpu_active
+        self._init_host()
         self.now = 0.0
-        self.host_periods: list[HostPeriod] = []
-        self.host_down_since: dict[str, float] = {s: 0.0 for s in self._host_states()}
         self.running: list[JobState] = []
         self.all_jobs: list[JobState] = []
         self.cpu_scale = 1.0
@@ -521,121 +501,6 @@ class Emulator:
             p.dcf = 0.9 * p.dcf + 0.1 * raw
         p.dcf = min(max(p.dcf, 0.01), 100.0)
 
-    # ------------------------------------------------------------------ host changes
-
-    def _host_states(self) -> set[str]:
-        """The HostPeriod states the host is in now (records.HostPeriod; reference/client.md
-        §3 step 1: while off, the client is in no other state)."""
-        if not self.on:
-            return {"off"}
-        states = set()
-        if not self.active:
-            states.add("not_active")
-        elif not self.gpu_active:
-            states.add("gpu_suspended")
-        if not self.connected:
-            states.add("disconnected")
-        return states
-
-    def _note_host_states(self) -> None:
-        """Close the periods of states the host left and open those it entered."""
-        now = self.now
-        states = self._host_states()
-        since = self.host_down_since
-        for state in HOST_STATES:
-            if state in since and state not in states:
-                start = since.pop(state)
-                if now > start:
-                    self.host_periods.append(HostPeriod(start, now, state))
-            elif state in states and state not in since:
-                since[state] = now
-
-    def _push_host(self, proc, name: str) -> None:
-        """The event of the process's next change, on the grid. BOINC's emulator samples the
-        host's state at the start of a step and then accounts the step that just ended with
-        it (sim.cpp simulate(), ACTIVE_TASK_SET::poll), so under `--compat bce` the GPUs'
-        progress and active time follow a change one step before the decisions do."""
-        t = self.grid(proc.next_change)
-        key = (name, self.host_gen[name])
-        self._push(t, EV_HOST, key)
-        if self.bce and name != "connected" and t < self.duration:
-            # a change due at the end of the run or later is in no record (HostPeriod), so
-            # the run's last step is accounted in the state the records show
-            self._push(t - self.delta, EV_ACCT, key)
-
-    def _gate_host_clocks(self, push_events: bool = True) -> None:
-        """Stop or restart the clocks of the active, connected and GPU-active processes.
-
-        BOINC's emulator samples the active and connected processes only in steps where the
-        host is on, and the GPU-active process only where it is also active (sim.cpp
-        simulate(), RANDOM_PROCESS::sample): their periods are measured in on-time (active
-        on-time), so none of them changes while the host is off, and a period broken by an
-        off period goes on where it stopped (`--compat bce`, docs/engine-fidelity.md)."""
-        for name, gates in HOST_CLOCK_GATES.items():
-            proc = self.host_proc[name]
-            if not 0.0 < proc.frac < 1.0:
-                continue
-            running = all(getattr(self, g) for g in gates)
-            if not running and name not in self.host_paused:
-                self.host_paused[name] = proc.next_change - self.now
-                proc.next_change = math.inf
-                self.host_gen[name] += 1
-            elif running and name in self.host_paused:
-                proc.next_change = self.now + self.host_paused.pop(name)
-                self.host_gen[name] += 1
-                if push_events:
-                    self._push_host(proc, name)
-
-    def _account_change(self, key) -> None:
-        """The host state that accounts the coming step (see _push_host)."""
-        name, gen = key
-        if gen != self.host_gen[name]:
-            return  # the process's clock was stopped or restarted since
-        self.host_proc[name].advance(self.now + self.delta)
-        procs = self.host_proc
-        self.gpu_acct = procs["on"].up and procs["active"].up and procs["gpu_active"].up
-        self._rates()
-
-    def _host_change(self, key) -> None:
-        name, gen = key
-        proc = self.host_proc[name]
-        if gen == self.host_gen[name]:
-            proc.advance(self.now)
-            if proc.next_change < math.inf:
-                self._push_host(proc, name)
-        elif getattr(self, name) == proc.up:
-            return  # the process's clock was stopped or restarted since, with no change due
-        # else its accounting event (_account_change) made the change before the clock
-        # stopped: the state follows it now, with no next event until the clock restarts
-        old = (self.on, self.active, self.gpu_active)
-        setattr(self, name, proc.up)
-        if self.bce and name in ("on", "active"):
-            self._gate_host_clocks()
-        if not self.bce:
-            self.gpu_acct = self.on and self.active and self.gpu_active
-        self._note_host_states()
-        new = (self.on, self.active, self.gpu_active)
-        if old == new:
-            return
-        cpu_ok = self.on and self.active
-        gpu_ok = cpu_ok and self.gpu_active
-        for j in list(self.running):
-            if self.bce:
-                # BOINC's emulator keeps CPU jobs computing while off (§9.4); a GPU job stops
-                # computing with the GPUs (gpu_acct) and leaves its device at the first
-                # schedule that sees them suspended (_gpu_allowed)
-                stop = False
-            elif j.rsc:
-                stop = not gpu_ok
-            else:
-                stop = not cpu_ok
-            if stop:
-                why = "the host was turned off" if not self.on else (
-                    "computing was suspended" if not self.active else "GPU computing was suspended")
-                self._preempt(j, why, force_remove=not self.on)
-        self._rates()
-        self.must_schedule = True
-
     # ------------------------------------------------------------------ job start / stop
 
     def _release(self, j) -> None:
@@ -731,16 +596,6 @@ class Emulator:
                 self.gpu_seen = gpu
                 self.must_schedule = self.gpu_recheck = True
         self._sample()
-
-    def _gpu_allowed(self) -> bool:
-        """Whether a schedule made now may run GPU jobs. BOINC's emulator sets
-        gpu_suspend_reason from gpu_active at the end of each pass of a step's decision loop
-        (sim.cpp simulate()), after schedule_cpus(), so a step's first schedule sees the
-        value of the last step the host was on: GPU jobs start one step after GPU computing
-        is allowed again (`--compat bce`)."""
-        if self.bce:
-            return self.gpu_seen
-        return self.active and self.gpu_active
 
     def _schedule_unchanged(self) -> bool:
         """At an instant with only schedule checks: whether a schedule made with the last
