@@ -28,6 +28,7 @@ from . import rpc
 from .cpu_sched import WHY_EDF
 from .events import EV_ACCT, EV_DONE, EV_END, EV_FETCH, EV_HOST, EV_REPORT, EV_SAMPLE, EV_SLICE, EV_WAKE
 from .host_availability import HOST_PROCESSES, HostAvailability
+from .job_lifecycle import JobLifecycle
 from .metrics import figures_of_merit
 from .rec import update_average
 from .records import (
@@ -46,12 +47,9 @@ from .rr_sim import rr_simulate
 from .server import serve
 from .state import (
     COBBLESTONE_SCALE,
-    FINISHED,
     GPU_RELATIVE_SPEED_FACTOR,
-    QUEUED,
     RUNNING,
     WF_EST_FETCH_TIME,
-    JobState,
     ProjectState,
     EngineLimitError,
     RandomProcess,
@@ -67,7 +65,7 @@ MAX_EVENTS_PER_INSTANT = 100_000
 # the share of a job's size below which what is left is rounding, not work (_advance)
 FINISH_EPS = 1e-12
 
-class Emulator(HostAvailability):
+class Emulator(HostAvailability, JobLifecycle):
     """One run. Build it, call `run()` once, get a `RunResult`."""
 
     def __init__(self, scenario: Scenario, policy_factory, *, duration: float, delta: float,
@@ -136,18 +134,14 @@ class Emulator(HostAvailability):
         self.project_order = sorted(self.projects, key=lambda p: p.name) if self.bce else list(self.projects)
         self.host_proc = {name: RandomProcess(getattr(host, name), self.rng) for name in HOST_PROCESSES}
         self._init_host()
+        self._init_jobs()
         self.now = 0.0
-        self.running: list[JobState] = []
-        self.all_jobs: list[JobState] = []
         self.cpu_scale = 1.0
-        self.cpu_slots: list = [None] * self.n_usable_cpus
-        self.job_seq = 0
         self.jobs_sent = 0
         self.nrpcs = 0
         self.flops_used = 0.0
         self.active_time = 0.0
         self.gpu_active_time = 0.0
-        self.slices: list[TimeSlice] = []
         self.rec_samples: list[RecSample] = []
         self.buffer_samples: list[BufferSample] = []
         self.rpc_events: list[RpcEvent] = []
@@ -194,39 +188,6 @@ class Emulator(HostAvailability):
         if self._rr_cache is None or self._rr_cache[0] != key:
             self._rr_cache = (key, self.policy.rr(self.now))
         return self._rr_cache[1]
-
-    def _version_for(self, app, resource: str | None):
-        usable = [v for v in app.versions if v.resource in self.rsc_index]
-        if resource is not None:
-            usable = [v for v in usable if v.resource == resource] or usable
-        if not usable:
-            return None
-        return max(usable, key=lambda v: v.flops)
-
-    def new_job(self, p, app, version, size: float, fpops_est: float, received: float,
-                deadline: float, name: str | None = None, initial: bool = False) -> JobState:
-        p.job_counter += 1
-        self.job_seq += 1
-        cp = 0.0 if self.bce else app.checkpoint_period
-        j = JobState(name or f"{p.name}_{app.name}_{p.job_counter}", p, app, version,
-                     self.rsc_index[version.resource], size, fpops_est, received, deadline,
-                     self.job_seq, initial, cp)
-        p.jobs.append(j)
-        self.all_jobs.append(j)
-        self.state_version += 1
-        return j
-
-    def _add_initial_jobs(self) -> None:
-        for p in self.projects:
-            for ij in p.spec.jobs:
-                app = p.spec.app(ij.app)
-                v = self._version_for(app, ij.resource)
-                if v is None:
-                    continue
-                size = ij.fpops_est if self.bce else ij.fpops
-                j = self.new_job(p, app, v, size, ij.fpops_est, ij.received, ij.deadline, ij.name, True)
-                j.done = j.ckpt_done = ij.flops_done
-                j.started = ij.flops_done > 0
 
     # ------------------------------------------------------------------ main loop
 
@@ -459,31 +420,6 @@ class Emulator(HostAvailability):
         for tc, j in sorted(finished, key=lambda x: x[0]):
             self._finish(j, tc)
 
-    def _checkpoint(self, j, t0, t1, done0, wait, rate) -> None:
-        cp = j.checkpoint_period
-        if cp <= 0:
-            j.ckpt_done = j.done
-            return
-        k = math.floor((t1 - j.run_start) / cp + 1e-9)
-        tk = j.run_start + k * cp
-        if k >= 1 and tk > t0:
-            j.ckpt_done = done0 + rate * max(0.0, tk - t0 - wait)
-
-    def _finish(self, j, tc: float) -> None:
-        """A job ends: it becomes ready to report (§3 app_finished)."""
-        p = j.project
-        self._close_slice(j, tc)
-        self._release(j)
-        p.jobs.remove(j)
-        j.state = FINISHED
-        j.completed_time = tc
-        p.ready.append(j)
-        p.jobs_completed += 1
-        self._update_dcf(j)
-        self.state_version += 1
-        self.must_schedule = True
-        self.log("finish", p.name, j.name, f"{j.name} of {p.name} finished at {tc:.0f} s and is ready to report.")
-
     def _update_dcf(self, j) -> None:
         """update_duration_correction_factor (reference/client.md §6.3)."""
         p = j.project
@@ -500,77 +436,6 @@ class Emulator(HostAvailability):
         else:
             p.dcf = 0.9 * p.dcf + 0.1 * raw
         p.dcf = min(max(p.dcf, 0.01), 100.0)
-
-    # ------------------------------------------------------------------ job start / stop
-
-    def _release(self, j) -> None:
-        if j in self.running:
-            self.running.remove(j)
-        if j.rsc == 0:
-            for i, s in enumerate(self.cpu_slots):
-                if s is j:
-                    self.cpu_slots[i] = None
-        j.instance = -1
-
-    def _close_slice(self, j, end: float) -> None:
-        if end > j.slice_start:
-            self.slices.append(TimeSlice(self.resources[j.rsc].name, j.instance, j.name, j.project.name,
-                                         j.slice_start, end, j.slice_why))
-
-    def _preempt(self, j, why: str, force_remove: bool = False) -> None:
-        """ACTIVE_TASK::preempt (§6.3): GPU jobs always leave memory; a job that never
-        checkpointed stays; otherwise leave_apps_in_memory decides. Leaving memory loses the
-        work since the checkpoint and costs the app's resume time (`--compat intended`)."""
-        p = j.project
-        self._close_slice(j, self.now)
-        self._release(j)
-        j.state = QUEUED
-        never_checkpointed = j.checkpoint_period > 0 and j.ckpt_done <= 0
-        remove = force_remove or j.rsc != 0 or (not never_checkpointed and not self.prefs.leave_apps_in_memory)
-        lost = 0.0
-        if remove and not self.bce:
-            lost = j.done - j.ckpt_done
-            if lost > 0:
-                p.flops_lost += lost
-                j.done = j.ckpt_done
-                self.state_version += 1
-            j.resume_left = j.app.resume_cost if j.done > 0 else 0.0
-            j.in_memory = False
-        else:
-            j.in_memory = True
-        where = "left in memory" if j.in_memory else (
-            f"removed from memory, losing {lost / 1e9:.1f} GFLOP since its checkpoint" if lost > 0
-            else "removed from memory")
-        self.log("preempt", p.name, j.name, f"Preempted {j.name} of {p.name} ({why}); {where}.")
-
-    def _start(self, j, why: str, gpu_instance: int) -> None:
-        p = j.project
-        j.state = RUNNING
-        resumed = j.started
-        j.started = True
-        j.run_start = self.now
-        j.slice_start = self.now
-        j.slice_why = why
-        if why == WHY_EDF:
-            j.once_ran_edf = True
-        if j.rsc == 0:
-            need = max(1, round(j.avg_ncpus))
-            free = [i for i, s in enumerate(self.cpu_slots) if s is None]
-            for i in free[:need]:
-                self.cpu_slots[i] = j
-            j.instance = free[0] if free else -1
-        else:
-            j.instance = gpu_instance
-        self.running.append(j)
-        res = self.resources[j.rsc]
-        reason = {"edf": "it is in deadline danger (EDF)",
-                  "priority": (f"{p.name} has the most short-term debt (CPU time owed to it)"
-                               if self.policy_name == "boinc5"  # reference/debt-era.md §5 step 5
-                               else f"{p.name} has the highest scheduling priority"),
-                  "unfinished_time_slice": "its time slice is not over",
-                  "fifo": "it is the oldest job"}.get(why, why)
-        self.log("schedule", p.name, j.name,
-                 f"{'Resumed' if resumed else 'Started'} {j.name} of {p.name} on {res.name} #{j.instance} because {reason}.")
 
     # ------------------------------------------------------------------ decisions
 

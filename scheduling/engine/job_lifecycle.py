@@ -1,0 +1,155 @@
+"""A job's life on the emulated host: made from the state file or a scheduler reply, started
+on a CPU slot or a GPU instance, preempted (left in memory or removed, losing the work since
+its checkpoint), checkpointed, and finished, ready to report (reference/client.md §3, §6.3).
+
+It mirrors BOINC's client: `CLIENT_STATE::enforce_schedule` (client/cpu_sched.cpp) starting
+and preempting jobs, `ACTIVE_TASK::preempt` (reference/client.md §6.3), and
+`handle_finished_apps` / `app_finished` (client/cs_apps.cpp), as BOINC's emulator runs them
+with the process stubs of client/sim_util.cpp and the job progress of client/sim.cpp.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .cpu_sched import WHY_EDF
+from .records import TimeSlice
+from .state import FINISHED, QUEUED, RUNNING, JobState
+
+
+class JobLifecycle:
+    """The Emulator's part that starts, stops and ends jobs (a mixin, see HostAvailability)."""
+
+    def _init_jobs(self) -> None:
+        self.running: list[JobState] = []
+        self.all_jobs: list[JobState] = []
+        self.cpu_slots: list = [None] * self.n_usable_cpus
+        self.job_seq = 0
+        self.slices: list[TimeSlice] = []
+
+    def _version_for(self, app, resource: str | None):
+        usable = [v for v in app.versions if v.resource in self.rsc_index]
+        if resource is not None:
+            usable = [v for v in usable if v.resource == resource] or usable
+        if not usable:
+            return None
+        return max(usable, key=lambda v: v.flops)
+
+    def new_job(self, p, app, version, size: float, fpops_est: float, received: float,
+                deadline: float, name: str | None = None, initial: bool = False) -> JobState:
+        p.job_counter += 1
+        self.job_seq += 1
+        cp = 0.0 if self.bce else app.checkpoint_period
+        j = JobState(name or f"{p.name}_{app.name}_{p.job_counter}", p, app, version,
+                     self.rsc_index[version.resource], size, fpops_est, received, deadline,
+                     self.job_seq, initial, cp)
+        p.jobs.append(j)
+        self.all_jobs.append(j)
+        self.state_version += 1
+        return j
+
+    def _add_initial_jobs(self) -> None:
+        for p in self.projects:
+            for ij in p.spec.jobs:
+                app = p.spec.app(ij.app)
+                v = self._version_for(app, ij.resource)
+                if v is None:
+                    continue
+                size = ij.fpops_est if self.bce else ij.fpops
+                j = self.new_job(p, app, v, size, ij.fpops_est, ij.received, ij.deadline, ij.name, True)
+                j.done = j.ckpt_done = ij.flops_done
+                j.started = ij.flops_done > 0
+
+    def _start(self, j, why: str, gpu_instance: int) -> None:
+        p = j.project
+        j.state = RUNNING
+        resumed = j.started
+        j.started = True
+        j.run_start = self.now
+        j.slice_start = self.now
+        j.slice_why = why
+        if why == WHY_EDF:
+            j.once_ran_edf = True
+        if j.rsc == 0:
+            need = max(1, round(j.avg_ncpus))
+            free = [i for i, s in enumerate(self.cpu_slots) if s is None]
+            for i in free[:need]:
+                self.cpu_slots[i] = j
+            j.instance = free[0] if free else -1
+        else:
+            j.instance = gpu_instance
+        self.running.append(j)
+        res = self.resources[j.rsc]
+        reason = {"edf": "it is in deadline danger (EDF)",
+                  "priority": (f"{p.name} has the most short-term debt (CPU time owed to it)"
+                               if self.policy_name == "boinc5"  # reference/debt-era.md §5 step 5
+                               else f"{p.name} has the highest scheduling priority"),
+                  "unfinished_time_slice": "its time slice is not over",
+                  "fifo": "it is the oldest job"}.get(why, why)
+        self.log("schedule", p.name, j.name,
+                 f"{'Resumed' if resumed else 'Started'} {j.name} of {p.name} on {res.name} #{j.instance} because {reason}.")
+
+    def _preempt(self, j, why: str, force_remove: bool = False) -> None:
+        """ACTIVE_TASK::preempt (§6.3): GPU jobs always leave memory; a job that never
+        checkpointed stays; otherwise leave_apps_in_memory decides. Leaving memory loses the
+        work since the checkpoint and costs the app's resume time (`--compat intended`)."""
+        p = j.project
+        self._close_slice(j, self.now)
+        self._release(j)
+        j.state = QUEUED
+        never_checkpointed = j.checkpoint_period > 0 and j.ckpt_done <= 0
+        remove = force_remove or j.rsc != 0 or (not never_checkpointed and not self.prefs.leave_apps_in_memory)
+        lost = 0.0
+        if remove and not self.bce:
+            lost = j.done - j.ckpt_done
+            if lost > 0:
+                p.flops_lost += lost
+                j.done = j.ckpt_done
+                self.state_version += 1
+            j.resume_left = j.app.resume_cost if j.done > 0 else 0.0
+            j.in_memory = False
+        else:
+            j.in_memory = True
+        where = "left in memory" if j.in_memory else (
+            f"removed from memory, losing {lost / 1e9:.1f} GFLOP since its checkpoint" if lost > 0
+            else "removed from memory")
+        self.log("preempt", p.name, j.name, f"Preempted {j.name} of {p.name} ({why}); {where}.")
+
+    def _release(self, j) -> None:
+        if j in self.running:
+            self.running.remove(j)
+        if j.rsc == 0:
+            for i, s in enumerate(self.cpu_slots):
+                if s is j:
+                    self.cpu_slots[i] = None
+        j.instance = -1
+
+    def _close_slice(self, j, end: float) -> None:
+        if end > j.slice_start:
+            self.slices.append(TimeSlice(self.resources[j.rsc].name, j.instance, j.name, j.project.name,
+                                         j.slice_start, end, j.slice_why))
+
+    def _checkpoint(self, j, t0, t1, done0, wait, rate) -> None:
+        cp = j.checkpoint_period
+        if cp <= 0:
+            j.ckpt_done = j.done
+            return
+        k = math.floor((t1 - j.run_start) / cp + 1e-9)
+        tk = j.run_start + k * cp
+        if k >= 1 and tk > t0:
+            j.ckpt_done = done0 + rate * max(0.0, tk - t0 - wait)
+
+    def _finish(self, j, tc: float) -> None:
+        """A job ends: it becomes ready to report (§3 app_finished)."""
+        p = j.project
+        self._close_slice(j, tc)
+        self._release(j)
+        p.jobs.remove(j)
+        j.state = FINISHED
+        j.completed_time = tc
+        p.ready.append(j)
+        p.jobs_completed += 1
+        self._update_dcf(j)
+        self.state_version += 1
+        self.must_schedule = True
+        self.log("finish", p.name, j.name, f"{j.name} of {p.name} finished at {tc:.0f} s and is ready to report.")
