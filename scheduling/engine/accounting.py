@@ -1,0 +1,224 @@
+"""The emulator's accounting of time passing: each running job's FLOPS for the coming
+interval (cpu_scale), the work, peak FLOPs, elapsed time, REC and idle time of an interval in
+which nothing but job progress changes, the duration correction factor of a finished job, and
+the series the run records (reference/client.md §3, §5, §6.1, §6.3).
+
+It mirrors BOINC's client emulator: the FLOP accounting of `ACTIVE_TASK_SET::poll`
+(client/sim.cpp), `update_rec` / `adjust_rec` (client/cpu_sched.cpp) with
+`WORK_FETCH::accumulate_inst_sec` (client/work_fetch.cpp), and
+`PROJECT::update_duration_correction_factor` (reference/client.md §6.3).
+"""
+
+from __future__ import annotations
+
+import math
+
+from .rec import update_average
+from .records import BufferSample, HostPeriod, RecordChunk, RecSample, TimeSlice
+from .state import COBBLESTONE_SCALE
+
+# the share of a job's size below which what is left is rounding, not work (_advance)
+FINISH_EPS = 1e-12
+
+
+class Accounting:
+    """The Emulator's part that accounts time passing and keeps the records (a mixin, see
+    HostAvailability)."""
+
+    def _init_accounting(self) -> None:
+        self.cpu_scale = 1.0
+        self.flops_used = 0.0
+        self.active_time = 0.0
+        self.gpu_active_time = 0.0
+        self.rec_samples: list[RecSample] = []
+        self.buffer_samples: list[BufferSample] = []
+        self.last_sample = -math.inf
+        self.sent = {}  # series name -> how many of its records earlier chunks carried
+
+    def _rates(self) -> None:
+        """Set every running job's FLOPS for the coming interval (cpu_scale, §3)."""
+        cpu_on = self.on and self.active or self.bce
+        gpu_on = self.gpu_acct
+        usage = 0.0
+        gpu_cpu = 0.0
+        for j in self.running:
+            if j.rsc == 0:
+                usage += j.avg_ncpus
+            elif gpu_on:
+                usage += j.avg_ncpus
+                gpu_cpu += j.avg_ncpus
+        n = self.n_usable_cpus
+        scale = 1.0
+        if usage > n and usage - gpu_cpu > 0:
+            scale = max(0.0, (n - gpu_cpu) / (usage - gpu_cpu))
+        self.cpu_scale = scale
+        for j in self.running:
+            if j.rsc == 0:
+                j.rate = j.flops * scale if cpu_on else 0.0
+            else:
+                j.rate = j.flops if gpu_on else 0.0
+
+    def _advance(self, t1: float) -> None:
+        """Account the interval [now, t1] in which nothing changes but job progress."""
+        t0 = self.now
+        dt = t1 - t0
+        can_compute = self.on and self.active
+        if self.bce:
+            self.active_time += dt
+        elif can_compute:
+            self.active_time += dt
+        if self.gpu_acct:
+            self.gpu_active_time += dt
+        finished = []
+        executing = set()
+        usage = []  # (project, resource, instances, seconds from t0) for REC
+        cpu_flops = self.cpu_flops
+        scale = self.cpu_scale if self.running else 1.0
+        for j in self.running:
+            rate = j.rate
+            if rate <= 0:
+                if self.bce:
+                    # BOINC's emulator adds a step to the elapsed time of every executing
+                    # task at the end of each step, computing or not (sim.cpp simulate()):
+                    # a GPU job held while the GPUs are suspended or the host is off
+                    # (docs/engine-fidelity.md, "Elapsed time of a job that does not compute")
+                    j.elapsed += dt
+                continue
+            p = j.project
+            executing.add(p)
+            wait = min(j.resume_left, dt)
+            j.resume_left -= wait
+            work = rate * (dt - wait)
+            run_time = dt
+            charged = dt  # the time its peak FLOPs and elapsed time are counted for
+            if j.done + work >= j.size - FINISH_EPS * j.size:
+                # a remainder of a few ulps (the sum of the steps' work) is no work left: the
+                # job ends in this interval and leaves the next one's cpu_scale
+                run_time = min(dt, wait + max(0.0, j.size - j.done) / rate)
+                work = j.size - j.done
+                finished.append((t0 + run_time, j))
+                if not self.bce:
+                    charged = run_time
+                # else BOINC's emulator charges the whole step in which the job ends: the
+                # interval ends with that step (grid), and ACTIVE_TASK_SET::poll adds
+                # diff x app_peak_flops and diff of elapsed time for the step before it
+                # finds the job done (docs/engine-fidelity.md)
+            done0 = j.done
+            j.done += work
+            p.flops_computed += work
+            self._checkpoint(j, t0, t0 + run_time, done0, wait, rate)
+            if j.rsc:
+                # BOINC's emulator scales the CPU part of every job's peak FLOPs by cpu_scale,
+                # GPU jobs' too (app_peak_flops in ACTIVE_TASK_SET::poll, sim.cpp)
+                ncpus = j.avg_ncpus * scale if self.bce else j.avg_ncpus
+                peak = (ncpus + j.gpu_usage * self.resources[j.rsc].relative_speed) * cpu_flops
+                usage.append((p, j.rsc, j.gpu_usage, run_time))
+                usage.append((p, 0, j.avg_ncpus, run_time))
+            else:
+                peak = j.avg_ncpus * scale * cpu_flops
+                usage.append((p, 0, j.avg_ncpus * scale, run_time))
+                p.wall_cpu_interval += run_time * j.avg_ncpus
+            pf = charged * peak
+            j.peak_flop_count += pf
+            p.flops_used += pf
+            self.flops_used += pf
+            j.elapsed += charged * (2.0 if self.bce else 1.0)
+        # REC is updated once per step in BOINC's emulator: the interval's credit is spread
+        # evenly over it, which is exact while every job runs throughout. A job ending inside
+        # the interval makes the credit uneven, so the last grid step before the first end is
+        # accounted on its own, as a fixed step would (reference/client.md §6.1).
+        split = t0
+        if finished:
+            split = max(t0, math.floor(min(tc for tc, _j in finished) / self.delta) * self.delta)
+        before = {}
+        for p, r, n, run_time in usage:
+            if split > t0:
+                head = min(run_time, split - t0)
+                key = (p, r)
+                before[key] = before.get(key, 0.0) + head * n
+                run_time -= head
+            p.secs_this_interval[r] += run_time * n
+        k = max(1, round(dt / self.delta))
+        d = dt / k
+        limit = self.prefs.cpu_usage_limit / 100.0
+        for p in self.projects:
+            if p in executing:
+                p.idle_time = 0.0
+            elif dt > 0:
+                i0 = p.idle_time
+                # sum over the k steps of d x (idle time after the step)^2 (§5 monotony)
+                p.idle_time_sumsq += d * (k * i0 * i0 + i0 * d * k * (k + 1)
+                                          + d * d * k * (k + 1) * (2 * k + 1) / 6.0)
+                p.idle_time += dt
+            credit = 0.0
+            head = 0.0
+            for r, secs in enumerate(p.secs_this_interval):
+                scale_r = limit * cpu_flops * self.resources[r].relative_speed * COBBLESTONE_SCALE
+                if secs:
+                    credit += secs * scale_r
+                    p.secs_this_interval[r] = 0.0
+                if split > t0:
+                    head += before.get((p, r), 0.0) * scale_r
+            if self.bce and not self.on:
+                credit = head = 0.0  # reference/client.md §9.4: REC drops work done while off
+            if split > t0:
+                p.rec, p.rec_time = update_average(split, t0, head, self.rec_half_life, p.rec, p.rec_time)
+                p.rec, p.rec_time = update_average(t1, split, credit, self.rec_half_life, p.rec, p.rec_time)
+            elif dt > 0:
+                p.rec, p.rec_time = update_average(t1, t0, credit, self.rec_half_life, p.rec, p.rec_time)
+        self.policy.account(t0, t1)
+        for p in self.projects:
+            p.wall_cpu_interval = 0.0
+        self.now = t1
+        for tc, j in sorted(finished, key=lambda x: x[0]):
+            self._finish(j, tc)
+
+    def _update_dcf(self, j) -> None:
+        """update_duration_correction_factor (reference/client.md §6.3)."""
+        p = j.project
+        est_unc = j.fpops_est / j.flops
+        est = est_unc * p.dcf
+        if est_unc <= 0 or est <= 0:
+            return
+        raw = j.elapsed / est_unc
+        adj = j.elapsed / est
+        if adj > 1.1:
+            p.dcf = raw
+        elif adj < 0.1:
+            p.dcf = 0.99 * p.dcf + 0.01 * raw
+        else:
+            p.dcf = 0.9 * p.dcf + 0.1 * raw
+        p.dcf = min(max(p.dcf, 0.01), 100.0)
+
+    def _sample(self) -> None:
+        if self.now - self.last_sample < self.sample_interval:
+            return
+        self.last_sample = self.now
+        for p in self.projects:
+            self.rec_samples.append(RecSample(self.now, p.name, p.rec, p.priority, p.std, p.ltd))
+        if self._rr_cache is not None:
+            rr = self._rr_cache[1]
+            for r, res in enumerate(self.resources):
+                rs = rr.rsc[r]
+                self.buffer_samples.append(BufferSample(self.now, res.name, rs.saturated_time, rs.shortfall,
+                                                        rs.nidle_now, rs.busy_time, self.work_buf_min,
+                                                        self.work_buf_total))
+
+    def _chunk(self, last: bool) -> RecordChunk:
+        """The records since the previous chunk, and what is still open now (RecordChunk)."""
+        now = self.now
+        series = {}
+        for name, records in (("slices", self.slices), ("rec", self.rec_samples),
+                              ("buffers", self.buffer_samples), ("rpcs", self.rpc_events),
+                              ("decisions", self.decisions), ("host_periods", self.host_periods)):
+            start = self.sent.get(name, 0)
+            series[name] = tuple(records[start:])
+            self.sent[name] = len(records)
+        # at the end every running slice has been closed into self.slices
+        open_slices = () if last else tuple(
+            TimeSlice(self.resources[j.rsc].name, j.instance, j.name, j.project.name, j.slice_start, now,
+                      j.slice_why)
+            for j in self.running if now > j.slice_start)
+        open_periods = tuple(HostPeriod(start, now, state) for state, start in self.host_down_since.items()
+                             if now > start)
+        return RecordChunk(now, open_slices=open_slices, open_host_periods=open_periods, last=last, **series)
