@@ -14,6 +14,13 @@ job size is the real size. `--compat bce` reproduces BOINC's emulator (reference
 size equal to fpops_est, elapsed time counted twice, GPU peak FLOPS growing with count²,
 the RR-sim project order by pointer, REC dropping work done while off, never resetting
 master_fetch_failures.
+
+`Emulator` is the coordinator (BOINC's sim.cpp `simulate()`): the event loop, the decision
+instant (schedule, RPC, schedule again), the next events, the results. Its sections are
+mixins in their own modules, one object so the engine's state stays plain attributes:
+host_availability.py (the host's on / connected / active / gpu_active processes),
+job_lifecycle.py (start, preempt, checkpoint, finish), accounting.py (time passing, REC,
+DCF, the records) and scheduler_rpc.py (master fetches, reports, work-fetch RPCs).
 """
 
 from __future__ import annotations
@@ -30,17 +37,16 @@ from .events import EV_ACCT, EV_DONE, EV_END, EV_FETCH, EV_HOST, EV_REPORT, EV_S
 from .host_availability import HOST_PROCESSES, HostAvailability
 from .job_lifecycle import JobLifecycle
 from .accounting import Accounting
+from .scheduler_rpc import SchedulerRpc
 from .metrics import figures_of_merit
 from .records import (
     Decision,
     HostPeriod,
     ProjectResult,
-    RpcEvent,
     RunResult,
 )
 from .scenario import Scenario
 from .rr_sim import rr_simulate
-from .server import serve
 from .state import (
     GPU_RELATIVE_SPEED_FACTOR,
     RUNNING,
@@ -57,8 +63,11 @@ MAX_EVENTS_PER_STEP = 64
 MAX_EVENTS_PER_INSTANT = 100_000
 
 
-class Emulator(HostAvailability, JobLifecycle, Accounting):
-    """One run. Build it, call `run()` once, get a `RunResult`."""
+class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
+    """One run. Build it, call `run()` once, get a `RunResult`.
+
+    __init__ makes the run's fixed parts (resources, projects) and every RandomProcess, in
+    one order of draws from `rng`; each section's `_init_*` sets the state it owns."""
 
     def __init__(self, scenario: Scenario, policy_factory, *, duration: float, delta: float,
                  seed: int, compat: str, existing_jobs_only: bool, progress=None,
@@ -127,18 +136,14 @@ class Emulator(HostAvailability, JobLifecycle, Accounting):
         self._init_host()
         self._init_jobs()
         self._init_accounting()
+        self._init_rpc()
         self.now = 0.0
-        self.jobs_sent = 0
-        self.nrpcs = 0
-        self.rpc_events: list[RpcEvent] = []
         self.decisions: list[Decision] = []
         self.state_version = 0
         self._rr_cache = None
         self.events = 0
         self.epoch = 0
         self.must_schedule = True
-        self.rpc_this_instant = False
-        self.no_fetch_key = None  # the last "no work fetch" reason logged
         self.policy = policy_factory(self)
         self._add_initial_jobs()
 
@@ -173,6 +178,11 @@ class Emulator(HostAvailability, JobLifecycle, Accounting):
         if self._rr_cache is None or self._rr_cache[0] != key:
             self._rr_cache = (key, self.policy.rr(self.now))
         return self._rr_cache[1]
+
+    def rr_now(self):
+        """The round-robin simulation made at this instant, if one was."""
+        cache = self._rr_cache
+        return cache[1] if cache is not None and cache[0][0] == self.now else None
 
     # ------------------------------------------------------------------ main loop
 
@@ -338,128 +348,6 @@ class Emulator(HostAvailability, JobLifecycle, Accounting):
             self._start(j, why, inst)
         self._rates()
 
-    def _rpc_poll(self) -> bool:
-        """scheduler_rpc_poll (§3): master fetches, then a report-results RPC with a
-        piggybacked work request, else a work-fetch RPC. One RPC per instant."""
-        now = self.now
-        for p in self.project_order:
-            if p.master_fetch_pending and p.min_rpc_time <= now:
-                self._master_fetch(p)
-                self.rpc_this_instant = True
-                return False
-        for p in self.project_order:
-            if rpc.must_report(self, p, now):
-                rr = self.rr()
-                requests = self.policy.piggyback(p, now, rr)
-                self.log("fetch", p.name, "", self._piggyback_text(p, requests))
-                self.no_fetch_key = None
-                return self._rpc(p, "results_due", requests, f"{p.name} has results to report")
-        rr = self.rr()
-        plan = self.policy.choose_fetch(now, rr)
-        if plan is None:
-            # one sentence each time the reason changes, not at every check
-            key, text = self.policy.no_fetch_reason(now, rr)
-            if key != self.no_fetch_key:
-                self.no_fetch_key = key
-                self.log("fetch", "", "", text)
-            return False
-        self.no_fetch_key = None
-        self.log("fetch", plan.project.name, "", plan.text)
-        return self._rpc(plan.project, plan.reason, plan.requests, "")
-
-    def _piggyback_text(self, p, requests: dict) -> str:
-        """The fetch sentence of a reporting RPC (piggyback_work_request, §6.5)."""
-        if not requests:
-            return (f"Reporting to {p.name} without a work request: no processor type is below "
-                    f"the maximum buffer for which {p.name} is the project to ask.")
-        asked = ", ".join(f"{self.resources[r].name} {s:.0f} s / {i:.2f} inst"
-                          for r, (s, i) in sorted(requests.items()))
-        return f"Asked {p.name} for work with the results it is sent: {asked}."
-
-    def _reachable(self, p) -> tuple[bool, str]:
-        """Try the project's schedulers in order (seed 000); downtime blocks them all."""
-        now = self.now
-        if self.bce:
-            # BOINC's emulator samples availability at each attempt over the time since the
-            # last one, with one change at most (simulate_rpc, RANDOM_PROCESS::sample)
-            dt = now - p.last_rpc_time if p.last_rpc_time is not None else 0.0
-            p.last_rpc_time = now
-            up = p.available.sample(dt) and not p.down(now)
-        else:
-            up = p.available.advance(now) and not p.down(now)
-        if not p.urls:
-            return up, p.spec.master_url or p.name
-        for url, proc in p.urls:
-            if up and proc.advance(now):
-                return True, url
-        return False, p.urls[-1][0]
-
-    def _master_fetch(self, p) -> None:
-        ok, url = self._reachable(p)
-        if ok:
-            rpc.master_fetch_succeeded(p, self.now)
-            text = f"Fetched the master file of {p.name}; RPC back-off cleared."
-            backoff = 0.0
-        else:
-            backoff, note = rpc.project_rpc_backoff(p, self.now, self.rng, bce=self.bce)
-            text = f"Master file fetch of {p.name} failed; backing off {backoff:.0f} s.{note}"
-        self.rpc_events.append(RpcEvent(self.now, p.name, p.spec.master_url or url, "master_fetch", ok,
-                                        {}, {}, 0, backoff, text))
-        self.log("rpc", p.name, "", text)
-
-    def _rpc(self, p, reason: str, requests: dict, why: str) -> bool:
-        now = self.now
-        self.rpc_this_instant = True
-        named = {self.resources[r].name: [round(s, 3), round(i, 3)] for r, (s, i) in requests.items()}
-        ok, url = self._reachable(p)
-        if not ok:
-            p.rpc_failures += 1
-            backoff, note = rpc.project_rpc_backoff(p, now, self.rng, bce=self.bce)
-            text = (f"RPC to {p.name} failed (project down), failure {p.nrpc_failures or rpc.MASTER_FETCH_PERIOD}; "
-                    f"backing off {backoff:.0f} s.{note}")
-            self.rpc_events.append(RpcEvent(now, p.name, url, reason, False, named, {}, 0, backoff, text))
-            self.log("rpc", p.name, "", text)
-            return False
-        reported = self._report(p)
-        jobs = serve(self, p, requests, self.rr(), self.policy.request_scale(p))
-        received: dict = {}
-        for j in jobs:
-            received[j.rsc] = received.get(j.rsc, 0) + 1
-        rpc.rpc_succeeded(p, now)
-        notes = self.policy.handle_reply(p, requests, received, now)
-        p.rpcs += 1
-        p.jobs_received += len(jobs)
-        self.nrpcs += 1
-        self.jobs_sent += len(jobs)
-        got = {self.resources[r].name: n for r, n in received.items()}
-        text = (f"RPC to {p.name} ({why or reason.replace('_', ' ')}): reported {reported}, got "
-                + (", ".join(f"{n} {name}" for name, n in got.items()) or "no") + " jobs.")
-        self.rpc_events.append(RpcEvent(now, p.name, url, reason, True, named, got, reported, 0.0, text))
-        self.log("rpc", p.name, "", text)
-        for note in notes:
-            self.log("backoff", p.name, "", note)
-        if jobs:
-            self.must_schedule = True
-        return bool(jobs)
-
-    def _report(self, p) -> int:
-        """Report every ready result; late ones waste their peak FLOPs (§3, §5)."""
-        n = 0
-        for j in p.ready:
-            n += 1
-            if self.now > j.deadline:
-                p.deadlines_missed += 1
-                p.flops_wasted += j.peak_flop_count
-            else:
-                p.deadlines_met += 1
-        p.ready = []
-        return n
-
-    def rr_now(self):
-        """The round-robin simulation made at this instant, if one was."""
-        cache = self._rr_cache
-        return cache[1] if cache is not None and cache[0][0] == self.now else None
-
     def _plan(self) -> None:
         """Push the next events: the earliest job end, time slice, fetch check, report and
         back-off end. Older events of the same kinds become stale (epoch).
@@ -507,6 +395,8 @@ class Emulator(HostAvailability, JobLifecycle, Accounting):
         if wake:
             push(self.grid(min(wake)), EV_WAKE, epoch)
         push(self.grid(self.last_sample + self.sample_interval), EV_SAMPLE, epoch)
+
+    # ------------------------------------------------------------------ results
 
     def snapshot(self) -> dict:
         """The round-robin simulation at `now` in the `rrsim --json` shape (DESIGN.md).
