@@ -83,6 +83,11 @@ class Accounting:
                     # a GPU job held while the GPUs are suspended or the host is off
                     # (docs/engine-fidelity.md, "Elapsed time of a job that does not compute")
                     j.elapsed += dt
+                    if j.rsc:
+                        # and REC counts the instance-seconds of every scheduled job
+                        # (adjust_rec, accumulate_inst_sec), computing or not
+                        usage.append((j.project, j.rsc, j.gpu_usage, dt))
+                        usage.append((j.project, 0, j.avg_ncpus, dt))
                 continue
             p = j.project
             executing.add(p)
@@ -116,7 +121,9 @@ class Accounting:
                 usage.append((p, 0, j.avg_ncpus, run_time))
             else:
                 peak = j.avg_ncpus * scale * cpu_flops
-                usage.append((p, 0, j.avg_ncpus * scale, run_time))
+                # BOINC counts a CPU job's instance-seconds for REC at its full CPU count
+                # (accumulate_inst_sec); intended counts the CPU time it got
+                usage.append((p, 0, j.avg_ncpus if self.bce else j.avg_ncpus * scale, run_time))
                 p.wall_cpu_interval += run_time * j.avg_ncpus
             pf = charged * peak
             j.peak_flop_count += pf

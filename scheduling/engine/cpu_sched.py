@@ -74,8 +74,6 @@ def _earliest_deadline_result(em, r: int, misses: dict, taken: set):
             key = (j.deadline, not j.started, j.est_flops_remaining(em.exact_estimates))
             if best_key is None or key < best_key:
                 best, best_key = j, key
-    if best is not None:
-        misses[(best.project.index, r)] -= 1
     return best
 
 
@@ -132,8 +130,12 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
     jobs' seqno, which breaks ties in enforce_run_list's more_important.
 
     GPU jobs are left out while GPU computing is suspended (PROC_RESOURCES::can_schedule), so
-    they charge no REC. The CPU scan stops when the single-thread jobs, or the multi-thread
-    jobs, reach twice the CPUs (stop_scan_cpu); GPU jobs' CPU shares count in neither."""
+    they charge no REC. A GPU job is reserved instance by instance (reserve_coprocs); one
+    that the instances' free parts cannot hold is passed over and the scan goes on
+    (sufficient_coprocs), and the scan of a type stops when every instance is taken
+    (stop_scan_coproc); a passed-over EDF job leaves its project's miss count as it was. The
+    CPU scan stops when the single-thread jobs, or the multi-thread jobs, reach twice the
+    CPUs (stop_scan_cpu); GPU jobs' CPU shares count in neither."""
     promote_once_ran_edf(em, now, rr)
     rec_sum = priority_init(em.projects, lambda p: bool(p.jobs))
     misses = dict(rr.misses)
@@ -145,10 +147,11 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
         cpu = r == 0
         if not cpu and not gpu_allowed:
             continue
-        limit = 2 * em.n_usable_cpus if cpu else res.ninstances
+        limit = 2 * em.n_usable_cpus
         used_st = used_mt = 0.0
+        usage = [0.0] * res.ninstances  # PROC_RESOURCES' reservation of each GPU instance
         for edf_pass in ((True, False) if use_edf else (False,)):
-            while (used_st < limit and used_mt < limit) if cpu else used_st < limit:
+            while (used_st < limit and used_mt < limit) if cpu else min(usage) < 1.0:
                 if edf_pass:
                     j = _earliest_deadline_result(em, r, misses, taken)
                 elif cpu:
@@ -157,17 +160,40 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
                     j = _first_coproc_result(em, r, taken)
                 if j is None:
                     break
-                j.edf = edf_pass
                 taken.add(j)
+                if not cpu and not _reserve_gpu(usage, j.gpu_usage):
+                    continue
+                if edf_pass:
+                    misses[(j.project.index, r)] -= 1
+                j.edf = edf_pass
                 out.append(j)
-                if not cpu:
-                    used_st += j.gpu_usage
-                elif j.avg_ncpus > 1:
+                if cpu and j.avg_ncpus > 1:
                     used_mt += j.avg_ncpus
-                else:
+                elif cpu:
                     used_st += j.avg_ncpus
                 adjust_rec_sched(j.project, em.job_peak_flops(j), em.total_peak_flops, rec_sum)
     return out
+
+
+def _reserve_gpu(usage: list[float], x: float) -> bool:
+    """sufficient_coprocs, then reserve_coprocs: whether the instances' free parts add up
+    to the job's usage; if so, take them first-fit, filling an instance whose free part is
+    too small and going on with the rest on the next."""
+    need = x
+    for u in usage:
+        need -= 1.0 - u
+        if need <= 0:
+            break
+    else:
+        return False
+    for i, u in enumerate(usage):
+        free = 1.0 - u
+        if free >= x:
+            usage[i] = u + x
+            break
+        usage[i] = 1.0
+        x -= free
+    return True
 
 
 def more_important_key(j):
@@ -181,9 +207,10 @@ def enforce(em, now: float, run_list: list, gpu_allowed: bool, keep_unfinished: 
     """enforce_run_list (reference/client.md §6.3): returns [(job, why, gpu_instance)].
 
     Running jobs that have not finished their time slice are appended; the list is sorted
-    by `more_important`; a job whose app already runs max_concurrent jobs is skipped; CPU
-    jobs stop at n_usable_cpus, GPU jobs are allowed while
-    ncpus_used + avg_ncpus <= n_usable_cpus + 1 and a GPU instance has room.
+    by `more_important`; the GPU jobs get their devices (`assign_coprocs`), which prunes the
+    ones that find none; then, in order, a job whose app already runs max_concurrent jobs is
+    skipped, CPU jobs stop at n_usable_cpus, and once the CPUs are all used a GPU job is
+    still allowed while ncpus_used + avg_ncpus <= n_usable_cpus + 1.
     """
     listed = set(run_list)
     for seq, j in enumerate(run_list):
@@ -200,32 +227,90 @@ def enforce(em, now: float, run_list: list, gpu_allowed: bool, keep_unfinished: 
                     extra += 1
                     run_list = run_list + [j]
     ordered = sorted(run_list, key=more_important_key)
+    devices = assign_coprocs(em, ordered) if gpu_allowed else {}
     ncpus = em.n_usable_cpus
     ncpus_used = 0.0
-    free = {r: [1.0] * em.resources[r].ninstances for r in range(1, len(em.resources))}
     chosen = []
     napp: dict = {}  # jobs scheduled per app, against its max_concurrent (step 5)
-    # jobs already on a GPU keep their device when they stay
     for j in ordered:
+        if j.rsc and j not in devices:
+            continue
         mc = j.app.max_concurrent
         if mc and napp.get(j.app, 0) >= mc:
             continue
-        if j.rsc == 0:
-            if ncpus_used >= ncpus - 1e-9:
+        if ncpus_used >= ncpus - 1e-9:
+            if j.rsc == 0 or ncpus_used + j.avg_ncpus > ncpus + 1 + 1e-9:
                 continue
-            ncpus_used += j.avg_ncpus
-            napp[j.app] = napp.get(j.app, 0) + 1
-            chosen.append((j, _why(j), -1))
-            continue
-        if not gpu_allowed or ncpus_used + j.avg_ncpus > ncpus + 1 + 1e-9:
-            continue
-        inst = _assign_gpu(free[j.rsc], j)
-        if inst < 0:
-            continue
         ncpus_used += j.avg_ncpus
         napp[j.app] = napp.get(j.app, 0) + 1
-        chosen.append((j, _why(j), inst))
+        chosen.append((j, _why(j), devices[j] if j.rsc else -1))
     return chosen
+
+
+def _devices_of(j, count: int) -> list[int]:
+    """The devices a running GPU job holds: its device, or for a job of several whole
+    devices that many from its first."""
+    if j.gpu_usage <= 1.0:
+        return [j.instance]
+    return list(range(j.instance, min(j.instance + math.ceil(j.gpu_usage - 1e-9), count)))
+
+
+def assign_coprocs(em, ordered: list) -> dict:
+    """assign_coprocs (client/coproc_sched.cpp): the device of each GPU job that gets one, in
+    run-list order; the others are pruned from the list.
+
+    Every running GPU job in the list first reserves its device as pending usage. A running
+    job then keeps its device if the usage confirmed there so far leaves room for it; a new
+    job of a fraction of a device takes the first device in use or reserved with room for
+    it, else the first device nobody has confirmed; a job of whole devices takes devices
+    nobody has confirmed, unreserved ones first. A job placed before a running one can so
+    take its device only where BOINC would too, and then the running job is pruned."""
+    usage = {r: [0.0] * em.resources[r].ninstances for r in range(1, len(em.resources))}
+    pending = {r: [0.0] * em.resources[r].ninstances for r in range(1, len(em.resources))}
+    running = [j for j in ordered if j.rsc and j.state == RUNNING and j.instance >= 0]
+    for j in running:
+        x = min(j.gpu_usage, 1.0)
+        for d in _devices_of(j, len(pending[j.rsc])):
+            pending[j.rsc][d] += x
+    held = set(running)
+    out = {}
+    eps = 1e-9
+    for j in ordered:
+        if not j.rsc:
+            continue
+        use, pend = usage[j.rsc], pending[j.rsc]
+        u = j.gpu_usage
+        if j in held:
+            x = min(u, 1.0)
+            devs = _devices_of(j, len(use))
+            if all(use[d] + x <= 1.0 + eps for d in devs):
+                for d in devs:
+                    use[d] += x
+                    pend[d] -= x
+                out[j] = j.instance
+            continue
+        if u < 1.0:
+            for i in range(len(use)):
+                if (use[i] or pend[i]) and use[i] + pend[i] + u <= 1.0 + eps:
+                    use[i] += u
+                    out[j] = i
+                    break
+            else:
+                for i in range(len(use)):
+                    if not use[i]:
+                        use[i] += u
+                        out[j] = i
+                        break
+            continue
+        need = math.ceil(u - eps)
+        if sum(1 for x in use if not x) < need:
+            continue
+        taken = [i for i in range(len(use)) if not use[i] and not pend[i]][:need]
+        taken += [i for i in range(len(use)) if not use[i] and i not in taken][:need - len(taken)]
+        for i in taken:
+            use[i] = 1.0
+        out[j] = taken[0]
+    return out
 
 
 def _why(j) -> str:
@@ -234,28 +319,6 @@ def _why(j) -> str:
     if j.unfinished:
         return WHY_UNFINISHED
     return WHY_PRIORITY
-
-
-def _assign_gpu(free: list[float], j) -> int:
-    """assign_coprocs: keep the job's device if it has room, else the first that does;
-    jobs using more than one device take whole free devices."""
-    u = j.gpu_usage
-    if u <= 1.0:
-        if j.state == RUNNING and 0 <= j.instance < len(free) and free[j.instance] >= u - 1e-9:
-            free[j.instance] -= u
-            return j.instance
-        for i, f in enumerate(free):
-            if f >= u - 1e-9:
-                free[i] -= u
-                return i
-        return -1
-    need = math.ceil(u - 1e-9)
-    whole = [i for i, f in enumerate(free) if f >= 1.0 - 1e-9]
-    if len(whole) < need:
-        return -1
-    for i in whole[:need]:
-        free[i] = 0.0
-    return whole[0]
 
 
 def queued_jobs_waiting(em) -> bool:

@@ -28,11 +28,11 @@ from __future__ import annotations
 import heapq
 from dataclasses import replace
 import math
-import random
 import time as _time
 
 from . import rpc
 from .cpu_sched import WHY_EDF
+from .draws import make_rng
 from .events import EV_ACCT, EV_DONE, EV_END, EV_FETCH, EV_HOST, EV_REPORT, EV_SAMPLE, EV_SLICE, EV_WAKE
 from .host_availability import HOST_PROCESSES, HostAvailability
 from .job_lifecycle import JobLifecycle
@@ -90,7 +90,7 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
         self.partial_interval = partial_interval if partial_interval else self.duration / 20.0
         self.sample_interval = sample_interval
         self.policy_name = policy_name
-        self.rng = random.Random(seed)
+        self.rng = make_rng(seed, self.bce)
         host, prefs = scenario.host, scenario.prefs
         self.prefs = prefs
         self.cpu_flops = host.cpu_flops
@@ -114,6 +114,12 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
         self.rsc_index = {r.name: r.index for r in self.resources}
         self.total_peak_flops = sum(r.peak_flops for r in self.resources)
         nr = len(self.resources)
+        if self.bce:
+            # BOINC's emulator draws as it reads client_state.xml: <time_stats> (which the
+            # client writes before the projects) starts the host's processes, then each
+            # project's <available> starts its own (docs/engine-fidelity.md)
+            self.host_proc = {name: RandomProcess(getattr(host, name), self.rng, boinc=True, step=self.delta)
+                              for name in HOST_PROCESSES}
         self.projects: list[ProjectState] = []
         for i, spec in enumerate(scenario.projects):
             p = ProjectState(spec, i, nr)
@@ -128,11 +134,13 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
                           else list(p.rsc_ok))
             urls = spec.scheduler_urls or ()
             p.urls = [(u.url, RandomProcess(u.available, self.rng)) for u in urls]
-            p.available = RandomProcess(spec.available, self.rng)
+            # a project without <available> (fraction 1) starts no process in BOINC's emulator
+            p.available = RandomProcess(spec.available, self.rng, boinc=self.bce and spec.available.frac < 1.0)
             self.projects.append(p)
         # BOINC's emulator sorts projects by name every step (reference/client.md §9.10)
         self.project_order = sorted(self.projects, key=lambda p: p.name) if self.bce else list(self.projects)
-        self.host_proc = {name: RandomProcess(getattr(host, name), self.rng) for name in HOST_PROCESSES}
+        if not self.bce:
+            self.host_proc = {name: RandomProcess(getattr(host, name), self.rng) for name in HOST_PROCESSES}
         self._init_host()
         self._init_jobs()
         self._init_accounting()
@@ -197,6 +205,7 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
             heapq.heappush(heap, (t, kind, counter, data))
 
         self._push = push
+        self._heap = heap
         push(self.duration, EV_END)
         push(0.0, EV_FETCH, self.epoch)
         if self.bce:
@@ -286,18 +295,23 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
         if self.must_schedule and cpu_ok:
             self._schedule()
         self.rpc_this_instant = False
-        if self.connected and self._rpc_poll() and cpu_ok:
-            self._schedule()
-            if self.bce:
+        got_work = self.connected and self._rpc_poll() and cpu_ok
+        if self.bce:
+            # the end of the emulator's first pass sets gpu_suspend_reason; the second pass,
+            # which an RPC that brought jobs asks for, schedules with it, so GPU jobs start
+            # or stop in this step then, and otherwise on the next (docs/engine-fidelity.md)
+            gpu = self.active and self.gpu_active
+            changed = gpu != self.gpu_seen
+            self.gpu_seen = gpu
+            if got_work:
+                self._schedule()
                 # that schedule used the round-robin simulation made before the RPC (rr());
                 # the next step's fresh one may call the new jobs deadline misses
                 self.must_schedule = True
-        if self.bce:
-            gpu = self.active and self.gpu_active
-            if gpu != self.gpu_seen:
-                # GPU jobs start or stop on the next step (docs/engine-fidelity.md)
-                self.gpu_seen = gpu
+            elif changed:
                 self.must_schedule = self.gpu_recheck = True
+        elif got_work:
+            self._schedule()
         self._sample()
 
     def _schedule_unchanged(self) -> bool:
@@ -334,7 +348,7 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
             if j.state == RUNNING:
                 if j.rsc and inst >= 0 and inst != j.instance:
                     # a job placed before it in the run list took its device (the instances are
-                    # handed out in run-list order, cpu_sched._assign_gpu): it goes on computing
+                    # handed out in run-list order, cpu_sched.assign_coprocs): it goes on computing
                     # on the device found for it, in a new slice, never two jobs on one device
                     self._close_slice(j, self.now)
                     j.slice_start = self.now

@@ -9,12 +9,15 @@ each step with the state sampled at its end (`ACTIVE_TASK_SET::poll`, client/sim
 
 from __future__ import annotations
 
+import heapq
 import math
 
 from .events import EV_ACCT, EV_HOST
 from .records import HostPeriod
 
 HOST_PROCESSES = ("on", "connected", "active", "gpu_active")
+# the order in which BOINC's emulator samples them within a step (sim.cpp simulate())
+HOST_SAMPLE_ORDER = {"on": -4, "active": -3, "gpu_active": -2, "connected": -1}
 HOST_STATES = ("off", "not_active", "gpu_suspended", "disconnected")  # records.HostPeriod
 # under --compat bce a process's clock runs only while these are up (sim.cpp simulate())
 HOST_CLOCK_GATES = {"connected": ("on",), "active": ("on",), "gpu_active": ("on", "active")}
@@ -76,10 +79,21 @@ class HostAvailability:
         host's state at the start of a step and then accounts the step that just ended with
         it (sim.cpp simulate(), ACTIVE_TASK_SET::poll), so under `--compat bce` the GPUs'
         progress and active time follow a change one step before the decisions do."""
-        t = self.grid(proc.next_change)
         key = (name, self.host_gen[name])
-        self._push(t, EV_HOST, key)
-        if self.bce and name != "connected" and t < self.duration:
+        if self.bce:
+            # RANDOM_PROCESS::sample takes a step off the time left before it looks, so the
+            # change falls on the step in whose interval the period ends, not the step after;
+            # never before the next step, but at the run's start (docs/engine-fidelity.md)
+            t = proc.change_step()
+            if self.events or self.now > 0.0:
+                t = max(t, self.now + self.delta)
+            # changes at one step in the order BOINC's emulator samples the processes, which
+            # is the order of their draws (sim.cpp simulate())
+            heapq.heappush(self._heap, (t, EV_HOST, HOST_SAMPLE_ORDER[name], key))
+        else:
+            t = self.grid(proc.next_change)
+            self._push(t, EV_HOST, key)
+        if self.bce and name != "connected" and 0.0 < t < self.duration:
             # a change due at the end of the run or later is in no record (HostPeriod), so
             # the run's last step is accounted in the state the records show
             self._push(t - self.delta, EV_ACCT, key)
@@ -98,6 +112,7 @@ class HostAvailability:
                 continue
             running = all(getattr(self, g) for g in gates)
             if not running and name not in self.host_paused:
+                proc.settle()  # a clock stops with its period drawn
                 self.host_paused[name] = proc.next_change - self.now
                 proc.next_change = math.inf
                 self.host_gen[name] += 1
@@ -122,6 +137,8 @@ class HostAvailability:
         proc = self.host_proc[name]
         if gen == self.host_gen[name]:
             proc.advance(self.now)
+            if self.bce:
+                proc.settle()  # draws the next period now, in BOINC's order of draws
             if proc.next_change < math.inf:
                 self._push_host(proc, name)
         elif getattr(self, name) == proc.up:

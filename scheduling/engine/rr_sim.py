@@ -262,6 +262,9 @@ class RoundRobin:
         self.result = result = RRResult(now, nr, len(projects))
         self.buf_end = now + em.work_buf_total
         self.by_priority = not em.bce
+        # RR_SIM::activate: while GPU computing is suspended a GPU job's CPU share is not
+        # counted, so that the CPU buffer looks as empty as it is (docs/engine-fidelity.md)
+        self.gpu_cpu = em._gpu_allowed()
         self.mc_cap = static.mc_cap
         self.any_mc = static.any_mc
         for key in self.mc_cap:
@@ -403,9 +406,11 @@ class RoundRobin:
                 if r:
                     p_used[pi] += j.gpu_usage
                     sim_nused[r] += j.gpu_usage
+                    if self.gpu_cpu:
+                        sim_nused[0] += j.avg_ncpus
                 else:
                     p_used[pi] += j.avg_ncpus
-                sim_nused[0] += j.avg_ncpus
+                    sim_nused[0] += j.avg_ncpus
                 if by_priority:
                     p = projects[pi]
                     peak = self.peak[j] = em.job_peak_flops(j)
@@ -549,7 +554,10 @@ class RoundRobin:
                 self.credit[j.project] -= self.peak[j] * COBBLESTONE_SCALE
             if r:
                 self.sim_nused[r] -= j.gpu_usage
-            self.sim_nused[0] -= j.avg_ncpus
+                if self.gpu_cpu:
+                    self.sim_nused[0] -= j.avg_ncpus
+            else:
+                self.sim_nused[0] -= j.avg_ncpus
             j.rr_finish = sim_now
             if sim_now > j.deadline - buf_min:
                 j.rr_miss = True

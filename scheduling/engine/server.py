@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 MAX_JOBS_PER_RPC = 500
 
 
@@ -9,7 +11,7 @@ def _job_size(em, app) -> tuple[float, float]:
     """(real size, estimate). BOINC's emulator runs every job for exactly fpops_est and tells
     the client a draw from the size distribution (§9.3); the intended model is the reverse."""
     mean = app.mean_fpops
-    draw = em.rng.gauss(mean, app.fpops_std_dev) if app.fpops_std_dev > 0 else mean
+    draw = em.rng.normal(mean, app.fpops_std_dev) if app.fpops_std_dev > 0 else mean
     draw = max(draw, mean * 1e-3)
     if em.bce:
         return app.fpops_est, draw
@@ -48,7 +50,14 @@ def serve(em, p, requests: dict, rr, scale: float = 1.0) -> list:
         if not options:
             break
         total = sum(app.weight for app, _v in options)
-        if total > 0:
+        if em.bce:
+            # sim.cpp choose_app: one drand(), less each app's share of the weight in turn
+            x = em.rng.random()
+            for app, v in options:
+                x -= app.weight / total if total > 0 else math.nan
+                if x <= 0:
+                    break
+        elif total > 0:
             x = em.rng.random() * total
             for app, v in options:
                 x -= app.weight

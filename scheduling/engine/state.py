@@ -32,13 +32,30 @@ class RandomProcess:
     mean `mean_up`, down periods with mean `mean_up/frac - mean_up`; starts up with
     probability `frac`. Advanced lazily: `advance(t)` applies every change up to `t`."""
 
-    __slots__ = ("frac", "mean_up", "rng", "up", "next_change", "time_left")
+    __slots__ = ("frac", "mean_up", "rng", "up", "next_change", "time_left", "lazy", "owed", "step")
 
-    def __init__(self, availability: Availability, rng, start: float = 0.0):
+    def __init__(self, availability: Availability, rng, start: float = 0.0, *, boinc: bool = False,
+                 step: float = 0.0):
+        """`boinc`: start as RANDOM_PROCESS::init (sim_util.cpp) does under `--compat bce`: it
+        always draws twice (the state, then the period), even for a process that is always up.
+        With a `step` as well, the process is sampled as BOINC's emulator samples it every
+        step: `advance` flips it at the step in whose interval its period ends (`change_step`)
+        and its next period is drawn only at `settle` (docs/engine-fidelity.md, "One random
+        stream, in BCE's order")."""
         self.frac = availability.frac
         self.mean_up = availability.mean_up
         self.rng = rng
-        if self.frac >= 1.0:
+        self.lazy = boinc and step > 0.0
+        self.step = step
+        self.owed = False
+        if boinc:
+            # BOINC: off when drand() > frac, as it reads
+            self.up = not rng.random() > self.frac
+            period = self._period()
+            self.next_change = start + period if 0.0 < self.frac < 1.0 else math.inf
+            if self.frac >= 1.0:
+                self.up = True
+        elif self.frac >= 1.0:
             self.up, self.next_change = True, math.inf
         elif self.frac <= 0.0:
             self.up, self.next_change = False, math.inf
@@ -48,8 +65,23 @@ class RandomProcess:
         self.time_left = self.next_change - start
 
     def _period(self) -> float:
-        mean = self.mean_up if self.up else self.mean_up / self.frac - self.mean_up
-        return self.rng.expovariate(1.0 / mean)
+        if self.up:
+            return self.rng.exponential(self.mean_up)
+        if self.frac <= 0.0:
+            self.rng.random()  # BOINC draws a period of infinite mean
+            return math.inf
+        return self.rng.exponential(self.mean_up / self.frac - self.mean_up)
+
+    def change_step(self) -> float:
+        """The step at which a lazy process changes: RANDOM_PROCESS::sample takes a step off
+        the time left before it looks, so the step in whose interval the period ends."""
+        return math.floor(self.next_change / self.step) * self.step
+
+    def settle(self) -> None:
+        """Draw the period that follows a change `advance` made (lazy processes only)."""
+        if self.owed:
+            self.owed = False
+            self.next_change += self._period()
 
     def sample(self, dt: float) -> bool:
         """RANDOM_PROCESS::sample (sim_util.cpp), used instead of `advance` where BOINC's
@@ -67,6 +99,15 @@ class RandomProcess:
         """Apply the changes up to time `t`; return the state at `t`. EngineLimitError when
         that takes more than MAX_CHANGES_PER_ADVANCE changes (a mean up time too short for
         the times, whose periods no longer move the clock)."""
+        if self.lazy:
+            # one change per call, as RANDOM_PROCESS::sample makes one per step; the period
+            # after it is drawn by `settle`, in BOINC's order of draws
+            if self.owed:
+                self.settle()
+            elif self.next_change < math.inf and self.change_step() <= t:
+                self.up = not self.up
+                self.owed = True
+            return self.up
         n = 0
         while self.next_change <= t:
             self.up = not self.up

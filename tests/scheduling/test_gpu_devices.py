@@ -1,4 +1,4 @@
-"""GPU devices are handed out in run-list order (cpu_sched._assign_gpu, BOINC's assign_coprocs):
+"""GPU devices are handed out in run-list order (cpu_sched.assign_coprocs, BOINC's assign_coprocs):
 when a job placed before a running one takes that job's device, the running job moves to the
 device found for it, so that no device ever carries more than its whole.
 
