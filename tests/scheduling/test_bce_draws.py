@@ -11,7 +11,8 @@ import pytest
 from scheduling.engine import run
 from scheduling.engine.draws import BOINC_TWO_PI, GlibcRandom, PyRandom, make_rng
 
-from .helpers import HOUR, Availability, Host, cpu_app, project, scenario
+from .helpers import (GFLOPS, HOUR, App, AppVersion, Availability, GpuType, Host, InitialJob, Prefs, cpu_app,
+                      project, scenario)
 
 
 def _libc():
@@ -89,3 +90,81 @@ def test_the_first_draws_also_start_processes_that_are_always_up():
     draws = [g.random() for _ in range(8)]
     up = not draws[6] > 0.5
     assert up == (not any(h.state == "gpu_suspended" and h.start == 0.0 for h in result.host_periods))
+
+
+# ---------------------------------------------------------------- rules found with one stream
+# With one random stream the two programs' traces agree step by step until a rule differs;
+# each rule below was found at such a first difference and is pinned on a small scenario.
+
+def gpu_app(name, usage, hours, latency=10 * 86400.0, ncpus=0.1):
+    return App(name=name, versions=(AppVersion(avg_ncpus=ncpus, flops=10 * GFLOPS, gpu_type="NVIDIA",
+                                               gpu_usage=usage),),
+               latency_bound=latency, fpops_est=hours * HOUR * 10 * GFLOPS)
+
+
+def gpu_job(name, app, hours, deadline):
+    size = hours * HOUR * 10 * GFLOPS
+    return InitialJob(name=name, app=app, fpops=size, fpops_est=size, deadline=deadline, resource="NVIDIA")
+
+
+def edf_gpu_host():
+    # One GPU. Three projects' GPU jobs are all in deadline danger (each due before it can
+    # end, reference/client.md §6.4): a half-GPU job due first, a whole-GPU job due next,
+    # another half-GPU job due last. No fetching (buffers 0), no other work.
+    projects = (project("A", [gpu_job("a1", "ga", 3.0, 1 * HOUR)], apps=(gpu_app("ga", 0.5, 3.0),)),
+                project("B", [gpu_job("b1", "gb", 3.0, 2 * HOUR)], apps=(gpu_app("gb", 1.0, 3.0),)),
+                project("C", [gpu_job("c1", "gc", 3.0, 3 * HOUR)], apps=(gpu_app("gc", 0.5, 3.0),)))
+    host = Host(ncpus=2, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, 50 * GFLOPS),))
+    return scenario(*projects, host=host, prefs=Prefs(work_buf_min_days=0.0, work_buf_additional_days=0.0))
+
+
+@pytest.mark.parametrize("compat", ["bce", "intended"])
+def test_an_edf_gpu_job_that_does_not_fit_is_passed_over_for_one_that_does(compat):
+    # make_run_list reserves the GPU instance by instance (reserve_coprocs): after a1 takes
+    # half of it, b1 (a whole GPU) is insufficient and passed over, and the scan goes on to
+    # c1, which fits in the other half (sufficient_coprocs, add_coproc_jobs)
+    result = run(edf_gpu_host(), compat=compat, seed=1, duration=0.5 * HOUR, existing_jobs_only=True)
+    at_start = {s.job for s in result.slices if s.start == 0.0}
+    assert at_start == {"a1", "c1"}
+
+
+class NS:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def test_a_running_gpu_jobs_device_is_reserved_before_new_jobs_are_placed():
+    # assign_coprocs: every running GPU job in the run list first reserves its device
+    # (pending usage). A new half-GPU job placed before a running one on a full device finds
+    # no room, is pruned, and the running job keeps its device.
+    from scheduling.engine.cpu_sched import assign_coprocs
+    from scheduling.engine.state import QUEUED, RUNNING
+
+    em = NS(resources=[NS(ninstances=8), NS(ninstances=2)])
+    whole = NS(rsc=1, gpu_usage=1.0, state=RUNNING, instance=0)
+    half = NS(rsc=1, gpu_usage=0.5, state=RUNNING, instance=1)
+    other_half = NS(rsc=1, gpu_usage=0.5, state=RUNNING, instance=1)
+    new = NS(rsc=1, gpu_usage=0.5, state=QUEUED, instance=-1)
+    devices = assign_coprocs(em, [whole, half, new, other_half])
+    assert devices == {whole: 0, half: 1, other_half: 1}
+    # a new whole-GPU job may take a device that is only reserved: then the running job on
+    # it, coming later in the list, is pruned (get_integer_assignment's second pass)
+    big = NS(rsc=1, gpu_usage=1.0, state=QUEUED, instance=-1)
+    devices = assign_coprocs(em, [whole, big, half])
+    assert devices == {whole: 0, big: 1}
+
+
+def test_under_bce_rec_counts_a_scheduled_gpu_job_while_the_gpu_is_suspended():
+    # adjust_rec counts the instance-seconds of every scheduled job (accumulate_inst_sec),
+    # computing or not. GPU computing is never allowed here, but BOINC's emulator starts with
+    # gpu_suspend_reason clear, so its first schedule starts the GPU job, which holds its
+    # device for a step without computing before the next schedule takes it off: that step
+    # earns REC and no FLOPs
+    host = Host(ncpus=1, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, 50 * GFLOPS),),
+                gpu_active=Availability(0.0, 3600.0))
+    sc = scenario(project("G", [gpu_job("g1", "g", 20.0, 10 * 86400.0)], apps=(gpu_app("g", 1.0, 20.0),)),
+                  host=host, prefs=Prefs(work_buf_min_days=0.0, work_buf_additional_days=0.0))
+    result = run(sc, compat="bce", seed=1, duration=600.0, existing_jobs_only=True)
+    assert [(s.job, s.start, s.end) for s in result.slices] == [("g1", 0.0, 60.0)]
+    assert result.projects[0].flops_used == 0.0
+    assert result.projects[0].rec > 0.0
