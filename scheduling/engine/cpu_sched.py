@@ -71,10 +71,22 @@ def _earliest_deadline_result(em, r: int, misses: dict, taken: set):
         for j in p.jobs:
             if j.rsc != r or j in taken:
                 continue
-            key = (j.deadline, not j.started, j.est_flops_remaining(em.exact_estimates))
+            key = (j.deadline, not j.started, _runtime_remaining(em, j))
             if best_key is None or key < best_key:
                 best, best_key = j, key
     return best
+
+
+def _runtime_remaining(em, j) -> float:
+    """What earliest_deadline_result compares among jobs due at once. BOINC's emulator uses
+    RESULT::estimated_runtime_remaining: a started job's real remainder at its speed, an
+    unstarted one's estimate (the drawn size the server told) times the project's duration
+    correction factor; intended compares the remaining FLOPs the client can know."""
+    if em.bce:
+        if j.started:
+            return (j.size - j.done) / j.flops
+        return j.fpops_est * j.project.dcf / j.flops
+    return j.est_flops_remaining(em.exact_estimates)
 
 
 def _best_job(p, r: int, taken: set):

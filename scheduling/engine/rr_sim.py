@@ -307,9 +307,13 @@ class RoundRobin:
                 queue = pending[r].get(pi)
                 if queue is None:
                     queue = pending[r][pi] = []
-                    nused_total[(pi, r)] = 0.0
+                    nused_total.setdefault((pi, r), 0.0)
                 queue.append(j)
-                nused_total[(pi, r)] += j.gpu_usage if r else j.avg_ncpus
+                if r:
+                    nused_total[(pi, r)] += j.gpu_usage
+                # every job's CPU share counts in its project's CPU total, a GPU job's too
+                # (RR_SIM::init_pending_lists)
+                nused_total[(pi, 0)] = nused_total.get((pi, 0), 0.0) + j.avg_ncpus
         for queues in pending:
             for q in queues.values():
                 q.reverse()  # pop() takes the earliest arrival
