@@ -14,8 +14,12 @@ fraction within 0.03 absolute, share violation and monotony within 0.1, RPCs per
 20 %), and the worst cases, whose directories are kept under --out with a `rerun.sh` that
 repeats both runs; the other cases' directories are deleted.
 
-BCE seeds glibc's rand() with 1 and has no seed option; the engine runs with --seed 1. The two
-random streams differ, so a case compares one sample path of each, not the same path.
+BCE seeds glibc's rand() with 1 and has no seed option; the engine runs with --seed 1, and under
+--compat bce draws glibc's rand() after srand(1) in BCE's order (docs/engine-fidelity.md, "One
+random stream, in BCE's order"). The two then follow one sample path for as long as they
+decide alike, so each case also says how long their scheduler RPCs stay the same: the column
+"same until" is the time of the first RPC that differs in time, project or jobs received
+(BCE's log.txt against the engine's run.json), "-" when none does.
 
 The space of hosts: 1-32 CPUs at 1-5 GFLOPS; 0-2 GPU types (NVIDIA, ATI) with 1-4
 instances; 1-20 projects, shares 0 (backup) to 1000; per project 1-3 apps, each CPU, GPU
@@ -33,6 +37,7 @@ import json
 import math
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -262,7 +267,58 @@ def bce_command(sim: str, case_dir: str, out_dir: str, duration: float) -> list[
 
 def engine_command(case_dir: str, duration: float) -> list[str]:
     return [sys.executable, os.path.join(ROOT, "manage.py"), "simulate", case_dir, "--compat", "bce",
-            "--policy", "boinc7", "--seed", "1", "--duration", f"{duration:.0f}", "--delta", "60", "--json"]
+            "--policy", "boinc7", "--seed", "1", "--duration", f"{duration:.0f}", "--delta", "60", "--json",
+            "--out", os.path.join(case_dir, "engine")]
+
+
+# client/sim.h START_TIME: BCE's clock starts an hour in, and log.txt prints it as [d days ]hh:mm:ss
+BCE_START_TIME = 3600.0
+BCE_LOG_LINE = re.compile(r"(?:(\d+) days? )?(\d+):(\d\d):(\d\d) \[([^\]]*)\] (.*)")
+
+
+def bce_rpcs(log_path: str) -> list[tuple]:
+    """BCE's scheduler RPCs from its log.txt: (seconds from the start, project, jobs received),
+    jobs received "down" for an RPC skipped because the project was down (sim.cpp
+    simulate_rpc)."""
+    out: list[list] = []
+    last = None
+    with open(log_path, errors="replace") as fh:
+        for line in fh:
+            m = BCE_LOG_LINE.match(line)
+            if not m:
+                continue
+            days, h, mi, sec, project, text = m.groups()
+            t = int(days or 0) * DAY + int(h) * 3600 + int(mi) * 60 + int(sec) - BCE_START_TIME
+            if text.startswith("RPC skipped: project down"):
+                out.append([t, project, "down"])
+            elif text.startswith("RPC: "):
+                last = [t, project, None]
+                out.append(last)
+            elif text.startswith("Got ") and last is not None and last[2] is None:
+                last[2] = int(text.split()[1])
+    return [tuple(x) for x in out]
+
+
+def engine_rpcs(run_json: str) -> list[tuple]:
+    with open(run_json) as fh:
+        rpcs = json.load(fh)["rpcs"]
+    return [(r["time"], r["project"], sum(r["jobs_received"].values()) if r["ok"] else "down") for r in rpcs]
+
+
+def same_until(case_dir: str) -> float | None:
+    """The time of the first scheduler RPC on which BCE and the engine differ (in time,
+    project or jobs received, or one side making it alone); None when none differs."""
+    log = os.path.join(case_dir, "bce", "log.txt")
+    run_json = os.path.join(case_dir, "engine", "run.json")
+    if not (os.path.exists(log) and os.path.exists(run_json)):
+        return None
+    b, e = bce_rpcs(log), engine_rpcs(run_json)
+    for x, y in zip(b, e):
+        if x != y:
+            return min(x[0], y[0])
+    if len(b) != len(e):
+        return (b[len(e)] if len(b) > len(e) else e[len(b)])[0]
+    return None
 
 
 def run_bce(sim: str, case_dir: str, duration: float) -> dict:
@@ -354,7 +410,7 @@ def main(argv=None) -> int:
     hosts = [random_host(rng, i) for i in range(1, args.first + args.cases)][args.first - 1:]
     print(f"differential: {len(hosts)} cases, seed {args.seed}, {args.days:g} days, BCE {sim}")
     print(f"{'case':>4} {'host':<42} " + " ".join(f"{SHORT[n] + ' eng/bce':>15}" for n in FIGURES)
-          + f" {'eng s':>6} {'bce s':>6}")
+          + f" {'eng s':>6} {'bce s':>6} {'same until':>10}")
     cases = []
     for host in hosts:
         case_dir = os.path.join(out_root, f"case{host['index']:03d}")
@@ -372,13 +428,17 @@ def main(argv=None) -> int:
             print(f"{host['index']:>4} {case['host']:<42} {case['error']}", flush=True)
         else:
             case["engine"], case["bce"] = eng["figures"], bce["figures"]
+            case["same_until"] = same_until(case_dir)
+            until = "-" if case["same_until"] is None else f"{case['same_until'] / DAY:.2f} d"
             cells = []
             for n in FIGURES:
                 mark = " " if within(n, case["engine"][n], case["bce"][n]) else "*"
                 cells.append(f"{case['engine'][n]:>6.3f}/{case['bce'][n]:<6.3f}{mark}")
             print(f"{host['index']:>4} {case['host']:<42} " + "  ".join(cells)
-                  + f" {eng['wall']:>6.1f} {bce['wall']:>6.1f}", flush=True)
-        shutil.rmtree(os.path.join(case_dir, "bce"), ignore_errors=True)  # BCE's timeline is large
+                  + f" {eng['wall']:>6.1f} {bce['wall']:>6.1f} {until:>10}", flush=True)
+        # both runs' full records are large
+        shutil.rmtree(os.path.join(case_dir, "bce"), ignore_errors=True)
+        shutil.rmtree(os.path.join(case_dir, "engine"), ignore_errors=True)
         cases.append(case)
         if args.json:
             # after every case, so that a run stopped early still leaves its figures
@@ -397,6 +457,11 @@ def main(argv=None) -> int:
         tol_text = f"+-{tol:g}" if kind == "abs" else f"+-{tol:.0%}"
         print(f"  {n:<16} {tol_text:>7}  {share:6.0%} ({good}/{len(ok)})  mean engine {mean_e:.3f}  mean BCE {mean_b:.3f}"
               + ("" if share >= 0.9 else "   below 90 %"))
+    agree = sorted(duration if c.get("same_until") is None else c["same_until"] for c in ok)
+    if agree:
+        whole = sum(1 for c in ok if c.get("same_until") is None)
+        print(f"  scheduler RPCs the same throughout in {whole} of {len(ok)} cases; the first difference at a "
+              f"median of {agree[len(agree) // 2] / DAY:.2f} days")
     e_wall = sum(c["engine_wall"] for c in cases)
     b_wall = sum(c["bce_wall"] for c in cases)
     print(f"  wall time: engine {e_wall:.0f} s, BCE {b_wall:.0f} s (ratio {e_wall / b_wall if b_wall else 0:.2f})")

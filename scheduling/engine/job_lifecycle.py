@@ -146,7 +146,10 @@ class JobLifecycle:
         self._release(j)
         p.jobs.remove(j)
         j.state = FINISHED
-        j.completed_time = tc
+        # BOINC's emulator notices the end at the step that closes the interval it falls in
+        # and stamps that step (app_finished: completed_time = now), which the report rule
+        # counts from (docs/engine-fidelity.md)
+        j.completed_time = math.ceil(tc / self.delta - 1e-9) * self.delta if self.bce else tc
         p.ready.append(j)
         p.jobs_completed += 1
         self._update_dcf(j)

@@ -69,3 +69,40 @@ def test_results_dat_is_read_figure_by_figure(differential):
                        "monotony": 0.125, "rpcs_per_job": 0.99}
     assert differential.within("rpcs_per_job", 0.56, 0.99) is False
     assert differential.within("idle_fraction", 0.05, 0.03) is True
+
+
+BCE_LOG = """\
+00:00:00 [---] cc_config.xml not found - using defaults
+01:19:00 [proj00] doing RPC to get work
+01:19:00 [proj00] RPC: [work_fetch] request: CPU (856396.80 sec, 8.00 inst) NVIDIA GPU (321148.80 sec, 3.00 inst)
+01:19:00 [---] Got 18 tasks
+03:12:00 [proj01] RPC skipped: project down
+1 day 03:19:00 [proj00] RPC: [work_fetch] request: CPU (841282.79 sec, 7.16 inst) NVIDIA GPU (0.00 sec, 0.00 inst)
+1 day 03:19:00 [---] Got 11 tasks
+"""
+
+
+def _run_json(path, rpcs):
+    import json
+    path.mkdir()
+    (path / "run.json").write_text(json.dumps({"rpcs": [
+        {"time": t, "project": p, "ok": n != "down", "jobs_received": {} if n == "down" else {"NVIDIA": n}}
+        for t, p, n in rpcs]}))
+
+
+def test_the_rpc_traces_of_bces_log_and_the_engines_run_are_compared_in_order(differential, tmp_path):
+    # log.txt counts from BCE's START_TIME (an hour) and prints days past the first
+    (tmp_path / "bce").mkdir()
+    (tmp_path / "bce" / "log.txt").write_text(BCE_LOG)
+    assert differential.bce_rpcs(str(tmp_path / "bce" / "log.txt")) == [
+        (1140.0, "proj00", 18), (7920.0, "proj01", "down"), (86400.0 + 8340.0, "proj00", 11)]
+    _run_json(tmp_path / "engine", [(1140.0, "proj00", 18), (7920.0, "proj01", "down"), (94740.0, "proj00", 11)])
+    assert differential.same_until(str(tmp_path)) is None
+    (tmp_path / "engine" / "run.json").unlink()
+    (tmp_path / "engine").rmdir()
+    _run_json(tmp_path / "engine", [(1140.0, "proj00", 18), (7920.0, "proj01", "down"), (94740.0, "proj00", 12)])
+    assert differential.same_until(str(tmp_path)) == 94740.0
+    (tmp_path / "engine" / "run.json").unlink()
+    (tmp_path / "engine").rmdir()
+    _run_json(tmp_path / "engine", [(1140.0, "proj00", 18)])
+    assert differential.same_until(str(tmp_path)) == 7920.0
