@@ -10,6 +10,7 @@ with the process stubs of client/sim_util.cpp and the job progress of client/sim
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 from .cpu_sched import WHY_EDF
@@ -49,16 +50,21 @@ class JobLifecycle:
         return j
 
     def _add_initial_jobs(self) -> None:
-        for p in self.projects:
-            for ij in p.spec.jobs:
-                app = p.spec.app(ij.app)
-                v = self._version_for(app, ij.resource)
-                if v is None:
-                    continue
-                size = ij.fpops_est if self.bce else ij.fpops
-                j = self.new_job(p, app, v, size, ij.fpops_est, ij.received, ij.deadline, ij.name, True)
-                j.done = j.ckpt_done = ij.flops_done
-                j.started = ij.flops_done > 0
+        initial = [(p, ij) for p in self.projects for ij in p.spec.jobs]
+        if self.bce:
+            # BOINC sorts the results it reads by arrival, then by the MD5 of their names
+            # (CLIENT_STATE::sort_results, arrived_first): the order the round-robin
+            # simulation queues them in and the run list breaks ties by
+            initial.sort(key=lambda pj: (pj[1].received, hashlib.md5(pj[1].name.encode()).hexdigest()))
+        for p, ij in initial:
+            app = p.spec.app(ij.app)
+            v = self._version_for(app, ij.resource)
+            if v is None:
+                continue
+            size = ij.fpops_est if self.bce else ij.fpops
+            j = self.new_job(p, app, v, size, ij.fpops_est, ij.received, ij.deadline, ij.name, True)
+            j.done = j.ckpt_done = ij.flops_done
+            j.started = ij.flops_done > 0
 
     def _start(self, j, why: str, gpu_instance: int) -> None:
         p = j.project

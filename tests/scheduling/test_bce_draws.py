@@ -168,3 +168,16 @@ def test_under_bce_rec_counts_a_scheduled_gpu_job_while_the_gpu_is_suspended():
     assert [(s.job, s.start, s.end) for s in result.slices] == [("g1", 0.0, 60.0)]
     assert result.projects[0].flops_used == 0.0
     assert result.projects[0].rec > 0.0
+
+
+def test_under_bce_jobs_that_arrived_together_queue_in_the_md5_order_of_their_names():
+    # CLIENT_STATE::sort_results orders the results it reads by arrival, then by the MD5 of
+    # their names: md5("c2") = 9ab62b... sorts before md5("c1") = a9f7e9..., so on one CPU c2
+    # runs first under --compat bce; intended keeps the file's order
+    jobs = [InitialJob(name=n, app="a", fpops=HOUR * GFLOPS, fpops_est=HOUR * GFLOPS, deadline=10 * 86400.0)
+            for n in ("c1", "c2")]
+    sc = scenario(project("P", jobs), prefs=Prefs(work_buf_min_days=0.0, work_buf_additional_days=0.0))
+    first = {compat: min(run(sc, compat=compat, duration=HOUR / 2, existing_jobs_only=True).slices,
+                         key=lambda s: s.start).job
+             for compat in ("bce", "intended")}
+    assert first == {"bce": "c2", "intended": "c1"}

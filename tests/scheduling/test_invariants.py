@@ -203,8 +203,11 @@ def cpu_job_beside_a_gpu_job(k, gpu_cpus):
     g = InitialJob(name="g", app="g", fpops=100 * 3600 * 10 * GFLOPS, fpops_est=100 * 3600 * 10 * GFLOPS,
                    deadline=10 * 86400.0)
     size = (1.0 - gpu_cpus) * 60 * k * GFLOPS
-    c1 = InitialJob(name="c1", app="a", fpops=size, fpops_est=size, deadline=10 * 86400.0)
-    c2 = InitialJob(name="c2", app="a", fpops=5 * 3600 * GFLOPS, fpops_est=5 * 3600 * GFLOPS, deadline=10 * 86400.0)
+    # c1 arrived first, so it runs first in both modes (BOINC orders results by arrival, then
+    # by the MD5 of their names, which would put c2 first)
+    c1 = InitialJob(name="c1", app="a", fpops=size, fpops_est=size, deadline=10 * 86400.0, received=-120.0)
+    c2 = InitialJob(name="c2", app="a", fpops=5 * 3600 * GFLOPS, fpops_est=5 * 3600 * GFLOPS, deadline=10 * 86400.0,
+                    received=-60.0)
     cpu = App(name="a", versions=(AppVersion(avg_ncpus=1.0, flops=GFLOPS),), latency_bound=10 * 86400.0,
               fpops_est=3600 * GFLOPS)
     host = Host(ncpus=1, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, 50 * GFLOPS),))
