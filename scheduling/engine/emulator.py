@@ -391,6 +391,12 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
         if self.gpu_recheck:
             self.gpu_recheck = False
             push(now + self.delta, EV_SLICE, epoch)
+        elif (getattr(self.policy, "unfinished_slice_first", False)
+              and any(j.run_start == now for j in self.running)):
+            # a job started now is in an unfinished time slice from the next schedule on
+            # (append_unfinished_time_slice takes only jobs already scheduled), which can
+            # move it ahead of running jobs in enforce_run_list's order (more_important)
+            push(now + self.delta, EV_SLICE, epoch)
         if self.rpc_this_instant:
             # one RPC per instant: a fetch it left waiting is looked at on the next step
             push(now + self.delta, EV_FETCH, epoch)

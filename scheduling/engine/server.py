@@ -5,6 +5,9 @@ from __future__ import annotations
 import math
 
 MAX_JOBS_PER_RPC = 500
+# BOINC's emulator sends jobs until the request is met, with no count limit (simulate_rpc);
+# --compat bce keeps a bound only against runaway requests of tiny jobs
+BCE_MAX_JOBS_PER_RPC = 20_000
 
 
 def _job_size(em, app) -> tuple[float, float]:
@@ -33,7 +36,8 @@ def serve(em, p, requests: dict, rr, scale: float = 1.0) -> list:
     frac = max(em.scenario.host.on.frac * em.scenario.host.active.frac, 0.01)
     dont_use: set = set()
     jobs = []
-    while len(jobs) < MAX_JOBS_PER_RPC:
+    limit = BCE_MAX_JOBS_PER_RPC if em.bce else MAX_JOBS_PER_RPC
+    while len(jobs) < limit:
         options = []
         for app in p.spec.apps:
             best = None

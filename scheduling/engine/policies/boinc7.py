@@ -18,6 +18,8 @@ from ..rr_sim import credit_rates, order_can_change_misses, order_time, rr_simul
 class Boinc7:
     name = "boinc7"
     use_edf = True
+    # enforce_run_list puts jobs in an unfinished time slice first (cpu_sched.enforce)
+    unfinished_slice_first = True
 
     def __init__(self, em):
         self.em = em

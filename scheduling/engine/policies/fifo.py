@@ -12,6 +12,7 @@ from .boinc7 import Boinc7
 class Fifo(Boinc7):
     name = "fifo"
     use_edf = False
+    unfinished_slice_first = False
 
     def run_list(self, now, rr, gpu_allowed):
         em = self.em
