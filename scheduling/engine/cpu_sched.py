@@ -83,9 +83,7 @@ def _runtime_remaining(em, j) -> float:
     unstarted one's estimate (the drawn size the server told) times the project's duration
     correction factor; intended compares the remaining FLOPs the client can know."""
     if em.bce:
-        if j.started:
-            return (j.size - j.done) / j.flops
-        return j.fpops_est * j.project.dcf / j.flops
+        return j.runtime_remaining(j.flops)
     return j.est_flops_remaining(em.exact_estimates)
 
 

@@ -199,13 +199,13 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
         heap: list = []
         counter = 0
 
-        def push(t, kind, data=None):
+        def push(t, kind, data=None, order=None):
+            """`order` ranks events of one kind at one instant; by default, push order."""
             nonlocal counter
             counter += 1
-            heapq.heappush(heap, (t, kind, counter, data))
+            heapq.heappush(heap, (t, kind, counter if order is None else order, data))
 
         self._push = push
-        self._heap = heap
         push(self.duration, EV_END)
         push(0.0, EV_FETCH, self.epoch)
         if self.bce:

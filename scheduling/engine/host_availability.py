@@ -9,7 +9,6 @@ each step with the state sampled at its end (`ACTIVE_TASK_SET::poll`, client/sim
 
 from __future__ import annotations
 
-import heapq
 import math
 
 from .events import EV_ACCT, EV_HOST
@@ -89,7 +88,7 @@ class HostAvailability:
                 t = max(t, self.now + self.delta)
             # changes at one step in the order BOINC's emulator samples the processes, which
             # is the order of their draws (sim.cpp simulate())
-            heapq.heappush(self._heap, (t, EV_HOST, HOST_SAMPLE_ORDER[name], key))
+            self._push(t, EV_HOST, key, HOST_SAMPLE_ORDER[name])
         else:
             t = self.grid(proc.next_change)
             self._push(t, EV_HOST, key)

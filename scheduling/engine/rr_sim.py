@@ -568,10 +568,10 @@ class RoundRobin:
                 key = (j.project.index, r)
                 result.misses[key] = result.misses.get(key, 0) + 1
                 rate = j.flops * self.rscs[r].overall_frac
-                if em.bce and not j.started:
+                if em.bce:
                     # estimated_runtime_remaining(): a job never started is its estimate
                     # times the project's duration correction factor (rr_sim.cpp)
-                    dur = j.fpops_est * j.project.dcf / rate
+                    dur = j.runtime_remaining(rate)
                 else:
                     dur = j.est_flops_remaining(self.exact) / rate
                 _busy_update(self.busy[r], dur, j.gpu_usage if r else j.avg_ncpus)

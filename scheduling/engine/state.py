@@ -189,6 +189,14 @@ class JobState:
         self.checkpoint_period = checkpoint_period
         self.seqno_key = 0
 
+    def runtime_remaining(self, rate: float) -> float:
+        """RESULT::estimated_runtime_remaining as BOINC's emulator computes it, at `rate`
+        FLOPS: a started job's real remainder, an unstarted one's estimate (the drawn size
+        the server told) times its project's duration correction factor."""
+        if self.started:
+            return self.est_flops_remaining(True) / rate
+        return self.fpops_est * self.project.dcf / rate
+
     def est_flops_remaining(self, exact: bool) -> float:
         """estimated_flops_remaining: the real remainder when `exact` (BOINC's emulator, §6.4),
         otherwise what the client can know from the estimate."""
