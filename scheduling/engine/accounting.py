@@ -34,6 +34,10 @@ class Accounting:
         self.buffer_samples: list[BufferSample] = []
         self.last_sample = -math.inf
         self.sent = {}  # series name -> how many of its records earlier chunks carried
+        # under --compat bce: when REC was last adjusted (rec_interval_start) and, per
+        # project, the credit of the steps since then (_bce_rec)
+        self.rec_start = 0.0
+        self.rec_pending: dict = {}
 
     def _rates(self) -> None:
         """Set every running job's FLOPS for the coming interval (cpu_scale, §3)."""
@@ -117,13 +121,17 @@ class Accounting:
                 # GPU jobs' too (app_peak_flops in ACTIVE_TASK_SET::poll, sim.cpp)
                 ncpus = j.avg_ncpus * scale if self.bce else j.avg_ncpus
                 peak = (ncpus + j.gpu_usage * self.resources[j.rsc].relative_speed) * cpu_flops
-                usage.append((p, j.rsc, j.gpu_usage, run_time))
-                usage.append((p, 0, j.avg_ncpus, run_time))
+                # REC counts a scheduled job over the whole step under bce (adjust_rec)
+                usage.append((p, j.rsc, j.gpu_usage, dt if self.bce else run_time))
+                usage.append((p, 0, j.avg_ncpus, dt if self.bce else run_time))
             else:
                 peak = j.avg_ncpus * scale * cpu_flops
                 # BOINC counts a CPU job's instance-seconds for REC at its full CPU count
                 # (accumulate_inst_sec); intended counts the CPU time it got
-                usage.append((p, 0, j.avg_ncpus if self.bce else j.avg_ncpus * scale, run_time))
+                if self.bce:
+                    usage.append((p, 0, j.avg_ncpus, dt))
+                else:
+                    usage.append((p, 0, j.avg_ncpus * scale, run_time))
                 p.wall_cpu_interval += run_time * j.avg_ncpus
             pf = charged * peak
             j.peak_flop_count += pf
@@ -135,7 +143,7 @@ class Accounting:
         # the interval makes the credit uneven, so the last grid step before the first end is
         # accounted on its own, as a fixed step would (reference/client.md §6.1).
         split = t0
-        if finished:
+        if finished and not self.bce:
             split = max(t0, math.floor(min(tc for tc, _j in finished) / self.delta) * self.delta)
         before = {}
         for p, r, n, run_time in usage:
@@ -148,6 +156,18 @@ class Accounting:
         k = max(1, round(dt / self.delta))
         d = dt / k
         limit = self.prefs.cpu_usage_limit / 100.0
+        extra = {}
+        if self.bce and finished:
+            # app_finished adds the instance-seconds since the last REC adjustment of the
+            # first job that handle_finished_apps finds ended (the oldest task), and the
+            # adjust_rec that follows counts it again with every scheduled job
+            # (cs_apps.cpp; docs/engine-fidelity.md)
+            first = min((j for _tc, j in finished), key=lambda j: j.task_seq)
+            elapsed = self.delta if self.on and dt >= self.delta else t1 - self.rec_start
+            speed = self.resources[first.rsc].relative_speed
+            secs = first.avg_ncpus * elapsed * cpu_flops + (first.gpu_usage * elapsed * speed * cpu_flops
+                                                            if first.rsc else 0.0)
+            extra[first.project] = secs * limit * COBBLESTONE_SCALE
         for p in self.projects:
             if p in executing:
                 p.idle_time = 0.0
@@ -166,13 +186,18 @@ class Accounting:
                     p.secs_this_interval[r] = 0.0
                 if split > t0:
                     head += before.get((p, r), 0.0) * scale_r
-            if self.bce and not self.on:
-                credit = head = 0.0  # reference/client.md §9.4: REC drops work done while off
+            if self.bce:
+                self._bce_rec(p, credit, t0, t1, bool(finished), extra.get(p, 0.0))
+                continue
             if split > t0:
                 p.rec, p.rec_time = update_average(split, t0, head, self.rec_half_life, p.rec, p.rec_time)
                 p.rec, p.rec_time = update_average(t1, split, credit, self.rec_half_life, p.rec, p.rec_time)
             elif dt > 0:
                 p.rec, p.rec_time = update_average(t1, t0, credit, self.rec_half_life, p.rec, p.rec_time)
+        if self.bce and (self.rec_acct or finished):
+            self.rec_start = t1
+        elif self.bce and self.on and dt >= self.delta:
+            self.rec_start = t1 - self.delta
         self.policy.account(t0, t1)
         for p in self.projects:
             p.wall_cpu_interval = 0.0
@@ -196,6 +221,54 @@ class Accounting:
         else:
             p.dcf = 0.9 * p.dcf + 0.1 * raw
         p.dcf = min(max(p.dcf, 0.01), 100.0)
+
+    def _bce_rec(self, p, credit: float, t0: float, t1: float, finished: bool, extra: float) -> None:
+        """REC as BOINC's emulator adjusts it (adjust_rec, cpu_sched.cpp; reference/client.md
+        §9.4): at the schedule of every step the host is on and when a job ends, crediting the
+        scheduled jobs over the time since the last adjustment, but dropping that time, with
+        no update (so no decay either), when it is more than two steps long. Off, the host
+        makes no schedule: the step before it goes off is credited only if a job ends at a
+        step within two steps of it, and REC decays over the whole gap at its next update
+        (update_average). `credit` is the project's credit over [t0, t1], at a constant rate."""
+        delta = self.delta
+        pending = self.rec_pending.get(p, 0.0)
+        start = self.rec_start
+        span = t1 - t0
+        rate = credit / span if span > 0 else 0.0
+        if self.on and span > delta:
+            # the steps inside the interval are on: each adjusts REC at its schedule
+            inner_end = t1 - delta
+            first_end = t0 + delta
+            if first_end - start > 2 * delta + 1e-6:
+                # the first inner step's adjustment drops what came before it
+                self._rec_span(p, first_end, inner_end, rate, 0.0)
+            else:
+                self._rec_span(p, t0, inner_end, rate, pending)
+            pending = 0.0
+            start = inner_end
+            credit = rate * delta
+        if not (self.rec_acct or finished):
+            self.rec_pending[p] = pending + credit
+            return
+        self.rec_pending[p] = 0.0
+        if t1 - start > 2 * delta + 1e-6:
+            return  # the gap is dropped: no credit and no decay (adjust_rec)
+        p.rec, p.rec_time = update_average(t1, start, pending + credit + extra, self.rec_half_life, p.rec, p.rec_time)
+
+    def _rec_span(self, p, a: float, b: float, rate: float, first: float) -> None:
+        """REC updated at every step from `a` to `b` for credit at `rate` per second, plus
+        `first` in the first step. Steps of a constant rate compose into one update, except
+        the first after a gap in the updates, which update_average spreads over the whole
+        gap: that one is made alone."""
+        if b <= a:
+            return
+        half_life = self.rec_half_life
+        if p.rec_time != a and b - a > self.delta + 1e-6:
+            p.rec, p.rec_time = update_average(a + self.delta, a, first + rate * self.delta, half_life,
+                                               p.rec, p.rec_time)
+            a += self.delta
+            first = 0.0
+        p.rec, p.rec_time = update_average(b, a, first + rate * (b - a), half_life, p.rec, p.rec_time)
 
     def _sample(self) -> None:
         if self.now - self.last_sample < self.sample_interval:

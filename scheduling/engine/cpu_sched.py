@@ -87,15 +87,22 @@ def _runtime_remaining(em, j) -> float:
     return j.est_flops_remaining(em.exact_estimates)
 
 
-def _best_job(p, r: int, taken: set):
-    """The project's next job: already running, then preempted ones, then in arrival order
-    (assign_results_to_projects)."""
+def _best_job(p, r: int, taken: set, bce: bool = False):
+    """The project's next job (assign_results_to_projects): already running, then preempted
+    ones, then in arrival order. BOINC walks the started jobs in the order of their tasks
+    (first start), taking the first running one, else the first still in memory, else the
+    first; under `--compat bce` that order is followed (JobState.task_seq), while intended
+    takes started jobs in arrival order."""
     best = None
     best_key = None
     for j in p.jobs:
         if j.rsc != r or j in taken:
             continue
-        key = (j.state != RUNNING, not j.started, j.index)
+        if bce:
+            running = j.state == RUNNING
+            key = (not running, not (running or j.in_memory), j.task_seq, j.index)
+        else:
+            key = (j.state != RUNNING, not j.started, j.index)
         if best_key is None or key < best_key:
             best, best_key = j, key
     return best
@@ -123,7 +130,7 @@ def _highest_priority_best(em, r: int, taken: set):
     best = None
     best_prio = 0.0
     for p in em.project_order:
-        cand = _best_job(p, r, taken)
+        cand = _best_job(p, r, taken, em.bce)
         if cand is None:
             continue
         if best is None or p.priority > best_prio:

@@ -326,6 +326,8 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
         valid = getattr(self.policy, "rr_still_valid", None)
         if cache is None or valid is None or cache[0][1] != self.state_version or not valid(self.now, cache[1]):
             return False
+        if getattr(cache[1], "gpu_cpu", True) != self._gpu_allowed():
+            return False  # GPU computing was allowed or suspended since: the simulation counts CPUs otherwise
         chosen = self.policy.run_list(self.now, cache[1], self._gpu_allowed())
         if len(chosen) != len(self.running):
             return False

@@ -43,6 +43,9 @@ class HostAvailability:
         # whether GPUs compute in the coming interval; BOINC's emulator accounts each step
         # with the host state sampled at its end (_account_change)
         self.gpu_acct = self.on and self.active and self.gpu_active
+        # whether the host is on at the end of the coming step: BOINC's emulator credits REC
+        # for a step only at a schedule at its end (adjust_rec), which an off host skips
+        self.rec_acct = self.on
         self.host_periods: list[HostPeriod] = []
         self.host_down_since: dict[str, float] = {s: 0.0 for s in self._host_states()}
 
@@ -73,7 +76,7 @@ class HostAvailability:
             elif state in states and state not in since:
                 since[state] = now
 
-    def _push_host(self, proc, name: str) -> None:
+    def _push_host(self, proc, name: str, restart: bool = False) -> None:
         """The event of the process's next change, on the grid. BOINC's emulator samples the
         host's state at the start of a step and then accounts the step that just ended with
         it (sim.cpp simulate(), ACTIVE_TASK_SET::poll), so under `--compat bce` the GPUs'
@@ -82,9 +85,14 @@ class HostAvailability:
         if self.bce:
             # RANDOM_PROCESS::sample takes a step off the time left before it looks, so the
             # change falls on the step in whose interval the period ends, not the step after;
-            # never before the next step, but at the run's start (docs/engine-fidelity.md)
+            # never before the next step, but at the run's start and when the clock restarts:
+            # the restarted process is sampled later in this step than the one that restarted
+            # it (HOST_SAMPLE_ORDER), so a change already due falls on this step
+            # (docs/engine-fidelity.md)
             t = proc.change_step()
-            if self.events or self.now > 0.0:
+            if restart:
+                t = max(t, self.now)
+            elif self.events or self.now > 0.0:
                 t = max(t, self.now + self.delta)
             # changes at one step in the order BOINC's emulator samples the processes, which
             # is the order of their draws (sim.cpp simulate())
@@ -95,7 +103,7 @@ class HostAvailability:
         if self.bce and name != "connected" and 0.0 < t < self.duration:
             # a change due at the end of the run or later is in no record (HostPeriod), so
             # the run's last step is accounted in the state the records show
-            self._push(t - self.delta, EV_ACCT, key)
+            self._push(max(t - self.delta, self.now), EV_ACCT, key)
 
     def _gate_host_clocks(self, push_events: bool = True) -> None:
         """Stop or restart the clocks of the active, connected and GPU-active processes.
@@ -111,7 +119,12 @@ class HostAvailability:
                 continue
             running = all(getattr(self, g) for g in gates)
             if not running and name not in self.host_paused:
-                proc.settle()  # a clock stops with its period drawn
+                if proc.owed:
+                    # the change that the accounting lookahead made (_account_change) is
+                    # one BOINC's emulator makes only when it samples the process, which it
+                    # no longer does: the period stays undrawn until the clock restarts
+                    proc.up = not proc.up
+                    proc.owed = False
                 self.host_paused[name] = proc.next_change - self.now
                 proc.next_change = math.inf
                 self.host_gen[name] += 1
@@ -119,7 +132,7 @@ class HostAvailability:
                 proc.next_change = self.now + self.host_paused.pop(name)
                 self.host_gen[name] += 1
                 if push_events:
-                    self._push_host(proc, name)
+                    self._push_host(proc, name, restart=True)
 
     def _account_change(self, key) -> None:
         """The host state that accounts the coming step (see _push_host)."""
@@ -128,8 +141,22 @@ class HostAvailability:
             return  # the process's clock was stopped or restarted since
         self.host_proc[name].advance(self.now + self.delta)
         procs = self.host_proc
-        self.gpu_acct = procs["on"].up and procs["active"].up and procs["gpu_active"].up
+        on = procs["on"].up
+        active = self._up_after_restart("active", on)
+        gpu_active = self._up_after_restart("gpu_active", on and active)
+        self.gpu_acct = on and active and gpu_active
+        self.rec_acct = on
         self._rates()
+
+    def _up_after_restart(self, name: str, gates_up: bool) -> bool:
+        """The state of a gated process at the end of the coming step: a stopped clock that
+        restarts then with less than a step left changes in that step (_gate_host_clocks),
+        and the step is accounted in that state."""
+        proc = self.host_proc[name]
+        paused = self.host_paused.get(name)
+        if paused is not None and gates_up and paused < self.delta:
+            return not proc.up
+        return proc.up
 
     def _host_change(self, key) -> None:
         name, gen = key

@@ -26,6 +26,7 @@ class JobLifecycle:
         self.all_jobs: list[JobState] = []
         self.cpu_slots: list = [None] * self.n_usable_cpus
         self.job_seq = 0
+        self.task_count = 0  # jobs started so far (task_seq)
         self.slices: list[TimeSlice] = []
 
     def _version_for(self, app, resource: str | None):
@@ -65,11 +66,17 @@ class JobLifecycle:
             j = self.new_job(p, app, v, size, ij.fpops_est, ij.received, ij.deadline, ij.name, True)
             j.done = j.ckpt_done = ij.flops_done
             j.started = ij.flops_done > 0
+            if j.started:
+                self.task_count += 1
+                j.task_seq = self.task_count
 
     def _start(self, j, why: str, gpu_instance: int) -> None:
         p = j.project
         j.state = RUNNING
         resumed = j.started
+        if not resumed:
+            self.task_count += 1
+            j.task_seq = self.task_count
         j.started = True
         j.run_start = self.now
         j.slice_start = self.now

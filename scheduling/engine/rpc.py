@@ -66,6 +66,25 @@ def report_due_time(em, j) -> float:
     return min(j.deadline - cushion, j.completed_time + MAX_REPORT_DELAY)
 
 
+def project_with_overdue_results(em, now: float):
+    """find_project_with_overdue_results (§6.7) as BOINC's client runs it: the ready results
+    in the client's result order (arrival, JobState.index), and the project of the first one
+    that is due, or that brings its project's count of ready results to
+    RESULT_REPORT_IF_AT_LEAST_N; projects in RPC back-off are passed over. None if none."""
+    ready = sorted((j for p in em.projects if p.ready and p.min_rpc_time <= now for j in p.ready),
+                   key=lambda j: j.index)
+    immediately = em.prefs.report_results_immediately
+    counts: dict = {}
+    for j in ready:
+        p = j.project
+        if immediately or now > report_due_time(em, j):
+            return p
+        counts[p] = counts.get(p, 0) + 1
+        if counts[p] >= RESULT_REPORT_IF_AT_LEAST_N:
+            return p
+    return None
+
+
 def must_report(em, p, now: float) -> bool:
     """find_project_with_overdue_results (§6.7) for one project not in RPC back-off."""
     if not p.ready or p.min_rpc_time > now:

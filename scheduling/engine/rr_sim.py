@@ -47,7 +47,7 @@ class RRResult:
 
     __slots__ = ("time", "rsc", "misses", "nused_total", "project_shortfall",
                  "total_shortfall", "project_rsc_shortfall", "mc_shortfall", "last_mc_limit",
-                 "contested", "rec_sum")
+                 "contested", "rec_sum", "gpu_cpu")
 
     def __init__(self, time: float, nrsc: int, nprojects: int):
         self.time = time
@@ -67,6 +67,7 @@ class RRResult:
         # with REC, chosen share_frac, other share_frac)
         self.contested: list[tuple] = []
         self.rec_sum = 1.0
+        self.gpu_cpu = True  # whether GPU jobs' CPU shares were counted (RoundRobin.gpu_cpu)
 
 
 def credit_rates(em) -> dict:
@@ -264,7 +265,7 @@ class RoundRobin:
         self.by_priority = not em.bce
         # RR_SIM::activate: while GPU computing is suspended a GPU job's CPU share is not
         # counted, so that the CPU buffer looks as empty as it is (docs/engine-fidelity.md)
-        self.gpu_cpu = em._gpu_allowed()
+        self.gpu_cpu = result.gpu_cpu = em._gpu_allowed()
         self.mc_cap = static.mc_cap
         self.any_mc = static.any_mc
         for key in self.mc_cap:
@@ -325,6 +326,8 @@ class RoundRobin:
             result.rec_sum = self.rec_sum
 
     def run(self) -> RRResult:
+        if self.em.bce:
+            return self.run_repick()
         result = self.result
         caps = self.caps
         self.pick()
@@ -344,6 +347,130 @@ class RoundRobin:
                 self.pick()
         self.tail()
         return result
+
+    def run_repick(self) -> RRResult:
+        """RR_SIM::simulate as BOINC's client has it now (rr_sim.cpp), under `--compat bce`.
+
+        Each iteration picks the running set afresh (pick_jobs_to_run): the GPU types first,
+        then the CPU, projects in the emulator's pointer order (reverse file order), each
+        project's unfinished jobs in arrival order, until the resource is saturated; so a job
+        the simulation started can be left out of a later set when GPU jobs with larger CPU
+        shares take the CPUs first, and it waits with its work half done. Then the job with
+        the shortest time to its end ends alone (a tie ends at the next iteration, after a
+        fresh pick); when that is more than an hour away, the simulation takes a time-slice
+        step of an hour, or a tenth of the time beyond ten hours, and ends no job
+        (docs/engine-fidelity.md, "The round-robin simulation picks afresh")."""
+        result = self.result
+        caps = self.caps
+        nr = self.nr
+        # per resource: [project index, its jobs in arrival order], in pointer order
+        self.fifo = [[[pi, q[::-1]] for pi, q in sorted(self.pending[r].items(), reverse=True)]
+                     for r in range(nr)]
+        self.flops_left = {}
+        self.repick()
+        sim_nused = self.sim_nused
+        for r in range(nr):
+            result.rsc[r].nidle_now = max(0.0, caps[r] - sim_nused[r])
+        slices = 0
+        max_slices = 10_000 + 1_000 * len(self.flops_left)
+        while self.active:
+            active, rate, flops_left = self.active, self.rate, self.flops_left
+            best = -1
+            dt = 0.0
+            for k, j in enumerate(active):
+                d = flops_left[j] / rate[k]
+                if best < 0 or d < dt:
+                    best, dt = k, d
+            if not dt < math.inf:
+                self.steps = self.max_steps  # a job that would never end: the bound below
+            if dt > 3600.0 and self.steps < self.max_steps:
+                best = -1
+                dt = dt / 10.0 if dt > 36000.0 else 3600.0
+                slices += 1
+                if slices > max_slices:
+                    raise EngineLimitError(
+                        f"the round-robin simulation at {self.now:.0f} s took more than {max_slices} time-slice "
+                        f"steps: job sizes or processor speeds are out of range (a job would never end)")
+            else:
+                self.steps += 1
+                if self.steps > self.max_steps:
+                    raise EngineLimitError(
+                        f"the round-robin simulation at {self.now:.0f} s took more than {self.max_steps} steps "
+                        f"for {_jobs(self.max_steps // MAX_STEPS_PER_JOB - 1)}: job sizes or processor speeds "
+                        f"are out of range (a job would never end)")
+            if self.mc_cap:
+                self._mc_step(dt)
+            self._resource_step(dt)
+            for k, j in enumerate(active):
+                x = flops_left[j] - rate[k] * dt
+                flops_left[j] = x if x > 0.0 else 0.0
+            self.sim_now += dt
+            if best >= 0:
+                j = active[best]
+                self.retire([j])
+                for entry in self.fifo[j.rsc]:
+                    if entry[0] == j.project.index:
+                        entry[1].remove(j)
+                        break
+                self.repick()
+        self.tail()
+        return result
+
+    def repick(self) -> None:
+        """pick_jobs_to_run (rr_sim.cpp) from nothing: the active jobs, their rates, the
+        instances in use. A job is taken before the resource is checked, so a CPU already
+        full of GPU jobs' CPU shares still takes one CPU job; a project whose app reaches its
+        max_concurrent with the job just taken gives no more jobs to this set."""
+        exact = self.exact
+        caps = self.caps
+        sim_nused = self.sim_nused
+        flops_left = self.flops_left
+        mc_running = self.mc_running
+        mc_running.clear()
+        active, rates, tol = [], [], []
+        self.active, self.rate, self.tol = active, rates, tol
+        self.left = []
+        gpu_cpu = self.gpu_cpu
+        sim_nused[0] = 0.0
+        for r in range(self.nr - 1, -1, -1):
+            if r:
+                sim_nused[r] = 0.0
+            p_used = self.p_used[r]
+            limit = caps[r]
+            frac = self.rscs[r].overall_frac
+            full = False
+            for pi, jobs in self.fifo[r]:
+                if not jobs:
+                    continue
+                p_used[pi] = 0.0
+                for j in jobs:
+                    if j not in flops_left:
+                        flops_left[j] = j.est_flops_remaining(exact)
+                    active.append(j)
+                    rates.append(j.flops * frac)
+                    tol.append(0.0)
+                    if r:
+                        p_used[pi] += j.gpu_usage
+                        sim_nused[r] += j.gpu_usage
+                        if gpu_cpu:
+                            sim_nused[0] += j.avg_ncpus
+                    else:
+                        p_used[pi] += j.avg_ncpus
+                        sim_nused[0] += j.avg_ncpus
+                    at_limit = False
+                    mc = j.app.max_concurrent
+                    if mc:
+                        n = mc_running[j.app] = mc_running.get(j.app, 0) + 1
+                        at_limit = n >= mc
+                        if at_limit:
+                            self.result.last_mc_limit[(pi, r)] = self.sim_now - self.now
+                    if sim_nused[r] >= limit:
+                        full = True
+                        break
+                    if at_limit:
+                        break
+                if full:
+                    break
 
     # ------------------------------------------------------------------ picking jobs
 
@@ -476,7 +603,7 @@ class RoundRobin:
         sim_now = self.sim_now
         caps = self.caps
         for (pi, r), cap in self.mc_cap.items():
-            q = self.pending[r].get(pi)
+            q = None if self.em.bce else self.pending[r].get(pi)  # under bce, noted by repick
             if q and self._next_job(q) is None:
                 result.last_mc_limit[(pi, r)] = sim_now + dt - self.now
             if sim_now < self.buf_end:

@@ -37,13 +37,17 @@ class SchedulerRpc:
                 self._master_fetch(p)
                 self.rpc_this_instant = True
                 return False
-        for p in self.project_order:
-            if rpc.must_report(self, p, now):
-                rr = self.rr()
-                requests = self.policy.piggyback(p, now, rr)
-                self.log("fetch", p.name, "", self._piggyback_text(p, requests))
-                self.no_fetch_key = None
-                return self._rpc(p, "results_due", requests, f"{p.name} has results to report")
+        if self.bce:
+            # the first due result in the client's result order names the project
+            p = rpc.project_with_overdue_results(self, now)
+        else:
+            p = next((p for p in self.project_order if rpc.must_report(self, p, now)), None)
+        if p is not None:
+            rr = self.rr()
+            requests = self.policy.piggyback(p, now, rr)
+            self.log("fetch", p.name, "", self._piggyback_text(p, requests))
+            self.no_fetch_key = None
+            return self._rpc(p, "results_due", requests, f"{p.name} has results to report")
         rr = self.rr()
         plan = self.policy.choose_fetch(now, rr)
         if plan is None:

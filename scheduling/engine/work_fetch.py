@@ -3,6 +3,8 @@ processor types, how much, and the per-(project, resource) back-off."""
 
 from __future__ import annotations
 
+import math
+
 from typing import NamedTuple
 
 from .rec import priority_init
@@ -236,15 +238,32 @@ def handle_reply(em, p, requests: dict, received: dict, now: float, rng) -> list
     return notes
 
 
+def slice_bound(em) -> float:
+    """The longest time-slice step of a BOINC round-robin simulation of the jobs queued now."""
+    longest = 0.0
+    for p in em.projects:
+        for j in p.jobs:
+            frac = em.resources[j.rsc].overall_frac
+            if j.flops > 0 and frac > 0:
+                left = j.est_flops_remaining(em.exact_estimates) / (j.flops * frac)
+                if left < math.inf:
+                    longest = max(longest, left)
+    return max(3600.0, longest / 10.0)
+
+
 def next_check(em, now: float, rr) -> float:
     """When the buffer may next fall below the minimum, or to the level at which a
     zero-share project may be asked (compute_rsc_project_reason, §6.5): saturated time
     shrinks by about 1/overall_frac seconds per second of computing."""
     t = now + 6 * 3600.0
+    # under bce the simulation takes time-slice steps of an hour, or a tenth of a job's time
+    # left past ten hours (RoundRobin.run_repick), and the saturated time ends at a step's
+    # end: it can fall by a whole step at once, so the check comes that much early
+    jump = slice_bound(em) if em.bce else 0.0
     for r, res in enumerate(em.resources):
         sat = rr.rsc[r].saturated_time
         if sat >= em.work_buf_min:
-            t = min(t, now + (sat - em.work_buf_min) * res.overall_frac)
+            t = min(t, now + max(0.0, sat - em.work_buf_min - jump) * res.overall_frac)
         zero = min(em.work_buf_min, 180.0)
         if sat > zero and any(p.share == 0 and p.fetch_ok[r] for p in em.projects):
             t = min(t, now + (sat - zero) * res.overall_frac)

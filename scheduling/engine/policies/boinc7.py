@@ -98,6 +98,17 @@ class Boinc7:
         em = self.em
         speedup = max(1.0 / r.overall_frac - 1.0 for r in em.resources)
         margin = math.inf
+        if em.bce:
+            # BOINC's simulation picks afresh at every job end (RoundRobin.run_repick): a job
+            # ending early can let a GPU job with a larger CPU share in first and push a CPU
+            # job back, so projected finishes move by more than the time that passes. Near
+            # a miss's threshold (within a time-slice step of the simulation) the schedule is
+            # looked at every step, as BOINC's emulator does
+            near = work_fetch.slice_bound(em)
+            for p in em.projects:
+                for j in p.jobs:
+                    if abs(j.deadline - em.work_buf_min - j.rr_finish) < near:
+                        return 0.0
         for p in em.projects:
             for j in p.jobs:
                 slack = j.deadline - em.work_buf_min - j.rr_finish
