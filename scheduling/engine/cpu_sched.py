@@ -60,23 +60,6 @@ def promote_once_ran_edf(em, now: float, rr) -> None:
                 j.rr_miss = True
 
 
-def _earliest_deadline_result(em, r: int, misses: dict, taken: set):
-    """earliest_deadline_result (§6.3 step 5): only projects with predicted misses left;
-    earliest report deadline, then a started job, then the least remaining time."""
-    best = None
-    best_key = None
-    for p in em.projects:
-        if misses.get((p.index, r), 0) <= 0:
-            continue
-        for j in p.jobs:
-            if j.rsc != r or j in taken:
-                continue
-            key = (j.deadline, not j.started, _runtime_remaining(em, j))
-            if best_key is None or key < best_key:
-                best, best_key = j, key
-    return best
-
-
 def _runtime_remaining(em, j) -> float:
     """What earliest_deadline_result compares among jobs due at once. BOINC's emulator uses
     RESULT::estimated_runtime_remaining: a started job's real remainder at its speed, an
@@ -87,47 +70,95 @@ def _runtime_remaining(em, j) -> float:
     return j.est_flops_remaining(em.exact_estimates)
 
 
-def _best_job(p, r: int, taken: set):
-    """The project's next job: already running, then preempted ones, then in arrival order
-    (assign_results_to_projects)."""
+class _Candidates:
+    """One resource's jobs of each project for make_run_list's picks, each project's in the
+    order of one pick rule (a stable sort of the arrival order, so the first of equals is the
+    first to arrive, as a scan keeping the first strict minimum finds it). Nothing a pick
+    reads changes during make_run_list but the projects' priorities and what is taken, so
+    each order is sorted once and a pick looks only at the head of each project's order: the
+    first job not taken."""
+
+    __slots__ = ("jobs", "orders")
+
+    def __init__(self, jobs: dict):
+        self.jobs = jobs  # project index -> its jobs of the resource, in arrival order
+        self.orders: dict = {}  # (rule, project index) -> [keys, jobs, position of the head]
+
+    def head(self, rule: str, p, taken: set, key):
+        """(key, job) of the project's first job by `rule` not yet taken, or None."""
+        entry = self.orders.get((rule, p.index))
+        if entry is None:
+            jobs = self.jobs.get(p.index)
+            if not jobs:
+                return None
+            keyed = sorted([(key(j), j) for j in jobs], key=_first)
+            entry = self.orders[(rule, p.index)] = [keyed, 0]
+        keyed, k = entry
+        n = len(keyed)
+        while k < n and keyed[k][1] in taken:
+            k += 1
+        entry[1] = k
+        return keyed[k] if k < n else None
+
+
+def _first(pair):
+    return pair[0]
+
+
+def _earliest_deadline_result(em, cands: _Candidates, r: int, misses: dict, taken: set):
+    """earliest_deadline_result (§6.3 step 5): only projects with predicted misses left;
+    earliest report deadline, then a started job, then the least remaining time."""
+    def key(j):
+        return (j.deadline, not j.started, _runtime_remaining(em, j))
+
     best = None
     best_key = None
-    for j in p.jobs:
-        if j.rsc != r or j in taken:
+    for p in em.projects:
+        if misses.get((p.index, r), 0) <= 0:
             continue
-        key = (j.state != RUNNING, not j.started, j.index)
-        if best_key is None or key < best_key:
-            best, best_key = j, key
+        h = cands.head("edf", p, taken, key)
+        if h is not None and (best_key is None or h[0] < best_key):
+            best_key, best = h
     return best
 
 
-def _first_coproc_result(em, r: int, taken: set):
+def _best_job_key(j):
+    """The project's next job: already running, then preempted ones, then in arrival order
+    (assign_results_to_projects)."""
+    return (j.state != RUNNING, not j.started, j.index)
+
+
+def _coproc_job_key(j):
+    return (not j.started, j.index)
+
+
+def _first_coproc_result(em, cands: _Candidates, taken: set):
     """first_coproc_result (§6.3 step 3): the job of the highest-priority project, then an
     already-started job, then the earliest arrival; a running job has no precedence over a
     preempted one."""
     best = None
     best_key = None
     for p in em.project_order:
-        for j in p.jobs:
-            if j.rsc != r or j in taken:
-                continue
-            key = (-p.priority, not j.started, j.index)
-            if best_key is None or key < best_key:
-                best, best_key = j, key
+        h = cands.head("coproc", p, taken, _coproc_job_key)
+        if h is None:
+            continue
+        key = (-p.priority,) + h[0]
+        if best_key is None or key < best_key:
+            best, best_key = h[1], key
     return best
 
 
-def _highest_priority_best(em, r: int, taken: set):
+def _highest_priority_best(em, cands: _Candidates, taken: set):
     """highest_prio_project_best_result (§6.3 step 4): each project's best job, from the
     project with the largest priority; the first project in order wins ties."""
     best = None
     best_prio = 0.0
     for p in em.project_order:
-        cand = _best_job(p, r, taken)
-        if cand is None:
+        h = cands.head("best", p, taken, _best_job_key)
+        if h is None:
             continue
         if best is None or p.priority > best_prio:
-            best, best_prio = cand, p.priority
+            best, best_prio = h[1], p.priority
     return best
 
 
@@ -151,6 +182,10 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
     misses = dict(rr.misses)
     taken: set = set()
     out: list = []
+    by_rsc: list = [{} for _ in em.resources]
+    for p in em.projects:
+        for j in p.jobs:
+            by_rsc[j.rsc].setdefault(p.index, []).append(j)
     # add_coproc_jobs for each GPU type in index order, then the CPU
     for r in list(range(1, len(em.resources))) + [0]:
         res = em.resources[r]
@@ -160,14 +195,15 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
         limit = 2 * em.n_usable_cpus
         used_st = used_mt = 0.0
         usage = [0.0] * res.ninstances  # PROC_RESOURCES' reservation of each GPU instance
+        cands = _Candidates(by_rsc[r])
         for edf_pass in ((True, False) if use_edf else (False,)):
             while (used_st < limit and used_mt < limit) if cpu else min(usage) < 1.0:
                 if edf_pass:
-                    j = _earliest_deadline_result(em, r, misses, taken)
+                    j = _earliest_deadline_result(em, cands, r, misses, taken)
                 elif cpu:
-                    j = _highest_priority_best(em, r, taken)
+                    j = _highest_priority_best(em, cands, taken)
                 else:
-                    j = _first_coproc_result(em, r, taken)
+                    j = _first_coproc_result(em, cands, taken)
                 if j is None:
                     break
                 taken.add(j)
