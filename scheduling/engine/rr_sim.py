@@ -325,23 +325,69 @@ class RoundRobin:
             result.rec_sum = self.rec_sum
 
     def run(self) -> RRResult:
+        """Pick, then step from job end to job end: run the picked jobs to the first end,
+        integrate the step (shortfall, saturation, max_concurrent, projected REC), retire the
+        jobs that end and pick again."""
         result = self.result
         caps = self.caps
         self.pick()
         sim_nused = self.sim_nused
-        for r in range(self.nr):
-            result.rsc[r].nidle_now = max(0.0, caps[r] - sim_nused[r])
-        while self.active:
+        nr = self.nr
+        rsc = result.rsc
+        for r in range(nr):
+            rsc[r].nidle_now = max(0.0, caps[r] - sim_nused[r])
+        active, rate, tol = self.active, self.rate, self.tol
+        now = self.now
+        buf_end = self.buf_end
+        max_steps = self.max_steps
+        mc = bool(self.mc_cap)
+        detail = self.detail
+        by_priority = self.by_priority
+        sim_now = self.sim_now
+        while active:
             self.steps += 1
-            if self.steps > self.max_steps:
+            if self.steps > max_steps:
                 raise EngineLimitError(
-                    f"the round-robin simulation at {self.now:.0f} s took more than {self.max_steps} steps "
-                    f"for {_jobs(self.max_steps // MAX_STEPS_PER_JOB - 1)}: job sizes or processor speeds "
+                    f"the round-robin simulation at {now:.0f} s took more than {max_steps} steps "
+                    f"for {_jobs(max_steps // MAX_STEPS_PER_JOB - 1)}: job sizes or processor speeds "
                     f"are out of range (a job would never end)")
-            finished = self.step()
-            if finished:
-                self.retire(finished)
-                self.pick()
+            left = self.left
+            dt = min(map(truediv, left, rate))
+            left = list(map(sub, left, map(mul, rate, repeat(dt))))  # left - rate x dt
+            if mc:
+                self._mc_step(dt)
+            if detail:
+                self._project_shortfall_step(dt)
+            # shortfall (idle instance-seconds up to the buffer end) and saturated time
+            for r in range(nr):
+                idle = caps[r] - sim_nused[r]
+                if idle > IDLE_EPS:
+                    if sim_now < buf_end:
+                        rsc[r].shortfall += idle * (min(sim_now + dt, buf_end) - sim_now)
+                else:
+                    rsc[r].saturated_time = sim_now + dt - now
+            if by_priority:
+                self._rec_step(dt)
+            sim_now = self.sim_now = sim_now + dt
+            ends = list(map(le, left, tol))
+            n = ends.count(True)
+            if n == 0:
+                self.left = left
+                continue
+            if n == 1:
+                k = ends.index(True)
+                ended = [active[k]]
+                del active[k], left[k], rate[k], tol[k]
+            else:
+                ended = [j for j, end in zip(active, ends) if end]
+                keep = [k for k, end in enumerate(ends) if not end]
+                active[:] = [active[k] for k in keep]
+                left = [left[k] for k in keep]
+                rate[:] = [rate[k] for k in keep]
+                tol[:] = [tol[k] for k in keep]
+            self.left = left
+            self.retire(ended)
+            self.pick()
         self.tail()
         return result
 
@@ -437,38 +483,6 @@ class RoundRobin:
 
     # ------------------------------------------------------------------ running to the next end
 
-    def step(self) -> list:
-        """Run the active jobs to the first end; integrate the step; return the jobs that end."""
-        rate = self.rate
-        dt = min(map(truediv, self.left, rate))
-        left = list(map(sub, self.left, map(mul, rate, repeat(dt))))  # left - rate x dt
-        if self.mc_cap:
-            self._mc_step(dt)
-        self._resource_step(dt)
-        if self.by_priority:
-            self._rec_step(dt)
-        self.sim_now += dt
-        ends = list(map(le, left, self.tol))
-        n = ends.count(True)
-        if n == 0:
-            self.left = left
-            return []
-        active = self.active
-        tol = self.tol
-        if n == 1:
-            k = ends.index(True)
-            ended = [active[k]]
-            del active[k], left[k], rate[k], tol[k]
-        else:
-            ended = [j for j, end in zip(active, ends) if end]
-            keep = [k for k, end in enumerate(ends) if not end]
-            active[:] = [active[k] for k in keep]
-            left = [left[k] for k in keep]
-            rate[:] = [rate[k] for k in keep]
-            tol[:] = [tol[k] for k in keep]
-        self.left = left
-        return ended
-
     def _mc_step(self, dt: float) -> None:
         """max_concurrent: when a limit last held a job back, and the idle instance-seconds up
         to the buffer end that each limited project may fill (§6.4, §6.5)."""
@@ -485,29 +499,21 @@ class RoundRobin:
                 if fill > IDLE_EPS:
                     result.mc_shortfall[(pi, r)] += fill * (min(sim_now + dt, self.buf_end) - sim_now)
 
-    def _resource_step(self, dt: float) -> None:
-        """Shortfall (idle instance-seconds up to the buffer end) and saturated time."""
-        result = self.result
+    def _project_shortfall_step(self, dt: float) -> None:
+        """With `detail`: how far each project's simulated use falls below its fair share of
+        each resource's instances, up to the buffer end."""
         sim_now = self.sim_now
         buf_end = self.buf_end
-        caps = self.caps
-        sim_nused = self.sim_nused
+        if sim_now >= buf_end:
+            return
+        span = min(sim_now + dt, buf_end) - sim_now
+        shortfall = self.result.project_rsc_shortfall
         for r in range(self.nr):
-            idle = caps[r] - sim_nused[r]
-            rs = result.rsc[r]
-            if self.detail and sim_now < buf_end:
-                span = min(sim_now + dt, buf_end) - sim_now
-                p_used = self.p_used[r]
-                shortfall = result.project_rsc_shortfall
-                for pi, f in self.static.fair[r].items():
-                    if p_used[pi] < f:
-                        key = (pi, r)
-                        shortfall[key] = shortfall.get(key, 0.0) + (f - p_used[pi]) * span
-            if idle > IDLE_EPS:
-                if sim_now < buf_end:
-                    rs.shortfall += idle * (min(sim_now + dt, buf_end) - sim_now)
-            else:
-                rs.saturated_time = sim_now + dt - self.now
+            p_used = self.p_used[r]
+            for pi, f in self.static.fair[r].items():
+                if p_used[pi] < f:
+                    key = (pi, r)
+                    shortfall[key] = shortfall.get(key, 0.0) + (f - p_used[pi]) * span
 
     def _rec_step(self, dt: float) -> None:
         """Projected REC: each project with active jobs earns their credit over the step, and
