@@ -288,7 +288,9 @@ def enforce(em, now: float, run_list: list, gpu_allowed: bool, keep_unfinished: 
             if j.rsc == 0 or ncpus_used + j.avg_ncpus > ncpus + 1 + 1e-9:
                 continue
         ncpus_used += j.avg_ncpus
-        napp[j.app] = napp.get(j.app, 0) + 1
+        if mc:
+            # only a limited app's count is read, and equal apps have equal limits
+            napp[j.app] = napp.get(j.app, 0) + 1
         chosen.append((j, _why(j), devices[j] if j.rsc else -1))
     return chosen
 
