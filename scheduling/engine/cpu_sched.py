@@ -7,6 +7,7 @@ walks the list sorted by `more_important` and keeps what fits, assigning GPU ins
 
 from __future__ import annotations
 
+import heapq
 import math
 
 from .rec import adjust_rec_sched, priority_init
@@ -82,27 +83,22 @@ class _Candidates:
 
     def __init__(self, jobs: dict):
         self.jobs = jobs  # project index -> its jobs of the resource, in arrival order
-        self.orders: dict = {}  # (rule, project index) -> [keys, jobs, position of the head]
+        self.orders: dict = {}  # (rule, project index) -> [jobs in the rule's order, position of the head]
 
-    def head(self, rule: str, p, taken: set, key):
-        """(key, job) of the project's first job by `rule` not yet taken, or None."""
-        entry = self.orders.get((rule, p.index))
+    def head(self, rule: str, pi: int, taken: set, key):
+        """The project's first job by `rule` (sorted by `key`) not yet taken, or None."""
+        entry = self.orders.get((rule, pi))
         if entry is None:
-            jobs = self.jobs.get(p.index)
+            jobs = self.jobs.get(pi)
             if not jobs:
                 return None
-            keyed = sorted([(key(j), j) for j in jobs], key=_first)
-            entry = self.orders[(rule, p.index)] = [keyed, 0]
-        keyed, k = entry
-        n = len(keyed)
-        while k < n and keyed[k][1] in taken:
+            entry = self.orders[(rule, pi)] = [sorted(jobs, key=key), 0]
+        order, k = entry
+        n = len(order)
+        while k < n and order[k] in taken:
             k += 1
         entry[1] = k
-        return keyed[k] if k < n else None
-
-
-def _first(pair):
-    return pair[0]
+        return order[k] if k < n else None
 
 
 def _earliest_deadline_result(em, cands: _Candidates, r: int, misses: dict, taken: set):
@@ -116,9 +112,11 @@ def _earliest_deadline_result(em, cands: _Candidates, r: int, misses: dict, take
     for p in em.projects:
         if misses.get((p.index, r), 0) <= 0:
             continue
-        h = cands.head("edf", p, taken, key)
-        if h is not None and (best_key is None or h[0] < best_key):
-            best_key, best = h
+        j = cands.head("edf", p.index, taken, key)
+        if j is not None:
+            k = key(j)
+            if best_key is None or k < best_key:
+                best, best_key = j, k
     return best
 
 
@@ -135,31 +133,53 @@ def _coproc_job_key(j):
 def _first_coproc_result(em, cands: _Candidates, taken: set):
     """first_coproc_result (§6.3 step 3): the job of the highest-priority project, then an
     already-started job, then the earliest arrival; a running job has no precedence over a
-    preempted one."""
+    preempted one. A project of lower priority than the best so far is not looked into."""
     best = None
     best_key = None
     for p in em.project_order:
-        h = cands.head("coproc", p, taken, _coproc_job_key)
-        if h is None:
+        if best_key is not None and -p.priority > best_key[0]:
             continue
-        key = (-p.priority,) + h[0]
+        j = cands.head("coproc", p.index, taken, _coproc_job_key)
+        if j is None:
+            continue
+        key = (-p.priority, not j.started, j.index)
         if best_key is None or key < best_key:
-            best, best_key = h[1], key
+            best, best_key = j, key
     return best
 
 
-def _highest_priority_best(em, cands: _Candidates, taken: set):
+class _HighestPriorityBest:
     """highest_prio_project_best_result (§6.3 step 4): each project's best job, from the
-    project with the largest priority; the first project in order wins ties."""
-    best = None
-    best_prio = 0.0
-    for p in em.project_order:
-        h = cands.head("best", p, taken, _best_job_key)
-        if h is None:
-            continue
-        if best is None or p.priority > best_prio:
-            best, best_prio = h[1], p.priority
-    return best
+    project with the largest priority; the first project in order wins ties.
+
+    The projects wait in a heap by (-priority, place in project_order), which orders them as
+    that rule does. Only a pick moves a priority (adjust_rec_sched charges the picked job's
+    project), and the project picked last is the heap's top, so it is re-keyed at the next
+    pick; a project without a job left leaves."""
+
+    __slots__ = ("cands", "taken", "heap", "last")
+
+    def __init__(self, em, cands: _Candidates, taken: set):
+        self.cands = cands
+        self.taken = taken
+        self.heap = [(-p.priority, k, p) for k, p in enumerate(em.project_order)]
+        heapq.heapify(self.heap)
+        self.last = None
+
+    def next(self):
+        heap = self.heap
+        if self.last is not None:
+            _np, k, p = heap[0]
+            heapq.heapreplace(heap, (-p.priority, k, p))
+            self.last = None
+        while heap:
+            p = heap[0][2]
+            j = self.cands.head("best", p.index, self.taken, _best_job_key)
+            if j is not None:
+                self.last = p
+                return j
+            heapq.heappop(heap)
+        return None
 
 
 def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -> list:
@@ -182,10 +202,17 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
     misses = dict(rr.misses)
     taken: set = set()
     out: list = []
-    by_rsc: list = [{} for _ in em.resources]
+    nr = len(em.resources)
+    by_rsc: list = [{} for _ in range(nr)]  # resource -> project index -> its jobs
     for p in em.projects:
-        for j in p.jobs:
-            by_rsc[j.rsc].setdefault(p.index, []).append(j)
+        jobs = p.jobs
+        if nr == 1:
+            by_rsc[0][p.index] = jobs
+            continue
+        for r in range(nr):
+            of_r = [j for j in jobs if j.rsc == r]
+            if of_r:
+                by_rsc[r][p.index] = of_r
     # add_coproc_jobs for each GPU type in index order, then the CPU
     for r in list(range(1, len(em.resources))) + [0]:
         res = em.resources[r]
@@ -197,11 +224,13 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
         usage = [0.0] * res.ninstances  # PROC_RESOURCES' reservation of each GPU instance
         cands = _Candidates(by_rsc[r])
         for edf_pass in ((True, False) if use_edf else (False,)):
+            if cpu and not edf_pass:
+                by_priority = _HighestPriorityBest(em, cands, taken)
             while (used_st < limit and used_mt < limit) if cpu else min(usage) < 1.0:
                 if edf_pass:
                     j = _earliest_deadline_result(em, cands, r, misses, taken)
                 elif cpu:
-                    j = _highest_priority_best(em, cands, taken)
+                    j = by_priority.next()
                 else:
                     j = _first_coproc_result(em, cands, taken)
                 if j is None:
