@@ -409,17 +409,20 @@ class RoundRobin:
         any_mc = self.any_mc
         sim_nused = self.sim_nused
         caps = self.caps
-        em = self.em
+        pending = self.pending
+        gpu_cpu = self.gpu_cpu
         exact = self.exact
         active, left, rates, tol = self.active, self.left, self.rate, self.tol
         for r in range(self.nr - 1, -1, -1):
-            queues = self.pending[r]
+            queues = pending[r]
             limit = caps[r]
             if not queues or sim_nused[r] >= limit:
                 continue
             frac = self.rscs[r].overall_frac
             p_used = self.p_used[r]
-            open_q = set(queues)
+            # the projects still in the running, in index order; without max_concurrent a
+            # project leaves only when its queue empties, so the queues' keys are they
+            open_q = set(queues) if any_mc else queues
             while sim_nused[r] < limit and open_q:
                 if by_priority:
                     # the highest priority; the lowest index among equals
@@ -442,13 +445,15 @@ class RoundRobin:
                     j = q.pop(k)
                     if j.app.max_concurrent:
                         self.mc_running[j.app] = self.mc_running.get(j.app, 0) + 1
+                    if not q:
+                        del queues[pi]
+                        open_q.discard(pi)
                 else:
                     if by_priority and len(open_q) > 1:
                         self._contest(pi, open_q)
                     j = q.pop()
-                if not q:
-                    del queues[pi]
-                    open_q.discard(pi)
+                    if not q:
+                        del queues[pi]
                 active.append(j)
                 left.append(j.est_flops_remaining(exact))
                 rates.append(j.flops * frac)
@@ -456,13 +461,14 @@ class RoundRobin:
                 if r:
                     p_used[pi] += j.gpu_usage
                     sim_nused[r] += j.gpu_usage
-                    if self.gpu_cpu:
+                    if gpu_cpu:
                         sim_nused[0] += j.avg_ncpus
                 else:
                     p_used[pi] += j.avg_ncpus
                     sim_nused[0] += j.avg_ncpus
                 if by_priority:
                     p = projects[pi]
+                    em = self.em
                     peak = self.peak[j] = em.job_peak_flops(j)
                     self.credit[p] = self.credit.get(p, 0.0) + peak * COBBLESTONE_SCALE
                     adjust_rec_sched(p, peak, em.total_peak_flops, self.rec_sum)
