@@ -300,6 +300,9 @@ class RoundRobin:
                 continue
             pi = p.index
             njobs += len(jobs)
+            # every job's CPU share counts in its project's CPU total, a GPU job's too
+            # (RR_SIM::init_pending_lists)
+            ncpus = 0.0
             for j in jobs:
                 r = j.rsc
                 j.rr_miss = False
@@ -307,13 +310,13 @@ class RoundRobin:
                 queue = pending[r].get(pi)
                 if queue is None:
                     queue = pending[r][pi] = []
-                    nused_total.setdefault((pi, r), 0.0)
+                    if r:
+                        nused_total[(pi, r)] = 0.0
                 queue.append(j)
                 if r:
                     nused_total[(pi, r)] += j.gpu_usage
-                # every job's CPU share counts in its project's CPU total, a GPU job's too
-                # (RR_SIM::init_pending_lists)
-                nused_total[(pi, 0)] = nused_total.get((pi, 0), 0.0) + j.avg_ncpus
+                ncpus += j.avg_ncpus
+            nused_total[(pi, 0)] = ncpus
         for queues in pending:
             for q in queues.values():
                 q.reverse()  # pop() takes the earliest arrival
@@ -485,7 +488,7 @@ class RoundRobin:
         moving_c = chosen.rec_temp / (rec_sum * (sf_c or 1.0))
         self.result.contested.extend([
             (pri_c - o.priority, pi, i, moving_c, o.rec_temp / (rec_sum * (o.share_frac or 1.0)), sf_c, o.share_frac)
-            for i, o in [(i, projects[i]) for i in open_q if i != pi]])
+            for i in open_q if i != pi for o in (projects[i],)])
 
     # ------------------------------------------------------------------ running to the next end
 
