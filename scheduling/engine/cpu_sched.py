@@ -77,22 +77,48 @@ class _Candidates:
     first to arrive, as a scan keeping the first strict minimum finds it). Nothing a pick
     reads changes during make_run_list but the projects' priorities and what is taken, so
     each order is sorted once and a pick looks only at the head of each project's order: the
-    first job not taken."""
+    first job not taken.
 
-    __slots__ = ("jobs", "orders")
+    The orders of the rules whose keys read only which jobs a project has and whether each
+    runs or has started (`KEPT_RULES`) outlive the call: they are kept with the project's
+    jobs_version, which every such change bumps (job_lifecycle)."""
 
-    def __init__(self, jobs: dict):
-        self.jobs = jobs  # project index -> its jobs of the resource, in arrival order
-        self.orders: dict = {}  # (rule, project index) -> [jobs in the rule's order, position of the head]
+    KEPT_RULES = ("best", "coproc")
 
-    def head(self, rule: str, pi: int, taken: set, key):
+    __slots__ = ("em", "r", "heads")
+
+    def __init__(self, em, r: int):
+        self.em = em
+        self.r = r
+        self.heads: dict = {}  # (rule, project index) -> [jobs in the rule's order, position of the head]
+
+    def _order(self, rule: str, p, key) -> list:
+        kept = self.em.__dict__.get("_candidate_orders")
+        if kept is None:
+            kept = self.em._candidate_orders = {}
+        r = self.r
+        if rule in self.KEPT_RULES:
+            hit = kept.get((rule, r, p.index))
+            if hit is not None and hit[0] == p.jobs_version:
+                return hit[1]
+        jobs = p.jobs
+        if len(self.em.resources) > 1:
+            hit = kept.get(("arrival", r, p.index))
+            if hit is not None and hit[0] == p.jobs_version:
+                jobs = hit[1]
+            else:
+                jobs = [j for j in jobs if j.rsc == r]
+                kept[("arrival", r, p.index)] = (p.jobs_version, jobs)
+        order = sorted(jobs, key=key)
+        if rule in self.KEPT_RULES:
+            kept[(rule, r, p.index)] = (p.jobs_version, order)
+        return order
+
+    def head(self, rule: str, p, taken: set, key):
         """The project's first job by `rule` (sorted by `key`) not yet taken, or None."""
-        entry = self.orders.get((rule, pi))
+        entry = self.heads.get((rule, p.index))
         if entry is None:
-            jobs = self.jobs.get(pi)
-            if not jobs:
-                return None
-            entry = self.orders[(rule, pi)] = [sorted(jobs, key=key), 0]
+            entry = self.heads[(rule, p.index)] = [self._order(rule, p, key), 0]
         order, k = entry
         n = len(order)
         while k < n and order[k] in taken:
@@ -112,7 +138,7 @@ def _earliest_deadline_result(em, cands: _Candidates, r: int, misses: dict, take
     for p in em.projects:
         if misses.get((p.index, r), 0) <= 0:
             continue
-        j = cands.head("edf", p.index, taken, key)
+        j = cands.head("edf", p, taken, key)
         if j is not None:
             k = key(j)
             if best_key is None or k < best_key:
@@ -139,7 +165,7 @@ def _first_coproc_result(em, cands: _Candidates, taken: set):
     for p in em.project_order:
         if best_key is not None and -p.priority > best_key[0]:
             continue
-        j = cands.head("coproc", p.index, taken, _coproc_job_key)
+        j = cands.head("coproc", p, taken, _coproc_job_key)
         if j is None:
             continue
         key = (-p.priority, not j.started, j.index)
@@ -174,7 +200,7 @@ class _HighestPriorityBest:
             self.last = None
         while heap:
             p = heap[0][2]
-            j = self.cands.head("best", p.index, self.taken, _best_job_key)
+            j = self.cands.head("best", p, self.taken, _best_job_key)
             if j is not None:
                 self.last = p
                 return j
@@ -202,17 +228,6 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
     misses = dict(rr.misses)
     taken: set = set()
     out: list = []
-    nr = len(em.resources)
-    by_rsc: list = [{} for _ in range(nr)]  # resource -> project index -> its jobs
-    for p in em.projects:
-        jobs = p.jobs
-        if nr == 1:
-            by_rsc[0][p.index] = jobs
-            continue
-        for r in range(nr):
-            of_r = [j for j in jobs if j.rsc == r]
-            if of_r:
-                by_rsc[r][p.index] = of_r
     # add_coproc_jobs for each GPU type in index order, then the CPU
     for r in list(range(1, len(em.resources))) + [0]:
         res = em.resources[r]
@@ -222,7 +237,7 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
         limit = 2 * em.n_usable_cpus
         used_st = used_mt = 0.0
         usage = [0.0] * res.ninstances  # PROC_RESOURCES' reservation of each GPU instance
-        cands = _Candidates(by_rsc[r])
+        cands = _Candidates(em, r)
         for edf_pass in ((True, False) if use_edf else (False,)):
             if cpu and not edf_pass:
                 by_priority = _HighestPriorityBest(em, cands, taken)

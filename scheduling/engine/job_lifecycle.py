@@ -45,6 +45,7 @@ class JobLifecycle:
                      self.rsc_index[version.resource], size, fpops_est, received, deadline,
                      self.job_seq, initial, cp)
         p.jobs.append(j)
+        p.jobs_version += 1
         self.all_jobs.append(j)
         self.state_version += 1
         return j
@@ -65,10 +66,12 @@ class JobLifecycle:
             j = self.new_job(p, app, v, size, ij.fpops_est, ij.received, ij.deadline, ij.name, True)
             j.done = j.ckpt_done = ij.flops_done
             j.started = ij.flops_done > 0
+            p.jobs_version += 1
 
     def _start(self, j, why: str, gpu_instance: int) -> None:
         p = j.project
         j.state = RUNNING
+        p.jobs_version += 1
         resumed = j.started
         j.started = True
         j.run_start = self.now
@@ -103,6 +106,7 @@ class JobLifecycle:
         self._close_slice(j, self.now)
         self._release(j)
         j.state = QUEUED
+        p.jobs_version += 1
         never_checkpointed = j.checkpoint_period > 0 and j.ckpt_done <= 0
         remove = force_remove or j.rsc != 0 or (not never_checkpointed and not self.prefs.leave_apps_in_memory)
         lost = 0.0
@@ -151,6 +155,7 @@ class JobLifecycle:
         self._close_slice(j, tc)
         self._release(j)
         p.jobs.remove(j)
+        p.jobs_version += 1
         j.state = FINISHED
         # BOINC's emulator notices the end at the step that closes the interval it falls in
         # and stamps that step (app_finished: completed_time = now), which the report rule

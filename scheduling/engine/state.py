@@ -213,6 +213,8 @@ class ProjectState:
         self.name = spec.name
         self.share = spec.resource_share
         self.jobs: list[JobState] = []       # queued or running, arrival order
+        # bumped when a job arrives, starts, stops or finishes (cpu_sched keeps orders by it)
+        self.jobs_version = 0
         self.ready: list[JobState] = []      # finished, not yet reported
         # REC (reference/client.md §6.1, §6.2)
         self.rec = 0.0
