@@ -27,6 +27,10 @@ class Accounting:
 
     def _init_accounting(self) -> None:
         self.cpu_scale = 1.0
+        # credits per instance-second of each resource (REC, adjust_rec)
+        limit = self.prefs.cpu_usage_limit / 100.0
+        self.credit_scale = [limit * self.cpu_flops * res.relative_speed * COBBLESTONE_SCALE
+                             for res in self.resources]
         self.flops_used = 0.0
         self.active_time = 0.0
         self.gpu_active_time = 0.0
@@ -147,7 +151,7 @@ class Accounting:
             p.secs_this_interval[r] += run_time * n
         k = max(1, round(dt / self.delta))
         d = dt / k
-        limit = self.prefs.cpu_usage_limit / 100.0
+        credit_scale = self.credit_scale
         for p in self.projects:
             if p in executing:
                 p.idle_time = 0.0
@@ -160,7 +164,7 @@ class Accounting:
             credit = 0.0
             head = 0.0
             for r, secs in enumerate(p.secs_this_interval):
-                scale_r = limit * cpu_flops * self.resources[r].relative_speed * COBBLESTONE_SCALE
+                scale_r = credit_scale[r]
                 if secs:
                     credit += secs * scale_r
                     p.secs_this_interval[r] = 0.0
