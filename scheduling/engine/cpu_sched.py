@@ -261,7 +261,7 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
                     used_mt += j.avg_ncpus
                 elif cpu:
                     used_st += j.avg_ncpus
-                adjust_rec_sched(j.project, em.job_peak_flops(j), em.total_peak_flops, rec_sum)
+                adjust_rec_sched(j.project, j.peak_flops, em.total_peak_flops, rec_sum)
     return out
 
 

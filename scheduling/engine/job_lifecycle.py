@@ -44,6 +44,7 @@ class JobLifecycle:
         j = JobState(name or f"{p.name}_{app.name}_{p.job_counter}", p, app, version,
                      self.rsc_index[version.resource], size, fpops_est, received, deadline,
                      self.job_seq, initial, cp)
+        j.peak_flops = self.job_peak_flops(j)
         p.jobs.append(j)
         p.jobs_version += 1
         self.all_jobs.append(j)

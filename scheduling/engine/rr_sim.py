@@ -183,11 +183,12 @@ class _Static:
     resource, the max_concurrent caps per (project, resource), each project's fair share of
     the instances (for `detail`)."""
 
-    __slots__ = ("caps", "mc_cap", "any_mc", "fair")
+    __slots__ = ("caps", "mc_cap", "any_mc", "fair", "gpus_first")
 
     def __init__(self, em):
         rscs = em.resources
         nr = len(rscs)
+        self.gpus_first = tuple(range(nr - 1, -1, -1))  # pick's order of the resources
         self.caps = [em.n_usable_cpus if r == 0 else rscs[r].ninstances for r in range(nr)]
         mc_cap: dict = {}  # (project, resource) -> instances its limited apps let it use
         for p in em.projects:
@@ -276,7 +277,6 @@ class RoundRobin:
         self.p_used = [[0.0] * len(projects) for _ in range(nr)]
         self.busy = [[0.0] * em.resources[r].ninstances for r in range(nr)]
         self.credit: dict = {}  # projected credit per second of each project's active jobs
-        self.peak: dict = {}  # job -> peak FLOPS (em.job_peak_flops)
         # the picked jobs, with their remaining FLOPs, rates and end tolerances, in pick order
         self.active: list = []
         self.left: list = []
@@ -347,9 +347,11 @@ class RoundRobin:
         detail = self.detail
         by_priority = self.by_priority
         sim_now = self.sim_now
+        steps = self.steps
         while active:
-            self.steps += 1
-            if self.steps > max_steps:
+            steps += 1
+            if steps > max_steps:
+                self.steps = steps
                 raise EngineLimitError(
                     f"the round-robin simulation at {now:.0f} s took more than {max_steps} steps "
                     f"for {_jobs(max_steps // MAX_STEPS_PER_JOB - 1)}: job sizes or processor speeds "
@@ -382,15 +384,14 @@ class RoundRobin:
                 ended = [active[k]]
                 del active[k], left[k], rate[k], tol[k]
             else:
-                ended = [j for j, end in zip(active, ends) if end]
-                keep = [k for k, end in enumerate(ends) if not end]
-                active[:] = [active[k] for k in keep]
-                left = [left[k] for k in keep]
-                rate[:] = [rate[k] for k in keep]
-                tol[:] = [tol[k] for k in keep]
+                done = [k for k, end in enumerate(ends) if end]
+                ended = [active[k] for k in done]
+                for k in reversed(done):
+                    del active[k], left[k], rate[k], tol[k]
             self.left = left
             self.retire(ended)
             self.pick()
+        self.steps = steps
         self.tail()
         return result
 
@@ -416,7 +417,7 @@ class RoundRobin:
         gpu_cpu = self.gpu_cpu
         exact = self.exact
         active, left, rates, tol = self.active, self.left, self.rate, self.tol
-        for r in range(self.nr - 1, -1, -1):
+        for r in self.static.gpus_first:
             queues = pending[r]
             limit = caps[r]
             if not queues or sim_nused[r] >= limit:
@@ -458,7 +459,8 @@ class RoundRobin:
                     if not q:
                         del queues[pi]
                 active.append(j)
-                left.append(j.est_flops_remaining(exact))
+                rem = (j.size if exact else j.fpops_est) - j.done  # est_flops_remaining
+                left.append(0.0 if 0.0 > rem else rem)
                 rates.append(j.flops * frac)
                 tol.append(1e-9 * (j.size + 1.0))
                 if r:
@@ -472,7 +474,7 @@ class RoundRobin:
                 if by_priority:
                     p = projects[pi]
                     em = self.em
-                    peak = self.peak[j] = em.job_peak_flops(j)
+                    peak = j.peak_flops
                     self.credit[p] = self.credit.get(p, 0.0) + peak * COBBLESTONE_SCALE
                     adjust_rec_sched(p, peak, em.total_peak_flops, self.rec_sum)
 
@@ -564,19 +566,22 @@ class RoundRobin:
         result = self.result
         buf_min = em.work_buf_min
         by_priority = self.by_priority
+        p_used = self.p_used
+        sim_nused = self.sim_nused
         for j in ended:
             r = j.rsc
             if j.app.max_concurrent:
                 self.mc_running[j.app] -= 1
-            self.p_used[r][j.project.index] -= j.gpu_usage if r else j.avg_ncpus
-            if by_priority:
-                self.credit[j.project] -= self.peak[j] * COBBLESTONE_SCALE
             if r:
-                self.sim_nused[r] -= j.gpu_usage
+                p_used[r][j.project.index] -= j.gpu_usage
+                sim_nused[r] -= j.gpu_usage
                 if self.gpu_cpu:
-                    self.sim_nused[0] -= j.avg_ncpus
+                    sim_nused[0] -= j.avg_ncpus
             else:
-                self.sim_nused[0] -= j.avg_ncpus
+                p_used[0][j.project.index] -= j.avg_ncpus
+                sim_nused[0] -= j.avg_ncpus
+            if by_priority:
+                self.credit[j.project] -= j.peak_flops * COBBLESTONE_SCALE
             j.rr_finish = sim_now
             if sim_now > j.deadline - buf_min:
                 j.rr_miss = True
