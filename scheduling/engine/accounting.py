@@ -78,10 +78,13 @@ class Accounting:
         usage = []  # (project, resource, instances, seconds from t0) for REC
         cpu_flops = self.cpu_flops
         scale = self.cpu_scale if self.running else 1.0
+        bce = self.bce
+        resources = self.resources
+        flops_used = self.flops_used
         for j in self.running:
             rate = j.rate
             if rate <= 0:
-                if self.bce:
+                if bce:
                     # BOINC's emulator adds a step to the elapsed time of every executing
                     # task at the end of each step, computing or not (sim.cpp simulate()):
                     # a GPU job held while the GPUs are suspended or the host is off
@@ -100,40 +103,45 @@ class Accounting:
             work = rate * (dt - wait)
             run_time = dt
             charged = dt  # the time its peak FLOPs and elapsed time are counted for
-            if j.done + work >= j.size - FINISH_EPS * j.size:
+            done0 = j.done
+            size = j.size
+            if done0 + work >= size - FINISH_EPS * size:
                 # a remainder of a few ulps (the sum of the steps' work) is no work left: the
                 # job ends in this interval and leaves the next one's cpu_scale
-                run_time = min(dt, wait + max(0.0, j.size - j.done) / rate)
-                work = j.size - j.done
+                run_time = min(dt, wait + max(0.0, size - done0) / rate)
+                work = size - done0
                 finished.append((t0 + run_time, j))
-                if not self.bce:
+                if not bce:
                     charged = run_time
                 # else BOINC's emulator charges the whole step in which the job ends: the
                 # interval ends with that step (grid), and ACTIVE_TASK_SET::poll adds
                 # diff x app_peak_flops and diff of elapsed time for the step before it
                 # finds the job done (docs/engine-fidelity.md)
-            done0 = j.done
-            j.done += work
+            j.done = done0 + work
             p.flops_computed += work
-            self._checkpoint(j, t0, t0 + run_time, done0, wait, rate)
+            if j.checkpoint_period <= 0:
+                j.ckpt_done = j.done  # continuous checkpoints (_checkpoint)
+            else:
+                self._checkpoint(j, t0, t0 + run_time, done0, wait, rate)
             if j.rsc:
                 # BOINC's emulator scales the CPU part of every job's peak FLOPs by cpu_scale,
                 # GPU jobs' too (app_peak_flops in ACTIVE_TASK_SET::poll, sim.cpp)
-                ncpus = j.avg_ncpus * scale if self.bce else j.avg_ncpus
-                peak = (ncpus + j.gpu_usage * self.resources[j.rsc].relative_speed) * cpu_flops
+                ncpus = j.avg_ncpus * scale if bce else j.avg_ncpus
+                peak = (ncpus + j.gpu_usage * resources[j.rsc].relative_speed) * cpu_flops
                 usage.append((p, j.rsc, j.gpu_usage, run_time))
                 usage.append((p, 0, j.avg_ncpus, run_time))
             else:
                 peak = j.avg_ncpus * scale * cpu_flops
                 # BOINC counts a CPU job's instance-seconds for REC at its full CPU count
                 # (accumulate_inst_sec); intended counts the CPU time it got
-                usage.append((p, 0, j.avg_ncpus if self.bce else j.avg_ncpus * scale, run_time))
+                usage.append((p, 0, j.avg_ncpus if bce else j.avg_ncpus * scale, run_time))
                 p.wall_cpu_interval += run_time * j.avg_ncpus
             pf = charged * peak
             j.peak_flop_count += pf
             p.flops_used += pf
-            self.flops_used += pf
-            j.elapsed += charged * (2.0 if self.bce else 1.0)
+            flops_used += pf
+            j.elapsed += charged * (2.0 if bce else 1.0)
+        self.flops_used = flops_used
         # REC is updated once per step in BOINC's emulator: the interval's credit is spread
         # evenly over it, which is exact while every job runs throughout. A job ending inside
         # the interval makes the credit uneven, so the last grid step before the first end is
