@@ -53,11 +53,12 @@ def promote_once_ran_edf(em, now: float, rr) -> None:
     for j in em.running:
         if j.once_ran_edf and rr.misses.get((j.project.index, j.rsc), 0) > 0:
             j.rr_miss = True
+    period = em.period
     for p in em.projects:
         for j in p.jobs:
             if j.rr_miss:
                 j.last_deadline_miss_time = now
-            elif now - j.last_deadline_miss_time < em.period:
+            elif now - j.last_deadline_miss_time < period:
                 j.rr_miss = True
 
 

@@ -135,12 +135,13 @@ def order_can_change_misses(em, rr, now: float) -> bool:
     work = [0.0] * nr
     longest = [0.0] * nr
     jobs = []
+    fracs = [res.overall_frac for res in em.resources]
     for p in em.projects:
         for j in p.jobs:
             if j.app.max_concurrent:
                 return True
             r = j.rsc
-            dur = j.est_flops_remaining(exact) / (j.flops * em.resources[r].overall_frac)
+            dur = j.est_flops_remaining(exact) / (j.flops * fracs[r])
             jobs.append((j, dur))
             work[0] += j.avg_ncpus * dur
             if r:
