@@ -425,8 +425,8 @@ class RoundRobin:
                 continue
             frac = self.rscs[r].overall_frac
             p_used = self.p_used[r]
-            # the projects still in the running, in index order; without max_concurrent a
-            # project leaves only when its queue empties, so the queues' keys are they
+            # the projects still in the running, in index order: without max_concurrent a
+            # project leaves only when its queue empties, so the queues' keys name them
             open_q = set(queues) if any_mc else queues
             while sim_nused[r] < limit and open_q:
                 if by_priority:
