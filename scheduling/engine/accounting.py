@@ -27,6 +27,10 @@ class Accounting:
 
     def _init_accounting(self) -> None:
         self.cpu_scale = 1.0
+        # credits per instance-second of each resource (REC, adjust_rec)
+        limit = self.prefs.cpu_usage_limit / 100.0
+        self.credit_scale = [limit * self.cpu_flops * res.relative_speed * COBBLESTONE_SCALE
+                             for res in self.resources]
         self.flops_used = 0.0
         self.active_time = 0.0
         self.gpu_active_time = 0.0
@@ -78,10 +82,13 @@ class Accounting:
         usage = []  # (project, resource, instances, seconds from t0) for REC
         cpu_flops = self.cpu_flops
         scale = self.cpu_scale if self.running else 1.0
+        bce = self.bce
+        resources = self.resources
+        flops_used = self.flops_used
         for j in self.running:
             rate = j.rate
             if rate <= 0:
-                if self.bce:
+                if bce:
                     # BOINC's emulator adds a step to the elapsed time of every executing
                     # task at the end of each step, computing or not (sim.cpp simulate()):
                     # a GPU job held while the GPUs are suspended or the host is off
@@ -100,35 +107,39 @@ class Accounting:
             work = rate * (dt - wait)
             run_time = dt
             charged = dt  # the time its peak FLOPs and elapsed time are counted for
-            if j.done + work >= j.size - FINISH_EPS * j.size:
+            done0 = j.done
+            size = j.size
+            if done0 + work >= size - FINISH_EPS * size:
                 # a remainder of a few ulps (the sum of the steps' work) is no work left: the
                 # job ends in this interval and leaves the next one's cpu_scale
-                run_time = min(dt, wait + max(0.0, j.size - j.done) / rate)
-                work = j.size - j.done
+                run_time = min(dt, wait + max(0.0, size - done0) / rate)
+                work = size - done0
                 finished.append((t0 + run_time, j))
-                if not self.bce:
+                if not bce:
                     charged = run_time
                 # else BOINC's emulator charges the whole step in which the job ends: the
                 # interval ends with that step (grid), and ACTIVE_TASK_SET::poll adds
                 # diff x app_peak_flops and diff of elapsed time for the step before it
                 # finds the job done (docs/engine-fidelity.md)
-            done0 = j.done
-            j.done += work
+            j.done = done0 + work
             p.flops_computed += work
-            self._checkpoint(j, t0, t0 + run_time, done0, wait, rate)
+            if j.checkpoint_period <= 0:
+                j.ckpt_done = j.done  # continuous checkpoints (_checkpoint)
+            else:
+                self._checkpoint(j, t0, t0 + run_time, done0, wait, rate)
             if j.rsc:
                 # BOINC's emulator scales the CPU part of every job's peak FLOPs by cpu_scale,
                 # GPU jobs' too (app_peak_flops in ACTIVE_TASK_SET::poll, sim.cpp)
-                ncpus = j.avg_ncpus * scale if self.bce else j.avg_ncpus
-                peak = (ncpus + j.gpu_usage * self.resources[j.rsc].relative_speed) * cpu_flops
+                ncpus = j.avg_ncpus * scale if bce else j.avg_ncpus
+                peak = (ncpus + j.gpu_usage * resources[j.rsc].relative_speed) * cpu_flops
                 # REC counts a scheduled job over the whole step under bce (adjust_rec)
-                usage.append((p, j.rsc, j.gpu_usage, dt if self.bce else run_time))
-                usage.append((p, 0, j.avg_ncpus, dt if self.bce else run_time))
+                usage.append((p, j.rsc, j.gpu_usage, dt if bce else run_time))
+                usage.append((p, 0, j.avg_ncpus, dt if bce else run_time))
             else:
                 peak = j.avg_ncpus * scale * cpu_flops
                 # BOINC counts a CPU job's instance-seconds for REC at its full CPU count
                 # (accumulate_inst_sec); intended counts the CPU time it got
-                if self.bce:
+                if bce:
                     usage.append((p, 0, j.avg_ncpus, dt))
                 else:
                     usage.append((p, 0, j.avg_ncpus * scale, run_time))
@@ -136,8 +147,9 @@ class Accounting:
             pf = charged * peak
             j.peak_flop_count += pf
             p.flops_used += pf
-            self.flops_used += pf
-            j.elapsed += charged * (2.0 if self.bce else 1.0)
+            flops_used += pf
+            j.elapsed += charged * (2.0 if bce else 1.0)
+        self.flops_used = flops_used
         # REC is updated once per step in BOINC's emulator: the interval's credit is spread
         # evenly over it, which is exact while every job runs throughout. A job ending inside
         # the interval makes the credit uneven, so the last grid step before the first end is
@@ -168,6 +180,7 @@ class Accounting:
             secs = first.avg_ncpus * elapsed * cpu_flops + (first.gpu_usage * elapsed * speed * cpu_flops
                                                             if first.rsc else 0.0)
             extra[first.project] = secs * limit * COBBLESTONE_SCALE
+        credit_scale = self.credit_scale
         for p in self.projects:
             if p in executing:
                 p.idle_time = 0.0
@@ -180,7 +193,7 @@ class Accounting:
             credit = 0.0
             head = 0.0
             for r, secs in enumerate(p.secs_this_interval):
-                scale_r = limit * cpu_flops * self.resources[r].relative_speed * COBBLESTONE_SCALE
+                scale_r = credit_scale[r]
                 if secs:
                     credit += secs * scale_r
                     p.secs_this_interval[r] = 0.0

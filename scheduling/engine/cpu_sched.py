@@ -7,6 +7,7 @@ walks the list sorted by `more_important` and keeps what fits, assigning GPU ins
 
 from __future__ import annotations
 
+import heapq
 import math
 
 from .rec import adjust_rec_sched, priority_init
@@ -52,29 +53,13 @@ def promote_once_ran_edf(em, now: float, rr) -> None:
     for j in em.running:
         if j.once_ran_edf and rr.misses.get((j.project.index, j.rsc), 0) > 0:
             j.rr_miss = True
+    period = em.period
     for p in em.projects:
         for j in p.jobs:
             if j.rr_miss:
                 j.last_deadline_miss_time = now
-            elif now - j.last_deadline_miss_time < em.period:
+            elif now - j.last_deadline_miss_time < period:
                 j.rr_miss = True
-
-
-def _earliest_deadline_result(em, r: int, misses: dict, taken: set):
-    """earliest_deadline_result (§6.3 step 5): only projects with predicted misses left;
-    earliest report deadline, then a started job, then the least remaining time."""
-    best = None
-    best_key = None
-    for p in em.projects:
-        if misses.get((p.index, r), 0) <= 0:
-            continue
-        for j in p.jobs:
-            if j.rsc != r or j in taken:
-                continue
-            key = (j.deadline, not j.started, _runtime_remaining(em, j))
-            if best_key is None or key < best_key:
-                best, best_key = j, key
-    return best
 
 
 def _runtime_remaining(em, j) -> float:
@@ -87,55 +72,151 @@ def _runtime_remaining(em, j) -> float:
     return j.est_flops_remaining(em.exact_estimates)
 
 
-def _best_job(p, r: int, taken: set, bce: bool = False):
-    """The project's next job (assign_results_to_projects): already running, then preempted
-    ones, then in arrival order. BOINC walks the started jobs in the order of their tasks
-    (first start), taking the first running one, else the first still in memory, else the
-    first; under `--compat bce` that order is followed (JobState.task_seq), while intended
-    takes started jobs in arrival order."""
+class _Candidates:
+    """One resource's jobs of each project for make_run_list's picks, each project's in the
+    order of one pick rule (a stable sort of the arrival order, so the first of equals is the
+    first to arrive, as a scan keeping the first strict minimum finds it). Nothing a pick
+    reads changes during make_run_list but the projects' priorities and what is taken, so
+    each order is sorted once and a pick looks only at the head of each project's order: the
+    first job not taken.
+
+    The orders of the rules whose keys read only which jobs a project has and whether each
+    runs or has started (`KEPT_RULES`) outlive the call: they are kept with the project's
+    jobs_version, which every such change bumps (job_lifecycle)."""
+
+    KEPT_RULES = ("best", "coproc")
+
+    __slots__ = ("em", "r", "heads")
+
+    def __init__(self, em, r: int):
+        self.em = em
+        self.r = r
+        self.heads: dict = {}  # (rule, project index) -> [jobs in the rule's order, position of the head]
+
+    def _order(self, rule: str, p, key) -> list:
+        kept = self.em.__dict__.get("_candidate_orders")
+        if kept is None:
+            kept = self.em._candidate_orders = {}
+        r = self.r
+        if rule in self.KEPT_RULES:
+            hit = kept.get((rule, r, p.index))
+            if hit is not None and hit[0] == p.jobs_version:
+                return hit[1]
+        jobs = p.jobs
+        if len(self.em.resources) > 1:
+            hit = kept.get(("arrival", r, p.index))
+            if hit is not None and hit[0] == p.jobs_version:
+                jobs = hit[1]
+            else:
+                jobs = [j for j in jobs if j.rsc == r]
+                kept[("arrival", r, p.index)] = (p.jobs_version, jobs)
+        order = sorted(jobs, key=key)
+        if rule in self.KEPT_RULES:
+            kept[(rule, r, p.index)] = (p.jobs_version, order)
+        return order
+
+    def head(self, rule: str, p, taken: set, key):
+        """The project's first job by `rule` (sorted by `key`) not yet taken, or None."""
+        entry = self.heads.get((rule, p.index))
+        if entry is None:
+            entry = self.heads[(rule, p.index)] = [self._order(rule, p, key), 0]
+        order, k = entry
+        n = len(order)
+        while k < n and order[k] in taken:
+            k += 1
+        entry[1] = k
+        return order[k] if k < n else None
+
+
+def _earliest_deadline_result(em, cands: _Candidates, r: int, misses: dict, taken: set):
+    """earliest_deadline_result (§6.3 step 5): only projects with predicted misses left;
+    earliest report deadline, then a started job, then the least remaining time."""
+    def key(j):
+        return (j.deadline, not j.started, _runtime_remaining(em, j))
+
     best = None
     best_key = None
-    for j in p.jobs:
-        if j.rsc != r or j in taken:
+    for p in em.projects:
+        if misses.get((p.index, r), 0) <= 0:
             continue
-        if bce:
-            running = j.state == RUNNING
-            key = (not running, not (running or j.in_memory), j.task_seq, j.index)
-        else:
-            key = (j.state != RUNNING, not j.started, j.index)
+        j = cands.head("edf", p, taken, key)
+        if j is not None:
+            k = key(j)
+            if best_key is None or k < best_key:
+                best, best_key = j, k
+    return best
+
+
+def _best_job_key(j):
+    """The project's next job: already running, then preempted ones, then in arrival order
+    (assign_results_to_projects)."""
+    return (j.state != RUNNING, not j.started, j.index)
+
+
+def _best_job_key_bce(j):
+    """assign_results_to_projects as BOINC walks it (`--compat bce`): the started jobs in the
+    order of their tasks (first start, JobState.task_seq), the first running one, else the
+    first still in memory, else the first; then the jobs never started, in arrival order.
+    Intended takes started jobs in arrival order (_best_job_key)."""
+    running = j.state == RUNNING
+    return (not running, not (running or j.in_memory), j.task_seq, j.index)
+
+
+def _coproc_job_key(j):
+    return (not j.started, j.index)
+
+
+def _first_coproc_result(em, cands: _Candidates, taken: set):
+    """first_coproc_result (§6.3 step 3): the job of the highest-priority project, then an
+    already-started job, then the earliest arrival; a running job has no precedence over a
+    preempted one. A project of lower priority than the best so far is not looked into."""
+    best = None
+    best_key = None
+    for p in em.project_order:
+        if best_key is not None and -p.priority > best_key[0]:
+            continue
+        j = cands.head("coproc", p, taken, _coproc_job_key)
+        if j is None:
+            continue
+        key = (-p.priority, not j.started, j.index)
         if best_key is None or key < best_key:
             best, best_key = j, key
     return best
 
 
-def _first_coproc_result(em, r: int, taken: set):
-    """first_coproc_result (§6.3 step 3): the job of the highest-priority project, then an
-    already-started job, then the earliest arrival; a running job has no precedence over a
-    preempted one."""
-    best = None
-    best_key = None
-    for p in em.project_order:
-        for j in p.jobs:
-            if j.rsc != r or j in taken:
-                continue
-            key = (-p.priority, not j.started, j.index)
-            if best_key is None or key < best_key:
-                best, best_key = j, key
-    return best
-
-
-def _highest_priority_best(em, r: int, taken: set):
+class _HighestPriorityBest:
     """highest_prio_project_best_result (§6.3 step 4): each project's best job, from the
-    project with the largest priority; the first project in order wins ties."""
-    best = None
-    best_prio = 0.0
-    for p in em.project_order:
-        cand = _best_job(p, r, taken, em.bce)
-        if cand is None:
-            continue
-        if best is None or p.priority > best_prio:
-            best, best_prio = cand, p.priority
-    return best
+    project with the largest priority; the first project in order wins ties.
+
+    The projects wait in a heap by (-priority, place in project_order), which orders them as
+    that rule does. Only a pick moves a priority (adjust_rec_sched charges the picked job's
+    project), and the project picked last is the heap's top, so it is re-keyed at the next
+    pick; a project without a job left leaves."""
+
+    __slots__ = ("cands", "taken", "heap", "last", "key")
+
+    def __init__(self, em, cands: _Candidates, taken: set):
+        self.cands = cands
+        self.taken = taken
+        self.key = _best_job_key_bce if em.bce else _best_job_key
+        self.heap = [(-p.priority, k, p) for k, p in enumerate(em.project_order)]
+        heapq.heapify(self.heap)
+        self.last = None
+
+    def next(self):
+        heap = self.heap
+        if self.last is not None:
+            _np, k, p = heap[0]
+            heapq.heapreplace(heap, (-p.priority, k, p))
+            self.last = None
+        while heap:
+            p = heap[0][2]
+            j = self.cands.head("best", p, self.taken, self.key)
+            if j is not None:
+                self.last = p
+                return j
+            heapq.heappop(heap)
+        return None
 
 
 def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -> list:
@@ -167,14 +248,17 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
         limit = 2 * em.n_usable_cpus
         used_st = used_mt = 0.0
         usage = [0.0] * res.ninstances  # PROC_RESOURCES' reservation of each GPU instance
+        cands = _Candidates(em, r)
         for edf_pass in ((True, False) if use_edf else (False,)):
+            if cpu and not edf_pass:
+                by_priority = _HighestPriorityBest(em, cands, taken)
             while (used_st < limit and used_mt < limit) if cpu else min(usage) < 1.0:
                 if edf_pass:
-                    j = _earliest_deadline_result(em, r, misses, taken)
+                    j = _earliest_deadline_result(em, cands, r, misses, taken)
                 elif cpu:
-                    j = _highest_priority_best(em, r, taken)
+                    j = by_priority.next()
                 else:
-                    j = _first_coproc_result(em, r, taken)
+                    j = _first_coproc_result(em, cands, taken)
                 if j is None:
                     break
                 taken.add(j)
@@ -188,7 +272,7 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
                     used_mt += j.avg_ncpus
                 elif cpu:
                     used_st += j.avg_ncpus
-                adjust_rec_sched(j.project, em.job_peak_flops(j), em.total_peak_flops, rec_sum)
+                adjust_rec_sched(j.project, j.peak_flops, em.total_peak_flops, rec_sum)
     return out
 
 
@@ -259,7 +343,9 @@ def enforce(em, now: float, run_list: list, gpu_allowed: bool, keep_unfinished: 
             if j.rsc == 0 or ncpus_used + j.avg_ncpus > ncpus + 1 + 1e-9:
                 continue
         ncpus_used += j.avg_ncpus
-        napp[j.app] = napp.get(j.app, 0) + 1
+        if mc:
+            # only a limited app's count is read, and equal apps have equal limits
+            napp[j.app] = napp.get(j.app, 0) + 1
         chosen.append((j, _why(j), devices[j] if j.rsc else -1))
     return chosen
 

@@ -57,6 +57,9 @@ from .state import (
     Resource,
 )
 
+# the kinds of events an epoch makes stale (`_plan`); the others carry their own data
+EPOCH_KINDS = frozenset((EV_DONE, EV_SLICE, EV_FETCH, EV_REPORT, EV_WAKE, EV_SAMPLE))
+
 # bounds of the main loop: an instant pushes a few events of each kind and every instant but
 # the first is at least `delta` after the one before, so far more than this is a runaway run
 MAX_EVENTS_PER_STEP = 64
@@ -198,12 +201,29 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
         wall0 = _time.process_time()
         heap: list = []
         counter = 0
+        # the entry [time, kind, order, epoch, count] waiting for each (time, kind) of EPOCH_KINDS
+        waiting: dict = {}
 
         def push(t, kind, data=None, order=None):
-            """`order` ranks events of one kind at one instant; by default, push order."""
+            """`order` ranks events of one kind at one instant; by default, push order.
+
+            An event of a kind that goes stale by epoch joins the one of its kind already
+            waiting at its time, if any: those are popped together at that instant, where
+            only whether one of them is of the current epoch counts, and the newest has the
+            newest epoch; the entry's count keeps `events` as one entry each would."""
             nonlocal counter
-            counter += 1
-            heapq.heappush(heap, (t, kind, counter if order is None else order, data))
+            if order is None and kind in EPOCH_KINDS:
+                entry = waiting.get((t, kind))
+                if entry is not None:
+                    entry[3] = data
+                    entry[4] += 1
+                    return
+                counter += 1
+                entry = waiting[(t, kind)] = [t, kind, counter, data, 1]
+            else:
+                counter += 1
+                entry = [t, kind, counter if order is None else order, data, 1]
+            heapq.heappush(heap, entry)
 
         self._push = push
         push(self.duration, EV_END)
@@ -221,15 +241,23 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
         max_events = MAX_EVENTS_PER_STEP * (self.duration / self.delta + 1.0) + 10_000
         instant_events = 0
         while heap:
-            t, kind, _c, data = heapq.heappop(heap)
+            entry = heapq.heappop(heap)
+            t, kind, _c, data, count = entry
+            if waiting.get((t, kind)) is entry:
+                del waiting[(t, kind)]
             if t > self.duration:
                 t = self.duration
             if t > self.now:
                 self._advance(t)
                 instant_events = 0
-            self.events += 1
-            instant_events += 1
+            self.events += count
+            instant_events += count
             if self.events > max_events or instant_events > MAX_EVENTS_PER_INSTANT:
+                # the counts at the first of the entry's events past a bound
+                while count > 1 and (self.events - 1 > max_events or instant_events - 1 > MAX_EVENTS_PER_INSTANT):
+                    self.events -= 1
+                    instant_events -= 1
+                    count -= 1
                 raise EngineLimitError(
                     f"the run made {self.events} events by {self.now:.0f} s, {instant_events} of them at that "
                     f"instant: the scenario's numbers or the step of {self.delta:g} s keep time from moving on")

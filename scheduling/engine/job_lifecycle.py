@@ -45,7 +45,9 @@ class JobLifecycle:
         j = JobState(name or f"{p.name}_{app.name}_{p.job_counter}", p, app, version,
                      self.rsc_index[version.resource], size, fpops_est, received, deadline,
                      self.job_seq, initial, cp)
+        j.peak_flops = self.job_peak_flops(j)
         p.jobs.append(j)
+        p.jobs_version += 1
         self.all_jobs.append(j)
         self.state_version += 1
         return j
@@ -69,10 +71,12 @@ class JobLifecycle:
             if j.started:
                 self.task_count += 1
                 j.task_seq = self.task_count
+            p.jobs_version += 1
 
     def _start(self, j, why: str, gpu_instance: int) -> None:
         p = j.project
         j.state = RUNNING
+        p.jobs_version += 1
         resumed = j.started
         if not resumed:
             self.task_count += 1
@@ -110,6 +114,7 @@ class JobLifecycle:
         self._close_slice(j, self.now)
         self._release(j)
         j.state = QUEUED
+        p.jobs_version += 1
         never_checkpointed = j.checkpoint_period > 0 and j.ckpt_done <= 0
         remove = force_remove or j.rsc != 0 or (not never_checkpointed and not self.prefs.leave_apps_in_memory)
         lost = 0.0
@@ -158,6 +163,7 @@ class JobLifecycle:
         self._close_slice(j, tc)
         self._release(j)
         p.jobs.remove(j)
+        p.jobs_version += 1
         j.state = FINISHED
         # BOINC's emulator notices the end at the step that closes the interval it falls in
         # and stamps that step (app_finished: completed_time = now), which the report rule

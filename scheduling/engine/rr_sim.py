@@ -136,12 +136,13 @@ def order_can_change_misses(em, rr, now: float) -> bool:
     work = [0.0] * nr
     longest = [0.0] * nr
     jobs = []
+    fracs = [res.overall_frac for res in em.resources]
     for p in em.projects:
         for j in p.jobs:
             if j.app.max_concurrent:
                 return True
             r = j.rsc
-            dur = j.est_flops_remaining(exact) / (j.flops * em.resources[r].overall_frac)
+            dur = j.est_flops_remaining(exact) / (j.flops * fracs[r])
             jobs.append((j, dur))
             work[0] += j.avg_ncpus * dur
             if r:
@@ -184,11 +185,12 @@ class _Static:
     resource, the max_concurrent caps per (project, resource), each project's fair share of
     the instances (for `detail`)."""
 
-    __slots__ = ("caps", "mc_cap", "any_mc", "fair")
+    __slots__ = ("caps", "mc_cap", "any_mc", "fair", "gpus_first")
 
     def __init__(self, em):
         rscs = em.resources
         nr = len(rscs)
+        self.gpus_first = tuple(range(nr - 1, -1, -1))  # pick's order of the resources
         self.caps = [em.n_usable_cpus if r == 0 else rscs[r].ninstances for r in range(nr)]
         mc_cap: dict = {}  # (project, resource) -> instances its limited apps let it use
         for p in em.projects:
@@ -277,7 +279,6 @@ class RoundRobin:
         self.p_used = [[0.0] * len(projects) for _ in range(nr)]
         self.busy = [[0.0] * em.resources[r].ninstances for r in range(nr)]
         self.credit: dict = {}  # projected credit per second of each project's active jobs
-        self.peak: dict = {}  # job -> peak FLOPS (em.job_peak_flops)
         # the picked jobs, with their remaining FLOPs, rates and end tolerances, in pick order
         self.active: list = []
         self.left: list = []
@@ -301,6 +302,9 @@ class RoundRobin:
                 continue
             pi = p.index
             njobs += len(jobs)
+            # every job's CPU share counts in its project's CPU total, a GPU job's too
+            # (RR_SIM::init_pending_lists)
+            ncpus = 0.0
             for j in jobs:
                 r = j.rsc
                 j.rr_miss = False
@@ -308,13 +312,13 @@ class RoundRobin:
                 queue = pending[r].get(pi)
                 if queue is None:
                     queue = pending[r][pi] = []
-                    nused_total.setdefault((pi, r), 0.0)
+                    if r:
+                        nused_total[(pi, r)] = 0.0
                 queue.append(j)
                 if r:
                     nused_total[(pi, r)] += j.gpu_usage
-                # every job's CPU share counts in its project's CPU total, a GPU job's too
-                # (RR_SIM::init_pending_lists)
-                nused_total[(pi, 0)] = nused_total.get((pi, 0), 0.0) + j.avg_ncpus
+                ncpus += j.avg_ncpus
+            nused_total[(pi, 0)] = ncpus
         for queues in pending:
             for q in queues.values():
                 q.reverse()  # pop() takes the earliest arrival
@@ -326,25 +330,72 @@ class RoundRobin:
             result.rec_sum = self.rec_sum
 
     def run(self) -> RRResult:
+        """Pick, then step from job end to job end: run the picked jobs to the first end,
+        integrate the step (shortfall, saturation, max_concurrent, projected REC), retire the
+        jobs that end and pick again. Under `--compat bce`, `run_repick`."""
         if self.em.bce:
             return self.run_repick()
         result = self.result
         caps = self.caps
         self.pick()
         sim_nused = self.sim_nused
-        for r in range(self.nr):
-            result.rsc[r].nidle_now = max(0.0, caps[r] - sim_nused[r])
-        while self.active:
-            self.steps += 1
-            if self.steps > self.max_steps:
+        nr = self.nr
+        rsc = result.rsc
+        for r in range(nr):
+            rsc[r].nidle_now = max(0.0, caps[r] - sim_nused[r])
+        active, rate, tol = self.active, self.rate, self.tol
+        now = self.now
+        buf_end = self.buf_end
+        max_steps = self.max_steps
+        mc = bool(self.mc_cap)
+        detail = self.detail
+        by_priority = self.by_priority
+        sim_now = self.sim_now
+        steps = self.steps
+        while active:
+            steps += 1
+            if steps > max_steps:
+                self.steps = steps
                 raise EngineLimitError(
-                    f"the round-robin simulation at {self.now:.0f} s took more than {self.max_steps} steps "
-                    f"for {_jobs(self.max_steps // MAX_STEPS_PER_JOB - 1)}: job sizes or processor speeds "
+                    f"the round-robin simulation at {now:.0f} s took more than {max_steps} steps "
+                    f"for {_jobs(max_steps // MAX_STEPS_PER_JOB - 1)}: job sizes or processor speeds "
                     f"are out of range (a job would never end)")
-            finished = self.step()
-            if finished:
-                self.retire(finished)
-                self.pick()
+            left = self.left
+            dt = min(map(truediv, left, rate))
+            left = list(map(sub, left, map(mul, rate, repeat(dt))))  # left - rate x dt
+            if mc:
+                self._mc_step(dt)
+            if detail:
+                self._project_shortfall_step(dt)
+            # shortfall (idle instance-seconds up to the buffer end) and saturated time
+            for r in range(nr):
+                idle = caps[r] - sim_nused[r]
+                if idle > IDLE_EPS:
+                    if sim_now < buf_end:
+                        rsc[r].shortfall += idle * (min(sim_now + dt, buf_end) - sim_now)
+                else:
+                    rsc[r].saturated_time = sim_now + dt - now
+            if by_priority:
+                self._rec_step(dt)
+            sim_now = self.sim_now = sim_now + dt
+            ends = list(map(le, left, tol))
+            n = ends.count(True)
+            if n == 0:
+                self.left = left
+                continue
+            if n == 1:
+                k = ends.index(True)
+                ended = [active[k]]
+                del active[k], left[k], rate[k], tol[k]
+            else:
+                done = [k for k, end in enumerate(ends) if end]
+                ended = [active[k] for k in done]
+                for k in reversed(done):
+                    del active[k], left[k], rate[k], tol[k]
+            self.left = left
+            self.retire(ended)
+            self.pick()
+        self.steps = steps
         self.tail()
         return result
 
@@ -400,6 +451,8 @@ class RoundRobin:
                         f"are out of range (a job would never end)")
             if self.mc_cap:
                 self._mc_step(dt)
+            if self.detail:
+                self._project_shortfall_step(dt)
             self._resource_step(dt)
             for k, j in enumerate(active):
                 x = flops_left[j] - rate[k] * dt
@@ -490,17 +543,20 @@ class RoundRobin:
         any_mc = self.any_mc
         sim_nused = self.sim_nused
         caps = self.caps
-        em = self.em
+        pending = self.pending
+        gpu_cpu = self.gpu_cpu
         exact = self.exact
         active, left, rates, tol = self.active, self.left, self.rate, self.tol
-        for r in range(self.nr - 1, -1, -1):
-            queues = self.pending[r]
+        for r in self.static.gpus_first:
+            queues = pending[r]
             limit = caps[r]
             if not queues or sim_nused[r] >= limit:
                 continue
             frac = self.rscs[r].overall_frac
             p_used = self.p_used[r]
-            open_q = set(queues)
+            # the projects still in the running, in index order: without max_concurrent a
+            # project leaves only when its queue empties, so the queues' keys name them
+            open_q = set(queues) if any_mc else queues
             while sim_nused[r] < limit and open_q:
                 if by_priority:
                     # the highest priority; the lowest index among equals
@@ -523,28 +579,32 @@ class RoundRobin:
                     j = q.pop(k)
                     if j.app.max_concurrent:
                         self.mc_running[j.app] = self.mc_running.get(j.app, 0) + 1
+                    if not q:
+                        del queues[pi]
+                        open_q.discard(pi)
                 else:
                     if by_priority and len(open_q) > 1:
                         self._contest(pi, open_q)
                     j = q.pop()
-                if not q:
-                    del queues[pi]
-                    open_q.discard(pi)
+                    if not q:
+                        del queues[pi]
                 active.append(j)
-                left.append(j.est_flops_remaining(exact))
+                rem = (j.size if exact else j.fpops_est) - j.done  # est_flops_remaining
+                left.append(0.0 if 0.0 > rem else rem)
                 rates.append(j.flops * frac)
                 tol.append(1e-9 * (j.size + 1.0))
                 if r:
                     p_used[pi] += j.gpu_usage
                     sim_nused[r] += j.gpu_usage
-                    if self.gpu_cpu:
+                    if gpu_cpu:
                         sim_nused[0] += j.avg_ncpus
                 else:
                     p_used[pi] += j.avg_ncpus
                     sim_nused[0] += j.avg_ncpus
                 if by_priority:
                     p = projects[pi]
-                    peak = self.peak[j] = em.job_peak_flops(j)
+                    em = self.em
+                    peak = j.peak_flops
                     self.credit[p] = self.credit.get(p, 0.0) + peak * COBBLESTONE_SCALE
                     adjust_rec_sched(p, peak, em.total_peak_flops, self.rec_sum)
 
@@ -560,41 +620,9 @@ class RoundRobin:
         moving_c = chosen.rec_temp / (rec_sum * (sf_c or 1.0))
         self.result.contested.extend([
             (pri_c - o.priority, pi, i, moving_c, o.rec_temp / (rec_sum * (o.share_frac or 1.0)), sf_c, o.share_frac)
-            for i, o in [(i, projects[i]) for i in open_q if i != pi]])
+            for i in open_q if i != pi for o in (projects[i],)])
 
     # ------------------------------------------------------------------ running to the next end
-
-    def step(self) -> list:
-        """Run the active jobs to the first end; integrate the step; return the jobs that end."""
-        rate = self.rate
-        dt = min(map(truediv, self.left, rate))
-        left = list(map(sub, self.left, map(mul, rate, repeat(dt))))  # left - rate x dt
-        if self.mc_cap:
-            self._mc_step(dt)
-        self._resource_step(dt)
-        if self.by_priority:
-            self._rec_step(dt)
-        self.sim_now += dt
-        ends = list(map(le, left, self.tol))
-        n = ends.count(True)
-        if n == 0:
-            self.left = left
-            return []
-        active = self.active
-        tol = self.tol
-        if n == 1:
-            k = ends.index(True)
-            ended = [active[k]]
-            del active[k], left[k], rate[k], tol[k]
-        else:
-            ended = [j for j, end in zip(active, ends) if end]
-            keep = [k for k, end in enumerate(ends) if not end]
-            active[:] = [active[k] for k in keep]
-            left = [left[k] for k in keep]
-            rate[:] = [rate[k] for k in keep]
-            tol[:] = [tol[k] for k in keep]
-        self.left = left
-        return ended
 
     def _mc_step(self, dt: float) -> None:
         """max_concurrent: when a limit last held a job back, and the idle instance-seconds up
@@ -613,7 +641,8 @@ class RoundRobin:
                     result.mc_shortfall[(pi, r)] += fill * (min(sim_now + dt, self.buf_end) - sim_now)
 
     def _resource_step(self, dt: float) -> None:
-        """Shortfall (idle instance-seconds up to the buffer end) and saturated time."""
+        """Shortfall (idle instance-seconds up to the buffer end) and saturated time
+        (RSC_WORK_FETCH::update_stats), for `run_repick`; `run` has them inline."""
         result = self.result
         sim_now = self.sim_now
         buf_end = self.buf_end
@@ -622,19 +651,27 @@ class RoundRobin:
         for r in range(self.nr):
             idle = caps[r] - sim_nused[r]
             rs = result.rsc[r]
-            if self.detail and sim_now < buf_end:
-                span = min(sim_now + dt, buf_end) - sim_now
-                p_used = self.p_used[r]
-                shortfall = result.project_rsc_shortfall
-                for pi, f in self.static.fair[r].items():
-                    if p_used[pi] < f:
-                        key = (pi, r)
-                        shortfall[key] = shortfall.get(key, 0.0) + (f - p_used[pi]) * span
             if idle > IDLE_EPS:
                 if sim_now < buf_end:
                     rs.shortfall += idle * (min(sim_now + dt, buf_end) - sim_now)
             else:
                 rs.saturated_time = sim_now + dt - self.now
+
+    def _project_shortfall_step(self, dt: float) -> None:
+        """With `detail`: how far each project's simulated use falls below its fair share of
+        each resource's instances, up to the buffer end."""
+        sim_now = self.sim_now
+        buf_end = self.buf_end
+        if sim_now >= buf_end:
+            return
+        span = min(sim_now + dt, buf_end) - sim_now
+        shortfall = self.result.project_rsc_shortfall
+        for r in range(self.nr):
+            p_used = self.p_used[r]
+            for pi, f in self.static.fair[r].items():
+                if p_used[pi] < f:
+                    key = (pi, r)
+                    shortfall[key] = shortfall.get(key, 0.0) + (f - p_used[pi]) * span
 
     def _rec_step(self, dt: float) -> None:
         """Projected REC: each project with active jobs earns their credit over the step, and
@@ -676,19 +713,22 @@ class RoundRobin:
         result = self.result
         buf_min = em.work_buf_min
         by_priority = self.by_priority
+        p_used = self.p_used
+        sim_nused = self.sim_nused
         for j in ended:
             r = j.rsc
             if j.app.max_concurrent:
                 self.mc_running[j.app] -= 1
-            self.p_used[r][j.project.index] -= j.gpu_usage if r else j.avg_ncpus
-            if by_priority:
-                self.credit[j.project] -= self.peak[j] * COBBLESTONE_SCALE
             if r:
-                self.sim_nused[r] -= j.gpu_usage
+                p_used[r][j.project.index] -= j.gpu_usage
+                sim_nused[r] -= j.gpu_usage
                 if self.gpu_cpu:
-                    self.sim_nused[0] -= j.avg_ncpus
+                    sim_nused[0] -= j.avg_ncpus
             else:
-                self.sim_nused[0] -= j.avg_ncpus
+                p_used[0][j.project.index] -= j.avg_ncpus
+                sim_nused[0] -= j.avg_ncpus
+            if by_priority:
+                self.credit[j.project] -= j.peak_flops * COBBLESTONE_SCALE
             j.rr_finish = sim_now
             if sim_now > j.deadline - buf_min:
                 j.rr_miss = True

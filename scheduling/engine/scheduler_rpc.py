@@ -52,10 +52,10 @@ class SchedulerRpc:
         plan = self.policy.choose_fetch(now, rr)
         if plan is None:
             # one sentence each time the reason changes, not at every check
-            key, text = self.policy.no_fetch_reason(now, rr)
+            key, sentence = self.policy.no_fetch_reason(now, rr)
             if key != self.no_fetch_key:
                 self.no_fetch_key = key
-                self.log("fetch", "", "", text)
+                self.log("fetch", "", "", sentence())
             return False
         self.no_fetch_key = None
         self.log("fetch", plan.project.name, "", plan.text)

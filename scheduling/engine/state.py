@@ -146,7 +146,7 @@ class JobState:
         "in_memory", "started", "run_start", "resume_left", "completed_time",
         "peak_flop_count", "once_ran_edf", "last_deadline_miss_time", "rr_finish", "rr_miss",
         "elapsed", "instance", "slice_start", "slice_why", "rate", "edf", "unfinished",
-        "initial", "checkpoint_period", "seqno_key", "task_seq",
+        "initial", "checkpoint_period", "seqno_key", "task_seq", "peak_flops",
     )
 
     def __init__(self, name, project, app: App, version: AppVersion, rsc: int, size: float,
@@ -189,6 +189,7 @@ class JobState:
         self.initial = initial
         self.checkpoint_period = checkpoint_period
         self.seqno_key = 0
+        self.peak_flops = 0.0  # Emulator.job_peak_flops, set by new_job
 
     def runtime_remaining(self, rate: float) -> float:
         """RESULT::estimated_runtime_remaining as BOINC's emulator computes it, at `rate`
@@ -214,6 +215,8 @@ class ProjectState:
         self.name = spec.name
         self.share = spec.resource_share
         self.jobs: list[JobState] = []       # queued or running, arrival order
+        # bumped when a job arrives, starts, stops or finishes (cpu_sched keeps orders by it)
+        self.jobs_version = 0
         self.ready: list[JobState] = []      # finished, not yet reported
         # REC (reference/client.md §6.1, §6.2)
         self.rec = 0.0

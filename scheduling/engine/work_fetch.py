@@ -160,18 +160,15 @@ def _plan(em, chosen, trigger: int, requests: dict, rr) -> FetchPlan:
     return FetchPlan(chosen, requests, "need_work", text)
 
 
-def no_fetch_reason(em, now: float, rr) -> tuple[tuple, str]:
+def no_fetch_reason(em, now: float, rr) -> tuple[tuple, object]:
     """Why choose_project found nothing (§6.5), as (key, sentence): the key names the
-    qualitative reason only, so the decision log can say it once per change."""
+    qualitative reason only, so the decision log can say it once per change, and the
+    sentence is a function that writes it then."""
     key = []
-    parts = []
     for r in range(len(em.resources) - 1, -1, -1):
         res = em.resources[r]
-        sat = rr.rsc[r].saturated_time
-        if sat >= em.work_buf_min:
+        if rr.rsc[r].saturated_time >= em.work_buf_min:
             key.append((res.name, "full"))
-            parts.append(f"{res.name} is saturated for {sat:.0f} s, at least the minimum buffer of "
-                         f"{em.work_buf_min:.0f} s")
             continue
         why = []
         for p in em.projects:
@@ -180,12 +177,22 @@ def no_fetch_reason(em, now: float, rr) -> tuple[tuple, str]:
             reason = project_reason(p, now) or rsc_reason(em, p, r, now, rr)
             why.append((p.name, reason or "nothing to request"))
         key.append((res.name, tuple(why)))
-        if why:
-            parts.append(f"{res.name} needs work but no project can be asked ("
-                         + "; ".join(f"{name}: {reason}" for name, reason in why) + ")")
-        else:
-            parts.append(f"{res.name} needs work but no project has an app version for it")
-    return tuple(key), "No work fetch: " + "; ".join(parts) + "."
+    sat = [rs.saturated_time for rs in rr.rsc]
+
+    def sentence() -> str:
+        parts = []
+        for (name, why), r in zip(key, range(len(em.resources) - 1, -1, -1)):
+            if why == "full":
+                parts.append(f"{name} is saturated for {sat[r]:.0f} s, at least the minimum buffer of "
+                             f"{em.work_buf_min:.0f} s")
+            elif why:
+                parts.append(f"{name} needs work but no project can be asked ("
+                             + "; ".join(f"{p}: {reason}" for p, reason in why) + ")")
+            else:
+                parts.append(f"{name} needs work but no project has an app version for it")
+        return "No work fetch: " + "; ".join(parts) + "."
+
+    return tuple(key), sentence
 
 
 def piggyback(em, p, now: float, rr) -> dict:

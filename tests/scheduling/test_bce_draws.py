@@ -336,8 +336,11 @@ def test_under_bce_a_projects_next_cpu_job_follows_the_order_of_its_tasks():
     # assign_results_to_projects walks the tasks in the order they were made (first start):
     # the first running one, else the first still in memory, else the first; intended takes
     # started jobs in arrival order
-    from scheduling.engine.cpu_sched import _best_job
+    from scheduling.engine.cpu_sched import _best_job_key, _best_job_key_bce
     from scheduling.engine.state import QUEUED, RUNNING
+
+    def _best_job(p, r, taken, bce):
+        return min(p.jobs, key=_best_job_key_bce if bce else _best_job_key)
 
     def j(name, state, in_memory, task_seq, index):
         return NS(name=name, rsc=0, state=state, in_memory=in_memory, started=task_seq < math.inf,

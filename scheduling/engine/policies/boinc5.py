@@ -220,10 +220,11 @@ class Boinc5:
 
     def no_fetch_reason(self, now, rr):
         """Why no project is asked (reference/debt-era.md §6): no shortfall, or every project
-        with a CPU app deferred or overworked."""
-        if rr.total_shortfall <= 0:
-            return ("no shortfall",), (f"No work fetch: total_shortfall is 0 over the "
-                                      f"{self.em.work_buf_min:.0f} s minimum queue.")
+        with a CPU app deferred or overworked; the sentence as a function (work_fetch)."""
+        shortfall = rr.total_shortfall
+        if shortfall <= 0:
+            return ("no shortfall",), lambda: (f"No work fetch: total_shortfall is 0 over the "
+                                               f"{self.em.work_buf_min:.0f} s minimum queue.")
         why = []
         for p in self.em.project_order:
             if not p.rsc_ok[0]:
@@ -234,8 +235,8 @@ class Boinc5:
                 why.append((p.name, "deferred"))
             elif self.overworked(p):
                 why.append((p.name, "overworked"))
-        return ("blocked", tuple(why)), (
-            f"No work fetch: total_shortfall is {rr.total_shortfall:.0f} s but no project can be asked ("
+        return ("blocked", tuple(why)), lambda: (
+            f"No work fetch: total_shortfall is {shortfall:.0f} s but no project can be asked ("
             + "; ".join(f"{name}: {reason}" for name, reason in why) + ").")
 
     def piggyback(self, p, now, rr):

@@ -97,6 +97,7 @@ class Boinc7:
         """Seconds before a predicted deadline miss can appear or go (reschedule_at)."""
         em = self.em
         speedup = max(1.0 / r.overall_frac - 1.0 for r in em.resources)
+        buf_min = em.work_buf_min
         margin = math.inf
         if em.bce:
             # BOINC's simulation picks afresh at every job end (RoundRobin.run_repick): a job
@@ -111,11 +112,15 @@ class Boinc7:
                         return 0.0
         for p in em.projects:
             for j in p.jobs:
-                slack = j.deadline - em.work_buf_min - j.rr_finish
+                slack = j.deadline - buf_min - j.rr_finish
                 if not j.rr_miss:
-                    margin = min(margin, max(slack, 0.0))
+                    m = 0.0 if 0.0 > slack else slack  # max(slack, 0.0)
                 elif speedup > 0:
-                    margin = min(margin, -slack / speedup)
+                    m = -slack / speedup
+                else:
+                    continue
+                if m < margin:  # min(margin, m)
+                    margin = m
         return margin
 
     def _order_margin(self) -> float:
