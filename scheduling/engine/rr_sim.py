@@ -483,7 +483,6 @@ class RoundRobin:
         active, rates, tol = [], [], []
         self.active, self.rate, self.tol = active, rates, tol
         self.left = []
-        gpu_cpu = self.gpu_cpu
         sim_nused[0] = 0.0
         for r in range(self.nr - 1, -1, -1):
             if r:
@@ -502,14 +501,7 @@ class RoundRobin:
                     active.append(j)
                     rates.append(j.flops * frac)
                     tol.append(0.0)
-                    if r:
-                        p_used[pi] += j.gpu_usage
-                        sim_nused[r] += j.gpu_usage
-                        if gpu_cpu:
-                            sim_nused[0] += j.avg_ncpus
-                    else:
-                        p_used[pi] += j.avg_ncpus
-                        sim_nused[0] += j.avg_ncpus
+                    self._occupy(r, pi, j)
                     at_limit = False
                     mc = j.app.max_concurrent
                     if mc:
@@ -544,7 +536,6 @@ class RoundRobin:
         sim_nused = self.sim_nused
         caps = self.caps
         pending = self.pending
-        gpu_cpu = self.gpu_cpu
         exact = self.exact
         active, left, rates, tol = self.active, self.left, self.rate, self.tol
         for r in self.static.gpus_first:
@@ -553,7 +544,6 @@ class RoundRobin:
             if not queues or sim_nused[r] >= limit:
                 continue
             frac = self.rscs[r].overall_frac
-            p_used = self.p_used[r]
             # the projects still in the running, in index order: without max_concurrent a
             # project leaves only when its queue empties, so the queues' keys name them
             open_q = set(queues) if any_mc else queues
@@ -593,14 +583,7 @@ class RoundRobin:
                 left.append(0.0 if 0.0 > rem else rem)
                 rates.append(j.flops * frac)
                 tol.append(1e-9 * (j.size + 1.0))
-                if r:
-                    p_used[pi] += j.gpu_usage
-                    sim_nused[r] += j.gpu_usage
-                    if gpu_cpu:
-                        sim_nused[0] += j.avg_ncpus
-                else:
-                    p_used[pi] += j.avg_ncpus
-                    sim_nused[0] += j.avg_ncpus
+                self._occupy(r, pi, j)
                 if by_priority:
                     p = projects[pi]
                     em = self.em
@@ -639,6 +622,18 @@ class RoundRobin:
                 fill = min(room, cap - self.p_used[r][pi])
                 if fill > IDLE_EPS:
                     result.mc_shortfall[(pi, r)] += fill * (min(sim_now + dt, self.buf_end) - sim_now)
+
+    def _occupy(self, r: int, pi: int, j) -> None:
+        """RR_SIM::activate's counts for a picked job: its instances in its project's and its
+        resource's use, and a GPU job's CPU share in the CPU's while GPUs compute."""
+        if r:
+            self.p_used[r][pi] += j.gpu_usage
+            self.sim_nused[r] += j.gpu_usage
+            if self.gpu_cpu:
+                self.sim_nused[0] += j.avg_ncpus
+        else:
+            self.p_used[0][pi] += j.avg_ncpus
+            self.sim_nused[0] += j.avg_ncpus
 
     def _resource_step(self, dt: float) -> None:
         """Shortfall (idle instance-seconds up to the buffer end) and saturated time
