@@ -115,6 +115,8 @@ class Accounting:
                 run_time = min(dt, wait + max(0.0, size - done0) / rate)
                 work = size - done0
                 finished.append((t0 + run_time, j))
+                if bce:
+                    j.left_at_end = -rate * (dt - run_time)
                 if not bce:
                     charged = run_time
                 # else BOINC's emulator charges the whole step in which the job ends: the

@@ -100,10 +100,12 @@ class HostAvailability:
         else:
             t = self.grid(proc.next_change)
             self._push(t, EV_HOST, key)
-        if self.bce and name != "connected" and 0.0 < t < self.duration:
+        if self.bce and name != "connected" and 0.0 < t < self.duration and t - self.delta >= self.now:
             # a change due at the end of the run or later is in no record (HostPeriod), so
-            # the run's last step is accounted in the state the records show
-            self._push(max(t - self.delta, self.now), EV_ACCT, key)
+            # the run's last step is accounted in the state the records show. A restarted
+            # clock's change in this very step was already in the lookahead of the process
+            # that restarted it (_up_after_restart)
+            self._push(t - self.delta, EV_ACCT, key)
 
     def _gate_host_clocks(self, push_events: bool = True) -> None:
         """Stop or restart the clocks of the active, connected and GPU-active processes.

@@ -146,7 +146,7 @@ class JobState:
         "in_memory", "started", "run_start", "resume_left", "completed_time",
         "peak_flop_count", "once_ran_edf", "last_deadline_miss_time", "rr_finish", "rr_miss",
         "elapsed", "instance", "slice_start", "slice_why", "rate", "edf", "unfinished",
-        "initial", "checkpoint_period", "seqno_key", "task_seq", "peak_flops",
+        "initial", "checkpoint_period", "seqno_key", "task_seq", "peak_flops", "left_at_end",
     )
 
     def __init__(self, name, project, app: App, version: AppVersion, rsc: int, size: float,
@@ -171,6 +171,9 @@ class JobState:
         self.in_memory = False
         self.started = False
         self.task_seq = math.inf  # the order of its first start (BOINC's ACTIVE_TASK order)
+        # under bce, BOINC's emulator's FLOPs left of a finished job: the step that ends it
+        # takes a whole step's work off, so it is below zero (ACTIVE_TASK_SET::poll)
+        self.left_at_end = 0.0
         self.run_start = 0.0
         self.resume_left = 0.0
         self.completed_time = None

@@ -66,9 +66,17 @@ def fetch_priorities(em, now: float) -> list:
     by decreasing priority, ties in the emulator's project order."""
     priority_init(em.projects, lambda p: project_reason(p, now) is None)
     denom = em.work_buf_total * em.total_peak_flops
+    exact = em.exact_estimates
     for p in em.projects:
+        if em.bce and p.ready:
+            # BOINC counts every result the client holds, in the client's order: a finished
+            # one not yet reported with its FLOPs left below zero (JobState.left_at_end)
+            for j in sorted(p.jobs + p.ready, key=lambda j: j.index):
+                left = j.left_at_end if j.completed_time is not None else j.est_flops_remaining(exact)
+                p.priority -= left / denom
+            continue
         for j in p.jobs:
-            p.priority -= j.est_flops_remaining(em.exact_estimates) / denom
+            p.priority -= j.est_flops_remaining(exact) / denom
     order = em.project_order
     if em.bce:
         # std::sort with higher_priority: equal priorities in introsort's order (stdsort.py)
