@@ -235,7 +235,7 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
     CPU scan stops when the single-thread jobs, or the multi-thread jobs, reach twice the
     CPUs (stop_scan_cpu); GPU jobs' CPU shares count in neither."""
     promote_once_ran_edf(em, now, rr)
-    rec_sum = priority_init(em.projects, lambda p: bool(p.jobs))
+    rec_sum = priority_init(em.projects, lambda p: bool(p.jobs), em.bce)
     misses = dict(rr.misses)
     taken: set = set()
     out: list = []

@@ -26,17 +26,33 @@ def update_average(now: float, start: float, work: float, half_life: float,
     return avg, now
 
 
-def priority_init(projects, selected) -> float:
+def priority_init(projects, selected, bce: bool = False) -> float:
     """project_priority_init (§6.2) over the projects for which `selected(p)` is true.
 
     Sets rec_temp, share_frac and priority on every project; returns rec_sum (which is at
     least 1 when all RECs are 0, as BOINC does).
+
+    With `bce`, as BOINC's code has it: only the selected projects' rec_temp is reset to
+    their REC, and every project gets its share of the selected projects' shares and a
+    priority from its rec_temp, so a project left out (in RPC back-off, say) is ranked by
+    the rec_temp the last scheduling left it, charges included (docs/engine-fidelity.md).
     """
     chosen = [p for p in projects if selected(p)]
     rs_sum = sum(p.share for p in chosen)
     rec_sum = sum(p.rec for p in chosen)
     if rec_sum == 0:
         rec_sum = 1.0
+    if bce:
+        for p in chosen:
+            p.rec_temp = p.rec
+        for p in projects:
+            if rs_sum > 0:
+                p.share_frac = p.share / rs_sum
+                compute_priority(p, rec_sum)
+            else:
+                p.share_frac = 0.0
+                p.priority = 0.0
+        return rec_sum
     for p in projects:
         p.rec_temp = p.rec
         if p in chosen and rs_sum > 0:

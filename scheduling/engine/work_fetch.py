@@ -64,7 +64,7 @@ def _shares(em, now: float, rr) -> list[dict]:
 def fetch_priorities(em, now: float) -> list:
     """project_priority_init(true) and the queued-work decrement (§6.2); projects sorted
     by decreasing priority, ties in the emulator's project order."""
-    priority_init(em.projects, lambda p: project_reason(p, now) is None)
+    priority_init(em.projects, lambda p: project_reason(p, now) is None, em.bce)
     denom = em.work_buf_total * em.total_peak_flops
     exact = em.exact_estimates
     for p in em.projects:

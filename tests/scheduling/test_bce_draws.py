@@ -359,3 +359,19 @@ def test_under_bce_a_projects_next_cpu_job_follows_the_order_of_its_tasks():
     p = NS(jobs=[fresh, removed])
     assert _best_job(p, 0, set(), bce=True).name == "c"
 
+
+
+def test_under_bce_a_project_left_out_of_the_priorities_is_ranked_by_its_last_rec_temp():
+    # project_priority_init resets rec_temp only for the projects it counts, and gives every
+    # project a priority from its rec_temp and its share of the counted shares; intended
+    # leaves the others at priority 0
+    from scheduling.engine.rec import priority_init
+
+    counted = NS(name="a", share=100.0, rec=10.0, rec_temp=0.0, share_frac=0.0, priority=0.0)
+    backed_off = NS(name="b", share=100.0, rec=50.0, rec_temp=60.0, share_frac=0.0, priority=0.0)
+    rec_sum = priority_init([counted, backed_off], lambda p: p is counted, bce=True)
+    assert rec_sum == 10.0
+    assert counted.rec_temp == 10.0 and counted.priority == -1.0
+    assert backed_off.rec_temp == 60.0 and backed_off.priority == -6.0
+    priority_init([counted, backed_off], lambda p: p is counted)
+    assert backed_off.priority == 0.0
