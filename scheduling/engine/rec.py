@@ -42,20 +42,11 @@ def priority_init(projects, selected, bce: bool = False) -> float:
     rec_sum = sum(p.rec for p in chosen)
     if rec_sum == 0:
         rec_sum = 1.0
-    if bce:
-        for p in chosen:
-            p.rec_temp = p.rec
-        for p in projects:
-            if rs_sum > 0:
-                p.share_frac = p.share / rs_sum
-                compute_priority(p, rec_sum)
-            else:
-                p.share_frac = 0.0
-                p.priority = 0.0
-        return rec_sum
     for p in projects:
-        p.rec_temp = p.rec
-        if p in chosen and rs_sum > 0:
+        counted = p in chosen
+        if counted or not bce:
+            p.rec_temp = p.rec
+        if rs_sum > 0 and (counted or bce):
             p.share_frac = p.share / rs_sum
             compute_priority(p, rec_sum)
         else:
