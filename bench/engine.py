@@ -17,13 +17,16 @@ system) and peak RSS of each and their ratios (DESIGN.md targets: <= 1.0x and <=
 wall time, peak memory no more than BCE's). BCE writes its timeline and logs as it goes, so
 on a busy disk its wall time is more than its CPU time; both are shown. `--root DIR` times
 the engine of another tree (e.g. `git archive <rev> | tar -x -C DIR`) against the same BCE
-runs, to measure a change; `--bce-only` skips the in-process table.
+runs, to measure a change; `--bce-only` skips the in-process table. `--against cuda` adds
+issue 12's 20-project host with a CPU and a CUDA app in every project (`cuda_host`), once per
+job-length fraction of `--cuda-fractions`: the shorter the jobs, the more are queued.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import math
 import os
 import shutil
 import subprocess
@@ -65,6 +68,31 @@ def big_host() -> Scenario:
                     prefs=Prefs(work_buf_min_days=0.1, work_buf_additional_days=0.5), name="big_host")
 
 
+def cuda_host(runtime_fraction: float) -> Scenario:
+    """Issue 12's 20-project host: 16 CPUs at 4 GFLOPS, 4 NVIDIA GPUs, every project with a CPU
+    app and a CUDA app, latency bounds from 3 hours to 8 days in geometric steps, each job's
+    estimated run time `runtime_fraction` of its latency bound (at most a day). Smaller
+    fractions mean more, shorter jobs queued, which is where BCE's cost grows fastest."""
+    low, high = math.log(3 * 3600.0), math.log(8 * DAY)
+    projects = []
+    for i in range(20):
+        latency = math.exp(low + i * (high - low) / 19)
+        runtime = min(latency * runtime_fraction, DAY)
+        apps = []
+        for name, version in (("cpu", AppVersion(avg_ncpus=1.0, flops=4e9)),
+                              ("cuda", AppVersion(avg_ncpus=0.5, flops=40e9, gpu_type="NVIDIA", gpu_usage=1.0,
+                                                  plan_class="cuda"))):
+            fpops = runtime * version.flops
+            apps.append(App(name=name, versions=(version,), latency_bound=latency, fpops_est=fpops,
+                            fpops_std_dev=fpops / 10))
+        projects.append(Project(name=f"P{i:02d}", resource_share=float(50 + 25 * (i % 5)), apps=tuple(apps)))
+    host = Host(ncpus=16, cpu_flops=4e9, gpus=(GpuType("NVIDIA", 4, 200e9),),
+                on=Availability(0.7, 3600), active=Availability(0.9, 3600), gpu_active=Availability(0.8, 3600))
+    return Scenario(host=host, projects=tuple(projects),
+                    prefs=Prefs(work_buf_min_days=0.1, work_buf_additional_days=0.5),
+                    name=f"cuda_host_{runtime_fraction:g}")
+
+
 def measure(scenario, days: float, policy: str, compat: str) -> tuple[float, float, object]:
     start = time.perf_counter()
     result = run(scenario, policy=policy, duration=days * DAY, compat=compat)
@@ -96,7 +124,8 @@ def _cpu_timed(cmd: list[str], cwd: str, log: str) -> tuple[float, float, float]
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0
 
 
-def against_bce(sim: str, policy: str, compat: str, root: str, repeat: int, only: list[str]) -> None:
+def against_bce(sim: str, policy: str, compat: str, root: str, repeat: int, only: list[str],
+                cuda_fractions: list[float]) -> None:
     """Whole processes on the same client_state.xml, in alternation (DESIGN.md); the engine of
     the tree `root` (this one, or an older revision's to measure a change)."""
     diff = _differential()
@@ -106,8 +135,10 @@ def against_bce(sim: str, policy: str, compat: str, root: str, repeat: int, only
     print(f"\nagainst BCE ({sim}), whole processes, best of {repeat} in alternation, engine of {root}")
     print(f"{'scenario':<13} {'days':>5} {'engine s':>9} {'BCE s':>7} {'ratio':>6} {'engine CPU':>11} {'BCE CPU':>8} "
           f"{'ratio':>6} {'engine MB':>10} {'BCE MB':>7} {'ratio':>6}")
-    for name, scenario, days, target in (("standard", standard, 100, 1.0), ("client_state", client_state, 100, 1.0),
-                                         ("big host", big_host(), 10, 0.1)):
+    hosts = [("standard", standard, 100, 1.0), ("client_state", client_state, 100, 1.0),
+             ("big host", big_host(), 10, 0.1)]
+    hosts += [(f"cuda {fraction:g}", cuda_host(fraction), 10, 0.1) for fraction in cuda_fractions]
+    for name, scenario, days, target in hosts:
         if name.split()[0] not in only:
             continue
         with tempfile.TemporaryDirectory() as case:
@@ -137,8 +168,19 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2, help="runs of each side against BCE (the best is shown)")
     parser.add_argument("--bce-only", action="store_true", help="only the runs against BCE")
     parser.add_argument("--against", default="standard,client_state,big",
-                        help="the hosts run against BCE, of standard, client_state, big")
+                        help="the hosts run against BCE, of standard, client_state, big, cuda")
+    parser.add_argument("--cuda-fractions", default="0.1,0.01",
+                        help="for the cuda hosts (issue 12's): job run times as fractions of the latency bound")
     args = parser.parse_args()
+    try:
+        fractions = [float(f) for f in args.cuda_fractions.split(",")]
+    except ValueError:
+        parser.error(f"--cuda-fractions: {args.cuda_fractions!r} is not a comma-separated list of numbers")
+    if not all(0 < f <= 1 for f in fractions):
+        parser.error("--cuda-fractions: each fraction must be above 0 and at most 1")
+    unknown = set(args.against.split(",")) - {"standard", "client_state", "big", "cuda"}
+    if unknown:
+        parser.error(f"--against: unknown host {', '.join(sorted(unknown))} (known: standard, client_state, big, cuda)")
     if not args.bce_only:
         standard = load_scenario(os.path.join(ROOT, "scenarios", "standard.json"))
         cases = [("standard", standard, 1, None), ("standard", standard, 10, 1.0), ("standard", standard, 100, 8.0),
@@ -153,7 +195,7 @@ def main() -> None:
                   f"{len(result.slices):>7} {jobs:>6}")
     if os.environ.get("BCE_SIM"):
         against_bce(os.environ["BCE_SIM"], args.policy, args.compat, os.path.abspath(args.root), args.repeat,
-                    args.against.split(","))
+                    args.against.split(","), fractions)
 
 
 if __name__ == "__main__":
