@@ -734,6 +734,11 @@ class Result(models.Model):
     def __str__(self):
         return self.name
 
+    @property
+    def is_over(self):
+        """server_state is OVER (BOINC's RESULT_SERVER_STATE_OVER): its outcome means something."""
+        return self.server_state == ServerState.OVER
+
     def output_file_name(self, i=0):
         """The physical name of output file ``i``: ``<result name>_r<random>_<i>`` (§3.1).
 
