@@ -252,50 +252,44 @@ def handle_wu(wu, results, changes, *, delete_delay):
                 changes.wu_event(wu, name, int(old[name]), int(new[name]), reason)
 
 
+def update_results(changes, results, guard, values, events):
+    """Set ``values`` on ``results`` in one update, only where each is still as ``guard`` says
+    (someone may have moved it on since we read it), then log ``events(result)``, its
+    (field, old, new, reason) changes, for each of them."""
+    if not results:
+        return
+    Result.objects.filter(id__in=[r.pk for r in results], **guard).update(**values)
+    for r in results:
+        for name, old, new, reason in events(r):
+            changes.result_event(r, name, old, new, reason)
+
+
 def apply(changes):
     """Write a pass's changes: set updates, one INSERT, and the CAS on transition_time."""
     now = changes.now
-    over = (ServerState.OVER, Outcome.INIT)
-    if changes.timed_out:
-        Result.objects.filter(id__in=[r.pk for r in changes.timed_out],
-                              server_state=ServerState.IN_PROGRESS).update(
-            server_state=ServerState.OVER, outcome=Outcome.NO_REPLY)
-        for r in changes.timed_out:
-            changes.result_event(r, "server_state", ServerState.IN_PROGRESS, over[0],
-                                 "report deadline passed")
-            changes.result_event(r, "outcome", over[1], Outcome.NO_REPLY,
-                                 "no reply by the report deadline")
-    if changes.too_late:
-        Result.objects.filter(id__in=[r.pk for r in changes.too_late],
-                              validate_state=ValidateState.INIT).update(
-            validate_state=ValidateState.TOO_LATE)
-        for r in changes.too_late:
-            changes.result_event(r, "validate_state", ValidateState.INIT,
-                                 ValidateState.TOO_LATE, "canonical result's files are deleted")
-    if changes.didnt_need:
-        Result.objects.filter(id__in=[r.pk for r in changes.didnt_need],
-                              server_state__lte=ServerState.UNSENT).update(
-            server_state=ServerState.OVER, outcome=Outcome.DIDNT_NEED)
-        for r in changes.didnt_need:
-            changes.result_event(r, "server_state", ServerState.UNSENT, ServerState.OVER,
-                                 "workunit has an error")
-            changes.result_event(r, "outcome", Outcome.INIT, Outcome.DIDNT_NEED,
-                                 "workunit has an error")
-    if changes.no_check:
-        Result.objects.filter(id__in=[r.pk for r, _ in changes.no_check],
-                              validate_state__in=[ValidateState.INIT,
-                                                  ValidateState.INCONCLUSIVE]).update(
-            validate_state=ValidateState.NO_CHECK)
-        for r, old in changes.no_check:
-            changes.result_event(r, "validate_state", old, ValidateState.NO_CHECK,
-                                 "workunit has an error")
-    if changes.delete_outputs:
-        Result.objects.filter(id__in=[r.pk for r in changes.delete_outputs],
-                              file_delete_state=FileDeleteState.INIT).update(
-            file_delete_state=FileDeleteState.READY)
-        for r in changes.delete_outputs:
-            changes.result_event(r, "file_delete_state", FileDeleteState.INIT,
-                                 FileDeleteState.READY, "output no longer needed")
+    update_results(changes, changes.timed_out, dict(server_state=ServerState.IN_PROGRESS),
+                   dict(server_state=ServerState.OVER, outcome=Outcome.NO_REPLY), lambda r: [
+                       ("server_state", ServerState.IN_PROGRESS, ServerState.OVER,
+                        "report deadline passed"),
+                       ("outcome", Outcome.INIT, Outcome.NO_REPLY, "no reply by the report deadline")])
+    update_results(changes, changes.too_late, dict(validate_state=ValidateState.INIT),
+                   dict(validate_state=ValidateState.TOO_LATE), lambda r: [
+                       ("validate_state", ValidateState.INIT, ValidateState.TOO_LATE,
+                        "canonical result's files are deleted")])
+    update_results(changes, changes.didnt_need, dict(server_state__lte=ServerState.UNSENT),
+                   dict(server_state=ServerState.OVER, outcome=Outcome.DIDNT_NEED), lambda r: [
+                       ("server_state", ServerState.UNSENT, ServerState.OVER, "workunit has an error"),
+                       ("outcome", Outcome.INIT, Outcome.DIDNT_NEED, "workunit has an error")])
+    old_validate_state = {r.pk: old for r, old in changes.no_check}
+    update_results(changes, [r for r, _ in changes.no_check],
+                   dict(validate_state__in=[ValidateState.INIT, ValidateState.INCONCLUSIVE]),
+                   dict(validate_state=ValidateState.NO_CHECK), lambda r: [
+                       ("validate_state", old_validate_state[r.pk], ValidateState.NO_CHECK,
+                        "workunit has an error")])
+    update_results(changes, changes.delete_outputs, dict(file_delete_state=FileDeleteState.INIT),
+                   dict(file_delete_state=FileDeleteState.READY), lambda r: [
+                       ("file_delete_state", FileDeleteState.INIT, FileDeleteState.READY,
+                        "output no longer needed")])
     if changes.new_results:
         created = Result.objects.bulk_create(changes.new_results)
         for r in created:
