@@ -34,6 +34,7 @@ from backend.daemons.sched_types import (
     SchedulerRequest, StickyFile, TimeStats,
 )
 from backend.models import GpuType
+from scheduling.engine import xml_fields
 
 # The coprocessor elements a client describes its GPUs with, and our GpuType for each.
 COPROC_TYPES = {
@@ -93,7 +94,7 @@ def parse_request(body):
         cpu_req_instances=number(root, "cpu_req_instances"),
         estimated_delay=number(root, "estimated_delay"),
         gpu_requests=gpu_requests(root),
-        dont_send_work=flag(root, "dont_send_work"),
+        dont_send_work=xml_fields.flag(root, "dont_send_work"),
         results=[reported_result(r, stderrs) for r in root.findall("result")],
         file_infos=[sticky_file(f) for f in root.findall("file_info")],
         app_versions=client_app_versions(root.find("app_versions")),
@@ -141,46 +142,27 @@ def stderr_text(raw):
 
 
 def text(element, tag):
-    if element is None:
-        return ""
-    child = element.find(tag)
-    if child is None or child.text is None:
-        return ""
-    return child.text.strip()
+    return xml_fields.text(element, tag) or ""
 
 
 def number(element, tag, default=0.0):
-    value = text(element, tag)
-    if not value:
-        return default
     try:
-        parsed = float(value)
-    except ValueError:
-        raise RequestParseError(f"<{tag}> is not a number: {value[:40]!r}") from None
-    if parsed != parsed or parsed in (float("inf"), float("-inf")):
-        raise RequestParseError(f"<{tag}> is not a finite number: {value[:40]!r}")
-    return parsed
+        return xml_fields.number(element, tag, default)
+    except xml_fields.FieldError as exc:
+        raise field_error(exc) from None
 
 
 def integer(element, tag, default=0):
-    value = text(element, tag)
-    if not value:
-        return default
     try:
-        parsed = int(value)
-    except ValueError:
-        raise RequestParseError(f"<{tag}> is not a whole number: {value[:40]!r}") from None
-    if not -2**63 <= parsed < 2**63:
-        raise RequestParseError(f"<{tag}> is out of range: {value[:40]!r}")
-    return parsed
+        return xml_fields.integer(element, tag, default)
+    except xml_fields.FieldError as exc:
+        raise field_error(exc) from None
 
 
-def flag(element, tag):
-    """``<tag/>``, ``<tag />`` and ``<tag>1</tag>`` are true; ``<tag>0</tag>`` and absence false."""
-    child = element.find(tag)
-    if child is None:
-        return False
-    return (child.text or "").strip() not in ("0",)
+def field_error(exc):
+    """The reply's reason for a value its element cannot hold."""
+    problem = "not a finite number" if exc.problem == xml_fields.NOT_FINITE else exc.problem
+    return RequestParseError(f"<{exc.tag}> is {problem}: {exc.text[:40]!r}")
 
 
 def host_info(element, root=None):

@@ -30,6 +30,7 @@ import xml.etree.ElementTree as ET
 from defusedxml import ElementTree as SafeET
 from defusedxml.common import DefusedXmlException
 
+from . import xml_fields
 from .scenario import (
     MAX_CPUS,
     MAX_PROJECTS,
@@ -217,28 +218,21 @@ _RSC_NAMES = {"CPU": "cpu", "cpu": "cpu", "NVIDIA": "NVIDIA", "ATI": "ATI", "int
 _COPROC_TAGS = {"coproc_cuda": "NVIDIA", "coproc_ati": "ATI", "coproc_intel_gpu": "intel_gpu"}
 
 
-def _text(elem: ET.Element, tag: str) -> str | None:
-    child = elem.find(tag)
-    if child is None:
-        return None
-    return (child.text or "").strip()
-
-
 def _num(elem: ET.Element, tag: str, default, where: str) -> float:
-    value = _text(elem, tag)
-    if value is None or value == "":
+    try:
+        value = xml_fields.number(elem, tag)
+    except xml_fields.FieldError as exc:
+        raise ScenarioError(f"{where}: <{tag}> is {exc.problem}: {_brief(exc.text)}") from None
+    if value is None:
         if default is None:
             raise ScenarioError(f"{where}: missing <{tag}>")
         return default
-    return _finite(value, f"{where}: <{tag}>")
+    return value
 
 
 def _flag(elem: ET.Element, tag: str, default: bool) -> bool:
-    """BOINC booleans: `<tag/>` or `<tag>1</tag>` is true, `<tag>0</tag>` false."""
-    value = _text(elem, tag)
-    if value is None:
-        return default
-    return value not in ("0", "false")
+    """BOINC booleans: `<tag/>` or `<tag>1</tag>` is true, `<tag>0</tag>` or `false` false."""
+    return xml_fields.flag(elem, tag, default, false=("0", "false"))
 
 
 def _availability(elem: ET.Element | None, where: str, frac_tag="frac", lambda_tag="lambda") -> Availability:
@@ -315,7 +309,7 @@ def _read_host(root: ET.Element) -> dict:
             if c.tag in _COPROC_TAGS:
                 name = _COPROC_TAGS[c.tag]
             elif c.tag == "coproc":
-                name = _text(c, "type")
+                name = xml_fields.text(c, "type")
                 if not name:
                     raise ScenarioError(f"{cwhere}: missing <type>")
             else:
@@ -342,16 +336,16 @@ def _read_host(root: ET.Element) -> dict:
 class _ProjectDraft:
     def __init__(self, elem: ET.Element, index: int):
         self.where = f"client_state.xml <project> #{index}"
-        self.name = _text(elem, "project_name") or _text(elem, "master_url")
+        self.name = xml_fields.text(elem, "project_name") or xml_fields.text(elem, "master_url")
         if not self.name:
             raise ScenarioError(f"{self.where}: missing <project_name> and <master_url>")
         self.where += f" ({self.name})"
-        self.master_url = _text(elem, "master_url") or ""
+        self.master_url = xml_fields.text(elem, "master_url") or ""
         self.share = _num(elem, "resource_share", 100.0, self.where)
         self.available = _availability(elem.find("available"), f"{self.where} <available>")
         urls = []
         for i, u in enumerate(elem.findall("scheduler_url"), start=1):
-            url = (u.text or "").strip() or _text(u, "url")
+            url = (u.text or "").strip() or xml_fields.text(u, "url")
             if not url:
                 raise ScenarioError(f"{self.where} <scheduler_url> #{i}: empty URL")
             urls.append(SchedulerUrl(url, _availability(u.find("available"), f"{self.where} <scheduler_url> #{i}")))
@@ -376,37 +370,38 @@ def _build_project(d: _ProjectDraft) -> Project | None:
     wus = {}
     for i, wu in enumerate(d.workunits, start=1):
         where = f"{d.where} <workunit> #{i}"
-        name = _text(wu, "name")
+        name = xml_fields.text(wu, "name")
         if not name:
             raise ScenarioError(f"{where}: missing <name>")
-        wus[name] = (_text(wu, "app_name"), _num(wu, "rsc_fpops_est", None, f"{where} ({name})"))
+        wus[name] = (xml_fields.text(wu, "app_name"), _num(wu, "rsc_fpops_est", None, f"{where} ({name})"))
     results = []
     for i, r in enumerate(d.results, start=1):
         where = f"{d.where} <result> #{i}"
-        name = _text(r, "name")
+        name = xml_fields.text(r, "name")
         if not name:
             raise ScenarioError(f"{where}: missing <name>")
         where += f" ({name})"
-        wu_name = _text(r, "wu_name")
+        wu_name = xml_fields.text(r, "wu_name")
         if wu_name not in wus:
             raise ScenarioError(f"{where}: <wu_name> {wu_name!r} names no <workunit> of this project")
         received = _num(r, "received_time", 0.0, where)
         deadline = _num(r, "report_deadline", None, where)
         if deadline <= received:
             raise ScenarioError(f"{where}: <report_deadline> is not after <received_time>")
-        results.append((name, wus[wu_name], received, deadline, _text(r, "plan_class") or "", where))
+        plan_class = xml_fields.text(r, "plan_class") or ""
+        results.append((name, wus[wu_name], received, deadline, plan_class, where))
 
     versions: dict[str, list[AppVersion]] = {}
     for i, v in enumerate(d.versions, start=1):
         where = f"{d.where} <app_version> #{i}"
-        app_name = _text(v, "app_name")
+        app_name = xml_fields.text(v, "app_name")
         if not app_name:
             raise ScenarioError(f"{where}: missing <app_name>")
         where += f" ({app_name})"
         gpu_type, gpu_usage = None, 0.0
         coproc = v.find("coproc")
         if coproc is not None:
-            gpu_type = _text(coproc, "type")
+            gpu_type = xml_fields.text(coproc, "type")
             if not gpu_type:
                 raise ScenarioError(f"{where} <coproc>: missing <type>")
             gpu_usage = _num(coproc, "count", None, f"{where} <coproc>")
@@ -416,7 +411,7 @@ def _build_project(d: _ProjectDraft) -> Project | None:
                 flops=_num(v, "flops", None, where),
                 gpu_type=gpu_type,
                 gpu_usage=gpu_usage,
-                plan_class=_text(v, "plan_class") or "",
+                plan_class=xml_fields.text(v, "plan_class") or "",
             ))
         except ScenarioError as exc:
             raise ScenarioError(f"{where}: {exc}") from None
@@ -424,7 +419,7 @@ def _build_project(d: _ProjectDraft) -> Project | None:
     apps = []
     for i, a in enumerate(d.apps, start=1):
         where = f"{d.where} <app> #{i}"
-        name = _text(a, "name")
+        name = xml_fields.text(a, "name")
         if not name:
             raise ScenarioError(f"{where}: missing <name>")
         where += f" ({name})"
