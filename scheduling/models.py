@@ -16,6 +16,7 @@ import zlib
 from django.conf import settings
 from django.db import models
 
+from scheduling.engine.policies import LABELS
 from scheduling.engine.readers import read_json
 from scheduling.engine.scenario import Scenario
 
@@ -64,11 +65,9 @@ class Run(models.Model):
         DONE = "done"
         FAILED = "failed"
 
-    class Policy(models.TextChoices):
-        BOINC7 = "boinc7", "boinc7: REC priority (BOINC 7)"
-        BOINC5 = "boinc5", "boinc5: debts (BOINC 5)"
-        WRR = "wrr", "wrr: weighted round-robin"
-        FIFO = "fifo", "fifo: first in, first out"
+    # the engine's policies (scheduling.engine.policies), each labelled "name: what it does"
+    Policy = models.TextChoices("Policy", [(name.upper(), (name, f"{name}: {label}"))
+                                           for name, label in LABELS.items()])
 
     class Compat(models.TextChoices):
         INTENDED = "intended", "intended behaviour"

@@ -30,6 +30,7 @@ from boincweb.auth import DEMO_LOGIN, is_demo_account
 from boincweb.id_lists import parse_ids
 from scheduling import charts
 from scheduling.engine import cost
+from scheduling.engine.policies import NOTES as POLICY_NOTES
 from scheduling.engine.readers import MAX_TEXT, scenario_to_dict
 from scheduling.engine.scenario import MAX_DURATION, ScenarioError
 from scheduling.exports import run_csv, write_client_state, write_pcdr
@@ -40,16 +41,6 @@ from scheduling.presets import BY_SLUG, PRESETS
 
 # seed_demo's staff login, made only when DEBUG is on; the lab names it beside "log in"
 # while that account still has this password, so a newcomer can try the lab at once
-POLICY_NOTES = {
-    "boinc7": "BOINC 7: runs the project that has had the least recent credit (REC) for its "
-              "share; a job keeps its CPU for a whole time slice; EDF for jobs in deadline danger.",
-    "boinc5": "BOINC 5: runs the project with the most short-term debt (CPU time owed to it); "
-              "a running job keeps its CPU until its time slice ends; EDF for jobs in deadline "
-              "danger; asks each project for the work it alone is short of.",
-    "wrr": "Weighted round-robin: time slices given to projects in turn, in proportion to "
-           "their shares, with no deadline check.",
-    "fifo": "First in, first out: jobs run in the order they arrived.",
-}
 
 
 def _render(request, template: str, context: dict, partial: str | None = None, status: int = 200):
