@@ -1,10 +1,22 @@
-"""``manage.py run_daemon NAME (--once | --loop) [--mod N --index I]``."""
+"""``manage.py run_daemon NAME (--once | --loop) [--mod N --index I]``.
 
+With ``--loop``, SIGINT (Ctrl-C) and SIGTERM (what process managers send) both let the pass
+under way finish and commit, then end the command with status 0; a signal during the sleep
+after an idle pass ends it at once. Between passes, database connections that are broken or
+past CONN_MAX_AGE are closed, as Django does around each request, so a long-running daemon
+outlives a database restart.
+"""
+
+import signal
 import time
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import close_old_connections
 
 from backend.daemons import UnknownDaemon, get_daemon, run_pass
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+NAP = 0.2  # seconds: how soon a stop is seen while sleeping after an idle pass
 
 
 class Command(BaseCommand):
@@ -14,7 +26,8 @@ class Command(BaseCommand):
         parser.add_argument("name", help="transitioner, validator, assimilator, ...")
         mode = parser.add_mutually_exclusive_group(required=True)
         mode.add_argument("--once", action="store_true", help="one pass, then exit")
-        mode.add_argument("--loop", action="store_true", help="pass after pass until Ctrl-C")
+        mode.add_argument("--loop", action="store_true",
+                          help="pass after pass until SIGINT (Ctrl-C) or SIGTERM")
         parser.add_argument("--mod", type=int, default=1, help="split the work N ways")
         parser.add_argument("--index", type=int, default=0, help="this instance's share, 0..N-1")
         parser.add_argument("--batch-size", type=int, default=None)
@@ -34,10 +47,27 @@ class Command(BaseCommand):
             done = run_pass(name, batch_size=batch_size, mod=mod, index=index)
             self.stdout.write(f"{name}: {done}")
             return
+        self.stopping = False
+        previous = {sig: signal.signal(sig, self.stop) for sig in STOP_SIGNALS}
         try:
-            while True:
+            self.stdout.write(f"{name}: running until SIGINT or SIGTERM")
+            while not self.stopping:
+                close_old_connections()
                 done = run_pass(name, batch_size=batch_size, mod=mod, index=index)
+                close_old_connections()
                 if done == 0:
-                    time.sleep(sleep)
-        except KeyboardInterrupt:
-            self.stdout.write(f"{name}: stopped")
+                    self.idle(sleep)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        self.stdout.write(f"{name}: stopped")
+
+    def stop(self, signum, frame):
+        """Ask the loop to end after the pass under way."""
+        self.stopping = True
+
+    def idle(self, seconds):
+        """Sleep ``seconds`` after an idle pass, waking early once a stop is asked for."""
+        end = time.monotonic() + seconds
+        while not self.stopping and (left := end - time.monotonic()) > 0:
+            time.sleep(min(left, NAP))
