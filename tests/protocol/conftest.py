@@ -105,9 +105,11 @@ class RealClient:
 
 
 def need_client():
-    """Skip the test where the client is missing, or fail it when CI requires the client."""
-    if client_binary() is not None:
-        return
+    """The client binary's path; skip the test where the client is missing, or fail it when CI
+    requires the client."""
+    binary = client_binary()
+    if binary is not None:
+        return binary
     missing = ("Debian's boinc-client is not installed (the boinc binary is not on PATH); "
                ".ci/run installs it")
     if envbool("BOINCWEB_REQUIRE_REAL_CLIENT", False):

@@ -84,4 +84,4 @@ def test_real_client_tests_fail_where_it_is_missing_and_ci_requires_it(monkeypat
 def test_real_client_tests_run_where_it_is_installed(monkeypatch):
     monkeypatch.setattr(conftest, "client_binary", lambda: "/usr/bin/boinc")
     monkeypatch.setenv("BOINCWEB_REQUIRE_REAL_CLIENT", "1")
-    conftest.need_client()
+    assert conftest.need_client() == "/usr/bin/boinc"

@@ -1,3 +1,6 @@
+import os
+import re
+
 import django_rq
 import pytest
 from django.contrib import admin
@@ -49,9 +52,24 @@ def test_health_reports_an_unreachable_redis(settings):
 
 @pytest.mark.django_db
 def test_plotly_is_served_from_our_own_static_files(client):
+    """Every page script comes from our static files (no CDN), plotly among them, and the
+    file behind it is the pinned plotly package's bundle."""
+    import plotly
+    from django.conf import settings
     from django.contrib.staticfiles import finders
 
-    assert finders.find("plotly/plotly.min.js")
+    sources = {}
+    for template in (settings.BASE_DIR / "templates").rglob("*.html"):
+        for src in re.findall(r'<script[^>]*\ssrc="([^"]*)"', template.read_text()):
+            sources.setdefault(src, template.name)
+    outside = {src: name for src, name in sources.items() if not src.startswith("{% static ")}
+    assert outside == {}, f"scripts not served from our static files: {outside}"
+    assert "{% static 'plotly/plotly.min.js' %}" in sources
+    bundle = finders.find("plotly/plotly.min.js")
+    with open(bundle, encoding="utf-8") as fh:
+        head = fh.read(300)
+    assert "plotly.js v" in head
+    assert os.path.samefile(os.path.dirname(bundle), os.path.join(os.path.dirname(plotly.__file__), "package_data"))
     assert finders.find("css/boincweb.css")
 
 
