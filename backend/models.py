@@ -240,7 +240,7 @@ class AppVersion(models.Model):
 
 
 class Host(models.Model):
-    """A volunteer's computer: BOINC's host row, plus the parameters a simulated host uses."""
+    """A volunteer's computer: BOINC's host row."""
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="hosts"
@@ -259,16 +259,11 @@ class Host(models.Model):
     gpu_peak_flops = models.FloatField(default=0.0, help_text="Peak FLOPS per GPU.")
     # Memory the client reports (host_info m_nbytes; 0: not said).
     m_nbytes = models.FloatField(default=0.0, help_text="Bytes of RAM.")
-    # Availability (time_stats): fractions of time, and the simulated host's mean period.
+    # Availability (time_stats): fractions of time.
     on_frac = models.FloatField(default=1.0)
     connected_frac = models.FloatField(default=1.0)
     active_frac = models.FloatField(default=1.0)
     gpu_active_frac = models.FloatField(default=1.0)
-    mean_on_period = models.FloatField(default=8 * 3600.0, help_text="Seconds.")
-    # Simulated behaviour: the chance that a job ends in each way.
-    error_rate = models.FloatField(default=0.0)
-    wrong_output_rate = models.FloatField(default=0.0)
-    no_reply_rate = models.FloatField(default=0.0)
     # Reliability and credit (maintained by the scheduler and validator).
     avg_turnaround = models.FloatField(default=0.0)
     max_results_day = models.IntegerField(default=0)
@@ -508,6 +503,43 @@ class HostFile(models.Model):
             # locality: which hosts hold a file (working-set manager, delete-file instructions)
             models.Index(fields=["name"], name="host_file_name"),
         ]
+
+
+class LocalityTrigger(models.Model):
+    """Locality scheduling's triggers for one data file (reference/server.md §3.10; seed 004):
+    BOINC's ``sched_trigger`` table of ``db/schema_locality.sql``, with the directories of the
+    locality-scheduling document folded into columns: ``need_work`` is
+    ``locality_scheduling/need_work/X``, ``no_work_available`` is ``no_work_available/X``,
+    ``in_working_set`` is ``file_working_set/X`` and ``no_work`` is ``files_no_work/X``
+    (backend.daemons.sched_locality).
+
+    The table keeps the name it had when the model lived in the world app, so that a database
+    made then keeps its rows.
+    """
+
+    app = models.ForeignKey(App, on_delete=models.CASCADE, related_name="+")
+    file_name = models.CharField(max_length=254, unique=True)
+    need_work = models.BooleanField(default=False)
+    need_work_time = models.BigIntegerField(default=0, help_text="When need_work was set.")
+    no_work_available = models.BooleanField(
+        default=False, help_text="The work generator can make no more workunits for the file.")
+    in_working_set = models.BooleanField(default=False)
+    no_work = models.BooleanField(
+        default=False, help_text="The scheduler found no sendable result for the file.")
+
+    class Meta:
+        db_table = "world_localitytrigger"
+        ordering = ["file_name"]
+        indexes = [
+            # on-demand work generator: files whose need_work trigger is set
+            models.Index(fields=["app", "need_work", "file_name"], name="locality_need_work"),
+            # scheduler: an app's working set, by file name
+            models.Index(fields=["app", "in_working_set", "file_name"],
+                         name="locality_working_set"),
+        ]
+
+    def __str__(self):
+        return self.file_name
 
 
 # --- workunits and results -----------------------------------------------------------------

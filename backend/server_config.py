@@ -133,6 +133,7 @@ def read_config_xml(source, **overrides):
     config, daemons = parse_document(source)
     values = config_values(config)
     values.pop("job_limits", None)  # config_aux.xml's, never config.xml's (read_job_limits)
+    values.pop("locality_config", None)  # a caller's, never config.xml's
     values.update(validator_values(daemons))
     if isinstance(source, Path) and (source.parent / "plan_class_spec.xml").is_file():
         # the scheduler reads the project's plan classes from beside its config.xml

@@ -1,7 +1,7 @@
 """Mutation score of the server's rule code: how many single changes the test suite catches.
 
-Mutates backend/daemons/*.py and locality scheduling (world/locality.py), one change at a
-time: comparison boundaries and negations (``<`` to ``<=``, ``==`` to ``!=``), arithmetic
+Mutates backend/daemons/*.py, locality scheduling (sched_locality.py) among them, one change
+at a time: comparison boundaries and negations (``<`` to ``<=``, ``==`` to ``!=``), arithmetic
 operators (``+=`` to ``-=``, ``*`` to ``/``), numeric and boolean constants, negated
 conditions, ``and``/``or``, ``min``/``max``, keyword arguments dropped from ORM calls
 (``filter(platform__in=...)``, ``update(outcome=...)``), writes to fields dropped
@@ -22,7 +22,8 @@ The survivors counted as equivalent (no test can tell them from the original) ar
 the reason in bench/mutation_equivalents.toml, keyed by file, function, the source line and the
 change, so the list survives edits that move lines.
 
-    python bench/mutation.py [--sample N --seed S] [--files world/locality.py ...] [--jobs J]
+    python bench/mutation.py [--sample N --seed S] [--files backend/daemons/sched_locality.py ...]
+                             [--jobs J]
 
 Prints the score (killed / mutants not counted as equivalent), the survivors (file:line, the
 change) and the equivalent mutants with their reasons; exits 1 when the score is below
@@ -49,7 +50,7 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TARGETS = ["backend/daemons/*.py", "world/locality.py"]
+TARGETS = ["backend/daemons/*.py"]
 # The tests that can reach the daemons; tests/scheduling is the client and never imports them,
 # tests/browser needs Chromium and drives the same pages tests/web does.
 TEST_DIRS = ["tests/backend", "tests/world", "tests/protocol", "tests/web"]

@@ -224,7 +224,7 @@ def random_case(seed, index, step):
     return case
 
 
-# --- locality scheduling (sched_locality.cpp; world/locality.py) ----------------------------
+# --- locality scheduling (sched_locality.cpp; backend/daemons/sched_locality.py) ------------
 
 LOCALITY_FILES = ("dfa", "dfb", "dfc")
 
@@ -1116,11 +1116,9 @@ class Boincweb:
             shutil.rmtree(folder, ignore_errors=True)
             Path(folder).mkdir(parents=True)
         with transaction.atomic():
-            from world.models import LocalityTrigger
-
             for model in (m.LifecycleEvent, m.AssimilatedResult, m.File, m.Result, m.Workunit,
                           m.HostAppVersion, m.HostFile, m.Host, m.UserCredit, m.Team,
-                          LocalityTrigger, m.AppVersion, m.App):
+                          m.LocalityTrigger, m.AppVersion, m.App):
                 model.objects.all().delete()
             User.objects.all().delete()
             config = case["config"]
@@ -1132,7 +1130,8 @@ class Boincweb:
                 m.File.objects.create(name=name, kind="input", nbytes=nbytes, sticky=True,
                                       report_on_rpc=True)
                 # no more work can be made for it, as BOINC finds no trigger to set
-                LocalityTrigger.objects.create(app=app, file_name=name, no_work_available=True)
+                m.LocalityTrigger.objects.create(app=app, file_name=name,
+                                                 no_work_available=True)
             boincweb_versions(case, app)
             for t in case["teams"]:
                 m.Team.objects.create(id=t["id"], name=f"team{t['id']}")

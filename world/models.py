@@ -1,44 +1,13 @@
-"""The volunteer world's tables, and locality scheduling's triggers.
+"""The volunteer world's tables.
 
 The world lives in its own Django app rather than in ``backend/world.py`` (as DESIGN.md's
 layout first sketched it) so that its tables and migrations never touch the back end's: the
 back end's models are BOINC's schema, the world is a driver of that schema.
-
-``LocalityTrigger`` is BOINC's ``sched_trigger`` table of ``db/schema_locality.sql`` with the
-directories of the locality-scheduling document folded into columns, one row per data file
-(reference/server.md §3.10; seed 004): ``need_work`` is ``locality_scheduling/need_work/X``,
-``no_work_available`` is ``no_work_available/X``, ``in_working_set`` is
-``file_working_set/X`` and ``no_work`` is ``files_no_work/X``.
 """
 
 from django.db import models
 
 from backend.models import App
-
-
-class LocalityTrigger(models.Model):
-    app = models.ForeignKey(App, on_delete=models.CASCADE, related_name="+")
-    file_name = models.CharField(max_length=254, unique=True)
-    need_work = models.BooleanField(default=False)
-    need_work_time = models.BigIntegerField(default=0, help_text="When need_work was set.")
-    no_work_available = models.BooleanField(
-        default=False, help_text="The work generator can make no more workunits for the file.")
-    in_working_set = models.BooleanField(default=False)
-    no_work = models.BooleanField(
-        default=False, help_text="The scheduler found no sendable result for the file.")
-
-    class Meta:
-        ordering = ["file_name"]
-        indexes = [
-            # on-demand work generator: files whose need_work trigger is set
-            models.Index(fields=["app", "need_work", "file_name"], name="locality_need_work"),
-            # scheduler: an app's working set, by file name
-            models.Index(fields=["app", "in_working_set", "file_name"],
-                         name="locality_working_set"),
-        ]
-
-    def __str__(self):
-        return self.file_name
 
 
 class World(models.Model):

@@ -12,11 +12,11 @@ from collections import Counter, defaultdict
 
 from django.db.models import Count, F, Sum
 
+from backend.daemons.sched_locality import file_name_of
 from backend.models import (
     AssimilateState, ErrorMask, File, FileDeleteState, Host, Outcome, Result, ServerState,
     ValidateState, Workunit,
 )
-from world.locality import file_name_of
 
 
 def counts(queryset, field, enum):

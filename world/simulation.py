@@ -63,15 +63,13 @@ from backend.daemons.scheduler import (
     GpuRequest, HostInfo, ReportedFile, ReportedResult, SchedulerRequest, StickyFile,
     TimeStats, handle_request,
 )
-from backend.daemons import sched_version
+from backend.daemons import sched_locality, sched_version
 from backend.daemons.sched_types import GlobalPrefs, SchedulerConfig
 from backend.daemons.work_generator import waiting_for_first_results
 from backend.models import (
     INT_MAX, App, AppVersion, AssimilateState, ClientState, FileDeleteState, GpuType, Host,
-    Outcome, Result, ServerState, ValidateState, Workunit,
+    LocalityTrigger, Outcome, Result, ServerState, ValidateState, Workunit,
 )
-from world import locality
-from world.models import LocalityTrigger
 
 DAY = 86400.0
 HOUR = 3600.0
@@ -187,7 +185,7 @@ class WorldSettings:
     mt_efficiency_min: float = 1.0
     gpu_gflops_sigma: float = 0.0
     gpu_efficiency_min: float = 1.0
-    # Hosts short of disk (locality scheduling's deletions, world.locality rule 11): this
+    # Hosts short of disk (locality scheduling's deletions, sched_locality rule 11): this
     # fraction of them lets BOINC use only small_disk_gb GiB (disk_max_used_gb), their sticky
     # files counting as used; the others say nothing of their disk.
     small_disk_fraction: float = 0.0
@@ -472,12 +470,14 @@ class Simulation:
             path.write_text(PLAN_CLASS_SPEC.format(threads=s.mt_threads))
         return str(path)
 
-    def scheduler_config(self):
+    def scheduler_config(self, locality_config=None):
         """The scheduler's options for this world's requests: BOINC's defaults, with the
-        world's plan classes and random factor."""
+        world's plan classes and random factor, and ``locality_config`` (a request's
+        sched_locality.LocalityConfig)."""
         return SchedulerConfig(plan_class_spec=self.plan_class_spec(),
                                version_select_random_factor=(
-                                   self.settings.version_select_random_factor))
+                                   self.settings.version_select_random_factor),
+                               locality_config=locality_config)
 
     def setup_live(self):
         app = App.objects.filter(name=self.settings.live_app).first()
@@ -530,9 +530,7 @@ class Simulation:
                  os_name=platforms[i][0] if s.homogeneous_redundancy else "Linux",
                  p_ncpus=ncpus, p_fpops=fpops, gpu_type=GpuType.NVIDIA if gpus else GpuType.NONE,
                  gpu_count=gpus, gpu_peak_flops=speeds[i][2] if gpus else 0.0,
-                 on_frac=on_frac, mean_on_period=s.mean_on_period, error_rate=error_rate,
-                 wrong_output_rate=wrong_rate, no_reply_rate=s.no_reply_rate,
-                 work_buf_min_days=s.work_buf_min_days,
+                 on_frac=on_frac, work_buf_min_days=s.work_buf_min_days,
                  work_buf_additional_days=s.work_buf_additional_days,
                  create_time=self.now(join))
             for i, (ncpus, fpops, gpus, on_frac, error_rate, wrong_rate, join, leave)
@@ -571,7 +569,7 @@ class Simulation:
         n_files = math.ceil(1.5 * results / (s.workunits_per_file * s.target_nresults))
         n_files += math.ceil(len(self.hosts) / s.target_nresults) + 1
         self.file_names = [f"{self.prefix}_data{i:06d}" for i in range(n_files)]
-        locality.create_data_files(app, self.file_names, nbytes=s.file_nbytes)
+        sched_locality.create_data_files(app, self.file_names, nbytes=s.file_nbytes)
 
     # --- availability and churn ---------------------------------------------------------------
 
@@ -779,17 +777,17 @@ class Simulation:
         self.advance(host)
         request = self.request(host)
         asked = request.cpu_req_secs > 0 or any(g.req_secs > 0 for g in request.gpu_requests)
-        config = locality.LocalityConfig(sorted_order=self.settings.sorted_order,
-                                         wait_period=self.settings.wait_period,
-                                         delete_files=True, scan_only_excluded=True,
-                                         delete_only_finished=True, seed=self.settings.seed)
         # the host's index, not its database id, keeps the scheduler's choices the same
         # from one run of the seed to the next
+        config = sched_locality.LocalityConfig(
+            sorted_order=self.settings.sorted_order, wait_period=self.settings.wait_period,
+            delete_files=True, scan_only_excluded=True, delete_only_finished=True,
+            seed=self.settings.seed, wait=self.scheduler_wait, host_key=host.index)
         # the scheduler's random factor (get_app_version) drawn from a generator of this
         # request's own, so the same seed makes the same choices
         sched_version.RNG.seed(f"{self.settings.seed}:{host.index}:{host.rpc_seqno}")
-        with locality.configured(config, wait=self.scheduler_wait, host_key=host.index):
-            reply = handle_request(request, now=self.now(), config=self.scheduler_config())
+        reply = handle_request(request, now=self.now(),
+                               config=self.scheduler_config(locality_config=config))
         self.counters.rpcs += 1
         if reply.results:
             self.counters.rpcs_with_work += 1
@@ -888,8 +886,9 @@ class Simulation:
         app = App.objects.get(pk=self.app_id)
         s = self.settings
         if s.locality:
-            made = locality.generate_on_demand(app, now=now, per_file=s.workunits_per_file,
-                                               per_trigger=s.workunits_per_trigger)
+            made = sched_locality.generate_on_demand(app, now=now,
+                                                     per_file=s.workunits_per_file,
+                                                     per_trigger=s.workunits_per_trigger)
         else:
             made = self.generate_cushion(app, now)
         self.counters.workunits_generated += made
@@ -911,7 +910,8 @@ class Simulation:
             name = next(files, None)
             if name is None:
                 break
-            made += locality.make_file_work(app, name, now=now, per_file=s.workunits_per_file)
+            made += sched_locality.make_file_work(app, name, now=now,
+                                                  per_file=s.workunits_per_file)
         return made
 
     def daemons(self):
@@ -935,7 +935,7 @@ class Simulation:
                 work += run_pass(name, now=now, batch_size=s.batch_size)
         work += self.top_up(now)
         if s.locality:
-            work += locality.manage_working_set(App.objects.get(pk=self.app_id), now=now)
+            work += sched_locality.manage_working_set(App.objects.get(pk=self.app_id), now=now)
         self.counters.daemon_rounds += 1
         self.sample()
         if self.draining and self.all_done():

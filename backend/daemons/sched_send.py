@@ -418,8 +418,9 @@ def send_work(host, request, *, now, config, reply, notices=None):
         by_locality = {app_id: v for app_id, v in versions.items()
                        if v.row is not None and v.row.app.locality_scheduling}
         if by_locality:
-            # Locality scheduling (§3.10) sends these apps' jobs; it lives in world.locality.
-            from world.locality import send_work_by_locality
+            # Locality scheduling (§3.10) sends these apps' jobs (sched_locality, which sends
+            # through this module's send_for_resource, so it is imported here)
+            from backend.daemons.sched_locality import send_work_by_locality
 
             local, resource = send_work_by_locality(
                 host, request, resource, by_locality, now=now, config=config,
@@ -516,7 +517,7 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
     (sched_limit.InProgress), the limits on jobs in progress (backend.daemons.sched_limit);
     with ``reliability`` (sched_reliable.Reliability), jobs that need a reliable host and
     their shortened deadlines (backend.daemons.sched_reliable); with ``work_needed``
-    (world.locality.WorkNeeded), locality scheduling's disk accounting and its end at the
+    (sched_locality.WorkNeeded), locality scheduling's disk accounting and its end at the
     first job refused for memory, disk or its deadline.
     """
     chosen, refused = [], []

@@ -5,7 +5,8 @@ into a SchedulerRequest and writes a SchedulerReply as XML. ``backend.daemons.sc
 re-exports them; its docstring describes the entry point ``handle_request``.
 """
 
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 
 from backend.daemons.host_app_version import check_quota
 from backend.models import ClientState
@@ -267,6 +268,48 @@ class SchedulerReply:
 DAILY_RESULT_QUOTA = 500
 
 
+def real_sleep(file_name, *, now, seconds):
+    """The scheduler's wait in real time: the daemons run meanwhile in their own processes."""
+    time.sleep(seconds)
+
+
+@dataclass(frozen=True)
+class LocalityConfig:
+    """A caller's locality options (backend.daemons.sched_locality), passed in the scheduler's
+    config (``SchedulerConfig.locality_config``); None takes the project's config.xml one
+    (``SchedulerConfig``, named in the comments)."""
+
+    sorted_order: bool | None = None  # <locality_scheduling_sorted_order/>
+    wait_period: float | None = None  # <locality_scheduling_wait_period>
+    delete_files: bool | None = None  # <file_deletion_strategy> 1: delete files left without work
+    send_timeout: int | None = None  # <locality_scheduling_send_timeout> (rule 10)
+    scan_only_excluded: bool | None = None  # <seed004_scan_only_excluded/> (rule 9)
+    delete_only_finished: bool | None = None  # <seed004_delete_only_finished/> (rule 7)
+    seed: int = 0  # of the random choices (rules 3, 8 and 10)
+    # The caller's alone: ``wait(file_name, now=, seconds=)``, the scheduler's sleep (None:
+    # ``real_sleep``; a simulated world waits in its own time by running the on-demand
+    # generator and the transitioner), and a stable integer naming the requesting host in
+    # the random choices (None: its database id).
+    wait: object = None
+    host_key: int | None = None
+
+    def resolved(self, config):
+        """These options with config.xml's (``config``, a SchedulerConfig) where None."""
+        def pick(own, project):
+            return project if own is None else own
+
+        return replace(
+            self,
+            wait=self.wait or real_sleep,
+            sorted_order=pick(self.sorted_order, config.locality_scheduling_sorted_order),
+            wait_period=pick(self.wait_period, config.locality_scheduling_wait_period),
+            delete_files=pick(self.delete_files, config.file_deletion_strategy == 1),
+            send_timeout=pick(self.send_timeout, config.locality_scheduling_send_timeout),
+            scan_only_excluded=pick(self.scan_only_excluded, config.seed004_scan_only_excluded),
+            delete_only_finished=pick(self.delete_only_finished,
+                                      config.seed004_delete_only_finished))
+
+
 @dataclass(frozen=True)
 class SchedulerConfig:
     """The project's server options, with BOINC's config.xml names (sched/sched_config.cpp).
@@ -371,21 +414,26 @@ class SchedulerConfig:
     reliable_reduced_delay_bound: float = 0.0
     reliable_priority_on_over: int = 0
     reliable_priority_on_over_except_error: int = 0
-    # Locality scheduling (reference/server.md §3.10, world.locality): look at the files a
-    # host holds in name order rather than at random; seconds to wait for the on-demand work
-    # generator when a file has no work; send results older than this many seconds first
-    # (0: never); 1: tell a host to delete a held file that gave it no work. The disk a
-    # request may fill is at least default_disk_min_free_gb short of the host's free disk.
+    # Locality scheduling (reference/server.md §3.10, backend.daemons.sched_locality): look
+    # at the files a host holds in name order rather than at random; seconds to wait for the
+    # on-demand work generator when a file has no work; send results older than this many
+    # seconds first (0: never); 1: tell a host to delete a held file that gave it no work.
+    # The disk a request may fill is at least default_disk_min_free_gb short of the host's
+    # free disk.
     locality_scheduling_sorted_order: bool = False
     locality_scheduling_wait_period: int = 0
     locality_scheduling_send_timeout: int = 0
     file_deletion_strategy: int = 0
     default_disk_min_free_gb: float = 1.0
-    # Seed 004's locality rules in place of BOINC's (world.locality rules 7 and 9): the
+    # Seed 004's locality rules in place of BOINC's (sched_locality rules 7 and 9): the
     # deterministic scan only when the working-set file is excluded for the volunteer; a held
     # file named for deletion only when no more work can be made for it and none is unsent.
     seed004_scan_only_excluded: bool = False
     seed004_delete_only_finished: bool = False
+    # A caller's locality options over the ones above, with the scheduler's wait and the seed
+    # of its random choices (a LocalityConfig, or None), never config.xml's: a simulated
+    # world waits in its own time and names its hosts by their index.
+    locality_config: object = None
 
     def __post_init__(self):
         check_quota(self.daily_result_quota)
@@ -400,6 +448,10 @@ class SchedulerConfig:
 
         if self.job_limits is not None and not isinstance(self.job_limits, JobLimits):
             raise ValueError(f"job_limits must be JobLimits or None, not {self.job_limits!r}")
+        if self.locality_config is not None and not isinstance(self.locality_config,
+                                                               LocalityConfig):
+            raise ValueError("locality_config must be LocalityConfig or None, not "
+                             f"{self.locality_config!r}")
         if not (isinstance(self.reliable_reduced_delay_bound, (int, float))
                 and 0 <= self.reliable_reduced_delay_bound <= 1):
             raise ValueError("reliable_reduced_delay_bound must be a fraction from 0 to 1, not "

@@ -7,15 +7,14 @@ import dataclasses
 
 import pytest
 
+from backend.daemons import sched_locality as locality
+from backend.daemons.sched_locality import LocalityConfig
 from backend.daemons.scheduler import SchedulerConfig, StickyFile, handle_request
 from backend.daemons.sched_types import GlobalPrefs
-from backend.models import File, Result, ServerState, Workunit
+from backend.models import File, LocalityTrigger, Result, ServerState, Workunit
 from backend.server_config import ConfigError, read_config_xml
 from tests.backend.conftest import NOW, work_request
-from tests.world.test_locality import ask, make_results, sent_files
-from world import locality
-from world.locality import LocalityConfig, configured
-from world.models import LocalityTrigger
+from tests.backend.test_locality import ask, make_results, sent_files
 
 
 @pytest.fixture
@@ -70,8 +69,8 @@ def test_a_request_filled_by_its_job_limit_looks_at_no_further_file(app, project
 
     make_results(project, "fa", 2)
     request = work_request(project.host(), file_infos=[StickyFile("fa"), StickyFile("fb")])
-    with configured(LocalityConfig(sorted_order=True, wait_period=0)):
-        reply = handle_request(request, now=NOW, config=SchedulerConfig(max_wus_to_send=1))
+    reply = handle_request(request, now=NOW, config=SchedulerConfig(
+        max_wus_to_send=1, locality_config=LocalityConfig(sorted_order=True, wait_period=0)))
     assert sent_files(reply) == ["fa"]
     # fb, which has no work, was never looked at: no trigger for the generator
     assert not LocalityTrigger.objects.get(file_name="fb").need_work
@@ -129,6 +128,13 @@ def test_config_xml_sets_the_locality_options_with_boincs_names_and_defaults():
 def test_a_bad_locality_option_is_refused_naming_it(xml, tag):
     with pytest.raises(ConfigError, match=tag):
         read_config_xml(f"<config>{xml}</config>")
+
+
+def test_a_callers_locality_config_is_a_locality_config_and_never_read_from_config_xml():
+    with pytest.raises(ValueError, match="locality_config"):
+        SchedulerConfig(locality_config={"sorted_order": True})
+    assert read_config_xml("<config><locality_config>1</locality_config></config>"
+                           ).locality_config is None
 
 
 @pytest.mark.django_db
@@ -231,8 +237,9 @@ def test_rule_7_a_held_file_not_looked_at_once_the_request_is_met_stays(app, pro
     # fa fills the one-job request: fb, which has nothing, is not looked at and not deleted
     make_results(project, "fa", 1)
     request = work_request(project.host(), file_infos=[StickyFile("fa"), StickyFile("fb")])
-    with configured(rules(BOINC_RULES, sorted_order=True, wait_period=0, delete_files=True)):
-        reply = handle_request(request, now=NOW, config=SchedulerConfig(max_wus_to_send=1))
+    reply = handle_request(request, now=NOW, config=SchedulerConfig(
+        max_wus_to_send=1, locality_config=rules(BOINC_RULES, sorted_order=True, wait_period=0,
+                                                 delete_files=True)))
     assert (sent_files(reply), reply.delete_file_infos) == (["fa"], [])
 
 
@@ -431,8 +438,8 @@ def test_a_host_with_no_file_gets_work_from_the_window_whatever_its_speed(app, p
     for key in range(20):
         Result.objects.all().delete()
         aged(make_results(project, "fa", 1, start=key), NOW - int(age * WEEK))
-        with configured(LocalityConfig(seed=1, scan_only_excluded=True), host_key=key):
-            got += len(ask_with(project, [], bwdown=SLOW, jobs=1).results)
+        config = LocalityConfig(seed=1, scan_only_excluded=True, host_key=key)
+        got += len(ask_with(project, [], bwdown=SLOW, jobs=1, locality_config=config).results)
     assert least <= got <= most
 
 
@@ -634,8 +641,8 @@ def hr_ask(host, files, cpu, os_name="Linux", jobs=1):
                            cpu_req_secs=jobs * 3600.0 - 1, cpu_req_instances=0.0)
     request.host_info = dataclasses.replace(request.host_info, os_name=os_name,
                                             p_vendor=cpu[0], p_model=cpu[1])
-    with configured(LocalityConfig(wait_period=0, sorted_order=True)):
-        return handle_request(request, now=NOW)
+    return handle_request(request, now=NOW, config=SchedulerConfig(
+        locality_config=LocalityConfig(wait_period=0, sorted_order=True)))
 
 
 @pytest.mark.parametrize("os_name, cpu, sent", [
@@ -697,8 +704,8 @@ def test_a_result_committed_to_a_version_the_host_lacks_ends_the_locality_search
     Workunit.objects.filter(pk=theirs.workunit_id).update(app_version=windows)
     request = work_request(project.host(), file_infos=[StickyFile("fa")],
                            cpu_req_secs=3 * 3600.0, cpu_req_instances=0.0)
-    with configured(LocalityConfig(wait_period=0, sorted_order=True, delete_files=True)):
-        reply = handle_request(request, now=NOW)
+    reply = handle_request(request, now=NOW, config=SchedulerConfig(
+        locality_config=LocalityConfig(wait_period=0, sorted_order=True, delete_files=True)))
     assert (reply.results, reply.delete_file_infos) == ([], [])
 
 
@@ -739,6 +746,6 @@ def test_a_job_refused_for_its_deadline_or_memory_ends_the_locality_search(app, 
                            cpu_req_secs=2 * 3600.0, cpu_req_instances=0.0,
                            estimated_delay=3600.0)
     request.host_info = dataclasses.replace(request.host_info, m_nbytes=4e9)
-    with configured(LocalityConfig(sorted_order=True, wait_period=0)):
-        reply = handle_request(request, now=NOW)
+    reply = handle_request(request, now=NOW, config=SchedulerConfig(
+        locality_config=LocalityConfig(sorted_order=True, wait_period=0)))
     assert sent_files(reply) == (["fa", "fb"] if refusal is None else [])

@@ -331,7 +331,7 @@ def test_a_day_with_homogeneous_redundancy_never_mixes_hr_classes_in_a_quorum():
 
 
 def test_hosts_short_of_disk_are_told_to_delete_files_and_never_hold_more_than_two():
-    """world.locality rule 11: with 0.95 GiB for BOINC, a 16 MiB file held and jobs whose
+    """sched_locality rule 11: with 0.95 GiB for BOINC, a 16 MiB file held and jobs whose
     rsc_disk_bound is 1e9 bytes, a host has room for one job while it holds one file
     (0.95 × 2^30 − 2^24 ≥ 1e9) and for none with two (− 2^25 < 1e9): such a request gets no
     job and is told to delete one, so it never takes a third file."""

@@ -1,4 +1,5 @@
-"""Locality scheduling and on-demand work generation (reference/server.md §3.10; seed 004).
+"""Locality scheduling and on-demand work generation (reference/server.md §3.10; seed 004),
+as BOINC's sched/sched_locality.cpp.
 
 Locality scheduling sends a host results that use the big, sticky input files it already
 holds, so that volunteers download each big file once and compute many workunits from it.
@@ -83,14 +84,15 @@ The options are the project's config.xml ones (``SchedulerConfig``:
 ``locality_scheduling_send_timeout``, ``file_deletion_strategy`` 1 for rule 7's deletions,
 ``default_disk_min_free_gb``, and seed 004's rules in place of BOINC's,
 ``seed004_delete_only_finished`` (rule 7) and ``seed004_scan_only_excluded`` (rule 9)); a
-caller may override all but the disk one with a ``LocalityConfig``. A simulated world
-(world.simulation) does, and takes seed 004's rules 7 and 9: it models the seed's project,
-whose working-set manager tops the set up and which leaves a host's file alone while others
-still have its work.
+caller may override all but the disk one with a ``LocalityConfig`` in the scheduler's config
+(``SchedulerConfig.locality_config``), which also holds the scheduler's wait and the random
+seed. A simulated world (world.simulation) does, and takes seed 004's rules 7 and 9: it
+models the seed's project, whose working-set manager tops the set up and which leaves a
+host's file alone while others still have its work.
 
 The random choices (rules 3, 8 and 10) come from a ``random.Random`` seeded with the project's
 ``LocalityConfig.seed``, the host's key, its RPC number, the time and the resource. The key is
-the host's id unless the caller names a stable one (``configured(host_key=...)``): a
+the host's id unless the caller names a stable one (``LocalityConfig.host_key``): a
 simulated world passes its seed and the host's index in the world, so that its outcome does
 not depend on database ids.
 
@@ -107,15 +109,12 @@ Around the scheduler (BOINC leaves both to the project):
   whose ``need_work`` is set, clears it, and sets ``no_work_available`` once the file has had
   its share of workunits.
 
-Triggers are rows of ``world.models.LocalityTrigger`` instead of files, with the same meaning.
+Triggers are rows of ``backend.models.LocalityTrigger`` instead of files, with the same
+meaning.
 """
 
 import math
 import random
-import time
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass, replace
 
 from django.db import connection
 from django.db.models import Exists, Max, OuterRef, Q
@@ -126,12 +125,12 @@ from backend.daemons.sched_send import (
     DEADLINE, DISK, MEMORY, NO_VERSION, RESULT_COLUMNS, WORKUNIT_COLUMNS, after_sending,
     disk_allowance, send_for_resource,
 )
-from backend.daemons.sched_types import Message
+from backend.daemons.sched_types import LocalityConfig, Message
 from backend.daemons.work_generator import LOCALITY_SEPARATOR, create_work_for_file
 from backend.models import (
-    AppVersion, File, FileDeleteState, Host, Result, ServerState, TransitionerFlags, Workunit,
+    AppVersion, File, FileDeleteState, Host, LocalityTrigger, Result, ServerState,
+    TransitionerFlags, Workunit,
 )
-from world.models import LocalityTrigger
 
 SEPARATOR = LOCALITY_SEPARATOR
 ACTIVE_WINDOW = 86400
@@ -143,62 +142,6 @@ DELAY_DISK_SPACE = 3600
 DELAY_DELETE_FILE = 4 * 3600
 # What a look at one file found (Sender.send_file_or_trigger).
 SENT, EXCLUDED, NO_WORK = "sent", "excluded", "no work"
-
-
-@dataclass(frozen=True)
-class LocalityConfig:
-    """A caller's locality options; None takes the project's config.xml one
-    (``SchedulerConfig``, named in the comments)."""
-
-    sorted_order: bool | None = None  # <locality_scheduling_sorted_order/>
-    wait_period: float | None = None  # <locality_scheduling_wait_period>
-    delete_files: bool | None = None  # <file_deletion_strategy> 1: delete files left without work
-    send_timeout: int | None = None  # <locality_scheduling_send_timeout> (rule 10)
-    scan_only_excluded: bool | None = None  # <seed004_scan_only_excluded/> (rule 9)
-    delete_only_finished: bool | None = None  # <seed004_delete_only_finished/> (rule 7)
-    seed: int = 0  # of the random choices (rules 3, 8 and 10)
-
-    def resolved(self, config):
-        """These options with config.xml's (``config``, a SchedulerConfig) where None."""
-        def pick(own, project):
-            return project if own is None else own
-
-        return replace(
-            self,
-            sorted_order=pick(self.sorted_order, config.locality_scheduling_sorted_order),
-            wait_period=pick(self.wait_period, config.locality_scheduling_wait_period),
-            delete_files=pick(self.delete_files, config.file_deletion_strategy == 1),
-            send_timeout=pick(self.send_timeout, config.locality_scheduling_send_timeout),
-            scan_only_excluded=pick(self.scan_only_excluded, config.seed004_scan_only_excluded),
-            delete_only_finished=pick(self.delete_only_finished,
-                                      config.seed004_delete_only_finished))
-
-
-def real_sleep(file_name, *, now, seconds):
-    """The scheduler's wait in real time: the daemons run meanwhile in their own processes."""
-    time.sleep(seconds)
-
-
-_config = ContextVar("locality_config", default=LocalityConfig())
-_wait = ContextVar("locality_wait", default=real_sleep)
-_host_key = ContextVar("locality_host_key", default=None)
-
-
-@contextmanager
-def configured(config, wait=None, host_key=None):
-    """Use ``config`` (and ``wait(file_name, now=, seconds=)`` as the scheduler's sleep)
-    for the scheduler requests handled inside the block; a simulated world waits in its own
-    time by running the on-demand generator and the transitioner. ``host_key``, a stable
-    integer naming the requesting host, replaces its database id in the random choices."""
-    config_token = _config.set(config)
-    wait_token = _wait.set(wait or real_sleep)
-    key_token = _host_key.set(host_key)
-    try:
-        yield
-    finally:
-        _config.reset(config_token)
-        _wait.reset(wait_token)
-        _host_key.reset(key_token)
 
 
 def file_name_of(wu_name):
@@ -431,7 +374,7 @@ class Sender:
             need_work=True, need_work_time=self.now)
         if locality.wait_period <= 0:
             return NO_WORK
-        _wait.get()(file_name, now=self.now, seconds=locality.wait_period)
+        locality.wait(file_name, now=self.now, seconds=locality.wait_period)
         if self.send_file(file_name):
             return SENT
         return EXCLUDED if sendable(file_name, app_ids).exists() else NO_WORK
@@ -457,10 +400,8 @@ def send_work_by_locality(host, request, resource, versions, *, now, config, max
     Returns the sent ``(result, version, runtime)`` tuples and the resource with what is left
     of its request, for the scheduler's ordinary pass over other apps.
     """
-    locality = _config.get().resolved(config)
-    host_key = _host_key.get()
-    if host_key is None:
-        host_key = host.pk
+    locality = (config.locality_config or LocalityConfig()).resolved(config)
+    host_key = host.pk if locality.host_key is None else locality.host_key
     rng = random.Random(f"{locality.seed}:{host_key}:{request.rpc_seqno}:{now}:{resource.name}")
     needed = WorkNeeded.for_request(request, config, taken_wus)
     sender = Sender(host, request, resource, versions, now=now, config=config,

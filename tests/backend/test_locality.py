@@ -1,16 +1,17 @@
 """Locality scheduling, one test per rule of seed 004 / reference/server.md §3.10 (the rules
-are numbered as in world/locality.py's docstring)."""
+are numbered as in backend/daemons/sched_locality.py's docstring)."""
+
+from dataclasses import replace
 
 import pytest
 
 from backend.daemons import run_pass
-from backend.daemons.scheduler import StickyFile, handle_request
+from backend.daemons import sched_locality as locality
+from backend.daemons.sched_locality import LocalityConfig, file_name_of
+from backend.daemons.scheduler import SchedulerConfig, StickyFile, handle_request
 from backend.daemons.work_generator import create_work_for_file
-from backend.models import File, Host, Outcome, Result, ServerState, Workunit
+from backend.models import File, Host, LocalityTrigger, Outcome, Result, ServerState, Workunit
 from tests.backend.conftest import NOW, work_request
-from world import locality
-from world.locality import LocalityConfig, configured, file_name_of
-from world.models import LocalityTrigger
 
 pytestmark = pytest.mark.django_db
 
@@ -40,8 +41,9 @@ SEED = dict(scan_only_excluded=True, delete_only_finished=True)
 
 def ask(host, files=(), now=NOW, config=LocalityConfig(**SEED), wait=None, **fields):
     request = work_request(host, file_infos=[StickyFile(name) for name in files], **fields)
-    with configured(config, wait=wait):
-        return handle_request(request, now=now)
+    if wait is not None:
+        config = replace(config, wait=wait)
+    return handle_request(request, now=now, config=SchedulerConfig(locality_config=config))
 
 
 def sent_files(reply):
@@ -411,9 +413,9 @@ def test_random_choices_follow_the_seed_and_host_key_not_the_database_id(app, pr
     def firsts(host, seed, key):
         picks = []
         for k in range(8):
-            with configured(LocalityConfig(**SEED, seed=seed), host_key=key):
-                reply = handle_request(work_request(host, rpc_seqno=k, **ONE_JOB),
-                                       now=NOW + k)
+            config = LocalityConfig(**SEED, seed=seed, host_key=key)
+            reply = handle_request(work_request(host, rpc_seqno=k, **ONE_JOB), now=NOW + k,
+                                   config=SchedulerConfig(locality_config=config))
             picks.append(sent_files(reply)[0])
             Result.objects.filter(host=host).update(server_state=ServerState.UNSENT,
                                                     host=None, user=None)
