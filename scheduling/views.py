@@ -234,7 +234,7 @@ def load_preset(request, slug):
         return HttpResponse(f"No preset named {slug!r}.", status=404, content_type="text/plain")
     stored = _save(None, preset.scenario(), request.user, preset=slug)
     messages.success(request, f"Loaded the preset “{stored.name}”.")
-    return redirect(reverse("lab:scenario", args=[stored.pk]))
+    return redirect("lab:scenario", stored.pk)
 
 
 def _scenario_form_too_big(request, problem, pk=None):
@@ -277,7 +277,7 @@ def _scenario_form(request, stored: StoredScenario | None):
         if forms.is_valid():
             saved = _save(stored, forms.scenario, request.user)
             messages.success(request, f"Saved “{saved.name}”.")
-            return redirect(reverse("lab:scenario", args=[saved.pk]))
+            return redirect("lab:scenario", saved.pk)
         status = 400
     else:
         forms = ScenarioForms(initial=_initial_forms(stored))
@@ -408,7 +408,7 @@ def scenario_duplicate(request, pk):
     copy = StoredScenario.objects.create(name=f"{stored.name} (copy)"[:120], description=stored.description,
                                          data=stored.data, preset=stored.preset, owner=request.user)
     messages.success(request, f"Duplicated as “{copy.name}”.")
-    return redirect(reverse("lab:scenario", args=[copy.pk]))
+    return redirect("lab:scenario", copy.pk)
 
 
 @require_POST
@@ -420,7 +420,7 @@ def scenario_delete(request, pk):
     name = stored.name
     stored.delete()
     messages.success(request, f"Deleted “{name}” and its runs.")
-    return redirect(reverse("lab:index"))
+    return redirect("lab:index")
 
 
 def _import_too_big(request, problem):
@@ -439,7 +439,7 @@ def scenario_import(request):
         if form.is_valid():
             stored = _save(None, form.cleaned_data["scenario"], request.user)
             messages.success(request, f"Imported “{stored.name}”.")
-            return redirect(reverse("lab:scenario", args=[stored.pk]))
+            return redirect("lab:scenario", stored.pk)
         return render(request, "lab/import.html", {"form": form}, status=400)
     return render(request, "lab/import.html", {"form": ImportForm()})
 
@@ -485,7 +485,7 @@ def run_start(request, pk):
     except NotStarted as exc:
         form.add_error(None, str(exc))
         return _scenario_page_with_errors(request, stored, exc.status, run_form=form)
-    return redirect(reverse("lab:run", args=[run.pk]))
+    return redirect("lab:run", run.pk)
 
 
 @require_POST
