@@ -15,7 +15,6 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
-from django_htmx.http import HttpResponseStopPolling
 
 from backend import charts, server_status
 from backend.actions import ACTIONS
@@ -41,6 +40,8 @@ from backend.models import (
     Workunit,
 )
 from backend.statemachine import RESULT_MACHINE, WORKUNIT_MACHINE, draw_row
+from boincweb.figures import figure_script
+from boincweb.htmx import render_page
 
 PAGE_SIZE = 50
 RECENT = 50  # results shown on a host or user page
@@ -48,16 +49,6 @@ RECENT = 50  # results shown on a host or user page
 
 def _now():
     return int(time.time())
-
-
-def _render(request, template, context, partial, *, status=200, stop_polling=False):
-    """The whole page, or its ``partial`` for htmx; a finished partial also stops the polling."""
-    if request.htmx:
-        html = render_to_string(f"{template}#{partial}", context, request)
-        if stop_polling:
-            return HttpResponseStopPolling(html)
-        return HttpResponse(html, status=status)
-    return render(request, template, context, status=status)
 
 
 # --- server status --------------------------------------------------------------------------
@@ -83,8 +74,8 @@ def status(request):
         context["status"] = state
         context["figures_age"] = now - state.figures_time
         context["figures_max_age"] = server_status.FIGURES_MAX_AGE
-        context["apps_figure"] = _figure_json(("apps", tuple(state.apps)),
-                                              charts.app_tasks_figure, state.apps)
+        [(_id, context["apps_figure"])] = _figure_scripts(
+            ("apps", tuple(state.apps)), lambda: [("apps-figure", charts.app_tasks_figure(state.apps))])
     if whole or panel == "community":
         figures = server_status.cached_community(now)
         context["community"] = figures
@@ -100,11 +91,9 @@ def status(request):
     if whole or panel == "history":
         samples = server_status.queue_history()
         key = ("history", json.dumps(samples, sort_keys=True))
-        context["history"] = _figure_json(key, lambda: [
-            (figure_id, charts.figure_json(fig))
-            for figure_id, fig in charts.queue_history_figures(samples)])
+        context["history"] = _figure_scripts(key, lambda: charts.queue_history_figures(samples))
         context["history_samples"] = len(samples)
-    return _render(request, "project/status.html", context, panel)
+    return render_page(request, "project/status.html", context, panel)
 
 
 def _kept(store, limit, key, make):
@@ -118,18 +107,16 @@ def _kept(store, limit, key, make):
     return store[key]
 
 
-# Figures as JSON by what they were drawn from: building one costs milliseconds, and the status
-# page's figures change only when the periodic daemon job records a sample.
+# Figures as <script> elements by what they were drawn from: building one costs milliseconds,
+# and the status page's figures change only when the periodic daemon job records a sample.
 _FIGURES = {}
 
 
-def _figure_json(key, build, *args):
-    """``charts.figure_json(build(*args))`` (or ``build()`` itself when it makes JSON), built
-    once for the same ``key``."""
-    def make():
-        made = build(*args)
-        return made if isinstance(made, (str, list)) else charts.figure_json(made)
-    return _kept(_FIGURES, 16, key, make)
+def _figure_scripts(key, build):
+    """``build()``'s (element id, figure) pairs as (element id, <script> element) pairs
+    (boincweb.figures.figure_script), made once for the same ``key``."""
+    return _kept(_FIGURES, 16, key, lambda: [(element_id, figure_script(fig, element_id))
+                                             for element_id, fig in build()])
 
 
 @require_GET
@@ -192,7 +179,7 @@ def workunit_list(request):
         context = {"form": form, "page": None}
         if not request.htmx:
             context["filters"] = _filter_form_html(request, form)
-        return _render(request, "project/workunit_list.html", context, "table", status=400)
+        return render_page(request, "project/workunit_list.html", context, "table", status=400)
     field, descending = form.sort_key
     try:
         page = keyset_page(queryset.select_related("app"), field, descending,
@@ -214,7 +201,7 @@ def workunit_list(request):
     }
     if not request.htmx:
         context["filters"] = _filter_form_html(request, form)
-    return _render(request, "project/workunit_list.html", context, "table")
+    return render_page(request, "project/workunit_list.html", context, "table")
 
 
 CSV_COLUMNS = ["id", "name", "app__name", "create_time", "error_mask", "need_validate",
@@ -283,12 +270,12 @@ def workunit_detail(request, pk):
         "results": _results_with_drawings(results, events),
         "machine": _machine_svg(draw_row(WORKUNIT_MACHINE, wu, wu_events)),
         "events": events,
-        "timeline": charts.figure_json(timeline),
+        "timeline": figure_script(timeline, "timeline-figure"),
         "finished": finished,
         "actions": ACTIONS,
     }
-    return _render(request, "project/workunit_detail.html", context, "live",
-                   stop_polling=finished)
+    return render_page(request, "project/workunit_detail.html", context, "live",
+                       polling_done=finished)
 
 
 # --- results --------------------------------------------------------------------------------
@@ -306,10 +293,10 @@ def result_detail(request, pk):
         "result": result,
         "machine": _machine_svg(draw_row(RESULT_MACHINE, result, events)),
         "events": events,
-        "timeline": charts.figure_json(timeline),
+        "timeline": figure_script(timeline, "timeline-figure"),
         "finished": finished,
     }
-    return _render(request, "project/result_detail.html", context, "live", stop_polling=finished)
+    return render_page(request, "project/result_detail.html", context, "live", polling_done=finished)
 
 
 # --- hosts and users ------------------------------------------------------------------------
@@ -328,7 +315,7 @@ def host_list(request):
         "next_url": _page_url(request, after=page.next_cursor) if page.next_cursor else "",
         "prev_url": _page_url(request, before=page.prev_cursor) if page.prev_cursor else "",
     }
-    return _render(request, "project/host_list.html", context, "table")
+    return render(request, "project/host_list.html", context)
 
 
 def _result_counts(results):
@@ -367,9 +354,9 @@ def host_detail(request, pk):
         # read once, for the table and the chart's learnt estimates
         context["app_versions"] = list(context["app_versions"])
         series = runtime_estimates(host, havs=context["app_versions"])
-        context["estimates"] = (charts.figure_json(charts.runtime_estimates_figure(series))
+        context["estimates"] = (figure_script(charts.runtime_estimates_figure(series), "estimates-figure")
                                 if series else "")
-    return _render(request, "project/host_detail.html", context, "results")
+    return render_page(request, "project/host_detail.html", context, "results")
 
 
 @require_GET
@@ -382,10 +369,9 @@ def user_detail(request, pk):
         "hosts": hosts,
         "recent": results.select_related("workunit", "host").order_by("-id")[:RECENT],
         "counts": _result_counts(results),
+        **_user_credit(person),
     }
-    if not request.htmx:
-        context.update(_user_credit(person))
-    return _render(request, "project/user_detail.html", context, "results")
+    return render(request, "project/user_detail.html", context)
 
 
 def _user_credit(person):
@@ -408,7 +394,7 @@ def _rac_chart(kind, owner_id, figure_id):
                    .values_list("expavg_time", "expavg_credit", "total_credit"))
     if not history:
         return {"rac_figure": None}
-    return {"rac_figure": charts.figure_json(charts.rac_figure(history)),
+    return {"rac_figure": figure_script(charts.rac_figure(history), figure_id),
             "rac_figure_id": figure_id}
 
 
@@ -430,7 +416,7 @@ def user_list(request):
     """Users by recent average credit (BOINC's top_users.php)."""
     page = _ranked_page(request, UserCredit.objects.select_related("user", "team")
                         .order_by("-expavg_credit", "user_id"))
-    return _render(request, "project/user_list.html", page, "table")
+    return render(request, "project/user_list.html", page)
 
 
 @require_GET
@@ -438,7 +424,7 @@ def team_list(request):
     """Teams by recent average credit (BOINC's top_teams.php)."""
     page = _ranked_page(request, Team.objects.annotate(nusers=Count("members"))
                         .order_by("-expavg_credit", "id"))
-    return _render(request, "project/team_list.html", page, "table")
+    return render(request, "project/team_list.html", page)
 
 
 @require_GET
@@ -476,8 +462,7 @@ def host_prefs(request, pk):
     else:
         form = HostPrefsForm(instance=host)
         status = 200
-    return _render(request, "project/host_prefs.html", {"host": host, "form": form}, "form",
-                   status=status)
+    return render(request, "project/host_prefs.html", {"host": host, "form": form}, status=status)
 
 
 # --- admin actions --------------------------------------------------------------------------
@@ -494,7 +479,7 @@ def workunit_action(request, action):
     form = WorkunitIdsForm(request.POST if request.method == "POST" else request.GET)
     context = {"form": form, "verb": verb, "description": description, "action": action}
     if not form.is_valid():
-        return _render(request, "project/workunit_action.html", context, "confirm", status=400)
+        return render(request, "project/workunit_action.html", context, status=400)
     ids = form.cleaned_data["id"]
     if request.method == "POST":
         done = run(ids, now=_now(), actor=request.user.username)
@@ -504,4 +489,4 @@ def workunit_action(request, action):
         return redirect("project:workunit_list")
     context["ids"] = ids
     context["workunits"] = Workunit.objects.filter(id__in=ids).select_related("app")[:100]
-    return _render(request, "project/workunit_action.html", context, "confirm")
+    return render(request, "project/workunit_action.html", context)

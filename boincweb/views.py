@@ -1,9 +1,6 @@
-from django.shortcuts import render
-
 from boincweb import health
+from boincweb.htmx import render_page
 
 
 def home(request):
-    context = {"health": health.check()}
-    template = "home.html#health" if request.htmx else "home.html"
-    return render(request, template, context)
+    return render_page(request, "home.html", {"health": health.check()}, "health")

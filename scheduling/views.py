@@ -22,11 +22,13 @@ from django.http import (
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.safestring import mark_safe
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
 from boincweb.auth import DEMO_LOGIN, is_demo_account
+from boincweb.figures import figure_script
+from boincweb.htmx import render_page
 from boincweb.id_lists import parse_ids
 from scheduling import charts
 from scheduling.engine import cost
@@ -41,15 +43,6 @@ from scheduling.presets import BY_SLUG, PRESETS
 
 # seed_demo's staff login, made only when DEBUG is on; the lab names it beside "log in"
 # while that account still has this password, so a newcomer can try the lab at once
-
-
-def _render(request, template: str, context: dict, partial: str | None = None, status: int = 200):
-    name = f"{template}#{partial}" if partial and request.htmx else template
-    return render(request, name, context, status=status)
-
-
-def _redirect(request, url: str):
-    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 def _save(scenario_obj: StoredScenario | None, scenario, user, preset: str = "") -> StoredScenario:
@@ -218,10 +211,10 @@ def _not_yours(stored: StoredScenario):
 @require_GET
 def index(request):
     scenarios = StoredScenario.objects.annotate(n_runs=Count("runs"))[:200]
-    return _render(request, "lab/index.html", {
+    return render(request, "lab/index.html", {
         "scenarios": scenarios, "presets": PRESETS,
         "runs": Run.objects.select_related("scenario")[:15], "demo_login": _login_hint(request),
-    }, "scenarios")
+    })
 
 
 @require_POST
@@ -232,14 +225,14 @@ def load_preset(request, slug):
         return HttpResponse(f"No preset named {slug!r}.", status=404, content_type="text/plain")
     stored = _save(None, preset.scenario(), request.user, preset=slug)
     messages.success(request, f"Loaded the preset “{stored.name}”.")
-    return _redirect(request, reverse("lab:scenario", args=[stored.pk]))
+    return redirect("lab:scenario", stored.pk)
 
 
 def _scenario_form_too_big(request, problem, pk=None):
     stored = get_object_or_404(StoredScenario, pk=pk) if pk is not None else None
     forms = ScenarioForms(initial=_initial_forms(stored))
     forms.errors.append(problem)
-    return _render(request, "lab/scenario_form.html", {"forms": forms, "stored": stored}, "form", 413)
+    return render(request, "lab/scenario_form.html", {"forms": forms, "stored": stored}, status=413)
 
 
 @login_required
@@ -275,12 +268,12 @@ def _scenario_form(request, stored: StoredScenario | None):
         if forms.is_valid():
             saved = _save(stored, forms.scenario, request.user)
             messages.success(request, f"Saved “{saved.name}”.")
-            return _redirect(request, reverse("lab:scenario", args=[saved.pk]))
+            return redirect("lab:scenario", saved.pk)
         status = 400
     else:
         forms = ScenarioForms(initial=_initial_forms(stored))
         status = 200
-    return _render(request, "lab/scenario_form.html", {"forms": forms, "stored": stored}, "form", status)
+    return render(request, "lab/scenario_form.html", {"forms": forms, "stored": stored}, status=status)
 
 
 def _initial_forms(stored: StoredScenario | None) -> dict:
@@ -314,11 +307,9 @@ def _duration_text(seconds: float) -> str:
 @require_GET
 def scenario_detail(request, pk):
     stored = get_object_or_404(StoredScenario, pk=pk)
-    response = _scenario_page(request, stored)
-    if request.htmx and not response.context_data_busy:
-        # the polled list of runs: stop polling once none is still going
-        response.status_code = HttpResponseStopPolling.status_code
-    return response
+    context = _scenario_context(request, stored)
+    # the polled list of runs stops polling once none is still going
+    return render_page(request, "lab/scenario_detail.html", context, "runs", polling_done=not context["busy"])
 
 
 def _compare_forms(stored: StoredScenario, bound: CompareForm | None = None) -> tuple[CompareForm, CompareForm]:
@@ -340,7 +331,9 @@ def _compare_forms(stored: StoredScenario, bound: CompareForm | None = None) -> 
     return policies, parameter
 
 
-def _scenario_page(request, stored, run_form=None, compare_form=None, status=200, partial="runs"):
+def _scenario_context(request, stored, run_form=None, compare_form=None) -> dict:
+    """The scenario page's context; `run_form` or `compare_form`, sent back with errors, takes
+    the place of the empty one."""
     try:
         scenario, problem = stored.engine_scenario(), ""
     except ScenarioError as exc:
@@ -354,7 +347,7 @@ def _scenario_page(request, stored, run_form=None, compare_form=None, status=200
     compare_policies, compare_parameter = _compare_forms(stored, compare_form)
     busy = any(not r.is_over for r in runs)
     costs = {}
-    if scenario is not None and not (request.htmx and partial == "runs"):  # the polled list shows none
+    if scenario is not None and not request.htmx:  # the polled list of runs shows none
         for key, form in (("run", run_form), ("policies", compare_policies), ("parameter", compare_parameter)):
             costs[key] = cost_note(scenario, _form_duration(form), _form_runs(form))
     buffer = ""
@@ -362,14 +355,17 @@ def _scenario_page(request, stored, run_form=None, compare_form=None, status=200
         prefs = scenario.prefs
         buffer = (f"at least {span(prefs.work_buf_min_days * 86400)}, "
                   f"up to {span((prefs.work_buf_min_days + prefs.work_buf_additional_days) * 86400)}")
-    response = _render(request, "lab/scenario_detail.html", {
+    return {
         "stored": stored, "scenario": scenario, "problem": problem, "runs": runs, "buffer": buffer,
         "busy": busy, "run_form": run_form, "compare_form": compare_policies, "parameter_form": compare_parameter,
         "preset": preset, "pcdr_preview": write_pcdr(scenario) if scenario else "", "costs": costs,
         "can_edit": stored.editable_by(request.user), "demo_login": _login_hint(request),
-    }, partial, status)
-    response.context_data_busy = busy
-    return response
+    }
+
+
+def _scenario_page_with_errors(request, stored, status: int, **forms):
+    """The scenario page again, with the run or compare form that was sent and its errors."""
+    return render(request, "lab/scenario_detail.html", _scenario_context(request, stored, **forms), status=status)
 
 
 def _form_duration(form) -> float:
@@ -403,7 +399,7 @@ def scenario_duplicate(request, pk):
     copy = StoredScenario.objects.create(name=f"{stored.name} (copy)"[:120], description=stored.description,
                                          data=stored.data, preset=stored.preset, owner=request.user)
     messages.success(request, f"Duplicated as “{copy.name}”.")
-    return _redirect(request, reverse("lab:scenario", args=[copy.pk]))
+    return redirect("lab:scenario", copy.pk)
 
 
 @require_POST
@@ -415,14 +411,14 @@ def scenario_delete(request, pk):
     name = stored.name
     stored.delete()
     messages.success(request, f"Deleted “{name}” and its runs.")
-    return _redirect(request, reverse("lab:index"))
+    return redirect("lab:index")
 
 
 def _import_too_big(request, problem):
     form = ImportForm()
     form.cleaned_data = {}
     form.add_error(None, problem)
-    return _render(request, "lab/import.html", {"form": form}, "form", status=413)
+    return render(request, "lab/import.html", {"form": form}, status=413)
 
 
 @login_required
@@ -434,9 +430,9 @@ def scenario_import(request):
         if form.is_valid():
             stored = _save(None, form.cleaned_data["scenario"], request.user)
             messages.success(request, f"Imported “{stored.name}”.")
-            return _redirect(request, reverse("lab:scenario", args=[stored.pk]))
-        return _render(request, "lab/import.html", {"form": form}, "form", status=400)
-    return _render(request, "lab/import.html", {"form": ImportForm()}, "form")
+            return redirect("lab:scenario", stored.pk)
+        return render(request, "lab/import.html", {"form": form}, status=400)
+    return render(request, "lab/import.html", {"form": ImportForm()})
 
 
 def _download(content, content_type, filename):
@@ -472,15 +468,15 @@ def run_start(request, pk):
     stored = get_object_or_404(StoredScenario, pk=pk)
     form = RunForm(request.POST)
     if not form.is_valid():
-        return _scenario_page(request, stored, run_form=form, status=400, partial="run-form")
+        return _scenario_page_with_errors(request, stored, 400, run_form=form)
     d = form.cleaned_data
     try:
         [run] = start_runs(request.user, stored, [(d["policy"], {})], duration=d["duration"], seed=d["seed"],
                            compat=d["compat"], delta=d["delta"])
     except NotStarted as exc:
         form.add_error(None, str(exc))
-        return _scenario_page(request, stored, run_form=form, status=exc.status, partial="run-form")
-    return _redirect(request, reverse("lab:run", args=[run.pk]))
+        return _scenario_page_with_errors(request, stored, exc.status, run_form=form)
+    return redirect("lab:run", run.pk)
 
 
 @require_POST
@@ -491,17 +487,15 @@ def compare_start(request, pk):
     stored = get_object_or_404(StoredScenario, pk=pk)
     form = CompareForm(request.POST)
     if not form.is_valid():
-        partial = "compare-parameter" if form.data.get("parameter") else "compare-policies"
-        return _scenario_page(request, stored, compare_form=form, status=400, partial=partial)
+        return _scenario_page_with_errors(request, stored, 400, compare_form=form)
     d = form.cleaned_data
     try:
         runs = start_runs(request.user, stored, d["variants"], duration=d["duration"], seed=d["seed"],
                           compat=d["compat"])
     except NotStarted as exc:
         form.add_error(None, str(exc))
-        partial = "compare-parameter" if form.data.get("parameter") else "compare-policies"
-        return _scenario_page(request, stored, compare_form=form, status=exc.status, partial=partial)
-    return _redirect(request, reverse("lab:compare") + "?runs=" + ",".join(str(r.pk) for r in runs))
+        return _scenario_page_with_errors(request, stored, exc.status, compare_form=form)
+    return redirect(reverse("lab:compare") + "?runs=" + ",".join(str(r.pk) for r in runs))
 
 
 def _run_context(run: Run) -> dict:
@@ -510,7 +504,7 @@ def _run_context(run: Run) -> dict:
     ctx = {"run": run, "records": records, "policy_note": POLICY_NOTES.get(run.policy, ""),
            "partial": run.status == Run.Status.RUNNING and records is not None}
     if records is not None:
-        ctx["chart_data"] = chart_payload(run, records)
+        ctx["chart_scripts"] = chart_scripts(run, records)
         if not ctx["partial"]:
             ctx["card"] = charts.figure_card(records["figures"])
             ctx["facts"] = charts.run_facts(records)
@@ -526,32 +520,32 @@ def _comparable(run: Run):
             .exclude(pk=run.pk).order_by("pk"))
 
 
-def chart_payload(run: Run, records: dict, colours: dict | None = None) -> str:
-    """The JSON the page's script draws: three figures and the decision log, made safe to
-    embed in a <script> element."""
+def chart_scripts(run: Run, records: dict, colours: dict | None = None) -> str:
+    """A run's three figures and its decision log as the page embeds them (boincweb.figures):
+    run-<id>-gantt, run-<id>-rec and run-<id>-buffer, drawn by static/js/charts.js, and
+    run-<id>-log, the decisions and the run's length that static/js/lab.js's time cursor reads."""
     colours = colours or charts.project_colours([p["name"] for p in records["projects"]])
-    figs = {
+    figures = {
         "gantt": charts.gantt(records, colours),
         "rec": charts.rec_chart(records, colours),
         "buffer": charts.buffer_chart(records, colours),
     }
-    body = ",".join(f'"{k}":{fig.to_json(validate=False)}' for k, fig in figs.items())
-    decisions = json.dumps([[round(d["time"] / 3600, 4), d["kind"], d["project"], d["job"], d["text"]]
-                            for d in records["decisions"]], separators=(",", ":"))
-    meta = json.dumps({"id": run.pk, "label": run.label, "duration_h": records["duration"] / 3600,
-                       "partial": bool(records.get("partial"))})
-    text = f'{{"figures":{{{body}}},"decisions":{decisions},"run":{meta}}}'
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    log = {
+        "decisions": [[round(d["time"] / 3600, 4), d["kind"], d["project"], d["job"], d["text"]]
+                      for d in records["decisions"]],
+        "run": {"id": run.pk, "label": run.label, "duration_h": records["duration"] / 3600,
+                "partial": bool(records.get("partial"))},
+    }
+    scripts = [figure_script(fig, f"run-{run.pk}-{name}") for name, fig in figures.items()]
+    scripts.append(figure_script(log, f"run-{run.pk}-log"))
+    return mark_safe("\n".join(scripts))  # each made safe by json_script
 
 
 @require_GET
 def run_detail(request, pk):
     run = get_object_or_404(Run.objects.select_related("scenario"), pk=pk)
     _check_jobs([run])
-    response = _render(request, "lab/run_detail.html", _run_context(run), "status")
-    if request.htmx and run.is_over:
-        response.status_code = HttpResponseStopPolling.status_code
-    return response
+    return render_page(request, "lab/run_detail.html", _run_context(run), "status", polling_done=run.is_over)
 
 
 @require_GET
@@ -596,7 +590,7 @@ def _picker(request, run: Run):
     """One run given: the scenario's other runs to compare it with, the fair ones ticked."""
     fair = set(_comparable(run).values_list("pk", flat=True)[:MAX_COMPARE - 1])
     others = list(run.scenario.runs.exclude(pk=run.pk)[:50])
-    return _render(request, "lab/compare.html", {
+    return render(request, "lab/compare.html", {
         "picker": run, "candidates": [(r, r.pk in fair) for r in others], "max_others": MAX_COMPARE - 1,
         "runs": [run], "same_scenario": True,
     })
@@ -640,13 +634,10 @@ def compare(request):
             "run": r, "label": labels[r.pk], "card": charts.figure_card(rec["figures"]),
             "facts": charts.run_facts(rec), "note": POLICY_NOTES.get(r.policy, ""),
             "rec_label": "debt" if r.policy == "boinc5" else "REC",
-            "chart_data": chart_payload(r, rec, colours),
+            "chart_scripts": chart_scripts(r, rec, colours),
         } for r, rec in loaded]
         ctx["rec_heading"] = _rec_heading({r.policy for r, _rec in loaded})
         ctx["rows"] = charts.compare_figures([rec for _r, rec in loaded])
         if len(loaded) > 1:
             ctx["why"] = charts.explain_differences([(labels[r.pk], rec) for r, rec in loaded])
-    response = _render(request, "lab/compare.html", ctx, "panels")
-    if request.htmx and over:
-        response.status_code = HttpResponseStopPolling.status_code
-    return response
+    return render_page(request, "lab/compare.html", ctx, "panels", polling_done=over)

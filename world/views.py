@@ -8,18 +8,18 @@ create nothing and say why (``boincweb.redis_outage``).
 """
 
 import functools
-
 import json
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import HttpResponse, HttpResponseBadRequest
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import HttpResponseStopPolling
 
+from boincweb.figures import figure_script
+from boincweb.htmx import render_page
 from boincweb.id_lists import parse_ids
 from boincweb.redis_outage import REDIS_DOWN, needs_redis
 from world import charts, jobs
@@ -43,7 +43,13 @@ def check_worlds(worlds):
     return ""
 
 
-def world_list(request, form=None, compare_form=None):
+def world_list(request):
+    return _list_page(request)
+
+
+def _list_page(request, *, form=None, compare_form=None, status=200):
+    """The list of worlds, with the start forms (``form`` or ``compare_form`` when one was
+    sent back with its errors)."""
     worlds = list(World.objects.defer("state")[:50])
     redis_error = check_worlds(worlds)
     pair_worlds(worlds)
@@ -51,9 +57,7 @@ def world_list(request, form=None, compare_form=None):
                "form": form or WorldForm(initial={"hosts": 200, "days": 3}),
                "compare_form": compare_form or CompareForm(initial={"hosts": 100, "days": 1,
                                                                      "seed": 1})}
-    if request.htmx:
-        return render(request, "world/world_list.html#panel", context)
-    return render(request, "world/world_list.html", context)
+    return render_page(request, "world/world_list.html", context, "panel", status=status)
 
 
 def pair_worlds(worlds):
@@ -102,9 +106,7 @@ def start_new(worlds_of_form):
 def world_create(request):
     form = WorldForm(request.POST)
     if not form.is_valid():
-        response = world_list(request, form)
-        response.status_code = 400
-        return response
+        return _list_page(request, form=form, status=400)
     start_new(lambda: [form.save()])
     return redirect("worlds:list")
 
@@ -139,7 +141,7 @@ def samples_of(world):
 
 def _world_panel(world):
     figures = charts.world_figures(samples_of(world))
-    return {name: charts.figure_json(fig) for name, fig in figures.items()}
+    return {name: figure_script(fig, f"world-{name}") for name, fig in figures.items()}
 
 
 @require_GET
@@ -149,10 +151,8 @@ def world_detail(request, pk):
     redis_error = check_worlds([world])
     context = {"world": world, "redis_error": redis_error, "figures": _world_panel(world),
                "running": world.status == World.Status.RUNNING}
-    if request.htmx:
-        response = render(request, "world/world_detail.html#panel", context)
-        return response if context["running"] else HttpResponseStopPolling(response.content)
-    return render(request, "world/world_detail.html", context)
+    return render_page(request, "world/world_detail.html", context, "panel",
+                       polling_done=not context["running"])
 
 
 @require_GET
@@ -181,14 +181,11 @@ def world_compare(request):
     context = {"worlds": worlds, "redis_error": redis_error, "ids": ",".join(map(str, ids)),
                "words": words,
                "same_seed": same_seed, "running": running,
-               "figures": {name: charts.figure_json(fig)
+               "figures": {name: figure_script(fig, f"compare-{name}")
                            for name, fig in charts.compare_figures(series).items()},
-               "results_figures": [charts.figure_json(charts.results_by_state(samples))
-                                   for _, samples in series]}
-    if request.htmx:
-        response = render(request, "world/world_compare.html#panel", context)
-        return response if running else HttpResponseStopPolling(response.content)
-    return render(request, "world/world_compare.html", context)
+               "results_figures": [figure_script(charts.results_by_state(samples), f"compare-results-{n}")
+                                   for n, (_, samples) in enumerate(series, start=1)]}
+    return render_page(request, "world/world_compare.html", context, "panel", polling_done=not running)
 
 
 @login_required
@@ -199,8 +196,6 @@ def world_compare_start(request):
     """Start a plain and a locality world on one seed, then open their comparison."""
     form = CompareForm(request.POST)
     if not form.is_valid():
-        response = world_list(request, compare_form=form)
-        response.status_code = 400
-        return response
+        return _list_page(request, compare_form=form, status=400)
     worlds = start_new(form.save_pair)
     return redirect(reverse("worlds:compare") + "?worlds=" + ",".join(str(w.pk) for w in worlds))

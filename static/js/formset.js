@@ -1,7 +1,7 @@
 /* "Add a row" buttons of the lab's formsets, Django's management-form pattern: a click
    clones the formset's empty_form (its <template>), numbers the copy with TOTAL_FORMS in
-   place of __prefix__, and counts it in TOTAL_FORMS. Listens on the document, so a form
-   re-rendered by htmx keeps working. */
+   place of __prefix__, and counts it in TOTAL_FORMS. One listener on the document serves
+   every formset of the page. */
 (function () {
   "use strict";
   document.addEventListener("click", function (event) {

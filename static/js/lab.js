@@ -1,46 +1,33 @@
-/* The scheduling lab's charts: draws the Plotly figures a run page embeds, moves one cursor
-   over simulated time across every chart, and shows the decision log at the cursor. */
+/* The scheduling lab's time cursor: moves one cursor over simulated time across every chart
+   of a run page or a comparison (charts.js draws them), keeps their zoom together, and shows
+   each run's decision log at the cursor. A run's log and length come in
+   <script id="run-<id>-log"> beside its figures (scheduling/views.py, chart_scripts). */
 (function () {
   "use strict";
-  var runs = {};        // run id -> {decisions: [[t_h, kind, project, job, text], ...]}
-  var charts = [];      // chart divs drawn
+  var runs = {};        // run id -> {source: its log's <script>, decisions: [[t_h, kind, project, job, text], ...]}
+  var charts = [];      // the lab's chart divs drawn
   var cursor = {t: 0, max: 0, timer: null, speed: 2};
   var syncing = false;
-  var webgl = (function () {
-    try { var c = document.createElement("canvas"); return !!(c.getContext("webgl") || c.getContext("experimental-webgl")); }
-    catch (e) { return false; }
-  })();
 
-  // without WebGL (old machines, some remote desktops) draw the same traces as SVG
-  function fallback(traces) {
-    if (webgl) return traces;
-    return traces.map(function (t) { return t.type === "scattergl" ? Object.assign({}, t, {type: "scatter"}) : t; });
+  // a chart charts.js drew: a poll of a running run swaps in new ones, so forget those it replaced
+  function addChart(div) {
+    charts = charts.filter(function (d) { return d !== div && document.body.contains(d); });
+    charts.push(div);
+    div.on("plotly_relayout", function (ev) { syncZoom(div, ev); });
+    div.on("plotly_click", function (ev) {
+      if (ev.points && ev.points.length) setTime(ev.points[0].x);
+    });
   }
 
-  function drawAll(root) {
-    // a poll of a running run swaps in new charts: forget (and free) the ones it replaced
-    charts = charts.filter(function (div) {
-      if (document.body.contains(div)) return true;
-      Plotly.purge(div);
-      return false;
-    });
-    root.querySelectorAll("script.lab-data:not([data-drawn])").forEach(function (el) {
-      el.setAttribute("data-drawn", "1");
-      var data = JSON.parse(el.textContent);
+  // the logs of the runs on the page, read again when a poll brings a new one
+  function readRuns() {
+    document.querySelectorAll("[data-run-id]").forEach(function (el) {
       var id = el.getAttribute("data-run-id");
-      runs[id] = {decisions: data.decisions, label: data.run.label};
-      cursor.max = Math.max(cursor.max, data.run.duration_h);
-      document.querySelectorAll('.lab-chart[data-run-id="' + id + '"]').forEach(function (div) {
-        var fig = data.figures[div.getAttribute("data-chart")];
-        if (!fig) return;
-        Plotly.newPlot(div, fallback(fig.data), fig.layout, {responsive: true, displaylogo: false});
-        div.setAttribute("data-drawn", "1");
-        charts.push(div);
-        div.on("plotly_relayout", function (ev) { syncZoom(div, ev); });
-        div.on("plotly_click", function (ev) {
-          if (ev.points && ev.points.length) setTime(ev.points[0].x);
-        });
-      });
+      var source = document.getElementById("run-" + id + "-log");
+      if (!source || (runs[id] && runs[id].source === source)) return;
+      var log = JSON.parse(source.textContent);
+      runs[id] = {source: source, decisions: log.decisions, label: log.run.label};
+      cursor.max = Math.max(cursor.max, log.run.duration_h);
     });
     var range = document.querySelector('[data-cursor="range"]');
     if (range && !range.hasAttribute("data-bound")) bindControls(range);
@@ -168,10 +155,11 @@
   }
 
   window.boincwebLab = {setTime: setTime, step: step, time: function () { return cursor.t; }};
-  // a run's charts arrive in the fragments a poll swaps in, growing while it runs and whole
-  // at the end; drawAll skips what it drew
+  document.addEventListener("figure-drawn", function (ev) {
+    if (ev.target.classList.contains("lab-chart") && charts.indexOf(ev.target) < 0) addChart(ev.target);
+  });
   document.addEventListener("DOMContentLoaded", function () {
-    drawAll(document);
-    document.body.addEventListener("htmx:afterSettle", function () { drawAll(document); });
+    readRuns();
+    document.body.addEventListener("htmx:afterSettle", readRuns);
   });
 })();

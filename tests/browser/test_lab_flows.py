@@ -39,8 +39,8 @@ def lanes_with_bars(page, testid="gantt"):
 
 def run_decisions(page, index=0):
     """The decision log a run page embeds: [[hours, kind, project, job, text], ...]."""
-    return page.evaluate("(i) => JSON.parse(document.querySelectorAll('script.lab-data')[i].textContent).decisions",
-                         index)
+    return page.evaluate("(i) => JSON.parse(document.querySelectorAll('script[id^=run-][id$=-log]')[i].textContent)"
+                         ".decisions", index)
 
 
 def assert_log_at(page, log, decisions, t):

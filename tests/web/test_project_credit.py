@@ -77,7 +77,7 @@ def test_the_validator_granted_boincs_credit(credited):
 
 def figures(html):
     return [json.loads(text) for text in
-            re.findall(r'<script type="application/json" id="[^"]+">(.*?)</script>', html, re.S)]
+            re.findall(r'<script id="[^"]+" type="application/json">(.*?)</script>', html, re.S)]
 
 
 def test_the_user_page_shows_credit_rac_team_and_a_rac_chart(client, credited):

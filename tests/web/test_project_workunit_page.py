@@ -1,4 +1,5 @@
 import json
+import math
 from types import SimpleNamespace as Row
 
 import pytest
@@ -11,6 +12,7 @@ from backend.models import (
 from backend.statemachine import (
     RESULT_MACHINE, WORKUNIT_MACHINE, drawing, path_taken, result_node, workunit_node,
 )
+from boincweb.figures import figure_script
 from tests.web.project_data import (  # noqa: F401
     NOW, app, busy_workunit, host, make_results, make_workunits, owner, versions,
 )
@@ -122,6 +124,18 @@ def test_figure_json_cannot_close_the_script_element():
     fig = charts.lifecycle_timeline([ev("outcome", 0, 1, NOW, reason="</script><b>")], {})
     text = charts.figure_json(fig)
     assert "</script>" not in text and json.loads(text)["data"][0]["text"][0].endswith("</script><b>")
+
+
+def test_a_figure_script_cannot_be_closed_by_its_text_and_carries_nan_as_null():
+    fig = charts.lifecycle_timeline([ev("outcome", 0, 1, NOW, reason="</script><b>")], {})
+    fig.add_scatter(x=[1.0, math.nan], y=[0, 0])
+    html = figure_script(fig, "timeline-figure")
+    opening = '<script id="timeline-figure" type="application/json">'
+    assert html.startswith(opening) and html.endswith("</script>")
+    text = html[len(opening):-len("</script>")]
+    assert "</script>" not in text
+    data = json.loads(text)["data"]
+    assert data[0]["text"][0].endswith("</script><b>") and data[-1]["x"] == [1.0, None]
 
 
 @pytest.mark.django_db

@@ -86,5 +86,5 @@ def test_the_history_charts_follow_new_samples(client, app, redis_client):
     record_history(now)
     second = client.get("/project/status/?panel=history", HTTP_HX_REQUEST="true").content.decode()
     assert "the last 2 samples" in first and "the last 3 samples" in second
-    ready = json.loads(re.search(r'id="history-results">([^<]*)</script>', second).group(1))
+    ready = json.loads(re.search(r'id="history-results" type="application/json">([^<]*)</script>', second).group(1))
     assert ready["data"][0]["y"] == [0, 0, 4]

@@ -1,0 +1,46 @@
+/* The site's Plotly charts. Every <div data-figure="id"> is drawn from the figure JSON in
+   <script id="id" type="application/json"> (boincweb/figures.py) when the page loads and after
+   each htmx swap. A div whose JSON a poll replaced is drawn again in place, keeping the
+   reader's zoom; a chart a swap took off the page is freed. Each drawing ends with a
+   "figure-drawn" event on its div, which the lab's time cursor (lab.js) listens for. */
+(function () {
+  "use strict";
+  // the world pages name their divs data-world-figure: they stay put while the polled panel
+  // beside them brings fresh JSON
+  var FIGURES = "[data-figure], [data-world-figure]";
+  var drawn = [];  // divs drawn so far
+  var webgl = (function () {
+    try { var c = document.createElement("canvas"); return !!(c.getContext("webgl") || c.getContext("experimental-webgl")); }
+    catch (e) { return false; }
+  })();
+
+  // without WebGL (old machines, some remote desktops) draw the same traces as SVG
+  function fallback(traces) {
+    if (webgl) return traces;
+    return traces.map(function (t) { return t.type === "scattergl" ? Object.assign({}, t, {type: "scatter"}) : t; });
+  }
+
+  function draw() {
+    drawn = drawn.filter(function (div) {
+      if (document.body.contains(div)) return true;
+      Plotly.purge(div);
+      return false;
+    });
+    document.querySelectorAll(FIGURES).forEach(function (div) {
+      var id = div.dataset.figure || div.dataset.worldFigure;
+      var source = document.getElementById(id);
+      if (!source || div.figureSource === source) return;
+      if (!div.figureSource) drawn.push(div);
+      div.figureSource = source;
+      var fig = JSON.parse(source.textContent);
+      var layout = Object.assign({}, fig.layout, {uirevision: id});
+      Plotly.react(div, fallback(fig.data || []), layout, {displaylogo: false, responsive: true});
+      div.dispatchEvent(new CustomEvent("figure-drawn", {bubbles: true}));
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    draw();
+    document.body.addEventListener("htmx:afterSettle", draw);
+  });
+})();
