@@ -162,11 +162,6 @@ def runtime_estimates_figure(series):
                                    legend={"orientation": "h", "yanchor": "top", "y": -0.12}))
 
 
-def figure_json(fig):
-    """A figure as JSON safe to put inside a <script> element."""
-    return fig.to_json().replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
 def rac_figure(history):
     """A user's or team's recent average credit (and total credit, on its own axis) over time,
     from CreditHistory rows ``(expavg_time, expavg_credit, total_credit)`` in time order."""

@@ -10,8 +10,6 @@ a world younger than two hours (a live demo), else in hours.
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
-from backend.charts import figure_json  # noqa: F401  (the pages embed figures with it)
-
 MINUTE = 60.0
 HOUR = 3600.0
 PALETTE = qualitative.D3

@@ -5,9 +5,7 @@
    "figure-drawn" event on its div, which the lab's time cursor (lab.js) listens for. */
 (function () {
   "use strict";
-  // the world pages name their divs data-world-figure: they stay put while the polled panel
-  // beside them brings fresh JSON
-  var FIGURES = "[data-figure], [data-world-figure]";
+  var FIGURES = "[data-figure]";
   var drawn = [];  // divs drawn so far
   var webgl = (function () {
     try { var c = document.createElement("canvas"); return !!(c.getContext("webgl") || c.getContext("experimental-webgl")); }
@@ -27,7 +25,7 @@
       return false;
     });
     document.querySelectorAll(FIGURES).forEach(function (div) {
-      var id = div.dataset.figure || div.dataset.worldFigure;
+      var id = div.dataset.figure;
       var source = document.getElementById(id);
       if (!source || div.figureSource === source) return;
       if (!div.figureSource) drawn.push(div);

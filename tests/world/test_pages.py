@@ -139,7 +139,7 @@ def test_a_world_page_carries_every_chart_whole_and_as_its_polling_fragment(clie
     html = page.content.decode()
     assert page.status_code == 200 and "<h1>World w</h1>" in html
     for name in ("results", "rpcs", "hosts", "credit", "bytes"):
-        assert f'data-world-figure="world-{name}"' in html and f'id="world-{name}"' in html
+        assert f'data-figure="world-{name}"' in html and f'id="world-{name}"' in html
     assert "Results by server state" in html and "every 2s" in html
     fragment = client.get(reverse("worlds:detail", args=[world.pk]), HTTP_HX_REQUEST="true")
     assert fragment.status_code == 200 and b"<h1>" not in fragment.content
@@ -172,7 +172,7 @@ def test_the_comparison_states_the_transfer_locality_saved(client):
            "75% less input transfer." in html
     assert "only the scheduling differs" in html
     for name in ("bytes", "success", "credit", "rpcs", "results-1", "results-2"):
-        assert f'data-world-figure="compare-{name}"' in html
+        assert f'data-figure="compare-{name}"' in html
     assert "every 2s" not in html
 
 
