@@ -73,11 +73,13 @@ class ClientDir:
             "<cc_config>\n<log_flags><sched_op_debug/><file_xfer_debug/><task_debug/>"
             "<work_fetch_debug/></log_flags>\n"
             "<options><dont_contact_ref_site>1</dont_contact_ref_site></options>\n"
-            "</cc_config>\n")
+            "</cc_config>\n"
+        )
         (self.path / "global_prefs_override.xml").write_text(
             "<global_preferences>\n<suspend_cpu_usage>0</suspend_cpu_usage>\n"
             "<disk_max_used_pct>100</disk_max_used_pct>\n<disk_min_free_gb>0</disk_min_free_gb>\n"
-            "</global_preferences>\n")
+            "</global_preferences>\n"
+        )
         (self.path / "gui_rpc_auth.cfg").write_text(GUI_RPC_PASSWORD + "\n")
         return self
 
@@ -93,7 +95,8 @@ class ClientDir:
             f"<app_version>\n<app_name>{app_name}</app_name>\n"
             f"<version_num>{version_num}</version_num>\n"
             f"<file_ref><file_name>{executable.name}</file_name><main_program/></file_ref>\n"
-            "</app_version>\n</app_info>\n")
+            "</app_version>\n</app_info>\n"
+        )
 
     def sched_files(self):
         """The last scheduler request and reply the client kept, for diagnostics (§4.1)."""
@@ -104,13 +107,26 @@ class ClientDir:
         return "\n".join(texts)
 
 
-def client_command(client_dir, authenticator, *, gui_rpc_port, exit_when_idle=True,
-                   fetch_minimal_work=True, extra=()):
-    command = [client_binary() or "boinc", "--dir", str(client_dir.path),
-               "--gui_rpc_port", str(gui_rpc_port), "--no_info_fetch",
-               "--skip_cpu_benchmarks", "--no_gpus", "--no_priority_change",
-               "--sched_retry_delay_min", "1", "--sched_retry_delay_max", "10",
-               "--pers_retry_delay_min", "1", "--pers_retry_delay_max", "10"]
+def client_command(client_dir, authenticator, *, gui_rpc_port, exit_when_idle=True, fetch_minimal_work=True, extra=()):
+    command = [
+        client_binary() or "boinc",
+        "--dir",
+        str(client_dir.path),
+        "--gui_rpc_port",
+        str(gui_rpc_port),
+        "--no_info_fetch",
+        "--skip_cpu_benchmarks",
+        "--no_gpus",
+        "--no_priority_change",
+        "--sched_retry_delay_min",
+        "1",
+        "--sched_retry_delay_max",
+        "10",
+        "--pers_retry_delay_min",
+        "1",
+        "--pers_retry_delay_max",
+        "10",
+    ]
     if exit_when_idle:
         command.append("--exit_when_idle")
     if fetch_minimal_work:
@@ -125,8 +141,9 @@ def start_client(command, log_path=None):
     if log_path is None:
         return subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True)
     with open(log_path, "ab") as log:
-        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        return subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
 
 
 # Seconds a client asked to quit gets to exit before its process group is killed (§11 step 6).
@@ -165,8 +182,14 @@ def stop_client(process):
 
 def boinccmd(gui_rpc_port, *args, timeout=10):
     """Run ``boinccmd`` against the client; returns its output (errors included)."""
-    command = [shutil.which("boinccmd") or "boinccmd", "--host", f"127.0.0.1:{gui_rpc_port}",
-               "--passwd", GUI_RPC_PASSWORD, *args]
+    command = [
+        shutil.which("boinccmd") or "boinccmd",
+        "--host",
+        f"127.0.0.1:{gui_rpc_port}",
+        "--passwd",
+        GUI_RPC_PASSWORD,
+        *args,
+    ]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     except (OSError, subprocess.TimeoutExpired) as exc:

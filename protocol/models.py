@@ -19,9 +19,7 @@ class Account(models.Model):
     (reference/protocol.md §2, §4.2); it is the only credential a client has.
     """
 
-    user = models.OneToOneField(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="boinc_account"
-    )
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="boinc_account")
     authenticator = models.CharField(max_length=64, unique=True, default=new_authenticator)
 
     def __str__(self):

@@ -29,7 +29,11 @@ import logging
 
 from backend.daemons.hierarchy import upload_path
 from backend.daemons.scheduler import (
-    Message, SchedulerConfig, SchedulerRequestError, check_request, handle_request,
+    Message,
+    SchedulerConfig,
+    SchedulerRequestError,
+    check_request,
+    handle_request,
 )
 from backend.models import ClientState, Host, Result
 from protocol import signing
@@ -56,18 +60,16 @@ def scheduler_rpc(body, *, now, base_url, config=SchedulerConfig()):
     if account is None:
         log.warning("scheduler request with an unknown account key")
         return 200, write_error_reply(
-            "Invalid or missing account key. To fix, remove and add this project.",
-            request_delay=REFUSED_DELAY)
+            "Invalid or missing account key. To fix, remove and add this project.", request_delay=REFUSED_DELAY
+        )
     request = parsed.request
     request.userid = account.user_id
     try:
         check_request(request)
     except SchedulerRequestError as exc:
         return refused(exc)
-    if request.hostid and not Host.objects.filter(pk=request.hostid,
-                                                  owner_id=account.user_id).exists():
-        log.warning("account %s sent hostid %s, not one of its hosts: new host",
-                    account.user_id, request.hostid)
+    if request.hostid and not Host.objects.filter(pk=request.hostid, owner_id=account.user_id).exists():
+        log.warning("account %s sent hostid %s, not one of its hosts: new host", account.user_id, request.hostid)
         request.hostid = 0
     ignored = screen_reports(request)
     mark_missing_outputs(request)
@@ -80,18 +82,18 @@ def scheduler_rpc(body, *, now, base_url, config=SchedulerConfig()):
         reply.messages.append(Message(f"Report of {name} ignored: not sent to this host"))
     anonymous = request.platform_name == "anonymous"
     context = ReplyContext(
-        download_url=f"{base_url}download/", upload_url=f"{base_url}file_upload_handler",
+        download_url=f"{base_url}download/",
+        upload_url=f"{base_url}file_upload_handler",
         anonymous=anonymous,
-        code_sign_key="" if anonymous or parsed.code_sign_key else
-        signing.load_public_key_text(),
-        app_files={} if anonymous else app_files(reply.results))
+        code_sign_key="" if anonymous or parsed.code_sign_key else signing.load_public_key_text(),
+        app_files={} if anonymous else app_files(reply.results),
+    )
     return 200, write_reply(reply, context)
 
 
 def refused(exc):
     log.warning("scheduler request refused: %s", exc.reason)
-    return 200, write_error_reply(f"Scheduler request refused: {exc.reason}",
-                                  request_delay=REFUSED_DELAY)
+    return 200, write_error_reply(f"Scheduler request refused: {exc.reason}", request_delay=REFUSED_DELAY)
 
 
 def screen_reports(request):
@@ -101,12 +103,10 @@ def screen_reports(request):
     names = [report.name for report in request.results]
     ours = set()
     if request.hostid:
-        ours = set(Result.objects.filter(name__in=names, host_id=request.hostid)
-                   .values_list("name", flat=True))
+        ours = set(Result.objects.filter(name__in=names, host_id=request.hostid).values_list("name", flat=True))
     ignored = [name for name in names if name not in ours]
     for name in ignored:
-        log.warning("host %s reported %s, which was not sent to it: ignored",
-                    request.hostid or "(new)", name)
+        log.warning("host %s reported %s, which was not sent to it: ignored", request.hostid or "(new)", name)
     request.results = [report for report in request.results if report.name in ours]
     return ignored
 
@@ -115,8 +115,7 @@ def mark_missing_outputs(request):
     """Keep only outputs that arrived; a success missing its output is UPLOAD_FAILED (§10.5)."""
     if not request.results:
         return
-    expected = dict(Result.objects.filter(name__in=[r.name for r in request.results])
-                    .values_list("name", "random"))
+    expected = dict(Result.objects.filter(name__in=[r.name for r in request.results]).values_list("name", "random"))
     for report in request.results:
         output = f"{report.name}_r{expected[report.name]}_0"
         declared = {f.name: f for f in report.output_files}
@@ -144,8 +143,7 @@ def arrived(reported_file):
         return False
     try:
         path = upload_path(name)
-        return (not reported_file.error_msg and path.exists()
-                and path.stat().st_size == reported_file.nbytes)
+        return not reported_file.error_msg and path.exists() and path.stat().st_size == reported_file.nbytes
     except (OSError, ValueError):
         # A name the file system cannot hold (too long in bytes, say) was never uploaded.
         return False
@@ -153,20 +151,28 @@ def arrived(reported_file):
 
 def app_files(jobs):
     """(app_name, version_num, platform, plan_class) -> AppFiles of the jobs' app versions."""
-    keys = {(j.app_version.app_name, j.app_version.version_num, j.app_version.platform,
-             j.app_version.plan_class) for j in jobs}
+    keys = {
+        (j.app_version.app_name, j.app_version.version_num, j.app_version.platform, j.app_version.plan_class)
+        for j in jobs
+    }
     if not keys:
         return {}
     rows = AppVersionFile.objects.filter(
-        app_version__app__name__in={k[0] for k in keys},
-        app_version__version_num__in={k[1] for k in keys}).select_related("app_version__app")
+        app_version__app__name__in={k[0] for k in keys}, app_version__version_num__in={k[1] for k in keys}
+    ).select_related("app_version__app")
     found = {}
     for row in rows:
         av = row.app_version
         key = (av.app.name, av.version_num, av.platform, av.plan_class)
         if key in keys:
-            found.setdefault(key, []).append(AppFile(
-                name=row.name, nbytes=row.nbytes, md5_cksum=row.md5_cksum,
-                file_signature=row.file_signature, main_program=row.main_program,
-                open_name=row.open_name))
+            found.setdefault(key, []).append(
+                AppFile(
+                    name=row.name,
+                    nbytes=row.nbytes,
+                    md5_cksum=row.md5_cksum,
+                    file_signature=row.file_signature,
+                    main_program=row.main_program,
+                    open_name=row.open_name,
+                )
+            )
     return found

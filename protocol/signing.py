@@ -33,7 +33,7 @@ from django.conf import settings
 BITS = 1024
 MAX_BYTES = 128
 PUBLIC_EXPONENT = 65537
-SMALL_PRIMES = [p for p in range(3, 2000) if all(p % d for d in range(2, int(p ** 0.5) + 1))]
+SMALL_PRIMES = [p for p in range(3, 2000) if all(p % d for d in range(2, int(p**0.5) + 1))]
 
 
 class SigningError(ValueError):
@@ -109,7 +109,7 @@ def generate_key_pair(bits=BITS):
 
 def hex_lines(data):
     """``data`` in lowercase hex, 32 bytes a line, then ``.``; each line ends with a newline."""
-    lines = [data[i:i + 32].hex() for i in range(0, len(data), 32)]
+    lines = [data[i : i + 32].hex() for i in range(0, len(data), 32)]
     return "\n".join(lines) + "\n.\n"
 
 
@@ -136,9 +136,16 @@ def public_key_text(key):
 
 def private_key_text(key):
     half = MAX_BYTES // 2
-    parts = [fixed(key.n, MAX_BYTES), fixed(key.e, MAX_BYTES), fixed(key.d, MAX_BYTES),
-             fixed(key.p, half), fixed(key.q, half), fixed(key.d % (key.p - 1), half),
-             fixed(key.d % (key.q - 1), half), fixed(pow(key.q, -1, key.p), half)]
+    parts = [
+        fixed(key.n, MAX_BYTES),
+        fixed(key.e, MAX_BYTES),
+        fixed(key.d, MAX_BYTES),
+        fixed(key.p, half),
+        fixed(key.q, half),
+        fixed(key.d % (key.p - 1), half),
+        fixed(key.d % (key.q - 1), half),
+        fixed(pow(key.q, -1, key.p), half),
+    ]
     return f"{key.bits}\n" + hex_lines(b"".join(parts))
 
 
@@ -155,8 +162,7 @@ def parse_public_key(text_):
     bits, data = split_key_text(text_)
     if len(data) != 2 * MAX_BYTES:
         raise SigningError(f"a public key holds {2 * MAX_BYTES} bytes, not {len(data)}")
-    key = PublicKey(int.from_bytes(data[:MAX_BYTES], "big"),
-                    int.from_bytes(data[MAX_BYTES:], "big"))
+    key = PublicKey(int.from_bytes(data[:MAX_BYTES], "big"), int.from_bytes(data[MAX_BYTES:], "big"))
     if key.bits != bits:
         raise SigningError(f"the key says {bits} bits but its modulus has {key.bits}")
     return key
@@ -167,9 +173,9 @@ def parse_private_key(text_):
     half = MAX_BYTES // 2
     if len(data) != 3 * MAX_BYTES + 5 * half:
         raise SigningError(f"a private key holds {3 * MAX_BYTES + 5 * half} bytes, not {len(data)}")
-    n, e, d = (int.from_bytes(data[i * MAX_BYTES:(i + 1) * MAX_BYTES], "big") for i in range(3))
-    p = int.from_bytes(data[3 * MAX_BYTES:3 * MAX_BYTES + half], "big")
-    q = int.from_bytes(data[3 * MAX_BYTES + half:3 * MAX_BYTES + 2 * half], "big")
+    n, e, d = (int.from_bytes(data[i * MAX_BYTES : (i + 1) * MAX_BYTES], "big") for i in range(3))
+    p = int.from_bytes(data[3 * MAX_BYTES : 3 * MAX_BYTES + half], "big")
+    q = int.from_bytes(data[3 * MAX_BYTES + half : 3 * MAX_BYTES + 2 * half], "big")
     key = PrivateKey(n=n, e=e, d=d, p=p, q=q)
     if key.bits != bits or p * q != n:
         raise SigningError("the private key is inconsistent")
@@ -254,7 +260,14 @@ def add_app_version_file(app_version, source, *, name=None, main_program=True, k
     name = name or f"{app_version.app.name}_{app_version.version_num}_{Path(source).name}"
     md5 = write_file(download_path(name), data)
     download_path(name).chmod(0o755)
-    row, _ = AppVersionFile.objects.update_or_create(name=name, defaults=dict(
-        app_version=app_version, nbytes=len(data), md5_cksum=md5,
-        file_signature=sign_md5(md5, key), main_program=main_program))
+    row, _ = AppVersionFile.objects.update_or_create(
+        name=name,
+        defaults=dict(
+            app_version=app_version,
+            nbytes=len(data),
+            md5_cksum=md5,
+            file_signature=sign_md5(md5, key),
+            main_program=main_program,
+        ),
+    )
     return row

@@ -94,7 +94,7 @@ def read_header(stream):
     while True:
         at = buffer.find(DATA_MARK)
         if at >= 0:
-            return buffer[:at].decode("utf-8", errors="replace"), buffer[at + len(DATA_MARK):]
+            return buffer[:at].decode("utf-8", errors="replace"), buffer[at + len(DATA_MARK) :]
         if len(buffer) > HEADER_LIMIT:
             raise permanent("request header too long")
         chunk = stream.read(CHUNK)
@@ -117,13 +117,17 @@ def upload_target(name):
     match = OUTPUT_NAME.match(name or "")
     if not match:
         raise permanent(f"unknown file {name!r}")
-    result = (Result.objects.select_related("app")
-              .filter(name=match["result"]).first())
-    if (result is None or str(result.random) != match["random"] or match["index"] != "0"
-            or result.output_file_name(0) != name):
+    result = Result.objects.select_related("app").filter(name=match["result"]).first()
+    if (
+        result is None
+        or str(result.random) != match["random"]
+        or match["index"] != "0"
+        or result.output_file_name(0) != name
+    ):
         raise permanent(f"unknown file {name}")
     sent = result.server_state == ServerState.IN_PROGRESS or (
-        result.server_state == ServerState.OVER and result.outcome == Outcome.NO_REPLY)
+        result.server_state == ServerState.OVER and result.outcome == Outcome.NO_REPLY
+    )
     if not sent or result.received_time or result.host_id is None:
         raise permanent(f"{name} is not an output of a job in progress")
     return Target(name=name, result=result, max_nbytes=result.app.max_output_nbytes)

@@ -15,7 +15,11 @@ import time
 
 from django.contrib.auth.decorators import login_required
 from django.http import (
-    FileResponse, Http404, HttpResponse, HttpResponseNotAllowed, StreamingHttpResponse,
+    FileResponse,
+    Http404,
+    HttpResponse,
+    HttpResponseNotAllowed,
+    StreamingHttpResponse,
 )
 from django.shortcuts import render
 from django.urls import reverse
@@ -39,21 +43,30 @@ def master_url(request):
 
 
 def master(request):
-    return render(request, "protocol/master.html", {
-        "project_name": PROJECT_NAME,
-        "master_url": master_url(request),
-        "scheduler_url": request.build_absolute_uri(reverse("boinc:scheduler")),
-        "account_url": reverse("boinc:account"),
-        "workunits_url": reverse("project:workunit_list"),
-        "status_url": reverse("project:status"),
-    })
+    return render(
+        request,
+        "protocol/master.html",
+        {
+            "project_name": PROJECT_NAME,
+            "master_url": master_url(request),
+            "scheduler_url": request.build_absolute_uri(reverse("boinc:scheduler")),
+            "account_url": reverse("boinc:account"),
+            "workunits_url": reverse("project:workunit_list"),
+            "status_url": reverse("project:status"),
+        },
+    )
 
 
 @login_required
 def account(request):
-    return render(request, "protocol/account.html", {
-        "account": Account.for_user(request.user), "master_url": master_url(request),
-    })
+    return render(
+        request,
+        "protocol/account.html",
+        {
+            "account": Account.for_user(request.user),
+            "master_url": master_url(request),
+        },
+    )
 
 
 def xml_response(body, status=200):
@@ -67,10 +80,10 @@ def scheduler(request):
     body = request.read(MAX_REQUEST_BYTES + 1)
     if len(body) > MAX_REQUEST_BYTES:
         # A 200, not a 413: the client reads the message only from a 2xx reply (§4.1).
-        return xml_response(write_error_reply(
-            f"Can't parse scheduler request: it is over {MAX_REQUEST_BYTES} bytes long"))
-    status, reply = scheduler_rpc(body, now=int(time.time()), base_url=master_url(request),
-                                  config=project_config())
+        return xml_response(
+            write_error_reply(f"Can't parse scheduler request: it is over {MAX_REQUEST_BYTES} bytes long")
+        )
+    status, reply = scheduler_rpc(body, now=int(time.time()), base_url=master_url(request), config=project_config())
     return xml_response(reply, status=status)
 
 
@@ -101,8 +114,9 @@ def download(request, name):
         start, end = max(size - int(last), 0), size - 1
     if start >= size or start > end:
         return range_not_satisfiable(size)
-    response = StreamingHttpResponse(file_range(path, start, end - start + 1), status=206,
-                                     content_type="application/octet-stream")
+    response = StreamingHttpResponse(
+        file_range(path, start, end - start + 1), status=206, content_type="application/octet-stream"
+    )
     response["Content-Range"] = f"bytes {start}-{end}/{size}"
     response["Content-Length"] = str(end - start + 1)
     response["Accept-Ranges"] = "bytes"

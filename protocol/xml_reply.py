@@ -97,8 +97,7 @@ def write_reply(reply, context):
     for message in reply.messages:
         add(root, "message", message.text).set("priority", message.priority)
     for rejected in reply.rejected:
-        add(root, "message", f"Report of {rejected.name} not accepted: {rejected.reason}").set(
-            "priority", "low")
+        add(root, "message", f"Report of {rejected.name} not accepted: {rejected.reason}").set("priority", "low")
     if context.code_sign_key:
         add(root, "code_sign_key", context.code_sign_key)
     if not context.anonymous:
@@ -135,8 +134,7 @@ def serialize(root):
 
 
 def version_key(app_version):
-    return (app_version.app_name, app_version.version_num, app_version.platform,
-            app_version.plan_class)
+    return (app_version.app_name, app_version.version_num, app_version.platform, app_version.plan_class)
 
 
 def write_app_versions(root, jobs, context):

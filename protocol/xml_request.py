@@ -30,8 +30,15 @@ from defusedxml import ElementTree
 from defusedxml.common import DefusedXmlException
 
 from backend.daemons.sched_types import (
-    ClientAppVersion, GlobalPrefs, GpuRequest, HostInfo, ReportedFile, ReportedResult,
-    SchedulerRequest, StickyFile, TimeStats,
+    ClientAppVersion,
+    GlobalPrefs,
+    GpuRequest,
+    HostInfo,
+    ReportedFile,
+    ReportedResult,
+    SchedulerRequest,
+    StickyFile,
+    TimeStats,
 )
 from backend.models import GpuType
 from scheduling.engine import xml_fields
@@ -47,8 +54,7 @@ COPROC_TYPES = {
 # One stderr_out block: up to the ``]]>`` that closes its CDATA right before ``</stderr_out>``
 # (so the application's own ``]]>`` or ``</stderr_out>`` text does not end it), or, without
 # CDATA, up to the first ``</stderr_out>``.
-STDERR_BLOCK = re.compile(
-    rb"<stderr_out>((?:(?!</stderr_out>).)*?<!\[CDATA\[.*?\]\]>\s*|.*?)</stderr_out>", re.DOTALL)
+STDERR_BLOCK = re.compile(rb"<stderr_out>((?:(?!</stderr_out>).)*?<!\[CDATA\[.*?\]\]>\s*|.*?)</stderr_out>", re.DOTALL)
 # Characters XML 1.0 does not allow, even escaped.
 FORBIDDEN_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
@@ -84,8 +90,7 @@ def parse_request(body):
         rpc_seqno=integer(root, "rpc_seqno"),
         core_client_version=version,
         platform_name=text(root, "platform_name") or "x86_64-pc-linux-gnu",
-        alt_platforms=[text(alt, "name") for alt in root.findall("alt_platform")
-                       if text(alt, "name")],
+        alt_platforms=[text(alt, "name") for alt in root.findall("alt_platform") if text(alt, "name")],
         host_info=host_info(root.find("host_info"), root),
         time_stats=time_stats(root.find("time_stats")),
         global_prefs=global_prefs(root),
@@ -100,8 +105,9 @@ def parse_request(body):
         app_versions=client_app_versions(root.find("app_versions")),
         other_results=other_results(root.find("other_results")),
     )
-    return ParsedRequest(authenticator=text(root, "authenticator"), request=request,
-                         code_sign_key=text(root, "code_sign_key"))
+    return ParsedRequest(
+        authenticator=text(root, "authenticator"), request=request, code_sign_key=text(root, "code_sign_key")
+    )
 
 
 def read_xml(body):
@@ -135,9 +141,9 @@ def stderr_text(raw):
     if start >= 0:
         end = text_.rfind("]]>")
         if end > start:
-            text_ = text_[:start] + text_[start + len("<![CDATA["):end] + text_[end + 3:]
+            text_ = text_[:start] + text_[start + len("<![CDATA[") : end] + text_[end + 3 :]
         else:
-            text_ = text_[:start] + text_[start + len("<![CDATA["):]
+            text_ = text_[:start] + text_[start + len("<![CDATA[") :]
     return FORBIDDEN_CHARS.sub("", text_).strip()
 
 
@@ -177,8 +183,7 @@ def host_info(element, root=None):
         info.n_bwdown = number(root.find("net_stats"), "bwdown")
     if element is None:
         return info
-    for name in ("domain_name", "host_cpid", "ip_addr", "p_vendor", "p_model", "os_name",
-                 "os_version", "p_features"):
+    for name in ("domain_name", "host_cpid", "ip_addr", "p_vendor", "p_model", "os_name", "os_version", "p_features"):
         setattr(info, name, text(element, name))
     info.timezone = integer(element, "timezone")
     info.p_ncpus = integer(element, "p_ncpus", 1)
@@ -212,8 +217,7 @@ def time_stats(element):
     stats = TimeStats()
     if element is None:
         return stats
-    for name in ("on_frac", "connected_frac", "cpu_and_network_available_frac", "active_frac",
-                 "gpu_active_frac"):
+    for name in ("on_frac", "connected_frac", "cpu_and_network_available_frac", "active_frac", "gpu_active_frac"):
         # A client that has never been connected reports connected_frac -1: "unknown".
         value = number(element, name, 1.0)
         setattr(stats, name, value if 0 <= value <= 1 else 1.0)
@@ -234,16 +238,21 @@ def gpu_requests(root):
         gpu_type = COPROC_TYPES.get(child.tag)
         if gpu_type is None or any(r.type == gpu_type for r in requests):
             continue
-        requests.append(GpuRequest(
-            type=gpu_type, count=integer(child, "count", 1),
-            peak_flops=number(child, "peak_flops"), req_secs=number(child, "req_secs"),
-            req_instances=number(child, "req_instances"),
-            estimated_delay=number(child, "estimated_delay"),
-            # what plan classes check (COPROC_NVIDIA::parse's names)
-            gpu_ram=number(child, "totalGlobalMem"),
-            driver_version=integer(child, "drvVersion"),
-            compute_capability=integer(child, "major") * 100 + integer(child, "minor"),
-            cuda_version=integer(child, "cudaVersion")))
+        requests.append(
+            GpuRequest(
+                type=gpu_type,
+                count=integer(child, "count", 1),
+                peak_flops=number(child, "peak_flops"),
+                req_secs=number(child, "req_secs"),
+                req_instances=number(child, "req_instances"),
+                estimated_delay=number(child, "estimated_delay"),
+                # what plan classes check (COPROC_NVIDIA::parse's names)
+                gpu_ram=number(child, "totalGlobalMem"),
+                driver_version=integer(child, "drvVersion"),
+                compute_capability=integer(child, "major") * 100 + integer(child, "minor"),
+                cuda_version=integer(child, "cudaVersion"),
+            )
+        )
     return requests
 
 
@@ -260,11 +269,16 @@ def reported_result(element, stderrs):
         final_elapsed_time=number(element, "final_elapsed_time"),
         final_cpu_time=number(element, "final_cpu_time"),
         stderr_out=stderr,
-        output_files=[ReportedFile(name=text(f, "name"), nbytes=int(number(f, "nbytes")),
-                                   md5_cksum=text(f, "md5_cksum"),
-                                   max_nbytes=int(number(f, "max_nbytes")),
-                                   error_msg=text(f, "error_msg"))
-                      for f in element.findall("file_info")],
+        output_files=[
+            ReportedFile(
+                name=text(f, "name"),
+                nbytes=int(number(f, "nbytes")),
+                md5_cksum=text(f, "md5_cksum"),
+                max_nbytes=int(number(f, "max_nbytes")),
+                error_msg=text(f, "error_msg"),
+            )
+            for f in element.findall("file_info")
+        ],
         app_version_num=integer(element, "app_version_num") or integer(element, "version_num"),
         platform=text(element, "platform"),
         plan_class=text(element, "plan_class"),
@@ -272,8 +286,9 @@ def reported_result(element, stderrs):
 
 
 def sticky_file(element):
-    return StickyFile(name=text(element, "name"), nbytes=int(number(element, "nbytes")),
-                      status=integer(element, "status", 1))
+    return StickyFile(
+        name=text(element, "name"), nbytes=int(number(element, "nbytes")), status=integer(element, "status", 1)
+    )
 
 
 def client_app_versions(element):
@@ -284,15 +299,26 @@ def client_app_versions(element):
         gpu_type, gpu_usage = "", 0.0
         coproc = av.find("coproc")
         if coproc is not None:
-            gpu_type = {"CUDA": GpuType.NVIDIA, "NVIDIA": GpuType.NVIDIA,
-                        "ATI": GpuType.ATI, "intel_gpu": GpuType.INTEL,
-                        "apple_gpu": GpuType.APPLE}.get(text(coproc, "type"), "")
+            gpu_type = {
+                "CUDA": GpuType.NVIDIA,
+                "NVIDIA": GpuType.NVIDIA,
+                "ATI": GpuType.ATI,
+                "intel_gpu": GpuType.INTEL,
+                "apple_gpu": GpuType.APPLE,
+            }.get(text(coproc, "type"), "")
             gpu_usage = number(coproc, "count") if gpu_type else 0.0
-        versions.append(ClientAppVersion(
-            app_name=text(av, "app_name"), version_num=integer(av, "version_num"),
-            platform=text(av, "platform"), plan_class=text(av, "plan_class"),
-            avg_ncpus=number(av, "avg_ncpus", 1.0), flops=number(av, "flops"),
-            gpu_type=gpu_type, gpu_usage=gpu_usage))
+        versions.append(
+            ClientAppVersion(
+                app_name=text(av, "app_name"),
+                version_num=integer(av, "version_num"),
+                platform=text(av, "platform"),
+                plan_class=text(av, "plan_class"),
+                avg_ncpus=number(av, "avg_ncpus", 1.0),
+                flops=number(av, "flops"),
+                gpu_type=gpu_type,
+                gpu_usage=gpu_usage,
+            )
+        )
     return versions
 
 

@@ -196,8 +196,11 @@ class HostAvailability:
             else:
                 stop = not cpu_ok
             if stop:
-                why = "the host was turned off" if not self.on else (
-                    "computing was suspended" if not self.active else "GPU computing was suspended")
+                why = (
+                    "the host was turned off"
+                    if not self.on
+                    else ("computing was suspended" if not self.active else "GPU computing was suspended")
+                )
                 self._preempt(j, why, force_remove=not self.on)
         self._rates()
         self.must_schedule = True

@@ -168,8 +168,7 @@ class RecordChunk(NamedTuple):
         return data
 
 
-CHUNK_SERIES = ("slices", "rec", "buffers", "rpcs", "decisions", "host_periods", "open_slices",
-                "open_host_periods")
+CHUNK_SERIES = ("slices", "rec", "buffers", "rpcs", "decisions", "host_periods", "open_slices", "open_host_periods")
 
 
 @dataclass(frozen=True)
@@ -198,8 +197,10 @@ class RunResult:
     def results_dat_line(self) -> str:
         """BOINC's results.dat line: `wf %f if %f sv %f m %f r %f` (reference/client.md §4)."""
         f = self.figures
-        return (f"wf {f.wasted_fraction:f} if {f.idle_fraction:f} sv {f.share_violation:f} "
-                f"m {f.monotony:f} r {f.rpcs_per_job:f}")
+        return (
+            f"wf {f.wasted_fraction:f} if {f.idle_fraction:f} sv {f.share_violation:f} "
+            f"m {f.monotony:f} r {f.rpcs_per_job:f}"
+        )
 
     def summary(self) -> dict:
         """The `simulate --json` object of DESIGN.md without the long series."""

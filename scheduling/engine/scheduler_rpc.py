@@ -64,10 +64,13 @@ class SchedulerRpc:
     def _piggyback_text(self, p, requests: dict) -> str:
         """The fetch sentence of a reporting RPC (piggyback_work_request, §6.5)."""
         if not requests:
-            return (f"Reporting to {p.name} without a work request: no processor type is below "
-                    f"the maximum buffer for which {p.name} is the project to ask.")
-        asked = ", ".join(f"{self.resources[r].name} {s:.0f} s / {i:.2f} inst"
-                          for r, (s, i) in sorted(requests.items()))
+            return (
+                f"Reporting to {p.name} without a work request: no processor type is below "
+                f"the maximum buffer for which {p.name} is the project to ask."
+            )
+        asked = ", ".join(
+            f"{self.resources[r].name} {s:.0f} s / {i:.2f} inst" for r, (s, i) in sorted(requests.items())
+        )
         return f"Asked {p.name} for work with the results it is sent: {asked}."
 
     def _reachable(self, p) -> tuple[bool, str]:
@@ -97,8 +100,9 @@ class SchedulerRpc:
         else:
             backoff, note = rpc.project_rpc_backoff(p, self.now, self.rng, bce=self.bce)
             text = f"Master file fetch of {p.name} failed; backing off {backoff:.0f} s.{note}"
-        self.rpc_events.append(RpcEvent(self.now, p.name, p.spec.master_url or url, "master_fetch", ok,
-                                        {}, {}, 0, backoff, text))
+        self.rpc_events.append(
+            RpcEvent(self.now, p.name, p.spec.master_url or url, "master_fetch", ok, {}, {}, 0, backoff, text)
+        )
         self.log("rpc", p.name, "", text)
 
     def _rpc(self, p, reason: str, requests: dict, why: str) -> bool:
@@ -109,8 +113,10 @@ class SchedulerRpc:
         if not ok:
             p.rpc_failures += 1
             backoff, note = rpc.project_rpc_backoff(p, now, self.rng, bce=self.bce)
-            text = (f"RPC to {p.name} failed (project down), failure {p.nrpc_failures or rpc.MASTER_FETCH_PERIOD}; "
-                    f"backing off {backoff:.0f} s.{note}")
+            text = (
+                f"RPC to {p.name} failed (project down), failure {p.nrpc_failures or rpc.MASTER_FETCH_PERIOD}; "
+                f"backing off {backoff:.0f} s.{note}"
+            )
             self.rpc_events.append(RpcEvent(now, p.name, url, reason, False, named, {}, 0, backoff, text))
             self.log("rpc", p.name, "", text)
             return False
@@ -126,8 +132,11 @@ class SchedulerRpc:
         self.nrpcs += 1
         self.jobs_sent += len(jobs)
         got = {self.resources[r].name: n for r, n in received.items()}
-        text = (f"RPC to {p.name} ({why or reason.replace('_', ' ')}): reported {reported}, got "
-                + (", ".join(f"{n} {name}" for name, n in got.items()) or "no") + " jobs.")
+        text = (
+            f"RPC to {p.name} ({why or reason.replace('_', ' ')}): reported {reported}, got "
+            + (", ".join(f"{n} {name}" for name, n in got.items()) or "no")
+            + " jobs."
+        )
         self.rpc_events.append(RpcEvent(now, p.name, url, reason, True, named, got, reported, 0.0, text))
         self.log("rpc", p.name, "", text)
         for note in notes:

@@ -23,11 +23,11 @@ class Command(BaseCommand):
         found = App.objects.filter(name=app).first()
         if found is None:
             raise CommandError(f"no app called {app!r}")
-        version, _ = AppVersion.objects.get_or_create(app=found, version_num=version_num,
-                                                      platform=platform, plan_class="")
+        version, _ = AppVersion.objects.get_or_create(
+            app=found, version_num=version_num, platform=platform, plan_class=""
+        )
         try:
             row = signing.add_app_version_file(version, executable)
         except (OSError, signing.SigningError) as exc:
             raise CommandError(str(exc)) from None
-        self.stdout.write(
-            f"{version}: {row.name} ({row.nbytes} bytes, md5 {row.md5_cksum}), signed")
+        self.stdout.write(f"{version}: {row.name} ({row.nbytes} bytes, md5 {row.md5_cksum}), signed")

@@ -29,7 +29,13 @@ from django.core.management.base import BaseCommand, CommandError
 from backend.models import App
 from boincweb.env import envint
 from protocol.client import (
-    QUIT_WAIT, ClientDir, client_binary, client_command, free_port, quit_client, start_client,
+    QUIT_WAIT,
+    ClientDir,
+    client_binary,
+    client_command,
+    free_port,
+    quit_client,
+    start_client,
     stop_client,
 )
 from protocol.models import Account, AppVersionFile
@@ -46,27 +52,32 @@ class Command(BaseCommand):
     help = "Start a real BOINC client with its own data directory against this project."
 
     def add_arguments(self, parser):
-        parser.add_argument("--url", help="the project's master URL (default "
-                            "http://127.0.0.1:$BOINCWEB_PORT/boinc/, port 8000 when unset)")
+        parser.add_argument(
+            "--url",
+            help="the project's master URL (default http://127.0.0.1:$BOINCWEB_PORT/boinc/, port 8000 when unset)",
+        )
         parser.add_argument("--user", default="volunteer", help="account to attach with")
         parser.add_argument("--dir", help="client data directory")
         apps = parser.add_mutually_exclusive_group()
-        apps.add_argument("--app", default=DEMO_APP,
-                          help="run this app on the anonymous platform (default %(default)s)")
-        apps.add_argument("--signed", action="store_true",
-                          help="download the project's signed app versions instead")
-        parser.add_argument("--fresh", action="store_true",
-                            help="empty the data directory first")
-        parser.add_argument("--exit-when-idle", action="store_true",
-                            help="stop once the client has no work left")
-        parser.add_argument("--time-limit", type=float, default=0, metavar="SECONDS",
-                            help="stop the client after this many seconds (default: no limit)")
+        apps.add_argument(
+            "--app", default=DEMO_APP, help="run this app on the anonymous platform (default %(default)s)"
+        )
+        apps.add_argument("--signed", action="store_true", help="download the project's signed app versions instead")
+        parser.add_argument("--fresh", action="store_true", help="empty the data directory first")
+        parser.add_argument("--exit-when-idle", action="store_true", help="stop once the client has no work left")
+        parser.add_argument(
+            "--time-limit",
+            type=float,
+            default=0,
+            metavar="SECONDS",
+            help="stop the client after this many seconds (default: no limit)",
+        )
 
-    def handle(self, *args, url, user, dir, app, signed, fresh, exit_when_idle, time_limit,
-               **options):
+    def handle(self, *args, url, user, dir, app, signed, fresh, exit_when_idle, time_limit, **options):
         if not math.isfinite(time_limit) or time_limit < 0:
-            raise CommandError(f"--time-limit {time_limit:g} is not a number of seconds; give "
-                               "seconds, or 0 for no limit", returncode=2)
+            raise CommandError(
+                f"--time-limit {time_limit:g} is not a number of seconds; give seconds, or 0 for no limit", returncode=2
+            )
         if client_binary() is None:
             raise CommandError("the boinc client is not installed: apt-get install boinc-client")
         url = url or default_url()
@@ -74,11 +85,15 @@ class Command(BaseCommand):
             url += "/"
         if signed:
             if not AppVersionFile.objects.filter(main_program=True).exists():
-                raise CommandError("the project has no signed app version: run "
-                                   "make_signing_keys and add_app_version", returncode=2)
+                raise CommandError(
+                    "the project has no signed app version: run make_signing_keys and add_app_version", returncode=2
+                )
         elif not App.objects.filter(name=app, deprecated=False).exists():
-            hint = ("run `python manage.py seed_demo`" if app == DEMO_APP
-                    else "the project's apps are listed in /admin/backend/app/")
+            hint = (
+                "run `python manage.py seed_demo`"
+                if app == DEMO_APP
+                else "the project's apps are listed in /admin/backend/app/"
+            )
             raise CommandError(f"the project has no app named {app!r}; {hint}", returncode=2)
         person, _ = get_user_model().objects.get_or_create(username=user)
         account = Account.for_user(person)
@@ -89,8 +104,13 @@ class Command(BaseCommand):
         if not signed:
             client_dir.install_anonymous_app(app)
         gui_rpc_port = free_port()
-        command = client_command(client_dir, account.authenticator, gui_rpc_port=gui_rpc_port,
-                                 exit_when_idle=exit_when_idle, fetch_minimal_work=False)
+        command = client_command(
+            client_dir,
+            account.authenticator,
+            gui_rpc_port=gui_rpc_port,
+            exit_when_idle=exit_when_idle,
+            fetch_minimal_work=False,
+        )
         self.stdout.write(f"attaching {path} to {url} as {user}\n{' '.join(command)}")
         with StopSignals() as stopped:
             process = start_client(command)
@@ -104,8 +124,7 @@ class Command(BaseCommand):
                     if quit_client(process, gui_rpc_port):
                         self.stdout.write("the client quit")
                     else:
-                        self.stdout.write(f"the client did not quit within {QUIT_WAIT} s; "
-                                          "killing it")
+                        self.stdout.write(f"the client did not quit within {QUIT_WAIT} s; killing it")
                 stop_client(process)
         self.stdout.write(f"the client exited with status {process.returncode}")
 

@@ -9,8 +9,9 @@ class Command(BaseCommand):
     help = "Make the project's code-signing key pair in BOINCWEB_DATA_DIR/keys."
 
     def add_arguments(self, parser):
-        parser.add_argument("--replace", action="store_true",
-                            help="replace an existing pair (clients keep trusting the old key)")
+        parser.add_argument(
+            "--replace", action="store_true", help="replace an existing pair (clients keep trusting the old key)"
+        )
         parser.add_argument("--bits", type=int, default=signing.BITS)
 
     def handle(self, *args, replace, bits, **options):
