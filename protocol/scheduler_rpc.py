@@ -28,13 +28,8 @@ simulated volunteers call; this module only stands between it and the wire:
 import logging
 
 from backend.daemons.hierarchy import upload_path
-from backend.daemons.scheduler import (
-    Message,
-    SchedulerConfig,
-    SchedulerRequestError,
-    check_request,
-    handle_request,
-)
+from backend.daemons.sched_types import SchedulerConfig
+from backend.daemons.scheduler import Message, SchedulerRequestError, check_request, handle_request
 from backend.models import ClientState, Host, Result
 from protocol import signing
 from protocol.models import Account, AppVersionFile

@@ -26,18 +26,17 @@ DCF, the records) and scheduler_rpc.py (master fetches, reports, work-fetch RPCs
 from __future__ import annotations
 
 import heapq
-from dataclasses import replace
 import math
 import time as _time
+from dataclasses import replace
 
 from . import rpc
+from .accounting import Accounting
 from .cpu_sched import WHY_EDF
 from .draws import make_rng
 from .events import EV_ACCT, EV_DONE, EV_END, EV_FETCH, EV_HOST, EV_REPORT, EV_SAMPLE, EV_SLICE, EV_WAKE
 from .host_availability import HOST_PROCESSES, HostAvailability
 from .job_lifecycle import JobLifecycle
-from .accounting import Accounting
-from .scheduler_rpc import SchedulerRpc
 from .metrics import figures_of_merit
 from .records import (
     Decision,
@@ -45,14 +44,15 @@ from .records import (
     ProjectResult,
     RunResult,
 )
-from .scenario import Scenario
 from .rr_sim import rr_simulate
+from .scenario import Scenario
+from .scheduler_rpc import SchedulerRpc
 from .state import (
     GPU_RELATIVE_SPEED_FACTOR,
     RUNNING,
     WF_EST_FETCH_TIME,
-    ProjectState,
     EngineLimitError,
+    ProjectState,
     RandomProcess,
     Resource,
 )

@@ -32,6 +32,7 @@ from defusedxml.common import DefusedXmlException
 
 from . import xml_fields
 from .scenario import (
+    MAX_BUFFER_DAYS,
     MAX_CPUS,
     MAX_PROJECTS,
     MAX_SCENARIO_NAME,
@@ -40,7 +41,6 @@ from .scenario import (
     MAX_TIME,
     MIN_JOB_SECONDS,
     MIN_SCHEDULING_PERIOD_MINUTES,
-    MAX_BUFFER_DAYS,
     App,
     AppVersion,
     Availability,

@@ -4,7 +4,6 @@ processor types, how much, and the per-(project, resource) back-off."""
 from __future__ import annotations
 
 import math
-
 from typing import NamedTuple
 
 from .rec import priority_init

@@ -79,7 +79,8 @@ class Command(EngineCommand):
             f"monotony        {f.monotony:.4f}",
             f"RPCs per job    {f.rpcs_per_job:.4f}",
             "",
-            f"{'project':<16} {'share':>8} {'used GFLOP':>14} {'wasted GFLOP':>13} {'met':>5} {'missed':>6} {'done':>5}",
+            f"{'project':<16} {'share':>8} {'used GFLOP':>14} {'wasted GFLOP':>13} "
+            f"{'met':>5} {'missed':>6} {'done':>5}",
         ]
         for p in result.projects:
             lines.append(
