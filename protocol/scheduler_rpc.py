@@ -155,7 +155,7 @@ def app_files(jobs):
     rows = AppVersionFile.objects.filter(
         app_version__app__name__in={k[0] for k in keys}, app_version__version_num__in={k[1] for k in keys}
     ).select_related("app_version__app")
-    found = {}
+    found: dict[tuple, list[AppFile]] = {}
     for row in rows:
         av = row.app_version
         key = (av.app.name, av.version_num, av.platform, av.plan_class)

@@ -28,6 +28,7 @@ but case raises an alert on the client (§10.15).
 """
 
 from dataclasses import dataclass, field
+from typing import Any
 from xml.etree import ElementTree
 
 PROJECT_NAME = "boincweb"
@@ -139,7 +140,8 @@ def version_key(app_version):
 
 def write_app_versions(root, jobs, context):
     """``<app>``, executables' ``<file_info>`` and ``<app_version>`` of the jobs, once each."""
-    apps, versions = [], {}
+    apps: list[str] = []
+    versions: dict[tuple, Any] = {}
     for job in jobs:
         av = job.app_version
         if av.app_name not in apps:

@@ -233,7 +233,7 @@ def gpu_requests(root):
         coprocs = root.find("host_info").find("coprocs")
     if coprocs is None:
         return []
-    requests = []
+    requests: list[GpuRequest] = []
     for child in coprocs:
         gpu_type = COPROC_TYPES.get(child.tag)
         if gpu_type is None or any(r.type == gpu_type for r in requests):

@@ -12,10 +12,18 @@ It mirrors BOINC's client emulator: the FLOP accounting of `ACTIVE_TASK_SET::pol
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from .rec import update_average
 from .records import BufferSample, HostPeriod, RecordChunk, RecSample, TimeSlice
 from .state import COBBLESTONE_SCALE
+
+if TYPE_CHECKING:
+    from .records import Decision, RpcEvent
+    from .rr_sim import RRResult
+    from .scenario import Prefs
+    from .state import JobState, ProjectState, Resource
 
 # the share of a job's size below which what is left is rounding, not work (_advance)
 FINISH_EPS = 1e-12
@@ -24,6 +32,35 @@ FINISH_EPS = 1e-12
 class Accounting:
     """The Emulator's part that accounts time passing and keeps the records (a mixin, see
     HostAvailability)."""
+
+    # Read from the rest of the Emulator (its __init__ and its other parts); declared here for
+    # the type checker only, with no value, so they are not class attributes.
+    now: float
+    bce: bool
+    delta: float
+    prefs: Prefs
+    cpu_flops: float
+    n_usable_cpus: int
+    work_buf_min: float
+    work_buf_total: float
+    rec_half_life: float
+    sample_interval: float
+    resources: list[Resource]
+    projects: list[ProjectState]
+    running: list[JobState]
+    on: bool
+    active: bool
+    gpu_acct: bool
+    rec_acct: bool
+    slices: list[TimeSlice]
+    decisions: list[Decision]
+    rpc_events: list[RpcEvent]
+    host_periods: list[HostPeriod]
+    host_down_since: dict[str, float]
+    policy: Any
+    _rr_cache: tuple[tuple[float, int], RRResult] | None
+    _checkpoint: Callable[..., None]
+    _finish: Callable[[JobState, float], None]
 
     def _init_accounting(self) -> None:
         self.cpu_scale = 1.0
@@ -36,7 +73,7 @@ class Accounting:
         self.rec_samples: list[RecSample] = []
         self.buffer_samples: list[BufferSample] = []
         self.last_sample = -math.inf
-        self.sent = {}  # series name -> how many of its records earlier chunks carried
+        self.sent: dict[str, int] = {}  # series name -> how many of its records earlier chunks carried
         # under --compat bce: when REC was last adjusted (rec_interval_start) and, per
         # project, the credit of the steps since then (_bce_rec)
         self.rec_start = 0.0
@@ -158,7 +195,7 @@ class Accounting:
         split = t0
         if finished and not self.bce:
             split = max(t0, math.floor(min(tc for tc, _j in finished) / self.delta) * self.delta)
-        before = {}
+        before: dict[tuple[ProjectState, int], float] = {}
         for p, r, n, run_time in usage:
             if split > t0:
                 head = min(run_time, split - t0)
@@ -311,7 +348,7 @@ class Accounting:
     def _chunk(self, last: bool) -> RecordChunk:
         """The records since the previous chunk, and what is still open now (RecordChunk)."""
         now = self.now
-        series = {}
+        series: dict[str, tuple] = {}
         for name, records in (
             ("slices", self.slices),
             ("rec", self.rec_samples),

@@ -12,14 +12,36 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .cpu_sched import WHY_EDF
 from .records import TimeSlice
 from .state import FINISHED, QUEUED, RUNNING, JobState
 
+if TYPE_CHECKING:
+    from .scenario import Prefs
+    from .state import ProjectState, Resource
+
 
 class JobLifecycle:
     """The Emulator's part that starts, stops and ends jobs (a mixin, see HostAvailability)."""
+
+    # Read from the rest of the Emulator (its __init__ and its other parts); declared here for
+    # the type checker only, with no value, so they are not class attributes.
+    now: float
+    bce: bool
+    delta: float
+    prefs: Prefs
+    n_usable_cpus: int
+    policy_name: str
+    resources: list[Resource]
+    rsc_index: dict[str, int]
+    projects: list[ProjectState]
+    state_version: int
+    log: Callable[[str, str, str, str], None]
+    job_peak_flops: Callable[[JobState], float]
+    _update_dcf: Callable[[JobState], None]
 
     def _init_jobs(self) -> None:
         self.running: list[JobState] = []

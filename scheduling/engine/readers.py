@@ -313,9 +313,10 @@ def _read_host(root: ET.Element) -> dict:
             if c.tag in _COPROC_TAGS:
                 name = _COPROC_TAGS[c.tag]
             elif c.tag == "coproc":
-                name = xml_fields.text(c, "type")
-                if not name:
+                coproc_type = xml_fields.text(c, "type")
+                if not coproc_type:
                     raise ScenarioError(f"{cwhere}: missing <type>")
+                name = coproc_type
             else:
                 raise ScenarioError(f"{cwhere}: unknown coprocessor element")
             count = _num(c, "count", None, cwhere)
@@ -340,9 +341,10 @@ def _read_host(root: ET.Element) -> dict:
 class _ProjectDraft:
     def __init__(self, elem: ET.Element, index: int):
         self.where = f"client_state.xml <project> #{index}"
-        self.name = xml_fields.text(elem, "project_name") or xml_fields.text(elem, "master_url")
-        if not self.name:
+        name = xml_fields.text(elem, "project_name") or xml_fields.text(elem, "master_url")
+        if not name:
             raise ScenarioError(f"{self.where}: missing <project_name> and <master_url>")
+        self.name = name
         self.where += f" ({self.name})"
         self.master_url = xml_fields.text(elem, "master_url") or ""
         self.share = _num(elem, "resource_share", 100.0, self.where)

@@ -8,7 +8,7 @@ FLOPs where reference/client.md §5 says so); resources are "cpu" or a GPU type 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 
 class TimeSlice(NamedTuple):
@@ -162,7 +162,7 @@ class RecordChunk(NamedTuple):
 
     def to_dict(self) -> dict:
         """Each series as a list of objects named by the record fields, as RunResult.to_dict()."""
-        data = {"time": self.time, "last": self.last}
+        data: dict[str, Any] = {"time": self.time, "last": self.last}
         for name in CHUNK_SERIES:
             data[name] = [r._asdict() for r in getattr(self, name)]
         return data

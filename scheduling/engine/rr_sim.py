@@ -17,9 +17,10 @@ from __future__ import annotations
 import math
 from itertools import repeat
 from operator import le, mul, sub, truediv
+from typing import Any
 
 from .rec import LN2, adjust_rec_sched, compute_priority, priority_init
-from .state import COBBLESTONE_SCALE, EngineLimitError
+from .state import COBBLESTONE_SCALE, EngineLimitError, JobState
 
 IDLE_EPS = 1e-6
 
@@ -285,7 +286,8 @@ class RoundRobin:
             result.mc_shortfall[key] = 0.0
             result.last_mc_limit[key] = 0.0
         self.mc_running: dict = {}  # app -> simulated jobs running, against max_concurrent
-        self.pending = [dict() for _ in range(nr)]  # resource -> project index -> FIFO (reversed)
+        # resource -> project index -> FIFO (reversed)
+        self.pending: list[dict[int, list[JobState]]] = [dict() for _ in range(nr)]
         self.sim_nused = [0.0] * nr
         self.p_used = [[0.0] * len(projects) for _ in range(nr)]
         self.busy = [[0.0] * em.resources[r].ninstances for r in range(nr)]
@@ -427,8 +429,10 @@ class RoundRobin:
         caps = self.caps
         nr = self.nr
         # per resource: [project index, its jobs in arrival order], in pointer order
-        self.fifo = [[[pi, q[::-1]] for pi, q in sorted(self.pending[r].items(), reverse=True)] for r in range(nr)]
-        self.flops_left = {}
+        self.fifo: list[list[list[Any]]] = [
+            [[pi, q[::-1]] for pi, q in sorted(self.pending[r].items(), reverse=True)] for r in range(nr)
+        ]
+        self.flops_left: dict[JobState, float] = {}
         self.repick()
         sim_nused = self.sim_nused
         for r in range(nr):
@@ -493,7 +497,9 @@ class RoundRobin:
         flops_left = self.flops_left
         mc_running = self.mc_running
         mc_running.clear()
-        active, rates, tol = [], [], []
+        active: list[JobState] = []
+        rates: list[float] = []
+        tol: list[float] = []
         self.active, self.rate, self.tol = active, rates, tol
         self.left = []
         sim_nused[0] = 0.0
@@ -575,7 +581,7 @@ class RoundRobin:
                 if any_mc:
                     k = self._next_job(q)
                     if k is None:
-                        open_q.discard(pi)  # its max_concurrent has run out
+                        open_q.discard(pi)  # type: ignore[union-attr]  # a set with max_concurrent
                         continue
                     if by_priority and len(open_q) > 1:
                         self._contest(pi, open_q)
@@ -584,7 +590,7 @@ class RoundRobin:
                         self.mc_running[j.app] = self.mc_running.get(j.app, 0) + 1
                     if not q:
                         del queues[pi]
-                        open_q.discard(pi)
+                        open_q.discard(pi)  # type: ignore[union-attr]  # a set with max_concurrent
                 else:
                     if by_priority and len(open_q) > 1:
                         self._contest(pi, open_q)

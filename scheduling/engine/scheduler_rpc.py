@@ -12,14 +12,33 @@ client/sim.cpp; server.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 from . import rpc
 from .records import RpcEvent
 from .server import serve
+
+if TYPE_CHECKING:
+    from .draws import GlibcRandom, PyRandom
+    from .rr_sim import RRResult
+    from .state import ProjectState, Resource
 
 
 class SchedulerRpc:
     """The Emulator's part that talks to projects' schedulers (a mixin, see
     HostAvailability). The work-fetch choices themselves are the policy's."""
+
+    # Read from the rest of the Emulator (its __init__ and its other parts); declared here for
+    # the type checker only, with no value, so they are not class attributes.
+    now: float
+    bce: bool
+    rng: PyRandom | GlibcRandom
+    policy: Any
+    resources: list[Resource]
+    project_order: list[ProjectState]
+    log: Callable[[str, str, str, str], None]
+    rr: Callable[[], RRResult]
 
     def _init_rpc(self) -> None:
         self.jobs_sent = 0
@@ -32,6 +51,7 @@ class SchedulerRpc:
         """scheduler_rpc_poll (§3): master fetches, then a report-results RPC with a
         piggybacked work request, else a work-fetch RPC. One RPC per instant."""
         now = self.now
+        p: ProjectState | None
         for p in self.project_order:
             if p.master_fetch_pending and p.min_rpc_time <= now:
                 self._master_fetch(p)

@@ -285,7 +285,7 @@ class ProjectState:
         self.master_fetch_pending = False
         self.master_fetch_failures = 0
         self.urls: list = []
-        self.available = None
+        self.available: RandomProcess | None = None  # made by the Emulator, in its order of draws
         self.last_rpc_time = None  # the last RPC attempt, for sampling `available` (bce)
         # work fetch back-off per resource (§6.5)
         self.backoff_time = [0.0] * nrsc

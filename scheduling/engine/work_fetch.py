@@ -4,7 +4,7 @@ processor types, how much, and the per-(project, resource) back-off."""
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .rec import priority_init
 from .stdsort import std_sort
@@ -172,7 +172,7 @@ def no_fetch_reason(em, now: float, rr) -> tuple[tuple, object]:
     """Why choose_project found nothing (§6.5), as (key, sentence): the key names the
     qualitative reason only, so the decision log can say it once per change, and the
     sentence is a function that writes it then."""
-    key = []
+    key: list[tuple[str, Any]] = []  # (resource, "full" or its (project, reason) pairs)
     for r in range(len(em.resources) - 1, -1, -1):
         res = em.resources[r]
         if rr.rsc[r].saturated_time >= em.work_buf_min:
