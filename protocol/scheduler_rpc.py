@@ -26,9 +26,10 @@ simulated volunteers call; this module only stands between it and the wire:
 """
 
 import logging
+from collections.abc import Iterable
 
 from backend.daemons.hierarchy import upload_path
-from backend.daemons.sched_types import SchedulerConfig
+from backend.daemons.sched_types import ReplyResult, ReportedFile, SchedulerConfig, SchedulerRequest
 from backend.daemons.scheduler import Message, SchedulerRequestError, check_request, handle_request
 from backend.models import ClientState, Host, Result
 from protocol import signing
@@ -42,7 +43,9 @@ log = logging.getLogger("protocol.scheduler")
 REFUSED_DELAY = 3600
 
 
-def scheduler_rpc(body, *, now, base_url, config=SchedulerConfig()):
+def scheduler_rpc(
+    body: bytes, *, now: int, base_url: str, config: SchedulerConfig = SchedulerConfig()
+) -> tuple[int, bytes]:
     """(HTTP status, reply bytes) for the raw request ``body``; ``base_url`` ends in ``/``."""
     try:
         parsed = parse_request(body)
@@ -86,12 +89,12 @@ def scheduler_rpc(body, *, now, base_url, config=SchedulerConfig()):
     return 200, write_reply(reply, context)
 
 
-def refused(exc):
+def refused(exc: SchedulerRequestError) -> tuple[int, bytes]:
     log.warning("scheduler request refused: %s", exc.reason)
     return 200, write_error_reply(f"Scheduler request refused: {exc.reason}", request_delay=REFUSED_DELAY)
 
 
-def screen_reports(request):
+def screen_reports(request: SchedulerRequest) -> list[str]:
     """Drop reports of results not sent to the requesting host; return their names."""
     if not request.results:
         return []
@@ -106,7 +109,7 @@ def screen_reports(request):
     return ignored
 
 
-def mark_missing_outputs(request):
+def mark_missing_outputs(request: SchedulerRequest) -> None:
     """Keep only outputs that arrived; a success missing its output is UPLOAD_FAILED (§10.5)."""
     if not request.results:
         return
@@ -131,7 +134,7 @@ def mark_missing_outputs(request):
         log.warning("%s reported as a success but %s", report.name, problem)
 
 
-def arrived(reported_file):
+def arrived(reported_file: ReportedFile) -> bool:
     """Whether the upload handler holds the whole of a reported output file."""
     name = reported_file.name
     if not name or "/" in name or name.startswith("."):
@@ -144,7 +147,7 @@ def arrived(reported_file):
         return False
 
 
-def app_files(jobs):
+def app_files(jobs: Iterable[ReplyResult]) -> dict[tuple, list[AppFile]]:
     """(app_name, version_num, platform, plan_class) -> AppFiles of the jobs' app versions."""
     keys = {
         (j.app_version.app_name, j.app_version.version_num, j.app_version.platform, j.app_version.plan_class)

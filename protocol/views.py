@@ -12,15 +12,20 @@ and holds no cookie. They never read ``request.POST`` or ``request.body``.
 
 import re
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.http import (
     FileResponse,
     Http404,
+    HttpRequest,
     HttpResponse,
     HttpResponseNotAllowed,
     StreamingHttpResponse,
 )
+from django.http.response import HttpResponseBase
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
@@ -38,11 +43,17 @@ RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 MAX_REQUEST_BYTES = 16 << 20
 
 
-def master_url(request):
+class AuthenticatedHttpRequest(HttpRequest):
+    """The request a view behind ``login_required`` gets: its user has signed in."""
+
+    user: User
+
+
+def master_url(request: HttpRequest) -> str:
     return request.build_absolute_uri(reverse("boinc:master"))
 
 
-def master(request):
+def master(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "protocol/master.html",
@@ -58,7 +69,7 @@ def master(request):
 
 
 @login_required
-def account(request):
+def account(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(
         request,
         "protocol/account.html",
@@ -69,12 +80,12 @@ def account(request):
     )
 
 
-def xml_response(body, status=200):
+def xml_response(body: bytes, status: int = 200) -> HttpResponse:
     return HttpResponse(body, status=status, content_type="text/xml; charset=utf-8")
 
 
 @csrf_exempt
-def scheduler(request):
+def scheduler(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
     body = request.read(MAX_REQUEST_BYTES + 1)
@@ -88,13 +99,13 @@ def scheduler(request):
 
 
 @csrf_exempt
-def file_upload_handler(request):
+def file_upload_handler(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
     return HttpResponse(uploads.handle(request), content_type="text/plain")
 
 
-def download(request, name):
+def download(request: HttpRequest, name: str) -> HttpResponseBase:
     if not SAFE_NAME.match(name):
         raise Http404("no such file")
     path = download_path(name)
@@ -123,13 +134,13 @@ def download(request, name):
     return response
 
 
-def range_not_satisfiable(size):
+def range_not_satisfiable(size: int) -> HttpResponse:
     response = HttpResponse(status=416)
     response["Content-Range"] = f"bytes */{size}"
     return response
 
 
-def file_range(path, start, length):
+def file_range(path: Path, start: int, length: int) -> Iterator[bytes]:
     with open(path, "rb") as f:
         f.seek(start)
         while length > 0:

@@ -25,6 +25,7 @@ The XML is read with defusedxml, so entity tricks are refused rather than expand
 
 import re
 from dataclasses import dataclass
+from xml.etree.ElementTree import Element
 
 from defusedxml import ElementTree
 from defusedxml.common import DefusedXmlException
@@ -62,7 +63,7 @@ FORBIDDEN_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 class RequestParseError(ValueError):
     """The body is not a scheduler request we can read; ``reason`` says why."""
 
-    def __init__(self, reason):
+    def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
 
@@ -76,7 +77,7 @@ class ParsedRequest:
     code_sign_key: str = ""
 
 
-def parse_request(body):
+def parse_request(body: bytes) -> ParsedRequest:
     """Parse the raw body of a scheduler RPC (bytes) into a ParsedRequest."""
     root, stderrs = read_xml(body)
     if root.tag != "scheduler_request":
@@ -110,13 +111,13 @@ def parse_request(body):
     )
 
 
-def read_xml(body):
+def read_xml(body: bytes) -> tuple[Element, list[str]]:
     """(root element, list of stderr_out texts) of ``body``, the stderr blocks cut out."""
     if not isinstance(body, bytes):
         raise RequestParseError("the request body must be bytes")
     stderrs = []
 
-    def cut(match):
+    def cut(match: re.Match[bytes]) -> bytes:
         stderrs.append(stderr_text(match.group(1)))
         return b"<stderr_out>%d</stderr_out>" % (len(stderrs) - 1)
 
@@ -134,7 +135,7 @@ def read_xml(body):
         raise RequestParseError(f"not well-formed XML: {exc}") from None
 
 
-def stderr_text(raw):
+def stderr_text(raw: bytes) -> str:
     """The text of one stderr_out block: CDATA markers removed, invalid characters dropped."""
     text_ = raw.decode("utf-8", errors="replace")
     start = text_.find("<![CDATA[")
@@ -147,31 +148,31 @@ def stderr_text(raw):
     return FORBIDDEN_CHARS.sub("", text_).strip()
 
 
-def text(element, tag):
+def text(element: Element | None, tag: str) -> str:
     return xml_fields.text(element, tag) or ""
 
 
-def number(element, tag, default=0.0):
+def number(element: Element | None, tag: str, default: float = 0.0) -> float:
     try:
         return xml_fields.number(element, tag, default)
     except xml_fields.FieldError as exc:
         raise field_error(exc) from None
 
 
-def integer(element, tag, default=0):
+def integer(element: Element | None, tag: str, default: int = 0) -> int:
     try:
         return xml_fields.integer(element, tag, default)
     except xml_fields.FieldError as exc:
         raise field_error(exc) from None
 
 
-def field_error(exc):
+def field_error(exc: xml_fields.FieldError) -> RequestParseError:
     """The reply's reason for a value its element cannot hold."""
     problem = "not a finite number" if exc.problem == xml_fields.NOT_FINITE else exc.problem
     return RequestParseError(f"<{exc.tag}> is {problem}: {exc.text[:40]!r}")
 
 
-def host_info(element, root=None):
+def host_info(element: Element | None, root: Element | None = None) -> HostInfo:
     """``<host_info>``, with the disk BOINC uses (``<disk_usage>``) and the download speed it
     measured (``<net_stats>``), both at the request's top level (sched_types.cpp
     SCHEDULER_REQUEST::parse, HOST::parse_disk_usage, HOST::parse_net_stats)."""
@@ -194,7 +195,7 @@ def host_info(element, root=None):
     return info
 
 
-def global_prefs(root):
+def global_prefs(root: Element) -> GlobalPrefs:
     """The preferences the scheduler decides with (handle_request.cpp handle_global_prefs):
     ``<working_global_preferences>`` when the client sends them, else
     ``<global_preferences>``, else BOINC's defaults. Only the top level counts: the host has
@@ -213,7 +214,7 @@ def global_prefs(root):
     return prefs
 
 
-def time_stats(element):
+def time_stats(element: Element | None) -> TimeStats:
     stats = TimeStats()
     if element is None:
         return stats
@@ -224,13 +225,14 @@ def time_stats(element):
     return stats
 
 
-def gpu_requests(root):
+def gpu_requests(root: Element) -> list[GpuRequest]:
     """Per-GPU work requests: the coprocessor elements of ``<coprocs>``, which BOINC's client
     writes at the top of the request (cs_scheduler.cpp make_scheduler_request); a
     ``host_info/coprocs`` is read when there is none there."""
     coprocs = root.find("coprocs")
-    if coprocs is None and root.find("host_info") is not None:
-        coprocs = root.find("host_info").find("coprocs")
+    host = root.find("host_info")
+    if coprocs is None and host is not None:
+        coprocs = host.find("coprocs")
     if coprocs is None:
         return []
     requests: list[GpuRequest] = []
@@ -256,7 +258,7 @@ def gpu_requests(root):
     return requests
 
 
-def reported_result(element, stderrs):
+def reported_result(element: Element, stderrs: list[str]) -> ReportedResult:
     """A completed job (§4.4), its uploaded outputs in the nested ``<file_info>`` elements."""
     stderr = ""
     marker = text(element, "stderr_out")
@@ -285,13 +287,13 @@ def reported_result(element, stderrs):
     )
 
 
-def sticky_file(element):
+def sticky_file(element: Element) -> StickyFile:
     return StickyFile(
         name=text(element, "name"), nbytes=int(number(element, "nbytes")), status=integer(element, "status", 1)
     )
 
 
-def client_app_versions(element):
+def client_app_versions(element: Element | None) -> list[ClientAppVersion]:
     if element is None:
         return []
     versions = []
@@ -322,7 +324,7 @@ def client_app_versions(element):
     return versions
 
 
-def other_results(element):
+def other_results(element: Element | None) -> list[str] | None:
     """Names of the jobs still in progress on the host; None when the list is absent."""
     if element is None:
         return None

@@ -18,13 +18,17 @@ project's signed app versions (§7, ``make_signing_keys`` and ``add_app_version`
 import math
 import shutil
 import signal
+import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
+from typing import Any, Self
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from backend.models import App
 from boincweb.env import envint
@@ -51,7 +55,7 @@ POLL_SECONDS = 0.2
 class Command(BaseCommand):
     help = "Start a real BOINC client with its own data directory against this project."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--url",
             help="the project's master URL (default http://127.0.0.1:$BOINCWEB_PORT/boinc/, port 8000 when unset)",
@@ -73,7 +77,19 @@ class Command(BaseCommand):
             help="stop the client after this many seconds (default: no limit)",
         )
 
-    def handle(self, *args, url, user, dir, app, signed, fresh, exit_when_idle, time_limit, **options):
+    def handle(
+        self,
+        *args: str,
+        url: str | None,
+        user: str,
+        dir: str | None,
+        app: str,
+        signed: bool,
+        fresh: bool,
+        exit_when_idle: bool,
+        time_limit: float,
+        **options: object,
+    ) -> None:
         if not math.isfinite(time_limit) or time_limit < 0:
             raise CommandError(
                 f"--time-limit {time_limit:g} is not a number of seconds; give seconds, or 0 for no limit", returncode=2
@@ -133,22 +149,22 @@ class StopSignals:
     """While in the block, SIGINT, SIGTERM and SIGHUP set ``.signal`` instead of ending the
     process, so that the command can quit its client first; the handlers are restored after."""
 
-    def __enter__(self):
-        self.signal = None
-        self.previous = {}
+    def __enter__(self) -> Self:
+        self.signal: signal.Signals | None = None
+        self.previous: dict[int, Callable[[int, FrameType | None], Any] | int | None] = {}
         for number in STOP_SIGNALS:
             self.previous[number] = signal.signal(number, self.handle)
         return self
 
-    def handle(self, number, frame):
+    def handle(self, number: int, frame: FrameType | None) -> None:
         self.signal = signal.Signals(number)
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         for number, handler in self.previous.items():
             signal.signal(number, handler)
 
 
-def run_until_stopped(process, stopped, time_limit):
+def run_until_stopped(process: subprocess.Popen[bytes], stopped: StopSignals, time_limit: float) -> str:
     """Wait for the client to exit, a stop signal or the time limit; say which came first."""
     deadline = time.monotonic() + time_limit if time_limit else None
     while process.poll() is None:
@@ -160,7 +176,7 @@ def run_until_stopped(process, stopped, time_limit):
     return "the client exited"
 
 
-def default_url():
+def default_url() -> str:
     """The master URL of the server ``make run`` starts: 127.0.0.1 on BOINCWEB_PORT."""
     try:
         port = envint("BOINCWEB_PORT", 8000, minimum=1)
