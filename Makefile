@@ -1,10 +1,10 @@
-# boincweb: `make run` serves the project, `make test` runs the whole suite.
+# boincweb: `make run` serves the project, `make test` runs the linters and the whole suite.
 VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: install run test bench differential server-differential server-vs-boinc mutation clean
+.PHONY: install run lint test bench differential server-differential server-vs-boinc mutation clean
 
 $(VENV)/.installed: requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "boincweb needs Python 3.11 or newer")'
@@ -23,8 +23,17 @@ run: install
 	$(PY) manage.py seed_demo
 	honcho start $(if $(REDIS_URL),web worker cron demo,)
 
-# The whole suite on SQLite, then again on PostgreSQL when DATABASE_URL is set.
-test: install
+# ruff (formatting, then lint) and mypy, configured in pyproject.toml, over the paths that pass
+# them so far; the rest of the tree joins LINT_PATHS as it is brought up to them. mypy keeps its
+# own cache here: one shared with runs over other paths can repeat those runs' errors.
+LINT_PATHS ?= protocol scheduling/engine scheduling/management
+lint: install
+	$(PY) -m ruff format --check $(LINT_PATHS)
+	$(PY) -m ruff check $(LINT_PATHS)
+	$(PY) -m mypy --cache-dir var/mypy_cache $(LINT_PATHS)
+
+# The linters, then the whole suite on SQLite, then again on PostgreSQL when DATABASE_URL is set.
+test: install lint
 	env -u DATABASE_URL $(PY) -m pytest
 	@if [ -n "$$DATABASE_URL" ]; then echo "== again on $$DATABASE_URL"; $(PY) -m pytest; fi
 

@@ -19,8 +19,10 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 GUI_RPC_PASSWORD = "boincweb"
 
@@ -36,25 +38,25 @@ exit 0
 """
 
 
-def client_binary():
+def client_binary() -> str | None:
     """The path of the ``boinc`` client, or None when it is not installed."""
     return shutil.which("boinc")
 
 
-def escape_project_url(url):
+def escape_project_url(url: str) -> str:
     """The project directory name the client derives from a master URL (§2)."""
     name = re.sub(r"^[A-Za-z]+://", "", url)
     name = re.sub(r"[^A-Za-z0-9._-]", "_", name)
     return name[:-1] if name.endswith("_") else name
 
 
-def free_port():
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def worker_script(name="worker", exit_code=0):
+def worker_script(name: str = "worker", exit_code: int = 0) -> str:
     return WORKER_SCRIPT.format(name=name, exit_code=int(exit_code))
 
 
@@ -64,24 +66,26 @@ class ClientDir:
     master_url: str
 
     @property
-    def project_dir(self):
+    def project_dir(self) -> Path:
         return self.path / "projects" / escape_project_url(self.master_url)
 
-    def prepare(self):
+    def prepare(self) -> Self:
         self.path.mkdir(parents=True, exist_ok=True)
         (self.path / "cc_config.xml").write_text(
             "<cc_config>\n<log_flags><sched_op_debug/><file_xfer_debug/><task_debug/>"
             "<work_fetch_debug/></log_flags>\n"
             "<options><dont_contact_ref_site>1</dont_contact_ref_site></options>\n"
-            "</cc_config>\n")
+            "</cc_config>\n"
+        )
         (self.path / "global_prefs_override.xml").write_text(
             "<global_preferences>\n<suspend_cpu_usage>0</suspend_cpu_usage>\n"
             "<disk_max_used_pct>100</disk_max_used_pct>\n<disk_min_free_gb>0</disk_min_free_gb>\n"
-            "</global_preferences>\n")
+            "</global_preferences>\n"
+        )
         (self.path / "gui_rpc_auth.cfg").write_text(GUI_RPC_PASSWORD + "\n")
         return self
 
-    def install_anonymous_app(self, app_name, *, version_num=100, script=None):
+    def install_anonymous_app(self, app_name: str, *, version_num: int = 100, script: str | None = None) -> None:
         """Put ``app_info.xml`` and the script in the project directory (§6.1)."""
         self.project_dir.mkdir(parents=True, exist_ok=True)
         executable = self.project_dir / f"{app_name}_worker.sh"
@@ -93,9 +97,10 @@ class ClientDir:
             f"<app_version>\n<app_name>{app_name}</app_name>\n"
             f"<version_num>{version_num}</version_num>\n"
             f"<file_ref><file_name>{executable.name}</file_name><main_program/></file_ref>\n"
-            "</app_version>\n</app_info>\n")
+            "</app_version>\n</app_info>\n"
+        )
 
-    def sched_files(self):
+    def sched_files(self) -> str:
         """The last scheduler request and reply the client kept, for diagnostics (§4.1)."""
         texts = []
         for pattern in ("sched_request_*.xml", "sched_reply_*.xml"):
@@ -104,13 +109,34 @@ class ClientDir:
         return "\n".join(texts)
 
 
-def client_command(client_dir, authenticator, *, gui_rpc_port, exit_when_idle=True,
-                   fetch_minimal_work=True, extra=()):
-    command = [client_binary() or "boinc", "--dir", str(client_dir.path),
-               "--gui_rpc_port", str(gui_rpc_port), "--no_info_fetch",
-               "--skip_cpu_benchmarks", "--no_gpus", "--no_priority_change",
-               "--sched_retry_delay_min", "1", "--sched_retry_delay_max", "10",
-               "--pers_retry_delay_min", "1", "--pers_retry_delay_max", "10"]
+def client_command(
+    client_dir: ClientDir,
+    authenticator: str,
+    *,
+    gui_rpc_port: int,
+    exit_when_idle: bool = True,
+    fetch_minimal_work: bool = True,
+    extra: Iterable[str] = (),
+) -> list[str]:
+    command = [
+        client_binary() or "boinc",
+        "--dir",
+        str(client_dir.path),
+        "--gui_rpc_port",
+        str(gui_rpc_port),
+        "--no_info_fetch",
+        "--skip_cpu_benchmarks",
+        "--no_gpus",
+        "--no_priority_change",
+        "--sched_retry_delay_min",
+        "1",
+        "--sched_retry_delay_max",
+        "10",
+        "--pers_retry_delay_min",
+        "1",
+        "--pers_retry_delay_max",
+        "10",
+    ]
     if exit_when_idle:
         command.append("--exit_when_idle")
     if fetch_minimal_work:
@@ -120,20 +146,21 @@ def client_command(client_dir, authenticator, *, gui_rpc_port, exit_when_idle=Tr
     return command
 
 
-def start_client(command, log_path=None):
+def start_client(command: list[str], log_path: str | os.PathLike[str] | None = None) -> subprocess.Popen[bytes]:
     """Start the client in its own session; its output goes to ``log_path`` (or ours)."""
     if log_path is None:
         return subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True)
     with open(log_path, "ab") as log:
-        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        return subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
 
 
 # Seconds a client asked to quit gets to exit before its process group is killed (§11 step 6).
 QUIT_WAIT = 10
 
 
-def quit_client(process, gui_rpc_port, *, wait=None):
+def quit_client(process: subprocess.Popen[bytes], gui_rpc_port: int, *, wait: float | None = None) -> bool:
     """Ask a running client to quit (``boinccmd --quit``) and wait up to ``wait`` seconds
     (QUIT_WAIT) for it to exit; True if it did. Its applications may outlive it: follow with
     ``stop_client``."""
@@ -147,7 +174,7 @@ def quit_client(process, gui_rpc_port, *, wait=None):
     return True
 
 
-def stop_client(process):
+def stop_client(process: subprocess.Popen[bytes]) -> None:
     """Kill the client's whole process group (the client and its applications)."""
     if process.poll() is None:
         try:
@@ -163,10 +190,16 @@ def stop_client(process):
             pass
 
 
-def boinccmd(gui_rpc_port, *args, timeout=10):
+def boinccmd(gui_rpc_port: int, *args: str, timeout: float = 10) -> str:
     """Run ``boinccmd`` against the client; returns its output (errors included)."""
-    command = [shutil.which("boinccmd") or "boinccmd", "--host", f"127.0.0.1:{gui_rpc_port}",
-               "--passwd", GUI_RPC_PASSWORD, *args]
+    command = [
+        shutil.which("boinccmd") or "boinccmd",
+        "--host",
+        f"127.0.0.1:{gui_rpc_port}",
+        "--passwd",
+        GUI_RPC_PASSWORD,
+        *args,
+    ]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -174,7 +207,13 @@ def boinccmd(gui_rpc_port, *args, timeout=10):
     return done.stdout + done.stderr
 
 
-def wait_for(process, seconds, *, poll=0.5, until=None):
+def wait_for(
+    process: subprocess.Popen[bytes],
+    seconds: float,
+    *,
+    poll: float = 0.5,
+    until: Callable[[], object] | None = None,
+) -> bool:
     """Wait until ``process`` exits or ``until()`` is true; False on timeout."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:

@@ -3,12 +3,13 @@
 import secrets
 
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import models
 
 from backend.models import AppVersion
 
 
-def new_authenticator():
+def new_authenticator() -> str:
     return secrets.token_hex(16)
 
 
@@ -19,16 +20,14 @@ class Account(models.Model):
     (reference/protocol.md §2, §4.2); it is the only credential a client has.
     """
 
-    user = models.OneToOneField(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="boinc_account"
-    )
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="boinc_account")
     authenticator = models.CharField(max_length=64, unique=True, default=new_authenticator)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"account of {self.user}"
 
     @classmethod
-    def for_user(cls, user):
+    def for_user(cls, user: AbstractBaseUser) -> "Account":
         account, _ = cls.objects.get_or_create(user=user)
         return account
 
@@ -51,5 +50,5 @@ class AppVersionFile(models.Model):
     class Meta:
         ordering = ["app_version", "-main_program", "name"]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name

@@ -26,11 +26,11 @@ simulated volunteers call; this module only stands between it and the wire:
 """
 
 import logging
+from collections.abc import Iterable
 
 from backend.daemons.hierarchy import upload_path
-from backend.daemons.scheduler import (
-    Message, SchedulerConfig, SchedulerRequestError, check_request, handle_request,
-)
+from backend.daemons.sched_types import ReplyResult, ReportedFile, SchedulerConfig, SchedulerRequest
+from backend.daemons.scheduler import Message, SchedulerRequestError, check_request, handle_request
 from backend.models import ClientState, Host, Result
 from protocol import signing
 from protocol.models import Account, AppVersionFile
@@ -43,7 +43,9 @@ log = logging.getLogger("protocol.scheduler")
 REFUSED_DELAY = 3600
 
 
-def scheduler_rpc(body, *, now, base_url, config=SchedulerConfig()):
+def scheduler_rpc(
+    body: bytes, *, now: int, base_url: str, config: SchedulerConfig = SchedulerConfig()
+) -> tuple[int, bytes]:
     """(HTTP status, reply bytes) for the raw request ``body``; ``base_url`` ends in ``/``."""
     try:
         parsed = parse_request(body)
@@ -56,18 +58,16 @@ def scheduler_rpc(body, *, now, base_url, config=SchedulerConfig()):
     if account is None:
         log.warning("scheduler request with an unknown account key")
         return 200, write_error_reply(
-            "Invalid or missing account key. To fix, remove and add this project.",
-            request_delay=REFUSED_DELAY)
+            "Invalid or missing account key. To fix, remove and add this project.", request_delay=REFUSED_DELAY
+        )
     request = parsed.request
     request.userid = account.user_id
     try:
         check_request(request)
     except SchedulerRequestError as exc:
         return refused(exc)
-    if request.hostid and not Host.objects.filter(pk=request.hostid,
-                                                  owner_id=account.user_id).exists():
-        log.warning("account %s sent hostid %s, not one of its hosts: new host",
-                    account.user_id, request.hostid)
+    if request.hostid and not Host.objects.filter(pk=request.hostid, owner_id=account.user_id).exists():
+        log.warning("account %s sent hostid %s, not one of its hosts: new host", account.user_id, request.hostid)
         request.hostid = 0
     ignored = screen_reports(request)
     mark_missing_outputs(request)
@@ -80,43 +80,40 @@ def scheduler_rpc(body, *, now, base_url, config=SchedulerConfig()):
         reply.messages.append(Message(f"Report of {name} ignored: not sent to this host"))
     anonymous = request.platform_name == "anonymous"
     context = ReplyContext(
-        download_url=f"{base_url}download/", upload_url=f"{base_url}file_upload_handler",
+        download_url=f"{base_url}download/",
+        upload_url=f"{base_url}file_upload_handler",
         anonymous=anonymous,
-        code_sign_key="" if anonymous or parsed.code_sign_key else
-        signing.load_public_key_text(),
-        app_files={} if anonymous else app_files(reply.results))
+        code_sign_key="" if anonymous or parsed.code_sign_key else signing.load_public_key_text(),
+        app_files={} if anonymous else app_files(reply.results),
+    )
     return 200, write_reply(reply, context)
 
 
-def refused(exc):
+def refused(exc: SchedulerRequestError) -> tuple[int, bytes]:
     log.warning("scheduler request refused: %s", exc.reason)
-    return 200, write_error_reply(f"Scheduler request refused: {exc.reason}",
-                                  request_delay=REFUSED_DELAY)
+    return 200, write_error_reply(f"Scheduler request refused: {exc.reason}", request_delay=REFUSED_DELAY)
 
 
-def screen_reports(request):
+def screen_reports(request: SchedulerRequest) -> list[str]:
     """Drop reports of results not sent to the requesting host; return their names."""
     if not request.results:
         return []
     names = [report.name for report in request.results]
     ours = set()
     if request.hostid:
-        ours = set(Result.objects.filter(name__in=names, host_id=request.hostid)
-                   .values_list("name", flat=True))
+        ours = set(Result.objects.filter(name__in=names, host_id=request.hostid).values_list("name", flat=True))
     ignored = [name for name in names if name not in ours]
     for name in ignored:
-        log.warning("host %s reported %s, which was not sent to it: ignored",
-                    request.hostid or "(new)", name)
+        log.warning("host %s reported %s, which was not sent to it: ignored", request.hostid or "(new)", name)
     request.results = [report for report in request.results if report.name in ours]
     return ignored
 
 
-def mark_missing_outputs(request):
+def mark_missing_outputs(request: SchedulerRequest) -> None:
     """Keep only outputs that arrived; a success missing its output is UPLOAD_FAILED (§10.5)."""
     if not request.results:
         return
-    expected = dict(Result.objects.filter(name__in=[r.name for r in request.results])
-                    .values_list("name", "random"))
+    expected = dict(Result.objects.filter(name__in=[r.name for r in request.results]).values_list("name", "random"))
     for report in request.results:
         output = f"{report.name}_r{expected[report.name]}_0"
         declared = {f.name: f for f in report.output_files}
@@ -137,36 +134,43 @@ def mark_missing_outputs(request):
         log.warning("%s reported as a success but %s", report.name, problem)
 
 
-def arrived(reported_file):
+def arrived(reported_file: ReportedFile) -> bool:
     """Whether the upload handler holds the whole of a reported output file."""
     name = reported_file.name
     if not name or "/" in name or name.startswith("."):
         return False
     try:
         path = upload_path(name)
-        return (not reported_file.error_msg and path.exists()
-                and path.stat().st_size == reported_file.nbytes)
+        return not reported_file.error_msg and path.exists() and path.stat().st_size == reported_file.nbytes
     except (OSError, ValueError):
         # A name the file system cannot hold (too long in bytes, say) was never uploaded.
         return False
 
 
-def app_files(jobs):
+def app_files(jobs: Iterable[ReplyResult]) -> dict[tuple, list[AppFile]]:
     """(app_name, version_num, platform, plan_class) -> AppFiles of the jobs' app versions."""
-    keys = {(j.app_version.app_name, j.app_version.version_num, j.app_version.platform,
-             j.app_version.plan_class) for j in jobs}
+    keys = {
+        (j.app_version.app_name, j.app_version.version_num, j.app_version.platform, j.app_version.plan_class)
+        for j in jobs
+    }
     if not keys:
         return {}
     rows = AppVersionFile.objects.filter(
-        app_version__app__name__in={k[0] for k in keys},
-        app_version__version_num__in={k[1] for k in keys}).select_related("app_version__app")
-    found = {}
+        app_version__app__name__in={k[0] for k in keys}, app_version__version_num__in={k[1] for k in keys}
+    ).select_related("app_version__app")
+    found: dict[tuple, list[AppFile]] = {}
     for row in rows:
         av = row.app_version
         key = (av.app.name, av.version_num, av.platform, av.plan_class)
         if key in keys:
-            found.setdefault(key, []).append(AppFile(
-                name=row.name, nbytes=row.nbytes, md5_cksum=row.md5_cksum,
-                file_signature=row.file_signature, main_program=row.main_program,
-                open_name=row.open_name))
+            found.setdefault(key, []).append(
+                AppFile(
+                    name=row.name,
+                    nbytes=row.nbytes,
+                    md5_cksum=row.md5_cksum,
+                    file_signature=row.file_signature,
+                    main_program=row.main_program,
+                    open_name=row.open_name,
+                )
+            )
     return found

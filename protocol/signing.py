@@ -21,19 +21,26 @@ keep the private key off the server and sign offline; ``make_signing_keys`` writ
 public key in ``BOINCWEB_DATA_DIR/keys`` with owner-only permissions.
 """
 
+from __future__ import annotations
+
 import hashlib
 import math
 import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.conf import settings
+
+if TYPE_CHECKING:
+    from backend.models import AppVersion
+    from protocol.models import AppVersionFile
 
 BITS = 1024
 MAX_BYTES = 128
 PUBLIC_EXPONENT = 65537
-SMALL_PRIMES = [p for p in range(3, 2000) if all(p % d for d in range(2, int(p ** 0.5) + 1))]
+SMALL_PRIMES = [p for p in range(3, 2000) if all(p % d for d in range(2, int(p**0.5) + 1))]
 
 
 class SigningError(ValueError):
@@ -49,10 +56,10 @@ class PrivateKey:
     q: int
 
     @property
-    def bits(self):
+    def bits(self) -> int:
         return self.n.bit_length()
 
-    def public(self):
+    def public(self) -> PublicKey:
         return PublicKey(self.n, self.e)
 
 
@@ -62,11 +69,11 @@ class PublicKey:
     e: int
 
     @property
-    def bits(self):
+    def bits(self) -> int:
         return self.n.bit_length()
 
 
-def is_probable_prime(n, rounds=40):
+def is_probable_prime(n: int, rounds: int = 40) -> bool:
     if n < 2:
         return False
     for p in SMALL_PRIMES:
@@ -88,14 +95,14 @@ def is_probable_prime(n, rounds=40):
     return True
 
 
-def random_prime(bits):
+def random_prime(bits: int) -> int:
     while True:
         candidate = secrets.randbits(bits) | (1 << (bits - 1)) | (1 << (bits - 2)) | 1
         if math.gcd(candidate - 1, PUBLIC_EXPONENT) == 1 and is_probable_prime(candidate):
             return candidate
 
 
-def generate_key_pair(bits=BITS):
+def generate_key_pair(bits: int = BITS) -> PrivateKey:
     """A fresh RSA key pair of exactly ``bits`` bits (a PrivateKey; ``.public()`` its half)."""
     if not 512 <= bits <= BITS:
         raise SigningError(f"key size must be 512 to {BITS} bits, not {bits}")
@@ -107,13 +114,13 @@ def generate_key_pair(bits=BITS):
             return PrivateKey(n=n, e=PUBLIC_EXPONENT, d=d, p=max(p, q), q=min(p, q))
 
 
-def hex_lines(data):
+def hex_lines(data: bytes) -> str:
     """``data`` in lowercase hex, 32 bytes a line, then ``.``; each line ends with a newline."""
-    lines = [data[i:i + 32].hex() for i in range(0, len(data), 32)]
+    lines = [data[i : i + 32].hex() for i in range(0, len(data), 32)]
     return "\n".join(lines) + "\n.\n"
 
 
-def read_hex_lines(text_):
+def read_hex_lines(text_: str) -> bytes:
     body = []
     for line in text_.strip().splitlines():
         line = line.strip()
@@ -126,23 +133,30 @@ def read_hex_lines(text_):
         raise SigningError("the key or signature is not hexadecimal") from None
 
 
-def fixed(value, size):
+def fixed(value: int, size: int) -> bytes:
     return value.to_bytes(size, "big")
 
 
-def public_key_text(key):
+def public_key_text(key: PublicKey) -> str:
     return f"{key.bits}\n" + hex_lines(fixed(key.n, MAX_BYTES) + fixed(key.e, MAX_BYTES))
 
 
-def private_key_text(key):
+def private_key_text(key: PrivateKey) -> str:
     half = MAX_BYTES // 2
-    parts = [fixed(key.n, MAX_BYTES), fixed(key.e, MAX_BYTES), fixed(key.d, MAX_BYTES),
-             fixed(key.p, half), fixed(key.q, half), fixed(key.d % (key.p - 1), half),
-             fixed(key.d % (key.q - 1), half), fixed(pow(key.q, -1, key.p), half)]
+    parts = [
+        fixed(key.n, MAX_BYTES),
+        fixed(key.e, MAX_BYTES),
+        fixed(key.d, MAX_BYTES),
+        fixed(key.p, half),
+        fixed(key.q, half),
+        fixed(key.d % (key.p - 1), half),
+        fixed(key.d % (key.q - 1), half),
+        fixed(pow(key.q, -1, key.p), half),
+    ]
     return f"{key.bits}\n" + hex_lines(b"".join(parts))
 
 
-def split_key_text(text_):
+def split_key_text(text_: str) -> tuple[int, bytes]:
     first, _, rest = text_.strip().partition("\n")
     try:
         bits = int(first)
@@ -151,46 +165,45 @@ def split_key_text(text_):
     return bits, read_hex_lines(rest)
 
 
-def parse_public_key(text_):
+def parse_public_key(text_: str) -> PublicKey:
     bits, data = split_key_text(text_)
     if len(data) != 2 * MAX_BYTES:
         raise SigningError(f"a public key holds {2 * MAX_BYTES} bytes, not {len(data)}")
-    key = PublicKey(int.from_bytes(data[:MAX_BYTES], "big"),
-                    int.from_bytes(data[MAX_BYTES:], "big"))
+    key = PublicKey(int.from_bytes(data[:MAX_BYTES], "big"), int.from_bytes(data[MAX_BYTES:], "big"))
     if key.bits != bits:
         raise SigningError(f"the key says {bits} bits but its modulus has {key.bits}")
     return key
 
 
-def parse_private_key(text_):
+def parse_private_key(text_: str) -> PrivateKey:
     bits, data = split_key_text(text_)
     half = MAX_BYTES // 2
     if len(data) != 3 * MAX_BYTES + 5 * half:
         raise SigningError(f"a private key holds {3 * MAX_BYTES + 5 * half} bytes, not {len(data)}")
-    n, e, d = (int.from_bytes(data[i * MAX_BYTES:(i + 1) * MAX_BYTES], "big") for i in range(3))
-    p = int.from_bytes(data[3 * MAX_BYTES:3 * MAX_BYTES + half], "big")
-    q = int.from_bytes(data[3 * MAX_BYTES + half:3 * MAX_BYTES + 2 * half], "big")
+    n, e, d = (int.from_bytes(data[i * MAX_BYTES : (i + 1) * MAX_BYTES], "big") for i in range(3))
+    p = int.from_bytes(data[3 * MAX_BYTES : 3 * MAX_BYTES + half], "big")
+    q = int.from_bytes(data[3 * MAX_BYTES + half : 3 * MAX_BYTES + 2 * half], "big")
     key = PrivateKey(n=n, e=e, d=d, p=p, q=q)
     if key.bits != bits or p * q != n:
         raise SigningError("the private key is inconsistent")
     return key
 
 
-def padded_block(message, size):
+def padded_block(message: bytes, size: int) -> bytes:
     """PKCS#1 v1.5 type 1 padding of ``message`` without a DigestInfo, ``size`` bytes long."""
     if len(message) > size - 11:
         raise SigningError("the message is too long for the key")
     return b"\x00\x01" + b"\xff" * (size - 3 - len(message)) + b"\x00" + message
 
 
-def sign_md5(md5_hex, key):
+def sign_md5(md5_hex: str, key: PrivateKey) -> str:
     """The ``file_signature`` text for a file whose MD5 is ``md5_hex``."""
     size = (key.bits + 7) // 8
     block = int.from_bytes(padded_block(md5_hex.encode("ascii"), size), "big")
     return hex_lines(fixed(pow(block, key.d, key.n), size))
 
 
-def verify_md5(md5_hex, signature, key):
+def verify_md5(md5_hex: str, signature: str, key: PublicKey) -> bool:
     """Whether ``signature`` (text) signs ``md5_hex`` under the public ``key``."""
     size = (key.bits + 7) // 8
     data = read_hex_lines(signature)
@@ -200,7 +213,7 @@ def verify_md5(md5_hex, signature, key):
     return recovered == padded_block(md5_hex.encode("ascii"), size)
 
 
-def file_md5(path):
+def file_md5(path: str | os.PathLike[str]) -> str:
     digest = hashlib.md5()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -208,11 +221,13 @@ def file_md5(path):
     return digest.hexdigest()
 
 
-def keys_dir():
+def keys_dir() -> Path:
     return Path(settings.BOINCWEB_DATA_DIR) / "keys"
 
 
-def write_key_pair(directory=None, *, bits=BITS, replace=False):
+def write_key_pair(
+    directory: str | os.PathLike[str] | None = None, *, bits: int = BITS, replace: bool = False
+) -> PrivateKey:
     """Make and store the project's key pair; returns the PrivateKey."""
     directory = Path(directory or keys_dir())
     private_path = directory / "code_sign_private"
@@ -227,20 +242,27 @@ def write_key_pair(directory=None, *, bits=BITS, replace=False):
     return key
 
 
-def load_public_key_text(directory=None):
+def load_public_key_text(directory: str | os.PathLike[str] | None = None) -> str:
     """The public key as the client receives it, or "" when the project has none."""
     path = Path(directory or keys_dir()) / "code_sign_public"
     return path.read_text() if path.exists() else ""
 
 
-def load_private_key(directory=None):
+def load_private_key(directory: str | os.PathLike[str] | None = None) -> PrivateKey:
     path = Path(directory or keys_dir()) / "code_sign_private"
     if not path.exists():
         raise SigningError(f"no private key at {path}; run manage.py make_signing_keys")
     return parse_private_key(path.read_text())
 
 
-def add_app_version_file(app_version, source, *, name=None, main_program=True, key=None):
+def add_app_version_file(
+    app_version: AppVersion,
+    source: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    main_program: bool = True,
+    key: PrivateKey | None = None,
+) -> AppVersionFile:
     """Copy ``source`` into the download directory as a signed file of ``app_version``.
 
     The file is named ``name`` (default ``<app>_<version>_<source name>``) and signed with
@@ -254,7 +276,14 @@ def add_app_version_file(app_version, source, *, name=None, main_program=True, k
     name = name or f"{app_version.app.name}_{app_version.version_num}_{Path(source).name}"
     md5 = write_file(download_path(name), data)
     download_path(name).chmod(0o755)
-    row, _ = AppVersionFile.objects.update_or_create(name=name, defaults=dict(
-        app_version=app_version, nbytes=len(data), md5_cksum=md5,
-        file_signature=sign_md5(md5, key), main_program=main_program))
+    row, _ = AppVersionFile.objects.update_or_create(
+        name=name,
+        defaults=dict(
+            app_version=app_version,
+            nbytes=len(data),
+            md5_cksum=md5,
+            file_signature=sign_md5(md5, key),
+            main_program=main_program,
+        ),
+    )
     return row

@@ -30,6 +30,8 @@ import logging
 import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Protocol, overload
 
 from backend.daemons.hierarchy import partial_upload_path, upload_path
 from backend.models import Outcome, Result, ServerState
@@ -44,22 +46,28 @@ OUTPUT_NAME = re.compile(r"^(?P<result>[A-Za-z0-9._-]+)_r(?P<random>\d+)_(?P<ind
 STATUS_OK, STATUS_TRANSIENT, STATUS_PERMANENT = 0, 1, -1
 
 
+class Stream(Protocol):
+    """What the handler reads a request from: the HttpRequest, or a file in tests."""
+
+    def read(self, size: int, /) -> bytes: ...
+
+
 class UploadError(Exception):
-    def __init__(self, status, message):
+    def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
 
 
-def transient(message):
+def transient(message: str) -> UploadError:
     return UploadError(STATUS_TRANSIENT, message)
 
 
-def permanent(message):
+def permanent(message: str) -> UploadError:
     return UploadError(STATUS_PERMANENT, message)
 
 
-def reply(status, message="", file_size=None):
+def reply(status: int, message: str = "", file_size: int | None = None) -> bytes:
     """The short ``<data_server_reply>`` the client reads into a small buffer (§5.2)."""
     parts = ["<data_server_reply>", f"    <status>{status}</status>"]
     if file_size is not None:
@@ -71,12 +79,18 @@ def reply(status, message="", file_size=None):
     return "\n".join(parts).encode()
 
 
-def field(header, tag):
+def field(header: str, tag: str) -> str | None:
     match = re.search(rf"<{tag}>\s*(.*?)\s*</{tag}>", header, re.DOTALL)
     return match.group(1) if match else None
 
 
-def integer_field(header, tag, *, required=True):
+@overload
+def integer_field(header: str, tag: str, *, required: Literal[True] = ...) -> int: ...
+@overload
+def integer_field(header: str, tag: str, *, required: bool) -> int | None: ...
+
+
+def integer_field(header: str, tag: str, *, required: bool = True) -> int | None:
     value = field(header, tag)
     if value is None:
         if required:
@@ -88,13 +102,13 @@ def integer_field(header, tag, *, required=True):
         raise permanent(f"<{tag}> is not a finite number: {value[:40]!r}") from None
 
 
-def read_header(stream):
+def read_header(stream: Stream) -> tuple[str, bytes]:
     """(header text, bytes already read past the ``<data>`` line) of the request ``stream``."""
     buffer = b""
     while True:
         at = buffer.find(DATA_MARK)
         if at >= 0:
-            return buffer[:at].decode("utf-8", errors="replace"), buffer[at + len(DATA_MARK):]
+            return buffer[:at].decode("utf-8", errors="replace"), buffer[at + len(DATA_MARK) :]
         if len(buffer) > HEADER_LIMIT:
             raise permanent("request header too long")
         chunk = stream.read(CHUNK)
@@ -112,24 +126,28 @@ class Target:
     max_nbytes: int
 
 
-def upload_target(name):
+def upload_target(name: str | None) -> Target:
     """The Target for ``name``, or UploadError(-1) when no host may upload such a file."""
     match = OUTPUT_NAME.match(name or "")
-    if not match:
+    if not match or name is None:
         raise permanent(f"unknown file {name!r}")
-    result = (Result.objects.select_related("app")
-              .filter(name=match["result"]).first())
-    if (result is None or str(result.random) != match["random"] or match["index"] != "0"
-            or result.output_file_name(0) != name):
+    result = Result.objects.select_related("app").filter(name=match["result"]).first()
+    if (
+        result is None
+        or str(result.random) != match["random"]
+        or match["index"] != "0"
+        or result.output_file_name(0) != name
+    ):
         raise permanent(f"unknown file {name}")
     sent = result.server_state == ServerState.IN_PROGRESS or (
-        result.server_state == ServerState.OVER and result.outcome == Outcome.NO_REPLY)
+        result.server_state == ServerState.OVER and result.outcome == Outcome.NO_REPLY
+    )
     if not sent or result.received_time or result.host_id is None:
         raise permanent(f"{name} is not an output of a job in progress")
     return Target(name=name, result=result, max_nbytes=result.app.max_output_nbytes)
 
 
-def held_size(name):
+def held_size(name: str) -> int:
     """Bytes of ``name`` we hold: the finished file, else the part received so far."""
     for path in (upload_path(name), partial_upload_path(name)):
         if path.exists():
@@ -137,14 +155,13 @@ def held_size(name):
     return 0
 
 
-def handle(stream):
+def handle(stream: Stream) -> bytes:
     """Answer one upload-handler request read from ``stream``; returns the reply bytes."""
     try:
         header, data = read_header(stream)
         if "<get_file_size>" in header:
-            name = field(header, "get_file_size")
-            upload_target(name)
-            return reply(STATUS_OK, file_size=held_size(name))
+            target = upload_target(field(header, "get_file_size"))
+            return reply(STATUS_OK, file_size=held_size(target.name))
         if "<file_upload>" in header:
             return receive(header, data, stream)
         raise permanent("no <get_file_size> or <file_upload> in the request")
@@ -153,7 +170,7 @@ def handle(stream):
         return reply(exc.status, exc.message)
 
 
-def receive(header, data, stream):
+def receive(header: str, data: bytes, stream: Stream) -> bytes:
     file_info = field(header, "file_info") or ""
     target = upload_target(field(file_info, "name"))
     nbytes = integer_field(header, "nbytes")
@@ -174,7 +191,7 @@ def receive(header, data, stream):
     return reply(STATUS_OK)
 
 
-def store(name, nbytes, md5, offset, data, stream):
+def store(name: str, nbytes: int, md5: str, offset: int, data: bytes, stream: Stream) -> None:
     """Write the bytes from ``offset`` on to the part file and finish it when complete."""
     part = partial_upload_path(name)
     part.parent.mkdir(parents=True, exist_ok=True)
@@ -207,6 +224,6 @@ def store(name, nbytes, md5, offset, data, stream):
     finish_upload(part, upload_path(name))
 
 
-def finish_upload(part, final):
+def finish_upload(part: Path, final: Path) -> None:
     """Make the received file visible under its name (an atomic rename)."""
     os.replace(part, final)

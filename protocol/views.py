@@ -12,11 +12,20 @@ and holds no cookie. They never read ``request.POST`` or ``request.body``.
 
 import re
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.http import (
-    FileResponse, Http404, HttpResponse, HttpResponseNotAllowed, StreamingHttpResponse,
+    FileResponse,
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseNotAllowed,
+    StreamingHttpResponse,
 )
+from django.http.response import HttpResponseBase
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
@@ -34,54 +43,69 @@ RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 MAX_REQUEST_BYTES = 16 << 20
 
 
-def master_url(request):
+class AuthenticatedHttpRequest(HttpRequest):
+    """The request a view behind ``login_required`` gets: its user has signed in."""
+
+    user: User
+
+
+def master_url(request: HttpRequest) -> str:
     return request.build_absolute_uri(reverse("boinc:master"))
 
 
-def master(request):
-    return render(request, "protocol/master.html", {
-        "project_name": PROJECT_NAME,
-        "master_url": master_url(request),
-        "scheduler_url": request.build_absolute_uri(reverse("boinc:scheduler")),
-        "account_url": reverse("boinc:account"),
-        "workunits_url": reverse("project:workunit_list"),
-        "status_url": reverse("project:status"),
-    })
+def master(request: HttpRequest) -> HttpResponse:
+    return render(
+        request,
+        "protocol/master.html",
+        {
+            "project_name": PROJECT_NAME,
+            "master_url": master_url(request),
+            "scheduler_url": request.build_absolute_uri(reverse("boinc:scheduler")),
+            "account_url": reverse("boinc:account"),
+            "workunits_url": reverse("project:workunit_list"),
+            "status_url": reverse("project:status"),
+        },
+    )
 
 
 @login_required
-def account(request):
-    return render(request, "protocol/account.html", {
-        "account": Account.for_user(request.user), "master_url": master_url(request),
-    })
+def account(request: AuthenticatedHttpRequest) -> HttpResponse:
+    return render(
+        request,
+        "protocol/account.html",
+        {
+            "account": Account.for_user(request.user),
+            "master_url": master_url(request),
+        },
+    )
 
 
-def xml_response(body, status=200):
+def xml_response(body: bytes, status: int = 200) -> HttpResponse:
     return HttpResponse(body, status=status, content_type="text/xml; charset=utf-8")
 
 
 @csrf_exempt
-def scheduler(request):
+def scheduler(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
     body = request.read(MAX_REQUEST_BYTES + 1)
     if len(body) > MAX_REQUEST_BYTES:
         # A 200, not a 413: the client reads the message only from a 2xx reply (§4.1).
-        return xml_response(write_error_reply(
-            f"Can't parse scheduler request: it is over {MAX_REQUEST_BYTES} bytes long"))
-    status, reply = scheduler_rpc(body, now=int(time.time()), base_url=master_url(request),
-                                  config=project_config())
+        return xml_response(
+            write_error_reply(f"Can't parse scheduler request: it is over {MAX_REQUEST_BYTES} bytes long")
+        )
+    status, reply = scheduler_rpc(body, now=int(time.time()), base_url=master_url(request), config=project_config())
     return xml_response(reply, status=status)
 
 
 @csrf_exempt
-def file_upload_handler(request):
+def file_upload_handler(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
     return HttpResponse(uploads.handle(request), content_type="text/plain")
 
 
-def download(request, name):
+def download(request: HttpRequest, name: str) -> HttpResponseBase:
     if not SAFE_NAME.match(name):
         raise Http404("no such file")
     path = download_path(name)
@@ -101,21 +125,22 @@ def download(request, name):
         start, end = max(size - int(last), 0), size - 1
     if start >= size or start > end:
         return range_not_satisfiable(size)
-    response = StreamingHttpResponse(file_range(path, start, end - start + 1), status=206,
-                                     content_type="application/octet-stream")
+    response = StreamingHttpResponse(
+        file_range(path, start, end - start + 1), status=206, content_type="application/octet-stream"
+    )
     response["Content-Range"] = f"bytes {start}-{end}/{size}"
     response["Content-Length"] = str(end - start + 1)
     response["Accept-Ranges"] = "bytes"
     return response
 
 
-def range_not_satisfiable(size):
+def range_not_satisfiable(size: int) -> HttpResponse:
     response = HttpResponse(status=416)
     response["Content-Range"] = f"bytes */{size}"
     return response
 
 
-def file_range(path, start, length):
+def file_range(path: Path, start: int, length: int) -> Iterator[bytes]:
     with open(path, "rb") as f:
         f.seek(start)
         while length > 0:

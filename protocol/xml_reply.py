@@ -27,8 +27,15 @@ What each job needs, and the pitfalls it avoids (§10):
 but case raises an alert on the client (§10.15).
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from xml.etree import ElementTree
+from xml.etree.ElementTree import Element
+
+if TYPE_CHECKING:
+    from backend.daemons.sched_types import ReplyAppVersion, ReplyFile, ReplyResult, ReplyWorkunit, SchedulerReply
 
 PROJECT_NAME = "boincweb"
 
@@ -61,11 +68,11 @@ class ReplyContext:
     app_files: dict = field(default_factory=dict)
 
 
-def open_name(stem, i):
+def open_name(stem: str, i: int) -> str:
     return stem if i == 0 else f"{stem}{i}"
 
 
-def add(parent, tag, value=None):
+def add(parent: Element, tag: str, value: object = None) -> Element:
     """Append ``<tag>value</tag>`` (an empty element, i.e. a flag, when value is None)."""
     child = ElementTree.SubElement(parent, tag)
     if value is not None:
@@ -73,11 +80,11 @@ def add(parent, tag, value=None):
     return child
 
 
-def number_text(value):
+def number_text(value: float) -> str:
     return repr(value) if value != int(value) or abs(value) >= 1e16 else str(int(value))
 
 
-def file_ref(parent, name, open_as):
+def file_ref(parent: Element, name: str, open_as: str) -> Element:
     ref = add(parent, "file_ref")
     add(ref, "file_name", name)
     add(ref, "open_name", open_as)
@@ -85,7 +92,7 @@ def file_ref(parent, name, open_as):
     return ref
 
 
-def write_reply(reply, context):
+def write_reply(reply: SchedulerReply, context: ReplyContext) -> bytes:
     """The ``<scheduler_reply>`` for ``reply`` (a SchedulerReply) as UTF-8 bytes."""
     root = ElementTree.Element("scheduler_reply")
     add(root, "scheduler_version", 720)
@@ -97,8 +104,7 @@ def write_reply(reply, context):
     for message in reply.messages:
         add(root, "message", message.text).set("priority", message.priority)
     for rejected in reply.rejected:
-        add(root, "message", f"Report of {rejected.name} not accepted: {rejected.reason}").set(
-            "priority", "low")
+        add(root, "message", f"Report of {rejected.name} not accepted: {rejected.reason}").set("priority", "low")
     if context.code_sign_key:
         add(root, "code_sign_key", context.code_sign_key)
     if not context.anonymous:
@@ -119,7 +125,7 @@ def write_reply(reply, context):
     return serialize(root)
 
 
-def write_error_reply(text, *, request_delay=0):
+def write_error_reply(text: str, *, request_delay: float = 0) -> bytes:
     """A reply carrying only a message (and a delay before the next RPC)."""
     root = ElementTree.Element("scheduler_reply")
     add(root, "project_name", PROJECT_NAME)
@@ -129,19 +135,19 @@ def write_error_reply(text, *, request_delay=0):
     return serialize(root)
 
 
-def serialize(root):
+def serialize(root: Element) -> bytes:
     ElementTree.indent(root, space="")
     return ElementTree.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
 
 
-def version_key(app_version):
-    return (app_version.app_name, app_version.version_num, app_version.platform,
-            app_version.plan_class)
+def version_key(app_version: ReplyAppVersion) -> tuple[str, int, str, str]:
+    return (app_version.app_name, app_version.version_num, app_version.platform, app_version.plan_class)
 
 
-def write_app_versions(root, jobs, context):
+def write_app_versions(root: Element, jobs: list[ReplyResult], context: ReplyContext) -> None:
     """``<app>``, executables' ``<file_info>`` and ``<app_version>`` of the jobs, once each."""
-    apps, versions = [], {}
+    apps: list[str] = []
+    versions: dict[tuple[str, int, str, str], ReplyAppVersion] = {}
     for job in jobs:
         av = job.app_version
         if av.app_name not in apps:
@@ -177,7 +183,7 @@ def write_app_versions(root, jobs, context):
                 add(ref, "main_program")
 
 
-def write_files(root, jobs, context):
+def write_files(root: Element, jobs: list[ReplyResult], context: ReplyContext) -> None:
     """Input files (each once), then the outputs to upload."""
     inputs = {f.name: f for job in jobs for f in job.workunit.input_files}
     for f in inputs.values():
@@ -194,7 +200,7 @@ def write_files(root, jobs, context):
             add(info, "max_nbytes", f.max_nbytes)
 
 
-def download_file_info(root, f, context):
+def download_file_info(root: Element, f: ReplyFile | AppFile, context: ReplyContext) -> Element:
     """A ``<file_info>`` the client downloads and checks (§5.1)."""
     info = add(root, "file_info")
     add(info, "name", f.name)
@@ -204,7 +210,7 @@ def download_file_info(root, f, context):
     return info
 
 
-def write_workunit(root, wu):
+def write_workunit(root: Element, wu: ReplyWorkunit) -> None:
     element = add(root, "workunit")
     add(element, "name", wu.name)
     add(element, "app_name", wu.app_name)
@@ -216,7 +222,7 @@ def write_workunit(root, wu):
         file_ref(element, f.name, open_name("in", i))
 
 
-def write_result(root, job, context):
+def write_result(root: Element, job: ReplyResult, context: ReplyContext) -> None:
     element = add(root, "result")
     add(element, "name", job.name)
     add(element, "wu_name", job.wu_name)

@@ -25,13 +25,21 @@ The XML is read with defusedxml, so entity tricks are refused rather than expand
 
 import re
 from dataclasses import dataclass
+from xml.etree.ElementTree import Element
 
 from defusedxml import ElementTree
 from defusedxml.common import DefusedXmlException
 
 from backend.daemons.sched_types import (
-    ClientAppVersion, GlobalPrefs, GpuRequest, HostInfo, ReportedFile, ReportedResult,
-    SchedulerRequest, StickyFile, TimeStats,
+    ClientAppVersion,
+    GlobalPrefs,
+    GpuRequest,
+    HostInfo,
+    ReportedFile,
+    ReportedResult,
+    SchedulerRequest,
+    StickyFile,
+    TimeStats,
 )
 from backend.models import GpuType
 from scheduling.engine import xml_fields
@@ -47,8 +55,7 @@ COPROC_TYPES = {
 # One stderr_out block: up to the ``]]>`` that closes its CDATA right before ``</stderr_out>``
 # (so the application's own ``]]>`` or ``</stderr_out>`` text does not end it), or, without
 # CDATA, up to the first ``</stderr_out>``.
-STDERR_BLOCK = re.compile(
-    rb"<stderr_out>((?:(?!</stderr_out>).)*?<!\[CDATA\[.*?\]\]>\s*|.*?)</stderr_out>", re.DOTALL)
+STDERR_BLOCK = re.compile(rb"<stderr_out>((?:(?!</stderr_out>).)*?<!\[CDATA\[.*?\]\]>\s*|.*?)</stderr_out>", re.DOTALL)
 # Characters XML 1.0 does not allow, even escaped.
 FORBIDDEN_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
@@ -56,7 +63,7 @@ FORBIDDEN_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 class RequestParseError(ValueError):
     """The body is not a scheduler request we can read; ``reason`` says why."""
 
-    def __init__(self, reason):
+    def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
 
@@ -70,7 +77,7 @@ class ParsedRequest:
     code_sign_key: str = ""
 
 
-def parse_request(body):
+def parse_request(body: bytes) -> ParsedRequest:
     """Parse the raw body of a scheduler RPC (bytes) into a ParsedRequest."""
     root, stderrs = read_xml(body)
     if root.tag != "scheduler_request":
@@ -84,8 +91,7 @@ def parse_request(body):
         rpc_seqno=integer(root, "rpc_seqno"),
         core_client_version=version,
         platform_name=text(root, "platform_name") or "x86_64-pc-linux-gnu",
-        alt_platforms=[text(alt, "name") for alt in root.findall("alt_platform")
-                       if text(alt, "name")],
+        alt_platforms=[text(alt, "name") for alt in root.findall("alt_platform") if text(alt, "name")],
         host_info=host_info(root.find("host_info"), root),
         time_stats=time_stats(root.find("time_stats")),
         global_prefs=global_prefs(root),
@@ -100,17 +106,18 @@ def parse_request(body):
         app_versions=client_app_versions(root.find("app_versions")),
         other_results=other_results(root.find("other_results")),
     )
-    return ParsedRequest(authenticator=text(root, "authenticator"), request=request,
-                         code_sign_key=text(root, "code_sign_key"))
+    return ParsedRequest(
+        authenticator=text(root, "authenticator"), request=request, code_sign_key=text(root, "code_sign_key")
+    )
 
 
-def read_xml(body):
+def read_xml(body: bytes) -> tuple[Element, list[str]]:
     """(root element, list of stderr_out texts) of ``body``, the stderr blocks cut out."""
     if not isinstance(body, bytes):
         raise RequestParseError("the request body must be bytes")
     stderrs = []
 
-    def cut(match):
+    def cut(match: re.Match[bytes]) -> bytes:
         stderrs.append(stderr_text(match.group(1)))
         return b"<stderr_out>%d</stderr_out>" % (len(stderrs) - 1)
 
@@ -128,44 +135,44 @@ def read_xml(body):
         raise RequestParseError(f"not well-formed XML: {exc}") from None
 
 
-def stderr_text(raw):
+def stderr_text(raw: bytes) -> str:
     """The text of one stderr_out block: CDATA markers removed, invalid characters dropped."""
     text_ = raw.decode("utf-8", errors="replace")
     start = text_.find("<![CDATA[")
     if start >= 0:
         end = text_.rfind("]]>")
         if end > start:
-            text_ = text_[:start] + text_[start + len("<![CDATA["):end] + text_[end + 3:]
+            text_ = text_[:start] + text_[start + len("<![CDATA[") : end] + text_[end + 3 :]
         else:
-            text_ = text_[:start] + text_[start + len("<![CDATA["):]
+            text_ = text_[:start] + text_[start + len("<![CDATA[") :]
     return FORBIDDEN_CHARS.sub("", text_).strip()
 
 
-def text(element, tag):
+def text(element: Element | None, tag: str) -> str:
     return xml_fields.text(element, tag) or ""
 
 
-def number(element, tag, default=0.0):
+def number(element: Element | None, tag: str, default: float = 0.0) -> float:
     try:
         return xml_fields.number(element, tag, default)
     except xml_fields.FieldError as exc:
         raise field_error(exc) from None
 
 
-def integer(element, tag, default=0):
+def integer(element: Element | None, tag: str, default: int = 0) -> int:
     try:
         return xml_fields.integer(element, tag, default)
     except xml_fields.FieldError as exc:
         raise field_error(exc) from None
 
 
-def field_error(exc):
+def field_error(exc: xml_fields.FieldError) -> RequestParseError:
     """The reply's reason for a value its element cannot hold."""
     problem = "not a finite number" if exc.problem == xml_fields.NOT_FINITE else exc.problem
     return RequestParseError(f"<{exc.tag}> is {problem}: {exc.text[:40]!r}")
 
 
-def host_info(element, root=None):
+def host_info(element: Element | None, root: Element | None = None) -> HostInfo:
     """``<host_info>``, with the disk BOINC uses (``<disk_usage>``) and the download speed it
     measured (``<net_stats>``), both at the request's top level (sched_types.cpp
     SCHEDULER_REQUEST::parse, HOST::parse_disk_usage, HOST::parse_net_stats)."""
@@ -177,8 +184,7 @@ def host_info(element, root=None):
         info.n_bwdown = number(root.find("net_stats"), "bwdown")
     if element is None:
         return info
-    for name in ("domain_name", "host_cpid", "ip_addr", "p_vendor", "p_model", "os_name",
-                 "os_version", "p_features"):
+    for name in ("domain_name", "host_cpid", "ip_addr", "p_vendor", "p_model", "os_name", "os_version", "p_features"):
         setattr(info, name, text(element, name))
     info.timezone = integer(element, "timezone")
     info.p_ncpus = integer(element, "p_ncpus", 1)
@@ -189,7 +195,7 @@ def host_info(element, root=None):
     return info
 
 
-def global_prefs(root):
+def global_prefs(root: Element) -> GlobalPrefs:
     """The preferences the scheduler decides with (handle_request.cpp handle_global_prefs):
     ``<working_global_preferences>`` when the client sends them, else
     ``<global_preferences>``, else BOINC's defaults. Only the top level counts: the host has
@@ -208,46 +214,51 @@ def global_prefs(root):
     return prefs
 
 
-def time_stats(element):
+def time_stats(element: Element | None) -> TimeStats:
     stats = TimeStats()
     if element is None:
         return stats
-    for name in ("on_frac", "connected_frac", "cpu_and_network_available_frac", "active_frac",
-                 "gpu_active_frac"):
+    for name in ("on_frac", "connected_frac", "cpu_and_network_available_frac", "active_frac", "gpu_active_frac"):
         # A client that has never been connected reports connected_frac -1: "unknown".
         value = number(element, name, 1.0)
         setattr(stats, name, value if 0 <= value <= 1 else 1.0)
     return stats
 
 
-def gpu_requests(root):
+def gpu_requests(root: Element) -> list[GpuRequest]:
     """Per-GPU work requests: the coprocessor elements of ``<coprocs>``, which BOINC's client
     writes at the top of the request (cs_scheduler.cpp make_scheduler_request); a
     ``host_info/coprocs`` is read when there is none there."""
     coprocs = root.find("coprocs")
-    if coprocs is None and root.find("host_info") is not None:
-        coprocs = root.find("host_info").find("coprocs")
+    host = root.find("host_info")
+    if coprocs is None and host is not None:
+        coprocs = host.find("coprocs")
     if coprocs is None:
         return []
-    requests = []
+    requests: list[GpuRequest] = []
     for child in coprocs:
         gpu_type = COPROC_TYPES.get(child.tag)
         if gpu_type is None or any(r.type == gpu_type for r in requests):
             continue
-        requests.append(GpuRequest(
-            type=gpu_type, count=integer(child, "count", 1),
-            peak_flops=number(child, "peak_flops"), req_secs=number(child, "req_secs"),
-            req_instances=number(child, "req_instances"),
-            estimated_delay=number(child, "estimated_delay"),
-            # what plan classes check (COPROC_NVIDIA::parse's names)
-            gpu_ram=number(child, "totalGlobalMem"),
-            driver_version=integer(child, "drvVersion"),
-            compute_capability=integer(child, "major") * 100 + integer(child, "minor"),
-            cuda_version=integer(child, "cudaVersion")))
+        requests.append(
+            GpuRequest(
+                type=gpu_type,
+                count=integer(child, "count", 1),
+                peak_flops=number(child, "peak_flops"),
+                req_secs=number(child, "req_secs"),
+                req_instances=number(child, "req_instances"),
+                estimated_delay=number(child, "estimated_delay"),
+                # what plan classes check (COPROC_NVIDIA::parse's names)
+                gpu_ram=number(child, "totalGlobalMem"),
+                driver_version=integer(child, "drvVersion"),
+                compute_capability=integer(child, "major") * 100 + integer(child, "minor"),
+                cuda_version=integer(child, "cudaVersion"),
+            )
+        )
     return requests
 
 
-def reported_result(element, stderrs):
+def reported_result(element: Element, stderrs: list[str]) -> ReportedResult:
     """A completed job (§4.4), its uploaded outputs in the nested ``<file_info>`` elements."""
     stderr = ""
     marker = text(element, "stderr_out")
@@ -260,23 +271,29 @@ def reported_result(element, stderrs):
         final_elapsed_time=number(element, "final_elapsed_time"),
         final_cpu_time=number(element, "final_cpu_time"),
         stderr_out=stderr,
-        output_files=[ReportedFile(name=text(f, "name"), nbytes=int(number(f, "nbytes")),
-                                   md5_cksum=text(f, "md5_cksum"),
-                                   max_nbytes=int(number(f, "max_nbytes")),
-                                   error_msg=text(f, "error_msg"))
-                      for f in element.findall("file_info")],
+        output_files=[
+            ReportedFile(
+                name=text(f, "name"),
+                nbytes=int(number(f, "nbytes")),
+                md5_cksum=text(f, "md5_cksum"),
+                max_nbytes=int(number(f, "max_nbytes")),
+                error_msg=text(f, "error_msg"),
+            )
+            for f in element.findall("file_info")
+        ],
         app_version_num=integer(element, "app_version_num") or integer(element, "version_num"),
         platform=text(element, "platform"),
         plan_class=text(element, "plan_class"),
     )
 
 
-def sticky_file(element):
-    return StickyFile(name=text(element, "name"), nbytes=int(number(element, "nbytes")),
-                      status=integer(element, "status", 1))
+def sticky_file(element: Element) -> StickyFile:
+    return StickyFile(
+        name=text(element, "name"), nbytes=int(number(element, "nbytes")), status=integer(element, "status", 1)
+    )
 
 
-def client_app_versions(element):
+def client_app_versions(element: Element | None) -> list[ClientAppVersion]:
     if element is None:
         return []
     versions = []
@@ -284,19 +301,30 @@ def client_app_versions(element):
         gpu_type, gpu_usage = "", 0.0
         coproc = av.find("coproc")
         if coproc is not None:
-            gpu_type = {"CUDA": GpuType.NVIDIA, "NVIDIA": GpuType.NVIDIA,
-                        "ATI": GpuType.ATI, "intel_gpu": GpuType.INTEL,
-                        "apple_gpu": GpuType.APPLE}.get(text(coproc, "type"), "")
+            gpu_type = {
+                "CUDA": GpuType.NVIDIA,
+                "NVIDIA": GpuType.NVIDIA,
+                "ATI": GpuType.ATI,
+                "intel_gpu": GpuType.INTEL,
+                "apple_gpu": GpuType.APPLE,
+            }.get(text(coproc, "type"), "")
             gpu_usage = number(coproc, "count") if gpu_type else 0.0
-        versions.append(ClientAppVersion(
-            app_name=text(av, "app_name"), version_num=integer(av, "version_num"),
-            platform=text(av, "platform"), plan_class=text(av, "plan_class"),
-            avg_ncpus=number(av, "avg_ncpus", 1.0), flops=number(av, "flops"),
-            gpu_type=gpu_type, gpu_usage=gpu_usage))
+        versions.append(
+            ClientAppVersion(
+                app_name=text(av, "app_name"),
+                version_num=integer(av, "version_num"),
+                platform=text(av, "platform"),
+                plan_class=text(av, "plan_class"),
+                avg_ncpus=number(av, "avg_ncpus", 1.0),
+                flops=number(av, "flops"),
+                gpu_type=gpu_type,
+                gpu_usage=gpu_usage,
+            )
+        )
     return versions
 
 
-def other_results(element):
+def other_results(element: Element | None) -> list[str] | None:
     """Names of the jobs still in progress on the host; None when the list is absent."""
     if element is None:
         return None

@@ -83,15 +83,44 @@ from .scenario import Scenario, ScenarioError, check_run
 COMPAT_MODES = ("intended", "bce")
 
 __all__ = [
-    "COMPAT_MODES", "POLICIES", "BufferSample", "Decision", "Figures", "HostPeriod", "ProjectResult",
-    "RecordChunk", "RecSample", "RpcEvent", "RunResult", "Scenario", "ScenarioError", "TimeSlice",
-    "get_policy", "load_scenario", "read_client_state", "read_json", "read_pcdr", "rr_snapshot", "run",
+    "COMPAT_MODES",
+    "POLICIES",
+    "BufferSample",
+    "Decision",
+    "Figures",
+    "HostPeriod",
+    "ProjectResult",
+    "RecordChunk",
+    "RecSample",
+    "RpcEvent",
+    "RunResult",
+    "Scenario",
+    "ScenarioError",
+    "TimeSlice",
+    "get_policy",
+    "load_scenario",
+    "read_client_state",
+    "read_json",
+    "read_pcdr",
+    "rr_snapshot",
+    "run",
     "scenario_to_dict",
 ]
 
 
-def _emulator(scenario, policy, duration, delta, seed, compat, existing_jobs_only, progress,
-              sample_interval, partial=None, partial_interval=None) -> Emulator:
+def _emulator(
+    scenario,
+    policy,
+    duration,
+    delta,
+    seed,
+    compat,
+    existing_jobs_only,
+    progress,
+    sample_interval,
+    partial=None,
+    partial_interval=None,
+) -> Emulator:
     cls = get_policy(policy)
     if compat not in COMPAT_MODES:
         raise ValueError(f"unknown compat mode {compat!r} (expected intended or bce)")
@@ -102,24 +131,62 @@ def _emulator(scenario, policy, duration, delta, seed, compat, existing_jobs_onl
         raise ValueError("sample_interval must be a positive finite number")
     if partial_interval is not None and not (math.isfinite(partial_interval) and partial_interval > 0):
         raise ValueError("partial_interval must be positive")
-    return Emulator(scenario, cls, duration=duration, delta=delta, seed=seed, compat=compat,
-                    existing_jobs_only=existing_jobs_only, progress=progress,
-                    sample_interval=sample_interval, policy_name=policy, partial=partial,
-                    partial_interval=partial_interval)
+    return Emulator(
+        scenario,
+        cls,
+        duration=duration,
+        delta=delta,
+        seed=seed,
+        compat=compat,
+        existing_jobs_only=existing_jobs_only,
+        progress=progress,
+        sample_interval=sample_interval,
+        policy_name=policy,
+        partial=partial,
+        partial_interval=partial_interval,
+    )
 
 
-def run(scenario: Scenario, *, policy: str = "boinc7", duration: float = 864000.0,
-        delta: float = 60.0, seed: int = 1, compat: str = "intended",
-        existing_jobs_only: bool = False, progress=None, sample_interval: float = 600.0,
-        partial=None, partial_interval: float | None = None) -> RunResult:
+def run(
+    scenario: Scenario,
+    *,
+    policy: str = "boinc7",
+    duration: float = 864000.0,
+    delta: float = 60.0,
+    seed: int = 1,
+    compat: str = "intended",
+    existing_jobs_only: bool = False,
+    progress=None,
+    sample_interval: float = 600.0,
+    partial=None,
+    partial_interval: float | None = None,
+) -> RunResult:
     """Run the emulator; see the module docstring."""
-    em = _emulator(scenario, policy, duration, delta, seed, compat, existing_jobs_only, progress,
-                   sample_interval, partial, partial_interval)
+    em = _emulator(
+        scenario,
+        policy,
+        duration,
+        delta,
+        seed,
+        compat,
+        existing_jobs_only,
+        progress,
+        sample_interval,
+        partial,
+        partial_interval,
+    )
     return em.run()
 
 
-def rr_snapshot(scenario: Scenario, *, policy: str = "boinc7", at: float = 0.0, seed: int = 1,
-                compat: str = "intended", delta: float = 60.0) -> dict:
+def rr_snapshot(
+    scenario: Scenario,
+    *,
+    policy: str = "boinc7",
+    at: float = 0.0,
+    seed: int = 1,
+    compat: str = "intended",
+    delta: float = 60.0,
+) -> dict:
     """The round-robin simulation at `at` seconds (`rrsim --json`, DESIGN.md)."""
     check_run(at=at)
     if policy not in ("boinc7", "boinc5"):

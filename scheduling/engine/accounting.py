@@ -12,10 +12,18 @@ It mirrors BOINC's client emulator: the FLOP accounting of `ACTIVE_TASK_SET::pol
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from .rec import update_average
 from .records import BufferSample, HostPeriod, RecordChunk, RecSample, TimeSlice
 from .state import COBBLESTONE_SCALE
+
+if TYPE_CHECKING:
+    from .records import Decision, RpcEvent
+    from .rr_sim import RRResult
+    from .scenario import Prefs
+    from .state import JobState, ProjectState, Resource
 
 # the share of a job's size below which what is left is rounding, not work (_advance)
 FINISH_EPS = 1e-12
@@ -25,19 +33,47 @@ class Accounting:
     """The Emulator's part that accounts time passing and keeps the records (a mixin, see
     HostAvailability)."""
 
+    # Read from the rest of the Emulator (its __init__ and its other parts); declared here for
+    # the type checker only, with no value, so they are not class attributes.
+    now: float
+    bce: bool
+    delta: float
+    prefs: Prefs
+    cpu_flops: float
+    n_usable_cpus: int
+    work_buf_min: float
+    work_buf_total: float
+    rec_half_life: float
+    sample_interval: float
+    resources: list[Resource]
+    projects: list[ProjectState]
+    running: list[JobState]
+    on: bool
+    active: bool
+    gpu_acct: bool
+    rec_acct: bool
+    slices: list[TimeSlice]
+    decisions: list[Decision]
+    rpc_events: list[RpcEvent]
+    host_periods: list[HostPeriod]
+    host_down_since: dict[str, float]
+    policy: Any
+    _rr_cache: tuple[tuple[float, int], RRResult] | None
+    _checkpoint: Callable[..., None]
+    _finish: Callable[[JobState, float], None]
+
     def _init_accounting(self) -> None:
         self.cpu_scale = 1.0
         # credits per instance-second of each resource (REC, adjust_rec)
         limit = self.prefs.cpu_usage_limit / 100.0
-        self.credit_scale = [limit * self.cpu_flops * res.relative_speed * COBBLESTONE_SCALE
-                             for res in self.resources]
+        self.credit_scale = [limit * self.cpu_flops * res.relative_speed * COBBLESTONE_SCALE for res in self.resources]
         self.flops_used = 0.0
         self.active_time = 0.0
         self.gpu_active_time = 0.0
         self.rec_samples: list[RecSample] = []
         self.buffer_samples: list[BufferSample] = []
         self.last_sample = -math.inf
-        self.sent = {}  # series name -> how many of its records earlier chunks carried
+        self.sent: dict[str, int] = {}  # series name -> how many of its records earlier chunks carried
         # under --compat bce: when REC was last adjusted (rec_interval_start) and, per
         # project, the credit of the steps since then (_bce_rec)
         self.rec_start = 0.0
@@ -159,7 +195,7 @@ class Accounting:
         split = t0
         if finished and not self.bce:
             split = max(t0, math.floor(min(tc for tc, _j in finished) / self.delta) * self.delta)
-        before = {}
+        before: dict[tuple[ProjectState, int], float] = {}
         for p, r, n, run_time in usage:
             if split > t0:
                 head = min(run_time, split - t0)
@@ -179,8 +215,9 @@ class Accounting:
             first = min((j for _tc, j in finished), key=lambda j: j.task_seq)
             elapsed = self.delta if self.on and dt >= self.delta else t1 - self.rec_start
             speed = self.resources[first.rsc].relative_speed
-            secs = first.avg_ncpus * elapsed * cpu_flops + (first.gpu_usage * elapsed * speed * cpu_flops
-                                                            if first.rsc else 0.0)
+            secs = first.avg_ncpus * elapsed * cpu_flops + (
+                first.gpu_usage * elapsed * speed * cpu_flops if first.rsc else 0.0
+            )
             extra[first.project] = secs * limit * COBBLESTONE_SCALE
         credit_scale = self.credit_scale
         for p in self.projects:
@@ -189,8 +226,7 @@ class Accounting:
             elif dt > 0:
                 i0 = p.idle_time
                 # sum over the k steps of d x (idle time after the step)^2 (§5 monotony)
-                p.idle_time_sumsq += d * (k * i0 * i0 + i0 * d * k * (k + 1)
-                                          + d * d * k * (k + 1) * (2 * k + 1) / 6.0)
+                p.idle_time_sumsq += d * (k * i0 * i0 + i0 * d * k * (k + 1) + d * d * k * (k + 1) * (2 * k + 1) / 6.0)
                 p.idle_time += dt
             credit = 0.0
             head = 0.0
@@ -279,8 +315,9 @@ class Accounting:
             return
         half_life = self.rec_half_life
         if p.rec_time != a and b - a > self.delta + 1e-6:
-            p.rec, p.rec_time = update_average(a + self.delta, a, first + rate * self.delta, half_life,
-                                               p.rec, p.rec_time)
+            p.rec, p.rec_time = update_average(
+                a + self.delta, a, first + rate * self.delta, half_life, p.rec, p.rec_time
+            )
             a += self.delta
             first = 0.0
         p.rec, p.rec_time = update_average(b, a, first + rate * (b - a), half_life, p.rec, p.rec_time)
@@ -295,25 +332,47 @@ class Accounting:
             rr = self._rr_cache[1]
             for r, res in enumerate(self.resources):
                 rs = rr.rsc[r]
-                self.buffer_samples.append(BufferSample(self.now, res.name, rs.saturated_time, rs.shortfall,
-                                                        rs.nidle_now, rs.busy_time, self.work_buf_min,
-                                                        self.work_buf_total))
+                self.buffer_samples.append(
+                    BufferSample(
+                        self.now,
+                        res.name,
+                        rs.saturated_time,
+                        rs.shortfall,
+                        rs.nidle_now,
+                        rs.busy_time,
+                        self.work_buf_min,
+                        self.work_buf_total,
+                    )
+                )
 
     def _chunk(self, last: bool) -> RecordChunk:
         """The records since the previous chunk, and what is still open now (RecordChunk)."""
         now = self.now
-        series = {}
-        for name, records in (("slices", self.slices), ("rec", self.rec_samples),
-                              ("buffers", self.buffer_samples), ("rpcs", self.rpc_events),
-                              ("decisions", self.decisions), ("host_periods", self.host_periods)):
+        series: dict[str, tuple] = {}
+        for name, records in (
+            ("slices", self.slices),
+            ("rec", self.rec_samples),
+            ("buffers", self.buffer_samples),
+            ("rpcs", self.rpc_events),
+            ("decisions", self.decisions),
+            ("host_periods", self.host_periods),
+        ):
             start = self.sent.get(name, 0)
             series[name] = tuple(records[start:])
             self.sent[name] = len(records)
         # at the end every running slice has been closed into self.slices
-        open_slices = () if last else tuple(
-            TimeSlice(self.resources[j.rsc].name, j.instance, j.name, j.project.name, j.slice_start, now,
-                      j.slice_why)
-            for j in self.running if now > j.slice_start)
-        open_periods = tuple(HostPeriod(start, now, state) for state, start in self.host_down_since.items()
-                             if now > start)
+        open_slices = (
+            ()
+            if last
+            else tuple(
+                TimeSlice(
+                    self.resources[j.rsc].name, j.instance, j.name, j.project.name, j.slice_start, now, j.slice_why
+                )
+                for j in self.running
+                if now > j.slice_start
+            )
+        )
+        open_periods = tuple(
+            HostPeriod(start, now, state) for state, start in self.host_down_since.items() if now > start
+        )
         return RecordChunk(now, open_slices=open_slices, open_host_periods=open_periods, last=last, **series)

@@ -72,8 +72,11 @@ def _job_rates(scenario: Scenario) -> dict[str, float]:
             continue
         n, on = instances[r]
         total = sum(share for share, _ in entries)
-        mean = (sum(share * rate for share, rate in entries) / total if total > 0
-                else sum(rate for _, rate in entries) / len(entries))
+        mean = (
+            sum(share * rate for share, rate in entries) / total
+            if total > 0
+            else sum(rate for _, rate in entries) / len(entries)
+        )
         rates[r] = n * max(on, 0.01) * mean
     return rates
 
@@ -103,5 +106,4 @@ def estimate(scenario: Scenario, duration: float, delta: float = 60.0) -> Estima
     decisions = min(jobs + slices + _host_changes(scenario, duration) + duration / 3600.0, duration / delta)
     decisions = max(decisions, 1.0)
     size = queue + instances + PER_PROJECT * len(scenario.projects) + OVERHEAD
-    return Estimate(jobs=jobs, queue=queue, decisions=decisions,
-                    seconds=SECONDS_PER_UNIT * (jobs + decisions) * size)
+    return Estimate(jobs=jobs, queue=queue, decisions=decisions, seconds=SECONDS_PER_UNIT * (jobs + decisions) * size)

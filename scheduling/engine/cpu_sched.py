@@ -131,6 +131,7 @@ class _Candidates:
 def _earliest_deadline_result(em, cands: _Candidates, r: int, misses: dict, taken: set):
     """earliest_deadline_result (§6.3 step 5): only projects with predicted misses left;
     earliest report deadline, then a started job, then the least remaining time."""
+
     def key(j):
         return (j.deadline, not j.started, _runtime_remaining(em, j))
 
@@ -249,7 +250,7 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
         used_st = used_mt = 0.0
         usage = [0.0] * res.ninstances  # PROC_RESOURCES' reservation of each GPU instance
         cands = _Candidates(em, r)
-        for edf_pass in ((True, False) if use_edf else (False,)):
+        for edf_pass in (True, False) if use_edf else (False,):
             if cpu and not edf_pass:
                 by_priority = _HighestPriorityBest(em, cands, taken)
             while (used_st < limit and used_mt < limit) if cpu else min(usage) < 1.0:
@@ -409,7 +410,7 @@ def assign_coprocs(em, ordered: list) -> dict:
         if sum(1 for x in use if not x) < need:
             continue
         taken = [i for i in range(len(use)) if not use[i] and not pend[i]][:need]
-        taken += [i for i in range(len(use)) if not use[i] and i not in taken][:need - len(taken)]
+        taken += [i for i in range(len(use)) if not use[i] and i not in taken][: need - len(taken)]
         for i in taken:
             use[i] = 1.0
         out[j] = taken[0]

@@ -26,18 +26,17 @@ DCF, the records) and scheduler_rpc.py (master fetches, reports, work-fetch RPCs
 from __future__ import annotations
 
 import heapq
-from dataclasses import replace
 import math
 import time as _time
+from dataclasses import replace
 
 from . import rpc
+from .accounting import Accounting
 from .cpu_sched import WHY_EDF
 from .draws import make_rng
 from .events import EV_ACCT, EV_DONE, EV_END, EV_FETCH, EV_HOST, EV_REPORT, EV_SAMPLE, EV_SLICE, EV_WAKE
 from .host_availability import HOST_PROCESSES, HostAvailability
 from .job_lifecycle import JobLifecycle
-from .accounting import Accounting
-from .scheduler_rpc import SchedulerRpc
 from .metrics import figures_of_merit
 from .records import (
     Decision,
@@ -45,14 +44,15 @@ from .records import (
     ProjectResult,
     RunResult,
 )
-from .scenario import Scenario
 from .rr_sim import rr_simulate
+from .scenario import Scenario
+from .scheduler_rpc import SchedulerRpc
 from .state import (
     GPU_RELATIVE_SPEED_FACTOR,
     RUNNING,
     WF_EST_FETCH_TIME,
-    ProjectState,
     EngineLimitError,
+    ProjectState,
     RandomProcess,
     Resource,
 )
@@ -72,10 +72,23 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
     __init__ makes the run's fixed parts (resources, projects) and every RandomProcess, in
     one order of draws from `rng`; each section's `_init_*` sets the state it owns."""
 
-    def __init__(self, scenario: Scenario, policy_factory, *, duration: float, delta: float,
-                 seed: int, compat: str, existing_jobs_only: bool, progress=None,
-                 sample_interval: float = 600.0, policy_name: str = "", partial=None,
-                 partial_interval: float | None = None, fixed_step: bool = False):
+    def __init__(
+        self,
+        scenario: Scenario,
+        policy_factory,
+        *,
+        duration: float,
+        delta: float,
+        seed: int,
+        compat: str,
+        existing_jobs_only: bool,
+        progress=None,
+        sample_interval: float = 600.0,
+        policy_name: str = "",
+        partial=None,
+        partial_interval: float | None = None,
+        fixed_step: bool = False,
+    ):
         if compat == "bce":
             scenario = _without_max_concurrent(scenario)
         self.scenario = scenario
@@ -112,8 +125,7 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
             speed = GPU_RELATIVE_SPEED_FACTOR * g.peak_flops / host.cpu_flops
             if self.bce:
                 speed *= g.count  # reference/client.md §9.5
-            self.resources.append(Resource(len(self.resources), g.name, g.count, speed, True, gpu_frac,
-                                           host.cpu_flops))
+            self.resources.append(Resource(len(self.resources), g.name, g.count, speed, True, gpu_frac, host.cpu_flops))
         self.rsc_index = {r.name: r.index for r in self.resources}
         self.total_peak_flops = sum(r.peak_flops for r in self.resources)
         nr = len(self.resources)
@@ -121,8 +133,10 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
             # BOINC's emulator draws as it reads client_state.xml: <time_stats> (which the
             # client writes before the projects) starts the host's processes, then each
             # project's <available> starts its own (docs/engine-fidelity.md)
-            self.host_proc = {name: RandomProcess(getattr(host, name), self.rng, boinc=True, step=self.delta)
-                              for name in HOST_PROCESSES}
+            self.host_proc = {
+                name: RandomProcess(getattr(host, name), self.rng, boinc=True, step=self.delta)
+                for name in HOST_PROCESSES
+            }
         self.projects: list[ProjectState] = []
         for i, spec in enumerate(scenario.projects):
             p = ProjectState(spec, i, nr)
@@ -133,8 +147,7 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
                         p.rsc_ok[r] = True
             # BOINC's emulator never learns which processor types a project has apps for: only
             # <no_rsc_apps> in the state file keeps it from asking (compute_rsc_project_reason)
-            p.fetch_ok = ([res.name not in spec.no_rsc_apps for res in self.resources] if self.bce
-                          else list(p.rsc_ok))
+            p.fetch_ok = [res.name not in spec.no_rsc_apps for res in self.resources] if self.bce else list(p.rsc_ok)
             urls = spec.scheduler_urls or ()
             p.urls = [(u.url, RandomProcess(u.available, self.rng)) for u in urls]
             # a project without <available> (fraction 1) starts no process in BOINC's emulator
@@ -260,7 +273,8 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
                     count -= 1
                 raise EngineLimitError(
                     f"the run made {self.events} events by {self.now:.0f} s, {instant_events} of them at that "
-                    f"instant: the scenario's numbers or the step of {self.delta:g} s keep time from moving on")
+                    f"instant: the scenario's numbers or the step of {self.delta:g} s keep time from moving on"
+                )
             if kind == EV_END:
                 break
             if kind == EV_HOST:
@@ -421,8 +435,7 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
         if self.gpu_recheck:
             self.gpu_recheck = False
             push(now + self.delta, EV_SLICE, epoch)
-        elif (getattr(self.policy, "unfinished_slice_first", False)
-              and any(j.run_start == now for j in self.running)):
+        elif getattr(self.policy, "unfinished_slice_first", False) and any(j.run_start == now for j in self.running):
             # a job started now is in an unfinished time slice from the next schedule on
             # (append_unfinished_time_slice takes only jobs already scheduled), which can
             # move it ahead of running jobs in enforce_run_list's order (more_important)
@@ -458,52 +471,105 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
             total = rr.total_shortfall
         else:
             rr = rr_simulate(self, now, detail=True)
-            per_project = {p.index: sum(v for (pi, _r), v in rr.project_rsc_shortfall.items() if pi == p.index)
-                           for p in self.projects}
+            per_project = {
+                p.index: sum(v for (pi, _r), v in rr.project_rsc_shortfall.items() if pi == p.index)
+                for p in self.projects
+            }
             total = sum(rs.shortfall for rs in rr.rsc)
         resources = {}
         for r, res in enumerate(self.resources):
             rs = rr.rsc[r]
-            resources[res.name] = {"shortfall": _round(rs.shortfall), "nidle_now": _round(rs.nidle_now),
-                                   "saturated_time": _round(rs.saturated_time), "busy_time": _round(rs.busy_time)}
+            resources[res.name] = {
+                "shortfall": _round(rs.shortfall),
+                "nidle_now": _round(rs.nidle_now),
+                "saturated_time": _round(rs.saturated_time),
+                "busy_time": _round(rs.busy_time),
+            }
         projects = []
         for p in self.projects:
             per_rsc = {}
             for r, res in enumerate(self.resources):
                 if not p.rsc_ok[r]:
                     continue
-                entry = {"deadlines_missed": rr.misses.get((p.index, r), 0),
-                         "nused_total": _round(rr.nused_total.get((p.index, r), 0.0))}
+                entry = {
+                    "deadlines_missed": rr.misses.get((p.index, r), 0),
+                    "nused_total": _round(rr.nused_total.get((p.index, r), 0.0)),
+                }
                 if (p.index, r) in rr.project_rsc_shortfall or self.policy_name != "boinc5":
                     entry["shortfall"] = _round(rr.project_rsc_shortfall.get((p.index, r), 0.0))
                 per_rsc[res.name] = entry
-            projects.append({"name": p.name, "shortfall": _round(per_project[p.index]),
-                             "deadlines_missed": sum(v for (pi, _r), v in rr.misses.items() if pi == p.index),
-                             "resources": per_rsc})
-        jobs = [{"name": j.name, "project": p.name, "resource": self.resources[j.rsc].name,
-                 "projected_finish": _round(j.rr_finish), "deadline": _round(j.deadline),
-                 "deadline_miss": bool(j.rr_miss)}
-                for p in self.projects for j in p.jobs]
-        return {"time": now, "policy": self.policy_name, "resources": resources, "projects": projects,
-                "jobs": jobs, "total_shortfall": _round(total),
-                "work_buf_min": self.work_buf_min, "work_buf_total": self.work_buf_total}
+            projects.append(
+                {
+                    "name": p.name,
+                    "shortfall": _round(per_project[p.index]),
+                    "deadlines_missed": sum(v for (pi, _r), v in rr.misses.items() if pi == p.index),
+                    "resources": per_rsc,
+                }
+            )
+        jobs = [
+            {
+                "name": j.name,
+                "project": p.name,
+                "resource": self.resources[j.rsc].name,
+                "projected_finish": _round(j.rr_finish),
+                "deadline": _round(j.deadline),
+                "deadline_miss": bool(j.rr_miss),
+            }
+            for p in self.projects
+            for j in p.jobs
+        ]
+        return {
+            "time": now,
+            "policy": self.policy_name,
+            "resources": resources,
+            "projects": projects,
+            "jobs": jobs,
+            "total_shortfall": _round(total),
+            "work_buf_min": self.work_buf_min,
+            "work_buf_total": self.work_buf_total,
+        }
 
     def _result(self, cpu_seconds: float) -> RunResult:
         figures, flops_total = figures_of_merit(self)
-        projects = tuple(ProjectResult(p.name, p.share, p.flops_used, p.flops_wasted, p.flops_lost,
-                                       p.deadlines_met, p.deadlines_missed, p.jobs_completed,
-                                       p.jobs_received, p.rpcs, p.rpc_failures, p.rec)
-                         for p in self.projects)
-        resources = {r.name: {"instances": r.ninstances, "relative_speed": r.relative_speed,
-                              "peak_flops": r.peak_flops} for r in self.resources}
+        projects = tuple(
+            ProjectResult(
+                p.name,
+                p.share,
+                p.flops_used,
+                p.flops_wasted,
+                p.flops_lost,
+                p.deadlines_met,
+                p.deadlines_missed,
+                p.jobs_completed,
+                p.jobs_received,
+                p.rpcs,
+                p.rpc_failures,
+                p.rec,
+            )
+            for p in self.projects
+        )
+        resources = {
+            r.name: {"instances": r.ninstances, "relative_speed": r.relative_speed, "peak_flops": r.peak_flops}
+            for r in self.resources
+        }
         return RunResult(
-            scenario=self.scenario.name, policy=self.policy_name, seed=self.seed, compat=self.compat,
-            duration=self.duration, delta=self.delta, cpu_seconds=cpu_seconds, figures=figures,
-            projects=projects, slices=tuple(sorted(self.slices, key=lambda s: (s.start, s.resource, s.instance))),
-            rec=tuple(self.rec_samples), buffers=tuple(self.buffer_samples), rpcs=tuple(self.rpc_events),
+            scenario=self.scenario.name,
+            policy=self.policy_name,
+            seed=self.seed,
+            compat=self.compat,
+            duration=self.duration,
+            delta=self.delta,
+            cpu_seconds=cpu_seconds,
+            figures=figures,
+            projects=projects,
+            slices=tuple(sorted(self.slices, key=lambda s: (s.start, s.resource, s.instance))),
+            rec=tuple(self.rec_samples),
+            buffers=tuple(self.buffer_samples),
+            rpcs=tuple(self.rpc_events),
             decisions=tuple(self.decisions),
             host_periods=tuple(sorted(self.host_periods, key=lambda h: (h.start, h.state))),
-            events=self.events, flops_total=flops_total,
+            events=self.events,
+            flops_total=flops_total,
             resources=resources,
         )
 
@@ -514,8 +580,7 @@ def _without_max_concurrent(scenario: Scenario) -> Scenario:
     app_config.xml, so no limit holds (docs/engine-fidelity.md)."""
     if not any(a.max_concurrent for p in scenario.projects for a in p.apps):
         return scenario
-    projects = tuple(replace(p, apps=tuple(replace(a, max_concurrent=0) for a in p.apps))
-                     for p in scenario.projects)
+    projects = tuple(replace(p, apps=tuple(replace(a, max_concurrent=0) for a in p.apps)) for p in scenario.projects)
     return replace(scenario, projects=projects)
 
 

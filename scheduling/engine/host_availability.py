@@ -10,9 +10,14 @@ each step with the state sampled at its end (`ACTIVE_TASK_SET::poll`, client/sim
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .events import EV_ACCT, EV_HOST
 from .records import HostPeriod
+
+if TYPE_CHECKING:
+    from .state import JobState, RandomProcess
 
 HOST_PROCESSES = ("on", "connected", "active", "gpu_active")
 # the order in which BOINC's emulator samples them within a step (sim.cpp simulate())
@@ -26,6 +31,20 @@ class HostAvailability:
     """The Emulator's part that follows the host's processes (a mixin: one object, so the
     state stays plain attributes of the Emulator). `host_proc` (the RandomProcess of each of
     HOST_PROCESSES) is made by Emulator.__init__, which owns the order of draws from `rng`."""
+
+    # Read from the rest of the Emulator (its __init__ and its other parts); declared here for
+    # the type checker only, with no value, so they are not class attributes.
+    now: float
+    bce: bool
+    delta: float
+    duration: float
+    events: int
+    host_proc: dict[str, RandomProcess]
+    running: list[JobState]
+    grid: Callable[[float], float]
+    _push: Callable[..., None]
+    _rates: Callable[[], None]
+    _preempt: Callable[..., None]
 
     def _init_host(self) -> None:
         self.on = self.host_proc["on"].up
@@ -196,8 +215,11 @@ class HostAvailability:
             else:
                 stop = not cpu_ok
             if stop:
-                why = "the host was turned off" if not self.on else (
-                    "computing was suspended" if not self.active else "GPU computing was suspended")
+                why = (
+                    "the host was turned off"
+                    if not self.on
+                    else ("computing was suspended" if not self.active else "GPU computing was suspended")
+                )
                 self._preempt(j, why, force_remove=not self.on)
         self._rates()
         self.must_schedule = True

@@ -12,14 +12,36 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .cpu_sched import WHY_EDF
 from .records import TimeSlice
 from .state import FINISHED, QUEUED, RUNNING, JobState
 
+if TYPE_CHECKING:
+    from .scenario import Prefs
+    from .state import ProjectState, Resource
+
 
 class JobLifecycle:
     """The Emulator's part that starts, stops and ends jobs (a mixin, see HostAvailability)."""
+
+    # Read from the rest of the Emulator (its __init__ and its other parts); declared here for
+    # the type checker only, with no value, so they are not class attributes.
+    now: float
+    bce: bool
+    delta: float
+    prefs: Prefs
+    n_usable_cpus: int
+    policy_name: str
+    resources: list[Resource]
+    rsc_index: dict[str, int]
+    projects: list[ProjectState]
+    state_version: int
+    log: Callable[[str, str, str, str], None]
+    job_peak_flops: Callable[[JobState], float]
+    _update_dcf: Callable[[JobState], None]
 
     def _init_jobs(self) -> None:
         self.running: list[JobState] = []
@@ -37,14 +59,35 @@ class JobLifecycle:
             return None
         return max(usable, key=lambda v: v.flops)
 
-    def new_job(self, p, app, version, size: float, fpops_est: float, received: float,
-                deadline: float, name: str | None = None, initial: bool = False) -> JobState:
+    def new_job(
+        self,
+        p,
+        app,
+        version,
+        size: float,
+        fpops_est: float,
+        received: float,
+        deadline: float,
+        name: str | None = None,
+        initial: bool = False,
+    ) -> JobState:
         p.job_counter += 1
         self.job_seq += 1
         cp = 0.0 if self.bce else app.checkpoint_period
-        j = JobState(name or f"{p.name}_{app.name}_{p.job_counter}", p, app, version,
-                     self.rsc_index[version.resource], size, fpops_est, received, deadline,
-                     self.job_seq, initial, cp)
+        j = JobState(
+            name or f"{p.name}_{app.name}_{p.job_counter}",
+            p,
+            app,
+            version,
+            self.rsc_index[version.resource],
+            size,
+            fpops_est,
+            received,
+            deadline,
+            self.job_seq,
+            initial,
+            cp,
+        )
         j.peak_flops = self.job_peak_flops(j)
         p.jobs.append(j)
         p.jobs_version += 1
@@ -97,14 +140,22 @@ class JobLifecycle:
             j.instance = gpu_instance
         self.running.append(j)
         res = self.resources[j.rsc]
-        reason = {"edf": "it is in deadline danger (EDF)",
-                  "priority": (f"{p.name} has the most short-term debt (CPU time owed to it)"
-                               if self.policy_name == "boinc5"  # reference/debt-era.md §5 step 5
-                               else f"{p.name} has the highest scheduling priority"),
-                  "unfinished_time_slice": "its time slice is not over",
-                  "fifo": "it is the oldest job"}.get(why, why)
-        self.log("schedule", p.name, j.name,
-                 f"{'Resumed' if resumed else 'Started'} {j.name} of {p.name} on {res.name} #{j.instance} because {reason}.")
+        reason = {
+            "edf": "it is in deadline danger (EDF)",
+            "priority": (
+                f"{p.name} has the most short-term debt (CPU time owed to it)"
+                if self.policy_name == "boinc5"  # reference/debt-era.md §5 step 5
+                else f"{p.name} has the highest scheduling priority"
+            ),
+            "unfinished_time_slice": "its time slice is not over",
+            "fifo": "it is the oldest job",
+        }.get(why, why)
+        self.log(
+            "schedule",
+            p.name,
+            j.name,
+            f"{'Resumed' if resumed else 'Started'} {j.name} of {p.name} on {res.name} #{j.instance} because {reason}.",
+        )
 
     def _preempt(self, j, why: str, force_remove: bool = False) -> None:
         """ACTIVE_TASK::preempt (§6.3): GPU jobs always leave memory; a job that never
@@ -128,9 +179,15 @@ class JobLifecycle:
             j.in_memory = False
         else:
             j.in_memory = True
-        where = "left in memory" if j.in_memory else (
-            f"removed from memory, losing {lost / 1e9:.1f} GFLOP since its checkpoint" if lost > 0
-            else "removed from memory")
+        where = (
+            "left in memory"
+            if j.in_memory
+            else (
+                f"removed from memory, losing {lost / 1e9:.1f} GFLOP since its checkpoint"
+                if lost > 0
+                else "removed from memory"
+            )
+        )
         self.log("preempt", p.name, j.name, f"Preempted {j.name} of {p.name} ({why}); {where}.")
 
     def _release(self, j) -> None:
@@ -144,8 +201,11 @@ class JobLifecycle:
 
     def _close_slice(self, j, end: float) -> None:
         if end > j.slice_start:
-            self.slices.append(TimeSlice(self.resources[j.rsc].name, j.instance, j.name, j.project.name,
-                                         j.slice_start, end, j.slice_why))
+            self.slices.append(
+                TimeSlice(
+                    self.resources[j.rsc].name, j.instance, j.name, j.project.name, j.slice_start, end, j.slice_why
+                )
+            )
 
     def _checkpoint(self, j, t0, t1, done0, wait, rate) -> None:
         cp = j.checkpoint_period

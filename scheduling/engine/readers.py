@@ -32,6 +32,7 @@ from defusedxml.common import DefusedXmlException
 
 from . import xml_fields
 from .scenario import (
+    MAX_BUFFER_DAYS,
     MAX_CPUS,
     MAX_PROJECTS,
     MAX_SCENARIO_NAME,
@@ -40,7 +41,6 @@ from .scenario import (
     MAX_TIME,
     MIN_JOB_SECONDS,
     MIN_SCHEDULING_PERIOD_MINUTES,
-    MAX_BUFFER_DAYS,
     App,
     AppVersion,
     Availability,
@@ -145,9 +145,7 @@ def read_pcdr(text: str, *, name: str = "pcdr") -> Scenario:
             params[key] = (m.group(2), line_no)
         leftover = _PARAM_RE.sub(" ", rest).strip()
         if leftover:
-            raise ScenarioError(
-                f"line {line_no}: expected P(C, D, R) or NAME = VALUE, got {_brief(leftover)}"
-            )
+            raise ScenarioError(f"line {line_no}: expected P(C, D, R) or NAME = VALUE, got {_brief(leftover)}")
     if not projects:
         raise ScenarioError("line 1: no project P(C, D, R) in the scenario")
     seen = set()
@@ -175,8 +173,9 @@ def read_pcdr(text: str, *, name: str = "pcdr") -> Scenario:
     leave = False
     if "leave_in_memory" in params:
         leave = _pcdr_bool(*params["leave_in_memory"], "leave_in_memory")
-    period = hours("cpu_scheduling_period", HOUR, MIN_SCHEDULING_PERIOD_MINUTES / 60,
-                   MAX_SCHEDULING_PERIOD_MINUTES / 60)
+    period = hours(
+        "cpu_scheduling_period", HOUR, MIN_SCHEDULING_PERIOD_MINUTES / 60, MAX_SCHEDULING_PERIOD_MINUTES / 60
+    )
     if period <= 0:
         raise ScenarioError(f"line {params['cpu_scheduling_period'][1]}: cpu_scheduling_period must be positive")
     buffer_hours = MAX_BUFFER_DAYS * 24
@@ -268,8 +267,13 @@ def _read_prefs(directory: str, options: dict) -> None:
             continue
         root = _parse_xml(path)
         where = f"{fname} <{root.tag}>"
-        for tag in ("work_buf_min_days", "work_buf_additional_days", "cpu_scheduling_period_minutes",
-                    "max_ncpus_pct", "cpu_usage_limit"):
+        for tag in (
+            "work_buf_min_days",
+            "work_buf_additional_days",
+            "cpu_scheduling_period_minutes",
+            "max_ncpus_pct",
+            "cpu_usage_limit",
+        ):
             if root.find(tag) is not None:
                 options[tag] = _num(root, tag, None, where)
         if root.find("leave_apps_in_memory") is not None:
@@ -309,9 +313,10 @@ def _read_host(root: ET.Element) -> dict:
             if c.tag in _COPROC_TAGS:
                 name = _COPROC_TAGS[c.tag]
             elif c.tag == "coproc":
-                name = xml_fields.text(c, "type")
-                if not name:
+                coproc_type = xml_fields.text(c, "type")
+                if not coproc_type:
                     raise ScenarioError(f"{cwhere}: missing <type>")
+                name = coproc_type
             else:
                 raise ScenarioError(f"{cwhere}: unknown coprocessor element")
             count = _num(c, "count", None, cwhere)
@@ -336,9 +341,10 @@ def _read_host(root: ET.Element) -> dict:
 class _ProjectDraft:
     def __init__(self, elem: ET.Element, index: int):
         self.where = f"client_state.xml <project> #{index}"
-        self.name = xml_fields.text(elem, "project_name") or xml_fields.text(elem, "master_url")
-        if not self.name:
+        name = xml_fields.text(elem, "project_name") or xml_fields.text(elem, "master_url")
+        if not name:
             raise ScenarioError(f"{self.where}: missing <project_name> and <master_url>")
+        self.name = name
         self.where += f" ({self.name})"
         self.master_url = xml_fields.text(elem, "master_url") or ""
         self.share = _num(elem, "resource_share", 100.0, self.where)
@@ -358,8 +364,9 @@ class _ProjectDraft:
                 raise ScenarioError(f"{dwhere}: <end> must be after <start>")
             downtime.append((start, end))
         self.downtime = tuple(downtime)
-        self.no_rsc_apps = tuple(_RSC_NAMES.get(n, n) for n in
-                                 ((e.text or "").strip() for e in elem.findall("no_rsc_apps")) if n)
+        self.no_rsc_apps = tuple(
+            _RSC_NAMES.get(n, n) for n in ((e.text or "").strip() for e in elem.findall("no_rsc_apps")) if n
+        )
         self.apps: list[ET.Element] = []
         self.versions: list[ET.Element] = []
         self.workunits: list[ET.Element] = []
@@ -406,13 +413,15 @@ def _build_project(d: _ProjectDraft) -> Project | None:
                 raise ScenarioError(f"{where} <coproc>: missing <type>")
             gpu_usage = _num(coproc, "count", None, f"{where} <coproc>")
         try:
-            versions.setdefault(app_name, []).append(AppVersion(
-                avg_ncpus=_num(v, "avg_ncpus", None, where),
-                flops=_num(v, "flops", None, where),
-                gpu_type=gpu_type,
-                gpu_usage=gpu_usage,
-                plan_class=xml_fields.text(v, "plan_class") or "",
-            ))
+            versions.setdefault(app_name, []).append(
+                AppVersion(
+                    avg_ncpus=_num(v, "avg_ncpus", None, where),
+                    flops=_num(v, "flops", None, where),
+                    gpu_type=gpu_type,
+                    gpu_usage=gpu_usage,
+                    plan_class=xml_fields.text(v, "plan_class") or "",
+                )
+            )
         except ScenarioError as exc:
             raise ScenarioError(f"{where}: {exc}") from None
 
@@ -439,18 +448,20 @@ def _build_project(d: _ProjectDraft) -> Project | None:
             mean = _num(fpops, "mean", None, f"{where} <fpops>")
             std = _num(fpops, "std_dev", 0.0, f"{where} <fpops>")
         try:
-            apps.append(App(
-                name=name,
-                versions=tuple(versions[name]),
-                latency_bound=_num(a, "latency_bound", latency_default, where),
-                fpops_est=_num(a, "fpops_est", est_default, where),
-                fpops_mean=mean,
-                fpops_std_dev=std,
-                weight=_num(a, "weight", 1.0, where),
-                checkpoint_period=_num(a, "checkpoint_period", 0.0, where),
-                resume_cost=_num(a, "resume_cost", 0.0, where),
-                max_concurrent=int(_num(a, "max_concurrent", 0, where)),
-            ))
+            apps.append(
+                App(
+                    name=name,
+                    versions=tuple(versions[name]),
+                    latency_bound=_num(a, "latency_bound", latency_default, where),
+                    fpops_est=_num(a, "fpops_est", est_default, where),
+                    fpops_mean=mean,
+                    fpops_std_dev=std,
+                    weight=_num(a, "weight", 1.0, where),
+                    checkpoint_period=_num(a, "checkpoint_period", 0.0, where),
+                    resume_cost=_num(a, "resume_cost", 0.0, where),
+                    max_concurrent=int(_num(a, "max_concurrent", 0, where)),
+                )
+            )
         except ScenarioError as exc:
             raise ScenarioError(f"{where}: {exc}") from None
     if not apps:
@@ -463,11 +474,28 @@ def _build_project(d: _ProjectDraft) -> Project | None:
         app = next(a for a in apps if a.name == wu_app)
         resource = next((v.resource for v in app.versions if v.plan_class == plan_class), None)
         # re-based to the start of the run; the job's real size is its estimate (§2)
-        jobs.append(InitialJob(name=name, app=wu_app, fpops=wu_est, fpops_est=wu_est,
-                               received=0.0, deadline=deadline - received, resource=resource))
-    return Project(name=d.name, resource_share=d.share, apps=tuple(apps), available=d.available,
-                   master_url=d.master_url, scheduler_urls=d.urls, downtime=d.downtime, jobs=tuple(jobs),
-                   no_rsc_apps=d.no_rsc_apps)
+        jobs.append(
+            InitialJob(
+                name=name,
+                app=wu_app,
+                fpops=wu_est,
+                fpops_est=wu_est,
+                received=0.0,
+                deadline=deadline - received,
+                resource=resource,
+            )
+        )
+    return Project(
+        name=d.name,
+        resource_share=d.share,
+        apps=tuple(apps),
+        available=d.available,
+        master_url=d.master_url,
+        scheduler_urls=d.urls,
+        downtime=d.downtime,
+        jobs=tuple(jobs),
+        no_rsc_apps=d.no_rsc_apps,
+    )
 
 
 def read_client_state(path: str) -> Scenario:
@@ -487,17 +515,23 @@ def read_client_state(path: str) -> Scenario:
         elif elem.tag in ("app", "app_version", "workunit", "result"):
             if not drafts:
                 raise ScenarioError(f"client_state.xml: <{elem.tag}> before any <project>")
-            getattr(drafts[-1], {"app": "apps", "app_version": "versions",
-                                 "workunit": "workunits", "result": "results"}[elem.tag]).append(elem)
+            getattr(
+                drafts[-1],
+                {"app": "apps", "app_version": "versions", "workunit": "workunits", "result": "results"}[elem.tag],
+            ).append(elem)
     projects = tuple(p for p in (_build_project(d) for d in drafts) if p is not None)
     options: dict = {}
     _read_prefs(directory, options)
     try:
         prefs = Prefs(**options)
         host = Host(**host_fields)
-        return Scenario(host=host, projects=projects, prefs=prefs,
-                        name=(os.path.basename(os.path.normpath(directory)) or "client_state")[:MAX_SCENARIO_NAME],
-                        source="client_state")
+        return Scenario(
+            host=host,
+            projects=projects,
+            prefs=prefs,
+            name=(os.path.basename(os.path.normpath(directory)) or "client_state")[:MAX_SCENARIO_NAME],
+            source="client_state",
+        )
     except ScenarioError as exc:
         raise ScenarioError(f"client_state.xml: {exc}") from None
 
@@ -544,7 +578,8 @@ def _check_scalar(value, hint, where):
     if origin is tuple:
         # downtime windows: a list of [start, end] pairs
         if isinstance(value, list) and all(
-            isinstance(pair, list) and len(pair) == 2
+            isinstance(pair, list)
+            and len(pair) == 2
             and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in pair)
             for pair in value
         ):
@@ -611,8 +646,9 @@ def read_json(text: str) -> Scenario:
     if len(text) > MAX_FILE_BYTES:
         raise ScenarioError(f"the JSON has {len(text)} characters; the limit is {MAX_FILE_BYTES}")
     if not _json_depth_ok(text):
-        raise ScenarioError(f"the JSON is nested more than {MAX_JSON_DEPTH} levels deep; "
-                            "a scenario needs no more than 7")
+        raise ScenarioError(
+            f"the JSON is nested more than {MAX_JSON_DEPTH} levels deep; a scenario needs no more than 7"
+        )
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -631,6 +667,7 @@ def scenario_to_dict(scenario: Scenario) -> dict:
 
 
 # --------------------------------------------------------------------------- dispatch
+
 
 def load_scenario(path: str) -> Scenario:
     """Read the scenario at `path`: `*.txt` P(C, D, R), a directory or `*.xml` client_state, `*.json`."""

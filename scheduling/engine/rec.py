@@ -7,8 +7,9 @@ import math
 LN2 = math.log(2.0)
 
 
-def update_average(now: float, start: float, work: float, half_life: float,
-                   avg: float, avg_time: float) -> tuple[float, float]:
+def update_average(
+    now: float, start: float, work: float, half_life: float, avg: float, avg_time: float
+) -> tuple[float, float]:
     """lib/util.cpp update_average as reference/client.md §6.1 states it.
 
     `work` (credits) was done between `start` and `now`; the average is in credits per day.

@@ -8,7 +8,7 @@ FLOPs where reference/client.md §5 says so); resources are "cpu" or a GPU type 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 
 class TimeSlice(NamedTuple):
@@ -162,14 +162,13 @@ class RecordChunk(NamedTuple):
 
     def to_dict(self) -> dict:
         """Each series as a list of objects named by the record fields, as RunResult.to_dict()."""
-        data = {"time": self.time, "last": self.last}
+        data: dict[str, Any] = {"time": self.time, "last": self.last}
         for name in CHUNK_SERIES:
             data[name] = [r._asdict() for r in getattr(self, name)]
         return data
 
 
-CHUNK_SERIES = ("slices", "rec", "buffers", "rpcs", "decisions", "host_periods", "open_slices",
-                "open_host_periods")
+CHUNK_SERIES = ("slices", "rec", "buffers", "rpcs", "decisions", "host_periods", "open_slices", "open_host_periods")
 
 
 @dataclass(frozen=True)
@@ -198,8 +197,10 @@ class RunResult:
     def results_dat_line(self) -> str:
         """BOINC's results.dat line: `wf %f if %f sv %f m %f r %f` (reference/client.md §4)."""
         f = self.figures
-        return (f"wf {f.wasted_fraction:f} if {f.idle_fraction:f} sv {f.share_violation:f} "
-                f"m {f.monotony:f} r {f.rpcs_per_job:f}")
+        return (
+            f"wf {f.wasted_fraction:f} if {f.idle_fraction:f} sv {f.share_violation:f} "
+            f"m {f.monotony:f} r {f.rpcs_per_job:f}"
+        )
 
     def summary(self) -> dict:
         """The `simulate --json` object of DESIGN.md without the long series."""

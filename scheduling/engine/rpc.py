@@ -17,7 +17,7 @@ RESULT_REPORT_IF_AT_LEAST_N = 64
 
 def exponential_backoff(n: int, rng) -> float:
     """calculate_exponential_backoff: min(2^n x 60 s, 4 h) x (0.5 + 0.5 x drand())."""
-    return min(2.0 ** n * SCHED_RETRY_DELAY_MIN, SCHED_RETRY_DELAY_MAX) * (0.5 + 0.5 * rng.random())
+    return min(2.0**n * SCHED_RETRY_DELAY_MIN, SCHED_RETRY_DELAY_MAX) * (0.5 + 0.5 * rng.random())
 
 
 def project_rpc_backoff(p, now: float, rng, *, bce: bool) -> tuple[float, str]:
@@ -71,8 +71,9 @@ def project_with_overdue_results(em, now: float):
     in the client's result order (arrival, JobState.index), and the project of the first one
     that is due, or that brings its project's count of ready results to
     RESULT_REPORT_IF_AT_LEAST_N; projects in RPC back-off are passed over. None if none."""
-    ready = sorted((j for p in em.projects if p.ready and p.min_rpc_time <= now for j in p.ready),
-                   key=lambda j: j.index)
+    ready = sorted(
+        (j for p in em.projects if p.ready and p.min_rpc_time <= now for j in p.ready), key=lambda j: j.index
+    )
     immediately = em.prefs.report_results_immediately
     counts: dict = {}
     for j in ready:

@@ -17,9 +17,10 @@ from __future__ import annotations
 import math
 from itertools import repeat
 from operator import le, mul, sub, truediv
+from typing import Any
 
 from .rec import LN2, adjust_rec_sched, compute_priority, priority_init
-from .state import COBBLESTONE_SCALE, EngineLimitError
+from .state import COBBLESTONE_SCALE, EngineLimitError, JobState
 
 IDLE_EPS = 1e-6
 
@@ -45,9 +46,20 @@ class RRResult:
     `project_rsc_shortfall` (BOINC 7, with `detail`) is keyed like `misses`.
     """
 
-    __slots__ = ("time", "rsc", "misses", "nused_total", "project_shortfall",
-                 "total_shortfall", "project_rsc_shortfall", "mc_shortfall", "last_mc_limit",
-                 "contested", "rec_sum", "gpu_cpu")
+    __slots__ = (
+        "time",
+        "rsc",
+        "misses",
+        "nused_total",
+        "project_shortfall",
+        "total_shortfall",
+        "project_rsc_shortfall",
+        "mc_shortfall",
+        "last_mc_limit",
+        "contested",
+        "rec_sum",
+        "gpu_cpu",
+    )
 
     def __init__(self, time: float, nrsc: int, nprojects: int):
         self.time = time
@@ -114,8 +126,9 @@ def order_time(em, rr) -> float:
     t = math.inf
     for gap, i, o, pri_i, pri_o, sf_i, sf_o in rr.contested:
         # a zero-share project's priority is -1000 - rec_temp / rec_sum (compute_priority)
-        speed = ((abs(drift[projects[i]]) / (sf_i or 1.0) + abs(drift[projects[o]]) / (sf_o or 1.0)) / rec_sum
-                 + k * (pri_i + pri_o))
+        speed = (abs(drift[projects[i]]) / (sf_i or 1.0) + abs(drift[projects[o]]) / (sf_o or 1.0)) / rec_sum + k * (
+            pri_i + pri_o
+        )
         if speed > 0:
             # a tie that can move may break the other way at once (ties go to the first project)
             t = min(t, gap / speed)
@@ -149,8 +162,7 @@ def order_can_change_misses(em, rr, now: float) -> bool:
                 work[r] += j.gpu_usage * dur
             longest[r] = max(longest[r], dur)
             longest[0] = max(longest[0], dur)
-    end = [now + work[r] / (em.n_usable_cpus if r == 0 else em.resources[r].ninstances) + longest[r]
-           for r in range(nr)]
+    end = [now + work[r] / (em.n_usable_cpus if r == 0 else em.resources[r].ninstances) + longest[r] for r in range(nr)]
     for j, dur in jobs:
         due = j.deadline - buf_min
         if (due >= now + dur) if j.rr_miss else (due < end[j.rsc]):
@@ -274,7 +286,8 @@ class RoundRobin:
             result.mc_shortfall[key] = 0.0
             result.last_mc_limit[key] = 0.0
         self.mc_running: dict = {}  # app -> simulated jobs running, against max_concurrent
-        self.pending = [dict() for _ in range(nr)]  # resource -> project index -> FIFO (reversed)
+        # resource -> project index -> FIFO (reversed)
+        self.pending: list[dict[int, list[JobState]]] = [dict() for _ in range(nr)]
         self.sim_nused = [0.0] * nr
         self.p_used = [[0.0] * len(projects) for _ in range(nr)]
         self.busy = [[0.0] * em.resources[r].ninstances for r in range(nr)]
@@ -359,7 +372,8 @@ class RoundRobin:
                 raise EngineLimitError(
                     f"the round-robin simulation at {now:.0f} s took more than {max_steps} steps "
                     f"for {_jobs(max_steps // MAX_STEPS_PER_JOB - 1)}: job sizes or processor speeds "
-                    f"are out of range (a job would never end)")
+                    f"are out of range (a job would never end)"
+                )
             left = self.left
             dt = min(map(truediv, left, rate))
             left = list(map(sub, left, map(mul, rate, repeat(dt))))  # left - rate x dt
@@ -415,9 +429,10 @@ class RoundRobin:
         caps = self.caps
         nr = self.nr
         # per resource: [project index, its jobs in arrival order], in pointer order
-        self.fifo = [[[pi, q[::-1]] for pi, q in sorted(self.pending[r].items(), reverse=True)]
-                     for r in range(nr)]
-        self.flops_left = {}
+        self.fifo: list[list[list[Any]]] = [
+            [[pi, q[::-1]] for pi, q in sorted(self.pending[r].items(), reverse=True)] for r in range(nr)
+        ]
+        self.flops_left: dict[JobState, float] = {}
         self.repick()
         sim_nused = self.sim_nused
         for r in range(nr):
@@ -441,14 +456,16 @@ class RoundRobin:
                 if slices > max_slices:
                     raise EngineLimitError(
                         f"the round-robin simulation at {self.now:.0f} s took more than {max_slices} time-slice "
-                        f"steps: job sizes or processor speeds are out of range (a job would never end)")
+                        f"steps: job sizes or processor speeds are out of range (a job would never end)"
+                    )
             else:
                 self.steps += 1
                 if self.steps > self.max_steps:
                     raise EngineLimitError(
                         f"the round-robin simulation at {self.now:.0f} s took more than {self.max_steps} steps "
                         f"for {_jobs(self.max_steps // MAX_STEPS_PER_JOB - 1)}: job sizes or processor speeds "
-                        f"are out of range (a job would never end)")
+                        f"are out of range (a job would never end)"
+                    )
             if self.mc_cap:
                 self._mc_step(dt)
             if self.detail:
@@ -480,7 +497,9 @@ class RoundRobin:
         flops_left = self.flops_left
         mc_running = self.mc_running
         mc_running.clear()
-        active, rates, tol = [], [], []
+        active: list[JobState] = []
+        rates: list[float] = []
+        tol: list[float] = []
         self.active, self.rate, self.tol = active, rates, tol
         self.left = []
         sim_nused[0] = 0.0
@@ -562,7 +581,7 @@ class RoundRobin:
                 if any_mc:
                     k = self._next_job(q)
                     if k is None:
-                        open_q.discard(pi)  # its max_concurrent has run out
+                        open_q.discard(pi)  # type: ignore[union-attr]  # a set with max_concurrent
                         continue
                     if by_priority and len(open_q) > 1:
                         self._contest(pi, open_q)
@@ -571,7 +590,7 @@ class RoundRobin:
                         self.mc_running[j.app] = self.mc_running.get(j.app, 0) + 1
                     if not q:
                         del queues[pi]
-                        open_q.discard(pi)
+                        open_q.discard(pi)  # type: ignore[union-attr]  # a set with max_concurrent
                 else:
                     if by_priority and len(open_q) > 1:
                         self._contest(pi, open_q)
@@ -601,9 +620,22 @@ class RoundRobin:
         sf_c = chosen.share_frac
         pri_c = chosen.priority
         moving_c = chosen.rec_temp / (rec_sum * (sf_c or 1.0))
-        self.result.contested.extend([
-            (pri_c - o.priority, pi, i, moving_c, o.rec_temp / (rec_sum * (o.share_frac or 1.0)), sf_c, o.share_frac)
-            for i in open_q if i != pi for o in (projects[i],)])
+        self.result.contested.extend(
+            [
+                (
+                    pri_c - o.priority,
+                    pi,
+                    i,
+                    moving_c,
+                    o.rec_temp / (rec_sum * (o.share_frac or 1.0)),
+                    sf_c,
+                    o.share_frac,
+                )
+                for i in open_q
+                if i != pi
+                for o in (projects[i],)
+            ]
+        )
 
     # ------------------------------------------------------------------ running to the next end
 
@@ -807,7 +839,8 @@ def wrr_simulate(em, now: float) -> RRResult:
         if steps > max_steps:
             raise EngineLimitError(
                 f"the weighted round-robin simulation at {now:.0f} s took more than {max_steps} steps for "
-                f"{_jobs(njobs)}: job sizes or processor speeds are out of range (a job would never end)")
+                f"{_jobs(njobs)}: job sizes or processor speeds are out of range (a job would never end)"
+            )
         live = {p: [j for j in js if j in left] for p, js in by_project.items()}
         live = {p: js for p, js in live.items() if js}
         cpus = _wrr_allocation(live, ncpus)

@@ -85,8 +85,17 @@ def _show(value) -> str:
         return "a number too large to write"
 
 
-def check_number(value, what: str, low: float, high: float, *, above: bool = False,
-                 whole: bool = False, unit: str = "", note: str = ""):
+def check_number(
+    value,
+    what: str,
+    low: float,
+    high: float,
+    *,
+    above: bool = False,
+    whole: bool = False,
+    unit: str = "",
+    note: str = "",
+):
     """`value` if it is a finite number within [low, high] ((low, high] when `above`), a
     whole number when `whole`; a ScenarioError naming `what`, the value and the limit (with
     `note` after it) otherwise."""
@@ -212,8 +221,9 @@ class Host:
         if isinstance(self.cpu_flops, (int, float)) and self.cpu_flops <= 0:
             raise ScenarioError("the host needs positive per-CPU FLOPS (p_fpops)")
         check_number(self.ncpus, "the host's CPUs (ncpus, p_ncpus)", 1, MAX_CPUS, whole=True)
-        check_number(self.cpu_flops, "the host's per-CPU speed (cpu_flops, p_fpops)", MIN_FLOPS, MAX_FLOPS,
-                     unit="FLOPS")
+        check_number(
+            self.cpu_flops, "the host's per-CPU speed (cpu_flops, p_fpops)", MIN_FLOPS, MAX_FLOPS, unit="FLOPS"
+        )
         check_count(self.gpus, "GPU types", MAX_GPU_TYPES)
         names = [g.name for g in self.gpus]
         if len(set(names)) != len(names):
@@ -247,8 +257,13 @@ class Prefs:
             raise ScenarioError("cpu_usage_limit must be in (0, 100]")
         check_number(self.work_buf_min_days, "work_buf_min_days", 0.0, MAX_BUFFER_DAYS, unit="days")
         check_number(self.work_buf_additional_days, "work_buf_additional_days", 0.0, MAX_BUFFER_DAYS, unit="days")
-        check_number(self.cpu_scheduling_period_minutes, "cpu_scheduling_period_minutes",
-                     MIN_SCHEDULING_PERIOD_MINUTES, MAX_SCHEDULING_PERIOD_MINUTES, unit="minutes")
+        check_number(
+            self.cpu_scheduling_period_minutes,
+            "cpu_scheduling_period_minutes",
+            MIN_SCHEDULING_PERIOD_MINUTES,
+            MAX_SCHEDULING_PERIOD_MINUTES,
+            unit="minutes",
+        )
         check_number(self.rec_half_life_days, "rec_half_life_days", 0.0, MAX_REC_HALF_LIFE_DAYS, unit="days")
         if self.ncpus is not None:
             check_number(self.ncpus, "the ncpus option", 1, MAX_CPUS, whole=True)
@@ -336,7 +351,8 @@ class App:
                 if not MIN_JOB_SECONDS <= seconds <= MAX_TIME:
                     raise ScenarioError(
                         f"{what}: a job of {size:g} FLOP takes {seconds:g} s on its {v.resource} version "
-                        f"of {v.flops:g} FLOPS; the limit is {MIN_JOB_SECONDS:g} s to {MAX_TIME:g} s")
+                        f"of {v.flops:g} FLOPS; the limit is {MIN_JOB_SECONDS:g} s to {MAX_TIME:g} s"
+                    )
 
     @property
     def mean_fpops(self) -> float:
@@ -467,8 +483,11 @@ class Scenario:
         check_text(self.name, "the scenario's name", MAX_SCENARIO_NAME)
         check_text(self.description, "the scenario's description", MAX_DESCRIPTION, lines=True)
         check_count(self.projects, "projects", MAX_PROJECTS)
-        check_count([v for p in self.projects for a in p.apps for v in a.versions],
-                    "app versions in all projects", MAX_APP_VERSIONS)
+        check_count(
+            [v for p in self.projects for a in p.apps for v in a.versions],
+            "app versions in all projects",
+            MAX_APP_VERSIONS,
+        )
         check_count([j for p in self.projects for j in p.jobs], "initial jobs in all projects", MAX_JOBS)
         names = [p.name for p in self.projects]
         if len(set(names)) != len(names):

@@ -12,14 +12,33 @@ client/sim.cpp; server.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 from . import rpc
 from .records import RpcEvent
 from .server import serve
+
+if TYPE_CHECKING:
+    from .draws import GlibcRandom, PyRandom
+    from .rr_sim import RRResult
+    from .state import ProjectState, Resource
 
 
 class SchedulerRpc:
     """The Emulator's part that talks to projects' schedulers (a mixin, see
     HostAvailability). The work-fetch choices themselves are the policy's."""
+
+    # Read from the rest of the Emulator (its __init__ and its other parts); declared here for
+    # the type checker only, with no value, so they are not class attributes.
+    now: float
+    bce: bool
+    rng: PyRandom | GlibcRandom
+    policy: Any
+    resources: list[Resource]
+    project_order: list[ProjectState]
+    log: Callable[[str, str, str, str], None]
+    rr: Callable[[], RRResult]
 
     def _init_rpc(self) -> None:
         self.jobs_sent = 0
@@ -32,6 +51,7 @@ class SchedulerRpc:
         """scheduler_rpc_poll (§3): master fetches, then a report-results RPC with a
         piggybacked work request, else a work-fetch RPC. One RPC per instant."""
         now = self.now
+        p: ProjectState | None
         for p in self.project_order:
             if p.master_fetch_pending and p.min_rpc_time <= now:
                 self._master_fetch(p)
@@ -64,10 +84,13 @@ class SchedulerRpc:
     def _piggyback_text(self, p, requests: dict) -> str:
         """The fetch sentence of a reporting RPC (piggyback_work_request, §6.5)."""
         if not requests:
-            return (f"Reporting to {p.name} without a work request: no processor type is below "
-                    f"the maximum buffer for which {p.name} is the project to ask.")
-        asked = ", ".join(f"{self.resources[r].name} {s:.0f} s / {i:.2f} inst"
-                          for r, (s, i) in sorted(requests.items()))
+            return (
+                f"Reporting to {p.name} without a work request: no processor type is below "
+                f"the maximum buffer for which {p.name} is the project to ask."
+            )
+        asked = ", ".join(
+            f"{self.resources[r].name} {s:.0f} s / {i:.2f} inst" for r, (s, i) in sorted(requests.items())
+        )
         return f"Asked {p.name} for work with the results it is sent: {asked}."
 
     def _reachable(self, p) -> tuple[bool, str]:
@@ -97,8 +120,9 @@ class SchedulerRpc:
         else:
             backoff, note = rpc.project_rpc_backoff(p, self.now, self.rng, bce=self.bce)
             text = f"Master file fetch of {p.name} failed; backing off {backoff:.0f} s.{note}"
-        self.rpc_events.append(RpcEvent(self.now, p.name, p.spec.master_url or url, "master_fetch", ok,
-                                        {}, {}, 0, backoff, text))
+        self.rpc_events.append(
+            RpcEvent(self.now, p.name, p.spec.master_url or url, "master_fetch", ok, {}, {}, 0, backoff, text)
+        )
         self.log("rpc", p.name, "", text)
 
     def _rpc(self, p, reason: str, requests: dict, why: str) -> bool:
@@ -109,8 +133,10 @@ class SchedulerRpc:
         if not ok:
             p.rpc_failures += 1
             backoff, note = rpc.project_rpc_backoff(p, now, self.rng, bce=self.bce)
-            text = (f"RPC to {p.name} failed (project down), failure {p.nrpc_failures or rpc.MASTER_FETCH_PERIOD}; "
-                    f"backing off {backoff:.0f} s.{note}")
+            text = (
+                f"RPC to {p.name} failed (project down), failure {p.nrpc_failures or rpc.MASTER_FETCH_PERIOD}; "
+                f"backing off {backoff:.0f} s.{note}"
+            )
             self.rpc_events.append(RpcEvent(now, p.name, url, reason, False, named, {}, 0, backoff, text))
             self.log("rpc", p.name, "", text)
             return False
@@ -126,8 +152,11 @@ class SchedulerRpc:
         self.nrpcs += 1
         self.jobs_sent += len(jobs)
         got = {self.resources[r].name: n for r, n in received.items()}
-        text = (f"RPC to {p.name} ({why or reason.replace('_', ' ')}): reported {reported}, got "
-                + (", ".join(f"{n} {name}" for name, n in got.items()) or "no") + " jobs.")
+        text = (
+            f"RPC to {p.name} ({why or reason.replace('_', ' ')}): reported {reported}, got "
+            + (", ".join(f"{n} {name}" for name, n in got.items()) or "no")
+            + " jobs."
+        )
         self.rpc_events.append(RpcEvent(now, p.name, url, reason, True, named, got, reported, 0.0, text))
         self.log("rpc", p.name, "", text)
         for note in notes:

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .state import JobState
 
 MAX_JOBS_PER_RPC = 500
 # BOINC's emulator sends jobs until the request is met, with no count limit (simulate_rpc);
@@ -35,7 +39,7 @@ def serve(em, p, requests: dict, rr, scale: float = 1.0) -> list:
     delay = {r: rr.rsc[r].busy_time for r in req}
     frac = max(em.scenario.host.on.frac * em.scenario.host.active.frac, 0.01)
     dont_use: set = set()
-    jobs = []
+    jobs: list[JobState] = []
     limit = BCE_MAX_JOBS_PER_RPC if em.bce else MAX_JOBS_PER_RPC
     while len(jobs) < limit:
         options = []

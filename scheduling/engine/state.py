@@ -34,8 +34,7 @@ class RandomProcess:
 
     __slots__ = ("frac", "mean_up", "rng", "up", "next_change", "time_left", "lazy", "owed", "step")
 
-    def __init__(self, availability: Availability, rng, start: float = 0.0, *, boinc: bool = False,
-                 step: float = 0.0):
+    def __init__(self, availability: Availability, rng, start: float = 0.0, *, boinc: bool = False, step: float = 0.0):
         """`boinc`: start as RANDOM_PROCESS::init (sim_util.cpp) does under `--compat bce`: it
         always draws twice (the state, then the period), even for a process that is always up.
         With a `step` as well, the process is sampled as BOINC's emulator samples it every
@@ -116,15 +115,15 @@ class RandomProcess:
             if n > MAX_CHANGES_PER_ADVANCE:
                 raise EngineLimitError(
                     f"an availability process with a mean up time of {self.mean_up:g} s changed more than "
-                    f"{MAX_CHANGES_PER_ADVANCE} times before {t:.0f} s: the mean up time is too short")
+                    f"{MAX_CHANGES_PER_ADVANCE} times before {t:.0f} s: the mean up time is too short"
+                )
         return self.up
 
 
 class Resource:
     """A processor type: "cpu" (index 0) or a GPU vendor (reference/client.md §6.8)."""
 
-    __slots__ = ("index", "name", "ninstances", "relative_speed", "is_gpu", "overall_frac",
-                 "peak_flops")
+    __slots__ = ("index", "name", "ninstances", "relative_speed", "is_gpu", "overall_frac", "peak_flops")
 
     def __init__(self, index, name, ninstances, relative_speed, is_gpu, overall_frac, cpu_flops):
         self.index = index
@@ -141,17 +140,62 @@ class JobState:
     """A result on the host. `size` is its real size, `fpops_est` what the client believes."""
 
     __slots__ = (
-        "name", "project", "app", "version", "rsc", "avg_ncpus", "gpu_usage", "flops",
-        "size", "fpops_est", "done", "ckpt_done", "received", "deadline", "index", "state",
-        "in_memory", "started", "run_start", "resume_left", "completed_time",
-        "peak_flop_count", "once_ran_edf", "last_deadline_miss_time", "rr_finish", "rr_miss",
-        "elapsed", "instance", "slice_start", "slice_why", "rate", "edf", "unfinished",
-        "initial", "checkpoint_period", "seqno_key", "task_seq", "peak_flops", "left_at_end",
+        "name",
+        "project",
+        "app",
+        "version",
+        "rsc",
+        "avg_ncpus",
+        "gpu_usage",
+        "flops",
+        "size",
+        "fpops_est",
+        "done",
+        "ckpt_done",
+        "received",
+        "deadline",
+        "index",
+        "state",
+        "in_memory",
+        "started",
+        "run_start",
+        "resume_left",
+        "completed_time",
+        "peak_flop_count",
+        "once_ran_edf",
+        "last_deadline_miss_time",
+        "rr_finish",
+        "rr_miss",
+        "elapsed",
+        "instance",
+        "slice_start",
+        "slice_why",
+        "rate",
+        "edf",
+        "unfinished",
+        "initial",
+        "checkpoint_period",
+        "seqno_key",
+        "task_seq",
+        "peak_flops",
+        "left_at_end",
     )
 
-    def __init__(self, name, project, app: App, version: AppVersion, rsc: int, size: float,
-                 fpops_est: float, received: float, deadline: float, index: int, initial: bool,
-                 checkpoint_period: float):
+    def __init__(
+        self,
+        name,
+        project,
+        app: App,
+        version: AppVersion,
+        rsc: int,
+        size: float,
+        fpops_est: float,
+        received: float,
+        deadline: float,
+        index: int,
+        initial: bool,
+        checkpoint_period: float,
+    ):
         self.name = name
         self.project = project
         self.app = app
@@ -217,10 +261,10 @@ class ProjectState:
         self.index = index
         self.name = spec.name
         self.share = spec.resource_share
-        self.jobs: list[JobState] = []       # queued or running, arrival order
+        self.jobs: list[JobState] = []  # queued or running, arrival order
         # bumped when a job arrives, starts, stops or finishes (cpu_sched keeps orders by it)
         self.jobs_version = 0
-        self.ready: list[JobState] = []      # finished, not yet reported
+        self.ready: list[JobState] = []  # finished, not yet reported
         # REC (reference/client.md §6.1, §6.2)
         self.rec = 0.0
         self.rec_time = 0.0
@@ -241,13 +285,13 @@ class ProjectState:
         self.master_fetch_pending = False
         self.master_fetch_failures = 0
         self.urls: list = []
-        self.available = None
+        self.available: RandomProcess | None = None  # made by the Emulator, in its order of draws
         self.last_rpc_time = None  # the last RPC attempt, for sampling `available` (bce)
         # work fetch back-off per resource (§6.5)
         self.backoff_time = [0.0] * nrsc
         self.backoff_interval = [0.0] * nrsc
-        self.rsc_ok = [False] * nrsc        # has an app version for the resource
-        self.fetch_ok = [False] * nrsc      # may be asked for work of the resource (§6.5)
+        self.rsc_ok = [False] * nrsc  # has an app version for the resource
+        self.fetch_ok = [False] * nrsc  # may be asked for work of the resource (§6.5)
         # figures of merit (§5)
         self.idle_time = 0.0
         self.idle_time_sumsq = 0.0

@@ -84,7 +84,7 @@ def _insertion_sort(a, first, last, less):
     for i in range(first + 1, last):
         if less(a[i], a[first]):
             val = a[i]
-            a[first + 1:i + 1] = a[first:i]
+            a[first + 1 : i + 1] = a[first:i]
             a[first] = val
         else:
             _unguarded_linear_insert(a, i, less)
@@ -100,6 +100,7 @@ def _final_insertion_sort(a, first, last, less):
 
 
 # heapsort (std::__partial_sort with middle == last): __make_heap, then __pop_heap to the end
+
 
 def _adjust_heap(a, first, hole, length, value, less):
     top = hole

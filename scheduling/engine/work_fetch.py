@@ -4,8 +4,7 @@ processor types, how much, and the per-(project, resource) back-off."""
 from __future__ import annotations
 
 import math
-
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .rec import priority_init
 from .stdsort import std_sort
@@ -54,8 +53,7 @@ def _shares(em, now: float, rr) -> list[dict]:
     """fetchable_share per resource: RS / sum of RS over projects with no reason (§6.5 step 3)."""
     out = []
     for r in range(len(em.resources)):
-        ok = [p for p in em.projects
-              if project_reason(p, now) is None and rsc_reason(em, p, r, now, rr) is None]
+        ok = [p for p in em.projects if project_reason(p, now) is None and rsc_reason(em, p, r, now, rr) is None]
         total = sum(p.share for p in ok)
         out.append({p: (p.share / total if total > 0 else 0.0) for p in ok})
     return out
@@ -159,12 +157,14 @@ def choose_project(em, now: float, rr) -> FetchPlan | None:
 
 def _plan(em, chosen, trigger: int, requests: dict, rr) -> FetchPlan:
     res = em.resources[trigger]
-    text = (f"Asked {chosen.name} for work: {res.name} saturated for "
-            f"{rr.rsc[trigger].saturated_time:.0f} s, below the minimum buffer of "
-            f"{em.work_buf_min:.0f} s; it is the fetchable project with the highest priority "
-            f"({chosen.priority:.3f}); request "
-            + ", ".join(f"{em.resources[r].name} {s:.0f} s / {i:.2f} inst" for r, (s, i) in sorted(requests.items()))
-            + ".")
+    text = (
+        f"Asked {chosen.name} for work: {res.name} saturated for "
+        f"{rr.rsc[trigger].saturated_time:.0f} s, below the minimum buffer of "
+        f"{em.work_buf_min:.0f} s; it is the fetchable project with the highest priority "
+        f"({chosen.priority:.3f}); request "
+        + ", ".join(f"{em.resources[r].name} {s:.0f} s / {i:.2f} inst" for r, (s, i) in sorted(requests.items()))
+        + "."
+    )
     return FetchPlan(chosen, requests, "need_work", text)
 
 
@@ -172,7 +172,7 @@ def no_fetch_reason(em, now: float, rr) -> tuple[tuple, object]:
     """Why choose_project found nothing (§6.5), as (key, sentence): the key names the
     qualitative reason only, so the decision log can say it once per change, and the
     sentence is a function that writes it then."""
-    key = []
+    key: list[tuple[str, Any]] = []  # (resource, "full" or its (project, reason) pairs)
     for r in range(len(em.resources) - 1, -1, -1):
         res = em.resources[r]
         if rr.rsc[r].saturated_time >= em.work_buf_min:
@@ -191,11 +191,15 @@ def no_fetch_reason(em, now: float, rr) -> tuple[tuple, object]:
         parts = []
         for (name, why), r in zip(key, range(len(em.resources) - 1, -1, -1)):
             if why == "full":
-                parts.append(f"{name} is saturated for {sat[r]:.0f} s, at least the minimum buffer of "
-                             f"{em.work_buf_min:.0f} s")
+                parts.append(
+                    f"{name} is saturated for {sat[r]:.0f} s, at least the minimum buffer of {em.work_buf_min:.0f} s"
+                )
             elif why:
-                parts.append(f"{name} needs work but no project can be asked ("
-                             + "; ".join(f"{p}: {reason}" for p, reason in why) + ")")
+                parts.append(
+                    f"{name} needs work but no project can be asked ("
+                    + "; ".join(f"{p}: {reason}" for p, reason in why)
+                    + ")"
+                )
             else:
                 parts.append(f"{name} needs work but no project has an app version for it")
         return "No work fetch: " + "; ".join(parts) + "."
@@ -221,8 +225,13 @@ def piggyback(em, p, now: float, rr) -> dict:
             continue
         if rr.rsc[r].saturated_time >= em.work_buf_total:
             continue
-        better = any(q is not p and q.priority > p.priority and project_reason(q, now) is None
-                     and rsc_reason(em, q, r, now, rr) is None for q in order)
+        better = any(
+            q is not p
+            and q.priority > p.priority
+            and project_reason(q, now) is None
+            and rsc_reason(em, q, r, now, rr) is None
+            for q in order
+        )
         if better:
             continue
         secs, inst = set_request(em, p, r, rr, shares[r].get(p, 0.0))
@@ -248,8 +257,10 @@ def handle_reply(em, p, requests: dict, received: dict, now: float, rng) -> list
             interval = min(2 * p.backoff_interval[r], WF_MAX_BACKOFF_INTERVAL)
         p.backoff_interval[r] = interval
         p.backoff_time[r] = now + (0.5 + rng.random()) * interval
-        notes.append(f"{p.name} sent no {em.resources[r].name} work: backed off {em.resources[r].name} "
-                     f"fetch for {p.backoff_time[r] - now:.0f} s (interval {interval:.0f} s).")
+        notes.append(
+            f"{p.name} sent no {em.resources[r].name} work: backed off {em.resources[r].name} "
+            f"fetch for {p.backoff_time[r] - now:.0f} s (interval {interval:.0f} s)."
+        )
     return notes
 
 

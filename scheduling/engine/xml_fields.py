@@ -19,7 +19,7 @@ NOT_WHOLE = "not a whole number"
 OUT_OF_RANGE = "out of range"
 
 # a whole number must fit a signed 64-bit column, as BOINC's ids and counts do
-MIN_INTEGER, MAX_INTEGER = -2**63, 2**63 - 1
+MIN_INTEGER, MAX_INTEGER = -(2**63), 2**63 - 1
 
 
 class FieldError(ValueError):

@@ -4,7 +4,7 @@ The executable is copied to the download directory and signed with the project's
 (reference/protocol.md §7), so clients that are not on the anonymous platform can run it.
 """
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from backend.models import App, AppVersion
 from protocol import signing
@@ -13,21 +13,21 @@ from protocol import signing
 class Command(BaseCommand):
     help = "Add (or re-sign) an app version whose executable real clients download."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("app")
         parser.add_argument("version_num", type=int)
         parser.add_argument("executable")
         parser.add_argument("--platform", default="x86_64-pc-linux-gnu")
 
-    def handle(self, *args, app, version_num, executable, platform, **options):
+    def handle(self, *args: str, app: str, version_num: int, executable: str, platform: str, **options: object) -> None:
         found = App.objects.filter(name=app).first()
         if found is None:
             raise CommandError(f"no app called {app!r}")
-        version, _ = AppVersion.objects.get_or_create(app=found, version_num=version_num,
-                                                      platform=platform, plan_class="")
+        version, _ = AppVersion.objects.get_or_create(
+            app=found, version_num=version_num, platform=platform, plan_class=""
+        )
         try:
             row = signing.add_app_version_file(version, executable)
         except (OSError, signing.SigningError) as exc:
             raise CommandError(str(exc)) from None
-        self.stdout.write(
-            f"{version}: {row.name} ({row.nbytes} bytes, md5 {row.md5_cksum}), signed")
+        self.stdout.write(f"{version}: {row.name} ({row.nbytes} bytes, md5 {row.md5_cksum}), signed")

@@ -18,18 +18,28 @@ project's signed app versions (§7, ``make_signing_keys`` and ``add_app_version`
 import math
 import shutil
 import signal
+import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
+from typing import Any, Self
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from backend.models import App
 from boincweb.env import envint
 from protocol.client import (
-    QUIT_WAIT, ClientDir, client_binary, client_command, free_port, quit_client, start_client,
+    QUIT_WAIT,
+    ClientDir,
+    client_binary,
+    client_command,
+    free_port,
+    quit_client,
+    start_client,
     stop_client,
 )
 from protocol.models import Account, AppVersionFile
@@ -45,28 +55,45 @@ POLL_SECONDS = 0.2
 class Command(BaseCommand):
     help = "Start a real BOINC client with its own data directory against this project."
 
-    def add_arguments(self, parser):
-        parser.add_argument("--url", help="the project's master URL (default "
-                            "http://127.0.0.1:$BOINCWEB_PORT/boinc/, port 8000 when unset)")
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--url",
+            help="the project's master URL (default http://127.0.0.1:$BOINCWEB_PORT/boinc/, port 8000 when unset)",
+        )
         parser.add_argument("--user", default="volunteer", help="account to attach with")
         parser.add_argument("--dir", help="client data directory")
         apps = parser.add_mutually_exclusive_group()
-        apps.add_argument("--app", default=DEMO_APP,
-                          help="run this app on the anonymous platform (default %(default)s)")
-        apps.add_argument("--signed", action="store_true",
-                          help="download the project's signed app versions instead")
-        parser.add_argument("--fresh", action="store_true",
-                            help="empty the data directory first")
-        parser.add_argument("--exit-when-idle", action="store_true",
-                            help="stop once the client has no work left")
-        parser.add_argument("--time-limit", type=float, default=0, metavar="SECONDS",
-                            help="stop the client after this many seconds (default: no limit)")
+        apps.add_argument(
+            "--app", default=DEMO_APP, help="run this app on the anonymous platform (default %(default)s)"
+        )
+        apps.add_argument("--signed", action="store_true", help="download the project's signed app versions instead")
+        parser.add_argument("--fresh", action="store_true", help="empty the data directory first")
+        parser.add_argument("--exit-when-idle", action="store_true", help="stop once the client has no work left")
+        parser.add_argument(
+            "--time-limit",
+            type=float,
+            default=0,
+            metavar="SECONDS",
+            help="stop the client after this many seconds (default: no limit)",
+        )
 
-    def handle(self, *args, url, user, dir, app, signed, fresh, exit_when_idle, time_limit,
-               **options):
+    def handle(
+        self,
+        *args: str,
+        url: str | None,
+        user: str,
+        dir: str | None,
+        app: str,
+        signed: bool,
+        fresh: bool,
+        exit_when_idle: bool,
+        time_limit: float,
+        **options: object,
+    ) -> None:
         if not math.isfinite(time_limit) or time_limit < 0:
-            raise CommandError(f"--time-limit {time_limit:g} is not a number of seconds; give "
-                               "seconds, or 0 for no limit", returncode=2)
+            raise CommandError(
+                f"--time-limit {time_limit:g} is not a number of seconds; give seconds, or 0 for no limit", returncode=2
+            )
         if client_binary() is None:
             raise CommandError("the boinc client is not installed: apt-get install boinc-client")
         url = url or default_url()
@@ -74,11 +101,15 @@ class Command(BaseCommand):
             url += "/"
         if signed:
             if not AppVersionFile.objects.filter(main_program=True).exists():
-                raise CommandError("the project has no signed app version: run "
-                                   "make_signing_keys and add_app_version", returncode=2)
+                raise CommandError(
+                    "the project has no signed app version: run make_signing_keys and add_app_version", returncode=2
+                )
         elif not App.objects.filter(name=app, deprecated=False).exists():
-            hint = ("run `python manage.py seed_demo`" if app == DEMO_APP
-                    else "the project's apps are listed in /admin/backend/app/")
+            hint = (
+                "run `python manage.py seed_demo`"
+                if app == DEMO_APP
+                else "the project's apps are listed in /admin/backend/app/"
+            )
             raise CommandError(f"the project has no app named {app!r}; {hint}", returncode=2)
         person, _ = get_user_model().objects.get_or_create(username=user)
         account = Account.for_user(person)
@@ -89,8 +120,13 @@ class Command(BaseCommand):
         if not signed:
             client_dir.install_anonymous_app(app)
         gui_rpc_port = free_port()
-        command = client_command(client_dir, account.authenticator, gui_rpc_port=gui_rpc_port,
-                                 exit_when_idle=exit_when_idle, fetch_minimal_work=False)
+        command = client_command(
+            client_dir,
+            account.authenticator,
+            gui_rpc_port=gui_rpc_port,
+            exit_when_idle=exit_when_idle,
+            fetch_minimal_work=False,
+        )
         self.stdout.write(f"attaching {path} to {url} as {user}\n{' '.join(command)}")
         with StopSignals() as stopped:
             process = start_client(command)
@@ -104,8 +140,7 @@ class Command(BaseCommand):
                     if quit_client(process, gui_rpc_port):
                         self.stdout.write("the client quit")
                     else:
-                        self.stdout.write(f"the client did not quit within {QUIT_WAIT} s; "
-                                          "killing it")
+                        self.stdout.write(f"the client did not quit within {QUIT_WAIT} s; killing it")
                 stop_client(process)
         self.stdout.write(f"the client exited with status {process.returncode}")
 
@@ -114,22 +149,22 @@ class StopSignals:
     """While in the block, SIGINT, SIGTERM and SIGHUP set ``.signal`` instead of ending the
     process, so that the command can quit its client first; the handlers are restored after."""
 
-    def __enter__(self):
-        self.signal = None
-        self.previous = {}
+    def __enter__(self) -> Self:
+        self.signal: signal.Signals | None = None
+        self.previous: dict[int, Callable[[int, FrameType | None], Any] | int | None] = {}
         for number in STOP_SIGNALS:
             self.previous[number] = signal.signal(number, self.handle)
         return self
 
-    def handle(self, number, frame):
+    def handle(self, number: int, frame: FrameType | None) -> None:
         self.signal = signal.Signals(number)
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         for number, handler in self.previous.items():
             signal.signal(number, handler)
 
 
-def run_until_stopped(process, stopped, time_limit):
+def run_until_stopped(process: subprocess.Popen[bytes], stopped: StopSignals, time_limit: float) -> str:
     """Wait for the client to exit, a stop signal or the time limit; say which came first."""
     deadline = time.monotonic() + time_limit if time_limit else None
     while process.poll() is None:
@@ -141,7 +176,7 @@ def run_until_stopped(process, stopped, time_limit):
     return "the client exited"
 
 
-def default_url():
+def default_url() -> str:
     """The master URL of the server ``make run`` starts: 127.0.0.1 on BOINCWEB_PORT."""
     try:
         port = envint("BOINCWEB_PORT", 8000, minimum=1)

@@ -23,18 +23,26 @@ from .wrr import Wrr
 # The policies in the order the lab lists them: each one's class, the label of its choice in
 # the lab's forms, and the note the lab's run pages give on how it schedules.
 _TABLE = (
-    (Boinc7, "REC priority (BOINC 7)",
-     "BOINC 7: runs the project that has had the least recent credit (REC) for its share; a job "
-     "keeps its CPU for a whole time slice; EDF for jobs in deadline danger."),
-    (Boinc5, "debts (BOINC 5)",
-     "BOINC 5: runs the project with the most short-term debt (CPU time owed to it); a running "
-     "job keeps its CPU until its time slice ends; EDF for jobs in deadline danger; asks each "
-     "project for the work it alone is short of."),
-    (Wrr, "weighted round-robin",
-     "Weighted round-robin: time slices given to projects in turn, in proportion to their "
-     "shares, with no deadline check."),
-    (Fifo, "first in, first out",
-     "First in, first out: jobs run in the order they arrived."),
+    (
+        Boinc7,
+        "REC priority (BOINC 7)",
+        "BOINC 7: runs the project that has had the least recent credit (REC) for its share; a job "
+        "keeps its CPU for a whole time slice; EDF for jobs in deadline danger.",
+    ),
+    (
+        Boinc5,
+        "debts (BOINC 5)",
+        "BOINC 5: runs the project with the most short-term debt (CPU time owed to it); a running "
+        "job keeps its CPU until its time slice ends; EDF for jobs in deadline danger; asks each "
+        "project for the work it alone is short of.",
+    ),
+    (
+        Wrr,
+        "weighted round-robin",
+        "Weighted round-robin: time slices given to projects in turn, in proportion to their "
+        "shares, with no deadline check.",
+    ),
+    (Fifo, "first in, first out", "First in, first out: jobs run in the order they arrived."),
 )
 POLICIES = {policy.name: policy for policy, _, _ in _TABLE}
 LABELS = {policy.name: label for policy, label, _ in _TABLE}

@@ -213,9 +213,11 @@ class Boinc5:
             return None
         p = max(cands, key=lambda q: (q.ltd + rr.project_shortfall[q.index], -q.index))
         secs = sizes[p] / self._share_frac(p)
-        text = (f"Asked {p.name} for {secs:.0f} project-normalized CPU seconds: work_request_size "
-                f"{sizes[p]:.0f} s of total_shortfall {rr.total_shortfall:.0f} s, and the greatest "
-                f"long-term debt + shortfall ({p.ltd + rr.project_shortfall[p.index]:.0f} s).")
+        text = (
+            f"Asked {p.name} for {secs:.0f} project-normalized CPU seconds: work_request_size "
+            f"{sizes[p]:.0f} s of total_shortfall {rr.total_shortfall:.0f} s, and the greatest "
+            f"long-term debt + shortfall ({p.ltd + rr.project_shortfall[p.index]:.0f} s)."
+        )
         return FetchPlan(p, {0: (secs, 0.0)}, "need_work", text)
 
     def no_fetch_reason(self, now, rr):
@@ -223,8 +225,9 @@ class Boinc5:
         with a CPU app deferred or overworked; the sentence as a function (work_fetch)."""
         shortfall = rr.total_shortfall
         if shortfall <= 0:
-            return ("no shortfall",), lambda: (f"No work fetch: total_shortfall is 0 over the "
-                                               f"{self.em.work_buf_min:.0f} s minimum queue.")
+            return (
+                "no shortfall",
+            ), lambda: f"No work fetch: total_shortfall is 0 over the {self.em.work_buf_min:.0f} s minimum queue."
         why = []
         for p in self.em.project_order:
             if not p.rsc_ok[0]:
@@ -235,9 +238,14 @@ class Boinc5:
                 why.append((p.name, "deferred"))
             elif self.overworked(p):
                 why.append((p.name, "overworked"))
-        return ("blocked", tuple(why)), lambda: (
-            f"No work fetch: total_shortfall is {shortfall:.0f} s but no project can be asked ("
-            + "; ".join(f"{name}: {reason}" for name, reason in why) + ").")
+        return (
+            ("blocked", tuple(why)),
+            lambda: (
+                f"No work fetch: total_shortfall is {shortfall:.0f} s but no project can be asked ("
+                + "; ".join(f"{name}: {reason}" for name, reason in why)
+                + ")."
+            ),
+        )
 
     def piggyback(self, p, now, rr):
         sizes = self.work_request_sizes(now, rr)

@@ -131,11 +131,14 @@ class Boinc7:
         em = self.em
         lam = math.log(2.0) / em.rec_half_life
         rate = credit_rates(em)
-        curves = [(rate.get(p, 0.0) / p.share, (p.rec - rate.get(p, 0.0)) / p.share)
-                  for p in em.projects if p.jobs and p.share > 0]
+        curves = [
+            (rate.get(p, 0.0) / p.share, (p.rec - rate.get(p, 0.0)) / p.share)
+            for p in em.projects
+            if p.jobs and p.share > 0
+        ]
         margin = math.inf
         for i, (a1, b1) in enumerate(curves):
-            for a2, b2 in curves[i + 1:]:
+            for a2, b2 in curves[i + 1 :]:
                 a, b = a1 - a2, b1 - b2
                 if b != 0 and 0.0 < -a / b < 1.0:
                     margin = min(margin, -math.log(-a / b) / lam)

@@ -29,7 +29,7 @@ class EngineCommand(BaseCommand):
                 sys.exit(2)
             raise CommandError(f"Error: {message}", returncode=2)
 
-        parser.error = one_line_error
+        parser.error = one_line_error  # type: ignore[method-assign]  # argparse has no hook for this
         return parser
 
     def fail(self, message: str):

@@ -26,17 +26,22 @@ class Command(EngineCommand):
             self.fail("--at must not be negative")
         self.check_run(at=opts["at"])
         scenario = self.load(opts["scenario"])
-        snap = self.engine(rr_snapshot, scenario, policy=opts["policy"], at=opts["at"], seed=opts["seed"],
-                           compat=opts["compat"])
+        snap = self.engine(
+            rr_snapshot, scenario, policy=opts["policy"], at=opts["at"], seed=opts["seed"], compat=opts["compat"]
+        )
         if opts["json"]:
             self.stdout.write(json.dumps(snap))
             return
         lines = [f"round-robin simulation at {snap['time']:.0f} s ({snap['policy']})"]
         for name, r in snap["resources"].items():
-            lines.append(f"{name:<10} shortfall {r['shortfall']:.0f}  idle now {r['nidle_now']:g}  "
-                         f"saturated {r['saturated_time']:.0f} s  busy {r['busy_time']:.0f} s")
+            lines.append(
+                f"{name:<10} shortfall {r['shortfall']:.0f}  idle now {r['nidle_now']:g}  "
+                f"saturated {r['saturated_time']:.0f} s  busy {r['busy_time']:.0f} s"
+            )
         for p in snap["projects"]:
-            lines.append(f"project {p['name']:<12} shortfall {p['shortfall']:.0f}  deadlines missed {p['deadlines_missed']}")
+            lines.append(
+                f"project {p['name']:<12} shortfall {p['shortfall']:.0f}  deadlines missed {p['deadlines_missed']}"
+            )
         for j in snap["jobs"]:
             miss = "  MISSES DEADLINE" if j["deadline_miss"] else ""
             lines.append(f"  {j['name']:<24} {j['project']:<12} finishes at {j['projected_finish']:.0f} s{miss}")

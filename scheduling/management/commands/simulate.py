@@ -41,9 +41,16 @@ class Command(EngineCommand):
         if out and os.path.exists(out) and not os.path.isdir(out):
             self.fail(f"--out {out}: exists and is not a directory")
         scenario = self.load(opts["scenario"])
-        result = self.engine(run, scenario, policy=opts["policy"], duration=duration, delta=opts["delta"],
-                             seed=opts["seed"], compat=opts["compat"],
-                             existing_jobs_only=opts["existing_jobs_only"])
+        result = self.engine(
+            run,
+            scenario,
+            policy=opts["policy"],
+            duration=duration,
+            delta=opts["delta"],
+            seed=opts["seed"],
+            compat=opts["compat"],
+            existing_jobs_only=opts["existing_jobs_only"],
+        )
         if out:
             try:
                 os.makedirs(out, exist_ok=True)
@@ -72,11 +79,14 @@ class Command(EngineCommand):
             f"monotony        {f.monotony:.4f}",
             f"RPCs per job    {f.rpcs_per_job:.4f}",
             "",
-            f"{'project':<16} {'share':>8} {'used GFLOP':>14} {'wasted GFLOP':>13} {'met':>5} {'missed':>6} {'done':>5}",
+            f"{'project':<16} {'share':>8} {'used GFLOP':>14} {'wasted GFLOP':>13} "
+            f"{'met':>5} {'missed':>6} {'done':>5}",
         ]
         for p in result.projects:
-            lines.append(f"{p.name:<16} {p.resource_share:>8g} {p.flops_used / 1e9:>14.0f} "
-                         f"{p.flops_wasted / 1e9:>13.0f} {p.deadlines_met:>5} {p.deadlines_missed:>6} "
-                         f"{p.jobs_completed:>5}")
+            lines.append(
+                f"{p.name:<16} {p.resource_share:>8g} {p.flops_used / 1e9:>14.0f} "
+                f"{p.flops_wasted / 1e9:>13.0f} {p.deadlines_met:>5} {p.deadlines_missed:>6} "
+                f"{p.jobs_completed:>5}"
+            )
         lines.append(result.results_dat_line())
         return "\n".join(lines) + "\n"
