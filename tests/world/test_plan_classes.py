@@ -6,6 +6,7 @@ get_app_version, estimate_flops; credit.cpp's host app version et average)."""
 import json
 
 import pytest
+from bs4 import BeautifulSoup
 
 from backend.daemons.scheduler import (
     GpuRequest, HostInfo, ReportedFile, ReportedResult, SchedulerRequest, handle_request,
@@ -103,7 +104,8 @@ def test_host_page_charts_its_estimates_and_status_page_lists_plan_classes(
     hosts, _ = run_world(project, tmp_path)
     page = client.get(f"/project/hosts/{hosts['gpu'].pk}/")
     assert page.status_code == 200
-    figure = json.loads(page.context["estimates"])
+    embedded = BeautifulSoup(page.content, "html.parser").find("script", id="estimates-figure")
+    figure = json.loads(embedded.string)
     names = sorted(trace["name"] for trace in figure["data"])
     assert names == sorted(f"{label}: {kind}" for label in (
         "uppercase 100 x86_64-pc-linux-gnu", "uppercase 100 x86_64-pc-linux-gnu (cuda)")
