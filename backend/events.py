@@ -11,8 +11,7 @@ from django.db import connection
 
 from backend.models import LifecycleEvent
 
-COLUMNS = ("time", "actor", "workunit_id", "result_id", "host_id", "field", "old", "new",
-           "reason", "detail")
+COLUMNS = ("time", "actor", "workunit_id", "result_id", "host_id", "field", "old", "new", "reason", "detail")
 
 
 class Event(NamedTuple):
@@ -30,12 +29,20 @@ class Event(NamedTuple):
     detail: str
 
 
-def event(*, time, actor, field, old, new, reason="", workunit_id=None, result_id=None,
-          host_id=None, detail=""):
+def event(*, time, actor, field, old, new, reason="", workunit_id=None, result_id=None, host_id=None, detail=""):
     """An unsaved event; daemons collect these and save them with ``record``."""
-    return Event(int(time), actor[:32], workunit_id, result_id, host_id, field,
-                 None if old is None else int(old), None if new is None else int(new),
-                 reason[:254], detail[:254])
+    return Event(
+        int(time),
+        actor[:32],
+        workunit_id,
+        result_id,
+        host_id,
+        field,
+        None if old is None else int(old),
+        None if new is None else int(new),
+        reason[:254],
+        detail[:254],
+    )
 
 
 def record(events):
@@ -44,8 +51,9 @@ def record(events):
     if not rows:
         return 0
     table = connection.ops.quote_name(LifecycleEvent._meta.db_table)
-    columns = ", ".join(connection.ops.quote_name(LifecycleEvent._meta.get_field(
-        name.removesuffix("_id")).column) for name in COLUMNS)
+    columns = ", ".join(
+        connection.ops.quote_name(LifecycleEvent._meta.get_field(name.removesuffix("_id")).column) for name in COLUMNS
+    )
     chunk = 1000
     placeholder = "(" + ", ".join(["%s"] * len(COLUMNS)) + ")"
     with connection.cursor() as cursor:
@@ -56,8 +64,9 @@ def record(events):
                     copy.write_row(row)
             return len(rows)
         for start in range(0, len(rows), chunk):
-            part = rows[start:start + chunk]
-            cursor.execute(f"INSERT INTO {table} ({columns}) VALUES "
-                           + ", ".join([placeholder] * len(part)),
-                           [value for row in part for value in row])
+            part = rows[start : start + chunk]
+            cursor.execute(
+                f"INSERT INTO {table} ({columns}) VALUES " + ", ".join([placeholder] * len(part)),
+                [value for row in part for value in row],
+            )
     return len(rows)

@@ -62,8 +62,13 @@ def cases(root: str, random_cases: int, days: float):
             host = diff.random_host(rng, i)
             case = os.path.join(tmp, f"case{i}")
             diff.write_case(case, host)
-            yield (f"random seed 1 case {i} ({diff.describe(host).strip()}) boinc7", load_scenario(case), "boinc7",
-                   min(days, 2.0) * DAY, (0.0, 6 * 3600.0))
+            yield (
+                f"random seed 1 case {i} ({diff.describe(host).strip()}) boinc7",
+                load_scenario(case),
+                "boinc7",
+                min(days, 2.0) * DAY,
+                (0.0, 6 * 3600.0),
+            )
 
 
 def digest(data) -> str:

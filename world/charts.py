@@ -41,11 +41,15 @@ def _xs(samples, divisor):
 
 def _layout(fig, title, axis_title, y_title, height=280):
     fig.update_layout(
-        title={"text": title, "x": 0, "font": {"size": 14}}, height=height,
-        margin={"l": 50, "r": 10, "t": 36, "b": 40}, paper_bgcolor="white",
-        plot_bgcolor="white", legend={"orientation": "h", "y": -0.3},
+        title={"text": title, "x": 0, "font": {"size": 14}},
+        height=height,
+        margin={"l": 50, "r": 10, "t": 36, "b": 40},
+        paper_bgcolor="white",
+        plot_bgcolor="white",
+        legend={"orientation": "h", "y": -0.3},
         xaxis={"title": {"text": axis_title}, "gridcolor": "#eee"},
-        yaxis={"title": {"text": y_title}, "gridcolor": "#eee", "rangemode": "tozero"})
+        yaxis={"title": {"text": y_title}, "gridcolor": "#eee", "rangemode": "tozero"},
+    )
     return fig
 
 
@@ -53,10 +57,19 @@ def results_by_state(samples):
     """Stacked areas: the world's results unsent, in progress, and over by outcome."""
     divisor, axis = time_axis(samples)
     x = _xs(samples, divisor)
-    fig = go.Figure([
-        go.Scatter(x=x, y=[getattr(s, name) for s in samples], name=label, mode="lines",
-                   stackgroup="results", line={"width": 0.5, "color": colour})
-        for name, label, colour in RESULT_BANDS])
+    fig = go.Figure(
+        [
+            go.Scatter(
+                x=x,
+                y=[getattr(s, name) for s in samples],
+                name=label,
+                mode="lines",
+                stackgroup="results",
+                line={"width": 0.5, "color": colour},
+            )
+            for name, label, colour in RESULT_BANDS
+        ]
+    )
     return _layout(fig, "Results by server state", axis, "results")
 
 
@@ -73,18 +86,25 @@ def rpcs(samples):
     """Stacked bars: scheduler RPCs in each interval between samples, by outcome."""
     divisor, axis = time_axis(samples)
     x = _xs(samples, divisor)
-    fig = go.Figure([
-        go.Bar(x=x, y=differences([getattr(s, name) for s in samples]), name=label,
-               marker_color=colour)
-        for name, label, colour in RPC_BANDS])
+    fig = go.Figure(
+        [
+            go.Bar(x=x, y=differences([getattr(s, name) for s in samples]), name=label, marker_color=colour)
+            for name, label, colour in RPC_BANDS
+        ]
+    )
     fig.update_layout(barmode="stack", bargap=0)
     return _layout(fig, "Scheduler RPCs and their outcomes", axis, "RPCs per interval")
 
 
 def _line(samples, value, title, y_title, colour):
     divisor, axis = time_axis(samples)
-    fig = go.Figure([go.Scatter(x=_xs(samples, divisor), y=[value(s) for s in samples],
-                                mode="lines", line={"color": colour}, name=title)])
+    fig = go.Figure(
+        [
+            go.Scatter(
+                x=_xs(samples, divisor), y=[value(s) for s in samples], mode="lines", line={"color": colour}, name=title
+            )
+        ]
+    )
     return _layout(fig, title, axis, y_title)
 
 
@@ -100,13 +120,15 @@ def credit_granted(samples):
 
 def bytes_downloaded(samples):
     """Input bytes the hosts downloaded so far, in MB."""
-    return _line(samples, lambda s: round(s.bytes_downloaded / 1e6, 3), "Input downloaded",
-                 "MB", "#8e44ad")
+    return _line(samples, lambda s: round(s.bytes_downloaded / 1e6, 3), "Input downloaded", "MB", "#8e44ad")
 
 
 WORLD_FIGURES = (
-    ("results", results_by_state), ("rpcs", rpcs), ("hosts", hosts_active),
-    ("credit", credit_granted), ("bytes", bytes_downloaded),
+    ("results", results_by_state),
+    ("rpcs", rpcs),
+    ("hosts", hosts_active),
+    ("credit", credit_granted),
+    ("bytes", bytes_downloaded),
 )
 
 
@@ -126,15 +148,22 @@ COMPARED = (
 
 def compare_figures(series):
     """{name: Figure} overlaying the worlds of ``series``, a list of (label, samples)."""
-    longest = max((samples for _, samples in series), key=lambda s: s[-1].t if s else 0,
-                  default=[])
+    longest = max((samples for _, samples in series), key=lambda s: s[-1].t if s else 0, default=[])
     divisor, axis = time_axis(longest)
     figures = {}
     for name, title, y_title, value in COMPARED:
-        fig = go.Figure([
-            go.Scatter(x=_xs(samples, divisor), y=[value(s) for s in samples], mode="lines",
-                       name=label, line={"color": PALETTE[i % len(PALETTE)]})
-            for i, (label, samples) in enumerate(series)])
+        fig = go.Figure(
+            [
+                go.Scatter(
+                    x=_xs(samples, divisor),
+                    y=[value(s) for s in samples],
+                    mode="lines",
+                    name=label,
+                    line={"color": PALETTE[i % len(PALETTE)]},
+                )
+                for i, (label, samples) in enumerate(series)
+            ]
+        )
         figures[name] = _layout(fig, title, axis, y_title)
     return figures
 
@@ -159,15 +188,21 @@ def transfer_saved(plain, locality):
     if not plain_jobs or not local_jobs:
         return "Neither world has sent enough work yet to compare their transfers."
     plain_per, local_per = plain_bytes / plain_jobs, local_bytes / local_jobs
-    totals = (f"Plain scheduling downloaded {size_words(plain_bytes)} of input for "
-              f"{plain_jobs:,} jobs, locality scheduling {size_words(local_bytes)} for "
-              f"{local_jobs:,}.")
+    totals = (
+        f"Plain scheduling downloaded {size_words(plain_bytes)} of input for "
+        f"{plain_jobs:,} jobs, locality scheduling {size_words(local_bytes)} for "
+        f"{local_jobs:,}."
+    )
     if plain_per <= 0:
         return totals + " Plain scheduling downloaded nothing, so there was nothing to save."
     saved = 1 - local_per / plain_per
     if saved >= 0:
-        return (totals + f" Per job, locality scheduling saved {size_words(plain_per - local_per)}"
-                f" of the {size_words(plain_per)} plain scheduling moved: {saved:.0%} less input "
-                f"transfer.")
-    return (totals + f" Per job, locality scheduling moved {size_words(local_per - plain_per)} "
-            f"more than plain scheduling: {-saved:.0%} more input transfer.")
+        return (
+            totals + f" Per job, locality scheduling saved {size_words(plain_per - local_per)}"
+            f" of the {size_words(plain_per)} plain scheduling moved: {saved:.0%} less input "
+            f"transfer."
+        )
+    return (
+        totals + f" Per job, locality scheduling moved {size_words(local_per - plain_per)} "
+        f"more than plain scheduling: {-saved:.0%} more input transfer."
+    )

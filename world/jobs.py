@@ -63,7 +63,8 @@ def create_simulation(world):
     sim = Simulation(world_settings(world), prefix=f"w{world.pk}")
     sim.setup()
     World.objects.filter(pk=world.pk).update(
-        app_id=sim.app_id, start_time=sim.settings.start_time, state=pickle.dumps(sim))
+        app_id=sim.app_id, start_time=sim.settings.start_time, state=pickle.dumps(sim)
+    )
     return sim
 
 
@@ -73,8 +74,7 @@ def load(world):
 
 def store(world_id, sim, *, status=None):
     """Save the simulation's state and figures, and the samples it took since the last store."""
-    WorldSample.objects.bulk_create(
-        WorldSample(world_id=world_id, **sample._asdict()) for sample in sim.take_samples())
+    WorldSample.objects.bulk_create(WorldSample(world_id=world_id, **sample._asdict()) for sample in sim.take_samples())
     fields = dict(state=pickle.dumps(sim), clock=sim.t, summary=light_summary(sim))
     if sim.finished:
         fields.update(summary=summary(sim), status=World.Status.FINISHED, state=None)
@@ -85,9 +85,14 @@ def store(world_id, sim, *, status=None):
 
 def light_summary(sim):
     c = sim.counters
-    return {"simulated_seconds": round(sim.t, 1), "rpcs": c.rpcs,
-            "bytes_downloaded": c.bytes_downloaded, "jobs_received": c.jobs_received,
-            "jobs_reported": c.jobs_reported, "draining": sim.draining}
+    return {
+        "simulated_seconds": round(sim.t, 1),
+        "rpcs": c.rpcs,
+        "bytes_downloaded": c.bytes_downloaded,
+        "jobs_received": c.jobs_received,
+        "jobs_reported": c.jobs_reported,
+        "draining": sim.draining,
+    }
 
 
 def run_in_process(world, progress=None):
@@ -142,8 +147,7 @@ def enqueue_slice(queue, world_id, token, *, delay=None, chain=True):
     if delay is None:
         queue.enqueue(advance_world, world_id, token, chain, job_id=job_id)
     else:
-        queue.enqueue_in(timedelta(seconds=delay), advance_world, world_id, token, chain,
-                         job_id=job_id)
+        queue.enqueue_in(timedelta(seconds=delay), advance_world, world_id, token, chain, job_id=job_id)
 
 
 def start(world_id):
@@ -156,7 +160,8 @@ def start(world_id):
     before = World.objects.filter(pk=world_id).values("status", "error", "job_id").first()
     job_id = new_job_id(world_id)
     updated = World.objects.filter(pk=world_id, status__in=STARTABLE).update(
-        status=World.Status.RUNNING, error="", job_id=job_id, job_since=timezone.now())
+        status=World.Status.RUNNING, error="", job_id=job_id, job_since=timezone.now()
+    )
     if updated:
         token = uuid.uuid4().hex
 
@@ -174,8 +179,7 @@ def start(world_id):
 
 
 def pause(world_id):
-    return bool(World.objects.filter(pk=world_id, status=World.Status.RUNNING).update(
-        status=World.Status.PAUSED))
+    return bool(World.objects.filter(pk=world_id, status=World.Status.RUNNING).update(status=World.Status.PAUSED))
 
 
 def check_world(world, *, now=None):

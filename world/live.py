@@ -67,8 +67,14 @@ def start_demo(*, hosts=DEMO_HOSTS, seed=1, now=None):
             status__in=[World.Status.CREATED, World.Status.RUNNING, World.Status.PAUSED],
         ).update(status=World.Status.FINISHED, state=None)
         world = World.objects.create(
-            name=DEMO_NAME, seed=seed, hosts=hosts, days=DEMO_DAYS, speedup=1.0,
-            settings={**DEMO_SETTINGS, "start_time": now}, status=World.Status.RUNNING)
+            name=DEMO_NAME,
+            seed=seed,
+            hosts=hosts,
+            days=DEMO_DAYS,
+            speedup=1.0,
+            settings={**DEMO_SETTINGS, "start_time": now},
+            status=World.Status.RUNNING,
+        )
         jobs.create_simulation(world)
     world.refresh_from_db()
     return world
@@ -90,8 +96,7 @@ def step(world_id, *, wall=None):
         try:
             sim.run_until(jobs.slice_end(sim, world.speedup, wall=wall))
         except Exception as exc:
-            World.objects.filter(pk=world_id).update(status=World.Status.FAILED,
-                                                     error=repr(exc))
+            World.objects.filter(pk=world_id).update(status=World.Status.FAILED, error=repr(exc))
             raise
         jobs.store(world_id, sim)
         return sim.t
@@ -104,7 +109,10 @@ def drive(world_id, *, should_stop=lambda: False, tick=TICK_SECONDS):
     while not should_stop():
         began = time.monotonic()
         step(world_id)
-        if not World.objects.filter(pk=world_id).exclude(
-                status__in=[World.Status.FINISHED, World.Status.FAILED]).exists():
+        if (
+            not World.objects.filter(pk=world_id)
+            .exclude(status__in=[World.Status.FINISHED, World.Status.FAILED])
+            .exists()
+        ):
             return
         time.sleep(max(tick - (time.monotonic() - began), 0.05))

@@ -53,10 +53,12 @@ def _list_page(request, *, form=None, compare_form=None, status=200):
     worlds = list(World.objects.defer("state")[:50])
     redis_error = check_worlds(worlds)
     pair_worlds(worlds)
-    context = {"worlds": worlds, "redis_error": redis_error,
-               "form": form or WorldForm(initial={"hosts": 200, "days": 3}),
-               "compare_form": compare_form or CompareForm(initial={"hosts": 100, "days": 1,
-                                                                     "seed": 1})}
+    context = {
+        "worlds": worlds,
+        "redis_error": redis_error,
+        "form": form or WorldForm(initial={"hosts": 200, "days": 3}),
+        "compare_form": compare_form or CompareForm(initial={"hosts": 100, "days": 1, "seed": 1}),
+    }
     return render_page(request, "world/world_list.html", context, "panel", status=status)
 
 
@@ -65,8 +67,7 @@ def pair_worlds(worlds):
     settings its ``partner`` (the latest such other world), for a link to their comparison."""
 
     def key(world, locality):
-        return (world.seed, world.hosts, world.days, json.dumps(world.settings, sort_keys=True),
-                locality)
+        return (world.seed, world.hosts, world.days, json.dumps(world.settings, sort_keys=True), locality)
 
     latest = {key(w, w.locality): w for w in sorted(worlds, key=lambda w: w.pk)}
     for world in worlds:
@@ -149,18 +150,22 @@ def world_detail(request, pk):
     """One world: its figures and live charts over simulated time."""
     world = get_object_or_404(World.objects.defer("state"), pk=pk)
     redis_error = check_worlds([world])
-    context = {"world": world, "redis_error": redis_error, "figures": _world_panel(world),
-               "running": world.status == World.Status.RUNNING}
-    return render_page(request, "world/world_detail.html", context, "panel",
-                       polling_done=not context["running"])
+    context = {
+        "world": world,
+        "redis_error": redis_error,
+        "figures": _world_panel(world),
+        "running": world.status == World.Status.RUNNING,
+    }
+    return render_page(request, "world/world_detail.html", context, "panel", polling_done=not context["running"])
 
 
 @require_GET
 def world_compare(request):
     """Worlds side by side, one line each on shared charts, with the transfer locality
     scheduling saved in words when a plain and a locality world are compared."""
-    ids = parse_ids(",".join(request.GET.getlist("worlds")), noun="world",
-                    example="?worlds=1,2", minimum=2, maximum=MAX_COMPARE)
+    ids = parse_ids(
+        ",".join(request.GET.getlist("worlds")), noun="world", example="?worlds=1,2", minimum=2, maximum=MAX_COMPARE
+    )
     if isinstance(ids, str):
         return HttpResponseBadRequest(ids, content_type="text/plain")
     found = {w.pk: w for w in World.objects.defer("state").filter(pk__in=ids)}
@@ -171,20 +176,27 @@ def world_compare(request):
     redis_error = check_worlds(worlds)
     for world in worlds:  # in the same units as the sentence above the table
         world.input_words = charts.size_words(world.summary.get("bytes_downloaded", 0))
-    series = [(f"{w.name} ({'locality' if w.locality else 'plain'})", samples_of(w))
-              for w in worlds]
+    series = [(f"{w.name} ({'locality' if w.locality else 'plain'})", samples_of(w)) for w in worlds]
     plain = [w for w in worlds if not w.locality]
     local = [w for w in worlds if w.locality]
     words = charts.transfer_saved(plain[0].summary, local[0].summary) if plain and local else ""
     same_seed = len({(w.seed, w.hosts, w.days) for w in worlds}) == 1
     running = any(w.status == World.Status.RUNNING for w in worlds)
-    context = {"worlds": worlds, "redis_error": redis_error, "ids": ",".join(map(str, ids)),
-               "words": words,
-               "same_seed": same_seed, "running": running,
-               "figures": {name: figure_script(fig, f"compare-{name}")
-                           for name, fig in charts.compare_figures(series).items()},
-               "results_figures": [figure_script(charts.results_by_state(samples), f"compare-results-{n}")
-                                   for n, (_, samples) in enumerate(series, start=1)]}
+    context = {
+        "worlds": worlds,
+        "redis_error": redis_error,
+        "ids": ",".join(map(str, ids)),
+        "words": words,
+        "same_seed": same_seed,
+        "running": running,
+        "figures": {
+            name: figure_script(fig, f"compare-{name}") for name, fig in charts.compare_figures(series).items()
+        },
+        "results_figures": [
+            figure_script(charts.results_by_state(samples), f"compare-results-{n}")
+            for n, (_, samples) in enumerate(series, start=1)
+        ],
+    }
     return render_page(request, "world/world_compare.html", context, "panel", polling_done=not running)
 
 

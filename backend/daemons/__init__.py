@@ -28,11 +28,23 @@ DAEMONS = {
 # versions' daily quota (reference/server.md §3.11), as the scheduler endpoint has it, and
 # the transitioner's choice of outputs to delete.
 DAEMON_OPTIONS = {
-    "transitioner": ("daily_result_quota", "delete_abandoned_outputs", "hr_class_static",
-                     "reliable_priority_on_over", "reliable_priority_on_over_except_error"),
-    "validator": ("daily_result_quota", "keep_due_workunits", "credit_from_wu",
-                  "credit_from_runtime", "no_credit", "max_granted_credit", "credit_by_app",
-                  "hav_last_copy_wins"),
+    "transitioner": (
+        "daily_result_quota",
+        "delete_abandoned_outputs",
+        "hr_class_static",
+        "reliable_priority_on_over",
+        "reliable_priority_on_over_except_error",
+    ),
+    "validator": (
+        "daily_result_quota",
+        "keep_due_workunits",
+        "credit_from_wu",
+        "credit_from_runtime",
+        "no_credit",
+        "max_granted_credit",
+        "credit_by_app",
+        "hav_last_copy_wins",
+    ),
     "assimilator": ("keep_due_workunits",),
 }
 
@@ -50,9 +62,7 @@ def get_daemon(name):
     try:
         module_path = DAEMONS[name]
     except KeyError:
-        raise UnknownDaemon(
-            f"unknown daemon {name!r}; choose one of: {', '.join(DAEMONS)}"
-        ) from None
+        raise UnknownDaemon(f"unknown daemon {name!r}; choose one of: {', '.join(DAEMONS)}") from None
     return importlib.import_module(module_path).run_once
 
 

@@ -28,5 +28,9 @@ def unixtime(value, empty="–"):
     if seconds >= INT_MAX:
         return "never"
     moment = datetime.datetime.fromtimestamp(seconds, tz=datetime.timezone.utc)
-    return format_html('<time datetime="{}" title="{} (Unix seconds)">{}</time>',
-                       moment.isoformat(), seconds, moment.strftime("%Y-%m-%d %H:%M:%S"))
+    return format_html(
+        '<time datetime="{}" title="{} (Unix seconds)">{}</time>',
+        moment.isoformat(),
+        seconds,
+        moment.strftime("%Y-%m-%d %H:%M:%S"),
+    )

@@ -26,8 +26,7 @@ class Command(BaseCommand):
         parser.add_argument("name", help="transitioner, validator, assimilator, ...")
         mode = parser.add_mutually_exclusive_group(required=True)
         mode.add_argument("--once", action="store_true", help="one pass, then exit")
-        mode.add_argument("--loop", action="store_true",
-                          help="pass after pass until SIGINT (Ctrl-C) or SIGTERM")
+        mode.add_argument("--loop", action="store_true", help="pass after pass until SIGINT (Ctrl-C) or SIGTERM")
         parser.add_argument("--mod", type=int, default=1, help="split the work N ways")
         parser.add_argument("--index", type=int, default=0, help="this instance's share, 0..N-1")
         parser.add_argument("--batch-size", type=int, default=None)
@@ -39,8 +38,7 @@ class Command(BaseCommand):
         except UnknownDaemon as exc:
             raise CommandError(str(exc), returncode=2)
         if mod < 1 or not 0 <= index < mod:
-            raise CommandError(f"--index must be in 0..{max(mod, 1) - 1} and --mod at least 1",
-                               returncode=2)
+            raise CommandError(f"--index must be in 0..{max(mod, 1) - 1} and --mod at least 1", returncode=2)
         if batch_size is not None and batch_size < 1:
             raise CommandError("--batch-size must be at least 1", returncode=2)
         if once:

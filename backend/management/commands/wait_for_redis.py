@@ -22,6 +22,7 @@ class Command(BaseCommand):
                 return
             except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError):
                 if time.monotonic() > deadline:
-                    raise CommandError(f"Redis at {settings.REDIS_URL} did not answer within "
-                                       f"{timeout:.0f}s", returncode=1)
+                    raise CommandError(
+                        f"Redis at {settings.REDIS_URL} did not answer within {timeout:.0f}s", returncode=1
+                    )
                 time.sleep(0.2)

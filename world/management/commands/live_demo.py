@@ -44,10 +44,10 @@ class Command(BaseCommand):
         try:
             world = live.start_demo(hosts=hosts, seed=seed)
         except ValueError as exc:
-            raise CommandError(f"{exc}; run `python manage.py seed_demo` first",
-                               returncode=2) from None
-        self.stdout.write(f"live demo: {hosts} volunteer hosts for {live.DEMO_APP} "
-                          f"(world {world.pk}, /project/worlds/{world.pk}/)")
+            raise CommandError(f"{exc}; run `python manage.py seed_demo` first", returncode=2) from None
+        self.stdout.write(
+            f"live demo: {hosts} volunteer hosts for {live.DEMO_APP} (world {world.pk}, /project/worlds/{world.pk}/)"
+        )
         self.stdout.flush()
         try:
             live.drive(world.pk, should_stop=lambda: bool(stopping))
