@@ -39,7 +39,6 @@ from backend.models import (
     App,
     AssimilateState,
     DaemonStatus,
-    FileDeleteState,
     Host,
     Result,
     ServerState,

@@ -7,8 +7,8 @@ replaying its lifecycle events, mark the transitions it took to get there.
 """
 
 import math
-from itertools import groupby
 from dataclasses import dataclass
+from itertools import groupby
 
 from backend.models import AssimilateState, FileDeleteState, Outcome, ServerState, ValidateState
 

@@ -22,7 +22,6 @@ from backend.daemons.sched_types import SchedulerConfig, project_config
 from backend.daemons.sched_version import app_version_table, runtime_estimates
 from backend.forms import HostPrefsForm, WorkunitFilterForm, WorkunitIdsForm
 from backend.keyset import BadCursor, keyset_page
-from backend.server_config import ConfigError
 from backend.models import (
     App,
     AssimilateState,
@@ -39,6 +38,7 @@ from backend.models import (
     UserCredit,
     Workunit,
 )
+from backend.server_config import ConfigError
 from backend.statemachine import RESULT_MACHINE, WORKUNIT_MACHINE, draw_row
 from boincweb.figures import figure_script
 from boincweb.htmx import render_page

@@ -249,7 +249,8 @@ def main() -> None:
         ]
         print(f"policy {args.policy}, compat {args.compat}")
         print(
-            f"{'scenario':<10} {'days':>5} {'wall s':>8} {'target':>7} {'peak MB':>8} {'events':>8} {'slices':>7} {'jobs':>6}"
+            f"{'scenario':<10} {'days':>5} {'wall s':>8} {'target':>7} "
+            f"{'peak MB':>8} {'events':>8} {'slices':>7} {'jobs':>6}"
         )
         for name, scenario, days, target in cases:
             wall, peak, result = measure(scenario, days, args.policy, args.compat)

@@ -101,7 +101,8 @@ def main() -> None:
         start = time.process_time()
 
         def progress(_fraction):
-            if time.process_time() - start > args.cap:
+            # called only by this iteration's run(), so `start` is this iteration's
+            if time.process_time() - start > args.cap:  # noqa: B023
                 raise Cut
 
         cut = False

@@ -319,13 +319,12 @@ class Boincweb:
     name = "boincweb"
 
     def __init__(self, config_xml, hosts, cpus):
+        from django.conf import settings
         from django.contrib.auth import get_user_model
 
         from backend.models import App, AppVersion, Host
         from backend.server_config import read_config_xml
         from protocol.models import Account, AppVersionFile
-
-        from django.conf import settings
 
         # BOINC's validator runs with --credit_from_wu (bench/boinc_server.py), so ours does
         # the same credit work rather than CreditNew, its default

@@ -29,7 +29,7 @@ def _num(x: float) -> str:
 
 def pcdr_losses(scenario: Scenario) -> list[str]:
     """What of `scenario` the P(C, D, R) notation cannot express."""
-    host, prefs = scenario.host, scenario.prefs
+    host = scenario.host
     lost = []
     if host.gpus:
         lost.append("the host's GPUs")

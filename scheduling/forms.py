@@ -370,8 +370,12 @@ class ScenarioForms:
             old = self.previous and next((p for p in self.previous.projects if p.name == row["name"]), None)
             apps = self._apps_of(row["name"], app_rows, old)
             if not apps:
+                # _row_error applies the test before returning, while `row` is still this project's
                 self._row_error(
-                    self.projects, "name", lambda r: r["name"] == row["name"], "This project has no app; add one below."
+                    self.projects,
+                    "name",
+                    lambda r: r["name"] == row["name"],  # noqa: B023
+                    "This project has no app; add one below.",
                 )
                 return None
             app_names = {a.name for a in apps}

@@ -58,7 +58,8 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Count, Min, Q, Sum
 
-from backend.daemons import daemon_names, run_pass
+from backend.daemons import daemon_names, run_pass, sched_locality, sched_version
+from backend.daemons.sched_types import GlobalPrefs, SchedulerConfig
 from backend.daemons.scheduler import (
     GpuRequest,
     HostInfo,
@@ -69,8 +70,6 @@ from backend.daemons.scheduler import (
     TimeStats,
     handle_request,
 )
-from backend.daemons import sched_locality, sched_version
-from backend.daemons.sched_types import GlobalPrefs, SchedulerConfig
 from backend.daemons.work_generator import waiting_for_first_results
 from backend.models import (
     INT_MAX,

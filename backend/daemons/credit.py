@@ -319,16 +319,13 @@ def update_av_scales(app_ids=None):
                 totals[kind][0] += version.pfc_avg * version.pfc_n
                 totals[kind][1] += version.pfc_n
                 totals[kind][2] += 1
-
-        def avg(kind):
-            return totals[kind][0] / totals[kind][1]
-
+        avg = {kind: pfc / n for kind, (pfc, n, count) in totals.items() if count}
         if totals["cpu"][2] and totals["gpu"][2]:
-            scale_to = min(avg("cpu"), avg("gpu"))
+            scale_to = min(avg["cpu"], avg["gpu"])
         elif totals["cpu"][2] > 1:
-            scale_to = avg("cpu")
+            scale_to = avg["cpu"]
         elif totals["gpu"][2] > 0:
-            scale_to = avg("gpu") * DEFAULT_GPU_SCALE
+            scale_to = avg["gpu"] * DEFAULT_GPU_SCALE
         else:
             continue
         for version in versions:

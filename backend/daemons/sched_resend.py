@@ -58,8 +58,8 @@ from backend.daemons.sched_send import (
     reply_results,
     usable_versions,
 )
-from backend.daemons.sched_version import job_version
 from backend.daemons.sched_types import Message
+from backend.daemons.sched_version import job_version
 from backend.events import event, record
 from backend.models import HostAppVersion, Result, ServerState, Workunit
 

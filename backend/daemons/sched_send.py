@@ -37,7 +37,6 @@ from django.db.models import Exists, F, OuterRef, Q
 
 from backend.daemons import sched_hr, sched_limit, sched_reliable
 from backend.daemons.host_app_version import count_sent, jobs_today, scaled_max_jobs_per_day
-from backend.daemons.sched_version import GIGA, has_jobs_for, job_version
 from backend.daemons.sched_types import (
     Message,
     ReplyAppVersion,
@@ -46,6 +45,7 @@ from backend.daemons.sched_types import (
     ReplyWorkunit,
     SchedulerConfig,
 )
+from backend.daemons.sched_version import GIGA, has_jobs_for, job_version
 from backend.events import event, record
 from backend.models import (
     App,

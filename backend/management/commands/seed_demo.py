@@ -1,9 +1,9 @@
 """``manage.py seed_demo [--workunits N]``: demo data for ``make run`` and the page benchmarks.
 
 Creates (once) a demo volunteer, a staff login for the demo, an app with a CPU and a GPU
-version and jobs sized for the live demo (``DEMO_APP_SIZES``), a few hosts, and ``--workunits`` workunits with their first results (as the
-transitioner makes them, reference/server.md §3.2 step 6). Running it again adds only what is
-missing.
+version and jobs sized for the live demo (``DEMO_APP_SIZES``), a few hosts, and ``--workunits``
+workunits with their first results (as the transitioner makes them, reference/server.md §3.2
+step 6). Running it again adds only what is missing.
 
 The rows are written in chunks: on PostgreSQL each chunk is one ``INSERT ... SELECT`` over
 ``generate_series`` that makes the workunits and, through ``RETURNING``, their results, so no
