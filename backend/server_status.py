@@ -392,7 +392,7 @@ HISTORY_FIELDS = [
 
 # This process's connection pools by Redis URL: a page makes a dozen Redis calls, and a new
 # connection for each would add its handshake's round trips to every one.
-_POOLS = {}
+_POOLS: dict[str, redis.ConnectionPool] = {}
 
 
 def _redis():

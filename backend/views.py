@@ -112,7 +112,7 @@ def _kept(store, limit, key, make):
 
 # Figures as <script> elements by what they were drawn from: building one costs milliseconds,
 # and the status page's figures change only when the periodic daemon job records a sample.
-_FIGURES = {}
+_FIGURES: dict[object, list[tuple[str, str]]] = {}
 
 
 def _figure_scripts(key, build):
@@ -148,7 +148,7 @@ def _filtered_workunits(request):
 
 # The filter form's HTML by the apps to choose from and the filters asked for: rendering its
 # five widgets costs the list page as much as its 50 rows do.
-_FILTER_FORMS = {}
+_FILTER_FORMS: dict[tuple, str] = {}
 
 
 def _filter_form_html(request, form):
@@ -260,7 +260,7 @@ def _prepend(first, rest):
 
 # State machine drawings as SVG by the drawing: most workunits and results of a project are
 # drawn alike (finished, by the same path), and the template costs a page milliseconds each.
-_MACHINES = {}
+_MACHINES: dict[str, str] = {}
 
 
 def _machine_svg(drawing):

@@ -42,6 +42,7 @@ import shutil
 import subprocess
 import sys
 import time
+from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DAY = 86400.0
@@ -81,7 +82,7 @@ def random_host(rng: random.Random, index: int) -> dict:
     """One case drawn from the space in the module docstring, as plain data."""
     ncpus = rng.randint(1, 32)
     p_fpops = round(rng.uniform(1.0, 5.0), 3) * 1e9
-    gpus = []
+    gpus: list[dict[str, Any]] = []
     for vendor in rng.sample(["NVIDIA", "ATI"], rng.choice([0, 0, 1, 1, 2])):
         gpus.append(
             {"type": vendor, "count": rng.randint(1, 4), "peak_flops": round(rng.uniform(20.0, 500.0), 1) * 1e9}
@@ -338,6 +339,7 @@ def _timed(cmd: list[str], cwd: str, log: str) -> tuple[int, float, float, str]:
     start = time.perf_counter()
     with open(log, "w") as err:
         proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=err, text=True)
+        assert proc.stdout is not None  # stdout=PIPE
         out = proc.stdout.read()
         _pid, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)

@@ -37,7 +37,7 @@ import tracemalloc
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from scheduling.engine import load_scenario, run  # noqa: E402
+from scheduling.engine import RunResult, load_scenario, run  # noqa: E402
 from scheduling.engine.scenario import (  # noqa: E402
     App,
     AppVersion,
@@ -133,7 +133,7 @@ def cuda_host(runtime_fraction: float) -> Scenario:
     )
 
 
-def measure(scenario, days: float, policy: str, compat: str) -> tuple[float, float, object]:
+def measure(scenario, days: float, policy: str, compat: str) -> tuple[float, float, RunResult]:
     start = time.perf_counter()
     result = run(scenario, policy=policy, duration=days * DAY, compat=compat)
     wall = time.perf_counter() - start

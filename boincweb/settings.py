@@ -153,9 +153,11 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 # plotly.min.js is served straight from the pinned plotly package, so it always matches it.
+_plotly = importlib.util.find_spec("plotly")
+assert _plotly is not None and _plotly.origin is not None, "plotly is in requirements.txt"
 STATICFILES_DIRS = [
     BASE_DIR / "static",
-    ("plotly", Path(importlib.util.find_spec("plotly").origin).parent / "package_data"),
+    ("plotly", Path(_plotly.origin).parent / "package_data"),
 ]
 STATIC_ROOT = Path(envstr("STATIC_ROOT") or (BASE_DIR / "var" / "staticfiles"))
 # With DEBUG off, static files are served from STATIC_ROOT (``manage.py collectstatic``) under

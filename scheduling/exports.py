@@ -160,6 +160,7 @@ def client_state_xml(scenario: Scenario) -> str:
                 )
         for j in p.jobs:
             app = p.app(j.app)
+            assert app is not None  # a project's jobs name its own apps (Project checks)
             version = next((v for v in app.versions if v.resource == (j.resource or v.resource)), app.versions[0])
             out.append(
                 "<workunit>"

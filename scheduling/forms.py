@@ -13,6 +13,7 @@ import dataclasses
 import os
 import re
 import tempfile
+from typing import cast
 
 from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -205,31 +206,41 @@ class _Formset(forms.BaseFormSet):
         return [f.cleaned_data for f in self.forms if f.cleaned_data and not f.cleaned_data.get("DELETE")]
 
 
-GpuFormSet = forms.formset_factory(
-    GpuForm, formset=_Formset, extra=1, can_delete=True, max_num=len(GPU_TYPES), validate_max=True
+# formset_factory makes a subclass of `formset`; the stubs type it as the base class.
+GpuFormSet = cast(
+    type[_Formset],
+    forms.formset_factory(
+        GpuForm, formset=_Formset, extra=1, can_delete=True, max_num=len(GPU_TYPES), validate_max=True
+    ),
 )
-ProjectFormSet = forms.formset_factory(
-    ProjectForm,
-    formset=_Formset,
-    extra=1,
-    can_delete=True,
-    min_num=1,
-    validate_min=True,
-    max_num=limits.MAX_PROJECTS,
-    validate_max=True,
+ProjectFormSet = cast(
+    type[_Formset],
+    forms.formset_factory(
+        ProjectForm,
+        formset=_Formset,
+        extra=1,
+        can_delete=True,
+        min_num=1,
+        validate_min=True,
+        max_num=limits.MAX_PROJECTS,
+        validate_max=True,
+    ),
 )
 # The engine takes MAX_APP_VERSIONS; the form, eleven fields a row, sends at most this many
 # rows within Django's DATA_UPLOAD_MAX_NUMBER_FIELDS (1000) beside 40 projects and the rest.
 APP_ROWS = min(limits.MAX_APP_VERSIONS, 60)
-AppFormSet = forms.formset_factory(
-    AppForm,
-    formset=_Formset,
-    extra=1,
-    can_delete=True,
-    min_num=1,
-    validate_min=True,
-    max_num=APP_ROWS,
-    validate_max=True,
+AppFormSet = cast(
+    type[_Formset],
+    forms.formset_factory(
+        AppForm,
+        formset=_Formset,
+        extra=1,
+        can_delete=True,
+        min_num=1,
+        validate_min=True,
+        max_num=APP_ROWS,
+        validate_max=True,
+    ),
 )
 
 
@@ -367,7 +378,7 @@ class ScenarioForms:
             return None
         projects = []
         for row in project_rows:
-            old = self.previous and next((p for p in self.previous.projects if p.name == row["name"]), None)
+            old = next((p for p in self.previous.projects if p.name == row["name"]), None) if self.previous else None
             apps = self._apps_of(row["name"], app_rows, old)
             if not apps:
                 # _row_error applies the test before returning, while `row` is still this project's

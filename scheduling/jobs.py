@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 import uuid
 from datetime import timedelta
+from typing import Any
 
 import django_rq
 import redis
@@ -66,7 +67,7 @@ class PartialRecords:
         self.clock = clock
         resources = {"cpu": {"instances": scenario.n_usable_cpus}}
         resources.update({g.name: {"instances": g.count} for g in scenario.host.gpus})
-        self.data = {
+        self.data: dict[str, Any] = {
             "partial": True,
             "time": 0.0,
             "policy": run.policy,

@@ -66,7 +66,8 @@ class Run(models.Model):
         FAILED = "failed"
 
     # the engine's policies (scheduling.engine.policies), each labelled "name: what it does"
-    Policy = models.TextChoices(
+    # the functional API with (value, label) pairs, which django-stubs does not type
+    Policy = models.TextChoices(  # type: ignore[call-overload]
         "Policy", [(name.upper(), (name, f"{name}: {label}")) for name, label in LABELS.items()]
     )
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from scheduling.engine.readers import read_pcdr
 from scheduling.engine.scenario import (
@@ -90,7 +90,7 @@ def _wrr_example() -> Scenario:
     # two CPUs. All three share the CPUs until A2 ends at hour 4; A1 ends at hour 8.
     a = _cpu_app("A_app", 20 / 3, 48)
     b = _cpu_app("B_app", 10, 48)
-    job = dict(deadline=48 * HOUR, resource="cpu")
+    job: dict[str, Any] = dict(deadline=48 * HOUR, resource="cpu")
     return Scenario(
         host=Host(ncpus=2, cpu_flops=GFLOPS),
         projects=(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
@@ -571,7 +572,7 @@ def compare_start(request, pk):
 def _run_context(run: Run) -> dict:
     """A finished run's charts, card and facts; a running one's charts so far (partial records)."""
     records = run.records() if run.status in (Run.Status.DONE, Run.Status.RUNNING) else None
-    ctx = {
+    ctx: dict[str, Any] = {
         "run": run,
         "records": records,
         "policy_note": POLICY_NOTES.get(run.policy, ""),
@@ -664,7 +665,7 @@ def difference_labels(runs: list[Run]) -> list[str]:
         lambda r: r.get_compat_display(),
         lambda r: span(r.duration),
     )
-    parts = [[] for _r in runs]
+    parts: list[list[str]] = [[] for _r in runs]
     for aspect in aspects:
         values = [aspect(r) for r in runs]
         if len(set(values)) > 1:

@@ -426,7 +426,6 @@ class SchedulerConfig:
     locality_scheduling_wait_period: int = 0
     locality_scheduling_send_timeout: int = 0
     file_deletion_strategy: int = 0
-    default_disk_min_free_gb: float = 1.0
     # Seed 004's locality rules in place of BOINC's (sched_locality rules 7 and 9): the
     # deterministic scan only when the working-set file is excluded for the volunteer; a held
     # file named for deletion only when no more work can be made for it and none is unsent.
