@@ -1,6 +1,7 @@
 """The project pages' figures: pure functions from records to plotly Figures."""
 
 from datetime import datetime, timezone
+from typing import Any
 
 import plotly.graph_objects as go
 
@@ -74,7 +75,7 @@ def lifecycle_timeline(events, result_names):
     ``events`` are LifecycleEvent-like records (time, actor, field, old, new, reason,
     result_id); ``result_names`` maps result ids to names for the row labels.
     """
-    rows = {"workunit": []}
+    rows: dict[str, list[Any]] = {"workunit": []}
     for name in result_names.values():
         rows.setdefault(name, [])
     for event in events:

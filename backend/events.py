@@ -52,7 +52,9 @@ def record(events):
         return 0
     table = connection.ops.quote_name(LifecycleEvent._meta.db_table)
     columns = ", ".join(
-        connection.ops.quote_name(LifecycleEvent._meta.get_field(name.removesuffix("_id")).column) for name in COLUMNS
+        # every name in COLUMNS is a concrete field, with a column
+        connection.ops.quote_name(LifecycleEvent._meta.get_field(name.removesuffix("_id")).column)  # type: ignore[union-attr, arg-type]
+        for name in COLUMNS
     )
     chunk = 1000
     placeholder = "(" + ", ".join(["%s"] * len(COLUMNS)) + ")"

@@ -54,6 +54,7 @@ class WorkunitFilterForm(forms.Form):
         """A cursor must be one of the sort it pages (a cursor of another sort can be pasted
         into the URL)."""
         data = super().clean()
+        assert data is not None  # Form.clean returns cleaned_data
         field = Workunit._meta.get_field(self.sort_key[0])
         for name in ("after", "before"):
             if data.get(name):
@@ -165,7 +166,7 @@ class WorkunitIdsForm(forms.Form):
     def __init__(self, data):
         super().__init__(data)
         # Any positive whole number is a valid choice; whether it exists is checked in clean.
-        self.fields["id"].valid_value = lambda value: str(value).isdigit() and 0 < int(value) < 2**63
+        self.fields["id"].valid_value = lambda value: str(value).isdigit() and 0 < int(value) < 2**63  # type: ignore[attr-defined]
 
     def clean_id(self):
         ids = sorted(set(self.cleaned_data["id"]))

@@ -109,7 +109,7 @@ def validator_values(daemons):
     """SchedulerConfig keyword arguments from the credit options on the command line of the
     validator(s) config.xml's ``<daemons>`` runs (``<cmd>sample_bitwise_validator --app x
     --credit_from_wu</cmd>``), as BOINC's validator reads them (``-x`` or ``--x``)."""
-    values = {}
+    values: dict[str, float | bool] = {}
     if daemons is None:
         return values
     for cmd in daemons.iter("cmd"):

@@ -193,7 +193,9 @@ def app_tasks():
             gpu=Count("id", filter=Q(app_version__gpu_usage__gt=0)),
         )
     )
-    unsent, cpu, gpu = {}, {}, {}
+    unsent: dict[int, int] = {}
+    cpu: dict[int, int] = {}
+    gpu: dict[int, int] = {}
     for row in results:
         app_id = row["app_id"]
         if row["server_state"] == ServerState.IN_PROGRESS:

@@ -3,6 +3,7 @@
 import csv
 import json
 import time
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model
@@ -268,7 +269,7 @@ def _machine_svg(drawing):
 
 
 def _results_with_drawings(results, events):
-    by_result = {}
+    by_result: dict[int, list[Any]] = {}
     for e in events:
         if e.result_id:
             by_result.setdefault(e.result_id, []).append(e)
@@ -346,7 +347,7 @@ def host_list(request):
 
 def _result_counts(results):
     """{label: n} of a host's or user's results by server state and outcome."""
-    counts = {}
+    counts: dict[str, int] = {}
     for row in results.values("server_state", "outcome").annotate(n=Count("id")):
         if row["server_state"] == ServerState.OVER:
             label = Result(outcome=row["outcome"]).get_outcome_display()

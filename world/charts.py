@@ -7,6 +7,8 @@ totals of RPCs by outcome, credit and input bytes downloaded). The time axis is 
 a world younger than two hours (a live demo), else in hours.
 """
 
+from typing import Any
+
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
@@ -148,7 +150,7 @@ COMPARED = (
 
 def compare_figures(series):
     """{name: Figure} overlaying the worlds of ``series``, a list of (label, samples)."""
-    longest = max((samples for _, samples in series), key=lambda s: s[-1].t if s else 0, default=[])
+    longest: list[Any] = max((samples for _, samples in series), key=lambda s: s[-1].t if s else 0, default=[])
     divisor, axis = time_axis(longest)
     figures = {}
     for name, title, y_title, value in COMPARED:

@@ -51,6 +51,7 @@ class WorldForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
+        assert cleaned is not None  # ModelForm.clean returns cleaned_data
         overrides = {
             name: cleaned[name] for name in self.SETTINGS if cleaned.get(name) not in (None, getattr(DEFAULTS, name))
         }

@@ -163,6 +163,7 @@ def start(world_id):
         status=World.Status.RUNNING, error="", job_id=job_id, job_since=timezone.now()
     )
     if updated:
+        assert before is not None  # the row the update found
         token = uuid.uuid4().hex
 
         def enqueue():

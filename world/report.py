@@ -39,7 +39,7 @@ def summary(sim):
     results = Result.objects.filter(app_id=app_id)
     n_wus = wus.count()
     errored = wus.exclude(error_mask=0).count()
-    error_bits = Counter()
+    error_bits: Counter[str] = Counter()
     for mask in wus.exclude(error_mask=0).values_list("error_mask", flat=True):
         error_bits.update(ErrorMask.names(mask))
     over = results.filter(server_state=ServerState.OVER)
@@ -105,7 +105,7 @@ def summary(sim):
 
 def results_per_file_per_host(results):
     """Mean number of results of one data file a host computed (locality's payoff)."""
-    pairs = Counter()
+    pairs: Counter[tuple[int, str]] = Counter()
     for host_id, wu_name in results.filter(host__isnull=False).values_list("host_id", "workunit__name"):
         pairs[(host_id, file_name_of(wu_name))] += 1
     return round(sum(pairs.values()) / len(pairs), 3) if pairs else 0.0
@@ -155,7 +155,7 @@ def invariants(sim):
 
 def credit_matches_hosts(sim):
     """Each world host's total_credit is the credit granted to its results."""
-    granted = defaultdict(float)
+    granted: defaultdict[int, float] = defaultdict(float)
     for host_id, credit in Result.objects.filter(app_id=sim.app_id, granted_credit__gt=0).values_list(
         "host_id", "granted_credit"
     ):
@@ -180,7 +180,7 @@ def wrong_never_canonical(sim):
 
 def increasing_per_user_file(results):
     """For each volunteer and data file, results were sent in increasing id (§3.10)."""
-    last = {}
+    last: dict[tuple[int, str], int] = {}
     rows = (
         results.filter(sent_time__gt=0, user__isnull=False)
         .order_by("sent_time", "id")

@@ -51,7 +51,7 @@ import math
 import random
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
@@ -213,7 +213,8 @@ class WorldSettings:
         unknown = sorted(set(values) - set(known))
         if unknown:
             raise ValueError(f"unknown world setting(s): {', '.join(unknown)}")
-        settings = cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+        kwargs: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+        settings = cls(**kwargs)
         settings.check()
         return settings
 
@@ -418,7 +419,8 @@ class Simulation:
         self.t = 0.0
         self.hosts = []
         self.counters = Counters()
-        self.app_id = None
+        # the app the world runs, set (by setup or join) before any pass reads it
+        self.app_id: int = None  # type: ignore[assignment]
         self.work_end = settings.days * DAY
         self.end = self.work_end + settings.drain_days * DAY
         self.draining = False

@@ -175,7 +175,7 @@ def world_compare(request):
     worlds = [found[i] for i in ids]
     redis_error = check_worlds(worlds)
     for world in worlds:  # in the same units as the sentence above the table
-        world.input_words = charts.size_words(world.summary.get("bytes_downloaded", 0))
+        world.input_words = charts.size_words(world.summary.get("bytes_downloaded", 0))  # type: ignore[attr-defined]
     series = [(f"{w.name} ({'locality' if w.locality else 'plain'})", samples_of(w)) for w in worlds]
     plain = [w for w in worlds if not w.locality]
     local = [w for w in worlds if w.locality]

@@ -94,7 +94,7 @@ def run_once(*, now, batch_size, mod=1, index=0, keep_due_workunits=True):
         )
         if not wus:
             return 0
-        files = {}
+        files: dict[int | None, list[File]] = {}
         canonical_ids = [wu.canonical_result_id for wu in wus if wu.canonical_result_id]
         for f in File.objects.filter(result_id__in=canonical_ids).order_by("name"):
             files.setdefault(f.result_id, []).append(f)

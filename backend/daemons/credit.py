@@ -192,7 +192,9 @@ def assign_credit_set(wu, app, valid, options, samples):
 
     ``valid`` is ``[(result, version, hav)]`` in id order. Returns ``(credit, hav_samples)``,
     ``hav_samples`` a list of ``(result, ratio)`` for the host app version averages."""
-    normal, approx, hav_samples = [], [], []
+    normal: list[float] = []
+    approx: list[float] = []
+    hav_samples = []
     anchor = wu_estimated_pfc(wu, app)
     for result, version, hav in valid:
         pfc, mode, sample = get_pfc(result, wu, app, version, hav, samples)

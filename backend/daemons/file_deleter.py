@@ -22,6 +22,7 @@ Rows are claimed with SKIP LOCKED on PostgreSQL and written compare-and-set from
 """
 
 import os
+from typing import Any
 
 from django.db import transaction
 
@@ -105,7 +106,7 @@ def delete_result_files(*, now, batch_size, mod, index):
         )
         if not results:
             return 0
-        files = {}
+        files: dict[int | None, list[File]] = {}
         for f in File.objects.filter(result_id__in=[r.pk for r in results], no_delete=False):
             files.setdefault(f.result_id, []).append(f)
         done = unlink_each(
@@ -135,7 +136,7 @@ def delete_workunit_files(*, now, batch_size, mod, index):
             .exclude(workunit__file_delete_state=FileDeleteState.DONE)
             .values_list("file_id", flat=True)
         )
-        inputs = {}
+        inputs: dict[int, list[File]] = {}
         for link in links:
             inputs.setdefault(link.workunit_id, []).append(link.file)
         doomed = {
@@ -164,7 +165,7 @@ def retry_errors(*, now):
         return 0
     if not DaemonStatus.objects.filter(name=ACTOR, last_retry_time=status.last_retry_time).update(last_retry_time=now):
         return 0
-    events = []
+    events: list[Any] = []
     for model, key in ((Result, "result_id"), (Workunit, "workunit_id")):
         with transaction.atomic():
             ids = [

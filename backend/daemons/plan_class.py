@@ -19,6 +19,7 @@ import math
 import random
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from defusedxml import ElementTree
 from defusedxml.common import DefusedXmlException
@@ -309,7 +310,7 @@ def read_plan_class_spec(source):
         raise PlanClassError(f"plan_class_spec.xml is not well-formed XML: {error}") from None
     if root.tag != "plan_classes":
         raise PlanClassError(f"plan_class_spec.xml: expected <plan_classes>, found <{root.tag}>")
-    specs = {}
+    specs: dict[str, Any] = {}
     for element in root.findall("plan_class"):
         spec = parse_plan_class(element)
         specs.setdefault(spec.name, spec)  # PLAN_CLASS_SPECS::check takes the first

@@ -40,6 +40,8 @@ The results are read and written under their workunits' row locks, taken in id o
 the transitioner and validator also hold while they decide.
 """
 
+from typing import Any
+
 from django.db import transaction
 from django.db.models import Case, Value, When
 
@@ -84,7 +86,8 @@ def resend_lost_results(host, request, resources, *, now, config, reply, notices
         return 0
     chooser = VersionChooser(host, request, resources, config=config, now=now)
     max_jobs = max_jobs_per_rpc(host, request, config)
-    resent, expired = [], []
+    resent: list[Any] = []
+    expired = []
     homogeneous = sched_hr.Resends(host, request, config)
     with transaction.atomic():
         locked_in_id_order({wu_id for _, wu_id in lost})
@@ -234,7 +237,7 @@ def not_resendable(result, version):
 
 def mark_resent(host, resent, *, now):
     """sent_time = now and the version it goes with, compare-and-set on IN_PROGRESS."""
-    groups = {}
+    groups: dict[tuple[int | None, float], list[Result]] = {}
     for result, version, runtime in resent:
         app_version_id = version.row.pk if version.row else None
         flops = result.workunit.rsc_fpops_est / runtime if runtime else 0.0

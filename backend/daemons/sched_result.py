@@ -38,7 +38,7 @@ transitioner and validator also hold while they decide, so a report never races 
 
 import hashlib
 from functools import partial
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from django.db.models import F, Value
 from django.db.models.functions import Least
@@ -92,7 +92,8 @@ def handle_results(host, reports, *, now, reply, quota=DAILY_RESULT_QUOTA, keep_
         .values_list("id", flat=True)
     )
     found = {r.name: r for r in Result.objects.filter(name__in=names).select_related("host", "app_version", "workunit")}
-    accepted, files, events = [], [], []
+    accepted: list[Any] = []
+    files, events = [], []
     resend = False
     for report in reports:
         reply.result_acks.append(report.name)

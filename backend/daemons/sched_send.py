@@ -31,6 +31,7 @@ which sets WU_ERROR_COULDNT_SEND_RESULT.
 
 from collections import Counter
 from dataclasses import dataclass, replace
+from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import Exists, F, OuterRef, Q
@@ -178,7 +179,7 @@ class Version:
     """
 
     row: AppVersion | None
-    reply: ReplyAppVersion
+    reply: ReplyAppVersion | None
     instances: float
     limit: int | None = None
     room: int | None = None
@@ -451,10 +452,12 @@ def send_work(host, request, *, now, config, reply, notices=None):
     max_jobs = max_jobs_per_rpc(host, request, config)
     havs = {hav.app_version_id: hav for hav in HostAppVersion.objects.filter(host=host)}
     reliability = sched_reliable.Reliability(host, request, havs, config)
-    taken_wus = set()
-    sent, limited, refusals = [], [], set()
+    taken_wus: set[int] = set()
+    sent: list[Any] = []
+    limited = []
+    refusals: set[Any] = set()
     notices = [] if notices is None else notices
-    looked_at = {}
+    looked_at: dict[Any, Any] = {}
     for resource in resources:
         versions = usable_versions(request, resource, host, config=config, havs=havs, now=now, notices=notices)
         limited.extend(
@@ -627,8 +630,10 @@ def send_for_resource(
     (sched_locality.WorkNeeded), locality scheduling's disk accounting and its end at the
     first job refused for memory, disk or its deadline.
     """
-    chosen, refused = [], []
-    apps, committed_versions = sched_hr.apps_of(versions), {}
+    chosen: list[Any] = []
+    refused = []
+    apps = sched_hr.apps_of(versions)
+    committed_versions: dict[int, Any] = {}
     with transaction.atomic():
         looked_at = max(max_jobs * config.candidate_factor, config.shmem_work_items)
         for result in pick(host, list(versions), looked_at, config):
@@ -874,7 +879,7 @@ def after_sending(resource, sent):
 
 def mark_sent(host, chosen, *, now, config):
     """UNSENT -> IN_PROGRESS, compare-and-set, grouped by the values written."""
-    groups = {}
+    groups: dict[tuple[float, int | None, float], list[Any]] = {}
     for result, version, runtime in chosen:
         deadline = now + result.workunit.delay_bound + config.report_grace_period
         app_version_id = version.row.pk if version.row else None
@@ -973,14 +978,14 @@ def locked_in_id_order(wu_ids):
 
 def lower_transition_times(sent):
     """``transition_time = min(transition_time, report_deadline)`` for the sent jobs' workunits."""
-    by_deadline = {}
+    by_deadline: dict[int, int] = {}
     for result, _, _ in sent:
         wu_deadline = by_deadline.get(result.workunit_id)
         if wu_deadline is None or result.report_deadline < wu_deadline:
             by_deadline[result.workunit_id] = result.report_deadline
     with transaction.atomic():
         locked_in_id_order(by_deadline)
-        groups = {}
+        groups: dict[int, list[int]] = {}
         for wu_id, deadline in by_deadline.items():
             groups.setdefault(deadline, []).append(wu_id)
         for deadline, wu_ids in groups.items():
@@ -998,7 +1003,7 @@ def reply_results(sent, *, now, config):
     """The reply's jobs: each result with its workunit, input files and output templates."""
     wu_ids = {result.workunit_id for result, _, _ in sent}
     through = Workunit.input_files.through
-    inputs = {}
+    inputs: dict[int, list[Any]] = {}
     for link in through.objects.filter(workunit_id__in=wu_ids).select_related("file"):
         f = link.file
         inputs.setdefault(link.workunit_id, []).append(
@@ -1043,9 +1048,11 @@ def result_aborts(host, names, *, reply):
         if name in reported:
             continue
         result = rows.get(name)
-        ours = result is not None and result.host_id == host.pk
-        timed_out = ours and (result.server_state == ServerState.OVER and result.outcome == Outcome.NO_REPLY)
-        if not ours or not (result.server_state == ServerState.IN_PROGRESS or timed_out):
+        if result is None or result.host_id != host.pk:  # not ours
+            reply.result_aborts.append(name)
+            continue
+        timed_out = result.server_state == ServerState.OVER and result.outcome == Outcome.NO_REPLY
+        if not (result.server_state == ServerState.IN_PROGRESS or timed_out):
             reply.result_aborts.append(name)
         elif result.workunit.error_mask & ErrorMask.CANCELLED:
             reply.result_aborts.append(name)

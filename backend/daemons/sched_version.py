@@ -39,6 +39,7 @@ import random
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, Callable
 
 from django.db.models import Q
 
@@ -140,6 +141,11 @@ def host_view(host, request, resource_ram):
 
 class BestVersions:
     """get_app_version for one request and resource, memoized per app and job kind."""
+
+    # set by best_versions: the Version type it makes, and the Version of each
+    # (app id, needs 64 bit, version number) asked for
+    make: Callable[..., Any]
+    variants: dict[tuple[int, bool, int], Any]
 
     def __init__(self, host, request, resource, *, config, havs, now, rows, rng=None):
         self.host, self.request, self.resource = host, request, resource
@@ -291,13 +297,13 @@ def feeder_versions(app_ids, platforms, *, real_client):
     if real_client:
         # a real client runs what it downloads: only versions with a main program
         rows = rows.filter(files__main_program=True).distinct()
-    rows = list(rows)
-    newest = {}
-    for row in rows:
+    versions = list(rows)
+    newest: dict[tuple[int, str, str], int] = {}
+    for row in versions:
         key = (row.app_id, row.platform, row.plan_class)
         newest[key] = max(newest.get(key, 0), row.version_num)
-    found = {}
-    for row in rows:
+    found: dict[int, dict[str, list[AppVersion]]] = {}
+    for row in versions:
         if row.version_num == newest[(row.app_id, row.platform, row.plan_class)]:
             found.setdefault(row.app_id, {}).setdefault(row.platform, []).append(row)
     return found
@@ -455,7 +461,8 @@ def runtime_estimates(host, limit=200, havs=()):
         .select_related("workunit")
         .order_by("-sent_time", "-id")[:limit]
     )
-    series, last_fpops = {}, {}
+    series: dict[str, list[tuple[Any, float, float]]] = {}
+    last_fpops = {}
     for r in reversed(rows):
         label = str(r.app_version)
         series.setdefault(label, []).append((r.sent_time, r.workunit.rsc_fpops_est / r.flops_estimate, r.elapsed_time))

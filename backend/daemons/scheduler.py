@@ -438,7 +438,8 @@ def handle_request(request, *, now, config=SchedulerConfig()):
     if request.dont_send_work:
         reply.messages.append(Message("not sending work: the client asked for none"))
         return reply
-    resent, notices = 0, []
+    resent = 0
+    notices: list[str] = []
     if (
         (config.resend_lost_results or handled.resend_lost_results)
         and not truncated

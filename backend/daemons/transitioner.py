@@ -378,7 +378,7 @@ def run_once(
         wus = claim(Workunit.objects.transition_due(now).select_related("app"), batch_size, mod=mod, index=index)
         if not wus:
             return 0
-        by_wu = {wu.pk: [] for wu in wus}
+        by_wu: dict[int, list[Result]] = {wu.pk: [] for wu in wus}
         for r in Result.objects.filter(workunit_id__in=list(by_wu)).only(*RESULT_FIELDS).order_by("workunit_id", "id"):
             by_wu[r.workunit_id].append(r)
         changes = Changes(

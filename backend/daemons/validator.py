@@ -67,6 +67,7 @@ import re
 from dataclasses import dataclass, field
 from functools import partial
 from types import SimpleNamespace
+from typing import Any
 
 from django.db import transaction
 
@@ -126,7 +127,7 @@ def bitwise_compare(a, b, app):
 def numeric_init(result, files, app):
     if not files:
         raise PermanentError("no output files")
-    numbers = []
+    numbers: list[Any] = []
     for f in files:
         path = upload_path(f.name)
         if not path.parent.is_dir():
@@ -380,7 +381,7 @@ def apply(changes, wus):
     """Write a pass's changes, each a compare-and-set from the state read; a row someone else
     changed meanwhile is left alone, and gets no event, credit or quota change."""
     now = changes.now
-    by_transition = {}
+    by_transition: dict[tuple[Any, Any], list[Result]] = {}
     for result, (old, new) in changes.validate_states.items():
         by_transition.setdefault((old, new), []).append(result)
     for (old, new), results in by_transition.items():
@@ -391,7 +392,7 @@ def apply(changes, wus):
             changes.credit.pop(r.pk, None)
         results = [r for r in results if r.pk in ids]
         if new == ValidateState.VALID:
-            by_credit = {}
+            by_credit: dict[Any, list[int]] = {}
             for r in results:
                 by_credit.setdefault(changes.credit[r.pk], []).append(r.pk)
             for credit, pks in by_credit.items():
@@ -561,6 +562,7 @@ def grant_host_credit(changes):
         for u in UserCredit.objects.select_for_update(no_key=True).filter(user_id__in=owners).order_by("user_id")
     }
     team_ids = {u.team_id for u in users.values() if u.team_id}
+    teams: dict[int | None, Team]
     teams = {t.pk: t for t in Team.objects.select_for_update(no_key=True).filter(id__in=team_ids).order_by("id")}
     by_app = []
     for result_id, host_id, sent_time, received_time, app_id in rows:
@@ -593,6 +595,7 @@ def grant_credit_by_app(granted, now):
     """The users' and teams' credit per app (credit.cpp grant_credit_by_app): ``granted`` is
     ``[(user, team, app, sent_time, credit)]`` in the order granted. A new row's average
     starts at now, as BOINC inserts it with expavg_time = now."""
+    model: Any  # UserAppCredit, then TeamAppCredit: bulk_create takes rows of one model
     for model, key, index in ((UserAppCredit, "user_id", 0), (TeamAppCredit, "team_id", 1)):
         pairs = sorted({(row[index], row[2]) for row in granted if row[index]})
         if not pairs:
@@ -709,10 +712,10 @@ def run_once(
         wus = claim(Workunit.objects.need_validation().select_related("app"), batch_size, mod=mod, index=index)
         if not wus:
             return 0
-        by_wu = {wu.pk: [] for wu in wus}
+        by_wu: dict[int, list[Result]] = {wu.pk: [] for wu in wus}
         for r in Result.objects.filter(workunit_id__in=list(by_wu)).order_by("id"):
             by_wu[r.workunit_id].append(r)
-        files = {}
+        files: dict[int | None, list[File]] = {}
         for f in File.objects.filter(result__workunit_id__in=list(by_wu)).order_by("name"):
             files.setdefault(f.result_id, []).append(f)
         before = {

@@ -96,7 +96,7 @@ class Command(BaseCommand):
             Host.objects.get_or_create(owner=user, domain_name=f"{user.username}_host", defaults={"p_ncpus": NCPUS})[0]
             for user in users
         ]
-        seconds = defaultdict(float)
+        seconds: defaultdict[str, float] = defaultdict(float)
         clock = [START]
 
         def timed(name, fn, *args, **kwargs):
