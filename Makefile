@@ -26,7 +26,7 @@ run: install
 # ruff (formatting, then lint) and mypy, configured in pyproject.toml, over the paths that pass
 # them so far; the rest of the tree joins LINT_PATHS as it is brought up to them. mypy keeps its
 # own cache here: one shared with runs over other paths can repeat those runs' errors.
-LINT_PATHS ?= protocol scheduling/engine scheduling/management
+LINT_PATHS ?= protocol scheduling backend world boincweb bench
 lint: install
 	$(PY) -m ruff format --check $(LINT_PATHS)
 	$(PY) -m ruff check $(LINT_PATHS)

@@ -5,24 +5,39 @@ from backend import models
 
 @admin.register(models.App)
 class AppAdmin(admin.ModelAdmin):
-    list_display = ["name", "user_friendly_name", "deprecated", "locality_scheduling",
-                    "min_quorum", "target_nresults", "delay_bound"]
+    list_display = [
+        "name",
+        "user_friendly_name",
+        "deprecated",
+        "locality_scheduling",
+        "min_quorum",
+        "target_nresults",
+        "delay_bound",
+    ]
     list_filter = ["deprecated", "locality_scheduling"]
     search_fields = ["name", "user_friendly_name"]
 
 
 @admin.register(models.AppVersion)
 class AppVersionAdmin(admin.ModelAdmin):
-    list_display = ["app", "version_num", "platform", "plan_class", "gpu_type", "avg_ncpus",
-                    "gpu_usage", "deprecated"]
+    list_display = ["app", "version_num", "platform", "plan_class", "gpu_type", "avg_ncpus", "gpu_usage", "deprecated"]
     list_filter = ["app", "platform", "gpu_type", "deprecated"]
     search_fields = ["app__name", "platform", "plan_class"]
 
 
 @admin.register(models.Host)
 class HostAdmin(admin.ModelAdmin):
-    list_display = ["id", "domain_name", "owner", "p_ncpus", "p_fpops", "gpu_type", "gpu_count",
-                    "total_credit", "rpc_time"]
+    list_display = [
+        "id",
+        "domain_name",
+        "owner",
+        "p_ncpus",
+        "p_fpops",
+        "gpu_type",
+        "gpu_count",
+        "total_credit",
+        "rpc_time",
+    ]
     list_filter = ["gpu_type", "os_name", "platform"]
     search_fields = ["domain_name", "owner__username"]
     raw_id_fields = ["owner"]
@@ -30,8 +45,7 @@ class HostAdmin(admin.ModelAdmin):
 
 @admin.register(models.HostAppVersion)
 class HostAppVersionAdmin(admin.ModelAdmin):
-    list_display = ["host", "app_version", "max_jobs_per_day", "n_jobs_today",
-                    "consecutive_valid"]
+    list_display = ["host", "app_version", "max_jobs_per_day", "n_jobs_today", "consecutive_valid"]
     list_filter = ["app_version__app"]
     search_fields = ["host__domain_name"]
     raw_id_fields = ["host", "app_version"]
@@ -55,10 +69,18 @@ class HostFileAdmin(admin.ModelAdmin):
 
 @admin.register(models.Workunit)
 class WorkunitAdmin(admin.ModelAdmin):
-    list_display = ["id", "name", "app", "transition_time", "need_validate", "error_mask",
-                    "assimilate_state", "file_delete_state", "canonical_result"]
-    list_filter = ["app", "assimilate_state", "file_delete_state", "need_validate",
-                   "error_mask", "transitioner_flags"]
+    list_display = [
+        "id",
+        "name",
+        "app",
+        "transition_time",
+        "need_validate",
+        "error_mask",
+        "assimilate_state",
+        "file_delete_state",
+        "canonical_result",
+    ]
+    list_filter = ["app", "assimilate_state", "file_delete_state", "need_validate", "error_mask", "transitioner_flags"]
     search_fields = ["name"]
     raw_id_fields = ["canonical_result", "app_version", "input_files"]
     show_full_result_count = False
@@ -66,10 +88,18 @@ class WorkunitAdmin(admin.ModelAdmin):
 
 @admin.register(models.Result)
 class ResultAdmin(admin.ModelAdmin):
-    list_display = ["id", "name", "server_state", "outcome", "validate_state", "client_state",
-                    "host", "report_deadline", "granted_credit"]
-    list_filter = ["app", "server_state", "outcome", "validate_state", "client_state",
-                   "file_delete_state"]
+    list_display = [
+        "id",
+        "name",
+        "server_state",
+        "outcome",
+        "validate_state",
+        "client_state",
+        "host",
+        "report_deadline",
+        "granted_credit",
+    ]
+    list_filter = ["app", "server_state", "outcome", "validate_state", "client_state", "file_delete_state"]
     search_fields = ["name", "workunit__name"]
     raw_id_fields = ["workunit", "host", "user", "app_version"]
     show_full_result_count = False
@@ -77,8 +107,7 @@ class ResultAdmin(admin.ModelAdmin):
 
 @admin.register(models.LifecycleEvent)
 class LifecycleEventAdmin(admin.ModelAdmin):
-    list_display = ["time", "actor", "workunit", "result", "host", "field", "old", "new",
-                    "detail", "reason"]
+    list_display = ["time", "actor", "workunit", "result", "host", "field", "old", "new", "detail", "reason"]
     list_filter = ["actor", "field"]
     search_fields = ["workunit__name", "result__name", "host__domain_name", "reason"]
     raw_id_fields = ["workunit", "result", "host"]

@@ -1,6 +1,7 @@
 """The project pages' figures: pure functions from records to plotly Figures."""
 
 from datetime import datetime, timezone
+from typing import Any
 
 import plotly.graph_objects as go
 
@@ -36,13 +37,25 @@ def _figure(data, layout):
 def app_tasks_figure(apps):
     """Stacked bars per app: unsent results, and results in progress on CPU and on GPU."""
     names = [app.name for app in apps]
-    bars = [("unsent", "unsent", UNSENT_COLOUR),
-            ("in progress (CPU)", "in_progress_cpu", CPU_COLOUR),
-            ("in progress (GPU)", "in_progress_gpu", GPU_COLOUR)]
+    bars = [
+        ("unsent", "unsent", UNSENT_COLOUR),
+        ("in progress (CPU)", "in_progress_cpu", CPU_COLOUR),
+        ("in progress (GPU)", "in_progress_gpu", GPU_COLOUR),
+    ]
     return _figure(
-        [{"type": "bar", "name": name, "y": names, "x": [getattr(a, field) for a in apps],
-          "orientation": "h", "marker": {"color": colour}} for name, field, colour in bars],
-        _layout("Tasks by application", 120 + 40 * len(apps), barmode="stack"))
+        [
+            {
+                "type": "bar",
+                "name": name,
+                "y": names,
+                "x": [getattr(a, field) for a in apps],
+                "orientation": "h",
+                "marker": {"color": colour},
+            }
+            for name, field, colour in bars
+        ],
+        _layout("Tasks by application", 120 + 40 * len(apps), barmode="stack"),
+    )
 
 
 def _when(seconds):
@@ -62,7 +75,7 @@ def lifecycle_timeline(events, result_names):
     ``events`` are LifecycleEvent-like records (time, actor, field, old, new, reason,
     result_id); ``result_names`` maps result ids to names for the row labels.
     """
-    rows = {"workunit": []}
+    rows: dict[str, list[Any]] = {"workunit": []}
     for name in result_names.values():
         rows.setdefault(name, [])
     for event in events:
@@ -82,27 +95,46 @@ def lifecycle_timeline(events, result_names):
             ],
             "hovertemplate": "%{text}<br>%{x}<extra>" + subject + "</extra>",
         }
-        for subject, subject_events in rows.items() if subject_events
+        for subject, subject_events in rows.items()
+        if subject_events
     ]
-    return _figure(traces, _layout(
-        "Lifecycle timeline", 140 + 36 * len(rows), showlegend=False,
-        yaxis={"categoryorder": "array", "categoryarray": list(reversed(list(rows)))}))
+    return _figure(
+        traces,
+        _layout(
+            "Lifecycle timeline",
+            140 + 36 * len(rows),
+            showlegend=False,
+            yaxis={"categoryorder": "array", "categoryarray": list(reversed(list(rows)))},
+        ),
+    )
 
 
 # The status page's small history charts: (id, title, [(sample field, line name, colour)]).
 HISTORY_CHARTS = [
-    ("history-results", "Results", [
-        ("results_ready_to_send", "ready to send", UNSENT_COLOUR),
-        ("results_in_progress", "in progress", CPU_COLOUR),
-    ]),
-    ("history-workunits", "Workunits waiting", [
-        ("workunits_waiting_for_validation", "for validation", "#b36b00"),
-        ("workunits_waiting_for_assimilation", "for assimilation", GPU_COLOUR),
-        ("workunits_waiting_for_deletion", "for file deletion", "#7a4fb3"),
-    ]),
-    ("history-backlog", "Transitioner backlog (workunits)", [
-        ("transitioner_backlog_workunits", "due", "#b3261e"),
-    ]),
+    (
+        "history-results",
+        "Results",
+        [
+            ("results_ready_to_send", "ready to send", UNSENT_COLOUR),
+            ("results_in_progress", "in progress", CPU_COLOUR),
+        ],
+    ),
+    (
+        "history-workunits",
+        "Workunits waiting",
+        [
+            ("workunits_waiting_for_validation", "for validation", "#b36b00"),
+            ("workunits_waiting_for_assimilation", "for assimilation", GPU_COLOUR),
+            ("workunits_waiting_for_deletion", "for file deletion", "#7a4fb3"),
+        ],
+    ),
+    (
+        "history-backlog",
+        "Transitioner backlog (workunits)",
+        [
+            ("transitioner_backlog_workunits", "due", "#b3261e"),
+        ],
+    ),
 ]
 
 
@@ -115,13 +147,24 @@ def queue_history_figures(samples):
     figures = []
     for figure_id, title, lines in HISTORY_CHARTS:
         traces = [
-            {"type": "scatter", "name": name, "x": times,
-             "y": [sample.get(field, 0) for sample in samples], "mode": mode,
-             "line": {"color": colour, "width": 2}, "marker": {"size": 5}}
+            {
+                "type": "scatter",
+                "name": name,
+                "x": times,
+                "y": [sample.get(field, 0) for sample in samples],
+                "mode": mode,
+                "line": {"color": colour, "width": 2},
+                "marker": {"size": 5},
+            }
             for field, name, colour in lines
         ]
-        layout = _layout(title, 200, yaxis={"rangemode": "tozero"},
-                         margin={"l": 10, "r": 10, "t": 30, "b": 20}, showlegend=len(lines) > 1)
+        layout = _layout(
+            title,
+            200,
+            yaxis={"rangemode": "tozero"},
+            margin={"l": 10, "r": 10, "t": 30, "b": 20},
+            showlegend=len(lines) > 1,
+        )
         figures.append((figure_id, _figure(traces, layout)))
     return figures
 
@@ -140,26 +183,49 @@ def runtime_estimates_figure(series):
     for i, (label, points, now) in enumerate(series):
         colour = palette[i % len(palette)]
         times = [_when(t) for t, _, _ in points]
-        traces.append({"type": "scatter", "mode": "lines+markers", "name": f"{label}: estimated",
-                       "x": times, "y": [est for _, est, _ in points],
-                       "line": {"color": colour, "width": 2, "dash": "dot"},
-                       "marker": {"size": 5}})
-        traces.append({"type": "scatter", "mode": "markers", "name": f"{label}: reported",
-                       "x": times, "y": [got for _, _, got in points],
-                       "marker": {"color": colour, "size": 7}})
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": f"{label}: estimated",
+                "x": times,
+                "y": [est for _, est, _ in points],
+                "line": {"color": colour, "width": 2, "dash": "dot"},
+                "marker": {"size": 5},
+            }
+        )
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": f"{label}: reported",
+                "x": times,
+                "y": [got for _, _, got in points],
+                "marker": {"color": colour, "size": 7},
+            }
+        )
         if now is not None:
-            traces.append({"type": "scatter", "mode": "markers",
-                           "name": f"{label}: estimated now",
-                           "x": [_when(now[0])], "y": [now[1]],
-                           "marker": {"color": colour, "size": 11, "symbol": "diamond-open",
-                                      "line": {"width": 2}}})
+            traces.append(
+                {
+                    "type": "scatter",
+                    "mode": "markers",
+                    "name": f"{label}: estimated now",
+                    "x": [_when(now[0])],
+                    "y": [now[1]],
+                    "marker": {"color": colour, "size": 11, "symbol": "diamond-open", "line": {"width": 2}},
+                }
+            )
     # the legend has a row or two per version under the plot: the figure grows with them
-    return _figure(traces, _layout("Runtime estimates and reported runtimes",
-                                   240 + 45 * len(series),
-                                   yaxis={"title": {"text": "seconds"}, "rangemode": "tozero",
-                                          "automargin": True},
-                                   xaxis={"automargin": True, "tickformat": "%d %b %H:%M"},
-                                   legend={"orientation": "h", "yanchor": "top", "y": -0.12}))
+    return _figure(
+        traces,
+        _layout(
+            "Runtime estimates and reported runtimes",
+            240 + 45 * len(series),
+            yaxis={"title": {"text": "seconds"}, "rangemode": "tozero", "automargin": True},
+            xaxis={"automargin": True, "tickformat": "%d %b %H:%M"},
+            legend={"orientation": "h", "yanchor": "top", "y": -0.12},
+        ),
+    )
 
 
 def rac_figure(history):
@@ -167,14 +233,35 @@ def rac_figure(history):
     from CreditHistory rows ``(expavg_time, expavg_credit, total_credit)`` in time order."""
     when = [_when(t) for t, _, _ in history]
     return _figure(
-        [{"type": "scatter", "name": "recent average credit", "x": when,
-          "y": [rac for _, rac, _ in history], "mode": "lines+markers",
-          "line": {"color": CPU_COLOUR}},
-         {"type": "scatter", "name": "total credit", "x": when,
-          "y": [total for _, _, total in history], "mode": "lines", "yaxis": "y2",
-          "line": {"color": UNSENT_COLOUR, "dash": "dot"}}],
-        _layout("Recent average credit", 300,
-                yaxis={"title": {"text": "credit per day"}, "rangemode": "tozero",
-                       "automargin": True},
-                yaxis2={"title": {"text": "total"}, "overlaying": "y", "side": "right",
-                        "rangemode": "tozero", "automargin": True}))
+        [
+            {
+                "type": "scatter",
+                "name": "recent average credit",
+                "x": when,
+                "y": [rac for _, rac, _ in history],
+                "mode": "lines+markers",
+                "line": {"color": CPU_COLOUR},
+            },
+            {
+                "type": "scatter",
+                "name": "total credit",
+                "x": when,
+                "y": [total for _, _, total in history],
+                "mode": "lines",
+                "yaxis": "y2",
+                "line": {"color": UNSENT_COLOUR, "dash": "dot"},
+            },
+        ],
+        _layout(
+            "Recent average credit",
+            300,
+            yaxis={"title": {"text": "credit per day"}, "rangemode": "tozero", "automargin": True},
+            yaxis2={
+                "title": {"text": "total"},
+                "overlaying": "y",
+                "side": "right",
+                "rangemode": "tozero",
+                "automargin": True,
+            },
+        ),
+    )

@@ -5,14 +5,14 @@ instance, and ``record`` writes a batch with one COPY on PostgreSQL, multi-row I
 values elsewhere.
 """
 
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from django.db import connection
 
 from backend.models import LifecycleEvent
 
-COLUMNS = ("time", "actor", "workunit_id", "result_id", "host_id", "field", "old", "new",
-           "reason", "detail")
+COLUMNS = ("time", "actor", "workunit_id", "result_id", "host_id", "field", "old", "new", "reason", "detail")
 
 
 class Event(NamedTuple):
@@ -30,22 +30,45 @@ class Event(NamedTuple):
     detail: str
 
 
-def event(*, time, actor, field, old, new, reason="", workunit_id=None, result_id=None,
-          host_id=None, detail=""):
+def event(
+    *,
+    time: float,
+    actor: str,
+    field: str,
+    old: int | None,
+    new: int | None,
+    reason: str = "",
+    workunit_id: int | None = None,
+    result_id: int | None = None,
+    host_id: int | None = None,
+    detail: str = "",
+) -> Event:
     """An unsaved event; daemons collect these and save them with ``record``."""
-    return Event(int(time), actor[:32], workunit_id, result_id, host_id, field,
-                 None if old is None else int(old), None if new is None else int(new),
-                 reason[:254], detail[:254])
+    return Event(
+        int(time),
+        actor[:32],
+        workunit_id,
+        result_id,
+        host_id,
+        field,
+        None if old is None else int(old),
+        None if new is None else int(new),
+        reason[:254],
+        detail[:254],
+    )
 
 
-def record(events):
+def record(events: Iterable[Event | LifecycleEvent]) -> int:
     """Save a batch of events (``Event``s or unsaved LifecycleEvents) in a few INSERTs."""
     rows = [tuple(getattr(e, name) for name in COLUMNS) for e in events]
     if not rows:
         return 0
     table = connection.ops.quote_name(LifecycleEvent._meta.db_table)
-    columns = ", ".join(connection.ops.quote_name(LifecycleEvent._meta.get_field(
-        name.removesuffix("_id")).column) for name in COLUMNS)
+    columns = ", ".join(
+        # every name in COLUMNS is a concrete field, with a column
+        connection.ops.quote_name(LifecycleEvent._meta.get_field(name.removesuffix("_id")).column)  # type: ignore[union-attr, arg-type]
+        for name in COLUMNS
+    )
     chunk = 1000
     placeholder = "(" + ", ".join(["%s"] * len(COLUMNS)) + ")"
     with connection.cursor() as cursor:
@@ -56,8 +79,9 @@ def record(events):
                     copy.write_row(row)
             return len(rows)
         for start in range(0, len(rows), chunk):
-            part = rows[start:start + chunk]
-            cursor.execute(f"INSERT INTO {table} ({columns}) VALUES "
-                           + ", ".join([placeholder] * len(part)),
-                           [value for row in part for value in row])
+            part = rows[start : start + chunk]
+            cursor.execute(
+                f"INSERT INTO {table} ({columns}) VALUES " + ", ".join([placeholder] * len(part)),
+                [value for row in part for value in row],
+            )
     return len(rows)

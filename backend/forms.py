@@ -26,17 +26,21 @@ ERROR_FILTERS = [("", "any"), ("none", "no error"), ("some", "some error")] + [
 
 # Only keys a page reads straight off an index, so it costs 50 index entries whatever the
 # table size: unique ones, and transition_time with id as its tie-breaker (wu_transition_id).
-SORTS = {"-id": ("id", True), "id": ("id", False), "name": ("name", False), "-name": ("name", True),
-         "transition_time": ("transition_time", False),
-         "-transition_time": ("transition_time", True)}
+SORTS = {
+    "-id": ("id", True),
+    "id": ("id", False),
+    "name": ("name", False),
+    "-name": ("name", True),
+    "transition_time": ("transition_time", False),
+    "-transition_time": ("transition_time", True),
+}
 
 # One past the highest code point: the upper end of a name prefix range.
 TOP = "\U0010ffff"
 
 
 class WorkunitFilterForm(forms.Form):
-    app = forms.ModelChoiceField(App.objects.only("id", "name"), required=False,
-                                 empty_label="all apps")
+    app = forms.ModelChoiceField(App.objects.only("id", "name"), required=False, empty_label="all apps")
     state = forms.ChoiceField(
         required=False, choices=[("", "any state")] + [(k, v[0]) for k, v in STATE_FILTERS.items()]
     )
@@ -50,6 +54,7 @@ class WorkunitFilterForm(forms.Form):
         """A cursor must be one of the sort it pages (a cursor of another sort can be pasted
         into the URL)."""
         data = super().clean()
+        assert data is not None  # Form.clean returns cleaned_data
         field = Workunit._meta.get_field(self.sort_key[0])
         for name in ("after", "before"):
             if data.get(name):
@@ -84,32 +89,31 @@ class WorkunitFilterForm(forms.Form):
         if data["name"]:
             # The range lets the unique name index serve the prefix (code-point collations).
             prefix = data["name"]
-            queryset = queryset.filter(name__gte=prefix, name__lt=prefix + TOP,
-                                       name__startswith=prefix)
+            queryset = queryset.filter(name__gte=prefix, name__lt=prefix + TOP, name__startswith=prefix)
         return queryset
 
 
 PREF_FIELDS = [
-    "work_buf_min_days", "work_buf_additional_days", "max_ncpus_pct", "cpu_usage_limit",
-    "cpu_scheduling_period_minutes", "leave_apps_in_memory",
+    "work_buf_min_days",
+    "work_buf_additional_days",
+    "max_ncpus_pct",
+    "cpu_usage_limit",
+    "cpu_scheduling_period_minutes",
+    "leave_apps_in_memory",
 ]
 
 
 class HostPrefsForm(forms.ModelForm):
     """A host's computing preferences, with the ranges BOINC's preference pages accept."""
 
-    work_buf_min_days = forms.FloatField(min_value=0, max_value=10,
-                                         label="Store at least (days of work)")
-    work_buf_additional_days = forms.FloatField(min_value=0, max_value=10,
-                                                label="Store up to an additional (days)")
-    max_ncpus_pct = forms.FloatField(min_value=1, max_value=100,
-                                     label="Use at most (% of the CPUs)")
-    cpu_usage_limit = forms.FloatField(min_value=1, max_value=100,
-                                       label="Use at most (% of CPU time)")
+    work_buf_min_days = forms.FloatField(min_value=0, max_value=10, label="Store at least (days of work)")
+    work_buf_additional_days = forms.FloatField(min_value=0, max_value=10, label="Store up to an additional (days)")
+    max_ncpus_pct = forms.FloatField(min_value=1, max_value=100, label="Use at most (% of the CPUs)")
+    cpu_usage_limit = forms.FloatField(min_value=1, max_value=100, label="Use at most (% of CPU time)")
     cpu_scheduling_period_minutes = forms.FloatField(
-        min_value=1, max_value=1440, label="Switch between applications every (minutes)")
-    leave_apps_in_memory = forms.BooleanField(required=False,
-                                              label="Leave non-GPU tasks in memory while suspended")
+        min_value=1, max_value=1440, label="Switch between applications every (minutes)"
+    )
+    leave_apps_in_memory = forms.BooleanField(required=False, label="Leave non-GPU tasks in memory while suspended")
 
     class Meta:
         model = Host
@@ -117,8 +121,11 @@ class HostPrefsForm(forms.ModelForm):
 
     def changes(self):
         """(field, old, new) for each preference the form changes."""
-        return [(name, self.initial[name], self.cleaned_data[name])
-                for name in PREF_FIELDS if self.cleaned_data[name] != self.initial[name]]
+        return [
+            (name, self.initial[name], self.cleaned_data[name])
+            for name in PREF_FIELDS
+            if self.cleaned_data[name] != self.initial[name]
+        ]
 
     def save_changes(self, user, now):
         """Write the changed preferences and prefs_mod_time, with one lifecycle event of the
@@ -131,9 +138,21 @@ class HostPrefsForm(forms.ModelForm):
             Host.objects.filter(pk=self.instance.pk).update(
                 prefs_mod_time=now, **{name: new for name, _, new in changes}
             )
-            record([event(time=now, actor=user.get_username(), host_id=self.instance.pk,
-                          field=name, old=None, new=None, reason="preferences form",
-                          detail=f"{old} → {new}") for name, old, new in changes])
+            record(
+                [
+                    event(
+                        time=now,
+                        actor=user.get_username(),
+                        host_id=self.instance.pk,
+                        field=name,
+                        old=None,
+                        new=None,
+                        reason="preferences form",
+                        detail=f"{old} → {new}",
+                    )
+                    for name, old, new in changes
+                ]
+            )
         return changes
 
 
@@ -147,8 +166,7 @@ class WorkunitIdsForm(forms.Form):
     def __init__(self, data):
         super().__init__(data)
         # Any positive whole number is a valid choice; whether it exists is checked in clean.
-        self.fields["id"].valid_value = (
-            lambda value: str(value).isdigit() and 0 < int(value) < 2**63)
+        self.fields["id"].valid_value = lambda value: str(value).isdigit() and 0 < int(value) < 2**63  # type: ignore[attr-defined]
 
     def clean_id(self):
         ids = sorted(set(self.cleaned_data["id"]))
@@ -157,6 +175,5 @@ class WorkunitIdsForm(forms.Form):
         found = set(Workunit.objects.filter(id__in=ids).values_list("id", flat=True))
         missing = [i for i in ids if i not in found]
         if missing:
-            raise forms.ValidationError(
-                "no workunit with id " + ", ".join(str(i) for i in missing[:10]))
+            raise forms.ValidationError("no workunit with id " + ", ".join(str(i) for i in missing[:10]))
         return ids

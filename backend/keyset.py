@@ -31,8 +31,13 @@ def decode_cursor(text, field=None):
         value, pk = json.loads(raw)
     except (binascii.Error, ValueError, TypeError, UnicodeDecodeError):
         raise BadCursor(f"{text!r} is not a page cursor") from None
-    if (not isinstance(pk, int) or isinstance(pk, bool) or not 0 < pk < 2**63
-            or not isinstance(value, (int, str)) or "\x00" in str(value)):
+    if (
+        not isinstance(pk, int)
+        or isinstance(pk, bool)
+        or not 0 < pk < 2**63
+        or not isinstance(value, (int, str))
+        or "\x00" in str(value)
+    ):
         raise BadCursor(f"{text!r} is not a page cursor")
     if field is not None:
         try:
@@ -61,8 +66,7 @@ def keyset_page(queryset, field, descending, *, after="", before="", size=50):
     meta = queryset.model._meta
     tied = not meta.get_field(field).unique
     if tied and not any(list(index.fields) == [field, "id"] for index in meta.indexes):
-        raise ValueError(f"keyset pages need a unique sort key or an index on ({field}, id), "
-                         f"not {field!r}")
+        raise ValueError(f"keyset pages need a unique sort key or an index on ({field}, id), not {field!r}")
     keys = [field, "id"] if tied else [field]
 
     def beyond(cursor, downwards):

@@ -154,12 +154,8 @@ class App(models.Model):
     # Seconds between a workunit's assimilation and its file deletion (<delete_delay_hours>).
     delete_delay = models.PositiveIntegerField(default=0)
     # The validator's comparison of two results' outputs (reference/server.md §3.7).
-    validator = models.CharField(
-        max_length=16, choices=ValidatorKind.choices, default=ValidatorKind.BITWISE
-    )
-    validate_tolerance = models.FloatField(
-        default=1e-6, help_text="Relative tolerance of the numeric validator."
-    )
+    validator = models.CharField(max_length=16, choices=ValidatorKind.choices, default=ValidatorKind.BITWISE)
+    validate_tolerance = models.FloatField(default=1e-6, help_text="Relative tolerance of the numeric validator.")
     # The assimilator's handler for this app's finished workunits (reference/server.md §3.8).
     assimilator = models.CharField(max_length=32, default="record")
     max_output_nbytes = models.BigIntegerField(
@@ -175,11 +171,14 @@ class App(models.Model):
     # the project's <homogeneous_redundancy>; 1 (fine: OS and CPU model family) or 2 (coarse:
     # OS and CPU vendor) sends a workunit's replicas only to hosts of the class of its first.
     homogeneous_redundancy = models.PositiveSmallIntegerField(
-        choices=[(0, "off"), (1, "fine"), (2, "coarse")], default=0,
-        help_text="Homogeneous redundancy type: 0 off (or the project's), 1 fine, 2 coarse.")
+        choices=[(0, "off"), (1, "fine"), (2, "coarse")],
+        default=0,
+        help_text="Homogeneous redundancy type: 0 off (or the project's), 1 fine, 2 coarse.",
+    )
     # Every replica of a workunit runs the app version its first replica was sent with.
     homogeneous_app_version = models.BooleanField(
-        default=False, help_text="Send all of a workunit's replicas with one app version.")
+        default=False, help_text="Send all of a workunit's replicas with one app version."
+    )
 
     class Meta:
         ordering = ["name"]
@@ -222,9 +221,7 @@ class AppVersion(models.Model):
                 name="app_version_unique",
             ),
             models.CheckConstraint(condition=Q(avg_ncpus__gte=0), name="app_version_ncpus_nonneg"),
-            models.CheckConstraint(
-                condition=Q(gpu_usage=0) | ~Q(gpu_type=""), name="app_version_gpu_usage_has_type"
-            ),
+            models.CheckConstraint(condition=Q(gpu_usage=0) | ~Q(gpu_type=""), name="app_version_gpu_usage_has_type"),
         ]
 
     def __str__(self):
@@ -242,9 +239,7 @@ class AppVersion(models.Model):
 class Host(models.Model):
     """A volunteer's computer: BOINC's host row."""
 
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="hosts"
-    )
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="hosts")
     domain_name = models.CharField(max_length=254)
     create_time = models.BigIntegerField(default=0)
     rpc_seqno = models.PositiveIntegerField(default=0)
@@ -309,8 +304,7 @@ class HostAppVersion(models.Model):
     """
 
     # Indexed by host_app_version_unique, which leads with it.
-    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="app_versions",
-                             db_index=False)
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="app_versions", db_index=False)
     app_version = models.ForeignKey(AppVersion, on_delete=models.CASCADE)
     max_jobs_per_day = models.IntegerField(default=0)
     n_jobs_today = models.IntegerField(default=0)
@@ -336,9 +330,7 @@ class HostAppVersion(models.Model):
         return 1e-9 / self.et_avg if self.et_n > 10 and self.et_avg > 0 else None
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["host", "app_version"], name="host_app_version_unique")
-        ]
+        constraints = [models.UniqueConstraint(fields=["host", "app_version"], name="host_app_version_unique")]
 
 
 # --- credit of volunteers and teams (BOINC's user and team rows' credit fields) ------------
@@ -369,10 +361,10 @@ class UserCredit(models.Model):
     """A volunteer's credit and team: the fields of BOINC's user row that the validator
     writes (sched/credit.cpp grant_credit). Created on a volunteer's first credit."""
 
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
-                                primary_key=True, related_name="credit")
-    team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.SET_NULL,
-                             related_name="members")
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="credit"
+    )
+    team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.SET_NULL, related_name="members")
     total_credit = models.FloatField(default=0.0)
     expavg_credit = models.FloatField(default=0.0)
     expavg_time = models.FloatField(default=0.0)
@@ -388,8 +380,7 @@ class UserAppCredit(models.Model):
     """A volunteer's credit from one app (BOINC's credit_user row, written by
     grant_credit_by_app when config.xml sets <credit_by_app>)."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
-                             related_name="app_credit")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="app_credit")
     app = models.ForeignKey(App, on_delete=models.CASCADE, related_name="+")
     njobs = models.IntegerField(default=0)
     total = models.FloatField(default=0.0)
@@ -397,8 +388,7 @@ class UserAppCredit(models.Model):
     expavg_time = models.FloatField(default=0.0)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["user", "app"],
-                                               name="user_app_credit_unique")]
+        constraints = [models.UniqueConstraint(fields=["user", "app"], name="user_app_credit_unique")]
 
 
 class TeamAppCredit(models.Model):
@@ -412,8 +402,7 @@ class TeamAppCredit(models.Model):
     expavg_time = models.FloatField(default=0.0)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["team", "app"],
-                                               name="team_app_credit_unique")]
+        constraints = [models.UniqueConstraint(fields=["team", "app"], name="team_app_credit_unique")]
 
 
 class CreditHistory(models.Model):
@@ -436,8 +425,7 @@ class CreditHistory(models.Model):
     class Meta:
         ordering = ["kind", "owner_id", "day"]
         # also the index the user and team pages' charts read (one owner's days in order)
-        constraints = [models.UniqueConstraint(fields=["kind", "owner_id", "day"],
-                                               name="credit_history_unique")]
+        constraints = [models.UniqueConstraint(fields=["kind", "owner_id", "day"], name="credit_history_unique")]
 
 
 # --- files ---------------------------------------------------------------------------------
@@ -458,19 +446,21 @@ class File(models.Model):
     sticky = models.BooleanField(default=False, help_text="Stays on the host (locality).")
     # Seed 004: a locality scheduling project's big input files carry <report_on_rpc/> too.
     report_on_rpc = models.BooleanField(
-        default=False, help_text="The client names it in each scheduler request (locality).")
+        default=False, help_text="The client names it in each scheduler request (locality)."
+    )
     # BOINC's <no_delete/> in the file's <file_info>: the file deleter leaves it on disk
     # (file_deleter.cpp wu_delete_files, result_delete_files).
-    no_delete = models.BooleanField(
-        default=False, help_text="The file deleter never deletes it (<no_delete/>).")
+    no_delete = models.BooleanField(default=False, help_text="The file deleter never deletes it (<no_delete/>).")
     # For an output file: the result it belongs to.
     result = models.ForeignKey(
-        "Result", null=True, blank=True, on_delete=models.CASCADE, related_name="output_files",
+        "Result",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="output_files",
         db_index=False,  # file_result below
     )
-    file_delete_state = models.IntegerField(
-        choices=FileDeleteState.choices, default=FileDeleteState.INIT
-    )
+    file_delete_state = models.IntegerField(choices=FileDeleteState.choices, default=FileDeleteState.INIT)
 
     class Meta:
         ordering = ["name"]
@@ -522,10 +512,10 @@ class LocalityTrigger(models.Model):
     need_work = models.BooleanField(default=False)
     need_work_time = models.BigIntegerField(default=0, help_text="When need_work was set.")
     no_work_available = models.BooleanField(
-        default=False, help_text="The work generator can make no more workunits for the file.")
+        default=False, help_text="The work generator can make no more workunits for the file."
+    )
     in_working_set = models.BooleanField(default=False)
-    no_work = models.BooleanField(
-        default=False, help_text="The scheduler found no sendable result for the file.")
+    no_work = models.BooleanField(default=False, help_text="The scheduler found no sendable result for the file.")
 
     class Meta:
         db_table = "world_localitytrigger"
@@ -534,8 +524,7 @@ class LocalityTrigger(models.Model):
             # on-demand work generator: files whose need_work trigger is set
             models.Index(fields=["app", "need_work", "file_name"], name="locality_need_work"),
             # scheduler: an app's working set, by file name
-            models.Index(fields=["app", "in_working_set", "file_name"],
-                         name="locality_working_set"),
+            models.Index(fields=["app", "in_working_set", "file_name"], name="locality_working_set"),
         ]
 
     def __str__(self):
@@ -548,9 +537,7 @@ class LocalityTrigger(models.Model):
 class WorkunitQuerySet(models.QuerySet):
     def transition_due(self, now):
         """Workunits whose transition_time has come (the transitioner's enumeration, §3.2)."""
-        return self.filter(transition_time__lt=now).exclude(
-            transitioner_flags=TransitionerFlags.TRANSITION_NONE
-        )
+        return self.filter(transition_time__lt=now).exclude(transitioner_flags=TransitionerFlags.TRANSITION_NONE)
 
     def need_validation(self):
         return self.filter(need_validate=True)
@@ -566,8 +553,7 @@ class Workunit(models.Model):
     """BOINC's workunit (reference/server.md §1.7): a bundle of independent sub-states."""
 
     # Indexed by wu_val, wu_assim and wu_app_id, which all lead with app.
-    app = models.ForeignKey(App, on_delete=models.PROTECT, related_name="workunits",
-                            db_index=False)
+    app = models.ForeignKey(App, on_delete=models.PROTECT, related_name="workunits", db_index=False)
     name = models.CharField(max_length=254, unique=True)
     create_time = models.BigIntegerField(default=0)
     batch = models.IntegerField(default=0)
@@ -580,19 +566,13 @@ class Workunit(models.Model):
     # check_bandwidth).
     rsc_bandwidth_bound = models.FloatField(default=0.0)
     need_validate = models.BooleanField(default=False)
-    canonical_result = models.ForeignKey(
-        "Result", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    canonical_result = models.ForeignKey("Result", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     canonical_credit = models.FloatField(default=0.0)
     transition_time = models.BigIntegerField(default=INT_MAX)
     delay_bound = models.PositiveIntegerField(default=7 * 86400)
     error_mask = models.IntegerField(default=0)
-    file_delete_state = models.IntegerField(
-        choices=FileDeleteState.choices, default=FileDeleteState.INIT
-    )
-    assimilate_state = models.IntegerField(
-        choices=AssimilateState.choices, default=AssimilateState.INIT
-    )
+    file_delete_state = models.IntegerField(choices=FileDeleteState.choices, default=FileDeleteState.INIT)
+    assimilate_state = models.IntegerField(choices=AssimilateState.choices, default=AssimilateState.INIT)
     hr_class = models.IntegerField(default=0)
     opaque = models.FloatField(default=0.0)
     priority = models.IntegerField(default=0)
@@ -601,12 +581,8 @@ class Workunit(models.Model):
     max_error_results = models.PositiveIntegerField(default=1)
     max_total_results = models.PositiveIntegerField(default=1)
     max_success_results = models.PositiveIntegerField(default=1)
-    transitioner_flags = models.IntegerField(
-        choices=TransitionerFlags.choices, default=TransitionerFlags.ORDINARY
-    )
-    app_version = models.ForeignKey(
-        AppVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    transitioner_flags = models.IntegerField(choices=TransitionerFlags.choices, default=TransitionerFlags.ORDINARY)
+    app_version = models.ForeignKey(AppVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     mod_time = models.DateTimeField(auto_now=True)
     # The version number the job must run with, 0 for any (BOINC's workunit.app_version_num).
     app_version_num = models.IntegerField(default=0)
@@ -646,10 +622,10 @@ class Workunit(models.Model):
             models.Index(fields=["transition_time", "id"], name="wu_transition_id"),
             # status page: workunits waiting for validation and for assimilation, per app; only
             # those rows are in them, so the counts read a few entries, not every workunit's
-            models.Index(fields=["app"], name="wu_need_validate",
-                         condition=Q(need_validate=True)),
-            models.Index(fields=["app"], name="wu_assimilate_ready",
-                         condition=Q(assimilate_state=AssimilateState.READY)),
+            models.Index(fields=["app"], name="wu_need_validate", condition=Q(need_validate=True)),
+            models.Index(
+                fields=["app"], name="wu_assimilate_ready", condition=Q(assimilate_state=AssimilateState.READY)
+            ),
         ]
 
     def __str__(self):
@@ -679,8 +655,9 @@ class ResultQuerySet(models.QuerySet):
 class Result(models.Model):
     """BOINC's result: one instance of a workunit (reference/server.md §1.8)."""
 
-    workunit = models.ForeignKey(Workunit, on_delete=models.CASCADE, related_name="results",
-                                 db_index=False)  # res_wuid below
+    workunit = models.ForeignKey(
+        Workunit, on_delete=models.CASCADE, related_name="results", db_index=False
+    )  # res_wuid below
     # app, host and user are indexed by res_app_state, res_hostid_id and res_userid_id, which
     # lead with them; one index fewer each to keep up on every write of a result.
     app = models.ForeignKey(App, on_delete=models.PROTECT, related_name="results", db_index=False)
@@ -689,14 +666,14 @@ class Result(models.Model):
     server_state = models.IntegerField(choices=ServerState.choices, default=ServerState.UNSENT)
     outcome = models.IntegerField(choices=Outcome.choices, default=Outcome.INIT)
     client_state = models.IntegerField(choices=ClientState.choices, default=ClientState.NEW)
-    validate_state = models.IntegerField(
-        choices=ValidateState.choices, default=ValidateState.INIT
-    )
-    file_delete_state = models.IntegerField(
-        choices=FileDeleteState.choices, default=FileDeleteState.INIT
-    )
+    validate_state = models.IntegerField(choices=ValidateState.choices, default=ValidateState.INIT)
+    file_delete_state = models.IntegerField(choices=FileDeleteState.choices, default=FileDeleteState.INIT)
     host = models.ForeignKey(
-        Host, null=True, blank=True, on_delete=models.SET_NULL, related_name="results",
+        Host,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="results",
         db_index=False,
     )
     user = models.ForeignKey(
@@ -742,12 +719,16 @@ class Result(models.Model):
             models.Index(fields=["server_state", "-priority"], name="ind_res_st"),
             # scheduler: the unsent results in the feeder's order (priority, then workunit), so
             # a request reads just the candidates it looks at; only UNSENT rows are in it
-            models.Index(fields=["-priority", "workunit", "id"], name="res_unsent_order",
-                         condition=Q(server_state=ServerState.UNSENT)),
+            models.Index(
+                fields=["-priority", "workunit", "id"],
+                name="res_unsent_order",
+                condition=Q(server_state=ServerState.UNSENT),
+            ),
             # locality scheduling's old work: the oldest unsent results (Einstein@home's
             # res_create_server_state, which sched_locality.cpp send_old_work names)
-            models.Index(fields=["create_time", "id"], name="res_unsent_create",
-                         condition=Q(server_state=ServerState.UNSENT)),
+            models.Index(
+                fields=["create_time", "id"], name="res_unsent_create", condition=Q(server_state=ServerState.UNSENT)
+            ),
             # work generator: unsent count per app (res_app_state)
             models.Index(fields=["app", "server_state"], name="res_app_state"),
             # transitioner: timed-out results (IN_PROGRESS past report_deadline)
@@ -759,8 +740,9 @@ class Result(models.Model):
             # user page, one result per user per workunit (res_userid_id)
             models.Index(fields=["user", "id"], name="res_userid_id"),
             # status page: run times of the valid results received in the past day
-            models.Index(fields=["received_time"], name="res_received_valid",
-                         condition=Q(validate_state=ValidateState.VALID)),
+            models.Index(
+                fields=["received_time"], name="res_received_valid", condition=Q(validate_state=ValidateState.VALID)
+            ),
         ]
 
     def __str__(self):
@@ -800,31 +782,43 @@ class LifecycleEvent(models.Model):
     actor = models.CharField(max_length=32, help_text="Daemon or person that made the change.")
     # Indexed by event_wu_time and event_result_time, which lead with them.
     workunit = models.ForeignKey(
-        Workunit, null=True, blank=True, on_delete=models.CASCADE, related_name="events",
+        Workunit,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="events",
         db_index=False,
     )
     result = models.ForeignKey(
-        Result, null=True, blank=True, on_delete=models.CASCADE, related_name="events",
+        Result,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="events",
         db_index=False,
     )
     # Indexed by event_host_time, which leads with it.
     host = models.ForeignKey(
-        Host, null=True, blank=True, on_delete=models.CASCADE, related_name="events",
+        Host,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="events",
         db_index=False,
     )
     field = models.CharField(max_length=32, help_text="The state that changed, e.g. server_state.")
     old = models.IntegerField(null=True, blank=True)
     new = models.IntegerField(null=True, blank=True)
     reason = models.CharField(max_length=254, blank=True)
-    detail = models.CharField(max_length=254, blank=True, default="",
-                              help_text="The values of a change old/new cannot hold.")
+    detail = models.CharField(
+        max_length=254, blank=True, default="", help_text="The values of a change old/new cannot hold."
+    )
 
     class Meta:
         ordering = ["time", "id"]
         constraints = [
             models.CheckConstraint(
-                condition=Q(workunit__isnull=False) | Q(result__isnull=False)
-                | Q(host__isnull=False),
+                condition=Q(workunit__isnull=False) | Q(result__isnull=False) | Q(host__isnull=False),
                 name="event_has_subject",
             )
         ]
@@ -887,13 +881,9 @@ def state_label(field, value):
 class AssimilatedResult(models.Model):
     """What the default assimilator handler recorded for one finished workunit (§3.8)."""
 
-    workunit = models.OneToOneField(
-        Workunit, on_delete=models.CASCADE, related_name="assimilated"
-    )
+    workunit = models.OneToOneField(Workunit, on_delete=models.CASCADE, related_name="assimilated")
     app = models.ForeignKey(App, on_delete=models.CASCADE, related_name="assimilated")
-    canonical_result = models.ForeignKey(
-        Result, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    canonical_result = models.ForeignKey(Result, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     error_mask = models.IntegerField(default=0)
     output_md5 = models.CharField(max_length=32, blank=True)
     output_nbytes = models.BigIntegerField(default=0)

@@ -76,8 +76,7 @@ def xml_root(source, what, error_class):
     """The root element of a project's XML file, ``source`` being a path or the text itself;
     ``error_class`` (a message naming ``what``) when it cannot be read or parsed."""
     text = source
-    if isinstance(source, Path) or (isinstance(source, str) and not source.lstrip().startswith(
-            "<")):
+    if isinstance(source, Path) or (isinstance(source, str) and not source.lstrip().startswith("<")):
         try:
             text = Path(source).read_text()
         except OSError as error:
@@ -98,15 +97,19 @@ def parse_document(source):
 
 
 # The validator's command-line credit options (sched/validator.cpp): flag -> takes a value.
-VALIDATOR_OPTIONS = {"credit_from_wu": False, "credit_from_runtime": False,
-                     "no_credit": False, "max_granted_credit": True}
+VALIDATOR_OPTIONS = {
+    "credit_from_wu": False,
+    "credit_from_runtime": False,
+    "no_credit": False,
+    "max_granted_credit": True,
+}
 
 
 def validator_values(daemons):
     """SchedulerConfig keyword arguments from the credit options on the command line of the
     validator(s) config.xml's ``<daemons>`` runs (``<cmd>sample_bitwise_validator --app x
     --credit_from_wu</cmd>``), as BOINC's validator reads them (``-x`` or ``--x``)."""
-    values = {}
+    values: dict[str, float | bool] = {}
     if daemons is None:
         return values
     for cmd in daemons.iter("cmd"):
@@ -150,8 +153,10 @@ def project_config():
     """The running project's SchedulerConfig (see the module docstring)."""
     from django.conf import settings
 
-    overrides = {"daily_result_quota": settings.BOINC_DAILY_RESULT_QUOTA,
-                 "resend_lost_results": settings.BOINC_RESEND_LOST_RESULTS}
+    overrides = {
+        "daily_result_quota": settings.BOINC_DAILY_RESULT_QUOTA,
+        "resend_lost_results": settings.BOINC_RESEND_LOST_RESULTS,
+    }
     path = getattr(settings, "BOINC_CONFIG_XML", "")
     if path:
         aux = Path(path).with_name("config_aux.xml")

@@ -39,7 +39,6 @@ from backend.models import (
     App,
     AssimilateState,
     DaemonStatus,
-    FileDeleteState,
     Host,
     Result,
     ServerState,
@@ -194,7 +193,9 @@ def app_tasks():
             gpu=Count("id", filter=Q(app_version__gpu_usage__gt=0)),
         )
     )
-    unsent, cpu, gpu = {}, {}, {}
+    unsent: dict[int, int] = {}
+    cpu: dict[int, int] = {}
+    gpu: dict[int, int] = {}
     for row in results:
         app_id = row["app_id"]
         if row["server_state"] == ServerState.IN_PROGRESS:
@@ -203,16 +204,24 @@ def app_tasks():
         else:
             unsent[app_id] = unsent.get(app_id, 0) + row["n"]
     validating = dict(
-        Workunit.objects.filter(need_validate=True)
-        .values("app_id").annotate(n=Count("id")).values_list("app_id", "n")
+        Workunit.objects.filter(need_validate=True).values("app_id").annotate(n=Count("id")).values_list("app_id", "n")
     )
     assimilating = dict(
         Workunit.objects.filter(assimilate_state=AssimilateState.READY)
-        .values("app_id").annotate(n=Count("id")).values_list("app_id", "n")
+        .values("app_id")
+        .annotate(n=Count("id"))
+        .values_list("app_id", "n")
     )
     return [
-        AppTasks(app.id, app.name, unsent.get(app.id, 0), cpu.get(app.id, 0), gpu.get(app.id, 0),
-                 validating.get(app.id, 0), assimilating.get(app.id, 0))
+        AppTasks(
+            app.id,
+            app.name,
+            unsent.get(app.id, 0),
+            cpu.get(app.id, 0),
+            gpu.get(app.id, 0),
+            validating.get(app.id, 0),
+            assimilating.get(app.id, 0),
+        )
         for app in App.objects.only("id", "name")
     ]
 
@@ -224,8 +233,9 @@ def rq_state():
         queues = []
         for index, name in enumerate(settings.RQ_QUEUES):
             queue = Queue(name, connection=client)
-            queues.append(RQQueue(index, name, queue.count, queue.started_job_registry.count,
-                                  queue.failed_job_registry.count))
+            queues.append(
+                RQQueue(index, name, queue.count, queue.started_job_registry.count, queue.failed_job_registry.count)
+            )
         return RQState(True, "", len(Worker.all(connection=client)), queues)
     except (redis.exceptions.RedisError, OSError) as exc:
         return RQState(False, str(exc), 0, [])
@@ -243,12 +253,17 @@ def app_runtimes(now):
     rows = (
         Result.objects.filter(validate_state=ValidateState.VALID, received_time__gt=now - DAY)
         .values("app_id")
-        .annotate(avg=Avg("elapsed_time"), low=Min("elapsed_time"), high=Max("elapsed_time"),
-                  users=Count("user_id", distinct=True))
+        .annotate(
+            avg=Avg("elapsed_time"),
+            low=Min("elapsed_time"),
+            high=Max("elapsed_time"),
+            users=Count("user_id", distinct=True),
+        )
     )
-    return {row["app_id"]: AppRuntime(hours(row["avg"]), hours(row["low"]), hours(row["high"]),
-                                      row["users"])
-            for row in rows}
+    return {
+        row["app_id"]: AppRuntime(hours(row["avg"]), hours(row["low"]), hours(row["high"]), row["users"])
+        for row in rows
+    }
 
 
 def community(now):
@@ -270,8 +285,7 @@ def community(now):
         update_time=now,
         users_with_recent_credit=users["with_recent_credit"],
         users_with_credit=users["with_credit"],
-        users_registered_in_past_24_hours=get_user_model().objects.filter(
-            date_joined__gt=joined_since).count(),
+        users_registered_in_past_24_hours=get_user_model().objects.filter(date_joined__gt=joined_since).count(),
         hosts_with_recent_credit=hosts["with_recent_credit"],
         hosts_with_credit=hosts["with_credit"],
         hosts_registered_in_past_24_hours=hosts["registered"],
@@ -285,10 +299,16 @@ def cached_community(now):
     return cache.get_or_set(COMMUNITY_CACHE_KEY, lambda: community(now), COMMUNITY_TTL)
 
 
-QUEUE_FIELDS = ["results_ready_to_send", "results_in_progress", "workunits_waiting_for_validation",
-                "workunits_waiting_for_assimilation", "workunits_waiting_for_deletion",
-                "results_waiting_for_deletion", "transitioner_backlog_workunits",
-                "transitioner_backlog_hours"]
+QUEUE_FIELDS = [
+    "results_ready_to_send",
+    "results_in_progress",
+    "workunits_waiting_for_validation",
+    "workunits_waiting_for_assimilation",
+    "workunits_waiting_for_deletion",
+    "results_waiting_for_deletion",
+    "transitioner_backlog_workunits",
+    "transitioner_backlog_hours",
+]
 
 
 def queue_counts(now):
@@ -361,15 +381,20 @@ def server_status(now, *, with_community=False, cached=False):
 HISTORY_KEY = "boincweb:server_status:history"
 # Samples kept: an hour of the periodic daemon job's passes, one every 10 s (boincweb/cron.py).
 HISTORY_SAMPLES = 360
-HISTORY_FIELDS = ["results_ready_to_send", "results_in_progress",
-                  "workunits_waiting_for_validation", "workunits_waiting_for_assimilation",
-                  "workunits_waiting_for_deletion", "results_waiting_for_deletion",
-                  "transitioner_backlog_workunits"]
+HISTORY_FIELDS = [
+    "results_ready_to_send",
+    "results_in_progress",
+    "workunits_waiting_for_validation",
+    "workunits_waiting_for_assimilation",
+    "workunits_waiting_for_deletion",
+    "results_waiting_for_deletion",
+    "transitioner_backlog_workunits",
+]
 
 
 # This process's connection pools by Redis URL: a page makes a dozen Redis calls, and a new
 # connection for each would add its handshake's round trips to every one.
-_POOLS = {}
+_POOLS: dict[str, redis.ConnectionPool] = {}
 
 
 def _redis():
@@ -377,7 +402,8 @@ def _redis():
     pool = _POOLS.get(settings.REDIS_URL)
     if pool is None:
         pool = _POOLS[settings.REDIS_URL] = redis.ConnectionPool.from_url(
-            settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
+            settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1
+        )
     return redis.Redis(connection_pool=pool)
 
 
@@ -412,10 +438,15 @@ def queue_history():
     return [json.loads(item) for item in reversed(raw)]
 
 
-COMMUNITY_FIELDS = ["users_with_recent_credit", "users_with_credit",
-                    "users_registered_in_past_24_hours", "hosts_with_recent_credit",
-                    "hosts_with_credit", "hosts_registered_in_past_24_hours",
-                    "current_floating_point_speed"]
+COMMUNITY_FIELDS = [
+    "users_with_recent_credit",
+    "users_with_credit",
+    "users_registered_in_past_24_hours",
+    "hosts_with_recent_credit",
+    "hosts_with_credit",
+    "hosts_registered_in_past_24_hours",
+    "current_floating_point_speed",
+]
 
 
 def status_xml(status):
@@ -433,10 +464,15 @@ def status_xml(status):
         ElementTree.SubElement(node, "last_pass_time").text = daemon.last_pass_time
         ElementTree.SubElement(node, "last_work_done").text = str(daemon.last_work_done)
     states = ElementTree.SubElement(root, "database_file_states")
-    for name in ["results_ready_to_send", "results_in_progress",
-                 "workunits_waiting_for_validation", "workunits_waiting_for_assimilation",
-                 "workunits_waiting_for_deletion", "results_waiting_for_deletion",
-                 "transitioner_backlog_hours"]:
+    for name in [
+        "results_ready_to_send",
+        "results_in_progress",
+        "workunits_waiting_for_validation",
+        "workunits_waiting_for_assimilation",
+        "workunits_waiting_for_deletion",
+        "results_waiting_for_deletion",
+        "transitioner_backlog_hours",
+    ]:
         ElementTree.SubElement(states, name).text = str(getattr(status, name))
     extra = status.community
     if extra is not None:

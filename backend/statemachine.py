@@ -7,8 +7,8 @@ replaying its lifecycle events, mark the transitions it took to get there.
 """
 
 import math
-from itertools import groupby
 from dataclasses import dataclass
+from itertools import groupby
 
 from backend.models import AssimilateState, FileDeleteState, Outcome, ServerState, ValidateState
 
@@ -81,17 +81,28 @@ RESULT_MACHINE = Machine(
         "TOO_LATE": (4, 2, "too late"),
     },
     edges=(
-        ("INACTIVE", "UNSENT"), ("INACTIVE", "DIDNT_NEED"),
-        ("UNSENT", "IN_PROGRESS"), ("UNSENT", "DIDNT_NEED"), ("UNSENT", "COULDNT_SEND"),
-        ("IN_PROGRESS", "SUCCESS"), ("IN_PROGRESS", "CLIENT_ERROR"),
-        ("IN_PROGRESS", "NO_REPLY"), ("IN_PROGRESS", "CLIENT_DETACHED"),
-        ("NO_REPLY", "SUCCESS"), ("NO_REPLY", "CLIENT_ERROR"),
-        ("SUCCESS", "VALID"), ("SUCCESS", "INCONCLUSIVE"), ("SUCCESS", "INVALID"),
-        ("SUCCESS", "VALIDATE_ERROR"), ("SUCCESS", "NO_CHECK"), ("SUCCESS", "TOO_LATE"),
-        ("INCONCLUSIVE", "VALID"), ("INCONCLUSIVE", "INVALID"), ("INCONCLUSIVE", "NO_CHECK"),
+        ("INACTIVE", "UNSENT"),
+        ("INACTIVE", "DIDNT_NEED"),
+        ("UNSENT", "IN_PROGRESS"),
+        ("UNSENT", "DIDNT_NEED"),
+        ("UNSENT", "COULDNT_SEND"),
+        ("IN_PROGRESS", "SUCCESS"),
+        ("IN_PROGRESS", "CLIENT_ERROR"),
+        ("IN_PROGRESS", "NO_REPLY"),
+        ("IN_PROGRESS", "CLIENT_DETACHED"),
+        ("NO_REPLY", "SUCCESS"),
+        ("NO_REPLY", "CLIENT_ERROR"),
+        ("SUCCESS", "VALID"),
+        ("SUCCESS", "INCONCLUSIVE"),
+        ("SUCCESS", "INVALID"),
+        ("SUCCESS", "VALIDATE_ERROR"),
+        ("SUCCESS", "NO_CHECK"),
+        ("SUCCESS", "TOO_LATE"),
+        ("INCONCLUSIVE", "VALID"),
+        ("INCONCLUSIVE", "INVALID"),
+        ("INCONCLUSIVE", "NO_CHECK"),
     ),
-    fields={"server_state": ServerState.UNSENT, "outcome": Outcome.INIT,
-            "validate_state": ValidateState.INIT},
+    fields={"server_state": ServerState.UNSENT, "outcome": Outcome.INIT, "validate_state": ValidateState.INIT},
 )
 
 WORKUNIT_MACHINE = Machine(
@@ -107,15 +118,25 @@ WORKUNIT_MACHINE = Machine(
         "DELETE_ERROR": (5, 1, "file delete error"),
     },
     edges=(
-        ("ACTIVE", "NEED_VALIDATE"), ("NEED_VALIDATE", "ACTIVE"),
-        ("NEED_VALIDATE", "ASSIMILATE_READY"), ("ACTIVE", "ASSIMILATE_READY"),
-        ("ACTIVE", "ERROR"), ("NEED_VALIDATE", "ERROR"), ("ERROR", "ASSIMILATE_READY"),
-        ("ASSIMILATE_READY", "ASSIMILATED"), ("ASSIMILATED", "DELETE_READY"),
-        ("DELETE_READY", "FILES_DELETED"), ("DELETE_READY", "DELETE_ERROR"),
+        ("ACTIVE", "NEED_VALIDATE"),
+        ("NEED_VALIDATE", "ACTIVE"),
+        ("NEED_VALIDATE", "ASSIMILATE_READY"),
+        ("ACTIVE", "ASSIMILATE_READY"),
+        ("ACTIVE", "ERROR"),
+        ("NEED_VALIDATE", "ERROR"),
+        ("ERROR", "ASSIMILATE_READY"),
+        ("ASSIMILATE_READY", "ASSIMILATED"),
+        ("ASSIMILATED", "DELETE_READY"),
+        ("DELETE_READY", "FILES_DELETED"),
+        ("DELETE_READY", "DELETE_ERROR"),
         ("DELETE_ERROR", "FILES_DELETED"),
     ),
-    fields={"need_validate": 0, "error_mask": 0, "assimilate_state": AssimilateState.INIT,
-            "file_delete_state": FileDeleteState.INIT},
+    fields={
+        "need_validate": 0,
+        "error_mask": 0,
+        "assimilate_state": AssimilateState.INIT,
+        "file_delete_state": FileDeleteState.INIT,
+    },
 )
 
 
@@ -229,27 +250,41 @@ def _arrow(machine, source, target, taken, expected, both_ways):
         shift_x, shift_y = -dy / length * 6, dx / length * 6
         x1, y1, x2, y2 = x1 + shift_x, y1 + shift_y, x2 + shift_x, y2 + shift_y
     t = _clip(dx, dy)
-    return Arrow(source, target, round(x1 + dx * t, 1), round(y1 + dy * t, 1),
-                 round(x2 - dx * t, 1), round(y2 - dy * t, 1), taken, expected)
+    return Arrow(
+        source,
+        target,
+        round(x1 + dx * t, 1),
+        round(y1 + dy * t, 1),
+        round(x2 - dx * t, 1),
+        round(y2 - dy * t, 1),
+        taken,
+        expected,
+    )
 
 
 def drawing(machine, current, path):
     """The boxes and arrows of ``machine``: ``current`` highlighted, ``path``'s steps marked."""
     steps = set(zip(path, path[1:]))
     edges = list(machine.edges) + sorted(
-        step for step in steps
-        if step not in machine.edges and step[0] in machine.nodes and step[1] in machine.nodes
+        step for step in steps if step not in machine.edges and step[0] in machine.nodes and step[1] in machine.nodes
     )
     edge_set = set(edges)
-    arrows = [
-        _arrow(machine, s, t, (s, t) in steps, (s, t) in machine.edges, (t, s) in edge_set)
-        for s, t in edges
-    ]
+    arrows = [_arrow(machine, s, t, (s, t) in steps, (s, t) in machine.edges, (t, s) in edge_set) for s, t in edges]
     visited = set(path)
     boxes = []
     for name, (column, row, label) in machine.nodes.items():
-        boxes.append(Box(name, label, MARGIN + column * COL_GAP, MARGIN + row * ROW_GAP,
-                         BOX_W, BOX_H, name == current, name in visited))
+        boxes.append(
+            Box(
+                name,
+                label,
+                MARGIN + column * COL_GAP,
+                MARGIN + row * ROW_GAP,
+                BOX_W,
+                BOX_H,
+                name == current,
+                name in visited,
+            )
+        )
     columns = max(c for c, _, _ in machine.nodes.values()) + 1
     rows = max(r for _, r, _ in machine.nodes.values()) + 1
     width = 2 * MARGIN + (columns - 1) * COL_GAP + BOX_W

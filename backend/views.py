@@ -3,6 +3,7 @@
 import csv
 import json
 import time
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model
@@ -22,7 +23,6 @@ from backend.daemons.sched_types import SchedulerConfig, project_config
 from backend.daemons.sched_version import app_version_table, runtime_estimates
 from backend.forms import HostPrefsForm, WorkunitFilterForm, WorkunitIdsForm
 from backend.keyset import BadCursor, keyset_page
-from backend.server_config import ConfigError
 from backend.models import (
     App,
     AssimilateState,
@@ -39,6 +39,7 @@ from backend.models import (
     UserCredit,
     Workunit,
 )
+from backend.server_config import ConfigError
 from backend.statemachine import RESULT_MACHINE, WORKUNIT_MACHINE, draw_row
 from boincweb.figures import figure_script
 from boincweb.htmx import render_page
@@ -64,8 +65,9 @@ STATUS_PANELS = ("panel", "community", "history")
 def status(request):
     panel = request.GET.get("panel", "panel")
     if panel not in STATUS_PANELS:
-        return HttpResponse(f"no panel {panel!r}; choose one of {', '.join(STATUS_PANELS)}",
-                            status=400, content_type="text/plain")
+        return HttpResponse(
+            f"no panel {panel!r}; choose one of {', '.join(STATUS_PANELS)}", status=400, content_type="text/plain"
+        )
     now = _now()
     whole = not request.htmx
     context = {}
@@ -75,12 +77,14 @@ def status(request):
         context["figures_age"] = now - state.figures_time
         context["figures_max_age"] = server_status.FIGURES_MAX_AGE
         [(_id, context["apps_figure"])] = _figure_scripts(
-            ("apps", tuple(state.apps)), lambda: [("apps-figure", charts.app_tasks_figure(state.apps))])
+            ("apps", tuple(state.apps)), lambda: [("apps-figure", charts.app_tasks_figure(state.apps))]
+        )
     if whole or panel == "community":
         figures = server_status.cached_community(now)
         context["community"] = figures
-        context["runtimes"] = [(app, figures.runtime(app.id))
-                               for app in App.objects.only("id", "name").order_by("name")]
+        context["runtimes"] = [
+            (app, figures.runtime(app.id)) for app in App.objects.only("id", "name").order_by("name")
+        ]
     if whole:
         try:
             config = project_config()
@@ -109,14 +113,15 @@ def _kept(store, limit, key, make):
 
 # Figures as <script> elements by what they were drawn from: building one costs milliseconds,
 # and the status page's figures change only when the periodic daemon job records a sample.
-_FIGURES = {}
+_FIGURES: dict[object, list[tuple[str, str]]] = {}
 
 
 def _figure_scripts(key, build):
     """``build()``'s (element id, figure) pairs as (element id, <script> element) pairs
     (boincweb.figures.figure_script), made once for the same ``key``."""
-    return _kept(_FIGURES, 16, key, lambda: [(element_id, figure_script(fig, element_id))
-                                             for element_id, fig in build()])
+    return _kept(
+        _FIGURES, 16, key, lambda: [(element_id, figure_script(fig, element_id)) for element_id, fig in build()]
+    )
 
 
 @require_GET
@@ -144,19 +149,21 @@ def _filtered_workunits(request):
 
 # The filter form's HTML by the apps to choose from and the filters asked for: rendering its
 # five widgets costs the list page as much as its 50 rows do.
-_FILTER_FORMS = {}
+_FILTER_FORMS: dict[tuple, str] = {}
 
 
 def _filter_form_html(request, form):
     """The filter fields of ``form`` as HTML (the page's "filters" partial)."""
-    choices = [("", form.fields["app"].empty_label),
-               *App.objects.order_by("name").values_list("id", "name")]
+    choices = [("", form.fields["app"].empty_label), *App.objects.order_by("name").values_list("id", "name")]
     # the choices as a plain list: the field would read them through a server-side cursor
     form.fields["app"].choices = choices
-    key = (tuple(choices), tuple(sorted((name, tuple(values)) for name, values in request.GET.lists()
-                                        if name not in ("after", "before"))))
-    return _kept(_FILTER_FORMS, 128, key, lambda: render_to_string(
-        "project/workunit_list.html#filters", {"form": form}, request))
+    key = (
+        tuple(choices),
+        tuple(sorted((name, tuple(values)) for name, values in request.GET.lists() if name not in ("after", "before"))),
+    )
+    return _kept(
+        _FILTER_FORMS, 128, key, lambda: render_to_string("project/workunit_list.html#filters", {"form": form}, request)
+    )
 
 
 def _page_url(request, **cursor):
@@ -182,9 +189,14 @@ def workunit_list(request):
         return render_page(request, "project/workunit_list.html", context, "table", status=400)
     field, descending = form.sort_key
     try:
-        page = keyset_page(queryset.select_related("app"), field, descending,
-                           after=form.cleaned_data["after"], before=form.cleaned_data["before"],
-                           size=PAGE_SIZE)
+        page = keyset_page(
+            queryset.select_related("app"),
+            field,
+            descending,
+            after=form.cleaned_data["after"],
+            before=form.cleaned_data["before"],
+            size=PAGE_SIZE,
+        )
     except BadCursor as exc:  # the form checked the cursors; this guards a race in parsing
         return HttpResponse(str(exc), status=400)
     for wu in page.rows:  # the labels the rows show, without get_FOO_display's dict per call
@@ -204,9 +216,21 @@ def workunit_list(request):
     return render_page(request, "project/workunit_list.html", context, "table")
 
 
-CSV_COLUMNS = ["id", "name", "app__name", "create_time", "error_mask", "need_validate",
-               "assimilate_state", "file_delete_state", "transition_time",
-               "canonical_result_id", "canonical_credit", "min_quorum", "target_nresults"]
+CSV_COLUMNS = [
+    "id",
+    "name",
+    "app__name",
+    "create_time",
+    "error_mask",
+    "need_validate",
+    "assimilate_state",
+    "file_delete_state",
+    "transition_time",
+    "canonical_result_id",
+    "canonical_credit",
+    "min_quorum",
+    "target_nresults",
+]
 
 
 class _Echo:
@@ -218,8 +242,7 @@ class _Echo:
 def workunit_csv(request):
     form, queryset = _filtered_workunits(request)
     if queryset is None:
-        return HttpResponse("bad filter: " + form.errors.as_text(), status=400,
-                            content_type="text/plain")
+        return HttpResponse("bad filter: " + form.errors.as_text(), status=400, content_type="text/plain")
     field, descending = form.sort_key
     order = [f"-{field}", "-id"] if descending else [field, "id"]
     rows = queryset.order_by(*order).values_list(*CSV_COLUMNS).iterator(chunk_size=2000)
@@ -238,33 +261,33 @@ def _prepend(first, rest):
 
 # State machine drawings as SVG by the drawing: most workunits and results of a project are
 # drawn alike (finished, by the same path), and the template costs a page milliseconds each.
-_MACHINES = {}
+_MACHINES: dict[str, str] = {}
 
 
 def _machine_svg(drawing):
-    return _kept(_MACHINES, 256, repr(drawing),
-                 lambda: render_to_string("project/_machine.html", {"drawing": drawing}))
+    return _kept(_MACHINES, 256, repr(drawing), lambda: render_to_string("project/_machine.html", {"drawing": drawing}))
 
 
 def _results_with_drawings(results, events):
-    by_result = {}
+    by_result: dict[int, list[Any]] = {}
     for e in events:
         if e.result_id:
             by_result.setdefault(e.result_id, []).append(e)
-    return [(r, _machine_svg(draw_row(RESULT_MACHINE, r, by_result.get(r.id, []))))
-            for r in results]
+    return [(r, _machine_svg(draw_row(RESULT_MACHINE, r, by_result.get(r.id, [])))) for r in results]
 
 
 @require_GET
 def workunit_detail(request, pk):
     wu = get_object_or_404(Workunit.objects.select_related("app", "canonical_result"), pk=pk)
     results = list(wu.results.select_related("host", "app_version").order_by("id"))
-    events = list(LifecycleEvent.objects.filter(
-        Q(workunit_id=wu.pk) | Q(result_id__in=[r.id for r in results])).order_by("time", "id"))
+    events = list(
+        LifecycleEvent.objects.filter(Q(workunit_id=wu.pk) | Q(result_id__in=[r.id for r in results])).order_by(
+            "time", "id"
+        )
+    )
     wu_events = [e for e in events if not e.result_id]
     timeline = charts.lifecycle_timeline(events, {r.id: r.name for r in results})
-    finished = wu.file_delete_state == FileDeleteState.DONE and all(
-        r.server_state == ServerState.OVER for r in results)
+    finished = wu.file_delete_state == FileDeleteState.DONE and all(r.server_state == ServerState.OVER for r in results)
     context = {
         "wu": wu,
         "results": _results_with_drawings(results, events),
@@ -274,8 +297,7 @@ def workunit_detail(request, pk):
         "finished": finished,
         "actions": ACTIONS,
     }
-    return render_page(request, "project/workunit_detail.html", context, "live",
-                       polling_done=finished)
+    return render_page(request, "project/workunit_detail.html", context, "live", polling_done=finished)
 
 
 # --- results --------------------------------------------------------------------------------
@@ -284,8 +306,8 @@ def workunit_detail(request, pk):
 @require_GET
 def result_detail(request, pk):
     result = get_object_or_404(
-        Result.objects.select_related("workunit", "app", "host", "user", "app_version__app"),
-        pk=pk)
+        Result.objects.select_related("workunit", "app", "host", "user", "app_version__app"), pk=pk
+    )
     events = list(result.events.order_by("time", "id"))
     timeline = charts.lifecycle_timeline(events, {result.id: result.name})
     finished = result.file_delete_state == FileDeleteState.DONE
@@ -305,9 +327,14 @@ def result_detail(request, pk):
 @require_GET
 def host_list(request):
     try:
-        page = keyset_page(Host.objects.select_related("owner"), "id", False,
-                           after=request.GET.get("after", ""),
-                           before=request.GET.get("before", ""), size=PAGE_SIZE)
+        page = keyset_page(
+            Host.objects.select_related("owner"),
+            "id",
+            False,
+            after=request.GET.get("after", ""),
+            before=request.GET.get("before", ""),
+            size=PAGE_SIZE,
+        )
     except BadCursor as exc:
         return HttpResponse(str(exc), status=400, content_type="text/plain")
     context = {
@@ -320,7 +347,7 @@ def host_list(request):
 
 def _result_counts(results):
     """{label: n} of a host's or user's results by server state and outcome."""
-    counts = {}
+    counts: dict[str, int] = {}
     for row in results.values("server_state", "outcome").annotate(n=Count("id")):
         if row["server_state"] == ServerState.OVER:
             label = Result(outcome=row["outcome"]).get_outcome_display()
@@ -345,7 +372,8 @@ def host_detail(request, pk):
         "counts": _result_counts(results),
         "granted": results.aggregate(total=Sum("granted_credit"))["total"] or 0.0,
         "app_versions": HostAppVersion.objects.filter(host=host)
-        .select_related("app_version__app").order_by("app_version__app__name"),
+        .select_related("app_version__app")
+        .order_by("app_version__app__name"),
         "files": host.files.order_by("name")[:200],
         "history": history,
         "can_edit": _can_edit_prefs(request.user, host),
@@ -354,8 +382,9 @@ def host_detail(request, pk):
         # read once, for the table and the chart's learnt estimates
         context["app_versions"] = list(context["app_versions"])
         series = runtime_estimates(host, havs=context["app_versions"])
-        context["estimates"] = (figure_script(charts.runtime_estimates_figure(series), "estimates-figure")
-                                if series else "")
+        context["estimates"] = (
+            figure_script(charts.runtime_estimates_figure(series), "estimates-figure") if series else ""
+        )
     return render_page(request, "project/host_detail.html", context, "results")
 
 
@@ -382,20 +411,21 @@ def _user_credit(person):
         "credit": credit,
         "total_credit": credit.total_credit if credit else 0.0,
         "expavg_credit": credit.expavg_credit if credit else 0.0,
-        "by_app": UserAppCredit.objects.filter(user=person).select_related("app")
-        .order_by("-expavg"),
+        "by_app": UserAppCredit.objects.filter(user=person).select_related("app").order_by("-expavg"),
         **_rac_chart(CreditHistory.Kind.USER, person.pk, "user-rac-figure"),
     }
 
 
 def _rac_chart(kind, owner_id, figure_id):
     """The context of a RAC chart over time from a user's or team's CreditHistory."""
-    history = list(CreditHistory.objects.filter(kind=kind, owner_id=owner_id).order_by("day")
-                   .values_list("expavg_time", "expavg_credit", "total_credit"))
+    history = list(
+        CreditHistory.objects.filter(kind=kind, owner_id=owner_id)
+        .order_by("day")
+        .values_list("expavg_time", "expavg_credit", "total_credit")
+    )
     if not history:
         return {"rac_figure": None}
-    return {"rac_figure": figure_script(charts.rac_figure(history), figure_id),
-            "rac_figure_id": figure_id}
+    return {"rac_figure": figure_script(charts.rac_figure(history), figure_id), "rac_figure_id": figure_id}
 
 
 def _ranked_page(request, queryset):
@@ -406,24 +436,26 @@ def _ranked_page(request, queryset):
         page = paginator.page(request.GET.get("page") or 1)
     except (EmptyPage, PageNotAnInteger):
         raise Http404("no such page") from None
-    return {"page": page,
-            "prev_url": f"?page={page.previous_page_number()}" if page.has_previous() else "",
-            "next_url": f"?page={page.next_page_number()}" if page.has_next() else ""}
+    return {
+        "page": page,
+        "prev_url": f"?page={page.previous_page_number()}" if page.has_previous() else "",
+        "next_url": f"?page={page.next_page_number()}" if page.has_next() else "",
+    }
 
 
 @require_GET
 def user_list(request):
     """Users by recent average credit (BOINC's top_users.php)."""
-    page = _ranked_page(request, UserCredit.objects.select_related("user", "team")
-                        .order_by("-expavg_credit", "user_id"))
+    page = _ranked_page(
+        request, UserCredit.objects.select_related("user", "team").order_by("-expavg_credit", "user_id")
+    )
     return render(request, "project/user_list.html", page)
 
 
 @require_GET
 def team_list(request):
     """Teams by recent average credit (BOINC's top_teams.php)."""
-    page = _ranked_page(request, Team.objects.annotate(nusers=Count("members"))
-                        .order_by("-expavg_credit", "id"))
+    page = _ranked_page(request, Team.objects.annotate(nusers=Count("members")).order_by("-expavg_credit", "id"))
     return render(request, "project/team_list.html", page)
 
 
@@ -432,11 +464,11 @@ def team_detail(request, pk):
     team = get_object_or_404(Team, pk=pk)
     context = {
         "team": team,
-        "members": UserCredit.objects.filter(team=team).select_related("user")
+        "members": UserCredit.objects.filter(team=team)
+        .select_related("user")
         .order_by("-expavg_credit", "user_id")[:PAGE_SIZE],
         "nusers": UserCredit.objects.filter(team=team).count(),
-        "by_app": TeamAppCredit.objects.filter(team=team).select_related("app")
-        .order_by("-expavg"),
+        "by_app": TeamAppCredit.objects.filter(team=team).select_related("app").order_by("-expavg"),
         **_rac_chart(CreditHistory.Kind.TEAM, team.pk, "team-rac-figure"),
     }
     return render(request, "project/team_detail.html", context)
@@ -453,8 +485,10 @@ def host_prefs(request, pk):
         if form.is_valid():
             changes = form.save_changes(request.user, _now())
             if changes:
-                messages.success(request, "Saved: " + ", ".join(c[0] for c in changes)
-                                 + ". The host uses them from its next scheduler RPC.")
+                messages.success(
+                    request,
+                    "Saved: " + ", ".join(c[0] for c in changes) + ". The host uses them from its next scheduler RPC.",
+                )
             else:
                 messages.info(request, "Nothing changed.")
             return redirect("project:host_prefs", pk=host.pk)

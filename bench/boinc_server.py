@@ -36,10 +36,17 @@ if str(ROOT) not in sys.path:
 PLATFORM = "x86_64-pc-linux-gnu"
 APP = "uppercase"
 # the programs a bench may ask for: name -> file name in the built tree
-PROGRAM_FILES = {"transitioner": "transitioner", "validator": "sample_bitwise_validator",
-                 "assimilator": "sample_dummy_assimilator", "file_deleter": "file_deleter",
-                 "scheduler": "cgi", "feeder": "feeder", "crypt_prog": "crypt_prog",
-                 "create_work": "create_work", "file_upload_handler": "file_upload_handler"}
+PROGRAM_FILES = {
+    "transitioner": "transitioner",
+    "validator": "sample_bitwise_validator",
+    "assimilator": "sample_dummy_assimilator",
+    "file_deleter": "file_deleter",
+    "scheduler": "cgi",
+    "feeder": "feeder",
+    "crypt_prog": "crypt_prog",
+    "create_work": "create_work",
+    "file_upload_handler": "file_upload_handler",
+}
 # What each daemon is told besides --one_pass: the app, and for the validator credit from the
 # workunit's estimate (boincweb's credit rule, validator.py credit_for).
 DAEMON_ARGS = {"validator": ["--app", APP, "--credit_from_wu"], "assimilator": ["--app", APP]}
@@ -67,6 +74,7 @@ def howto(script):
 
 # --- files and SQL --------------------------------------------------------------------------
 
+
 def find_program(server, name):
     for folder in (server, server / "sched", server / "lib", server / "tools"):
         if (folder / name).is_file() and os.access(folder / name, os.X_OK):
@@ -82,14 +90,18 @@ def find_source(server, name):
 
 
 def sql_statements(path):
-    text = "\n".join(line for line in path.read_text().splitlines()
-                     if not line.strip().startswith("--") and not line.startswith("#"))
+    text = "\n".join(
+        line for line in path.read_text().splitlines() if not line.strip().startswith("--") and not line.startswith("#")
+    )
     return [s.strip() for s in text.split(";") if s.strip()]
 
 
 def faketime_library():
-    for path in ("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
-                 "/usr/lib/faketime/libfaketime.so.1", "/usr/local/lib/faketime/libfaketime.so.1"):
+    for path in (
+        "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+        "/usr/lib/faketime/libfaketime.so.1",
+        "/usr/local/lib/faketime/libfaketime.so.1",
+    ):
         if Path(path).exists():
             return path
     raise SystemExit("faketime is not installed (apt-get install faketime)")
@@ -110,8 +122,7 @@ def sql_value(v):
 
 
 def insert(table, row):
-    return (f"INSERT INTO {table} ({', '.join(row)}) VALUES "
-            f"({', '.join(sql_value(v) for v in row.values())})")
+    return f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join(sql_value(v) for v in row.values())})"
 
 
 def insert_many(table, rows):
@@ -125,14 +136,17 @@ def app_version_xml(version_num):
     """An app version's xml_doc: one signed executable (the signature is never checked by
     the server)."""
     name = f"{APP}_{version_num}"
-    return (f"<file_info>\n<name>{name}</name>\n<url>http://localhost/p/download/{name}</url>\n"
-            "<executable/>\n<file_signature>\nx\n</file_signature>\n<nbytes>10</nbytes>\n"
-            f"</file_info>\n<app_version>\n<app_name>{APP}</app_name>\n"
-            f"<version_num>{version_num}</version_num>\n<file_ref>\n"
-            f"<file_name>{name}</file_name>\n<main_program/>\n</file_ref>\n</app_version>\n")
+    return (
+        f"<file_info>\n<name>{name}</name>\n<url>http://localhost/p/download/{name}</url>\n"
+        "<executable/>\n<file_signature>\nx\n</file_signature>\n<nbytes>10</nbytes>\n"
+        f"</file_info>\n<app_version>\n<app_name>{APP}</app_name>\n"
+        f"<version_num>{version_num}</version_num>\n<file_ref>\n"
+        f"<file_name>{name}</file_name>\n<main_program/>\n</file_ref>\n</app_version>\n"
+    )
 
 
 # --- a BOINC project ------------------------------------------------------------------------
+
 
 class Project:
     """A throwaway BOINC project folder under ``work`` and MariaDB database ``db``."""
@@ -143,28 +157,36 @@ class Project:
         # absolute: BOINC's programs run from cgi-bin/ and read the paths config.xml names
         self.server, self.db, self.db_host = Path(server).resolve(), db, host
         self.work = work = Path(work).resolve()
-        self.programs = {k: find_program(self.server, PROGRAM_FILES[k])
-                         for k in {*programs, "crypt_prog"}}
+        self.programs = {k: find_program(self.server, PROGRAM_FILES[k]) for k in {*programs, "crypt_prog"}}
         self.project = work / "boinc_project"
         shutil.rmtree(self.project, ignore_errors=True)
         for sub in ("cgi-bin", "upload", "download", "keys", "templates"):
             (self.project / sub).mkdir(parents=True)
         for key in ("upload", "code_sign"):
-            subprocess.run([self.programs["crypt_prog"], "-genkey", "1024",
-                            self.project / "keys" / f"{key}_private",
-                            self.project / "keys" / f"{key}_public"],
-                           check=True, capture_output=True)
+            subprocess.run(
+                [
+                    self.programs["crypt_prog"],
+                    "-genkey",
+                    "1024",
+                    self.project / "keys" / f"{key}_private",
+                    self.project / "keys" / f"{key}_public",
+                ],
+                check=True,
+                capture_output=True,
+            )
         (self.project / "templates" / "out").write_text(
             "<output_template>\n<file_info>\n<name><OUTFILE_0/></name>\n<generated_locally/>\n"
             "<upload_when_present/>\n<max_nbytes>10000000</max_nbytes>\n"
             "<url><UPLOAD_URL/></url>\n</file_info>\n<result>\n<file_ref>\n"
             "<file_name><OUTFILE_0/></file_name>\n<open_name>out</open_name>\n</file_ref>\n"
-            "</result>\n</output_template>\n")
+            "</result>\n</output_template>\n"
+        )
         (self.project / "templates" / "in").write_text(
             "<input_template>\n<file_info>\n<number>0</number>\n</file_info>\n<workunit>\n"
             "<file_ref>\n<file_number>0</file_number>\n<open_name>in</open_name>\n"
-            "</file_ref>\n</workunit>\n</input_template>\n")
-        self.shmem_key = f"0x{0x1f00000 + os.getpid() % 0xffff:x}"
+            "</file_ref>\n</workunit>\n</input_template>\n"
+        )
+        self.shmem_key = f"0x{0x1F00000 + os.getpid() % 0xFFFF:x}"
         self.connection = pymysql.connect(host=host, user="root", password="", autocommit=True)
         with self.connection.cursor() as cursor:
             cursor.execute(f"DROP DATABASE IF EXISTS `{db}`")
@@ -198,7 +220,8 @@ class Project:
             f"<long_name>{long_name}</long_name>\n"
             "<upload_url>http://localhost/p/upload</upload_url>\n"
             "<download_url>http://localhost/p/download</download_url>\n"
-            f"{text}</config>\n</boinc>\n")
+            f"{text}</config>\n</boinc>\n"
+        )
 
     def execute(self, statements):
         with self.connection.cursor() as cursor:
@@ -217,14 +240,18 @@ class Project:
         if clock is None:
             return dict(os.environ, TZ="UTC")
         fake = f"@{time_text(clock)}" if isinstance(clock, int) else clock
-        return dict(os.environ, FAKETIME=fake, TZ="UTC", LD_PRELOAD=faketime_library(),
-                    FAKETIME_DONT_RESET="1")
+        return dict(os.environ, FAKETIME=fake, TZ="UTC", LD_PRELOAD=faketime_library(), FAKETIME_DONT_RESET="1")
 
     def run(self, name, *args, clock=None, stdin=None, cwd=None, timeout=600):
         """Run program ``name`` from cgi-bin/ (or ``cwd``); returns its stdout and stderr."""
-        out = subprocess.run([self.programs[name], *args], cwd=cwd or self.project / "cgi-bin",
-                             env=self.env(clock), input=stdin, capture_output=True,
-                             timeout=timeout)
+        out = subprocess.run(
+            [self.programs[name], *args],
+            cwd=cwd or self.project / "cgi-bin",
+            env=self.env(clock),
+            input=stdin,
+            capture_output=True,
+            timeout=timeout,
+        )
         return out.stdout.decode(errors="replace") + out.stderr.decode(errors="replace")
 
     def daemon(self, step, clock=None):
@@ -234,9 +261,13 @@ class Project:
     @contextmanager
     def feeder(self, clock=None, args=("--allapps", "--priority_order")):
         """sched/feeder running in the background, once it has filled shared memory."""
-        process = subprocess.Popen([self.programs["feeder"], *args, "-d", "4"],
-                                   cwd=self.project / "cgi-bin", env=self.env(clock),
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [self.programs["feeder"], *args, "-d", "4"],
+            cwd=self.project / "cgi-bin",
+            env=self.env(clock),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         try:
             wait_for_feeder(process)
             yield process
@@ -252,9 +283,14 @@ class Project:
 
     def schedule(self, body, clock=None):
         """sched/cgi's reply to one request body (the feeder must be running)."""
-        out = subprocess.run([self.programs["scheduler"]], cwd=self.project / "cgi-bin",
-                             env=self.env(clock), input=body.encode(), capture_output=True,
-                             timeout=60)
+        out = subprocess.run(
+            [self.programs["scheduler"]],
+            cwd=self.project / "cgi-bin",
+            env=self.env(clock),
+            input=body.encode(),
+            capture_output=True,
+            timeout=60,
+        )
         return out.stdout.decode(errors="replace")
 
 
@@ -273,8 +309,19 @@ def wait_for_feeder(feeder, timeout=120):
 
 # --- the wire -------------------------------------------------------------------------------
 
-def scheduler_request_xml(*, authenticator, hostid, req_secs, req_instances, estimated_delay,
-                          host, reports=(), other_results=None, rpc_seqno=5):
+
+def scheduler_request_xml(
+    *,
+    authenticator,
+    hostid,
+    req_secs,
+    req_instances,
+    estimated_delay,
+    host,
+    reports=(),
+    other_results=None,
+    rpc_seqno=5,
+):
     """A scheduler request body (reference/protocol.md §4.2).
 
     ``host``: p_ncpus, p_fpops, m_nbytes, on_frac, active_frac (and optionally domain_name,
@@ -284,45 +331,63 @@ def scheduler_request_xml(*, authenticator, hostid, req_secs, req_instances, est
     still on board, or None to leave the list out.
     """
     domain = host.get("domain_name", f"host{hostid}")
-    lines = ["<scheduler_request>",
-             f"<authenticator>{authenticator}</authenticator>",
-             f"<hostid>{hostid}</hostid>", f"<rpc_seqno>{rpc_seqno}</rpc_seqno>",
-             "<core_client_major_version>8</core_client_major_version>",
-             "<core_client_minor_version>0</core_client_minor_version>",
-             "<core_client_release>2</core_client_release>",
-             f"<platform_name>{PLATFORM}</platform_name>",
-             f"<work_req_seconds>{req_secs}</work_req_seconds>",
-             f"<cpu_req_secs>{req_secs}</cpu_req_secs>",
-             f"<cpu_req_instances>{req_instances}</cpu_req_instances>",
-             f"<estimated_delay>{estimated_delay}</estimated_delay>",
-             "<global_preferences><disk_max_used_gb>100</disk_max_used_gb>"
-             "<disk_max_used_pct>90</disk_max_used_pct><disk_min_free_gb>0</disk_min_free_gb>"
-             "</global_preferences>",
-             "<time_stats>", f"<on_frac>{host['on_frac']}</on_frac>",
-             "<connected_frac>1</connected_frac>",
-             "<cpu_and_network_available_frac>1</cpu_and_network_available_frac>",
-             f"<active_frac>{host['active_frac']}</active_frac>",
-             "<gpu_active_frac>1</gpu_active_frac>", "</time_stats>",
-             "<host_info>", f"<domain_name>{domain}</domain_name>",
-             f"<host_cpid>cpid{hostid}</host_cpid>",
-             f"<p_vendor>{host.get('p_vendor', 'GenuineIntel')}</p_vendor>",
-             f"<p_model>{host.get('p_model', 'Xeon')}</p_model>",
-             f"<p_ncpus>{host['p_ncpus']}</p_ncpus>", f"<p_fpops>{host['p_fpops']}</p_fpops>",
-             "<p_iops>1e9</p_iops>", f"<m_nbytes>{host['m_nbytes']}</m_nbytes>",
-             "<d_total>1e12</d_total>", "<d_free>5e11</d_free>",
-             f"<os_name>{host.get('os_name', 'Linux')}</os_name>",
-             "<os_version>6.1</os_version>", "</host_info>"]
+    lines = [
+        "<scheduler_request>",
+        f"<authenticator>{authenticator}</authenticator>",
+        f"<hostid>{hostid}</hostid>",
+        f"<rpc_seqno>{rpc_seqno}</rpc_seqno>",
+        "<core_client_major_version>8</core_client_major_version>",
+        "<core_client_minor_version>0</core_client_minor_version>",
+        "<core_client_release>2</core_client_release>",
+        f"<platform_name>{PLATFORM}</platform_name>",
+        f"<work_req_seconds>{req_secs}</work_req_seconds>",
+        f"<cpu_req_secs>{req_secs}</cpu_req_secs>",
+        f"<cpu_req_instances>{req_instances}</cpu_req_instances>",
+        f"<estimated_delay>{estimated_delay}</estimated_delay>",
+        "<global_preferences><disk_max_used_gb>100</disk_max_used_gb>"
+        "<disk_max_used_pct>90</disk_max_used_pct><disk_min_free_gb>0</disk_min_free_gb>"
+        "</global_preferences>",
+        "<time_stats>",
+        f"<on_frac>{host['on_frac']}</on_frac>",
+        "<connected_frac>1</connected_frac>",
+        "<cpu_and_network_available_frac>1</cpu_and_network_available_frac>",
+        f"<active_frac>{host['active_frac']}</active_frac>",
+        "<gpu_active_frac>1</gpu_active_frac>",
+        "</time_stats>",
+        "<host_info>",
+        f"<domain_name>{domain}</domain_name>",
+        f"<host_cpid>cpid{hostid}</host_cpid>",
+        f"<p_vendor>{host.get('p_vendor', 'GenuineIntel')}</p_vendor>",
+        f"<p_model>{host.get('p_model', 'Xeon')}</p_model>",
+        f"<p_ncpus>{host['p_ncpus']}</p_ncpus>",
+        f"<p_fpops>{host['p_fpops']}</p_fpops>",
+        "<p_iops>1e9</p_iops>",
+        f"<m_nbytes>{host['m_nbytes']}</m_nbytes>",
+        "<d_total>1e12</d_total>",
+        "<d_free>5e11</d_free>",
+        f"<os_name>{host.get('os_name', 'Linux')}</os_name>",
+        "<os_version>6.1</os_version>",
+        "</host_info>",
+    ]
     for report in reports:
-        lines += ["<result>", f"<name>{report['name']}</name>",
-                  f"<state>{report['state']}</state>",
-                  f"<exit_status>{report['exit_status']}</exit_status>",
-                  "<final_cpu_time>100</final_cpu_time>",
-                  "<final_elapsed_time>120</final_elapsed_time>",
-                  "<app_version_num>100</app_version_num>"]
+        lines += [
+            "<result>",
+            f"<name>{report['name']}</name>",
+            f"<state>{report['state']}</state>",
+            f"<exit_status>{report['exit_status']}</exit_status>",
+            "<final_cpu_time>100</final_cpu_time>",
+            "<final_elapsed_time>120</final_elapsed_time>",
+            "<app_version_num>100</app_version_num>",
+        ]
         for name, nbytes, md5 in report.get("files", ()):
-            lines += ["<file_info>", f"<name>{name}</name>", f"<nbytes>{nbytes}</nbytes>",
-                      "<max_nbytes>10000000</max_nbytes>", f"<md5_cksum>{md5}</md5_cksum>",
-                      "</file_info>"]
+            lines += [
+                "<file_info>",
+                f"<name>{name}</name>",
+                f"<nbytes>{nbytes}</nbytes>",
+                "<max_nbytes>10000000</max_nbytes>",
+                f"<md5_cksum>{md5}</md5_cksum>",
+                "</file_info>",
+            ]
         lines.append("</result>")
     if other_results is not None:
         lines.append("<other_results>")
@@ -341,21 +406,31 @@ def parse_reply(text):
     if start < 0:
         return {"error": text[-500:]}
     try:
-        root = ET.fromstring(text[start:text.rfind("</scheduler_reply>") + 18]
-                             if "</scheduler_reply>" in text else text[start:])
+        root = ET.fromstring(
+            text[start : text.rfind("</scheduler_reply>") + 18] if "</scheduler_reply>" in text else text[start:]
+        )
     except ET.ParseError as error:
         return {"error": f"unparsable reply: {error}"}
-    jobs = [dict(name=r.findtext("name"), wu_name=r.findtext("wu_name"),
-                 report_deadline=int(float(r.findtext("report_deadline") or 0)),
-                 outputs=[f.findtext("file_name") for f in r.findall("file_ref")])
-            for r in root.findall("result")]
-    return dict(jobs=jobs, request_delay=float(root.findtext("request_delay") or 0),
-                messages=sorted({m.get("priority", "") for m in root.findall("message")}),
-                acks=sorted(a.findtext("name") for a in root.findall("result_ack")),
-                deletes=sorted(d.text.strip() for d in root.findall("delete_file_info")))
+    jobs = [
+        dict(
+            name=r.findtext("name"),
+            wu_name=r.findtext("wu_name"),
+            report_deadline=int(float(r.findtext("report_deadline") or 0)),
+            outputs=[f.findtext("file_name") for f in r.findall("file_ref")],
+        )
+        for r in root.findall("result")
+    ]
+    return dict(
+        jobs=jobs,
+        request_delay=float(root.findtext("request_delay") or 0),
+        messages=sorted({m.get("priority", "") for m in root.findall("message")}),
+        acks=sorted(a.findtext("name") for a in root.findall("result_ack")),
+        deletes=sorted(d.text.strip() for d in root.findall("delete_file_info")),
+    )
 
 
 # --- boincweb -------------------------------------------------------------------------------
+
 
 def setup_boincweb(work, database_url=None):
     """Django on ``database_url`` (a SQLite file in ``work`` when None, made afresh), its

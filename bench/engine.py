@@ -37,9 +37,16 @@ import tracemalloc
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from scheduling.engine import load_scenario, run  # noqa: E402
+from scheduling.engine import RunResult, load_scenario, run  # noqa: E402
 from scheduling.engine.scenario import (  # noqa: E402
-    App, AppVersion, Availability, GpuType, Host, Prefs, Project, Scenario,
+    App,
+    AppVersion,
+    Availability,
+    GpuType,
+    Host,
+    Prefs,
+    Project,
+    Scenario,
 )
 
 DAY = 86400.0
@@ -55,17 +62,39 @@ def big_host() -> Scenario:
         hours = 0.5 + i * (12.0 - 0.5) / 19
         versions = [AppVersion(avg_ncpus=1.0, flops=cpu)]
         if i % 4 == 0:
-            versions.append(AppVersion(avg_ncpus=0.5, flops=40e9, gpu_type="NVIDIA", gpu_usage=1.0,
-                                       plan_class="cuda"))
+            versions.append(AppVersion(avg_ncpus=0.5, flops=40e9, gpu_type="NVIDIA", gpu_usage=1.0, plan_class="cuda"))
         fpops = hours * 3600 * cpu
-        app = App(name=f"app{i}", versions=tuple(versions), latency_bound=max(2.0, hours / 2) * DAY,
-                  fpops_est=fpops, fpops_std_dev=fpops / 10, checkpoint_period=600, resume_cost=30)
-        projects.append(Project(name=f"P{i:02d}", resource_share=float(50 + 25 * (i % 5)), apps=(app,),
-                                available=Availability(0.9, 3600)))
-    host = Host(ncpus=16, cpu_flops=cpu, gpus=(GpuType("NVIDIA", 4, 200e9),),
-                on=Availability(0.7, 3600), active=Availability(0.9, 3600), gpu_active=Availability(0.8, 3600))
-    return Scenario(host=host, projects=tuple(projects),
-                    prefs=Prefs(work_buf_min_days=0.1, work_buf_additional_days=0.5), name="big_host")
+        app = App(
+            name=f"app{i}",
+            versions=tuple(versions),
+            latency_bound=max(2.0, hours / 2) * DAY,
+            fpops_est=fpops,
+            fpops_std_dev=fpops / 10,
+            checkpoint_period=600,
+            resume_cost=30,
+        )
+        projects.append(
+            Project(
+                name=f"P{i:02d}",
+                resource_share=float(50 + 25 * (i % 5)),
+                apps=(app,),
+                available=Availability(0.9, 3600),
+            )
+        )
+    host = Host(
+        ncpus=16,
+        cpu_flops=cpu,
+        gpus=(GpuType("NVIDIA", 4, 200e9),),
+        on=Availability(0.7, 3600),
+        active=Availability(0.9, 3600),
+        gpu_active=Availability(0.8, 3600),
+    )
+    return Scenario(
+        host=host,
+        projects=tuple(projects),
+        prefs=Prefs(work_buf_min_days=0.1, work_buf_additional_days=0.5),
+        name="big_host",
+    )
 
 
 def cuda_host(runtime_fraction: float) -> Scenario:
@@ -79,21 +108,32 @@ def cuda_host(runtime_fraction: float) -> Scenario:
         latency = math.exp(low + i * (high - low) / 19)
         runtime = min(latency * runtime_fraction, DAY)
         apps = []
-        for name, version in (("cpu", AppVersion(avg_ncpus=1.0, flops=4e9)),
-                              ("cuda", AppVersion(avg_ncpus=0.5, flops=40e9, gpu_type="NVIDIA", gpu_usage=1.0,
-                                                  plan_class="cuda"))):
+        for name, version in (
+            ("cpu", AppVersion(avg_ncpus=1.0, flops=4e9)),
+            ("cuda", AppVersion(avg_ncpus=0.5, flops=40e9, gpu_type="NVIDIA", gpu_usage=1.0, plan_class="cuda")),
+        ):
             fpops = runtime * version.flops
-            apps.append(App(name=name, versions=(version,), latency_bound=latency, fpops_est=fpops,
-                            fpops_std_dev=fpops / 10))
+            apps.append(
+                App(name=name, versions=(version,), latency_bound=latency, fpops_est=fpops, fpops_std_dev=fpops / 10)
+            )
         projects.append(Project(name=f"P{i:02d}", resource_share=float(50 + 25 * (i % 5)), apps=tuple(apps)))
-    host = Host(ncpus=16, cpu_flops=4e9, gpus=(GpuType("NVIDIA", 4, 200e9),),
-                on=Availability(0.7, 3600), active=Availability(0.9, 3600), gpu_active=Availability(0.8, 3600))
-    return Scenario(host=host, projects=tuple(projects),
-                    prefs=Prefs(work_buf_min_days=0.1, work_buf_additional_days=0.5),
-                    name=f"cuda_host_{runtime_fraction:g}")
+    host = Host(
+        ncpus=16,
+        cpu_flops=4e9,
+        gpus=(GpuType("NVIDIA", 4, 200e9),),
+        on=Availability(0.7, 3600),
+        active=Availability(0.9, 3600),
+        gpu_active=Availability(0.8, 3600),
+    )
+    return Scenario(
+        host=host,
+        projects=tuple(projects),
+        prefs=Prefs(work_buf_min_days=0.1, work_buf_additional_days=0.5),
+        name=f"cuda_host_{runtime_fraction:g}",
+    )
 
 
-def measure(scenario, days: float, policy: str, compat: str) -> tuple[float, float, object]:
+def measure(scenario, days: float, policy: str, compat: str) -> tuple[float, float, RunResult]:
     start = time.perf_counter()
     result = run(scenario, policy=policy, duration=days * DAY, compat=compat)
     wall = time.perf_counter() - start
@@ -124,8 +164,9 @@ def _cpu_timed(cmd: list[str], cwd: str, log: str) -> tuple[float, float, float]
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0
 
 
-def against_bce(sim: str, policy: str, compat: str, root: str, repeat: int, only: list[str],
-                cuda_fractions: list[float]) -> None:
+def against_bce(
+    sim: str, policy: str, compat: str, root: str, repeat: int, only: list[str], cuda_fractions: list[float]
+) -> None:
     """Whole processes on the same client_state.xml, in alternation (DESIGN.md); the engine of
     the tree `root` (this one, or an older revision's to measure a change)."""
     diff = _differential()
@@ -133,10 +174,15 @@ def against_bce(sim: str, policy: str, compat: str, root: str, repeat: int, only
     # scenarios/client_state is BOINC's own format already: BCE reads the files as they are
     client_state = os.path.join(ROOT, "scenarios", "client_state")
     print(f"\nagainst BCE ({sim}), whole processes, best of {repeat} in alternation, engine of {root}")
-    print(f"{'scenario':<13} {'days':>5} {'engine s':>9} {'BCE s':>7} {'ratio':>6} {'engine CPU':>11} {'BCE CPU':>8} "
-          f"{'ratio':>6} {'engine MB':>10} {'BCE MB':>7} {'ratio':>6}")
-    hosts = [("standard", standard, 100, 1.0), ("client_state", client_state, 100, 1.0),
-             ("big host", big_host(), 10, 0.1)]
+    print(
+        f"{'scenario':<13} {'days':>5} {'engine s':>9} {'BCE s':>7} {'ratio':>6} {'engine CPU':>11} {'BCE CPU':>8} "
+        f"{'ratio':>6} {'engine MB':>10} {'BCE MB':>7} {'ratio':>6}"
+    )
+    hosts = [
+        ("standard", standard, 100, 1.0),
+        ("client_state", client_state, 100, 1.0),
+        ("big host", big_host(), 10, 0.1),
+    ]
     hosts += [(f"cuda {fraction:g}", cuda_host(fraction), 10, 0.1) for fraction in cuda_fractions]
     for name, scenario, days, target in hosts:
         if name.split()[0] not in only:
@@ -148,16 +194,22 @@ def against_bce(sim: str, policy: str, compat: str, root: str, repeat: int, only
                 diff.write_case(case, diff.host_from_scenario(scenario))
             out = os.path.join(case, "bce")
             os.makedirs(out)
-            code = ("import sys; sys.path.insert(0, %r); from scheduling.engine import load_scenario, run; "
-                    "run(load_scenario(%r), policy=%r, compat=%r, duration=%r)" % (root, case, policy, compat, days * DAY))
+            code = (
+                "import sys; sys.path.insert(0, %r); from scheduling.engine import load_scenario, run; "
+                "run(load_scenario(%r), policy=%r, compat=%r, duration=%r)" % (root, case, policy, compat, days * DAY)
+            )
             eng, bce = [], []
             for _ in range(repeat):
                 eng.append(_cpu_timed([sys.executable, "-c", code], ROOT, os.path.join(case, "engine.stderr")))
-                bce.append(_cpu_timed(diff.bce_command(sim, case, out, days * DAY), out, os.path.join(case, "bce.stderr")))
+                bce.append(
+                    _cpu_timed(diff.bce_command(sim, case, out, days * DAY), out, os.path.join(case, "bce.stderr"))
+                )
         (ew, ec, em), (bw, bc, bm) = min(eng), min(bce)
-        print(f"{name:<13} {days:>5} {ew:>9.2f} {bw:>7.2f} {ew / bw:>6.2f} {ec:>11.2f} {bc:>8.2f} {ec / bc:>6.2f} "
-              f"{em:>10.1f} {bm:>7.1f} {em / bm:>6.2f}" + ("" if ew / bw <= target else f"  (target <= {target}x)"),
-              flush=True)
+        print(
+            f"{name:<13} {days:>5} {ew:>9.2f} {bw:>7.2f} {ew / bw:>6.2f} {ec:>11.2f} {bc:>8.2f} {ec / bc:>6.2f} "
+            f"{em:>10.1f} {bm:>7.1f} {em / bm:>6.2f}" + ("" if ew / bw <= target else f"  (target <= {target}x)"),
+            flush=True,
+        )
 
 
 def main() -> None:
@@ -167,10 +219,16 @@ def main() -> None:
     parser.add_argument("--root", default=ROOT, help="the tree whose engine runs against BCE (default this one)")
     parser.add_argument("--repeat", type=int, default=2, help="runs of each side against BCE (the best is shown)")
     parser.add_argument("--bce-only", action="store_true", help="only the runs against BCE")
-    parser.add_argument("--against", default="standard,client_state,big",
-                        help="the hosts run against BCE, of standard, client_state, big, cuda")
-    parser.add_argument("--cuda-fractions", default="0.1,0.01",
-                        help="for the cuda hosts (issue 12's): job run times as fractions of the latency bound")
+    parser.add_argument(
+        "--against",
+        default="standard,client_state,big",
+        help="the hosts run against BCE, of standard, client_state, big, cuda",
+    )
+    parser.add_argument(
+        "--cuda-fractions",
+        default="0.1,0.01",
+        help="for the cuda hosts (issue 12's): job run times as fractions of the latency bound",
+    )
     args = parser.parse_args()
     try:
         fractions = [float(f) for f in args.cuda_fractions.split(",")]
@@ -183,19 +241,35 @@ def main() -> None:
         parser.error(f"--against: unknown host {', '.join(sorted(unknown))} (known: standard, client_state, big, cuda)")
     if not args.bce_only:
         standard = load_scenario(os.path.join(ROOT, "scenarios", "standard.json"))
-        cases = [("standard", standard, 1, None), ("standard", standard, 10, 1.0), ("standard", standard, 100, 8.0),
-                 ("big host", big_host(), 10, 10.0)]
+        cases = [
+            ("standard", standard, 1, None),
+            ("standard", standard, 10, 1.0),
+            ("standard", standard, 100, 8.0),
+            ("big host", big_host(), 10, 10.0),
+        ]
         print(f"policy {args.policy}, compat {args.compat}")
-        print(f"{'scenario':<10} {'days':>5} {'wall s':>8} {'target':>7} {'peak MB':>8} {'events':>8} {'slices':>7} {'jobs':>6}")
+        print(
+            f"{'scenario':<10} {'days':>5} {'wall s':>8} {'target':>7} "
+            f"{'peak MB':>8} {'events':>8} {'slices':>7} {'jobs':>6}"
+        )
         for name, scenario, days, target in cases:
             wall, peak, result = measure(scenario, days, args.policy, args.compat)
             jobs = sum(p.jobs_completed for p in result.projects)
             mark = "" if target is None else (f"{target:>6.0f}s" + ("" if wall <= target else " MISSED"))
-            print(f"{name:<10} {days:>5} {wall:>8.3f} {mark:>7} {peak:>8.1f} {result.events:>8} "
-                  f"{len(result.slices):>7} {jobs:>6}")
+            print(
+                f"{name:<10} {days:>5} {wall:>8.3f} {mark:>7} {peak:>8.1f} {result.events:>8} "
+                f"{len(result.slices):>7} {jobs:>6}"
+            )
     if os.environ.get("BCE_SIM"):
-        against_bce(os.environ["BCE_SIM"], args.policy, args.compat, os.path.abspath(args.root), args.repeat,
-                    args.against.split(","), fractions)
+        against_bce(
+            os.environ["BCE_SIM"],
+            args.policy,
+            args.compat,
+            os.path.abspath(args.root),
+            args.repeat,
+            args.against.split(","),
+            fractions,
+        )
 
 
 if __name__ == "__main__":

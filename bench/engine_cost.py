@@ -22,7 +22,15 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from scheduling.engine import run  # noqa: E402
 from scheduling.engine.cost import estimate  # noqa: E402
 from scheduling.engine.scenario import (  # noqa: E402
-    App, AppVersion, Availability, GpuType, Host, Prefs, Project, Scenario, ScenarioError,
+    App,
+    AppVersion,
+    Availability,
+    GpuType,
+    Host,
+    Prefs,
+    Project,
+    Scenario,
+    ScenarioError,
 )
 
 
@@ -35,19 +43,36 @@ def random_scenario(rng: random.Random) -> Scenario:
             fpops = 10 ** rng.uniform(-1.5, 1.5) * 3600e9
             versions = [AppVersion(avg_ncpus=1.0, flops=1e9)]
             if gpus and rng.random() < 0.5:
-                versions.append(AppVersion(avg_ncpus=0.5, flops=gpus[0].peak_flops * 0.2, gpu_type="NVIDIA",
-                                           gpu_usage=1.0))
-            apps.append(App(name=f"a{a}", versions=tuple(versions), fpops_est=fpops, fpops_std_dev=fpops / 10,
-                            latency_bound=max(fpops / 1e9 * rng.uniform(2, 20), 86400)))
+                versions.append(
+                    AppVersion(avg_ncpus=0.5, flops=gpus[0].peak_flops * 0.2, gpu_type="NVIDIA", gpu_usage=1.0)
+                )
+            apps.append(
+                App(
+                    name=f"a{a}",
+                    versions=tuple(versions),
+                    fpops_est=fpops,
+                    fpops_std_dev=fpops / 10,
+                    latency_bound=max(fpops / 1e9 * rng.uniform(2, 20), 86400),
+                )
+            )
         projects.append(Project(name=f"P{i}", resource_share=rng.choice([50, 100, 200]), apps=tuple(apps)))
 
     def availability():
         return Availability(rng.choice([1, 1, 0.9, 0.6]), rng.choice([600, 3600, 14400]))
-    host = Host(ncpus=rng.choice([1, 2, 4, 8, 16, 32, 64]), cpu_flops=1e9, gpus=gpus, on=availability(),
-                active=availability(), gpu_active=availability())
-    prefs = Prefs(work_buf_min_days=rng.choice([0.01, 0.1, 0.5, 1]),
-                  work_buf_additional_days=rng.choice([0, 0.25, 0.5, 2]),
-                  cpu_scheduling_period_minutes=rng.choice([10, 60, 60, 120]))
+
+    host = Host(
+        ncpus=rng.choice([1, 2, 4, 8, 16, 32, 64]),
+        cpu_flops=1e9,
+        gpus=gpus,
+        on=availability(),
+        active=availability(),
+        gpu_active=availability(),
+    )
+    prefs = Prefs(
+        work_buf_min_days=rng.choice([0.01, 0.1, 0.5, 1]),
+        work_buf_additional_days=rng.choice([0, 0.25, 0.5, 2]),
+        cpu_scheduling_period_minutes=rng.choice([10, 60, 60, 120]),
+    )
     return Scenario(host=host, projects=tuple(projects), prefs=prefs)
 
 
@@ -76,7 +101,8 @@ def main() -> None:
         start = time.process_time()
 
         def progress(_fraction):
-            if time.process_time() - start > args.cap:
+            # called only by this iteration's run(), so `start` is this iteration's
+            if time.process_time() - start > args.cap:  # noqa: B023
                 raise Cut
 
         cut = False
@@ -86,14 +112,20 @@ def main() -> None:
             cut = True
         spent = time.process_time() - start
         ratios.append(spent / est)
-        print(f"{scenario.host.ncpus:>4} {sum(g.count for g in scenario.host.gpus):>4} {len(scenario.projects):>8} "
-              f"{days:>5g} {est:>10.2f} {spent:>10.2f}{'+' if cut else ' '} {spent / est:>6.2f}", flush=True)
+        print(
+            f"{scenario.host.ncpus:>4} {sum(g.count for g in scenario.host.gpus):>4} {len(scenario.projects):>8} "
+            f"{days:>5g} {est:>10.2f} {spent:>10.2f}{'+' if cut else ' '} {spent / est:>6.2f}",
+            flush=True,
+        )
     ratios.sort()
 
     def quantile(q):
         return ratios[round(q * (len(ratios) - 1))]
-    print(f"measured / estimate: min {ratios[0]:.2f}, 10% {quantile(0.1):.2f}, median {quantile(0.5):.2f}, "
-          f"90% {quantile(0.9):.2f}, max {ratios[-1]:.2f} ({len(ratios)} runs; + marks a run cut at --cap)")
+
+    print(
+        f"measured / estimate: min {ratios[0]:.2f}, 10% {quantile(0.1):.2f}, median {quantile(0.5):.2f}, "
+        f"90% {quantile(0.9):.2f}, max {ratios[-1]:.2f} ({len(ratios)} runs; + marks a run cut at --cap)"
+    )
     print(f"estimate at least the measured time in {sum(r <= 1 for r in ratios)} of {len(ratios)} runs")
 
 

@@ -26,6 +26,7 @@ import random
 import sys
 import tempfile
 import time
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DAY = 86400.0
@@ -34,6 +35,7 @@ SERIES = ("figures", "projects", "slices", "rec", "buffers", "rpcs", "decisions"
 
 def _module(name: str, path: str):
     spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None, path
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -62,8 +64,13 @@ def cases(root: str, random_cases: int, days: float):
             host = diff.random_host(rng, i)
             case = os.path.join(tmp, f"case{i}")
             diff.write_case(case, host)
-            yield (f"random seed 1 case {i} ({diff.describe(host).strip()}) boinc7", load_scenario(case), "boinc7",
-                   min(days, 2.0) * DAY, (0.0, 6 * 3600.0))
+            yield (
+                f"random seed 1 case {i} ({diff.describe(host).strip()}) boinc7",
+                load_scenario(case),
+                "boinc7",
+                min(days, 2.0) * DAY,
+                (0.0, 6 * 3600.0),
+            )
 
 
 def digest(data) -> str:
@@ -77,7 +84,7 @@ def run_case(scenario, policy: str, duration: float, compat: str, snapshots) -> 
     result = run(scenario, policy=policy, duration=duration, compat=compat)
     wall = time.perf_counter() - start
     data = result.to_dict()
-    out = {name: digest(data[name]) for name in SERIES}
+    out: dict[str, Any] = {name: digest(data[name]) for name in SERIES}
     out["figures_plain"] = data["figures"]
     out["events"] = result.events
     out["wall"] = round(wall, 3)

@@ -49,11 +49,11 @@ MONTH = 30 * 86400
 
 # The in-flight workunits, newest first (the rest are finished): per million workunits.
 IN_FLIGHT = [  # (state code, workunits per million)
-    (5, 2_000),    # unsent: both results waiting for a host
-    (4, 20_000),   # in progress: both results sent
-    (3, 500),      # waiting for validation
-    (2, 300),      # waiting for assimilation
-    (1, 1_000),    # waiting for file deletion
+    (5, 2_000),  # unsent: both results waiting for a host
+    (4, 20_000),  # in progress: both results sent
+    (3, 500),  # waiting for validation
+    (2, 300),  # waiting for assimilation
+    (1, 1_000),  # waiting for file deletion
 ]
 DONE = 0
 
@@ -106,12 +106,21 @@ def fill(total, *, out=print):
         return 0
     now = int(time.time())
     app, _ = App.objects.get_or_create(name=LOAD_APP, defaults={"create_time": now - MONTH})
-    cpu, _ = AppVersion.objects.get_or_create(app=app, version_num=100, plan_class="",
-                                              defaults={"create_time": now - MONTH})
+    cpu, _ = AppVersion.objects.get_or_create(
+        app=app, version_num=100, plan_class="", defaults={"create_time": now - MONTH}
+    )
     gpu, _ = AppVersion.objects.get_or_create(
-        app=app, version_num=100, plan_class="cuda",
-        defaults={"create_time": now - MONTH, "flops": 20e9, "avg_ncpus": 0.5,
-                  "gpu_type": GpuType.NVIDIA, "gpu_usage": 1})
+        app=app,
+        version_num=100,
+        plan_class="cuda",
+        defaults={
+            "create_time": now - MONTH,
+            "flops": 20e9,
+            "avg_ncpus": 0.5,
+            "gpu_type": GpuType.NVIDIA,
+            "gpu_usage": 1,
+        },
+    )
     users, hosts = make_volunteers(now, get_user_model(), Host)
     owners = [h.owner_id for h in hosts]
     host_ids = [h.id for h in hosts]
@@ -120,25 +129,28 @@ def fill(total, *, out=print):
     quote = connection.ops.quote_name
     wu_table, result_table = quote(Workunit._meta.db_table), quote(Result._meta.db_table)
     event_table = quote(LifecycleEvent._meta.db_table)
-    state_case = "CASE " + " ".join(f"WHEN i >= {start} THEN {code}"
-                                    for code, start in bounds) + f" ELSE {DONE} END"
+    state_case = "CASE " + " ".join(f"WHEN i >= {start} THEN {code}" for code, start in bounds) + f" ELSE {DONE} END"
     # Per workunit (columns of the CTE "s"): i, st (state code), t (create time), bad (one in
     # 50 has a first result with a client error and a third result), base ids of its rows.
-    wu_names, wu_values, wu_params = columns_of(Workunit(app=app, name="", **wu_defaults(app)), {
-        "name": "'load_' || lpad(i::text, 7, '0')",
-        "create_time": "t",
-        "need_validate": "st = 3",
-        "canonical_result_id": "CASE WHEN st <= 2 THEN rid + bad::int END",
-        "canonical_credit": "CASE WHEN st <= 2 THEN 50.0 ELSE 0 END",
-        "transition_time": f"CASE WHEN st >= 4 THEN t + 60 + {app.delay_bound} ELSE {2**31 - 1} END",
-        "file_delete_state": "CASE st WHEN 0 THEN 2 WHEN 1 THEN 1 ELSE 0 END",
-        "assimilate_state": "CASE WHEN st <= 1 THEN 2 WHEN st = 2 THEN 1 ELSE 0 END",
-    })
+    wu_names, wu_values, wu_params = columns_of(
+        Workunit(app=app, name="", **wu_defaults(app)),
+        {
+            "name": "'load_' || lpad(i::text, 7, '0')",
+            "create_time": "t",
+            "need_validate": "st = 3",
+            "canonical_result_id": "CASE WHEN st <= 2 THEN rid + bad::int END",
+            "canonical_credit": "CASE WHEN st <= 2 THEN 50.0 ELSE 0 END",
+            "transition_time": f"CASE WHEN st >= 4 THEN t + 60 + {app.delay_bound} ELSE {2**31 - 1} END",
+            "file_delete_state": "CASE st WHEN 0 THEN 2 WHEN 1 THEN 1 ELSE 0 END",
+            "assimilate_state": "CASE WHEN st <= 1 THEN 2 WHEN st = 2 THEN 1 ELSE 0 END",
+        },
+    )
     over = "st <= 3"
     failed = "(bad AND k = 0)"
     hidx = "(1 + (i * 7 + k * 13) %% %(nhosts)s)"
     result_names, result_values, result_params = columns_of(
-        Result(workunit=Workunit(pk=0), app=app, name=""), {
+        Result(workunit=Workunit(pk=0), app=app, name=""),
+        {
             "workunit_id": "id",
             "name": "name || '_' || k",
             "create_time": "t",
@@ -150,41 +162,35 @@ def fill(total, *, out=print):
             "exit_status": f"CASE WHEN {failed} THEN 1 ELSE 0 END",
             "host_id": f"CASE WHEN st <= 4 THEN (%(hosts)s::bigint[])[{hidx}] END",
             "user_id": f"CASE WHEN st <= 4 THEN (%(owners)s::bigint[])[{hidx}] END",
-            "app_version_id": f"CASE WHEN st <= 4 THEN CASE WHEN (i + k) %% 4 = 0 THEN {gpu.id} "
-                              f"ELSE {cpu.id} END END",
+            "app_version_id": f"CASE WHEN st <= 4 THEN CASE WHEN (i + k) %% 4 = 0 THEN {gpu.id} ELSE {cpu.id} END END",
             "sent_time": "CASE WHEN st <= 4 THEN t + 60 + 30 * k ELSE 0 END",
-            "report_deadline": f"CASE WHEN st <= 4 THEN t + 60 + 30 * k + {app.delay_bound} "
-                               "ELSE 0 END",
+            "report_deadline": f"CASE WHEN st <= 4 THEN t + 60 + 30 * k + {app.delay_bound} ELSE 0 END",
             "elapsed_time": f"CASE WHEN {over} THEN 3000 + (i * 37 + k * 11) %% 3600 ELSE 0 END",
             "cpu_time": f"CASE WHEN {over} THEN 2900 + (i * 37 + k * 11) %% 3600 ELSE 0 END",
-            "received_time": f"CASE WHEN {over} THEN t + 3200 + (i * 37 + k * 11) %% 3600 "
-                             "ELSE 0 END",
+            "received_time": f"CASE WHEN {over} THEN t + 3200 + (i * 37 + k * 11) %% 3600 ELSE 0 END",
             "claimed_credit": f"CASE WHEN {over} AND NOT {failed} THEN 50.0 ELSE 0 END",
             "granted_credit": f"CASE WHEN st <= 2 AND NOT {failed} THEN 50.0 ELSE 0 END",
             "flops_estimate": "1e9",
             "random": "floor(random() * 2147483648)::integer",
-        })
+        },
+    )
     # Lifecycle events, as the daemons write them: a result's carry its workunit's id too.
     events = [
         # (condition, time, actor, field, old, new, of a result)
         ("r.server_state >= 4", "r.sent_time", "scheduler", "server_state", 2, 4, True),
         ("r.server_state = 5", "r.received_time", "scheduler", "server_state", 4, 5, True),
-        ("r.validate_state = 1", "r.received_time + 30", "validator", "validate_state", 0, 1,
-         True),
-        ("s.st <= 2 AND (r.id = s.rid)", "r.received_time + 30", "validator", "assimilate_state", 0,
-         1, False),
-        ("s.st <= 1 AND (r.id = s.rid)", "r.received_time + 40", "assimilator", "assimilate_state", 1,
-         2, False),
-        ("s.st <= 1 AND (r.id = s.rid)", "r.received_time + 40", "assimilator", "file_delete_state", 0,
-         1, False),
-        ("s.st = 0 AND (r.id = s.rid)", "r.received_time + 50", "file_deleter", "file_delete_state",
-         1, 2, False),
+        ("r.validate_state = 1", "r.received_time + 30", "validator", "validate_state", 0, 1, True),
+        ("s.st <= 2 AND (r.id = s.rid)", "r.received_time + 30", "validator", "assimilate_state", 0, 1, False),
+        ("s.st <= 1 AND (r.id = s.rid)", "r.received_time + 40", "assimilator", "assimilate_state", 1, 2, False),
+        ("s.st <= 1 AND (r.id = s.rid)", "r.received_time + 40", "assimilator", "file_delete_state", 0, 1, False),
+        ("s.st = 0 AND (r.id = s.rid)", "r.received_time + 50", "file_deleter", "file_delete_state", 1, 2, False),
     ]
     event_values = " UNION ALL ".join(
         f"SELECT {time_sql}, '{actor}', r.workunit_id, "
         f"{'r.id' if of_result else 'NULL::bigint'}, NULL::bigint, '{field}', {old}, {new}, '', '' "
         f"FROM res r JOIN s ON s.id = r.workunit_id WHERE {condition}"
-        for condition, time_sql, actor, field, old, new, of_result in events)
+        for condition, time_sql, actor, field, old, new, of_result in events
+    )
     event_columns = "time, actor, workunit_id, result_id, host_id, field, old, new, reason, detail"
     sql = (
         f"WITH s AS (SELECT i, %(wid)s + i - %(start)s AS id, %(rid)s + 3 * (i - %(start)s) AS rid, "
@@ -200,8 +206,7 @@ def fill(total, *, out=print):
         f"INSERT INTO {event_table} ({event_columns}) {event_values}"
     )
     # columns_of's values are %s placeholders: name them, to share the statement's dict.
-    params = {"now": now, "total": total, "gap": gap, "hosts": host_ids, "owners": owners,
-              "nhosts": len(host_ids)}
+    params = {"now": now, "total": total, "gap": gap, "hosts": host_ids, "owners": owners, "nhosts": len(host_ids)}
     sql, named = _name_params(sql, wu_params, result_params)
     params.update(named)
     started, added = time.monotonic(), 0
@@ -224,23 +229,34 @@ def fill(total, *, out=print):
             rid = cursor.fetchone()[0]
             cursor.execute(sql, {**params, "start": have, "stop": stop, "wid": wid, "rid": rid})
             for table, model in ((wu_table, Workunit), (result_table, Result)):
-                cursor.execute(f"SELECT setval(pg_get_serial_sequence('{model._meta.db_table}', "
-                               f"'id'), (SELECT max(id) FROM {table}))")
+                cursor.execute(
+                    f"SELECT setval(pg_get_serial_sequence('{model._meta.db_table}', "
+                    f"'id'), (SELECT max(id) FROM {table}))"
+                )
         added += stop + 1 - have
         have = stop + 1
         out(f"fill: {have:,} of {total:,} workunits ({time.monotonic() - started:.0f} s)")
     with connection.cursor() as cursor:
         for table in (wu_table, result_table, event_table):
             cursor.execute(f"VACUUM ANALYZE {table}")
-    out(f"fill: {added:,} workunits with their results and events added in "
-        f"{time.monotonic() - started:.0f} s")
+    out(f"fill: {added:,} workunits with their results and events added in {time.monotonic() - started:.0f} s")
     return added
 
 
 def wu_defaults(app):
-    return {name: getattr(app, name) for name in (
-        "rsc_fpops_est", "rsc_fpops_bound", "delay_bound", "min_quorum", "target_nresults",
-        "max_error_results", "max_total_results", "max_success_results")}
+    return {
+        name: getattr(app, name)
+        for name in (
+            "rsc_fpops_est",
+            "rsc_fpops_bound",
+            "delay_bound",
+            "min_quorum",
+            "target_nresults",
+            "max_error_results",
+            "max_total_results",
+            "max_success_results",
+        )
+    }
 
 
 def _name_params(sql, *positional):
@@ -263,17 +279,21 @@ def make_volunteers(now, User, Host, *, nusers=400, nhosts=1000):
     """The load's volunteers: ``nusers`` users owning ``nhosts`` hosts with some credit."""
     rng = random.Random(14)
     have = list(User.objects.filter(username__startswith="load_user_").order_by("id"))
-    User.objects.bulk_create(User(username=f"load_user_{i:04d}", password="!")
-                             for i in range(len(have), nusers))
+    User.objects.bulk_create(User(username=f"load_user_{i:04d}", password="!") for i in range(len(have), nusers))
     users = list(User.objects.filter(username__startswith="load_user_").order_by("id"))
     existing = Host.objects.filter(domain_name__startswith="load-host-").count()
     Host.objects.bulk_create(
-        Host(owner=users[i % len(users)], domain_name=f"load-host-{i:04d}",
-             create_time=now - rng.randrange(MONTH), p_ncpus=rng.choice([2, 4, 8, 16]),
-             total_credit=rng.uniform(0, 5e4), expavg_credit=rng.uniform(0, 500))
-        for i in range(existing, nhosts))
+        Host(
+            owner=users[i % len(users)],
+            domain_name=f"load-host-{i:04d}",
+            create_time=now - rng.randrange(MONTH),
+            p_ncpus=rng.choice([2, 4, 8, 16]),
+            total_credit=rng.uniform(0, 5e4),
+            expavg_credit=rng.uniform(0, 500),
+        )
+        for i in range(existing, nhosts)
+    )
     return users, list(Host.objects.filter(domain_name__startswith="load-host-").order_by("id"))
-
 
 
 # --- the server -----------------------------------------------------------------------------
@@ -290,24 +310,41 @@ class ProductionServer:
 
     def __init__(self, workers, env, workdir):
         self.workers, self.workdir = workers, workdir
-        self.env = {**os.environ, **env, "DEBUG": "0", "ALLOWED_HOSTS": "127.0.0.1",
-                    "SECRET_KEY": secrets.token_urlsafe(50),
-                    "STATIC_ROOT": str(workdir / "static"),
-                    "BOINCWEB_DATA_DIR": str(workdir / "data")}
+        self.env = {
+            **os.environ,
+            **env,
+            "DEBUG": "0",
+            "ALLOWED_HOSTS": "127.0.0.1",
+            "SECRET_KEY": secrets.token_urlsafe(50),
+            "STATIC_ROOT": str(workdir / "static"),
+            "BOINCWEB_DATA_DIR": str(workdir / "data"),
+        }
         self.process = None
 
     def __enter__(self):
         python = sys.executable
-        subprocess.run([python, "manage.py", "collectstatic", "--noinput"], cwd=BASE,
-                       env=self.env, check=True, capture_output=True)
+        subprocess.run(
+            [python, "manage.py", "collectstatic", "--noinput"], cwd=BASE, env=self.env, check=True, capture_output=True
+        )
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
         self.log = open(self.workdir / "gunicorn.log", "w+")
         gunicorn = Path(python).parent / "gunicorn"
         self.process = subprocess.Popen(
-            [str(gunicorn), "boincweb.wsgi", "--bind", f"127.0.0.1:{port}",
-             "--workers", str(self.workers), "--no-control-socket"],
-            cwd=BASE, env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
+            [
+                str(gunicorn),
+                "boincweb.wsgi",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--workers",
+                str(self.workers),
+                "--no-control-socket",
+            ],
+            cwd=BASE,
+            env=self.env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + 60
         while True:
             if self.process.poll() is not None:
@@ -365,8 +402,7 @@ def cpu_seconds(pids):
 def cpu_used(before, after):
     """CPU seconds used between two ``cpu_by_process`` readings: a process started between
     them counts from 0, one that ended counts up to its last reading."""
-    return sum(after.get(pid, before.get(pid, 0)) - before.get(pid, 0)
-               for pid in set(before) | set(after))
+    return sum(after.get(pid, before.get(pid, 0)) - before.get(pid, 0) for pid in set(before) | set(after))
 
 
 def database_backends():
@@ -376,8 +412,9 @@ def database_backends():
     if connection.vendor != "postgresql":
         return []
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-                       "AND pid <> pg_backend_pid()")
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
         pids = [row[0] for row in cursor.fetchall()]
     connection.close()
     return pids
@@ -451,14 +488,15 @@ async def run_clients(base, clients, seconds, path, server_cpu, pages=PAGES):
         server_before, clients_before = server_cpu() if server_cpu else 0, time.process_time()
         started = time.monotonic()
         deadline = started + seconds
-        await asyncio.gather(*(client(session, base, path, deadline, times, errors, n, pages)
-                               for n in range(clients)))
+        await asyncio.gather(*(client(session, base, path, deadline, times, errors, n, pages) for n in range(clients)))
         wall = time.monotonic() - started
         server_after, clients_after = server_cpu() if server_cpu else 0, time.process_time()
         database_after = cpu_by_process(await asyncio.to_thread(database_backends))
-    cpu = {"server": round(server_after - server_before, 1),
-           "database": round(cpu_used(database_before, database_after), 1),
-           "clients": round(clients_after - clients_before, 1)}
+    cpu = {
+        "server": round(server_after - server_before, 1),
+        "database": round(cpu_used(database_before, database_after), 1),
+        "clients": round(clients_after - clients_before, 1),
+    }
     return times, errors, wall, cpu
 
 
@@ -466,39 +504,45 @@ def summarize(times, errors, wall):
     rows = []
     for page in times:
         values = times[page]
-        rows.append({"page": page, "requests": len(values),
-                     "requests_per_second": round(len(values) / wall, 1),
-                     "p50_ms": round(percentile(values, 50)),
-                     "p95_ms": round(percentile(values, 95)),
-                     "p99_ms": round(percentile(values, 99)),
-                     "errors": errors[page]})
+        rows.append(
+            {
+                "page": page,
+                "requests": len(values),
+                "requests_per_second": round(len(values) / wall, 1),
+                "p50_ms": round(percentile(values, 50)),
+                "p95_ms": round(percentile(values, 95)),
+                "p99_ms": round(percentile(values, 99)),
+                "errors": errors[page],
+            }
+        )
     return rows
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--fill", action="store_true",
-                        help="first top the database up to --workunits workunits")
+    parser.add_argument("--fill", action="store_true", help="first top the database up to --workunits workunits")
     parser.add_argument("--workunits", type=int, default=1_000_000)
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=60, help="0: only fill")
-    parser.add_argument("--server-workers", type=int, default=4,
-                        help="gunicorn processes (the README: about 2 per core)")
+    parser.add_argument(
+        "--server-workers", type=int, default=4, help="gunicorn processes (the README: about 2 per core)"
+    )
     parser.add_argument("--url", default="", help="a server already running, instead of gunicorn")
-    parser.add_argument("--pages", default="status,list,workunit",
-                        help="the pages each client takes in turn, of: status, list, workunit")
+    parser.add_argument(
+        "--pages",
+        default="status,list,workunit",
+        help="the pages each client takes in turn, of: status, list, workunit",
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if args.workunits < 1 or args.clients < 1 or args.seconds < 0 or args.server_workers < 1:
-        parser.error("--workunits, --clients and --server-workers must be positive, "
-                     "--seconds not negative")
+        parser.error("--workunits, --clients and --server-workers must be positive, --seconds not negative")
 
     pages = args.pages.split(",")
     unknown = [page for page in pages if page not in PAGE_NAMES]
     if unknown or not pages:
-        parser.error(f"--pages: no page {', '.join(unknown)!r}; choose of "
-                     f"{', '.join(PAGE_NAMES)}")
+        parser.error(f"--pages: no page {', '.join(unknown)!r}; choose of {', '.join(PAGE_NAMES)}")
     args.pages = [PAGE_NAMES[page] for page in pages]
     workdir = Path(tempfile.mkdtemp(prefix="boincweb-load-"))
     env = {}
@@ -525,9 +569,11 @@ def measure(args, env, workdir, small):
 
     if small:
         if not args.json:
-            print("no DATABASE_URL: a small run on a SQLite file of its own "
-                  f"({args.workunits:,} workunits, {args.clients} clients, {args.seconds:g} s); "
-                  "the target is for 1,000,000 workunits on PostgreSQL")
+            print(
+                "no DATABASE_URL: a small run on a SQLite file of its own "
+                f"({args.workunits:,} workunits, {args.clients} clients, {args.seconds:g} s); "
+                "the target is for 1,000,000 workunits on PostgreSQL"
+            )
         call_command("migrate", verbosity=0)
     if args.fill:
         fill(args.workunits, out=(lambda line: None) if args.json else print)
@@ -544,39 +590,54 @@ def measure(args, env, workdir, small):
     connection.close()
     before = uptime()
     if args.url:
-        times, errors, wall, _ = asyncio.run(run_clients(args.url.rstrip("/"), args.clients,
-                                                         args.seconds, path, None, args.pages))
+        times, errors, wall, _ = asyncio.run(
+            run_clients(args.url.rstrip("/"), args.clients, args.seconds, path, None, args.pages)
+        )
         cpu = {}
     else:
         with ProductionServer(args.server_workers, env, workdir) as server:
-            times, errors, wall, cpu = asyncio.run(run_clients(
-                server.url, args.clients, args.seconds, path, server.cpu_seconds, args.pages))
+            times, errors, wall, cpu = asyncio.run(
+                run_clients(server.url, args.clients, args.seconds, path, server.cpu_seconds, args.pages)
+            )
     after = uptime()
-    summary = {"database": vendor, "workunits": count, "clients": args.clients,
-               "seconds": round(wall, 1), "server_workers": None if args.url else args.server_workers,
-               "requests_per_second": round(sum(len(v) for v in times.values()) / wall, 1),
-               "pages": summarize(times, errors, wall), "cpu_seconds": cpu,
-               "cpu_ms_per_request": {
-                   who: round(1000 * seconds / max(1, sum(len(v) for v in times.values())), 1)
-                   for who, seconds in cpu.items()},
-               "uptime_before": before,
-               "uptime_after": after, "cpus": os.cpu_count()}
+    summary = {
+        "database": vendor,
+        "workunits": count,
+        "clients": args.clients,
+        "seconds": round(wall, 1),
+        "server_workers": None if args.url else args.server_workers,
+        "requests_per_second": round(sum(len(v) for v in times.values()) / wall, 1),
+        "pages": summarize(times, errors, wall),
+        "cpu_seconds": cpu,
+        "cpu_ms_per_request": {
+            who: round(1000 * seconds / max(1, sum(len(v) for v in times.values())), 1) for who, seconds in cpu.items()
+        },
+        "uptime_before": before,
+        "uptime_after": after,
+        "cpus": os.cpu_count(),
+    }
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
-        print(f"{count:,} workunits on {vendor}, {args.clients} clients for {wall:.0f} s against "
-              + (args.url if args.url else f"gunicorn with {args.server_workers} workers")
-              + f", {os.cpu_count()} CPUs")
+        print(
+            f"{count:,} workunits on {vendor}, {args.clients} clients for {wall:.0f} s against "
+            + (args.url if args.url else f"gunicorn with {args.server_workers} workers")
+            + f", {os.cpu_count()} CPUs"
+        )
         print(f"{'page':<15} {'req/s':>7} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7}  errors")
         for row in summary["pages"]:
-            print(f"{row['page']:<15} {row['requests_per_second']:>7} {row['p50_ms']:>7} "
-                  f"{row['p95_ms']:>7} {row['p99_ms']:>7}  {row['errors'] or 'none'}")
+            print(
+                f"{row['page']:<15} {row['requests_per_second']:>7} {row['p50_ms']:>7} "
+                f"{row['p95_ms']:>7} {row['p99_ms']:>7}  {row['errors'] or 'none'}"
+            )
         print(f"all pages: {summary['requests_per_second']} requests/s")
         if cpu:
-            print("CPU per request: " + ", ".join(
-                f"{who} {ms} ms" for who, ms in summary["cpu_ms_per_request"].items())
+            print(
+                "CPU per request: "
+                + ", ".join(f"{who} {ms} ms" for who, ms in summary["cpu_ms_per_request"].items())
                 + " (the server's gunicorn processes, the database's server processes, "
-                "these clients)")
+                "these clients)"
+            )
         print(f"uptime before: {before}")
         print(f"uptime after:  {after}")
     failed = sum(sum(e.values()) for e in errors.values())

@@ -60,33 +60,86 @@ SIMULATIONS = {"tests/world/test_world.py", "tests/world/test_live.py"}
 EQUIVALENTS = ROOT / "bench" / "mutation_equivalents.toml"
 MAP_FILE = ROOT / "var" / "mutation" / "coverage-map.json"
 # What is copied into each job's tree: the packages and what Django and pytest read.
-TREE_SKIP = {".git", ".venv", "var", "node_modules", ".pytest_cache", ".hypothesis",
-             "__pycache__", "staticfiles", "docs"}
+TREE_SKIP = {
+    ".git",
+    ".venv",
+    "var",
+    "node_modules",
+    ".pytest_cache",
+    ".hypothesis",
+    "__pycache__",
+    "staticfiles",
+    "docs",
+}
 
 # Keyword arguments of these calls are ORM filters or column writes; dropping one is a mutant.
-ORM_CALLS = {"filter", "exclude", "get", "update", "create", "get_or_create",
-             "update_or_create", "Q", "F", "bulk_update", "select_for_update"}
+ORM_CALLS = {
+    "filter",
+    "exclude",
+    "get",
+    "update",
+    "create",
+    "get_or_create",
+    "update_or_create",
+    "Q",
+    "F",
+    "bulk_update",
+    "select_for_update",
+}
 LOG_CALLS = {"debug", "info", "warning", "error", "exception", "critical"}
-COMPARE_SWAP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
-                ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Is: ast.IsNot, ast.IsNot: ast.Is,
-                ast.In: ast.NotIn, ast.NotIn: ast.In}
-ARITH_SWAP = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult,
-              ast.FloorDiv: ast.Mult, ast.Mod: ast.FloorDiv, ast.Pow: ast.Mult}
-SYMBOL = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
-          ast.NotEq: "!=", ast.Is: "is", ast.IsNot: "is not", ast.In: "in",
-          ast.NotIn: "not in", ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/",
-          ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**", ast.And: "and", ast.Or: "or"}
+COMPARE_SWAP = {
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+}
+ARITH_SWAP = {
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.Div,
+    ast.Div: ast.Mult,
+    ast.FloorDiv: ast.Mult,
+    ast.Mod: ast.FloorDiv,
+    ast.Pow: ast.Mult,
+}
+SYMBOL = {
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+    ast.In: "in",
+    ast.NotIn: "not in",
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.Pow: "**",
+    ast.And: "and",
+    ast.Or: "or",
+}
 
 
 @dataclasses.dataclass(frozen=True)
 class Mutant:
-    file: str          # relative to the tree
-    function: str      # qualified name of the enclosing def, or "<module>"
-    line: int          # first and last line of the replaced source
+    file: str  # relative to the tree
+    function: str  # qualified name of the enclosing def, or "<module>"
+    line: int  # first and last line of the replaced source
     end_line: int
-    source_line: str   # the original line, stripped: with file, function and change, the key
-    change: str        # what was done, e.g. "+= -> -="
-    text: str          # the whole mutated file
+    source_line: str  # the original line, stripped: with file, function and change, the key
+    change: str  # what was done, e.g. "+= -> -="
+    text: str  # the whole mutated file
 
     @property
     def key(self):
@@ -99,6 +152,7 @@ class Mutant:
 
 # ---------------------------------------------------------------------------------------------
 # Making mutants
+
 
 def _offsets(source):
     """Offset of the start of each line (1-based line numbers index it), for slicing."""
@@ -113,7 +167,7 @@ class _Collector(ast.NodeVisitor):
     """Walks one module and lists (node span, replacement text, change) for every mutation."""
 
     def __init__(self):
-        self.edits = []      # (function, node, replacement, change)
+        self.edits = []  # (function, node, replacement, change)
         self.scope = []
 
     # -- scopes and what is never mutated --------------------------------------------------
@@ -138,9 +192,12 @@ class _Collector(ast.NodeVisitor):
 
     def _body(self, body):
         for index, statement in enumerate(body):
-            if (index == 0 and isinstance(statement, ast.Expr)
-                    and isinstance(statement.value, ast.Constant)
-                    and isinstance(statement.value.value, str)):
+            if (
+                index == 0
+                and isinstance(statement, ast.Expr)
+                and isinstance(statement.value, ast.Constant)
+                and isinstance(statement.value.value, str)
+            ):
                 continue  # docstring
             self.visit(statement)
 
@@ -196,26 +253,24 @@ class _Collector(ast.NodeVisitor):
             swapped = COMPARE_SWAP.get(type(op))
             if swapped is None:
                 continue
-            mutated = ast.Compare(left=node.left, comparators=node.comparators,
-                                  ops=[*node.ops[:index], swapped(), *node.ops[index + 1:]])
-            self.add(node, f"({ast.unparse(mutated)})",
-                     f"{SYMBOL[type(op)]} -> {SYMBOL[swapped]}")
+            mutated = ast.Compare(
+                left=node.left, comparators=node.comparators, ops=[*node.ops[:index], swapped(), *node.ops[index + 1 :]]
+            )
+            self.add(node, f"({ast.unparse(mutated)})", f"{SYMBOL[type(op)]} -> {SYMBOL[swapped]}")
         self.generic_visit(node)
 
     def visit_BinOp(self, node):
         swapped = ARITH_SWAP.get(type(node.op))
         if swapped is not None:
             mutated = ast.BinOp(left=node.left, op=swapped(), right=node.right)
-            self.add(node, f"({ast.unparse(mutated)})",
-                     f"{SYMBOL[type(node.op)]} -> {SYMBOL[swapped]}")
+            self.add(node, f"({ast.unparse(mutated)})", f"{SYMBOL[type(node.op)]} -> {SYMBOL[swapped]}")
         self.generic_visit(node)
 
     def visit_AugAssign(self, node):
         swapped = ARITH_SWAP.get(type(node.op))
         if swapped is not None:
             mutated = ast.AugAssign(target=node.target, op=swapped(), value=node.value)
-            self.add(node, ast.unparse(mutated),
-                     f"{SYMBOL[type(node.op)]}= -> {SYMBOL[swapped]}=")
+            self.add(node, ast.unparse(mutated), f"{SYMBOL[type(node.op)]}= -> {SYMBOL[swapped]}=")
         if isinstance(node.target, ast.Attribute):
             self.add(node, "pass", f"write to .{node.target.attr} dropped")
         self.visit(node.value)
@@ -223,8 +278,7 @@ class _Collector(ast.NodeVisitor):
     def visit_BoolOp(self, node):
         other = ast.Or if isinstance(node.op, ast.And) else ast.And
         mutated = ast.BoolOp(op=other(), values=node.values)
-        self.add(node, f"({ast.unparse(mutated)})",
-                 f"{SYMBOL[type(node.op)]} -> {SYMBOL[other]}")
+        self.add(node, f"({ast.unparse(mutated)})", f"{SYMBOL[type(node.op)]} -> {SYMBOL[other]}")
         self.generic_visit(node)
 
     def visit_UnaryOp(self, node):
@@ -259,20 +313,25 @@ class _Collector(ast.NodeVisitor):
         if name in LOG_CALLS and isinstance(func, ast.Attribute):
             return
         if name in ("min", "max") and isinstance(func, ast.Name):
-            self.add(func, "max" if name == "min" else "min", f"{name} -> "
-                     f"{'max' if name == 'min' else 'min'}")
+            self.add(func, "max" if name == "min" else "min", f"{name} -> {'max' if name == 'min' else 'min'}")
         for keyword in node.keywords:
             if keyword.arg is None:
                 continue
             if name in ORM_CALLS:
                 self.add(keyword, "**{}", f"{name}({keyword.arg}=...) dropped")
-            if keyword.arg in ("update_fields", "fields") and isinstance(
-                    keyword.value, (ast.List, ast.Tuple)) and len(keyword.value.elts) > 1:
+            if (
+                keyword.arg in ("update_fields", "fields")
+                and isinstance(keyword.value, (ast.List, ast.Tuple))
+                and len(keyword.value.elts) > 1
+            ):
                 for index, element in enumerate(keyword.value.elts):
                     if isinstance(element, ast.Constant):
-                        kept = [*keyword.value.elts[:index], *keyword.value.elts[index + 1:]]
-                        self.add(keyword.value, ast.unparse(ast.List(elts=kept)),
-                                 f"write to {element.value!r} dropped from {keyword.arg}")
+                        kept = [*keyword.value.elts[:index], *keyword.value.elts[index + 1 :]]
+                        self.add(
+                            keyword.value,
+                            ast.unparse(ast.List(elts=kept)),
+                            f"write to {element.value!r} dropped from {keyword.arg}",
+                        )
         self.generic_visit(node)
 
 
@@ -304,15 +363,14 @@ def mutants_of(path, tree_root=ROOT):
         occurrences[base] = occurrences.get(base, 0) + 1
         if occurrences[base] > 1:
             change = f"{change} #{occurrences[base]}"
-        found.append(Mutant(relative, function, node.lineno, node.end_lineno, source_line,
-                            change, text))
+        found.append(Mutant(relative, function, node.lineno, node.end_lineno, source_line, change, text))
     return found
 
 
 # ---------------------------------------------------------------------------------------------
 # Trees, coverage map, runs
 
-CONTEXT_PLUGIN = '''
+CONTEXT_PLUGIN = """
 import json, os, time
 import coverage
 import pytest
@@ -341,12 +399,13 @@ def pytest_runtest_logreport(report):
 def pytest_sessionfinish(session):
     with open(os.environ["MUTATION_RECORD"], "w") as out:
         json.dump(_records, out)
-'''
+"""
 
 
 def copy_tree(destination):
     def ignore(folder, names):
         return [name for name in names if name in TREE_SKIP or name.endswith(".pyc")]
+
     shutil.copytree(ROOT, destination, ignore=ignore, symlinks=True)
     (Path(destination) / "var").mkdir(exist_ok=True)
 
@@ -374,14 +433,14 @@ def test_files():
 
 def support_files():
     """What every test depends on besides its own file: conftests and helper modules."""
-    found = [p for folder in ["tests", *TEST_DIRS] for p in (ROOT / folder).glob("*.py")
-             if not p.name.startswith("test_")]
+    found = [
+        p for folder in ["tests", *TEST_DIRS] for p in (ROOT / folder).glob("*.py") if not p.name.startswith("test_")
+    ]
     return sorted(set(str(p.relative_to(ROOT)) for p in found))
 
 
 def _test_env(tree):
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("REDIS_URL", "DATABASE_URL", "COVERAGE_PROCESS_START")}
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL", "COVERAGE_PROCESS_START")}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["PYTHONPATH"] = str(tree)
     return env
@@ -396,18 +455,38 @@ def _run_coverage(tree, targets, tests, log):
     try:
         (work / "mutation_contexts.py").write_text(CONTEXT_PLUGIN)
         rc = work / "coveragerc"
-        rc.write_text("[run]\ndata_file = {}\ninclude =\n{}\n".format(
-            work / "data", "".join(f"    {tree}/{t}\n" for t in targets)))
+        rc.write_text(
+            "[run]\ndata_file = {}\ninclude =\n{}\n".format(
+                work / "data", "".join(f"    {tree}/{t}\n" for t in targets)
+            )
+        )
         env = _test_env(tree)
         env["PYTHONPATH"] = f"{work}:{tree}"
         env["MUTATION_RECORD"] = str(work / "records.json")
-        command = [sys.executable, "-m", "coverage", "run", f"--rcfile={rc}", "-m", "pytest",
-                   "-q", "-p", "no:cacheprovider", "-p", "mutation_contexts", "--nomigrations",
-                   "-m", "not browser and not real_client", *tests]
+        command = [
+            sys.executable,
+            "-m",
+            "coverage",
+            "run",
+            f"--rcfile={rc}",
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "mutation_contexts",
+            "--nomigrations",
+            "-m",
+            "not browser and not real_client",
+            *tests,
+        ]
         MAP_FILE.parent.mkdir(parents=True, exist_ok=True)
         output = MAP_FILE.with_name("coverage-run.log")
-        log(f"coverage map: running {len(tests)} test files under coverage (output in "
-            f"{output.relative_to(ROOT)}; later runs reuse the map)")
+        log(
+            f"coverage map: running {len(tests)} test files under coverage (output in "
+            f"{output.relative_to(ROOT)}; later runs reuse the map)"
+        )
         with output.open("w") as out:
             subprocess.run(command, cwd=tree, env=env, stdout=out, stderr=subprocess.STDOUT)
         records = json.loads((work / "records.json").read_text())
@@ -438,7 +517,7 @@ def carry_over(by_line, old_source, new_source):
                     moved[str(b0 + offset + 1)] = by_line[str(a0 + offset + 1)]
         elif b1 > b0:
             near = set()
-            for n in range(a0, a1 + 2):   # the replaced lines and one either side (1-based)
+            for n in range(a0, a1 + 2):  # the replaced lines and one either side (1-based)
                 near |= set(by_line.get(str(n), []))
             for n in range(b0 + 1, b1 + 1):
                 moved[str(n)] = sorted(near)
@@ -450,12 +529,11 @@ def coverage_map(tree, targets, log, force=False):
     tests = test_files()
     sources = {t: (ROOT / t).read_text() for t in targets}
     test_hashes = {t: _digest(ROOT / t) for t in tests}
-    support_hash = hashlib.sha256(
-        "".join(_digest(ROOT / f) for f in support_files()).encode()).hexdigest()
+    support_hash = hashlib.sha256("".join(_digest(ROOT / f) for f in support_files()).encode()).hexdigest()
     old = None
     if MAP_FILE.exists() and not force:
         old = json.loads(MAP_FILE.read_text())
-        if (old.get("support") != support_hash or set(old.get("sources", {})) != set(targets)):
+        if old.get("support") != support_hash or set(old.get("sources", {})) != set(targets):
             old = None
     if old is None:
         lines, records = _run_coverage(tree, targets, tests, log)
@@ -479,9 +557,11 @@ def coverage_map(tree, targets, log, force=False):
                     lines[target][n] = sorted(set(lines[target][n]) | set(ctx))
             records.update(new_records)
     MAP_FILE.parent.mkdir(parents=True, exist_ok=True)
-    MAP_FILE.write_text(json.dumps({"sources": sources, "tests": test_hashes,
-                                    "support": support_hash, "lines": lines,
-                                    "records": records}))
+    MAP_FILE.write_text(
+        json.dumps(
+            {"sources": sources, "tests": test_hashes, "support": support_hash, "lines": lines, "records": records}
+        )
+    )
     return lines, records
 
 
@@ -493,8 +573,9 @@ def tests_for(mutant, lines, records, limit=0):
     found = set()
     for n in range(mutant.line, mutant.end_line + 1):
         found |= {c for c in by_line.get(str(n), []) if c}
-    if not found and (mutant.at_module_level or any(
-            by_line.get(str(n)) == [""] for n in range(mutant.line, mutant.end_line + 1))):
+    if not found and (
+        mutant.at_module_level or any(by_line.get(str(n)) == [""] for n in range(mutant.line, mutant.end_line + 1))
+    ):
         found = {c for ctx in by_line.values() for c in ctx if c}
     found = {t for t in found if t.split("::")[0] not in SIMULATIONS}
     passing = [t for t in found if records.get(t, {}).get("passed", True)]
@@ -502,10 +583,14 @@ def tests_for(mutant, lines, records, limit=0):
     if limit and len(ordered) > limit:
         # the tests most likely to pin this file's rules first: the rule tests, those named
         # after it, the back end's, then the fastest of the rest
-        stem = Path(mutant.file).stem.split("_")[0]   # sched_send: test_scheduler*, too
-        ordered.sort(key=lambda t: ("test_rules_" not in t and "test_boinc_rules" not in t,
-                                    stem not in t.split("::")[0],
-                                    not t.startswith("tests/backend/")))
+        stem = Path(mutant.file).stem.split("_")[0]  # sched_send: test_scheduler*, too
+        ordered.sort(
+            key=lambda t: (
+                "test_rules_" not in t and "test_boinc_rules" not in t,
+                stem not in t.split("::")[0],
+                not t.startswith("tests/backend/"),
+            )
+        )
         ordered = ordered[:limit]
     return ordered
 
@@ -521,11 +606,15 @@ def run_mutant(tree, mutant, tests, timeout):
     original = path.read_text()
     path.write_text(mutant.text)
     try:
-        command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                   "--nomigrations", *tests]
-        process = subprocess.Popen(command, cwd=tree, env=_test_env(tree),
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+        command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "--nomigrations", *tests]
+        process = subprocess.Popen(
+            command,
+            cwd=tree,
+            env=_test_env(tree),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             output, _ = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -537,8 +626,11 @@ def run_mutant(tree, mutant, tests, timeout):
         if code == 0:
             return "survived", ""
         if code in (1, 2, 3):
-            failed = [line.split()[1] for line in text.splitlines()
-                      if line.startswith(("FAILED ", "ERROR ")) and len(line.split()) > 1]
+            failed = [
+                line.split()[1]
+                for line in text.splitlines()
+                if line.startswith(("FAILED ", "ERROR ")) and len(line.split()) > 1
+            ]
             return "killed", failed[0] if failed else ""
         return f"error: pytest exit {code}", text[-2000:]
     finally:
@@ -554,27 +646,47 @@ def load_equivalents():
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--files", nargs="+", default=TARGETS,
-                        help="files or globs to mutate, relative to the tree (default: %(default)s)")
+    parser.add_argument(
+        "--files",
+        nargs="+",
+        default=TARGETS,
+        help="files or globs to mutate, relative to the tree (default: %(default)s)",
+    )
     parser.add_argument("--sample", type=int, default=0, help="a random sample of N mutants")
     parser.add_argument("--seed", type=int, default=1, help="the sample's seed")
-    parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2),
-                        help="mutants run at once, each in its own tree (default: %(default)s)")
-    parser.add_argument("--timeout-factor", type=float, default=3.0,
-                        help="a mutant's tests may take this many times their time unmutated, "
-                             "plus 60 s, before it counts as killed by timeout")
-    parser.add_argument("--max-tests", type=int, default=0, metavar="N",
-                        help="run at most N of the tests covering a mutant (the rule tests "
-                             "and those named after its file first): faster, and the score a lower "
-                             "bound (default: all)")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=max(1, (os.cpu_count() or 2) // 2),
+        help="mutants run at once, each in its own tree (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--timeout-factor",
+        type=float,
+        default=3.0,
+        help="a mutant's tests may take this many times their time unmutated, "
+        "plus 60 s, before it counts as killed by timeout",
+    )
+    parser.add_argument(
+        "--max-tests",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run at most N of the tests covering a mutant (the rule tests "
+        "and those named after its file first): faster, and the score a lower "
+        "bound (default: all)",
+    )
     parser.add_argument("--remap", action="store_true", help="make the coverage map again")
     parser.add_argument("--list", action="store_true", help="list the mutants and stop")
     parser.add_argument("--json", metavar="PATH", help="also write every outcome to PATH")
-    parser.add_argument("--survivors-of", metavar="PATH",
-                        help="run only the mutants a previous --json output lists as surviving")
-    parser.add_argument("--summary-of", metavar="PATH",
-                        help="run nothing: print the summary of a previous --json output with "
-                             "the current list of equivalent mutants")
+    parser.add_argument(
+        "--survivors-of", metavar="PATH", help="run only the mutants a previous --json output lists as surviving"
+    )
+    parser.add_argument(
+        "--summary-of",
+        metavar="PATH",
+        help="run nothing: print the summary of a previous --json output with the current list of equivalent mutants",
+    )
     parser.add_argument("--fail-under", type=float, default=0.0, metavar="PERCENT")
     args = parser.parse_args(argv)
     if args.jobs < 1 or args.sample < 0 or args.max_tests < 0:
@@ -593,8 +705,7 @@ def main(argv=None):
         source = args.survivors_of or args.summary_of
         try:
             previous = json.loads(Path(source).read_text())
-            earlier = {(m["file"], m["function"], m["source_line"], m["change"]): m["outcome"]
-                       for m in previous}
+            earlier = {(m["file"], m["function"], m["source_line"], m["change"]): m["outcome"] for m in previous}
         except (OSError, ValueError, KeyError, TypeError) as exc:
             parser.error(f"{source}: not a --json output of bench/mutation.py ({exc})")
         # the earlier run's mutants again: those it killed stay killed (tests are only ever
@@ -618,8 +729,11 @@ def main(argv=None):
 
 def run_all(args, mutants, earlier, log):
     """Run ``mutants`` (those ``earlier`` killed count as killed); returns their outcomes."""
-    every_target = target_files(TARGETS) if args.files == TARGETS else sorted(
-        set(target_files(TARGETS)) | set(target_files(args.files)))
+    every_target = (
+        target_files(TARGETS)
+        if args.files == TARGETS
+        else sorted(set(target_files(TARGETS)) | set(target_files(args.files)))
+    )
     base = Path(tempfile.mkdtemp(prefix="mutation-"))
     try:
         trees = []
@@ -650,8 +764,7 @@ def run_all(args, mutants, earlier, log):
                     outcome, detail = "not covered", ""
                 else:
                     budget = sum(seconds(records, t) for t in tests)
-                    outcome, detail = run_mutant(tree, m, tests,
-                                                 60 + args.timeout_factor * budget)
+                    outcome, detail = run_mutant(tree, m, tests, 60 + args.timeout_factor * budget)
                 with lock:
                     outcomes[m] = (outcome, len(tests), detail)
                     done[0] += 1
@@ -664,21 +777,24 @@ def run_all(args, mutants, earlier, log):
             thread.join()
         # A test that fails without any mutant kills nothing: run the tests that killed
         # mutants once on the unmutated tree and count those mutants as errors instead.
-        killers = sorted({detail for outcome, _, detail in outcomes.values()
-                          if outcome == "killed" and "::" in detail})
+        killers = sorted({detail for outcome, _, detail in outcomes.values() if outcome == "killed" and "::" in detail})
         if killers:
             log(f"checking the {len(killers)} tests that killed mutants on the unmutated tree")
             check = subprocess.run(
-                [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                 "--nomigrations", *killers], cwd=trees[0], env=_test_env(trees[0]),
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-            broken = {line.split()[1] for line in check.stdout.decode(errors="replace")
-                      .splitlines() if line.startswith(("FAILED ", "ERROR "))
-                      and len(line.split()) > 1}
+                [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nomigrations", *killers],
+                cwd=trees[0],
+                env=_test_env(trees[0]),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+            )
+            broken = {
+                line.split()[1]
+                for line in check.stdout.decode(errors="replace").splitlines()
+                if line.startswith(("FAILED ", "ERROR ")) and len(line.split()) > 1
+            }
             for m, (outcome, count, detail) in list(outcomes.items()):
                 if outcome == "killed" and detail in broken:
-                    outcomes[m] = (f"error: killed only by {detail}, which fails unmutated",
-                                   count, "")
+                    outcomes[m] = (f"error: killed only by {detail}, which fails unmutated", count, "")
     finally:
         shutil.rmtree(base, ignore_errors=True)
     return outcomes
@@ -695,15 +811,21 @@ def report(args, mutants, total, outcomes, equivalents, started):
     counted = len(mutants) - len(equivalent) - len(errors)
     score = 100.0 * len(killed) / counted if counted else 100.0
 
-    chosen = (f" (those of {args.survivors_of}; its survivors run again)" if args.survivors_of else
-              f" (a sample of {total}, seed {args.seed})" if len(mutants) < total else "")
+    chosen = (
+        f" (those of {args.survivors_of}; its survivors run again)"
+        if args.survivors_of
+        else f" (a sample of {total}, seed {args.seed})"
+        if len(mutants) < total
+        else ""
+    )
     print(f"mutants: {len(mutants)}{chosen}")
     if args.max_tests:
-        print(f"each run against at most {args.max_tests} of the tests covering it: "
-              "the score is a lower bound")
-    print(f"killed: {len(killed)} (timeouts {sum(outcomes[m][0] == 'timeout' for m in killed)})"
-          f"  survived: {len(survivors)}  equivalent: {len(equivalent)}"
-          f"  errors: {len(errors)}")
+        print(f"each run against at most {args.max_tests} of the tests covering it: the score is a lower bound")
+    print(
+        f"killed: {len(killed)} (timeouts {sum(outcomes[m][0] == 'timeout' for m in killed)})"
+        f"  survived: {len(survivors)}  equivalent: {len(equivalent)}"
+        f"  errors: {len(errors)}"
+    )
     print(f"score: {score:.1f} % of {counted} non-equivalent mutants killed")
     if survivors:
         print("\nsurvivors:")
@@ -713,8 +835,10 @@ def report(args, mutants, total, outcomes, equivalents, started):
     if equivalent:
         print("\nequivalent (bench/mutation_equivalents.toml):")
         for m in equivalent:
-            print(f"  {m.file}:{m.line}  {m.function}: {m.change}\n      {m.source_line}\n"
-                  f"      because {equivalents[m.key]}")
+            print(
+                f"  {m.file}:{m.line}  {m.function}: {m.change}\n      {m.source_line}\n"
+                f"      because {equivalents[m.key]}"
+            )
     if errors:
         print("\nerrors (not counted):")
         for m in errors:
@@ -724,14 +848,30 @@ def report(args, mutants, total, outcomes, equivalents, started):
         for key in sorted(unused):
             print(f"  {key}")
     load = os.getloadavg()
-    print(f"\ntime: {time.monotonic() - started:.0f} s, jobs {args.jobs}, "
-          f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(
+        f"\ntime: {time.monotonic() - started:.0f} s, jobs {args.jobs}, "
+        f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+    )
     if args.json:
-        Path(args.json).write_text(json.dumps([
-            {"file": m.file, "line": m.line, "function": m.function, "change": m.change,
-             "source_line": m.source_line, "outcome": outcomes[m][0], "tests": outcomes[m][1],
-             "equivalent": m.key in equivalents, "detail": outcomes[m][2][:300]}
-            for m in mutants], indent=1))
+        Path(args.json).write_text(
+            json.dumps(
+                [
+                    {
+                        "file": m.file,
+                        "line": m.line,
+                        "function": m.function,
+                        "change": m.change,
+                        "source_line": m.source_line,
+                        "outcome": outcomes[m][0],
+                        "tests": outcomes[m][1],
+                        "equivalent": m.key in equivalents,
+                        "detail": outcomes[m][2][:300],
+                    }
+                    for m in mutants
+                ],
+                indent=1,
+            )
+        )
     return 1 if score < args.fail_under else 0
 
 

@@ -38,11 +38,13 @@ from backend.models import App, AssimilateState, ErrorMask, FileDeleteState, Wor
 
 def spread_states():
     """Give the seeded workunits a mix of states (idempotent: the same ids every time)."""
+
     def every(n):
         return Workunit.objects.alias(r=Mod(F("id"), n)).filter(r=0)
 
-    every(3).update(assimilate_state=AssimilateState.DONE,
-                    file_delete_state=FileDeleteState.DONE, transition_time=2**31 - 1)
+    every(3).update(
+        assimilate_state=AssimilateState.DONE, file_delete_state=FileDeleteState.DONE, transition_time=2**31 - 1
+    )
     every(13).exclude(assimilate_state=AssimilateState.DONE).update(need_validate=True)
     every(97).update(error_mask=ErrorMask.CANCELLED)
     if connection.vendor == "postgresql":
@@ -57,8 +59,7 @@ def urls():
     by_name = encode_cursor(middle["name"], middle["id"])
     # Deep inside the run of transitioned workunits that all hold INT_MAX: the worst case
     # for a sort whose ties are broken by id.
-    tied = (Workunit.objects.filter(id__lte=top // 2, transition_time=2**31 - 1)
-            .order_by("-id").first())
+    tied = Workunit.objects.filter(id__lte=top // 2, transition_time=2**31 - 1).order_by("-id").first()
     by_time = encode_cursor(tied.transition_time, tied.id)
     return [
         "/project/workunits/",
@@ -132,22 +133,38 @@ def main():
         times, sql_times = measure(client, url, args.repeat)
         every_time += times
         every_sql += sql_times
-        rows.append({"url": url, "median_ms": round(statistics.median(times), 1),
-                     "p95_ms": round(p95(times), 1), "sql_p95_ms": round(p95(sql_times), 1)})
-    summary = {"database": connection.vendor, "workunits": Workunit.objects.count(),
-               "requests": len(every_time), "median_ms": round(statistics.median(every_time), 1),
-               "p95_ms": round(p95(every_time), 1), "sql_p95_ms": round(p95(every_sql), 1),
-               "load_average": round(os.getloadavg()[0], 2), "urls": rows}
+        rows.append(
+            {
+                "url": url,
+                "median_ms": round(statistics.median(times), 1),
+                "p95_ms": round(p95(times), 1),
+                "sql_p95_ms": round(p95(sql_times), 1),
+            }
+        )
+    summary = {
+        "database": connection.vendor,
+        "workunits": Workunit.objects.count(),
+        "requests": len(every_time),
+        "median_ms": round(statistics.median(every_time), 1),
+        "p95_ms": round(p95(every_time), 1),
+        "sql_p95_ms": round(p95(every_sql), 1),
+        "load_average": round(os.getloadavg()[0], 2),
+        "urls": rows,
+    }
     if args.json:
         print(json.dumps(summary, indent=2))
         return
     for row in rows:
-        print(f"{row['p95_ms']:8.1f} ms p95 {row['median_ms']:8.1f} ms median "
-              f"{row['sql_p95_ms']:7.1f} ms SQL p95  {row['url'][:80]}")
-    print(f"workunit list, {summary['workunits']:,} workunits on {summary['database']}: "
-          f"p95 {summary['p95_ms']} ms (of which SQL p95 {summary['sql_p95_ms']} ms), "
-          f"median {summary['median_ms']} ms over {summary['requests']} requests; "
-          f"load average {summary['load_average']} on {os.cpu_count()} CPUs")
+        print(
+            f"{row['p95_ms']:8.1f} ms p95 {row['median_ms']:8.1f} ms median "
+            f"{row['sql_p95_ms']:7.1f} ms SQL p95  {row['url'][:80]}"
+        )
+    print(
+        f"workunit list, {summary['workunits']:,} workunits on {summary['database']}: "
+        f"p95 {summary['p95_ms']} ms (of which SQL p95 {summary['sql_p95_ms']} ms), "
+        f"median {summary['median_ms']} ms over {summary['requests']} requests; "
+        f"load average {summary['load_average']} on {os.cpu_count()} CPUs"
+    )
 
 
 if __name__ == "__main__":

@@ -48,8 +48,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from boinc_server import (  # noqa: E402
-    PLATFORM, ROOT, Project, app_version_xml, howto, insert, parse_reply,
-    scheduler_request_xml, setup_boincweb, time_text,
+    PLATFORM,
+    ROOT,
+    Project,
+    app_version_xml,
+    howto,
+    insert,
+    parse_reply,
+    scheduler_request_xml,
+    setup_boincweb,
+    time_text,
 )
 
 STEPS = ("transitioner", "validator", "assimilator", "file_deleter", "scheduler", "locality")
@@ -58,8 +66,7 @@ SENDING = ("scheduler", "locality")
 NOW = 1_800_000_000
 DAY = 86400
 INT_MAX = 2**31 - 1
-BOINC_TABLES = ("platform", "app", "app_version", "user", "team", "host", "host_app_version",
-                "workunit", "result")
+BOINC_TABLES = ("platform", "app", "app_version", "user", "team", "host", "host_app_version", "workunit", "result")
 HOWTO = howto("bench/server_differential.py --cases 300 --seed 1")
 
 
@@ -74,44 +81,76 @@ V_INIT, V_VALID, V_INVALID, V_NO_CHECK, V_INCONCLUSIVE, V_TOO_LATE = 0, 1, 2, 3,
 def random_result(rng, wu, index, hosts):
     """One result of ``wu`` in a random lifecycle state, times around NOW."""
     host = rng.choice(hosts)
-    r = dict(id=wu["id"] * 100 + index, name=f"{wu['name']}_{index}", workunitid=wu["id"],
-             server_state=S_UNSENT, outcome=O_INIT, validate_state=V_INIT,
-             file_delete_state=0, client_state=0, hostid=0, userid=0, report_deadline=0,
-             sent_time=0, received_time=0, exit_status=0, app_version_id=0, priority=0,
-             granted_credit=0.0, output=None, create_time=NOW - 5 * DAY)
-    kind = rng.choices(["unsent", "inactive", "in_progress", "success", "client_error",
-                        "no_reply", "didnt_need", "validate_error", "detached",
-                        "couldnt_send", "user_abort"],
-                       [12, 1, 14, 22, 8, 6, 3, 3, 3, 1, 2])[0]
+    r = dict(
+        id=wu["id"] * 100 + index,
+        name=f"{wu['name']}_{index}",
+        workunitid=wu["id"],
+        server_state=S_UNSENT,
+        outcome=O_INIT,
+        validate_state=V_INIT,
+        file_delete_state=0,
+        client_state=0,
+        hostid=0,
+        userid=0,
+        report_deadline=0,
+        sent_time=0,
+        received_time=0,
+        exit_status=0,
+        app_version_id=0,
+        priority=0,
+        granted_credit=0.0,
+        output=None,
+        create_time=NOW - 5 * DAY,
+    )
+    kind = rng.choices(
+        [
+            "unsent",
+            "inactive",
+            "in_progress",
+            "success",
+            "client_error",
+            "no_reply",
+            "didnt_need",
+            "validate_error",
+            "detached",
+            "couldnt_send",
+            "user_abort",
+        ],
+        [12, 1, 14, 22, 8, 6, 3, 3, 3, 1, 2],
+    )[0]
     if kind in ("unsent", "inactive"):
         r["server_state"] = S_UNSENT if kind == "unsent" else S_INACTIVE
         return r
     if kind in ("didnt_need", "couldnt_send"):
-        r.update(server_state=S_OVER, outcome=O_DIDNT_NEED if kind == "didnt_need"
-                 else O_COULDNT_SEND)
+        r.update(server_state=S_OVER, outcome=O_DIDNT_NEED if kind == "didnt_need" else O_COULDNT_SEND)
         return r
     sent = NOW - rng.randint(1, 4 * DAY)
-    r.update(hostid=host["id"], userid=host["userid"], sent_time=sent,
-             report_deadline=sent + wu["delay_bound"], app_version_id=1)
+    r.update(
+        hostid=host["id"],
+        userid=host["userid"],
+        sent_time=sent,
+        report_deadline=sent + wu["delay_bound"],
+        app_version_id=1,
+    )
     if kind == "in_progress":
         r["server_state"] = S_IN_PROGRESS
         r["report_deadline"] = NOW + rng.choice([-DAY, -1, 0, 1, 3600, DAY])
         return r
-    r.update(server_state=S_OVER, received_time=min(NOW, sent + rng.randint(60, DAY)),
-             client_state=5)
+    r.update(server_state=S_OVER, received_time=min(NOW, sent + rng.randint(60, DAY)), client_state=5)
     if kind == "success":
-        r.update(outcome=O_SUCCESS, validate_state=rng.choices(
-            [V_INIT, V_VALID, V_INVALID, V_INCONCLUSIVE, V_NO_CHECK, V_TOO_LATE],
-            [8, 3, 2, 2, 1, 1])[0], output=rng.choice([b"A\n", b"A\n", b"B\n", b"C\n"]))
+        r.update(
+            outcome=O_SUCCESS,
+            validate_state=rng.choices(
+                [V_INIT, V_VALID, V_INVALID, V_INCONCLUSIVE, V_NO_CHECK, V_TOO_LATE], [8, 3, 2, 2, 1, 1]
+            )[0],
+            output=rng.choice([b"A\n", b"A\n", b"B\n", b"C\n"]),
+        )
     elif kind == "client_error":
-        r.update(outcome=O_CLIENT_ERROR, validate_state=V_INVALID, client_state=3,
-                 exit_status=rng.choice([1, 194]))
+        r.update(outcome=O_CLIENT_ERROR, validate_state=V_INVALID, client_state=3, exit_status=rng.choice([1, 194]))
     elif kind == "user_abort":
-        r.update(outcome=O_CLIENT_ERROR, validate_state=V_INVALID, client_state=6,
-                 exit_status=203)
+        r.update(outcome=O_CLIENT_ERROR, validate_state=V_INVALID, client_state=6, exit_status=203)
     elif kind == "no_reply":
-        r.update(outcome=O_NO_REPLY, received_time=0, client_state=0,
-                 report_deadline=NOW - rng.randint(1, DAY))
+        r.update(outcome=O_NO_REPLY, received_time=0, client_state=0, report_deadline=NOW - rng.randint(1, DAY))
     elif kind == "validate_error":
         r.update(outcome=O_VALIDATE_ERROR, validate_state=V_INVALID)
     elif kind == "detached":
@@ -122,32 +161,45 @@ def random_result(rng, wu, index, hosts):
 def random_case(seed, index, step):
     """The rows of one case: a dict of lists of plain values, the same for both sides."""
     rng = random.Random(f"{seed}:{step}:{index}")
-    config = dict(report_grace_period=rng.choice([0, 0, 3600]),
-                  daily_result_quota=rng.choice([5, 100, 500]),
-                  max_wus_to_send=rng.choice([2, 10, 10]),
-                  one_result_per_user_per_wu=rng.random() < 0.5,
-                  resend_lost_results=rng.random() < 0.5,
-                  delete_delay=rng.choice([0, 0, 3600]))
-    users = [dict(id=u, teamid=rng.choice([0, 1, 2]), authenticator=f"auth{u:08d}")
-             for u in (1, 2, 3)]
+    config = dict(
+        report_grace_period=rng.choice([0, 0, 3600]),
+        daily_result_quota=rng.choice([5, 100, 500]),
+        max_wus_to_send=rng.choice([2, 10, 10]),
+        one_result_per_user_per_wu=rng.random() < 0.5,
+        resend_lost_results=rng.random() < 0.5,
+        delete_delay=rng.choice([0, 0, 3600]),
+    )
+    users = [dict(id=u, teamid=rng.choice([0, 1, 2]), authenticator=f"auth{u:08d}") for u in (1, 2, 3)]
     teams = [dict(id=t) for t in (1, 2)]
     hosts = []
     for h in (1, 2, 3):
-        hosts.append(dict(id=h, userid=rng.choice(users)["id"] if h > 1 else 1,
-                          p_ncpus=rng.choice([1, 1, 2, 4, 8]),
-                          p_fpops=rng.choice([1e8, 1e9, 3e9, 1e10]),
-                          on_frac=rng.choice([0.02, 0.3, 0.5, 0.9, 1.0]),
-                          active_frac=rng.choice([0.5, 1.0, 1.0]),
-                          m_nbytes=rng.choice([1e9, 4e9, 16e9]),
-                          total_credit=rng.choice([0.0, 0.0, 500.0]),
-                          avg_turnaround=rng.choice([0.0, 0.0, 50000.0])))
+        hosts.append(
+            dict(
+                id=h,
+                userid=rng.choice(users)["id"] if h > 1 else 1,
+                p_ncpus=rng.choice([1, 1, 2, 4, 8]),
+                p_fpops=rng.choice([1e8, 1e9, 3e9, 1e10]),
+                on_frac=rng.choice([0.02, 0.3, 0.5, 0.9, 1.0]),
+                active_frac=rng.choice([0.5, 1.0, 1.0]),
+                m_nbytes=rng.choice([1e9, 4e9, 16e9]),
+                total_credit=rng.choice([0.0, 0.0, 500.0]),
+                avg_turnaround=rng.choice([0.0, 0.0, 50000.0]),
+            )
+        )
     for h in hosts:
         h["expavg_credit"] = h["total_credit"] / 20
         h["expavg_time"] = NOW - 3 * DAY if h["total_credit"] else 0.0
-    havs = [dict(host_id=h["id"], app_version_id=1,
-                 max_jobs_per_day=rng.choice([1, 2, 5, 50]),
-                 n_jobs_today=rng.choice([0, 1, 3]), consecutive_valid=rng.choice([0, 3]))
-            for h in hosts if rng.random() < 0.5]
+    havs = [
+        dict(
+            host_id=h["id"],
+            app_version_id=1,
+            max_jobs_per_day=rng.choice([1, 2, 5, 50]),
+            n_jobs_today=rng.choice([0, 1, 3]),
+            consecutive_valid=rng.choice([0, 3]),
+        )
+        for h in hosts
+        if rng.random() < 0.5
+    ]
     wus, results = [], []
     nwus = 1 if step not in SENDING else rng.randint(1, 8)
     for w in range(1, nwus + 1):
@@ -155,26 +207,46 @@ def random_case(seed, index, step):
         target = quorum + rng.choice([0, 0, 1])
         total = target + rng.choice([0, 1, 3])
         # create_work's limits: max_success and max_error <= max_total, target <= max_success
-        wu = dict(id=w, name=f"wu{index}x{w}", min_quorum=quorum, target_nresults=target,
-                  max_error_results=min(rng.choice([1, 2, 3]), total),
-                  max_total_results=total,
-                  max_success_results=min(target + rng.choice([0, 1, 2]), total),
-                  delay_bound=rng.choice([3600, DAY, 3 * DAY, 7 * DAY]),
-                  rsc_fpops_est=rng.choice([1e12, 3.6e12, 3.6e13, 3.6e14]),
-                  rsc_memory_bound=rng.choice([1e8, 5e8, 2e9, 64e9]),
-                  rsc_disk_bound=1e8, priority=rng.choice([0, 0, 1]),
-                  transition_time=NOW - rng.randint(0, 3600), need_validate=0,
-                  canonical_resultid=0, error_mask=0, assimilate_state=0,
-                  file_delete_state=0, transitioner_flags=0, hr_class=0, app_version_id=0,
-                  canonical_credit=0.0)
+        wu = dict(
+            id=w,
+            name=f"wu{index}x{w}",
+            min_quorum=quorum,
+            target_nresults=target,
+            max_error_results=min(rng.choice([1, 2, 3]), total),
+            max_total_results=total,
+            max_success_results=min(target + rng.choice([0, 1, 2]), total),
+            delay_bound=rng.choice([3600, DAY, 3 * DAY, 7 * DAY]),
+            rsc_fpops_est=rng.choice([1e12, 3.6e12, 3.6e13, 3.6e14]),
+            rsc_memory_bound=rng.choice([1e8, 5e8, 2e9, 64e9]),
+            rsc_disk_bound=1e8,
+            priority=rng.choice([0, 0, 1]),
+            transition_time=NOW - rng.randint(0, 3600),
+            need_validate=0,
+            canonical_resultid=0,
+            error_mask=0,
+            assimilate_state=0,
+            file_delete_state=0,
+            transitioner_flags=0,
+            hr_class=0,
+            app_version_id=0,
+            canonical_credit=0.0,
+        )
         nres = rng.randint(0, min(wu["max_total_results"], 6))
         if step in ("scheduler", "locality", "validator"):
             nres = max(nres, 1)  # BOINC's validator enumerates workunits with results
         rows = [random_result(rng, wu, i, hosts) for i in range(nres)]
         if step in SENDING:
-            rows[0].update(server_state=S_UNSENT, outcome=O_INIT, hostid=0, userid=0,
-                           validate_state=V_INIT, output=None, sent_time=0,
-                           report_deadline=0, received_time=0)
+            rows[0].update(
+                server_state=S_UNSENT,
+                outcome=O_INIT,
+                hostid=0,
+                userid=0,
+                validate_state=V_INIT,
+                output=None,
+                sent_time=0,
+                report_deadline=0,
+                received_time=0,
+            )
         successes = [r for r in rows if r["outcome"] == O_SUCCESS]
         valid = [r for r in successes if r["validate_state"] == V_VALID]
         # the workunit's credit as created (what --credit_from_wu grants), and the credit of
@@ -208,9 +280,20 @@ def random_case(seed, index, step):
             wu["error_mask"] = rng.choice([1, 2, 16])
         wus.append(wu)
         results.extend(rows)
-    case = dict(seed=seed, index=index, step=step, now=NOW, config=config, users=users,
-                teams=teams, hosts=hosts, havs=havs, wus=wus, results=results,
-                app_versions=[dict(id=1, version_num=100)])
+    case = dict(
+        seed=seed,
+        index=index,
+        step=step,
+        now=NOW,
+        config=config,
+        users=users,
+        teams=teams,
+        hosts=hosts,
+        havs=havs,
+        wus=wus,
+        results=results,
+        app_versions=[dict(id=1, version_num=100)],
+    )
     add_hr_and_limits(case, random.Random(f"{seed}:{step}:{index}:hr"))
     if step in SENDING:
         case["request"] = random_request(rng, case)
@@ -237,31 +320,33 @@ def add_locality(case, rng):
     (the random file order aside), no wait, a send timeout of 0 or 2 days and
     file_deletion_strategy 0 or 1. The working set is empty on both sides and no more work
     can be made for any file (BOINC's make_more_work_for_file finds no trigger)."""
-    files = {name: rng.choice([10**5, 10**6, 5 * 10**7])
-             for name in LOCALITY_FILES[:rng.randint(1, 3)]}
+    files = {name: rng.choice([10**5, 10**6, 5 * 10**7]) for name in LOCALITY_FILES[: rng.randint(1, 3)]}
     for wu in case["wus"]:
         data = rng.choice(sorted(files))
         old, wu["name"], wu["input"] = wu["name"], f"{data}__{wu['name']}", data
         wu["rsc_disk_bound"] = rng.choice([1e8, 1e8, 1e9])
         for r in case["results"]:
             if r["workunitid"] == wu["id"]:
-                r["name"] = wu["name"] + r["name"][len(old):]
+                r["name"] = wu["name"] + r["name"][len(old) :]
     for r in case["results"]:
         if r["server_state"] == S_UNSENT:
             r["create_time"] = NOW - int(rng.choice([0.5, 1.0, 2.5, 4.0]) * DAY)
     for report in case["request"]["reports"]:
-        report["name"] = next(r["name"] for r in case["results"]
-                              if r["name"].endswith("__" + report["name"]))
+        report["name"] = next(r["name"] for r in case["results"] if r["name"].endswith("__" + report["name"]))
     if case["request"]["other_results"] is not None:
         case["request"]["other_results"] = [
             next(r["name"] for r in case["results"] if r["name"].endswith("__" + name))
-            for name in case["request"]["other_results"]]
+            for name in case["request"]["other_results"]
+        ]
     case["locality"] = dict(
-        files=files, held=sorted(rng.sample(sorted(files), rng.randint(0, len(files)))),
-        bwdown=rng.choice([5e4, 2e5]), send_timeout=rng.choice([0, 0, 2 * DAY]),
+        files=files,
+        held=sorted(rng.sample(sorted(files), rng.randint(0, len(files)))),
+        bwdown=rng.choice([5e4, 2e5]),
+        send_timeout=rng.choice([0, 0, 2 * DAY]),
         file_deletion_strategy=rng.choice([0, 1]),
         # GB of disk for BOINC (disk_max_used_gb), of which the held files use their size
-        disk_max_used_gb=rng.choice([100, 100, 1, 0.2]))
+        disk_max_used_gb=rng.choice([100, 100, 1, 0.2]),
+    )
 
 
 def locality_request_xml(case, text):
@@ -270,13 +355,18 @@ def locality_request_xml(case, text):
     if not loc:
         return text
     used = sum(loc["files"][name] for name in loc["held"])
-    extra = "".join(f"<file_info>\n<name>{name}</name>\n<nbytes>{loc['files'][name]}</nbytes>"
-                    "\n<status>1</status>\n</file_info>\n" for name in loc["held"])
-    extra += (f"<net_stats>\n<bwdown>{loc['bwdown']}</bwdown>\n</net_stats>\n"
-              f"<disk_usage>\n<d_boinc_used_total>{used or 1}</d_boinc_used_total>\n"
-              "</disk_usage>\n")
-    text = text.replace("<disk_max_used_gb>100</disk_max_used_gb>",
-                        f"<disk_max_used_gb>{loc['disk_max_used_gb']}</disk_max_used_gb>", 1)
+    extra = "".join(
+        f"<file_info>\n<name>{name}</name>\n<nbytes>{loc['files'][name]}</nbytes>\n<status>1</status>\n</file_info>\n"
+        for name in loc["held"]
+    )
+    extra += (
+        f"<net_stats>\n<bwdown>{loc['bwdown']}</bwdown>\n</net_stats>\n"
+        f"<disk_usage>\n<d_boinc_used_total>{used or 1}</d_boinc_used_total>\n"
+        "</disk_usage>\n"
+    )
+    text = text.replace(
+        "<disk_max_used_gb>100</disk_max_used_gb>", f"<disk_max_used_gb>{loc['disk_max_used_gb']}</disk_max_used_gb>", 1
+    )
     return text.replace("</scheduler_request>", extra + "</scheduler_request>", 1)
 
 
@@ -285,19 +375,25 @@ def boinc_locality_options(case):
     loc = case.get("locality")
     if not loc:
         return {}, []
-    return ({"locality_scheduling_send_timeout": loc["send_timeout"],
-             "file_deletion_strategy": loc["file_deletion_strategy"],
-             "locality_scheduling_workunit_file": ".*"},
-            ["locality_scheduling", "locality_scheduling_sorted_order"])
+    return (
+        {
+            "locality_scheduling_send_timeout": loc["send_timeout"],
+            "file_deletion_strategy": loc["file_deletion_strategy"],
+            "locality_scheduling_workunit_file": ".*",
+        },
+        ["locality_scheduling", "locality_scheduling_sorted_order"],
+    )
 
 
 def boincweb_locality_options(case):
     loc = case.get("locality")
     if not loc:
         return {}
-    return dict(locality_scheduling_sorted_order=True,
-                locality_scheduling_send_timeout=loc["send_timeout"],
-                file_deletion_strategy=loc["file_deletion_strategy"])
+    return dict(
+        locality_scheduling_sorted_order=True,
+        locality_scheduling_send_timeout=loc["send_timeout"],
+        file_deletion_strategy=loc["file_deletion_strategy"],
+    )
 
 
 # --- app versions and plan classes (sched_version.cpp get_app_version) ----------------------
@@ -330,11 +426,24 @@ PLAN_CLASS_SPEC_XML = """<plan_classes>
 <ngpus>.5</ngpus><gpu_peak_flops_scale>.3</gpu_peak_flops_scale></plan_class>
 </plan_classes>
 """
-PLAN_CLASSES = ("", "", "mt", "mt_all", "sse3", "avx", "newer", "older", "slow", "mine", "gone",
-                "cuda", "cuda", "cuda_half")
+PLAN_CLASSES = (
+    "",
+    "",
+    "mt",
+    "mt_all",
+    "sse3",
+    "avx",
+    "newer",
+    "older",
+    "slow",
+    "mine",
+    "gone",
+    "cuda",
+    "cuda",
+    "cuda_half",
+)
 # NVIDIA GPUs a client may describe: (compute capability, CUDA, driver, RAM in MB)
-GPUS = ((210, 6000, 35000, 1024), (520, 9000, 45000, 4096), (750, 11000, 52000, 8192),
-        (610, 10000, 46000, 512))
+GPUS = ((210, 6000, 35000, 1024), (520, 9000, 45000, 4096), (750, 11000, 52000, 8192), (610, 10000, 46000, 512))
 CLIENT_VERSIONS = ((7, 6, 33), (8, 0, 2), (8, 2, 4))
 
 
@@ -347,28 +456,40 @@ def random_versions(rng, case):
     platform as an alternative (sometimes), beta allowed (sometimes). The others keep one
     version."""
     case["version_options"] = dict(
-        version_select_random_factor=0.0, allow_beta_work=rng.random() < 0.5,
-        alt_platform=rng.random() < 0.6, client=rng.choice(CLIENT_VERSIONS),
-        p_features=rng.choice(["", "fpu pni", "fpu pni avx", "avx"]), gpu=None)
+        version_select_random_factor=0.0,
+        allow_beta_work=rng.random() < 0.5,
+        alt_platform=rng.random() < 0.6,
+        client=rng.choice(CLIENT_VERSIONS),
+        p_features=rng.choice(["", "fpu pni", "fpu pni avx", "avx"]),
+        gpu=None,
+    )
     if rng.random() < 0.5:
         return
     if rng.random() < 0.5:
         case["version_options"]["gpu"] = dict(
             zip(("compcap", "cuda", "driver", "ram_mb"), rng.choice(GPUS)),
-            peak_flops=rng.choice([1e11, 1e12]), req_secs=rng.choice([0.0, 3600.0, 86400.0]),
-            req_instances=rng.choice([0.0, 1.0]), estimated_delay=rng.choice([0.0, 3600.0]))
+            peak_flops=rng.choice([1e11, 1e12]),
+            req_secs=rng.choice([0.0, 3600.0, 86400.0]),
+            req_instances=rng.choice([0.0, 1.0]),
+            estimated_delay=rng.choice([0.0, 3600.0]),
+        )
     # the case's versions so far (the first, and homogeneous app version's other platform's,
     # which workunits may be committed to), then 1-5 more
     versions = list(case["app_versions"])
     first_new = len(versions) + 1
     for av_id in range(first_new, first_new + rng.randint(2, 6) - 1):
-        versions.append(dict(
-            id=av_id, version_num=rng.choice([100, 101, 102]),
-            platform=rng.choice([PLATFORM, PLATFORM, PLATFORM_32]),
-            plan_class=rng.choice(PLAN_CLASSES), beta=int(rng.random() < 0.15),
-            min_core_version=rng.choice([0, 0, 0, 80000, 80200]),
-            max_core_version=rng.choice([0, 0, 0, 79999, 80100]),
-            deprecated=int(rng.random() < 0.1)))
+        versions.append(
+            dict(
+                id=av_id,
+                version_num=rng.choice([100, 101, 102]),
+                platform=rng.choice([PLATFORM, PLATFORM, PLATFORM_32]),
+                plan_class=rng.choice(PLAN_CLASSES),
+                beta=int(rng.random() < 0.15),
+                min_core_version=rng.choice([0, 0, 0, 80000, 80200]),
+                max_core_version=rng.choice([0, 0, 0, 79999, 80100]),
+                deprecated=int(rng.random() < 0.1),
+            )
+        )
     seen, unique = set(), []
     for av in versions:  # app_version_unique: one row per number, platform and plan class
         key = (av["version_num"], av.get("platform", PLATFORM), av.get("plan_class", ""))
@@ -379,8 +500,12 @@ def random_versions(rng, case):
     for hav in case["havs"]:
         hav["app_version_id"] = rng.choice(unique)["id"]
         speed = case["hosts"][hav["host_id"] - 1]["p_fpops"] * rng.choice([0.5, 1, 2, 4])
-        hav.update(et_n=rng.choice([0, 5, 15, 30]), et_avg=1 / speed,
-                   pfc_n=rng.choice([0, 1, 5, 30]), pfc_avg=rng.choice([0.5, 1.0, 2.0]))
+        hav.update(
+            et_n=rng.choice([0, 5, 15, 30]),
+            et_avg=1 / speed,
+            pfc_n=rng.choice([0, 1, 5, 30]),
+            pfc_avg=rng.choice([0.5, 1.0, 2.0]),
+        )
     unique_havs = {}
     for hav in case["havs"]:
         unique_havs.setdefault((hav["host_id"], hav["app_version_id"]), hav)
@@ -395,6 +520,7 @@ def random_versions(rng, case):
 
 
 # --- disk, bandwidth and RAM preferences (sched_check.cpp check_disk, check_bandwidth) ------
+
 
 def random_disk(rng, case):
     """In 60 % of the scheduler cases, the disk and network figures a client reports and the
@@ -413,7 +539,9 @@ def random_disk(rng, case):
         disk_max_used_gb=rng.choice([0, 100, 10, 1.5]),
         disk_max_used_pct=rng.choice([0, 90, 5, 0.2]),
         disk_min_free_gb=rng.choice([0, 0, 0.5, 2]),
-        ram_max_used_busy_pct=busy, ram_max_used_idle_pct=idle)
+        ram_max_used_busy_pct=busy,
+        ram_max_used_idle_pct=idle,
+    )
     case["config"]["default_disk_min_free_gb"] = rng.choice([1, 1, 0, 0.5])
     for wu in case["wus"]:
         wu["rsc_disk_bound"] = rng.choice([1e8, 5e8, 1e9, 2e10])
@@ -425,16 +553,23 @@ def disk_request_xml(case, text):
     d = case.get("disk")
     if not d:
         return text
-    prefs = "".join(f"<{name}>{d[name]}</{name}>" for name in (
-        "disk_max_used_gb", "disk_max_used_pct", "disk_min_free_gb", "ram_max_used_busy_pct",
-        "ram_max_used_idle_pct") if d[name])
+    prefs = "".join(
+        f"<{name}>{d[name]}</{name}>"
+        for name in (
+            "disk_max_used_gb",
+            "disk_max_used_pct",
+            "disk_min_free_gb",
+            "ram_max_used_busy_pct",
+            "ram_max_used_idle_pct",
+        )
+        if d[name]
+    )
     start, end = text.index("<global_preferences>"), text.index("</global_preferences>")
     text = text[:start] + f"<global_preferences>{prefs}" + text[end:]
     text = text.replace("<d_free>5e11</d_free>", f"<d_free>{d['d_free']}</d_free>", 1)
     extra = ""
     if d["d_boinc_used_total"]:
-        extra += (f"<disk_usage>\n<d_boinc_used_total>{d['d_boinc_used_total']}"
-                  "</d_boinc_used_total>\n</disk_usage>\n")
+        extra += f"<disk_usage>\n<d_boinc_used_total>{d['d_boinc_used_total']}</d_boinc_used_total>\n</disk_usage>\n"
     if d["n_bwdown"]:
         extra += f"<net_stats>\n<bwdown>{d['n_bwdown']}</bwdown>\n</net_stats>\n"
     return text.replace("</host_info>\n", "</host_info>\n" + extra, 1)
@@ -442,8 +577,11 @@ def disk_request_xml(case, text):
 
 def versions_sent(case, boinc):
     """The app version ids of the jobs BOINC's scheduler sent in this case."""
-    return sorted(r["app_version_id"] for r in boinc["result"].values()
-                  if r["sent_time"] == case["now"] and r["server_state"] == S_IN_PROGRESS)
+    return sorted(
+        r["app_version_id"]
+        for r in boinc["result"].values()
+        if r["sent_time"] == case["now"] and r["server_state"] == S_IN_PROGRESS
+    )
 
 
 def version_counts(counted):
@@ -451,10 +589,12 @@ def version_counts(counted):
     than the first (a choice was made), and of those how many agree."""
     several = [(c, ok) for c, ok in counted if len(c["app_versions"]) > 1]
     chose = [(c, ok) for c, ok in several if any(v != 1 for v in c.get("versions_sent", []))]
-    return {"cases with several versions": len(several),
-            "of which sent jobs": sum(1 for c, _ in several if c.get("versions_sent")),
-            "sent a version other than the first": len(chose),
-            "of those agree": sum(1 for _, ok in chose if ok)}
+    return {
+        "cases with several versions": len(several),
+        "of which sent jobs": sum(1 for c, _ in several if c.get("versions_sent")),
+        "sent a version other than the first": len(chose),
+        "of those agree": sum(1 for _, ok in chose if ok),
+    }
 
 
 def version_request_xml(case, text):
@@ -464,48 +604,65 @@ def version_request_xml(case, text):
     if not o:
         return text
     major, minor, release = o["client"]
-    text = (text.replace("<core_client_major_version>8<",
-                         f"<core_client_major_version>{major}<")
-            .replace("<core_client_minor_version>0<", f"<core_client_minor_version>{minor}<")
-            .replace("<core_client_release>2<", f"<core_client_release>{release}<"))
+    text = (
+        text.replace("<core_client_major_version>8<", f"<core_client_major_version>{major}<")
+        .replace("<core_client_minor_version>0<", f"<core_client_minor_version>{minor}<")
+        .replace("<core_client_release>2<", f"<core_client_release>{release}<")
+    )
     extra = "<client_cap_plan_class>1</client_cap_plan_class>\n"
     if o["alt_platform"]:
         extra += f"<alt_platform>\n<name>{PLATFORM_32}</name>\n</alt_platform>\n"
     text = text.replace("<work_req_seconds>", extra + "<work_req_seconds>", 1)
     if o["p_features"]:
-        text = text.replace("</p_model>", f"</p_model>\n<p_features>{o['p_features']}"
-                            "</p_features>", 1)
+        text = text.replace("</p_model>", f"</p_model>\n<p_features>{o['p_features']}</p_features>", 1)
     gpu = o.get("gpu")
     if gpu:
         # where BOINC's client writes them: after host_info, at the request's top level
-        text = text.replace("</host_info>", "</host_info>\n<coprocs>\n<coproc_cuda>\n"
-                            f"<count>1</count>\n<name>GeForce</name>\n<have_cuda>1</have_cuda>\n"
-                            f"<peak_flops>{gpu['peak_flops']}</peak_flops>\n"
-                            f"<req_secs>{gpu['req_secs']}</req_secs>\n"
-                            f"<req_instances>{gpu['req_instances']}</req_instances>\n"
-                            f"<estimated_delay>{gpu['estimated_delay']}</estimated_delay>\n"
-                            f"<cudaVersion>{gpu['cuda']}</cudaVersion>\n"
-                            f"<drvVersion>{gpu['driver']}</drvVersion>\n"
-                            f"<totalGlobalMem>{gpu['ram_mb'] * 1048576}</totalGlobalMem>\n"
-                            f"<major>{gpu['compcap'] // 100}</major>\n"
-                            f"<minor>{gpu['compcap'] % 100 // 10}</minor>\n"
-                            "</coproc_cuda>\n</coprocs>", 1)
+        text = text.replace(
+            "</host_info>",
+            "</host_info>\n<coprocs>\n<coproc_cuda>\n"
+            f"<count>1</count>\n<name>GeForce</name>\n<have_cuda>1</have_cuda>\n"
+            f"<peak_flops>{gpu['peak_flops']}</peak_flops>\n"
+            f"<req_secs>{gpu['req_secs']}</req_secs>\n"
+            f"<req_instances>{gpu['req_instances']}</req_instances>\n"
+            f"<estimated_delay>{gpu['estimated_delay']}</estimated_delay>\n"
+            f"<cudaVersion>{gpu['cuda']}</cudaVersion>\n"
+            f"<drvVersion>{gpu['driver']}</drvVersion>\n"
+            f"<totalGlobalMem>{gpu['ram_mb'] * 1048576}</totalGlobalMem>\n"
+            f"<major>{gpu['compcap'] // 100}</major>\n"
+            f"<minor>{gpu['compcap'] % 100 // 10}</minor>\n"
+            "</coproc_cuda>\n</coprocs>",
+            1,
+        )
     return text
 
 
 def boinc_version_rows(case):
     """BOINC's platform and app_version rows for the case's versions."""
     now = case["now"]
-    rows = [insert("platform", dict(id=i, create_time=now, name=name, user_friendly_name=name))
-            for i, name in enumerate(PLATFORMS, 1)]
+    rows = [
+        insert("platform", dict(id=i, create_time=now, name=name, user_friendly_name=name))
+        for i, name in enumerate(PLATFORMS, 1)
+    ]
     for av in case["app_versions"]:
-        rows.append(insert("app_version", dict(
-            id=av["id"], create_time=now, appid=1, version_num=av["version_num"],
-            platformid=PLATFORMS.index(av.get("platform", PLATFORM)) + 1,
-            xml_doc=app_version_xml(av["version_num"]), plan_class=av.get("plan_class", ""),
-            beta=av.get("beta", 0), min_core_version=av.get("min_core_version", 0),
-            max_core_version=av.get("max_core_version", 0),
-            deprecated=av.get("deprecated", 0))))
+        rows.append(
+            insert(
+                "app_version",
+                dict(
+                    id=av["id"],
+                    create_time=now,
+                    appid=1,
+                    version_num=av["version_num"],
+                    platformid=PLATFORMS.index(av.get("platform", PLATFORM)) + 1,
+                    xml_doc=app_version_xml(av["version_num"]),
+                    plan_class=av.get("plan_class", ""),
+                    beta=av.get("beta", 0),
+                    min_core_version=av.get("min_core_version", 0),
+                    max_core_version=av.get("max_core_version", 0),
+                    deprecated=av.get("deprecated", 0),
+                ),
+            )
+        )
     return rows
 
 
@@ -523,19 +680,24 @@ def boincweb_versions(case, app):
     AppVersionFile.objects.all().delete()
     for av in case["app_versions"]:
         version = m.AppVersion.objects.create(
-            id=av["id"], app=app, version_num=av["version_num"],
-            platform=av.get("platform", PLATFORM), plan_class=av.get("plan_class", ""),
-            beta=bool(av.get("beta", 0)), min_core_version=av.get("min_core_version", 0),
+            id=av["id"],
+            app=app,
+            version_num=av["version_num"],
+            platform=av.get("platform", PLATFORM),
+            plan_class=av.get("plan_class", ""),
+            beta=bool(av.get("beta", 0)),
+            min_core_version=av.get("min_core_version", 0),
             max_core_version=av.get("max_core_version", 0),
-            deprecated=bool(av.get("deprecated", 0)))
-        AppVersionFile.objects.create(app_version=version, name=f"uppercase_{av['id']}",
-                                      nbytes=10, md5_cksum="0" * 32, file_signature="x")
+            deprecated=bool(av.get("deprecated", 0)),
+        )
+        AppVersionFile.objects.create(
+            app_version=version, name=f"uppercase_{av['id']}", nbytes=10, md5_cksum="0" * 32, file_signature="x"
+        )
 
 
 # --- credit (CreditNew and the validator's credit options) ----------------------------------
 
-CREDIT_METHODS = ("credit_new", "credit_new", "credit_new", "credit_from_wu",
-                  "credit_from_runtime", "no_credit")
+CREDIT_METHODS = ("credit_new", "credit_new", "credit_new", "credit_from_wu", "credit_from_runtime", "no_credit")
 
 
 def random_credit(case):
@@ -551,13 +713,17 @@ def random_credit(case):
     rc = random.Random(f"{case['seed']}:{case['step']}:{case['index']}:credit")
     case["config"]["credit"] = rc.choice(CREDIT_METHODS)
     case["config"]["max_granted_credit"] = rc.choice([200 * 1000 * 365] * 4 + [20.0])
-    case.setdefault("app", {}).update(min_avg_pfc=rc.choice([1.0, 1.0, 0.5, 2.0]),
-                                      host_scale_check=int(rc.random() < 0.3))
+    case.setdefault("app", {}).update(
+        min_avg_pfc=rc.choice([1.0, 1.0, 0.5, 2.0]), host_scale_check=int(rc.random() < 0.3)
+    )
     for av in case["app_versions"]:
         n = rc.choice([0, 0, 5, 100, 150, 500])
-        av.update(pfc_n=float(n), pfc_avg=rc.choice([0.5, 1.0, 2.0]) if n else 0.0,
-                  pfc_scale=rc.choice([0.0, 0.0, 1.0, 0.8, 1.3]),
-                  expavg_credit=rc.choice([0.0, 50.0]))
+        av.update(
+            pfc_n=float(n),
+            pfc_avg=rc.choice([0.5, 1.0, 2.0]) if n else 0.0,
+            pfc_scale=rc.choice([0.0, 0.0, 1.0, 0.8, 1.3]),
+            expavg_credit=rc.choice([0.0, 50.0]),
+        )
         av["expavg_time"] = case["now"] - 2 * DAY if av["expavg_credit"] else 0.0
     for hav in case["havs"]:
         n = rc.choice([0, 3, 10, 30])
@@ -572,8 +738,13 @@ def random_credit(case):
         r.update(elapsed_time=0.0, cpu_time=0.0, flops_estimate=0.0, runtime_outlier=0)
         if agree and r["server_state"] == S_IN_PROGRESS:
             # reported since: a success like random_result's
-            r.update(server_state=S_OVER, outcome=O_SUCCESS, validate_state=V_INIT,
-                     client_state=5, received_time=min(case["now"], r["sent_time"] + 3600))
+            r.update(
+                server_state=S_OVER,
+                outcome=O_SUCCESS,
+                validate_state=V_INIT,
+                client_state=5,
+                received_time=min(case["now"], r["sent_time"] + 3600),
+            )
         if r["outcome"] != O_SUCCESS:
             continue
         if agree:
@@ -583,9 +754,12 @@ def random_credit(case):
         elapsed = round(est / (flops or 4.3e9) * rc.choice([0.3, 0.8, 1.0, 1.2, 3.0, 12.0]), 3)
         if rc.random() < 0.1:
             elapsed = 0.0
-        r.update(elapsed_time=elapsed, cpu_time=round(elapsed * rc.choice([0.5, 1.0]), 3) or
-                 rc.choice([0.0, 100.0]), flops_estimate=flops,
-                 runtime_outlier=int(rc.random() < 0.15))
+        r.update(
+            elapsed_time=elapsed,
+            cpu_time=round(elapsed * rc.choice([0.5, 1.0]), 3) or rc.choice([0.0, 100.0]),
+            flops_estimate=flops,
+            runtime_outlier=int(rc.random() < 0.15),
+        )
 
 
 def credit_args(case):
@@ -598,9 +772,9 @@ def credit_args(case):
 def credit_options(case):
     """boincweb's SchedulerConfig credit fields for the case."""
     c = case["config"]
-    return {name: c["credit"] == name
-            for name in ("credit_from_wu", "credit_from_runtime", "no_credit")} | {
-        "max_granted_credit": float(c["max_granted_credit"])}
+    return {name: c["credit"] == name for name in ("credit_from_wu", "credit_from_runtime", "no_credit")} | {
+        "max_granted_credit": float(c["max_granted_credit"])
+    }
 
 
 def run_boinc_validator(project, args, now):
@@ -614,14 +788,17 @@ def run_boinc_validator(project, args, now):
 
     process = subprocess.Popen(
         [project.programs["validator"], "--app", "uppercase", "--sleep_interval", "1", *args],
-        cwd=project.project / "cgi-bin", env=project.env(now), stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT)
+        cwd=project.project / "cgi-bin",
+        env=project.env(now),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     deadline = time.time() + 20
     while time.time() < deadline and process.poll() is None:
         if not project.query("SELECT id FROM workunit WHERE need_validate <> 0"):
             break
         time.sleep(0.05)
-    time.sleep(1.0)     # the second scan and the write follow at once
+    time.sleep(1.0)  # the second scan and the write follow at once
     process.send_signal(signal.SIGHUP)
     try:
         out, _ = process.communicate(timeout=20)
@@ -634,20 +811,26 @@ def run_boinc_validator(project, args, now):
 def credit_rows_boinc(case):
     """UPDATEs giving BOINC's rows the case's credit inputs."""
     a = case["app"]
-    rows = [f"UPDATE app SET min_avg_pfc={a['min_avg_pfc']!r}, "
-            f"host_scale_check={a['host_scale_check']}"]
+    rows = [f"UPDATE app SET min_avg_pfc={a['min_avg_pfc']!r}, host_scale_check={a['host_scale_check']}"]
     for av in case["app_versions"]:
-        rows.append("UPDATE app_version SET " + ", ".join(
-            f"{k}={av[k]!r}" for k in AV_CREDIT_FIELDS + ("pfc_scale",)) + f" WHERE id={av['id']}")
+        rows.append(
+            "UPDATE app_version SET "
+            + ", ".join(f"{k}={av[k]!r}" for k in AV_CREDIT_FIELDS + ("pfc_scale",))
+            + f" WHERE id={av['id']}"
+        )
     for hav in case["havs"]:
-        rows.append(f"UPDATE host_app_version SET pfc_n={hav['pfc_n']!r}, "
-                    f"pfc_avg={hav['pfc_avg']!r}, consecutive_valid={hav['consecutive_valid']} "
-                    f"WHERE host_id={hav['host_id']} AND app_version_id={hav['app_version_id']}")
+        rows.append(
+            f"UPDATE host_app_version SET pfc_n={hav['pfc_n']!r}, "
+            f"pfc_avg={hav['pfc_avg']!r}, consecutive_valid={hav['consecutive_valid']} "
+            f"WHERE host_id={hav['host_id']} AND app_version_id={hav['app_version_id']}"
+        )
     for r in case["results"]:
         if r["outcome"] == O_SUCCESS:
-            rows.append(f"UPDATE result SET elapsed_time={r['elapsed_time']!r}, "
-                        f"cpu_time={r['cpu_time']!r}, flops_estimate={r['flops_estimate']!r}, "
-                        f"runtime_outlier={r['runtime_outlier']} WHERE id={r['id']}")
+            rows.append(
+                f"UPDATE result SET elapsed_time={r['elapsed_time']!r}, "
+                f"cpu_time={r['cpu_time']!r}, flops_estimate={r['flops_estimate']!r}, "
+                f"runtime_outlier={r['runtime_outlier']} WHERE id={r['id']}"
+            )
     return rows
 
 
@@ -657,17 +840,18 @@ def load_credit_boincweb(case):
 
     m.App.objects.update(**case["app"])
     for av in case["app_versions"]:
-        m.AppVersion.objects.filter(id=av["id"]).update(
-            **{k: av[k] for k in AV_CREDIT_FIELDS + ("pfc_scale",)})
+        m.AppVersion.objects.filter(id=av["id"]).update(**{k: av[k] for k in AV_CREDIT_FIELDS + ("pfc_scale",)})
     for hav in case["havs"]:
-        m.HostAppVersion.objects.filter(
-            host_id=hav["host_id"], app_version_id=hav["app_version_id"]).update(
-            pfc_n=hav["pfc_n"], pfc_avg=hav["pfc_avg"],
-            consecutive_valid=hav["consecutive_valid"])
+        m.HostAppVersion.objects.filter(host_id=hav["host_id"], app_version_id=hav["app_version_id"]).update(
+            pfc_n=hav["pfc_n"], pfc_avg=hav["pfc_avg"], consecutive_valid=hav["consecutive_valid"]
+        )
     for r in case["results"]:
         m.Result.objects.filter(id=r["id"]).update(
-            elapsed_time=r["elapsed_time"], cpu_time=r["cpu_time"],
-            flops_estimate=r["flops_estimate"], runtime_outlier=bool(r["runtime_outlier"]))
+            elapsed_time=r["elapsed_time"],
+            cpu_time=r["cpu_time"],
+            flops_estimate=r["flops_estimate"],
+            runtime_outlier=bool(r["runtime_outlier"]),
+        )
 
 
 AV_CREDIT_FIELDS = ("pfc_n", "pfc_avg", "expavg_credit", "expavg_time")
@@ -681,20 +865,22 @@ def credit_snapshot_boinc(cursor):
     versions = cursor.fetchall()
     cursor.execute("SELECT * FROM host_app_version")
     havs = cursor.fetchall()
-    return {"app_version": {v["id"]: {f: num(v[f]) for f in AV_CREDIT_FIELDS}
-                            for v in versions},
-            "hav_pfc": {f"{v['host_id']}/{v['app_version_id']}":
-                        {f: num(v[f]) for f in HAV_CREDIT_FIELDS} for v in havs}}
+    return {
+        "app_version": {v["id"]: {f: num(v[f]) for f in AV_CREDIT_FIELDS} for v in versions},
+        "hav_pfc": {f"{v['host_id']}/{v['app_version_id']}": {f: num(v[f]) for f in HAV_CREDIT_FIELDS} for v in havs},
+    }
 
 
 def credit_snapshot_boincweb():
     from backend import models as m
 
-    return {"app_version": {v.id: {f: num(getattr(v, f)) for f in AV_CREDIT_FIELDS}
-                            for v in m.AppVersion.objects.all()},
-            "hav_pfc": {f"{v.host_id}/{v.app_version_id}":
-                        {f: num(getattr(v, f)) for f in HAV_CREDIT_FIELDS}
-                        for v in m.HostAppVersion.objects.all()}}
+    return {
+        "app_version": {v.id: {f: num(getattr(v, f)) for f in AV_CREDIT_FIELDS} for v in m.AppVersion.objects.all()},
+        "hav_pfc": {
+            f"{v.host_id}/{v.app_version_id}": {f: num(getattr(v, f)) for f in HAV_CREDIT_FIELDS}
+            for v in m.HostAppVersion.objects.all()
+        },
+    }
 
 
 def random_request(rng, case):
@@ -709,22 +895,26 @@ def random_request(rng, case):
             reports.append(dict(name=r["name"], outcome=outcome))
     listed = None
     if rng.random() < 0.5:
-        listed = [r["name"] for r in mine if rng.random() < 0.5
-                  and r["name"] not in {x["name"] for x in reports}]
-    return dict(**{k: host[k] for k in ("os_name", "p_vendor", "p_model")},
-                cpu_req_secs=rng.choice([0.0, 1.0, 3600.0, 7200.0, 86400.0, 10 * 86400.0]),
-                cpu_req_instances=rng.choice([0.0, 0.0, 1.0, 2.0]),
-                estimated_delay=rng.choice([0.0, 0.0, 1.0, 3600.0, 50000.0]),
-                p_ncpus=host["p_ncpus"], p_fpops=host["p_fpops"], on_frac=host["on_frac"],
-                active_frac=host["active_frac"], m_nbytes=host["m_nbytes"],
-                reports=reports, other_results=listed)
+        listed = [r["name"] for r in mine if rng.random() < 0.5 and r["name"] not in {x["name"] for x in reports}]
+    return dict(
+        **{k: host[k] for k in ("os_name", "p_vendor", "p_model")},
+        cpu_req_secs=rng.choice([0.0, 1.0, 3600.0, 7200.0, 86400.0, 10 * 86400.0]),
+        cpu_req_instances=rng.choice([0.0, 0.0, 1.0, 2.0]),
+        estimated_delay=rng.choice([0.0, 0.0, 1.0, 3600.0, 50000.0]),
+        p_ncpus=host["p_ncpus"],
+        p_fpops=host["p_fpops"],
+        on_frac=host["on_frac"],
+        active_frac=host["active_frac"],
+        m_nbytes=host["m_nbytes"],
+        reports=reports,
+        other_results=listed,
+    )
 
 
 def beta_prefs(case, user):
     """User 1's project preferences: <allow_beta_work> when the case says so."""
     if user["id"] == 1 and case.get("version_options", {}).get("allow_beta_work"):
-        return ("<project_preferences>\n<allow_beta_work>1</allow_beta_work>\n"
-                "</project_preferences>\n")
+        return "<project_preferences>\n<allow_beta_work>1</allow_beta_work>\n</project_preferences>\n"
     return ""
 
 
@@ -735,11 +925,15 @@ def beta_prefs(case, user):
 WINDOWS = "windows_x86_64"
 PLATFORMS = (PLATFORM, PLATFORM_32, WINDOWS)
 HR_OS = ("Linux", "Linux", "Microsoft Windows 10", "Darwin", "FreeBSD", "Haiku")
-HR_CPUS = (("GenuineIntel", "Intel(R) Xeon(R) CPU E5-2670 v3"),
-           ("GenuineIntel", "Intel(R) Core(TM) i7-8700 CPU"),
-           ("GenuineIntel", "Intel(R) Pentium(R) 4 CPU"),
-           ("AuthenticAMD", "AMD Ryzen 7 5800X"), ("AuthenticAMD", "AMD Athlon(tm) 64 X2"),
-           ("ARM", "Cortex-A72"), ("Power Macintosh", "PowerPC G5"))
+HR_CPUS = (
+    ("GenuineIntel", "Intel(R) Xeon(R) CPU E5-2670 v3"),
+    ("GenuineIntel", "Intel(R) Core(TM) i7-8700 CPU"),
+    ("GenuineIntel", "Intel(R) Pentium(R) 4 CPU"),
+    ("AuthenticAMD", "AMD Ryzen 7 5800X"),
+    ("AuthenticAMD", "AMD Athlon(tm) 64 X2"),
+    ("ARM", "Cortex-A72"),
+    ("Power Macintosh", "PowerPC G5"),
+)
 
 
 def random_hr_options(rng):
@@ -747,10 +941,12 @@ def random_hr_options(rng):
     (BOINC refuses both at once), of type 1 or 2; homogeneous app version; hr_class_static."""
     where = rng.choice(["off", "project", "app", "app"])
     hr_type = rng.choice([1, 2])
-    return dict(homogeneous_redundancy=hr_type if where == "project" else 0,
-                app_hr=hr_type if where == "app" else 0,
-                homogeneous_app_version=rng.random() < 0.4,
-                hr_class_static=rng.random() < 0.2)
+    return dict(
+        homogeneous_redundancy=hr_type if where == "project" else 0,
+        app_hr=hr_type if where == "app" else 0,
+        homogeneous_app_version=rng.random() < 0.4,
+        hr_class_static=rng.random() < 0.2,
+    )
 
 
 def random_limit_options(rng):
@@ -758,28 +954,36 @@ def random_limit_options(rng):
     app's CPU limit, min_sendwork_interval (the host asked an hour ago) and report_max."""
     limits = []
     if rng.random() < 0.25:
-        limits.append(f"<project><total_limit><jobs>{rng.choice([1, 2, 3])}</jobs>"
-                      "</total_limit></project>")
+        limits.append(f"<project><total_limit><jobs>{rng.choice([1, 2, 3])}</jobs></total_limit></project>")
     if rng.random() < 0.25:
         per_proc = "<per_proc/>" if rng.random() < 0.5 else ""
-        limits.append(f"<app><app_name>uppercase</app_name><cpu_limit><jobs>"
-                      f"{rng.choice([1, 2])}</jobs>{per_proc}</cpu_limit></app>")
-    xml = ("<config>\n<max_jobs_in_progress>\n" + "\n".join(limits)
-           + "\n</max_jobs_in_progress>\n</config>\n") if limits else ""
-    return dict(max_wus_in_progress=rng.choice([0, 0, 0, 1, 2]),
-                max_wus_in_progress_gpu=rng.choice([0, 1]),
-                job_limits_xml=xml,
-                min_sendwork_interval=rng.choice([0, 0, 0, 1800, 7200]),
-                report_max=rng.choice([0, 0, 0, 1, 2]))
+        limits.append(
+            f"<app><app_name>uppercase</app_name><cpu_limit><jobs>"
+            f"{rng.choice([1, 2])}</jobs>{per_proc}</cpu_limit></app>"
+        )
+    xml = (
+        ("<config>\n<max_jobs_in_progress>\n" + "\n".join(limits) + "\n</max_jobs_in_progress>\n</config>\n")
+        if limits
+        else ""
+    )
+    return dict(
+        max_wus_in_progress=rng.choice([0, 0, 0, 1, 2]),
+        max_wus_in_progress_gpu=rng.choice([0, 1]),
+        job_limits_xml=xml,
+        min_sendwork_interval=rng.choice([0, 0, 0, 1800, 7200]),
+        report_max=rng.choice([0, 0, 0, 1, 2]),
+    )
 
 
 def random_reliable_options(rng):
     """Jobs that need reliable hosts, their shortened delay bound, and retries' priority."""
-    return dict(reliable_on_priority=rng.choice([0, 0, 1]),
-                reliable_reduced_delay_bound=rng.choice([0.0, 0.25, 0.5]),
-                reliable_max_avg_turnaround=rng.choice([0, 3600]),
-                reliable_priority_on_over=rng.choice([0, 0, 2]),
-                reliable_priority_on_over_except_error=rng.choice([0, 0, 1]))
+    return dict(
+        reliable_on_priority=rng.choice([0, 0, 1]),
+        reliable_reduced_delay_bound=rng.choice([0.0, 0.25, 0.5]),
+        reliable_max_avg_turnaround=rng.choice([0, 3600]),
+        reliable_priority_on_over=rng.choice([0, 0, 2]),
+        reliable_priority_on_over_except_error=rng.choice([0, 0, 1]),
+    )
 
 
 def random_app_limits(rng, case):
@@ -788,19 +992,20 @@ def random_app_limits(rng, case):
     its limit on one processor type goes on with its version for another."""
     if rng.random() >= 1 / 3:
         return
-    extra = rng.choice([f"<gpu_limit><jobs>{rng.choice([1, 2])}</jobs></gpu_limit>",
-                        f"<total_limit><jobs>{rng.choice([2, 3])}</jobs></total_limit>",
-                        "<gpu_limit><jobs>1</jobs></gpu_limit>"
-                        "<total_limit><jobs>3</jobs></total_limit>"])
+    extra = rng.choice(
+        [
+            f"<gpu_limit><jobs>{rng.choice([1, 2])}</jobs></gpu_limit>",
+            f"<total_limit><jobs>{rng.choice([2, 3])}</jobs></total_limit>",
+            "<gpu_limit><jobs>1</jobs></gpu_limit><total_limit><jobs>3</jobs></total_limit>",
+        ]
+    )
     config = case["config"]
     app = "<app><app_name>uppercase</app_name>"
-    xml = config.get("job_limits_xml") or (
-        "<config>\n<max_jobs_in_progress>\n</max_jobs_in_progress>\n</config>\n")
+    xml = config.get("job_limits_xml") or ("<config>\n<max_jobs_in_progress>\n</max_jobs_in_progress>\n</config>\n")
     if app in xml:
         xml = xml.replace(app, app + extra, 1)
     else:
-        xml = xml.replace("</max_jobs_in_progress>", f"{app}{extra}</app>\n"
-                          "</max_jobs_in_progress>", 1)
+        xml = xml.replace("</max_jobs_in_progress>", f"{app}{extra}</app>\n</max_jobs_in_progress>", 1)
     config["job_limits_xml"] = xml
 
 
@@ -817,8 +1022,7 @@ def add_hr_and_limits(case, rng):
     the workunits' committed hr_class and app version (none, the first host's, another's)."""
     hr, limits = random_hr_options(rng), random_limit_options(rng)
     case["config"].update(hr, **limits, **random_reliable_options(rng))
-    case["app"] = dict(homogeneous_redundancy=hr["app_hr"],
-                       homogeneous_app_version=hr["homogeneous_app_version"])
+    case["app"] = dict(homogeneous_redundancy=hr["app_hr"], homogeneous_app_version=hr["homogeneous_app_version"])
     for host in case["hosts"]:
         vendor, model = rng.choice(HR_CPUS)
         host.update(os_name=rng.choice(HR_OS), p_vendor=vendor, p_model=model)
@@ -841,16 +1045,29 @@ def add_hr_and_limits(case, rng):
                 r["priority"] = priorities[r["workunitid"]]
 
 
-RELIABLE_OPTIONS = ("reliable_on_priority", "reliable_reduced_delay_bound",
-                    "reliable_max_avg_turnaround", "reliable_priority_on_over",
-                    "reliable_priority_on_over_except_error")
+RELIABLE_OPTIONS = (
+    "reliable_on_priority",
+    "reliable_reduced_delay_bound",
+    "reliable_max_avg_turnaround",
+    "reliable_priority_on_over",
+    "reliable_priority_on_over_except_error",
+)
 
 
 def boinc_hr_and_limit_options(config):
     """config.xml options and flags for BOINC's side (config_aux.xml is written apart)."""
-    options = {name: config[name] for name in (
-        "homogeneous_redundancy", "max_wus_in_progress", "max_wus_in_progress_gpu",
-        "min_sendwork_interval", "report_max", *RELIABLE_OPTIONS) if config.get(name)}
+    options = {
+        name: config[name]
+        for name in (
+            "homogeneous_redundancy",
+            "max_wus_in_progress",
+            "max_wus_in_progress_gpu",
+            "min_sendwork_interval",
+            "report_max",
+            *RELIABLE_OPTIONS,
+        )
+        if config.get(name)
+    }
     flags = ["hr_class_static"] if config.get("hr_class_static") else []
     return options, flags
 
@@ -859,10 +1076,19 @@ def boincweb_hr_and_limit_options(config):
     """SchedulerConfig options for boincweb's side."""
     from backend.daemons.sched_limit import read_job_limits
 
-    options = {name: config[name] for name in (
-        "homogeneous_redundancy", "hr_class_static", "max_wus_in_progress",
-        "max_wus_in_progress_gpu", "min_sendwork_interval", "report_max", *RELIABLE_OPTIONS)
-        if name in config}
+    options = {
+        name: config[name]
+        for name in (
+            "homogeneous_redundancy",
+            "hr_class_static",
+            "max_wus_in_progress",
+            "max_wus_in_progress_gpu",
+            "min_sendwork_interval",
+            "report_max",
+            *RELIABLE_OPTIONS,
+        )
+        if name in config
+    }
     if config.get("job_limits_xml"):
         options["job_limits"] = read_job_limits(config["job_limits_xml"])
     return options
@@ -875,17 +1101,38 @@ def request_xml(case):
     for report in q["reports"]:
         state, status = {"success": (5, 0), "error": (3, 1), "abort": (6, 203)}[report["outcome"]]
         reports.append(dict(name=report["name"], state=state, exit_status=status))
-    return locality_request_xml(case, disk_request_xml(case, version_request_xml(
-        case, scheduler_request_xml(
-        authenticator=case["users"][0]["authenticator"], hostid=1, req_secs=q["cpu_req_secs"],
-        req_instances=q["cpu_req_instances"], estimated_delay=q["estimated_delay"],
-        host=dict(p_ncpus=q["p_ncpus"], p_fpops=q["p_fpops"], m_nbytes=q["m_nbytes"],
-                  on_frac=q["on_frac"], active_frac=q["active_frac"], os_name=q["os_name"],
-                  p_vendor=q["p_vendor"], p_model=q["p_model"]),
-        reports=reports, other_results=q["other_results"]))))
+    return locality_request_xml(
+        case,
+        disk_request_xml(
+            case,
+            version_request_xml(
+                case,
+                scheduler_request_xml(
+                    authenticator=case["users"][0]["authenticator"],
+                    hostid=1,
+                    req_secs=q["cpu_req_secs"],
+                    req_instances=q["cpu_req_instances"],
+                    estimated_delay=q["estimated_delay"],
+                    host=dict(
+                        p_ncpus=q["p_ncpus"],
+                        p_fpops=q["p_fpops"],
+                        m_nbytes=q["m_nbytes"],
+                        on_frac=q["on_frac"],
+                        active_frac=q["active_frac"],
+                        os_name=q["os_name"],
+                        p_vendor=q["p_vendor"],
+                        p_model=q["p_model"],
+                    ),
+                    reports=reports,
+                    other_results=q["other_results"],
+                ),
+            ),
+        ),
+    )
 
 
 # --- BOINC's side --------------------------------------------------------------------------
+
 
 class Boinc:
     """BOINC's side of the harness: a throwaway project (``boinc_server.Project``) whose
@@ -897,23 +1144,29 @@ class Boinc:
         self.programs = self.project_.programs
         # the index sched_locality.cpp send_old_work names (Einstein@home's; not in
         # db/constraints.sql, and MariaDB refuses a USE INDEX of an index that is not there)
-        self.project_.execute(["ALTER TABLE result ADD INDEX res_create_server_state "
-                               "(create_time, server_state)"])
+        self.project_.execute(["ALTER TABLE result ADD INDEX res_create_server_state (create_time, server_state)"])
 
     def write_config(self, config, case=None):
         options, flags = boinc_hr_and_limit_options(config)
         local_options, local_flags = boinc_locality_options(case or {})
         options, flags = {**options, **local_options}, flags + local_flags
-        self.project_.write_config({
-            "report_grace_period": config["report_grace_period"],
-            "daily_result_quota": config["daily_result_quota"],
-            "max_wus_to_send": config["max_wus_to_send"],
-            "delete_delay_hours": config["delete_delay"] / 3600,
-            "version_select_random_factor": 0, **options,
-            **({"default_disk_min_free_gb": config["default_disk_min_free_gb"]}
-               if "default_disk_min_free_gb" in config else {})},
-            [flag for flag in ("one_result_per_user_per_wu", "resend_lost_results")
-             if config[flag]] + flags, long_name="differential")
+        self.project_.write_config(
+            {
+                "report_grace_period": config["report_grace_period"],
+                "daily_result_quota": config["daily_result_quota"],
+                "max_wus_to_send": config["max_wus_to_send"],
+                "delete_delay_hours": config["delete_delay"] / 3600,
+                "version_select_random_factor": 0,
+                **options,
+                **(
+                    {"default_disk_min_free_gb": config["default_disk_min_free_gb"]}
+                    if "default_disk_min_free_gb" in config
+                    else {}
+                ),
+            },
+            [flag for flag in ("one_result_per_user_per_wu", "resend_lost_results") if config[flag]] + flags,
+            long_name="differential",
+        )
         aux = self.project / "config_aux.xml"
         aux.unlink(missing_ok=True)
         if config.get("job_limits_xml"):
@@ -962,8 +1215,7 @@ class Boinc:
         return normal_boinc(got) | credit
 
     def files(self):
-        return {folder: sorted(p.name for p in (self.project / folder).iterdir())
-                for folder in ("upload", "download")}
+        return {folder: sorted(p.name for p in (self.project / folder).iterdir()) for folder in ("upload", "download")}
 
 
 PROGRAMS = ("transitioner", "validator", "assimilator", "file_deleter", "scheduler", "feeder")
@@ -978,91 +1230,213 @@ def boinc_rows(case):
     now = case["now"]
     rows = boinc_version_rows(case)
     app = case["app"]
-    rows.append(insert("app", dict(id=1, create_time=now, name="uppercase",
-                                   user_friendly_name="uppercase",
-                                   homogeneous_redundancy=app["homogeneous_redundancy"],
-                                   homogeneous_app_version=app["homogeneous_app_version"])))
+    rows.append(
+        insert(
+            "app",
+            dict(
+                id=1,
+                create_time=now,
+                name="uppercase",
+                user_friendly_name="uppercase",
+                homogeneous_redundancy=app["homogeneous_redundancy"],
+                homogeneous_app_version=app["homogeneous_app_version"],
+            ),
+        )
+    )
     for t in case["teams"]:
-        rows.append(insert("team", dict(id=t["id"], create_time=now, userid=1,
-                                        name=f"team{t['id']}", expavg_time=0)))
+        rows.append(insert("team", dict(id=t["id"], create_time=now, userid=1, name=f"team{t['id']}", expavg_time=0)))
     for u in case["users"]:
-        rows.append(insert("user", dict(id=u["id"], create_time=now,
-                                        email_addr=f"u{u['id']}@example.org",
-                                        name=f"user{u['id']}", authenticator=u["authenticator"],
-                                        teamid=u["teamid"], total_credit=0, expavg_credit=0,
-                                        expavg_time=0, venue="", cross_project_id="x",
-                                        passwd_hash="x", project_prefs=beta_prefs(case, u))))
+        rows.append(
+            insert(
+                "user",
+                dict(
+                    id=u["id"],
+                    create_time=now,
+                    email_addr=f"u{u['id']}@example.org",
+                    name=f"user{u['id']}",
+                    authenticator=u["authenticator"],
+                    teamid=u["teamid"],
+                    total_credit=0,
+                    expavg_credit=0,
+                    expavg_time=0,
+                    venue="",
+                    cross_project_id="x",
+                    passwd_hash="x",
+                    project_prefs=beta_prefs(case, u),
+                ),
+            )
+        )
     for h in case["hosts"]:
-        rows.append(insert("host", dict(
-            id=h["id"], create_time=now - 30 * DAY, userid=h["userid"], rpc_seqno=4,
-            rpc_time=now - 3600, total_credit=h["total_credit"],
-            expavg_credit=h["expavg_credit"], expavg_time=h["expavg_time"],
-            domain_name=f"host{h['id']}", host_cpid=f"cpid{h['id']}", on_frac=h["on_frac"],
-            connected_frac=1, active_frac=h["active_frac"], gpu_active_frac=1,
-            p_ncpus=h["p_ncpus"], p_fpops=h["p_fpops"], p_iops=1e9, m_nbytes=h["m_nbytes"],
-            d_total=1e12, d_free=5e11, avg_turnaround=h["avg_turnaround"], venue="",
-            product_name="", os_name=h["os_name"], p_vendor=h["p_vendor"],
-            p_model=h["p_model"], os_version="6.1", misc="")))
+        rows.append(
+            insert(
+                "host",
+                dict(
+                    id=h["id"],
+                    create_time=now - 30 * DAY,
+                    userid=h["userid"],
+                    rpc_seqno=4,
+                    rpc_time=now - 3600,
+                    total_credit=h["total_credit"],
+                    expavg_credit=h["expavg_credit"],
+                    expavg_time=h["expavg_time"],
+                    domain_name=f"host{h['id']}",
+                    host_cpid=f"cpid{h['id']}",
+                    on_frac=h["on_frac"],
+                    connected_frac=1,
+                    active_frac=h["active_frac"],
+                    gpu_active_frac=1,
+                    p_ncpus=h["p_ncpus"],
+                    p_fpops=h["p_fpops"],
+                    p_iops=1e9,
+                    m_nbytes=h["m_nbytes"],
+                    d_total=1e12,
+                    d_free=5e11,
+                    avg_turnaround=h["avg_turnaround"],
+                    venue="",
+                    product_name="",
+                    os_name=h["os_name"],
+                    p_vendor=h["p_vendor"],
+                    p_model=h["p_model"],
+                    os_version="6.1",
+                    misc="",
+                ),
+            )
+        )
     day_start = now // DAY * DAY
     for hav in case["havs"]:
-        rows.append(insert("host_app_version", dict(
-            host_id=hav["host_id"], app_version_id=hav["app_version_id"],
-            max_jobs_per_day=hav["max_jobs_per_day"], n_jobs_today=hav["n_jobs_today"],
-            consecutive_valid=hav["consecutive_valid"], et_n=hav.get("et_n", 0),
-            et_avg=hav.get("et_avg", 0), pfc_n=hav.get("pfc_n", 0),
-            pfc_avg=hav.get("pfc_avg", 0))))
+        rows.append(
+            insert(
+                "host_app_version",
+                dict(
+                    host_id=hav["host_id"],
+                    app_version_id=hav["app_version_id"],
+                    max_jobs_per_day=hav["max_jobs_per_day"],
+                    n_jobs_today=hav["n_jobs_today"],
+                    consecutive_valid=hav["consecutive_valid"],
+                    et_n=hav.get("et_n", 0),
+                    et_avg=hav.get("et_avg", 0),
+                    pfc_n=hav.get("pfc_n", 0),
+                    pfc_avg=hav.get("pfc_avg", 0),
+                ),
+            )
+        )
     del day_start
     for wu in case["wus"]:
         infile = wu.get("input", f"{wu['name']}.in")
-        xml = (f"<file_info>\n<name>{infile}</name>\n</file_info>\n<workunit>\n"
-               f"<file_ref>\n<file_name>{infile}</file_name>\n<open_name>in</open_name>\n"
-               "</file_ref>\n</workunit>\n")
-        rows.append(insert("workunit", dict(
-            id=wu["id"], create_time=now - 5 * DAY, appid=1, name=wu["name"], xml_doc=xml,
-            rsc_fpops_est=wu["rsc_fpops_est"], rsc_fpops_bound=wu["rsc_fpops_est"] * 10,
-            rsc_memory_bound=wu["rsc_memory_bound"], rsc_disk_bound=wu["rsc_disk_bound"],
-            rsc_bandwidth_bound=wu.get("rsc_bandwidth_bound", 0.0),
-            need_validate=wu["need_validate"], canonical_resultid=wu["canonical_resultid"],
-            canonical_credit=wu["canonical_credit"], transition_time=wu["transition_time"],
-            delay_bound=wu["delay_bound"], error_mask=wu["error_mask"],
-            file_delete_state=wu["file_delete_state"],
-            assimilate_state=wu["assimilate_state"], hr_class=wu["hr_class"],
-            min_quorum=wu["min_quorum"], target_nresults=wu["target_nresults"],
-            max_error_results=wu["max_error_results"],
-            max_total_results=wu["max_total_results"],
-            max_success_results=wu["max_success_results"], result_template_file="templates/out",
-            priority=wu["priority"], transitioner_flags=wu["transitioner_flags"],
-            app_version_id=wu["app_version_id"], size_class=-1, keywords="",
-            app_version_num=wu.get("app_version_num", 0))))
+        xml = (
+            f"<file_info>\n<name>{infile}</name>\n</file_info>\n<workunit>\n"
+            f"<file_ref>\n<file_name>{infile}</file_name>\n<open_name>in</open_name>\n"
+            "</file_ref>\n</workunit>\n"
+        )
+        rows.append(
+            insert(
+                "workunit",
+                dict(
+                    id=wu["id"],
+                    create_time=now - 5 * DAY,
+                    appid=1,
+                    name=wu["name"],
+                    xml_doc=xml,
+                    rsc_fpops_est=wu["rsc_fpops_est"],
+                    rsc_fpops_bound=wu["rsc_fpops_est"] * 10,
+                    rsc_memory_bound=wu["rsc_memory_bound"],
+                    rsc_disk_bound=wu["rsc_disk_bound"],
+                    rsc_bandwidth_bound=wu.get("rsc_bandwidth_bound", 0.0),
+                    need_validate=wu["need_validate"],
+                    canonical_resultid=wu["canonical_resultid"],
+                    canonical_credit=wu["canonical_credit"],
+                    transition_time=wu["transition_time"],
+                    delay_bound=wu["delay_bound"],
+                    error_mask=wu["error_mask"],
+                    file_delete_state=wu["file_delete_state"],
+                    assimilate_state=wu["assimilate_state"],
+                    hr_class=wu["hr_class"],
+                    min_quorum=wu["min_quorum"],
+                    target_nresults=wu["target_nresults"],
+                    max_error_results=wu["max_error_results"],
+                    max_total_results=wu["max_total_results"],
+                    max_success_results=wu["max_success_results"],
+                    result_template_file="templates/out",
+                    priority=wu["priority"],
+                    transitioner_flags=wu["transitioner_flags"],
+                    app_version_id=wu["app_version_id"],
+                    size_class=-1,
+                    keywords="",
+                    app_version_num=wu.get("app_version_num", 0),
+                ),
+            )
+        )
     for r in case["results"]:
         out = ""
         if r["output"] is not None:
-            out = (f"<file_info>\n<name>{output_name(r)}</name>\n<nbytes>{len(r['output'])}"
-                   "</nbytes>\n</file_info>\n")
-        rows.append(insert("result", dict(
-            id=r["id"], create_time=r["create_time"], workunitid=r["workunitid"],
-            server_state=r["server_state"], outcome=r["outcome"],
-            client_state=r["client_state"], hostid=r["hostid"], userid=r["userid"],
-            report_deadline=r["report_deadline"], sent_time=r["sent_time"],
-            received_time=r["received_time"], name=r["name"], xml_doc_out=out,
-            xml_doc_in=(f"<file_info>\n<name>{output_name(r)}</name>\n<generated_locally/>\n"
+            out = f"<file_info>\n<name>{output_name(r)}</name>\n<nbytes>{len(r['output'])}</nbytes>\n</file_info>\n"
+        rows.append(
+            insert(
+                "result",
+                dict(
+                    id=r["id"],
+                    create_time=r["create_time"],
+                    workunitid=r["workunitid"],
+                    server_state=r["server_state"],
+                    outcome=r["outcome"],
+                    client_state=r["client_state"],
+                    hostid=r["hostid"],
+                    userid=r["userid"],
+                    report_deadline=r["report_deadline"],
+                    sent_time=r["sent_time"],
+                    received_time=r["received_time"],
+                    name=r["name"],
+                    xml_doc_out=out,
+                    xml_doc_in=(
+                        f"<file_info>\n<name>{output_name(r)}</name>\n<generated_locally/>\n"
                         "<upload_when_present/>\n<max_nbytes>10000000</max_nbytes>\n"
                         "<url>http://localhost/p/upload</url>\n</file_info>\n<result>\n"
                         f"<file_ref>\n<file_name>{output_name(r)}</file_name>\n"
-                        "<open_name>out</open_name>\n</file_ref>\n</result>\n"),
-            file_delete_state=r["file_delete_state"], validate_state=r["validate_state"],
-            granted_credit=r["granted_credit"], random=r["id"], appid=1,
-            exit_status=r["exit_status"], priority=r["priority"],
-            app_version_id=r["app_version_id"], size_class=-1, teamid=0)))
+                        "<open_name>out</open_name>\n</file_ref>\n</result>\n"
+                    ),
+                    file_delete_state=r["file_delete_state"],
+                    validate_state=r["validate_state"],
+                    granted_credit=r["granted_credit"],
+                    random=r["id"],
+                    appid=1,
+                    exit_status=r["exit_status"],
+                    priority=r["priority"],
+                    app_version_id=r["app_version_id"],
+                    size_class=-1,
+                    teamid=0,
+                ),
+            )
+        )
     return rows
 
 
-RESULT_FIELDS = ("server_state", "outcome", "validate_state", "file_delete_state", "hostid",
-                 "userid", "report_deadline", "sent_time", "received_time", "exit_status",
-                 "app_version_id", "granted_credit", "priority")
-WU_FIELDS = ("need_validate", "canonical_resultid", "canonical_credit", "transition_time",
-             "error_mask", "file_delete_state", "assimilate_state", "hr_class",
-             "target_nresults", "app_version_id")
+RESULT_FIELDS = (
+    "server_state",
+    "outcome",
+    "validate_state",
+    "file_delete_state",
+    "hostid",
+    "userid",
+    "report_deadline",
+    "sent_time",
+    "received_time",
+    "exit_status",
+    "app_version_id",
+    "granted_credit",
+    "priority",
+)
+WU_FIELDS = (
+    "need_validate",
+    "canonical_resultid",
+    "canonical_credit",
+    "transition_time",
+    "error_mask",
+    "file_delete_state",
+    "assimilate_state",
+    "hr_class",
+    "target_nresults",
+    "app_version_id",
+)
 HOST_FIELDS = ("total_credit", "expavg_credit", "expavg_time", "avg_turnaround")
 CREDIT_FIELDS = ("total_credit", "expavg_credit", "expavg_time")
 HAV_FIELDS = ("max_jobs_per_day", "n_jobs_today", "consecutive_valid")
@@ -1075,8 +1449,9 @@ def normal_boinc(got):
         "host": {h["id"]: {f: num(h[f]) for f in HOST_FIELDS} for h in got["host"]},
         "user": {u["id"]: {f: num(u[f]) for f in CREDIT_FIELDS} for u in got["user"]},
         "team": {t["id"]: {f: num(t[f]) for f in CREDIT_FIELDS} for t in got["team"]},
-        "host_app_version": {f"{v['host_id']}/{v['app_version_id']}":
-                             {f: num(v[f]) for f in HAV_FIELDS} for v in got["host_app_version"]},
+        "host_app_version": {
+            f"{v['host_id']}/{v['app_version_id']}": {f: num(v[f]) for f in HAV_FIELDS} for v in got["host_app_version"]
+        },
     }
 
 
@@ -1099,6 +1474,7 @@ def parse_boinc_reply(text):
 
 # --- boincweb's side -----------------------------------------------------------------------
 
+
 class Boincweb:
     def __init__(self, work):
         self.work = work
@@ -1116,22 +1492,39 @@ class Boincweb:
             shutil.rmtree(folder, ignore_errors=True)
             Path(folder).mkdir(parents=True)
         with transaction.atomic():
-            for model in (m.LifecycleEvent, m.AssimilatedResult, m.File, m.Result, m.Workunit,
-                          m.HostAppVersion, m.HostFile, m.Host, m.UserCredit, m.Team,
-                          m.LocalityTrigger, m.AppVersion, m.App):
+            for model in (
+                m.LifecycleEvent,
+                m.AssimilatedResult,
+                m.File,
+                m.Result,
+                m.Workunit,
+                m.HostAppVersion,
+                m.HostFile,
+                m.Host,
+                m.UserCredit,
+                m.Team,
+                m.LocalityTrigger,
+                m.AppVersion,
+                m.App,
+            ):
                 model.objects.all().delete()
             User.objects.all().delete()
             config = case["config"]
-            app = m.App.objects.create(id=1, name="uppercase", delete_delay=config["delete_delay"],
-                                       create_time=case["now"], min_quorum=1,
-                                       target_nresults=0 or 1, max_output_nbytes=10**7,
-                                       locality_scheduling="locality" in case, **case["app"])
+            app = m.App.objects.create(
+                id=1,
+                name="uppercase",
+                delete_delay=config["delete_delay"],
+                create_time=case["now"],
+                min_quorum=1,
+                target_nresults=0 or 1,
+                max_output_nbytes=10**7,
+                locality_scheduling="locality" in case,
+                **case["app"],
+            )
             for name, nbytes in case.get("locality", {}).get("files", {}).items():
-                m.File.objects.create(name=name, kind="input", nbytes=nbytes, sticky=True,
-                                      report_on_rpc=True)
+                m.File.objects.create(name=name, kind="input", nbytes=nbytes, sticky=True, report_on_rpc=True)
                 # no more work can be made for it, as BOINC finds no trigger to set
-                m.LocalityTrigger.objects.create(app=app, file_name=name,
-                                                 no_work_available=True)
+                m.LocalityTrigger.objects.create(app=app, file_name=name, no_work_available=True)
             boincweb_versions(case, app)
             for t in case["teams"]:
                 m.Team.objects.create(id=t["id"], name=f"team{t['id']}")
@@ -1140,34 +1533,70 @@ class Boincweb:
                 m.UserCredit.objects.create(user=user, team_id=u["teamid"] or None)
             for h in case["hosts"]:
                 m.Host.objects.create(
-                    id=h["id"], owner_id=h["userid"], domain_name=f"host{h['id']}",
-                    p_ncpus=h["p_ncpus"], p_fpops=h["p_fpops"], on_frac=h["on_frac"],
-                    active_frac=h["active_frac"], m_nbytes=h["m_nbytes"],
-                    os_name=h["os_name"], total_credit=h["total_credit"], expavg_credit=h["expavg_credit"],
-                    expavg_time=h["expavg_time"], avg_turnaround=h["avg_turnaround"],
-                    rpc_seqno=4, rpc_time=case["now"] - 3600, platform=PLATFORM)
+                    id=h["id"],
+                    owner_id=h["userid"],
+                    domain_name=f"host{h['id']}",
+                    p_ncpus=h["p_ncpus"],
+                    p_fpops=h["p_fpops"],
+                    on_frac=h["on_frac"],
+                    active_frac=h["active_frac"],
+                    m_nbytes=h["m_nbytes"],
+                    os_name=h["os_name"],
+                    total_credit=h["total_credit"],
+                    expavg_credit=h["expavg_credit"],
+                    expavg_time=h["expavg_time"],
+                    avg_turnaround=h["avg_turnaround"],
+                    rpc_seqno=4,
+                    rpc_time=case["now"] - 3600,
+                    platform=PLATFORM,
+                )
             for hav in case["havs"]:
                 m.HostAppVersion.objects.create(
-                    host_id=hav["host_id"], app_version_id=hav["app_version_id"],
-                    max_jobs_per_day=hav["max_jobs_per_day"], n_jobs_today=hav["n_jobs_today"],
+                    host_id=hav["host_id"],
+                    app_version_id=hav["app_version_id"],
+                    max_jobs_per_day=hav["max_jobs_per_day"],
+                    n_jobs_today=hav["n_jobs_today"],
                     jobs_day=(case["now"] - 3600) // DAY,
-                    consecutive_valid=hav["consecutive_valid"], et_n=hav.get("et_n", 0),
-                    et_avg=hav.get("et_avg", 0), pfc_n=hav.get("pfc_n", 0),
-                    pfc_avg=hav.get("pfc_avg", 0))
+                    consecutive_valid=hav["consecutive_valid"],
+                    et_n=hav.get("et_n", 0),
+                    et_avg=hav.get("et_avg", 0),
+                    pfc_n=hav.get("pfc_n", 0),
+                    pfc_avg=hav.get("pfc_avg", 0),
+                )
             for wu in case["wus"]:
                 row = m.Workunit.objects.create(
-                    id=wu["id"], app=app, name=wu["name"], create_time=case["now"] - 5 * DAY,
-                    **{k: wu[k] for k in (
-                        "rsc_fpops_est", "rsc_memory_bound", "rsc_disk_bound", "delay_bound",
-                        "error_mask", "file_delete_state", "assimilate_state", "hr_class",
-                        "min_quorum", "target_nresults", "max_error_results",
-                        "max_total_results", "max_success_results", "priority",
-                        "transitioner_flags", "transition_time", "canonical_credit")},
+                    id=wu["id"],
+                    app=app,
+                    name=wu["name"],
+                    create_time=case["now"] - 5 * DAY,
+                    **{
+                        k: wu[k]
+                        for k in (
+                            "rsc_fpops_est",
+                            "rsc_memory_bound",
+                            "rsc_disk_bound",
+                            "delay_bound",
+                            "error_mask",
+                            "file_delete_state",
+                            "assimilate_state",
+                            "hr_class",
+                            "min_quorum",
+                            "target_nresults",
+                            "max_error_results",
+                            "max_total_results",
+                            "max_success_results",
+                            "priority",
+                            "transitioner_flags",
+                            "transition_time",
+                            "canonical_credit",
+                        )
+                    },
                     rsc_fpops_bound=wu["rsc_fpops_est"] * 10,
                     rsc_bandwidth_bound=wu.get("rsc_bandwidth_bound", 0.0),
                     need_validate=bool(wu["need_validate"]),
                     app_version_num=wu.get("app_version_num", 0),
-                    app_version_id=wu["app_version_id"] or None)
+                    app_version_id=wu["app_version_id"] or None,
+                )
                 if "input" in wu:
                     row.input_files.add(m.File.objects.get(name=wu["input"]))
                     continue
@@ -1178,28 +1607,49 @@ class Boincweb:
                 path.write_bytes(b"input\n")
             for r in case["results"]:
                 result = m.Result.objects.create(
-                    id=r["id"], workunit_id=r["workunitid"], app=app, name=r["name"],
-                    create_time=r["create_time"], host_id=r["hostid"] or None,
-                    user_id=r["userid"] or None, app_version_id=r["app_version_id"] or None,
+                    id=r["id"],
+                    workunit_id=r["workunitid"],
+                    app=app,
+                    name=r["name"],
+                    create_time=r["create_time"],
+                    host_id=r["hostid"] or None,
+                    user_id=r["userid"] or None,
+                    app_version_id=r["app_version_id"] or None,
                     random=r["id"],
-                    **{k: r[k] for k in ("server_state", "outcome", "validate_state",
-                                         "file_delete_state", "client_state",
-                                         "report_deadline", "sent_time", "received_time",
-                                         "exit_status", "priority", "granted_credit")})
+                    **{
+                        k: r[k]
+                        for k in (
+                            "server_state",
+                            "outcome",
+                            "validate_state",
+                            "file_delete_state",
+                            "client_state",
+                            "report_deadline",
+                            "sent_time",
+                            "received_time",
+                            "exit_status",
+                            "priority",
+                            "granted_credit",
+                        )
+                    },
+                )
                 if r["output"] is not None:
                     import hashlib
 
                     name = result.output_file_name(0)
-                    m.File.objects.create(name=name, kind="output", result=result,
-                                          nbytes=len(r["output"]),
-                                          md5_cksum=hashlib.md5(r["output"]).hexdigest())
+                    m.File.objects.create(
+                        name=name,
+                        kind="output",
+                        result=result,
+                        nbytes=len(r["output"]),
+                        md5_cksum=hashlib.md5(r["output"]).hexdigest(),
+                    )
                     path = settings.UPLOAD_DIR / name
                     path.parent.mkdir(parents=True, exist_ok=True)
                     path.write_bytes(r["output"])
             for wu in case["wus"]:
                 if wu["canonical_resultid"]:
-                    m.Workunit.objects.filter(id=wu["id"]).update(
-                        canonical_result_id=wu["canonical_resultid"])
+                    m.Workunit.objects.filter(id=wu["id"]).update(canonical_result_id=wu["canonical_resultid"])
             load_credit_boincweb(case)
 
     def config(self, case):
@@ -1208,15 +1658,19 @@ class Boincweb:
         c = case["config"]
         return SchedulerConfig(
             report_grace_period=c["report_grace_period"],
-            daily_result_quota=c["daily_result_quota"], max_wus_to_send=c["max_wus_to_send"],
+            daily_result_quota=c["daily_result_quota"],
+            max_wus_to_send=c["max_wus_to_send"],
             one_result_per_user_per_wu=c["one_result_per_user_per_wu"],
-            resend_lost_results=c["resend_lost_results"], keep_due_workunits=False,
+            resend_lost_results=c["resend_lost_results"],
+            keep_due_workunits=False,
             version_select_random_factor=0.0,
             plan_class_spec=str(write_plan_classes(self.work)),
             hav_last_copy_wins=True,
             default_disk_min_free_gb=c.get("default_disk_min_free_gb", 1.0),
-            **credit_options(case), **boincweb_hr_and_limit_options(c),
-            **boincweb_locality_options(case))
+            **credit_options(case),
+            **boincweb_hr_and_limit_options(c),
+            **boincweb_locality_options(case),
+        )
 
     def run(self, step, case):
         from backend.daemons import get_daemon
@@ -1242,10 +1696,13 @@ class Boincweb:
             reply = handle_request(request, now=case["now"], config=config)
         except SchedulerRequestError as error:
             return {"error": error.reason}
-        return dict(jobs=sorted([j.name, j.report_deadline] for j in reply.results),
-                    request_delay=float(reply.request_delay),
-                    messages=sorted({m.priority for m in reply.messages}),
-                    acks=sorted(reply.result_acks), deletes=sorted(reply.delete_file_infos))
+        return dict(
+            jobs=sorted([j.name, j.report_deadline] for j in reply.results),
+            request_delay=float(reply.request_delay),
+            messages=sorted({m.priority for m in reply.messages}),
+            acks=sorted(reply.result_acks),
+            deletes=sorted(reply.delete_file_infos),
+        )
 
     def snapshot(self):
         from backend import models as m
@@ -1254,32 +1711,50 @@ class Boincweb:
             return 0 if v is None else v
 
         return {
-            "workunit": {w.name: {
-                "need_validate": int(w.need_validate), "canonical_resultid":
-                z(w.canonical_result_id), "canonical_credit": num(w.canonical_credit),
-                "transition_time": w.transition_time, "error_mask": w.error_mask,
-                "file_delete_state": w.file_delete_state,
-                "assimilate_state": w.assimilate_state, "hr_class": w.hr_class,
-                "target_nresults": w.target_nresults, "app_version_id": z(w.app_version_id)}
-                for w in m.Workunit.objects.all()},
-            "result": {r.name: {
-                "server_state": r.server_state, "outcome": r.outcome,
-                "validate_state": r.validate_state, "file_delete_state": r.file_delete_state,
-                "hostid": z(r.host_id), "userid": z(r.user_id),
-                "report_deadline": r.report_deadline, "sent_time": r.sent_time,
-                "received_time": r.received_time, "exit_status": r.exit_status,
-                "app_version_id": z(r.app_version_id), "granted_credit": num(r.granted_credit),
-                "priority": r.priority} for r in m.Result.objects.all()},
-            "host": {h.id: {f: num(getattr(h, f)) for f in HOST_FIELDS}
-                     for h in m.Host.objects.all()},
-            "user": {u.user_id: {f: num(getattr(u, f)) for f in CREDIT_FIELDS}
-                     for u in m.UserCredit.objects.all()},
-            "team": {t.id: {f: num(getattr(t, f)) for f in CREDIT_FIELDS}
-                     for t in m.Team.objects.all()},
-            "host_app_version": {f"{v.host_id}/{v.app_version_id}": {
-                "max_jobs_per_day": v.max_jobs_per_day, "n_jobs_today": v.n_jobs_today,
-                "consecutive_valid": v.consecutive_valid}
-                for v in m.HostAppVersion.objects.all()},
+            "workunit": {
+                w.name: {
+                    "need_validate": int(w.need_validate),
+                    "canonical_resultid": z(w.canonical_result_id),
+                    "canonical_credit": num(w.canonical_credit),
+                    "transition_time": w.transition_time,
+                    "error_mask": w.error_mask,
+                    "file_delete_state": w.file_delete_state,
+                    "assimilate_state": w.assimilate_state,
+                    "hr_class": w.hr_class,
+                    "target_nresults": w.target_nresults,
+                    "app_version_id": z(w.app_version_id),
+                }
+                for w in m.Workunit.objects.all()
+            },
+            "result": {
+                r.name: {
+                    "server_state": r.server_state,
+                    "outcome": r.outcome,
+                    "validate_state": r.validate_state,
+                    "file_delete_state": r.file_delete_state,
+                    "hostid": z(r.host_id),
+                    "userid": z(r.user_id),
+                    "report_deadline": r.report_deadline,
+                    "sent_time": r.sent_time,
+                    "received_time": r.received_time,
+                    "exit_status": r.exit_status,
+                    "app_version_id": z(r.app_version_id),
+                    "granted_credit": num(r.granted_credit),
+                    "priority": r.priority,
+                }
+                for r in m.Result.objects.all()
+            },
+            "host": {h.id: {f: num(getattr(h, f)) for f in HOST_FIELDS} for h in m.Host.objects.all()},
+            "user": {u.user_id: {f: num(getattr(u, f)) for f in CREDIT_FIELDS} for u in m.UserCredit.objects.all()},
+            "team": {t.id: {f: num(getattr(t, f)) for f in CREDIT_FIELDS} for t in m.Team.objects.all()},
+            "host_app_version": {
+                f"{v.host_id}/{v.app_version_id}": {
+                    "max_jobs_per_day": v.max_jobs_per_day,
+                    "n_jobs_today": v.n_jobs_today,
+                    "consecutive_valid": v.consecutive_valid,
+                }
+                for v in m.HostAppVersion.objects.all()
+            },
         } | credit_snapshot_boincweb()
 
     def files(self):
@@ -1287,8 +1762,7 @@ class Boincweb:
 
         def names(folder):
             folder = Path(folder)
-            return sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")) \
-                if folder.is_dir() else []
+            return sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")) if folder.is_dir() else []
 
         return {"upload": names(settings.UPLOAD_DIR), "download": names(settings.DOWNLOAD_DIR)}
 
@@ -1298,8 +1772,7 @@ class Boincweb:
 # What each step writes, and so what is compared after it.
 COMPARED = {
     "transitioner": ("workunit", "result", "host_app_version"),
-    "validator": ("workunit", "result", "host", "user", "team", "host_app_version",
-                  "app_version", "hav_pfc"),
+    "validator": ("workunit", "result", "host", "user", "team", "host_app_version", "app_version", "hav_pfc"),
     "assimilator": ("workunit", "result"),
     "file_deleter": ("workunit", "result", "files"),
     "scheduler": ("reply", "workunit", "result", "host_app_version"),
@@ -1320,8 +1793,9 @@ def differences(step, boinc, ours):
             continue
         for key in sorted(set(a) | set(b), key=str):
             if key not in a or key not in b:
-                found.append((f"{table}[{key}]", "present" if key in a else "absent",
-                              "present" if key in b else "absent"))
+                found.append(
+                    (f"{table}[{key}]", "present" if key in a else "absent", "present" if key in b else "absent")
+                )
                 continue
             for field, value in a[key].items():
                 other = b[key].get(field)
@@ -1358,8 +1832,7 @@ def run_case(step, case, boinc, ours, out):
         (folder / "boinc_output.txt").write_text(log)
         (folder / "boinc.json").write_text(json.dumps(a, indent=1, default=str))
         (folder / "boincweb.json").write_text(json.dumps(b, indent=1, default=str))
-        (folder / "differences.txt").write_text(
-            "".join(f"{w}: BOINC {x!r}, boincweb {y!r}\n" for w, x, y in diffs))
+        (folder / "differences.txt").write_text("".join(f"{w}: BOINC {x!r}, boincweb {y!r}\n" for w, x, y in diffs))
         program = boinc.programs["scheduler" if step in SENDING else step]
         if step == "validator":
             program = f"{program} --app uppercase {' '.join(boinc.credit_args)}"
@@ -1367,7 +1840,8 @@ def run_case(step, case, boinc, ours, out):
             f"mysql -h {boinc.db_host} -u root {boinc.db} < {folder / 'boinc.sql'}\n"
             f"cd {boinc.project / 'cgi-bin'} && faketime '@{time_text(case['now'])}' "
             f"{program} "
-            f"{'--one_pass' if step not in SENDING else '< ' + str(folder / 'request.xml')}\n")
+            f"{'--one_pass' if step not in SENDING else '< ' + str(folder / 'request.xml')}\n"
+        )
     return diffs
 
 
@@ -1375,15 +1849,13 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=300)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--steps", default=",".join(STEPS),
-                        help=f"comma-separated, of: {', '.join(STEPS)}")
+    parser.add_argument("--steps", default=",".join(STEPS), help=f"comma-separated, of: {', '.join(STEPS)}")
     parser.add_argument("--out", type=Path, default=ROOT / "var" / "server-differential")
     args = parser.parse_args(argv)
     steps = [s for s in args.steps.split(",") if s]
     unknown = set(steps) - set(STEPS)
     if unknown or args.cases < 1:
-        parser.error(f"unknown step {', '.join(sorted(unknown))}" if unknown
-                     else "--cases must be 1 or more")
+        parser.error(f"unknown step {', '.join(sorted(unknown))}" if unknown else "--cases must be 1 or more")
     server = os.environ.get("BOINC_SERVER")
     if not server:
         print(HOWTO, file=sys.stderr)
@@ -1392,8 +1864,9 @@ def main(argv=None):
     out = args.out
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    boinc = Boinc(server, os.environ.get("BOINC_DB", "boincweb_differential"),
-                  os.environ.get("BOINC_DB_HOST", "127.0.0.1"), out)
+    boinc = Boinc(
+        server, os.environ.get("BOINC_DB", "boincweb_differential"), os.environ.get("BOINC_DB_HOST", "127.0.0.1"), out
+    )
     ours = Boincweb(out)
     summary = {}
     started = time.time()
@@ -1408,20 +1881,20 @@ def main(argv=None):
                 firsts.append((index, diffs[0]))
             else:
                 agree += 1
-        summary[step] = dict(cases=args.cases, agree=agree,
-                             share=round(100.0 * agree / args.cases, 1))
+        summary[step] = dict(cases=args.cases, agree=agree, share=round(100.0 * agree / args.cases, 1))
         if step in SENDING:
             summary[step]["versions"] = version_counts(counted)
         print(f"{step:13s} {agree:4d}/{args.cases} agree ({summary[step]['share']:.1f} %)")
         if step in SENDING:
-            print("    app versions: " + ", ".join(
-                f"{k} {v}" for k, v in summary[step]["versions"].items()))
+            print("    app versions: " + ", ".join(f"{k} {v}" for k, v in summary[step]["versions"].items()))
         for index, (where, a, b) in firsts:
             print(f"    case {index:4d}: {where}: BOINC {a!r}, boincweb {b!r}")
         sys.stdout.flush()
-    (out / "summary.json").write_text(json.dumps(dict(
-        seed=args.seed, cases=args.cases, steps=summary,
-        seconds=round(time.time() - started, 1)), indent=1))
+    (out / "summary.json").write_text(
+        json.dumps(
+            dict(seed=args.seed, cases=args.cases, steps=summary, seconds=round(time.time() - started, 1)), indent=1
+        )
+    )
     print(f"kept cases and summary.json under {out}")
     return 0
 

@@ -54,20 +54,47 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from boinc_server import (  # noqa: E402
-    APP, PLATFORM, ROOT, Project, app_version_xml, howto, insert, parse_reply,
-    scheduler_request_xml, setup_boincweb,
+    APP,
+    PLATFORM,
+    ROOT,
+    Project,
+    app_version_xml,
+    howto,
+    insert,
+    parse_reply,
+    scheduler_request_xml,
+    setup_boincweb,
 )
 
 DAY = 86400
 # create_work's parameters, the same on both sides (a quorum of two, as issue 18 says)
-WORK = dict(min_quorum=2, target_nresults=2, max_error_results=2, max_total_results=4,
-            max_success_results=2, delay_bound=7 * DAY, rsc_fpops_est=1e12,
-            rsc_fpops_bound=1e13, rsc_memory_bound=1e8, rsc_disk_bound=1e9)
+WORK = dict(
+    min_quorum=2,
+    target_nresults=2,
+    max_error_results=2,
+    max_total_results=4,
+    max_success_results=2,
+    delay_bound=7 * DAY,
+    rsc_fpops_est=1e12,
+    rsc_fpops_bound=1e13,
+    rsc_memory_bound=1e8,
+    rsc_disk_bound=1e9,
+)
 VERSION_NUM = 100
 # the daemons' order in one round after the reports
 ROUND = ("transitioner", "validator", "assimilator", "transitioner", "file_deleter")
-STAGES = ("create", "first_results", "feeder", "scheduler", "upload", "validator", "assimilator",
-          "transitioner", "file_deleter", "checks")
+STAGES = (
+    "create",
+    "first_results",
+    "feeder",
+    "scheduler",
+    "upload",
+    "validator",
+    "assimilator",
+    "transitioner",
+    "file_deleter",
+    "checks",
+)
 MAX_ROUNDS = 5
 # The feeder refills its cache a second after a scan found it full (its shortest interval; 5 s
 # by default), in the database's order of unsent results
@@ -103,37 +130,92 @@ class Stages:
 
 # --- BOINC ----------------------------------------------------------------------------------
 
+
 class Boinc:
     name = "BOINC"
 
     def __init__(self, server, db, db_host, work, options, hosts, cpus):
-        self.project = Project(server, db, db_host, work,
-                               ("transitioner", "validator", "assimilator", "file_deleter",
-                                "scheduler", "feeder", "create_work"))
+        self.project = Project(
+            server,
+            db,
+            db_host,
+            work,
+            ("transitioner", "validator", "assimilator", "file_deleter", "scheduler", "feeder", "create_work"),
+        )
         self.project.write_config(options)
         self.offset = 0
         self.analyzed = False
         now = int(time.time())
-        rows = [insert("platform", dict(id=1, create_time=now, name=PLATFORM,
-                                        user_friendly_name="Linux")),
-                insert("app", dict(id=1, create_time=now, name=APP, user_friendly_name=APP)),
-                insert("app_version", dict(id=1, create_time=now, appid=1,
-                                           version_num=VERSION_NUM, platformid=1,
-                                           xml_doc=app_version_xml(VERSION_NUM)))]
+        rows = [
+            insert("platform", dict(id=1, create_time=now, name=PLATFORM, user_friendly_name="Linux")),
+            insert("app", dict(id=1, create_time=now, name=APP, user_friendly_name=APP)),
+            insert(
+                "app_version",
+                dict(
+                    id=1,
+                    create_time=now,
+                    appid=1,
+                    version_num=VERSION_NUM,
+                    platformid=1,
+                    xml_doc=app_version_xml(VERSION_NUM),
+                ),
+            ),
+        ]
         self.hosts = []
         for i in range(1, hosts + 1):
             auth = f"bench{i:08d}"
-            rows.append(insert("user", dict(
-                id=i, create_time=now, email_addr=f"u{i}@example.org", name=f"volunteer{i}",
-                authenticator=auth, teamid=0, total_credit=0, expavg_credit=0, expavg_time=0,
-                venue="", cross_project_id="x", passwd_hash="x")))
-            rows.append(insert("host", dict(
-                id=i, create_time=now - 30 * DAY, userid=i, rpc_seqno=4, rpc_time=now - 3600,
-                total_credit=0, expavg_credit=0, expavg_time=0, domain_name=f"host{i}",
-                host_cpid=f"cpid{i}", on_frac=1, connected_frac=1, active_frac=1,
-                gpu_active_frac=1, p_ncpus=cpus, p_fpops=1e10, p_iops=1e9, m_nbytes=16e9,
-                d_total=1e12, d_free=5e11, avg_turnaround=0, venue="", product_name="",
-                os_name="Linux", os_version="6.1", misc="")))
+            rows.append(
+                insert(
+                    "user",
+                    dict(
+                        id=i,
+                        create_time=now,
+                        email_addr=f"u{i}@example.org",
+                        name=f"volunteer{i}",
+                        authenticator=auth,
+                        teamid=0,
+                        total_credit=0,
+                        expavg_credit=0,
+                        expavg_time=0,
+                        venue="",
+                        cross_project_id="x",
+                        passwd_hash="x",
+                    ),
+                )
+            )
+            rows.append(
+                insert(
+                    "host",
+                    dict(
+                        id=i,
+                        create_time=now - 30 * DAY,
+                        userid=i,
+                        rpc_seqno=4,
+                        rpc_time=now - 3600,
+                        total_credit=0,
+                        expavg_credit=0,
+                        expavg_time=0,
+                        domain_name=f"host{i}",
+                        host_cpid=f"cpid{i}",
+                        on_frac=1,
+                        connected_frac=1,
+                        active_frac=1,
+                        gpu_active_frac=1,
+                        p_ncpus=cpus,
+                        p_fpops=1e10,
+                        p_iops=1e9,
+                        m_nbytes=16e9,
+                        d_total=1e12,
+                        d_free=5e11,
+                        avg_turnaround=0,
+                        venue="",
+                        product_name="",
+                        os_name="Linux",
+                        os_version="6.1",
+                        misc="",
+                    ),
+                )
+            )
             self.hosts.append((i, auth))
         self.project.execute(rows)
         self.feeder = None
@@ -152,17 +234,14 @@ class Boinc:
     def create(self, names, inputs):
         for name, data in zip(names, inputs):
             (self.project.download_dir / f"{name}.in").write_bytes(data)
-        args = ["--appname", APP, "--wu_template", "templates/in",
-                "--result_template", "templates/out", "--stdin"]
+        args = ["--appname", APP, "--wu_template", "templates/in", "--result_template", "templates/out", "--stdin"]
         for key, value in WORK.items():
             args += [f"--{key}", str(int(value) if key == "delay_bound" else value)]
         lines = "".join(f"--wu_name {name} {name}.in\n" for name in names)
-        out = self.project.run("create_work", *args, clock=self.clock, stdin=lines.encode(),
-                               cwd=self.project.project)
+        out = self.project.run("create_work", *args, clock=self.clock, stdin=lines.encode(), cwd=self.project.project)
         made = self.count("SELECT COUNT(*) FROM workunit")
         if made != len(names):
-            raise SystemExit(f"BOINC's create_work made {made} of {len(names)} workunits:\n"
-                             f"{out[-2000:]}")
+            raise SystemExit(f"BOINC's create_work made {made} of {len(names)} workunits:\n{out[-2000:]}")
 
     def count(self, sql):
         return self.project.query(sql)[0][0]
@@ -170,14 +249,15 @@ class Boinc:
     def left(self, step):
         """How many rows still wait for ``step``'s daemon at the stage's clock."""
         if step == "transitioner":
-            return self.count("SELECT COUNT(*) FROM workunit WHERE transition_time < "
-                              f"UNIX_TIMESTAMP() + {self.offset}")
+            return self.count(f"SELECT COUNT(*) FROM workunit WHERE transition_time < UNIX_TIMESTAMP() + {self.offset}")
         if step == "validator":
             return self.count("SELECT COUNT(*) FROM workunit WHERE need_validate = 1")
         if step == "assimilator":
             return self.count("SELECT COUNT(*) FROM workunit WHERE assimilate_state = 1")
-        return self.count("SELECT (SELECT COUNT(*) FROM result WHERE file_delete_state = 1)"
-                          " + (SELECT COUNT(*) FROM workunit WHERE file_delete_state = 1)")
+        return self.count(
+            "SELECT (SELECT COUNT(*) FROM result WHERE file_delete_state = 1)"
+            " + (SELECT COUNT(*) FROM workunit WHERE file_delete_state = 1)"
+        )
 
     def daemon(self, step):
         """Passes of ``step``'s daemon while rows wait for it. A pass may leave some: the
@@ -225,8 +305,8 @@ class Boinc:
             assimilated=q("SELECT COUNT(*) FROM workunit WHERE assimilate_state = 2"),
             workunit_files_deleted=q("SELECT COUNT(*) FROM workunit WHERE file_delete_state = 2"),
             result_files_deleted=q("SELECT COUNT(*) FROM result WHERE file_delete_state = 2"),
-            files_left=sum(1 for d in (self.project.upload_dir, self.project.download_dir)
-                           for _ in d.iterdir()))
+            files_left=sum(1 for d in (self.project.upload_dir, self.project.download_dir) for _ in d.iterdir()),
+        )
 
     def close(self):
         pass
@@ -234,17 +314,17 @@ class Boinc:
 
 # --- boincweb -------------------------------------------------------------------------------
 
+
 class Boincweb:
     name = "boincweb"
 
     def __init__(self, config_xml, hosts, cpus):
+        from django.conf import settings
         from django.contrib.auth import get_user_model
 
         from backend.models import App, AppVersion, Host
         from backend.server_config import read_config_xml
         from protocol.models import Account, AppVersionFile
-
-        from django.conf import settings
 
         # BOINC's validator runs with --credit_from_wu (bench/boinc_server.py), so ours does
         # the same credit work rather than CreditNew, its default
@@ -254,24 +334,29 @@ class Boincweb:
             Path(folder).mkdir(parents=True, exist_ok=True)
         self.offset = 0
         stem = f"vs_boinc_{time.time_ns()}"
-        self.app = App.objects.create(name=stem, min_quorum=WORK["min_quorum"],
-                                      target_nresults=WORK["target_nresults"],
-                                      max_error_results=WORK["max_error_results"],
-                                      max_total_results=WORK["max_total_results"],
-                                      max_success_results=WORK["max_success_results"],
-                                      delay_bound=WORK["delay_bound"],
-                                      rsc_fpops_est=WORK["rsc_fpops_est"],
-                                      rsc_fpops_bound=WORK["rsc_fpops_bound"], unsent_target=0)
-        version = AppVersion.objects.create(app=self.app, version_num=VERSION_NUM,
-                                            platform=PLATFORM)
-        AppVersionFile.objects.create(app_version=version, name=f"{stem}_{VERSION_NUM}",
-                                      nbytes=10, md5_cksum="0" * 32, file_signature="x")
+        self.app = App.objects.create(
+            name=stem,
+            min_quorum=WORK["min_quorum"],
+            target_nresults=WORK["target_nresults"],
+            max_error_results=WORK["max_error_results"],
+            max_total_results=WORK["max_total_results"],
+            max_success_results=WORK["max_success_results"],
+            delay_bound=WORK["delay_bound"],
+            rsc_fpops_est=WORK["rsc_fpops_est"],
+            rsc_fpops_bound=WORK["rsc_fpops_bound"],
+            unsent_target=0,
+        )
+        version = AppVersion.objects.create(app=self.app, version_num=VERSION_NUM, platform=PLATFORM)
+        AppVersionFile.objects.create(
+            app_version=version, name=f"{stem}_{VERSION_NUM}", nbytes=10, md5_cksum="0" * 32, file_signature="x"
+        )
         self.hosts = []
         for i in range(1, hosts + 1):
             user, _ = get_user_model().objects.get_or_create(username=f"vs_boinc_volunteer_{i}")
             account = Account.for_user(user)
-            host, _ = Host.objects.get_or_create(owner=user, domain_name=f"vs_boinc_host{i}",
-                                                 defaults={"p_ncpus": cpus, "platform": PLATFORM})
+            host, _ = Host.objects.get_or_create(
+                owner=user, domain_name=f"vs_boinc_host{i}", defaults={"p_ncpus": cpus, "platform": PLATFORM}
+            )
             self.hosts.append((host.pk, account.authenticator))
 
     def tick(self):
@@ -287,8 +372,9 @@ class Boincweb:
         data = dict(zip(names, inputs))
         extra = {k: WORK[k] for k in ("rsc_memory_bound", "rsc_disk_bound")}
         for start in range(0, len(names), 1000):
-            work_generator.create_work(self.app, names[start:start + 1000], now=self.now,
-                                       inputs=data.__getitem__, **extra)
+            work_generator.create_work(
+                self.app, names[start : start + 1000], now=self.now, inputs=data.__getitem__, **extra
+            )
 
     def daemon(self, step):
         from backend.daemons import DAEMON_OPTIONS, get_daemon
@@ -314,8 +400,7 @@ class Boincweb:
     def request(self, index, body):
         from protocol.scheduler_rpc import scheduler_rpc
 
-        _, reply = scheduler_rpc(body.encode(), now=self.now, base_url="http://localhost/p/",
-                                 config=self.config)
+        _, reply = scheduler_rpc(body.encode(), now=self.now, base_url="http://localhost/p/", config=self.config)
         return reply.decode() if isinstance(reply, bytes) else reply
 
     def upload(self, name, data):
@@ -330,20 +415,30 @@ class Boincweb:
         from django.conf import settings
 
         from backend.models import (
-            AssimilateState, FileDeleteState, Result, ValidateState, Workunit,
+            AssimilateState,
+            FileDeleteState,
+            Result,
+            ValidateState,
+            Workunit,
         )
 
         wus = Workunit.objects.filter(app=self.app)
         results = Result.objects.filter(app=self.app)
         return dict(
-            workunits=wus.count(), results=results.count(),
+            workunits=wus.count(),
+            results=results.count(),
             valid=results.filter(validate_state=ValidateState.VALID).count(),
             assimilated=wus.filter(assimilate_state=AssimilateState.DONE).count(),
             workunit_files_deleted=wus.filter(file_delete_state=FileDeleteState.DONE).count(),
             result_files_deleted=results.filter(file_delete_state=FileDeleteState.DONE).count(),
-            files_left=sum(1 for d in (settings.UPLOAD_DIR, settings.DOWNLOAD_DIR)
-                           if Path(d).is_dir() for p in Path(d).iterdir()
-                           if not p.name.startswith(".")))
+            files_left=sum(
+                1
+                for d in (settings.UPLOAD_DIR, settings.DOWNLOAD_DIR)
+                if Path(d).is_dir()
+                for p in Path(d).iterdir()
+                if not p.name.startswith(".")
+            ),
+        )
 
     def close(self):
         from backend.management.commands.bench_backend import remove
@@ -354,6 +449,7 @@ class Boincweb:
 
 
 # --- the pipeline ---------------------------------------------------------------------------
+
 
 def pipeline(side, n, cpus, prefix):
     """Drive ``n`` workunits through ``side``; returns its figures."""
@@ -384,12 +480,24 @@ def pipeline(side, n, cpus, prefix):
                     for job in pending[i]:
                         data = output_data(job["wu_name"])
                         side.upload(job["outputs"][0], data)
-                        reports.append(dict(name=job["name"], state=5, exit_status=0, files=[
-                            (job["outputs"][0], len(data), hashlib.md5(data).hexdigest())]))
+                        reports.append(
+                            dict(
+                                name=job["name"],
+                                state=5,
+                                exit_status=0,
+                                files=[(job["outputs"][0], len(data), hashlib.md5(data).hexdigest())],
+                            )
+                        )
                 body = scheduler_request_xml(
-                    authenticator=auth, hostid=hostid, req_secs=float(cpus * DAY),
-                    req_instances=float(cpus), estimated_delay=0.0, host=host,
-                    reports=reports, rpc_seqno=seqno[i])
+                    authenticator=auth,
+                    hostid=hostid,
+                    req_secs=float(cpus * DAY),
+                    req_instances=float(cpus),
+                    estimated_delay=0.0,
+                    host=host,
+                    reports=reports,
+                    rpc_seqno=seqno[i],
+                )
                 seqno[i] += 1
                 with stages("scheduler"):
                     text = side.request(i, body)
@@ -407,8 +515,7 @@ def pipeline(side, n, cpus, prefix):
             if not got and not any(pending.values()) and reported < 2 * n:
                 empty_rounds += 1
                 if empty_rounds > MAX_EMPTY_ROUNDS:
-                    raise SystemExit(f"{side.name}: {reported} of {2 * n} results reported, "
-                                     "and no more are sent")
+                    raise SystemExit(f"{side.name}: {reported} of {2 * n} results reported, and no more are sent")
                 with stages("scheduler"):
                     side.nothing_sent()
     finally:
@@ -423,18 +530,31 @@ def pipeline(side, n, cpus, prefix):
                 side.daemon(step)
         with stages("checks"):
             state = side.state()
-        if (state["assimilated"] == n and state["workunit_files_deleted"] == n
-                and state["result_files_deleted"] == 2 * n):
+        if (
+            state["assimilated"] == n
+            and state["workunit_files_deleted"] == n
+            and state["result_files_deleted"] == 2 * n
+        ):
             break
     seconds = time.perf_counter() - began
-    complete = (state["assimilated"] == n and state["valid"] == 2 * n
-                and state["result_files_deleted"] == 2 * n
-                and state["workunit_files_deleted"] == n and state["files_left"] == 0)
-    return dict(seconds=round(seconds, 2), results=2 * n,
-                results_per_second=round(2 * n / seconds, 1),
-                stages={k: round(stages.seconds[k], 2) for k in STAGES if k in stages.seconds},
-                requests=requests, jobs_sent=sent, daemon_rounds=rounds, state=state,
-                complete=complete)
+    complete = (
+        state["assimilated"] == n
+        and state["valid"] == 2 * n
+        and state["result_files_deleted"] == 2 * n
+        and state["workunit_files_deleted"] == n
+        and state["files_left"] == 0
+    )
+    return dict(
+        seconds=round(seconds, 2),
+        results=2 * n,
+        results_per_second=round(2 * n / seconds, 1),
+        stages={k: round(stages.seconds[k], 2) for k in STAGES if k in stages.seconds},
+        requests=requests,
+        jobs_sent=sent,
+        daemon_rounds=rounds,
+        state=state,
+        complete=complete,
+    )
 
 
 def uptime():
@@ -450,8 +570,7 @@ def report(figures, n, database):
     print(f"{'stage':14s} {'BOINC s':>9s} {'boincweb s':>11s}")
     for stage in STAGES:
         if stage in b["stages"] or stage in w["stages"]:
-            print(f"{stage:14s} {b['stages'].get(stage, 0):9.2f} "
-                  f"{w['stages'].get(stage, 0):11.2f}")
+            print(f"{stage:14s} {b['stages'].get(stage, 0):9.2f} {w['stages'].get(stage, 0):11.2f}")
     print(f"{'whole (wall)':14s} {b['seconds']:9.2f} {w['seconds']:11.2f}")
     print(f"{'results/s':14s} {b['results_per_second']:9.1f} {w['results_per_second']:11.1f}")
     print(f"{'requests':14s} {b['requests']:9d} {w['requests']:11d}")
@@ -464,20 +583,26 @@ def main(argv=None):
     parser.add_argument("--workunits", type=int, default=10000)
     parser.add_argument("--hosts", type=int, default=8)
     parser.add_argument("--cpus", type=int, default=16, help="CPUs of each simulated host")
-    parser.add_argument("--max-wus-to-send", type=int, default=10,
-                        help="config.xml max_wus_to_send: jobs per request and CPU")
-    parser.add_argument("--shmem-work-items", type=int, default=1000,
-                        help="config.xml shmem_work_items: BOINC's job cache")
-    parser.add_argument("--daily-result-quota", type=int, default=10000,
-                        help="config.xml daily_result_quota, jobs per CPU and day (BOINC's "
-                             "scheduler reads 0 as a quota of 0 jobs once a host has any)")
-    parser.add_argument("--first", choices=("boinc", "boincweb"), default="boinc",
-                        help="which system runs first")
+    parser.add_argument(
+        "--max-wus-to-send", type=int, default=10, help="config.xml max_wus_to_send: jobs per request and CPU"
+    )
+    parser.add_argument(
+        "--shmem-work-items", type=int, default=1000, help="config.xml shmem_work_items: BOINC's job cache"
+    )
+    parser.add_argument(
+        "--daily-result-quota",
+        type=int,
+        default=10000,
+        help="config.xml daily_result_quota, jobs per CPU and day (BOINC's "
+        "scheduler reads 0 as a quota of 0 jobs once a host has any)",
+    )
+    parser.add_argument("--first", choices=("boinc", "boincweb"), default="boinc", help="which system runs first")
     parser.add_argument("--out", type=Path, default=ROOT / "var" / "server-vs-boinc")
     args = parser.parse_args(argv)
     if args.workunits < 1 or args.hosts < 2 or args.cpus < 1:
-        parser.error("--workunits and --cpus must be 1 or more, --hosts 2 or more (a quorum "
-                     "of two needs two volunteers)")
+        parser.error(
+            "--workunits and --cpus must be 1 or more, --hosts 2 or more (a quorum of two needs two volunteers)"
+        )
     server = os.environ.get("BOINC_SERVER")
     if not server:
         print(howto("bench/server_vs_boinc.py --workunits 10000"), file=sys.stderr)
@@ -487,38 +612,54 @@ def main(argv=None):
     out.mkdir(parents=True)
     database_url = os.environ.get("DATABASE_URL") or None
     if database_url is None:
-        print("DATABASE_URL is not set: boincweb runs on a SQLite file of its own "
-              f"({out / 'boincweb.sqlite3'}); its target is set for PostgreSQL")
+        print(
+            "DATABASE_URL is not set: boincweb runs on a SQLite file of its own "
+            f"({out / 'boincweb.sqlite3'}); its target is set for PostgreSQL"
+        )
     setup_boincweb(out, database_url)
     from django.db import connection
 
     database = connection.vendor
-    options = {"max_wus_to_send": args.max_wus_to_send,
-               "shmem_work_items": args.shmem_work_items,
-               # the feeder's enumeration: twice the cache, as its default is
-               "feeder_query_size": 2 * args.shmem_work_items,
-               "daily_result_quota": args.daily_result_quota,
-               "one_result_per_user_per_wu": 1}
-    boinc = Boinc(Path(server), os.environ.get("BOINC_DB", "boincweb_vs_boinc"),
-                  os.environ.get("BOINC_DB_HOST", "127.0.0.1"), out, options, args.hosts,
-                  args.cpus)
+    options = {
+        "max_wus_to_send": args.max_wus_to_send,
+        "shmem_work_items": args.shmem_work_items,
+        # the feeder's enumeration: twice the cache, as its default is
+        "feeder_query_size": 2 * args.shmem_work_items,
+        "daily_result_quota": args.daily_result_quota,
+        "one_result_per_user_per_wu": 1,
+    }
+    boinc = Boinc(
+        Path(server),
+        os.environ.get("BOINC_DB", "boincweb_vs_boinc"),
+        os.environ.get("BOINC_DB_HOST", "127.0.0.1"),
+        out,
+        options,
+        args.hosts,
+        args.cpus,
+    )
     ours = Boincweb(boinc.config_xml, args.hosts, args.cpus)
     load_before = uptime()
     figures = {}
     order = [boinc, ours] if args.first == "boinc" else [ours, boinc]
     try:
         for side in order:
-            figures[side.name] = pipeline(side, args.workunits, args.cpus,
-                                          f"vs{time.time_ns() % 10**9}")
+            figures[side.name] = pipeline(side, args.workunits, args.cpus, f"vs{time.time_ns() % 10**9}")
             print(f"{side.name}: {figures[side.name]['seconds']} s", flush=True)
     finally:
         ours.close()
-    figures["ratio"] = round(figures["boincweb"]["results_per_second"]
-                             / figures["BOINC"]["results_per_second"], 2)
-    summary = dict(workunits=args.workunits, hosts=args.hosts, cpus=args.cpus,
-                   config=options, database=database, first=args.first,
-                   uptime_before=load_before, uptime_after=uptime(),
-                   machine=f"{platform.node()} {os.cpu_count()} CPUs", **figures)
+    figures["ratio"] = round(figures["boincweb"]["results_per_second"] / figures["BOINC"]["results_per_second"], 2)
+    summary = dict(
+        workunits=args.workunits,
+        hosts=args.hosts,
+        cpus=args.cpus,
+        config=options,
+        database=database,
+        first=args.first,
+        uptime_before=load_before,
+        uptime_after=uptime(),
+        machine=f"{platform.node()} {os.cpu_count()} CPUs",
+        **figures,
+    )
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     report(figures, args.workunits, database)
     print(f"uptime before: {load_before}\nuptime after:  {summary['uptime_after']}")

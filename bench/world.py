@@ -38,9 +38,10 @@ def main(argv=None):
     parser.add_argument("--locality", action="store_true")
     args = parser.parse_args(argv)
     call_command("migrate", verbosity=0)
-    sim = Simulation(WorldSettings(hosts=args.hosts, days=args.days, seed=args.seed,
-                                   locality=args.locality),
-                     prefix=f"bench{int(time.time())}")
+    sim = Simulation(
+        WorldSettings(hosts=args.hosts, days=args.days, seed=args.seed, locality=args.locality),
+        prefix=f"bench{int(time.time())}",
+    )
     with unsynced_sqlite():
         began = time.perf_counter()
         sim.setup()

@@ -29,13 +29,20 @@ def server_args(socket_path, data_dir):
     server holds jobs and worker heartbeats, which nothing needs back after a restart)."""
     return [
         redis_server_binary(),
-        "--port", "0",
-        "--unixsocket", str(socket_path),
-        "--unixsocketperm", "700",
-        "--save", "",
-        "--appendonly", "no",
-        "--dir", str(data_dir),
-        "--databases", "16",
+        "--port",
+        "0",
+        "--unixsocket",
+        str(socket_path),
+        "--unixsocketperm",
+        "700",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        str(data_dir),
+        "--databases",
+        "16",
     ]
 
 
@@ -116,8 +123,9 @@ def main():
     stopping = []
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda signum, frame: stopping.append(signum))
-    process = subprocess.Popen(server_args(socket_path, socket_path.parent),
-                               start_new_session=True, preexec_fn=_die_with_parent)
+    process = subprocess.Popen(
+        server_args(socket_path, socket_path.parent), start_new_session=True, preexec_fn=_die_with_parent
+    )
     print(f"embedded Redis on unix://{socket_path}", flush=True)
     while process.poll() is None and not stopping:
         time.sleep(0.1)

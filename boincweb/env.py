@@ -28,9 +28,7 @@ def envbool(name, default, environ=None):
         return True
     if lowered in _FALSE:
         return False
-    raise ImproperlyConfigured(
-        f"{name}={raw!r} is not a boolean; use one of 1/0, true/false, yes/no, on/off."
-    )
+    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean; use one of 1/0, true/false, yes/no, on/off.")
 
 
 def envint(name, default, *, minimum=None, environ=None):
@@ -74,8 +72,9 @@ def envhosts(name, default, environ=None):
         raise ImproperlyConfigured(f"{name} is empty; list at least one host name.")
     for host in hosts:
         bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-        if host != "*" and (not bare or any(c in bare for c in "/@ ?#")
-                            or (":" in bare and host == bare and bare.count(":") == 1)):
+        if host != "*" and (
+            not bare or any(c in bare for c in "/@ ?#") or (":" in bare and host == bare and bare.count(":") == 1)
+        ):
             raise ImproperlyConfigured(
                 f"{name} entry {host!r} is not a host name; give names such as example.org "
                 "or .example.org, without a scheme, port or path."
@@ -99,9 +98,7 @@ def database_config(url, base_dir):
         raise ImproperlyConfigured(f"DATABASE_URL={url!r} is not a database URL: {exc}") from None
     engine = config.get("ENGINE", "")
     if engine not in ("django.db.backends.sqlite3", "django.db.backends.postgresql"):
-        raise ImproperlyConfigured(
-            f"DATABASE_URL={url!r} names an unsupported database; use postgres:// or sqlite://."
-        )
+        raise ImproperlyConfigured(f"DATABASE_URL={url!r} names an unsupported database; use postgres:// or sqlite://.")
     if engine == "django.db.backends.sqlite3":
         config["OPTIONS"] = {"timeout": 30, "transaction_mode": "IMMEDIATE"}
     return config
@@ -112,9 +109,7 @@ def redis_url(url, base_dir):
     if not url:
         return f"unix://{embedded_redis_socket(base_dir)}"
     if not url.startswith(("redis://", "rediss://", "unix://")):
-        raise ImproperlyConfigured(
-            f"REDIS_URL={url!r} is not a Redis URL; use redis://host:port/db or unix:///path."
-        )
+        raise ImproperlyConfigured(f"REDIS_URL={url!r} is not a Redis URL; use redis://host:port/db or unix:///path.")
     return url
 
 

@@ -29,8 +29,7 @@ def job_problem(queue, job_id, *, missing_is_lost=True, work="its work", again="
     except (NoSuchJobError, InvalidJobOperation):
         if not missing_is_lost:
             return None
-        return ("Its job is no longer in the queue (Redis was emptied or restarted, or the job "
-                f"expired){again}.")
+        return f"Its job is no longer in the queue (Redis was emptied or restarted, or the job expired){again}."
     if status == JobStatus.FAILED:
         result = job.latest_result()
         return f"Its job failed: {last_line(result.exc_string if result else None)}"

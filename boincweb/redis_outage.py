@@ -45,8 +45,7 @@ def _refuse_if_down(request):
     error = redis_error()
     if not error:
         return None
-    logger.warning("%s %s refused: Redis is not reachable: %s", request.method, request.path,
-                   error)
+    logger.warning("%s %s refused: Redis is not reachable: %s", request.method, request.path, error)
     return outage_response(request, error, refused_post=True)
 
 
@@ -63,8 +62,7 @@ def redis_error():
 
 
 def outage_response(request, error, *, refused_post=False):
-    context = {"error": error, "refused_post": refused_post, "path": request.path,
-               "method": request.method}
+    context = {"error": error, "refused_post": refused_post, "path": request.path, "method": request.method}
     template = "503.html#notice" if request.headers.get("HX-Request") else "503.html"
     response = render(request, template, context, status=503)
     response["Retry-After"] = str(RETRY_AFTER_SECONDS)
@@ -93,8 +91,7 @@ class RedisOutageMiddleware:
         # The lab's enqueueing POSTs, once the visitor is logged in (else the view's own login
         # redirect answers).
         match = request.resolver_match
-        if (match is not None and match.view_name in ENQUEUEING_ROUTES
-                and request.user.is_authenticated):
+        if match is not None and match.view_name in ENQUEUEING_ROUTES and request.user.is_authenticated:
             return _refuse_if_down(request)
         return None
 

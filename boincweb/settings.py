@@ -19,7 +19,14 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 
 from boincweb.env import (
-    database_config, envbool, envhosts, envint, envlist, envpair, envstr, redis_url,
+    database_config,
+    envbool,
+    envhosts,
+    envint,
+    envlist,
+    envpair,
+    envstr,
+    redis_url,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -40,8 +47,7 @@ ALLOWED_HOSTS = envhosts("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", [])
 for origin in CSRF_TRUSTED_ORIGINS:
     if not origin.startswith(("https://", "http://")):
-        raise ImproperlyConfigured(
-            f"CSRF_TRUSTED_ORIGINS entry {origin!r} is not an origin; give https://host[:port].")
+        raise ImproperlyConfigured(f"CSRF_TRUSTED_ORIGINS entry {origin!r} is not an origin; give https://host[:port].")
 
 # HTTPS, as Django's settings of the same names (``manage.py check --deploy`` asks for them);
 # Django's defaults (off) unless set, since a server reached over plain HTTP must not redirect
@@ -147,9 +153,11 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 # plotly.min.js is served straight from the pinned plotly package, so it always matches it.
+_plotly = importlib.util.find_spec("plotly")
+assert _plotly is not None and _plotly.origin is not None, "plotly is in requirements.txt"
 STATICFILES_DIRS = [
     BASE_DIR / "static",
-    ("plotly", Path(importlib.util.find_spec("plotly").origin).parent / "package_data"),
+    ("plotly", Path(_plotly.origin).parent / "package_data"),
 ]
 STATIC_ROOT = Path(envstr("STATIC_ROOT") or (BASE_DIR / "var" / "staticfiles"))
 # With DEBUG off, static files are served from STATIC_ROOT (``manage.py collectstatic``) under
@@ -157,8 +165,11 @@ STATIC_ROOT = Path(envstr("STATIC_ROOT") or (BASE_DIR / "var" / "staticfiles"))
 # straight from the source tree.
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage" if DEBUG
-                    else "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
 }
 WHITENOISE_USE_FINDERS = DEBUG
 WHITENOISE_AUTOREFRESH = DEBUG
@@ -194,13 +205,15 @@ LOGGING = {
     "filters": {"without_traceback": {"()": "boincweb.logs.WithoutTraceback"}},
     "handlers": {
         "console": {"class": "logging.StreamHandler", "stream": sys.stderr},
-        "console_without_traceback": {"class": "logging.StreamHandler", "stream": sys.stderr,
-                                      "filters": ["without_traceback"]},
+        "console_without_traceback": {
+            "class": "logging.StreamHandler",
+            "stream": sys.stderr,
+            "filters": ["without_traceback"],
+        },
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         # A request with a Host outside ALLOWED_HOSTS is answered 400 and logged in one line.
-        "django.security.DisallowedHost": {"handlers": ["console_without_traceback"],
-                                           "propagate": False},
+        "django.security.DisallowedHost": {"handlers": ["console_without_traceback"], "propagate": False},
     },
 }

@@ -62,8 +62,7 @@ class Scheduler(RQScheduler):
             time.sleep(self.interval)
 
     def _wait(self, exc):
-        self.log.warning("Scheduler: Redis is not reachable (%s); trying again in %.0f s", exc,
-                         RECONNECT_SECONDS)
+        self.log.warning("Scheduler: Redis is not reachable (%s); trying again in %.0f s", exc, RECONNECT_SECONDS)
         self._scheduled_job_registries = []
         time.sleep(RECONNECT_SECONDS)
 
@@ -80,14 +79,22 @@ class Worker(RQWorker):
         db.connections.close_all()
         return super().fork_work_horse(job, queue)
 
-    def _start_scheduler(self, burst=False, logging_level="INFO",
-                         date_format=DEFAULT_LOGGING_DATE_FORMAT,
-                         log_format=DEFAULT_LOGGING_FORMAT):
+    def _start_scheduler(
+        self,
+        burst=False,
+        logging_level="INFO",
+        date_format=DEFAULT_LOGGING_DATE_FORMAT,
+        log_format=DEFAULT_LOGGING_FORMAT,
+    ):
         """rq's, with ``Scheduler`` for RQScheduler."""
         self.scheduler = Scheduler(
-            self.queues, connection=self.connection,
+            self.queues,
+            connection=self.connection,
             logging_level=logging_level if logging_level is not None else self.log.level,
-            date_format=date_format, log_format=log_format, serializer=self.serializer)
+            date_format=date_format,
+            log_format=log_format,
+            serializer=self.serializer,
+        )
         self.scheduler.acquire_locks()
         if not self.scheduler.acquired_locks:
             return  # another worker's scheduler has them; heartbeat() takes over if it dies

@@ -14,8 +14,9 @@ from plotly.colors import qualitative
 
 HOUR = 3600.0
 PALETTE = qualitative.D3 + qualitative.Set2
-CURSOR = dict(type="line", name="cursor", xref="x", yref="paper", x0=0, x1=0, y0=0, y1=1,
-              line=dict(color="#b3261e", width=2))
+CURSOR = dict(
+    type="line", name="cursor", xref="x", yref="paper", x0=0, x1=0, y0=0, y1=1, line=dict(color="#b3261e", width=2)
+)
 WHY_LABELS = {
     "edf": "EDF: in deadline danger",
     "priority": "picked by project priority",
@@ -25,22 +26,37 @@ WHY_LABELS = {
 
 # reference/client.md §5, in words; the pages show them on hover
 FIGURES = (
-    ("idle_fraction", "Idle",
-     "Idle fraction: the share of the host's peak FLOPs that no job used "
-     "(max(0, total − used) / total). Lower is better."),
-    ("wasted_fraction", "Wasted",
-     "Wasted fraction: the share of the host's peak FLOPs spent on jobs reported after their "
-     "deadline, work the project may not use. Lower is better."),
-    ("share_violation", "Share violation",
-     "Share violation: Σ|U_p − U·share_p| / U over projects, how far each project's use of the "
-     "host is from its resource share. 0 is exact; it can exceed 1. Lower is better."),
-    ("monotony", "Monotony",
-     "Monotony: 1 − 1/(x+1), where x grows with the RMS time a project waits between turns "
-     "relative to the scheduling period. Near 0 the projects take turns often; near 1 one "
-     "project runs for long stretches. Lower is better."),
-    ("rpcs_per_job", "RPCs per job",
-     "RPCs per job: scheduler RPCs that reached a project divided by twice the jobs the servers "
-     "sent (nrpcs / 2·njobs). Fewer RPCs is lighter on the project's servers. Lower is better."),
+    (
+        "idle_fraction",
+        "Idle",
+        "Idle fraction: the share of the host's peak FLOPs that no job used "
+        "(max(0, total − used) / total). Lower is better.",
+    ),
+    (
+        "wasted_fraction",
+        "Wasted",
+        "Wasted fraction: the share of the host's peak FLOPs spent on jobs reported after their "
+        "deadline, work the project may not use. Lower is better.",
+    ),
+    (
+        "share_violation",
+        "Share violation",
+        "Share violation: Σ|U_p − U·share_p| / U over projects, how far each project's use of the "
+        "host is from its resource share. 0 is exact; it can exceed 1. Lower is better.",
+    ),
+    (
+        "monotony",
+        "Monotony",
+        "Monotony: 1 − 1/(x+1), where x grows with the RMS time a project waits between turns "
+        "relative to the scheduling period. Near 0 the projects take turns often; near 1 one "
+        "project runs for long stretches. Lower is better.",
+    ),
+    (
+        "rpcs_per_job",
+        "RPCs per job",
+        "RPCs per job: scheduler RPCs that reached a project divided by twice the jobs the servers "
+        "sent (nrpcs / 2·njobs). Fewer RPCs is lighter on the project's servers. Lower is better.",
+    ),
 )
 
 
@@ -67,11 +83,16 @@ def _project_names(records: dict) -> list[str]:
 
 def _layout(fig: go.Figure, records: dict, title: str, height: int, yaxis: dict) -> go.Figure:
     fig.update_layout(
-        title=dict(text=title, x=0, font=dict(size=14)), height=height,
-        margin=dict(l=70, r=10, t=34, b=36), hovermode="closest",
+        title=dict(text=title, x=0, font=dict(size=14)),
+        height=height,
+        margin=dict(l=70, r=10, t=34, b=36),
+        hovermode="closest",
         xaxis=dict(title="simulated time (hours)", range=[0, hours(records["duration"])], zeroline=False),
-        yaxis=yaxis, shapes=[CURSOR], legend=dict(orientation="h", y=-0.22),
-        plot_bgcolor="white", paper_bgcolor="white",
+        yaxis=yaxis,
+        shapes=[CURSOR],
+        legend=dict(orientation="h", y=-0.22),
+        plot_bgcolor="white",
+        paper_bgcolor="white",
     )
     fig.update_xaxes(showgrid=True, gridcolor="#eceff4")
     fig.update_yaxes(gridcolor="#eceff4")
@@ -127,8 +148,7 @@ def gantt(records: dict, colours: dict | None = None) -> go.Figure:
             xs, ys = _boxes(spans, min(gpu_lanes) - 0.5, max(gpu_lanes) + 0.5)
         else:
             xs, ys = _boxes(spans, -0.5, top)
-        fig.add_trace(go.Scatter(x=xs, y=ys, fill="toself", mode="none", name=name,
-                                 fillcolor=fill, hoverinfo="skip"))
+        fig.add_trace(go.Scatter(x=xs, y=ys, fill="toself", mode="none", name=name, fillcolor=fill, hoverinfo="skip"))
     by_project = defaultdict(list)
     for s in records["slices"]:
         by_project[s["project"]].append(s)
@@ -147,19 +167,55 @@ def gantt(records: dict, colours: dict | None = None) -> go.Figure:
                 edf_x += [a, b, None]
                 edf_y += [y, y, None]
         colour = colours.get(project, "#888")
-        fig.add_trace(go.Scattergl(x=xs, y=ys, mode="lines", name=project, legendgroup=project,
-                                   line=dict(color=colour, width=bar_width), hoverinfo="skip"))
-        fig.add_trace(go.Scattergl(x=mx, y=my, mode="markers", name=project, legendgroup=project,
-                                   showlegend=False, marker=dict(color=colour, size=bar_width / 2, opacity=0.35),
-                                   text=text, hovertemplate="%{text}<extra></extra>"))
+        fig.add_trace(
+            go.Scattergl(
+                x=xs,
+                y=ys,
+                mode="lines",
+                name=project,
+                legendgroup=project,
+                line=dict(color=colour, width=bar_width),
+                hoverinfo="skip",
+            )
+        )
+        fig.add_trace(
+            go.Scattergl(
+                x=mx,
+                y=my,
+                mode="markers",
+                name=project,
+                legendgroup=project,
+                showlegend=False,
+                marker=dict(color=colour, size=bar_width / 2, opacity=0.35),
+                text=text,
+                hovertemplate="%{text}<extra></extra>",
+            )
+        )
     if edf_x:
-        fig.add_trace(go.Scattergl(x=edf_x, y=edf_y, mode="lines", name="EDF run (deadline danger)",
-                                   line=dict(color="#111", width=max(2, bar_width // 4)), hoverinfo="skip"))
+        fig.add_trace(
+            go.Scattergl(
+                x=edf_x,
+                y=edf_y,
+                mode="lines",
+                name="EDF run (deadline danger)",
+                line=dict(color="#111", width=max(2, bar_width // 4)),
+                hoverinfo="skip",
+            )
+        )
     height = 110 + 34 * max(1, len(lane_list))
-    return _layout(fig, records, "Who ran where: one lane per CPU and GPU instance", height, dict(
-        tickvals=list(range(len(lane_list))), ticktext=[label for _r, _i, label in lane_list],
-        range=[top, -0.5], zeroline=False, showgrid=False,
-    ))
+    return _layout(
+        fig,
+        records,
+        "Who ran where: one lane per CPU and GPU instance",
+        height,
+        dict(
+            tickvals=list(range(len(lane_list))),
+            ticktext=[label for _r, _i, label in lane_list],
+            range=[top, -0.5],
+            zeroline=False,
+            showgrid=False,
+        ),
+    )
 
 
 def rec_chart(records: dict, colours: dict | None = None) -> go.Figure:
@@ -175,17 +231,41 @@ def rec_chart(records: dict, colours: dict | None = None) -> go.Figure:
         x = [hours(s["time"]) for s in rows]
         colour = colours.get(project, "#888")
         if debt:
-            fig.add_trace(go.Scattergl(x=x, y=[round(s["long_term_debt"], 3) for s in rows], mode="lines",
-                                       name=f"{project} long-term debt", legendgroup=project,
-                                       line=dict(color=colour, width=2)))
-            fig.add_trace(go.Scattergl(x=x, y=[round(s["short_term_debt"], 3) for s in rows], mode="lines",
-                                       name=f"{project} short-term debt", legendgroup=project,
-                                       line=dict(color=colour, width=1, dash="dot")))
+            fig.add_trace(
+                go.Scattergl(
+                    x=x,
+                    y=[round(s["long_term_debt"], 3) for s in rows],
+                    mode="lines",
+                    name=f"{project} long-term debt",
+                    legendgroup=project,
+                    line=dict(color=colour, width=2),
+                )
+            )
+            fig.add_trace(
+                go.Scattergl(
+                    x=x,
+                    y=[round(s["short_term_debt"], 3) for s in rows],
+                    mode="lines",
+                    name=f"{project} short-term debt",
+                    legendgroup=project,
+                    line=dict(color=colour, width=1, dash="dot"),
+                )
+            )
         else:
-            fig.add_trace(go.Scattergl(x=x, y=[round(s["rec"], 5) for s in rows], mode="lines",
-                                       name=project, line=dict(color=colour, width=2)))
-    title = ("Debt per project (seconds the client owes it)" if debt
-             else "REC per project: recent estimated credit (credits/day)")
+            fig.add_trace(
+                go.Scattergl(
+                    x=x,
+                    y=[round(s["rec"], 5) for s in rows],
+                    mode="lines",
+                    name=project,
+                    line=dict(color=colour, width=2),
+                )
+            )
+    title = (
+        "Debt per project (seconds the client owes it)"
+        if debt
+        else "REC per project: recent estimated credit (credits/day)"
+    )
     return _layout(fig, records, title, 300, dict(title="debt (s)" if debt else "REC", zeroline=True))
 
 
@@ -203,43 +283,88 @@ def buffer_chart(records: dict, colours: dict | None = None) -> go.Figure:
         rows = by_resource[resource]
         x = [hours(b["time"]) for b in rows]
         label = "CPU" if resource == "cpu" else resource
-        fig.add_trace(go.Scattergl(x=x, y=[hours(b["saturated_time"]) for b in rows], mode="lines",
-                                   name=f"{label} saturated time", line=dict(width=2, dash=next(dashes, "solid"))))
+        fig.add_trace(
+            go.Scattergl(
+                x=x,
+                y=[hours(b["saturated_time"]) for b in rows],
+                mode="lines",
+                name=f"{label} saturated time",
+                line=dict(width=2, dash=next(dashes, "solid")),
+            )
+        )
         if first:
-            fig.add_trace(go.Scattergl(x=x, y=[hours(b["work_buf_min"]) for b in rows], mode="lines",
-                                       name="min buffer", line=dict(color="#b3261e", width=1, dash="dash")))
-            fig.add_trace(go.Scattergl(x=x, y=[hours(b["work_buf_total"]) for b in rows], mode="lines",
-                                       name="max buffer", line=dict(color="#1b7f3b", width=1, dash="dash")))
+            fig.add_trace(
+                go.Scattergl(
+                    x=x,
+                    y=[hours(b["work_buf_min"]) for b in rows],
+                    mode="lines",
+                    name="min buffer",
+                    line=dict(color="#b3261e", width=1, dash="dash"),
+                )
+            )
+            fig.add_trace(
+                go.Scattergl(
+                    x=x,
+                    y=[hours(b["work_buf_total"]) for b in rows],
+                    mode="lines",
+                    name="max buffer",
+                    line=dict(color="#1b7f3b", width=1, dash="dash"),
+                )
+            )
             first = False
-    offline = [(p["start"], p["end"]) for p in records.get("host_periods") or []
-               if p["state"] in ("off", "disconnected")]
+    offline = [
+        (p["start"], p["end"]) for p in records.get("host_periods") or [] if p["state"] in ("off", "disconnected")
+    ]
     if offline and records["buffers"]:
         high = max(max(b["saturated_time"], b["work_buf_total"]) for b in records["buffers"])
         xs, ys = _boxes(offline, 0, high)
         ys = [hours(y) if y is not None else None for y in ys]
-        fig.add_trace(go.Scatter(x=xs, y=ys, fill="toself", mode="none", name="no network (off or disconnected)",
-                                 fillcolor="rgba(90,100,120,0.12)", hoverinfo="skip"))
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                fill="toself",
+                mode="none",
+                name="no network (off or disconnected)",
+                fillcolor="rgba(90,100,120,0.12)",
+                hoverinfo="skip",
+            )
+        )
     by_project = defaultdict(list)
     for r in records["rpcs"]:
         by_project[r["project"]].append(r)
     for project in sorted(by_project):
         rows = by_project[project]
-        fig.add_trace(go.Scatter(
-            x=[hours(r["time"]) for r in rows], y=[0] * len(rows), mode="markers", name=f"RPC to {project}",
-            marker=dict(color=colours.get(project, "#888"), size=9,
-                        symbol=["triangle-up" if r["ok"] else "x" for r in rows],
-                        line=dict(width=1, color="#333")),
-            text=[f"RPC to {project} ({r['reason']}): {'ok' if r['ok'] else 'failed'}<br>{r['message']}" for r in rows],
-            hovertemplate="%{text}<extra></extra>",
-        ))
-    return _layout(fig, records, "Work buffer: hours until an instance would idle, with scheduler RPCs (▲ ok, ✕ failed)",
-                   320, dict(title="hours", rangemode="tozero"))
+        fig.add_trace(
+            go.Scatter(
+                x=[hours(r["time"]) for r in rows],
+                y=[0] * len(rows),
+                mode="markers",
+                name=f"RPC to {project}",
+                marker=dict(
+                    color=colours.get(project, "#888"),
+                    size=9,
+                    symbol=["triangle-up" if r["ok"] else "x" for r in rows],
+                    line=dict(width=1, color="#333"),
+                ),
+                text=[
+                    f"RPC to {project} ({r['reason']}): {'ok' if r['ok'] else 'failed'}<br>{r['message']}" for r in rows
+                ],
+                hovertemplate="%{text}<extra></extra>",
+            )
+        )
+    return _layout(
+        fig,
+        records,
+        "Work buffer: hours until an instance would idle, with scheduler RPCs (▲ ok, ✕ failed)",
+        320,
+        dict(title="hours", rangemode="tozero"),
+    )
 
 
 def figure_card(figures: dict) -> list[dict]:
     """The five figures of merit with their labels and definitions, in display order."""
-    return [dict(key=key, label=label, definition=definition, value=figures[key])
-            for key, label, definition in FIGURES]
+    return [dict(key=key, label=label, definition=definition, value=figures[key]) for key, label, definition in FIGURES]
 
 
 def compare_figures(summaries: list[dict]) -> list[dict]:
@@ -253,8 +378,9 @@ def compare_figures(summaries: list[dict]) -> list[dict]:
         values = [s["figures"][key] for s in summaries]
         shown = [round(v, 3) for v in values]
         best = min(shown)
-        cells = [dict(value=v, diff=v - values[0], best=(r == best and len(set(shown)) > 1))
-                 for v, r in zip(values, shown)]
+        cells = [
+            dict(value=v, diff=v - values[0], best=(r == best and len(set(shown)) > 1)) for v, r in zip(values, shown)
+        ]
         rows.append(dict(key=key, label=label, definition=definition, cells=cells))
     return rows
 
@@ -306,8 +432,10 @@ def _share_sentences(runs: list[tuple[str, dict]]) -> list[str]:
             continue
         each = [f"{v:.0%} under {label}" for v, (label, _r) in zip(values, runs)]
         share = shares[name] / share_total if share_total > 0 else 0.0
-        out.append(f"{name} (resource share {share:.0%}) got {values[0]:.0%} of the computing under "
-                   f"{runs[0][0]}" + "".join(f", {e}" for e in each[1:-1]) + f" and {each[-1]}.")
+        out.append(
+            f"{name} (resource share {share:.0%}) got {values[0]:.0%} of the computing under "
+            f"{runs[0][0]}" + "".join(f", {e}" for e in each[1:-1]) + f" and {each[-1]}."
+        )
     return out
 
 

@@ -29,7 +29,7 @@ def _num(x: float) -> str:
 
 def pcdr_losses(scenario: Scenario) -> list[str]:
     """What of `scenario` the P(C, D, R) notation cannot express."""
-    host, prefs = scenario.host, scenario.prefs
+    host = scenario.host
     lost = []
     if host.gpus:
         lost.append("the host's GPUs")
@@ -118,45 +118,82 @@ def client_state_xml(scenario: Scenario) -> str:
         out.append(_tag("resource_share", p.resource_share))
         out.append(_availability_xml("available", p.available))
         for u in p.scheduler_urls:
-            out.append(f"<scheduler_url>{_tag('url', u.url)}{_availability_xml('available', u.available)}</scheduler_url>")
+            out.append(
+                f"<scheduler_url>{_tag('url', u.url)}{_availability_xml('available', u.available)}</scheduler_url>"
+            )
         for start, end in p.downtime:
             out.append(f"<downtime>{_tag('start', start)}{_tag('end', end)}</downtime>")
         out.append("</project>")
         for a in p.apps:
-            out.append("<app>" + "".join([
-                _tag("name", a.name), _tag("latency_bound", a.latency_bound), _tag("fpops_est", a.fpops_est),
-                (f"<fpops>{_tag('mean', a.fpops_mean)}{_tag('std_dev', a.fpops_std_dev)}</fpops>"
-                 if a.fpops_mean is not None else ""),
-                _tag("weight", a.weight), _tag("checkpoint_period", a.checkpoint_period),
-                _tag("resume_cost", a.resume_cost), _tag("max_concurrent", a.max_concurrent),
-            ]) + "</app>")
+            out.append(
+                "<app>"
+                + "".join(
+                    [
+                        _tag("name", a.name),
+                        _tag("latency_bound", a.latency_bound),
+                        _tag("fpops_est", a.fpops_est),
+                        (
+                            f"<fpops>{_tag('mean', a.fpops_mean)}{_tag('std_dev', a.fpops_std_dev)}</fpops>"
+                            if a.fpops_mean is not None
+                            else ""
+                        ),
+                        _tag("weight", a.weight),
+                        _tag("checkpoint_period", a.checkpoint_period),
+                        _tag("resume_cost", a.resume_cost),
+                        _tag("max_concurrent", a.max_concurrent),
+                    ]
+                )
+                + "</app>"
+            )
             for v in a.versions:
-                coproc = (f"<coproc>{_tag('type', v.gpu_type)}{_tag('count', v.gpu_usage)}</coproc>"
-                          if v.gpu_type else "")
-                out.append("<app_version>" + _tag("app_name", a.name) + _tag("plan_class", v.plan_class)
-                           + _tag("avg_ncpus", v.avg_ncpus) + _tag("flops", v.flops) + coproc + "</app_version>")
+                coproc = (
+                    f"<coproc>{_tag('type', v.gpu_type)}{_tag('count', v.gpu_usage)}</coproc>" if v.gpu_type else ""
+                )
+                out.append(
+                    "<app_version>"
+                    + _tag("app_name", a.name)
+                    + _tag("plan_class", v.plan_class)
+                    + _tag("avg_ncpus", v.avg_ncpus)
+                    + _tag("flops", v.flops)
+                    + coproc
+                    + "</app_version>"
+                )
         for j in p.jobs:
             app = p.app(j.app)
+            assert app is not None  # a project's jobs name its own apps (Project checks)
             version = next((v for v in app.versions if v.resource == (j.resource or v.resource)), app.versions[0])
-            out.append("<workunit>" + _tag("name", j.name + "_wu") + _tag("app_name", j.app)
-                       + _tag("rsc_fpops_est", j.fpops_est) + "</workunit>")
-            out.append("<result>" + _tag("name", j.name) + _tag("wu_name", j.name + "_wu")
-                       + _tag("received_time", j.received) + _tag("report_deadline", j.deadline)
-                       + _tag("plan_class", version.plan_class) + "</result>")
+            out.append(
+                "<workunit>"
+                + _tag("name", j.name + "_wu")
+                + _tag("app_name", j.app)
+                + _tag("rsc_fpops_est", j.fpops_est)
+                + "</workunit>"
+            )
+            out.append(
+                "<result>"
+                + _tag("name", j.name)
+                + _tag("wu_name", j.name + "_wu")
+                + _tag("received_time", j.received)
+                + _tag("report_deadline", j.deadline)
+                + _tag("plan_class", version.plan_class)
+                + "</result>"
+            )
     out.append("</client_state>")
     return "\n".join(out) + "\n"
 
 
 def global_prefs_xml(scenario: Scenario) -> str:
     p = scenario.prefs
-    body = "".join([
-        _tag("work_buf_min_days", p.work_buf_min_days),
-        _tag("work_buf_additional_days", p.work_buf_additional_days),
-        _tag("cpu_scheduling_period_minutes", p.cpu_scheduling_period_minutes),
-        _tag("max_ncpus_pct", p.max_ncpus_pct),
-        _tag("cpu_usage_limit", p.cpu_usage_limit),
-        _tag("leave_apps_in_memory", p.leave_apps_in_memory),
-    ])
+    body = "".join(
+        [
+            _tag("work_buf_min_days", p.work_buf_min_days),
+            _tag("work_buf_additional_days", p.work_buf_additional_days),
+            _tag("cpu_scheduling_period_minutes", p.cpu_scheduling_period_minutes),
+            _tag("max_ncpus_pct", p.max_ncpus_pct),
+            _tag("cpu_usage_limit", p.cpu_usage_limit),
+            _tag("leave_apps_in_memory", p.leave_apps_in_memory),
+        ]
+    )
     return f"<global_preferences>{body}</global_preferences>\n"
 
 

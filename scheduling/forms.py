@@ -13,6 +13,7 @@ import dataclasses
 import os
 import re
 import tempfile
+from typing import cast
 
 from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -46,22 +47,34 @@ MIN_GFLOPS, MAX_GFLOPS = limits.MIN_FLOPS / GIGA, limits.MAX_FLOPS / GIGA
 
 
 def _fraction(label, help_text=""):
-    return forms.FloatField(label=label, initial=1.0, help_text=help_text,
-                            validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
+    return forms.FloatField(
+        label=label, initial=1.0, help_text=help_text, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
+    )
 
 
 def _positive(label, initial, help_text="", *, high, low=None, **kw):
     """A number above 0 (at least `low` when given) and at most `high`."""
-    low_validator = (MinValueValidator(low, f"At least {low:g}.") if low is not None
-                     else MinValueValidator(1e-9, "Must be more than 0."))
-    return forms.FloatField(label=label, initial=initial, help_text=help_text,
-                            validators=[low_validator, MaxValueValidator(high, f"At most {high:g}.")], **kw)
+    low_validator = (
+        MinValueValidator(low, f"At least {low:g}.")
+        if low is not None
+        else MinValueValidator(1e-9, "Must be more than 0.")
+    )
+    return forms.FloatField(
+        label=label,
+        initial=initial,
+        help_text=help_text,
+        validators=[low_validator, MaxValueValidator(high, f"At most {high:g}.")],
+        **kw,
+    )
 
 
 def _at_least_zero(label, initial, help_text="", *, high):
-    return forms.FloatField(label=label, initial=initial, help_text=help_text,
-                            validators=[MinValueValidator(0.0, "Cannot be negative."),
-                                        MaxValueValidator(high, f"At most {high:g}.")])
+    return forms.FloatField(
+        label=label,
+        initial=initial,
+        help_text=help_text,
+        validators=[MinValueValidator(0.0, "Cannot be negative."), MaxValueValidator(high, f"At most {high:g}.")],
+    )
 
 
 def _hours(label, initial=1.0, help_text=""):
@@ -96,41 +109,62 @@ class HostForm(forms.Form):
 class PrefsForm(forms.Form):
     """Host preferences: global_prefs.xml and cc_config.xml (reference/client.md §2)."""
 
-    work_buf_min_days = _at_least_zero("min buffer (days)", 0.1, "work_buf_min_days: fetch when below this",
-                                       high=limits.MAX_BUFFER_DAYS)
-    work_buf_additional_days = _at_least_zero("additional buffer (days)", 0.5,
-                                              "work_buf_additional_days: max buffer = min + this",
-                                              high=limits.MAX_BUFFER_DAYS)
-    cpu_scheduling_period_minutes = _positive("time slice (minutes)", 60.0, "cpu_scheduling_period_minutes",
-                                              low=limits.MIN_SCHEDULING_PERIOD_MINUTES,
-                                              high=limits.MAX_SCHEDULING_PERIOD_MINUTES)
+    work_buf_min_days = _at_least_zero(
+        "min buffer (days)", 0.1, "work_buf_min_days: fetch when below this", high=limits.MAX_BUFFER_DAYS
+    )
+    work_buf_additional_days = _at_least_zero(
+        "additional buffer (days)",
+        0.5,
+        "work_buf_additional_days: max buffer = min + this",
+        high=limits.MAX_BUFFER_DAYS,
+    )
+    cpu_scheduling_period_minutes = _positive(
+        "time slice (minutes)",
+        60.0,
+        "cpu_scheduling_period_minutes",
+        low=limits.MIN_SCHEDULING_PERIOD_MINUTES,
+        high=limits.MAX_SCHEDULING_PERIOD_MINUTES,
+    )
     leave_apps_in_memory = forms.BooleanField(label="leave apps in memory while preempted", required=False)
-    max_ncpus_pct = forms.FloatField(label="use at most % of CPUs", initial=100.0,
-                                     validators=[MinValueValidator(0.01, "Must be more than 0."),
-                                                 MaxValueValidator(100.0)])
-    cpu_usage_limit = forms.FloatField(label="use at most % of CPU time", initial=100.0,
-                                       validators=[MinValueValidator(0.01, "Must be more than 0."),
-                                                   MaxValueValidator(100.0)])
-    rec_half_life_days = _positive("REC half-life (days)", 10.0, "cc_config rec_half_life_days",
-                                   high=limits.MAX_REC_HALF_LIFE_DAYS)
-    ncpus = forms.IntegerField(label="cc_config ncpus", required=False, min_value=1, max_value=limits.MAX_CPUS,
-                               help_text="overrides the CPU count when set")
+    max_ncpus_pct = forms.FloatField(
+        label="use at most % of CPUs",
+        initial=100.0,
+        validators=[MinValueValidator(0.01, "Must be more than 0."), MaxValueValidator(100.0)],
+    )
+    cpu_usage_limit = forms.FloatField(
+        label="use at most % of CPU time",
+        initial=100.0,
+        validators=[MinValueValidator(0.01, "Must be more than 0."), MaxValueValidator(100.0)],
+    )
+    rec_half_life_days = _positive(
+        "REC half-life (days)", 10.0, "cc_config rec_half_life_days", high=limits.MAX_REC_HALF_LIFE_DAYS
+    )
+    ncpus = forms.IntegerField(
+        label="cc_config ncpus",
+        required=False,
+        min_value=1,
+        max_value=limits.MAX_CPUS,
+        help_text="overrides the CPU count when set",
+    )
     report_results_immediately = forms.BooleanField(required=False)
     fetch_minimal_work = forms.BooleanField(required=False)
 
 
 class GpuForm(forms.Form):
-    gpu_type = forms.ChoiceField(label="GPU type", required=False,
-                                 choices=[("", "none")] + [(g, g) for g in GPU_TYPES])
+    gpu_type = forms.ChoiceField(label="GPU type", required=False, choices=[("", "none")] + [(g, g) for g in GPU_TYPES])
     count = forms.IntegerField(min_value=1, max_value=limits.MAX_GPUS_PER_TYPE, initial=1)
     peak_gflops = _gflops("peak GFLOPS per device", 100.0)
 
 
 class ProjectForm(forms.Form):
     name = forms.CharField(max_length=60)
-    resource_share = forms.FloatField(initial=100.0, validators=[
-        MinValueValidator(0.0, "Cannot be negative."),
-        MaxValueValidator(limits.MAX_SHARE, f"At most {limits.MAX_SHARE:g}.")])
+    resource_share = forms.FloatField(
+        initial=100.0,
+        validators=[
+            MinValueValidator(0.0, "Cannot be negative."),
+            MaxValueValidator(limits.MAX_SHARE, f"At most {limits.MAX_SHARE:g}."),
+        ],
+    )
     available_frac = _fraction("scheduler up fraction", "share of time its scheduler answers")
     available_hours = _hours("mean up period (h)")
 
@@ -144,10 +178,14 @@ class AppForm(forms.Form):
     project = forms.CharField(max_length=60, help_text="a project's name above")
     name = forms.CharField(label="app", max_length=60)
     resource = forms.ChoiceField(choices=RESOURCE_CHOICES, initial="cpu")
-    avg_ncpus = forms.FloatField(label="CPUs per job", initial=1.0, validators=[
-        MinValueValidator(0.0), MaxValueValidator(limits.MAX_CPUS)])
-    gpu_usage = forms.FloatField(label="GPUs per job", initial=0.0, validators=[
-        MinValueValidator(0.0), MaxValueValidator(limits.MAX_GPUS_PER_TYPE)])
+    avg_ncpus = forms.FloatField(
+        label="CPUs per job", initial=1.0, validators=[MinValueValidator(0.0), MaxValueValidator(limits.MAX_CPUS)]
+    )
+    gpu_usage = forms.FloatField(
+        label="GPUs per job",
+        initial=0.0,
+        validators=[MinValueValidator(0.0), MaxValueValidator(limits.MAX_GPUS_PER_TYPE)],
+    )
     gflops = _gflops("job speed (GFLOPS)", 1.0, "how fast this version computes")
     size_gflop = _positive("job size (GFLOP)", 3600.0, "fpops_est / 10⁹", high=limits.MAX_FPOPS / GIGA)
     latency_bound_hours = _positive("deadline (hours after receipt)", 240.0, high=MAX_HOURS)
@@ -168,15 +206,42 @@ class _Formset(forms.BaseFormSet):
         return [f.cleaned_data for f in self.forms if f.cleaned_data and not f.cleaned_data.get("DELETE")]
 
 
-GpuFormSet = forms.formset_factory(GpuForm, formset=_Formset, extra=1, can_delete=True,
-                                   max_num=len(GPU_TYPES), validate_max=True)
-ProjectFormSet = forms.formset_factory(ProjectForm, formset=_Formset, extra=1, can_delete=True,
-                                       min_num=1, validate_min=True, max_num=limits.MAX_PROJECTS, validate_max=True)
+# formset_factory makes a subclass of `formset`; the stubs type it as the base class.
+GpuFormSet = cast(
+    type[_Formset],
+    forms.formset_factory(
+        GpuForm, formset=_Formset, extra=1, can_delete=True, max_num=len(GPU_TYPES), validate_max=True
+    ),
+)
+ProjectFormSet = cast(
+    type[_Formset],
+    forms.formset_factory(
+        ProjectForm,
+        formset=_Formset,
+        extra=1,
+        can_delete=True,
+        min_num=1,
+        validate_min=True,
+        max_num=limits.MAX_PROJECTS,
+        validate_max=True,
+    ),
+)
 # The engine takes MAX_APP_VERSIONS; the form, eleven fields a row, sends at most this many
 # rows within Django's DATA_UPLOAD_MAX_NUMBER_FIELDS (1000) beside 40 projects and the rest.
 APP_ROWS = min(limits.MAX_APP_VERSIONS, 60)
-AppFormSet = forms.formset_factory(AppForm, formset=_Formset, extra=1, can_delete=True,
-                                   min_num=1, validate_min=True, max_num=APP_ROWS, validate_max=True)
+AppFormSet = cast(
+    type[_Formset],
+    forms.formset_factory(
+        AppForm,
+        formset=_Formset,
+        extra=1,
+        can_delete=True,
+        min_num=1,
+        validate_min=True,
+        max_num=APP_ROWS,
+        validate_max=True,
+    ),
+)
 
 
 def _h(seconds: float) -> float:
@@ -195,19 +260,34 @@ def scenario_initial(scenario: Scenario) -> dict:
     for p in scenario.projects:
         for a in p.apps:
             for v in a.versions:
-                apps.append(dict(
-                    project=p.name, name=a.name, resource=v.resource, avg_ncpus=v.avg_ncpus,
-                    gpu_usage=v.gpu_usage, gflops=v.flops / GIGA, size_gflop=a.fpops_est / GIGA,
-                    latency_bound_hours=_h(a.latency_bound), checkpoint_minutes=a.checkpoint_period / 60,
-                    resume_cost_minutes=a.resume_cost / 60,
-                ))
+                apps.append(
+                    dict(
+                        project=p.name,
+                        name=a.name,
+                        resource=v.resource,
+                        avg_ncpus=v.avg_ncpus,
+                        gpu_usage=v.gpu_usage,
+                        gflops=v.flops / GIGA,
+                        size_gflop=a.fpops_est / GIGA,
+                        latency_bound_hours=_h(a.latency_bound),
+                        checkpoint_minutes=a.checkpoint_period / 60,
+                        resume_cost_minutes=a.resume_cost / 60,
+                    )
+                )
     return dict(
         meta=dict(name=scenario.name, description=scenario.description),
         host=host_initial,
         prefs={f: getattr(prefs, f) for f in PrefsForm.base_fields},
         gpus=[dict(gpu_type=g.name, count=g.count, peak_gflops=g.peak_flops / GIGA) for g in host.gpus],
-        projects=[dict(name=p.name, resource_share=p.resource_share, available_frac=p.available.frac,
-                       available_hours=_h(p.available.mean_up)) for p in scenario.projects],
+        projects=[
+            dict(
+                name=p.name,
+                resource_share=p.resource_share,
+                available_frac=p.available.frac,
+                available_hours=_h(p.available.mean_up),
+            )
+            for p in scenario.projects
+        ],
         apps=apps,
     )
 
@@ -251,30 +331,41 @@ class ScenarioForms:
 
     def _build(self) -> Scenario | None:
         h = self.host.cleaned_data
-        gpus = tuple(GpuType(r["gpu_type"], r["count"], r["peak_gflops"] * GIGA)
-                     for r in self.gpus.named_rows() if r["gpu_type"])
+        gpus = tuple(
+            GpuType(r["gpu_type"], r["count"], r["peak_gflops"] * GIGA) for r in self.gpus.named_rows() if r["gpu_type"]
+        )
         gpu_names = [g.name for g in gpus]
         if len(set(gpu_names)) != len(gpu_names):
-            self._row_error(self.gpus, "gpu_type", lambda r: r["gpu_type"] and gpu_names.count(r["gpu_type"]) > 1,
-                            "Each GPU type once; put the devices in its count.")
+            self._row_error(
+                self.gpus,
+                "gpu_type",
+                lambda r: r["gpu_type"] and gpu_names.count(r["gpu_type"]) > 1,
+                "Each GPU type once; put the devices in its count.",
+            )
             return None
         host = Host(
-            ncpus=h["ncpus"], cpu_flops=h["cpu_gflops"] * GIGA, gpus=gpus,
-            **{k: Availability(h[f"{k}_frac"], h[f"{k}_hours"] * HOUR)
-               for k in ("on", "connected", "active", "gpu_active")},
+            ncpus=h["ncpus"],
+            cpu_flops=h["cpu_gflops"] * GIGA,
+            gpus=gpus,
+            **{
+                k: Availability(h[f"{k}_frac"], h[f"{k}_hours"] * HOUR)
+                for k in ("on", "connected", "active", "gpu_active")
+            },
         )
         prefs = Prefs(**self.prefs.cleaned_data)
         project_rows = self.projects.named_rows()
         names = [r["name"] for r in project_rows]
         if len(set(names)) != len(names):
-            self._row_error(self.projects, "name", lambda r: names.count(r["name"]) > 1,
-                            "Two projects have this name.")
+            self._row_error(self.projects, "name", lambda r: names.count(r["name"]) > 1, "Two projects have this name.")
             return None
         app_rows = self.apps.named_rows()
-        self._row_error(self.apps, "project", lambda r: r["project"] not in names,
-                        "No project above has this name.")
-        self._row_error(self.apps, "resource", lambda r: r["resource"] != "cpu" and r["resource"] not in gpu_names,
-                        "The host has no GPU of this type; add it under GPUs.")
+        self._row_error(self.apps, "project", lambda r: r["project"] not in names, "No project above has this name.")
+        self._row_error(
+            self.apps,
+            "resource",
+            lambda r: r["resource"] != "cpu" and r["resource"] not in gpu_names,
+            "The host has no GPU of this type; add it under GPUs.",
+        )
         seen = set()
         for form in self.apps.forms:
             r = form.cleaned_data
@@ -287,25 +378,48 @@ class ScenarioForms:
             return None
         projects = []
         for row in project_rows:
-            old = self.previous and next((p for p in self.previous.projects if p.name == row["name"]), None)
+            old = next((p for p in self.previous.projects if p.name == row["name"]), None) if self.previous else None
             apps = self._apps_of(row["name"], app_rows, old)
             if not apps:
-                self._row_error(self.projects, "name", lambda r: r["name"] == row["name"],
-                                "This project has no app; add one below.")
+                # _row_error applies the test before returning, while `row` is still this project's
+                self._row_error(
+                    self.projects,
+                    "name",
+                    lambda r: r["name"] == row["name"],  # noqa: B023
+                    "This project has no app; add one below.",
+                )
                 return None
             app_names = {a.name for a in apps}
-            jobs = tuple(j for j in (old.jobs if old else ()) if j.app in app_names
-                         and (j.resource is None or any(v.resource == j.resource for v in next(
-                             a for a in apps if a.name == j.app).versions)))
-            projects.append(Project(
-                name=row["name"], resource_share=row["resource_share"], apps=tuple(apps),
-                available=Availability(row["available_frac"], row["available_hours"] * HOUR),
-                master_url=old.master_url if old else "", scheduler_urls=old.scheduler_urls if old else (),
-                downtime=old.downtime if old else (), jobs=jobs,
-            ))
+            jobs = tuple(
+                j
+                for j in (old.jobs if old else ())
+                if j.app in app_names
+                and (
+                    j.resource is None
+                    or any(v.resource == j.resource for v in next(a for a in apps if a.name == j.app).versions)
+                )
+            )
+            projects.append(
+                Project(
+                    name=row["name"],
+                    resource_share=row["resource_share"],
+                    apps=tuple(apps),
+                    available=Availability(row["available_frac"], row["available_hours"] * HOUR),
+                    master_url=old.master_url if old else "",
+                    scheduler_urls=old.scheduler_urls if old else (),
+                    downtime=old.downtime if old else (),
+                    jobs=jobs,
+                )
+            )
         meta = self.meta.cleaned_data
-        return Scenario(host=host, projects=tuple(projects), prefs=prefs, name=meta["name"],
-                        description=meta["description"], source="form")
+        return Scenario(
+            host=host,
+            projects=tuple(projects),
+            prefs=prefs,
+            name=meta["name"],
+            description=meta["description"],
+            source="form",
+        )
 
     @staticmethod
     def _apps_of(project: str, rows: list[dict], old: Project | None) -> list[App]:
@@ -317,24 +431,33 @@ class ScenarioForms:
         for name, versions in grouped.items():
             first = versions[0]
             old_app = old.app(name) if old else None
-            apps.append(App(
-                name=name,
-                versions=tuple(AppVersion(
-                    avg_ncpus=v["avg_ncpus"], flops=v["gflops"] * GIGA,
-                    gpu_type=None if v["resource"] == "cpu" else v["resource"],
-                    gpu_usage=v["gpu_usage"] if v["resource"] != "cpu" else 0.0,
-                    plan_class=next((ov.plan_class for ov in old_app.versions if ov.resource == v["resource"]), "")
-                    if old_app else "",
-                ) for v in versions),
-                latency_bound=first["latency_bound_hours"] * HOUR,
-                fpops_est=first["size_gflop"] * GIGA,
-                fpops_mean=old_app.fpops_mean if old_app else None,
-                fpops_std_dev=old_app.fpops_std_dev if old_app else 0.0,
-                weight=old_app.weight if old_app else 1.0,
-                checkpoint_period=first["checkpoint_minutes"] * 60,
-                resume_cost=first["resume_cost_minutes"] * 60,
-                max_concurrent=old_app.max_concurrent if old_app else 0,
-            ))
+            apps.append(
+                App(
+                    name=name,
+                    versions=tuple(
+                        AppVersion(
+                            avg_ncpus=v["avg_ncpus"],
+                            flops=v["gflops"] * GIGA,
+                            gpu_type=None if v["resource"] == "cpu" else v["resource"],
+                            gpu_usage=v["gpu_usage"] if v["resource"] != "cpu" else 0.0,
+                            plan_class=next(
+                                (ov.plan_class for ov in old_app.versions if ov.resource == v["resource"]), ""
+                            )
+                            if old_app
+                            else "",
+                        )
+                        for v in versions
+                    ),
+                    latency_bound=first["latency_bound_hours"] * HOUR,
+                    fpops_est=first["size_gflop"] * GIGA,
+                    fpops_mean=old_app.fpops_mean if old_app else None,
+                    fpops_std_dev=old_app.fpops_std_dev if old_app else 0.0,
+                    weight=old_app.weight if old_app else 1.0,
+                    checkpoint_period=first["checkpoint_minutes"] * 60,
+                    resume_cost=first["resume_cost_minutes"] * 60,
+                    max_concurrent=old_app.max_concurrent if old_app else 0,
+                )
+            )
         return apps
 
     @staticmethod
@@ -349,9 +472,13 @@ class ImportForm(forms.Form):
     """A scenario from P(C, D, R) text, a client_state.xml with its prefs, or our JSON."""
 
     name = forms.CharField(max_length=120, required=False, help_text="defaults to the file's or the notation's")
-    pcdr = forms.CharField(label="P(C, D, R) notation", required=False, max_length=MAX_TEXT,
-                           widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false"}),
-                           help_text="e.g. P1(0.1, 1, .5) P2(1, 24, .25) NCPUS = 2 (times in hours)")
+    pcdr = forms.CharField(
+        label="P(C, D, R) notation",
+        required=False,
+        max_length=MAX_TEXT,
+        widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false"}),
+        help_text="e.g. P1(0.1, 1, .5) P2(1, 24, .25) NCPUS = 2 (times in hours)",
+    )
     client_state = forms.FileField(label="client_state.xml", required=False)
     global_prefs = forms.FileField(label="global_prefs.xml", required=False)
     cc_config = forms.FileField(label="cc_config.xml", required=False)
@@ -396,8 +523,11 @@ class ImportForm(forms.Form):
     @staticmethod
     def _read_client_state(data) -> Scenario:
         with tempfile.TemporaryDirectory() as directory:
-            for key, fname in (("client_state", "client_state.xml"), ("global_prefs", "global_prefs.xml"),
-                               ("cc_config", "cc_config.xml")):
+            for key, fname in (
+                ("client_state", "client_state.xml"),
+                ("global_prefs", "global_prefs.xml"),
+                ("cc_config", "cc_config.xml"),
+            ):
                 if data.get(key):
                     with open(os.path.join(directory, fname), "wb") as fh:
                         for chunk in data[key].chunks():
@@ -405,7 +535,7 @@ class ImportForm(forms.Form):
             scenario = read_client_state(directory)
         # the file's name, without what a scenario name cannot hold
         name = "".join(ch for ch in os.path.splitext(data["client_state"].name)[0] if ch.isprintable())
-        name = name[:limits.MAX_SCENARIO_NAME]
+        name = name[: limits.MAX_SCENARIO_NAME]
         return dataclasses.replace(scenario, name=name if name not in ("", "client_state") else "imported client_state")
 
 
@@ -417,8 +547,7 @@ class DurationField(forms.CharField):
         try:
             seconds = parse_duration(super().to_python(value) or "")
         except ValueError:
-            raise forms.ValidationError("Give seconds or a number with a unit, e.g. 36h or 10d, "
-                                        "more than 0.") from None
+            raise forms.ValidationError("Give seconds or a number with a unit, e.g. 36h or 10d, more than 0.") from None
         if seconds > MAX_DURATION:
             raise forms.ValidationError(f"At most {MAX_DURATION / 86400:g} days.")
         return seconds
@@ -429,9 +558,14 @@ class RunForm(forms.Form):
     duration = DurationField(initial="2d", help_text="seconds, or with a unit: 36h, 10d")
     seed = forms.IntegerField(min_value=0, max_value=2**31 - 1, initial=1)
     compat = forms.ChoiceField(choices=Run.Compat.choices, initial="intended")
-    delta = forms.FloatField(label="step (s)", initial=60.0,
-                             validators=[MinValueValidator(limits.MIN_DELTA, f"At least {limits.MIN_DELTA:g} second."),
-                                         MaxValueValidator(limits.MAX_DELTA)])
+    delta = forms.FloatField(
+        label="step (s)",
+        initial=60.0,
+        validators=[
+            MinValueValidator(limits.MIN_DELTA, f"At least {limits.MIN_DELTA:g} second."),
+            MaxValueValidator(limits.MAX_DELTA),
+        ],
+    )
 
 
 YES = {"yes", "y", "true", "on", "1"}
@@ -443,15 +577,22 @@ class CompareForm(forms.Form):
     `policies`), or, when `parameter` is given, one preference across two or more `values`
     under one `policy`. `cleaned_data["variants"]` is the list of (policy, prefs) to run."""
 
-    policies = forms.MultipleChoiceField(choices=Run.Policy.choices, initial=["boinc5", "boinc7"], required=False,
-                                         widget=forms.CheckboxSelectMultiple)
-    parameter = forms.ChoiceField(required=False, label="vary",
-                                  choices=[("", "the policy")] + [(k, PrefsForm.base_fields[k].label)
-                                                                  for k in VARIABLE_PREFS])
-    values = forms.CharField(required=False, max_length=200,
-                             help_text="two or more, separated by commas: 30, 60, 120 (yes, no for leave in memory)")
-    policy = forms.ChoiceField(choices=Run.Policy.choices, initial="boinc7", required=False,
-                               help_text="the policy every value runs under")
+    policies = forms.MultipleChoiceField(
+        choices=Run.Policy.choices, initial=["boinc5", "boinc7"], required=False, widget=forms.CheckboxSelectMultiple
+    )
+    parameter = forms.ChoiceField(
+        required=False,
+        label="vary",
+        choices=[("", "the policy")] + [(k, PrefsForm.base_fields[k].label) for k in VARIABLE_PREFS],
+    )
+    values = forms.CharField(
+        required=False,
+        max_length=200,
+        help_text="two or more, separated by commas: 30, 60, 120 (yes, no for leave in memory)",
+    )
+    policy = forms.ChoiceField(
+        choices=Run.Policy.choices, initial="boinc7", required=False, help_text="the policy every value runs under"
+    )
     duration = DurationField(initial="2d")
     seed = forms.IntegerField(min_value=0, max_value=2**31 - 1, initial=1)
     compat = forms.ChoiceField(choices=Run.Compat.choices, initial="intended")

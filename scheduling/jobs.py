@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 import uuid
 from datetime import timedelta
+from typing import Any
 
 import django_rq
 import redis
@@ -34,12 +35,21 @@ QUEUE = "engine"
 LOST_AFTER = timedelta(seconds=30)
 
 
-def simulate(scenario, *, policy: str, duration: float, delta: float, seed: int, compat: str,
-             progress=None, partial=None) -> dict:
+def simulate(
+    scenario, *, policy: str, duration: float, delta: float, seed: int, compat: str, progress=None, partial=None
+) -> dict:
     """Run the engine; `RunResult.to_dict()`. `partial(chunk)` gets the engine's RecordChunks."""
-    return engine.run(scenario, policy=policy, duration=duration, delta=delta, seed=seed, compat=compat,
-                      progress=progress, partial=partial,
-                      partial_interval=duration / PARTIAL_CHUNKS if partial else None).to_dict()
+    return engine.run(
+        scenario,
+        policy=policy,
+        duration=duration,
+        delta=delta,
+        seed=seed,
+        compat=compat,
+        progress=progress,
+        partial=partial,
+        partial_interval=duration / PARTIAL_CHUNKS if partial else None,
+    ).to_dict()
 
 
 class PartialRecords:
@@ -57,8 +67,14 @@ class PartialRecords:
         self.clock = clock
         resources = {"cpu": {"instances": scenario.n_usable_cpus}}
         resources.update({g.name: {"instances": g.count} for g in scenario.host.gpus})
-        self.data = {"partial": True, "time": 0.0, "policy": run.policy, "duration": run.duration,
-                     "resources": resources, "projects": [{"name": p.name} for p in scenario.projects]}
+        self.data: dict[str, Any] = {
+            "partial": True,
+            "time": 0.0,
+            "policy": run.policy,
+            "duration": run.duration,
+            "resources": resources,
+            "projects": [{"name": p.name} for p in scenario.projects],
+        }
         self.data.update({name: [] for name in SERIES})
         self.next_store = clock() + PARTIAL_EVERY
 
@@ -69,9 +85,12 @@ class PartialRecords:
         if chunk.last or self.clock() < self.next_store:
             return
         started = self.clock()
-        stored = dict(data, time=chunk.time,
-                      slices=data["slices"] + [s._asdict() for s in chunk.open_slices],
-                      host_periods=data["host_periods"] + [h._asdict() for h in chunk.open_host_periods])
+        stored = dict(
+            data,
+            time=chunk.time,
+            slices=data["slices"] + [s._asdict() for s in chunk.open_slices],
+            host_periods=data["host_periods"] + [h._asdict() for h in chunk.open_host_periods],
+        )
         self.run.set_partial(chunk.time / self.run.duration, stored)
         took = self.clock() - started
         self.next_store = self.clock() + max(PARTIAL_EVERY, 4 * took)
@@ -132,19 +151,31 @@ def run_simulation(run_id: int) -> str:
         return "failed"
     try:
         scenario = run.engine_scenario()
-        records = simulate(scenario, policy=run.policy, duration=run.duration, delta=run.delta, seed=run.seed,
-                           compat=run.compat, progress=progress, partial=PartialRecords(run, scenario))
+        records = simulate(
+            scenario,
+            policy=run.policy,
+            duration=run.duration,
+            delta=run.delta,
+            seed=run.seed,
+            compat=run.compat,
+            progress=progress,
+            partial=PartialRecords(run, scenario),
+        )
     except ScenarioError as exc:
         run.mark_failed(timezone.now(), f"The scenario is not valid: {exc}")
         return "failed"
     except OverBudget as exc:
         fraction, spent = exc.args
         projected = f"about {spent / fraction:.0f} s" if fraction > 0 else "longer still"
-        run.mark_failed(timezone.now(), (
-            f"Stopped after {spent:.0f} s of computing, at {fraction:.0%} of the simulated time: at that speed "
-            f"the run would take {projected}, over twice the lab's budget of {settings.LAB_RUN_BUDGET_SECONDS} s "
-            "a run (LAB_RUN_BUDGET_SECONDS). A shorter duration, fewer CPUs or projects, or longer jobs make it "
-            "cheaper."))
+        run.mark_failed(
+            timezone.now(),
+            (
+                f"Stopped after {spent:.0f} s of computing, at {fraction:.0%} of the simulated time: at that speed "
+                f"the run would take {projected}, over twice the lab's budget of {settings.LAB_RUN_BUDGET_SECONDS} s "
+                "a run (LAB_RUN_BUDGET_SECONDS). A shorter duration, fewer CPUs or projects, or longer jobs make it "
+                "cheaper."
+            ),
+        )
         return "failed"
     except Exception as exc:  # the page must show the failure, whatever it was
         run.mark_failed(timezone.now(), f"The engine failed: {type(exc).__name__}: {exc}")
@@ -159,8 +190,9 @@ REDIS_TIMEOUT = 2.0  # seconds a check or an enqueue waits on Redis before calli
 
 def _redis(queue: str) -> redis.Redis:
     """A client of RQ queue `queue`'s Redis that gives up after REDIS_TIMEOUT."""
-    return redis.Redis.from_url(settings.RQ_QUEUES[queue]["URL"], socket_timeout=REDIS_TIMEOUT,
-                                socket_connect_timeout=REDIS_TIMEOUT)
+    return redis.Redis.from_url(
+        settings.RQ_QUEUES[queue]["URL"], socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=REDIS_TIMEOUT
+    )
 
 
 def queue_problem(queue: str = QUEUE) -> str | None:
@@ -170,7 +202,9 @@ def queue_problem(queue: str = QUEUE) -> str | None:
     try:
         client.ping()
     except (redis.exceptions.RedisError, OSError) as exc:
-        return f"Redis is not reachable ({exc}), so nothing can be queued; nothing was started. Try again once it is back."
+        return (
+            f"Redis is not reachable ({exc}), so nothing can be queued; nothing was started. Try again once it is back."
+        )
     finally:
         client.close()
     return None
@@ -181,6 +215,7 @@ def enqueue_on_commit(queue: str, func, *args, job_id: str, on_failure) -> None:
     (at once outside one); if Redis does not take it, `on_failure(reason)` is called instead of
     raising, so the rows the transaction wrote can be marked with the reason rather than left
     waiting for a job that does not exist."""
+
     def enqueue():
         client = _redis(queue)
         try:
@@ -199,8 +234,13 @@ def enqueue_run(run: Run) -> None:
     run.job_id = run.job_id or f"lab-run-{run.pk}-{uuid.uuid4().hex[:12]}"
     Run.objects.filter(pk=run.pk).update(job_id=run.job_id)
     run_id = run.pk
-    enqueue_on_commit(QUEUE, run_simulation, run_id, job_id=run.job_id,
-                      on_failure=lambda reason: Run(pk=run_id).mark_failed(timezone.now(), reason))
+    enqueue_on_commit(
+        QUEUE,
+        run_simulation,
+        run_id,
+        job_id=run.job_id,
+        on_failure=lambda reason: Run(pk=run_id).mark_failed(timezone.now(), reason),
+    )
 
 
 def job_problem(run: Run, *, now) -> str | None:
@@ -210,8 +250,9 @@ def job_problem(run: Run, *, now) -> str | None:
     if run.is_over or not run.job_id:
         return None
     young = run.status == Run.Status.QUEUED and now - run.created < LOST_AFTER
-    return lost_jobs.job_problem(django_rq.get_queue(QUEUE), run.job_id, missing_is_lost=not young,
-                                 work="the run", again="; start the run again")
+    return lost_jobs.job_problem(
+        django_rq.get_queue(QUEUE), run.job_id, missing_is_lost=not young, work="the run", again="; start the run again"
+    )
 
 
 def check_job(run: Run, *, now) -> bool:

@@ -66,23 +66,32 @@ class Run(models.Model):
         FAILED = "failed"
 
     # the engine's policies (scheduling.engine.policies), each labelled "name: what it does"
-    Policy = models.TextChoices("Policy", [(name.upper(), (name, f"{name}: {label}"))
-                                           for name, label in LABELS.items()])
+    # the functional API with (value, label) pairs, which django-stubs does not type
+    Policy = models.TextChoices(  # type: ignore[call-overload]
+        "Policy", [(name.upper(), (name, f"{name}: {label}")) for name, label in LABELS.items()]
+    )
 
     class Compat(models.TextChoices):
         INTENDED = "intended", "intended behaviour"
         BCE = "bce", "BOINC's emulator, bugs included"
 
     scenario = models.ForeignKey(StoredScenario, on_delete=models.CASCADE, related_name="runs")
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                              related_name="lab_runs", help_text="who started it (the per-person cap counts these)")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="lab_runs",
+        help_text="who started it (the per-person cap counts these)",
+    )
     policy = models.CharField(max_length=10, choices=Policy.choices)
     duration = models.FloatField(help_text="simulated seconds")
     delta = models.FloatField(default=60.0, help_text="decision step, seconds")
     seed = models.PositiveIntegerField(default=1)
     compat = models.CharField(max_length=10, choices=Compat.choices, default=Compat.INTENDED)
-    prefs = models.JSONField(default=dict, blank=True,
-                             help_text="preferences that replace the scenario's for this run (VARIABLE_PREFS)")
+    prefs = models.JSONField(
+        default=dict, blank=True, help_text="preferences that replace the scenario's for this run (VARIABLE_PREFS)"
+    )
     job_id = models.CharField(max_length=64, blank=True, help_text="the RQ job that runs it")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     progress = models.FloatField(default=0.0, help_text="fraction of simulated time done")
@@ -116,8 +125,11 @@ class Run(models.Model):
     @property
     def variant(self) -> str:
         """The preferences this run changes, in words: "time slice 30 min"; "" for none."""
-        return ", ".join(f"{VARIABLE_PREFS[k][0]} {VARIABLE_PREFS[k][1](v)}"
-                         for k, v in sorted(self.prefs.items()) if k in VARIABLE_PREFS)
+        return ", ".join(
+            f"{VARIABLE_PREFS[k][0]} {VARIABLE_PREFS[k][1](v)}"
+            for k, v in sorted(self.prefs.items())
+            if k in VARIABLE_PREFS
+        )
 
     @property
     def label(self) -> str:
@@ -144,21 +156,36 @@ class Run(models.Model):
 
     # transitions: compare-and-set on status, so a job that runs twice cannot clobber a result
     def mark_running(self, now) -> bool:
-        return Run.objects.filter(pk=self.pk, status=Run.Status.QUEUED).update(
-            status=Run.Status.RUNNING, started=now, progress=0.0) == 1
+        return (
+            Run.objects.filter(pk=self.pk, status=Run.Status.QUEUED).update(
+                status=Run.Status.RUNNING, started=now, progress=0.0
+            )
+            == 1
+        )
 
     def set_progress(self, fraction: float) -> bool:
         return Run.objects.filter(pk=self.pk, status=Run.Status.RUNNING).update(progress=fraction) == 1
 
     def set_partial(self, fraction: float, records: dict) -> bool:
-        return Run.objects.filter(pk=self.pk, status=Run.Status.RUNNING).update(
-            progress=fraction, records_blob=Run.pack(records)) == 1
+        return (
+            Run.objects.filter(pk=self.pk, status=Run.Status.RUNNING).update(
+                progress=fraction, records_blob=Run.pack(records)
+            )
+            == 1
+        )
 
     def mark_done(self, now, summary: dict, records: dict) -> bool:
-        return Run.objects.filter(pk=self.pk, status=Run.Status.RUNNING).update(
-            status=Run.Status.DONE, finished=now, progress=1.0, summary=summary,
-            records_blob=Run.pack(records)) == 1
+        return (
+            Run.objects.filter(pk=self.pk, status=Run.Status.RUNNING).update(
+                status=Run.Status.DONE, finished=now, progress=1.0, summary=summary, records_blob=Run.pack(records)
+            )
+            == 1
+        )
 
     def mark_failed(self, now, error: str) -> bool:
-        return Run.objects.filter(pk=self.pk, status__in=[Run.Status.QUEUED, Run.Status.RUNNING]).update(
-            status=Run.Status.FAILED, finished=now, error=error) == 1
+        return (
+            Run.objects.filter(pk=self.pk, status__in=[Run.Status.QUEUED, Run.Status.RUNNING]).update(
+                status=Run.Status.FAILED, finished=now, error=error
+            )
+            == 1
+        )

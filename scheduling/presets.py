@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from scheduling.engine.readers import read_pcdr
 from scheduling.engine.scenario import (
@@ -41,8 +41,7 @@ class Preset:
     duration: float = 2 * DAY
 
     def scenario(self) -> Scenario:
-        return dataclasses.replace(self.build(), name=f"seed {self.seed}: {self.title}",
-                                   description=self.look_for)
+        return dataclasses.replace(self.build(), name=f"seed {self.seed}: {self.title}", description=self.look_for)
 
 
 # seed 001's "Scenario 1" line (reference/debt-era.md §8) and what the lab adds to it: the
@@ -78,8 +77,12 @@ NCPUS = 4
 
 
 def _cpu_app(name: str, hours: float, deadline_hours: float, flops: float = GFLOPS) -> App:
-    return App(name=name, versions=(AppVersion(avg_ncpus=1.0, flops=flops),),
-               latency_bound=deadline_hours * HOUR, fpops_est=hours * HOUR * flops)
+    return App(
+        name=name,
+        versions=(AppVersion(avg_ncpus=1.0, flops=flops),),
+        latency_bound=deadline_hours * HOUR,
+        fpops_est=hours * HOUR * flops,
+    )
 
 
 def _wrr_example() -> Scenario:
@@ -87,17 +90,25 @@ def _wrr_example() -> Scenario:
     # two CPUs. All three share the CPUs until A2 ends at hour 4; A1 ends at hour 8.
     a = _cpu_app("A_app", 20 / 3, 48)
     b = _cpu_app("B_app", 10, 48)
-    job = dict(deadline=48 * HOUR, resource="cpu")
+    job: dict[str, Any] = dict(deadline=48 * HOUR, resource="cpu")
     return Scenario(
         host=Host(ncpus=2, cpu_flops=GFLOPS),
         projects=(
-            Project("A", 2, (a,), jobs=(
-                InitialJob("A1", "A_app", fpops=20 / 3 * HOUR * GFLOPS, fpops_est=20 / 3 * HOUR * GFLOPS, **job),
-                InitialJob("A2", "A_app", fpops=8 / 3 * HOUR * GFLOPS, fpops_est=8 / 3 * HOUR * GFLOPS, **job),
-            )),
-            Project("B", 1, (b,), jobs=(
-                InitialJob("B1", "B_app", fpops=10 * HOUR * GFLOPS, fpops_est=10 * HOUR * GFLOPS, **job),
-            )),
+            Project(
+                "A",
+                2,
+                (a,),
+                jobs=(
+                    InitialJob("A1", "A_app", fpops=20 / 3 * HOUR * GFLOPS, fpops_est=20 / 3 * HOUR * GFLOPS, **job),
+                    InitialJob("A2", "A_app", fpops=8 / 3 * HOUR * GFLOPS, fpops_est=8 / 3 * HOUR * GFLOPS, **job),
+                ),
+            ),
+            Project(
+                "B",
+                1,
+                (b,),
+                jobs=(InitialJob("B1", "B_app", fpops=10 * HOUR * GFLOPS, fpops_est=10 * HOUR * GFLOPS, **job),),
+            ),
         ),
         prefs=Prefs(work_buf_min_days=0.1, work_buf_additional_days=0.25),
     )
@@ -112,11 +123,16 @@ def _rpc_backoff() -> Scenario:
         host=Host(ncpus=2, cpu_flops=GFLOPS),
         projects=(
             Project("Steady", 100, (reliable,)),
-            Project("Flaky", 100, (flaky,), available=Availability(0.4, 4 * HOUR),
-                    scheduler_urls=(
-                        SchedulerUrl("https://flaky.example/cgi", Availability(0.3, 2 * HOUR)),
-                        SchedulerUrl("https://mirror.flaky.example/cgi", Availability(0.6, 2 * HOUR)),
-                    )),
+            Project(
+                "Flaky",
+                100,
+                (flaky,),
+                available=Availability(0.4, 4 * HOUR),
+                scheduler_urls=(
+                    SchedulerUrl("https://flaky.example/cgi", Availability(0.3, 2 * HOUR)),
+                    SchedulerUrl("https://mirror.flaky.example/cgi", Availability(0.6, 2 * HOUR)),
+                ),
+            ),
         ),
         prefs=Prefs(work_buf_min_days=0.2, work_buf_additional_days=0.3),
     )
@@ -128,15 +144,23 @@ def _cpu_and_gpu() -> Scenario:
     cpu = AppVersion(avg_ncpus=1.0, flops=2 * GFLOPS)
     gpu = AppVersion(avg_ncpus=0.2, flops=60 * GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0, plan_class="cuda")
     return Scenario(
-        host=Host(ncpus=4, cpu_flops=2 * GFLOPS, gpus=(GpuType("NVIDIA", 1, 100 * GFLOPS),),
-                  gpu_active=Availability(0.7, 3 * HOUR)),
+        host=Host(
+            ncpus=4,
+            cpu_flops=2 * GFLOPS,
+            gpus=(GpuType("NVIDIA", 1, 100 * GFLOPS),),
+            gpu_active=Availability(0.7, 3 * HOUR),
+        ),
         projects=(
             Project("CpuOnly", 100, (App("cpu_app", (cpu,), latency_bound=3 * DAY, fpops_est=4 * HOUR * 2 * GFLOPS),)),
             Project("GpuOnly", 100, (App("gpu_app", (gpu,), latency_bound=2 * DAY, fpops_est=HOUR * 60 * GFLOPS),)),
-            Project("Both", 100, (
-                App("both_cpu", (cpu,), latency_bound=2 * DAY, fpops_est=3 * HOUR * 2 * GFLOPS),
-                App("both_gpu", (gpu,), latency_bound=1 * DAY, fpops_est=HOUR * 60 * GFLOPS),
-            )),
+            Project(
+                "Both",
+                100,
+                (
+                    App("both_cpu", (cpu,), latency_bound=2 * DAY, fpops_est=3 * HOUR * 2 * GFLOPS),
+                    App("both_gpu", (gpu,), latency_bound=1 * DAY, fpops_est=HOUR * 60 * GFLOPS),
+                ),
+            ),
         ),
         prefs=Prefs(work_buf_min_days=0.2, work_buf_additional_days=0.3),
     )
@@ -157,7 +181,9 @@ def _tight_deadlines() -> Scenario:
 
 PRESETS: tuple[Preset, ...] = (
     Preset(
-        "seed-001-scenario-1", "001", "Scenario 1: short tasks beside time-sliced ones",
+        "seed-001-scenario-1",
+        "001",
+        "Scenario 1: short tasks beside time-sliced ones",
         "Two CPUs, one-hour time slices. P1 (half the share) sends 6-minute tasks due in an "
         "hour; P2 and P3 (a quarter each) send 1-hour tasks due in a day. Under boinc5 one CPU "
         "keeps running P1 while the other runs P2's and P3's tasks in turns, each task to its "
@@ -172,7 +198,9 @@ PRESETS: tuple[Preset, ...] = (
         duration=DAY,
     ),
     Preset(
-        "seed-001-scenario-1-strict", "001", "Scenario 1 switched strictly by debt",
+        "seed-001-scenario-1-strict",
+        "001",
+        "Scenario 1 switched strictly by debt",
         "Scenario 1 with a 6-minute time slice instead of one hour: the seed's warning that "
         "switching P2 and P3 strictly by debt would swap them every few minutes. Each swap "
         "takes the task out of memory, so it loses the work done since its last checkpoint "
@@ -183,7 +211,9 @@ PRESETS: tuple[Preset, ...] = (
         duration=DAY,
     ),
     Preset(
-        "seed-001-long-and-short", "001", "a 1000-hour project beside a 1-hour one",
+        "seed-001-long-and-short",
+        "001",
+        "a 1000-hour project beside a 1-hour one",
         "Four CPUs. P1's tasks take 1000 hours with a 2000-hour deadline, P2's take one hour "
         "with a 10-hour deadline, equal shares. Watch how each policy keeps both projects "
         "supplied and whether P2's short deadlines force EDF runs (marked in the Gantt).",
@@ -191,7 +221,9 @@ PRESETS: tuple[Preset, ...] = (
         duration=4 * DAY,
     ),
     Preset(
-        "seed-001-wrr-example", "001", "weighted round-robin, shares 2 : 1 on two CPUs",
+        "seed-001-wrr-example",
+        "001",
+        "weighted round-robin, shares 2 : 1 on two CPUs",
         "Project A (share 2) starts with jobs A1 and A2, B (share 1) with B1. Under round-robin "
         "all three share the two CPUs until A2 ends at hour 4, then A can use only one CPU "
         "until A1 ends at hour 8.",
@@ -200,7 +232,9 @@ PRESETS: tuple[Preset, ...] = (
         duration=DAY,
     ),
     Preset(
-        "seed-000-rpc-backoff", "000", "scheduler RPC retries and exponential back-off",
+        "seed-000-rpc-backoff",
+        "000",
+        "scheduler RPC retries and exponential back-off",
         "Flaky's two schedulers answer less than half the time. Watch the RPC markers on the "
         "buffer chart: failed RPCs, the growing back-off between tries, the switch to the "
         "second scheduler URL and the master-file fetch, while Steady keeps the CPUs busy.",
@@ -208,14 +242,18 @@ PRESETS: tuple[Preset, ...] = (
         duration=3 * DAY,
     ),
     Preset(
-        "seed-002-cpu-and-gpu", "002", "CPU and GPU projects, REC priority",
+        "seed-002-cpu-and-gpu",
+        "002",
+        "CPU and GPU projects, REC priority",
         "Four CPUs and one NVIDIA GPU that is suspended now and then (shaded). CpuOnly, "
         "GpuOnly and Both get equal shares of the host's peak FLOPS: watch the REC chart, "
         "the GPU lane, and how Both's GPU jobs compete with GpuOnly's.",
         _cpu_and_gpu,
     ),
     Preset(
-        "seed-002-tight-deadlines", "002", "deadline danger, EDF and the buffer",
+        "seed-002-tight-deadlines",
+        "002",
+        "deadline danger, EDF and the buffer",
         "Urgent's 5-hour tasks are due 12 hours after they arrive on a host that is on 80% "
         "of the time. The round-robin simulation predicts misses, so EDF runs them first "
         "(marked in the Gantt) despite Relaxed's larger share.",

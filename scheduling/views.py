@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
@@ -48,8 +49,9 @@ from scheduling.presets import BY_SLUG, PRESETS
 def _save(scenario_obj: StoredScenario | None, scenario, user, preset: str = "") -> StoredScenario:
     data = scenario_to_dict(scenario)
     if scenario_obj is None:
-        return StoredScenario.objects.create(name=scenario.name, description=scenario.description,
-                                             data=data, preset=preset, owner=user)
+        return StoredScenario.objects.create(
+            name=scenario.name, description=scenario.description, data=data, preset=preset, owner=user
+        )
     scenario_obj.name, scenario_obj.description, scenario_obj.data = scenario.name, scenario.description, data
     scenario_obj.save()
     return scenario_obj
@@ -103,7 +105,9 @@ def start_runs(user, stored: StoredScenario, variants, *, duration, seed, compat
         raise NotStarted(
             f"A run would take about {seconds_text(worst)} of engine time (estimated); the lab's budget is "
             f"{seconds_text(budget)} a run (LAB_RUN_BUDGET_SECONDS). A shorter duration, fewer CPUs or "
-            "projects, or longer jobs make it cheaper.", 400)
+            "projects, or longer jobs make it cheaper.",
+            400,
+        )
     cap = settings.LAB_ACTIVE_RUNS_PER_USER
     with transaction.atomic():
         # one start at a time per person, so two at once cannot both pass the cap
@@ -113,11 +117,21 @@ def start_runs(user, stored: StoredScenario, variants, *, duration, seed, compat
             raise NotStarted(
                 f"You have {active} run{'s' if active != 1 else ''} queued or running and this would start "
                 f"{len(variants)} more; the lab lets one person have {cap} at once (LAB_ACTIVE_RUNS_PER_USER). "
-                "Start it again when some have finished.", 429)
+                "Start it again when some have finished.",
+                429,
+            )
         runs = []
         for policy, prefs in variants:
-            run = Run.objects.create(scenario=stored, owner=user, policy=policy, duration=duration, seed=seed,
-                                     compat=compat, delta=delta, prefs=prefs or {})
+            run = Run.objects.create(
+                scenario=stored,
+                owner=user,
+                policy=policy,
+                duration=duration,
+                seed=seed,
+                compat=compat,
+                delta=delta,
+                prefs=prefs or {},
+            )
             enqueue_run(run)
             runs.append(run)
     return runs
@@ -137,9 +151,16 @@ def cost_note(scenario, duration: float, runs: int = 1) -> dict:
     if most > budget:  # the estimate is a straight line in the duration (cost.py)
         slope = (most - seconds(longest / 2)) / (longest / 2)
         longest = max(0.0, longest - (most - budget) / slope) if slope > 0 else 0.0
-    return {"duration": span(duration), "seconds": seconds_text(one), "runs": runs,
-            "total": seconds_text(one * runs), "over": one > budget, "budget": seconds_text(budget),
-            "longest": span(longest) if longest >= 60 else "under a minute", "capped": longest < MAX_DURATION}
+    return {
+        "duration": span(duration),
+        "seconds": seconds_text(one),
+        "runs": runs,
+        "total": seconds_text(one * runs),
+        "over": one > budget,
+        "budget": seconds_text(budget),
+        "longest": span(longest) if longest >= 60 else "under a minute",
+        "capped": longest < MAX_DURATION,
+    }
 
 
 def _check_jobs(runs) -> None:
@@ -171,11 +192,15 @@ def body_problem(request) -> str | None:
     except RequestDataTooBig:
         size = request.META.get("CONTENT_LENGTH") or "more"
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE / (1024 * 1024)
-        return (f"The form sent {size} bytes of text; a form may send at most {limit:g} MB besides its files, "
-                f"and P(C, D, R) text may be at most {MAX_TEXT:,} characters. Nothing was saved.")
+        return (
+            f"The form sent {size} bytes of text; a form may send at most {limit:g} MB besides its files, "
+            f"and P(C, D, R) text may be at most {MAX_TEXT:,} characters. Nothing was saved."
+        )
     except (TooManyFieldsSent, TooManyFilesSent):
-        return (f"The form sent more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} fields; "
-                "remove some rows. Nothing was saved.")
+        return (
+            f"The form sent more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} fields; "
+            "remove some rows. Nothing was saved."
+        )
     return None
 
 
@@ -185,6 +210,7 @@ def readable_post(on_problem):
     400; a readable one goes through the CSRF check and the view as usual (Django's
     csrf_exempt + csrf_protect pattern for reading a request before the check). The page
     answered to an unreadable body changes nothing."""
+
     def decorate(view):
         protected = csrf_protect(view)
 
@@ -196,25 +222,36 @@ def readable_post(on_problem):
                 if problem:
                     return on_problem(request, problem, *args, **kwargs)
             return protected(request, *args, **kwargs)
+
         return wrapper
+
     return decorate
 
 
 def _not_yours(stored: StoredScenario):
     return HttpResponseForbidden(
         f"Only the owner of “{stored.name}” or staff may change or delete it; duplicate it to "
-        "change a copy of your own.", content_type="text/plain; charset=utf-8")
+        "change a copy of your own.",
+        content_type="text/plain; charset=utf-8",
+    )
 
 
 # ---------------------------------------------------------------- scenarios
 
+
 @require_GET
 def index(request):
     scenarios = StoredScenario.objects.annotate(n_runs=Count("runs"))[:200]
-    return render(request, "lab/index.html", {
-        "scenarios": scenarios, "presets": PRESETS,
-        "runs": Run.objects.select_related("scenario")[:15], "demo_login": _login_hint(request),
-    })
+    return render(
+        request,
+        "lab/index.html",
+        {
+            "scenarios": scenarios,
+            "presets": PRESETS,
+            "runs": Run.objects.select_related("scenario")[:15],
+            "demo_login": _login_hint(request),
+        },
+    )
 
 
 @require_POST
@@ -279,11 +316,15 @@ def _scenario_form(request, stored: StoredScenario | None):
 def _initial_forms(stored: StoredScenario | None) -> dict:
     """The scenario form's initial data: the stored scenario's, or a two-project start."""
     previous = _stored_scenario(stored)
-    return scenario_initial(previous) if previous else {
-        "projects": [{"name": "Alpha", "resource_share": 100}, {"name": "Beta", "resource_share": 100}],
-        "apps": [{"project": "Alpha", "name": "alpha_app"}, {"project": "Beta", "name": "beta_app"}],
-        "meta": {"name": "my scenario"},
-    }
+    return (
+        scenario_initial(previous)
+        if previous
+        else {
+            "projects": [{"name": "Alpha", "resource_share": 100}, {"name": "Beta", "resource_share": 100}],
+            "apps": [{"project": "Alpha", "name": "alpha_app"}, {"project": "Beta", "name": "beta_app"}],
+            "meta": {"name": "my scenario"},
+        }
+    )
 
 
 def span(seconds: float) -> str:
@@ -319,8 +360,11 @@ def _compare_forms(stored: StoredScenario, bound: CompareForm | None = None) -> 
     preset = BY_SLUG.get(stored.preset)
     initial = {}
     if preset is not None:
-        initial = {"duration": _duration_text(preset.duration), "policies": list(preset.policies),
-                   "policy": preset.policies[-1]}
+        initial = {
+            "duration": _duration_text(preset.duration),
+            "policies": list(preset.policies),
+            "policy": preset.policies[-1],
+        }
     policies = CompareForm(initial=initial)
     parameter = CompareForm(initial=dict(initial, parameter="cpu_scheduling_period_minutes"), auto_id="vary_%s")
     if bound is not None and bound.data.get("parameter"):
@@ -342,8 +386,9 @@ def _scenario_context(request, stored, run_form=None, compare_form=None) -> dict
     _check_jobs(runs)
     preset = BY_SLUG.get(stored.preset)
     if run_form is None:
-        run_form = RunForm(initial={"duration": _duration_text(preset.duration), "policy": preset.policies[-1]}
-                           if preset else {})
+        run_form = RunForm(
+            initial={"duration": _duration_text(preset.duration), "policy": preset.policies[-1]} if preset else {}
+        )
     compare_policies, compare_parameter = _compare_forms(stored, compare_form)
     busy = any(not r.is_over for r in runs)
     costs = {}
@@ -353,13 +398,25 @@ def _scenario_context(request, stored, run_form=None, compare_form=None) -> dict
     buffer = ""
     if scenario is not None:
         prefs = scenario.prefs
-        buffer = (f"at least {span(prefs.work_buf_min_days * 86400)}, "
-                  f"up to {span((prefs.work_buf_min_days + prefs.work_buf_additional_days) * 86400)}")
+        buffer = (
+            f"at least {span(prefs.work_buf_min_days * 86400)}, "
+            f"up to {span((prefs.work_buf_min_days + prefs.work_buf_additional_days) * 86400)}"
+        )
     return {
-        "stored": stored, "scenario": scenario, "problem": problem, "runs": runs, "buffer": buffer,
-        "busy": busy, "run_form": run_form, "compare_form": compare_policies, "parameter_form": compare_parameter,
-        "preset": preset, "pcdr_preview": write_pcdr(scenario) if scenario else "", "costs": costs,
-        "can_edit": stored.editable_by(request.user), "demo_login": _login_hint(request),
+        "stored": stored,
+        "scenario": scenario,
+        "problem": problem,
+        "runs": runs,
+        "buffer": buffer,
+        "busy": busy,
+        "run_form": run_form,
+        "compare_form": compare_policies,
+        "parameter_form": compare_parameter,
+        "preset": preset,
+        "pcdr_preview": write_pcdr(scenario) if scenario else "",
+        "costs": costs,
+        "can_edit": stored.editable_by(request.user),
+        "demo_login": _login_hint(request),
     }
 
 
@@ -396,8 +453,13 @@ def _form_runs(form) -> int:
 @login_required
 def scenario_duplicate(request, pk):
     stored = get_object_or_404(StoredScenario, pk=pk)
-    copy = StoredScenario.objects.create(name=f"{stored.name} (copy)"[:120], description=stored.description,
-                                         data=stored.data, preset=stored.preset, owner=request.user)
+    copy = StoredScenario.objects.create(
+        name=f"{stored.name} (copy)"[:120],
+        description=stored.description,
+        data=stored.data,
+        preset=stored.preset,
+        owner=request.user,
+    )
     messages.success(request, f"Duplicated as “{copy.name}”.")
     return redirect("lab:scenario", copy.pk)
 
@@ -462,6 +524,7 @@ def export_scenario(request, pk, fmt):
 
 # ---------------------------------------------------------------- runs
 
+
 @require_POST
 @login_required
 def run_start(request, pk):
@@ -471,8 +534,15 @@ def run_start(request, pk):
         return _scenario_page_with_errors(request, stored, 400, run_form=form)
     d = form.cleaned_data
     try:
-        [run] = start_runs(request.user, stored, [(d["policy"], {})], duration=d["duration"], seed=d["seed"],
-                           compat=d["compat"], delta=d["delta"])
+        [run] = start_runs(
+            request.user,
+            stored,
+            [(d["policy"], {})],
+            duration=d["duration"],
+            seed=d["seed"],
+            compat=d["compat"],
+            delta=d["delta"],
+        )
     except NotStarted as exc:
         form.add_error(None, str(exc))
         return _scenario_page_with_errors(request, stored, exc.status, run_form=form)
@@ -490,8 +560,9 @@ def compare_start(request, pk):
         return _scenario_page_with_errors(request, stored, 400, compare_form=form)
     d = form.cleaned_data
     try:
-        runs = start_runs(request.user, stored, d["variants"], duration=d["duration"], seed=d["seed"],
-                          compat=d["compat"])
+        runs = start_runs(
+            request.user, stored, d["variants"], duration=d["duration"], seed=d["seed"], compat=d["compat"]
+        )
     except NotStarted as exc:
         form.add_error(None, str(exc))
         return _scenario_page_with_errors(request, stored, exc.status, compare_form=form)
@@ -501,23 +572,36 @@ def compare_start(request, pk):
 def _run_context(run: Run) -> dict:
     """A finished run's charts, card and facts; a running one's charts so far (partial records)."""
     records = run.records() if run.status in (Run.Status.DONE, Run.Status.RUNNING) else None
-    ctx = {"run": run, "records": records, "policy_note": POLICY_NOTES.get(run.policy, ""),
-           "partial": run.status == Run.Status.RUNNING and records is not None}
+    ctx: dict[str, Any] = {
+        "run": run,
+        "records": records,
+        "policy_note": POLICY_NOTES.get(run.policy, ""),
+        "partial": run.status == Run.Status.RUNNING and records is not None,
+    }
     if records is not None:
         ctx["chart_scripts"] = chart_scripts(run, records)
         if not ctx["partial"]:
             ctx["card"] = charts.figure_card(records["figures"])
             ctx["facts"] = charts.run_facts(records)
-            ctx["compare_with"] = list(_comparable(run)[:MAX_COMPARE - 1])
+            ctx["compare_with"] = list(_comparable(run)[: MAX_COMPARE - 1])
     return ctx
 
 
 def _comparable(run: Run):
     """The scenario's other finished runs a comparison with `run` is fair against: same seed,
     length, step and compat, so only the policy or a preference differs."""
-    return (Run.objects.filter(scenario_id=run.scenario_id, status=Run.Status.DONE, seed=run.seed,
-                               duration=run.duration, delta=run.delta, compat=run.compat)
-            .exclude(pk=run.pk).order_by("pk"))
+    return (
+        Run.objects.filter(
+            scenario_id=run.scenario_id,
+            status=Run.Status.DONE,
+            seed=run.seed,
+            duration=run.duration,
+            delta=run.delta,
+            compat=run.compat,
+        )
+        .exclude(pk=run.pk)
+        .order_by("pk")
+    )
 
 
 def chart_scripts(run: Run, records: dict, colours: dict | None = None) -> str:
@@ -531,10 +615,15 @@ def chart_scripts(run: Run, records: dict, colours: dict | None = None) -> str:
         "buffer": charts.buffer_chart(records, colours),
     }
     log = {
-        "decisions": [[round(d["time"] / 3600, 4), d["kind"], d["project"], d["job"], d["text"]]
-                      for d in records["decisions"]],
-        "run": {"id": run.pk, "label": run.label, "duration_h": records["duration"] / 3600,
-                "partial": bool(records.get("partial"))},
+        "decisions": [
+            [round(d["time"] / 3600, 4), d["kind"], d["project"], d["job"], d["text"]] for d in records["decisions"]
+        ],
+        "run": {
+            "id": run.pk,
+            "label": run.label,
+            "duration_h": records["duration"] / 3600,
+            "partial": bool(records.get("partial")),
+        },
     }
     scripts = [figure_script(fig, f"run-{run.pk}-{name}") for name, fig in figures.items()]
     scripts.append(figure_script(log, f"run-{run.pk}-log"))
@@ -553,14 +642,16 @@ def export_run(request, pk, fmt):
     """A finished run's records as JSON or CSV; a run still going has none yet (409)."""
     run = get_object_or_404(Run, pk=pk)
     if run.status != Run.Status.DONE:
-        return HttpResponse(f"Run {run.pk} is {run.status}; it has no records to export.",
-                            status=409, content_type="text/plain")
+        return HttpResponse(
+            f"Run {run.pk} is {run.status}; it has no records to export.", status=409, content_type="text/plain"
+        )
     if fmt == "json":
         return JsonResponse(run.records())
     return _download(run_csv(run.records()), "text/csv; charset=utf-8", f"run-{run.pk}.csv")
 
 
 # ---------------------------------------------------------------- compare
+
 
 def difference_labels(runs: list[Run]) -> list[str]:
     """Each run named by what sets it apart from the others on one page: its scenario, policy,
@@ -574,7 +665,7 @@ def difference_labels(runs: list[Run]) -> list[str]:
         lambda r: r.get_compat_display(),
         lambda r: span(r.duration),
     )
-    parts = [[] for _r in runs]
+    parts: list[list[str]] = [[] for _r in runs]
     for aspect in aspects:
         values = [aspect(r) for r in runs]
         if len(set(values)) > 1:
@@ -588,12 +679,19 @@ def difference_labels(runs: list[Run]) -> list[str]:
 
 def _picker(request, run: Run):
     """One run given: the scenario's other runs to compare it with, the fair ones ticked."""
-    fair = set(_comparable(run).values_list("pk", flat=True)[:MAX_COMPARE - 1])
+    fair = set(_comparable(run).values_list("pk", flat=True)[: MAX_COMPARE - 1])
     others = list(run.scenario.runs.exclude(pk=run.pk)[:50])
-    return render(request, "lab/compare.html", {
-        "picker": run, "candidates": [(r, r.pk in fair) for r in others], "max_others": MAX_COMPARE - 1,
-        "runs": [run], "same_scenario": True,
-    })
+    return render(
+        request,
+        "lab/compare.html",
+        {
+            "picker": run,
+            "candidates": [(r, r.pk in fair) for r in others],
+            "max_others": MAX_COMPARE - 1,
+            "runs": [run],
+            "same_scenario": True,
+        },
+    )
 
 
 def _rec_heading(policies: set[str]) -> str:
@@ -608,8 +706,13 @@ def _rec_heading(policies: set[str]) -> str:
 def compare(request):
     """Runs side by side; a single run id opens a picker of the scenario's runs to compare it
     with. `runs` is one comma-separated list or the picker's repeated parameter."""
-    ids = parse_ids(",".join(request.GET.getlist("runs")), noun="run",
-                    example="/lab/compare/?runs=1,2", minimum=1, maximum=MAX_COMPARE)
+    ids = parse_ids(
+        ",".join(request.GET.getlist("runs")),
+        noun="run",
+        example="/lab/compare/?runs=1,2",
+        minimum=1,
+        maximum=MAX_COMPARE,
+    )
     if isinstance(ids, str):
         return HttpResponseBadRequest(ids, content_type="text/plain")
     found = {r.pk: r for r in Run.objects.select_related("scenario").filter(pk__in=ids)}
@@ -622,20 +725,31 @@ def compare(request):
     _check_jobs(runs)
     labels = dict(zip(ids, difference_labels(runs)))
     over = all(r.is_over for r in runs)
-    ctx = {"runs": [(r, labels[r.pk]) for r in runs], "over": over, "ids": ",".join(map(str, ids)),
-           "same_scenario": len({r.scenario_id for r in runs}) == 1, "scenario": runs[0].scenario,
-           "title": " and ".join(labels.values())}
+    ctx = {
+        "runs": [(r, labels[r.pk]) for r in runs],
+        "over": over,
+        "ids": ",".join(map(str, ids)),
+        "same_scenario": len({r.scenario_id for r in runs}) == 1,
+        "scenario": runs[0].scenario,
+        "title": " and ".join(labels.values()),
+    }
     done = [r for r in runs if r.status == Run.Status.DONE]
     if over and done:
         loaded = [(r, r.records()) for r in done]
         names = {p["name"] for _r, rec in loaded for p in rec["projects"]}
         colours = charts.project_colours(names)
-        ctx["panels"] = [{
-            "run": r, "label": labels[r.pk], "card": charts.figure_card(rec["figures"]),
-            "facts": charts.run_facts(rec), "note": POLICY_NOTES.get(r.policy, ""),
-            "rec_label": "debt" if r.policy == "boinc5" else "REC",
-            "chart_scripts": chart_scripts(r, rec, colours),
-        } for r, rec in loaded]
+        ctx["panels"] = [
+            {
+                "run": r,
+                "label": labels[r.pk],
+                "card": charts.figure_card(rec["figures"]),
+                "facts": charts.run_facts(rec),
+                "note": POLICY_NOTES.get(r.policy, ""),
+                "rec_label": "debt" if r.policy == "boinc5" else "REC",
+                "chart_scripts": chart_scripts(r, rec, colours),
+            }
+            for r, rec in loaded
+        ]
         ctx["rec_heading"] = _rec_heading({r.policy for r, _rec in loaded})
         ctx["rows"] = charts.compare_figures([rec for _r, rec in loaded])
         if len(loaded) > 1:

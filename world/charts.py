@@ -7,6 +7,9 @@ totals of RPCs by outcome, credit and input bytes downloaded). The time axis is 
 a world younger than two hours (a live demo), else in hours.
 """
 
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
@@ -29,88 +32,111 @@ RPC_BANDS = (
 )
 
 
-def time_axis(samples):
+def time_axis(samples: Sequence[Any]) -> tuple[float, str]:
     """(divisor, axis title): minutes for under two hours of samples, else hours."""
     span = samples[-1].t if samples else 0.0
     return (MINUTE, "simulated minutes") if span < 2 * HOUR else (HOUR, "simulated hours")
 
 
-def _xs(samples, divisor):
+def _xs(samples: Sequence[Any], divisor: float) -> list[float]:
     return [round(s.t / divisor, 4) for s in samples]
 
 
-def _layout(fig, title, axis_title, y_title, height=280):
+def _layout(fig: go.Figure, title: str, axis_title: str, y_title: str, height: int = 280) -> go.Figure:
     fig.update_layout(
-        title={"text": title, "x": 0, "font": {"size": 14}}, height=height,
-        margin={"l": 50, "r": 10, "t": 36, "b": 40}, paper_bgcolor="white",
-        plot_bgcolor="white", legend={"orientation": "h", "y": -0.3},
+        title={"text": title, "x": 0, "font": {"size": 14}},
+        height=height,
+        margin={"l": 50, "r": 10, "t": 36, "b": 40},
+        paper_bgcolor="white",
+        plot_bgcolor="white",
+        legend={"orientation": "h", "y": -0.3},
         xaxis={"title": {"text": axis_title}, "gridcolor": "#eee"},
-        yaxis={"title": {"text": y_title}, "gridcolor": "#eee", "rangemode": "tozero"})
+        yaxis={"title": {"text": y_title}, "gridcolor": "#eee", "rangemode": "tozero"},
+    )
     return fig
 
 
-def results_by_state(samples):
+def results_by_state(samples: Sequence[Any]) -> go.Figure:
     """Stacked areas: the world's results unsent, in progress, and over by outcome."""
     divisor, axis = time_axis(samples)
     x = _xs(samples, divisor)
-    fig = go.Figure([
-        go.Scatter(x=x, y=[getattr(s, name) for s in samples], name=label, mode="lines",
-                   stackgroup="results", line={"width": 0.5, "color": colour})
-        for name, label, colour in RESULT_BANDS])
+    fig = go.Figure(
+        [
+            go.Scatter(
+                x=x,
+                y=[getattr(s, name) for s in samples],
+                name=label,
+                mode="lines",
+                stackgroup="results",
+                line={"width": 0.5, "color": colour},
+            )
+            for name, label, colour in RESULT_BANDS
+        ]
+    )
     return _layout(fig, "Results by server state", axis, "results")
 
 
-def differences(values):
+def differences(values: Iterable[float]) -> list[float]:
     """Per-interval increases of a running total (the first interval counts from 0)."""
-    out, previous = [], 0
+    out: list[float] = []
+    previous: float = 0
     for value in values:
         out.append(value - previous)
         previous = value
     return out
 
 
-def rpcs(samples):
+def rpcs(samples: Sequence[Any]) -> go.Figure:
     """Stacked bars: scheduler RPCs in each interval between samples, by outcome."""
     divisor, axis = time_axis(samples)
     x = _xs(samples, divisor)
-    fig = go.Figure([
-        go.Bar(x=x, y=differences([getattr(s, name) for s in samples]), name=label,
-               marker_color=colour)
-        for name, label, colour in RPC_BANDS])
+    fig = go.Figure(
+        [
+            go.Bar(x=x, y=differences([getattr(s, name) for s in samples]), name=label, marker_color=colour)
+            for name, label, colour in RPC_BANDS
+        ]
+    )
     fig.update_layout(barmode="stack", bargap=0)
     return _layout(fig, "Scheduler RPCs and their outcomes", axis, "RPCs per interval")
 
 
-def _line(samples, value, title, y_title, colour):
+def _line(samples: Sequence[Any], value: Callable[[Any], float], title: str, y_title: str, colour: str) -> go.Figure:
     divisor, axis = time_axis(samples)
-    fig = go.Figure([go.Scatter(x=_xs(samples, divisor), y=[value(s) for s in samples],
-                                mode="lines", line={"color": colour}, name=title)])
+    fig = go.Figure(
+        [
+            go.Scatter(
+                x=_xs(samples, divisor), y=[value(s) for s in samples], mode="lines", line={"color": colour}, name=title
+            )
+        ]
+    )
     return _layout(fig, title, axis, y_title)
 
 
-def hosts_active(samples):
+def hosts_active(samples: Sequence[Any]) -> go.Figure:
     """Hosts on and not gone at each sample."""
     return _line(samples, lambda s: s.hosts_active, "Hosts active", "hosts", "#1f5fbf")
 
 
-def credit_granted(samples):
+def credit_granted(samples: Sequence[Any]) -> go.Figure:
     """Credit granted to the world's results so far."""
     return _line(samples, lambda s: round(s.credit, 3), "Credit granted", "credit", "#1b7f3b")
 
 
-def bytes_downloaded(samples):
+def bytes_downloaded(samples: Sequence[Any]) -> go.Figure:
     """Input bytes the hosts downloaded so far, in MB."""
-    return _line(samples, lambda s: round(s.bytes_downloaded / 1e6, 3), "Input downloaded",
-                 "MB", "#8e44ad")
+    return _line(samples, lambda s: round(s.bytes_downloaded / 1e6, 3), "Input downloaded", "MB", "#8e44ad")
 
 
 WORLD_FIGURES = (
-    ("results", results_by_state), ("rpcs", rpcs), ("hosts", hosts_active),
-    ("credit", credit_granted), ("bytes", bytes_downloaded),
+    ("results", results_by_state),
+    ("rpcs", rpcs),
+    ("hosts", hosts_active),
+    ("credit", credit_granted),
+    ("bytes", bytes_downloaded),
 )
 
 
-def world_figures(samples):
+def world_figures(samples: Sequence[Any]) -> dict[str, go.Figure]:
     """{name: Figure} of every chart of one world's page, in page order."""
     return {name: chart(samples) for name, chart in WORLD_FIGURES}
 
@@ -124,22 +150,29 @@ COMPARED = (
 )
 
 
-def compare_figures(series):
+def compare_figures(series: Sequence[tuple[str, Sequence[Any]]]) -> dict[str, go.Figure]:
     """{name: Figure} overlaying the worlds of ``series``, a list of (label, samples)."""
-    longest = max((samples for _, samples in series), key=lambda s: s[-1].t if s else 0,
-                  default=[])
+    longest: Sequence[Any] = max((samples for _, samples in series), key=lambda s: s[-1].t if s else 0, default=[])
     divisor, axis = time_axis(longest)
-    figures = {}
+    figures: dict[str, go.Figure] = {}
     for name, title, y_title, value in COMPARED:
-        fig = go.Figure([
-            go.Scatter(x=_xs(samples, divisor), y=[value(s) for s in samples], mode="lines",
-                       name=label, line={"color": PALETTE[i % len(PALETTE)]})
-            for i, (label, samples) in enumerate(series)])
+        fig = go.Figure(
+            [
+                go.Scatter(
+                    x=_xs(samples, divisor),
+                    y=[value(s) for s in samples],
+                    mode="lines",
+                    name=label,
+                    line={"color": PALETTE[i % len(PALETTE)]},
+                )
+                for i, (label, samples) in enumerate(series)
+            ]
+        )
         figures[name] = _layout(fig, title, axis, y_title)
     return figures
 
 
-def size_words(nbytes):
+def size_words(nbytes: float) -> str:
     """Bytes in words: "512 B", "3.4 MB", "1.25 GB"."""
     for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if abs(nbytes) >= size:
@@ -147,7 +180,7 @@ def size_words(nbytes):
     return f"{int(nbytes)} B"
 
 
-def transfer_saved(plain, locality):
+def transfer_saved(plain: dict[str, Any], locality: dict[str, Any]) -> str:
     """The input transfer locality scheduling saved against plain scheduling, in words, from
     the two worlds' figures (their ``summary``: ``bytes_downloaded``, ``jobs_received``).
 
@@ -159,15 +192,21 @@ def transfer_saved(plain, locality):
     if not plain_jobs or not local_jobs:
         return "Neither world has sent enough work yet to compare their transfers."
     plain_per, local_per = plain_bytes / plain_jobs, local_bytes / local_jobs
-    totals = (f"Plain scheduling downloaded {size_words(plain_bytes)} of input for "
-              f"{plain_jobs:,} jobs, locality scheduling {size_words(local_bytes)} for "
-              f"{local_jobs:,}.")
+    totals = (
+        f"Plain scheduling downloaded {size_words(plain_bytes)} of input for "
+        f"{plain_jobs:,} jobs, locality scheduling {size_words(local_bytes)} for "
+        f"{local_jobs:,}."
+    )
     if plain_per <= 0:
         return totals + " Plain scheduling downloaded nothing, so there was nothing to save."
     saved = 1 - local_per / plain_per
     if saved >= 0:
-        return (totals + f" Per job, locality scheduling saved {size_words(plain_per - local_per)}"
-                f" of the {size_words(plain_per)} plain scheduling moved: {saved:.0%} less input "
-                f"transfer.")
-    return (totals + f" Per job, locality scheduling moved {size_words(local_per - plain_per)} "
-            f"more than plain scheduling: {-saved:.0%} more input transfer.")
+        return (
+            totals + f" Per job, locality scheduling saved {size_words(plain_per - local_per)}"
+            f" of the {size_words(plain_per)} plain scheduling moved: {saved:.0%} less input "
+            f"transfer."
+        )
+    return (
+        totals + f" Per job, locality scheduling moved {size_words(local_per - plain_per)} "
+        f"more than plain scheduling: {-saved:.0%} more input transfer."
+    )

@@ -16,6 +16,7 @@ work on it too.
 """
 
 import time
+from collections.abc import Callable
 
 import django_rq
 from django.db import transaction
@@ -53,7 +54,7 @@ DEMO_DAYS = 365.0
 TICK_SECONDS = 1.0
 
 
-def start_demo(*, hosts=DEMO_HOSTS, seed=1, now=None):
+def start_demo(*, hosts: int = DEMO_HOSTS, seed: int = 1, now: float | None = None) -> World:
     """Create, set up and mark running a new live demo world whose clock starts at ``now``
     (Unix seconds; default the wall clock); return it.
 
@@ -67,14 +68,20 @@ def start_demo(*, hosts=DEMO_HOSTS, seed=1, now=None):
             status__in=[World.Status.CREATED, World.Status.RUNNING, World.Status.PAUSED],
         ).update(status=World.Status.FINISHED, state=None)
         world = World.objects.create(
-            name=DEMO_NAME, seed=seed, hosts=hosts, days=DEMO_DAYS, speedup=1.0,
-            settings={**DEMO_SETTINGS, "start_time": now}, status=World.Status.RUNNING)
+            name=DEMO_NAME,
+            seed=seed,
+            hosts=hosts,
+            days=DEMO_DAYS,
+            speedup=1.0,
+            settings={**DEMO_SETTINGS, "start_time": now},
+            status=World.Status.RUNNING,
+        )
         jobs.create_simulation(world)
     world.refresh_from_db()
     return world
 
 
-def step(world_id, *, wall=None):
+def step(world_id: int, *, wall: float | None = None) -> float | None:
     """Advance live world ``world_id`` to the wall clock (``wall``, Unix seconds; default now)
     and store it, holding the world's lock. Returns its clock, or None when it is not running
     or another slice holds it."""
@@ -90,8 +97,7 @@ def step(world_id, *, wall=None):
         try:
             sim.run_until(jobs.slice_end(sim, world.speedup, wall=wall))
         except Exception as exc:
-            World.objects.filter(pk=world_id).update(status=World.Status.FAILED,
-                                                     error=repr(exc))
+            World.objects.filter(pk=world_id).update(status=World.Status.FAILED, error=repr(exc))
             raise
         jobs.store(world_id, sim)
         return sim.t
@@ -99,12 +105,15 @@ def step(world_id, *, wall=None):
         lock.release()
 
 
-def drive(world_id, *, should_stop=lambda: False, tick=TICK_SECONDS):
+def drive(world_id: int, *, should_stop: Callable[[], bool] = lambda: False, tick: float = TICK_SECONDS) -> None:
     """Step the world every ``tick`` wall seconds until ``should_stop()`` or it finishes."""
     while not should_stop():
         began = time.monotonic()
         step(world_id)
-        if not World.objects.filter(pk=world_id).exclude(
-                status__in=[World.Status.FINISHED, World.Status.FAILED]).exists():
+        if (
+            not World.objects.filter(pk=world_id)
+            .exclude(status__in=[World.Status.FINISHED, World.Status.FAILED])
+            .exists()
+        ):
             return
         time.sleep(max(tick - (time.monotonic() - began), 0.05))

@@ -25,10 +25,8 @@ class World(models.Model):
     hosts = models.PositiveIntegerField(default=200)
     days = models.FloatField(default=3.0)
     locality = models.BooleanField(default=False)
-    settings = models.JSONField(default=dict, blank=True,
-                                help_text="Overrides of world.simulation.WorldSettings.")
-    app = models.ForeignKey(App, null=True, blank=True, on_delete=models.SET_NULL,
-                            related_name="+")
+    settings = models.JSONField(default=dict, blank=True, help_text="Overrides of world.simulation.WorldSettings.")
+    app = models.ForeignKey(App, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     start_time = models.BigIntegerField(default=0, help_text="Unix seconds at simulated t = 0.")
     clock = models.FloatField(default=0.0, help_text="Simulated seconds since the start.")
     speedup = models.FloatField(default=3600.0, help_text="Simulated seconds per wall second.")
@@ -36,20 +34,18 @@ class World(models.Model):
     state = models.BinaryField(null=True, blank=True, help_text="The pickled simulation.")
     summary = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
-    job_id = models.CharField(max_length=64, blank=True,
-                              help_text="The RQ job of its next slice (world.jobs).")
-    job_since = models.DateTimeField(null=True, blank=True,
-                                     help_text="When job_id was named, before it was enqueued.")
+    job_id = models.CharField(max_length=64, blank=True, help_text="The RQ job of its next slice (world.jobs).")
+    job_since = models.DateTimeField(null=True, blank=True, help_text="When job_id was named, before it was enqueued.")
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-id"]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name
 
-    def mark_failed(self, reason, *, job_id=None):
+    def mark_failed(self, reason: str, *, job_id: str | None = None) -> bool:
         """Running -> failed with ``reason``; with ``job_id``, only while the world still waits
         on that job (compare-and-set: a slice that chained the next job meanwhile wins)."""
         rows = World.objects.filter(pk=self.pk, status=World.Status.RUNNING)

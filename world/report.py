@@ -9,38 +9,52 @@ ordering rule (§3.10).
 
 import statistics
 from collections import Counter, defaultdict
+from typing import TYPE_CHECKING, Any
 
-from django.db.models import Count, F, Sum
+from django.db.models import Count, F, IntegerChoices, QuerySet, Sum
 
 from backend.daemons.sched_locality import file_name_of
 from backend.models import (
-    AssimilateState, ErrorMask, File, FileDeleteState, Host, Outcome, Result, ServerState,
-    ValidateState, Workunit,
+    AssimilateState,
+    ErrorMask,
+    File,
+    FileDeleteState,
+    Host,
+    Outcome,
+    Result,
+    ServerState,
+    ValidateState,
+    Workunit,
 )
 
+if TYPE_CHECKING:
+    from world.simulation import Simulation
 
-def counts(queryset, field, enum):
+
+def counts(queryset: QuerySet[Any], field: str, enum: type[IntegerChoices]) -> dict[str, int]:
     rows = queryset.values_list(field).annotate(n=Count("id")).order_by(field)
     return {enum(value).name: n for value, n in rows}
 
 
-def summary(sim):
+def summary(sim: Simulation) -> dict[str, Any]:
     """The world's figures as one JSON-ready dict."""
     app_id = sim.app_id
     wus = Workunit.objects.filter(app_id=app_id)
     results = Result.objects.filter(app_id=app_id)
     n_wus = wus.count()
     errored = wus.exclude(error_mask=0).count()
-    error_bits = Counter()
+    error_bits: Counter[str] = Counter()
     for mask in wus.exclude(error_mask=0).values_list("error_mask", flat=True):
         error_bits.update(ErrorMask.names(mask))
     over = results.filter(server_state=ServerState.OVER)
     outcome = counts(over, "outcome", Outcome)
     n_over = sum(outcome.values())
     turnarounds = sorted(
-        received - sent for sent, received in results.filter(
-            outcome=Outcome.SUCCESS, received_time__gt=0).values_list("sent_time",
-                                                                      "received_time"))
+        received - sent
+        for sent, received in results.filter(outcome=Outcome.SUCCESS, received_time__gt=0).values_list(
+            "sent_time", "received_time"
+        )
+    )
     credit = results.aggregate(total=Sum("granted_credit"))["total"] or 0.0
     simulated = sim.finished_at if sim.finished_at is not None else sim.t
     work_days = min(simulated, sim.work_end) / 86400 or 1.0
@@ -66,19 +80,16 @@ def summary(sim):
             "outcome": outcome,
             "validate_state": counts(results, "validate_state", ValidateState),
         },
-        "outcome_percent": {name: round(100.0 * n / n_over, 2) for name, n in outcome.items()}
-        if n_over else {},
+        "outcome_percent": {name: round(100.0 * n / n_over, 2) for name, n in outcome.items()} if n_over else {},
         "credit_granted": round(credit, 6),
         "bytes_downloaded": c.bytes_downloaded,
         "downloads": c.downloads,
-        "bytes_downloaded_per_result": round(c.bytes_downloaded / c.jobs_received, 1)
-        if c.jobs_received else 0.0,
+        "bytes_downloaded_per_result": round(c.bytes_downloaded / c.jobs_received, 1) if c.jobs_received else 0.0,
         "results_per_file_per_host": per_file_host,
         "turnaround": {
             "mean": round(statistics.fmean(turnarounds), 1) if turnarounds else 0.0,
             "median": float(statistics.median(turnarounds)) if turnarounds else 0.0,
-            "p95": float(turnarounds[int(0.95 * (len(turnarounds) - 1))]) if turnarounds
-            else 0.0,
+            "p95": float(turnarounds[int(0.95 * (len(turnarounds) - 1))]) if turnarounds else 0.0,
         },
         "results_per_day": round(outcome.get("SUCCESS", 0) / work_days, 1),
         "rpcs": c.rpcs,
@@ -96,52 +107,62 @@ def summary(sim):
     }
 
 
-def results_per_file_per_host(results):
+def results_per_file_per_host(results: QuerySet[Result]) -> float:
     """Mean number of results of one data file a host computed (locality's payoff)."""
-    pairs = Counter()
-    for host_id, wu_name in results.filter(host__isnull=False).values_list(
-            "host_id", "workunit__name"):
+    pairs: Counter[tuple[int, str]] = Counter()
+    for host_id, wu_name in results.filter(host__isnull=False).values_list("host_id", "workunit__name"):
         pairs[(host_id, file_name_of(wu_name))] += 1
     return round(sum(pairs.values()) / len(pairs), 3) if pairs else 0.0
 
 
-def invariants(sim):
+def invariants(sim: Simulation) -> dict[str, bool]:
     """name -> bool for every check; all True for a healthy run."""
     app_id = sim.app_id
     wus = Workunit.objects.filter(app_id=app_id)
     results = Result.objects.filter(app_id=app_id)
     now = sim.now(sim.finished_at if sim.finished_at is not None else sim.t)
-    checks = {}
-    checks["every_workunit_assimilated_or_errored"] = not wus.exclude(
-        assimilate_state=AssimilateState.DONE).exists() and not wus.filter(
-        canonical_result__isnull=True, error_mask=0).exists()
-    checks["files_deleted_after_assimilation"] = not wus.exclude(
-        file_delete_state=FileDeleteState.DONE).exists()
-    checks["never_more_results_than_max_total"] = not wus.annotate(
-        n=Count("results")).filter(n__gt=F("max_total_results")).exists()
-    checks["canonical_results_valid"] = not wus.filter(canonical_result__isnull=False).exclude(
-        canonical_result__validate_state=ValidateState.VALID).exists()
-    checks["credit_granted_once_to_valid_results"] = not results.filter(
-        granted_credit__gt=0).exclude(validate_state=ValidateState.VALID).exists() and \
-        credit_matches_hosts(sim)
+    checks: dict[str, bool] = {}
+    checks["every_workunit_assimilated_or_errored"] = (
+        not wus.exclude(assimilate_state=AssimilateState.DONE).exists()
+        and not wus.filter(canonical_result__isnull=True, error_mask=0).exists()
+    )
+    checks["files_deleted_after_assimilation"] = not wus.exclude(file_delete_state=FileDeleteState.DONE).exists()
+    checks["never_more_results_than_max_total"] = (
+        not wus.annotate(n=Count("results")).filter(n__gt=F("max_total_results")).exists()
+    )
+    checks["canonical_results_valid"] = (
+        not wus.filter(canonical_result__isnull=False)
+        .exclude(canonical_result__validate_state=ValidateState.VALID)
+        .exists()
+    )
+    checks["credit_granted_once_to_valid_results"] = not results.filter(granted_credit__gt=0).exclude(
+        validate_state=ValidateState.VALID
+    ).exists() and credit_matches_hosts(sim)
     checks["no_result_in_progress_past_deadline"] = not results.filter(
-        server_state=ServerState.IN_PROGRESS, report_deadline__lt=now).exists()
-    checks["one_result_per_user_per_workunit"] = not results.filter(user__isnull=False).values(
-        "workunit_id", "user_id").annotate(n=Count("id")).filter(n__gt=1).exists()
+        server_state=ServerState.IN_PROGRESS, report_deadline__lt=now
+    ).exists()
+    checks["one_result_per_user_per_workunit"] = (
+        not results.filter(user__isnull=False)
+        .values("workunit_id", "user_id")
+        .annotate(n=Count("id"))
+        .filter(n__gt=1)
+        .exists()
+    )
     checks["wrong_outputs_never_canonical"] = wrong_never_canonical(sim)
-    checks["client_errors_invalid"] = not results.filter(outcome=Outcome.CLIENT_ERROR).exclude(
-        validate_state=ValidateState.INVALID).exists()
+    checks["client_errors_invalid"] = (
+        not results.filter(outcome=Outcome.CLIENT_ERROR).exclude(validate_state=ValidateState.INVALID).exists()
+    )
     if sim.settings.locality:
-        checks["results_sent_in_increasing_id_per_user_and_file"] = increasing_per_user_file(
-            results)
+        checks["results_sent_in_increasing_id_per_user_and_file"] = increasing_per_user_file(results)
     return checks
 
 
-def credit_matches_hosts(sim):
+def credit_matches_hosts(sim: Simulation) -> bool:
     """Each world host's total_credit is the credit granted to its results."""
-    granted = defaultdict(float)
-    for host_id, credit in Result.objects.filter(app_id=sim.app_id, granted_credit__gt=0) \
-            .values_list("host_id", "granted_credit"):
+    granted: defaultdict[int, float] = defaultdict(float)
+    for host_id, credit in Result.objects.filter(app_id=sim.app_id, granted_credit__gt=0).values_list(
+        "host_id", "granted_credit"
+    ):
         granted[host_id] += credit
     ids = [h.host_id for h in sim.hosts]
     for host_id, total in Host.objects.filter(id__in=ids).values_list("id", "total_credit"):
@@ -150,21 +171,25 @@ def credit_matches_hosts(sim):
     return True
 
 
-def wrong_never_canonical(sim):
+def wrong_never_canonical(sim: Simulation) -> bool:
     """With a quorum of 2 or more, no canonical output came from a wrong-output job."""
-    canonical = Workunit.objects.filter(app_id=sim.app_id, min_quorum__gte=2,
-                                        canonical_result__isnull=False)
+    canonical = Workunit.objects.filter(app_id=sim.app_id, min_quorum__gte=2, canonical_result__isnull=False)
     ids = list(canonical.values_list("canonical_result_id", flat=True))
-    wrong = set(File.objects.filter(result_id__in=ids, kind=File.Kind.OUTPUT)
-                .values_list("md5_cksum", flat=True)) & sim.wrong_checksums
+    wrong = (
+        set(File.objects.filter(result_id__in=ids, kind=File.Kind.OUTPUT).values_list("md5_cksum", flat=True))
+        & sim.wrong_checksums
+    )
     return not wrong
 
 
-def increasing_per_user_file(results):
+def increasing_per_user_file(results: QuerySet[Result]) -> bool:
     """For each volunteer and data file, results were sent in increasing id (§3.10)."""
-    last = {}
-    rows = results.filter(sent_time__gt=0, user__isnull=False).order_by(
-        "sent_time", "id").values_list("user_id", "workunit__name", "id")
+    last: dict[tuple[int, str], int] = {}
+    rows = (
+        results.filter(sent_time__gt=0, user__isnull=False)
+        .order_by("sent_time", "id")
+        .values_list("user_id", "workunit__name", "id")
+    )
     for user_id, wu_name, result_id in rows:
         key = (user_id, file_name_of(wu_name))
         if result_id < last.get(key, 0):

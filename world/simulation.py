@@ -49,26 +49,45 @@ import hashlib
 import heapq
 import math
 import random
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple, Self
 
 from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Count, Min, Q, Sum
 
-from backend.daemons import daemon_names, run_pass
-from backend.daemons.scheduler import (
-    GpuRequest, HostInfo, ReportedFile, ReportedResult, SchedulerRequest, StickyFile,
-    TimeStats, handle_request,
-)
-from backend.daemons import sched_locality, sched_version
+from backend.daemons import daemon_names, run_pass, sched_locality, sched_version
 from backend.daemons.sched_types import GlobalPrefs, SchedulerConfig
+from backend.daemons.scheduler import (
+    GpuRequest,
+    HostInfo,
+    ReplyResult,
+    ReportedFile,
+    ReportedResult,
+    SchedulerRequest,
+    StickyFile,
+    TimeStats,
+    handle_request,
+)
 from backend.daemons.work_generator import waiting_for_first_results
 from backend.models import (
-    INT_MAX, App, AppVersion, AssimilateState, ClientState, FileDeleteState, GpuType, Host,
-    LocalityTrigger, Outcome, Result, ServerState, ValidateState, Workunit,
+    INT_MAX,
+    App,
+    AppVersion,
+    AssimilateState,
+    ClientState,
+    FileDeleteState,
+    GpuType,
+    Host,
+    LocalityTrigger,
+    Outcome,
+    Result,
+    ServerState,
+    ValidateState,
+    Workunit,
 )
 
 DAY = 86400.0
@@ -107,8 +126,7 @@ DAEMONS, CHANGE, JOB_DONE, RPC, END = range(5)
 # ``backoff_min`` setting is the floor.
 BACKOFF_MAX = DAY
 # The preferences a simulated host computes by (Host's prefs form, reference/client.md §2).
-PREF_FIELDS = ("work_buf_min_days", "work_buf_additional_days", "max_ncpus_pct",
-               "cpu_usage_limit")
+PREF_FIELDS = ("work_buf_min_days", "work_buf_additional_days", "max_ncpus_pct", "cpu_usage_limit")
 
 
 @dataclass(frozen=True)
@@ -192,56 +210,68 @@ class WorldSettings:
     small_disk_gb: float = 0.95
 
     @classmethod
-    def from_dict(cls, values):
+    def from_dict(cls, values: dict[str, Any]) -> Self:
         known = {f.name: f for f in fields(cls)}
         unknown = sorted(set(values) - set(known))
         if unknown:
             raise ValueError(f"unknown world setting(s): {', '.join(unknown)}")
-        settings = cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+        kwargs: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+        settings = cls(**kwargs)
         settings.check()
         return settings
 
-    def check(self):
+    def check(self) -> None:
         """Raise ValueError naming the first setting out of range."""
         if self.hosts < 1:
             raise ValueError(f"hosts must be at least 1, not {self.hosts}")
         if not self.days > 0:
             raise ValueError(f"days must be positive, not {self.days}")
-        for name in ("gpu_fraction", "on_frac_min", "error_rate", "no_reply_rate",
-                     "error_prone_fraction", "error_prone_rate", "wrong_output_fraction",
-                     "wrong_output_rate", "small_disk_fraction"):
+        for name in (
+            "gpu_fraction",
+            "on_frac_min",
+            "error_rate",
+            "no_reply_rate",
+            "error_prone_fraction",
+            "error_prone_rate",
+            "wrong_output_fraction",
+            "wrong_output_rate",
+            "small_disk_fraction",
+        ):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"{name} must be between 0 and 1, not {getattr(self, name)}")
         if self.on_frac_min <= 0:
             raise ValueError("on_frac_min must be above 0")
-        if not (1 <= self.min_quorum <= self.target_nresults <= self.max_success_results
-                <= self.max_total_results and self.max_error_results <= self.max_total_results):
+        if not (
+            1 <= self.min_quorum <= self.target_nresults <= self.max_success_results <= self.max_total_results
+            and self.max_error_results <= self.max_total_results
+        ):
             raise ValueError("the quorum and result limits are out of order")
-        if (self.workunits_per_file < 1 or self.workunits_per_trigger < 1 or self.job_gflop <= 0
-                or self.daemon_interval <= 0):
-            raise ValueError("workunits_per_file, workunits_per_trigger, job_gflop and "
-                             "daemon_interval must be positive")
+        if (
+            self.workunits_per_file < 1
+            or self.workunits_per_trigger < 1
+            or self.job_gflop <= 0
+            or self.daemon_interval <= 0
+        ):
+            raise ValueError(
+                "workunits_per_file, workunits_per_trigger, job_gflop and daemon_interval must be positive"
+            )
         for name in ("report_delay", "backoff_min", "first_rpc_within"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be 0 or more, not {getattr(self, name)}")
         for name in ("mt_efficiency_min", "gpu_efficiency_min"):
             if not 0 < getattr(self, name) <= 1:
-                raise ValueError(f"{name} must be above 0 and at most 1, not "
-                                 f"{getattr(self, name)}")
+                raise ValueError(f"{name} must be above 0 and at most 1, not {getattr(self, name)}")
         for name in ("cpu_speed_sigma", "gpu_gflops_sigma", "version_select_random_factor"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be 0 or more, not {getattr(self, name)}")
-        if isinstance(self.mt_threads, bool) or not isinstance(self.mt_threads, int) \
-                or self.mt_threads < 2:
-            raise ValueError(f"mt_threads must be a whole number, 2 or more, not "
-                             f"{self.mt_threads!r}")
+        if isinstance(self.mt_threads, bool) or not isinstance(self.mt_threads, int) or self.mt_threads < 2:
+            raise ValueError(f"mt_threads must be a whole number, 2 or more, not {self.mt_threads!r}")
         if self.plan_classes and self.live_app:
             raise ValueError("a live world runs its app's own versions; leave plan_classes off")
         if not self.small_disk_gb > 0:
             raise ValueError(f"small_disk_gb must be positive, not {self.small_disk_gb}")
         if self.homogeneous_redundancy not in (0, 1, 2):
-            raise ValueError("homogeneous_redundancy must be 0, 1 or 2, not "
-                             f"{self.homogeneous_redundancy}")
+            raise ValueError(f"homogeneous_redundancy must be 0, 1 or 2, not {self.homogeneous_redundancy}")
         if self.live_app and self.locality:
             raise ValueError("a live world serves its app's own scheduling; leave locality off")
 
@@ -305,31 +335,34 @@ class SimHost:
     disk_gb: float = 0.0
 
     @property
-    def active(self):
+    def active(self) -> bool:
         return self.on and not self.gone
 
     @property
-    def usable_cpus(self):
+    def usable_cpus(self) -> int:
         """The CPUs the preferences let it use: max_ncpus_pct of them, at least one."""
         return max(int(self.ncpus * self.max_ncpus_pct / 100), 1)
 
     @property
-    def speed(self):
+    def speed(self) -> float:
         """The fraction of wall time its jobs compute (cpu_usage_limit throttles them)."""
         return max(self.cpu_usage_limit, 1.0) / 100
 
-    def instances(self, resource):
+    def instances(self, resource: str) -> int:
         return self.usable_cpus if resource == "cpu" else self.gpus
 
-    def load(self, jobs):
+    def load(self, jobs: Iterable[Job]) -> float:
         """Instances ``jobs`` take: a multi-threaded job its threads, any other one."""
         return sum(getattr(job, "ncpus", 1.0) for job in jobs)
 
-    def work_seconds(self, resource):
+    def work_seconds(self, resource: str) -> float:
         """Wall seconds of queued work per usable instance."""
         jobs = self.queued[resource] + self.running[resource]
-        return (sum(job.remaining * getattr(job, "ncpus", 1.0) for job in jobs)
-                / max(self.instances(resource), 1) / self.speed)
+        return (
+            sum(job.remaining * getattr(job, "ncpus", 1.0) for job in jobs)
+            / max(self.instances(resource), 1)
+            / self.speed
+        )
 
 
 @dataclass
@@ -378,51 +411,52 @@ class Sample(NamedTuple):
 class Simulation:
     """One world's state; ``setup()`` once, then ``run_until(t)`` in as many slices as wanted."""
 
-    def __init__(self, settings, *, prefix="w"):
+    def __init__(self, settings: WorldSettings, *, prefix: str = "w") -> None:
         settings.check()
         self.settings = settings
         self.prefix = prefix
         self.rng = random.Random(settings.seed)
-        self.heap = []
+        self.heap: list[tuple[float, int, int, str, tuple[Any, ...]]] = []
         self.counter = 0
         self.t = 0.0
-        self.hosts = []
+        self.hosts: list[SimHost] = []
         self.counters = Counters()
-        self.app_id = None
+        # the app the world runs, set (by setup or join) before any pass reads it
+        self.app_id: int = None  # type: ignore[assignment]
         self.work_end = settings.days * DAY
         self.end = self.work_end + settings.drain_days * DAY
         self.draining = False
         self.finished = False
-        self.finished_at = None
+        self.finished_at: float | None = None
         self.round_at = 0.0  # the time of the next daemon round
-        self.file_names = []
-        self.wrong_checksums = set()
-        self.wrong_results = set()  # names of results whose output was wrong
-        self.abandoned = set()  # names of results a host held when it left for good
+        self.file_names: list[str] = []
+        self.wrong_checksums: set[str] = set()
+        self.wrong_results: set[str] = set()  # names of results whose output was wrong
+        self.abandoned: set[str] = set()  # names of results a host held when it left for good
         self.prefs_seen = 1  # the latest prefs_mod_time read back from the Host rows
-        self.host_index = {}  # Host id -> index in ``hosts``
-        self.samples = []  # Sample records not yet stored (``take_samples`` hands them over)
+        self.host_index: dict[int, int] = {}  # Host id -> index in ``hosts``
+        self.samples: list[Sample] = []  # Sample records not yet stored (``take_samples`` hands them over)
         # The world's own platform name keeps its hosts and its app's work to each other
         # when several worlds (or a demo project) share the database.
         self.platform = f"{prefix}-x86_64-pc-linux-gnu"
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         state.setdefault("samples", [])  # a world stored before samples were taken
         self.__dict__.update(state)
 
     # --- the heap ---------------------------------------------------------------------------
 
-    def push(self, time, priority, kind, *data):
+    def push(self, time: float, priority: int, kind: str, *data: Any) -> None:
         self.counter += 1
         heapq.heappush(self.heap, (time, priority, self.counter, kind, data))
 
-    def now(self, t=None):
+    def now(self, t: float | None = None) -> int:
         """Unix seconds the back end sees at simulated time ``t``."""
         return self.settings.start_time + int(self.t if t is None else t)
 
     # --- set-up -----------------------------------------------------------------------------
 
-    def setup(self):
+    def setup(self) -> None:
         """Create the app, its versions, the volunteers, their hosts and the data files; a live
         world makes only the volunteers and hosts, for its existing app."""
         s = self.settings
@@ -431,55 +465,79 @@ class Simulation:
             return
         with transaction.atomic():
             app = App.objects.create(
-                name=f"{self.prefix}_einstein", user_friendly_name="World workload",
-                locality_scheduling=s.locality, min_quorum=s.min_quorum,
-                target_nresults=s.target_nresults, max_error_results=s.max_error_results,
+                name=f"{self.prefix}_einstein",
+                user_friendly_name="World workload",
+                locality_scheduling=s.locality,
+                min_quorum=s.min_quorum,
+                target_nresults=s.target_nresults,
+                max_error_results=s.max_error_results,
                 max_total_results=s.max_total_results,
-                max_success_results=s.max_success_results, delay_bound=s.delay_bound,
-                rsc_fpops_est=s.job_gflop * 1e9, rsc_fpops_bound=s.job_gflop * 1e10,
-                unsent_target=0, create_time=self.now(0),
-                homogeneous_redundancy=s.homogeneous_redundancy)
+                max_success_results=s.max_success_results,
+                delay_bound=s.delay_bound,
+                rsc_fpops_est=s.job_gflop * 1e9,
+                rsc_fpops_bound=s.job_gflop * 1e10,
+                unsent_target=0,
+                create_time=self.now(0),
+                homogeneous_redundancy=s.homogeneous_redundancy,
+            )
             self.app_id = app.pk
-            AppVersion.objects.create(app=app, version_num=100, flops=s.cpu_gflops_median * 1e9,
-                                      platform=self.platform, create_time=self.now(0))
-            AppVersion.objects.create(app=app, version_num=100, plan_class="cuda",
-                                      platform=self.platform,
-                                      gpu_type=GpuType.NVIDIA, gpu_usage=1.0, avg_ncpus=0.1,
-                                      flops=s.gpu_gflops * 1e9, create_time=self.now(0))
+            AppVersion.objects.create(
+                app=app,
+                version_num=100,
+                flops=s.cpu_gflops_median * 1e9,
+                platform=self.platform,
+                create_time=self.now(0),
+            )
+            AppVersion.objects.create(
+                app=app,
+                version_num=100,
+                plan_class="cuda",
+                platform=self.platform,
+                gpu_type=GpuType.NVIDIA,
+                gpu_usage=1.0,
+                avg_ncpus=0.1,
+                flops=s.gpu_gflops * 1e9,
+                create_time=self.now(0),
+            )
             if s.plan_classes:
-                AppVersion.objects.create(app=app, version_num=100, plan_class="mt",
-                                          platform=self.platform, avg_ncpus=s.mt_threads,
-                                          flops=s.cpu_gflops_median * 1e9 * s.mt_threads,
-                                          create_time=self.now(0))
+                AppVersion.objects.create(
+                    app=app,
+                    version_num=100,
+                    plan_class="mt",
+                    platform=self.platform,
+                    avg_ncpus=s.mt_threads,
+                    flops=s.cpu_gflops_median * 1e9 * s.mt_threads,
+                    create_time=self.now(0),
+                )
                 self.plan_class_spec()
             self.make_hosts(app)
             self.make_files(app)
         self.schedule_round(0.0)
         self.push(self.end, END, "end")
 
-    def plan_class_spec(self):
+    def plan_class_spec(self) -> str:
         """The path of the world's plan_class_spec.xml (``plan_classes``), written when
         missing (a world resumed on another machine writes it again); "" without."""
         s = self.settings
         if not s.plan_classes:
             return ""
-        path = Path(django_settings.BOINCWEB_DATA_DIR) / "worlds" / \
-            f"{self.prefix}_plan_class_spec.xml"
+        path = Path(django_settings.BOINCWEB_DATA_DIR) / "worlds" / f"{self.prefix}_plan_class_spec.xml"
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(PLAN_CLASS_SPEC.format(threads=s.mt_threads))
         return str(path)
 
-    def scheduler_config(self, locality_config=None):
+    def scheduler_config(self, locality_config: sched_locality.LocalityConfig | None = None) -> SchedulerConfig:
         """The scheduler's options for this world's requests: BOINC's defaults, with the
         world's plan classes and random factor, and ``locality_config`` (a request's
         sched_locality.LocalityConfig)."""
-        return SchedulerConfig(plan_class_spec=self.plan_class_spec(),
-                               version_select_random_factor=(
-                                   self.settings.version_select_random_factor),
-                               locality_config=locality_config)
+        return SchedulerConfig(
+            plan_class_spec=self.plan_class_spec(),
+            version_select_random_factor=(self.settings.version_select_random_factor),
+            locality_config=locality_config,
+        )
 
-    def setup_live(self):
+    def setup_live(self) -> None:
         app = App.objects.filter(name=self.settings.live_app).first()
         if app is None:
             raise ValueError(f"no app named {self.settings.live_app!r} to volunteer for")
@@ -493,24 +551,21 @@ class Simulation:
         self.schedule_round(0.0)
         self.push(self.end, END, "end")
 
-    def make_hosts(self, app):
+    def make_hosts(self, app: App) -> None:
         s, rng = self.settings, self.rng
         n_joiners = sum(1 for _ in range(s.hosts) if rng.random() < s.join_per_day * s.days)
         total = s.hosts + n_joiners
         User = get_user_model()
-        users = User.objects.bulk_create(
-            User(username=f"{self.prefix}-volunteer{i}") for i in range(total))
+        users = User.objects.bulk_create(User(username=f"{self.prefix}-volunteer{i}") for i in range(total))
         if users[0].pk is None:  # backends that don't return ids from bulk_create
-            users = list(User.objects.filter(username__startswith=f"{self.prefix}-volunteer")
-                         .order_by("id"))
+            users = list(User.objects.filter(username__startswith=f"{self.prefix}-volunteer").order_by("id"))
         specs = []
         for i in range(total):
             ncpus = rng.choices(s.ncpus_choices, s.ncpus_weights)[0]
             fpops = s.cpu_gflops_median * 1e9 * math.exp(rng.gauss(0, s.cpu_gflops_sigma))
             gpus = 1 if rng.random() < s.gpu_fraction else 0
             on_frac = rng.uniform(s.on_frac_min, 1.0)
-            error_rate = s.error_prone_rate if rng.random() < s.error_prone_fraction \
-                else s.error_rate
+            error_rate = s.error_prone_rate if rng.random() < s.error_prone_fraction else s.error_rate
             wrong_rate = s.wrong_output_rate if rng.random() < s.wrong_output_fraction else 0.0
             join = rng.uniform(0, self.work_end) if i >= s.hosts else 0.0
             leave = join + rng.expovariate(s.leave_per_day / DAY) if s.leave_per_day else math.inf
@@ -519,32 +574,57 @@ class Simulation:
         hr_rng = random.Random(f"{s.seed}:hr")
         platforms = [hr_rng.choice(HR_PLATFORMS) for _ in range(total)]
         speed_rng = random.Random(f"{s.seed}:speed")
-        speeds = [(math.exp(-abs(speed_rng.gauss(0, s.cpu_speed_sigma))),
-                   speed_rng.uniform(s.mt_efficiency_min, 1.0),
-                   s.gpu_gflops * 1e9 * math.exp(speed_rng.gauss(0, s.gpu_gflops_sigma)),
-                   speed_rng.uniform(s.gpu_efficiency_min, 1.0)) for _ in range(total)]
+        speeds = [
+            (
+                math.exp(-abs(speed_rng.gauss(0, s.cpu_speed_sigma))),
+                speed_rng.uniform(s.mt_efficiency_min, 1.0),
+                s.gpu_gflops * 1e9 * math.exp(speed_rng.gauss(0, s.gpu_gflops_sigma)),
+                speed_rng.uniform(s.gpu_efficiency_min, 1.0),
+            )
+            for _ in range(total)
+        ]
         disk_rng = random.Random(f"{s.seed}:disk")
         small_disk = [disk_rng.random() < s.small_disk_fraction for _ in range(total)]
         rows = Host.objects.bulk_create(
-            Host(owner=users[i], domain_name=f"{self.prefix}-host{i}", platform=self.platform,
-                 os_name=platforms[i][0] if s.homogeneous_redundancy else "Linux",
-                 p_ncpus=ncpus, p_fpops=fpops, gpu_type=GpuType.NVIDIA if gpus else GpuType.NONE,
-                 gpu_count=gpus, gpu_peak_flops=speeds[i][2] if gpus else 0.0,
-                 on_frac=on_frac, work_buf_min_days=s.work_buf_min_days,
-                 work_buf_additional_days=s.work_buf_additional_days,
-                 create_time=self.now(join))
-            for i, (ncpus, fpops, gpus, on_frac, error_rate, wrong_rate, join, leave)
-            in enumerate(specs))
+            Host(
+                owner=users[i],
+                domain_name=f"{self.prefix}-host{i}",
+                platform=self.platform,
+                os_name=platforms[i][0] if s.homogeneous_redundancy else "Linux",
+                p_ncpus=ncpus,
+                p_fpops=fpops,
+                gpu_type=GpuType.NVIDIA if gpus else GpuType.NONE,
+                gpu_count=gpus,
+                gpu_peak_flops=speeds[i][2] if gpus else 0.0,
+                on_frac=on_frac,
+                work_buf_min_days=s.work_buf_min_days,
+                work_buf_additional_days=s.work_buf_additional_days,
+                create_time=self.now(join),
+            )
+            for i, (ncpus, fpops, gpus, on_frac, error_rate, wrong_rate, join, leave) in enumerate(specs)
+        )
         if rows[0].pk is None:
-            rows = list(Host.objects.filter(domain_name__startswith=f"{self.prefix}-host")
-                        .order_by("id"))
+            rows = list(Host.objects.filter(domain_name__startswith=f"{self.prefix}-host").order_by("id"))
         for i, (row, spec) in enumerate(zip(rows, specs)):
             ncpus, fpops, gpus, on_frac, error_rate, wrong_rate, join, leave = spec
-            host = SimHost(i, row.pk, row.owner_id, ncpus, fpops, gpus, on_frac, error_rate,
-                           wrong_rate, s.no_reply_rate, join_time=join, leave_time=leave,
-                           progress_time=join, gone=join > 0,
-                           work_buf_min_days=s.work_buf_min_days,
-                           work_buf_additional_days=s.work_buf_additional_days)
+            host = SimHost(
+                i,
+                row.pk,
+                row.owner_id,
+                ncpus,
+                fpops,
+                gpus,
+                on_frac,
+                error_rate,
+                wrong_rate,
+                s.no_reply_rate,
+                join_time=join,
+                leave_time=leave,
+                progress_time=join,
+                gone=join > 0,
+                work_buf_min_days=s.work_buf_min_days,
+                work_buf_additional_days=s.work_buf_additional_days,
+            )
             host.cpu_factor, host.mt_efficiency, host.gpu_peak, host.gpu_efficiency = speeds[i]
             self.hosts.append(host)
             self.host_index[row.pk] = i
@@ -560,11 +640,12 @@ class Simulation:
             if leave < self.work_end:
                 self.push(leave, CHANGE, "leave", i)
 
-    def make_files(self, app):
+    def make_files(self, app: App) -> None:
         """Enough data files that the population cannot run out of work in ``days``."""
         s = self.settings
-        flops = sum((h.ncpus * h.fpops * h.cpu_factor + h.gpus * h.gpu_peak * h.gpu_efficiency)
-                    * h.on_frac for h in self.hosts)
+        flops = sum(
+            (h.ncpus * h.fpops * h.cpu_factor + h.gpus * h.gpu_peak * h.gpu_efficiency) * h.on_frac for h in self.hosts
+        )
         results = flops * s.days * DAY / (s.job_gflop * 1e9)
         n_files = math.ceil(1.5 * results / (s.workunits_per_file * s.target_nresults))
         n_files += math.ceil(len(self.hosts) / s.target_nresults) + 1
@@ -573,43 +654,43 @@ class Simulation:
 
     # --- availability and churn ---------------------------------------------------------------
 
-    def schedule_off(self, host):
+    def schedule_off(self, host: SimHost) -> None:
         if host.on_frac >= 1:
             return
-        self.push(self.t + self.rng.expovariate(1 / self.settings.mean_on_period), CHANGE,
-                  "off", host.index)
+        self.push(self.t + self.rng.expovariate(1 / self.settings.mean_on_period), CHANGE, "off", host.index)
 
-    def turn_off(self, host):
+    def turn_off(self, host: SimHost) -> None:
         self.advance(host)
         host.on = False
         host.epoch += 1
         mean_off = self.settings.mean_on_period * (1 - host.on_frac) / host.on_frac
         self.push(self.t + self.rng.expovariate(1 / mean_off), CHANGE, "on", host.index)
 
-    def turn_on(self, host):
+    def turn_on(self, host: SimHost) -> None:
         host.on = True
         host.progress_time = self.t
         self.schedule_off(host)
         self.start_jobs(host)
         self.maybe_rpc(host)
 
-    def host_leaves(self, index, at):
+    def host_leaves(self, index: int, at: float) -> None:
         """Host ``index`` vanishes for good at simulated time ``at``, with its jobs."""
         self.push(at, CHANGE, "leave", index)
 
-    def leave(self, host):
+    def leave(self, host: SimHost) -> None:
         if host.gone:
             return
         self.advance(host)
         host.gone = True
         host.epoch += 1
-        held = [job.name for jobs in (*host.queued.values(), *host.running.values())
-                for job in jobs] + [report.name for _, report in host.done]
+        held = [job.name for jobs in (*host.queued.values(), *host.running.values()) for job in jobs] + [
+            report.name for _, report in host.done
+        ]
         self.abandoned.update(held)
         self.counters.jobs_lost += len(held)
         self.counters.hosts_left += 1
 
-    def join(self, host):
+    def join(self, host: SimHost) -> None:
         host.gone = False
         host.progress_time = self.t
         self.counters.hosts_joined += 1
@@ -618,7 +699,7 @@ class Simulation:
 
     # --- computing ----------------------------------------------------------------------------
 
-    def advance(self, host):
+    def advance(self, host: SimHost) -> None:
         """Count the computing done since the host's last change."""
         if host.active:
             elapsed = (self.t - host.progress_time) * host.speed
@@ -627,7 +708,7 @@ class Simulation:
                     job.remaining = max(job.remaining - elapsed, 0.0)
         host.progress_time = self.t
 
-    def start_jobs(self, host):
+    def start_jobs(self, host: SimHost) -> None:
         """Fill idle instances from the queue; (re)schedule every running job's end."""
         if not host.active:
             return
@@ -640,14 +721,12 @@ class Simulation:
                 queued.insert(0, running.pop())
             # a multi-threaded job waits for its threads' CPUs (or runs alone when it has
             # more threads than the host lets it use)
-            while queued and (not running
-                              or host.load(running) + host.load(queued[:1]) <= instances):
+            while queued and (not running or host.load(running) + host.load(queued[:1]) <= instances):
                 running.append(queued.pop(0))
             for job in running:
-                self.push(self.t + job.remaining / host.speed, JOB_DONE, "job_done",
-                          host.index, host.epoch, job.name)
+                self.push(self.t + job.remaining / host.speed, JOB_DONE, "job_done", host.index, host.epoch, job.name)
 
-    def job_done(self, host, epoch, name):
+    def job_done(self, host: SimHost, epoch: int, name: str) -> None:
         if epoch != host.epoch or not host.active:
             return
         self.advance(host)
@@ -662,22 +741,30 @@ class Simulation:
         self.start_jobs(host)
         self.maybe_rpc(host)
 
-    def finish(self, host, job):
+    def finish(self, host: SimHost, job: Job) -> None:
         if job.fate == "lost":
             self.counters.jobs_lost += 1
             return
         elapsed = job.runtime
         if job.fate == "error":
-            report = ReportedResult(job.name, client_state=ClientState.COMPUTE_ERROR,
-                                    exit_status=1, final_elapsed_time=elapsed,
-                                    final_cpu_time=elapsed, stderr_out="simulated crash")
+            report = ReportedResult(
+                job.name,
+                client_state=ClientState.COMPUTE_ERROR,
+                exit_status=1,
+                final_elapsed_time=elapsed,
+                final_cpu_time=elapsed,
+                stderr_out="simulated crash",
+            )
         else:
-            report = ReportedResult(job.name, final_elapsed_time=elapsed, final_cpu_time=elapsed,
-                                    output_files=[ReportedFile(job.output_name,
-                                                               data=self.output(host, job))])
+            report = ReportedResult(
+                job.name,
+                final_elapsed_time=elapsed,
+                final_cpu_time=elapsed,
+                output_files=[ReportedFile(job.output_name, data=self.output(host, job))],
+            )
         host.done.append((self.t, report))
 
-    def output(self, host, job):
+    def output(self, host: SimHost, job: Job) -> bytes:
         """The job's output: the same bytes on every good host, other bytes on a wrong one."""
         if job.fate == "wrong":
             data = f"{job.wu_name} wrong answer from host {host.index}\n".encode()
@@ -688,7 +775,7 @@ class Simulation:
 
     # --- preferences ----------------------------------------------------------------------------
 
-    def read_prefs(self):
+    def read_prefs(self) -> int:
         """Take up the preferences edited on the world's Host rows since the last look, so a
         host computes and asks for work by them from its next RPC on, as the prefs form
         promises.
@@ -698,9 +785,9 @@ class Simulation:
         the time of the edit; "at" catches a second edit in the same second), not one per RPC.
         Returns the number of hosts whose preferences changed.
         """
-        rows = Host.objects.filter(platform=self.platform,
-                                   prefs_mod_time__gte=self.prefs_seen).values_list(
-            "id", "prefs_mod_time", *PREF_FIELDS)
+        rows = Host.objects.filter(platform=self.platform, prefs_mod_time__gte=self.prefs_seen).values_list(
+            "id", "prefs_mod_time", *PREF_FIELDS
+        )
         changed = 0
         for host_id, mod_time, *values in rows:
             self.prefs_seen = max(self.prefs_seen, mod_time)
@@ -719,11 +806,11 @@ class Simulation:
 
     # --- scheduler RPCs -------------------------------------------------------------------------
 
-    def buffer_low(self, host):
+    def buffer_low(self, host: SimHost) -> bool:
         low = host.work_buf_min_days * DAY
         return any(host.work_seconds(r) < low for r in ("cpu", "gpu") if host.instances(r))
 
-    def maybe_rpc(self, host):
+    def maybe_rpc(self, host: SimHost) -> None:
         """Ask for an RPC when the buffer is low or a result waits too long to be reported."""
         if not host.active or host.rpc_pending:
             return
@@ -739,7 +826,7 @@ class Simulation:
         elif self.buffer_low(host):
             self.push(host.next_rpc, RPC, "check", host.index)
 
-    def request(self, host):
+    def request(self, host: SimHost) -> SchedulerRequest:
         """The host's request: enough work to fill its buffer (its own preferences)."""
         s = self.settings
         fill = (host.work_buf_min_days + host.work_buf_additional_days) * DAY
@@ -750,27 +837,45 @@ class Simulation:
         if host.gpus:
             gpu_secs = max(fill - host.work_seconds("gpu"), 0.0) * host.gpus
             idle = max(host.gpus - len(host.running["gpu"]) - len(host.queued["gpu"]), 0)
-            gpu_requests.append(GpuRequest(GpuType.NVIDIA, host.gpus,
-                                           host.gpu_peak or s.gpu_gflops * 1e9,
-                                           gpu_secs, float(idle), host.work_seconds("gpu")))
+            gpu_requests.append(
+                GpuRequest(
+                    GpuType.NVIDIA,
+                    host.gpus,
+                    host.gpu_peak or s.gpu_gflops * 1e9,
+                    gpu_secs,
+                    float(idle),
+                    host.work_seconds("gpu"),
+                )
+            )
         host.rpc_seqno += 1
         disk = {}
         if host.disk_gb:
             disk = dict(d_total=1e12, d_free=5e11, d_boinc_used_total=sum(host.files.values()))
         return SchedulerRequest(
-            hostid=host.host_id, userid=host.user_id, rpc_seqno=host.rpc_seqno,
+            hostid=host.host_id,
+            userid=host.user_id,
+            rpc_seqno=host.rpc_seqno,
             platform_name=self.platform,
-            host_info=HostInfo(domain_name=f"{self.prefix}-host{host.index}",
-                               p_ncpus=host.ncpus, p_fpops=host.fpops, os_name=host.os_name,
-                               p_vendor=host.p_vendor, p_model=host.p_model, **disk),
+            host_info=HostInfo(
+                domain_name=f"{self.prefix}-host{host.index}",
+                p_ncpus=host.ncpus,
+                p_fpops=host.fpops,
+                os_name=host.os_name,
+                p_vendor=host.p_vendor,
+                p_model=host.p_model,
+                **disk,
+            ),
             global_prefs=GlobalPrefs(disk_max_used_gb=host.disk_gb),
             time_stats=TimeStats(on_frac=host.on_frac),
-            cpu_req_secs=cpu_secs, cpu_req_instances=float(idle_cpus),
-            estimated_delay=host.work_seconds("cpu"), gpu_requests=gpu_requests,
+            cpu_req_secs=cpu_secs,
+            cpu_req_instances=float(idle_cpus),
+            estimated_delay=host.work_seconds("cpu"),
+            gpu_requests=gpu_requests,
             results=[report for _, report in host.done],
-            file_infos=[StickyFile(name, nbytes) for name, nbytes in sorted(host.files.items())])
+            file_infos=[StickyFile(name, nbytes) for name, nbytes in sorted(host.files.items())],
+        )
 
-    def rpc(self, host):
+    def rpc(self, host: SimHost) -> None:
         host.rpc_pending = False
         if not host.active:
             return
@@ -780,14 +885,19 @@ class Simulation:
         # the host's index, not its database id, keeps the scheduler's choices the same
         # from one run of the seed to the next
         config = sched_locality.LocalityConfig(
-            sorted_order=self.settings.sorted_order, wait_period=self.settings.wait_period,
-            delete_files=True, scan_only_excluded=True, delete_only_finished=True,
-            seed=self.settings.seed, wait=self.scheduler_wait, host_key=host.index)
+            sorted_order=self.settings.sorted_order,
+            wait_period=self.settings.wait_period,
+            delete_files=True,
+            scan_only_excluded=True,
+            delete_only_finished=True,
+            seed=self.settings.seed,
+            wait=self.scheduler_wait,
+            host_key=host.index,
+        )
         # the scheduler's random factor (get_app_version) drawn from a generator of this
         # request's own, so the same seed makes the same choices
         sched_version.RNG.seed(f"{self.settings.seed}:{host.index}:{host.rpc_seqno}")
-        reply = handle_request(request, now=self.now(),
-                               config=self.scheduler_config(locality_config=config))
+        reply = handle_request(request, now=self.now(), config=self.scheduler_config(locality_config=config))
         self.counters.rpcs += 1
         if reply.results:
             self.counters.rpcs_with_work += 1
@@ -803,8 +913,7 @@ class Simulation:
         for name in reply.delete_file_infos:
             host.files.pop(name, None)
         # a host short of disk is told which file to delete with this message (rule 11)
-        self.counters.disk_deletions += sum(
-            m.text.startswith("BOINC will delete file") for m in reply.messages)
+        self.counters.disk_deletions += sum(m.text.startswith("BOINC will delete file") for m in reply.messages)
         for job in reply.results:
             self.receive(host, job)
         if reply.results or not asked:
@@ -818,7 +927,7 @@ class Simulation:
         self.start_jobs(host)
         self.maybe_rpc(host)
 
-    def receive(self, host, job):
+    def receive(self, host: SimHost, job: ReplyResult) -> None:
         """A job from a reply: download the inputs the host lacks, draw its fate, queue it."""
         for f in job.workunit.input_files:
             if f.name in host.files:
@@ -839,12 +948,22 @@ class Simulation:
         resource = "cpu" if job.resource == "cpu" else "gpu"
         threads = max(job.app_version.avg_ncpus, 1.0) if resource == "cpu" else 1.0
         runtime = job.workunit.rsc_fpops_est / self.real_flops(host, resource, threads)
-        host.queued[resource].append(Job(job.name, job.wu_name, resource, runtime, runtime,
-                                         job.report_deadline, job.output_files[0].name, fate,
-                                         ncpus=threads))
+        host.queued[resource].append(
+            Job(
+                job.name,
+                job.wu_name,
+                resource,
+                runtime,
+                runtime,
+                job.report_deadline,
+                job.output_files[0].name,
+                fate,
+                ncpus=threads,
+            )
+        )
         self.counters.jobs_received += 1
 
-    def real_flops(self, host, resource, threads):
+    def real_flops(self, host: SimHost, resource: str, threads: float) -> float:
         """The speed a job really runs at on ``host`` (WorldSettings' real speeds): on a GPU,
         its peak × its efficiency; on CPUs, p_fpops × the host's CPU factor, times the threads
         × their parallel efficiency for a multi-threaded job. The runtimes hosts report follow
@@ -854,17 +973,16 @@ class Simulation:
         flops = host.fpops * host.cpu_factor
         return flops * threads * host.mt_efficiency if threads > 1 else flops
 
-    def scheduler_wait(self, file_name, *, now, seconds):
+    def scheduler_wait(self, file_name: str, *, now: int, seconds: float) -> None:
         """The scheduler's locality wait in simulated time: the on-demand generator and the
         transitioner run meanwhile (reference/server.md §3.10)."""
         self.counters.sched_waits += 1
         self.generate(now)
-        run_pass("transitioner", now=now + max(int(seconds), 1),
-                 batch_size=self.settings.batch_size)
+        run_pass("transitioner", now=now + max(int(seconds), 1), batch_size=self.settings.batch_size)
 
     # --- daemons --------------------------------------------------------------------------------
 
-    def top_up(self, now):
+    def top_up(self, now: int) -> int:
         """Run the world's generator and, when it made work, the transitioner for its results.
 
         Called at each daemon round and, with plain scheduling, after each request that found
@@ -878,7 +996,7 @@ class Simulation:
             run_pass("transitioner", now=now, batch_size=self.settings.batch_size)
         return made
 
-    def generate(self, now):
+    def generate(self, now: int) -> int:
         """The world's work generator: on demand with locality, else a cushion of results (a live
         world's app has the project's own generator)."""
         if self.draining or self.settings.live_app:
@@ -886,15 +1004,15 @@ class Simulation:
         app = App.objects.get(pk=self.app_id)
         s = self.settings
         if s.locality:
-            made = sched_locality.generate_on_demand(app, now=now,
-                                                     per_file=s.workunits_per_file,
-                                                     per_trigger=s.workunits_per_trigger)
+            made = sched_locality.generate_on_demand(
+                app, now=now, per_file=s.workunits_per_file, per_trigger=s.workunits_per_trigger
+            )
         else:
             made = self.generate_cushion(app, now)
         self.counters.workunits_generated += made
         return made
 
-    def generate_cushion(self, app, now):
+    def generate_cushion(self, app: App, now: int) -> int:
         s = self.settings
         if waiting_for_first_results(app):
             return 0
@@ -904,17 +1022,19 @@ class Simulation:
         cushion = s.cushion or 2 * s.workunits_per_file * s.target_nresults
         unsent = app.results.filter(server_state__lte=ServerState.UNSENT).count()
         made = 0
-        files = iter(LocalityTrigger.objects.filter(app=app, no_work_available=False)
-                     .order_by("file_name").values_list("file_name", flat=True))
+        files = iter(
+            LocalityTrigger.objects.filter(app=app, no_work_available=False)
+            .order_by("file_name")
+            .values_list("file_name", flat=True)
+        )
         while unsent + made * s.target_nresults < cushion:
             name = next(files, None)
             if name is None:
                 break
-            made += sched_locality.make_file_work(app, name, now=now,
-                                                  per_file=s.workunits_per_file)
+            made += sched_locality.make_file_work(app, name, now=now, per_file=s.workunits_per_file)
         return made
 
-    def daemons(self):
+    def daemons(self) -> None:
         if self.t != self.round_at:
             return  # a round brought forward by ``wake_daemons`` replaced this one
         now = self.now()
@@ -927,8 +1047,7 @@ class Simulation:
             return
         if not self.draining and self.t >= self.work_end:
             self.draining = True
-            LocalityTrigger.objects.filter(app_id=self.app_id).update(no_work_available=True,
-                                                                      need_work=False)
+            LocalityTrigger.objects.filter(app_id=self.app_id).update(no_work_available=True, need_work=False)
         work = 0
         for name in daemon_names():
             if name != "work_generator":
@@ -951,50 +1070,60 @@ class Simulation:
                 if host.done:
                     self.maybe_rpc(host)
 
-    def sample(self):
+    def sample(self) -> None:
         """Record a Sample of the world now (one query over the app's results). A live world's
         app may hold work from before the world started; its counts include it."""
         totals = Result.objects.filter(app_id=self.app_id).aggregate(
             unsent=Count("id", filter=Q(server_state__lte=ServerState.UNSENT)),
             in_progress=Count("id", filter=Q(server_state=ServerState.IN_PROGRESS)),
             over=Count("id", filter=Q(server_state=ServerState.OVER)),
-            success=Count("id", filter=Q(server_state=ServerState.OVER,
-                                         outcome=Outcome.SUCCESS)),
-            client_error=Count("id", filter=Q(server_state=ServerState.OVER,
-                                              outcome=Outcome.CLIENT_ERROR)),
-            no_reply=Count("id", filter=Q(server_state=ServerState.OVER,
-                                          outcome=Outcome.NO_REPLY)),
+            success=Count("id", filter=Q(server_state=ServerState.OVER, outcome=Outcome.SUCCESS)),
+            client_error=Count("id", filter=Q(server_state=ServerState.OVER, outcome=Outcome.CLIENT_ERROR)),
+            no_reply=Count("id", filter=Q(server_state=ServerState.OVER, outcome=Outcome.NO_REPLY)),
             valid=Count("id", filter=Q(validate_state=ValidateState.VALID)),
             invalid=Count("id", filter=Q(validate_state=ValidateState.INVALID)),
-            credit=Sum("granted_credit"))
+            credit=Sum("granted_credit"),
+        )
         c = self.counters
         other = totals["over"] - totals["success"] - totals["client_error"] - totals["no_reply"]
-        self.samples.append(Sample(
-            t=self.t, unsent=totals["unsent"], in_progress=totals["in_progress"],
-            over=totals["over"], success=totals["success"],
-            client_error=totals["client_error"], no_reply=totals["no_reply"],
-            other_outcome=other, valid=totals["valid"], invalid=totals["invalid"],
-            hosts_active=sum(1 for h in self.hosts if h.active), rpcs=c.rpcs,
-            rpcs_with_work=c.rpcs_with_work, rpcs_without_work=c.rpcs_without_work,
-            rpcs_report_only=c.rpcs_report_only, credit=round(totals["credit"] or 0.0, 6),
-            bytes_downloaded=c.bytes_downloaded))
+        self.samples.append(
+            Sample(
+                t=self.t,
+                unsent=totals["unsent"],
+                in_progress=totals["in_progress"],
+                over=totals["over"],
+                success=totals["success"],
+                client_error=totals["client_error"],
+                no_reply=totals["no_reply"],
+                other_outcome=other,
+                valid=totals["valid"],
+                invalid=totals["invalid"],
+                hosts_active=sum(1 for h in self.hosts if h.active),
+                rpcs=c.rpcs,
+                rpcs_with_work=c.rpcs_with_work,
+                rpcs_without_work=c.rpcs_without_work,
+                rpcs_report_only=c.rpcs_report_only,
+                credit=round(totals["credit"] or 0.0, 6),
+                bytes_downloaded=c.bytes_downloaded,
+            )
+        )
 
-    def take_samples(self):
+    def take_samples(self) -> list[Sample]:
         """The samples taken since the last call, handed over to be stored."""
         taken, self.samples = self.samples, []
         return taken
 
-    def schedule_round(self, t):
+    def schedule_round(self, t: float) -> None:
         self.round_at = t
         self.push(t, DAEMONS, "daemons")
 
-    def round_after(self, t):
+    def round_after(self, t: float) -> float:
         """The first daemon round strictly after simulated time ``t`` (rounds are every
         ``daemon_interval`` from 0; at equal times the round comes before the hosts)."""
         interval = self.settings.daemon_interval
         return interval * (math.floor(t / interval) + 1)
 
-    def quiet_until(self):
+    def quiet_until(self) -> float:
         """While draining, after a round in which no daemon found anything to do: the round
         after the earliest ``transition_time`` of the world's workunits, when the transitioner
         has something again (a timed-out result, a validator's retry; reference/server.md
@@ -1003,26 +1132,26 @@ class Simulation:
         are ones that change nothing, so the outcome is that of a round every interval.
         """
         due = Workunit.objects.filter(app_id=self.app_id, transition_time__lt=INT_MAX).aggregate(
-            due=Min("transition_time"))["due"]
+            due=Min("transition_time")
+        )["due"]
         if due is None:
             return self.end
         return min(self.round_after(due - self.settings.start_time), self.end)
 
-    def wake_daemons(self):
+    def wake_daemons(self) -> None:
         """A request during the drain reported or was sent results: the next round is the
         usual one (a request that did neither leaves the daemons nothing new)."""
         due = self.round_after(self.t)
         if due < self.round_at:
             self.schedule_round(due)
 
-    def all_done(self):
+    def all_done(self) -> bool:
         wus = Workunit.objects.filter(app_id=self.app_id)
-        return not wus.exclude(assimilate_state=AssimilateState.DONE,
-                               file_delete_state=FileDeleteState.DONE).exists()
+        return not wus.exclude(assimilate_state=AssimilateState.DONE, file_delete_state=FileDeleteState.DONE).exists()
 
     # --- the loop -------------------------------------------------------------------------------
 
-    def run_until(self, t_end, progress=None):
+    def run_until(self, t_end: float, progress: Callable[[Self], object] | None = None) -> int:
         """Process every event up to simulated time ``t_end``; return events processed."""
         processed = 0
         if not self.finished:
@@ -1038,14 +1167,14 @@ class Simulation:
             self.t = max(self.t, min(t_end, self.end))
         return processed
 
-    def run(self, progress=None):
+    def run(self, progress: Callable[[Self], object] | None = None) -> Self:
         self.run_until(self.end, progress)
         if not self.finished:
             self.finished, self.finished_at = True, self.t
             self.sample()
         return self
 
-    def handle(self, kind, data):
+    def handle(self, kind: str, data: tuple[Any, ...]) -> None:
         if kind == "daemons":
             self.daemons()
         elif kind == "end":

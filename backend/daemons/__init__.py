@@ -10,10 +10,15 @@ every pass is also safe to run twice at once without a split.
 
 import importlib
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
+
+if TYPE_CHECKING:
+    from backend.daemons.sched_types import SchedulerConfig
 
 # name -> module; the order is the order of one full round of passes.
 DAEMONS = {
@@ -28,11 +33,23 @@ DAEMONS = {
 # versions' daily quota (reference/server.md §3.11), as the scheduler endpoint has it, and
 # the transitioner's choice of outputs to delete.
 DAEMON_OPTIONS = {
-    "transitioner": ("daily_result_quota", "delete_abandoned_outputs", "hr_class_static",
-                     "reliable_priority_on_over", "reliable_priority_on_over_except_error"),
-    "validator": ("daily_result_quota", "keep_due_workunits", "credit_from_wu",
-                  "credit_from_runtime", "no_credit", "max_granted_credit", "credit_by_app",
-                  "hav_last_copy_wins"),
+    "transitioner": (
+        "daily_result_quota",
+        "delete_abandoned_outputs",
+        "hr_class_static",
+        "reliable_priority_on_over",
+        "reliable_priority_on_over_except_error",
+    ),
+    "validator": (
+        "daily_result_quota",
+        "keep_due_workunits",
+        "credit_from_wu",
+        "credit_from_runtime",
+        "no_credit",
+        "max_granted_credit",
+        "credit_by_app",
+        "hav_last_copy_wins",
+    ),
     "assimilator": ("keep_due_workunits",),
 }
 
@@ -41,22 +58,28 @@ class UnknownDaemon(ValueError):
     pass
 
 
-def daemon_names():
+def daemon_names() -> list[str]:
     return list(DAEMONS)
 
 
-def get_daemon(name):
+def get_daemon(name: str) -> Callable[..., int]:
     """The ``run_once`` function of the daemon called ``name``."""
     try:
         module_path = DAEMONS[name]
     except KeyError:
-        raise UnknownDaemon(
-            f"unknown daemon {name!r}; choose one of: {', '.join(DAEMONS)}"
-        ) from None
+        raise UnknownDaemon(f"unknown daemon {name!r}; choose one of: {', '.join(DAEMONS)}") from None
     return importlib.import_module(module_path).run_once
 
 
-def run_pass(name, *, now=None, batch_size=None, mod=1, index=0, config=None):
+def run_pass(
+    name: str,
+    *,
+    now: int | None = None,
+    batch_size: int | None = None,
+    mod: int = 1,
+    index: int = 0,
+    config: SchedulerConfig | None = None,
+) -> int:
     """Run one pass of daemon ``name`` and record it in DaemonStatus; return the work done.
 
     ``now`` defaults to the wall clock: this is the one place the real clock is read, on

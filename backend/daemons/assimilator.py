@@ -50,14 +50,16 @@ def outcome_of(name, wu, value):
         return value
     if type(value) is int and value == 0:
         return None
-    raise HandlerError(f"assimilate handler {name!r} returned {value!r} for workunit "
-                       f"{wu.name}; nothing was assimilated in this pass")
+    raise HandlerError(
+        f"assimilate handler {name!r} returned {value!r} for workunit {wu.name}; nothing was assimilated in this pass"
+    )
 
 
 def record_output(wu, canonical, files, *, now):
     """The default handler: keep a copy of the canonical output and a row describing it."""
-    row = AssimilatedResult(workunit=wu, app_id=wu.app_id, canonical_result=canonical,
-                            error_mask=wu.error_mask, time=now)
+    row = AssimilatedResult(
+        workunit=wu, app_id=wu.app_id, canonical_result=canonical, error_mask=wu.error_mask, time=now
+    )
     if files:
         first = files[0]
         row.output_md5, row.output_nbytes = first.md5_cksum, first.nbytes
@@ -84,12 +86,15 @@ def run_once(*, now, batch_size, mod=1, index=0, keep_due_workunits=True):
     ``keep_due_workunits`` (SchedulerConfig's): write min(transition_time, now), or, off,
     ``now`` as BOINC does."""
     with transaction.atomic():
-        wus = claim(Workunit.objects.ready_to_assimilate().select_related("app",
-                                                                           "canonical_result"),
-                    batch_size, mod=mod, index=index)
+        wus = claim(
+            Workunit.objects.ready_to_assimilate().select_related("app", "canonical_result"),
+            batch_size,
+            mod=mod,
+            index=index,
+        )
         if not wus:
             return 0
-        files = {}
+        files: dict[int | None, list[File]] = {}
         canonical_ids = [wu.canonical_result_id for wu in wus if wu.canonical_result_id]
         for f in File.objects.filter(result_id__in=canonical_ids).order_by("name"):
             files.setdefault(f.result_id, []).append(f)
@@ -99,12 +104,21 @@ def run_once(*, now, batch_size, mod=1, index=0, keep_due_workunits=True):
             if canonical is None and not wu.error_mask:
                 wu.error_mask = ErrorMask.NO_CANONICAL_RESULT
                 no_canonical.append(wu.pk)
-                events.append(event(time=now, actor=ACTOR, workunit_id=wu.pk,
-                                    field="error_mask", old=0, new=wu.error_mask,
-                                    reason="no canonical result"))
+                events.append(
+                    event(
+                        time=now,
+                        actor=ACTOR,
+                        workunit_id=wu.pk,
+                        field="error_mask",
+                        old=0,
+                        new=wu.error_mask,
+                        reason="no canonical result",
+                    )
+                )
             handler = wu.app.assimilator
-            outcome = outcome_of(handler, wu, HANDLERS[handler](
-                wu, canonical, files.get(wu.canonical_result_id, []), now=now))
+            outcome = outcome_of(
+                handler, wu, HANDLERS[handler](wu, canonical, files.get(wu.canonical_result_id, []), now=now)
+            )
             if outcome == DEFER_ASSIMILATION:
                 deferred.append(wu.pk)
                 new, reason = AssimilateState.INIT, "handler deferred assimilation"
@@ -113,18 +127,25 @@ def run_once(*, now, batch_size, mod=1, index=0, keep_due_workunits=True):
                 if isinstance(outcome, AssimilatedResult):
                     rows.append(outcome)
                 new, reason = AssimilateState.DONE, "assimilated"
-            events.append(event(time=now, actor=ACTOR, workunit_id=wu.pk,
-                                field="assimilate_state", old=AssimilateState.READY, new=new,
-                                reason=reason))
+            events.append(
+                event(
+                    time=now,
+                    actor=ACTOR,
+                    workunit_id=wu.pk,
+                    field="assimilate_state",
+                    old=AssimilateState.READY,
+                    new=new,
+                    reason=reason,
+                )
+            )
         if no_canonical:
-            Workunit.objects.filter(id__in=no_canonical, error_mask=0).update(
-                error_mask=ErrorMask.NO_CANONICAL_RESULT)
+            Workunit.objects.filter(id__in=no_canonical, error_mask=0).update(error_mask=ErrorMask.NO_CANONICAL_RESULT)
         for ids, state in ((done, AssimilateState.DONE), (deferred, AssimilateState.INIT)):
             if ids:
-                Workunit.objects.filter(id__in=ids, assimilate_state=AssimilateState.READY) \
-                    .update(assimilate_state=state,
-                            transition_time=Least(F("transition_time"), Value(now))
-                            if keep_due_workunits else now)
+                Workunit.objects.filter(id__in=ids, assimilate_state=AssimilateState.READY).update(
+                    assimilate_state=state,
+                    transition_time=Least(F("transition_time"), Value(now)) if keep_due_workunits else now,
+                )
         AssimilatedResult.objects.bulk_create(rows, ignore_conflicts=True)
         record(events)
     return len(wus)

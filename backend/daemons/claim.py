@@ -30,9 +30,16 @@ def claim(queryset, batch_size, *, mod=1, index=0):
 
 
 SIMPLE = {
-    "IntegerField": int, "BigIntegerField": int, "PositiveIntegerField": int,
-    "PositiveSmallIntegerField": int, "SmallIntegerField": int, "AutoField": int,
-    "BigAutoField": int, "FloatField": float, "BooleanField": bool, "CharField": str,
+    "IntegerField": int,
+    "BigIntegerField": int,
+    "PositiveIntegerField": int,
+    "PositiveSmallIntegerField": int,
+    "SmallIntegerField": int,
+    "AutoField": int,
+    "BigAutoField": int,
+    "FloatField": float,
+    "BooleanField": bool,
+    "CharField": str,
     "TextField": str,
 }
 
@@ -60,14 +67,12 @@ def update_rows(model, rows, fields, chunk=1000):
     table = connection.ops.quote_name(model._meta.db_table)
     pk = model._meta.pk
     columns = [model._meta.get_field(name) for name in fields]
-    sets = ", ".join(f"{connection.ops.quote_name(c.column)} = v.column{i + 2}"
-                     for i, c in enumerate(columns))
-    row_sql = "(" + ", ".join(f"CAST(%s AS {c.db_type(connection)})"
-                              for c in [pk, *columns]) + ")"
+    sets = ", ".join(f"{connection.ops.quote_name(c.column)} = v.column{i + 2}" for i, c in enumerate(columns))
+    row_sql = "(" + ", ".join(f"CAST(%s AS {c.db_type(connection)})" for c in [pk, *columns]) + ")"
     prepared = [(c.attname, preparer(c)) for c in columns]
     with connection.cursor() as cursor:
         for start in range(0, len(rows), chunk):
-            part = rows[start:start + chunk]
+            part = rows[start : start + chunk]
             params = []
             for row in part:
                 params.append(row.pk)
@@ -75,7 +80,8 @@ def update_rows(model, rows, fields, chunk=1000):
             cursor.execute(
                 f"UPDATE {table} SET {sets} FROM (VALUES {', '.join([row_sql] * len(part))}) "
                 f"AS v WHERE {table}.{connection.ops.quote_name(pk.column)} = v.column1",
-                params)
+                params,
+            )
 
 
 def compare_and_set(model, field, values, otherwise, chunk=1000):
@@ -95,10 +101,11 @@ def compare_and_set(model, field, values, otherwise, chunk=1000):
     items = list(values.items())
     with connection.cursor() as cursor:
         for start in range(0, len(items), chunk):
-            part = items[start:start + chunk]
+            part = items[start : start + chunk]
             cursor.execute(
                 f"UPDATE {table} SET {connection.ops.quote_name(target.column)} = "
                 f"CASE WHEN {column} = v.column2 THEN v.column3 ELSE %s END "
                 f"FROM (VALUES {', '.join([row_sql] * len(part))}) AS v "
                 f"WHERE {table}.{connection.ops.quote_name(pk.column)} = v.column1",
-                [otherwise, *(value for key, (read, new) in part for value in (key, read, new))])
+                [otherwise, *(value for key, (read, new) in part for value in (key, read, new))],
+            )

@@ -53,7 +53,7 @@ MAX_GRANTED_CREDIT = 200 * 1000 * 365
 AVG_CPU_FPOPS = 4.3e9
 MIN_HOST_SAMPLES = 10
 MIN_VERSION_SAMPLES = 100
-AV_AVG = (100, 0.001, 10)   # AV_AVG_THRESH, AV_AVG_WEIGHT, AV_AVG_LIMIT
+AV_AVG = (100, 0.001, 10)  # AV_AVG_THRESH, AV_AVG_WEIGHT, AV_AVG_LIMIT
 # sched/sched_config.h
 CONS_VALID_HOST_SCALE = 10
 # credit.cpp update_av_scales: GPU-only apps are scaled to a tenth of the GPU average
@@ -75,8 +75,7 @@ def check_credit_options(config):
             raise ValueError(f"{name} must be True or False, not {getattr(config, name)!r}")
     cap = config.max_granted_credit
     if isinstance(cap, bool) or not isinstance(cap, (int, float)) or not cap >= 0:
-        raise ValueError(f"max_granted_credit must be a number, 0 or more (0: no limit), "
-                         f"not {cap!r}")
+        raise ValueError(f"max_granted_credit must be a number, 0 or more (0: no limit), not {cap!r}")
     if config.credit_from_runtime and not cap:
         raise ValueError("credit_from_runtime needs max_granted_credit")
 
@@ -128,8 +127,8 @@ class Samples:
     """What a pass's valid results add to app versions: PFC ratios and credit with its start
     time (DB_APP_VERSION_VAL's pfc_samples, credit_samples and credit_times)."""
 
-    pfc: dict = field(default_factory=dict)       # app version id -> [ratio]
-    credit: dict = field(default_factory=dict)    # app version id -> [(credit, sent_time)]
+    pfc: dict = field(default_factory=dict)  # app version id -> [ratio]
+    credit: dict = field(default_factory=dict)  # app version id -> [(credit, sent_time)]
 
 
 @dataclass
@@ -160,8 +159,7 @@ def get_pfc(result, wu, app, version, hav, samples):
         pfc = wu_estimated_pfc(wu, app)
     else:
         host_scale = 0.0
-        do_scale = not (app.host_scale_check
-                        and hav.consecutive_valid < CONS_VALID_HOST_SCALE)
+        do_scale = not (app.host_scale_check and hav.consecutive_valid < CONS_VALID_HOST_SCALE)
         if do_scale and (hav.pfc_n < MIN_HOST_SAMPLES or hav.pfc_avg == 0):
             do_scale = False
         if do_scale and version.pfc_n < MIN_VERSION_SAMPLES:
@@ -181,8 +179,7 @@ def get_pfc(result, wu, app, version, hav, samples):
         ratio = raw_pfc / wu.rsc_fpops_est
         if not outlier and is_pfc_sane(ratio):
             samples.pfc.setdefault(version.pk, []).append(ratio)
-        samples.credit.setdefault(version.pk, []).append(
-            (fpops_to_credit(pfc), result.sent_time))
+        samples.credit.setdefault(version.pk, []).append((fpops_to_credit(pfc), result.sent_time))
     ratio = raw_pfc / wu.rsc_fpops_est if wu.rsc_fpops_est else 0.0
     sample = ratio if hav is not None and not outlier and is_pfc_sane(ratio) else None
     if sample is not None:
@@ -195,7 +192,9 @@ def assign_credit_set(wu, app, valid, options, samples):
 
     ``valid`` is ``[(result, version, hav)]`` in id order. Returns ``(credit, hav_samples)``,
     ``hav_samples`` a list of ``(result, ratio)`` for the host app version averages."""
-    normal, approx, hav_samples = [], [], []
+    normal: list[float] = []
+    approx: list[float] = []
+    hav_samples = []
     anchor = wu_estimated_pfc(wu, app)
     for result, version, hav in valid:
         pfc, mode, sample = get_pfc(result, wu, app, version, hav, samples)
@@ -204,7 +203,7 @@ def assign_credit_set(wu, app, valid, options, samples):
         pfc = min(pfc, wu.rsc_fpops_bound)
         cap = options.max_granted_credit
         if cap and fpops_to_credit(pfc) > cap:
-            continue   # PFC_MODE_INVALID
+            continue  # PFC_MODE_INVALID
         (normal if mode == NORMAL else approx).append(pfc)
     if len(normal) == 1:
         approx.extend(normal * 2)
@@ -279,17 +278,15 @@ def write_app_versions(samples, now, half_life):
     ids = sorted(set(samples.pfc) | set(samples.credit))
     if not ids:
         return
-    versions = list(AppVersion.objects.select_for_update(no_key=True).filter(id__in=ids)
-                    .order_by("id"))
+    versions = list(AppVersion.objects.select_for_update(no_key=True).filter(id__in=ids).order_by("id"))
     for version in versions:
         for ratio in samples.pfc.get(version.pk, ()):
-            version.pfc_avg, version.pfc_n = running_average(
-                version.pfc_avg, version.pfc_n, ratio, AV_AVG)
+            version.pfc_avg, version.pfc_n = running_average(version.pfc_avg, version.pfc_n, ratio, AV_AVG)
         for credit, start in samples.credit.get(version.pk, ()):
             version.expavg_credit, version.expavg_time = update_average(
-                now, start, credit, version.expavg_credit, version.expavg_time, half_life)
-    AppVersion.objects.bulk_update(
-        versions, ["pfc_n", "pfc_avg", "expavg_credit", "expavg_time"])
+                now, start, credit, version.expavg_credit, version.expavg_time, half_life
+            )
+    AppVersion.objects.bulk_update(versions, ["pfc_n", "pfc_avg", "expavg_credit", "expavg_time"])
 
 
 _last_av_update = [None]
@@ -317,29 +314,25 @@ def update_av_scales(app_ids=None):
     changed = []
     for app in apps:
         versions = list(app.versions.all())
-        totals = {"cpu": [0.0, 0.0, 0], "gpu": [0.0, 0.0, 0]}   # pfc sum, n, versions
+        totals = {"cpu": [0.0, 0.0, 0], "gpu": [0.0, 0.0, 0]}  # pfc sum, n, versions
         for version in versions:
             kind = "gpu" if version.gpu_type else "cpu"
             if version.pfc_n > MIN_VERSION_SAMPLES:
                 totals[kind][0] += version.pfc_avg * version.pfc_n
                 totals[kind][1] += version.pfc_n
                 totals[kind][2] += 1
-
-        def avg(kind):
-            return totals[kind][0] / totals[kind][1]
-
+        avg = {kind: pfc / n for kind, (pfc, n, count) in totals.items() if count}
         if totals["cpu"][2] and totals["gpu"][2]:
-            scale_to = min(avg("cpu"), avg("gpu"))
+            scale_to = min(avg["cpu"], avg["gpu"])
         elif totals["cpu"][2] > 1:
-            scale_to = avg("cpu")
+            scale_to = avg["cpu"]
         elif totals["gpu"][2] > 0:
-            scale_to = avg("gpu") * DEFAULT_GPU_SCALE
+            scale_to = avg["gpu"] * DEFAULT_GPU_SCALE
         else:
             continue
         for version in versions:
             if version.pfc_n >= MIN_VERSION_SAMPLES and version.pfc_avg:
-                AppVersion.objects.filter(pk=version.pk).update(
-                    pfc_scale=scale_to / version.pfc_avg)
+                AppVersion.objects.filter(pk=version.pk).update(pfc_scale=scale_to / version.pfc_avg)
         App.objects.filter(pk=app.pk).update(min_avg_pfc=scale_to)
         changed.append(app.pk)
     return changed

@@ -22,12 +22,16 @@ Rows are claimed with SKIP LOCKED on PostgreSQL and written compare-and-set from
 """
 
 import os
+from typing import Any
 
 from django.db import transaction
 
 from backend.daemons.claim import claim
 from backend.daemons.hierarchy import (
-    download_path, in_parallel, partial_upload_path, upload_path,
+    download_path,
+    in_parallel,
+    partial_upload_path,
+    upload_path,
 )
 from backend.events import event, record
 from backend.models import DaemonStatus, File, FileDeleteState, Result, Workunit
@@ -57,8 +61,7 @@ def unlink_each(paths_of):
     present = {d for d in dirs if d.is_dir()}
     todo = [path for paths in paths_of.values() for path in paths if path.parent in present]
     failed = {path for path, ok in zip(todo, in_parallel(unlink, todo)) if not ok}
-    return {pk: all(p.parent in present and p not in failed for p in paths)
-            for pk, paths in paths_of.items()}
+    return {pk: all(p.parent in present and p not in failed for p in paths) for pk, paths in paths_of.items()}
 
 
 def abandoned_parts(result):
@@ -75,63 +78,80 @@ def finish(model, outcomes, *, now, what, workunit_of=None):
         ids = [pk for pk, s in outcomes.items() if s == state]
         if not ids:
             continue
-        model.objects.filter(id__in=ids, file_delete_state=FileDeleteState.READY).update(
-            file_delete_state=state)
+        model.objects.filter(id__in=ids, file_delete_state=FileDeleteState.READY).update(file_delete_state=state)
         reason = f"{what} deleted" if state == FileDeleteState.DONE else f"could not delete {what}"
         for pk in ids:
-            subject = ({"result_id": pk, "workunit_id": workunit_of[pk]} if model is Result
-                       else {"workunit_id": pk})
-            events.append(event(time=now, actor=ACTOR, field="file_delete_state",
-                                old=FileDeleteState.READY, new=state, reason=reason, **subject))
+            subject = {"result_id": pk, "workunit_id": workunit_of[pk]} if model is Result else {"workunit_id": pk}
+            events.append(
+                event(
+                    time=now,
+                    actor=ACTOR,
+                    field="file_delete_state",
+                    old=FileDeleteState.READY,
+                    new=state,
+                    reason=reason,
+                    **subject,
+                )
+            )
     return events
 
 
 def delete_result_files(*, now, batch_size, mod, index):
     with transaction.atomic():
-        results = claim(Result.objects.files_ready_to_delete().only("id", "workunit", "name",
-                                                                    "random"),
-                        batch_size, mod=mod, index=index)
+        results = claim(
+            Result.objects.files_ready_to_delete().only("id", "workunit", "name", "random"),
+            batch_size,
+            mod=mod,
+            index=index,
+        )
         if not results:
             return 0
-        files = {}
+        files: dict[int | None, list[File]] = {}
         for f in File.objects.filter(result_id__in=[r.pk for r in results], no_delete=False):
             files.setdefault(f.result_id, []).append(f)
-        done = unlink_each({r.pk: [upload_path(f.name) for f in files.get(r.pk, [])]
-                            + abandoned_parts(r) for r in results})
-        outcomes = {pk: FileDeleteState.DONE if ok else FileDeleteState.ERROR
-                    for pk, ok in done.items()}
+        done = unlink_each(
+            {r.pk: [upload_path(f.name) for f in files.get(r.pk, [])] + abandoned_parts(r) for r in results}
+        )
+        outcomes = {pk: FileDeleteState.DONE if ok else FileDeleteState.ERROR for pk, ok in done.items()}
         deleted = [f.pk for pk, ok in done.items() if ok for f in files.get(pk, [])]
         File.objects.filter(id__in=deleted).update(file_delete_state=FileDeleteState.DONE)
-        record(finish(Result, outcomes, now=now, what="output files",
-                      workunit_of={r.pk: r.workunit_id for r in results}))
+        record(
+            finish(Result, outcomes, now=now, what="output files", workunit_of={r.pk: r.workunit_id for r in results})
+        )
         return len(results)
 
 
 def delete_workunit_files(*, now, batch_size, mod, index):
     with transaction.atomic():
-        wus = claim(Workunit.objects.files_ready_to_delete().only("id", "name"), batch_size,
-                    mod=mod, index=index)
+        wus = claim(Workunit.objects.files_ready_to_delete().only("id", "name"), batch_size, mod=mod, index=index)
         if not wus:
             return 0
         ids = [wu.pk for wu in wus]
         through = Workunit.input_files.through
         links = list(through.objects.filter(workunit_id__in=ids).select_related("file"))
         # inputs another workunit still needs (its files are not being deleted)
-        shared = set(through.objects.filter(file_id__in={link.file_id for link in links})
-                     .exclude(workunit_id__in=ids)
-                     .exclude(workunit__file_delete_state=FileDeleteState.DONE)
-                     .values_list("file_id", flat=True))
-        inputs = {}
+        shared = set(
+            through.objects.filter(file_id__in={link.file_id for link in links})
+            .exclude(workunit_id__in=ids)
+            .exclude(workunit__file_delete_state=FileDeleteState.DONE)
+            .values_list("file_id", flat=True)
+        )
+        inputs: dict[int, list[File]] = {}
         for link in links:
             inputs.setdefault(link.workunit_id, []).append(link.file)
-        doomed = {wu.pk: [f for f in inputs.get(wu.pk, [])
-                          if f.pk not in shared and not f.no_delete
-                          and "nodelete" not in wu.name] for wu in wus}
-        done = unlink_each({pk: [download_path(name) for f in files
-                                 for name in (f.name, f"{f.name}.gz", f"{f.name}.md5")]
-                            for pk, files in doomed.items()})
-        outcomes = {pk: FileDeleteState.DONE if ok else FileDeleteState.ERROR
-                    for pk, ok in done.items()}
+        doomed = {
+            wu.pk: [
+                f for f in inputs.get(wu.pk, []) if f.pk not in shared and not f.no_delete and "nodelete" not in wu.name
+            ]
+            for wu in wus
+        }
+        done = unlink_each(
+            {
+                pk: [download_path(name) for f in files for name in (f.name, f"{f.name}.gz", f"{f.name}.md5")]
+                for pk, files in doomed.items()
+            }
+        )
+        outcomes = {pk: FileDeleteState.DONE if ok else FileDeleteState.ERROR for pk, ok in done.items()}
         deleted = [f.pk for pk, ok in done.items() if ok for f in doomed[pk]]
         File.objects.filter(id__in=deleted).update(file_delete_state=FileDeleteState.DONE)
         record(finish(Workunit, outcomes, now=now, what="input files"))
@@ -143,20 +163,29 @@ def retry_errors(*, now):
     status, _ = DaemonStatus.objects.get_or_create(name=ACTOR)
     if now - status.last_retry_time < ERROR_INTERVAL:
         return 0
-    if not DaemonStatus.objects.filter(name=ACTOR, last_retry_time=status.last_retry_time) \
-            .update(last_retry_time=now):
+    if not DaemonStatus.objects.filter(name=ACTOR, last_retry_time=status.last_retry_time).update(last_retry_time=now):
         return 0
-    events = []
+    events: list[Any] = []
     for model, key in ((Result, "result_id"), (Workunit, "workunit_id")):
         with transaction.atomic():
-            ids = [row.pk for row in claim(
-                model.objects.filter(file_delete_state=FileDeleteState.ERROR).only("id"),
-                10**6)]
+            ids = [
+                row.pk for row in claim(model.objects.filter(file_delete_state=FileDeleteState.ERROR).only("id"), 10**6)
+            ]
             model.objects.filter(id__in=ids, file_delete_state=FileDeleteState.ERROR).update(
-                file_delete_state=FileDeleteState.READY)
-            events.extend(event(time=now, actor=ACTOR, field="file_delete_state",
-                                old=FileDeleteState.ERROR, new=FileDeleteState.READY,
-                                reason="retrying deletion", **{key: pk}) for pk in ids)
+                file_delete_state=FileDeleteState.READY
+            )
+            events.extend(
+                event(
+                    time=now,
+                    actor=ACTOR,
+                    field="file_delete_state",
+                    old=FileDeleteState.ERROR,
+                    new=FileDeleteState.READY,
+                    reason="retrying deletion",
+                    **{key: pk},
+                )
+                for pk in ids
+            )
     record(events)
     return len(events)
 
@@ -164,8 +193,6 @@ def retry_errors(*, now):
 def run_once(*, now, batch_size, mod=1, index=0):
     """One pass: retry old errors when due, then result outputs, then workunit inputs."""
     retry_errors(now=now)
-    results = delete_result_files(now=now, batch_size=max(1, batch_size * 3 // 4), mod=mod,
-                                  index=index)
-    wus = delete_workunit_files(now=now, batch_size=max(1, batch_size // 4), mod=mod,
-                                index=index)
+    results = delete_result_files(now=now, batch_size=max(1, batch_size * 3 // 4), mod=mod, index=index)
+    wus = delete_workunit_files(now=now, batch_size=max(1, batch_size // 4), mod=mod, index=index)
     return results + wus

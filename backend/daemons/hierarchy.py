@@ -71,7 +71,7 @@ def write_new_file(path, data):
     try:
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
     finally:
         os.close(fd)
     return hashlib.md5(data).hexdigest()

@@ -56,16 +56,27 @@ from backend.models import HostAppVersion
 DAY = 86400
 # BOINC's parameters for host app version averages (sched/credit.h HAV_AVG_*).
 HAV_AVG = (20, 0.01, 10)  # HAV_AVG_THRESH, HAV_AVG_WEIGHT, HAV_AVG_LIMIT
-FIELDS = ("max_jobs_per_day", "n_jobs_today", "jobs_day", "turnaround_avg", "turnaround_n",
-          "consecutive_valid", "et_avg", "et_n", "pfc_avg", "pfc_n")
+FIELDS = (
+    "max_jobs_per_day",
+    "n_jobs_today",
+    "jobs_day",
+    "turnaround_avg",
+    "turnaround_n",
+    "consecutive_valid",
+    "et_avg",
+    "et_n",
+    "pfc_avg",
+    "pfc_n",
+)
 
 
 def check_quota(daily_result_quota):
     """Raise ValueError unless ``daily_result_quota`` is a whole number >= 0."""
-    if (isinstance(daily_result_quota, bool) or not isinstance(daily_result_quota, int)
-            or daily_result_quota < 0):
-        raise ValueError("daily_result_quota must be a whole number of jobs per day, 0 or "
-                         f"more (0 turns the quota off), not {daily_result_quota!r}")
+    if isinstance(daily_result_quota, bool) or not isinstance(daily_result_quota, int) or daily_result_quota < 0:
+        raise ValueError(
+            "daily_result_quota must be a whole number of jobs per day, 0 or "
+            f"more (0 turns the quota off), not {daily_result_quota!r}"
+        )
 
 
 def utc_day(now):
@@ -95,8 +106,7 @@ def start_of_request(host, *, quota):
     """sched_send.cpp update_quota, at the start of each request: the host's rows still at
     ``max_jobs_per_day`` 0 get the quota (when there is one)."""
     if quota:
-        HostAppVersion.objects.filter(host=host, max_jobs_per_day=0).update(
-            max_jobs_per_day=quota)
+        HostAppVersion.objects.filter(host=host, max_jobs_per_day=0).update(max_jobs_per_day=quota)
 
 
 def jobs_today(hav, now):
@@ -121,6 +131,7 @@ def scaled_max_jobs_per_day(hav, count, *, gpu_multiplier=0):
 
 # --- the changes, one per event, on a row in memory -----------------------------------------
 
+
 def sent(hav, *, now, jobs=1):
     day = utc_day(now)
     hav.n_jobs_today = (hav.n_jobs_today if hav.jobs_day == day else 0) + jobs
@@ -133,8 +144,7 @@ def got_good_result(hav, *, quota, turnaround, job=None):
     if hav.max_jobs_per_day < quota:
         hav.max_jobs_per_day = min(2 * hav.max_jobs_per_day, quota)
     if turnaround is not None:
-        hav.turnaround_avg, hav.turnaround_n = running_average(
-            hav.turnaround_avg, hav.turnaround_n, turnaround)
+        hav.turnaround_avg, hav.turnaround_n = running_average(hav.turnaround_avg, hav.turnaround_n, turnaround)
     if job is not None:
         learn(hav, *job)
 
@@ -157,8 +167,7 @@ def got_bad_result(hav, *, quota):
 
 
 def timed_out(hav, *, quota, delay_bound):
-    hav.turnaround_avg, hav.turnaround_n = running_average(
-        hav.turnaround_avg, hav.turnaround_n, delay_bound)
+    hav.turnaround_avg, hav.turnaround_n = running_average(hav.turnaround_avg, hav.turnaround_n, delay_bound)
     if quota:
         hav.max_jobs_per_day = max(min(hav.max_jobs_per_day or quota, quota) - 1, 1)
     hav.consecutive_valid = 0
@@ -179,6 +188,7 @@ def is_invalid(hav, *, quota):
 
 # --- writing -------------------------------------------------------------------------------
 
+
 def apply(changes, *, create=False):
     """Apply ``changes``, ``(host_id, app_version_id, change)`` tuples in the order they
     happened, where ``change(hav)`` edits a row in memory. A row that does not exist yet (a
@@ -193,11 +203,15 @@ def apply(changes, *, create=False):
         return []
     if create:
         HostAppVersion.objects.bulk_create(
-            [HostAppVersion(host_id=h, app_version_id=v) for h, v in sorted(
-                {(h, v) for h, v, _ in changes})], ignore_conflicts=True)
+            [HostAppVersion(host_id=h, app_version_id=v) for h, v in sorted({(h, v) for h, v, _ in changes})],
+            ignore_conflicts=True,
+        )
     # Hosts × versions may take in a few rows no change is for; they are locked, not written.
-    rows = locked(HostAppVersion.objects.filter(host_id__in={h for h, _, _ in changes},
-                                                app_version_id__in={v for _, v, _ in changes}))
+    rows = locked(
+        HostAppVersion.objects.filter(
+            host_id__in={h for h, _, _ in changes}, app_version_id__in={v for _, v, _ in changes}
+        )
+    )
     by_key = {(row.host_id, row.app_version_id): row for row in rows}
     touched = {}
     for host_id, version_id, change in changes:
@@ -225,8 +239,10 @@ def count_sent(host, version_jobs, *, now, quota):
     if not version_jobs:
         return []
     HostAppVersion.objects.bulk_create(
-        [HostAppVersion(host_id=host.pk, app_version_id=v, max_jobs_per_day=0,
-                        jobs_day=utc_day(now)) for v in sorted(version_jobs)],
-        ignore_conflicts=True)
-    return apply([(host.pk, v, lambda hav, n=n: sent(hav, now=now, jobs=n))
-                  for v, n in sorted(version_jobs.items())])
+        [
+            HostAppVersion(host_id=host.pk, app_version_id=v, max_jobs_per_day=0, jobs_day=utc_day(now))
+            for v in sorted(version_jobs)
+        ],
+        ignore_conflicts=True,
+    )
+    return apply([(host.pk, v, lambda hav, n=n: sent(hav, now=now, jobs=n)) for v, n in sorted(version_jobs.items())])

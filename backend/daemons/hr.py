@@ -15,27 +15,33 @@ INTEL_CORE = 21
 NO_OS, LINUX, WINDOWS, DARWIN, FREEBSD, ANDROID = 128, 256, 384, 512, 640, 768
 
 # The OS named first in os_name, case-insensitively (hr.cpp os()).
-OS_CODES = (("linux", LINUX), ("windows", WINDOWS), ("darwin", DARWIN), ("freebsd", FREEBSD),
-            ("android", ANDROID))
+OS_CODES = (("linux", LINUX), ("windows", WINDOWS), ("darwin", DARWIN), ("freebsd", FREEBSD), ("android", ANDROID))
 # Intel models by the first family word in p_model, then the details that refine it.
-INTEL_CELERON_KINDS = ((" m ", INTEL_PENTIUM_M), (" d ", INTEL_PENTIUM_D),
-                       ("iii", INTEL_PENTIUM_III))
-INTEL_PENTIUM_KINDS = (("iii", INTEL_PENTIUM_III), ("ii", INTEL_PENTIUM_II),
-                       (" 4 ", INTEL_PENTIUM_4), (" d ", INTEL_PENTIUM_D),
-                       (" m ", INTEL_PENTIUM_M))
+INTEL_CELERON_KINDS = ((" m ", INTEL_PENTIUM_M), (" d ", INTEL_PENTIUM_D), ("iii", INTEL_PENTIUM_III))
+INTEL_PENTIUM_KINDS = (
+    ("iii", INTEL_PENTIUM_III),
+    ("ii", INTEL_PENTIUM_II),
+    (" 4 ", INTEL_PENTIUM_4),
+    (" d ", INTEL_PENTIUM_D),
+    (" m ", INTEL_PENTIUM_M),
+)
 # "x86 Family F Model M" strings of old clients, in the order they are tried.
-INTEL_X86_KINDS = (("family 6 model 6", INTEL_CELERON), ("family 6 model 9", INTEL_PENTIUM_M),
-                   ("family 6 model 10", INTEL_XEON), ("family 5 model 1", INTEL_PENTIUM),
-                   ("family 5 model 2", INTEL_PENTIUM), ("family 6 model 1", INTEL_PENTIUM),
-                   ("family 15 model 1", INTEL_PENTIUM_4),
-                   ("family 15 model 2", INTEL_PENTIUM_4),
-                   ("family 6 model 7", INTEL_PENTIUM_III),
-                   ("family 6 model 8", INTEL_PENTIUM_III),
-                   ("family 6 model 11", INTEL_PENTIUM_III),
-                   ("family 6 model 3", INTEL_PENTIUM_II),
-                   ("family 6 model 5", INTEL_PENTIUM_II))
-AMD_KINDS = (("duron", AMD_DURON), ("opteron", AMD_OPTERON), ("sempron", AMD_SEMPRON),
-             ("turion", AMD_TURION))
+INTEL_X86_KINDS = (
+    ("family 6 model 6", INTEL_CELERON),
+    ("family 6 model 9", INTEL_PENTIUM_M),
+    ("family 6 model 10", INTEL_XEON),
+    ("family 5 model 1", INTEL_PENTIUM),
+    ("family 5 model 2", INTEL_PENTIUM),
+    ("family 6 model 1", INTEL_PENTIUM),
+    ("family 15 model 1", INTEL_PENTIUM_4),
+    ("family 15 model 2", INTEL_PENTIUM_4),
+    ("family 6 model 7", INTEL_PENTIUM_III),
+    ("family 6 model 8", INTEL_PENTIUM_III),
+    ("family 6 model 11", INTEL_PENTIUM_III),
+    ("family 6 model 3", INTEL_PENTIUM_II),
+    ("family 6 model 5", INTEL_PENTIUM_II),
+)
+AMD_KINDS = (("duron", AMD_DURON), ("opteron", AMD_OPTERON), ("sempron", AMD_SEMPRON), ("turion", AMD_TURION))
 AMD_ATHLON_KINDS = (("xp", AMD_ATHLON_XP), ("mp", AMD_ATHLON_MP), ("64", AMD_ATHLON64))
 
 
@@ -112,17 +118,38 @@ def hr_unknown_class(os_name, vendor, model, hr_type):
     return False
 
 
-OS_NAMES = {NO_OS: "unknown OS", LINUX: "Linux", WINDOWS: "Windows", DARWIN: "Darwin",
-            FREEBSD: "FreeBSD", ANDROID: "Android"}
+OS_NAMES = {
+    NO_OS: "unknown OS",
+    LINUX: "Linux",
+    WINDOWS: "Windows",
+    DARWIN: "Darwin",
+    FREEBSD: "FreeBSD",
+    ANDROID: "Android",
+}
 CPU_NAMES = {
-    NO_CPU: "unknown CPU", INTEL: "Intel", AMD: "AMD", MACINTOSH: "PowerPC", ARM: "ARM",
-    AMD_ATHLON: "AMD Athlon", AMD_DURON: "AMD Duron", AMD_SEMPRON: "AMD Sempron",
-    AMD_OPTERON: "AMD Opteron", AMD_ATHLON64: "AMD Athlon 64", AMD_ATHLON_XP: "AMD Athlon XP",
-    INTEL_XEON: "Intel Xeon", INTEL_CELERON: "Intel Celeron", INTEL_PENTIUM: "Intel Pentium",
-    INTEL_PENTIUM_II: "Intel Pentium II", INTEL_PENTIUM_III: "Intel Pentium III",
-    INTEL_PENTIUM_4: "Intel Pentium 4", INTEL_PENTIUM_D: "Intel Pentium D",
-    INTEL_PENTIUM_M: "Intel Pentium M", AMD_ATHLON_MP: "AMD Athlon MP", AMD_TURION: "AMD Turion",
-    INTEL_CORE: "Intel Core"}
+    NO_CPU: "unknown CPU",
+    INTEL: "Intel",
+    AMD: "AMD",
+    MACINTOSH: "PowerPC",
+    ARM: "ARM",
+    AMD_ATHLON: "AMD Athlon",
+    AMD_DURON: "AMD Duron",
+    AMD_SEMPRON: "AMD Sempron",
+    AMD_OPTERON: "AMD Opteron",
+    AMD_ATHLON64: "AMD Athlon 64",
+    AMD_ATHLON_XP: "AMD Athlon XP",
+    INTEL_XEON: "Intel Xeon",
+    INTEL_CELERON: "Intel Celeron",
+    INTEL_PENTIUM: "Intel Pentium",
+    INTEL_PENTIUM_II: "Intel Pentium II",
+    INTEL_PENTIUM_III: "Intel Pentium III",
+    INTEL_PENTIUM_4: "Intel Pentium 4",
+    INTEL_PENTIUM_D: "Intel Pentium D",
+    INTEL_PENTIUM_M: "Intel Pentium M",
+    AMD_ATHLON_MP: "AMD Athlon MP",
+    AMD_TURION: "AMD Turion",
+    INTEL_CORE: "Intel Core",
+}
 
 
 def class_name(value):

@@ -19,14 +19,14 @@ import math
 import random
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from defusedxml import ElementTree
 from defusedxml.common import DefusedXmlException
 
 MEGA = 1024 * 1024.0
 # Our GpuType values (backend.models.GpuType) for plan_class_spec.xml's <gpu_type>.
-GPU_TYPES = {"nvidia": "NVIDIA", "amd": "ATI", "ati": "ATI", "intel_gpu": "intel_gpu",
-             "apple_gpu": "apple_gpu"}
+GPU_TYPES = {"nvidia": "NVIDIA", "amd": "ATI", "ati": "ATI", "intel_gpu": "intel_gpu", "apple_gpu": "apple_gpu"}
 CPU = "cpu"
 NEWER_CLIENT = "A newer BOINC may be required for some tasks."
 
@@ -77,21 +77,62 @@ class HostView:
 
 
 # Element name -> (attribute, type); numbers in MB are kept in MB, as BOINC's names say.
-FLOATS = ("min_ncpus", "mem_usage_base_mb", "mem_usage_per_cpu_mb", "projected_flops_scale",
-          "avg_ncpus", "cpu_frac", "min_gpu_ram_mb", "gpu_ram_used_mb", "gpu_peak_flops_scale",
-          "ngpus", "min_gpu_peak_flops", "max_gpu_peak_flops", "infeasible_random")
-INTS = ("max_threads", "min_core_client_version", "max_core_client_version",
-        "min_driver_version", "max_driver_version", "min_nvidia_compcap", "max_nvidia_compcap",
-        "min_cuda_version", "max_cuda_version", "user_id")
+FLOATS = (
+    "min_ncpus",
+    "mem_usage_base_mb",
+    "mem_usage_per_cpu_mb",
+    "projected_flops_scale",
+    "avg_ncpus",
+    "cpu_frac",
+    "min_gpu_ram_mb",
+    "gpu_ram_used_mb",
+    "gpu_peak_flops_scale",
+    "ngpus",
+    "min_gpu_peak_flops",
+    "max_gpu_peak_flops",
+    "infeasible_random",
+)
+INTS = (
+    "max_threads",
+    "min_core_client_version",
+    "max_core_client_version",
+    "min_driver_version",
+    "max_driver_version",
+    "min_nvidia_compcap",
+    "max_nvidia_compcap",
+    "min_cuda_version",
+    "max_cuda_version",
+    "user_id",
+)
 BOOLS = ("cuda", "nthreads_cmdline")
 # Elements a class may carry that this scheduler cannot honour: a class using one is never
 # feasible, rather than feasible where BOINC would refuse.
-UNSUPPORTED = ("cal", "opencl", "virtualbox", "wsl", "docker", "os_regex", "cpu_vendor_regex",
-               "cpu_model_regex", "min_os_version", "max_os_version", "min_android_version",
-               "max_android_version", "min_libc_version", "project_prefs_regex",
-               "gpu_type_regex", "min_opencl_version", "need_ati_libs", "min_cal_target",
-               "min_vbox_version", "min_wu_id", "max_wu_id", "min_batch", "max_batch",
-               "gpu_utilization_tag")
+UNSUPPORTED = (
+    "cal",
+    "opencl",
+    "virtualbox",
+    "wsl",
+    "docker",
+    "os_regex",
+    "cpu_vendor_regex",
+    "cpu_model_regex",
+    "min_os_version",
+    "max_os_version",
+    "min_android_version",
+    "max_android_version",
+    "min_libc_version",
+    "project_prefs_regex",
+    "gpu_type_regex",
+    "min_opencl_version",
+    "need_ati_libs",
+    "min_cal_target",
+    "min_vbox_version",
+    "min_wu_id",
+    "max_wu_id",
+    "min_batch",
+    "max_batch",
+    "gpu_utilization_tag",
+)
 
 
 @dataclass
@@ -134,14 +175,16 @@ class PlanClassSpec:
         this scheduler does not know)."""
         if not self.gpu_type:
             return CPU
-        return GPU_TYPES.get(self.gpu_type, "intel_gpu" if self.gpu_type.startswith("intel")
-                             else "")
+        return GPU_TYPES.get(self.gpu_type, "intel_gpu" if self.gpu_type.startswith("intel") else "")
 
     def describe(self):
         """The class's settings that differ from BOINC's defaults, for the project pages."""
         default = PlanClassSpec(self.name)
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if f.name != "name" and getattr(self, f.name) != getattr(default, f.name)}
+        return {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name != "name" and getattr(self, f.name) != getattr(default, f.name)
+        }
 
     def check(self, host, rng=random, notices=None):
         """The HostUsage of a version of this class on ``host`` (a HostView), or None when
@@ -217,8 +260,7 @@ class PlanClassSpec:
         usage = HostUsage.sequential_app(host.p_fpops)
         usage.gpu_ram = (self.gpu_ram_used_mb or self.min_gpu_ram_mb) * MEGA
         if self.ngpus < 0:
-            share = (math.floor(gpu_ram / usage.gpu_ram) * usage.gpu_ram / gpu_ram
-                     if usage.gpu_ram and gpu_ram else 1.0)
+            share = math.floor(gpu_ram / usage.gpu_ram) * usage.gpu_ram / gpu_ram if usage.gpu_ram and gpu_ram else 1.0
         else:
             share = self.ngpus or 1.0
         if gpu.peak_flops == 0:
@@ -229,8 +271,7 @@ class PlanClassSpec:
             if self.max_gpu_peak_flops and gpu.peak_flops > self.max_gpu_peak_flops:
                 return None
             gpu_flops = self.gpu_peak_flops_scale * share * gpu.peak_flops
-            usage.projected_flops, usage.avg_ncpus = coproc_perf(
-                host.capped_fpops, gpu_flops, self.cpu_frac)
+            usage.projected_flops, usage.avg_ncpus = coproc_perf(host.capped_fpops, gpu_flops, self.cpu_frac)
             usage.projected_flops *= self.projected_flops_scale
             if self.avg_ncpus:
                 usage.avg_ncpus = self.avg_ncpus
@@ -269,7 +310,7 @@ def read_plan_class_spec(source):
         raise PlanClassError(f"plan_class_spec.xml is not well-formed XML: {error}") from None
     if root.tag != "plan_classes":
         raise PlanClassError(f"plan_class_spec.xml: expected <plan_classes>, found <{root.tag}>")
-    specs = {}
+    specs: dict[str, Any] = {}
     for element in root.findall("plan_class"):
         spec = parse_plan_class(element)
         specs.setdefault(spec.name, spec)  # PLAN_CLASS_SPECS::check takes the first
@@ -298,6 +339,5 @@ def parse_plan_class(element):
             elif tag in UNSUPPORTED:
                 spec.unsupported.append(tag)
         except ValueError:
-            raise PlanClassError(f"plan class {name}: <{tag}> must be a number, "
-                                 f"not {value!r}") from None
+            raise PlanClassError(f"plan class {name}: <{tag}> must be a number, not {value!r}") from None
     return spec

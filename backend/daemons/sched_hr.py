@@ -26,12 +26,23 @@ score by one (sched_score.cpp, ``score``).
 from django.db.models import Case, F, IntegerField, Q, Value, When
 
 from backend.daemons.hr import (  # noqa: F401  (the classes, re-exported)
-    ANDROID, COARSE, DARWIN, FINE, FREEBSD, LINUX, NO_OS, WINDOWS, class_name, hr_class,
-    hr_unknown_class, os_code,
+    ANDROID,
+    COARSE,
+    DARWIN,
+    FINE,
+    FREEBSD,
+    LINUX,
+    NO_OS,
+    WINDOWS,
+    class_name,
+    hr_class,
+    hr_unknown_class,
+    os_code,
 )
 from backend.daemons.sched_version import capped_host_fpops
 from backend.events import event, record
 from backend.models import App, AppVersion, Workunit
+
 
 def app_hr_type(app, config):
     """sched_hr.h app_hr_type: the app's own HR type, else the project's."""
@@ -103,12 +114,10 @@ def version_for(wu, app, version, request, resource, cache):
         return version
     if request.platform_name == "anonymous":
         return None
-    if not wu.app_version_id or (version.row is not None
-                                 and version.row.pk == wu.app_version_id):
+    if not wu.app_version_id or (version.row is not None and version.row.pk == wu.app_version_id):
         return version
     if wu.app_version_id not in cache:
-        cache[wu.app_version_id] = committed_version(wu.app_version_id, request, resource,
-                                                     version.chooser)
+        cache[wu.app_version_id] = committed_version(wu.app_version_id, request, resource, version.chooser)
     return cache[wu.app_version_id]
 
 
@@ -149,8 +158,16 @@ def committed_version(app_version_id, request, resource, chooser=None):
     gpu_type = "" if resource.name == CPU else resource.name
     if row.gpu_type != gpu_type:
         return None
-    reply = ReplyAppVersion(row.app.name, row.version_num, row.platform, row.plan_class,
-                            row.avg_ncpus, row.flops, row.gpu_type, row.gpu_usage)
+    reply = ReplyAppVersion(
+        row.app.name,
+        row.version_num,
+        row.platform,
+        row.plan_class,
+        row.avg_ncpus,
+        row.flops,
+        row.gpu_type,
+        row.gpu_usage,
+    )
     return Version(row, reply, row.gpu_usage if gpu_type else row.avg_ncpus)
 
 
@@ -181,9 +198,17 @@ def commit(chosen, host_class, config, apps, *, now):
             continue  # "WU already sent to other HR class or app version"
         for name, value in values.items():
             if not getattr(wu, name):
-                events.append(event(time=now, actor="scheduler", workunit_id=wu.pk,
-                                    field=name.removesuffix("_id"), old=None, new=value,
-                                    reason=f"committed by the send to host {host_class.host_id}"))
+                events.append(
+                    event(
+                        time=now,
+                        actor="scheduler",
+                        workunit_id=wu.pk,
+                        field=name.removesuffix("_id"),
+                        old=None,
+                        new=value,
+                        reason=f"committed by the send to host {host_class.host_id}",
+                    )
+                )
             setattr(wu, name, value)
         kept.append(item)
     record(events)
@@ -199,8 +224,7 @@ def uses_hr(app_ids, config):
 
 def committed_first():
     """The feeder's score bonus: 1 for a job whose workunit is committed to an HR class."""
-    return Case(When(workunit__hr_class__gt=0, then=Value(1)), default=Value(0),
-                output_field=IntegerField())
+    return Case(When(workunit__hr_class__gt=0, then=Value(1)), default=Value(0), output_field=IntegerField())
 
 
 def score():
@@ -241,18 +265,19 @@ class Resends:
     def committed(self, result):
         """Whether ``result``'s workunit goes with the version it is committed to (its app
         uses homogeneous app version and the client is not on the anonymous platform)."""
-        return bool(self.app(result).homogeneous_app_version and result.workunit.app_version_id
-                    and self.request.platform_name != "anonymous")
+        return bool(
+            self.app(result).homogeneous_app_version
+            and result.workunit.app_version_id
+            and self.request.platform_name != "anonymous"
+        )
 
     def version_for(self, result, resource, version):
         if version is None:
             return None
-        return version_for(result.workunit, self.app(result), version, self.request,
-                           resource, self.cache)
+        return version_for(result.workunit, self.app(result), version, self.request, resource, self.cache)
 
     def infeasible(self, result, version):
-        why = infeasible(result.workunit, self.app(result), version, self.host_class,
-                         self.config)
+        why = infeasible(result.workunit, self.app(result), version, self.host_class, self.config)
         return f"{why}: its workunit is committed elsewhere" if why else ""
 
     def committed_flops(self, result, version):
@@ -260,8 +285,7 @@ class Resends:
         class runs at, as for a new send (``committed_flops``); None for any other."""
         if version is None:
             return None
-        return committed_flops(result.workunit, self.app(result), version, self.request,
-                               self.cache)
+        return committed_flops(result.workunit, self.app(result), version, self.request, self.cache)
 
     def expire(self, result, version):
         self.app(result)
@@ -293,4 +317,3 @@ def feasible(app, version, host_class, config):
             return Q(pk__in=[])
         q &= Q(workunit__app_version__isnull=True) | Q(workunit__app_version_id=version.row.pk)
     return q
-

@@ -83,8 +83,7 @@ def parse_rsc_limit(element):
             try:
                 jobs = int(text)
             except ValueError:
-                raise JobLimitsError(f"<{element.tag}><jobs> must be a whole number, "
-                                     f"not {text!r}") from None
+                raise JobLimitsError(f"<{element.tag}><jobs> must be a whole number, not {text!r}") from None
             if jobs < 0:
                 raise JobLimitsError(f"<{element.tag}><jobs> must not be negative")
         elif child.tag == "per_proc":
@@ -108,8 +107,7 @@ def read_job_limits(source):
     from backend.server_config import xml_root
 
     root = xml_root(source, "the job limits file", JobLimitsError)
-    element = root if root.tag == "max_jobs_in_progress" else root.find(
-        ".//max_jobs_in_progress")
+    element = root if root.tag == "max_jobs_in_progress" else root.find(".//max_jobs_in_progress")
     if element is None:
         return JobLimits()
     project, apps = JobLimit(), []
@@ -133,7 +131,8 @@ def project_job_limits(config):
     project = JobLimit(
         total=aux.total,
         cpu=aux.cpu if aux.cpu.jobs else RscLimit(per_cpu, True) if per_cpu else RscLimit(),
-        gpu=aux.gpu if aux.gpu.jobs else RscLimit(per_gpu, True) if per_gpu else RscLimit())
+        gpu=aux.gpu if aux.gpu.jobs else RscLimit(per_gpu, True) if per_gpu else RscLimit(),
+    )
     return replace(limits, project=project)
 
 
@@ -148,14 +147,15 @@ class InProgress:
         self.apps = {}
 
     def active(self):
-        return self.limits.project.any_limit() or any(
-            limit.any_limit() for _, limit in self.limits.apps)
+        return self.limits.project.any_limit() or any(limit.any_limit() for _, limit in self.limits.apps)
 
     def _exceeded(self, limit, counts, kind):
         if limit is None:
             return False
-        checks = ((limit.total, counts.get(TOTAL, 0), 1),
-                  (limit.of(kind), counts.get(kind, 0), self.instances.get(kind, 0)))
+        checks = (
+            (limit.total, counts.get(TOTAL, 0), 1),
+            (limit.of(kind), counts.get(kind, 0), self.instances.get(kind, 0)),
+        )
         # RSC_JOB_LIMIT::exceeded: a limit that scales to 0 (no such processor) is none
         return any(rsc.scaled(n) and count >= rsc.scaled(n) for rsc, count, n in checks)
 
@@ -183,8 +183,7 @@ def jobs_in_progress(host, request, config):
             instances[gpu.type] = gpu.count
     counter = InProgress(project_job_limits(config), instances)
     if counter.active() and request.other_results:
-        kinds = dict(Result.objects.filter(name__in=request.other_results)
-                     .values_list("name", "app_version__gpu_type"))
+        kinds = dict(Result.objects.filter(name__in=request.other_results).values_list("name", "app_version__gpu_type"))
         for name in request.other_results:
             counter.register(None, kinds.get(name) or CPU)
     return counter
@@ -195,7 +194,7 @@ def truncate_reports(request, config):
     (sched_result.cpp handle_results), and whether any were left out."""
     if not config.report_max or len(request.results) <= config.report_max:
         return request, False
-    return replace(request, results=request.results[:config.report_max]), True
+    return replace(request, results=request.results[: config.report_max]), True
 
 
 def too_soon(last_rpc_time, now, config):

@@ -122,14 +122,28 @@ from django.db.models import Exists, Max, OuterRef, Q
 from backend.daemons import sched_hr
 from backend.daemons.hierarchy import download_path
 from backend.daemons.sched_send import (
-    DEADLINE, DISK, MEMORY, NO_VERSION, RESULT_COLUMNS, WORKUNIT_COLUMNS, after_sending,
-    disk_allowance, send_for_resource,
+    DEADLINE,
+    DISK,
+    MEMORY,
+    NO_VERSION,
+    RESULT_COLUMNS,
+    WORKUNIT_COLUMNS,
+    after_sending,
+    disk_allowance,
+    send_for_resource,
 )
 from backend.daemons.sched_types import LocalityConfig, Message
 from backend.daemons.work_generator import LOCALITY_SEPARATOR, create_work_for_file
 from backend.models import (
-    AppVersion, File, FileDeleteState, Host, LocalityTrigger, Result, ServerState,
-    TransitionerFlags, Workunit,
+    AppVersion,
+    File,
+    FileDeleteState,
+    Host,
+    LocalityTrigger,
+    Result,
+    ServerState,
+    TransitionerFlags,
+    Workunit,
 )
 
 SEPARATOR = LOCALITY_SEPARATOR
@@ -156,23 +170,28 @@ def of_file(queryset, file_name, prefix="workunit__"):
 
 def sendable(file_name, app_ids):
     """Unsent results of ``file_name``'s workunits that a scheduler may send."""
-    return of_file(Result.objects.filter(
-        server_state=ServerState.UNSENT, app_id__in=app_ids, workunit__error_mask=0,
-        workunit__transitioner_flags=TransitionerFlags.ORDINARY), file_name)
+    return of_file(
+        Result.objects.filter(
+            server_state=ServerState.UNSENT,
+            app_id__in=app_ids,
+            workunit__error_mask=0,
+            workunit__transitioner_flags=TransitionerFlags.ORDINARY,
+        ),
+        file_name,
+    )
 
 
 def file_picker(file_name):
     """``pick`` for send_for_resource: the file's results for this volunteer (rules 4-5)."""
 
     def pick(host, app_ids, limit, config):
-        last = of_file(Result.objects.filter(user_id=host.owner_id), file_name).aggregate(
-            last=Max("id"))["last"] or 0
+        last = of_file(Result.objects.filter(user_id=host.owner_id), file_name).aggregate(last=Max("id"))["last"] or 0
         queryset = sendable(file_name, app_ids).filter(id__gt=last)
         if config.one_result_per_user_per_wu:
-            queryset = queryset.exclude(Exists(Result.objects.filter(
-                workunit_id=OuterRef("workunit_id"), user_id=host.owner_id)))
-        queryset = (queryset.select_related("workunit")
-                    .only(*RESULT_COLUMNS, *WORKUNIT_COLUMNS).order_by("id"))
+            queryset = queryset.exclude(
+                Exists(Result.objects.filter(workunit_id=OuterRef("workunit_id"), user_id=host.owner_id))
+            )
+        queryset = queryset.select_related("workunit").only(*RESULT_COLUMNS, *WORKUNIT_COLUMNS).order_by("id")
         if connection.features.has_select_for_update_skip_locked:
             queryset = queryset.select_for_update(skip_locked=True, of=("self",))
         return list(queryset[:limit])
@@ -185,11 +204,11 @@ def old_work_picker(result_id):
     has a result of its workunit (sched_locality.cpp possibly_send_result)."""
 
     def pick(host, app_ids, limit, config):
-        queryset = Result.objects.filter(pk=result_id, server_state=ServerState.UNSENT,
-                                         app_id__in=app_ids)
+        queryset = Result.objects.filter(pk=result_id, server_state=ServerState.UNSENT, app_id__in=app_ids)
         if config.one_result_per_user_per_wu:
-            queryset = queryset.exclude(Exists(Result.objects.filter(
-                workunit_id=OuterRef("workunit_id"), user_id=host.owner_id)))
+            queryset = queryset.exclude(
+                Exists(Result.objects.filter(workunit_id=OuterRef("workunit_id"), user_id=host.owner_id))
+            )
         queryset = queryset.select_related("workunit").only(*RESULT_COLUMNS, *WORKUNIT_COLUMNS)
         if connection.features.has_select_for_update_skip_locked:
             queryset = queryset.select_for_update(skip_locked=True, of=("self",))
@@ -202,8 +221,12 @@ def oldest_unsent(app_ids, *, before, after=None):
     """(id, workunit name) of the oldest unsent result created before ``before`` (and after
     ``after``), or None (sched_locality.cpp send_old_work; ties by id)."""
     queryset = Result.objects.filter(
-        server_state=ServerState.UNSENT, app_id__in=app_ids, create_time__lt=before,
-        workunit__error_mask=0, workunit__transitioner_flags=TransitionerFlags.ORDINARY)
+        server_state=ServerState.UNSENT,
+        app_id__in=app_ids,
+        create_time__lt=before,
+        workunit__error_mask=0,
+        workunit__transitioner_flags=TransitionerFlags.ORDINARY,
+    )
     if after is not None:
         queryset = queryset.filter(create_time__gt=after)
     return queryset.order_by("create_time", "id").values_list("id", "workunit__name").first()
@@ -228,8 +251,7 @@ class WorkNeeded:
         allowance = disk_allowance(request, config)
         if allowance is None:
             return cls()
-        needed = cls(held=[f.name for f in request.file_infos],
-                     insufficient={DISK} if allowance[0] < 0 else ())
+        needed = cls(held=[f.name for f in request.file_infos], insufficient={DISK} if allowance[0] < 0 else ())
         for name in Workunit.objects.filter(id__in=taken_wus).values_list("name", flat=True):
             if file_name_of(name):
                 needed.have.add(file_name_of(name))
@@ -270,8 +292,9 @@ class WorkNeeded:
 
     def size(self, file_name):
         if file_name not in self.sizes:
-            self.sizes[file_name] = File.objects.filter(
-                name=file_name, kind=File.Kind.INPUT).values_list("nbytes", flat=True).first()
+            self.sizes[file_name] = (
+                File.objects.filter(name=file_name, kind=File.Kind.INPUT).values_list("nbytes", flat=True).first()
+            )
         return self.sizes[file_name]
 
 
@@ -284,12 +307,13 @@ def delete_file_from_host(host_key, request, reply, config):
         if maxdisk > 0:
             text = f"Not enough disk space (only {maxdisk / 1e6:.1f} MB free for BOINC). "
         else:
-            text = (f"No disk space (YOU must free {-1 * maxdisk / 1e6:.1f} MB before BOINC "
-                    "gets space). ")
+            text = f"No disk space (YOU must free {-1 * maxdisk / 1e6:.1f} MB before BOINC gets space). "
         if x:
-            text += {"max_used": "Review preferences for maximum disk space used.",
-                     "max_frac": "Review preferences for maximum disk percentage used.",
-                     "min_free": "Review preferences for minimum disk free space allowed."}[which]
+            text += {
+                "max_used": "Review preferences for maximum disk space used.",
+                "max_frac": "Review preferences for maximum disk percentage used.",
+                "min_free": "Review preferences for minimum disk free space allowed.",
+            }[which]
         reply.messages.append(Message(text, "notice"))
         reply.request_delay = max(reply.request_delay, DELAY_DISK_SPACE)
         return None
@@ -304,8 +328,21 @@ def delete_file_from_host(host_key, request, reply, config):
 class Sender:
     """One request's locality pass for one resource: what is left to send and what was sent."""
 
-    def __init__(self, host, request, resource, versions, *, now, config, max_jobs, taken_wus,
-                 work_needed=None, notices=None, in_progress=None):
+    def __init__(
+        self,
+        host,
+        request,
+        resource,
+        versions,
+        *,
+        now,
+        config,
+        max_jobs,
+        taken_wus,
+        work_needed=None,
+        notices=None,
+        in_progress=None,
+    ):
         self.host, self.request, self.versions = host, request, versions
         self.resource, self.now, self.config = resource, now, config
         self.max_jobs, self.taken_wus = max_jobs, taken_wus
@@ -320,20 +357,32 @@ class Sender:
         progress on the resource, or a job was refused for memory, disk or its deadline
         (sched_send.cpp work_needed(true))."""
         r = self.resource
-        return (len(self.sent) >= self.max_jobs or (r.req_secs <= 0 and r.req_instances <= 0)
-                or self.work_needed.stopped
-                or (self.in_progress is not None
-                    and self.in_progress.project_exceeded(r.name)))
+        return (
+            len(self.sent) >= self.max_jobs
+            or (r.req_secs <= 0 and r.req_instances <= 0)
+            or self.work_needed.stopped
+            or (self.in_progress is not None and self.in_progress.project_exceeded(r.name))
+        )
 
     def send(self, pick):
         """Send what fits of the results ``pick`` lists; return how many."""
         if self.satisfied:
             return 0
-        got = send_for_resource(self.host, self.resource, self.versions, now=self.now,
-                                config=self.config, max_jobs=self.max_jobs - len(self.sent),
-                                taken_wus=self.taken_wus, pick=pick, request=self.request,
-                                host_class=self.host_class, work_needed=self.work_needed,
-                                notices=self.notices, in_progress=self.in_progress)
+        got = send_for_resource(
+            self.host,
+            self.resource,
+            self.versions,
+            now=self.now,
+            config=self.config,
+            max_jobs=self.max_jobs - len(self.sent),
+            taken_wus=self.taken_wus,
+            pick=pick,
+            request=self.request,
+            host_class=self.host_class,
+            work_needed=self.work_needed,
+            notices=self.notices,
+            in_progress=self.in_progress,
+        )
         self.resource = after_sending(self.resource, got)
         self.sent.extend(got)
         return len(got)
@@ -366,12 +415,10 @@ class Sender:
         app_ids = list(self.versions)
         if sendable(file_name, app_ids).exists():
             return EXCLUDED
-        trigger = LocalityTrigger.objects.filter(file_name=file_name,
-                                                 app_id__in=app_ids).first()
+        trigger = LocalityTrigger.objects.filter(file_name=file_name, app_id__in=app_ids).first()
         if trigger is None or trigger.no_work_available:
             return NO_WORK
-        LocalityTrigger.objects.filter(pk=trigger.pk, need_work=False).update(
-            need_work=True, need_work_time=self.now)
+        LocalityTrigger.objects.filter(pk=trigger.pk, need_work=False).update(need_work=True, need_work_time=self.now)
         if locality.wait_period <= 0:
             return NO_WORK
         locality.wait(file_name, now=self.now, seconds=locality.wait_period)
@@ -389,8 +436,9 @@ def old_work_window(now, timeout, rng):
     return start, end // 3600 * 3600
 
 
-def send_work_by_locality(host, request, resource, versions, *, now, config, max_jobs,
-                          taken_wus, reply, notices=None, in_progress=None):
+def send_work_by_locality(
+    host, request, resource, versions, *, now, config, max_jobs, taken_wus, reply, notices=None, in_progress=None
+):
     """Choose and send jobs by locality (rules 2-13) for one resource of one request.
 
     ``notices`` (a list) gathers the memory message of a job refused for memory, and
@@ -404,11 +452,20 @@ def send_work_by_locality(host, request, resource, versions, *, now, config, max
     host_key = host.pk if locality.host_key is None else locality.host_key
     rng = random.Random(f"{locality.seed}:{host_key}:{request.rpc_seqno}:{now}:{resource.name}")
     needed = WorkNeeded.for_request(request, config, taken_wus)
-    sender = Sender(host, request, resource, versions, now=now, config=config,
-                    max_jobs=max_jobs, taken_wus=taken_wus, work_needed=needed,
-                    notices=notices, in_progress=in_progress)
-    sent = sender_pass(sender, host_key, request, now=now, locality=locality, rng=rng,
-                       reply=reply)
+    sender = Sender(
+        host,
+        request,
+        resource,
+        versions,
+        now=now,
+        config=config,
+        max_jobs=max_jobs,
+        taken_wus=taken_wus,
+        work_needed=needed,
+        notices=notices,
+        in_progress=in_progress,
+    )
+    sent = sender_pass(sender, host_key, request, now=now, locality=locality, rng=rng, reply=reply)
     if needed.disk_short and not taken_wus:  # rule 11
         delete_file_from_host(host_key, request, reply, config)
     return sent
@@ -419,9 +476,13 @@ def sender_pass(sender, host_key, request, *, now, locality, rng, reply):
     app_ids = list(sender.versions)
     if locality.send_timeout and request.host_info.n_bwdown > OLD_WORK_MIN_BWDOWN:  # rule 10
         sender.send_old(locality, before=(now - locality.send_timeout) // 3600 * 3600)
-    held = sorted(set(File.objects.filter(
-        name__in=[f.name for f in request.file_infos if f.status == 1], sticky=True,
-        kind=File.Kind.INPUT).values_list("name", flat=True)))
+    held = sorted(
+        set(
+            File.objects.filter(
+                name__in=[f.name for f in request.file_infos if f.status == 1], sticky=True, kind=File.Kind.INPUT
+            ).values_list("name", flat=True)
+        )
+    )
     if not locality.sorted_order:
         rng.shuffle(held)
     for file_name in held:  # rules 3-7
@@ -438,8 +499,7 @@ def sender_pass(sender, host_key, request, *, now, locality, rng, reply):
         if len(sender.sent) == before and not sender.satisfied:
             delete_held_file(file_name, locality, reply)
     if locality.scan_only_excluded:
-        seed_new_file(sender, host_key, request, now=now, locality=locality, rng=rng,
-                      held=held)
+        seed_new_file(sender, host_key, request, now=now, locality=locality, rng=rng, held=held)
     else:
         new_file(sender, host_key, request, now=now, locality=locality, rng=rng)
     return sender.sent, sender.resource
@@ -458,11 +518,9 @@ def seed_new_file(sender, host_key, request, *, now, locality, rng, held):
     """Rules 8-9 after the seed (``scan_only_excluded``): one working-set file, and the scan
     only when it is excluded for the volunteer."""
     app_ids = list(sender.versions)
-    if sender.satisfied or old_work_before_new_file(sender, now=now, locality=locality,
-                                                     rng=rng):
+    if sender.satisfied or old_work_before_new_file(sender, now=now, locality=locality, rng=rng):
         return
-    chosen = working_set_choice(host_key + request.rpc_seqno, rng, locality, app_ids,
-                                exclude=set(held))  # rule 8
+    chosen = working_set_choice(host_key + request.rpc_seqno, rng, locality, app_ids, exclude=set(held))  # rule 8
     if chosen is None:
         return
     found = sender.send_file_or_trigger(chosen, locality)
@@ -484,8 +542,7 @@ def new_file(sender, host_key, request, *, now, locality, rng):
     while not sender.satisfied:
         if old_work_before_new_file(sender, now=now, locality=locality, rng=rng):
             return
-        chosen = working_set_choice(host_key + request.rpc_seqno, rng, locality, app_ids,
-                                    exclude=set())  # rule 8
+        chosen = working_set_choice(host_key + request.rpc_seqno, rng, locality, app_ids, exclude=set())  # rule 8
         if chosen is not None:
             if sender.send_file_or_trigger(chosen, locality) == NO_WORK:
                 mark_no_work(chosen, app_ids)
@@ -526,8 +583,7 @@ def result_files(app_ids):
     """The files of the app's workunits, in their names' order (``FILE__``), whatever their
     results' states: BOINC's scan looks at every result name."""
     names = set()
-    rows = (Workunit.objects.filter(app_id__in=app_ids).order_by()
-            .values_list("name", flat=True))
+    rows = Workunit.objects.filter(app_id__in=app_ids).order_by().values_list("name", flat=True)
     for wu_name in rows.iterator(chunk_size=1000):
         file_name = file_name_of(wu_name)
         if file_name:
@@ -553,8 +609,7 @@ def no_work_for_host(file_name, app_ids, locality, reply):
     mark_no_work(file_name, app_ids)
     if not locality.delete_files or file_name in reply.delete_file_infos:
         return
-    finished = LocalityTrigger.objects.filter(file_name=file_name,
-                                              no_work_available=True).exists()
+    finished = LocalityTrigger.objects.filter(file_name=file_name, no_work_available=True).exists()
     if finished and not sendable(file_name, app_ids).exists():
         reply.delete_file_infos.append(file_name)
 
@@ -563,10 +618,13 @@ def working_set_choice(turn, rng, locality, app_ids, *, exclude):
     """A file of the working set, uniformly (rule 8): at random, or with ``sorted_order`` the
     one at position ``turn`` (the host's key plus its RPC number) in name order. None when
     the set is empty."""
-    names = [name for name in LocalityTrigger.objects.filter(in_working_set=True,
-                                                             app_id__in=app_ids)
-             .order_by("file_name").values_list("file_name", flat=True)
-             if name not in exclude]
+    names = [
+        name
+        for name in LocalityTrigger.objects.filter(in_working_set=True, app_id__in=app_ids)
+        .order_by("file_name")
+        .values_list("file_name", flat=True)
+        if name not in exclude
+    ]
     if not names:
         return None
     if locality.sorted_order:
@@ -578,9 +636,12 @@ def fallback_files(app_ids, *, exclude, limit=FALLBACK_FILES):
     """Files with unsent results in name order, outside the working set (seed 004's
     rule 9)."""
     names = []
-    rows = (Workunit.objects.filter(app_id__in=app_ids, error_mask=0,
-                                    results__server_state=ServerState.UNSENT)
-            .order_by("name").values_list("name", flat=True).distinct())
+    rows = (
+        Workunit.objects.filter(app_id__in=app_ids, error_mask=0, results__server_state=ServerState.UNSENT)
+        .order_by("name")
+        .values_list("name", flat=True)
+        .distinct()
+    )
     for wu_name in rows.iterator(chunk_size=200):
         file_name = file_name_of(wu_name)
         if file_name and file_name not in exclude and file_name not in names:
@@ -600,8 +661,11 @@ def working_set_size(app, *, now):
     several share a database."""
     since = now - ACTIVE_WINDOW
     platforms = AppVersion.objects.filter(app=app, deprecated=False).values("platform")
-    active = Host.objects.filter(platform__in=platforms).filter(
-        Q(rpc_time__gte=since) | Q(create_time__gte=since, create_time__lte=now)).count()
+    active = (
+        Host.objects.filter(platform__in=platforms)
+        .filter(Q(rpc_time__gte=since) | Q(create_time__gte=since, create_time__lte=now))
+        .count()
+    )
     return max(1, math.ceil(active / max(app.target_nresults, 1)))
 
 
@@ -609,10 +673,15 @@ def has_unsent_results():
     """Whether a trigger's file has results a scheduler may send, found through the workunits
     that read the file (``Workunit.input_files``, which the indexes serve, where the name
     prefix of rule 1 would need a scan)."""
-    return Exists(Result.objects.filter(
-        app_id=OuterRef("app_id"), server_state=ServerState.UNSENT, workunit__error_mask=0,
-        workunit__transitioner_flags=TransitionerFlags.ORDINARY,
-        workunit__input_files__name=OuterRef("file_name")))
+    return Exists(
+        Result.objects.filter(
+            app_id=OuterRef("app_id"),
+            server_state=ServerState.UNSENT,
+            workunit__error_mask=0,
+            workunit__transitioner_flags=TransitionerFlags.ORDINARY,
+            workunit__input_files__name=OuterRef("file_name"),
+        )
+    )
 
 
 def manage_working_set(app, *, now):
@@ -629,10 +698,13 @@ def manage_working_set(app, *, now):
     missing = working_set_size(app, now=now) - triggers.filter(in_working_set=True).count()
     added = 0
     if missing > 0:
-        ids = list(triggers.filter(in_working_set=False, no_work=False)
-                   .alias(ready=has_unsent_results())
-                   .filter(Q(no_work_available=False) | Q(ready=True))
-                   .order_by("-ready", "file_name").values_list("id", flat=True)[:missing])
+        ids = list(
+            triggers.filter(in_working_set=False, no_work=False)
+            .alias(ready=has_unsent_results())
+            .filter(Q(no_work_available=False) | Q(ready=True))
+            .order_by("-ready", "file_name")
+            .values_list("id", flat=True)[:missing]
+        )
         added = LocalityTrigger.objects.filter(id__in=ids).update(in_working_set=True)
     return reopened + removed + added
 
@@ -646,13 +718,10 @@ def generate_on_demand(app, *, now, per_file, per_trigger=None, batch_size=100):
     number of workunits made.
     """
     made = 0
-    for trigger in LocalityTrigger.objects.filter(app=app, need_work=True).order_by(
-            "file_name")[:batch_size]:
-        if not LocalityTrigger.objects.filter(pk=trigger.pk, need_work=True).update(
-                need_work=False):
+    for trigger in LocalityTrigger.objects.filter(app=app, need_work=True).order_by("file_name")[:batch_size]:
+        if not LocalityTrigger.objects.filter(pk=trigger.pk, need_work=True).update(need_work=False):
             continue  # another generator took it
-        made += make_file_work(app, trigger.file_name, now=now, per_file=per_file,
-                               at_most=per_trigger)
+        made += make_file_work(app, trigger.file_name, now=now, per_file=per_file, at_most=per_trigger)
     return made
 
 
@@ -665,12 +734,14 @@ def make_file_work(app, file_name, *, now, per_file, at_most=None):
         count = min(count, at_most)
     made = 0
     # a file already deleted gets no more work; any other refusal is a fault to surface
-    input_file = File.objects.filter(name=file_name, kind=File.Kind.INPUT,
-                                     file_delete_state=FileDeleteState.INIT).first()
+    input_file = File.objects.filter(
+        name=file_name, kind=File.Kind.INPUT, file_delete_state=FileDeleteState.INIT
+    ).first()
     if count > 0 and input_file is not None:
         made = len(create_work_for_file(app, input_file, now=now, count=count))
     LocalityTrigger.objects.filter(app=app, file_name=file_name).update(
-        no_work_available=made == 0 or existing + made >= per_file, no_work=made == 0)
+        no_work_available=made == 0 or existing + made >= per_file, no_work=made == 0
+    )
     return made
 
 
@@ -686,12 +757,23 @@ def create_data_files(app, names, *, nbytes, no_delete=False):
     names = list(names)
     bad = [name for name in names if SEPARATOR in name or not name]
     if bad:
-        raise ValueError(f"locality data file name(s) {', '.join(map(repr, bad))}: a file "
-                         f"name must be non-empty and cannot contain {SEPARATOR!r}")
+        raise ValueError(
+            f"locality data file name(s) {', '.join(map(repr, bad))}: a file "
+            f"name must be non-empty and cannot contain {SEPARATOR!r}"
+        )
     download_path("x").parent.mkdir(parents=True, exist_ok=True)
-    File.objects.bulk_create([File(name=name, kind=File.Kind.INPUT, nbytes=nbytes, sticky=True,
-                                   report_on_rpc=True, no_delete=no_delete,
-                                   file_delete_state=FileDeleteState.INIT) for name in names])
-    LocalityTrigger.objects.bulk_create([LocalityTrigger(app=app, file_name=name)
-                                         for name in names])
-
+    File.objects.bulk_create(
+        [
+            File(
+                name=name,
+                kind=File.Kind.INPUT,
+                nbytes=nbytes,
+                sticky=True,
+                report_on_rpc=True,
+                no_delete=no_delete,
+                file_delete_state=FileDeleteState.INIT,
+            )
+            for name in names
+        ]
+    )
+    LocalityTrigger.objects.bulk_create([LocalityTrigger(app=app, file_name=name) for name in names])

@@ -47,8 +47,11 @@ def is_reliable(hav, config, multiplier):
     """sched_send.cpp get_reliability_version for one host app version (None: no record)."""
     if hav is None:
         return False
-    if (hav.turnaround_n > MIN_HOST_SAMPLES and config.reliable_max_avg_turnaround
-            and hav.turnaround_avg > config.reliable_max_avg_turnaround * multiplier):
+    if (
+        hav.turnaround_n > MIN_HOST_SAMPLES
+        and config.reliable_max_avg_turnaround
+        and hav.turnaround_avg > config.reliable_max_avg_turnaround * multiplier
+    ):
         return False
     if hav.consecutive_valid < CONS_VALID_RELIABLE:
         return False

@@ -40,16 +40,28 @@ The results are read and written under their workunits' row locks, taken in id o
 the transitioner and validator also hold while they decide.
 """
 
+from typing import Any
+
 from django.db import transaction
 from django.db.models import Case, Value, When
 
 from backend.daemons import sched_hr
 from backend.daemons.sched_send import (
-    CPU, add_notice, after_sending, apply_daily_quota, committed_only_versions, job_flops,
-    lacks, locked_in_id_order, max_jobs_per_rpc, notice, reply_results, usable_versions,
+    CPU,
+    add_notice,
+    after_sending,
+    apply_daily_quota,
+    committed_only_versions,
+    job_flops,
+    lacks,
+    locked_in_id_order,
+    max_jobs_per_rpc,
+    notice,
+    reply_results,
+    usable_versions,
 )
-from backend.daemons.sched_version import job_version
 from backend.daemons.sched_types import Message
+from backend.daemons.sched_version import job_version
 from backend.events import event, record
 from backend.models import HostAppVersion, Result, ServerState, Workunit
 
@@ -63,24 +75,30 @@ def resend_lost_results(host, request, resources, *, now, config, reply, notices
     ``notices`` (a list, when given), as BOINC's check_memory, check_disk and
     check_bandwidth add it to the request's no-work messages."""
     kept = set(request.other_results or ()) | {report.name for report in request.results}
-    lost = [(pk, wu_id) for pk, name, wu_id in Result.objects.filter(
-        host=host, server_state=ServerState.IN_PROGRESS).values_list("id", "name", "workunit_id")
-        if name not in kept]
+    lost = [
+        (pk, wu_id)
+        for pk, name, wu_id in Result.objects.filter(host=host, server_state=ServerState.IN_PROGRESS).values_list(
+            "id", "name", "workunit_id"
+        )
+        if name not in kept
+    ]
     if not lost:
         return 0
     chooser = VersionChooser(host, request, resources, config=config, now=now)
     max_jobs = max_jobs_per_rpc(host, request, config)
-    resent, expired = [], []
+    resent: list[Any] = []
+    expired = []
     homogeneous = sched_hr.Resends(host, request, config)
     with transaction.atomic():
         locked_in_id_order({wu_id for _, wu_id in lost})
-        results = (Result.objects.filter(id__in=[pk for pk, _ in lost], host=host,
-                                         server_state=ServerState.IN_PROGRESS)
-                   .select_related("workunit", "app_version").order_by("id"))
+        results = (
+            Result.objects.filter(id__in=[pk for pk, _ in lost], host=host, server_state=ServerState.IN_PROGRESS)
+            .select_related("workunit", "app_version")
+            .order_by("id")
+        )
         wanted = {r.name: r for r in resources}
         for result in results:
-            if len(resent) >= max_jobs or not any(
-                    r.req_secs > 0 or r.req_instances > 0 for r in wanted.values()):
+            if len(resent) >= max_jobs or not any(r.req_secs > 0 or r.req_instances > 0 for r in wanted.values()):
                 break  # the request is filled (work_needed); the rest wait for later RPCs
             resource, version = chooser.choose(result, homogeneous.committed(result))
             version = homogeneous.version_for(result, resource, version)
@@ -90,8 +108,7 @@ def resend_lost_results(host, request, resources, *, now, config, reply, notices
                 if lacking:
                     why = f"the host lacks the {lacking} it needs"
                     if notices is not None:
-                        add_notice(notices, notice(lacking, result.workunit, version,
-                                                   wanted[resource.name]))
+                        add_notice(notices, notice(lacking, result.workunit, version, wanted[resource.name]))
             if not why:
                 flops = homogeneous.committed_flops(result, version)
                 runtime = result.workunit.rsc_fpops_est / (flops or job_flops(resource, version))
@@ -99,8 +116,7 @@ def resend_lost_results(host, request, resources, *, now, config, reply, notices
                 if deadline is None:
                     why = "it cannot finish before its deadline"
                 else:
-                    wanted[resource.name] = after_sending(wanted[resource.name],
-                                                          [(result, version, runtime)])
+                    wanted[resource.name] = after_sending(wanted[resource.name], [(result, version, runtime)])
                     if resource.disk is not None:
                         resource.disk.take(result.workunit)
                     # stored with the grace period, as mark_as_sent writes it
@@ -111,15 +127,13 @@ def resend_lost_results(host, request, resources, *, now, config, reply, notices
             homogeneous.expire(result, version)
         resent, unmarked = homogeneous.commit(resent, now=now)
         mark_resent(host, resent, now=now)
-        mark_expired(host, expired, now=now, grace=config.report_grace_period,
-                     unmarked=unmarked)
+        mark_expired(host, expired, now=now, grace=config.report_grace_period, unmarked=unmarked)
     for result, _, _ in resent:
         reply.messages.append(Message(f"Resent lost task {result.name}", "low"))
     for result, _ in expired:
         if result.pk in unmarked:
             continue
-        reply.messages.append(Message(f"Didn't resend lost task {result.name} (expired)",
-                                      "low"))
+        reply.messages.append(Message(f"Didn't resend lost task {result.name} (expired)", "low"))
     reply.results.extend(reply_results(resent, now=now, config=config))
     return len(resent)
 
@@ -143,14 +157,20 @@ class VersionChooser:
     def versions(self, resource):
         if resource.name not in self.cache:
             config = self.config
-            versions = usable_versions(self.request, resource, self.host, config=config,
-                                       havs=self.havs, now=self.now)
-            apply_daily_quota(versions, self.havs, resource, now=self.now,
-                              quota=config.daily_result_quota,
-                              gpu_multiplier=config.gpu_multiplier)
-            versions.update(committed_only_versions(self.host, self.request, resource,
-                                                    versions, config=config, havs=self.havs,
-                                                    now=self.now))
+            versions = usable_versions(self.request, resource, self.host, config=config, havs=self.havs, now=self.now)
+            apply_daily_quota(
+                versions,
+                self.havs,
+                resource,
+                now=self.now,
+                quota=config.daily_result_quota,
+                gpu_multiplier=config.gpu_multiplier,
+            )
+            versions.update(
+                committed_only_versions(
+                    self.host, self.request, resource, versions, config=config, havs=self.havs, now=self.now
+                )
+            )
             self.cache[resource.name] = versions
         return self.cache[resource.name]
 
@@ -158,8 +178,7 @@ class VersionChooser:
         """``(resource, version)``; version None when there is none. ``committed``: the
         result's workunit is committed to a version, which ``Resends.version_for`` takes."""
         if result.app_version is not None:
-            wanted = [r for r in self.resources
-                      if r.name == (result.app_version.gpu_type or CPU)]
+            wanted = [r for r in self.resources if r.name == (result.app_version.gpu_type or CPU)]
         else:
             wanted = self.resources
         for resource in wanted:
@@ -218,22 +237,32 @@ def not_resendable(result, version):
 
 def mark_resent(host, resent, *, now):
     """sent_time = now and the version it goes with, compare-and-set on IN_PROGRESS."""
-    groups = {}
+    groups: dict[tuple[int | None, float], list[Result]] = {}
     for result, version, runtime in resent:
         app_version_id = version.row.pk if version.row else None
         flops = result.workunit.rsc_fpops_est / runtime if runtime else 0.0
         groups.setdefault((app_version_id, flops), []).append(result)
     events = []
     for (app_version_id, flops), results in groups.items():
-        Result.objects.filter(id__in=[r.pk for r in results], host=host,
-                              server_state=ServerState.IN_PROGRESS).update(
-            sent_time=now, app_version_id=app_version_id, flops_estimate=flops,
-            report_deadline=Case(*[When(pk=r.pk, then=Value(r.report_deadline))
-                                   for r in results]))
+        Result.objects.filter(id__in=[r.pk for r in results], host=host, server_state=ServerState.IN_PROGRESS).update(
+            sent_time=now,
+            app_version_id=app_version_id,
+            flops_estimate=flops,
+            report_deadline=Case(*[When(pk=r.pk, then=Value(r.report_deadline)) for r in results]),
+        )
         for r in results:
-            events.append(event(time=now, actor=ACTOR, result_id=r.pk,
-                                workunit_id=r.workunit_id, field="sent_time", old=r.sent_time,
-                                new=now, reason=f"resent: host {host.pk} lost it"))
+            events.append(
+                event(
+                    time=now,
+                    actor=ACTOR,
+                    result_id=r.pk,
+                    workunit_id=r.workunit_id,
+                    field="sent_time",
+                    old=r.sent_time,
+                    new=now,
+                    reason=f"resent: host {host.pk} lost it",
+                )
+            )
             r.sent_time = now
     record(events)
 
@@ -246,11 +275,25 @@ def mark_expired(host, expired, *, now, grace=0, unmarked=frozenset()):
     if not expired:
         return
     deadline = now - 1 + grace
-    Result.objects.filter(id__in=[r.pk for r, _ in expired], host=host,
-                          server_state=ServerState.IN_PROGRESS).update(report_deadline=deadline)
-    record([event(time=now, actor=ACTOR, result_id=r.pk, workunit_id=r.workunit_id,
-                  field="report_deadline", old=r.report_deadline, new=deadline,
-                  reason=f"host {host.pk} lost it; not resent: {why}")
-            for r, why in expired if r.report_deadline != deadline])
-    Workunit.objects.filter(id__in={r.workunit_id for r, _ in expired if r.pk not in unmarked},
-                            transition_time__gt=deadline).update(transition_time=deadline)
+    Result.objects.filter(id__in=[r.pk for r, _ in expired], host=host, server_state=ServerState.IN_PROGRESS).update(
+        report_deadline=deadline
+    )
+    record(
+        [
+            event(
+                time=now,
+                actor=ACTOR,
+                result_id=r.pk,
+                workunit_id=r.workunit_id,
+                field="report_deadline",
+                old=r.report_deadline,
+                new=deadline,
+                reason=f"host {host.pk} lost it; not resent: {why}",
+            )
+            for r, why in expired
+            if r.report_deadline != deadline
+        ]
+    )
+    Workunit.objects.filter(
+        id__in={r.workunit_id for r, _ in expired if r.pk not in unmarked}, transition_time__gt=deadline
+    ).update(transition_time=deadline)

@@ -38,7 +38,7 @@ transitioner and validator also hold while they decide, so a report never races 
 
 import hashlib
 from functools import partial
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from django.db.models import F, Value
 from django.db.models.functions import Least
@@ -49,8 +49,15 @@ from backend.daemons.hierarchy import upload_path, write_files
 from backend.daemons.sched_types import DAILY_RESULT_QUOTA, RejectedReport
 from backend.events import event, record
 from backend.models import (
-    EXIT_ABORTED_BY_PROJECT, ClientState, File, FileDeleteState, Outcome, Result, ServerState,
-    ValidateState, Workunit,
+    EXIT_ABORTED_BY_PROJECT,
+    ClientState,
+    File,
+    FileDeleteState,
+    Outcome,
+    Result,
+    ServerState,
+    ValidateState,
+    Workunit,
 )
 
 ACTOR = "scheduler"
@@ -75,15 +82,18 @@ def handle_results(host, reports, *, now, reply, quota=DAILY_RESULT_QUOTA, keep_
     if not reports:
         return Handled(0)
     names = [report.name for report in reports]
-    wu_ids = sorted(set(Result.objects.filter(name__in=names).values_list("workunit_id",
-                                                                          flat=True)))
+    wu_ids = sorted(set(Result.objects.filter(name__in=names).values_list("workunit_id", flat=True)))
     # Lock the workunits in id order (FOR NO KEY UPDATE, as the daemons' claims), then read
     # the results under the lock.
-    list(Workunit.objects.select_for_update(no_key=True).filter(id__in=wu_ids).order_by("id")
-         .values_list("id", flat=True))
-    found = {r.name: r for r in Result.objects.filter(name__in=names).select_related(
-        "host", "app_version", "workunit")}
-    accepted, files, events = [], [], []
+    list(
+        Workunit.objects.select_for_update(no_key=True)
+        .filter(id__in=wu_ids)
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
+    found = {r.name: r for r in Result.objects.filter(name__in=names).select_related("host", "app_version", "workunit")}
+    accepted: list[Any] = []
+    files, events = [], []
     resend = False
     for report in reports:
         reply.result_acks.append(report.name)
@@ -102,13 +112,27 @@ def handle_results(host, reports, *, now, reply, quota=DAILY_RESULT_QUOTA, keep_
         files.extend(outputs)
     if not accepted:
         return Handled(0, resend)
-    update_rows(Result, accepted, [
-        "server_state", "outcome", "validate_state", "client_state", "exit_status", "host",
-        "received_time", "elapsed_time", "cpu_time", "stderr_out", "file_delete_state",
-    ])
+    update_rows(
+        Result,
+        accepted,
+        [
+            "server_state",
+            "outcome",
+            "validate_state",
+            "client_state",
+            "exit_status",
+            "host",
+            "received_time",
+            "elapsed_time",
+            "cpu_time",
+            "stderr_out",
+            "file_delete_state",
+        ],
+    )
     store_output_files(files)
     Workunit.objects.filter(id__in={r.workunit_id for r in accepted}).update(
-        transition_time=Least(F("transition_time"), Value(now)) if keep_due else now)
+        transition_time=Least(F("transition_time"), Value(now)) if keep_due else now
+    )
     record(events)
     host_app_version.apply([quota_change(result, quota=quota, now=now) for result in accepted])
     return Handled(len(accepted), resend)
@@ -116,8 +140,7 @@ def handle_results(host, reports, *, now, reply, quota=DAILY_RESULT_QUOTA, keep_
 
 def is_duplicate_success(result):
     """Whether a rejected report is of a result already reported as a success."""
-    return (result is not None and result.server_state == ServerState.OVER
-            and result.outcome == Outcome.SUCCESS)
+    return result is not None and result.server_state == ServerState.OVER and result.outcome == Outcome.SUCCESS
 
 
 def quota_change(result, *, quota, now):
@@ -126,8 +149,7 @@ def quota_change(result, *, quota, now):
     if result.outcome == Outcome.SUCCESS:
         turnaround = now - result.sent_time if result.sent_time else None
         job = (result.elapsed_time, result.flops_estimate, result.workunit.rsc_fpops_est)
-        change = partial(host_app_version.got_good_result, quota=quota, turnaround=turnaround,
-                         job=job)
+        change = partial(host_app_version.got_good_result, quota=quota, turnaround=turnaround, job=job)
     elif result.exit_status != EXIT_ABORTED_BY_PROJECT:
         change = partial(host_app_version.got_bad_result, quota=quota)
     else:
@@ -156,7 +178,7 @@ def output_files(result, report):
     prefix = f"{result.name}_r{result.random}_"
     outputs = []
     for out in report.output_files:
-        if not out.name.startswith(prefix) or not out.name[len(prefix):].isdigit():
+        if not out.name.startswith(prefix) or not out.name[len(prefix) :].isdigit():
             return [], f"output file {out.name} does not belong to this result"
         nbytes, md5 = out.nbytes, out.md5_cksum
         if out.data is not None:
@@ -168,8 +190,19 @@ def output_files(result, report):
             nbytes, md5 = len(out.data), actual_md5
         if out.error_msg:
             continue
-        outputs.append((File(name=out.name, kind=File.Kind.OUTPUT, result=result, nbytes=nbytes,
-                             max_nbytes=out.max_nbytes, md5_cksum=md5), out.data))
+        outputs.append(
+            (
+                File(
+                    name=out.name,
+                    kind=File.Kind.OUTPUT,
+                    result=result,
+                    nbytes=nbytes,
+                    max_nbytes=out.max_nbytes,
+                    md5_cksum=md5,
+                ),
+                out.data,
+            )
+        )
     return outputs, ""
 
 
@@ -187,30 +220,48 @@ def receive(result, report, host, *, now):
     late = " (late)" if old_state == ServerState.OVER else ""
     events = []
     if old_state != ServerState.OVER:
-        events.append(result_event(result, now, "server_state", old_state, ServerState.OVER,
-                                   "reported by the host"))
+        events.append(result_event(result, now, "server_state", old_state, ServerState.OVER, "reported by the host"))
     elif result.file_delete_state != FileDeleteState.INIT:
-        events.append(result_event(result, now, "file_delete_state", result.file_delete_state,
-                                   FileDeleteState.INIT, "reported late, with new outputs"))
+        events.append(
+            result_event(
+                result,
+                now,
+                "file_delete_state",
+                result.file_delete_state,
+                FileDeleteState.INIT,
+                "reported late, with new outputs",
+            )
+        )
         result.file_delete_state = FileDeleteState.INIT
     if success:
         result.outcome = Outcome.SUCCESS
-        events.append(result_event(result, now, "outcome", old_outcome, Outcome.SUCCESS,
-                                   f"output uploaded and exit status 0{late}"))
+        events.append(
+            result_event(
+                result, now, "outcome", old_outcome, Outcome.SUCCESS, f"output uploaded and exit status 0{late}"
+            )
+        )
     else:
         result.outcome = Outcome.CLIENT_ERROR
         result.validate_state = ValidateState.INVALID
-        why = (f"client state {ClientState(report.client_state).name}, "
-               f"exit status {report.exit_status}{late}")
+        why = f"client state {ClientState(report.client_state).name}, exit status {report.exit_status}{late}"
         events.append(result_event(result, now, "outcome", old_outcome, Outcome.CLIENT_ERROR, why))
-        events.append(result_event(result, now, "validate_state", ValidateState.INIT,
-                                   ValidateState.INVALID, "client error"))
+        events.append(
+            result_event(result, now, "validate_state", ValidateState.INIT, ValidateState.INVALID, "client error")
+        )
     return events
 
 
 def result_event(result, now, field, old, new, reason):
-    return event(time=now, actor=ACTOR, result_id=result.pk, workunit_id=result.workunit_id,
-                 field=field, old=old, new=new, reason=reason)
+    return event(
+        time=now,
+        actor=ACTOR,
+        result_id=result.pk,
+        workunit_id=result.workunit_id,
+        field=field,
+        old=old,
+        new=new,
+        reason=reason,
+    )
 
 
 def single_threaded(version):

@@ -31,20 +31,34 @@ which sets WU_ERROR_COULDNT_SEND_RESULT.
 
 from collections import Counter
 from dataclasses import dataclass, replace
+from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import Exists, F, OuterRef, Q
 
 from backend.daemons import sched_hr, sched_limit, sched_reliable
 from backend.daemons.host_app_version import count_sent, jobs_today, scaled_max_jobs_per_day
-from backend.daemons.sched_version import GIGA, has_jobs_for, job_version
 from backend.daemons.sched_types import (
-    Message, ReplyAppVersion, ReplyFile, ReplyResult, ReplyWorkunit, SchedulerConfig,
+    Message,
+    ReplyAppVersion,
+    ReplyFile,
+    ReplyResult,
+    ReplyWorkunit,
+    SchedulerConfig,
 )
+from backend.daemons.sched_version import GIGA, has_jobs_for, job_version
 from backend.events import event, record
 from backend.models import (
-    App, AppVersion, AssimilateState, ErrorMask, HostAppVersion, Outcome, Result, ServerState,
-    TransitionerFlags, Workunit,
+    App,
+    AppVersion,
+    AssimilateState,
+    ErrorMask,
+    HostAppVersion,
+    Outcome,
+    Result,
+    ServerState,
+    TransitionerFlags,
+    Workunit,
 )
 
 ACTOR = "scheduler"
@@ -165,7 +179,7 @@ class Version:
     """
 
     row: AppVersion | None
-    reply: ReplyAppVersion
+    reply: ReplyAppVersion | None
     instances: float
     limit: int | None = None
     room: int | None = None
@@ -201,21 +215,41 @@ def host_resources(host, request, config=DEFAULT_CONFIG):
     found = []
     for gpu in request.gpu_requests:
         if gpu.count > 0:
-            found.append(Resource(gpu.type, gpu.req_secs, gpu.req_instances,
-                                  gpu.estimated_delay, gpu.peak_flops,
-                                  clamp_frac(stats.on_frac * stats.gpu_active_frac), gpu.count,
-                                  ram, disk, bwdown))
+            found.append(
+                Resource(
+                    gpu.type,
+                    gpu.req_secs,
+                    gpu.req_instances,
+                    gpu.estimated_delay,
+                    gpu.peak_flops,
+                    clamp_frac(stats.on_frac * stats.gpu_active_frac),
+                    gpu.count,
+                    ram,
+                    disk,
+                    bwdown,
+                )
+            )
     cpu_secs = request.cpu_req_secs
     if not cpu_secs and not request.cpu_req_instances and not request.gpu_requests:
         cpu_secs = request.work_req_seconds  # clients before per-resource requests
-    found.append(Resource(CPU, cpu_secs, request.cpu_req_instances, request.estimated_delay,
-                          host.p_fpops, clamp_frac(stats.on_frac * stats.active_frac),
-                          host.p_ncpus, ram, disk, bwdown))
+    found.append(
+        Resource(
+            CPU,
+            cpu_secs,
+            request.cpu_req_instances,
+            request.estimated_delay,
+            host.p_fpops,
+            clamp_frac(stats.on_frac * stats.active_frac),
+            host.p_ncpus,
+            ram,
+            disk,
+            bwdown,
+        )
+    )
     return found
 
 
-def usable_versions(request, resource, host=None, *, config=None, havs=None, now=0,
-                    notices=None):
+def usable_versions(request, resource, host=None, *, config=None, havs=None, now=0, notices=None):
     """app id -> the Version of that app the host runs on ``resource``: with ``host``, the
     fastest (backend.daemons.sched_version, get_app_version); without, the newest.
 
@@ -227,25 +261,36 @@ def usable_versions(request, resource, host=None, *, config=None, havs=None, now
     gpu_type = "" if resource.name == CPU else resource.name
     found = {}
     if request.platform_name == "anonymous":
-        apps = {app.name: app for app in App.objects.filter(
-            deprecated=False, name__in=[v.app_name for v in request.app_versions])}
+        apps = {
+            app.name: app
+            for app in App.objects.filter(deprecated=False, name__in=[v.app_name for v in request.app_versions])
+        }
         for v in sorted(request.app_versions, key=lambda v: -v.version_num):
             app = apps.get(v.app_name)
             if app is None or app.pk in found or (v.gpu_type or "") != gpu_type:
                 continue
-            reply = ReplyAppVersion(v.app_name, v.version_num, v.platform or "anonymous",
-                                    v.plan_class, v.avg_ncpus, v.flops, v.gpu_type, v.gpu_usage)
+            reply = ReplyAppVersion(
+                v.app_name,
+                v.version_num,
+                v.platform or "anonymous",
+                v.plan_class,
+                v.avg_ncpus,
+                v.flops,
+                v.gpu_type,
+                v.gpu_usage,
+            )
             found[app.pk] = Version(None, reply, v.gpu_usage if gpu_type else v.avg_ncpus)
         return found
     if host is not None:
         from backend.daemons.sched_version import best_versions
 
-        return best_versions(host, request, resource, config=config, havs=havs, now=now,
-                             make=Version, notices=notices)
+        return best_versions(host, request, resource, config=config, havs=havs, now=now, make=Version, notices=notices)
     platforms = [request.platform_name, *request.alt_platforms]
-    rows = (AppVersion.objects.filter(deprecated=False, app__deprecated=False,
-                                      platform__in=platforms, gpu_type=gpu_type)
-            .select_related("app").order_by("-version_num", "id"))
+    rows = (
+        AppVersion.objects.filter(deprecated=False, app__deprecated=False, platform__in=platforms, gpu_type=gpu_type)
+        .select_related("app")
+        .order_by("-version_num", "id")
+    )
     if request.core_client_version:
         # A real client (it says its version) runs what it downloads: only app versions with
         # a main program (protocol.models.AppVersionFile). Simulated hosts run nothing.
@@ -253,8 +298,16 @@ def usable_versions(request, resource, host=None, *, config=None, havs=None, now
     for row in rows:
         if row.app_id in found:
             continue
-        reply = ReplyAppVersion(row.app.name, row.version_num, row.platform, row.plan_class,
-                                row.avg_ncpus, row.flops, row.gpu_type, row.gpu_usage)
+        reply = ReplyAppVersion(
+            row.app.name,
+            row.version_num,
+            row.platform,
+            row.plan_class,
+            row.avg_ncpus,
+            row.flops,
+            row.gpu_type,
+            row.gpu_usage,
+        )
         found[row.app_id] = Version(row, reply, row.gpu_usage if gpu_type else row.avg_ncpus)
     return found
 
@@ -272,8 +325,7 @@ def below_app_limits(versions, resource, in_progress):
     if in_progress is None or not versions or not in_progress.active():
         return versions
     names = dict(App.objects.filter(pk__in=list(versions)).values_list("id", "name"))
-    return {app_id: v for app_id, v in versions.items()
-            if not in_progress.app_exceeded(names[app_id], resource.name)}
+    return {app_id: v for app_id, v in versions.items() if not in_progress.app_exceeded(names[app_id], resource.name)}
 
 
 def committed_only_versions(host, request, resource, versions, *, config, havs, now):
@@ -287,18 +339,19 @@ def committed_only_versions(host, request, resource, versions, *, config, havs, 
     homogeneous-app-version work."""
     if request.platform_name == "anonymous":
         return {}
-    apps = list(App.objects.filter(deprecated=False, homogeneous_app_version=True)
-                .exclude(pk__in=list(versions)).values_list("id", flat=True))
+    apps = list(
+        App.objects.filter(deprecated=False, homogeneous_app_version=True)
+        .exclude(pk__in=list(versions))
+        .values_list("id", flat=True)
+    )
     if not apps:
         return {}
     from backend.daemons.sched_version import BestVersions
 
     # a chooser of no versions of its own, for the committed versions' plan classes
-    chooser = BestVersions(host, request, resource, config=config, havs=havs, now=now,
-                           rows={})
+    chooser = BestVersions(host, request, resource, config=config, havs=havs, now=now, rows={})
     chooser.make = Version
-    return {app_id: Version(None, None, 0.0, chooser=chooser, committed_only=True)
-            for app_id in apps}
+    return {app_id: Version(None, None, 0.0, chooser=chooser, committed_only=True) for app_id in apps}
 
 
 def job_flops(resource, version):
@@ -314,14 +367,20 @@ def job_flops(resource, version):
 
 # The columns a send reads: the job's own and its workunit's (for the runtime, the deadline and
 # the reply). Loading only these keeps a request's candidates cheap to build.
-RESULT_COLUMNS = ("id", "name", "random", "app_id", "workunit_id", "priority",
-                  "infeasible_since", "server_state")
-WORKUNIT_COLUMNS = ("workunit__id", "workunit__name", "workunit__rsc_fpops_est",
-                    "workunit__rsc_fpops_bound", "workunit__rsc_memory_bound",
-                    "workunit__rsc_disk_bound", "workunit__rsc_bandwidth_bound",
-                    "workunit__delay_bound",
-                    "workunit__app_version_num", "workunit__hr_class",
-                    "workunit__app_version_id")
+RESULT_COLUMNS = ("id", "name", "random", "app_id", "workunit_id", "priority", "infeasible_since", "server_state")
+WORKUNIT_COLUMNS = (
+    "workunit__id",
+    "workunit__name",
+    "workunit__rsc_fpops_est",
+    "workunit__rsc_fpops_bound",
+    "workunit__rsc_memory_bound",
+    "workunit__rsc_disk_bound",
+    "workunit__rsc_bandwidth_bound",
+    "workunit__delay_bound",
+    "workunit__app_version_num",
+    "workunit__hr_class",
+    "workunit__app_version_id",
+)
 FIRST_CHUNK = 32
 
 
@@ -334,23 +393,30 @@ def candidates(host, app_ids, limit, config):
     and locks only those.
     """
     queryset = Result.objects.filter(
-        server_state=ServerState.UNSENT, app_id__in=app_ids, workunit__error_mask=0,
+        server_state=ServerState.UNSENT,
+        app_id__in=app_ids,
+        workunit__error_mask=0,
         workunit__transitioner_flags=TransitionerFlags.ORDINARY,
     )
     if config.one_result_per_user_per_wu:
-        queryset = queryset.exclude(Exists(Result.objects.filter(
-            workunit_id=OuterRef("workunit_id"), user_id=host.owner_id)))
+        queryset = queryset.exclude(
+            Exists(Result.objects.filter(workunit_id=OuterRef("workunit_id"), user_id=host.owner_id))
+        )
     # the feeder's order, by score where an app uses HR (sched_hr.score); else by priority,
     # which the partial index res_unsent_order serves
     hr = sched_hr.uses_hr(app_ids, config)
     score = sched_hr.score() if hr else F("priority")
-    queryset = (queryset.select_related("workunit").only(*RESULT_COLUMNS, *WORKUNIT_COLUMNS)
-                .alias(score=score).order_by("-score", "workunit_id", "id"))
+    queryset = (
+        queryset.select_related("workunit")
+        .only(*RESULT_COLUMNS, *WORKUNIT_COLUMNS)
+        .alias(score=score)
+        .order_by("-score", "workunit_id", "id")
+    )
     if connection.features.has_select_for_update_skip_locked:
         queryset = queryset.select_for_update(skip_locked=True, of=("self",))
     read, chunk, after = 0, FIRST_CHUNK, queryset
     while read < limit:
-        rows = list(after[:min(chunk, limit - read)])
+        rows = list(after[: min(chunk, limit - read)])
         yield from rows
         read += len(rows)
         if len(rows) < chunk:
@@ -360,7 +426,8 @@ def candidates(host, app_ids, limit, config):
         after = queryset.filter(
             Q(score__lt=last_score)
             | Q(score=last_score, workunit_id__gt=last.workunit_id)
-            | Q(score=last_score, workunit_id=last.workunit_id, id__gt=last.pk))
+            | Q(score=last_score, workunit_id=last.workunit_id, id__gt=last.pk)
+        )
         chunk *= 2
 
 
@@ -380,61 +447,89 @@ def send_work(host, request, *, now, config, reply, notices=None):
     if not resources:
         reply.messages.append(Message("No tasks sent", "low"))
         reply.messages.extend(Message(text, "notice") for text in notices or ())
-        reply.messages.append(Message("This computer has reached a limit on tasks in progress",
-                                      "low"))
+        reply.messages.append(Message("This computer has reached a limit on tasks in progress", "low"))
         return 0
     max_jobs = max_jobs_per_rpc(host, request, config)
     havs = {hav.app_version_id: hav for hav in HostAppVersion.objects.filter(host=host)}
     reliability = sched_reliable.Reliability(host, request, havs, config)
-    taken_wus = set()
-    sent, limited, refusals = [], [], set()
+    taken_wus: set[int] = set()
+    sent: list[Any] = []
+    limited = []
+    refusals: set[Any] = set()
     notices = [] if notices is None else notices
-    looked_at = {}
+    looked_at: dict[Any, Any] = {}
     for resource in resources:
-        versions = usable_versions(request, resource, host, config=config, havs=havs, now=now,
-                                   notices=notices)
-        limited.extend(apply_daily_quota(versions, havs, resource, now=now,
-                                         quota=config.daily_result_quota,
-                                         gpu_multiplier=config.gpu_multiplier))
-        committed_only = committed_only_versions(host, request, resource, versions,
-                                                 config=config, havs=havs, now=now)
+        versions = usable_versions(request, resource, host, config=config, havs=havs, now=now, notices=notices)
+        limited.extend(
+            apply_daily_quota(
+                versions, havs, resource, now=now, quota=config.daily_result_quota, gpu_multiplier=config.gpu_multiplier
+            )
+        )
+        committed_only = committed_only_versions(host, request, resource, versions, config=config, havs=havs, now=now)
         versions = below_app_limits(versions, resource, in_progress)
         committed_only = below_app_limits(committed_only, resource, in_progress)
         # (locality scheduling has no job cache scanned whole: only the jobs it looks at speak)
-        looked_at.update((app_id, (v, resource)) for app_id, v in versions.items()
-                         if v.row is None or not v.row.app.locality_scheduling)
+        looked_at.update(
+            (app_id, (v, resource))
+            for app_id, v in versions.items()
+            if v.row is None or not v.row.app.locality_scheduling
+        )
         # a locality app at its daily quota is still looked at: its held files may be named
         # for deletion before its first job finds no version and ends the search
         # (sched_locality.cpp possibly_send_result, ERR_NO_APP_VERSION)
-        spent = {app_id: v for app_id, v in versions.items()
-                 if v.room is not None and v.room <= 0
-                 and v.row is not None and v.row.app.locality_scheduling}
+        spent = {
+            app_id: v
+            for app_id, v in versions.items()
+            if v.room is not None and v.room <= 0 and v.row is not None and v.row.app.locality_scheduling
+        }
         versions = {app_id: v for app_id, v in versions.items() if v.room is None or v.room > 0}
         versions.update(committed_only)
         for app_id, v in spent.items():
             versions.setdefault(app_id, v)
         if not versions or len(sent) >= max_jobs:
             continue
-        by_locality = {app_id: v for app_id, v in versions.items()
-                       if v.row is not None and v.row.app.locality_scheduling}
+        by_locality = {
+            app_id: v for app_id, v in versions.items() if v.row is not None and v.row.app.locality_scheduling
+        }
         if by_locality:
             # Locality scheduling (§3.10) sends these apps' jobs (sched_locality, which sends
             # through this module's send_for_resource, so it is imported here)
             from backend.daemons.sched_locality import send_work_by_locality
 
             local, resource = send_work_by_locality(
-                host, request, resource, by_locality, now=now, config=config,
-                max_jobs=max_jobs - len(sent), taken_wus=taken_wus, reply=reply,
-                notices=notices, in_progress=in_progress)
+                host,
+                request,
+                resource,
+                by_locality,
+                now=now,
+                config=config,
+                max_jobs=max_jobs - len(sent),
+                taken_wus=taken_wus,
+                reply=reply,
+                notices=notices,
+                in_progress=in_progress,
+            )
             sent.extend(local)
             versions = {app_id: v for app_id, v in versions.items() if app_id not in by_locality}
             if not versions or len(sent) >= max_jobs:
                 continue
-        sent.extend(send_for_resource(host, resource, versions, now=now, config=config,
-                                      max_jobs=max_jobs - len(sent), taken_wus=taken_wus,
-                                      notices=notices, request=request,
-                                      host_class=host_class, in_progress=in_progress,
-                                      reliability=reliability, refusals=refusals))
+        sent.extend(
+            send_for_resource(
+                host,
+                resource,
+                versions,
+                now=now,
+                config=config,
+                max_jobs=max_jobs - len(sent),
+                taken_wus=taken_wus,
+                notices=notices,
+                request=request,
+                host_class=host_class,
+                in_progress=in_progress,
+                reliability=reliability,
+                refusals=refusals,
+            )
+        )
     if sent:
         lower_transition_times(sent)
         reply.results.extend(reply_results(sent, now=now, config=config))
@@ -448,8 +543,7 @@ def send_work(host, request, *, now, config, reply, notices=None):
         # has work_req_seconds, which BOINC's client sets to its CPU request (a simulated
         # host's request says cpu_req_secs only).
         reply.messages.append(Message("No tasks sent", "low"))
-        lacking_notices(looked_at, notices, host_class=host_class, config=config,
-                        reliability=reliability)
+        lacking_notices(looked_at, notices, host_class=host_class, config=config, reliability=reliability)
         reply.messages.extend(Message(text, "notice") for text in notices)
         if DEADLINE in refusals:
             reply.messages.append(Message(too_slow_message(request), "low"))
@@ -464,10 +558,11 @@ def too_slow_message(request):
 
     stats = request.time_stats
     if core_client_version(request.core_client_version) > 41900:
-        return (f"Tasks won't finish in time: BOINC runs {100 * stats.on_frac:.1f}% of the "
-                f"time; computation is enabled {100 * stats.active_frac:.1f}% of that")
-    return (f"Tasks won't finish in time: Computer available {100 * stats.on_frac:.1f}% of "
-            "the time")
+        return (
+            f"Tasks won't finish in time: BOINC runs {100 * stats.on_frac:.1f}% of the "
+            f"time; computation is enabled {100 * stats.active_frac:.1f}% of that"
+        )
+    return f"Tasks won't finish in time: Computer available {100 * stats.on_frac:.1f}% of the time"
 
 
 def max_jobs_per_rpc(host, request, config):
@@ -492,17 +587,32 @@ def apply_daily_quota(versions, havs, resource, *, now, quota, gpu_multiplier):
         hav = havs.get(v.row.pk)
         if hav is None:
             continue  # sched_version.cpp daily_quota_exceeded: no record, no limit yet
-        v.limit = scaled_max_jobs_per_day(hav, resource.count,
-                                          gpu_multiplier=0 if resource.name == CPU
-                                          else gpu_multiplier)
+        v.limit = scaled_max_jobs_per_day(
+            hav, resource.count, gpu_multiplier=0 if resource.name == CPU else gpu_multiplier
+        )
         v.room = v.limit - jobs_today(hav, now)
         limited.append(v)
     return limited
 
 
-def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_wus,
-                      pick=candidates, notices=None, request=None, host_class=None,
-                      in_progress=None, reliability=None, refusals=None, work_needed=None):
+def send_for_resource(
+    host,
+    resource,
+    versions,
+    *,
+    now,
+    config,
+    max_jobs,
+    taken_wus,
+    pick=candidates,
+    notices=None,
+    request=None,
+    host_class=None,
+    in_progress=None,
+    reliability=None,
+    refusals=None,
+    work_needed=None,
+):
     """Claim and mark sent the jobs for one resource; returns (result, version, runtime).
 
     ``pick(host, app_ids, limit, config)`` lists the unsent results to consider, in order
@@ -520,19 +630,23 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
     (sched_locality.WorkNeeded), locality scheduling's disk accounting and its end at the
     first job refused for memory, disk or its deadline.
     """
-    chosen, refused = [], []
-    apps, committed_versions = sched_hr.apps_of(versions), {}
+    chosen: list[Any] = []
+    refused = []
+    apps = sched_hr.apps_of(versions)
+    committed_versions: dict[int, Any] = {}
     with transaction.atomic():
         looked_at = max(max_jobs * config.candidate_factor, config.shmem_work_items)
         for result in pick(host, list(versions), looked_at, config):
-            if len(chosen) >= max_jobs or (resource.req_secs <= 0
-                                           and resource.req_instances <= 0):
+            if len(chosen) >= max_jobs or (resource.req_secs <= 0 and resource.req_instances <= 0):
                 break
             if config.one_result_per_user_per_wu and result.workunit_id in taken_wus:
                 continue  # sched_check.cpp wu_already_in_reply
             version = versions[result.app_id]
-            if not (host_class is not None and apps[result.app_id].homogeneous_app_version
-                    and result.workunit.app_version_id):
+            if not (
+                host_class is not None
+                and apps[result.app_id].homogeneous_app_version
+                and result.workunit.app_version_id
+            ):
                 # get_app_version: a workunit committed to an app version (homogeneous app
                 # version) goes with that one, whatever version number it is pinned to
                 if version.committed_only:
@@ -543,14 +657,14 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
                         break
                     continue
             if host_class is not None:
-                version = sched_hr.version_for(result.workunit, apps[result.app_id], version,
-                                               request, resource, committed_versions)
+                version = sched_hr.version_for(
+                    result.workunit, apps[result.app_id], version, request, resource, committed_versions
+                )
                 if version is None:
                     if work_needed is not None and work_needed.stops(NO_VERSION):
                         break
                     continue
-                if sched_hr.infeasible(result.workunit, apps[result.app_id], version,
-                                       host_class, config):
+                if sched_hr.infeasible(result.workunit, apps[result.app_id], version, host_class, config):
                     continue
             if in_progress is not None:
                 if in_progress.project_exceeded(resource.name):
@@ -567,11 +681,17 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
                 continue
             if reliability is not None and reliability.refuses(result, version):
                 continue
-            flops = None if host_class is None else sched_hr.committed_flops(
-                result.workunit, apps[result.app_id], version, request, committed_versions)
+            flops = (
+                None
+                if host_class is None
+                else sched_hr.committed_flops(
+                    result.workunit, apps[result.app_id], version, request, committed_versions
+                )
+            )
             runtime = result.workunit.rsc_fpops_est / (flops or job_flops(resource, version))
-            for bound in sched_reliable.delay_bounds(result.workunit, result.priority,
-                                                     runtime / resource.available_frac, config):
+            for bound in sched_reliable.delay_bounds(
+                result.workunit, result.priority, runtime / resource.available_frac, config
+            ):
                 result.workunit.delay_bound = bound
                 why = infeasible(result.workunit, resource, runtime, config)
                 if why != DEADLINE:
@@ -601,10 +721,12 @@ def send_for_resource(host, resource, versions, *, now, config, max_jobs, taken_
         sent = mark_sent(host, chosen, now=now, config=config)
         fallen = []
         if config.seed003_infeasible_queue:
-            fallen = mark_infeasible([r for r, _, why in refused if why == DEADLINE],
-                                     now=now, timeout=config.infeasible_timeout)
-        count_sent(host, Counter(v.row.pk for _, v, _ in sent if v.row is not None),
-                   now=now, quota=config.daily_result_quota)
+            fallen = mark_infeasible(
+                [r for r, _, why in refused if why == DEADLINE], now=now, timeout=config.infeasible_timeout
+            )
+        count_sent(
+            host, Counter(v.row.pk for _, v, _ in sent if v.row is not None), now=now, quota=config.daily_result_quota
+        )
     if fallen:
         make_due(fallen, now=now)
     return sent
@@ -616,8 +738,7 @@ def add_notice(notices, text):
         notices.append(text)
 
 
-def lacking_notices(looked_at, notices, limit=100, host_class=None, config=None,
-                    reliability=None):
+def lacking_notices(looked_at, notices, limit=100, host_class=None, config=None, reliability=None):
     """Add the memory, disk and bandwidth notices of unsent jobs the host lacks something
     for that the request did not look at (BOINC checks these before
     one_result_per_user_per_wu, which our candidates query applies first), as BOINC would
@@ -637,21 +758,28 @@ def lacking_notices(looked_at, notices, limit=100, host_class=None, config=None,
             short |= Q(workunit__rsc_bandwidth_bound__gt=resource.n_bwdown)
         if resource.usable_ram is None and resource.disk is None and not resource.n_bwdown:
             continue
-        rows = (Result.objects.filter(server_state=ServerState.UNSENT, app_id=app_id,
-                                      workunit__error_mask=0)
-                .filter(short)
-                .filter(sched_hr.feasible(apps[app_id], version, host_class, config))
-                .filter(reliability.feasible(version) if reliability else Q())
-                .order_by("-priority", "workunit_id", "id")
-                .values_list("workunit__rsc_memory_bound", "workunit__rsc_disk_bound",
-                             "workunit__rsc_bandwidth_bound", "workunit__app_version_num",
-                             "workunit__app_version_id")
-                [:limit])
+        rows = (
+            Result.objects.filter(server_state=ServerState.UNSENT, app_id=app_id, workunit__error_mask=0)
+            .filter(short)
+            .filter(sched_hr.feasible(apps[app_id], version, host_class, config))
+            .filter(reliability.feasible(version) if reliability else Q())
+            .order_by("-priority", "workunit_id", "id")
+            .values_list(
+                "workunit__rsc_memory_bound",
+                "workunit__rsc_disk_bound",
+                "workunit__rsc_bandwidth_bound",
+                "workunit__app_version_num",
+                "workunit__app_version_id",
+            )[:limit]
+        )
         for memory, disk, bandwidth, number, committed in rows:
-            wu = Workunit(rsc_memory_bound=memory, rsc_disk_bound=disk,
-                          rsc_bandwidth_bound=bandwidth, app_version_num=number)
-            if not (host_class is not None and apps[app_id].homogeneous_app_version
-                    and committed) and job_version(version, wu) is None:
+            wu = Workunit(
+                rsc_memory_bound=memory, rsc_disk_bound=disk, rsc_bandwidth_bound=bandwidth, app_version_num=number
+            )
+            if (
+                not (host_class is not None and apps[app_id].homogeneous_app_version and committed)
+                and job_version(version, wu) is None
+            ):
                 # no version for this job: BOINC never checks it (a workunit committed to
                 # this version goes with it, whatever its pinned number)
                 continue
@@ -680,8 +808,7 @@ def lacks(wu, resource):
         return MEMORY
     if resource.disk is not None and wu.rsc_disk_bound > resource.disk.available:
         return DISK
-    if (wu.rsc_bandwidth_bound and resource.n_bwdown
-            and wu.rsc_bandwidth_bound > resource.n_bwdown):
+    if wu.rsc_bandwidth_bound and resource.n_bwdown and wu.rsc_bandwidth_bound > resource.n_bwdown:
         return BANDWIDTH
     return ""
 
@@ -715,17 +842,23 @@ def notice(why, wu, version, resource):
     2^20 bytes and KB 2^10 (lib/util.h); BOINC writes two spaces between the sentences."""
     app = version.reply.app_name
     if why == MEMORY:
-        return (f"{app} needs {wu.rsc_memory_bound / MEGA:.2f} MB RAM but only "
-                f"{resource.usable_ram / MEGA:.2f} MB is available for use.")
+        return (
+            f"{app} needs {wu.rsc_memory_bound / MEGA:.2f} MB RAM but only "
+            f"{resource.usable_ram / MEGA:.2f} MB is available for use."
+        )
     if why == DISK:
         available = resource.disk.available
-        return (f"{app} needs {(wu.rsc_disk_bound - available) / MEGA:.2f}MB more disk "
-                f"space.  You currently have {available / MEGA:.2f} MB available and it needs "
-                f"{wu.rsc_disk_bound / MEGA:.2f} MB.")
+        return (
+            f"{app} needs {(wu.rsc_disk_bound - available) / MEGA:.2f}MB more disk "
+            f"space.  You currently have {available / MEGA:.2f} MB available and it needs "
+            f"{wu.rsc_disk_bound / MEGA:.2f} MB."
+        )
     if why == BANDWIDTH:
-        return (f"{app} requires {wu.rsc_bandwidth_bound / KILO:.2f} KB/sec download "
-                f"bandwidth.  Your computer has been measured at "
-                f"{resource.n_bwdown / KILO:.2f} KB/sec.")
+        return (
+            f"{app} requires {wu.rsc_bandwidth_bound / KILO:.2f} KB/sec download "
+            f"bandwidth.  Your computer has been measured at "
+            f"{resource.n_bwdown / KILO:.2f} KB/sec."
+        )
     return ""
 
 
@@ -735,45 +868,58 @@ def after_sending(resource, sent):
     stretched by the host's availability, times the instances it uses (avg_ncpus, or the
     GPU's usage), comes off the requested seconds; its instances off the requested
     instances; and the queue ahead grows by the duration × instances / the resource's count."""
-    req_secs, req_instances, delay = (resource.req_secs, resource.req_instances,
-                                      resource.estimated_delay)
+    req_secs, req_instances, delay = (resource.req_secs, resource.req_instances, resource.estimated_delay)
     for _, version, runtime in sent:
         duration = runtime / resource.available_frac
         req_secs -= duration * version.instances
         req_instances -= version.instances
         delay += duration * version.instances / max(resource.count, 1)
-    return replace(resource, req_secs=req_secs, req_instances=req_instances,
-                   estimated_delay=delay)
+    return replace(resource, req_secs=req_secs, req_instances=req_instances, estimated_delay=delay)
 
 
 def mark_sent(host, chosen, *, now, config):
     """UNSENT -> IN_PROGRESS, compare-and-set, grouped by the values written."""
-    groups = {}
+    groups: dict[tuple[float, int | None, float], list[Any]] = {}
     for result, version, runtime in chosen:
         deadline = now + result.workunit.delay_bound + config.report_grace_period
         app_version_id = version.row.pk if version.row else None
         flops = result.workunit.rsc_fpops_est / runtime if runtime else 0.0
-        groups.setdefault((deadline, app_version_id, flops), []).append(
-            (result, version, runtime))
+        groups.setdefault((deadline, app_version_id, flops), []).append((result, version, runtime))
     sent, events = [], []
     for (deadline, app_version_id, flops), members in groups.items():
         ids = [result.pk for result, _, _ in members]
         changed = Result.objects.filter(id__in=ids, server_state=ServerState.UNSENT).update(
-            server_state=ServerState.IN_PROGRESS, host_id=host.pk, user_id=host.owner_id,
-            sent_time=now, report_deadline=deadline, app_version_id=app_version_id,
-            flops_estimate=flops, infeasible_since=0)
+            server_state=ServerState.IN_PROGRESS,
+            host_id=host.pk,
+            user_id=host.owner_id,
+            sent_time=now,
+            report_deadline=deadline,
+            app_version_id=app_version_id,
+            flops_estimate=flops,
+            infeasible_since=0,
+        )
         if changed != len(ids):
-            ours = set(Result.objects.filter(id__in=ids, host_id=host.pk, sent_time=now,
-                                             server_state=ServerState.IN_PROGRESS)
-                       .values_list("id", flat=True))
+            ours = set(
+                Result.objects.filter(
+                    id__in=ids, host_id=host.pk, sent_time=now, server_state=ServerState.IN_PROGRESS
+                ).values_list("id", flat=True)
+            )
             members = [m for m in members if m[0].pk in ours]
         for result, version, runtime in members:
             result.report_deadline, result.sent_time = deadline, now
             sent.append((result, version, runtime))
-            events.append(event(time=now, actor=ACTOR, result_id=result.pk,
-                                workunit_id=result.workunit_id, field="server_state",
-                                old=ServerState.UNSENT, new=ServerState.IN_PROGRESS,
-                                reason=f"sent to host {host.pk}"))
+            events.append(
+                event(
+                    time=now,
+                    actor=ACTOR,
+                    result_id=result.pk,
+                    workunit_id=result.workunit_id,
+                    field="server_state",
+                    old=ServerState.UNSENT,
+                    new=ServerState.IN_PROGRESS,
+                    reason=f"sent to host {host.pk}",
+                )
+            )
     record(events)
     return sent
 
@@ -787,76 +933,108 @@ def mark_infeasible(results, *, now, timeout):
     if not stale:
         return []
     Result.objects.filter(id__in=[r.pk for r in stale], server_state=ServerState.UNSENT).update(
-        server_state=ServerState.OVER, outcome=Outcome.COULDNT_SEND)
+        server_state=ServerState.OVER, outcome=Outcome.COULDNT_SEND
+    )
     events = []
     for r in stale:
         why = f"no host could meet the deadline for {now - r.infeasible_since} s"
-        events.append(event(time=now, actor=ACTOR, result_id=r.pk, workunit_id=r.workunit_id,
-                            field="server_state", old=ServerState.UNSENT, new=ServerState.OVER,
-                            reason=why))
-        events.append(event(time=now, actor=ACTOR, result_id=r.pk, workunit_id=r.workunit_id,
-                            field="outcome", old=Outcome.INIT, new=Outcome.COULDNT_SEND,
-                            reason=why))
+        events.append(
+            event(
+                time=now,
+                actor=ACTOR,
+                result_id=r.pk,
+                workunit_id=r.workunit_id,
+                field="server_state",
+                old=ServerState.UNSENT,
+                new=ServerState.OVER,
+                reason=why,
+            )
+        )
+        events.append(
+            event(
+                time=now,
+                actor=ACTOR,
+                result_id=r.pk,
+                workunit_id=r.workunit_id,
+                field="outcome",
+                old=Outcome.INIT,
+                new=Outcome.COULDNT_SEND,
+                reason=why,
+            )
+        )
     record(events)
     return stale
 
 
 def locked_in_id_order(wu_ids):
     """Lock workunit rows in id order (a no-op on SQLite), so lockers never deadlock."""
-    list(Workunit.objects.select_for_update(no_key=True).filter(id__in=wu_ids).order_by("id")
-         .values_list("id", flat=True))
+    list(
+        Workunit.objects.select_for_update(no_key=True)
+        .filter(id__in=wu_ids)
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
 
 
 def lower_transition_times(sent):
     """``transition_time = min(transition_time, report_deadline)`` for the sent jobs' workunits."""
-    by_deadline = {}
+    by_deadline: dict[int, int] = {}
     for result, _, _ in sent:
         wu_deadline = by_deadline.get(result.workunit_id)
         if wu_deadline is None or result.report_deadline < wu_deadline:
             by_deadline[result.workunit_id] = result.report_deadline
     with transaction.atomic():
         locked_in_id_order(by_deadline)
-        groups = {}
+        groups: dict[int, list[int]] = {}
         for wu_id, deadline in by_deadline.items():
             groups.setdefault(deadline, []).append(wu_id)
         for deadline, wu_ids in groups.items():
-            Workunit.objects.filter(id__in=wu_ids, transition_time__gt=deadline).update(
-                transition_time=deadline)
+            Workunit.objects.filter(id__in=wu_ids, transition_time__gt=deadline).update(transition_time=deadline)
 
 
 def make_due(results, *, now):
     with transaction.atomic():
         wu_ids = sorted({r.workunit_id for r in results})
         locked_in_id_order(wu_ids)
-        Workunit.objects.filter(id__in=wu_ids, transition_time__gt=now).update(
-            transition_time=now)
+        Workunit.objects.filter(id__in=wu_ids, transition_time__gt=now).update(transition_time=now)
 
 
 def reply_results(sent, *, now, config):
     """The reply's jobs: each result with its workunit, input files and output templates."""
     wu_ids = {result.workunit_id for result, _, _ in sent}
     through = Workunit.input_files.through
-    inputs = {}
+    inputs: dict[int, list[Any]] = {}
     for link in through.objects.filter(workunit_id__in=wu_ids).select_related("file"):
         f = link.file
         inputs.setdefault(link.workunit_id, []).append(
-            ReplyFile(f.name, f.nbytes, f.md5_cksum, 0, f.sticky, f.report_on_rpc))
-    max_nbytes = dict(App.objects.filter(id__in={r.app_id for r, _, _ in sent})
-                      .values_list("id", "max_output_nbytes"))
+            ReplyFile(f.name, f.nbytes, f.md5_cksum, 0, f.sticky, f.report_on_rpc)
+        )
+    max_nbytes = dict(App.objects.filter(id__in={r.app_id for r, _, _ in sent}).values_list("id", "max_output_nbytes"))
     jobs = []
     for result, version, runtime in sent:
         wu = result.workunit
-        workunit = ReplyWorkunit(wu.name, version.reply.app_name, wu.rsc_fpops_est,
-                                 wu.rsc_fpops_bound, wu.rsc_memory_bound, wu.rsc_disk_bound,
-                                 wu.delay_bound, sorted(inputs.get(wu.pk, []),
-                                                        key=lambda f: f.name))
-        jobs.append(ReplyResult(
-            name=result.name, wu_name=wu.name,
-            report_deadline=result.report_deadline - config.report_grace_period,
-            workunit=workunit, app_version=version.reply,
-            output_files=[ReplyFile(result.output_file_name(0),
-                                    max_nbytes=max_nbytes[result.app_id])],
-            resource=version.reply.gpu_type or CPU, estimated_runtime=runtime))
+        workunit = ReplyWorkunit(
+            wu.name,
+            version.reply.app_name,
+            wu.rsc_fpops_est,
+            wu.rsc_fpops_bound,
+            wu.rsc_memory_bound,
+            wu.rsc_disk_bound,
+            wu.delay_bound,
+            sorted(inputs.get(wu.pk, []), key=lambda f: f.name),
+        )
+        jobs.append(
+            ReplyResult(
+                name=result.name,
+                wu_name=wu.name,
+                report_deadline=result.report_deadline - config.report_grace_period,
+                workunit=workunit,
+                app_version=version.reply,
+                output_files=[ReplyFile(result.output_file_name(0), max_nbytes=max_nbytes[result.app_id])],
+                resource=version.reply.gpu_type or CPU,
+                estimated_runtime=runtime,
+            )
+        )
     return jobs
 
 
@@ -870,10 +1048,11 @@ def result_aborts(host, names, *, reply):
         if name in reported:
             continue
         result = rows.get(name)
-        ours = result is not None and result.host_id == host.pk
-        timed_out = ours and (result.server_state == ServerState.OVER
-                              and result.outcome == Outcome.NO_REPLY)
-        if not ours or not (result.server_state == ServerState.IN_PROGRESS or timed_out):
+        if result is None or result.host_id != host.pk:  # not ours
+            reply.result_aborts.append(name)
+            continue
+        timed_out = result.server_state == ServerState.OVER and result.outcome == Outcome.NO_REPLY
+        if not (result.server_state == ServerState.IN_PROGRESS or timed_out):
             reply.result_aborts.append(name)
         elif result.workunit.error_mask & ErrorMask.CANCELLED:
             reply.result_aborts.append(name)

@@ -174,6 +174,7 @@ class SchedulerRequest:
     # The volunteer's project preference <allow_beta_work> (BOINC reads it from the user's
     # project_prefs): beta app versions go only to those who allow them.
     allow_beta_work: bool = False
+
     @property
     def models_disk(self):
         """Whether the request says how much disk its host has (a real client always does;
@@ -295,6 +296,7 @@ class LocalityConfig:
 
     def resolved(self, config):
         """These options with config.xml's (``config``, a SchedulerConfig) where None."""
+
         def pick(own, project):
             return project if own is None else own
 
@@ -306,8 +308,8 @@ class LocalityConfig:
             delete_files=pick(self.delete_files, config.file_deletion_strategy == 1),
             send_timeout=pick(self.send_timeout, config.locality_scheduling_send_timeout),
             scan_only_excluded=pick(self.scan_only_excluded, config.seed004_scan_only_excluded),
-            delete_only_finished=pick(self.delete_only_finished,
-                                      config.seed004_delete_only_finished))
+            delete_only_finished=pick(self.delete_only_finished, config.seed004_delete_only_finished),
+        )
 
 
 @dataclass(frozen=True)
@@ -424,7 +426,6 @@ class SchedulerConfig:
     locality_scheduling_wait_period: int = 0
     locality_scheduling_send_timeout: int = 0
     file_deletion_strategy: int = 0
-    default_disk_min_free_gb: float = 1.0
     # Seed 004's locality rules in place of BOINC's (sched_locality rules 7 and 9): the
     # deterministic scan only when the working-set file is excluded for the volunteer; a held
     # file named for deletion only when no more work can be made for it and none is unsent.
@@ -439,8 +440,7 @@ class SchedulerConfig:
         check_quota(self.daily_result_quota)
         factor = self.version_select_random_factor
         if isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor < 0:
-            raise ValueError("version_select_random_factor must be a number, 0 or more, "
-                             f"not {factor!r}")
+            raise ValueError(f"version_select_random_factor must be a number, 0 or more, not {factor!r}")
         from backend.daemons.credit import check_credit_options
 
         check_credit_options(self)
@@ -448,39 +448,61 @@ class SchedulerConfig:
 
         if self.job_limits is not None and not isinstance(self.job_limits, JobLimits):
             raise ValueError(f"job_limits must be JobLimits or None, not {self.job_limits!r}")
-        if self.locality_config is not None and not isinstance(self.locality_config,
-                                                               LocalityConfig):
-            raise ValueError("locality_config must be LocalityConfig or None, not "
-                             f"{self.locality_config!r}")
-        if not (isinstance(self.reliable_reduced_delay_bound, (int, float))
-                and 0 <= self.reliable_reduced_delay_bound <= 1):
-            raise ValueError("reliable_reduced_delay_bound must be a fraction from 0 to 1, not "
-                             f"{self.reliable_reduced_delay_bound!r}")
+        if self.locality_config is not None and not isinstance(self.locality_config, LocalityConfig):
+            raise ValueError(f"locality_config must be LocalityConfig or None, not {self.locality_config!r}")
+        if not (
+            isinstance(self.reliable_reduced_delay_bound, (int, float)) and 0 <= self.reliable_reduced_delay_bound <= 1
+        ):
+            raise ValueError(
+                "reliable_reduced_delay_bound must be a fraction from 0 to 1, not "
+                f"{self.reliable_reduced_delay_bound!r}"
+            )
         minimum = self.default_disk_min_free_gb
-        if (isinstance(minimum, bool) or not isinstance(minimum, (int, float))
-                or not 0 <= minimum < float("inf")):
-            raise ValueError("default_disk_min_free_gb must be a number of GB, 0 or more, not "
-                             f"{minimum!r}")
+        if isinstance(minimum, bool) or not isinstance(minimum, (int, float)) or not 0 <= minimum < float("inf"):
+            raise ValueError(f"default_disk_min_free_gb must be a number of GB, 0 or more, not {minimum!r}")
         if self.homogeneous_redundancy not in (0, 1, 2):
-            raise ValueError("homogeneous_redundancy must be 0, 1 (fine) or 2 (coarse), not "
-                             f"{self.homogeneous_redundancy!r}")
-        for name in ("report_grace_period", "max_wus_to_send", "infeasible_timeout",
-                     "candidate_factor", "gpu_multiplier", "shmem_work_items",
-                     "max_wus_in_progress", "max_wus_in_progress_gpu", "min_sendwork_interval",
-                     "report_max", "reliable_on_priority", "reliable_max_avg_turnaround",
-                     "reliable_priority_on_over", "reliable_priority_on_over_except_error",
-                     "locality_scheduling_wait_period", "locality_scheduling_send_timeout",
-                     "file_deletion_strategy"):
+            raise ValueError(
+                f"homogeneous_redundancy must be 0, 1 (fine) or 2 (coarse), not {self.homogeneous_redundancy!r}"
+            )
+        for name in (
+            "report_grace_period",
+            "max_wus_to_send",
+            "infeasible_timeout",
+            "candidate_factor",
+            "gpu_multiplier",
+            "shmem_work_items",
+            "max_wus_in_progress",
+            "max_wus_in_progress_gpu",
+            "min_sendwork_interval",
+            "report_max",
+            "reliable_on_priority",
+            "reliable_max_avg_turnaround",
+            "reliable_priority_on_over",
+            "reliable_priority_on_over_except_error",
+            "locality_scheduling_wait_period",
+            "locality_scheduling_send_timeout",
+            "file_deletion_strategy",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a whole number, 0 or more, not {value!r}")
-        for name in ("resend_lost_results", "one_result_per_user_per_wu", "send_result_abort",
-                     "ignore_delay_bound", "seed003_infeasible_queue",
-                     "delete_abandoned_outputs", "keep_due_workunits", "hav_last_copy_wins",
-                     "prefer_primary_platform", "rte_no_stats",
-                     "estimate_flops_from_hav_pfc", "hr_class_static",
-                     "locality_scheduling_sorted_order", "seed004_scan_only_excluded",
-                     "seed004_delete_only_finished"):
+        for name in (
+            "resend_lost_results",
+            "one_result_per_user_per_wu",
+            "send_result_abort",
+            "ignore_delay_bound",
+            "seed003_infeasible_queue",
+            "delete_abandoned_outputs",
+            "keep_due_workunits",
+            "hav_last_copy_wins",
+            "prefer_primary_platform",
+            "rte_no_stats",
+            "estimate_flops_from_hav_pfc",
+            "hr_class_static",
+            "locality_scheduling_sorted_order",
+            "seed004_scan_only_excluded",
+            "seed004_delete_only_finished",
+        ):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}")
 

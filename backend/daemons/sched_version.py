@@ -39,6 +39,7 @@ import random
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, Callable
 
 from django.db.models import Q
 
@@ -51,7 +52,7 @@ ET_RATIO_LIMIT = 250.0
 GPU_CPU_RATIO = 10.0
 MIN_HOST_SAMPLES = 10
 MIN_VERSION_SAMPLES = 100
-GIGA = 1024.0 ** 3  # lib/util.h GIGA
+GIGA = 1024.0**3  # lib/util.h GIGA
 # sched_util.cpp PERF_INFO::get_from_db: the defaults while a project has under 10 hosts.
 DEFAULT_FPOPS_50 = 3.3e9
 DEFAULT_FPOPS_95 = 3.3e9
@@ -68,7 +69,7 @@ class Candidate:
 
 
 def core_client_version(text):
-    """"8.0.2" -> 80002 (major × 10000 + minor × 100 + release); 0 when not given."""
+    """ "8.0.2" -> 80002 (major × 10000 + minor × 100 + release); 0 when not given."""
     parts = [int(p) for p in text.split(".")[:3] if p.strip().isdigit()] if text else []
     parts += [0] * (3 - len(parts))
     return parts[0] * 10000 + parts[1] * 100 + parts[2]
@@ -126,15 +127,25 @@ def host_view(host, request, resource_ram):
     from backend.daemons.sched_send import MAX_NCPUS
 
     return HostView(
-        p_fpops=host.p_fpops, capped_fpops=capped_host_fpops(host.p_fpops),
-        effective_ncpus=min(max(host.p_ncpus, 1), MAX_NCPUS), usable_ram=resource_ram,
-        p_features=request.host_info.p_features, p_model=request.host_info.p_model,
+        p_fpops=host.p_fpops,
+        capped_fpops=capped_host_fpops(host.p_fpops),
+        effective_ncpus=min(max(host.p_ncpus, 1), MAX_NCPUS),
+        usable_ram=resource_ram,
+        p_features=request.host_info.p_features,
+        p_model=request.host_info.p_model,
         core_client_version=core_client_version(request.core_client_version),
-        user_id=host.owner_id, coprocs={g.type: g for g in request.gpu_requests})
+        user_id=host.owner_id,
+        coprocs={g.type: g for g in request.gpu_requests},
+    )
 
 
 class BestVersions:
     """get_app_version for one request and resource, memoized per app and job kind."""
+
+    # set by best_versions: the Version type it makes, and the Version of each
+    # (app id, needs 64 bit, version number) asked for
+    make: Callable[..., Any]
+    variants: dict[tuple[int, bool, int], Any]
 
     def __init__(self, host, request, resource, *, config, havs, now, rows, rng=None):
         self.host, self.request, self.resource = host, request, resource
@@ -159,8 +170,7 @@ class BestVersions:
             return spec.check(self.view, self.rng, self.pending)
         if row.gpu_type:
             # a version described by its columns alone (the simulated world's GPU versions)
-            flops = (self.resource.flops * row.gpu_usage if self.resource.flops > 0
-                     else row.flops)
+            flops = self.resource.flops * row.gpu_usage if self.resource.flops > 0 else row.flops
             return HostUsage(row.gpu_type, row.avg_ncpus, row.gpu_usage, flops, flops)
         usage = HostUsage.sequential_app(self.host.p_fpops)
         if row.avg_ncpus != 1.0:
@@ -243,13 +253,11 @@ class BestVersions:
             n = max(int(hav.pfc_n), 1)
             estimate = self.estimate_flops(row, usage)
             usage.projected_flops = (estimate * (n - 1) + usage.projected_flops) / n
-            if (hav.pfc_n == 0 and hav.max_jobs_per_day == 1 and hav.consecutive_valid == 0
-                    and self.rng.random() > 0.01):
+            if hav.pfc_n == 0 and hav.max_jobs_per_day == 1 and hav.consecutive_valid == 0 and self.rng.random() > 0.01:
                 usage.projected_flops *= 0.01
         r = 1.0
         if self.config.version_select_random_factor:
-            r = max(1.0 + self.config.version_select_random_factor * self.rng.gauss(0, 1) / n,
-                    0.1)
+            r = max(1.0 + self.config.version_select_random_factor * self.rng.gauss(0, 1) / n, 0.1)
         return r * usage.projected_flops
 
     def estimate_flops(self, row, usage):
@@ -279,21 +287,23 @@ class BestVersions:
 def feeder_versions(app_ids, platforms, *, real_client):
     """app id -> platform -> the versions BOINC's feeder puts in shared memory: not
     deprecated, the newest of each plan class (sched_shmem.cpp), in id order."""
-    rows = (AppVersion.objects.filter(deprecated=False, app__deprecated=False,
-                                      platform__in=platforms)
-            .select_related("app").order_by("id"))
+    rows = (
+        AppVersion.objects.filter(deprecated=False, app__deprecated=False, platform__in=platforms)
+        .select_related("app")
+        .order_by("id")
+    )
     if app_ids is not None:
         rows = rows.filter(app_id__in=app_ids)
     if real_client:
         # a real client runs what it downloads: only versions with a main program
         rows = rows.filter(files__main_program=True).distinct()
-    rows = list(rows)
-    newest = {}
-    for row in rows:
+    versions = list(rows)
+    newest: dict[tuple[int, str, str], int] = {}
+    for row in versions:
         key = (row.app_id, row.platform, row.plan_class)
         newest[key] = max(newest.get(key, 0), row.version_num)
-    found = {}
-    for row in rows:
+    found: dict[int, dict[str, list[AppVersion]]] = {}
+    for row in versions:
         if row.version_num == newest[(row.app_id, row.platform, row.plan_class)]:
             found.setdefault(row.app_id, {}).setdefault(row.platform, []).append(row)
     return found
@@ -305,14 +315,15 @@ def job_needs_64b(wu, platform):
 
 # --- the hooks sched_send calls -------------------------------------------------------------
 
+
 def best_versions(host, request, resource, *, config, havs, now, make, notices=None):
     """app id -> the Version (``make``: sched_send.Version) of each app the host runs best on
     ``resource``; each carries its chooser, for jobs that need another (``job_version``).
     Why a version was not feasible, when BOINC tells the volunteer, goes to ``notices``."""
-    rows = feeder_versions(None, [request.platform_name, *request.alt_platforms],
-                           real_client=bool(request.core_client_version))
-    chooser = BestVersions(host, request, resource, config=config, havs=havs or {}, now=now,
-                           rows=rows)
+    rows = feeder_versions(
+        None, [request.platform_name, *request.alt_platforms], real_client=bool(request.core_client_version)
+    )
+    chooser = BestVersions(host, request, resource, config=config, havs=havs or {}, now=now, rows=rows)
     chooser.make, chooser.variants, chooser.notices = make, {}, notices
     found = {}
     for app_id in rows:
@@ -333,11 +344,19 @@ def version_of(chooser, row, usage):
     from backend.daemons.sched_types import ReplyAppVersion
 
     gpu = usage.proc_type != CPU
-    reply = ReplyAppVersion(row.app.name, row.version_num, row.platform, row.plan_class,
-                            usage.avg_ncpus, usage.projected_flops,
-                            usage.proc_type if gpu else "", usage.gpu_usage if gpu else 0.0)
-    return chooser.make(row, reply, usage.gpu_usage if gpu else usage.avg_ncpus,
-                        projected_flops=usage.projected_flops, chooser=chooser)
+    reply = ReplyAppVersion(
+        row.app.name,
+        row.version_num,
+        row.platform,
+        row.plan_class,
+        usage.avg_ncpus,
+        usage.projected_flops,
+        usage.proc_type if gpu else "",
+        usage.gpu_usage if gpu else 0.0,
+    )
+    return chooser.make(
+        row, reply, usage.gpu_usage if gpu else usage.avg_ncpus, projected_flops=usage.projected_flops, chooser=chooser
+    )
 
 
 def has_jobs_for(version):
@@ -348,9 +367,11 @@ def has_jobs_for(version):
 
     if version.row is None:
         return True
-    return (Result.objects.filter(server_state=ServerState.UNSENT, app_id=version.row.app_id)
-            .filter(Q(workunit__app_version_num=0)
-                    | Q(workunit__app_version_num=version.row.version_num)).exists())
+    return (
+        Result.objects.filter(server_state=ServerState.UNSENT, app_id=version.row.app_id)
+        .filter(Q(workunit__app_version_num=0) | Q(workunit__app_version_num=version.row.version_num))
+        .exists()
+    )
 
 
 def unsent_job_kinds(app_id, platform):
@@ -359,14 +380,18 @@ def unsent_job_kinds(app_id, platform):
     app version) is left out, as its version is never chosen."""
     from backend.models import Result, ServerState
 
-    unsent = Result.objects.filter(server_state=ServerState.UNSENT, app_id=app_id,
-                                   workunit__app_version__isnull=True)
+    unsent = Result.objects.filter(server_state=ServerState.UNSENT, app_id=app_id, workunit__app_version__isnull=True)
     limit = max_32b_address_space(platform)
-    return sorted({(needs_64b, number) for needs_64b, size in (
-        (False, Q(workunit__rsc_memory_bound__lte=limit)),
-        (True, Q(workunit__rsc_memory_bound__gt=limit)))
-        for number in unsent.filter(size).order_by().values_list(
-            "workunit__app_version_num", flat=True).distinct()})
+    return sorted(
+        {
+            (needs_64b, number)
+            for needs_64b, size in (
+                (False, Q(workunit__rsc_memory_bound__lte=limit)),
+                (True, Q(workunit__rsc_memory_bound__gt=limit)),
+            )
+            for number in unsent.filter(size).order_by().values_list("workunit__app_version_num", flat=True).distinct()
+        }
+    )
 
 
 def job_version(version, wu):
@@ -395,14 +420,20 @@ def job_version(version, wu):
             from backend.daemons.sched_send import apply_daily_quota
 
             variant = version_of(chooser, *chosen)
-            apply_daily_quota({app_id: variant}, chooser.havs, chooser.resource,
-                              now=chooser.now, quota=chooser.config.daily_result_quota,
-                              gpu_multiplier=chooser.config.gpu_multiplier)
+            apply_daily_quota(
+                {app_id: variant},
+                chooser.havs,
+                chooser.resource,
+                now=chooser.now,
+                quota=chooser.config.daily_result_quota,
+                gpu_multiplier=chooser.config.gpu_multiplier,
+            )
             chooser.variants[key] = variant
     return chooser.variants[key]
 
 
 # --- what the project pages show ------------------------------------------------------------
+
 
 def runtime_estimates(host, limit=200, havs=()):
     """[(app version label, [(sent_time, estimated runtime, reported runtime)], now)] of
@@ -414,25 +445,33 @@ def runtime_estimates(host, limit=200, havs=()):
     learnt estimate too."""
     from backend.models import Outcome, Result
 
-    rows = list(Result.objects.filter(host=host, outcome=Outcome.SUCCESS, flops_estimate__gt=0,
-                                      app_version__isnull=False)
-                .select_related("app_version__app")
-                .only("sent_time", "elapsed_time", "flops_estimate", "workunit__rsc_fpops_est",
-                      "app_version__version_num", "app_version__platform",
-                      "app_version__plan_class", "app_version__app__name")
-                .select_related("workunit").order_by("-sent_time", "-id")[:limit])
-    series, last_fpops = {}, {}
+    rows = list(
+        Result.objects.filter(host=host, outcome=Outcome.SUCCESS, flops_estimate__gt=0, app_version__isnull=False)
+        .select_related("app_version__app")
+        .only(
+            "sent_time",
+            "elapsed_time",
+            "flops_estimate",
+            "workunit__rsc_fpops_est",
+            "app_version__version_num",
+            "app_version__platform",
+            "app_version__plan_class",
+            "app_version__app__name",
+        )
+        .select_related("workunit")
+        .order_by("-sent_time", "-id")[:limit]
+    )
+    series: dict[str, list[tuple[Any, float, float]]] = {}
+    last_fpops = {}
     for r in reversed(rows):
         label = str(r.app_version)
-        series.setdefault(label, []).append(
-            (r.sent_time, r.workunit.rsc_fpops_est / r.flops_estimate, r.elapsed_time))
+        series.setdefault(label, []).append((r.sent_time, r.workunit.rsc_fpops_est / r.flops_estimate, r.elapsed_time))
         last_fpops[label] = r.workunit.rsc_fpops_est
     learnt = {}
     for hav in havs:
         label = str(hav.app_version)
         if label in last_fpops and hav.et_n > MIN_HOST_SAMPLES and hav.et_avg > 0:
-            learnt[label] = (host.rpc_time or series[label][-1][0],
-                             last_fpops[label] * hav.et_avg)
+            learnt[label] = (host.rpc_time or series[label][-1][0], last_fpops[label] * hav.et_avg)
     return [(label, points, learnt.get(label)) for label, points in sorted(series.items())]
 
 
@@ -445,8 +484,7 @@ def app_version_table(config):
     except (OSError, ValueError) as error:
         specs, problem = {}, str(error)
     rows = []
-    for av in AppVersion.objects.select_related("app").order_by("app__name", "platform",
-                                                                 "plan_class", "-version_num"):
+    for av in AppVersion.objects.select_related("app").order_by("app__name", "platform", "plan_class", "-version_num"):
         if not av.plan_class:
             plan = "sequential CPU app"
         elif not config.plan_class_spec:
@@ -458,4 +496,3 @@ def app_version_table(config):
             plan = "not in plan_class_spec.xml: never sent"
         rows.append({"version": av, "plan": plan})
     return {"rows": rows, "spec": config.plan_class_spec, "problem": problem}
-

@@ -49,31 +49,44 @@ from backend.daemons.host_app_version import start_of_request
 from backend.daemons.sched_resend import resend_lost_results
 from backend.daemons.sched_result import handle_results
 from backend.daemons.sched_send import (
-    host_resources, locked_in_id_order, requested_resources, result_aborts, send_work,
+    host_resources,
+    locked_in_id_order,
+    requested_resources,
+    result_aborts,
+    send_work,
 )
 from backend.daemons.sched_types import (  # noqa: F401  (re-exported)
-    HostInfo,
-    TimeStats,
-    GpuRequest,
-    ReportedFile,
-    ReportedResult,
-    StickyFile,
     ClientAppVersion,
-    SchedulerRequest,
-    ReplyFile,
-    ReplyAppVersion,
-    ReplyWorkunit,
-    ReplyResult,
+    GpuRequest,
+    HostInfo,
     Message,
     RejectedReport,
-    SchedulerReply,
+    ReplyAppVersion,
+    ReplyFile,
+    ReplyResult,
+    ReplyWorkunit,
+    ReportedFile,
+    ReportedResult,
     SchedulerConfig,
+    SchedulerReply,
+    SchedulerRequest,
     SchedulerRequestError,
+    StickyFile,
+    TimeStats,
 )
 from backend.events import event, record
 from backend.models import (
-    AppVersion, ClientState, File, FileDeleteState, GpuType, Host, HostFile, Outcome, Result,
-    ServerState, Workunit,
+    AppVersion,
+    ClientState,
+    File,
+    FileDeleteState,
+    GpuType,
+    Host,
+    HostFile,
+    Outcome,
+    Result,
+    ServerState,
+    Workunit,
 )
 
 ACTOR = "scheduler"
@@ -149,11 +162,15 @@ def check_request(request):
             real(getattr(info, name), f"host_info.{name}")
     for name in ("d_boinc_used_total", "d_boinc_used_project", "n_bwdown"):
         real(getattr(info, name), f"host_info.{name}", minimum=0)
-    for name in ("disk_max_used_gb", "disk_max_used_pct", "disk_min_free_gb",
-                 "ram_max_used_busy_frac", "ram_max_used_idle_frac"):
+    for name in (
+        "disk_max_used_gb",
+        "disk_max_used_pct",
+        "disk_min_free_gb",
+        "ram_max_used_busy_frac",
+        "ram_max_used_idle_frac",
+    ):
         real(getattr(request.global_prefs, name), f"global_prefs.{name}", minimum=0)
-    for name in ("on_frac", "connected_frac", "cpu_and_network_available_frac", "active_frac",
-                 "gpu_active_frac"):
+    for name in ("on_frac", "connected_frac", "cpu_and_network_available_frac", "active_frac", "gpu_active_frac"):
         value = getattr(stats, name)
         if not is_real(value) or not 0 <= value <= 1:
             fail(f"time_stats.{name} must be between 0 and 1, not {value!r}")
@@ -166,9 +183,13 @@ def check_request(request):
         if gpu.type in seen_types:
             fail(f"GPU type {gpu.type} is requested twice")
         seen_types.add(gpu.type)
-        if isinstance(gpu.count, int) and gpu.count < 0 or not all(
-                is_real(v) and v >= 0 for v in (gpu.req_secs, gpu.req_instances,
-                                                gpu.estimated_delay, gpu.peak_flops)):
+        if (
+            isinstance(gpu.count, int)
+            and gpu.count < 0
+            or not all(
+                is_real(v) and v >= 0 for v in (gpu.req_secs, gpu.req_instances, gpu.estimated_delay, gpu.peak_flops)
+            )
+        ):
             fail(f"the {gpu.type} request has a negative value")
         whole(gpu.count, f"the {gpu.type} count", Host, "gpu_count")
     names = set()
@@ -189,8 +210,7 @@ def check_request(request):
         for out in report.output_files:
             string(out.name, where + "file_info.name", File, "name")
             if not out.name or "/" in out.name or out.name.startswith("."):
-                fail(f"result {report.name} names an output file {out.name!r} that is not a "
-                     "plain file name")
+                fail(f"result {report.name} names an output file {out.name!r} that is not a plain file name")
             if isinstance(out.nbytes, int) and out.nbytes < 0:
                 fail(f"output file {out.name} has a negative size")
             where_file = f"{where}file_info {out.name}: "
@@ -209,8 +229,11 @@ def check_request(request):
         real(version.avg_ncpus, where + "avg_ncpus", minimum=0)
         real(version.flops, where + "flops", minimum=0)
         real(version.gpu_usage, where + "gpu_usage", minimum=0)
-    if request.platform_name == "anonymous" and not request.app_versions and (
-            request.cpu_req_secs or request.gpu_requests):
+    if (
+        request.platform_name == "anonymous"
+        and not request.app_versions
+        and (request.cpu_req_secs or request.gpu_requests)
+    ):
         fail("an anonymous-platform request must list its app_versions")
 
 
@@ -223,8 +246,7 @@ def find_host(request, *, now):
         if host is None:
             raise SchedulerRequestError(f"no host with id {request.hostid}")
         if request.userid is not None and host.owner_id != request.userid:
-            raise SchedulerRequestError(
-                f"host {request.hostid} belongs to another account than {request.userid}")
+            raise SchedulerRequestError(f"host {request.hostid} belongs to another account than {request.userid}")
         return host, False
     if not get_user_model().objects.filter(pk=request.userid).exists():
         raise SchedulerRequestError(f"no account with id {request.userid}")
@@ -247,9 +269,13 @@ def reattached_host(request):
     info = request.host_info
     if not info.domain_name or not info.os_name:
         return None
-    return (Host.objects.filter(owner_id=request.userid, domain_name=info.domain_name,
-                                os_name=info.os_name, p_ncpus=info.p_ncpus)
-            .order_by("-id").first())
+    return (
+        Host.objects.filter(
+            owner_id=request.userid, domain_name=info.domain_name, os_name=info.os_name, p_ncpus=info.p_ncpus
+        )
+        .order_by("-id")
+        .first()
+    )
 
 
 def mark_results_over(host, request, *, now):
@@ -262,26 +288,59 @@ def mark_results_over(host, request, *, now):
     are written under their workunits' row locks, taken in id order. Returns how many.
     """
     reported = {report.name for report in request.results}
-    wu_ids = {wu_id for name, wu_id in Result.objects.filter(
-        host=host, server_state=ServerState.IN_PROGRESS).values_list("name", "workunit_id")
-        if name not in reported}
+    wu_ids = {
+        wu_id
+        for name, wu_id in Result.objects.filter(host=host, server_state=ServerState.IN_PROGRESS).values_list(
+            "name", "workunit_id"
+        )
+        if name not in reported
+    }
     if not wu_ids:
         return 0
     with transaction.atomic():
         locked_in_id_order(wu_ids)
-        results = [(pk, wu_id) for pk, name, wu_id in Result.objects.filter(
-            host=host, server_state=ServerState.IN_PROGRESS, workunit_id__in=wu_ids)
-            .values_list("id", "name", "workunit_id") if name not in reported]
+        results = [
+            (pk, wu_id)
+            for pk, name, wu_id in Result.objects.filter(
+                host=host, server_state=ServerState.IN_PROGRESS, workunit_id__in=wu_ids
+            ).values_list("id", "name", "workunit_id")
+            if name not in reported
+        ]
         Result.objects.filter(id__in=[pk for pk, _ in results]).update(
-            server_state=ServerState.OVER, outcome=Outcome.CLIENT_DETACHED, received_time=now)
+            server_state=ServerState.OVER, outcome=Outcome.CLIENT_DETACHED, received_time=now
+        )
         Workunit.objects.filter(id__in={wu_id for _, wu_id in results}).update(
-            transition_time=Least(F("transition_time"), Value(now)))
+            transition_time=Least(F("transition_time"), Value(now))
+        )
         why = f"host {host.pk} detached and re-attached"
-        record([e for pk, wu_id in results for e in (
-            event(time=now, actor=ACTOR, result_id=pk, workunit_id=wu_id, field="server_state",
-                  old=ServerState.IN_PROGRESS, new=ServerState.OVER, reason=why),
-            event(time=now, actor=ACTOR, result_id=pk, workunit_id=wu_id, field="outcome",
-                  old=Outcome.INIT, new=Outcome.CLIENT_DETACHED, reason=why))])
+        record(
+            [
+                e
+                for pk, wu_id in results
+                for e in (
+                    event(
+                        time=now,
+                        actor=ACTOR,
+                        result_id=pk,
+                        workunit_id=wu_id,
+                        field="server_state",
+                        old=ServerState.IN_PROGRESS,
+                        new=ServerState.OVER,
+                        reason=why,
+                    ),
+                    event(
+                        time=now,
+                        actor=ACTOR,
+                        result_id=pk,
+                        workunit_id=wu_id,
+                        field="outcome",
+                        old=Outcome.INIT,
+                        new=Outcome.CLIENT_DETACHED,
+                        reason=why,
+                    ),
+                )
+            ]
+        )
     return len(results)
 
 
@@ -301,8 +360,7 @@ def update_host(host, request, *, now):
     host.gpu_active_frac = stats.gpu_active_frac
     gpus = [gpu for gpu in request.gpu_requests if gpu.count > 0]
     if gpus:
-        host.gpu_type, host.gpu_count, host.gpu_peak_flops = (
-            gpus[0].type, gpus[0].count, gpus[0].peak_flops)
+        host.gpu_type, host.gpu_count, host.gpu_peak_flops = (gpus[0].type, gpus[0].count, gpus[0].peak_flops)
     else:
         host.gpu_type, host.gpu_count, host.gpu_peak_flops = GpuType.NONE, 0, 0.0
     host.rpc_seqno = request.rpc_seqno
@@ -310,8 +368,20 @@ def update_host(host, request, *, now):
 
 
 HOST_REQUEST_FIELDS = [
-    "domain_name", "p_ncpus", "p_fpops", "m_nbytes", "os_name", "platform", "on_frac", "connected_frac",
-    "active_frac", "gpu_active_frac", "gpu_type", "gpu_count", "gpu_peak_flops", "rpc_seqno",
+    "domain_name",
+    "p_ncpus",
+    "p_fpops",
+    "m_nbytes",
+    "os_name",
+    "platform",
+    "on_frac",
+    "connected_frac",
+    "active_frac",
+    "gpu_active_frac",
+    "gpu_type",
+    "gpu_count",
+    "gpu_peak_flops",
+    "rpc_seqno",
     "rpc_time",
 ]
 
@@ -324,8 +394,8 @@ def sync_sticky_files(host, request, *, now):
         HostFile.objects.filter(host=host, name__in=known - held).delete()
     if held - known:
         HostFile.objects.bulk_create(
-            [HostFile(host=host, name=name, reported_time=now) for name in sorted(held - known)],
-            ignore_conflicts=True)
+            [HostFile(host=host, name=name, reported_time=now) for name in sorted(held - known)], ignore_conflicts=True
+        )
     return held
 
 
@@ -335,8 +405,7 @@ def handle_request(request, *, now, config=SchedulerConfig()):
     request, truncated = sched_limit.truncate_reports(request, config)
     host, reattached = find_host(request, now=now)
     last_rpc_time = host.rpc_time
-    reply = SchedulerReply(request_delay=max(config.request_delay,
-                                             sched_limit.min_request_delay(config)))
+    reply = SchedulerReply(request_delay=max(config.request_delay, sched_limit.min_request_delay(config)))
     if reattached and not request.other_results:
         mark_results_over(host, request, now=now)
     if host.pk is not None:
@@ -349,9 +418,14 @@ def handle_request(request, *, now, config=SchedulerConfig()):
         if new_host:
             host.save()
         held = sync_sticky_files(host, request, now=now)
-        handled = handle_results(host, request.results, now=now, reply=reply,
-                                 quota=config.daily_result_quota,
-                                 keep_due=config.keep_due_workunits)
+        handled = handle_results(
+            host,
+            request.results,
+            now=now,
+            reply=reply,
+            quota=config.daily_result_quota,
+            keep_due=config.keep_due_workunits,
+        )
         if not new_host:
             # Only the fields the request sets, and after the results: a full save would
             # overwrite the credit a validator just granted, and locking the host before the
@@ -364,16 +438,20 @@ def handle_request(request, *, now, config=SchedulerConfig()):
     if request.dont_send_work:
         reply.messages.append(Message("not sending work: the client asked for none"))
         return reply
-    resent, notices = 0, []
-    if ((config.resend_lost_results or handled.resend_lost_results) and not truncated
-            and request.other_results is not None
-            and requested_resources(host, request, config)):
-        resent = resend_lost_results(host, request, host_resources(host, request, config),
-                                     now=now, config=config, reply=reply, notices=notices)
+    resent = 0
+    notices: list[str] = []
+    if (
+        (config.resend_lost_results or handled.resend_lost_results)
+        and not truncated
+        and request.other_results is not None
+        and requested_resources(host, request, config)
+    ):
+        resent = resend_lost_results(
+            host, request, host_resources(host, request, config), now=now, config=config, reply=reply, notices=notices
+        )
     wait = sched_limit.too_soon(last_rpc_time, now, config)
     if wait is not None and not resent and requested_resources(host, request, config):
-        reply.messages.append(Message(
-            f"Not sending work. Last request too recent. Please wait {wait} seconds.", "low"))
+        reply.messages.append(Message(f"Not sending work. Last request too recent. Please wait {wait} seconds.", "low"))
     elif not resent:
         send_work(host, request, now=now, config=config, reply=reply, notices=notices)
     return reply
@@ -383,6 +461,9 @@ def deleted_sticky_files(held):
     """Sticky files the host holds that the project no longer has (reference/server.md §3.10)."""
     if not held:
         return []
-    live = set(File.objects.filter(name__in=held).exclude(
-        file_delete_state=FileDeleteState.DONE).values_list("name", flat=True))
+    live = set(
+        File.objects.filter(name__in=held)
+        .exclude(file_delete_state=FileDeleteState.DONE)
+        .values_list("name", flat=True)
+    )
     return sorted(held - live)

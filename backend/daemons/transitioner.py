@@ -56,24 +56,43 @@ from backend.daemons.claim import claim, compare_and_set, update_rows
 from backend.daemons.sched_types import DAILY_RESULT_QUOTA
 from backend.events import event, record
 from backend.models import (
-    EXIT_ABORTED_VIA_GUI, INT_MAX, AssimilateState, ErrorMask, FileDeleteState, Outcome, Result,
-    ServerState, TransitionerFlags, ValidateState, Workunit, name_random,
+    EXIT_ABORTED_VIA_GUI,
+    INT_MAX,
+    AssimilateState,
+    ErrorMask,
+    FileDeleteState,
+    Outcome,
+    Result,
+    ServerState,
+    TransitionerFlags,
+    ValidateState,
+    Workunit,
+    name_random,
 )
 
 ACTOR = "transitioner"
 SAFETY_NET_MIN = 10 * 86400
-RESULT_FIELDS = ("id", "workunit", "name", "server_state", "outcome", "validate_state",
-                 "file_delete_state", "report_deadline", "received_time", "exit_status",
-                 "host", "app_version")
+RESULT_FIELDS = (
+    "id",
+    "workunit",
+    "name",
+    "server_state",
+    "outcome",
+    "validate_state",
+    "file_delete_state",
+    "report_deadline",
+    "received_time",
+    "exit_status",
+    "host",
+    "app_version",
+)
 # Outcomes whose outputs are deleted once the workunit is assimilated: BOINC's (transitioner.cpp:
 # "output of error results can be deleted immediately"), and with
 # ``SchedulerConfig.delete_abandoned_outputs`` every outcome of a result that was sent and may
 # have left files in the upload directory (SUCCESS results are deleted once validated).
 ERROR_OUTPUTS = (Outcome.CLIENT_ERROR,)
-MAY_HAVE_FILES = (Outcome.CLIENT_ERROR, Outcome.VALIDATE_ERROR, Outcome.NO_REPLY,
-                  Outcome.CLIENT_DETACHED)
-WU_FIELDS = ("need_validate", "error_mask", "assimilate_state", "file_delete_state", "hr_class",
-             "app_version")
+MAY_HAVE_FILES = (Outcome.CLIENT_ERROR, Outcome.VALIDATE_ERROR, Outcome.NO_REPLY, Outcome.CLIENT_DETACHED)
+WU_FIELDS = ("need_validate", "error_mask", "assimilate_state", "file_delete_state", "hr_class", "app_version")
 
 
 @dataclass
@@ -98,13 +117,23 @@ class Changes:
     events: list = field(default_factory=list)
 
     def wu_event(self, wu, name, old, new, reason):
-        self.events.append(event(time=self.now, actor=ACTOR, workunit_id=wu.pk, field=name,
-                                 old=old, new=new, reason=reason))
+        self.events.append(
+            event(time=self.now, actor=ACTOR, workunit_id=wu.pk, field=name, old=old, new=new, reason=reason)
+        )
 
     def result_event(self, result, name, old, new, reason):
-        self.events.append(event(time=self.now, actor=ACTOR, result_id=result.pk,
-                                 workunit_id=result.workunit_id, field=name, old=old, new=new,
-                                 reason=reason))
+        self.events.append(
+            event(
+                time=self.now,
+                actor=ACTOR,
+                result_id=result.pk,
+                workunit_id=result.workunit_id,
+                field=name,
+                old=old,
+                new=new,
+                reason=reason,
+            )
+        )
 
 
 def name_suffix(name):
@@ -115,12 +144,10 @@ def name_suffix(name):
 def handle_wu(wu, results, changes, *, delete_delay):
     """Decide one workunit's transitions (§3.2 steps 1-10), recording them in ``changes``."""
     now = changes.now
-    old = {name: getattr(wu, name if name != "app_version" else "app_version_id")
-           for name in WU_FIELDS}
+    old = {name: getattr(wu, name if name != "app_version" else "app_version_id") for name in WU_FIELDS}
     # step 1
     canonical = next((r for r in results if r.pk == wu.canonical_result_id), None)
-    canonical_files_deleted = (canonical is not None
-                               and canonical.file_delete_state == FileDeleteState.DONE)
+    canonical_files_deleted = canonical is not None and canonical.file_delete_state == FileDeleteState.DONE
     # step 2
     nunsent = ninprogress = nsuccess = nerrors = ncouldnt_send = nno_reply = 0
     max_suffix = -1
@@ -136,9 +163,13 @@ def handle_wu(wu, results, changes, *, delete_delay):
                 continue
             r.server_state, r.outcome = ServerState.OVER, Outcome.NO_REPLY
             changes.timed_out.append(r)
-            changes.host_app_versions.append((r.host_id, r.app_version_id, partial(
-                host_app_version.timed_out, quota=changes.daily_result_quota,
-                delay_bound=wu.delay_bound)))
+            changes.host_app_versions.append(
+                (
+                    r.host_id,
+                    r.app_version_id,
+                    partial(host_app_version.timed_out, quota=changes.daily_result_quota, delay_bound=wu.delay_bound),
+                )
+            )
         if r.outcome == Outcome.COULDNT_SEND:
             ncouldnt_send += 1
         elif r.outcome == Outcome.SUCCESS:
@@ -181,34 +212,37 @@ def handle_wu(wu, results, changes, *, delete_delay):
             if r.server_state <= ServerState.UNSENT:
                 r.server_state, r.outcome = ServerState.OVER, Outcome.DIDNT_NEED
                 changes.didnt_need.append(r)
-            elif (r.outcome == Outcome.SUCCESS and r.validate_state
-                  in (ValidateState.INIT, ValidateState.INCONCLUSIVE)):
+            elif r.outcome == Outcome.SUCCESS and r.validate_state in (ValidateState.INIT, ValidateState.INCONCLUSIVE):
                 changes.no_check.append((r, r.validate_state))
                 r.validate_state = ValidateState.NO_CHECK
         if wu.assimilate_state == AssimilateState.INIT:
             wu.assimilate_state = AssimilateState.READY
     # step 6
-    elif (canonical is None and needed > 0
-          and wu.transitioner_flags != TransitionerFlags.TRANSITION_NO_NEW_RESULTS):
+    elif canonical is None and needed > 0 and wu.transitioner_flags != TransitionerFlags.TRANSITION_NO_NEW_RESULTS:
         nover = sum(1 for r in results if r.server_state == ServerState.OVER)
         priority = wu.priority + sched_reliable.retry_priority_boost(nover, nerrors, changes)
         for suffix in range(max_suffix + 1, max_suffix + 1 + needed):
             name = f"{wu.name}_{suffix}"
-            changes.new_results.append(Result(
-                workunit_id=wu.pk, app_id=wu.app_id, name=name, create_time=now,
-                server_state=ServerState.UNSENT, priority=priority, random=name_random(name)))
+            changes.new_results.append(
+                Result(
+                    workunit_id=wu.pk,
+                    app_id=wu.app_id,
+                    name=name,
+                    create_time=now,
+                    server_state=ServerState.UNSENT,
+                    priority=priority,
+                    random=name_random(name),
+                )
+            )
     # step 7
     all_over = all(r.server_state == ServerState.OVER for r in results)
-    unvalidated = any(r.outcome == Outcome.SUCCESS and r.validate_state == ValidateState.INIT
-                      for r in results)
-    pending_no_reply = any(r.outcome == Outcome.NO_REPLY and r.report_deadline > now
-                           for r in results)
+    unvalidated = any(r.outcome == Outcome.SUCCESS and r.validate_state == ValidateState.INIT for r in results)
+    pending_no_reply = any(r.outcome == Outcome.NO_REPLY and r.report_deadline > now for r in results)
     all_over_and_ready_to_assimilate = all_over and not unvalidated
     all_over_and_validated = all_over_and_ready_to_assimilate and not pending_no_reply
     most_recent = max((r.received_time for r in results), default=0)
     # step 8
-    if (all_over_and_ready_to_assimilate and wu.assimilate_state == AssimilateState.INIT
-            and canonical is not None):
+    if all_over_and_ready_to_assimilate and wu.assimilate_state == AssimilateState.INIT and canonical is not None:
         wu.assimilate_state = AssimilateState.READY
     # step 9
     deferred_delete = None
@@ -221,11 +255,8 @@ def handle_wu(wu, results, changes, *, delete_delay):
                     continue
                 if r is canonical and not all_over_and_validated:
                     continue
-                deletable = (MAY_HAVE_FILES if changes.delete_abandoned_outputs
-                             else ERROR_OUTPUTS)
-                if r.outcome in deletable or (
-                        r.outcome == Outcome.SUCCESS
-                        and r.validate_state != ValidateState.INIT):
+                deletable = MAY_HAVE_FILES if changes.delete_abandoned_outputs else ERROR_OUTPUTS
+                if r.outcome in deletable or (r.outcome == Outcome.SUCCESS and r.validate_state != ValidateState.INIT):
                     r.file_delete_state = FileDeleteState.READY
                     changes.delete_outputs.append(r)
         else:
@@ -242,8 +273,7 @@ def handle_wu(wu, results, changes, *, delete_delay):
         next_time = min(next_time, deferred_delete)
     changes.transition_times[wu.pk] = (wu.transition_time, next_time)
     # what changed, for step 11
-    new = {name: getattr(wu, name if name != "app_version" else "app_version_id")
-           for name in WU_FIELDS}
+    new = {name: getattr(wu, name if name != "app_version" else "app_version_id") for name in WU_FIELDS}
     if new != old:
         changes.workunits.append(wu)
         for name in ("need_validate", "error_mask", "assimilate_state", "file_delete_state"):
@@ -267,29 +297,50 @@ def update_results(changes, results, guard, values, events):
 def apply(changes):
     """Write a pass's changes: set updates, one INSERT, and the CAS on transition_time."""
     now = changes.now
-    update_results(changes, changes.timed_out, dict(server_state=ServerState.IN_PROGRESS),
-                   dict(server_state=ServerState.OVER, outcome=Outcome.NO_REPLY), lambda r: [
-                       ("server_state", ServerState.IN_PROGRESS, ServerState.OVER,
-                        "report deadline passed"),
-                       ("outcome", Outcome.INIT, Outcome.NO_REPLY, "no reply by the report deadline")])
-    update_results(changes, changes.too_late, dict(validate_state=ValidateState.INIT),
-                   dict(validate_state=ValidateState.TOO_LATE), lambda r: [
-                       ("validate_state", ValidateState.INIT, ValidateState.TOO_LATE,
-                        "canonical result's files are deleted")])
-    update_results(changes, changes.didnt_need, dict(server_state__lte=ServerState.UNSENT),
-                   dict(server_state=ServerState.OVER, outcome=Outcome.DIDNT_NEED), lambda r: [
-                       ("server_state", ServerState.UNSENT, ServerState.OVER, "workunit has an error"),
-                       ("outcome", Outcome.INIT, Outcome.DIDNT_NEED, "workunit has an error")])
+    update_results(
+        changes,
+        changes.timed_out,
+        dict(server_state=ServerState.IN_PROGRESS),
+        dict(server_state=ServerState.OVER, outcome=Outcome.NO_REPLY),
+        lambda r: [
+            ("server_state", ServerState.IN_PROGRESS, ServerState.OVER, "report deadline passed"),
+            ("outcome", Outcome.INIT, Outcome.NO_REPLY, "no reply by the report deadline"),
+        ],
+    )
+    update_results(
+        changes,
+        changes.too_late,
+        dict(validate_state=ValidateState.INIT),
+        dict(validate_state=ValidateState.TOO_LATE),
+        lambda r: [
+            ("validate_state", ValidateState.INIT, ValidateState.TOO_LATE, "canonical result's files are deleted")
+        ],
+    )
+    update_results(
+        changes,
+        changes.didnt_need,
+        dict(server_state__lte=ServerState.UNSENT),
+        dict(server_state=ServerState.OVER, outcome=Outcome.DIDNT_NEED),
+        lambda r: [
+            ("server_state", ServerState.UNSENT, ServerState.OVER, "workunit has an error"),
+            ("outcome", Outcome.INIT, Outcome.DIDNT_NEED, "workunit has an error"),
+        ],
+    )
     old_validate_state = {r.pk: old for r, old in changes.no_check}
-    update_results(changes, [r for r, _ in changes.no_check],
-                   dict(validate_state__in=[ValidateState.INIT, ValidateState.INCONCLUSIVE]),
-                   dict(validate_state=ValidateState.NO_CHECK), lambda r: [
-                       ("validate_state", old_validate_state[r.pk], ValidateState.NO_CHECK,
-                        "workunit has an error")])
-    update_results(changes, changes.delete_outputs, dict(file_delete_state=FileDeleteState.INIT),
-                   dict(file_delete_state=FileDeleteState.READY), lambda r: [
-                       ("file_delete_state", FileDeleteState.INIT, FileDeleteState.READY,
-                        "output no longer needed")])
+    update_results(
+        changes,
+        [r for r, _ in changes.no_check],
+        dict(validate_state__in=[ValidateState.INIT, ValidateState.INCONCLUSIVE]),
+        dict(validate_state=ValidateState.NO_CHECK),
+        lambda r: [("validate_state", old_validate_state[r.pk], ValidateState.NO_CHECK, "workunit has an error")],
+    )
+    update_results(
+        changes,
+        changes.delete_outputs,
+        dict(file_delete_state=FileDeleteState.INIT),
+        dict(file_delete_state=FileDeleteState.READY),
+        lambda r: [("file_delete_state", FileDeleteState.INIT, FileDeleteState.READY, "output no longer needed")],
+    )
     if changes.new_results:
         created = Result.objects.bulk_create(changes.new_results)
         for r in created:
@@ -301,9 +352,18 @@ def apply(changes):
     host_app_version.apply(changes.host_app_versions, create=True)
 
 
-def run_once(*, now, batch_size, mod=1, index=0, daily_result_quota=DAILY_RESULT_QUOTA,
-             delete_abandoned_outputs=False, hr_class_static=False,
-             reliable_priority_on_over=0, reliable_priority_on_over_except_error=0):
+def run_once(
+    *,
+    now,
+    batch_size,
+    mod=1,
+    index=0,
+    daily_result_quota=DAILY_RESULT_QUOTA,
+    delete_abandoned_outputs=False,
+    hr_class_static=False,
+    reliable_priority_on_over=0,
+    reliable_priority_on_over_except_error=0,
+):
     """One pass over due workunits; returns how many were handled.
 
     ``daily_result_quota`` and ``delete_abandoned_outputs`` are the project's options
@@ -315,20 +375,20 @@ def run_once(*, now, batch_size, mod=1, index=0, daily_result_quota=DAILY_RESULT
     """
     host_app_version.check_quota(daily_result_quota)
     with transaction.atomic():
-        wus = claim(Workunit.objects.transition_due(now).select_related("app"), batch_size,
-                    mod=mod, index=index)
+        wus = claim(Workunit.objects.transition_due(now).select_related("app"), batch_size, mod=mod, index=index)
         if not wus:
             return 0
-        by_wu = {wu.pk: [] for wu in wus}
-        for r in Result.objects.filter(workunit_id__in=list(by_wu)).only(*RESULT_FIELDS) \
-                .order_by("workunit_id", "id"):
+        by_wu: dict[int, list[Result]] = {wu.pk: [] for wu in wus}
+        for r in Result.objects.filter(workunit_id__in=list(by_wu)).only(*RESULT_FIELDS).order_by("workunit_id", "id"):
             by_wu[r.workunit_id].append(r)
-        changes = Changes(now=now, daily_result_quota=daily_result_quota,
-                          delete_abandoned_outputs=delete_abandoned_outputs,
-                          hr_class_static=hr_class_static,
-                          reliable_priority_on_over=reliable_priority_on_over,
-                          reliable_priority_on_over_except_error=(
-                              reliable_priority_on_over_except_error))
+        changes = Changes(
+            now=now,
+            daily_result_quota=daily_result_quota,
+            delete_abandoned_outputs=delete_abandoned_outputs,
+            hr_class_static=hr_class_static,
+            reliable_priority_on_over=reliable_priority_on_over,
+            reliable_priority_on_over_except_error=(reliable_priority_on_over_except_error),
+        )
         for wu in wus:
             handle_wu(wu, by_wu[wu.pk], changes, delete_delay=wu.app.delete_delay)
         apply(changes)

@@ -37,8 +37,7 @@ TABLES = ((UserCredit, 0.1), (Host, 0.1), (AppVersion, 0.0), (Team, None))
 def run_once(*, now, batch_size, mod=1, index=0):
     """Decay at most ``batch_size`` stale averages of each table; returns how many were
     written."""
-    return sum(decay(model, least, now=now, batch_size=batch_size, mod=mod, index=index)
-               for model, least in TABLES)
+    return sum(decay(model, least, now=now, batch_size=batch_size, mod=mod, index=index) for model, least in TABLES)
 
 
 def decayed(avg, avg_time, now):
@@ -54,10 +53,13 @@ def decay(model, least, *, now, batch_size, mod=1, index=0):
         stale = stale.filter(expavg_credit__gt=least)
     pk = model._meta.pk.attname
     with transaction.atomic():
-        rows = list(shard(stale, mod, index, field=pk).select_for_update(no_key=True)
-                    .only(pk, "expavg_credit", "expavg_time").order_by(pk)[:batch_size])
+        rows = list(
+            shard(stale, mod, index, field=pk)
+            .select_for_update(no_key=True)
+            .only(pk, "expavg_credit", "expavg_time")
+            .order_by(pk)[:batch_size]
+        )
         for row in rows:
-            row.expavg_credit, row.expavg_time = decayed(row.expavg_credit, row.expavg_time,
-                                                         now)
+            row.expavg_credit, row.expavg_time = decayed(row.expavg_credit, row.expavg_time, now)
         update_rows(model, rows, ["expavg_credit", "expavg_time"])
     return len(rows)

@@ -67,6 +67,7 @@ import re
 from dataclasses import dataclass, field
 from functools import partial
 from types import SimpleNamespace
+from typing import Any
 
 from django.db import transaction
 
@@ -77,9 +78,23 @@ from backend.daemons.hierarchy import upload_path
 from backend.daemons.sched_types import DAILY_RESULT_QUOTA
 from backend.events import event, record
 from backend.models import (
-    INT_MAX, AppVersion, AssimilateState, CreditHistory, ErrorMask, File, Host,
-    HostAppVersion, Outcome, Result, ServerState, Team, TeamAppCredit, UserAppCredit,
-    UserCredit, ValidateState, Workunit,
+    INT_MAX,
+    AppVersion,
+    AssimilateState,
+    CreditHistory,
+    ErrorMask,
+    File,
+    Host,
+    HostAppVersion,
+    Outcome,
+    Result,
+    ServerState,
+    Team,
+    TeamAppCredit,
+    UserAppCredit,
+    UserCredit,
+    ValidateState,
+    Workunit,
 )
 
 ACTOR = "validator"
@@ -112,7 +127,7 @@ def bitwise_compare(a, b, app):
 def numeric_init(result, files, app):
     if not files:
         raise PermanentError("no output files")
-    numbers = []
+    numbers: list[Any] = []
     for f in files:
         path = upload_path(f.name)
         if not path.parent.is_dir():
@@ -127,8 +142,8 @@ def numeric_init(result, files, app):
 def numeric_compare(a, b, app):
     tol = app.validate_tolerance
     return len(a) == len(b) and all(
-        math.isclose(x, y, rel_tol=tol, abs_tol=tol) or (math.isnan(x) and math.isnan(y))
-        for x, y in zip(a, b))
+        math.isclose(x, y, rel_tol=tol, abs_tol=tol) or (math.isnan(x) and math.isnan(y)) for x, y in zip(a, b)
+    )
 
 
 COMPARISONS = {
@@ -158,26 +173,25 @@ class Changes:
     # (hav_lookup creates a missing record): every viable result, or, with a canonical
     # result, each one compared with it
     looked_up: list = field(default_factory=list)
-    validate_states: dict = field(default_factory=dict)   # result -> (old, new)
+    validate_states: dict = field(default_factory=dict)  # result -> (old, new)
     validate_errors: list = field(default_factory=list)
     didnt_need: list = field(default_factory=list)
-    credit: dict = field(default_factory=dict)             # result id -> credit (None: none)
+    credit: dict = field(default_factory=dict)  # result id -> credit (None: none)
     workunits: list = field(default_factory=list)
     events: list = field(default_factory=list)
-    credit_options: credit_rules.CreditOptions = field(
-        default_factory=credit_rules.CreditOptions)
+    credit_options: credit_rules.CreditOptions = field(default_factory=credit_rules.CreditOptions)
     credit_by_app: bool = False
     # departure 10's option: of one workunit's results checked together, only the last one's
     # host app version change is kept, as BOINC's validator writes each one's copy whole
     hav_last_copy_wins: bool = False
-    checked_together: dict = field(default_factory=dict)   # result id -> workunit id
+    checked_together: dict = field(default_factory=dict)  # result id -> workunit id
     # CreditNew's state for the pass: app versions as read at its start (BOINC's validator
     # caches them), host app versions' PFC averages as this pass leaves them, the app
     # versions' samples, and the host app version PFC averages to write, in order
     versions: dict = field(default_factory=dict)
-    havs: dict = field(default_factory=dict)               # (host, version) -> HavPfc
+    havs: dict = field(default_factory=dict)  # (host, version) -> HavPfc
     samples: credit_rules.Samples = field(default_factory=credit_rules.Samples)
-    hav_pfc: list = field(default_factory=list)            # (host, version, pfc_n, pfc_avg)
+    hav_pfc: list = field(default_factory=list)  # (host, version, pfc_n, pfc_avg)
 
     def hav(self, result):
         """A copy of the result's host app version PFC state (hav_lookup), or None."""
@@ -243,8 +257,7 @@ def handle_wu(wu, results, checker, changes):
         elif len(changes.looked_up) > tested:
             immediate(wu, changes)  # validator.cpp: only once a result was compared
         return
-    viable = [r for r in results if r.outcome == Outcome.SUCCESS
-              and r.validate_state != ValidateState.INVALID]
+    viable = [r for r in results if r.outcome == Outcome.SUCCESS and r.validate_state != ValidateState.INVALID]
     changes.looked_up.extend((r.host_id, r.app_version_id) for r in viable)
     changes.checked_together.update((r.pk, wu.pk) for r in viable)
     if len(viable) < wu.min_quorum:
@@ -266,10 +279,10 @@ def handle_wu(wu, results, checker, changes):
     if chosen is not None:
         canonical_id, matching = chosen
         wu.canonical_result_id = canonical_id
-        valid = [(r, changes.versions.get(r.app_version_id), changes.hav(r))
-                 for r in good if r.pk in matching]
+        valid = [(r, changes.versions.get(r.app_version_id), changes.hav(r)) for r in good if r.pk in matching]
         wu.canonical_credit, _ = credit_rules.canonical_credit(
-            wu, wu.app, viable, valid, changes.credit_options, changes.samples)
+            wu, wu.app, viable, valid, changes.credit_options, changes.samples
+        )
         for r, _, hav in valid:
             changes.keep_hav(r, hav)
         for r in good:
@@ -286,8 +299,7 @@ def handle_wu(wu, results, checker, changes):
     for r in good:
         if r.validate_state == ValidateState.INIT:
             changes.set_state(r, ValidateState.INCONCLUSIVE)
-    n_viable = len(good) + sum(1 for r in viable if r not in good
-                               and r not in changes.validate_errors)
+    n_viable = len(good) + sum(1 for r in viable if r not in good and r not in changes.validate_errors)
     # validator.cpp: the two checks are independent; too many successes sets the error and
     # still raises target_nresults.
     if n_viable > wu.max_success_results:
@@ -317,8 +329,11 @@ def consensus(good, min_quorum, checker):
 def check_against_canonical(wu, results, canonical, checker, changes):
     """Late results against the canonical one (check_pair); returns whether to retry."""
     for r in results:
-        if r is canonical or r.outcome != Outcome.SUCCESS or r.validate_state not in (
-                ValidateState.INIT, ValidateState.INCONCLUSIVE):
+        if (
+            r is canonical
+            or r.outcome != Outcome.SUCCESS
+            or r.validate_state not in (ValidateState.INIT, ValidateState.INCONCLUSIVE)
+        ):
             continue
         changes.looked_up.append((r.host_id, r.app_version_id))
         try:
@@ -343,8 +358,8 @@ def check_against_canonical(wu, results, canonical, checker, changes):
             if hav is not None and not (wu.target_nresults == 1 and wu.app.target_nresults > 1):
                 hav.consecutive_valid += 1
             credit_rules.assign_credit_set(
-                wu, wu.app, [(r, changes.versions.get(r.app_version_id), hav)],
-                changes.credit_options, changes.samples)
+                wu, wu.app, [(r, changes.versions.get(r.app_version_id), hav)], changes.credit_options, changes.samples
+            )
             changes.keep_hav(r, hav)
             changes.credit[r.pk] = changes.granted(canonical.granted_credit)
         else:
@@ -359,81 +374,120 @@ def locked_ids(queryset):
     and recorded. The lock is the one the update takes (FOR NO KEY UPDATE), which does not
     wait for another transaction merely referring to the row, say a scheduler sending a
     result to the host."""
-    return set(queryset.select_for_update(no_key=True).order_by("id")
-               .values_list("id", flat=True))
+    return set(queryset.select_for_update(no_key=True).order_by("id").values_list("id", flat=True))
 
 
 def apply(changes, wus):
     """Write a pass's changes, each a compare-and-set from the state read; a row someone else
     changed meanwhile is left alone, and gets no event, credit or quota change."""
     now = changes.now
-    by_transition = {}
+    by_transition: dict[tuple[Any, Any], list[Result]] = {}
     for result, (old, new) in changes.validate_states.items():
         by_transition.setdefault((old, new), []).append(result)
     for (old, new), results in by_transition.items():
-        ids = locked_ids(Result.objects.filter(id__in=[r.pk for r in results],
-                                               validate_state=old))
+        ids = locked_ids(Result.objects.filter(id__in=[r.pk for r in results], validate_state=old))
         stale = [r for r in results if r.pk not in ids]
         for r in stale:
             del changes.validate_states[r]
             changes.credit.pop(r.pk, None)
         results = [r for r in results if r.pk in ids]
         if new == ValidateState.VALID:
-            by_credit = {}
+            by_credit: dict[Any, list[int]] = {}
             for r in results:
                 by_credit.setdefault(changes.credit[r.pk], []).append(r.pk)
             for credit, pks in by_credit.items():
                 # a result is credited only on its way to VALID (no_credit: left as it is)
                 granted = {} if credit is None else {"granted_credit": credit}
-                Result.objects.filter(id__in=pks, validate_state=old).update(
-                    validate_state=new, **granted)
+                Result.objects.filter(id__in=pks, validate_state=old).update(validate_state=new, **granted)
         elif results:
-            Result.objects.filter(id__in=[r.pk for r in results], validate_state=old).update(
-                validate_state=new)
+            Result.objects.filter(id__in=[r.pk for r in results], validate_state=old).update(validate_state=new)
         for r in results:
-            reason = {ValidateState.VALID: f"matches the canonical result; credit "
-                                           f"{changes.credit.get(r.pk) or 0:.2f}",
-                      ValidateState.INVALID: "does not match the canonical result",
-                      ValidateState.INCONCLUSIVE: "no consensus yet"}.get(new, "")
+            reason = {
+                ValidateState.VALID: f"matches the canonical result; credit {changes.credit.get(r.pk) or 0:.2f}",
+                ValidateState.INVALID: "does not match the canonical result",
+                ValidateState.INCONCLUSIVE: "no consensus yet",
+            }.get(new, "")
             if r in changes.validate_errors:
                 reason = "output unusable"
-            changes.events.append(event(time=now, actor=ACTOR, result_id=r.pk,
-                                        workunit_id=r.workunit_id, field="validate_state",
-                                        old=old, new=new, reason=reason))
+            changes.events.append(
+                event(
+                    time=now,
+                    actor=ACTOR,
+                    result_id=r.pk,
+                    workunit_id=r.workunit_id,
+                    field="validate_state",
+                    old=old,
+                    new=new,
+                    reason=reason,
+                )
+            )
     if changes.validate_errors:
-        ids = locked_ids(Result.objects.filter(id__in=[r.pk for r in changes.validate_errors],
-                                               outcome=Outcome.SUCCESS))
-        Result.objects.filter(id__in=ids, outcome=Outcome.SUCCESS).update(
-            outcome=Outcome.VALIDATE_ERROR)
+        ids = locked_ids(Result.objects.filter(id__in=[r.pk for r in changes.validate_errors], outcome=Outcome.SUCCESS))
+        Result.objects.filter(id__in=ids, outcome=Outcome.SUCCESS).update(outcome=Outcome.VALIDATE_ERROR)
         for r in changes.validate_errors:
             if r.pk in ids:
-                changes.events.append(event(time=now, actor=ACTOR, result_id=r.pk,
-                                            workunit_id=r.workunit_id, field="outcome",
-                                            old=Outcome.SUCCESS, new=Outcome.VALIDATE_ERROR,
-                                            reason="output unusable"))
+                changes.events.append(
+                    event(
+                        time=now,
+                        actor=ACTOR,
+                        result_id=r.pk,
+                        workunit_id=r.workunit_id,
+                        field="outcome",
+                        old=Outcome.SUCCESS,
+                        new=Outcome.VALIDATE_ERROR,
+                        reason="output unusable",
+                    )
+                )
     if changes.didnt_need:
-        ids = locked_ids(Result.objects.filter(id__in=[r.pk for r in changes.didnt_need],
-                                               server_state__lte=ServerState.UNSENT))
+        ids = locked_ids(
+            Result.objects.filter(id__in=[r.pk for r in changes.didnt_need], server_state__lte=ServerState.UNSENT)
+        )
         Result.objects.filter(id__in=ids, server_state__lte=ServerState.UNSENT).update(
-            server_state=ServerState.OVER, outcome=Outcome.DIDNT_NEED)
+            server_state=ServerState.OVER, outcome=Outcome.DIDNT_NEED
+        )
         for r in changes.didnt_need:
             if r.pk not in ids:
                 continue
-            for name, old, new in (("server_state", r.server_state, ServerState.OVER),
-                                   ("outcome", Outcome.INIT, Outcome.DIDNT_NEED)):
-                changes.events.append(event(time=now, actor=ACTOR, result_id=r.pk,
-                                            workunit_id=r.workunit_id, field=name, old=old,
-                                            new=new, reason="canonical result found"))
-    update_rows(Workunit, wus, ["need_validate", "canonical_result", "canonical_credit",
-                                      "assimilate_state", "error_mask", "target_nresults",
-                                      "transition_time"])
+            for name, old, new in (
+                ("server_state", r.server_state, ServerState.OVER),
+                ("outcome", Outcome.INIT, Outcome.DIDNT_NEED),
+            ):
+                changes.events.append(
+                    event(
+                        time=now,
+                        actor=ACTOR,
+                        result_id=r.pk,
+                        workunit_id=r.workunit_id,
+                        field=name,
+                        old=old,
+                        new=new,
+                        reason="canonical result found",
+                    )
+                )
+    update_rows(
+        Workunit,
+        wus,
+        [
+            "need_validate",
+            "canonical_result",
+            "canonical_credit",
+            "assimilate_state",
+            "error_mask",
+            "target_nresults",
+            "transition_time",
+        ],
+    )
     record(changes.events)
     # Locks are taken in the order every pass and scheduler request takes them: workunits,
     # results, host app versions, hosts.
-    host_app_version.apply([*((h, v, noop) for h, v in changes.looked_up),
-                            *quota_changes(changes, wus),
-                            *((h, v, partial(set_pfc, n=n, avg=avg))
-                              for h, v, n, avg in changes.hav_pfc)], create=True)
+    host_app_version.apply(
+        [
+            *((h, v, noop) for h, v in changes.looked_up),
+            *quota_changes(changes, wus),
+            *((h, v, partial(set_pfc, n=n, avg=avg)) for h, v, n, avg in changes.hav_pfc),
+        ],
+        create=True,
+    )
     grant_host_credit(changes)
     credit_rules.write_app_versions(changes.samples, now, CREDIT_HALF_LIFE)
 
@@ -456,13 +510,12 @@ def quota_changes(changes, wus):
     last = {}
     if changes.hav_last_copy_wins:
         for result, (_, new) in changes.validate_states.items():
-            if new in (ValidateState.VALID, ValidateState.INVALID) and \
-                    result.pk in changes.checked_together:
+            if new in (ValidateState.VALID, ValidateState.INVALID) and result.pk in changes.checked_together:
                 last[(result.workunit_id, result.host_id, result.app_version_id)] = result.pk
     for result, (_, new) in changes.validate_states.items():
         key = (result.workunit_id, result.host_id, result.app_version_id)
         if key in last and last[key] != result.pk:
-            continue   # an earlier copy, replaced by the last one's write
+            continue  # an earlier copy, replaced by the last one's write
         if new == ValidateState.VALID:
             wu = by_id[result.workunit_id]
             unreplicated = wu.target_nresults == 1 and wu.app.target_nresults > 1
@@ -492,22 +545,25 @@ def grant_host_credit(changes):
     if not changes.credit:
         return
     now = changes.now
-    rows = list(Result.objects.filter(id__in=list(changes.credit), host__isnull=False)
-                .order_by("id").values_list("id", "host_id", "sent_time", "received_time",
-                                            "app_id"))
+    rows = list(
+        Result.objects.filter(id__in=list(changes.credit), host__isnull=False)
+        .order_by("id")
+        .values_list("id", "host_id", "sent_time", "received_time", "app_id")
+    )
     if not rows:
         return
     # in id order, as every validator pass locks hosts, so that two passes never deadlock
     locked_ids(Host.objects.filter(id__in={row[1] for row in rows}))
     hosts = Host.objects.in_bulk({row[1] for row in rows})
     owners = {host.owner_id for host in hosts.values()}
-    UserCredit.objects.bulk_create([UserCredit(user_id=u) for u in sorted(owners)],
-                                   ignore_conflicts=True)
-    users = {u.pk: u for u in UserCredit.objects.select_for_update(no_key=True)
-             .filter(user_id__in=owners).order_by("user_id")}
+    UserCredit.objects.bulk_create([UserCredit(user_id=u) for u in sorted(owners)], ignore_conflicts=True)
+    users = {
+        u.pk: u
+        for u in UserCredit.objects.select_for_update(no_key=True).filter(user_id__in=owners).order_by("user_id")
+    }
     team_ids = {u.team_id for u in users.values() if u.team_id}
-    teams = {t.pk: t for t in Team.objects.select_for_update(no_key=True)
-             .filter(id__in=team_ids).order_by("id")}
+    teams: dict[int | None, Team]
+    teams = {t.pk: t for t in Team.objects.select_for_update(no_key=True).filter(id__in=team_ids).order_by("id")}
     by_app = []
     for result_id, host_id, sent_time, received_time, app_id in rows:
         credit = changes.credit[result_id]
@@ -520,7 +576,8 @@ def grant_host_credit(changes):
             if row is None:
                 continue
             row.expavg_credit, row.expavg_time = update_average(
-                now, sent_time, credit, row.expavg_credit, row.expavg_time)
+                now, sent_time, credit, row.expavg_credit, row.expavg_time
+            )
             row.total_credit += credit
         by_app.append((user.pk, user.team_id, app_id, sent_time, credit))
     fields = ("total_credit", "expavg_credit", "expavg_time")
@@ -538,21 +595,25 @@ def grant_credit_by_app(granted, now):
     """The users' and teams' credit per app (credit.cpp grant_credit_by_app): ``granted`` is
     ``[(user, team, app, sent_time, credit)]`` in the order granted. A new row's average
     starts at now, as BOINC inserts it with expavg_time = now."""
+    model: Any  # UserAppCredit, then TeamAppCredit: bulk_create takes rows of one model
     for model, key, index in ((UserAppCredit, "user_id", 0), (TeamAppCredit, "team_id", 1)):
         pairs = sorted({(row[index], row[2]) for row in granted if row[index]})
         if not pairs:
             continue
-        model.objects.bulk_create([model(**{key: owner}, app_id=app, expavg_time=now)
-                                   for owner, app in pairs], ignore_conflicts=True)
-        rows = {(getattr(r, key), r.app_id): r for r in model.objects.select_for_update(
-            no_key=True).filter(**{f"{key}__in": {o for o, _ in pairs}},
-                                app_id__in={a for _, a in pairs}).order_by("id")}
+        model.objects.bulk_create(
+            [model(**{key: owner}, app_id=app, expavg_time=now) for owner, app in pairs], ignore_conflicts=True
+        )
+        rows = {
+            (getattr(r, key), r.app_id): r
+            for r in model.objects.select_for_update(no_key=True)
+            .filter(**{f"{key}__in": {o for o, _ in pairs}}, app_id__in={a for _, a in pairs})
+            .order_by("id")
+        }
         for row in granted:
             target = rows.get((row[index], row[2]))
             if target is None:
                 continue
-            target.expavg, target.expavg_time = update_average(
-                now, row[3], row[4], target.expavg, target.expavg_time)
+            target.expavg, target.expavg_time = update_average(now, row[3], row[4], target.expavg, target.expavg_time)
             target.total += row[4]
             target.njobs += 1
         update_rows(model, list(rows.values()), ("njobs", "total", "expavg", "expavg_time"))
@@ -562,26 +623,35 @@ def record_history(users, teams, now):
     """Keep the day's CreditHistory row of each user and team just credited: their figures
     as this pass leaves them (one row per owner and UTC day, overwritten by later passes)."""
     day = int(now) // DAY
-    rows = [CreditHistory(kind=kind, owner_id=owner.pk, day=day,
-                          total_credit=owner.total_credit, expavg_credit=owner.expavg_credit,
-                          expavg_time=owner.expavg_time)
-            for kind, owners in ((CreditHistory.Kind.USER, users),
-                                 (CreditHistory.Kind.TEAM, teams)) for owner in owners]
+    rows = [
+        CreditHistory(
+            kind=kind,
+            owner_id=owner.pk,
+            day=day,
+            total_credit=owner.total_credit,
+            expavg_credit=owner.expavg_credit,
+            expavg_time=owner.expavg_time,
+        )
+        for kind, owners in ((CreditHistory.Kind.USER, users), (CreditHistory.Kind.TEAM, teams))
+        for owner in owners
+    ]
     if rows:
         CreditHistory.objects.bulk_create(
-            rows, update_conflicts=True, unique_fields=["kind", "owner_id", "day"],
-            update_fields=["total_credit", "expavg_credit", "expavg_time"])
+            rows,
+            update_conflicts=True,
+            unique_fields=["kind", "owner_id", "day"],
+            update_fields=["total_credit", "expavg_credit", "expavg_time"],
+        )
 
 
 def read_credit_state(changes, results):
     """The app versions and host app version PFC averages CreditNew reads in this pass."""
-    changes.versions = AppVersion.objects.in_bulk({r.app_version_id for r in results
-                                                   if r.app_version_id})
+    changes.versions = AppVersion.objects.in_bulk({r.app_version_id for r in results if r.app_version_id})
     pairs = {(r.host_id, r.app_version_id) for r in results if r.host_id and r.app_version_id}
     if not pairs:
         return
     for h, v, n, avg, valid in HostAppVersion.objects.filter(
-            host_id__in={h for h, _ in pairs}, app_version_id__in={v for _, v in pairs}
+        host_id__in={h for h, _ in pairs}, app_version_id__in={v for _, v in pairs}
     ).values_list("host_id", "app_version_id", "pfc_n", "pfc_avg", "consecutive_valid"):
         changes.havs[(h, v)] = credit_rules.HavPfc(n, avg, valid)
 
@@ -591,17 +661,37 @@ def wu_events(changes, before, wus):
         old = before[wu.pk]
         for name in ("canonical_result_id", "assimilate_state", "error_mask", "target_nresults"):
             if getattr(wu, name) != old[name]:
-                changes.events.append(event(
-                    time=changes.now, actor=ACTOR, workunit_id=wu.pk,
-                    field=name.removesuffix("_id"), old=old[name], new=getattr(wu, name),
-                    reason={"error_mask": "too many success results without consensus",
-                            "target_nresults": "no consensus: one more replica"}.get(name, "")))
+                changes.events.append(
+                    event(
+                        time=changes.now,
+                        actor=ACTOR,
+                        workunit_id=wu.pk,
+                        field=name.removesuffix("_id"),
+                        old=old[name],
+                        new=getattr(wu, name),
+                        reason={
+                            "error_mask": "too many success results without consensus",
+                            "target_nresults": "no consensus: one more replica",
+                        }.get(name, ""),
+                    )
+                )
 
 
-def run_once(*, now, batch_size, mod=1, index=0, daily_result_quota=DAILY_RESULT_QUOTA,
-             keep_due_workunits=True, credit_from_wu=False, credit_from_runtime=False,
-             no_credit=False, max_granted_credit=MAX_GRANTED_CREDIT, credit_by_app=False,
-             hav_last_copy_wins=False):
+def run_once(
+    *,
+    now,
+    batch_size,
+    mod=1,
+    index=0,
+    daily_result_quota=DAILY_RESULT_QUOTA,
+    keep_due_workunits=True,
+    credit_from_wu=False,
+    credit_from_runtime=False,
+    no_credit=False,
+    max_granted_credit=MAX_GRANTED_CREDIT,
+    credit_by_app=False,
+    hav_last_copy_wins=False,
+):
     """One pass over workunits with need_validate; returns how many were handled.
 
     ``daily_result_quota`` (for the host app versions), ``keep_due_workunits`` (see
@@ -611,29 +701,38 @@ def run_once(*, now, batch_size, mod=1, index=0, daily_result_quota=DAILY_RESULT
     """
     host_app_version.check_quota(daily_result_quota)
     options = credit_rules.CreditOptions(
-        credit_from_wu=credit_from_wu, credit_from_runtime=credit_from_runtime,
-        no_credit=no_credit, max_granted_credit=max_granted_credit)
-    credit_rules.check_credit_options(SimpleNamespace(**vars(options),
-                                                      credit_by_app=credit_by_app))
+        credit_from_wu=credit_from_wu,
+        credit_from_runtime=credit_from_runtime,
+        no_credit=no_credit,
+        max_granted_credit=max_granted_credit,
+    )
+    credit_rules.check_credit_options(SimpleNamespace(**vars(options), credit_by_app=credit_by_app))
     credit_rules.update_av_scales_when_due(now)
     with transaction.atomic():
-        wus = claim(Workunit.objects.need_validation().select_related("app"), batch_size,
-                    mod=mod, index=index)
+        wus = claim(Workunit.objects.need_validation().select_related("app"), batch_size, mod=mod, index=index)
         if not wus:
             return 0
-        by_wu = {wu.pk: [] for wu in wus}
+        by_wu: dict[int, list[Result]] = {wu.pk: [] for wu in wus}
         for r in Result.objects.filter(workunit_id__in=list(by_wu)).order_by("id"):
             by_wu[r.workunit_id].append(r)
-        files = {}
+        files: dict[int | None, list[File]] = {}
         for f in File.objects.filter(result__workunit_id__in=list(by_wu)).order_by("name"):
             files.setdefault(f.result_id, []).append(f)
-        before = {wu.pk: {name: getattr(wu, name) for name in (
-            "canonical_result_id", "assimilate_state", "error_mask", "target_nresults")}
-            for wu in wus}
-        changes = Changes(now=now, daily_result_quota=daily_result_quota,
-                          keep_due=keep_due_workunits, credit_options=options,
-                          credit_by_app=credit_by_app,
-                          hav_last_copy_wins=hav_last_copy_wins)
+        before = {
+            wu.pk: {
+                name: getattr(wu, name)
+                for name in ("canonical_result_id", "assimilate_state", "error_mask", "target_nresults")
+            }
+            for wu in wus
+        }
+        changes = Changes(
+            now=now,
+            daily_result_quota=daily_result_quota,
+            keep_due=keep_due_workunits,
+            credit_options=options,
+            credit_by_app=credit_by_app,
+            hav_last_copy_wins=hav_last_copy_wins,
+        )
         read_credit_state(changes, [r for rows in by_wu.values() for r in rows])
         for wu in wus:
             handle_wu(wu, by_wu[wu.pk], Checker(wu.app, files), changes)

@@ -30,8 +30,16 @@ from backend.models import App, File, FileDeleteState, ServerState, Workunit
 
 ACTOR = "work_generator"
 
-PARAMETERS = ("min_quorum", "target_nresults", "max_error_results", "max_total_results",
-              "max_success_results", "delay_bound", "rsc_fpops_est", "rsc_fpops_bound")
+PARAMETERS = (
+    "min_quorum",
+    "target_nresults",
+    "max_error_results",
+    "max_total_results",
+    "max_success_results",
+    "delay_bound",
+    "rsc_fpops_est",
+    "rsc_fpops_bound",
+)
 INPUT_NBYTES = 1024
 LOCALITY_SEPARATOR = "__"  # workunit names are FILENAME__<rest> (seed 004)
 
@@ -42,15 +50,25 @@ class CreateWorkError(ValueError):
 
 def work_parameters(app, overrides):
     """The app's defaults with ``overrides``, checked as create_work2 checks them."""
-    unknown = set(overrides) - set(PARAMETERS) - {"priority", "rsc_memory_bound",
-                                                  "rsc_disk_bound", "rsc_bandwidth_bound",
-                                                  "batch", "transitioner_flags"}
+    unknown = (
+        set(overrides)
+        - set(PARAMETERS)
+        - {"priority", "rsc_memory_bound", "rsc_disk_bound", "rsc_bandwidth_bound", "batch", "transitioner_flags"}
+    )
     if unknown:
         raise CreateWorkError(f"unknown workunit parameter(s): {', '.join(sorted(unknown))}")
     params = {name: getattr(app, name) for name in PARAMETERS}
     params.update(overrides)
-    for name in ("rsc_fpops_est", "rsc_fpops_bound", "target_nresults", "max_error_results",
-                 "max_total_results", "max_success_results", "min_quorum", "delay_bound"):
+    for name in (
+        "rsc_fpops_est",
+        "rsc_fpops_bound",
+        "target_nresults",
+        "max_error_results",
+        "max_total_results",
+        "max_success_results",
+        "min_quorum",
+        "delay_bound",
+    ):
         if not params[name] or params[name] < 0:
             raise CreateWorkError(f"{name} must be positive, not {params[name]!r}")
     if params.get("rsc_disk_bound", 1) <= 0:
@@ -84,23 +102,34 @@ def create_work(app, names, *, now, inputs=None, shared_input=None, **overrides)
     params = work_parameters(app, overrides)
     with transaction.atomic():
         wus = Workunit.objects.bulk_create(
-            Workunit(app=app, name=name, create_time=now, transition_time=now, **params)
-            for name in names)
+            Workunit(app=app, name=name, create_time=now, transition_time=now, **params) for name in names
+        )
         if shared_input is not None:
             files = [shared_input] * len(wus)
         else:
             make = inputs or input_data
             contents = [make(wu.name) for wu in wus]
-            md5s = write_new_files((download_path(f"{wu.name}.in"), data)
-                                   for wu, data in zip(wus, contents))
+            md5s = write_new_files((download_path(f"{wu.name}.in"), data) for wu, data in zip(wus, contents))
             files = File.objects.bulk_create(
                 File(name=f"{wu.name}.in", kind=File.Kind.INPUT, nbytes=len(data), md5_cksum=md5)
-                for wu, data, md5 in zip(wus, contents, md5s))
+                for wu, data, md5 in zip(wus, contents, md5s)
+            )
         through = Workunit.input_files.through
-        through.objects.bulk_create(through(workunit_id=wu.pk, file_id=f.pk)
-                                    for wu, f in zip(wus, files))
-        record([event(time=now, actor=ACTOR, workunit_id=wu.pk, field="transition_time",
-                      old=None, new=now, reason="workunit created") for wu in wus])
+        through.objects.bulk_create(through(workunit_id=wu.pk, file_id=f.pk) for wu, f in zip(wus, files))
+        record(
+            [
+                event(
+                    time=now,
+                    actor=ACTOR,
+                    workunit_id=wu.pk,
+                    field="transition_time",
+                    old=None,
+                    new=now,
+                    reason="workunit created",
+                )
+                for wu in wus
+            ]
+        )
     return wus
 
 
@@ -118,9 +147,11 @@ def create_work_for_file(app, input_file, *, now, count=1, **overrides):
     ``<file name>__<rest>`` and the scheduler reads the file's name up to the first ``__``.
     """
     if LOCALITY_SEPARATOR in input_file.name:
-        raise CreateWorkError(f"input file name {input_file.name!r} contains "
-                              f"{LOCALITY_SEPARATOR!r}, which locality scheduling reserves "
-                              "to end the file's name in its workunits' names")
+        raise CreateWorkError(
+            f"input file name {input_file.name!r} contains "
+            f"{LOCALITY_SEPARATOR!r}, which locality scheduling reserves "
+            "to end the file's name in its workunits' names"
+        )
     if input_file.kind != File.Kind.INPUT or input_file.file_delete_state != FileDeleteState.INIT:
         raise CreateWorkError(f"{input_file.name} is not a live input file")
     with transaction.atomic():

@@ -22,11 +22,25 @@ from django.test.utils import override_settings
 
 from backend.daemons import get_daemon, work_generator
 from backend.daemons.scheduler import (
-    HostInfo, ReportedFile, ReportedResult, SchedulerConfig, SchedulerRequest, handle_request,
+    HostInfo,
+    ReportedFile,
+    ReportedResult,
+    SchedulerConfig,
+    SchedulerRequest,
+    handle_request,
 )
 from backend.models import (
-    App, AppVersion, AssimilatedResult, AssimilateState, File, FileDeleteState, Host,
-    HostAppVersion, LifecycleEvent, Result, Workunit,
+    App,
+    AppVersion,
+    AssimilatedResult,
+    AssimilateState,
+    File,
+    FileDeleteState,
+    Host,
+    HostAppVersion,
+    LifecycleEvent,
+    Result,
+    Workunit,
 )
 
 START = 1_900_000_000
@@ -49,9 +63,14 @@ class Command(BaseCommand):
     def handle(self, *args, results, **options):
         if results < 2 or results % 2:
             raise CommandError("--results must be an even number, at least 2", returncode=2)
-        with tempfile.TemporaryDirectory() as data_dir, override_settings(
-                BOINCWEB_DATA_DIR=Path(data_dir), DOWNLOAD_DIR=Path(data_dir) / "download",
-                UPLOAD_DIR=Path(data_dir) / "upload"):
+        with (
+            tempfile.TemporaryDirectory() as data_dir,
+            override_settings(
+                BOINCWEB_DATA_DIR=Path(data_dir),
+                DOWNLOAD_DIR=Path(data_dir) / "download",
+                UPLOAD_DIR=Path(data_dir) / "upload",
+            ),
+        ):
             figures = self.bench(results)
         if options["json"]:
             self.stdout.write(json.dumps(figures, sort_keys=True))
@@ -61,15 +80,23 @@ class Command(BaseCommand):
 
     def bench(self, n):
         reclaim_deleted_rows()
-        app = App.objects.create(name=f"bench_{time.time_ns()}", min_quorum=2,
-                                 target_nresults=2, max_error_results=2, max_total_results=4,
-                                 max_success_results=2, delay_bound=86400, unsent_target=0)
+        app = App.objects.create(
+            name=f"bench_{time.time_ns()}",
+            min_quorum=2,
+            target_nresults=2,
+            max_error_results=2,
+            max_total_results=4,
+            max_success_results=2,
+            delay_bound=86400,
+            unsent_target=0,
+        )
         AppVersion.objects.create(app=app, version_num=1, flops=1e9)
-        users = [get_user_model().objects.get_or_create(username=f"bench_volunteer_{i}")[0]
-                 for i in range(2)]
-        hosts = [Host.objects.get_or_create(owner=user, domain_name=f"{user.username}_host",
-                                            defaults={"p_ncpus": NCPUS})[0] for user in users]
-        seconds = defaultdict(float)
+        users = [get_user_model().objects.get_or_create(username=f"bench_volunteer_{i}")[0] for i in range(2)]
+        hosts = [
+            Host.objects.get_or_create(owner=user, domain_name=f"{user.username}_host", defaults={"p_ncpus": NCPUS})[0]
+            for user in users
+        ]
+        seconds: defaultdict[str, float] = defaultdict(float)
         clock = [START]
 
         def timed(name, fn, *args, **kwargs):
@@ -88,8 +115,7 @@ class Command(BaseCommand):
         began = time.perf_counter()
         names = [f"{app.name}_wu_{i}" for i in range(n // 2)]
         for i in range(0, len(names), CHUNK):
-            timed("work_generator", work_generator.create_work, app, names[i:i + CHUNK],
-                  now=clock[0])
+            timed("work_generator", work_generator.create_work, app, names[i : i + CHUNK], now=clock[0])
         clock[0] += 1
         timed("transitioner", drain, "transitioner", clock[0])
         refresh_statistics()
@@ -97,31 +123,37 @@ class Command(BaseCommand):
             clock[0] += 1
             sent = 0
             for host in hosts:
-                reply = timed("scheduler", handle_request, request(host), now=clock[0],
-                              config=CONFIG)
+                reply = timed("scheduler", handle_request, request(host), now=clock[0], config=CONFIG)
                 sent += len(reply.results)
-                reports = [ReportedResult(job.name, final_elapsed_time=3600,
-                                          final_cpu_time=3600, output_files=[ReportedFile(
-                                              job.output_files[0].name,
-                                              data=job.wu_name.encode())])
-                           for job in reply.results]
-                timed("scheduler", handle_request, request(host, reports), now=clock[0] + 1,
-                      config=CONFIG)
+                reports = [
+                    ReportedResult(
+                        job.name,
+                        final_elapsed_time=3600,
+                        final_cpu_time=3600,
+                        output_files=[ReportedFile(job.output_files[0].name, data=job.wu_name.encode())],
+                    )
+                    for job in reply.results
+                ]
+                timed("scheduler", handle_request, request(host, reports), now=clock[0] + 1, config=CONFIG)
             if not sent:
                 break
         daemons_until_quiet()
         elapsed = time.perf_counter() - began
         refresh_statistics()
         completed = Result.objects.filter(
-            app=app, workunit__assimilate_state=AssimilateState.DONE,
+            app=app,
+            workunit__assimilate_state=AssimilateState.DONE,
             workunit__file_delete_state=FileDeleteState.DONE,
-            file_delete_state=FileDeleteState.DONE).count()
+            file_delete_state=FileDeleteState.DONE,
+        ).count()
         figures = {
-            "results": n, "completed": completed, "seconds": round(elapsed, 3),
+            "results": n,
+            "completed": completed,
+            "seconds": round(elapsed, 3),
             "results_per_second": round(n / elapsed, 1),
             "per_daemon_seconds": {k: round(v, 3) for k, v in sorted(seconds.items())},
-            "database": connection.vendor, "events": LifecycleEvent.objects.filter(
-                workunit__app=app).count(),
+            "database": connection.vendor,
+            "events": LifecycleEvent.objects.filter(workunit__app=app).count(),
         }
         remove(app)
         return figures
@@ -134,8 +166,7 @@ def reclaim_deleted_rows():
     if connection.vendor != "postgresql" or connection.in_atomic_block:
         return
     with connection.cursor() as cursor:
-        for model in (Workunit, Workunit.input_files.through, Result, File, LifecycleEvent,
-                      AssimilatedResult):
+        for model in (Workunit, Workunit.input_files.through, Result, File, LifecycleEvent, AssimilatedResult):
             cursor.execute(f"VACUUM ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
 
 
@@ -155,12 +186,18 @@ def remove(app):
     through = Workunit.input_files.through
     inputs = list(through.objects.filter(workunit__app=app).values_list("file_id", flat=True))
     events = LifecycleEvent.objects.filter(Q(workunit__app=app) | Q(result__app=app))
-    for queryset in (events,
-                     AssimilatedResult.objects.filter(app=app),
-                     File.objects.filter(result__app=app), through.objects.filter(workunit__app=app),
-                     File.objects.filter(id__in=inputs), Result.objects.filter(app=app), wus,
-                     HostAppVersion.objects.filter(app_version__app=app),
-                     AppVersion.objects.filter(app=app), App.objects.filter(pk=app.pk)):
+    for queryset in (
+        events,
+        AssimilatedResult.objects.filter(app=app),
+        File.objects.filter(result__app=app),
+        through.objects.filter(workunit__app=app),
+        File.objects.filter(id__in=inputs),
+        Result.objects.filter(app=app),
+        wus,
+        HostAppVersion.objects.filter(app_version__app=app),
+        AppVersion.objects.filter(app=app),
+        App.objects.filter(pk=app.pk),
+    ):
         queryset._raw_delete(queryset.db)
 
 
@@ -175,8 +212,11 @@ def drain(name, now):
 
 
 def request(host, reports=()):
-    return SchedulerRequest(hostid=host.pk, userid=host.owner_id,
-                            host_info=HostInfo(p_ncpus=NCPUS, p_fpops=1e9),
-                            cpu_req_secs=0 if reports else 1e9,
-                            cpu_req_instances=0 if reports else NCPUS,
-                            results=list(reports))
+    return SchedulerRequest(
+        hostid=host.pk,
+        userid=host.owner_id,
+        host_info=HostInfo(p_ncpus=NCPUS, p_fpops=1e9),
+        cpu_req_secs=0 if reports else 1e9,
+        cpu_req_instances=0 if reports else NCPUS,
+        results=list(reports),
+    )

@@ -1,9 +1,9 @@
 """``manage.py seed_demo [--workunits N]``: demo data for ``make run`` and the page benchmarks.
 
 Creates (once) a demo volunteer, a staff login for the demo, an app with a CPU and a GPU
-version and jobs sized for the live demo (``DEMO_APP_SIZES``), a few hosts, and ``--workunits`` workunits with their first results (as the
-transitioner makes them, reference/server.md §3.2 step 6). Running it again adds only what is
-missing.
+version and jobs sized for the live demo (``DEMO_APP_SIZES``), a few hosts, and ``--workunits``
+workunits with their first results (as the transitioner makes them, reference/server.md §3.2
+step 6). Running it again adds only what is missing.
 
 The rows are written in chunks: on PostgreSQL each chunk is one ``INSERT ... SELECT`` over
 ``generate_series`` that makes the workunits and, through ``RETURNING``, their results, so no
@@ -48,22 +48,32 @@ class Command(BaseCommand):
             self.stdout.write("created the staff login admin / boincweb (DEBUG only)")
         app, _ = App.objects.get_or_create(
             name="example_app",
-            defaults={"user_friendly_name": "Example application", "create_time": now,
-                      **DEMO_APP_SIZES},
+            defaults={"user_friendly_name": "Example application", "create_time": now, **DEMO_APP_SIZES},
         )
-        AppVersion.objects.get_or_create(app=app, version_num=100, platform="x86_64-pc-linux-gnu",
-                                         plan_class="", defaults={"flops": 1e9})
         AppVersion.objects.get_or_create(
-            app=app, version_num=100, platform="x86_64-pc-linux-gnu", plan_class="cuda",
+            app=app, version_num=100, platform="x86_64-pc-linux-gnu", plan_class="", defaults={"flops": 1e9}
+        )
+        AppVersion.objects.get_or_create(
+            app=app,
+            version_num=100,
+            platform="x86_64-pc-linux-gnu",
+            plan_class="cuda",
             defaults={"flops": 20e9, "avg_ncpus": 0.5, "gpu_type": GpuType.NVIDIA, "gpu_usage": 1},
         )
         missing_hosts = hosts - Host.objects.filter(owner=volunteer).count()
         Host.objects.bulk_create(
-            Host(owner=volunteer, domain_name=f"volunteer-host-{i}", create_time=now,
-                 p_ncpus=rng.choice([2, 4, 8]), p_fpops=rng.uniform(1e9, 4e9),
-                 gpu_type=GpuType.NVIDIA if i % 2 else GpuType.NONE,
-                 gpu_count=1 if i % 2 else 0, gpu_peak_flops=100e9 if i % 2 else 0.0,
-                 on_frac=round(rng.uniform(0.5, 1.0), 2), active_frac=round(rng.uniform(0.7, 1.0), 2))
+            Host(
+                owner=volunteer,
+                domain_name=f"volunteer-host-{i}",
+                create_time=now,
+                p_ncpus=rng.choice([2, 4, 8]),
+                p_fpops=rng.uniform(1e9, 4e9),
+                gpu_type=GpuType.NVIDIA if i % 2 else GpuType.NONE,
+                gpu_count=1 if i % 2 else 0,
+                gpu_peak_flops=100e9 if i % 2 else 0.0,
+                on_frac=round(rng.uniform(0.5, 1.0), 2),
+                active_frac=round(rng.uniform(0.7, 1.0), 2),
+            )
             for i in range(max(missing_hosts, 0))
         )
         have = Workunit.objects.filter(app=app).count()
@@ -76,9 +86,10 @@ class Command(BaseCommand):
             n = min(CHUNK, workunits - have - made)
             create(app, have + made, n, now, rng)
             made += n
-        self.stdout.write(f"demo data: {Workunit.objects.filter(app=app).count()} workunits, "
-                          f"{Host.objects.count()} hosts ({made} workunits added)")
-
+        self.stdout.write(
+            f"demo data: {Workunit.objects.filter(app=app).count()} workunits, "
+            f"{Host.objects.count()} hosts ({made} workunits added)"
+        )
 
 
 def demo_name(i):
@@ -86,30 +97,35 @@ def demo_name(i):
 
 
 def demo_workunit(app, name, now):
-    return Workunit(app=app, name=name, create_time=now,
-                    rsc_fpops_est=app.rsc_fpops_est, rsc_fpops_bound=app.rsc_fpops_bound,
-                    delay_bound=app.delay_bound, min_quorum=app.min_quorum,
-                    target_nresults=app.target_nresults,
-                    max_error_results=app.max_error_results,
-                    max_total_results=app.max_total_results,
-                    max_success_results=app.max_success_results,
-                    transition_time=now)
+    return Workunit(
+        app=app,
+        name=name,
+        create_time=now,
+        rsc_fpops_est=app.rsc_fpops_est,
+        rsc_fpops_bound=app.rsc_fpops_bound,
+        delay_bound=app.delay_bound,
+        min_quorum=app.min_quorum,
+        target_nresults=app.target_nresults,
+        max_error_results=app.max_error_results,
+        max_total_results=app.max_total_results,
+        max_success_results=app.max_success_results,
+        transition_time=now,
+    )
 
 
 def demo_result(wu, app, name, now, random):
-    return Result(workunit=wu, app=app, name=name, create_time=now,
-                  server_state=ServerState.UNSENT, random=random)
+    return Result(workunit=wu, app=app, name=name, create_time=now, server_state=ServerState.UNSENT, random=random)
 
 
 @transaction.atomic
 def create_chunk(app, start, n, now, rng):
     """Workunits ``start`` .. ``start + n - 1`` and their results, with bulk_create."""
-    wus = Workunit.objects.bulk_create(
-        demo_workunit(app, demo_name(start + i), now) for i in range(n))
+    wus = Workunit.objects.bulk_create(demo_workunit(app, demo_name(start + i), now) for i in range(n))
     Result.objects.bulk_create(
         demo_result(wu, app, f"{wu.name}_{k}", now, rng.randrange(2**31))
         for wu in wus
-        for k in range(app.target_nresults))
+        for k in range(app.target_nresults)
+    )
 
 
 def columns_of(instance, computed):
@@ -136,16 +152,18 @@ def create_chunk_sql(app, start, n, now, rng):
     quote = connection.ops.quote_name
     wu_table, result_table = quote(Workunit._meta.db_table), quote(Result._meta.db_table)
     # demo_name: at least seven digits, zero-padded
-    wu_names, wu_values, wu_params = columns_of(demo_workunit(app, "", now), {
-        "name": "'demo_' || lpad(i::text, greatest(7, length(i::text)), '0')"})
+    wu_names, wu_values, wu_params = columns_of(
+        demo_workunit(app, "", now), {"name": "'demo_' || lpad(i::text, greatest(7, length(i::text)), '0')"}
+    )
     result_names, result_values, result_params = columns_of(
-        demo_result(Workunit(pk=0), app, "", now, 0), {
-            "workunit_id": "wus.id", "name": "wus.name || '_' || k",
-            "random": "floor(random() * 2147483648)::integer"})
+        demo_result(Workunit(pk=0), app, "", now, 0),
+        {"workunit_id": "wus.id", "name": "wus.name || '_' || k", "random": "floor(random() * 2147483648)::integer"},
+    )
     with connection.cursor() as cursor:
         cursor.execute(
             f"WITH wus AS (INSERT INTO {wu_table} ({wu_names}) SELECT {wu_values} "
             f"FROM generate_series(%s, %s) AS i ORDER BY i RETURNING id, name) "
             f"INSERT INTO {result_table} ({result_names}) SELECT {result_values} "
             f"FROM wus CROSS JOIN generate_series(0, %s) AS k ORDER BY wus.id, k",
-            [*wu_params, start, start + n - 1, *result_params, app.target_nresults - 1])
+            [*wu_params, start, start + n - 1, *result_params, app.target_nresults - 1],
+        )

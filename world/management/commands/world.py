@@ -6,6 +6,8 @@ status 0 when every invariant holds, 1 when one fails, 2 for bad arguments.
 """
 
 import json
+from argparse import ArgumentParser
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -13,7 +15,7 @@ from world.jobs import run_in_process, world_settings
 from world.models import World
 
 
-def setting_value(text):
+def setting_value(text: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError:
@@ -23,26 +25,37 @@ def setting_value(text):
 class Command(BaseCommand):
     help = "Run a simulated volunteer world against the back end and print its figures."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("--hosts", type=int, default=200)
         parser.add_argument("--days", type=float, default=3.0)
         parser.add_argument("--seed", type=int, default=1)
-        parser.add_argument("--locality", action="store_true",
-                            help="Send work by locality scheduling (reference/server.md §3.10).")
+        parser.add_argument(
+            "--locality", action="store_true", help="Send work by locality scheduling (reference/server.md §3.10)."
+        )
         parser.add_argument("--json", action="store_true", help="Print one JSON object.")
-        parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                            help="Override a world setting, e.g. --set error_prone_fraction=0.2")
+        parser.add_argument(
+            "--set",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help="Override a world setting, e.g. --set error_prone_fraction=0.2",
+        )
 
-    def handle(self, *args, **options):
-        overrides = {}
+    def handle(self, *args: Any, **options: Any) -> None:
+        overrides: dict[str, Any] = {}
         for item in options["set"]:
             name, sep, value = item.partition("=")
             if not sep or not name:
                 raise CommandError(f"--set takes NAME=VALUE, not {item!r}", returncode=2)
             overrides[name.strip()] = setting_value(value.strip())
-        world = World(name=f"world seed {options['seed']}", seed=options["seed"],
-                      hosts=options["hosts"], days=options["days"],
-                      locality=options["locality"], settings=overrides)
+        world = World(
+            name=f"world seed {options['seed']}",
+            seed=options["seed"],
+            hosts=options["hosts"],
+            days=options["days"],
+            locality=options["locality"],
+            settings=overrides,
+        )
         try:
             world_settings(world)
         except (ValueError, TypeError) as exc:
@@ -54,25 +67,24 @@ class Command(BaseCommand):
         else:
             self.stdout.write(text_report(figures))
         if not all(figures["invariants"].values()):
-            raise CommandError("an invariant failed: " + ", ".join(
-                name for name, ok in figures["invariants"].items() if not ok), returncode=1)
+            raise CommandError(
+                "an invariant failed: " + ", ".join(name for name, ok in figures["invariants"].items() if not ok),
+                returncode=1,
+            )
 
 
-def text_report(figures):
+def text_report(figures: dict[str, Any]) -> str:
     wus, results = figures["workunits"], figures["results"]
     lines = [
         f"world: {figures['hosts']} hosts, {figures['days']} days, seed {figures['seed']}, "
         f"{'locality' if figures['locality'] else 'plain'} scheduling",
         f"simulated {figures['simulated_seconds']:.0f} s ({figures['rpcs']} scheduler RPCs)",
-        f"workunits: {wus['total']} ({wus['assimilated']} assimilated, {wus['errored']} with "
-        f"an error mask)",
+        f"workunits: {wus['total']} ({wus['assimilated']} assimilated, {wus['errored']} with an error mask)",
         f"results: {results['total']}; outcomes {results['outcome']}",
         f"credit granted: {figures['credit_granted']:.1f}",
         f"input downloaded: {figures['bytes_downloaded'] / 2**20:.1f} MiB "
         f"({figures['bytes_downloaded_per_result'] / 2**20:.2f} MiB per result)",
-        f"turnaround: mean {figures['turnaround']['mean']:.0f} s, "
-        f"p95 {figures['turnaround']['p95']:.0f} s",
+        f"turnaround: mean {figures['turnaround']['mean']:.0f} s, p95 {figures['turnaround']['p95']:.0f} s",
     ]
-    lines += [f"invariant {name}: {'ok' if ok else 'FAILED'}"
-              for name, ok in figures["invariants"].items()]
+    lines += [f"invariant {name}: {'ok' if ok else 'FAILED'}" for name, ok in figures["invariants"].items()]
     return "\n".join(lines)
