@@ -7,6 +7,7 @@ totals of RPCs by outcome, credit and input bytes downloaded). The time axis is 
 a world younger than two hours (a live demo), else in hours.
 """
 
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
@@ -31,17 +32,17 @@ RPC_BANDS = (
 )
 
 
-def time_axis(samples):
+def time_axis(samples: Sequence[Any]) -> tuple[float, str]:
     """(divisor, axis title): minutes for under two hours of samples, else hours."""
     span = samples[-1].t if samples else 0.0
     return (MINUTE, "simulated minutes") if span < 2 * HOUR else (HOUR, "simulated hours")
 
 
-def _xs(samples, divisor):
+def _xs(samples: Sequence[Any], divisor: float) -> list[float]:
     return [round(s.t / divisor, 4) for s in samples]
 
 
-def _layout(fig, title, axis_title, y_title, height=280):
+def _layout(fig: go.Figure, title: str, axis_title: str, y_title: str, height: int = 280) -> go.Figure:
     fig.update_layout(
         title={"text": title, "x": 0, "font": {"size": 14}},
         height=height,
@@ -55,7 +56,7 @@ def _layout(fig, title, axis_title, y_title, height=280):
     return fig
 
 
-def results_by_state(samples):
+def results_by_state(samples: Sequence[Any]) -> go.Figure:
     """Stacked areas: the world's results unsent, in progress, and over by outcome."""
     divisor, axis = time_axis(samples)
     x = _xs(samples, divisor)
@@ -75,16 +76,17 @@ def results_by_state(samples):
     return _layout(fig, "Results by server state", axis, "results")
 
 
-def differences(values):
+def differences(values: Iterable[float]) -> list[float]:
     """Per-interval increases of a running total (the first interval counts from 0)."""
-    out, previous = [], 0
+    out: list[float] = []
+    previous: float = 0
     for value in values:
         out.append(value - previous)
         previous = value
     return out
 
 
-def rpcs(samples):
+def rpcs(samples: Sequence[Any]) -> go.Figure:
     """Stacked bars: scheduler RPCs in each interval between samples, by outcome."""
     divisor, axis = time_axis(samples)
     x = _xs(samples, divisor)
@@ -98,7 +100,7 @@ def rpcs(samples):
     return _layout(fig, "Scheduler RPCs and their outcomes", axis, "RPCs per interval")
 
 
-def _line(samples, value, title, y_title, colour):
+def _line(samples: Sequence[Any], value: Callable[[Any], float], title: str, y_title: str, colour: str) -> go.Figure:
     divisor, axis = time_axis(samples)
     fig = go.Figure(
         [
@@ -110,17 +112,17 @@ def _line(samples, value, title, y_title, colour):
     return _layout(fig, title, axis, y_title)
 
 
-def hosts_active(samples):
+def hosts_active(samples: Sequence[Any]) -> go.Figure:
     """Hosts on and not gone at each sample."""
     return _line(samples, lambda s: s.hosts_active, "Hosts active", "hosts", "#1f5fbf")
 
 
-def credit_granted(samples):
+def credit_granted(samples: Sequence[Any]) -> go.Figure:
     """Credit granted to the world's results so far."""
     return _line(samples, lambda s: round(s.credit, 3), "Credit granted", "credit", "#1b7f3b")
 
 
-def bytes_downloaded(samples):
+def bytes_downloaded(samples: Sequence[Any]) -> go.Figure:
     """Input bytes the hosts downloaded so far, in MB."""
     return _line(samples, lambda s: round(s.bytes_downloaded / 1e6, 3), "Input downloaded", "MB", "#8e44ad")
 
@@ -134,7 +136,7 @@ WORLD_FIGURES = (
 )
 
 
-def world_figures(samples):
+def world_figures(samples: Sequence[Any]) -> dict[str, go.Figure]:
     """{name: Figure} of every chart of one world's page, in page order."""
     return {name: chart(samples) for name, chart in WORLD_FIGURES}
 
@@ -148,11 +150,11 @@ COMPARED = (
 )
 
 
-def compare_figures(series):
+def compare_figures(series: Sequence[tuple[str, Sequence[Any]]]) -> dict[str, go.Figure]:
     """{name: Figure} overlaying the worlds of ``series``, a list of (label, samples)."""
-    longest: list[Any] = max((samples for _, samples in series), key=lambda s: s[-1].t if s else 0, default=[])
+    longest: Sequence[Any] = max((samples for _, samples in series), key=lambda s: s[-1].t if s else 0, default=[])
     divisor, axis = time_axis(longest)
-    figures = {}
+    figures: dict[str, go.Figure] = {}
     for name, title, y_title, value in COMPARED:
         fig = go.Figure(
             [
@@ -170,7 +172,7 @@ def compare_figures(series):
     return figures
 
 
-def size_words(nbytes):
+def size_words(nbytes: float) -> str:
     """Bytes in words: "512 B", "3.4 MB", "1.25 GB"."""
     for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if abs(nbytes) >= size:
@@ -178,7 +180,7 @@ def size_words(nbytes):
     return f"{int(nbytes)} B"
 
 
-def transfer_saved(plain, locality):
+def transfer_saved(plain: dict[str, Any], locality: dict[str, Any]) -> str:
     """The input transfer locality scheduling saved against plain scheduling, in words, from
     the two worlds' figures (their ``summary``: ``bytes_downloaded``, ``jobs_received``).
 

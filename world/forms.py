@@ -1,3 +1,5 @@
+from typing import Any
+
 from django import forms
 
 from world.models import World
@@ -49,7 +51,7 @@ class WorldForm(forms.ModelForm):
         model = World
         fields = ["name", "hosts", "days", "seed", "locality", "speedup"]
 
-    def clean(self):
+    def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
         assert cleaned is not None  # ModelForm.clean returns cleaned_data
         overrides = {
@@ -62,19 +64,19 @@ class WorldForm(forms.ModelForm):
         self.instance.settings = {**(self.instance.settings or {}), **overrides}
         return cleaned
 
-    def clean_hosts(self):
+    def clean_hosts(self) -> int:
         hosts = self.cleaned_data["hosts"]
         if not 1 <= hosts <= 100_000:
             raise forms.ValidationError("Choose between 1 and 100,000 hosts.")
         return hosts
 
-    def clean_days(self):
+    def clean_days(self) -> float:
         days = self.cleaned_data["days"]
         if not 0 < days <= 365:
             raise forms.ValidationError("Choose more than 0 and at most 365 days.")
         return days
 
-    def clean_speedup(self):
+    def clean_speedup(self) -> float:
         speedup = self.cleaned_data["speedup"]
         if not speedup >= 1:
             raise forms.ValidationError("The speed-up is simulated seconds per wall second, at least 1.")
@@ -93,7 +95,7 @@ class CompareForm(forms.Form):
     clean_days = WorldForm.clean_days
     clean_speedup = WorldForm.clean_speedup
 
-    def save_pair(self):
+    def save_pair(self) -> list[World]:
         """Create the plain and the locality world; return them in that order."""
         d = self.cleaned_data
         common = dict(hosts=d["hosts"], days=d["days"], seed=d["seed"], speedup=d["speedup"])

@@ -23,14 +23,18 @@ its last stored slice.
 import pickle
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 import django_rq
 from django.db import connection, transaction
 from django.utils import timezone
+from redis import Redis
 from redis.exceptions import LockNotOwnedError
+from rq.queue import Queue
 
 from boincweb.lost_jobs import job_problem
 from world.models import World, WorldSample
@@ -52,13 +56,13 @@ LOST_AFTER = timedelta(seconds=30)
 STARTABLE = [World.Status.CREATED, World.Status.PAUSED, World.Status.FAILED]
 
 
-def world_settings(world):
+def world_settings(world: World) -> WorldSettings:
     values = dict(world.settings or {})
     values.update(hosts=world.hosts, days=world.days, seed=world.seed, locality=world.locality)
     return WorldSettings.from_dict(values)
 
 
-def create_simulation(world):
+def create_simulation(world: World) -> Simulation:
     """Set up the world's population and workload; the state is stored with the world."""
     sim = Simulation(world_settings(world), prefix=f"w{world.pk}")
     sim.setup()
@@ -68,14 +72,14 @@ def create_simulation(world):
     return sim
 
 
-def load(world):
-    return pickle.loads(bytes(world.state))
+def load(world: World) -> Simulation:
+    return pickle.loads(bytes(world.state))  # type: ignore[arg-type]  # called for a world with a state
 
 
-def store(world_id, sim, *, status=None):
+def store(world_id: int, sim: Simulation, *, status: str | None = None) -> None:
     """Save the simulation's state and figures, and the samples it took since the last store."""
     WorldSample.objects.bulk_create(WorldSample(world_id=world_id, **sample._asdict()) for sample in sim.take_samples())
-    fields = dict(state=pickle.dumps(sim), clock=sim.t, summary=light_summary(sim))
+    fields: dict[str, Any] = dict(state=pickle.dumps(sim), clock=sim.t, summary=light_summary(sim))
     if sim.finished:
         fields.update(summary=summary(sim), status=World.Status.FINISHED, state=None)
     elif status:
@@ -83,7 +87,7 @@ def store(world_id, sim, *, status=None):
     World.objects.filter(pk=world_id).update(**fields)
 
 
-def light_summary(sim):
+def light_summary(sim: Simulation) -> dict[str, Any]:
     c = sim.counters
     return {
         "simulated_seconds": round(sim.t, 1),
@@ -95,7 +99,7 @@ def light_summary(sim):
     }
 
 
-def run_in_process(world, progress=None):
+def run_in_process(world: World, progress: Callable[[Simulation], object] | None = None) -> dict[str, Any]:
     """Run a world to its end in this process; return its summary."""
     with unsynced_sqlite():
         sim = create_simulation(world)
@@ -106,7 +110,7 @@ def run_in_process(world, progress=None):
 
 
 @contextmanager
-def unsynced_sqlite():
+def unsynced_sqlite() -> Iterator[None]:
     """On SQLite, stop waiting for the disk at each commit for the block (a simulation's rows
     are worth no fsync, and a run is several times faster), then restore the connection's
     setting, so that whatever else this process does keeps its durability."""
@@ -124,23 +128,25 @@ def unsynced_sqlite():
             cursor.execute(f"PRAGMA synchronous={int(previous)}")
 
 
-def chain_key(world_id):
+def chain_key(world_id: int) -> str:
     return f"boincweb:world:{world_id}:chain"
 
 
-def lock_key(world_id):
+def lock_key(world_id: int) -> str:
     return f"boincweb:world:{world_id}:lock"
 
 
-def new_job_id(world_id):
+def new_job_id(world_id: int) -> str:
     return f"world-{world_id}-{uuid.uuid4().hex[:12]}"
 
 
-def name_job(world_id, job_id):
+def name_job(world_id: int, job_id: str) -> None:
     World.objects.filter(pk=world_id).update(job_id=job_id, job_since=timezone.now())
 
 
-def enqueue_slice(queue, world_id, token, *, delay=None, chain=True):
+def enqueue_slice(
+    queue: Queue, world_id: int, token: str | None, *, delay: float | None = None, chain: bool = True
+) -> None:
     """Name the world's next slice job, then enqueue it (in ``delay`` seconds)."""
     job_id = new_job_id(world_id)
     name_job(world_id, job_id)
@@ -150,7 +156,7 @@ def enqueue_slice(queue, world_id, token, *, delay=None, chain=True):
         queue.enqueue_in(timedelta(seconds=delay), advance_world, world_id, token, chain, job_id=job_id)
 
 
-def start(world_id):
+def start(world_id: int) -> bool:
     """Mark the world running and enqueue the first slice of a new chain when the caller's
     transaction commits. A failed world starts again from its last stored slice.
 
@@ -166,7 +172,7 @@ def start(world_id):
         assert before is not None  # the row the update found
         token = uuid.uuid4().hex
 
-        def enqueue():
+        def enqueue() -> None:
             queue = django_rq.get_queue(QUEUE)
             try:
                 queue.connection.set(chain_key(world_id), token)
@@ -179,11 +185,11 @@ def start(world_id):
     return bool(updated)
 
 
-def pause(world_id):
+def pause(world_id: int) -> bool:
     return bool(World.objects.filter(pk=world_id, status=World.Status.RUNNING).update(status=World.Status.PAUSED))
 
 
-def check_world(world, *, now=None):
+def check_world(world: World, *, now: datetime | None = None) -> bool:
     """Mark a running world failed if the job of its next slice can no longer run it, with
     the reason, and release the world's lock that job may have held; True if it did.
 
@@ -206,7 +212,7 @@ def check_world(world, *, now=None):
     return True
 
 
-def advance_world(world_id, token=None, chain=True):
+def advance_world(world_id: int, token: str | None = None, chain: bool = True) -> float | None:
     """One slice of simulated time; chains the next slice while the world runs.
 
     Returns the world's clock after the slice, or None when the job ran nothing: its chain
@@ -230,13 +236,14 @@ def advance_world(world_id, token=None, chain=True):
             pass  # released by check_world when this job was judged lost
 
 
-def superseded(redis, world_id, token):
+def superseded(redis: Redis, world_id: int, token: str | None) -> bool:
     """Whether a newer start gave the world another chain than ``token``'s."""
     current = redis.get(chain_key(world_id))
-    return token is not None and current is not None and current.decode() != token
+    # RQ's connection answers bytes (it does not decode responses)
+    return token is not None and current is not None and current.decode() != token  # type: ignore[union-attr]
 
 
-def slice_end(sim, speedup, *, wall=None):
+def slice_end(sim: Simulation, speedup: float, *, wall: float | None = None) -> float:
     """Where the next slice ends: ``speedup`` × SLICE_WALL_SECONDS on, or for a live world the
     wall clock (``wall``, Unix seconds; default now).
 
@@ -253,7 +260,7 @@ def slice_end(sim, speedup, *, wall=None):
     return wall - sim.settings.start_time
 
 
-def run_slice(world_id, queue, token, chain):
+def run_slice(world_id: int, queue: Queue, token: str | None, chain: bool) -> float | None:
     began = time.monotonic()
     world = World.objects.get(pk=world_id)
     if world.status != World.Status.RUNNING:

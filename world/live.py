@@ -16,6 +16,7 @@ work on it too.
 """
 
 import time
+from collections.abc import Callable
 
 import django_rq
 from django.db import transaction
@@ -53,7 +54,7 @@ DEMO_DAYS = 365.0
 TICK_SECONDS = 1.0
 
 
-def start_demo(*, hosts=DEMO_HOSTS, seed=1, now=None):
+def start_demo(*, hosts: int = DEMO_HOSTS, seed: int = 1, now: float | None = None) -> World:
     """Create, set up and mark running a new live demo world whose clock starts at ``now``
     (Unix seconds; default the wall clock); return it.
 
@@ -80,7 +81,7 @@ def start_demo(*, hosts=DEMO_HOSTS, seed=1, now=None):
     return world
 
 
-def step(world_id, *, wall=None):
+def step(world_id: int, *, wall: float | None = None) -> float | None:
     """Advance live world ``world_id`` to the wall clock (``wall``, Unix seconds; default now)
     and store it, holding the world's lock. Returns its clock, or None when it is not running
     or another slice holds it."""
@@ -104,7 +105,7 @@ def step(world_id, *, wall=None):
         lock.release()
 
 
-def drive(world_id, *, should_stop=lambda: False, tick=TICK_SECONDS):
+def drive(world_id: int, *, should_stop: Callable[[], bool] = lambda: False, tick: float = TICK_SECONDS) -> None:
     """Step the world every ``tick`` wall seconds until ``should_stop()`` or it finishes."""
     while not should_stop():
         began = time.monotonic()

@@ -42,10 +42,10 @@ class World(models.Model):
     class Meta:
         ordering = ["-id"]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name
 
-    def mark_failed(self, reason, *, job_id=None):
+    def mark_failed(self, reason: str, *, job_id: str | None = None) -> bool:
         """Running -> failed with ``reason``; with ``job_id``, only while the world still waits
         on that job (compare-and-set: a slice that chained the next job meanwhile wins)."""
         rows = World.objects.filter(pk=self.pk, status=World.Status.RUNNING)

@@ -7,10 +7,13 @@ The invariants are the ones DESIGN.md's testing section names for the daemons
 ordering rule (§3.10).
 """
 
+from __future__ import annotations
+
 import statistics
 from collections import Counter, defaultdict
+from typing import TYPE_CHECKING, Any
 
-from django.db.models import Count, F, Sum
+from django.db.models import Count, F, IntegerChoices, QuerySet, Sum
 
 from backend.daemons.sched_locality import file_name_of
 from backend.models import (
@@ -26,13 +29,16 @@ from backend.models import (
     Workunit,
 )
 
+if TYPE_CHECKING:
+    from world.simulation import Simulation
 
-def counts(queryset, field, enum):
+
+def counts(queryset: QuerySet[Any], field: str, enum: type[IntegerChoices]) -> dict[str, int]:
     rows = queryset.values_list(field).annotate(n=Count("id")).order_by(field)
     return {enum(value).name: n for value, n in rows}
 
 
-def summary(sim):
+def summary(sim: Simulation) -> dict[str, Any]:
     """The world's figures as one JSON-ready dict."""
     app_id = sim.app_id
     wus = Workunit.objects.filter(app_id=app_id)
@@ -103,7 +109,7 @@ def summary(sim):
     }
 
 
-def results_per_file_per_host(results):
+def results_per_file_per_host(results: QuerySet[Result]) -> float:
     """Mean number of results of one data file a host computed (locality's payoff)."""
     pairs: Counter[tuple[int, str]] = Counter()
     for host_id, wu_name in results.filter(host__isnull=False).values_list("host_id", "workunit__name"):
@@ -111,13 +117,13 @@ def results_per_file_per_host(results):
     return round(sum(pairs.values()) / len(pairs), 3) if pairs else 0.0
 
 
-def invariants(sim):
+def invariants(sim: Simulation) -> dict[str, bool]:
     """name -> bool for every check; all True for a healthy run."""
     app_id = sim.app_id
     wus = Workunit.objects.filter(app_id=app_id)
     results = Result.objects.filter(app_id=app_id)
     now = sim.now(sim.finished_at if sim.finished_at is not None else sim.t)
-    checks = {}
+    checks: dict[str, bool] = {}
     checks["every_workunit_assimilated_or_errored"] = (
         not wus.exclude(assimilate_state=AssimilateState.DONE).exists()
         and not wus.filter(canonical_result__isnull=True, error_mask=0).exists()
@@ -153,7 +159,7 @@ def invariants(sim):
     return checks
 
 
-def credit_matches_hosts(sim):
+def credit_matches_hosts(sim: Simulation) -> bool:
     """Each world host's total_credit is the credit granted to its results."""
     granted: defaultdict[int, float] = defaultdict(float)
     for host_id, credit in Result.objects.filter(app_id=sim.app_id, granted_credit__gt=0).values_list(
@@ -167,7 +173,7 @@ def credit_matches_hosts(sim):
     return True
 
 
-def wrong_never_canonical(sim):
+def wrong_never_canonical(sim: Simulation) -> bool:
     """With a quorum of 2 or more, no canonical output came from a wrong-output job."""
     canonical = Workunit.objects.filter(app_id=sim.app_id, min_quorum__gte=2, canonical_result__isnull=False)
     ids = list(canonical.values_list("canonical_result_id", flat=True))
@@ -178,7 +184,7 @@ def wrong_never_canonical(sim):
     return not wrong
 
 
-def increasing_per_user_file(results):
+def increasing_per_user_file(results: QuerySet[Result]) -> bool:
     """For each volunteer and data file, results were sent in increasing id (§3.10)."""
     last: dict[tuple[int, str], int] = {}
     rows = (

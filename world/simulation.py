@@ -49,9 +49,10 @@ import hashlib
 import heapq
 import math
 import random
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Self
 
 from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
@@ -63,6 +64,7 @@ from backend.daemons.sched_types import GlobalPrefs, SchedulerConfig
 from backend.daemons.scheduler import (
     GpuRequest,
     HostInfo,
+    ReplyResult,
     ReportedFile,
     ReportedResult,
     SchedulerRequest,
@@ -208,7 +210,7 @@ class WorldSettings:
     small_disk_gb: float = 0.95
 
     @classmethod
-    def from_dict(cls, values):
+    def from_dict(cls, values: dict[str, Any]) -> Self:
         known = {f.name: f for f in fields(cls)}
         unknown = sorted(set(values) - set(known))
         if unknown:
@@ -218,7 +220,7 @@ class WorldSettings:
         settings.check()
         return settings
 
-    def check(self):
+    def check(self) -> None:
         """Raise ValueError naming the first setting out of range."""
         if self.hosts < 1:
             raise ValueError(f"hosts must be at least 1, not {self.hosts}")
@@ -333,27 +335,27 @@ class SimHost:
     disk_gb: float = 0.0
 
     @property
-    def active(self):
+    def active(self) -> bool:
         return self.on and not self.gone
 
     @property
-    def usable_cpus(self):
+    def usable_cpus(self) -> int:
         """The CPUs the preferences let it use: max_ncpus_pct of them, at least one."""
         return max(int(self.ncpus * self.max_ncpus_pct / 100), 1)
 
     @property
-    def speed(self):
+    def speed(self) -> float:
         """The fraction of wall time its jobs compute (cpu_usage_limit throttles them)."""
         return max(self.cpu_usage_limit, 1.0) / 100
 
-    def instances(self, resource):
+    def instances(self, resource: str) -> int:
         return self.usable_cpus if resource == "cpu" else self.gpus
 
-    def load(self, jobs):
+    def load(self, jobs: Iterable[Job]) -> float:
         """Instances ``jobs`` take: a multi-threaded job its threads, any other one."""
         return sum(getattr(job, "ncpus", 1.0) for job in jobs)
 
-    def work_seconds(self, resource):
+    def work_seconds(self, resource: str) -> float:
         """Wall seconds of queued work per usable instance."""
         jobs = self.queued[resource] + self.running[resource]
         return (
@@ -409,15 +411,15 @@ class Sample(NamedTuple):
 class Simulation:
     """One world's state; ``setup()`` once, then ``run_until(t)`` in as many slices as wanted."""
 
-    def __init__(self, settings, *, prefix="w"):
+    def __init__(self, settings: WorldSettings, *, prefix: str = "w") -> None:
         settings.check()
         self.settings = settings
         self.prefix = prefix
         self.rng = random.Random(settings.seed)
-        self.heap = []
+        self.heap: list[tuple[float, int, int, str, tuple[Any, ...]]] = []
         self.counter = 0
         self.t = 0.0
-        self.hosts = []
+        self.hosts: list[SimHost] = []
         self.counters = Counters()
         # the app the world runs, set (by setup or join) before any pass reads it
         self.app_id: int = None  # type: ignore[assignment]
@@ -425,36 +427,36 @@ class Simulation:
         self.end = self.work_end + settings.drain_days * DAY
         self.draining = False
         self.finished = False
-        self.finished_at = None
+        self.finished_at: float | None = None
         self.round_at = 0.0  # the time of the next daemon round
-        self.file_names = []
-        self.wrong_checksums = set()
-        self.wrong_results = set()  # names of results whose output was wrong
-        self.abandoned = set()  # names of results a host held when it left for good
+        self.file_names: list[str] = []
+        self.wrong_checksums: set[str] = set()
+        self.wrong_results: set[str] = set()  # names of results whose output was wrong
+        self.abandoned: set[str] = set()  # names of results a host held when it left for good
         self.prefs_seen = 1  # the latest prefs_mod_time read back from the Host rows
-        self.host_index = {}  # Host id -> index in ``hosts``
-        self.samples = []  # Sample records not yet stored (``take_samples`` hands them over)
+        self.host_index: dict[int, int] = {}  # Host id -> index in ``hosts``
+        self.samples: list[Sample] = []  # Sample records not yet stored (``take_samples`` hands them over)
         # The world's own platform name keeps its hosts and its app's work to each other
         # when several worlds (or a demo project) share the database.
         self.platform = f"{prefix}-x86_64-pc-linux-gnu"
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         state.setdefault("samples", [])  # a world stored before samples were taken
         self.__dict__.update(state)
 
     # --- the heap ---------------------------------------------------------------------------
 
-    def push(self, time, priority, kind, *data):
+    def push(self, time: float, priority: int, kind: str, *data: Any) -> None:
         self.counter += 1
         heapq.heappush(self.heap, (time, priority, self.counter, kind, data))
 
-    def now(self, t=None):
+    def now(self, t: float | None = None) -> int:
         """Unix seconds the back end sees at simulated time ``t``."""
         return self.settings.start_time + int(self.t if t is None else t)
 
     # --- set-up -----------------------------------------------------------------------------
 
-    def setup(self):
+    def setup(self) -> None:
         """Create the app, its versions, the volunteers, their hosts and the data files; a live
         world makes only the volunteers and hosts, for its existing app."""
         s = self.settings
@@ -513,7 +515,7 @@ class Simulation:
         self.schedule_round(0.0)
         self.push(self.end, END, "end")
 
-    def plan_class_spec(self):
+    def plan_class_spec(self) -> str:
         """The path of the world's plan_class_spec.xml (``plan_classes``), written when
         missing (a world resumed on another machine writes it again); "" without."""
         s = self.settings
@@ -525,7 +527,7 @@ class Simulation:
             path.write_text(PLAN_CLASS_SPEC.format(threads=s.mt_threads))
         return str(path)
 
-    def scheduler_config(self, locality_config=None):
+    def scheduler_config(self, locality_config: sched_locality.LocalityConfig | None = None) -> SchedulerConfig:
         """The scheduler's options for this world's requests: BOINC's defaults, with the
         world's plan classes and random factor, and ``locality_config`` (a request's
         sched_locality.LocalityConfig)."""
@@ -535,7 +537,7 @@ class Simulation:
             locality_config=locality_config,
         )
 
-    def setup_live(self):
+    def setup_live(self) -> None:
         app = App.objects.filter(name=self.settings.live_app).first()
         if app is None:
             raise ValueError(f"no app named {self.settings.live_app!r} to volunteer for")
@@ -549,7 +551,7 @@ class Simulation:
         self.schedule_round(0.0)
         self.push(self.end, END, "end")
 
-    def make_hosts(self, app):
+    def make_hosts(self, app: App) -> None:
         s, rng = self.settings, self.rng
         n_joiners = sum(1 for _ in range(s.hosts) if rng.random() < s.join_per_day * s.days)
         total = s.hosts + n_joiners
@@ -638,7 +640,7 @@ class Simulation:
             if leave < self.work_end:
                 self.push(leave, CHANGE, "leave", i)
 
-    def make_files(self, app):
+    def make_files(self, app: App) -> None:
         """Enough data files that the population cannot run out of work in ``days``."""
         s = self.settings
         flops = sum(
@@ -652,30 +654,30 @@ class Simulation:
 
     # --- availability and churn ---------------------------------------------------------------
 
-    def schedule_off(self, host):
+    def schedule_off(self, host: SimHost) -> None:
         if host.on_frac >= 1:
             return
         self.push(self.t + self.rng.expovariate(1 / self.settings.mean_on_period), CHANGE, "off", host.index)
 
-    def turn_off(self, host):
+    def turn_off(self, host: SimHost) -> None:
         self.advance(host)
         host.on = False
         host.epoch += 1
         mean_off = self.settings.mean_on_period * (1 - host.on_frac) / host.on_frac
         self.push(self.t + self.rng.expovariate(1 / mean_off), CHANGE, "on", host.index)
 
-    def turn_on(self, host):
+    def turn_on(self, host: SimHost) -> None:
         host.on = True
         host.progress_time = self.t
         self.schedule_off(host)
         self.start_jobs(host)
         self.maybe_rpc(host)
 
-    def host_leaves(self, index, at):
+    def host_leaves(self, index: int, at: float) -> None:
         """Host ``index`` vanishes for good at simulated time ``at``, with its jobs."""
         self.push(at, CHANGE, "leave", index)
 
-    def leave(self, host):
+    def leave(self, host: SimHost) -> None:
         if host.gone:
             return
         self.advance(host)
@@ -688,7 +690,7 @@ class Simulation:
         self.counters.jobs_lost += len(held)
         self.counters.hosts_left += 1
 
-    def join(self, host):
+    def join(self, host: SimHost) -> None:
         host.gone = False
         host.progress_time = self.t
         self.counters.hosts_joined += 1
@@ -697,7 +699,7 @@ class Simulation:
 
     # --- computing ----------------------------------------------------------------------------
 
-    def advance(self, host):
+    def advance(self, host: SimHost) -> None:
         """Count the computing done since the host's last change."""
         if host.active:
             elapsed = (self.t - host.progress_time) * host.speed
@@ -706,7 +708,7 @@ class Simulation:
                     job.remaining = max(job.remaining - elapsed, 0.0)
         host.progress_time = self.t
 
-    def start_jobs(self, host):
+    def start_jobs(self, host: SimHost) -> None:
         """Fill idle instances from the queue; (re)schedule every running job's end."""
         if not host.active:
             return
@@ -724,7 +726,7 @@ class Simulation:
             for job in running:
                 self.push(self.t + job.remaining / host.speed, JOB_DONE, "job_done", host.index, host.epoch, job.name)
 
-    def job_done(self, host, epoch, name):
+    def job_done(self, host: SimHost, epoch: int, name: str) -> None:
         if epoch != host.epoch or not host.active:
             return
         self.advance(host)
@@ -739,7 +741,7 @@ class Simulation:
         self.start_jobs(host)
         self.maybe_rpc(host)
 
-    def finish(self, host, job):
+    def finish(self, host: SimHost, job: Job) -> None:
         if job.fate == "lost":
             self.counters.jobs_lost += 1
             return
@@ -762,7 +764,7 @@ class Simulation:
             )
         host.done.append((self.t, report))
 
-    def output(self, host, job):
+    def output(self, host: SimHost, job: Job) -> bytes:
         """The job's output: the same bytes on every good host, other bytes on a wrong one."""
         if job.fate == "wrong":
             data = f"{job.wu_name} wrong answer from host {host.index}\n".encode()
@@ -773,7 +775,7 @@ class Simulation:
 
     # --- preferences ----------------------------------------------------------------------------
 
-    def read_prefs(self):
+    def read_prefs(self) -> int:
         """Take up the preferences edited on the world's Host rows since the last look, so a
         host computes and asks for work by them from its next RPC on, as the prefs form
         promises.
@@ -804,11 +806,11 @@ class Simulation:
 
     # --- scheduler RPCs -------------------------------------------------------------------------
 
-    def buffer_low(self, host):
+    def buffer_low(self, host: SimHost) -> bool:
         low = host.work_buf_min_days * DAY
         return any(host.work_seconds(r) < low for r in ("cpu", "gpu") if host.instances(r))
 
-    def maybe_rpc(self, host):
+    def maybe_rpc(self, host: SimHost) -> None:
         """Ask for an RPC when the buffer is low or a result waits too long to be reported."""
         if not host.active or host.rpc_pending:
             return
@@ -824,7 +826,7 @@ class Simulation:
         elif self.buffer_low(host):
             self.push(host.next_rpc, RPC, "check", host.index)
 
-    def request(self, host):
+    def request(self, host: SimHost) -> SchedulerRequest:
         """The host's request: enough work to fill its buffer (its own preferences)."""
         s = self.settings
         fill = (host.work_buf_min_days + host.work_buf_additional_days) * DAY
@@ -873,7 +875,7 @@ class Simulation:
             file_infos=[StickyFile(name, nbytes) for name, nbytes in sorted(host.files.items())],
         )
 
-    def rpc(self, host):
+    def rpc(self, host: SimHost) -> None:
         host.rpc_pending = False
         if not host.active:
             return
@@ -925,7 +927,7 @@ class Simulation:
         self.start_jobs(host)
         self.maybe_rpc(host)
 
-    def receive(self, host, job):
+    def receive(self, host: SimHost, job: ReplyResult) -> None:
         """A job from a reply: download the inputs the host lacks, draw its fate, queue it."""
         for f in job.workunit.input_files:
             if f.name in host.files:
@@ -961,7 +963,7 @@ class Simulation:
         )
         self.counters.jobs_received += 1
 
-    def real_flops(self, host, resource, threads):
+    def real_flops(self, host: SimHost, resource: str, threads: float) -> float:
         """The speed a job really runs at on ``host`` (WorldSettings' real speeds): on a GPU,
         its peak × its efficiency; on CPUs, p_fpops × the host's CPU factor, times the threads
         × their parallel efficiency for a multi-threaded job. The runtimes hosts report follow
@@ -971,7 +973,7 @@ class Simulation:
         flops = host.fpops * host.cpu_factor
         return flops * threads * host.mt_efficiency if threads > 1 else flops
 
-    def scheduler_wait(self, file_name, *, now, seconds):
+    def scheduler_wait(self, file_name: str, *, now: int, seconds: float) -> None:
         """The scheduler's locality wait in simulated time: the on-demand generator and the
         transitioner run meanwhile (reference/server.md §3.10)."""
         self.counters.sched_waits += 1
@@ -980,7 +982,7 @@ class Simulation:
 
     # --- daemons --------------------------------------------------------------------------------
 
-    def top_up(self, now):
+    def top_up(self, now: int) -> int:
         """Run the world's generator and, when it made work, the transitioner for its results.
 
         Called at each daemon round and, with plain scheduling, after each request that found
@@ -994,7 +996,7 @@ class Simulation:
             run_pass("transitioner", now=now, batch_size=self.settings.batch_size)
         return made
 
-    def generate(self, now):
+    def generate(self, now: int) -> int:
         """The world's work generator: on demand with locality, else a cushion of results (a live
         world's app has the project's own generator)."""
         if self.draining or self.settings.live_app:
@@ -1010,7 +1012,7 @@ class Simulation:
         self.counters.workunits_generated += made
         return made
 
-    def generate_cushion(self, app, now):
+    def generate_cushion(self, app: App, now: int) -> int:
         s = self.settings
         if waiting_for_first_results(app):
             return 0
@@ -1032,7 +1034,7 @@ class Simulation:
             made += sched_locality.make_file_work(app, name, now=now, per_file=s.workunits_per_file)
         return made
 
-    def daemons(self):
+    def daemons(self) -> None:
         if self.t != self.round_at:
             return  # a round brought forward by ``wake_daemons`` replaced this one
         now = self.now()
@@ -1068,7 +1070,7 @@ class Simulation:
                 if host.done:
                     self.maybe_rpc(host)
 
-    def sample(self):
+    def sample(self) -> None:
         """Record a Sample of the world now (one query over the app's results). A live world's
         app may hold work from before the world started; its counts include it."""
         totals = Result.objects.filter(app_id=self.app_id).aggregate(
@@ -1106,22 +1108,22 @@ class Simulation:
             )
         )
 
-    def take_samples(self):
+    def take_samples(self) -> list[Sample]:
         """The samples taken since the last call, handed over to be stored."""
         taken, self.samples = self.samples, []
         return taken
 
-    def schedule_round(self, t):
+    def schedule_round(self, t: float) -> None:
         self.round_at = t
         self.push(t, DAEMONS, "daemons")
 
-    def round_after(self, t):
+    def round_after(self, t: float) -> float:
         """The first daemon round strictly after simulated time ``t`` (rounds are every
         ``daemon_interval`` from 0; at equal times the round comes before the hosts)."""
         interval = self.settings.daemon_interval
         return interval * (math.floor(t / interval) + 1)
 
-    def quiet_until(self):
+    def quiet_until(self) -> float:
         """While draining, after a round in which no daemon found anything to do: the round
         after the earliest ``transition_time`` of the world's workunits, when the transitioner
         has something again (a timed-out result, a validator's retry; reference/server.md
@@ -1136,20 +1138,20 @@ class Simulation:
             return self.end
         return min(self.round_after(due - self.settings.start_time), self.end)
 
-    def wake_daemons(self):
+    def wake_daemons(self) -> None:
         """A request during the drain reported or was sent results: the next round is the
         usual one (a request that did neither leaves the daemons nothing new)."""
         due = self.round_after(self.t)
         if due < self.round_at:
             self.schedule_round(due)
 
-    def all_done(self):
+    def all_done(self) -> bool:
         wus = Workunit.objects.filter(app_id=self.app_id)
         return not wus.exclude(assimilate_state=AssimilateState.DONE, file_delete_state=FileDeleteState.DONE).exists()
 
     # --- the loop -------------------------------------------------------------------------------
 
-    def run_until(self, t_end, progress=None):
+    def run_until(self, t_end: float, progress: Callable[[Self], object] | None = None) -> int:
         """Process every event up to simulated time ``t_end``; return events processed."""
         processed = 0
         if not self.finished:
@@ -1165,14 +1167,14 @@ class Simulation:
             self.t = max(self.t, min(t_end, self.end))
         return processed
 
-    def run(self, progress=None):
+    def run(self, progress: Callable[[Self], object] | None = None) -> Self:
         self.run_until(self.end, progress)
         if not self.finished:
             self.finished, self.finished_at = True, self.t
             self.sample()
         return self
 
-    def handle(self, kind, data):
+    def handle(self, kind: str, data: tuple[Any, ...]) -> None:
         if kind == "daemons":
             self.daemons()
         elif kind == "end":

@@ -9,11 +9,13 @@ create nothing and say why (``boincweb.redis_outage``).
 
 import functools
 import json
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
-from django.http import HttpResponse, HttpResponseBadRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -32,7 +34,7 @@ MAX_SAMPLES = 1000
 MAX_COMPARE = 4
 
 
-def check_worlds(worlds):
+def check_worlds(worlds: Sequence[World]) -> str:
     """Mark failed the running worlds whose slice job can no longer run them. Returns '' or,
     when Redis is down, its error: the worlds are still shown, from the database, with it."""
     try:
@@ -43,11 +45,17 @@ def check_worlds(worlds):
     return ""
 
 
-def world_list(request):
+def world_list(request: HttpRequest) -> HttpResponse:
     return _list_page(request)
 
 
-def _list_page(request, *, form=None, compare_form=None, status=200):
+def _list_page(
+    request: HttpRequest,
+    *,
+    form: WorldForm | None = None,
+    compare_form: CompareForm | None = None,
+    status: int = 200,
+) -> HttpResponse:
     """The list of worlds, with the start forms (``form`` or ``compare_form`` when one was
     sent back with its errors)."""
     worlds = list(World.objects.defer("state")[:50])
@@ -62,21 +70,21 @@ def _list_page(request, *, form=None, compare_form=None, status=200):
     return render_page(request, "world/world_list.html", context, "panel", status=status)
 
 
-def pair_worlds(worlds):
+def pair_worlds(worlds: list[World]) -> None:
     """Give each world of a plain and a locality world on the same seed, hosts, days and
     settings its ``partner`` (the latest such other world), for a link to their comparison."""
 
-    def key(world, locality):
+    def key(world: World, locality: bool) -> tuple[Any, ...]:
         return (world.seed, world.hosts, world.days, json.dumps(world.settings, sort_keys=True), locality)
 
     latest = {key(w, w.locality): w for w in sorted(worlds, key=lambda w: w.pk)}
     for world in worlds:
-        world.partner = latest.get(key(world, not world.locality))
+        world.partner = latest.get(key(world, not world.locality))  # type: ignore[attr-defined]
 
 
-def staff_required(view):
+def staff_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     @functools.wraps(view)
-    def checked(request, *args, **kwargs):
+    def checked(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not request.user.is_staff:
             raise PermissionDenied("starting and pausing worlds is for staff")
         return view(request, *args, **kwargs)
@@ -84,11 +92,11 @@ def staff_required(view):
     return checked
 
 
-def start_new(worlds_of_form):
+def start_new(worlds_of_form: Callable[[], list[World]]) -> list[World]:
     """Create worlds (``worlds_of_form()``) and start each; if Redis refuses a job, delete them
     again and let the error through (to ``boincweb.redis_outage``): no world is left that no
     job will run."""
-    made = []
+    made: list[World] = []
     try:
         with transaction.atomic():
             made = worlds_of_form()
@@ -104,7 +112,7 @@ def start_new(worlds_of_form):
 @require_POST
 @staff_required
 @needs_redis
-def world_create(request):
+def world_create(request: HttpRequest) -> HttpResponse:
     form = WorldForm(request.POST)
     if not form.is_valid():
         return _list_page(request, form=form, status=400)
@@ -118,7 +126,7 @@ ACTIONS = ("pause", "start", "resume")
 @login_required
 @require_POST
 @staff_required
-def world_action(request, pk, action):
+def world_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     if action not in ACTIONS:
         return HttpResponseBadRequest(f"unknown action {action!r}; use start, resume or pause")
     world = get_object_or_404(World.objects.defer("state"), pk=pk)
@@ -130,23 +138,23 @@ def world_action(request, pk, action):
 
 
 @needs_redis
-def _start(request, world):
+def _start(request: HttpRequest, world: World) -> HttpResponse:
     jobs.start(world.pk)  # a failed world resumes from its last stored slice
     return redirect("worlds:list")
 
 
-def samples_of(world):
+def samples_of(world: World) -> list[WorldSample]:
     rows = WorldSample.objects.filter(world=world).order_by("-t", "-id")[:MAX_SAMPLES]
     return list(reversed(rows))
 
 
-def _world_panel(world):
+def _world_panel(world: World) -> dict[str, str]:
     figures = charts.world_figures(samples_of(world))
     return {name: figure_script(fig, f"world-{name}") for name, fig in figures.items()}
 
 
 @require_GET
-def world_detail(request, pk):
+def world_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One world: its figures and live charts over simulated time."""
     world = get_object_or_404(World.objects.defer("state"), pk=pk)
     redis_error = check_worlds([world])
@@ -160,7 +168,7 @@ def world_detail(request, pk):
 
 
 @require_GET
-def world_compare(request):
+def world_compare(request: HttpRequest) -> HttpResponse:
     """Worlds side by side, one line each on shared charts, with the transfer locality
     scheduling saved in words when a plain and a locality world are compared."""
     ids = parse_ids(
@@ -204,7 +212,7 @@ def world_compare(request):
 @require_POST
 @staff_required
 @needs_redis
-def world_compare_start(request):
+def world_compare_start(request: HttpRequest) -> HttpResponse:
     """Start a plain and a locality world on one seed, then open their comparison."""
     form = CompareForm(request.POST)
     if not form.is_valid():

@@ -7,6 +7,9 @@ processes ``make run`` starts beside it keep running.
 """
 
 import signal
+from argparse import ArgumentParser
+from types import FrameType
+from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -17,22 +20,22 @@ from world import live
 class Command(BaseCommand):
     help = "Drive a small simulated volunteer population for the demo app in real time."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("--hosts", type=int, default=live.DEMO_HOSTS)
         parser.add_argument("--seed", type=int, default=1)
 
-    def handle(self, *args, hosts, seed, **options):
+    def handle(self, *args: Any, hosts: int, seed: int, **options: Any) -> None:
         if not 1 <= hosts <= 1000:
             raise CommandError(f"--hosts must be between 1 and 1000, not {hosts}", returncode=2)
-        stopping = []
+        stopping: list[int] = []
 
-        def stop(signum, frame):
+        def stop(signum: int, frame: FrameType | None) -> None:
             stopping.append(signum)
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
 
-        def wait_for_stop():
+        def wait_for_stop() -> None:
             while not stopping:
                 signal.pause()
 

@@ -6,6 +6,8 @@ status 0 when every invariant holds, 1 when one fails, 2 for bad arguments.
 """
 
 import json
+from argparse import ArgumentParser
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -13,7 +15,7 @@ from world.jobs import run_in_process, world_settings
 from world.models import World
 
 
-def setting_value(text):
+def setting_value(text: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError:
@@ -23,7 +25,7 @@ def setting_value(text):
 class Command(BaseCommand):
     help = "Run a simulated volunteer world against the back end and print its figures."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("--hosts", type=int, default=200)
         parser.add_argument("--days", type=float, default=3.0)
         parser.add_argument("--seed", type=int, default=1)
@@ -39,8 +41,8 @@ class Command(BaseCommand):
             help="Override a world setting, e.g. --set error_prone_fraction=0.2",
         )
 
-    def handle(self, *args, **options):
-        overrides = {}
+    def handle(self, *args: Any, **options: Any) -> None:
+        overrides: dict[str, Any] = {}
         for item in options["set"]:
             name, sep, value = item.partition("=")
             if not sep or not name:
@@ -71,7 +73,7 @@ class Command(BaseCommand):
             )
 
 
-def text_report(figures):
+def text_report(figures: dict[str, Any]) -> str:
     wus, results = figures["workunits"], figures["results"]
     lines = [
         f"world: {figures['hosts']} hosts, {figures['days']} days, seed {figures['seed']}, "
