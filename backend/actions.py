@@ -5,6 +5,8 @@ it locks the rows it read (PostgreSQL) and every UPDATE repeats the precondition
 that moved a row meanwhile is neither overwritten nor given an event for a change not made.
 """
 
+from collections.abc import Iterable
+
 from django.db import transaction
 from django.db.models import F
 from django.db.models.lookups import Exact
@@ -23,12 +25,12 @@ from backend.models import (
 CANCELLED = ErrorMask.CANCELLED.value
 
 
-def _not_cancelled():
+def _not_cancelled() -> Exact:
     return Exact(F("error_mask").bitand(CANCELLED), 0)
 
 
 @transaction.atomic
-def cancel_workunits(ids, *, now, actor):
+def cancel_workunits(ids: Iterable[int], *, now: int, actor: str) -> int:
     """BOINC's cancel_jobs (tools/backend_lib.cpp, reference/server.md §1.6, §2): error_mask |=
     CANCELLED and transition_time = now on each workunit not cancelled yet; its unsent results
     become OVER/DIDNT_NEED. Returns the number of workunits cancelled."""
@@ -82,7 +84,7 @@ def cancel_workunits(ids, *, now, actor):
 
 
 @transaction.atomic
-def transition_now(ids, *, now, actor):
+def transition_now(ids: Iterable[int], *, now: int, actor: str) -> int:
     """transition_time = now, so the transitioner examines the workunits on its next pass
     (the universal trigger of reference/server.md §5.1). Returns how many moved."""
     wus = list(
@@ -109,7 +111,7 @@ def transition_now(ids, *, now, actor):
 
 
 @transaction.atomic
-def revalidate_workunits(ids, *, now, actor):
+def revalidate_workunits(ids: Iterable[int], *, now: int, actor: str) -> int:
     """Send workunits back to the validator: on each workunit with no error, no canonical result
     and not yet assimilated, SUCCESS results judged INVALID or INCONCLUSIVE return to INIT,
     and need_validate = 1 with transition_time = now. Returns the number of workunits."""

@@ -5,6 +5,7 @@ instance, and ``record`` writes a batch with one COPY on PostgreSQL, multi-row I
 values elsewhere.
 """
 
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from django.db import connection
@@ -29,7 +30,19 @@ class Event(NamedTuple):
     detail: str
 
 
-def event(*, time, actor, field, old, new, reason="", workunit_id=None, result_id=None, host_id=None, detail=""):
+def event(
+    *,
+    time: float,
+    actor: str,
+    field: str,
+    old: int | None,
+    new: int | None,
+    reason: str = "",
+    workunit_id: int | None = None,
+    result_id: int | None = None,
+    host_id: int | None = None,
+    detail: str = "",
+) -> Event:
     """An unsaved event; daemons collect these and save them with ``record``."""
     return Event(
         int(time),
@@ -45,7 +58,7 @@ def event(*, time, actor, field, old, new, reason="", workunit_id=None, result_i
     )
 
 
-def record(events):
+def record(events: Iterable[Event | LifecycleEvent]) -> int:
     """Save a batch of events (``Event``s or unsaved LifecycleEvents) in a few INSERTs."""
     rows = [tuple(getattr(e, name) for name in COLUMNS) for e in events]
     if not rows:

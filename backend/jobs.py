@@ -3,12 +3,14 @@
 from backend.daemons import run_pass
 
 
-def run_daemon_pass(name, now=None, batch_size=None, mod=1, index=0):
+def run_daemon_pass(
+    name: str, now: int | None = None, batch_size: int | None = None, mod: int = 1, index: int = 0
+) -> int:
     """One pass of daemon ``name``; the work done is the job's result."""
     return run_pass(name, now=now, batch_size=batch_size, mod=mod, index=index)
 
 
-def run_all_daemons(now=None):
+def run_all_daemons(now: int | None = None) -> dict[str, int]:
     """One pass of every enabled daemon in order (the periodic job of ``make run``), then a
     sample of the queues for the status page's history."""
     import time

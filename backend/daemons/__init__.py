@@ -8,12 +8,19 @@ BOINC's ``--mod n i`` does (reference/server.md §3), so several instances can s
 every pass is also safe to run twice at once without a split.
 """
 
+from __future__ import annotations
+
 import importlib
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
+
+if TYPE_CHECKING:
+    from backend.daemons.sched_types import SchedulerConfig
 
 # name -> module; the order is the order of one full round of passes.
 DAEMONS = {
@@ -53,11 +60,11 @@ class UnknownDaemon(ValueError):
     pass
 
 
-def daemon_names():
+def daemon_names() -> list[str]:
     return list(DAEMONS)
 
 
-def get_daemon(name):
+def get_daemon(name: str) -> Callable[..., int]:
     """The ``run_once`` function of the daemon called ``name``."""
     try:
         module_path = DAEMONS[name]
@@ -66,7 +73,15 @@ def get_daemon(name):
     return importlib.import_module(module_path).run_once
 
 
-def run_pass(name, *, now=None, batch_size=None, mod=1, index=0, config=None):
+def run_pass(
+    name: str,
+    *,
+    now: int | None = None,
+    batch_size: int | None = None,
+    mod: int = 1,
+    index: int = 0,
+    config: SchedulerConfig | None = None,
+) -> int:
     """Run one pass of daemon ``name`` and record it in DaemonStatus; return the work done.
 
     ``now`` defaults to the wall clock: this is the one place the real clock is read, on

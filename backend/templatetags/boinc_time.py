@@ -1,6 +1,7 @@
 """Template filters for BOINC's times: Unix seconds as integers, INT_MAX meaning never."""
 
 import datetime
+from typing import Any
 
 from django import template
 from django.utils.html import format_html
@@ -11,7 +12,7 @@ register = template.Library()
 
 
 @register.filter
-def unixtime(value, empty="–"):
+def unixtime(value: Any, empty: str = "–") -> Any:
     """``1795310963`` -> ``<time title="1795310963">2026-11-22 01:29:23</time>`` (UTC).
 
     0 (BOINC's "not yet") shows ``empty``; INT_MAX shows "never". The raw seconds stay in the

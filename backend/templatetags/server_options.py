@@ -5,19 +5,20 @@ settings."""
 from django import template
 
 from backend.daemons import sched_hr
-from backend.daemons.sched_limit import project_job_limits
+from backend.daemons.sched_limit import RscLimit, project_job_limits
+from backend.models import App
 
 register = template.Library()
 
 
-def _limit(rsc):
+def _limit(rsc: RscLimit) -> str:
     if not rsc.jobs:
         return "–"
     return f"{rsc.jobs} per processor" if rsc.per_proc else str(rsc.jobs)
 
 
 @register.simple_tag
-def server_options():
+def server_options() -> list[tuple[str, str, str]]:
     """(config.xml name, value, what it does) rows, or one row saying why the project's
     config.xml could not be read."""
     from backend.server_config import ConfigError, project_config
@@ -109,7 +110,7 @@ def server_options():
 
 
 @register.simple_tag
-def app_hr_type(app):
+def app_hr_type(app: App) -> str:
     """An app's HR type in words, the project's when the app sets none."""
     from backend.server_config import ConfigError, project_config
 
@@ -126,6 +127,6 @@ def app_hr_type(app):
 
 
 @register.filter
-def hr_class_name(value):
+def hr_class_name(value: int) -> str:
     """``267`` -> "267 (Linux, Intel Xeon)"; 0 -> "0 (not committed)"."""
     return f"{value} ({sched_hr.class_name(value)})"

@@ -9,6 +9,9 @@ outlives a database restart.
 
 import signal
 import time
+from argparse import ArgumentParser
+from types import FrameType
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
@@ -22,7 +25,7 @@ NAP = 0.2  # seconds: how soon a stop is seen while sleeping after an idle pass
 class Command(BaseCommand):
     help = "Run a back-end daemon once, or in a loop that sleeps when a pass finds nothing."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("name", help="transitioner, validator, assimilator, ...")
         mode = parser.add_mutually_exclusive_group(required=True)
         mode.add_argument("--once", action="store_true", help="one pass, then exit")
@@ -32,7 +35,18 @@ class Command(BaseCommand):
         parser.add_argument("--batch-size", type=int, default=None)
         parser.add_argument("--sleep", type=float, default=5.0, help="seconds after an idle pass")
 
-    def handle(self, *args, name, once, loop, mod, index, batch_size, sleep, **options):
+    def handle(
+        self,
+        *args: Any,
+        name: str,
+        once: bool,
+        loop: bool,
+        mod: int,
+        index: int,
+        batch_size: int | None,
+        sleep: float,
+        **options: Any,
+    ) -> None:
         try:
             get_daemon(name)
         except UnknownDaemon as exc:
@@ -60,11 +74,11 @@ class Command(BaseCommand):
                 signal.signal(sig, handler)
         self.stdout.write(f"{name}: stopped")
 
-    def stop(self, signum, frame):
+    def stop(self, signum: int, frame: FrameType | None) -> None:
         """Ask the loop to end after the pass under way."""
         self.stopping = True
 
-    def idle(self, seconds):
+    def idle(self, seconds: float) -> None:
         """Sleep ``seconds`` after an idle pass, waking early once a stop is asked for."""
         end = time.monotonic() + seconds
         while not self.stopping and (left := end - time.monotonic()) > 0:

@@ -1,6 +1,8 @@
 """``manage.py wait_for_redis``: wait until Redis answers (the worker's first step in make run)."""
 
 import time
+from argparse import ArgumentParser
+from typing import Any
 
 import redis
 from django.conf import settings
@@ -10,10 +12,10 @@ from django.core.management.base import BaseCommand, CommandError
 class Command(BaseCommand):
     help = "Wait until the configured Redis answers a PING."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("--timeout", type=float, default=30.0)
 
-    def handle(self, *args, timeout, **options):
+    def handle(self, *args: Any, timeout: float, **options: Any) -> None:
         deadline = time.monotonic() + timeout
         client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1)
         while True:
