@@ -7,6 +7,8 @@ The invariants are the ones DESIGN.md's testing section names for the daemons
 ordering rule (§3.10).
 """
 
+from __future__ import annotations
+
 import statistics
 from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, Any

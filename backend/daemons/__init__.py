@@ -8,6 +8,8 @@ BOINC's ``--mod n i`` does (reference/server.md §3), so several instances can s
 every pass is also safe to run twice at once without a split.
 """
 
+from __future__ import annotations
+
 import importlib
 import time
 from collections.abc import Callable
