@@ -12,6 +12,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 APPS = ("boincweb", "scheduling", "backend", "world", "protocol")
+# boincweb is the project package, not an app: its settings, urls and cron import the apps, and
+# the apps use its site-wide modules (htmx, figures, env, ...). Each of its modules is therefore
+# a node of its own, so an app may use a module of it that imports no app back.
+PROJECT = "boincweb"
 
 
 def module_of(path):
@@ -41,6 +45,8 @@ def imported_modules(path):
 
 def app_of(module):
     top = module.partition(".")[0]
+    if top == PROJECT:
+        return ".".join(module.split(".")[:2])
     return top if top in APPS else None
 
 
@@ -48,8 +54,9 @@ def app_graph():
     """{(importing app, imported app): "path:line: the import" of one import that draws the
     edge}."""
     edges = {}
-    for app in APPS:
-        for path in sorted((ROOT / app).rglob("*.py")):
+    for top in APPS:
+        for path in sorted((ROOT / top).rglob("*.py")):
+            app = app_of(module_of(path))
             lines = path.read_text().splitlines()
             for lineno, name in imported_modules(path):
                 target = app_of(name)
@@ -120,3 +127,16 @@ def test_an_import_inside_a_function_and_a_relative_one_are_both_counted(tmp_pat
     assert describe(cycle, edges) == ("backend -> world -> backend\n"
                                       "  backend -> world: backend/c.py:2\n"
                                       "  world -> backend: world/a.py:1")
+
+
+def test_a_module_of_the_project_package_is_a_node_of_its_own(tmp_path, monkeypatch):
+    monkeypatch.setattr(f"{__name__}.ROOT", tmp_path)
+    for package in ("boincweb", "backend"):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "boincweb" / "cron.py").write_text("from backend.jobs import run_all\n")
+    (tmp_path / "boincweb" / "htmx.py").write_text("import django\n")
+    (tmp_path / "backend" / "views.py").write_text("from boincweb.htmx import render_page\n")
+    assert find_cycle(app_graph()) is None  # backend -> boincweb.htmx, boincweb.cron -> backend
+    (tmp_path / "boincweb" / "htmx.py").write_text("from backend import models\n")
+    assert find_cycle(app_graph()) == ["backend", "boincweb.htmx", "backend"]
