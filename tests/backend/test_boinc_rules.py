@@ -5,15 +5,17 @@ import hashlib
 import math
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from backend.daemons import transitioner, validator
 from backend.daemons.scheduler import GpuRequest, SchedulerConfig, handle_request
 from backend.models import (
-    AppVersion, ErrorMask, File, GpuType, Host, HostAppVersion, Outcome, Result, ServerState,
-    Team, UserCredit, ValidateState, Workunit,
+    ErrorMask, File, GpuType, Host, HostAppVersion, Outcome, Result, ServerState, UserCredit,
+    ValidateState, Workunit,
 )
-from tests.backend.conftest import NOW, work_request
+from tests.backend.conftest import work_request
+from tests.factories import (
+    NOW, AppVersionFactory, HostAppVersionFactory, TeamFactory, UserCreditFactory, UserFactory,
+)
 
 DAY = 86400
 
@@ -53,8 +55,8 @@ def test_an_availability_under_a_tenth_counts_as_a_tenth(project):
 
 def test_a_punished_app_version_gets_one_job_a_day_whatever_the_cpu_count(project):
     host = project.host(p_ncpus=4)
-    HostAppVersion.objects.create(host=host, app_version=project.version, max_jobs_per_day=1,
-                                  jobs_day=NOW // DAY)
+    HostAppVersionFactory(host=host, app_version=project.version, max_jobs_per_day=1,
+                          jobs_day=NOW // DAY)
     for _ in range(6):
         project.result(project.workunit(delay_bound=100 * DAY))
     request = work_request(host, cpu_req_secs=1e6, cpu_req_instances=4)
@@ -82,8 +84,8 @@ def test_a_job_fills_its_duration_stretched_by_availability_of_the_request(proje
 def test_the_queue_grows_by_each_jobs_duration_times_the_cpus_it_uses(project, avg_ncpus,
                                                                        jobs):
     project.version.delete()
-    AppVersion.objects.create(app=project.app, version_num=100, avg_ncpus=avg_ncpus,
-                              flops=1e9)
+    AppVersionFactory(app=project.app, version_num=100, avg_ncpus=avg_ncpus,
+                      flops=1e9)
     host = project.host(p_ncpus=2)
     # 1800 s of computing on this host's avg_ncpus CPUs
     fpops = 1800 * 1e9 * avg_ncpus
@@ -95,8 +97,8 @@ def test_the_queue_grows_by_each_jobs_duration_times_the_cpus_it_uses(project, a
 
 
 def test_a_gpu_jobs_share_of_the_gpu_counts_in_the_gpu_queue(project):
-    AppVersion.objects.create(app=project.app, version_num=100, plan_class="cuda",
-                              gpu_type=GpuType.NVIDIA, gpu_usage=0.5, flops=1e9)
+    AppVersionFactory(app=project.app, version_num=100, plan_class="cuda",
+                      gpu_type=GpuType.NVIDIA, gpu_usage=0.5, flops=1e9)
     host = project.host()
     # 1000e9 FLOPs on a 1e12 GPU at half of it: 2 s each; the bound 3 s, 1 s queued
     for _ in range(3):
@@ -163,10 +165,9 @@ def test_a_caller_that_does_not_model_memory_gets_no_memory_check(project):
 # --- case 6: credit.cpp grant_credit, validator.cpp is_valid ----------------------------------
 
 def test_validated_credit_reaches_hosts_users_and_teams_with_a_recent_average(project):
-    team = Team.objects.create(name="crunchers")
-    users = get_user_model().objects
-    first, second = users.create(username="ann"), users.create(username="bob")
-    UserCredit.objects.create(user=first, team=team)
+    team = TeamFactory(name="crunchers")
+    first = UserCreditFactory(user__username="ann", team=team).user
+    second = UserFactory(username="bob")
     hosts = [project.host(owner=first), project.host(owner=second)]
     wu = project.workunit(min_quorum=2, target_nresults=2, need_validate=True,
                           rsc_fpops_est=86400e9)          # 200 credits

@@ -24,10 +24,13 @@ from backend.daemons.scheduler import (
     ReportedFile, ReportedResult, SchedulerConfig, handle_request,
 )
 from backend.models import (
-    App, AppVersion, AssimilatedResult, AssimilateState, ClientState, File, FileDeleteState,
-    Host, LifecycleEvent, Outcome, Result, ServerState, ValidateState, Workunit, name_random,
+    App, AssimilatedResult, AssimilateState, ClientState, File, FileDeleteState, Host,
+    LifecycleEvent, Outcome, Result, ServerState, ValidateState, Workunit,
 )
 from tests.backend.conftest import work_request
+from tests.factories import (
+    AppFactory, AppVersionFactory, HostFactory, ResultFactory, UserFactory, WorkunitFactory,
+)
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -52,18 +55,16 @@ def finished_workunits(n, data_dir):
     (data_dir / "upload").mkdir(exist_ok=True)
     (data_dir / "download").mkdir(exist_ok=True)
     now = int(time.time()) - 1000
-    app = App.objects.create(name="concurrency", min_quorum=1, target_nresults=1,
-                             max_error_results=1, max_total_results=2, max_success_results=1)
-    host = Host.objects.create(owner=get_user_model().objects.create(username="v"),
-                               domain_name="h")
+    app = AppFactory(name="concurrency", max_error_results=1, max_total_results=2,
+                     max_success_results=1)
+    host = HostFactory()
+    # built by the factories, inserted in one statement each
     wus = Workunit.objects.bulk_create(
-        Workunit(app=app, name=f"wu{i}", transition_time=now, min_quorum=1, target_nresults=1,
-                 max_error_results=1, max_total_results=2, max_success_results=1)
-        for i in range(n))
+        WorkunitFactory.build(app=app, name=f"wu{i}", transition_time=now) for i in range(n))
     results = Result.objects.bulk_create(
-        Result(workunit=wu, app=app, name=f"wu{wu.pk}_0", random=name_random(f"wu{wu.pk}_0"),
-               server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=host,
-               sent_time=now - 100, received_time=now, report_deadline=now + 86400)
+        ResultFactory.build(workunit=wu, name=f"wu{wu.pk}_0", server_state=ServerState.OVER,
+                            outcome=Outcome.SUCCESS, host=host, sent_time=now - 100,
+                            received_time=now, report_deadline=now + 86400)
         for wu in wus)
     File.objects.bulk_create(File(name=r.output_file_name(0), kind="output", result=r,
                                   md5_cksum="0" * 32) for r in results)
@@ -136,16 +137,16 @@ def test_a_worker_killed_mid_pass_loses_nothing_and_the_next_passes_converge(
 
 def pipeline_project():
     """An app of quorum 2 (target 2) the work generator feeds, and the volunteers' hosts."""
-    app = App.objects.create(name="pipeline", min_quorum=2, target_nresults=2,
-                             max_error_results=3, max_total_results=8, max_success_results=5,
-                             delay_bound=DELAY_BOUND, rsc_fpops_est=JOB_SECONDS * 1e9,
-                             unsent_target=4000)
-    AppVersion.objects.create(app=app, version_num=1, flops=1e9)
+    app = AppFactory(name="pipeline", min_quorum=2, target_nresults=2, max_error_results=3,
+                     max_total_results=8, max_success_results=5, delay_bound=DELAY_BOUND,
+                     rsc_fpops_est=JOB_SECONDS * 1e9, unsent_target=4000)
+    AppVersionFactory(app=app, version_num=1, flops=1e9)
     users = get_user_model().objects.bulk_create(
-        get_user_model()(username=f"volunteer{i}")
+        UserFactory.build(username=f"volunteer{i}")
         for i in range(PER_DAEMON * HOSTS_PER_SCHEDULER))
-    hosts = Host.objects.bulk_create(Host(owner=user, domain_name=f"host{i}", p_ncpus=NCPUS)
-                                     for i, user in enumerate(users))
+    hosts = Host.objects.bulk_create(
+        HostFactory.build(owner=user, domain_name=f"host{i}", p_ncpus=NCPUS)
+        for i, user in enumerate(users))
     return app, [h.pk for h in hosts]
 
 

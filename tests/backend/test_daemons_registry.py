@@ -1,26 +1,23 @@
 import django_rq
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from backend.daemons import run_pass
 from backend.models import (
-    App, AssimilateState, DaemonStatus, ErrorMask, File, FileDeleteState, Host, LifecycleEvent,
-    Outcome, Result, ServerState, ValidateState, Workunit,
+    AssimilateState, DaemonStatus, ErrorMask, File, FileDeleteState, LifecycleEvent, Outcome,
+    Result, ServerState, ValidateState, Workunit,
 )
-
-NOW = 1_800_000_000
+from tests.factories import NOW, AppFactory, HostFactory, ResultFactory, WorkunitFactory
 
 
 def make_result(*, deadline, state=ServerState.IN_PROGRESS, name="wu_0"):
-    app, _ = App.objects.get_or_create(name="a")
-    owner, _ = get_user_model().objects.get_or_create(username="v")
-    host, _ = Host.objects.get_or_create(owner=owner, domain_name="h")
+    """A result sent 100 s before its ``deadline``, of a workunit with BOINC's all-1 limits."""
     # The scheduler lowers the workunit's transition_time to the deadline when it sends.
-    wu = Workunit.objects.create(app=app, name=name, transition_time=deadline)
-    return Result.objects.create(workunit=wu, app=app, name=f"{name}_0", server_state=state,
-                                 host=host, report_deadline=deadline, sent_time=deadline - 100)
+    wu = WorkunitFactory(name=name, transition_time=deadline, max_error_results=1,
+                         max_total_results=1, max_success_results=1)
+    return ResultFactory(workunit=wu, name=f"{name}_0", server_state=state, host=HostFactory(),
+                         report_deadline=deadline, sent_time=deadline - 100)
 
 
 @pytest.mark.django_db
@@ -56,7 +53,7 @@ def six_due(project, daemon):
     """Six items for ``daemon``, with consecutive ids; returns a function telling how many of
     them it has done."""
     if daemon == "work_generator":
-        apps = [App.objects.create(name=f"app{i}", unsent_target=1) for i in range(6)]
+        apps = AppFactory.create_batch(6, unsent_target=1)
         return lambda: Workunit.objects.filter(app__in=apps).values("app").distinct().count()
     if daemon == "file_deleter":
         wus = [project.workunit(file_delete_state=FileDeleteState.READY) for _ in range(6)]

@@ -11,7 +11,8 @@ from backend.daemons.sched_locality import LocalityConfig, file_name_of
 from backend.daemons.scheduler import SchedulerConfig, StickyFile, handle_request
 from backend.daemons.work_generator import create_work_for_file
 from backend.models import File, Host, LocalityTrigger, Outcome, Result, ServerState, Workunit
-from tests.backend.conftest import NOW, work_request
+from tests.backend.conftest import work_request
+from tests.factories import NOW
 
 pytestmark = pytest.mark.django_db
 

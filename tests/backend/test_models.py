@@ -1,11 +1,12 @@
 import pytest
-from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 
 from backend.models import (
-    INT_MAX, App, AppVersion, AssimilateState, ClientState, ErrorMask, FileDeleteState, Host,
-    LifecycleEvent, Outcome, Result, ServerState, TransitionerFlags, ValidateState, Workunit,
-    state_label,
+    INT_MAX, AssimilateState, ClientState, ErrorMask, FileDeleteState, LifecycleEvent, Outcome,
+    Result, ServerState, TransitionerFlags, ValidateState, state_label,
+)
+from tests.factories import (
+    AppFactory, AppVersionFactory, HostFactory, ResultFactory, UserFactory, WorkunitFactory,
 )
 
 
@@ -31,10 +32,9 @@ def test_enum_values_are_boincs():
 
 
 def test_unsent_counts_inactive_too_because_boinc_compares_with_lte(db):
-    app = App.objects.create(name="a")
-    wu = Workunit.objects.create(app=app, name="wu")
-    for i, state in enumerate([ServerState.INACTIVE, ServerState.UNSENT, ServerState.IN_PROGRESS]):
-        Result.objects.create(workunit=wu, app=app, name=f"wu_{i}", server_state=state)
+    wu = WorkunitFactory()
+    for state in [ServerState.INACTIVE, ServerState.UNSENT, ServerState.IN_PROGRESS]:
+        ResultFactory(workunit=wu, server_state=state)
     assert Result.objects.unsent().count() == 2
 
 
@@ -53,38 +53,37 @@ def test_error_mask_names_list_the_bits_set():
     {"min_quorum": 0},
 ])
 def test_workunit_refuses_what_create_work_refuses(fields):
-    app = App.objects.create(name="a")
+    app = AppFactory()
     defaults = {"target_nresults": 1, "max_error_results": 1, "max_total_results": 4,
                 "max_success_results": 2, "min_quorum": 1}
     defaults.update(fields)
     with pytest.raises(IntegrityError), transaction.atomic():
-        Workunit.objects.create(app=app, name="wu", **defaults)
+        WorkunitFactory(app=app, **defaults)
 
 
 @pytest.mark.django_db
 def test_names_are_unique_as_the_scheduler_looks_results_up_by_name():
-    app = App.objects.create(name="a")
-    wu = Workunit.objects.create(app=app, name="wu")
-    Result.objects.create(workunit=wu, app=app, name="wu_0")
+    wu = WorkunitFactory(name="wu")
+    ResultFactory(workunit=wu, name="wu_0")
     with pytest.raises(IntegrityError), transaction.atomic():
-        Result.objects.create(workunit=wu, app=app, name="wu_0")
+        ResultFactory(workunit=wu, name="wu_0")
     with pytest.raises(IntegrityError), transaction.atomic():
-        Workunit.objects.create(app=app, name="wu")
+        WorkunitFactory(app=wu.app, name="wu")
 
 
 @pytest.mark.django_db
 def test_host_fractions_must_lie_between_zero_and_one():
-    owner = get_user_model().objects.create(username="v")
+    owner = UserFactory()
     with pytest.raises(IntegrityError), transaction.atomic():
-        Host.objects.create(owner=owner, domain_name="h", on_frac=1.5)
+        HostFactory(owner=owner, on_frac=1.5)
 
 
 @pytest.mark.django_db
 def test_gpu_usage_needs_a_gpu_type():
-    app = App.objects.create(name="a")
+    app = AppFactory()
     with pytest.raises(IntegrityError), transaction.atomic():
-        AppVersion.objects.create(app=app, version_num=1, gpu_usage=1.0)
-    version = AppVersion.objects.create(app=app, version_num=1, gpu_type="NVIDIA", gpu_usage=1.0)
+        AppVersionFactory(app=app, version_num=1, gpu_usage=1.0)
+    version = AppVersionFactory(app=app, version_num=1, gpu_type="NVIDIA", gpu_usage=1.0)
     assert version.uses_gpu
 
 
@@ -92,8 +91,7 @@ def test_gpu_usage_needs_a_gpu_type():
 def test_an_event_needs_a_workunit_a_result_or_a_host():
     with pytest.raises(IntegrityError), transaction.atomic():
         LifecycleEvent.objects.create(time=0, actor="x", field="server_state")
-    owner = get_user_model().objects.create(username="owner")
-    host = Host.objects.create(owner=owner, domain_name="box")
+    host = HostFactory(owner__username="owner", domain_name="box")
     LifecycleEvent.objects.create(time=0, actor="owner", field="max_ncpus_pct", host=host,
                                   detail="100.0 → 50.0")
     assert [str(e) for e in host.events.all()] == [

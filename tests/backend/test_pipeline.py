@@ -14,7 +14,8 @@ from backend.models import (
     FileDeleteState, Host, LifecycleEvent, Outcome, Result, ServerState, ValidateState, Workunit,
 )
 from backend.daemons import run_pass
-from tests.backend.conftest import NOW, work_request
+from tests.backend.conftest import work_request
+from tests.factories import NOW
 
 pytestmark = pytest.mark.django_db
 

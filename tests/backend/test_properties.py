@@ -24,7 +24,8 @@ from backend.models import (
     AssimilateState, ClientState, Host, LifecycleEvent, Result, ServerState, ValidateState,
     Workunit,
 )
-from tests.backend.conftest import NOW, Project, work_request
+from tests.backend.conftest import Project, work_request
+from tests.factories import NOW
 
 BEHAVIOURS = ["success", "client_error", "wrong_output", "no_reply", "late_reply"]
 DAEMONS = ["transitioner", "validator", "assimilator", "file_deleter"]

@@ -7,7 +7,7 @@ from backend.daemons import assimilator
 from backend.models import (
     AssimilatedResult, AssimilateState, ErrorMask, Outcome, ServerState, Workunit,
 )
-from tests.backend.conftest import NOW
+from tests.factories import NOW
 
 
 def test_a_workunit_without_a_canonical_result_is_assimilated_with_that_error(project):

@@ -11,11 +11,11 @@ import pytest
 
 from backend.daemons import credit, host_app_version, validator
 from backend.models import (
-    CreditHistory, Host, HostAppVersion, Outcome, Result, ServerState, Team, TeamAppCredit,
+    CreditHistory, Host, HostAppVersion, Outcome, Result, ServerState, TeamAppCredit,
     UserAppCredit, UserCredit, ValidateState, Workunit,
 )
 from backend.server_config import ConfigError, read_config_xml
-from tests.backend.conftest import NOW
+from tests.factories import NOW, AppVersionFactory, TeamFactory, UserCreditFactory
 
 FLOPS_PER_CREDIT = 432e9
 EST = 1e12          # rsc_fpops_est of the workunits below
@@ -186,8 +186,8 @@ def test_credit_from_runtime_is_the_low_average_of_the_runtime_credit():
 def test_update_av_scales_scales_versions_to_their_average(project):
     from backend.models import AppVersion
 
-    slow = AppVersion.objects.create(app=project.app, version_num=200, pfc_n=150.0,
-                                     pfc_avg=2.0)
+    slow = AppVersionFactory(app=project.app, version_num=200, pfc_n=150.0,
+                             pfc_avg=2.0)
     AppVersion.objects.filter(pk=project.version.pk).update(pfc_n=150.0, pfc_avg=1.0)
     assert credit.update_av_scales() == [project.app.pk]
     project.app.refresh_from_db()
@@ -272,10 +272,10 @@ def test_a_runtime_outlier_is_credited_but_left_out_of_the_averages(project):
 def test_two_results_are_granted_the_pegged_average_and_the_owner_and_team_get_it(project):
     from backend.models import File
 
-    team = Team.objects.create(name="crunchers")
+    team = TeamFactory(name="crunchers")
     a, b = project.host(), project.host()
     for host in (a, b):
-        UserCredit.objects.create(user=host.owner, team=team)
+        UserCreditFactory(user=host.owner, team=team)
     wu = project.workunit(rsc_fpops_est=EST, rsc_fpops_bound=10 * EST, min_quorum=2,
                           target_nresults=2, need_validate=True)
     for host, elapsed in ((a, 450.0), (b, 650.0)):
@@ -333,9 +333,9 @@ def test_no_credit_grants_nothing_but_still_keeps_the_averages_and_turnaround(pr
 
 
 def test_credit_by_app_keeps_users_and_teams_credit_per_app(project):
-    team = Team.objects.create(name="crunchers")
+    team = TeamFactory(name="crunchers")
     host = project.host()
-    UserCredit.objects.create(user=host.owner, team=team)
+    UserCreditFactory(user=host.owner, team=team)
     for _ in range(2):
         valid_job(project, host, 500.0)
     validator.run_once(now=NOW, batch_size=10, credit_by_app=True)

@@ -13,7 +13,8 @@ from backend.models import (
     AppVersion, ErrorMask, File, FileDeleteState, Outcome, Result, ServerState, ValidateState,
     Workunit,
 )
-from tests.backend.conftest import NOW, work_request
+from tests.backend.conftest import work_request
+from tests.factories import NOW, AppVersionFactory, ResultFactory
 
 DAY = 86400
 
@@ -190,8 +191,8 @@ def test_a_gpu_request_that_gives_no_queue_has_an_empty_one(project):
     # sched_check.cpp check_deadline: nothing queued, no deadline check
     from backend.daemons.scheduler import GpuRequest
 
-    AppVersion.objects.create(app=project.app, version_num=100, plan_class="cuda",
-                              gpu_type="NVIDIA", gpu_usage=1.0, flops=1e9)
+    AppVersionFactory(app=project.app, version_num=100, plan_class="cuda",
+                      gpu_type="NVIDIA", gpu_usage=1.0, flops=1e9)
     job = project.result(project.workunit(delay_bound=10, rsc_fpops_est=1000e12))
     request = work_request(project.host(), cpu_req_secs=0, cpu_req_instances=0, gpu_requests=[
         GpuRequest("NVIDIA", count=1, peak_flops=1e12, req_secs=1e6)])
@@ -200,12 +201,7 @@ def test_a_gpu_request_that_gives_no_queue_has_an_empty_one(project):
 
 def test_the_infeasible_queue_stamps_only_the_results_the_request_looked_at(project):
     from backend.daemons.sched_types import SchedulerConfig
-    from backend.models import App
-
-    other_app = App.objects.create(name="other", min_quorum=1, target_nresults=1)
-    elsewhere = Result.objects.create(
-        workunit=Workunit.objects.create(app=other_app, name="elsewhere"), app=other_app,
-        name="elsewhere_0", server_state=ServerState.UNSENT)
+    elsewhere = ResultFactory(workunit__app__name="other", server_state=ServerState.UNSENT)
     slow = project.host(p_fpops=1e6)
     job = project.result(project.workunit())
     config = SchedulerConfig(seed003_infeasible_queue=True, infeasible_timeout=1000)
@@ -296,8 +292,8 @@ def test_a_sticky_file_the_host_no_longer_lists_is_forgotten_and_only_that_one(p
 def test_a_gpu_request_that_asks_no_seconds_gets_no_gpu_job(project):
     from backend.daemons.scheduler import GpuRequest
 
-    AppVersion.objects.create(app=project.app, version_num=100, plan_class="cuda",
-                              gpu_type="NVIDIA", gpu_usage=1.0, flops=1e9)
+    AppVersionFactory(app=project.app, version_num=100, plan_class="cuda",
+                      gpu_type="NVIDIA", gpu_usage=1.0, flops=1e9)
     project.version.delete()
     project.result(project.workunit())
     request = work_request(project.host(), cpu_req_secs=10.0, gpu_requests=[

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from backend.daemons import host_app_version as hav_rules
+from tests.factories import HostAppVersionFactory
 
 DAY = 86400
 
@@ -177,8 +178,8 @@ def test_a_request_gives_the_quota_only_to_its_own_hosts_new_records(project):
 
     mine, other = project.host(), project.host()
     for host, limit in ((mine, 0), (other, 0)):
-        HostAppVersion.objects.create(host=host, app_version=project.version,
-                                      max_jobs_per_day=limit)
+        HostAppVersionFactory(host=host, app_version=project.version,
+                              max_jobs_per_day=limit)
     hav_rules.start_of_request(mine, quota=500)
     assert dict(HostAppVersion.objects.values_list("host_id", "max_jobs_per_day")) == {
         mine.pk: 500, other.pk: 0}

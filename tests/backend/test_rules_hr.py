@@ -11,11 +11,10 @@ import pytest
 from backend.daemons import sched_hr, transitioner
 from backend.daemons.scheduler import SchedulerConfig, handle_request
 from backend.daemons.sched_types import HostInfo
-from backend.models import (
-    AppVersion, LifecycleEvent, Outcome, Result, ServerState, Workunit,
-)
+from backend.models import LifecycleEvent, Outcome, ServerState, Workunit
 from backend.server_config import ConfigError, read_config_xml
-from tests.backend.conftest import NOW, work_request
+from tests.backend.conftest import work_request
+from tests.factories import NOW, AppVersionFactory, ResultFactory, WorkunitFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -141,14 +140,10 @@ def test_a_host_of_unknown_class_gets_no_hr_work_and_no_message(hr_project):
 
 
 def test_an_unknown_host_still_gets_work_of_apps_without_hr(hr_project):
-    from backend.models import App
-
-    other = App.objects.create(name="plain", min_quorum=1, target_nresults=1)
-    AppVersion.objects.create(app=other, version_num=1)
+    other = AppVersionFactory(app__name="plain", version_num=1).app
     hr_project.result(hr_project.workunit())
-    wu = Workunit.objects.create(app=other, name="plain_wu", transition_time=NOW + 10**6)
-    Result.objects.create(workunit=wu, app=other, name="plain_wu_0",
-                          server_state=ServerState.UNSENT)
+    wu = WorkunitFactory(app=other, name="plain_wu", transition_time=NOW + 10**6)
+    ResultFactory(workunit=wu, server_state=ServerState.UNSENT)
     reply = handle_request(hr_request(hr_project.host(), "Haiku"), now=NOW)
     assert sent_names(reply) == ["plain_wu_0"]
 
@@ -196,9 +191,9 @@ def test_a_commit_that_another_scheduler_made_meanwhile_stops_the_send(hr_projec
 def hav_project(project):
     project.app.homogeneous_app_version = True
     project.app.save()
-    project.old = AppVersion.objects.create(app=project.app, version_num=90, flops=1e9)
-    project.windows = AppVersion.objects.create(app=project.app, version_num=100,
-                                                platform="windows_x86_64", flops=1e9)
+    project.old = AppVersionFactory(app=project.app, version_num=90, flops=1e9)
+    project.windows = AppVersionFactory(app=project.app, version_num=100,
+                                        platform="windows_x86_64", flops=1e9)
     return project
 
 

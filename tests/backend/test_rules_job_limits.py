@@ -15,7 +15,8 @@ from backend.daemons.sched_limit import (
 from backend.daemons.scheduler import ReportedResult, SchedulerConfig, handle_request
 from backend.models import Host, Result, ServerState
 from backend.server_config import project_config, read_config_xml
-from tests.backend.conftest import NOW, work_request
+from tests.backend.conftest import work_request
+from tests.factories import NOW, AppVersionFactory, HostAppVersionFactory
 
 AUX = """<config>
   <max_jobs_in_progress>
@@ -252,7 +253,7 @@ def test_truncation_is_said_so_resends_wait():
 from types import SimpleNamespace  # noqa: E402
 
 from backend.daemons import sched_reliable, transitioner  # noqa: E402
-from backend.models import HostAppVersion, Outcome  # noqa: E402
+from backend.models import Outcome  # noqa: E402
 
 
 def hav(**fields):
@@ -317,8 +318,8 @@ def test_a_job_that_needs_a_reliable_host_goes_only_to_one_with_a_shortened_dead
     unproven = project.host()
     assert handle_request(work_request(unproven), now=NOW, config=config).results == []
     proven = project.host()
-    HostAppVersion.objects.create(host=proven, app_version=project.version,
-                                  consecutive_valid=10, max_jobs_per_day=5, jobs_day=NOW // 86400)
+    HostAppVersionFactory(host=proven, app_version=project.version,
+                          consecutive_valid=10, max_jobs_per_day=5, jobs_day=NOW // 86400)
     reply = handle_request(work_request(proven), now=NOW, config=config)
     assert [job.report_deadline for job in reply.results] == [NOW + 43200]
     assert Result.objects.get().report_deadline == NOW + 43200
@@ -345,10 +346,10 @@ def gpu_and_cpu_request(host, cpus=2):
 
 @pytest.fixture
 def gpu_project(project):
-    from backend.models import AppVersion, GpuType
+    from backend.models import GpuType
 
-    AppVersion.objects.create(app=project.app, version_num=100, plan_class="cuda",
-                              gpu_type=GpuType.NVIDIA, gpu_usage=1.0, flops=1e12)
+    AppVersionFactory(app=project.app, version_num=100, plan_class="cuda",
+                      gpu_type=GpuType.NVIDIA, gpu_usage=1.0, flops=1e12)
     return project
 
 

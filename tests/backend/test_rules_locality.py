@@ -13,8 +13,9 @@ from backend.daemons.scheduler import SchedulerConfig, StickyFile, handle_reques
 from backend.daemons.sched_types import GlobalPrefs
 from backend.models import File, LocalityTrigger, Result, ServerState, Workunit
 from backend.server_config import ConfigError, read_config_xml
-from tests.backend.conftest import NOW, work_request
+from tests.backend.conftest import work_request
 from tests.backend.test_locality import ask, make_results, sent_files
+from tests.factories import NOW, AppVersionFactory, HostAppVersionFactory
 
 
 @pytest.fixture
@@ -66,7 +67,6 @@ def test_data_files_can_be_added_in_several_batches(app, project):
 
 
 def test_a_request_filled_by_its_job_limit_looks_at_no_further_file(app, project):
-
     make_results(project, "fa", 2)
     request = work_request(project.host(), file_infos=[StickyFile("fa"), StickyFile("fb")])
     reply = handle_request(request, now=NOW, config=SchedulerConfig(
@@ -673,13 +673,11 @@ def test_the_first_locality_send_commits_the_class_and_the_replica_follows_it(ap
 
 
 def test_a_locality_result_committed_to_an_app_version_goes_with_it(app, project):
-    from backend.models import AppVersion
-
     app.homogeneous_app_version = True
     app.save()
-    old = AppVersion.objects.create(app=app, version_num=90, flops=1e9)
-    windows = AppVersion.objects.create(app=app, version_num=100, platform="windows_x86_64",
-                                        flops=1e9)
+    old = AppVersionFactory(app=app, version_num=90, flops=1e9)
+    windows = AppVersionFactory(app=app, version_num=100, platform="windows_x86_64",
+                                flops=1e9)
     [mine, theirs] = make_results(project, "fa", 2)
     Workunit.objects.filter(pk=mine.workunit_id).update(app_version=old)
     Workunit.objects.filter(pk=theirs.workunit_id).update(app_version=windows)
@@ -693,12 +691,11 @@ def test_a_result_committed_to_a_version_the_host_lacks_ends_the_locality_search
     # possibly_send_result: get_app_version finds no version, ERR_NO_APP_VERSION, and
     # send_results_for_file and send_work_locality give up: nothing after it is sent and the
     # file is not named for deletion
-    from backend.models import AppVersion
 
     app.homogeneous_app_version = True
     app.save()
-    windows = AppVersion.objects.create(app=app, version_num=100, platform="windows_x86_64",
-                                        flops=1e9)
+    windows = AppVersionFactory(app=app, version_num=100, platform="windows_x86_64",
+                                flops=1e9)
     [theirs, _] = make_results(project, "fa", 2)
     make_results(project, "fb", 1)
     Workunit.objects.filter(pk=theirs.workunit_id).update(app_version=windows)
@@ -718,11 +715,10 @@ def test_a_result_committed_to_a_version_the_host_lacks_ends_the_locality_search
 def test_a_host_at_its_daily_quota_still_has_its_held_files_looked_at(app, project,
                                                                       jobs_today, sent,
                                                                       deleted):
-    from backend.models import HostAppVersion
 
     host = project.host(p_ncpus=1)
-    HostAppVersion.objects.create(host=host, app_version=project.version, max_jobs_per_day=1,
-                                  n_jobs_today=jobs_today, jobs_day=NOW // 86400)
+    HostAppVersionFactory(host=host, app_version=project.version, max_jobs_per_day=1,
+                          n_jobs_today=jobs_today, jobs_day=NOW // 86400)
     make_results(project, "fb", 2)
     LocalityTrigger.objects.update(no_work_available=True)
     config = SchedulerConfig(daily_result_quota=1, file_deletion_strategy=1,

@@ -11,9 +11,8 @@ import pytest
 from backend.daemons.sched_resend import new_deadline, not_resendable
 from backend.daemons.scheduler import SchedulerConfig, handle_request
 from backend.models import ServerState
-from tests.backend.conftest import NOW as WHEN, work_request
-
-NOW = 1_000_000
+from tests.backend.conftest import work_request
+from tests.factories import NOW, AppVersionFactory, HostAppVersionFactory
 
 
 def lost(stored, sent, delay_bound):
@@ -81,8 +80,8 @@ def lost_job(project, host, *, stored=None, **wu_fields):
     wu = project.workunit(delay_bound=10 * DAY, **wu_fields)
     return project.result(wu, server_state=ServerState.IN_PROGRESS, host=host,
                           user_id=host.owner_id, app_version=project.version,
-                          sent_time=WHEN - 1000,
-                          report_deadline=WHEN + 9 * DAY if stored is None else stored)
+                          sent_time=NOW - 1000,
+                          report_deadline=NOW + 9 * DAY if stored is None else stored)
 
 
 def resend_request(host, **fields):
@@ -102,7 +101,7 @@ def test_a_lost_result_the_host_lacks_disk_for_is_expired_and_the_host_told(proj
     job = lost_job(project, host, rsc_disk_bound=2e9)
     request = resend_request(host)
     request.host_info.d_total, request.host_info.d_free = 1e12, GB + 5e8
-    reply = handle_request(request, now=WHEN, config=RESEND)
+    reply = handle_request(request, now=NOW, config=RESEND)
     assert reply.results == []
     assert [(m.text, m.priority) for m in reply.messages] == [
         (f"Didn't resend lost task {job.name} (expired)", "low"),
@@ -110,7 +109,7 @@ def test_a_lost_result_the_host_lacks_disk_for_is_expired_and_the_host_told(proj
         ("uppercase needs 1430.51MB more disk space.  You currently have 476.84 MB available "
          "and it needs 1907.35 MB.", "notice")]
     job.refresh_from_db()
-    assert job.report_deadline == WHEN - 1
+    assert job.report_deadline == NOW - 1
 
 
 @pytest.mark.parametrize("m_nbytes, n_bwdown, resent", [
@@ -125,7 +124,7 @@ def test_a_lost_result_is_resent_only_to_a_host_with_the_memory_and_bandwidth_it
     job = lost_job(project, host, rsc_memory_bound=2e9, rsc_bandwidth_bound=2e5)
     request = resend_request(host)
     request.host_info.m_nbytes, request.host_info.n_bwdown = m_nbytes, n_bwdown
-    reply = handle_request(request, now=WHEN, config=RESEND)
+    reply = handle_request(request, now=NOW, config=RESEND)
     assert [r.name for r in reply.results] == ([job.name] if resent else [])
     assert any(m.text == f"Didn't resend lost task {job.name} (expired)"
                for m in reply.messages) is not resent
@@ -138,10 +137,10 @@ def test_a_resent_job_takes_its_disk_off_what_the_next_may_use(project):
     second = lost_job(project, host, rsc_disk_bound=1e9)
     request = resend_request(host, cpu_req_secs=10 * DAY)
     request.host_info.d_total, request.host_info.d_free = 1e12, GB + 1.5e9
-    reply = handle_request(request, now=WHEN, config=RESEND)
+    reply = handle_request(request, now=NOW, config=RESEND)
     assert [r.name for r in reply.results] == [first.name]
     second.refresh_from_db()
-    assert second.report_deadline == WHEN - 1
+    assert second.report_deadline == NOW - 1
 
 
 @pytest.fixture
@@ -156,15 +155,15 @@ def committed(project):
     # 3.63e13 FLOPs at the capped 1.1 x 3.3 GFLOPS (under 10 hosts): 10,000 s; at the host's
     # own 1e10: 3,630 s. The time left before the stored deadline (NOW + 5,000 - 1) holds the
     # second, not the first
-    (WHEN + 5_000, False),
-    (WHEN + 20_000, True),
+    (NOW + 5_000, False),
+    (NOW + 20_000, True),
 ])
 def test_a_lost_committed_job_runs_at_the_capped_host_speed_as_a_new_send_does(
         committed, stored, resent):
     host = committed.host(p_fpops=1e10)
     job = lost_job(committed, host, stored=stored, rsc_fpops_est=3.63e13,
                    app_version=committed.version)
-    reply = handle_request(resend_request(host), now=WHEN, config=RESEND)
+    reply = handle_request(resend_request(host), now=NOW, config=RESEND)
     assert [r.name for r in reply.results] == ([job.name] if resent else [])
     if resent:
         assert reply.results[0].estimated_runtime == pytest.approx(10_000.0)
@@ -181,16 +180,15 @@ def test_a_lost_committed_job_runs_at_the_capped_host_speed_as_a_new_send_does(
 def test_a_lost_result_is_resent_with_the_version_a_new_send_would_take(project,
                                                                           quota_used_up,
                                                                           platform):
-    from backend.models import AppVersion, HostAppVersion
 
     host = project.host()
-    AppVersion.objects.create(app=project.app, version_num=90, platform="i686-pc-linux-gnu",
-                              flops=1e9)
+    AppVersionFactory(app=project.app, version_num=90, platform="i686-pc-linux-gnu",
+                      flops=1e9)
     if quota_used_up:
-        HostAppVersion.objects.create(host=host, app_version=project.version,
-                                      max_jobs_per_day=1, n_jobs_today=1,
-                                      jobs_day=WHEN // DAY)
+        HostAppVersionFactory(host=host, app_version=project.version,
+                              max_jobs_per_day=1, n_jobs_today=1,
+                              jobs_day=NOW // DAY)
     job = lost_job(project, host)
     request = resend_request(host, alt_platforms=["i686-pc-linux-gnu"])
-    reply = handle_request(request, now=WHEN, config=RESEND)
+    reply = handle_request(request, now=NOW, config=RESEND)
     assert [(r.name, r.app_version.platform) for r in reply.results] == [(job.name, platform)]

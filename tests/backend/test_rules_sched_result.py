@@ -13,8 +13,7 @@ from backend.daemons.sched_result import (
 )
 from backend.daemons.sched_types import ReportedFile
 from backend.models import EXIT_ABORTED_BY_PROJECT, Outcome, Result, ServerState
-
-NOW = 1_000_000
+from tests.factories import NOW
 
 
 def report(elapsed, cpu):

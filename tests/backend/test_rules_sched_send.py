@@ -18,7 +18,8 @@ from backend.daemons.sched_types import (
     TimeStats,
 )
 from backend.daemons.scheduler import handle_request
-from tests.backend.conftest import NOW, work_request
+from tests.backend.conftest import work_request
+from tests.factories import NOW, AppVersionFactory
 
 DAY = 86400
 
@@ -351,7 +352,6 @@ def disk_work_request(host, d_free, n_bwdown=0.0, **fields):
 
 
 def test_jobs_are_sent_until_the_disk_allowance_is_used_up(project):
-
     host = project.host()
     jobs = [project.result(project.workunit(rsc_disk_bound=1e9, delay_bound=100 * DAY))
             for _ in range(4)]
@@ -362,7 +362,6 @@ def test_jobs_are_sent_until_the_disk_allowance_is_used_up(project):
 
 
 def test_a_host_short_of_disk_is_told_how_much_more_it_needs(project):
-
     host = project.host()
     project.result(project.workunit(rsc_disk_bound=1e9))
     reply = handle_request(disk_work_request(host, d_free=GB + 5e8), now=NOW)
@@ -375,7 +374,6 @@ def test_a_host_short_of_disk_is_told_how_much_more_it_needs(project):
 
 
 def test_a_project_that_asks_for_less_free_disk_lets_the_host_fill_more(project):
-
     host = project.host()
     project.result(project.workunit(rsc_disk_bound=1e9))
     config = SchedulerConfig(default_disk_min_free_gb=0.0)
@@ -384,7 +382,6 @@ def test_a_project_that_asks_for_less_free_disk_lets_the_host_fill_more(project)
 
 
 def test_a_host_whose_downloads_are_too_slow_is_told_its_measured_speed(project):
-
     host = project.host()
     project.result(project.workunit(rsc_bandwidth_bound=1e6))
     fast = project.result(project.workunit(rsc_bandwidth_bound=5e5))
@@ -399,7 +396,6 @@ def test_a_host_whose_downloads_are_too_slow_is_told_its_measured_speed(project)
 
 
 def test_a_host_that_never_measured_its_downloads_gets_bandwidth_bound_jobs(project):
-
     host = project.host()
     project.result(project.workunit(rsc_bandwidth_bound=1e9))
     assert len(handle_request(disk_work_request(host, d_free=1e12, n_bwdown=0.0),
@@ -407,7 +403,6 @@ def test_a_host_that_never_measured_its_downloads_gets_bandwidth_bound_jobs(proj
 
 
 def test_a_simulated_host_that_reports_no_disk_figures_keeps_getting_work(project):
-
     host = project.host()
     project.result(project.workunit(rsc_disk_bound=1e15, rsc_bandwidth_bound=1e12))
     assert len(handle_request(work_request(host), now=NOW).results) == 1
@@ -423,7 +418,7 @@ def test_a_workunit_committed_to_a_superseded_version_is_sent_with_it(project):
 
     project.app.homogeneous_app_version = True
     project.app.save()
-    old = AppVersion.objects.create(app=project.app, version_num=90, flops=1e9)
+    old = AppVersionFactory(app=project.app, version_num=90, flops=1e9)
     AppVersion.objects.filter(pk=project.version.pk).update(beta=True)
     committed = project.result(project.workunit(app_version=old))
     project.result(project.workunit())
@@ -442,14 +437,13 @@ def test_a_plan_class_notice_comes_only_from_versions_a_job_could_take(project, 
     # the only version needs a client of 8.0 or later: get_app_version checks its plan class
     # (and says "A newer BOINC ...") for an unpinned job, but skips it for a job pinned to
     # version number 100 before looking at its plan class
-    from backend.models import AppVersion
     from protocol.models import AppVersionFile
 
     spec = tmp_path / "plan_class_spec.xml"
     spec.write_text(NEWER_SPEC)
     project.version.delete()
-    newer = AppVersion.objects.create(app=project.app, version_num=101, plan_class="newer",
-                                      flops=1e9)
+    newer = AppVersionFactory(app=project.app, version_num=101, plan_class="newer",
+                              flops=1e9)
     AppVersionFile.objects.create(app_version=newer, name="uppercase_101", nbytes=10,
                                   md5_cksum="0" * 32, file_signature="x")
     project.result(project.workunit(app_version_num=pinned))

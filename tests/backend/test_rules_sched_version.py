@@ -13,7 +13,8 @@ from backend.daemons.sched_version import core_client_version
 from backend.models import AppVersion, GpuType, HostAppVersion, Result, ServerState
 from backend.server_config import read_config_xml
 from protocol.models import AppVersionFile
-from tests.backend.conftest import NOW, work_request
+from tests.backend.conftest import work_request
+from tests.factories import NOW, AppVersionFactory, HostAppVersionFactory
 
 SPEC = """<plan_classes>
   <plan_class>
@@ -116,10 +117,10 @@ def sent_versions(reply):
 
 def add_versions(project, *plan_classes, gpu=()):
     for plan_class in plan_classes:
-        AppVersion.objects.create(app=project.app, version_num=100, plan_class=plan_class)
+        AppVersionFactory(app=project.app, version_num=100, plan_class=plan_class)
     for plan_class in gpu:
-        AppVersion.objects.create(app=project.app, version_num=100, plan_class=plan_class,
-                                  gpu_type=GpuType.NVIDIA, gpu_usage=0.5)
+        AppVersionFactory(app=project.app, version_num=100, plan_class=plan_class,
+                          gpu_type=GpuType.NVIDIA, gpu_usage=0.5)
 
 
 def test_rule_3_4_mt_version_is_faster_on_a_multicore_host(project, spec_file):
@@ -170,9 +171,9 @@ def test_rule_3_4_gpu_plan_class_bounds(project, spec_file, gpu, expected):
 
 
 def test_rule_3_4_client_version_bounds_and_beta(project, spec_file):
-    AppVersion.objects.create(app=project.app, version_num=101, plan_class="newer")
-    AppVersion.objects.create(app=project.app, version_num=102, beta=True,
-                              plan_class="fast")
+    AppVersionFactory(app=project.app, version_num=101, plan_class="newer")
+    AppVersionFactory(app=project.app, version_num=102, beta=True,
+                      plan_class="fast")
     AppVersion.objects.filter(version_num=100).update(min_core_version=70000,
                                                       max_core_version=79999)
     for version in AppVersion.objects.all():  # a real client is sent only executables
@@ -196,7 +197,7 @@ def test_rule_3_4_client_version_bounds_and_beta(project, spec_file):
 
 
 def test_rule_3_4_pinned_workunit_takes_its_version_number(project, spec_file):
-    AppVersion.objects.create(app=project.app, version_num=101, plan_class="fast")
+    AppVersionFactory(app=project.app, version_num=101, plan_class="fast")
     project.result(project.workunit(app_version_num=100))
     project.result(project.workunit())
     host = project.host(p_ncpus=1, p_fpops=1e9)
@@ -206,8 +207,8 @@ def test_rule_3_4_pinned_workunit_takes_its_version_number(project, spec_file):
 
 
 def test_rule_3_4_64_bit_jobs_take_64_bit_versions(project, spec_file):
-    AppVersion.objects.create(app=project.app, version_num=100, plan_class="fast",
-                              platform="i686-pc-linux-gnu")
+    AppVersionFactory(app=project.app, version_num=100, plan_class="fast",
+                      platform="i686-pc-linux-gnu")
     project.result(project.workunit(rsc_memory_bound=4 * 2**30))  # above 3 GB (Linux)
     project.result(project.workunit(rsc_memory_bound=1e8))
     host = project.host(p_ncpus=1, p_fpops=1e9, m_nbytes=16e9)
@@ -219,8 +220,8 @@ def test_rule_3_4_64_bit_jobs_take_64_bit_versions(project, spec_file):
 
 def test_et_average_learns_runtimes_and_moves_the_estimate(project, spec_file):
     host = project.host(p_ncpus=1, p_fpops=1e9)
-    hav = HostAppVersion.objects.create(host=host, app_version=project.version,
-                                        max_jobs_per_day=100)
+    hav = HostAppVersionFactory(host=host, app_version=project.version,
+                                max_jobs_per_day=100)
     # the host really runs at 0.25 GFLOPS: 3600 GFLOP take 14400 s
     for _ in range(11):
         host_app_version.got_good_result(hav, quota=500, turnaround=100,
@@ -248,9 +249,9 @@ def test_a_new_host_starts_from_the_version_pfc_average(project, spec_file, pfc_
     AppVersion.objects.filter(pk=project.version.pk).update(pfc_n=pfc_n, pfc_avg=4.0)
     host = project.host(p_ncpus=1, p_fpops=1e9)
     if host_et_n:
-        HostAppVersion.objects.create(host=host, app_version=project.version,
-                                      max_jobs_per_day=100, et_n=host_et_n,
-                                      et_avg=1800 / 3600e9, pfc_n=host_et_n, pfc_avg=0.5)
+        HostAppVersionFactory(host=host, app_version=project.version,
+                              max_jobs_per_day=100, et_n=host_et_n,
+                              et_avg=1800 / 3600e9, pfc_n=host_et_n, pfc_avg=0.5)
     project.result(project.workunit())
     reply = handle_request(work_request(host), now=NOW,
                            config=config(spec_file, rte_no_stats=rte_no_stats))
@@ -286,7 +287,7 @@ def test_a_reported_runtime_enters_the_et_average_whatever_its_claimed_pfc():
 def test_random_factor_spreads_the_choice_until_the_host_has_samples(project, spec_file):
     from backend.daemons import sched_version
 
-    AppVersion.objects.create(app=project.app, version_num=101, plan_class="avx")
+    AppVersionFactory(app=project.app, version_num=101, plan_class="avx")
     host = project.host(p_ncpus=1, p_fpops=1e9)
     request = work_request(host, cpu_req_secs=1)
     request.host_info.p_features = "avx"
@@ -320,8 +321,8 @@ def test_a_workunit_committed_to_a_gpu_plan_class_version_goes_to_the_gpu(projec
     # class says which processor it uses, though its row names no GPU type
     project.app.homogeneous_app_version = True
     project.app.save()
-    committed = AppVersion.objects.create(app=project.app, version_num=100, plan_class="cuda")
-    AppVersion.objects.create(app=project.app, version_num=101, plan_class="cuda")
+    committed = AppVersionFactory(app=project.app, version_num=100, plan_class="cuda")
+    AppVersionFactory(app=project.app, version_num=101, plan_class="cuda")
     project.result(project.workunit(app_version=committed))
     host = project.host(p_ncpus=1, p_fpops=1e9)
     request = work_request(host, cpu_req_secs=0, cpu_req_instances=0,
@@ -342,8 +343,8 @@ def test_the_host_page_series_ends_with_the_learnt_estimate(project):
     project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=host,
                    app_version=project.version, sent_time=NOW, flops_estimate=1e9,
                    elapsed_time=7200.0)
-    hav = HostAppVersion.objects.create(host=host, app_version=project.version, et_n=10,
-                                        et_avg=7200 / 3600e9)
+    hav = HostAppVersionFactory(host=host, app_version=project.version, et_n=10,
+                                et_avg=7200 / 3600e9)
     [(label, points, now)] = runtime_estimates(host, havs=[hav])
     assert label == str(project.version) and points == [(NOW, 3600.0, 7200.0)]
     assert now is None  # 10 runtimes are not enough for estimate_flops

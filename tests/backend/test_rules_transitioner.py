@@ -7,7 +7,7 @@ from backend.daemons import transitioner
 from backend.models import (
     FileDeleteState, Outcome, Result, ServerState, ValidateState, Workunit,
 )
-from tests.backend.conftest import NOW
+from tests.factories import NOW
 
 
 def test_too_late_and_timed_out_touch_only_the_due_workunits_results(project):

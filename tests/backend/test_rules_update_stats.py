@@ -3,13 +3,12 @@ nothing decays, as BOINC's update_stats task does (sched/update_stats.cpp, lib/u
 update_average with no work; backend.daemons.update_stats)."""
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from backend.daemons import run_pass
 from backend.daemons.credit import update_average
-from backend.models import App, AppVersion, Host, Team, UserCredit
-from tests.backend.conftest import NOW
+from backend.models import AppVersion, Host, Team, UserCredit
+from tests.factories import NOW, AppVersionFactory, HostFactory, TeamFactory, UserCreditFactory
 
 pytestmark = pytest.mark.django_db
 DAY = 86400
@@ -18,16 +17,13 @@ DAY = 86400
 def rows(**ages):
     """A user (with credit row and team), their host and an app version whose averages of 100
     were last updated ``ages`` days ago (``user``, ``host``, ``team``, ``version``)."""
-    owner = get_user_model().objects.create_user("ada")
-    team = Team.objects.create(name="t", expavg_credit=100,
-                               expavg_time=NOW - ages.get("team", 14) * DAY)
-    user = UserCredit.objects.create(user=owner, team=team, expavg_credit=100,
-                                     expavg_time=NOW - ages.get("user", 14) * DAY)
-    host = Host.objects.create(owner=owner, domain_name="h", expavg_credit=100,
-                               expavg_time=NOW - ages.get("host", 14) * DAY)
-    app = App.objects.create(name="a")
-    version = AppVersion.objects.create(app=app, version_num=1, expavg_credit=100,
-                                        expavg_time=NOW - ages.get("version", 14) * DAY)
+    team = TeamFactory(expavg_credit=100, expavg_time=NOW - ages.get("team", 14) * DAY)
+    user = UserCreditFactory(team=team, expavg_credit=100,
+                             expavg_time=NOW - ages.get("user", 14) * DAY)
+    host = HostFactory(owner=user.user, expavg_credit=100,
+                       expavg_time=NOW - ages.get("host", 14) * DAY)
+    version = AppVersionFactory(version_num=1, expavg_credit=100,
+                                expavg_time=NOW - ages.get("version", 14) * DAY)
     return user, host, team, version
 
 

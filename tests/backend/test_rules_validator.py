@@ -90,7 +90,7 @@ def test_a_late_result_that_cannot_be_read_now_is_retried_later(project):
     # leaves the result as it is and retries the workunit later (6 hours)
     from backend.daemons.hierarchy import upload_path
     from backend.models import File, Outcome, ServerState, ValidateState, Workunit
-    from tests.backend.conftest import NOW
+    from tests.factories import NOW
 
     project.app.validator = "numeric"
     project.app.save()

@@ -12,7 +12,7 @@ import pytest
 from backend.daemons import work_generator
 from backend.daemons.work_generator import CreateWorkError, work_parameters
 from backend.models import Result, ServerState, Workunit
-from tests.backend.conftest import NOW
+from tests.factories import NOW
 
 APP = SimpleNamespace(min_quorum=2, target_nresults=2, max_error_results=3,
                       max_total_results=5, max_success_results=4, delay_bound=100,

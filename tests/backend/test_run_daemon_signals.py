@@ -8,10 +8,10 @@ import subprocess
 import time
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.db import connection
 
-from backend.models import App, DaemonStatus, Host, Outcome, Result, ServerState, Workunit
+from backend.models import DaemonStatus, Outcome, ServerState
+from tests.factories import HostFactory, ResultFactory, WorkunitFactory
 from tests.web.serving import BASE, MANAGE, child_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -22,12 +22,8 @@ STOP_SECONDS = 10  # far less than the loop's --sleep: a stop must not wait for 
 
 def timed_out_result():
     """A result past its report deadline on the wall clock: the transitioner's work for a pass."""
-    app = App.objects.create(name="a")
-    host = Host.objects.create(owner=get_user_model().objects.create(username="v"), domain_name="h")
-    wu = Workunit.objects.create(app=app, name="wu_0", transition_time=1)
-    return Result.objects.create(workunit=wu, app=app, name="wu_0_0", host=host,
-                                 server_state=ServerState.IN_PROGRESS, report_deadline=1,
-                                 sent_time=0)
+    return ResultFactory(workunit=WorkunitFactory(transition_time=1), host=HostFactory(),
+                         server_state=ServerState.IN_PROGRESS, report_deadline=1, sent_time=0)
 
 
 def start_loop(tmp_path):

@@ -14,10 +14,11 @@ from backend.daemons.hierarchy import upload_path
 from backend.daemons.sched_result import handle_results
 from backend.daemons.sched_types import SchedulerReply
 from backend.models import (
-    INT_MAX, AppVersion, ClientState, File, Host, HostFile, LifecycleEvent, Outcome, Result,
-    ServerState, ValidateState, Workunit,
+    INT_MAX, ClientState, File, Host, HostFile, LifecycleEvent, Outcome, Result, ServerState,
+    ValidateState, Workunit,
 )
-from tests.backend.conftest import NOW, work_request
+from tests.backend.conftest import work_request
+from tests.factories import NOW, AppVersionFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -170,8 +171,8 @@ def test_rule_3_5_elapsed_and_cpu_time_are_sanitised(project, elapsed, cpu, vers
     host = project.host(p_ncpus=ncpus)
     versions = {
         None: None, "single": project.version,
-        "mt": AppVersion.objects.create(app=project.app, version_num=101, plan_class="mt"),
-        "four cpus": AppVersion.objects.create(app=project.app, version_num=102, avg_ncpus=4),
+        "mt": AppVersionFactory(app=project.app, version_num=101, plan_class="mt"),
+        "four cpus": AppVersionFactory(app=project.app, version_num=102, avg_ncpus=4),
     }
     result = sent_result(project, host, app_version=versions[version])
     handle_request(work_request(host, cpu_req_secs=0, results=[
@@ -330,10 +331,9 @@ def test_rule_3_4_candidates_beyond_the_jobs_it_may_send_are_looked_at(
 ])
 def test_rule_3_4_a_real_client_is_only_sent_app_versions_with_executables(
         project, client_version, files_of, sent_version):
-    from backend.models import AppVersion
     from protocol.models import AppVersionFile
 
-    newer = AppVersion.objects.create(app=project.app, version_num=200, flops=1e9)
+    newer = AppVersionFactory(app=project.app, version_num=200, flops=1e9)
     for version in (project.version, newer):
         if version.version_num in files_of:
             AppVersionFile.objects.create(app_version=version, name=f"worker_{version.pk}",
@@ -347,9 +347,9 @@ def test_rule_3_4_a_real_client_is_only_sent_app_versions_with_executables(
 
 
 def test_rule_3_4_gpu_requests_get_gpu_versions(project):
-    from backend.models import AppVersion, GpuType
-    AppVersion.objects.create(app=project.app, version_num=100, plan_class="cuda",
-                              gpu_type=GpuType.NVIDIA, gpu_usage=1, flops=1e11)
+    from backend.models import GpuType
+    AppVersionFactory(app=project.app, version_num=100, plan_class="cuda",
+                      gpu_type=GpuType.NVIDIA, gpu_usage=1, flops=1e11)
     host = project.host()
     project.result(project.workunit())
     request = work_request(host, cpu_req_secs=0, cpu_req_instances=0, gpu_requests=[

@@ -15,7 +15,8 @@ from backend.models import (
     EXIT_ABORTED_BY_PROJECT, AppVersion, ClientState, File, GpuType, HostAppVersion, Outcome,
     Result, ServerState, Workunit,
 )
-from tests.backend.conftest import NOW, work_request
+from tests.backend.conftest import work_request
+from tests.factories import NOW, AppVersionFactory, HostAppVersionFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -99,9 +100,9 @@ def test_rule_3_11_first_send_creates_the_host_app_version_and_the_next_request_
 def test_rule_3_11_daily_quota_per_host_app_version_scaled_by_cpus(
         project, ncpus, max_jobs_per_day, n_jobs_today, days_ago, quota, sent):
     host = project.host(p_ncpus=ncpus)
-    HostAppVersion.objects.create(host=host, app_version=project.version,
-                                  max_jobs_per_day=max_jobs_per_day, n_jobs_today=n_jobs_today,
-                                  jobs_day=TODAY - days_ago)
+    HostAppVersionFactory(host=host, app_version=project.version,
+                          max_jobs_per_day=max_jobs_per_day, n_jobs_today=n_jobs_today,
+                          jobs_day=TODAY - days_ago)
     unsent(project, 25)
     reply = handle_request(lots_of_work(host), now=NOW, config=config(daily_result_quota=quota))
     assert len(reply.results) == sent
@@ -121,7 +122,7 @@ def test_rule_3_11_daily_quota_per_host_app_version_scaled_by_cpus(
 def test_rule_3_11_the_count_starts_again_on_a_new_utc_day(project):
     host = project.host(p_ncpus=1)
     # a version sent before (a record at 0, which the request sets to the quota)
-    HostAppVersion.objects.create(host=host, app_version=project.version)
+    HostAppVersionFactory(host=host, app_version=project.version)
     unsent(project, 12)
     cfg = config(daily_result_quota=2)
     end_of_day = (TODAY + 1) * DAY - 1
@@ -142,12 +143,12 @@ def test_rule_3_11_the_count_starts_again_on_a_new_utc_day(project):
 ])
 def test_rule_3_11_gpu_quota_is_scaled_by_the_gpu_count_and_counted_apart(
         project, max_jobs_per_day, gpu_multiplier, gpu_jobs, cpu_jobs):
-    gpu = AppVersion.objects.create(app=project.app, version_num=100, plan_class="cuda",
-                                    gpu_type=GpuType.NVIDIA, gpu_usage=1, flops=1e11)
+    gpu = AppVersionFactory(app=project.app, version_num=100, plan_class="cuda",
+                            gpu_type=GpuType.NVIDIA, gpu_usage=1, flops=1e11)
     host = project.host(p_ncpus=1)
     for version in (project.version, gpu):
-        HostAppVersion.objects.create(host=host, app_version=version,
-                                      max_jobs_per_day=max_jobs_per_day, jobs_day=TODAY)
+        HostAppVersionFactory(host=host, app_version=version,
+                              max_jobs_per_day=max_jobs_per_day, jobs_day=TODAY)
     unsent(project, 20)
     request = lots_of_work(host, gpu_requests=[
         GpuRequest("NVIDIA", count=3, peak_flops=1e11, req_secs=1e9)])
@@ -183,8 +184,8 @@ def test_rule_3_11_anonymous_platform_jobs_have_no_host_app_version(project):
 def test_rule_3_11_a_report_adjusts_the_quota(project, client_state, exit_status, before,
                                              after, valid_after):
     host = project.host()
-    HostAppVersion.objects.create(host=host, app_version=project.version,
-                                  max_jobs_per_day=before, consecutive_valid=4)
+    HostAppVersionFactory(host=host, app_version=project.version,
+                          max_jobs_per_day=before, consecutive_valid=4)
     result = sent_result(project, host)
     handle_request(work_request(host, cpu_req_secs=0, results=[
         report_of(result, client_state=client_state, exit_status=exit_status)]),
@@ -197,8 +198,8 @@ def test_rule_3_11_a_report_adjusts_the_quota(project, client_state, exit_status
 
 def test_rule_3_11_reports_of_one_request_apply_in_order_in_a_fixed_number_of_queries(project):
     def rpc(host, outcomes):
-        HostAppVersion.objects.create(host=host, app_version=project.version,
-                                      max_jobs_per_day=2, consecutive_valid=3)
+        HostAppVersionFactory(host=host, app_version=project.version,
+                              max_jobs_per_day=2, consecutive_valid=3)
         reports = [report_of(sent_result(project, host),
                              client_state=ClientState.FILES_UPLOADED if ok
                              else ClientState.COMPUTE_ERROR) for ok in outcomes]
@@ -246,8 +247,8 @@ def test_rule_3_11_turnaround_is_boincs_running_average(samples, avg, n):
 ])
 def test_rule_3_11_a_timeout_lowers_the_quota(project, before, after):
     host = project.host()
-    HostAppVersion.objects.create(host=host, app_version=project.version,
-                                  max_jobs_per_day=before, consecutive_valid=7)
+    HostAppVersionFactory(host=host, app_version=project.version,
+                          max_jobs_per_day=before, consecutive_valid=7)
     result = sent_result(project, host, report_deadline=NOW - 1)
     Workunit.objects.filter(pk=result.workunit_id).update(transition_time=NOW - 1)
     assert transitioner.run_once(now=NOW, batch_size=10, daily_result_quota=QUOTA) == 1
@@ -260,8 +261,8 @@ def test_rule_3_11_a_timeout_lowers_the_quota(project, before, after):
 def test_rule_3_11_timeouts_of_a_pass_apply_in_order_in_a_fixed_number_of_queries(project):
     def timeouts(n):
         host = project.host()
-        HostAppVersion.objects.create(host=host, app_version=project.version,
-                                      max_jobs_per_day=QUOTA)
+        HostAppVersionFactory(host=host, app_version=project.version,
+                              max_jobs_per_day=QUOTA)
         for _ in range(n):
             sent_result(project, host, report_deadline=NOW - 1)
         Workunit.objects.filter(results__host=host).update(transition_time=NOW - 1)
@@ -290,8 +291,8 @@ def validated(project, outputs, *, before, app_target=None, **wu_fields):
     hosts = []
     for data in outputs:
         host = project.host()
-        HostAppVersion.objects.create(host=host, app_version=project.version,
-                                      max_jobs_per_day=before[0], consecutive_valid=before[1])
+        HostAppVersionFactory(host=host, app_version=project.version,
+                              max_jobs_per_day=before[0], consecutive_valid=before[1])
         r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS,
                            host=host, app_version=project.version)
         File.objects.create(name=r.output_file_name(0), kind="output", result=r,
@@ -324,8 +325,8 @@ def test_rule_3_11_an_unreplicated_valid_job_does_not_count_as_consecutive_valid
 def test_rule_3_11_a_validate_error_is_invalid_for_the_host_app_version(project):
     wu = project.workunit(need_validate=True)
     host = project.host()
-    HostAppVersion.objects.create(host=host, app_version=project.version,
-                                  max_jobs_per_day=QUOTA + 1, consecutive_valid=5)
+    HostAppVersionFactory(host=host, app_version=project.version,
+                          max_jobs_per_day=QUOTA + 1, consecutive_valid=5)
     project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=host,
                    app_version=project.version)  # no output file: unusable
     validator.run_once(now=NOW, batch_size=10, daily_result_quota=QUOTA)
@@ -454,8 +455,8 @@ def test_rule_3_6_lost_results_are_resent_or_expired(project, case, fate):
 
 
 def test_rule_3_6_a_lost_gpu_job_is_resent_for_the_gpu_when_only_cpu_work_is_asked(project):
-    gpu = AppVersion.objects.create(app=project.app, version_num=100, plan_class="cuda",
-                                    gpu_type=GpuType.NVIDIA, gpu_usage=1, flops=1e11)
+    gpu = AppVersionFactory(app=project.app, version_num=100, plan_class="cuda",
+                            gpu_type=GpuType.NVIDIA, gpu_usage=1, flops=1e11)
     host = project.host(p_ncpus=1)
     job = lost_job(project, host, version=gpu)
     request = work_request(host, cpu_req_secs=3600, other_results=[], gpu_requests=[
@@ -651,7 +652,7 @@ def test_rule_3_11_run_pass_uses_the_projects_daily_result_quota(project, settin
 
     settings.BOINC_DAILY_RESULT_QUOTA = quota
     host = project.host()
-    HostAppVersion.objects.create(host=host, app_version=project.version, max_jobs_per_day=15)
+    HostAppVersionFactory(host=host, app_version=project.version, max_jobs_per_day=15)
     result = sent_result(project, host, report_deadline=NOW - 1)
     Workunit.objects.filter(pk=result.workunit_id).update(transition_time=NOW - 1)
     assert run_pass("transitioner", now=NOW, batch_size=10) == 1

@@ -9,7 +9,7 @@ from django.db import connection
 
 from backend.management.commands import seed_demo
 from backend.models import App, Result, ServerState, Workunit
-from tests.backend.conftest import NOW
+from tests.factories import NOW
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,7 @@ from backend.models import (
     INT_MAX, AssimilateState, ErrorMask, FileDeleteState, LifecycleEvent, Outcome, Result,
     ServerState, TransitionerFlags, ValidateState, Workunit,
 )
-from tests.backend.conftest import NOW
+from tests.factories import NOW
 
 pytestmark = pytest.mark.django_db
 

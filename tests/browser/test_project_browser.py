@@ -1,30 +1,26 @@
 import re
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from backend.events import event, record
-from backend.models import App, Outcome, Result, ServerState, ValidateState, Workunit
+from backend.models import App, Outcome, Result, ServerState, ValidateState
+from tests.factories import NOW, AppFactory, ResultFactory, UserFactory, WorkunitFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-NOW = 1_700_000_000
 
 
 @pytest.fixture
 def project():
-    get_user_model().objects.create_user("boss", password="boss-pass-1", is_staff=True)
-    einstein = App.objects.create(name="einstein")
-    other = App.objects.create(name="seti")
-    Workunit.objects.bulk_create(Workunit(app=other, name=f"seti_{i}", transition_time=NOW)
-                                 for i in range(5))
-    wu = Workunit.objects.create(app=einstein, name="einstein_wu_1", transition_time=NOW + 99,
-                                 min_quorum=1, target_nresults=2, max_success_results=2,
-                                 max_total_results=4, max_error_results=2)
-    sent = Result.objects.create(workunit=wu, app=einstein, name="einstein_wu_1_0",
-                                 server_state=ServerState.IN_PROGRESS)
-    Result.objects.create(workunit=wu, app=einstein, name="einstein_wu_1_1",
-                          server_state=ServerState.UNSENT)
+    UserFactory(username="boss", password="boss-pass-1", is_staff=True)
+    other = AppFactory(name="seti")
+    for i in range(5):
+        WorkunitFactory(app=other, name=f"seti_{i}", transition_time=NOW)
+    # a quorum of one out of two replicas: one sent, one waiting
+    wu = WorkunitFactory(app=AppFactory(name="einstein"), name="einstein_wu_1",
+                         transition_time=NOW + 99, target_nresults=2)
+    sent = ResultFactory(workunit=wu, name="einstein_wu_1_0",
+                         server_state=ServerState.IN_PROGRESS)
+    ResultFactory(workunit=wu, name="einstein_wu_1_1", server_state=ServerState.UNSENT)
     record([event(time=NOW, actor="scheduler", workunit_id=wu.id, result_id=sent.id,
                   field="server_state", old=ServerState.UNSENT, new=ServerState.IN_PROGRESS,
                   reason="sent")])
@@ -75,13 +71,13 @@ def test_workunit_list_refreshes_in_place_and_holds_still_while_a_box_is_ticked(
     table = page.locator("#wu-table")
     table.locator("text=einstein_wu_1").wait_for()
 
-    Workunit.objects.create(app=project.app, name="einstein_wu_2", transition_time=NOW + 5)
+    WorkunitFactory(app=project.app, name="einstein_wu_2", transition_time=NOW + 5)
     table.locator("text=einstein_wu_2").wait_for(timeout=10_000)
     assert page.url == url
 
     box = page.get_by_label("select einstein_wu_1")
     box.check()
-    Workunit.objects.create(app=project.app, name="einstein_wu_3", transition_time=NOW + 7)
+    WorkunitFactory(app=project.app, name="einstein_wu_3", transition_time=NOW + 7)
     page.wait_for_timeout(5_000)
     assert "einstein_wu_3" not in table.inner_text() and box.is_checked()
     box.uncheck()
@@ -93,7 +89,7 @@ def test_a_bad_filter_shows_its_error_in_place(page, live_server, project):
     """A filter the server refuses (here an app deleted after the page was drawn) comes back as
     a 400 with the form's errors, and the page shows them instead of silently keeping the old
     rows."""
-    retired = App.objects.create(name="retired")
+    retired = AppFactory(name="retired")
     page.goto(f"{live_server.url}/project/workunits/")
     table = page.locator("#wu-table")
     table.locator("text=einstein_wu_1").wait_for()

@@ -8,17 +8,17 @@ so CI cannot pass without having run them.
 import time
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from backend.daemons import run_pass
 from backend.daemons.work_generator import create_work
-from backend.models import App, Result, Workunit
+from backend.models import Result, Workunit
 from boincweb.env import envbool
 from protocol.client import (
     ClientDir, boinccmd, client_binary, client_command, free_port, quit_client, start_client,
     stop_client, wait_for,
 )
 from protocol.models import Account
+from tests.factories import AppFactory, UserFactory
 
 CLIENT_TIMEOUT = 90
 
@@ -33,11 +33,11 @@ def data_dirs(settings, tmp_path):
 
 
 def make_app(name="upper", **fields):
-    params = dict(min_quorum=1, target_nresults=1, max_error_results=1, max_total_results=2,
-                  max_success_results=1, delay_bound=86400, rsc_fpops_est=1e9,
-                  rsc_fpops_bound=1e12, unsent_target=0, max_output_nbytes=100_000)
+    """An app whose jobs take a second on the real client and upload a little."""
+    params = dict(max_error_results=1, max_total_results=2, max_success_results=1,
+                  rsc_fpops_est=1e9, rsc_fpops_bound=1e12, max_output_nbytes=100_000)
     params.update(fields)
-    return App.objects.create(name=name, **params)
+    return AppFactory(name=name, **params)
 
 
 def make_jobs(app, names, *, now=None, **kwargs):
@@ -49,8 +49,7 @@ def make_jobs(app, names, *, now=None, **kwargs):
 
 
 def account(username="volunteer"):
-    user = get_user_model().objects.create(username=username)
-    return Account.for_user(user)
+    return Account.for_user(UserFactory(username=username))
 
 
 def run_daemons(rounds=4):

@@ -13,14 +13,15 @@ from django.test import Client
 
 from backend.daemons.hierarchy import download_path, upload_path, write_file
 from backend.models import (
-    AppVersion, AssimilateState, ClientState, File, FileDeleteState, Host, HostFile,
-    LifecycleEvent, Outcome, ServerState, ValidateState,
+    AssimilateState, ClientState, File, FileDeleteState, Host, HostFile, LifecycleEvent, Outcome,
+    ServerState, ValidateState,
 )
 from protocol import signing
 from protocol.client import worker_script
 from protocol.scheduler_rpc import scheduler_rpc
 from protocol.uploads import finish_upload
 from protocol.xml_request import parse_request
+from tests.factories import AppVersionFactory
 from tests.protocol.conftest import (
     account, make_app, make_jobs, reload, result_of, run_daemons,
 )
@@ -162,8 +163,8 @@ def test_two_jobs_share_a_sticky_input_that_the_client_then_lists(real_client):
 def test_a_signed_app_version_is_downloaded_verified_and_run(real_client, tmp_path):
     app = make_app()
     signing.write_key_pair()
-    version = AppVersion.objects.create(app=app, version_num=200, platform="x86_64-pc-linux-gnu",
-                                        flops=1e9)
+    version = AppVersionFactory(app=app, version_num=200, platform="x86_64-pc-linux-gnu",
+                                flops=1e9)
     script = tmp_path / "worker.sh"
     script.write_text(worker_script(app.name))
     signing.add_app_version_file(version, script)

@@ -179,6 +179,7 @@ def test_values_at_the_columns_limits_are_accepted_and_stored(sent):
 
 # --- the same limits through the scheduler function the simulated volunteers call ---------
 
+# The wall clock, not the tests' shared NOW: make_jobs creates the work at the wall clock's now.
 NOW = int(time.time())
 
 

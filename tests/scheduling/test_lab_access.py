@@ -19,6 +19,7 @@ from django.db import connection
 from scheduling.models import Run, StoredScenario
 from scheduling.presets import BY_SLUG
 from scheduling.views import _save
+from tests.pages import by_testid, parse
 from tests.scheduling.test_lab_views import finished_run, form_data
 
 pytestmark = pytest.mark.django_db
@@ -141,20 +142,20 @@ def test_the_edit_page_renders_the_stored_scenario(stored, owner):
     assert "<html" in whole and f"Edit “{stored.name}”" in whole and 'value="P1"' in whole
 
 
-def _form(body, testid):
-    """The <form> of the page marked data-testid=`testid`."""
-    start = body.index(f'data-testid="{testid}"')
-    return body[body.rindex("<form", 0, start):body.index("</form>", start)]
+def _form(response, testid):
+    """The <form> of the page marked data-testid=`testid`, or the one around that mark."""
+    marked = by_testid(parse(response), testid)
+    return marked if marked.name == "form" else marked.find_parent("form")
 
 
 def test_a_bad_run_form_comes_back_on_the_scenario_page_with_its_field_errors(stored, owner):
     client = client_for("owner", owner)
     response = client.post(f"/lab/{stored.pk}/runs/", {"policy": "boinc7", "duration": "ten days", "seed": -1,
                                                        "compat": "intended", "delta": 60})
-    body = _form(response.content.decode(), "run-form")
-    assert response.status_code == 400 and body.startswith(f'<form method="post" action="/lab/{stored.pk}/runs/"')
-    assert "Give seconds or a number with a unit" in body and "greater than or equal to 0" in body
-    assert 'value="ten days"' in body
+    form = _form(response, "run-form")
+    assert response.status_code == 400 and (form["method"], form["action"]) == ("post", f"/lab/{stored.pk}/runs/")
+    assert "Give seconds or a number with a unit" in form.get_text() and "greater than or equal to 0" in form.get_text()
+    assert form.find(attrs={"value": "ten days"}) is not None
     assert Run.objects.count() == 0
 
 
@@ -162,15 +163,16 @@ def test_a_bad_compare_form_comes_back_on_the_scenario_page_with_its_errors(stor
     client = client_for("owner", owner)
     policies = client.post(f"/lab/{stored.pk}/compare/", {"policies": ["boinc7"], "duration": "1d", "seed": 1,
                                                           "compat": "intended"})
-    body = _form(policies.content.decode(), "compare-form")
-    assert policies.status_code == 400 and 'data-testid="compare-form"' in body.split(">", 1)[0]
-    assert "Pick at least two policies to compare." in body
+    form = _form(policies, "compare-form")
+    assert policies.status_code == 400 and form["data-testid"] == "compare-form"
+    assert "Pick at least two policies to compare." in form.get_text()
     values = client.post(f"/lab/{stored.pk}/compare/", {"parameter": "cpu_scheduling_period_minutes",
                                                         "values": "60", "policy": "boinc7", "duration": "1d",
                                                         "seed": 1, "compat": "intended"})
-    body = _form(values.content.decode(), "parameter-form")
-    assert values.status_code == 400 and 'data-testid="parameter-form"' in body.split(">", 1)[0]
-    assert "Give between 2 and 6 values to compare." in body and 'value="60"' in body
+    form = _form(values, "parameter-form")
+    assert values.status_code == 400 and form["data-testid"] == "parameter-form"
+    assert "Give between 2 and 6 values to compare." in form.get_text()
+    assert form.find(attrs={"value": "60"}) is not None
     assert Run.objects.count() == 0
 
 
@@ -229,8 +231,10 @@ def test_the_lab_index_makes_as_many_queries_for_twenty_scenarios_as_for_one(own
         Run.objects.create(scenario=s, policy="boinc5", duration=60)
     twenty = _index_queries(client)
     assert twenty == one
-    body = client.get("/lab/").content.decode()
-    rows = re.findall(r'<td><a href="/lab/(\d+)/">[^<]*</a></td>\s*<td>\d+</td>\s*<td>\d+</td>\s*<td>\d+</td>'
-                      r'\s*<td>(\d+)</td>', body)
-    runs = {int(pk): int(n) for pk, n in rows}
+    runs = {}
+    for row in parse(client.get("/lab/")).find_all("tr"):
+        cells = row.find_all("td")
+        scenario = re.fullmatch(r"/lab/(\d+)/", cells[0].a["href"]) if cells and cells[0].a else None
+        if scenario and len(cells) >= 5 and all(c.get_text().isdigit() for c in cells[1:5]):
+            runs[int(scenario.group(1))] = int(cells[4].get_text())
     assert len(runs) == 20 and runs.pop(stored.pk) == 1 and set(runs.values()) == {2}

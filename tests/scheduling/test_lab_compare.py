@@ -10,6 +10,7 @@ from rq import SimpleWorker
 
 from scheduling.jobs import run_simulation
 from scheduling.models import Run, StoredScenario
+from tests.pages import by_testid, parse, texts
 from tests.scheduling.test_lab_views import ann, finished_run, stored, user  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db
@@ -49,11 +50,12 @@ def test_the_run_page_links_to_a_comparison_with_the_runs_on_the_same_seed(clien
     a = finished_run(stored, "boinc7")
     b = finished_run(stored, "boinc5")
     Run.objects.create(scenario=stored, policy="wrr", duration=a.duration, seed=2, status=Run.Status.DONE)
-    body = client.get(f"/lab/runs/{a.pk}/").content.decode()
-    link = re.search(r'<a href="([^"]+)" data-testid="compare-same-seed">compare with #\d+ boinc5</a>', body)
-    assert link and link.group(1) == f"/lab/compare/?runs={a.pk},{b.pk}"
-    assert f'href="/lab/compare/?runs={a.pk}" data-testid="compare-pick"' in body
-    assert client.get(link.group(1)).content.decode().count('data-testid="figures-card"') == 2
+    page = parse(client.get(f"/lab/runs/{a.pk}/"))
+    link = by_testid(page, "compare-same-seed")
+    assert link.name == "a" and re.fullmatch(r"compare with #\d+ boinc5", link.get_text())
+    assert link["href"] == f"/lab/compare/?runs={a.pk},{b.pk}"
+    assert by_testid(page, "compare-pick")["href"] == f"/lab/compare/?runs={a.pk}"
+    assert len(parse(client.get(link["href"])).select('[data-testid="figures-card"]')) == 2
 
 
 # ---------------------------------------------------------------- one preference, several values
@@ -70,11 +72,11 @@ def test_compare_values_starts_one_run_per_value_under_one_policy(ann, stored):
         assert run_simulation(r.pk) == "done"
     short, long = (Run.objects.get(pk=r.pk) for r in runs)
     assert short.summary["figures"] != long.summary["figures"], "the value changed what the engine did"
-    body = ann.get(response["Location"]).content.decode()
-    assert "<h1>Compare time slice 6 min and time slice 60 min</h1>" in body
-    headings = re.findall(r'<section class="card" data-testid="compare-run">\s*<h2>([^<]+)</h2>', body)
+    page = parse(ann.get(response["Location"]))
+    assert page.h1.get_text() == "Compare time slice 6 min and time slice 60 min"
+    headings = [run.find("h2").get_text() for run in page.select('[data-testid="compare-run"]')]
     assert headings == [f"#{short.pk} time slice 6 min", f"#{long.pk} time slice 60 min"]
-    assert "boinc7" not in " ".join(re.findall(r'data-testid="why">(.*?)</section>', body, re.S))
+    assert "boinc7" not in " ".join(why.decode_contents() for why in page.select('[data-testid="why"]'))
 
 
 def test_leave_in_memory_without_values_compares_no_and_yes(ann, stored):
@@ -105,9 +107,10 @@ def test_bad_values_are_a_field_error_and_start_nothing(ann, stored, parameter, 
 @pytest.mark.parametrize("first,second", [("boinc7", "boinc5"), ("boinc5", "boinc7")])
 def test_each_rec_or_debt_chart_is_headed_by_its_own_runs_policy(client, stored, first, second):
     a, b = finished_run(stored, first), finished_run(stored, second)
-    body = client.get(f"/lab/compare/?runs={a.pk},{b.pk}").content.decode()
-    assert '<h2 data-testid="rec-heading">REC (boinc7) and debt (boinc5) per project</h2>' in body
-    labels = re.findall(r'data-testid="rec-label">([^<]+)</h3>', body)
+    page = parse(client.get(f"/lab/compare/?runs={a.pk},{b.pk}"))
+    heading = by_testid(page, "rec-heading")
+    assert heading.name == "h2" and heading.get_text() == "REC (boinc7) and debt (boinc5) per project"
+    labels = [label.get_text() for label in page.select('h3[data-testid="rec-label"]')]
     what = {"boinc7": "REC", "boinc5": "debt"}
     assert labels == [f"#{a.pk} {first}: {what[first]}", f"#{b.pk} {second}: {what[second]}"]
 
@@ -116,9 +119,10 @@ def test_runs_of_one_policy_differing_in_seed_are_labelled_by_seed(client, store
     a = finished_run(stored, "boinc7")
     b = Run.objects.create(scenario=stored, policy="boinc7", duration=a.duration, seed=2)
     assert run_simulation(b.pk) == "done"
-    body = client.get(f"/lab/compare/?runs={a.pk},{b.pk}").content.decode()
-    assert "<h1>Compare seed 1 and seed 2</h1>" in body
-    assert '<h2 data-testid="rec-heading">REC per project</h2>' in body
+    page = parse(client.get(f"/lab/compare/?runs={a.pk},{b.pk}"))
+    assert page.h1.get_text() == "Compare seed 1 and seed 2"
+    heading = by_testid(page, "rec-heading")
+    assert heading.name == "h2" and heading.get_text() == "REC per project"
 
 
 # ---------------------------------------------------------------- the seed 001 preset, boinc5 against boinc7
@@ -126,13 +130,13 @@ def test_runs_of_one_policy_differing_in_seed_are_labelled_by_seed(client, store
 def test_the_seed_001_preset_under_boinc5_and_boinc7_says_why_they_differ(
         ann, redis_client, django_capture_on_commit_callbacks):
     response = ann.post("/lab/presets/seed-001-scenario-1/")
-    scenario_page = ann.get(response["Location"]).content.decode()
-    duration = re.search(r'data-testid="compare-form">.*?name="duration" value="([^"]+)"', scenario_page, re.S)
-    assert duration.group(1) == "1d"
+    form = by_testid(parse(ann.get(response["Location"])), "compare-form")
+    duration = form.find(attrs={"name": "duration"})["value"]
+    assert duration == "1d"
     stored = StoredScenario.objects.get()
     with django_capture_on_commit_callbacks(execute=True):
         response = ann.post(f"/lab/{stored.pk}/compare/", {"policies": ["boinc5", "boinc7"],
-                                                           "duration": duration.group(1), "seed": 1,
+                                                           "duration": duration, "seed": 1,
                                                            "compat": "intended"})
     queue = django_rq.get_queue("engine")
     SimpleWorker([queue], connection=queue.connection).work(burst=True)
@@ -141,9 +145,11 @@ def test_the_seed_001_preset_under_boinc5_and_boinc7_says_why_they_differ(
     assert boinc5.status == boinc7.status == Run.Status.DONE
 
     body = ann.get(response["Location"]).content.decode()
-    why = re.search(r'<section class="why card" data-testid="why"><h2>Why they differ</h2><ul>(.*?)</ul>', body, re.S)
-    assert why, "the comparison has a why-they-differ box"
-    lines = re.findall(r"<li>(.*?)</li>", why.group(1))
+    page = parse(body)
+    why = page.select_one('section.why.card[data-testid="why"]')
+    assert why and why.find("h2").get_text() == "Why they differ", \
+        "the comparison has a why-they-differ box"
+    lines = texts(why.find("ul").find_all("li"))
 
     def part_of_p1(run):
         used = {p["name"]: p["flops_used"] for p in run.records()["projects"]}
@@ -154,6 +160,6 @@ def test_the_seed_001_preset_under_boinc5_and_boinc7_says_why_they_differ(
     assert share in lines and part_of_p1(boinc5) - part_of_p1(boinc7) >= 5
     violation = [line for line in lines if line.startswith("Share violation: boinc5 ")]
     assert violation and violation[0].endswith("(lower is better).")
-    assert body.count('data-testid="figures-card"') == 2
+    assert len(page.select('[data-testid="figures-card"]')) == 2
     assert "BOINC 5: runs the project with the most short-term debt" in body
     assert "BOINC 7: runs the project that has had the least recent credit" in body

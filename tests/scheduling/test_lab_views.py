@@ -17,6 +17,7 @@ from scheduling.jobs import run_simulation
 from scheduling.models import Run, StoredScenario
 from scheduling.presets import BY_SLUG
 from scheduling.views import _save
+from tests.pages import parse
 
 HX = {"HTTP_HX_REQUEST": "true"}
 pytestmark = pytest.mark.django_db
@@ -119,8 +120,11 @@ def test_the_scenario_page_shows_its_projects_and_the_compare_button(client, sto
 def test_a_preset_scenario_opens_with_its_run_length_policies_and_a_readable_buffer(ann, user):
     wrr = _save(None, BY_SLUG["seed-001-wrr-example"].scenario(), user, preset="seed-001-wrr-example")
     body = ann.get(f"/lab/{wrr.pk}/").content.decode()
-    assert body.count('name="duration" value="1d"') == 3  # one run, compare policies, compare values
-    checked = set(re.findall(r'<input type="checkbox" name="policies" value="(\w+)"[^>]* checked>', body))
+    page = parse(body)
+    # one run, compare policies, compare values
+    assert len(page.find_all(attrs={"name": "duration", "value": "1d"})) == 3
+    checked = {box["value"] for box in page.find_all("input", type="checkbox", attrs={"name": "policies"})
+               if box.has_attr("checked")}
     assert checked == {"wrr", "boinc7"}
     assert "Work buffer: at least 2.4 h, up to 8.4 h of queued work" in body
     scenario_1 = _save(None, BY_SLUG["seed-001-scenario-1"].scenario(), user, preset="seed-001-scenario-1")
@@ -157,12 +161,15 @@ def test_the_new_scenario_form_renders(ann):
 def test_each_formset_has_an_add_button_and_the_empty_row_it_clones(ann):
     html = ann.get("/lab/new/").content.decode()
     assert "js/formset.js" in html and "Need more rows" not in html
+    page = parse(html)
     for prefix, label in [("gpus", "Add a GPU type"), ("projects", "Add a project"),
                           ("apps", "Add an app")]:
-        assert f'data-formset-add="{prefix}">{label}</button>' in html
-        template = html.split(f'<template data-formset-empty="{prefix}">', 1)[1].split("</template>")[0]
-        assert f'name="{prefix}-__prefix__-' in template and f'name="{prefix}-0-' not in template
-        assert f'<tbody data-formset-rows="{prefix}">' in html
+        assert page.find("button", attrs={"data-formset-add": prefix}).get_text() == label
+        names = [field["name"] for field in
+                 page.find("template", attrs={"data-formset-empty": prefix}).find_all(attrs={"name": True})]
+        assert any(name.startswith(f"{prefix}-__prefix__-") for name in names)
+        assert not any(name.startswith(f"{prefix}-0-") for name in names)
+        assert page.find("tbody", attrs={"data-formset-rows": prefix}) is not None
 
 
 def test_the_gpu_add_button_is_disabled_at_the_formsets_maximum(ann, stored):
@@ -170,9 +177,10 @@ def test_the_gpu_add_button_is_disabled_at_the_formsets_maximum(ann, stored):
     data.update({"gpus-TOTAL_FORMS": 3, "gpus-0-gpu_type": "NVIDIA", "gpus-1-gpu_type": "ATI",
                  "gpus-2-gpu_type": "intel_gpu", "meta-name": ""})
     response = ann.post("/lab/new/", data)
-    html = response.content.decode()
-    assert response.status_code == 400 and 'data-formset-add="gpus" disabled>' in html
-    assert 'data-formset-add="projects">' in html
+    page = parse(response)
+    assert response.status_code == 400
+    assert page.find(attrs={"data-formset-add": "gpus"}).has_attr("disabled")
+    assert not page.find(attrs={"data-formset-add": "projects"}).has_attr("disabled")
 
 
 def test_saving_the_form_unchanged_keeps_the_scenario_exactly(ann, stored):
@@ -365,7 +373,8 @@ def test_a_finished_run_page_carries_its_charts_card_and_decisions(client, store
 
 def _payload(body):
     """The first run's chart data a page embeds: its figures, and its decisions and facts."""
-    scripts = re.findall(r'<script id="run-(\d+)-(\w+)" type="application/json">(.*?)</script>', body, re.S)
+    scripts = [(*re.fullmatch(r"run-(\d+)-(\w+)", script["id"]).groups(), script.string) for script in
+               parse(body).find_all("script", id=re.compile(r"^run-\d+-\w+$"), type="application/json")]
     first = scripts[0][0]
     parts = {name: json.loads(text) for run, name, text in scripts if run == first}
     log = parts.pop("log")

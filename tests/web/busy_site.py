@@ -7,16 +7,16 @@ two finished runs, and there is a staff user and a volunteer.
 
 from dataclasses import dataclass
 
-from django.contrib.auth import get_user_model
 from django.templatetags.static import static
 
 from backend.daemons import daemon_names
 from backend.jobs import run_all_daemons
-from backend.models import DaemonStatus, Host, Result, Team, UserCredit, Workunit
+from backend.models import DaemonStatus, Host, Result, UserCredit, Workunit
 from scheduling.jobs import run_simulation
 from scheduling.models import Run
 from scheduling.presets import BY_SLUG
 from scheduling.views import _save
+from tests.factories import TeamFactory, UserFactory, WorldFactory
 from world import jobs
 from world.models import World
 
@@ -58,12 +58,11 @@ def build_busy_site(settings, tmp_path):
     settings.BOINCWEB_DATA_DIR = tmp_path
     settings.DOWNLOAD_DIR = tmp_path / "download"
     settings.UPLOAD_DIR = tmp_path / "upload"
-    staff = get_user_model().objects.create_user(STAFF[0], password=STAFF[1], is_staff=True,
-                                                 is_superuser=True)
+    staff = UserFactory(username=STAFF[0], password=STAFF[1], is_staff=True, is_superuser=True)
     # a plain world and its locality partner on one seed, so the worlds page links to their
     # comparison
     for name, locality in [("crawled-locality", True), ("crawled", False)]:
-        world = World.objects.create(
+        world = WorldFactory(
             name=name, hosts=6, days=1, seed=5, locality=locality,
             status=World.Status.RUNNING,
             settings={"file_nbytes": 4096, "workunits_per_file": 10, "job_gflop": 3.0 * 3600,
@@ -75,7 +74,7 @@ def build_busy_site(settings, tmp_path):
     # a team, with the first host's owner in it, so that the team pages are linked
     owner = Host.objects.order_by("id").first().owner
     UserCredit.objects.update_or_create(user=owner, defaults={
-        "team": Team.objects.create(name="crawlers")})
+        "team": TeamFactory(name="crawlers")})
     # and twice more by the wall clock, as make run's periodic job does, so that the status
     # page shows every daemon running and the queues' history
     for _ in range(2):

@@ -5,8 +5,9 @@ project's options as config.xml and config_aux.xml set them."""
 import pytest
 
 from backend.models import Workunit
+from tests.pages import by_testid, parse
 from tests.web.project_data import (  # noqa: F401
-    NOW, app, busy_workunit, host, make_results, make_workunits, owner, versions,
+    app, busy_workunit, host, make_results, make_workunits, owner, versions,
 )
 
 pytestmark = pytest.mark.django_db
@@ -44,15 +45,13 @@ def test_the_status_page_shows_the_hr_and_job_limit_options(client, settings, tm
         "<config><max_jobs_in_progress><app><app_name>einstein</app_name><gpu_limit><jobs>1"
         "</jobs></gpu_limit></app></max_jobs_in_progress></config>")
     settings.BOINC_CONFIG_XML = str(tmp_path / "config.xml")
-    html = client.get("/project/status/").content.decode()
-    section = html[html.index('data-testid="server-options"'):]
+    section = by_testid(parse(client.get("/project/status/")), "server-options")
     for name, value in [("homogeneous_redundancy", "1 (fine)"), ("hr_class_static", "yes"),
                         ("max_wus_in_progress", "2"), ("min_sendwork_interval", "600 s"),
                         ("report_max", "50"), ("max_jobs_in_progress (project)",
                                                "CPU 2 per processor"),
                         ("max_jobs_in_progress (einstein)", "GPU 1")]:
-        row = section[section.index(f'data-option="{name}"'):]
-        assert value in row[:row.index("</tr>")], name
+        assert value in section.find("tr", attrs={"data-option": name}).get_text(), name
 
 
 def test_an_unreadable_config_is_said_on_the_status_page_not_a_500(client, settings, tmp_path):

@@ -7,8 +7,7 @@ import plotly.graph_objects as go
 import pytest
 
 from backend import charts
-
-NOW = 1_795_000_000
+from tests.factories import NOW
 
 
 def event(field, old, new, time, result_id=None):

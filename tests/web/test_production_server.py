@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from backend.models import App, Workunit
+from tests.factories import WorkunitFactory
+from tests.pages import parse
 from tests.web.serving import BASE, MANAGE, child_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -74,23 +75,23 @@ def production(tmp_path, redis_client):
 
 
 def test_gunicorn_serves_pages_static_files_and_a_plain_404_with_debug_off(production):
-    app = App.objects.create(name="uppercase")
-    wu = Workunit.objects.create(app=app, name="served_by_gunicorn", transition_time=2**31 - 1)
+    wu = WorkunitFactory(app__name="uppercase", name="served_by_gunicorn",
+                         transition_time=2**31 - 1)
 
     for path in ["/", "/project/status/", "/project/workunits/", f"/project/workunits/{wu.pk}/",
                  "/lab/", "/project/worlds/", "/accounts/login/"]:
         status, headers, body = fetch(production + path)
         assert status == 200, (path, body[:2000])
         assert headers["Content-Type"].startswith("text/html")
-        assert re.search(rb"<title>[^<]+</title>", body), path
+        assert parse(body).title.get_text(), path
     status, _, body = fetch(f"{production}/project/workunits/{wu.pk}/")
     assert b"served_by_gunicorn" in body
 
     # Static files under their hashed names, compressed, cached for good.
-    home = fetch(production + "/project/status/")[2].decode()
-    for pattern in [r'href="(/static/css/boincweb\.[0-9a-f]{12}\.css)"',
-                    r'src="(/static/plotly/plotly\.min\.[0-9a-f]{12}\.js)"']:
-        static_path = re.search(pattern, home).group(1)
+    home = parse(fetch(production + "/project/status/")[2])
+    stylesheet = home.find("link", href=re.compile(r"^/static/css/boincweb\.[0-9a-f]{12}\.css$"))
+    plotly = home.find("script", src=re.compile(r"^/static/plotly/plotly\.min\.[0-9a-f]{12}\.js$"))
+    for static_path in [stylesheet["href"], plotly["src"]]:
         status, headers, body = fetch(production + static_path, {"Accept-Encoding": "gzip"})
         assert status == 200 and body, static_path
         assert headers["Content-Encoding"] == "gzip"

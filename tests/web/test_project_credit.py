@@ -6,21 +6,19 @@ Each job is a quorum-1 workunit of 4.32e12 FLOPs whose result ran as long as est
 2 GFLOPS version: CreditNew grants it 4.32e12 x 200 / 86400e9 = 10 credits (twice as long,
 20; no host or version scale yet)."""
 
-import json
 import math
 import re
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.cache import cache
 
 from backend.daemons import validator
-from backend.models import (
-    App, AppVersion, CreditHistory, File, Host, Outcome, Result, ServerState, Team, UserCredit,
-    Workunit,
+from backend.models import CreditHistory, File, Outcome, ServerState, UserCredit
+from tests.factories import (
+    NOW, SUCCESS_FLOPS, AppFactory, AppVersionFactory, HostFactory, ResultFactory, TeamFactory,
+    UserCreditFactory, UserFactory, WorkunitFactory,
 )
-
-NOW = 1_800_000_000
+from tests.pages import by_testid, figures, parse, rows, texts
 DAY = 86400
 EST = 4.32e12
 WEIGHT = math.exp(-math.log(2) / 7)     # a day of decay at a 7-day half-life
@@ -31,27 +29,22 @@ def credited(db, settings, tmp_path):
     """Two volunteers of one team: ann is credited 10 on day 1 and 20 on day 2 (each job
     sent a day before), bob 10 on day 2, by two validator passes."""
     settings.UPLOAD_DIR = tmp_path / "upload"
-    app = App.objects.create(name="einstein", min_quorum=1, target_nresults=1,
-                             max_success_results=1)
-    version = AppVersion.objects.create(app=app, version_num=100)
-    team = Team.objects.create(name="crunchers")
+    app = AppFactory(name="einstein", max_success_results=1)
+    version = AppVersionFactory(app=app)
+    team = TeamFactory(name="crunchers")
     users = {}
     for name in ("ann", "bob"):
-        user = get_user_model().objects.create_user(name)
-        UserCredit.objects.create(user=user, team=team)
-        users[name] = Host.objects.create(owner=user, domain_name=f"{name}-box")
+        user = UserCreditFactory(user__username=name, team=team).user
+        users[name] = HostFactory(owner=user, domain_name=f"{name}-box")
     jobs = {NOW: [("ann", 1.0)], NOW + DAY: [("ann", 2.0), ("bob", 1.0)]}
     for now, runs in jobs.items():
         for name, factor in runs:
-            wu = Workunit.objects.create(app=app, name=f"wu{now}{name}", rsc_fpops_est=EST,
-                                         rsc_fpops_bound=10 * EST, need_validate=True,
-                                         min_quorum=1, target_nresults=1,
-                                         max_success_results=1)
-            r = Result.objects.create(
-                workunit=wu, app=app, name=f"{wu.name}_0", server_state=ServerState.OVER,
-                outcome=Outcome.SUCCESS, host=users[name], user=users[name].owner,
-                app_version=version, sent_time=now - DAY, received_time=now - 60,
-                elapsed_time=factor * EST / 2e9, flops_estimate=2e9)
+            wu = WorkunitFactory(app=app, name=f"wu{now}{name}", rsc_fpops_est=EST,
+                                 rsc_fpops_bound=10 * EST, need_validate=True)
+            r = ResultFactory(
+                workunit=wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS,
+                host=users[name], app_version=version, sent_time=now - DAY,
+                received_time=now - 60, elapsed_time=factor * EST / SUCCESS_FLOPS)
             File.objects.create(name=r.output_file_name(0), kind="output", result=r,
                                 md5_cksum="a")
         validator.run_once(now=now, batch_size=10)
@@ -75,18 +68,14 @@ def test_the_validator_granted_boincs_credit(credited):
     assert days == [(NOW // DAY, pytest.approx(10)), (NOW // DAY + 1, pytest.approx(40))]
 
 
-def figures(html):
-    return [json.loads(text) for text in
-            re.findall(r'<script id="[^"]+" type="application/json">(.*?)</script>', html, re.S)]
-
-
 def test_the_user_page_shows_credit_rac_team_and_a_rac_chart(client, credited):
     team, users = credited
-    html = client.get(f"/project/users/{users['ann'].pk}/").content.decode()
-    fields = re.search(r'data-testid="user-credit">(.*?)</dl>', html, re.S).group(1)
-    assert "<dd>30.00</dd>" in fields and f"<dd>{ANN_RAC:.2f}</dd>" in fields
-    assert f'href="/project/teams/{team.pk}/">crunchers<' in fields
-    [chart] = figures(html)
+    page = parse(client.get(f"/project/users/{users['ann'].pk}/"))
+    fields = by_testid(page, "user-credit")
+    values = texts(fields.find_all("dd"))
+    assert "30.00" in values and f"{ANN_RAC:.2f}" in values
+    assert fields.find("a", href=f"/project/teams/{team.pk}/").get_text() == "crunchers"
+    [chart] = figures(page)
     rac = chart["data"][0]
     assert rac["y"] == [pytest.approx(10), pytest.approx(ANN_RAC)]
     assert chart["data"][1]["y"] == [pytest.approx(10), pytest.approx(30)]
@@ -94,26 +83,28 @@ def test_the_user_page_shows_credit_rac_team_and_a_rac_chart(client, credited):
 
 def test_the_team_page_shows_its_credit_members_and_rac_chart(client, credited):
     team, users = credited
-    html = client.get(f"/project/teams/{team.pk}/").content.decode()
-    fields = re.search(r'data-testid="team-credit">(.*?)</dl>', html, re.S).group(1)
-    assert "<dd>40.00</dd>" in fields and f"<dd>{TEAM_RAC:.2f}</dd>" in fields
-    members = re.search(r'data-testid="team-members">(.*?)</table>', html, re.S).group(1)
-    assert members.index(">ann<") < members.index(">bob<")      # by RAC
-    [chart] = figures(html)
+    page = parse(client.get(f"/project/teams/{team.pk}/"))
+    values = texts(by_testid(page, "team-credit").find_all("dd"))
+    assert "40.00" in values and f"{TEAM_RAC:.2f}" in values
+    members = [row[0] for row in rows(by_testid(page, "team-members"))]
+    assert members.index("ann") < members.index("bob")      # by RAC
+    [chart] = figures(page)
     assert chart["data"][0]["y"] == [pytest.approx(10), pytest.approx(TEAM_RAC)]
 
 
 def test_the_users_and_teams_lists_rank_by_rac(client, credited):
     team, users = credited
-    html = client.get("/project/users/").content.decode()
-    names = re.findall(r'href="/project/users/\d+/">(\w+)<', html)
+    page = parse(client.get("/project/users/"))
+    names = texts(page.find_all("a", href=re.compile(r"^/project/users/\d+/$")))
     assert names == ["ann", "bob"]
     bob_rac = 10 * (1 - WEIGHT) / (1 - WEIGHT)    # 10 over the day since sent
-    assert f"<td>{ANN_RAC:.2f}</td><td>30.00</td>" in html
-    assert f"<td>{bob_rac:.2f}</td><td>10.00</td>" in html
-    html = client.get("/project/teams/").content.decode()
-    assert f'<td><a href="/project/teams/{team.pk}/">crunchers</a></td>' in html
-    assert f"<td>2</td><td>{TEAM_RAC:.2f}</td><td>40.00</td>" in html
+    by_name = {row[1]: row for row in rows(page.find("table"))}
+    assert by_name["ann"][-2:] == [f"{ANN_RAC:.2f}", "30.00"]
+    assert by_name["bob"][-2:] == [f"{bob_rac:.2f}", "10.00"]
+    page = parse(client.get("/project/teams/"))
+    assert page.find("a", href=f"/project/teams/{team.pk}/").get_text() == "crunchers"
+    [crunchers] = rows(page.find("table"))
+    assert crunchers[1:] == ["crunchers", "2", f"{TEAM_RAC:.2f}", "40.00"]
 
 
 def test_the_status_page_takes_rac_and_speed_from_the_users(client, credited, redis_client):
@@ -130,6 +121,6 @@ def test_a_missing_page_or_team_is_a_404(client, credited, path):
 
 
 def test_a_user_without_credit_has_a_page_without_chart(client, db):
-    user = get_user_model().objects.create_user("new")
-    html = client.get(f"/project/users/{user.pk}/").content.decode()
-    assert "<dd>0.00</dd>" in html and "user-rac-chart" not in html
+    user = UserFactory(username="new")
+    page = parse(client.get(f"/project/users/{user.pk}/"))
+    assert "0.00" in texts(page.find_all("dd")) and "user-rac-chart" not in str(page)

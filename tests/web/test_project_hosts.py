@@ -1,12 +1,13 @@
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 
 from backend.models import (
     Host, HostFile, LifecycleEvent, Outcome, ServerState, UserCredit, ValidateState,
 )
+from tests.factories import NOW, HostFactory
+from tests.pages import by_testid, parse, texts
 from tests.web.project_data import (  # noqa: F401
-    NOW, app, busy_workunit, host, make_results, make_workunits, owner, staff, stranger, versions,
+    app, busy_workunit, host, make_results, make_workunits, owner, staff, stranger, versions,
 )
 
 pytestmark = pytest.mark.django_db
@@ -16,7 +17,8 @@ PREFS = {"work_buf_min_days": "0.5", "work_buf_additional_days": "1", "max_ncpus
 
 
 def test_host_list_pages_by_id(client, owner, django_assert_max_num_queries):
-    Host.objects.bulk_create(Host(owner=owner, domain_name=f"box-{i:03d}") for i in range(55))
+    for i in range(55):
+        HostFactory(owner=owner, domain_name=f"box-{i:03d}")
     with django_assert_max_num_queries(2):
         first = client.get("/project/hosts/")
     assert "box-000" in first.content.decode() and "box-054" not in first.content.decode()
@@ -27,8 +29,7 @@ def test_host_list_pages_by_id(client, owner, django_assert_max_num_queries):
 def test_host_list_queries_do_not_grow_with_hosts_and_owners(client, django_assert_max_num_queries):
     def add(n, start):
         for i in range(start, start + n):  # each host with an owner of its own
-            person = get_user_model().objects.create_user(f"volunteer-{i}")
-            Host.objects.create(owner=person, domain_name=f"box-{i:03d}")
+            HostFactory(owner__username=f"volunteer-{i}", domain_name=f"box-{i:03d}")
 
     add(2, 0)
     with django_assert_max_num_queries(1):
@@ -114,7 +115,7 @@ def test_user_page_queries_do_not_grow_with_hosts_and_results(client, app, owner
 
     def add(n, start):
         for i, wu in enumerate(make_workunits(app, n, start=start)):
-            box = Host.objects.create(owner=owner, domain_name=f"box-{start + i}")
+            box = HostFactory(owner=owner, domain_name=f"box-{start + i}")
             make_results(wu, [done, (ServerState.IN_PROGRESS, 0, 0)], host=box)
 
     # the results and hosts, and the user's credit row, credit by app and credit history
@@ -272,13 +273,17 @@ def test_host_page_lists_preference_changes_newest_first(client, host, owner,
     client.post(f"/project/hosts/{host.id}/prefs/", {**PREFS, "cpu_usage_limit": "75"})
     with django_assert_max_num_queries(10):  # the anonymous page's 8, plus session and user
         html = client.get(f"/project/hosts/{host.id}/").content.decode()
-    newest = html.index(f"{owner.username}: cpu_usage_limit 100.0 → 75.0")
-    assert newest < html.index(f"{owner.username}: max_ncpus_pct 100.0 → 50.0")
+    history = texts(by_testid(parse(html), "prefs-history").find_all("li"))
+
+    def entry(change):
+        return next(i for i, text in enumerate(history) if f"{owner.username}: {change}" in text)
+
+    assert entry("cpu_usage_limit 100.0 → 75.0") < entry("max_ncpus_pct 100.0 → 50.0")
     assert "leave_apps_in_memory" not in html  # unchanged preferences have no event
 
 
 def test_another_hosts_changes_are_not_listed(client, host, owner):
-    other = Host.objects.create(owner=owner, domain_name="other-box")
+    other = HostFactory(owner=owner, domain_name="other-box")
     client.force_login(owner)
     client.post(f"/project/hosts/{other.id}/prefs/", PREFS)
     html = client.get(f"/project/hosts/{host.id}/").content.decode()

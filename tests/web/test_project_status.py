@@ -1,4 +1,3 @@
-import re
 from datetime import timedelta
 from xml.etree import ElementTree
 
@@ -9,7 +8,7 @@ from django.utils import timezone
 
 from backend.daemons import daemon_names, run_pass
 from backend.models import (
-    App, DaemonStatus, Host, Outcome, Result, ServerState, UserCredit, ValidateState,
+    DaemonStatus, Host, Outcome, Result, ServerState, UserCredit, ValidateState,
 )
 from backend import server_status as server_status_module
 from backend.charts import queue_history_figures
@@ -17,8 +16,10 @@ from backend.jobs import run_all_daemons
 from backend.server_status import (
     community, hours, queue_history, record_history, server_status, status_xml,
 )
+from tests.factories import NOW, AppFactory, HostFactory
+from tests.pages import count, parse, texts
 from tests.web.project_data import (  # noqa: F401
-    NOW, app, busy_workunit, host, make_results, make_workunits, owner, stranger, versions,
+    app, busy_workunit, host, make_results, make_workunits, owner, stranger, versions,
 )
 
 pytestmark = pytest.mark.django_db
@@ -110,11 +111,12 @@ def test_status_page_renders_after_every_daemon_has_passed(client, busy_workunit
     for headers in ({}, {"HTTP_HX_REQUEST": "true"}):
         page = client.get("/project/status/", **headers)
         assert page.status_code == 200
-        html = page.content.decode()
+        tree = parse(page)
         for name in daemon_names():
-            row = re.search(rf'<tr data-daemon="{name}">(.*?)</tr>', html, re.S).group(1)
-            assert "running" in row and "never" not in row
-            assert re.search(r"<time datetime=\"[^\"]+\"[^>]*>0\xa0minutes ago</time>", row)
+            row = tree.find("tr", attrs={"data-daemon": name})
+            assert "running" in row.get_text() and "never" not in row.get_text()
+            last_pass = row.find("time")
+            assert last_pass["datetime"] and last_pass.get_text() == "0\xa0minutes ago"
 
 
 def test_status_json_has_the_boinc_figures(client, busy_workunit, redis_client):
@@ -161,7 +163,7 @@ def test_run_times_are_hours_rounded_up_to_a_hundredth(seconds, shown):
 
 
 def test_app_run_times_cover_valid_results_received_in_the_past_day(app, host, stranger):
-    seti = App.objects.create(name="seti")
+    seti = AppFactory(name="seti")
     wu = make_workunits(app, 1)[0]
     invalid = (ServerState.OVER, Outcome.SUCCESS, ValidateState.INVALID)
     results = make_results(wu, [VALID] * 5 + [invalid], host=host)
@@ -244,13 +246,12 @@ def test_status_exports_run_the_same_queries_for_more_rows(client, app, owner, p
                                                            redis_client,
                                                            django_assert_max_num_queries):
     def add(n, start):
-        hosts = Host.objects.bulk_create(Host(owner=owner, domain_name=f"box-{start + i}",
-                                              total_credit=5, expavg_credit=5, create_time=NOW)
-                                         for i in range(n))
+        hosts = [HostFactory(owner=owner, domain_name=f"box-{start + i}", total_credit=5,
+                             expavg_credit=5, create_time=NOW) for i in range(n)]
         for i, wu in enumerate(make_workunits(app, n, start=start)):
             make_results(wu, [VALID, (ServerState.UNSENT, Outcome.INIT, ValidateState.INIT)],
                          host=hosts[i])
-        App.objects.create(name=f"app-{start}")
+        AppFactory(name=f"app-{start}")
 
     add(1, 0)
     with django_assert_max_num_queries(16):
@@ -277,12 +278,12 @@ def test_status_refuses_post(client):
 
 def test_status_page_shows_users_computers_speed_and_run_times(client, app, host, redis_client):
     credited_host_with_a_valid_result(app, host, expavg_credit=400)
-    html = client.get("/project/status/").content.decode()
-    assert 'data-count="users_with_recent_credit">1<' in html
-    assert 'data-count="hosts_with_credit">1<' in html
-    assert 'data-count="current_floating_point_speed">2.0<' in html
-    row = re.search(r'<tr data-app="einstein">(.*?)</tr>', html).group(1)
-    assert re.findall(r"<td>([^<]*)</td>", row) == ["einstein", "1.5 h", "1.5 h", "1.5 h", "1"]
+    tree = parse(client.get("/project/status/"))
+    assert count(tree, "users_with_recent_credit") == "1"
+    assert count(tree, "hosts_with_credit") == "1"
+    assert count(tree, "current_floating_point_speed") == "2.0"
+    row = tree.find("tr", attrs={"data-app": "einstein"})
+    assert texts(row.find_all("td")) == ["einstein", "1.5 h", "1.5 h", "1.5 h", "1"]
 
 
 def test_the_community_panel_is_a_fragment_of_its_own(client, app, redis_client,

@@ -13,8 +13,9 @@ from backend.statemachine import (
     RESULT_MACHINE, WORKUNIT_MACHINE, drawing, path_taken, result_node, workunit_node,
 )
 from boincweb.figures import figure_script
+from tests.factories import NOW
 from tests.web.project_data import (  # noqa: F401
-    NOW, app, busy_workunit, host, make_results, make_workunits, owner, versions,
+    app, busy_workunit, host, make_results, make_workunits, owner, versions,
 )
 
 

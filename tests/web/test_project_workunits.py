@@ -1,28 +1,27 @@
 import csv
 import io
 import re
-from html import unescape
 
 import pytest
 
 from backend.forms import SORTS
 from backend.keyset import BadCursor, decode_cursor, encode_cursor
-from backend.models import App, AssimilateState, ErrorMask, Workunit
-from tests.web.project_data import NOW, app, make_workunits  # noqa: F401
+from backend.models import AssimilateState, ErrorMask, Workunit
+from tests.factories import NOW, AppFactory, ResultFactory, UserFactory
+from tests.pages import parse, texts
+from tests.web.project_data import app, make_workunits  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
 
 def names(page):
-    html = page.content.decode()
-    return [line.split('">', 1)[1].split("<", 1)[0]
-            for line in html.split('<a href="/project/workunits/')[1:]
-            if line[0].isdigit()]
+    """The names the page links to workunit pages, in page order."""
+    return texts(parse(page).find_all("a", href=re.compile(r"^/project/workunits/\d")))
 
 
 @pytest.fixture
 def many(app):
-    other = App.objects.create(name="seti")
+    other = AppFactory(name="seti")
     make_workunits(app, 60)
     make_workunits(other, 5, start=100, error_mask=ErrorMask.CANCELLED | ErrorMask.COULDNT_SEND_RESULT)
     make_workunits(app, 3, start=200, assimilate_state=AssimilateState.READY,
@@ -62,8 +61,7 @@ def test_list_sorts_by_name_both_ways_across_pages(client, many):
 
 def link(page, rel):
     """The pager's ``rel`` link of a page or fragment."""
-    href = re.search(f'rel="{rel}" href="([^"]+)"', page.content.decode()).group(1)
-    return "/project/workunits/" + unescape(href)
+    return "/project/workunits/" + parse(page).find(attrs={"rel": rel})["href"]
 
 
 def walk(client, url, key="next_url"):
@@ -146,14 +144,16 @@ def test_list_queries_do_not_grow_with_rows(client, app, django_assert_max_num_q
 
 def test_list_fragment_is_just_the_table(client, many):
     html = client.get("/project/workunits/?error=CANCELLED", HTTP_HX_REQUEST="true").content.decode()
-    assert html.lstrip().startswith('<div id="wu-table"') and "<html" not in html
+    fragment = parse(html)
+    assert fragment.find(True).attrs.get("id") == "wu-table" and fragment.find("html") is None
     assert "wu_00100" in html
 
 
 def polled_url(html):
     """The URL the table polls, or None when it does not poll."""
-    match = re.search(r'<div id="wu-table" hx-get="([^"]+)" hx-trigger="every 2s', html)
-    return unescape(match.group(1)) if match else None
+    table = parse(html).find("div", id="wu-table")
+    polls = table is not None and table.get("hx-trigger", "").startswith("every 2s")
+    return table.get("hx-get") if polls else None
 
 
 def test_list_table_polls_its_own_url_with_the_filters_and_cursor(client, many,
@@ -194,7 +194,7 @@ def test_csv_exports_every_filtered_row(client, many, django_assert_max_num_quer
 
 def test_staff_see_bulk_actions_and_others_do_not(client, many, django_user_model):
     assert "Cancel…" not in client.get("/project/workunits/").content.decode()
-    client.force_login(django_user_model.objects.create_user("boss", is_staff=True))
+    client.force_login(UserFactory(username="boss", is_staff=True))
     assert "Cancel…" in client.get("/project/workunits/").content.decode()
 
 
@@ -206,10 +206,8 @@ def test_keyset_pages_refuse_a_key_with_ties(app):
 
 
 def test_canonical_result_links_to_the_result_page(client, app):
-    from backend.models import Result
-
     [wu] = make_workunits(app, 1)
-    result = Result.objects.create(workunit=wu, app=app, name="r_0")
+    result = ResultFactory(workunit=wu, name="r_0")
     Workunit.objects.filter(pk=wu.pk).update(canonical_result=result)
     html = client.get("/project/workunits/").content.decode()
     assert f'href="/project/results/{result.id}/"' in html
@@ -217,9 +215,10 @@ def test_canonical_result_links_to_the_result_page(client, app):
 
 
 def test_the_filter_form_offers_an_app_made_since_the_last_view(client, app):
-    assert ">seti<" not in client.get("/project/workunits/").content.decode()
-    App.objects.create(name="seti")
-    html = client.get("/project/workunits/").content.decode()
-    assert re.search(r'<option value="\d+">seti</option>', html)
-    chosen = client.get(f"/project/workunits/?app={app.id}").content.decode()
-    assert re.search(rf'<option value="{app.id}" selected>einstein</option>', chosen)
+    assert parse(client.get("/project/workunits/")).find(string="seti") is None
+    AppFactory(name="seti")
+    seti = parse(client.get("/project/workunits/")).find("option", string="seti")
+    assert seti["value"].isdigit() and not seti.has_attr("selected")
+    chosen = parse(client.get(f"/project/workunits/?app={app.id}"))
+    einstein = chosen.find("option", value=str(app.id))
+    assert einstein.get_text() == "einstein" and einstein.has_attr("selected")

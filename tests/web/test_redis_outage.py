@@ -18,6 +18,7 @@ from rq import Worker as RQWorker
 from backend.models import Host, Workunit
 from boincweb import embedded_redis
 from scheduling.models import Run
+from tests.factories import WorldFactory
 from tests.web.busy_site import build_busy_site
 from tests.web.serving import BASE, MANAGE, child_env
 from tests.web.test_crawler import NOT_CRAWLED, SKIP, Links, internal, pattern, site_routes
@@ -162,9 +163,9 @@ def test_with_redis_stopped_posts_that_enqueue_create_nothing_and_say_why(site_w
     site = site_without_redis
     staff = Client(raise_request_exception=False)
     staff.force_login(site.staff)
-    paused = World.objects.create(name="paused", hosts=3, days=1, status=World.Status.PAUSED)
-    failed = World.objects.create(name="failed", hosts=3, days=1, status=World.Status.FAILED,
-                                  error="Its job failed: boom")
+    paused = WorldFactory(name="paused", hosts=3, days=1, status=World.Status.PAUSED)
+    failed = WorldFactory(name="failed", hosts=3, days=1, status=World.Status.FAILED,
+                          error="Its job failed: boom")
     before = rows()
     scenario = site.runs[0].scenario_id
     posts = [
@@ -198,14 +199,14 @@ def test_with_redis_stopped_posts_that_enqueue_create_nothing_and_say_why(site_w
 
 def test_a_world_start_that_loses_redis_at_its_enqueue_is_undone(stop_redis):
     stop_redis()
-    paused = World.objects.create(name="paused", hosts=3, days=1, status=World.Status.PAUSED)
+    paused = WorldFactory(name="paused", hosts=3, days=1, status=World.Status.PAUSED)
     with pytest.raises(redis.exceptions.ConnectionError):
         with transaction.atomic():
             jobs.start(paused.pk)
     assert World.objects.get(pk=paused.pk).status == World.Status.PAUSED
     count = World.objects.count()
     with pytest.raises(redis.exceptions.ConnectionError):
-        start_new(lambda: [World.objects.create(name="new", hosts=3, days=1)])
+        start_new(lambda: [WorldFactory(name="new", hosts=3, days=1)])
     assert World.objects.count() == count
 
 

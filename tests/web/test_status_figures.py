@@ -10,6 +10,7 @@ import pytest
 from backend import server_status
 from backend.models import Outcome, ServerState, ValidateState
 from backend.server_status import FIGURES_KEY, FIGURES_MAX_AGE, record_history
+from tests.pages import by_testid, count, parse
 from tests.web.project_data import (  # noqa: F401
     app, busy_workunit, host, make_results, make_workunits, owner, versions,
 )
@@ -20,7 +21,14 @@ UNSENT = (ServerState.UNSENT, Outcome.INIT, ValidateState.INIT)
 
 
 def shown(html, name):
-    return int(re.search(rf'data-count="{name}">(?:<a [^>]*>)?(\d+)', html).group(1))
+    """The number the page shows for ``name`` (its figure's first word)."""
+    return int(count(parse(html), name).split()[0])
+
+
+def age(html):
+    """The seconds ago the page says its figures were counted."""
+    said = by_testid(parse(html), "figures-age").get_text()
+    return int(re.search(r"Counted (\d+) s ago", said).group(1))
 
 
 def test_the_page_shows_the_figures_the_periodic_job_stored_and_their_age(
@@ -33,8 +41,7 @@ def test_the_page_shows_the_figures_the_periodic_job_stored_and_their_age(
         page = client.get("/project/status/", HTTP_HX_REQUEST="true")
     html = page.content.decode()
     assert shown(html, "results_ready_to_send") == 1
-    age = int(re.search(r"Counted (\d+) s ago", html).group(1))
-    assert 7 <= age <= 7 + 5
+    assert 7 <= age(html) <= 7 + 5
     assert f"older than {FIGURES_MAX_AGE} s counts again" in html
 
 
@@ -44,7 +51,7 @@ def test_figures_older_than_the_limit_are_counted_again_and_stored(client, app, 
     make_results(make_workunits(app, 1, start=5)[0], [UNSENT])
     html = client.get("/project/status/", HTTP_HX_REQUEST="true").content.decode()
     assert shown(html, "results_ready_to_send") == 3
-    assert int(re.search(r"Counted (\d+) s ago", html).group(1)) <= 2
+    assert age(html) <= 2
     stored = json.loads(redis_client.get(FIGURES_KEY))
     assert stored["results_ready_to_send"] == 3 and stored["apps"][0]["unsent"] == 3
 
@@ -86,5 +93,6 @@ def test_the_history_charts_follow_new_samples(client, app, redis_client):
     record_history(now)
     second = client.get("/project/status/?panel=history", HTTP_HX_REQUEST="true").content.decode()
     assert "the last 2 samples" in first and "the last 3 samples" in second
-    ready = json.loads(re.search(r'id="history-results" type="application/json">([^<]*)</script>', second).group(1))
+    chart = parse(second).find("script", id="history-results", type="application/json")
+    ready = json.loads(chart.string)
     assert ready["data"][0]["y"] == [0, 0, 4]

@@ -1,10 +1,11 @@
 """/project/worlds/: the list whole and as its htmx fragment; starting and pausing, for staff."""
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
+from tests.factories import UserFactory, WorldFactory
+from tests.pages import parse
 from world.models import World
 
 pytestmark = pytest.mark.django_db
@@ -15,14 +16,14 @@ FORM = {"name": "x", "hosts": 3, "days": 1, "seed": 1, "speedup": 3600}
 @pytest.fixture
 def volunteer(client):
     """A logged-in user who is not staff."""
-    user = get_user_model().objects.create_user("ada", password="pw")
+    user = UserFactory(username="ada", password="pw")
     client.force_login(user)
     return user
 
 
 @pytest.fixture
 def admin(client):
-    user = get_user_model().objects.create_user("grace", password="pw", is_staff=True)
+    user = UserFactory(username="grace", password="pw", is_staff=True)
     client.force_login(user)
     return user
 
@@ -32,7 +33,7 @@ def statuses():
 
 
 def test_the_worlds_page_lists_worlds_whole_and_as_a_fragment(client):
-    World.objects.create(name="tiny", hosts=3, days=0.5, summary={"rpcs": 7})
+    WorldFactory(name="tiny", hosts=3, days=0.5, summary={"rpcs": 7})
     page = client.get(reverse("worlds:list"))
     assert page.status_code == 200
     assert b"<h1>Volunteer worlds</h1>" in page.content and b"tiny" in page.content
@@ -48,7 +49,7 @@ def test_starting_a_world_needs_a_login(client):
 
 @pytest.mark.parametrize("action", ["start", "pause", "resume"])
 def test_world_actions_need_a_login(client, action):
-    world = World.objects.create(name="w", hosts=3, days=1, status=World.Status.PAUSED)
+    world = WorldFactory(name="w", status=World.Status.PAUSED)
     response = client.post(reverse("worlds:action", args=[world.pk, action]))
     assert response.status_code == 302 and "login" in response["Location"]
     assert statuses() == [World.Status.PAUSED]
@@ -65,16 +66,16 @@ def test_a_user_who_is_not_staff_may_not_start_a_world(client, volunteer):
 ])
 def test_a_user_who_is_not_staff_may_not_start_pause_or_resume(client, volunteer, redis_client,
                                                                status, action):
-    world = World.objects.create(name="w", hosts=3, days=1, status=status)
+    world = WorldFactory(name="w", status=status)
     assert client.post(reverse("worlds:action", args=[world.pk, action])).status_code == 403
     assert statuses() == [status]
 
 
 def test_the_page_offers_the_controls_to_staff_only(client):
-    World.objects.create(name="w", hosts=3, days=1, status=World.Status.PAUSED)
+    WorldFactory(name="w", status=World.Status.PAUSED)
     anonymous = client.get(reverse("worlds:list")).content.decode()
     assert "Resume" not in anonymous and "Start a world" not in anonymous
-    user = get_user_model().objects.create_user("ada", password="pw")
+    user = UserFactory(username="ada", password="pw")
     client.force_login(user)
     html = client.get(reverse("worlds:list")).content.decode()
     assert "Resume" not in html and "Only staff may start worlds" in html
@@ -107,9 +108,9 @@ def test_staff_start_pause_and_resume_a_world(client, admin, redis_client,
 
 
 def test_world_forms_need_the_csrf_token(redis_client):
-    world = World.objects.create(name="w", hosts=3, days=1, status=World.Status.RUNNING)
+    world = WorldFactory(name="w", status=World.Status.RUNNING)
     client = Client(enforce_csrf_checks=True)
-    client.force_login(get_user_model().objects.create_user("root", is_staff=True))
+    client.force_login(UserFactory(username="root", is_staff=True))
     assert client.post(reverse("worlds:create"), FORM).status_code == 403
     assert client.post(reverse("worlds:action", args=[world.pk, "pause"])).status_code == 403
     assert statuses() == [World.Status.RUNNING]
@@ -132,8 +133,8 @@ def add_samples(world, n=3):
 
 
 def test_a_world_page_carries_every_chart_whole_and_as_its_polling_fragment(client):
-    world = World.objects.create(name="w", hosts=3, days=1, status=World.Status.RUNNING,
-                                 summary={"rpcs": 8, "jobs_reported": 2})
+    world = WorldFactory(name="w", status=World.Status.RUNNING,
+                         summary={"rpcs": 8, "jobs_reported": 2})
     add_samples(world)
     page = client.get(reverse("worlds:detail", args=[world.pk]))
     html = page.content.decode()
@@ -147,7 +148,7 @@ def test_a_world_page_carries_every_chart_whole_and_as_its_polling_fragment(clie
 
 
 def test_a_finished_worlds_page_stops_polling(client):
-    world = World.objects.create(name="w", hosts=3, days=1, status=World.Status.FINISHED)
+    world = WorldFactory(name="w", status=World.Status.FINISHED)
     assert "every 2s" not in client.get(reverse("worlds:detail", args=[world.pk])).content.decode()
     fragment = client.get(reverse("worlds:detail", args=[world.pk]), HTTP_HX_REQUEST="true")
     assert fragment.status_code == 286  # htmx: stop polling
@@ -158,11 +159,11 @@ def test_an_unknown_world_is_a_404(client):
 
 
 def test_the_comparison_states_the_transfer_locality_saved(client):
-    plain = World.objects.create(name="p", hosts=3, days=1, seed=4, status=World.Status.FINISHED,
-                                 summary={"bytes_downloaded": 4 * 10**9, "jobs_received": 1000})
-    local = World.objects.create(name="l", hosts=3, days=1, seed=4, locality=True,
-                                 status=World.Status.FINISHED,
-                                 summary={"bytes_downloaded": 10**9, "jobs_received": 1000})
+    plain = WorldFactory(name="p", seed=4, status=World.Status.FINISHED,
+                         summary={"bytes_downloaded": 4 * 10**9, "jobs_received": 1000})
+    local = WorldFactory(name="l", seed=4, locality=True,
+                         status=World.Status.FINISHED,
+                         summary={"bytes_downloaded": 10**9, "jobs_received": 1000})
     add_samples(plain)
     add_samples(local)
     page = client.get(reverse("worlds:compare") + f"?worlds={plain.pk},{local.pk}")
@@ -190,7 +191,7 @@ def test_a_bad_comparison_is_a_400_with_the_reason(client, query, reason):
 
 
 def test_comparing_a_missing_world_is_a_404(client):
-    world = World.objects.create(name="w", hosts=3, days=1)
+    world = WorldFactory(name="w")
     response = client.get(reverse("worlds:compare") + f"?worlds={world.pk},999")
     assert response.status_code == 404 and b"No world 999." in response.content
 
@@ -221,14 +222,15 @@ def test_starting_a_comparison_is_for_staff_with_valid_figures(client, volunteer
 
 
 def test_the_list_links_a_plain_world_to_its_locality_twin(client):
-    plain = World.objects.create(name="p", hosts=3, days=1, seed=2)
-    local = World.objects.create(name="l", hosts=3, days=1, seed=2, locality=True)
-    World.objects.create(name="other", hosts=4, days=1, seed=2, locality=True)
-    World.objects.create(name="tuned", hosts=3, days=1, seed=2, settings={"error_rate": 0.1})
+    plain = WorldFactory(name="p", seed=2)
+    local = WorldFactory(name="l", seed=2, locality=True)
+    WorldFactory(name="other", hosts=4, days=1, seed=2, locality=True)
+    WorldFactory(name="tuned", seed=2, settings={"error_rate": 0.1})
     html = client.get(reverse("worlds:list")).content.decode()
+    tree = parse(html)
     link = reverse("worlds:compare") + f"?worlds={plain.pk},{local.pk}"
-    assert html.count(link) == 2
-    assert html.count("compare with") == 2  # "other" and "tuned" have no twin
+    assert len(tree.find_all(href=link)) == 2
+    assert tree.get_text().count("compare with") == 2  # "other" and "tuned" have no twin
     assert reverse("worlds:detail", args=[plain.pk]) in html
 
 

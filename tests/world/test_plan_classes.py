@@ -12,8 +12,8 @@ from backend.daemons.scheduler import (
     GpuRequest, HostInfo, ReportedFile, ReportedResult, SchedulerRequest, handle_request,
 )
 from backend.daemons.sched_types import SchedulerConfig
-from backend.models import AppVersion, GpuType, HostAppVersion, Result
-from tests.backend.conftest import NOW
+from backend.models import GpuType, HostAppVersion, Result
+from tests.factories import NOW, AppVersionFactory
 
 SPEC = """<plan_classes>
 <plan_class><name>mt</name><min_ncpus>2</min_ncpus><max_threads>4</max_threads></plan_class>
@@ -52,9 +52,9 @@ def run_world(project, tmp_path):
     (tmp_path / "plan_class_spec.xml").write_text(SPEC)
     config = SchedulerConfig(plan_class_spec=str(tmp_path / "plan_class_spec.xml"),
                              version_select_random_factor=0.0)
-    AppVersion.objects.create(app=project.app, version_num=100, plan_class="mt")
-    AppVersion.objects.create(app=project.app, version_num=100, plan_class="cuda",
-                              gpu_type=GpuType.NVIDIA, gpu_usage=1.0)
+    AppVersionFactory(app=project.app, version_num=100, plan_class="mt")
+    AppVersionFactory(app=project.app, version_num=100, plan_class="cuda",
+                      gpu_type=GpuType.NVIDIA, gpu_usage=1.0)
     for _ in range(ROUNDS * 6):
         project.result(project.workunit())
     hosts = {name: project.host(p_ncpus=n, p_fpops=fpops)
