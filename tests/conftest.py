@@ -19,5 +19,7 @@ def redis_client():
 @pytest.fixture
 def postgres_only(db):
     if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL for row locking across processes; this run is on "
-                    f"{connection.vendor} (set DATABASE_URL to a PostgreSQL database)")
+        pytest.skip(
+            "needs PostgreSQL for row locking across processes; this run is on "
+            f"{connection.vendor} (set DATABASE_URL to a PostgreSQL database)"
+        )

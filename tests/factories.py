@@ -11,8 +11,18 @@ from django.contrib.auth import get_user_model
 from factory.django import DjangoModelFactory
 
 from backend.models import (
-    App, AppVersion, Host, HostAppVersion, HostFile, Outcome, Result, ServerState, Team,
-    UserCredit, Workunit, name_random,
+    App,
+    AppVersion,
+    Host,
+    HostAppVersion,
+    HostFile,
+    Outcome,
+    Result,
+    ServerState,
+    Team,
+    UserCredit,
+    Workunit,
+    name_random,
 )
 from world.models import World
 
@@ -152,8 +162,7 @@ class ResultFactory(DjangoModelFactory):
     host = None
     user = factory.LazyAttribute(lambda r: r.host.owner if r.host else None)
     flops_estimate = factory.LazyAttribute(lambda r: SUCCESS_FLOPS if _succeeded(r) else 0.0)
-    elapsed_time = factory.LazyAttribute(
-        lambda r: r.workunit.rsc_fpops_est / SUCCESS_FLOPS if _succeeded(r) else 0.0)
+    elapsed_time = factory.LazyAttribute(lambda r: r.workunit.rsc_fpops_est / SUCCESS_FLOPS if _succeeded(r) else 0.0)
 
 
 class WorldFactory(DjangoModelFactory):

@@ -34,5 +34,4 @@ def count(tree, name):
 
 def figures(tree):
     """The data of the page's charts: their ``<script type="application/json">`` blocks."""
-    return [json.loads(script.string)
-            for script in tree.select('script[id][type="application/json"]')]
+    return [json.loads(script.string) for script in tree.select('script[id][type="application/json"]')]

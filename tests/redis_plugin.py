@@ -80,7 +80,8 @@ def pytest_load_initial_conftests(early_config, parser, args):
             if holder:
                 raise pytest.UsageError(
                     f"Redis database {db} of REDIS_URL is in use by another test run ({holder}); "
-                    "wait for it to end or set BOINCWEB_TEST_REDIS_DB to another database")
+                    "wait for it to end or set BOINCWEB_TEST_REDIS_DB to another database"
+                )
             _claim = token
             empty(client)
     else:

@@ -36,7 +36,7 @@ def imported_modules(path):
             base = node.module or ""
             if node.level:
                 parts = package.split(".")
-                parts = parts[:len(parts) - (node.level - 1)]
+                parts = parts[: len(parts) - (node.level - 1)]
                 base = ".".join(parts + ([base] if base else []))
             # ``from backend import models`` names backend.models: the app is the same either
             # way, so the first part is all that counts
@@ -61,8 +61,7 @@ def app_graph():
             for lineno, name in imported_modules(path):
                 target = app_of(name)
                 if target is not None and target != app and (app, target) not in edges:
-                    edges[app, target] = (f"{path.relative_to(ROOT)}:{lineno}: "
-                                          f"{lines[lineno - 1].strip()}")
+                    edges[app, target] = f"{path.relative_to(ROOT)}:{lineno}: {lines[lineno - 1].strip()}"
     return edges
 
 
@@ -78,7 +77,7 @@ def find_cycle(edges):
         path.append(app)
         for target in successors.get(app, ()):
             if state.get(target) == "open":
-                return path[path.index(target):] + [target]
+                return path[path.index(target) :] + [target]
             if target not in state:
                 cycle = visit(target, path)
                 if cycle:
@@ -108,25 +107,22 @@ def test_the_apps_import_one_another_without_a_cycle():
     assert cycle is None, "import cycle between apps:\n" + describe(cycle, edges)
 
 
-def test_an_import_inside_a_function_and_a_relative_one_are_both_counted(tmp_path,
-                                                                           monkeypatch):
+def test_an_import_inside_a_function_and_a_relative_one_are_both_counted(tmp_path, monkeypatch):
     monkeypatch.setattr(f"{__name__}.ROOT", tmp_path)
     (tmp_path / "world").mkdir()
     (tmp_path / "world" / "__init__.py").write_text("")
     (tmp_path / "world" / "a.py").write_text("from . import b\n")
     (tmp_path / "backend").mkdir()
     (tmp_path / "backend" / "__init__.py").write_text("")
-    (tmp_path / "backend" / "c.py").write_text(
-        "def f():\n    from world.a import x\n    import protocol.views\n")
+    (tmp_path / "backend" / "c.py").write_text("def f():\n    from world.a import x\n    import protocol.views\n")
     assert list(imported_modules(tmp_path / "world" / "a.py")) == [(1, "world")]
-    assert list(imported_modules(tmp_path / "backend" / "c.py")) == [(2, "world.a"),
-                                                                     (3, "protocol.views")]
+    assert list(imported_modules(tmp_path / "backend" / "c.py")) == [(2, "world.a"), (3, "protocol.views")]
     edges = {("backend", "world"): "backend/c.py:2", ("world", "backend"): "world/a.py:1"}
     cycle = find_cycle(edges)
     assert cycle == ["backend", "world", "backend"]
-    assert describe(cycle, edges) == ("backend -> world -> backend\n"
-                                      "  backend -> world: backend/c.py:2\n"
-                                      "  world -> backend: world/a.py:1")
+    assert describe(cycle, edges) == (
+        "backend -> world -> backend\n  backend -> world: backend/c.py:2\n  world -> backend: world/a.py:1"
+    )
 
 
 def test_a_module_of_the_project_package_is_a_node_of_its_own(tmp_path, monkeypatch):

@@ -26,7 +26,8 @@ def test_a_sigterm_to_the_group_waits_for_the_last_client_then_stops_the_server(
     process = subprocess.Popen(
         [sys.executable, "-m", "boincweb.embedded_redis"],
         env={**os.environ, "EMBEDDED_REDIS_SOCKET": str(socket_path)},
-        start_new_session=True, stdout=subprocess.DEVNULL,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
     )
     try:
         assert wait_for(lambda: embedded_redis._answers(socket_path))

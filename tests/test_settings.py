@@ -38,17 +38,25 @@ def test_envlist_splits_on_commas():
 def test_envhosts_takes_names_addresses_and_wildcards():
     environ = {"ALLOWED_HOSTS": "example.org, .example.net,10.0.0.1,[::1],*"}
     assert envhosts("ALLOWED_HOSTS", ["a"], environ=environ) == [
-        "example.org", ".example.net", "10.0.0.1", "[::1]", "*"]
+        "example.org",
+        ".example.net",
+        "10.0.0.1",
+        "[::1]",
+        "*",
+    ]
     assert envhosts("ALLOWED_HOSTS", ["localhost"], environ={}) == ["localhost"]
 
 
-@pytest.mark.parametrize("value, message", [
-    ("", "ALLOWED_HOSTS is empty"),
-    (" , ", "ALLOWED_HOSTS is empty"),
-    ("http://example.org", "ALLOWED_HOSTS entry 'http://example.org' is not a host name"),
-    ("example.org:8000", "ALLOWED_HOSTS entry 'example.org:8000' is not a host name"),
-    ("example.org/boinc", "ALLOWED_HOSTS entry 'example.org/boinc' is not a host name"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("", "ALLOWED_HOSTS is empty"),
+        (" , ", "ALLOWED_HOSTS is empty"),
+        ("http://example.org", "ALLOWED_HOSTS entry 'http://example.org' is not a host name"),
+        ("example.org:8000", "ALLOWED_HOSTS entry 'example.org:8000' is not a host name"),
+        ("example.org/boinc", "ALLOWED_HOSTS entry 'example.org/boinc' is not a host name"),
+    ],
+)
 def test_envhosts_refuses_what_is_not_a_host_naming_the_entry(value, message):
     with pytest.raises(ImproperlyConfigured, match=message):
         envhosts("ALLOWED_HOSTS", ["localhost"], environ={"ALLOWED_HOSTS": value})
@@ -94,8 +102,9 @@ def test_the_embedded_socket_can_move_and_the_settings_follow(monkeypatch, tmp_p
 def _manage_check(**env):
     environment = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "SECRET_KEY")}
     environment.update(env)
-    return subprocess.run([sys.executable, "manage.py", "check"], cwd=BASE, env=environment,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=BASE, env=environment, capture_output=True, text=True, timeout=60
+    )
 
 
 def test_start_up_refuses_debug_off_without_a_secret_key():
@@ -117,11 +126,14 @@ def test_start_up_accepts_debug_off_with_a_key():
     assert proc.returncode == 0, proc.stderr
 
 
-@pytest.mark.parametrize("variable, value, message", [
-    ("BOINC_DAILY_RESULT_QUOTA", "-1", "BOINC_DAILY_RESULT_QUOTA=-1 is below the minimum of 0"),
-    ("BOINC_DAILY_RESULT_QUOTA", "many", "BOINC_DAILY_RESULT_QUOTA='many' is not a whole number"),
-    ("BOINC_RESEND_LOST_RESULTS", "perhaps", "BOINC_RESEND_LOST_RESULTS"),
-])
+@pytest.mark.parametrize(
+    "variable, value, message",
+    [
+        ("BOINC_DAILY_RESULT_QUOTA", "-1", "BOINC_DAILY_RESULT_QUOTA=-1 is below the minimum of 0"),
+        ("BOINC_DAILY_RESULT_QUOTA", "many", "BOINC_DAILY_RESULT_QUOTA='many' is not a whole number"),
+        ("BOINC_RESEND_LOST_RESULTS", "perhaps", "BOINC_RESEND_LOST_RESULTS"),
+    ],
+)
 def test_start_up_names_a_bad_scheduler_option(variable, value, message):
     proc = _manage_check(**{variable: value})
     assert proc.returncode == 2
@@ -131,23 +143,30 @@ def test_start_up_names_a_bad_scheduler_option(variable, value, message):
 
 # The production variables of README "Deploy", with a generated key.
 PRODUCTION = {
-    "DEBUG": "0", "ALLOWED_HOSTS": "boinc.example.org",
+    "DEBUG": "0",
+    "ALLOWED_HOSTS": "boinc.example.org",
     "SECRET_KEY": "x8Zq-3vN_b7Lr0TkWc5YpH2sJd9FgA4eRm6UoQ1iXtK_lzVwPnBy8CaDh7",
-    "SECURE_SSL_REDIRECT": "1", "SECURE_HSTS_SECONDS": "31536000",
-    "SECURE_HSTS_INCLUDE_SUBDOMAINS": "1", "SECURE_HSTS_PRELOAD": "1",
-    "SESSION_COOKIE_SECURE": "1", "CSRF_COOKIE_SECURE": "1",
+    "SECURE_SSL_REDIRECT": "1",
+    "SECURE_HSTS_SECONDS": "31536000",
+    "SECURE_HSTS_INCLUDE_SUBDOMAINS": "1",
+    "SECURE_HSTS_PRELOAD": "1",
+    "SESSION_COOKIE_SECURE": "1",
+    "CSRF_COOKIE_SECURE": "1",
 }
 
 
 def _manage(*args, **env):
     # the browser tests' conftest sets DJANGO_ALLOW_ASYNC_UNSAFE for Playwright in this process;
     # a production server has no such variable, and check --deploy rightly refuses it
-    environment = {k: v for k, v in os.environ.items()
-                   if k not in ("DEBUG", "SECRET_KEY", "DJANGO_ALLOW_ASYNC_UNSAFE")
-                   and not k.startswith("SECURE_")}
+    environment = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DEBUG", "SECRET_KEY", "DJANGO_ALLOW_ASYNC_UNSAFE") and not k.startswith("SECURE_")
+    }
     environment.update(env)
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=BASE, env=environment,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=BASE, env=environment, capture_output=True, text=True, timeout=60
+    )
 
 
 def test_check_deploy_is_clean_with_the_documented_production_variables():
@@ -172,10 +191,13 @@ def test_without_the_security_variables_check_deploy_names_each_missing_one():
 
 
 def test_a_proxy_header_is_two_values_and_a_bad_one_is_named():
-    proc = _manage("shell", "-c", "from django.conf import settings; "
-                   "print(settings.SECURE_PROXY_SSL_HEADER, settings.SECURE_SSL_REDIRECT)",
-                   SECURE_PROXY_SSL_HEADER="HTTP_X_FORWARDED_PROTO, https",
-                   SECURE_SSL_REDIRECT="yes")
+    proc = _manage(
+        "shell",
+        "-c",
+        "from django.conf import settings; print(settings.SECURE_PROXY_SSL_HEADER, settings.SECURE_SSL_REDIRECT)",
+        SECURE_PROXY_SSL_HEADER="HTTP_X_FORWARDED_PROTO, https",
+        SECURE_SSL_REDIRECT="yes",
+    )
     printed = proc.stdout.strip().splitlines()[-1]
     assert printed == "('HTTP_X_FORWARDED_PROTO', 'https') True", proc.stderr
     proc = _manage("check", SECURE_PROXY_SSL_HEADER="https")

@@ -5,7 +5,13 @@ import pytest
 from backend.daemons.scheduler import HostInfo, SchedulerRequest, TimeStats
 from backend.models import Workunit
 from tests.factories import (
-    NOW, AppFactory, AppVersionFactory, HostFactory, ResultFactory, UserFactory, WorkunitFactory,
+    NOW,
+    AppFactory,
+    AppVersionFactory,
+    HostFactory,
+    ResultFactory,
+    UserFactory,
+    WorkunitFactory,
 )
 
 
@@ -54,8 +60,9 @@ def work_request(host, **fields):
     fields.setdefault("cpu_req_secs", 86400.0)
     fields.setdefault("cpu_req_instances", 1.0)
     return SchedulerRequest(
-        hostid=host.pk, userid=host.owner_id,
-        host_info=HostInfo(domain_name=host.domain_name, p_ncpus=host.p_ncpus,
-                           p_fpops=host.p_fpops),
+        hostid=host.pk,
+        userid=host.owner_id,
+        host_info=HostInfo(domain_name=host.domain_name, p_ncpus=host.p_ncpus, p_fpops=host.p_fpops),
         time_stats=TimeStats(on_frac=host.on_frac, active_frac=host.active_frac),
-        **fields)
+        **fields,
+    )

@@ -21,15 +21,34 @@ from django.db.models import Count, F, Sum
 
 from backend.daemons import get_daemon, work_generator
 from backend.daemons.scheduler import (
-    ReportedFile, ReportedResult, SchedulerConfig, handle_request,
+    ReportedFile,
+    ReportedResult,
+    SchedulerConfig,
+    handle_request,
 )
 from backend.models import (
-    App, AssimilatedResult, AssimilateState, ClientState, File, FileDeleteState, Host,
-    LifecycleEvent, Outcome, Result, ServerState, ValidateState, Workunit,
+    App,
+    AssimilatedResult,
+    AssimilateState,
+    ClientState,
+    File,
+    FileDeleteState,
+    Host,
+    LifecycleEvent,
+    Outcome,
+    Result,
+    ServerState,
+    ValidateState,
+    Workunit,
 )
 from tests.backend.conftest import work_request
 from tests.factories import (
-    AppFactory, AppVersionFactory, HostFactory, ResultFactory, UserFactory, WorkunitFactory,
+    AppFactory,
+    AppVersionFactory,
+    HostFactory,
+    ResultFactory,
+    UserFactory,
+    WorkunitFactory,
 )
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -40,12 +59,12 @@ CREDIT_PER_RESULT = 3600e9 * 200 / 86400e9
 
 PER_DAEMON = 4
 HOSTS_PER_SCHEDULER = 4
-BAD_HOST_EVERY = 8          # two hosts in 16 returns wrong output: no consensus, more replicas
-DROP_RATE = 0.03            # jobs a host never reports: timed out, replaced
-ERROR_RATE = 0.02           # jobs that fail on the host: client errors, replaced
-DELAY_BOUND = 30            # seconds: every dropped job times out within the test
-JOB_SECONDS = 1.0           # rsc_fpops_est / flops
-REQUEST_SECONDS = 100.0     # work asked per scheduler request: about 100 jobs
+BAD_HOST_EVERY = 8  # two hosts in 16 returns wrong output: no consensus, more replicas
+DROP_RATE = 0.03  # jobs a host never reports: timed out, replaced
+ERROR_RATE = 0.02  # jobs that fail on the host: client errors, replaced
+DELAY_BOUND = 30  # seconds: every dropped job times out within the test
+JOB_SECONDS = 1.0  # rsc_fpops_est / flops
+REQUEST_SECONDS = 100.0  # work asked per scheduler request: about 100 jobs
 NCPUS = 16
 SCHEDULER = SchedulerConfig(report_grace_period=0)
 
@@ -55,19 +74,28 @@ def finished_workunits(n, data_dir):
     (data_dir / "upload").mkdir(exist_ok=True)
     (data_dir / "download").mkdir(exist_ok=True)
     now = int(time.time()) - 1000
-    app = AppFactory(name="concurrency", max_error_results=1, max_total_results=2,
-                     max_success_results=1)
+    app = AppFactory(name="concurrency", max_error_results=1, max_total_results=2, max_success_results=1)
     host = HostFactory()
     # built by the factories, inserted in one statement each
     wus = Workunit.objects.bulk_create(
-        WorkunitFactory.build(app=app, name=f"wu{i}", transition_time=now) for i in range(n))
+        WorkunitFactory.build(app=app, name=f"wu{i}", transition_time=now) for i in range(n)
+    )
     results = Result.objects.bulk_create(
-        ResultFactory.build(workunit=wu, name=f"wu{wu.pk}_0", server_state=ServerState.OVER,
-                            outcome=Outcome.SUCCESS, host=host, sent_time=now - 100,
-                            received_time=now, report_deadline=now + 86400)
-        for wu in wus)
-    File.objects.bulk_create(File(name=r.output_file_name(0), kind="output", result=r,
-                                  md5_cksum="0" * 32) for r in results)
+        ResultFactory.build(
+            workunit=wu,
+            name=f"wu{wu.pk}_0",
+            server_state=ServerState.OVER,
+            outcome=Outcome.SUCCESS,
+            host=host,
+            sent_time=now - 100,
+            received_time=now,
+            report_deadline=now + 86400,
+        )
+        for wu in wus
+    )
+    File.objects.bulk_create(
+        File(name=r.output_file_name(0), kind="output", result=r, md5_cksum="0" * 32) for r in results
+    )
     return host
 
 
@@ -86,8 +114,7 @@ def worker(name, idle_limit):
 def start_workers(per_daemon, idle_limit):
     connections.close_all()
     context = multiprocessing.get_context("fork")
-    processes = [context.Process(target=worker, args=(name, idle_limit))
-                 for name in DAEMONS for _ in range(per_daemon)]
+    processes = [context.Process(target=worker, args=(name, idle_limit)) for name in DAEMONS for _ in range(per_daemon)]
     for process in processes:
         process.start()
     return processes
@@ -99,18 +126,16 @@ def assert_each_done_exactly_once(n, host):
     assert Workunit.objects.exclude(file_delete_state=FileDeleteState.DONE).count() == 0
     assert Result.objects.exclude(validate_state=ValidateState.VALID).count() == 0
     assert Result.objects.exclude(file_delete_state=FileDeleteState.DONE).count() == 0
-    assert Result.objects.count() == n       # no replica made twice
+    assert Result.objects.count() == n  # no replica made twice
     assert AssimilatedResult.objects.count() == n
-    for field, new in (("assimilate_state", AssimilateState.DONE),
-                       ("validate_state", ValidateState.VALID)):
+    for field, new in (("assimilate_state", AssimilateState.DONE), ("validate_state", ValidateState.VALID)):
         events = LifecycleEvent.objects.filter(field=field, new=new)
         assert events.count() == n, field
     host.refresh_from_db()
     assert host.total_credit == pytest.approx(n * CREDIT_PER_RESULT)
 
 
-def test_a_worker_killed_mid_pass_loses_nothing_and_the_next_passes_converge(
-        postgres_only, data_dirs):
+def test_a_worker_killed_mid_pass_loses_nothing_and_the_next_passes_converge(postgres_only, data_dirs):
     n = 2000
     host = finished_workunits(n, data_dirs)
     processes = start_workers(2, idle_limit=40)
@@ -135,18 +160,27 @@ def test_a_worker_killed_mid_pass_loses_nothing_and_the_next_passes_converge(
 
 # --- the whole pipeline, every stage in four processes ------------------------------------
 
+
 def pipeline_project():
     """An app of quorum 2 (target 2) the work generator feeds, and the volunteers' hosts."""
-    app = AppFactory(name="pipeline", min_quorum=2, target_nresults=2, max_error_results=3,
-                     max_total_results=8, max_success_results=5, delay_bound=DELAY_BOUND,
-                     rsc_fpops_est=JOB_SECONDS * 1e9, unsent_target=4000)
+    app = AppFactory(
+        name="pipeline",
+        min_quorum=2,
+        target_nresults=2,
+        max_error_results=3,
+        max_total_results=8,
+        max_success_results=5,
+        delay_bound=DELAY_BOUND,
+        rsc_fpops_est=JOB_SECONDS * 1e9,
+        unsent_target=4000,
+    )
     AppVersionFactory(app=app, version_num=1, flops=1e9)
     users = get_user_model().objects.bulk_create(
-        UserFactory.build(username=f"volunteer{i}")
-        for i in range(PER_DAEMON * HOSTS_PER_SCHEDULER))
+        UserFactory.build(username=f"volunteer{i}") for i in range(PER_DAEMON * HOSTS_PER_SCHEDULER)
+    )
     hosts = Host.objects.bulk_create(
-        HostFactory.build(owner=user, domain_name=f"host{i}", p_ncpus=NCPUS)
-        for i, user in enumerate(users))
+        HostFactory.build(owner=user, domain_name=f"host{i}", p_ncpus=NCPUS) for i, user in enumerate(users)
+    )
     return app, [h.pk for h in hosts]
 
 
@@ -177,13 +211,21 @@ def outcome_of(job, host_index, rng, now):
     if draw < DROP_RATE or job.report_deadline < now:
         return None
     if draw < DROP_RATE + ERROR_RATE:
-        return ReportedResult(job.name, client_state=ClientState.COMPUTE_ERROR, exit_status=1,
-                              final_elapsed_time=JOB_SECONDS, final_cpu_time=JOB_SECONDS)
+        return ReportedResult(
+            job.name,
+            client_state=ClientState.COMPUTE_ERROR,
+            exit_status=1,
+            final_elapsed_time=JOB_SECONDS,
+            final_cpu_time=JOB_SECONDS,
+        )
     bad = host_index % BAD_HOST_EVERY == BAD_HOST_EVERY - 1
     data = f"wrong {job.name}" if bad else job.wu_name
-    return ReportedResult(job.name, final_elapsed_time=JOB_SECONDS, final_cpu_time=JOB_SECONDS,
-                          output_files=[ReportedFile(job.output_files[0].name,
-                                                     data=data.encode())])
+    return ReportedResult(
+        job.name,
+        final_elapsed_time=JOB_SECONDS,
+        final_cpu_time=JOB_SECONDS,
+        output_files=[ReportedFile(job.output_files[0].name, data=data.encode())],
+    )
 
 
 def scheduler_worker(index, host_ids, stop, out):
@@ -200,11 +242,12 @@ def scheduler_worker(index, host_ids, stop, out):
         for host in hosts:
             position = host_ids.index(host.pk) * PER_DAEMON + index
             now = int(time.time())
-            reports = [r for r in (outcome_of(job, position, rng, now) for job in held[host.pk])
-                       if r]
-            reply = handle_request(work_request(host, cpu_req_secs=REQUEST_SECONDS,
-                                                cpu_req_instances=NCPUS, results=reports),
-                                   now=now, config=SCHEDULER)
+            reports = [r for r in (outcome_of(job, position, rng, now) for job in held[host.pk]) if r]
+            reply = handle_request(
+                work_request(host, cpu_req_secs=REQUEST_SECONDS, cpu_req_instances=NCPUS, results=reports),
+                now=now,
+                config=SCHEDULER,
+            )
             held[host.pk] = reply.results
             sent.extend(job.name for job in reply.results)
             rejected.extend(f"{r.name}: {r.reason}" for r in reply.rejected)
@@ -216,25 +259,25 @@ def scheduler_worker(index, host_ids, stop, out):
 
 
 def pipeline_done(generators):
-    return (not any(p.is_alive() for p in generators)
-            and not Workunit.objects.exclude(file_delete_state=FileDeleteState.DONE).exists()
-            and not Result.objects.filter(file_delete_state=FileDeleteState.READY).exists())
+    return (
+        not any(p.is_alive() for p in generators)
+        and not Workunit.objects.exclude(file_delete_state=FileDeleteState.DONE).exists()
+        and not Result.objects.filter(file_delete_state=FileDeleteState.READY).exists()
+    )
 
 
-def test_every_stage_in_four_processes_does_every_workunit_exactly_once(postgres_only,
-                                                                       data_dirs):
+def test_every_stage_in_four_processes_does_every_workunit_exactly_once(postgres_only, data_dirs):
     app, host_ids = pipeline_project()
     connections.close_all()
     context = multiprocessing.get_context("fork")
     stop = context.Event()
     outs = [data_dirs / f"scheduler{i}.json" for i in range(PER_DAEMON)]
-    generators = [context.Process(target=generator_worker, args=(app.pk, WORKUNITS))
-                  for _ in range(PER_DAEMON)]
-    others = [context.Process(target=daemon_worker, args=(name, stop))
-              for name in DAEMONS for _ in range(PER_DAEMON)]
-    others += [context.Process(target=scheduler_worker,
-                               args=(i, host_ids[i::PER_DAEMON], stop, outs[i]))
-               for i in range(PER_DAEMON)]
+    generators = [context.Process(target=generator_worker, args=(app.pk, WORKUNITS)) for _ in range(PER_DAEMON)]
+    others = [context.Process(target=daemon_worker, args=(name, stop)) for name in DAEMONS for _ in range(PER_DAEMON)]
+    others += [
+        context.Process(target=scheduler_worker, args=(i, host_ids[i::PER_DAEMON], stop, outs[i]))
+        for i in range(PER_DAEMON)
+    ]
     processes = generators + others
     for process in processes:
         process.start()
@@ -248,7 +291,7 @@ def test_every_stage_in_four_processes_does_every_workunit_exactly_once(postgres
         stop.set()
         for process in processes:
             process.join(timeout=60)
-            if process.is_alive():   # stuck: end it, so that the test database can go
+            if process.is_alive():  # stuck: end it, so that the test database can go
                 process.kill()
                 process.join()
     assert [p.exitcode for p in processes] == [0] * len(processes)
@@ -263,8 +306,7 @@ def assert_pipeline_did_each_workunit_exactly_once(app, outs, data_dirs):
     assert not wus.exclude(assimilate_state=AssimilateState.DONE).exists()
     assert not wus.filter(canonical_result=None, error_mask=0).exists()
     assert AssimilatedResult.objects.count() == n
-    assimilated = LifecycleEvent.objects.filter(field="assimilate_state",
-                                                new=AssimilateState.DONE)
+    assimilated = LifecycleEvent.objects.filter(field="assimilate_state", new=AssimilateState.DONE)
     assert assimilated.count() == n
     assert assimilated.values("workunit").distinct().count() == n
     # no result sent twice: neither in the replies nor in the database's events
@@ -280,25 +322,19 @@ def assert_pipeline_did_each_workunit_exactly_once(app, outs, data_dirs):
     assert not Result.objects.exclude(server_state=ServerState.OVER).exists()
     assert not wus.annotate(n=Count("results")).filter(n__gt=app.max_total_results).exists()
     # the canonical results are valid, and credit was granted once per valid result
-    assert not wus.exclude(canonical_result=None).exclude(
-        canonical_result__validate_state=ValidateState.VALID).exists()
+    assert not wus.exclude(canonical_result=None).exclude(canonical_result__validate_state=ValidateState.VALID).exists()
     valid = Result.objects.filter(validate_state=ValidateState.VALID)
-    assert valid.exists() and valid.exclude(
-        granted_credit=F("workunit__canonical_credit")).count() == 0
-    assert LifecycleEvent.objects.filter(field="validate_state",
-                                         new=ValidateState.VALID).count() == valid.count()
+    assert valid.exists() and valid.exclude(granted_credit=F("workunit__canonical_credit")).count() == 0
+    assert LifecycleEvent.objects.filter(field="validate_state", new=ValidateState.VALID).count() == valid.count()
     for host in Host.objects.annotate(granted=Sum("results__granted_credit")):
         assert host.total_credit == pytest.approx(host.granted or 0.0)
     # the paths this run is meant to take were taken
     outcomes = Counter(Result.objects.values_list("outcome", flat=True))
     assert outcomes[Outcome.NO_REPLY] > 0 and outcomes[Outcome.CLIENT_ERROR] > 0
-    assert LifecycleEvent.objects.filter(field="validate_state",
-                                         new=ValidateState.INCONCLUSIVE).exists()
-    assert Result.objects.filter(validate_state=ValidateState.INVALID,
-                                 outcome=Outcome.SUCCESS).exists()
+    assert LifecycleEvent.objects.filter(field="validate_state", new=ValidateState.INCONCLUSIVE).exists()
+    assert Result.objects.filter(validate_state=ValidateState.INVALID, outcome=Outcome.SUCCESS).exists()
     assert wus.filter(target_nresults__gt=2).exists()
     # every input and output file is gone; the canonical outputs were copied first
-    leftovers = [p for d in ("download", "upload") for p in (data_dirs / d).iterdir()
-                 if p.is_file()]
+    leftovers = [p for d in ("download", "upload") for p in (data_dirs / d).iterdir() if p.is_file()]
     assert leftovers == []
     assert File.objects.exclude(file_delete_state=FileDeleteState.DONE).count() == 0

@@ -5,8 +5,17 @@ from django.core.management.base import CommandError
 
 from backend.daemons import run_pass
 from backend.models import (
-    AssimilateState, DaemonStatus, ErrorMask, File, FileDeleteState, LifecycleEvent, Outcome,
-    Result, ServerState, ValidateState, Workunit,
+    AssimilateState,
+    DaemonStatus,
+    ErrorMask,
+    File,
+    FileDeleteState,
+    LifecycleEvent,
+    Outcome,
+    Result,
+    ServerState,
+    ValidateState,
+    Workunit,
 )
 from tests.factories import NOW, AppFactory, HostFactory, ResultFactory, WorkunitFactory
 
@@ -14,10 +23,17 @@ from tests.factories import NOW, AppFactory, HostFactory, ResultFactory, Workuni
 def make_result(*, deadline, state=ServerState.IN_PROGRESS, name="wu_0"):
     """A result sent 100 s before its ``deadline``, of a workunit with BOINC's all-1 limits."""
     # The scheduler lowers the workunit's transition_time to the deadline when it sends.
-    wu = WorkunitFactory(name=name, transition_time=deadline, max_error_results=1,
-                         max_total_results=1, max_success_results=1)
-    return ResultFactory(workunit=wu, name=f"{name}_0", server_state=state, host=HostFactory(),
-                         report_deadline=deadline, sent_time=deadline - 100)
+    wu = WorkunitFactory(
+        name=name, transition_time=deadline, max_error_results=1, max_total_results=1, max_success_results=1
+    )
+    return ResultFactory(
+        workunit=wu,
+        name=f"{name}_0",
+        server_state=state,
+        host=HostFactory(),
+        report_deadline=deadline,
+        sent_time=deadline - 100,
+    )
 
 
 @pytest.mark.django_db
@@ -58,34 +74,41 @@ def six_due(project, daemon):
     if daemon == "file_deleter":
         wus = [project.workunit(file_delete_state=FileDeleteState.READY) for _ in range(6)]
         for wu in wus:
-            project.result(wu, server_state=ServerState.OVER, outcome=Outcome.NO_REPLY,
-                           file_delete_state=FileDeleteState.READY)
-        return lambda: (Workunit.objects.filter(file_delete_state=FileDeleteState.DONE).count()
-                        + Result.objects.filter(file_delete_state=FileDeleteState.DONE).count())
-    fields = {"transitioner": dict(transition_time=NOW - 1),
-              "validator": dict(need_validate=True),
-              "assimilator": dict(assimilate_state=AssimilateState.READY,
-                                  error_mask=ErrorMask.TOO_MANY_ERROR_RESULTS)}[daemon]
+            project.result(
+                wu, server_state=ServerState.OVER, outcome=Outcome.NO_REPLY, file_delete_state=FileDeleteState.READY
+            )
+        return lambda: (
+            Workunit.objects.filter(file_delete_state=FileDeleteState.DONE).count()
+            + Result.objects.filter(file_delete_state=FileDeleteState.DONE).count()
+        )
+    fields = {
+        "transitioner": dict(transition_time=NOW - 1),
+        "validator": dict(need_validate=True),
+        "assimilator": dict(assimilate_state=AssimilateState.READY, error_mask=ErrorMask.TOO_MANY_ERROR_RESULTS),
+    }[daemon]
     wus = [project.workunit(**fields) for _ in range(6)]
     if daemon == "validator":
         for wu in wus:
             r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS)
-            File.objects.create(name=r.output_file_name(0), kind="output", result=r,
-                                md5_cksum="a")
+            File.objects.create(name=r.output_file_name(0), kind="output", result=r, md5_cksum="a")
     return {
         "transitioner": lambda: Result.objects.filter(server_state=ServerState.UNSENT).count(),
         "validator": lambda: Result.objects.filter(validate_state=ValidateState.VALID).count(),
-        "assimilator": lambda: Workunit.objects.filter(
-            assimilate_state=AssimilateState.DONE).count(),
+        "assimilator": lambda: Workunit.objects.filter(assimilate_state=AssimilateState.DONE).count(),
     }[daemon]
 
 
-@pytest.mark.parametrize("daemon, per_index", [
-    ("transitioner", 2), ("validator", 2), ("assimilator", 2), ("work_generator", 2),
-    ("file_deleter", 4),   # two results and two workunits
-])
-def test_mod_and_index_split_the_work_between_instances_of_every_daemon(project, daemon,
-                                                                        per_index):
+@pytest.mark.parametrize(
+    "daemon, per_index",
+    [
+        ("transitioner", 2),
+        ("validator", 2),
+        ("assimilator", 2),
+        ("work_generator", 2),
+        ("file_deleter", 4),  # two results and two workunits
+    ],
+)
+def test_mod_and_index_split_the_work_between_instances_of_every_daemon(project, daemon, per_index):
     done_so_far = six_due(project, daemon)
     done = []
     for index in range(3):
@@ -112,11 +135,14 @@ def test_run_daemon_once_prints_the_work_done(capsys):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("argv, message", [
-    (["nosuch", "--once"], "unknown daemon 'nosuch'"),
-    (["transitioner", "--once", "--mod", "2", "--index", "2"], "--index must be in 0..1"),
-    (["transitioner", "--once", "--batch-size", "0"], "--batch-size must be at least 1"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["nosuch", "--once"], "unknown daemon 'nosuch'"),
+        (["transitioner", "--once", "--mod", "2", "--index", "2"], "--index must be in 0..1"),
+        (["transitioner", "--once", "--batch-size", "0"], "--batch-size must be at least 1"),
+    ],
+)
 def test_run_daemon_rejects_bad_arguments(argv, message):
     with pytest.raises(CommandError, match=message) as info:
         call_command("run_daemon", *argv)

@@ -8,13 +8,18 @@ import pytest
 from django.test import Client
 
 from backend.models import (
-    AssimilateState, FileDeleteState, LifecycleEvent, Outcome, Result, ServerState,
-    ValidateState, Workunit,
+    AssimilateState,
+    FileDeleteState,
+    LifecycleEvent,
+    Outcome,
+    Result,
+    ServerState,
+    ValidateState,
+    Workunit,
 )
 from backend.server_status import task_figures
 
-SPEC = importlib.util.spec_from_file_location(
-    "bench_load", Path(__file__).resolve().parents[2] / "bench" / "load.py")
+SPEC = importlib.util.spec_from_file_location("bench_load", Path(__file__).resolve().parents[2] / "bench" / "load.py")
 load = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(load)
 
@@ -39,14 +44,16 @@ def test_fill_writes_consistent_rows_once(postgres_only):
     assert wus.count() == 300
     # two results each, three for one in 50 (its first failed)
     assert Result.objects.filter(workunit__in=wus).count() == 600 + 6
-    done = wus.filter(assimilate_state=AssimilateState.DONE,
-                      file_delete_state=FileDeleteState.DONE)
+    done = wus.filter(assimilate_state=AssimilateState.DONE, file_delete_state=FileDeleteState.DONE)
     assert done.count() == 290
     for wu in done.select_related("canonical_result")[:40]:
         canonical = wu.canonical_result
         assert canonical.workunit_id == wu.id
         assert (canonical.server_state, canonical.outcome, canonical.validate_state) == (
-            ServerState.OVER, Outcome.SUCCESS, ValidateState.VALID)
+            ServerState.OVER,
+            Outcome.SUCCESS,
+            ValidateState.VALID,
+        )
         assert canonical.received_time > canonical.sent_time > wu.create_time
     failed = Result.objects.filter(outcome=Outcome.CLIENT_ERROR)
     assert failed.count() == 6 and not failed.filter(validate_state=ValidateState.VALID).exists()
@@ -55,8 +62,10 @@ def test_fill_writes_consistent_rows_once(postgres_only):
     running = Result.objects.filter(server_state=ServerState.IN_PROGRESS)
     assert running.count() == 12 and not running.filter(host__isnull=True).exists()
     # every sent result's sending is an event, and every finished one's report
-    assert LifecycleEvent.objects.filter(field="server_state", new=ServerState.IN_PROGRESS).count() \
+    assert (
+        LifecycleEvent.objects.filter(field="server_state", new=ServerState.IN_PROGRESS).count()
         == Result.objects.filter(server_state__gte=ServerState.IN_PROGRESS).count()
+    )
     assert LifecycleEvent.objects.filter(field="file_delete_state", new=2).count() == 290
     figures = task_figures(int(wus.order_by("-create_time")[0].create_time) + 60)
     assert (figures["results_ready_to_send"], figures["results_in_progress"]) == (2, 12)

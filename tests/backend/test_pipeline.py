@@ -6,12 +6,28 @@ import pytest
 
 from backend.daemons import assimilator, file_deleter, validator, work_generator
 from backend.daemons.hierarchy import (
-    assimilated_path, download_path, partial_upload_path, upload_path,
+    assimilated_path,
+    download_path,
+    partial_upload_path,
+    upload_path,
 )
 from backend.daemons.scheduler import ReportedFile, ReportedResult, handle_request
 from backend.models import (
-    INT_MAX, AssimilatedResult, AssimilateState, ClientState, DaemonStatus, ErrorMask, File,
-    FileDeleteState, Host, LifecycleEvent, Outcome, Result, ServerState, ValidateState, Workunit,
+    INT_MAX,
+    AssimilatedResult,
+    AssimilateState,
+    ClientState,
+    DaemonStatus,
+    ErrorMask,
+    File,
+    FileDeleteState,
+    Host,
+    LifecycleEvent,
+    Outcome,
+    Result,
+    ServerState,
+    ValidateState,
+    Workunit,
 )
 from backend.daemons import run_pass
 from tests.backend.conftest import work_request
@@ -19,8 +35,7 @@ from tests.factories import NOW
 
 pytestmark = pytest.mark.django_db
 
-ORDER = ["transitioner", "validator", "assimilator", "file_deleter", "transitioner",
-         "file_deleter"]
+ORDER = ["transitioner", "validator", "assimilator", "file_deleter", "transitioner", "file_deleter"]
 
 
 def daemons(now):
@@ -30,10 +45,16 @@ def daemons(now):
 def compute(host, now, output=lambda job: job.wu_name.encode(), **report):
     """One RPC asking for work, then one reporting everything it got."""
     reply = handle_request(work_request(host), now=now)
-    reports = [ReportedResult(job.name, final_elapsed_time=10, final_cpu_time=10,
-                              output_files=[ReportedFile(job.output_files[0].name,
-                                                         data=output(job))], **report)
-               for job in reply.results]
+    reports = [
+        ReportedResult(
+            job.name,
+            final_elapsed_time=10,
+            final_cpu_time=10,
+            output_files=[ReportedFile(job.output_files[0].name, data=output(job))],
+            **report,
+        )
+        for job in reply.results
+    ]
     handle_request(work_request(host, cpu_req_secs=0, results=reports), now=now + 1)
     return reply.results
 
@@ -54,13 +75,14 @@ def test_a_quorum_of_two_goes_from_creation_to_deletion(project):
     wu.refresh_from_db()
     assert wu.canonical_result_id and wu.assimilate_state == AssimilateState.DONE
     assert wu.file_delete_state == FileDeleteState.DONE
-    assert list(wu.results.values_list("validate_state", "file_delete_state")) == [
-        (ValidateState.VALID, FileDeleteState.DONE)] * 2
+    assert (
+        list(wu.results.values_list("validate_state", "file_delete_state"))
+        == [(ValidateState.VALID, FileDeleteState.DONE)] * 2
+    )
     # CreditNew: the run's elapsed time x its version's FLOPS, the same on both hosts
     credit = wu.canonical_credit
     assert credit > 0
-    assert sorted(Host.objects.values_list("total_credit", flat=True)) == pytest.approx(
-        [credit, credit])
+    assert sorted(Host.objects.values_list("total_credit", flat=True)) == pytest.approx([credit, credit])
     record = AssimilatedResult.objects.get(workunit=wu)
     assert record.output_md5 == hashlib.md5(b"job").hexdigest()
     assert assimilated_path(app.name, "job").read_bytes() == b"job"
@@ -69,37 +91,45 @@ def test_a_quorum_of_two_goes_from_creation_to_deletion(project):
     assert LifecycleEvent.objects.filter(workunit=wu).count() > 10
 
 
-@pytest.mark.parametrize("outputs, canonical, states, error_mask, target", [
-    # two agree: the first of them is canonical
-    ([b"1", b"1"], 0, ["VALID", "VALID"], 0, 2),
-    # they disagree: both inconclusive, one more replica
-    ([b"1", b"2"], None, ["INCONCLUSIVE", "INCONCLUSIVE"], 0, 3),
-    # quorum 2 needs a majority of 2: 2 of 3 agree, the odd one is INVALID
-    ([b"1", b"2", b"2"], 1, ["INVALID", "VALID", "VALID"], 0, 2),
-    # too many successes without consensus: the error, and (validator.cpp checks both) one
-    # more replica asked for
-    ([b"1", b"2", b"3", b"4"], None, ["INCONCLUSIVE"] * 4,
-     ErrorMask.TOO_MANY_SUCCESS_RESULTS, 5),
-    # an unusable output is a VALIDATE_ERROR and the rest wait
-    ([None, b"1"], None, ["INVALID", "INCONCLUSIVE"], 0, 2),
-])
-def test_rule_3_7_consensus_canonical_and_replicas(project, outputs, canonical, states,
-                                                   error_mask, target):
-    wu = project.workunit(min_quorum=2, target_nresults=2, max_success_results=3,
-                          max_total_results=6, max_error_results=3, need_validate=True)
+@pytest.mark.parametrize(
+    "outputs, canonical, states, error_mask, target",
+    [
+        # two agree: the first of them is canonical
+        ([b"1", b"1"], 0, ["VALID", "VALID"], 0, 2),
+        # they disagree: both inconclusive, one more replica
+        ([b"1", b"2"], None, ["INCONCLUSIVE", "INCONCLUSIVE"], 0, 3),
+        # quorum 2 needs a majority of 2: 2 of 3 agree, the odd one is INVALID
+        ([b"1", b"2", b"2"], 1, ["INVALID", "VALID", "VALID"], 0, 2),
+        # too many successes without consensus: the error, and (validator.cpp checks both) one
+        # more replica asked for
+        ([b"1", b"2", b"3", b"4"], None, ["INCONCLUSIVE"] * 4, ErrorMask.TOO_MANY_SUCCESS_RESULTS, 5),
+        # an unusable output is a VALIDATE_ERROR and the rest wait
+        ([None, b"1"], None, ["INVALID", "INCONCLUSIVE"], 0, 2),
+    ],
+)
+def test_rule_3_7_consensus_canonical_and_replicas(project, outputs, canonical, states, error_mask, target):
+    wu = project.workunit(
+        min_quorum=2,
+        target_nresults=2,
+        max_success_results=3,
+        max_total_results=6,
+        max_error_results=3,
+        need_validate=True,
+    )
     results = []
     for data in outputs:
-        r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS,
-                           host=project.host())
+        r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=project.host())
         if data is not None:
-            File.objects.create(name=r.output_file_name(0), kind="output", result=r,
-                                md5_cksum=hashlib.md5(data).hexdigest())
+            File.objects.create(
+                name=r.output_file_name(0), kind="output", result=r, md5_cksum=hashlib.md5(data).hexdigest()
+            )
         results.append(r)
     assert validator.run_once(now=NOW, batch_size=10) == 1
     wu.refresh_from_db()
-    got = [ValidateState(s).name for s in
-           Result.objects.filter(workunit=wu).order_by("id").values_list("validate_state",
-                                                                         flat=True)]
+    got = [
+        ValidateState(s).name
+        for s in Result.objects.filter(workunit=wu).order_by("id").values_list("validate_state", flat=True)
+    ]
     assert got == states
     assert wu.canonical_result_id == (results[canonical].pk if canonical is not None else None)
     assert (wu.error_mask, wu.target_nresults, wu.need_validate) == (error_mask, target, False)
@@ -113,22 +143,21 @@ def test_rule_3_7_credit_is_granted_once_and_late_results_checked_against_canoni
     wu = project.workunit(need_validate=True)
     host = project.host()
     first = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=host)
-    File.objects.create(name=first.output_file_name(0), kind="output", result=first,
-                        md5_cksum="a")
+    File.objects.create(name=first.output_file_name(0), kind="output", result=first, md5_cksum="a")
     validator.run_once(now=NOW, batch_size=10)
     late = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=host)
     File.objects.create(name=late.output_file_name(0), kind="output", result=late, md5_cksum="a")
-    wrong = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS,
-                           host=host)
-    File.objects.create(name=wrong.output_file_name(0), kind="output", result=wrong,
-                        md5_cksum="b")
+    wrong = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=host)
+    File.objects.create(name=wrong.output_file_name(0), kind="output", result=wrong, md5_cksum="b")
     for _ in range(2):
         Workunit.objects.filter(pk=wu.pk).update(need_validate=True)
         validator.run_once(now=NOW + 1, batch_size=10)
     credit = wu.rsc_fpops_est * validator.COBBLESTONE_SCALE
     assert [(r.validate_state, r.granted_credit) for r in Result.objects.order_by("id")] == [
-        (ValidateState.VALID, credit), (ValidateState.VALID, credit),
-        (ValidateState.INVALID, 0.0)]
+        (ValidateState.VALID, credit),
+        (ValidateState.VALID, credit),
+        (ValidateState.INVALID, 0.0),
+    ]
     host.refresh_from_db()
     assert host.total_credit == pytest.approx(2 * credit)
 
@@ -137,8 +166,9 @@ def test_rule_3_7_transient_error_retries_later_and_numeric_tolerance(project):
     project.app.validator = "numeric"
     project.app.validate_tolerance = 1e-3
     project.app.save()
-    wu = project.workunit(min_quorum=2, target_nresults=2, max_success_results=2,
-                          need_validate=True, transition_time=NOW + 10**6)
+    wu = project.workunit(
+        min_quorum=2, target_nresults=2, max_success_results=2, need_validate=True, transition_time=NOW + 10**6
+    )
     for text in (b"1.0000 2.0", b"1.0004 2.0"):
         r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS)
         name = r.output_file_name(0)
@@ -156,21 +186,25 @@ def test_rule_3_7_transient_error_retries_later_and_numeric_tolerance(project):
     assert set(wu.results.values_list("validate_state", flat=True)) == {ValidateState.VALID}
 
 
-@pytest.mark.parametrize("texts, agree", [
-    ((b"1.0000 2.0", b"1.0004 2.0"), True),     # within the tolerance (1e-3)
-    ((b"1.0 2.0", b"1.002 2.0"), False),        # outside it, relative and absolute
-    ((b"1.0 2.0", b"1.0 2.0 3.0"), False),      # a different count of numbers
-    ((b"nan 1e300", b"NaN 1.0005e300"), True),  # NaN equals NaN; the tolerance is relative
-    ((b"nan 1.0", b"1.0 1.0"), False),          # a NaN matches no number
-    ((b"2.0 1.0", b"nan 1.0"), False),          # ... on either side
-    ((b"inf", b"1e308"), False),                # nor an infinity a finite number
-])
+@pytest.mark.parametrize(
+    "texts, agree",
+    [
+        ((b"1.0000 2.0", b"1.0004 2.0"), True),  # within the tolerance (1e-3)
+        ((b"1.0 2.0", b"1.002 2.0"), False),  # outside it, relative and absolute
+        ((b"1.0 2.0", b"1.0 2.0 3.0"), False),  # a different count of numbers
+        ((b"nan 1e300", b"NaN 1.0005e300"), True),  # NaN equals NaN; the tolerance is relative
+        ((b"nan 1.0", b"1.0 1.0"), False),  # a NaN matches no number
+        ((b"2.0 1.0", b"nan 1.0"), False),  # ... on either side
+        ((b"inf", b"1e308"), False),  # nor an infinity a finite number
+    ],
+)
 def test_rule_3_7_numeric_outputs_agree_only_within_the_tolerance(project, texts, agree):
     project.app.validator = "numeric"
     project.app.validate_tolerance = 1e-3
     project.app.save()
-    wu = project.workunit(min_quorum=2, target_nresults=2, max_success_results=3,
-                          max_total_results=4, need_validate=True)
+    wu = project.workunit(
+        min_quorum=2, target_nresults=2, max_success_results=3, max_total_results=4, need_validate=True
+    )
     for text in texts:
         r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS)
         File.objects.create(name=r.output_file_name(0), kind="output", result=r)
@@ -191,8 +225,9 @@ def success_with_output(project, wu, md5, **fields):
 
 
 def test_rule_3_7_a_canonical_result_makes_every_unsent_result_didnt_need(project):
-    wu = project.workunit(min_quorum=2, target_nresults=4, max_success_results=4,
-                          max_total_results=6, need_validate=True)
+    wu = project.workunit(
+        min_quorum=2, target_nresults=4, max_success_results=4, max_total_results=6, need_validate=True
+    )
     for _ in range(2):
         success_with_output(project, wu, "a", host=project.host())
     unsent = project.result(wu)
@@ -205,21 +240,25 @@ def test_rule_3_7_a_canonical_result_makes_every_unsent_result_didnt_need(projec
         events = LifecycleEvent.objects.filter(result=r).order_by("field")
         assert [(e.actor, e.field, e.old, e.new) for e in events] == [
             ("validator", "outcome", Outcome.INIT, Outcome.DIDNT_NEED),
-            ("validator", "server_state", state, ServerState.OVER)]
+            ("validator", "server_state", state, ServerState.OVER),
+        ]
     running.refresh_from_db()
     assert (running.server_state, running.outcome) == (ServerState.IN_PROGRESS, Outcome.INIT)
     assert not LifecycleEvent.objects.filter(result=running).exists()
 
 
-@pytest.mark.parametrize("transition_time, expected", [
-    (INT_MAX, NOW),        # assimilated: waiting for nothing
-    (NOW + 3600, NOW),     # waiting for a wingman's deadline
-    (NOW - 60, NOW - 60),  # already due: stays due
-])
-@pytest.mark.parametrize("late_md5, state", [("a", ValidateState.VALID),
-                                             ("b", ValidateState.INVALID)])
+@pytest.mark.parametrize(
+    "transition_time, expected",
+    [
+        (INT_MAX, NOW),  # assimilated: waiting for nothing
+        (NOW + 3600, NOW),  # waiting for a wingman's deadline
+        (NOW - 60, NOW - 60),  # already due: stays due
+    ],
+)
+@pytest.mark.parametrize("late_md5, state", [("a", ValidateState.VALID), ("b", ValidateState.INVALID)])
 def test_rule_3_7_a_late_result_checked_against_the_canonical_makes_the_workunit_due_now(
-        project, transition_time, expected, late_md5, state):
+    project, transition_time, expected, late_md5, state
+):
     wu = project.workunit(transition_time=transition_time)
     canonical = success_with_output(project, wu, "a", validate_state=ValidateState.VALID)
     Workunit.objects.filter(pk=wu.pk).update(canonical_result=canonical, need_validate=True)
@@ -244,10 +283,8 @@ def test_rule_3_7_a_transient_error_reading_the_canonical_result_retries_the_lat
     host = project.host()
     wu = project.workunit(transition_time=INT_MAX)
     # a late result gets the canonical result's granted credit (validator.cpp handle_wu)
-    canonical = success_with_output(project, wu, "a", validate_state=ValidateState.VALID,
-                                    host=host, granted_credit=1.0)
-    Workunit.objects.filter(pk=wu.pk).update(canonical_result=canonical, need_validate=True,
-                                             canonical_credit=1.0)
+    canonical = success_with_output(project, wu, "a", validate_state=ValidateState.VALID, host=host, granted_credit=1.0)
+    Workunit.objects.filter(pk=wu.pk).update(canonical_result=canonical, need_validate=True, canonical_credit=1.0)
     late = success_with_output(project, wu, "a", host=host)
     unreadable.add(canonical.pk)
     validator.run_once(now=NOW, batch_size=10)
@@ -271,8 +308,7 @@ def test_rule_3_7_a_pass_that_read_a_result_another_pass_validated_credits_nothi
     """Credit follows only the rows a pass changed: two passes over one workunit, the first
     deciding on what it read before the second wrote."""
     host = project.host()
-    wu = project.workunit(min_quorum=2, target_nresults=2, max_success_results=2,
-                          need_validate=True)
+    wu = project.workunit(min_quorum=2, target_nresults=2, max_success_results=2, need_validate=True)
     for _ in range(2):
         success_with_output(project, wu, "a", host=host)
     stale_wu = Workunit.objects.select_related("app").get(pk=wu.pk)
@@ -285,14 +321,15 @@ def test_rule_3_7_a_pass_that_read_a_result_another_pass_validated_credits_nothi
     credit = wu.rsc_fpops_est * validator.COBBLESTONE_SCALE
     host.refresh_from_db()
     assert host.total_credit == pytest.approx(2 * credit)
-    assert list(wu.results.values_list("validate_state", "granted_credit")) == [
-        (ValidateState.VALID, pytest.approx(credit))] * 2
+    assert (
+        list(wu.results.values_list("validate_state", "granted_credit"))
+        == [(ValidateState.VALID, pytest.approx(credit))] * 2
+    )
     assert LifecycleEvent.objects.filter(field="validate_state").count() == 2
 
 
 @pytest.mark.parametrize("returned", [1, -108, "error", False, True, 0.5])
-def test_rule_3_8_a_handler_returning_an_error_stops_the_pass_and_changes_nothing(project,
-                                                                                  returned):
+def test_rule_3_8_a_handler_returning_an_error_stops_the_pass_and_changes_nothing(project, returned):
     assimilator.register("erring", lambda wu, c, files, now: returned)
     project.app.assimilator = "erring"
     project.app.save()
@@ -306,16 +343,17 @@ def test_rule_3_8_a_handler_returning_an_error_stops_the_pass_and_changes_nothin
     assert not LifecycleEvent.objects.exists() and not AssimilatedResult.objects.exists()
 
 
-@pytest.mark.parametrize("canonical, error_mask, handler_result, state, mask_after", [
-    (True, 0, None, AssimilateState.DONE, 0),
-    (False, 0, None, AssimilateState.DONE, ErrorMask.NO_CANONICAL_RESULT),
-    (False, ErrorMask.TOO_MANY_ERROR_RESULTS, None, AssimilateState.DONE,
-     ErrorMask.TOO_MANY_ERROR_RESULTS),
-    (True, 0, assimilator.DEFER_ASSIMILATION, AssimilateState.INIT, 0),
-    (True, 0, 0, AssimilateState.DONE, 0),   # BOINC's success return
-])
-def test_rule_3_8_assimilation(project, canonical, error_mask, handler_result, state,
-                               mask_after):
+@pytest.mark.parametrize(
+    "canonical, error_mask, handler_result, state, mask_after",
+    [
+        (True, 0, None, AssimilateState.DONE, 0),
+        (False, 0, None, AssimilateState.DONE, ErrorMask.NO_CANONICAL_RESULT),
+        (False, ErrorMask.TOO_MANY_ERROR_RESULTS, None, AssimilateState.DONE, ErrorMask.TOO_MANY_ERROR_RESULTS),
+        (True, 0, assimilator.DEFER_ASSIMILATION, AssimilateState.INIT, 0),
+        (True, 0, 0, AssimilateState.DONE, 0),  # BOINC's success return
+    ],
+)
+def test_rule_3_8_assimilation(project, canonical, error_mask, handler_result, state, mask_after):
     seen = []
     assimilator.register("test", lambda wu, c, files, now: seen.append(c) or handler_result)
     project.app.assimilator = "test"
@@ -330,41 +368,53 @@ def test_rule_3_8_assimilation(project, canonical, error_mask, handler_result, s
     assert len(seen) == 1
 
 
-@pytest.mark.parametrize("transition_time, expected", [
-    (INT_MAX, NOW),          # set by the validator on finding the canonical result
-    (NOW - 60, NOW - 60),    # already due (a wingman past its deadline): stays due
-])
-def test_rule_3_8_assimilation_makes_the_workunit_due_and_never_postpones_it(
-        project, transition_time, expected):
-    wu = project.workunit(assimilate_state=AssimilateState.READY,
-                          error_mask=ErrorMask.TOO_MANY_ERROR_RESULTS,
-                          transition_time=transition_time)
+@pytest.mark.parametrize(
+    "transition_time, expected",
+    [
+        (INT_MAX, NOW),  # set by the validator on finding the canonical result
+        (NOW - 60, NOW - 60),  # already due (a wingman past its deadline): stays due
+    ],
+)
+def test_rule_3_8_assimilation_makes_the_workunit_due_and_never_postpones_it(project, transition_time, expected):
+    wu = project.workunit(
+        assimilate_state=AssimilateState.READY,
+        error_mask=ErrorMask.TOO_MANY_ERROR_RESULTS,
+        transition_time=transition_time,
+    )
     assimilator.run_once(now=NOW, batch_size=10)
     wu.refresh_from_db()
     assert (wu.assimilate_state, wu.transition_time) == (AssimilateState.DONE, expected)
 
 
-@pytest.mark.parametrize("outputs, transition_time, expected", [
-    # no consensus, one more replica: due now ...
-    ([b"1", b"2"], NOW + 3600, NOW),
-    # ... but a workunit already due stays due
-    ([b"1", b"2"], NOW - 60, NOW - 60),
-    # too many successes: the error is the transitioner's to clean up, now or earlier
-    ([b"1", b"2", b"3"], NOW + 3600, NOW),
-    ([b"1", b"2", b"3"], NOW - 60, NOW - 60),
-    # canonical found: never, until the assimilator is done (BOINC, §3.7 step 4)
-    ([b"1", b"1"], NOW - 60, INT_MAX),
-])
-def test_rule_3_7_validation_never_postpones_a_due_workunit(project, outputs, transition_time,
-                                                            expected):
-    wu = project.workunit(min_quorum=2, target_nresults=2, max_success_results=2,
-                          max_total_results=6, max_error_results=3, need_validate=True,
-                          transition_time=transition_time)
+@pytest.mark.parametrize(
+    "outputs, transition_time, expected",
+    [
+        # no consensus, one more replica: due now ...
+        ([b"1", b"2"], NOW + 3600, NOW),
+        # ... but a workunit already due stays due
+        ([b"1", b"2"], NOW - 60, NOW - 60),
+        # too many successes: the error is the transitioner's to clean up, now or earlier
+        ([b"1", b"2", b"3"], NOW + 3600, NOW),
+        ([b"1", b"2", b"3"], NOW - 60, NOW - 60),
+        # canonical found: never, until the assimilator is done (BOINC, §3.7 step 4)
+        ([b"1", b"1"], NOW - 60, INT_MAX),
+    ],
+)
+def test_rule_3_7_validation_never_postpones_a_due_workunit(project, outputs, transition_time, expected):
+    wu = project.workunit(
+        min_quorum=2,
+        target_nresults=2,
+        max_success_results=2,
+        max_total_results=6,
+        max_error_results=3,
+        need_validate=True,
+        transition_time=transition_time,
+    )
     for data in outputs:
-        r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS,
-                           host=project.host())
-        File.objects.create(name=r.output_file_name(0), kind="output", result=r,
-                            md5_cksum=hashlib.md5(data).hexdigest())
+        r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=project.host())
+        File.objects.create(
+            name=r.output_file_name(0), kind="output", result=r, md5_cksum=hashlib.md5(data).hexdigest()
+        )
     validator.run_once(now=NOW, batch_size=10)
     assert Workunit.objects.get(pk=wu.pk).transition_time == expected
 
@@ -372,6 +422,7 @@ def test_rule_3_7_validation_never_postpones_a_due_workunit(project, outputs, tr
 def test_rule_3_8_a_failing_handler_stops_the_pass_and_changes_nothing(project):
     def broken(wu, canonical, files, now):
         raise RuntimeError("handler broke")
+
     assimilator.register("broken", broken)
     project.app.assimilator = "broken"
     project.app.save()
@@ -383,15 +434,19 @@ def test_rule_3_8_a_failing_handler_stops_the_pass_and_changes_nothing(project):
     assert not LifecycleEvent.objects.exists()
 
 
-@pytest.mark.parametrize("setup, state", [
-    ("present", FileDeleteState.DONE),
-    ("already gone", FileDeleteState.DONE),
-    ("directory missing", FileDeleteState.ERROR),
-])
+@pytest.mark.parametrize(
+    "setup, state",
+    [
+        ("present", FileDeleteState.DONE),
+        ("already gone", FileDeleteState.DONE),
+        ("directory missing", FileDeleteState.ERROR),
+    ],
+)
 def test_rule_3_9_file_deletion(project, data_dirs, setup, state):
     wu = project.workunit(file_delete_state=FileDeleteState.READY)
-    r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS,
-                       file_delete_state=FileDeleteState.READY)
+    r = project.result(
+        wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, file_delete_state=FileDeleteState.READY
+    )
     out = File.objects.create(name=r.output_file_name(0), kind="output", result=r)
     inp = File.objects.create(name="in.dat", kind="input")
     wu.input_files.add(inp)
@@ -418,11 +473,11 @@ def test_rule_3_9_file_deletion(project, data_dirs, setup, state):
         assert Result.objects.get(pk=r.pk).file_delete_state == FileDeleteState.DONE
 
 
-def test_rule_3_9_an_abandoned_partial_upload_is_deleted_with_the_results_files(project,
-                                                                                data_dirs):
+def test_rule_3_9_an_abandoned_partial_upload_is_deleted_with_the_results_files(project, data_dirs):
     wu = project.workunit()
-    r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.NO_REPLY,
-                       file_delete_state=FileDeleteState.READY)
+    r = project.result(
+        wu, server_state=ServerState.OVER, outcome=Outcome.NO_REPLY, file_delete_state=FileDeleteState.READY
+    )
     other = project.result(wu, server_state=ServerState.IN_PROGRESS)
     for result in (r, other):
         part = partial_upload_path(result.output_file_name(0))
@@ -434,8 +489,7 @@ def test_rule_3_9_an_abandoned_partial_upload_is_deleted_with_the_results_files(
     assert partial_upload_path(other.output_file_name(0)).exists()  # still uploading
 
 
-def test_rule_3_2_step_9_a_timed_out_results_abandoned_upload_is_deleted_when_asked(
-        project, settings, tmp_path):
+def test_rule_3_2_step_9_a_timed_out_results_abandoned_upload_is_deleted_when_asked(project, settings, tmp_path):
     """With delete_abandoned_outputs on: a host takes the job, uploads part of its output and
     vanishes: the result times out, a replica is made and validated, and once the workunit is
     assimilated the transitioner gives the NO_REPLY result's files to the file deleter, which
@@ -456,8 +510,7 @@ def test_rule_3_2_step_9_a_timed_out_results_abandoned_upload_is_deleted_when_as
     after_deadline = timed_out.report_deadline + 1
     daemons(after_deadline)
     timed_out.refresh_from_db()
-    assert (timed_out.outcome, timed_out.file_delete_state) == (Outcome.NO_REPLY,
-                                                                 FileDeleteState.INIT)
+    assert (timed_out.outcome, timed_out.file_delete_state) == (Outcome.NO_REPLY, FileDeleteState.INIT)
     compute(reliable, after_deadline + 1)
     for t in range(after_deadline + 3, after_deadline + 8):
         daemons(t)
@@ -466,24 +519,34 @@ def test_rule_3_2_step_9_a_timed_out_results_abandoned_upload_is_deleted_when_as
     assert wu.assimilate_state == AssimilateState.DONE
     assert timed_out.file_delete_state == FileDeleteState.DONE
     assert not part.exists()
-    assert [(e.actor, e.old, e.new) for e in LifecycleEvent.objects.filter(
-        result=timed_out, field="file_delete_state").order_by("id")] == [
+    assert [
+        (e.actor, e.old, e.new)
+        for e in LifecycleEvent.objects.filter(result=timed_out, field="file_delete_state").order_by("id")
+    ] == [
         ("transitioner", FileDeleteState.INIT, FileDeleteState.READY),
-        ("file_deleter", FileDeleteState.READY, FileDeleteState.DONE)]
+        ("file_deleter", FileDeleteState.READY, FileDeleteState.DONE),
+    ]
     # the late report: accepted (reference/server.md §3.5), its files to be deleted again
     late = after_deadline + 100
-    handle_request(work_request(vanishing, cpu_req_secs=0, results=[ReportedResult(
-        job.name, final_elapsed_time=10, final_cpu_time=10,
-        output_files=[ReportedFile(output, data=b"job")])]), now=late)
+    handle_request(
+        work_request(
+            vanishing,
+            cpu_req_secs=0,
+            results=[
+                ReportedResult(
+                    job.name, final_elapsed_time=10, final_cpu_time=10, output_files=[ReportedFile(output, data=b"job")]
+                )
+            ],
+        ),
+        now=late,
+    )
     timed_out.refresh_from_db()
-    assert (timed_out.outcome, timed_out.file_delete_state) == (Outcome.SUCCESS,
-                                                                 FileDeleteState.INIT)
+    assert (timed_out.outcome, timed_out.file_delete_state) == (Outcome.SUCCESS, FileDeleteState.INIT)
     assert upload_path(output).exists()
     for t in range(late + 1, late + 6):
         daemons(t)
     timed_out.refresh_from_db()
-    assert (timed_out.validate_state, timed_out.file_delete_state) == (
-        ValidateState.TOO_LATE, FileDeleteState.DONE)
+    assert (timed_out.validate_state, timed_out.file_delete_state) == (ValidateState.TOO_LATE, FileDeleteState.DONE)
     assert not upload_path(output).exists()
 
 
@@ -502,7 +565,9 @@ def test_rule_3_9_shared_and_nodelete_inputs_are_kept(project):
     file_deleter.run_once(now=NOW, batch_size=8)
     assert download_path("shared.dat").exists() and download_path("own.dat").exists()
     assert set(Workunit.objects.values_list("file_delete_state", flat=True)) == {
-        FileDeleteState.DONE, FileDeleteState.INIT}
+        FileDeleteState.DONE,
+        FileDeleteState.INIT,
+    }
 
 
 def test_rule_3_1_work_generator_tops_up_unsent_results(project):
@@ -514,17 +579,19 @@ def test_rule_3_1_work_generator_tops_up_unsent_results(project):
     run_pass("transitioner", now=NOW + 2)
     assert Result.objects.filter(server_state=ServerState.UNSENT).count() == 5
     assert work_generator.run_once(now=NOW + 3, batch_size=100) == 0
-    Result.objects.filter(pk__in=Result.objects.all()[:2].values("pk")).update(
-        server_state=ServerState.IN_PROGRESS)
+    Result.objects.filter(pk__in=Result.objects.all()[:2].values("pk")).update(server_state=ServerState.IN_PROGRESS)
     assert work_generator.run_once(now=NOW + 4, batch_size=100) == 2
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (dict(target_nresults=3, max_success_results=2), "target_nresults must not exceed"),
-    (dict(max_error_results=9), "max_error_results must not exceed max_total_results"),
-    (dict(rsc_fpops_est=0), "rsc_fpops_est must be positive"),
-    (dict(colour="red"), "unknown workunit parameter"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (dict(target_nresults=3, max_success_results=2), "target_nresults must not exceed"),
+        (dict(max_error_results=9), "max_error_results must not exceed max_total_results"),
+        (dict(rsc_fpops_est=0), "rsc_fpops_est must be positive"),
+        (dict(colour="red"), "unknown workunit parameter"),
+    ],
+)
 def test_rule_3_1_create_work_refuses_what_boinc_refuses(project, overrides, message):
     with pytest.raises(work_generator.CreateWorkError, match=message):
         work_generator.create_work(project.app, ["x"], now=NOW, **overrides)
@@ -550,8 +617,12 @@ def test_client_errors_retry_until_max_error_results(project):
 
 
 def test_rule_3_9_a_result_without_outputs_needs_no_upload_directory(project, data_dirs):
-    r = project.result(project.workunit(), server_state=ServerState.OVER,
-                       outcome=Outcome.NO_REPLY, file_delete_state=FileDeleteState.READY)
+    r = project.result(
+        project.workunit(),
+        server_state=ServerState.OVER,
+        outcome=Outcome.NO_REPLY,
+        file_delete_state=FileDeleteState.READY,
+    )
     assert not upload_path(r.output_file_name(0)).parent.exists()
     assert file_deleter.run_once(now=NOW, batch_size=8) == 1
     assert Result.objects.get(pk=r.pk).file_delete_state == FileDeleteState.DONE

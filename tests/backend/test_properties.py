@@ -21,7 +21,13 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 from backend.daemons import get_daemon, work_generator
 from backend.daemons.scheduler import ReportedFile, ReportedResult, handle_request
 from backend.models import (
-    AssimilateState, ClientState, Host, LifecycleEvent, Result, ServerState, ValidateState,
+    AssimilateState,
+    ClientState,
+    Host,
+    LifecycleEvent,
+    Result,
+    ServerState,
+    ValidateState,
     Workunit,
 )
 from tests.backend.conftest import Project, work_request
@@ -42,8 +48,7 @@ def run_daemons(now):
         for name in DAEMONS:
             done += get_daemon(name)(now=now, batch_size=50)
             if name == "transitioner":
-                stale = Result.objects.filter(server_state=ServerState.IN_PROGRESS,
-                                              report_deadline__lt=now)
+                stale = Result.objects.filter(server_state=ServerState.IN_PROGRESS, report_deadline__lt=now)
                 assert not stale.exists(), "IN_PROGRESS past its deadline after a transitioner pass"
         total += done
         if not done:
@@ -55,14 +60,16 @@ def report(job, behaviour):
     if behaviour == "client_error":
         return ReportedResult(job.name, client_state=ClientState.COMPUTE_ERROR, exit_status=1)
     data = f"wrong {job.name}" if behaviour == "wrong_output" else job.wu_name
-    return ReportedResult(job.name, final_elapsed_time=60, final_cpu_time=60,
-                          output_files=[ReportedFile(job.output_files[0].name,
-                                                     data=data.encode())])
+    return ReportedResult(
+        job.name,
+        final_elapsed_time=60,
+        final_cpu_time=60,
+        output_files=[ReportedFile(job.output_files[0].name, data=data.encode())],
+    )
 
 
 def deliver(host, rep, now):
-    reply = handle_request(work_request(host, cpu_req_secs=0, cpu_req_instances=0,
-                                        results=[rep]), now=now)
+    reply = handle_request(work_request(host, cpu_req_secs=0, cpu_req_instances=0, results=[rep]), now=now)
     assert reply.result_acks == [rep.name]
     assert not reply.results
 
@@ -99,8 +106,7 @@ def play(project, behaviours, nworkunits):
         late = [entry for entry in late if entry[0] > now]
         busy += run_daemons(now)
         busy += fetch_all(project, behaviours, late, now)
-        if not busy and not late and not Result.objects.filter(
-                server_state__lt=ServerState.OVER).exists():
+        if not busy and not late and not Result.objects.filter(server_state__lt=ServerState.OVER).exists():
             return step
     raise AssertionError(f"not quiet after {MAX_STEPS} steps of {STEP} s")
 
@@ -112,8 +118,7 @@ def check_invariants():
         for r in wu.results.all():
             expected = wu.canonical_credit if r.validate_state == ValidateState.VALID else 0.0
             assert r.granted_credit == pytest.approx(expected), r.name
-            credited = LifecycleEvent.objects.filter(result=r, field="validate_state",
-                                                     new=ValidateState.VALID)
+            credited = LifecycleEvent.objects.filter(result=r, field="validate_state", new=ValidateState.VALID)
             assert credited.count() <= 1, r.name
     granted = Result.objects.aggregate(total=Sum("granted_credit"))["total"] or 0.0
     hosts = Host.objects.aggregate(total=Sum("total_credit"))["total"] or 0.0
@@ -121,19 +126,29 @@ def check_invariants():
 
 
 @pytest.mark.django_db
-@settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @example(behaviours=[], min_quorum=2)
 @example(behaviours=["no_reply", "success", "late_reply", "success", "success"], min_quorum=2)
-@given(behaviours=st.lists(st.sampled_from(BEHAVIOURS), max_size=10),
-       min_quorum=st.integers(1, 2))
+@given(behaviours=st.lists(st.sampled_from(BEHAVIOURS), max_size=10), min_quorum=st.integers(1, 2))
 def test_random_hosts_leave_every_workunit_assimilated_or_in_error(behaviours, min_quorum):
-    with tempfile.TemporaryDirectory() as data, override_settings(
-            BOINCWEB_DATA_DIR=Path(data), DOWNLOAD_DIR=Path(data) / "download",
-            UPLOAD_DIR=Path(data) / "upload"), transaction.atomic():
-        project = Project(min_quorum=min_quorum, target_nresults=min_quorum,
-                          max_error_results=2, max_total_results=5, max_success_results=3,
-                          delay_bound=DELAY_BOUND, rsc_fpops_est=1e11)
+    with (
+        tempfile.TemporaryDirectory() as data,
+        override_settings(
+            BOINCWEB_DATA_DIR=Path(data), DOWNLOAD_DIR=Path(data) / "download", UPLOAD_DIR=Path(data) / "upload"
+        ),
+        transaction.atomic(),
+    ):
+        project = Project(
+            min_quorum=min_quorum,
+            target_nresults=min_quorum,
+            max_error_results=2,
+            max_total_results=5,
+            max_success_results=3,
+            delay_bound=DELAY_BOUND,
+            rsc_fpops_est=1e11,
+        )
         play(project, behaviours, nworkunits=2)
         check_invariants()
         transaction.set_rollback(True)

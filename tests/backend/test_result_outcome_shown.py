@@ -14,8 +14,7 @@ def results(project):
     wu = project.workunit()
     over = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.NO_REPLY, host=host)
     # an outcome left on a result still in progress means nothing yet
-    running = project.result(wu, server_state=ServerState.IN_PROGRESS, outcome=Outcome.CLIENT_ERROR,
-                             host=host)
+    running = project.result(wu, server_state=ServerState.IN_PROGRESS, outcome=Outcome.CLIENT_ERROR, host=host)
     return over, running
 
 
@@ -34,8 +33,10 @@ def test_the_result_page_shows_the_outcome_of_a_result_that_is_over(client, resu
 
 def test_the_workunit_and_host_pages_show_outcomes_of_results_that_are_over(client, results):
     over, running = results
-    for url in (reverse("project:workunit_detail", args=[over.workunit_id]),
-                reverse("project:host_detail", args=[over.host_id])):
+    for url in (
+        reverse("project:workunit_detail", args=[over.workunit_id]),
+        reverse("project:host_detail", args=[over.host_id]),
+    ):
         page = client.get(url).content.decode()
         assert "<td>No reply</td>" in page, url
         assert "<td>Client error</td>" not in page, url

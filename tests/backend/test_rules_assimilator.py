@@ -5,7 +5,12 @@ runs; assimilate_state DONE and transition_time = now after it)."""
 
 from backend.daemons import assimilator
 from backend.models import (
-    AssimilatedResult, AssimilateState, ErrorMask, Outcome, ServerState, Workunit,
+    AssimilatedResult,
+    AssimilateState,
+    ErrorMask,
+    Outcome,
+    ServerState,
+    Workunit,
 )
 from tests.factories import NOW
 
@@ -15,26 +20,23 @@ def test_a_workunit_without_a_canonical_result_is_assimilated_with_that_error(pr
     others = [project.workunit(), project.workunit(assimilate_state=AssimilateState.DONE)]
     assert assimilator.run_once(now=NOW, batch_size=10) == 1
     wu.refresh_from_db()
-    assert (wu.error_mask, wu.assimilate_state) == (ErrorMask.NO_CANONICAL_RESULT,
-                                                    AssimilateState.DONE)
+    assert (wu.error_mask, wu.assimilate_state) == (ErrorMask.NO_CANONICAL_RESULT, AssimilateState.DONE)
     # the handler saw the error: what it recorded says so
     assert AssimilatedResult.objects.get(workunit=wu).error_mask == ErrorMask.NO_CANONICAL_RESULT
     # and no other workunit was touched
-    assert [w.error_mask for w in Workunit.objects.filter(pk__in=[o.pk for o in others])] == [
-        0, 0]
-    assert [w.assimilate_state for w in Workunit.objects.filter(
-        pk__in=[o.pk for o in others]).order_by("id")] == [AssimilateState.INIT,
-                                                          AssimilateState.DONE]
+    assert [w.error_mask for w in Workunit.objects.filter(pk__in=[o.pk for o in others])] == [0, 0]
+    assert [w.assimilate_state for w in Workunit.objects.filter(pk__in=[o.pk for o in others]).order_by("id")] == [
+        AssimilateState.INIT,
+        AssimilateState.DONE,
+    ]
 
 
 def test_a_workunit_with_an_error_keeps_its_own_error(project):
-    wu = project.workunit(assimilate_state=AssimilateState.READY,
-                          error_mask=ErrorMask.TOO_MANY_ERROR_RESULTS)
+    wu = project.workunit(assimilate_state=AssimilateState.READY, error_mask=ErrorMask.TOO_MANY_ERROR_RESULTS)
     assimilator.run_once(now=NOW, batch_size=10)
     wu.refresh_from_db()
     assert wu.error_mask == ErrorMask.TOO_MANY_ERROR_RESULTS
-    assert AssimilatedResult.objects.get(workunit=wu).error_mask == (
-        ErrorMask.TOO_MANY_ERROR_RESULTS)
+    assert AssimilatedResult.objects.get(workunit=wu).error_mask == (ErrorMask.TOO_MANY_ERROR_RESULTS)
 
 
 def test_the_canonical_result_and_its_output_are_recorded(project):

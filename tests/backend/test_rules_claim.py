@@ -35,16 +35,14 @@ def test_a_claim_takes_the_batch_with_the_lowest_ids(wus):
 def test_update_rows_writes_each_rows_own_values_across_chunks(wus):
     for i, wu in enumerate(wus):
         wu.target_nresults, wu.need_validate, wu.canonical_credit = 10 + i, i % 2 == 1, i / 4
-    update_rows(Workunit, wus[:6], ["target_nresults", "need_validate", "canonical_credit"],
-                chunk=4)
-    got = list(Workunit.objects.order_by("id").values_list(
-        "target_nresults", "need_validate", "canonical_credit"))
+    update_rows(Workunit, wus[:6], ["target_nresults", "need_validate", "canonical_credit"], chunk=4)
+    got = list(Workunit.objects.order_by("id").values_list("target_nresults", "need_validate", "canonical_credit"))
     assert got[:6] == [(10 + i, i % 2 == 1, i / 4) for i in range(6)]
-    assert got[6] == (1, False, 0.0)    # the seventh row was not in the list: unchanged
+    assert got[6] == (1, False, 0.0)  # the seventh row was not in the list: unchanged
 
 
 def test_compare_and_set_writes_the_new_value_only_where_the_read_one_is_still_there(wus):
-    Workunit.objects.filter(pk=wus[1].pk).update(transition_time=5)    # changed meanwhile
+    Workunit.objects.filter(pk=wus[1].pk).update(transition_time=5)  # changed meanwhile
     values = {wu.pk: (100 + i, 1000 + i) for i, wu in enumerate(wus[:5])}
     compare_and_set(Workunit, "transition_time", values, otherwise=42, chunk=2)
     got = list(Workunit.objects.order_by("id").values_list("transition_time", flat=True))
@@ -54,8 +52,10 @@ def test_compare_and_set_writes_the_new_value_only_where_the_read_one_is_still_t
 def test_update_rows_writes_none_to_a_nullable_column_and_converts_plain_values(project, wus):
     canonical = project.result(wus[0])
     Workunit.objects.filter(pk=wus[0].pk).update(canonical_result=canonical)
-    wus[0].canonical_result_id = None          # a nullable foreign key back to NULL
-    wus[0].need_validate = 1                   # an int where the column is a boolean
+    wus[0].canonical_result_id = None  # a nullable foreign key back to NULL
+    wus[0].need_validate = 1  # an int where the column is a boolean
     update_rows(Workunit, wus[:1], ["canonical_result", "need_validate"])
-    assert Workunit.objects.filter(pk=wus[0].pk).values_list(
-        "canonical_result_id", "need_validate").get() == (None, True)
+    assert Workunit.objects.filter(pk=wus[0].pk).values_list("canonical_result_id", "need_validate").get() == (
+        None,
+        True,
+    )

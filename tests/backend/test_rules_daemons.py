@@ -10,7 +10,14 @@ from backend.daemons import file_deleter, transitioner, validator
 from backend.daemons.hierarchy import download_path, upload_path
 from backend.daemons.scheduler import handle_request
 from backend.models import (
-    AppVersion, ErrorMask, File, FileDeleteState, Outcome, Result, ServerState, ValidateState,
+    AppVersion,
+    ErrorMask,
+    File,
+    FileDeleteState,
+    Outcome,
+    Result,
+    ServerState,
+    ValidateState,
     Workunit,
 )
 from tests.backend.conftest import work_request
@@ -24,6 +31,7 @@ def sent(reply):
 
 
 # --- sched_version.cpp get_app_version: only versions for the host's platforms -------------
+
 
 def test_a_host_gets_no_job_of_an_app_whose_versions_are_all_for_other_platforms(project):
     AppVersion.objects.filter(pk=project.version.pk).update(platform="windows_x86_64")
@@ -50,6 +58,7 @@ def test_a_deprecated_app_gets_no_jobs_sent_whatever_its_versions(project):
 
 # --- sched_send.cpp update_estimated_delay: each job sent lengthens the queue ----------------
 
+
 def test_each_job_sent_lengthens_the_queue_the_next_ones_deadline_check_sees(project):
     host = project.host()
     # 1800 s each on a 1e9 FLOPS CPU, a 3600 s bound, 1 s already queued: the first fits
@@ -62,10 +71,10 @@ def test_each_job_sent_lengthens_the_queue_the_next_ones_deadline_check_sees(pro
 
 # --- transitioner.cpp: nerrors > max_error_results, each error result counted once -----------
 
+
 @pytest.mark.parametrize("outcome", [Outcome.VALIDATE_ERROR, Outcome.CLIENT_ERROR])
 @pytest.mark.parametrize("errors, error_out", [(1, False), (2, True)])
-def test_each_error_result_counts_once_towards_max_error_results(project, outcome, errors,
-                                                                 error_out):
+def test_each_error_result_counts_once_towards_max_error_results(project, outcome, errors, error_out):
     wu = project.workunit(max_error_results=1, max_total_results=10, transition_time=NOW - 1)
     for _ in range(errors):
         project.result(wu, server_state=ServerState.OVER, outcome=outcome)
@@ -78,9 +87,11 @@ def test_each_error_result_counts_once_towards_max_error_results(project, outcom
 # --- the numeric comparison: NaN equals NaN and nothing else (the whole validator: test_pipeline.py
 # test_rule_3_7_numeric_outputs_agree_only_within_the_tolerance)
 
+
 def test_numeric_comparison_is_symmetric_in_nan():
     class App:
         validate_tolerance = 0.0
+
     assert validator.numeric_compare([math.nan], [math.nan], App)
     assert not validator.numeric_compare([math.nan], [0.0], App)
     assert not validator.numeric_compare([0.0], [math.nan], App)
@@ -88,10 +99,12 @@ def test_numeric_comparison_is_symmetric_in_nan():
 
 # --- file_deleter.cpp: a failed unlink is FILE_DELETE_ERROR, not DONE ------------------------
 
+
 def test_an_output_that_cannot_be_unlinked_leaves_the_result_in_error(project):
     wu = project.workunit()
-    r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS,
-                       file_delete_state=FileDeleteState.READY)
+    r = project.result(
+        wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, file_delete_state=FileDeleteState.READY
+    )
     out = File.objects.create(name=r.output_file_name(0), kind="output", result=r)
     # a directory where the file should be: unlink fails with EISDIR, whoever runs the test
     (upload_path(out.name) / "inside").mkdir(parents=True)
@@ -114,20 +127,25 @@ def test_an_input_that_cannot_be_unlinked_leaves_the_workunit_in_error(project):
     states = dict(Workunit.objects.values_list("name", "file_delete_state"))
     assert states == {wu.name: FileDeleteState.ERROR, good.name: FileDeleteState.DONE}
     assert dict(File.objects.values_list("name", "file_delete_state")) == {
-        "stuck.dat": FileDeleteState.INIT, "fine.dat": FileDeleteState.DONE}
+        "stuck.dat": FileDeleteState.INIT,
+        "fine.dat": FileDeleteState.DONE,
+    }
     assert not download_path("fine.dat").exists()
 
 
 # --- validator.cpp: max_granted_credit, 200 x 1000 x 365 by default --------------------------
 
-@pytest.mark.parametrize("fpops, credit", [
-    (86400e9, 200.0),                               # a day of a 1 GFLOPS machine: 200
-    (86400e9 * 1000 * 365 * 2, 200 * 1000 * 365),   # twice the cap: the cap
-])
+
+@pytest.mark.parametrize(
+    "fpops, credit",
+    [
+        (86400e9, 200.0),  # a day of a 1 GFLOPS machine: 200
+        (86400e9 * 1000 * 365 * 2, 200 * 1000 * 365),  # twice the cap: the cap
+    ],
+)
 def test_granted_credit_is_capped_at_max_granted_credit(project, fpops, credit):
     wu = project.workunit(rsc_fpops_est=fpops, rsc_fpops_bound=10 * fpops, need_validate=True)
-    r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS,
-                       host=project.host())
+    r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=project.host())
     File.objects.create(name=r.output_file_name(0), kind="output", result=r, md5_cksum="a")
     validator.run_once(now=NOW, batch_size=10)
     r.refresh_from_db()
@@ -137,11 +155,12 @@ def test_granted_credit_is_capped_at_max_granted_credit(project, fpops, credit):
 
 # --- feeder.cpp / sched_shmem.h: the scheduler sees a cache of MAX_WU_RESULTS (100) jobs ------
 
+
 @pytest.mark.parametrize("cache, sent_count", [(None, 0), (101, 1)])
 def test_a_job_behind_a_full_cache_of_unsendable_ones_is_not_seen(project, cache, sent_count):
     from backend.daemons.sched_types import SchedulerConfig
 
-    for _ in range(100):                               # each needs more RAM than the host has
+    for _ in range(100):  # each needs more RAM than the host has
         project.result(project.workunit(rsc_memory_bound=4e9))
     fits = project.result(project.workunit())
     host = project.host()
@@ -154,13 +173,14 @@ def test_a_job_behind_a_full_cache_of_unsendable_ones_is_not_seen(project, cache
 
 # --- file_deleter.cpp: a pass splits its batch three to one between results and workunits ----
 
+
 @pytest.mark.parametrize("batch, results_done, wus_done", [(8, 6, 2), (4, 3, 1), (1, 1, 1)])
-def test_a_file_deleter_pass_takes_three_results_to_one_workunit(project, batch,
-                                                                 results_done, wus_done):
+def test_a_file_deleter_pass_takes_three_results_to_one_workunit(project, batch, results_done, wus_done):
     for _ in range(10):
         wu = project.workunit(file_delete_state=FileDeleteState.READY)
-        project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS,
-                       file_delete_state=FileDeleteState.READY)
+        project.result(
+            wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, file_delete_state=FileDeleteState.READY
+        )
     upload_path("x").parent.mkdir(parents=True, exist_ok=True)
     download_path("x").parent.mkdir(parents=True, exist_ok=True)
     assert file_deleter.run_once(now=NOW, batch_size=batch) == results_done + wus_done
@@ -170,19 +190,24 @@ def test_a_file_deleter_pass_takes_three_results_to_one_workunit(project, batch,
 
 # --- sched_send.cpp add_result_to_reply / DB_RESULT::mark_as_sent ---------------------------
 
+
 def test_a_sent_result_records_its_host_time_version_and_deadline_with_the_grace(project):
     from backend.daemons.sched_types import SchedulerConfig
 
     host = project.host()
     job = project.result(project.workunit(delay_bound=DAY, rsc_fpops_est=3600e9))
-    reply = handle_request(work_request(host), now=NOW,
-                           config=SchedulerConfig(report_grace_period=600))
+    reply = handle_request(work_request(host), now=NOW, config=SchedulerConfig(report_grace_period=600))
     [got] = reply.results
-    assert got.report_deadline == NOW + DAY                   # the client is told no grace
+    assert got.report_deadline == NOW + DAY  # the client is told no grace
     job.refresh_from_db()
-    assert (job.server_state, job.host_id, job.user_id, job.sent_time, job.report_deadline,
-            job.app_version_id) == (ServerState.IN_PROGRESS, host.pk, host.owner_id, NOW,
-                                    NOW + DAY + 600, project.version.pk)
+    assert (job.server_state, job.host_id, job.user_id, job.sent_time, job.report_deadline, job.app_version_id) == (
+        ServerState.IN_PROGRESS,
+        host.pk,
+        host.owner_id,
+        NOW,
+        NOW + DAY + 600,
+        project.version.pk,
+    )
     assert job.flops_estimate == pytest.approx(1e9)
     assert Workunit.objects.get(pk=job.workunit_id).transition_time == NOW + DAY + 600
 
@@ -191,16 +216,20 @@ def test_a_gpu_request_that_gives_no_queue_has_an_empty_one(project):
     # sched_check.cpp check_deadline: nothing queued, no deadline check
     from backend.daemons.scheduler import GpuRequest
 
-    AppVersionFactory(app=project.app, version_num=100, plan_class="cuda",
-                      gpu_type="NVIDIA", gpu_usage=1.0, flops=1e9)
+    AppVersionFactory(app=project.app, version_num=100, plan_class="cuda", gpu_type="NVIDIA", gpu_usage=1.0, flops=1e9)
     job = project.result(project.workunit(delay_bound=10, rsc_fpops_est=1000e12))
-    request = work_request(project.host(), cpu_req_secs=0, cpu_req_instances=0, gpu_requests=[
-        GpuRequest("NVIDIA", count=1, peak_flops=1e12, req_secs=1e6)])
+    request = work_request(
+        project.host(),
+        cpu_req_secs=0,
+        cpu_req_instances=0,
+        gpu_requests=[GpuRequest("NVIDIA", count=1, peak_flops=1e12, req_secs=1e6)],
+    )
     assert sent(handle_request(request, now=NOW)) == [job.name]
 
 
 def test_the_infeasible_queue_stamps_only_the_results_the_request_looked_at(project):
     from backend.daemons.sched_types import SchedulerConfig
+
     elsewhere = ResultFactory(workunit__app__name="other", server_state=ServerState.UNSENT)
     slow = project.host(p_fpops=1e6)
     job = project.result(project.workunit())
@@ -225,7 +254,7 @@ def test_an_ordinary_jobs_input_is_neither_sticky_nor_reported_on_rpc(project):
     [job] = handle_request(work_request(project.host()), now=NOW).results
     [f] = job.workunit.input_files
     assert (f.name, f.sticky, f.report_on_rpc) == ("in.dat", False, False)
-    [out] = job.output_files              # nor is an output (the result template has neither)
+    [out] = job.output_files  # nor is an output (the result template has neither)
     assert (out.sticky, out.report_on_rpc) == (False, False)
 
 
@@ -235,9 +264,13 @@ def test_a_host_that_gives_no_benchmark_counts_as_one_gflops(project):
 
     host = project.host(p_fpops=5e9)
     project.result(project.workunit(rsc_fpops_est=3600e9))
-    request = SchedulerRequest(hostid=host.pk, userid=host.owner_id,
-                               host_info=HostInfo(domain_name=host.domain_name),
-                               cpu_req_secs=86400.0, cpu_req_instances=1.0)
+    request = SchedulerRequest(
+        hostid=host.pk,
+        userid=host.owner_id,
+        host_info=HostInfo(domain_name=host.domain_name),
+        cpu_req_secs=86400.0,
+        cpu_req_instances=1.0,
+    )
     [job] = handle_request(request, now=NOW).results
     assert job.estimated_runtime == pytest.approx(3600.0)
 
@@ -261,14 +294,14 @@ def test_a_request_without_its_domain_or_os_name_is_never_matched_to_a_host(proj
 
 # --- handle_request.cpp: what a request says of the host ---------------------------------------
 
+
 @pytest.mark.parametrize("count, recorded", [(1, ("NVIDIA", 1)), (0, ("", 0))])
 def test_a_host_records_the_gpus_it_reports(project, count, recorded):
     from backend.daemons.scheduler import GpuRequest
     from backend.models import Host
 
     host = project.host()
-    request = work_request(host, gpu_requests=[GpuRequest("NVIDIA", count=count,
-                                                          peak_flops=1e12)])
+    request = work_request(host, gpu_requests=[GpuRequest("NVIDIA", count=count, peak_flops=1e12)])
     handle_request(request, now=NOW)
     host = Host.objects.get(pk=host.pk)
     assert (host.gpu_type, host.gpu_count) == recorded
@@ -281,23 +314,20 @@ def test_a_sticky_file_the_host_no_longer_lists_is_forgotten_and_only_that_one(p
 
     host, other = project.host(), project.host()
     HostFile.objects.create(host=other, name="b.dat", reported_time=NOW - 1)
-    handle_request(work_request(host, file_infos=[StickyFile("a.dat"), StickyFile("b.dat")]),
-                   now=NOW)
-    handle_request(work_request(host, file_infos=[StickyFile("a.dat"),
-                                                  StickyFile("c.dat", status=0)]), now=NOW + 1)
-    assert sorted(HostFile.objects.values_list("host_id", "name")) == sorted([
-        (host.pk, "a.dat"), (other.pk, "b.dat")])
+    handle_request(work_request(host, file_infos=[StickyFile("a.dat"), StickyFile("b.dat")]), now=NOW)
+    handle_request(work_request(host, file_infos=[StickyFile("a.dat"), StickyFile("c.dat", status=0)]), now=NOW + 1)
+    assert sorted(HostFile.objects.values_list("host_id", "name")) == sorted([(host.pk, "a.dat"), (other.pk, "b.dat")])
 
 
 def test_a_gpu_request_that_asks_no_seconds_gets_no_gpu_job(project):
     from backend.daemons.scheduler import GpuRequest
 
-    AppVersionFactory(app=project.app, version_num=100, plan_class="cuda",
-                      gpu_type="NVIDIA", gpu_usage=1.0, flops=1e9)
+    AppVersionFactory(app=project.app, version_num=100, plan_class="cuda", gpu_type="NVIDIA", gpu_usage=1.0, flops=1e9)
     project.version.delete()
     project.result(project.workunit())
-    request = work_request(project.host(), cpu_req_secs=10.0, gpu_requests=[
-        GpuRequest("NVIDIA", count=1, peak_flops=1e12)])
+    request = work_request(
+        project.host(), cpu_req_secs=10.0, gpu_requests=[GpuRequest("NVIDIA", count=1, peak_flops=1e12)]
+    )
     assert sent(handle_request(request, now=NOW)) == []
 
 
@@ -316,11 +346,13 @@ def test_by_default_the_transitioner_leaves_a_validate_errors_outputs_on_disk(pr
     from backend.models import AssimilateState
 
     wu = project.workunit(transition_time=NOW - 1, assimilate_state=AssimilateState.DONE)
-    canonical = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS,
-                               validate_state=ValidateState.VALID)
+    canonical = project.result(
+        wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, validate_state=ValidateState.VALID
+    )
     Workunit.objects.filter(pk=wu.pk).update(canonical_result=canonical)
-    broken = project.result(wu, server_state=ServerState.OVER,
-                            outcome=Outcome.VALIDATE_ERROR, validate_state=ValidateState.INVALID)
+    broken = project.result(
+        wu, server_state=ServerState.OVER, outcome=Outcome.VALIDATE_ERROR, validate_state=ValidateState.INVALID
+    )
     transitioner.run_once(now=NOW, batch_size=10)
     assert Result.objects.get(pk=broken.pk).file_delete_state == FileDeleteState.INIT
     assert Result.objects.get(pk=canonical.pk).file_delete_state == FileDeleteState.READY

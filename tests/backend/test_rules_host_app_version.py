@@ -15,13 +15,13 @@ DAY = 86400
 
 
 def hav(**fields):
-    row = dict(max_jobs_per_day=0, n_jobs_today=0, jobs_day=0, turnaround_avg=0.0,
-               turnaround_n=0, consecutive_valid=0)
+    row = dict(max_jobs_per_day=0, n_jobs_today=0, jobs_day=0, turnaround_avg=0.0, turnaround_n=0, consecutive_valid=0)
     row.update(fields)
     return SimpleNamespace(**row)
 
 
 # --- lib/average.h AVERAGE::update -------------------------------------------------------------
+
 
 def test_the_first_samples_are_averaged_plainly():
     avg, n = 0.0, 0
@@ -31,9 +31,9 @@ def test_the_first_samples_are_averaged_plainly():
 
 
 def test_from_the_twentieth_sample_each_new_one_weighs_a_hundredth():
-    avg, n = hav_rules.running_average(100.0, 18, 200.0)     # the 19th: still the mean
+    avg, n = hav_rules.running_average(100.0, 18, 200.0)  # the 19th: still the mean
     assert (avg, n) == (pytest.approx(100.0 + 100.0 / 19), 19)
-    avg, n = hav_rules.running_average(100.0, 19, 200.0)     # the 20th: weight 0.01
+    avg, n = hav_rules.running_average(100.0, 19, 200.0)  # the 20th: weight 0.01
     assert (avg, n) == (pytest.approx(101.0), 20)
 
 
@@ -54,21 +54,25 @@ def test_a_negative_sample_is_ignored():
 
 # --- sched_version.cpp scaled_max_jobs_per_day ---------------------------------------------
 
-@pytest.mark.parametrize("limit, count, multiplier, scaled", [
-    (1, 8, 0, 1),       # a punished version: never scaled
-    (1, 8, 2, 1),
-    (2, 8, 0, 16),
-    (5, 0, 0, 5),       # no count known: not scaled
-    (5, 2, 3, 30),      # GPUs: times the count and the multiplier
-    (5, 0, 3, 15),
-])
-def test_the_daily_limit_scales_with_the_processors_unless_it_is_one(limit, count, multiplier,
-                                                                      scaled):
+
+@pytest.mark.parametrize(
+    "limit, count, multiplier, scaled",
+    [
+        (1, 8, 0, 1),  # a punished version: never scaled
+        (1, 8, 2, 1),
+        (2, 8, 0, 16),
+        (5, 0, 0, 5),  # no count known: not scaled
+        (5, 2, 3, 30),  # GPUs: times the count and the multiplier
+        (5, 0, 3, 15),
+    ],
+)
+def test_the_daily_limit_scales_with_the_processors_unless_it_is_one(limit, count, multiplier, scaled):
     row = hav(max_jobs_per_day=limit)
     assert hav_rules.scaled_max_jobs_per_day(row, count, gpu_multiplier=multiplier) == scaled
 
 
 # --- sched_send.cpp: n_jobs_today counts the jobs of the current UTC day ----------------------
+
 
 def test_jobs_sent_count_towards_the_day_and_a_new_day_starts_from_zero():
     now = 100 * DAY + 5
@@ -87,6 +91,7 @@ def test_the_utc_day_changes_at_midnight():
 
 
 # --- sched_result.cpp got_good_result / got_bad_result -----------------------------------------
+
 
 @pytest.mark.parametrize("before, after", [(10, 20), (300, 500), (500, 500), (600, 600)])
 def test_a_success_doubles_the_daily_limit_up_to_the_quota(before, after):
@@ -117,6 +122,7 @@ def test_without_a_quota_an_error_leaves_the_limit_alone():
 
 # --- transitioner.cpp result_timed_out -------------------------------------------------------
 
+
 @pytest.mark.parametrize("before, after", [(0, 499), (10, 9), (1, 1), (900, 499)])
 def test_a_timeout_lowers_the_limit_and_takes_the_delay_bound_as_turnaround(before, after):
     row = hav(max_jobs_per_day=before, consecutive_valid=3)
@@ -132,6 +138,7 @@ def test_without_a_quota_a_timeout_leaves_the_limit_alone():
 
 
 # --- validator.cpp is_valid / is_invalid -------------------------------------------------------
+
 
 def test_a_valid_result_raises_the_limit_uncapped_and_the_consecutive_valid_count():
     row = hav(max_jobs_per_day=500, consecutive_valid=4)
@@ -152,8 +159,7 @@ def test_without_a_quota_a_valid_result_leaves_the_limit_alone():
 
 
 @pytest.mark.parametrize("before, after", [(501, 500), (500, 500), (10, 10)])
-def test_an_invalid_result_takes_back_only_what_valid_ones_added_above_the_quota(before,
-                                                                                  after):
+def test_an_invalid_result_takes_back_only_what_valid_ones_added_above_the_quota(before, after):
     row = hav(max_jobs_per_day=before, consecutive_valid=9)
     hav_rules.is_invalid(row, quota=500)
     assert (row.max_jobs_per_day, row.consecutive_valid) == (after, 0)
@@ -178,10 +184,8 @@ def test_a_request_gives_the_quota_only_to_its_own_hosts_new_records(project):
 
     mine, other = project.host(), project.host()
     for host, limit in ((mine, 0), (other, 0)):
-        HostAppVersionFactory(host=host, app_version=project.version,
-                              max_jobs_per_day=limit)
+        HostAppVersionFactory(host=host, app_version=project.version, max_jobs_per_day=limit)
     hav_rules.start_of_request(mine, quota=500)
-    assert dict(HostAppVersion.objects.values_list("host_id", "max_jobs_per_day")) == {
-        mine.pk: 500, other.pk: 0}
-    hav_rules.start_of_request(other, quota=0)      # no quota: left at 0
+    assert dict(HostAppVersion.objects.values_list("host_id", "max_jobs_per_day")) == {mine.pk: 500, other.pk: 0}
+    hav_rules.start_of_request(other, quota=0)  # no quota: left at 0
     assert HostAppVersion.objects.get(host=other).max_jobs_per_day == 0

@@ -25,49 +25,55 @@ RYZEN = ("AuthenticAMD", "AMD Ryzen 7 5800X")
 
 # --- hr.cpp: the classes -------------------------------------------------------------------
 
-@pytest.mark.parametrize("os_name, cpu, hr_type, expected", [
-    ("Linux", XEON, 1, 256 + 11),
-    ("Linux", CORE, 1, 256 + 21),
-    ("Microsoft Windows 10", CORE, 1, 384 + 21),
-    ("Darwin", ("GenuineIntel", "Intel(R) Core(TM) i5"), 1, 512 + 21),
-    ("Linux", RYZEN, 1, 256 + 3),                               # an AMD of no named family
-    ("Linux", ("AuthenticAMD", "AMD Athlon(tm) 64 X2"), 1, 256 + 9),
-    ("Linux", ("AuthenticAMD", "AMD Athlon(tm) XP"), 1, 256 + 10),
-    ("Linux", ("AuthenticAMD", "AMD Opteron Athlon"), 1, 256 + 8),  # Opteron before Athlon
-    ("Linux", ("GenuineIntel", "Intel Pentium III"), 1, 256 + 15),  # III before II
-    ("Linux", ("GenuineIntel", "Intel Celeron M 410"), 1, 256 + 18),
-    ("Linux", ("GenuineIntel", "x86 Family 6 Model 10"), 1, 256 + 11),
-    ("Linux", ("GenuineIntel", "x86 Family 6 Model 1"), 1, 256 + 13),
-    ("FreeBSD", ("ARM", "Cortex-A72"), 1, 640 + 22),
-    ("Linux", XEON, 2, 256 + 2),
-    ("Linux", RYZEN, 2, 256 + 2),                               # coarse: AMD counts as Intel
-    ("Android", ("", "ARMv8 Processor"), 2, 768 + 22),          # ARM by the model
-    ("Haiku", XEON, 2, 128 + 2),
-    ("Linux", XEON, 0, 0),
-])
+
+@pytest.mark.parametrize(
+    "os_name, cpu, hr_type, expected",
+    [
+        ("Linux", XEON, 1, 256 + 11),
+        ("Linux", CORE, 1, 256 + 21),
+        ("Microsoft Windows 10", CORE, 1, 384 + 21),
+        ("Darwin", ("GenuineIntel", "Intel(R) Core(TM) i5"), 1, 512 + 21),
+        ("Linux", RYZEN, 1, 256 + 3),  # an AMD of no named family
+        ("Linux", ("AuthenticAMD", "AMD Athlon(tm) 64 X2"), 1, 256 + 9),
+        ("Linux", ("AuthenticAMD", "AMD Athlon(tm) XP"), 1, 256 + 10),
+        ("Linux", ("AuthenticAMD", "AMD Opteron Athlon"), 1, 256 + 8),  # Opteron before Athlon
+        ("Linux", ("GenuineIntel", "Intel Pentium III"), 1, 256 + 15),  # III before II
+        ("Linux", ("GenuineIntel", "Intel Celeron M 410"), 1, 256 + 18),
+        ("Linux", ("GenuineIntel", "x86 Family 6 Model 10"), 1, 256 + 11),
+        ("Linux", ("GenuineIntel", "x86 Family 6 Model 1"), 1, 256 + 13),
+        ("FreeBSD", ("ARM", "Cortex-A72"), 1, 640 + 22),
+        ("Linux", XEON, 2, 256 + 2),
+        ("Linux", RYZEN, 2, 256 + 2),  # coarse: AMD counts as Intel
+        ("Android", ("", "ARMv8 Processor"), 2, 768 + 22),  # ARM by the model
+        ("Haiku", XEON, 2, 128 + 2),
+        ("Linux", XEON, 0, 0),
+    ],
+)
 def test_a_host_is_classed_by_its_os_and_cpu(os_name, cpu, hr_type, expected):
     assert sched_hr.hr_class(os_name, *cpu, hr_type) == expected
 
 
-@pytest.mark.parametrize("os_name, cpu, hr_type, unknown", [
-    ("Linux", XEON, 1, False),
-    ("Haiku", XEON, 1, True),                                   # unknown OS
-    ("Linux", ("Zhaoxin", "KX-6000"), 1, True),                 # unknown CPU
-    ("FreeBSD", ("ARM", "Cortex"), 1, False),
-    ("Linux", ("Zhaoxin", "KX-6000"), 2, False),                # coarse: Linux is enough
-    ("Microsoft Windows 11", ("", ""), 2, False),
-    ("Darwin", XEON, 2, False),
-    ("Darwin", ("Power Macintosh", "PowerPC G5"), 2, False),
-    ("Darwin", ("ARM", "Apple M1"), 2, True),                   # Darwin only on Intel or PPC
-    ("FreeBSD", XEON, 2, True),
-    ("Haiku", XEON, 0, False),                                  # no HR: every host is known
-])
+@pytest.mark.parametrize(
+    "os_name, cpu, hr_type, unknown",
+    [
+        ("Linux", XEON, 1, False),
+        ("Haiku", XEON, 1, True),  # unknown OS
+        ("Linux", ("Zhaoxin", "KX-6000"), 1, True),  # unknown CPU
+        ("FreeBSD", ("ARM", "Cortex"), 1, False),
+        ("Linux", ("Zhaoxin", "KX-6000"), 2, False),  # coarse: Linux is enough
+        ("Microsoft Windows 11", ("", ""), 2, False),
+        ("Darwin", XEON, 2, False),
+        ("Darwin", ("Power Macintosh", "PowerPC G5"), 2, False),
+        ("Darwin", ("ARM", "Apple M1"), 2, True),  # Darwin only on Intel or PPC
+        ("FreeBSD", XEON, 2, True),
+        ("Haiku", XEON, 0, False),  # no HR: every host is known
+    ],
+)
 def test_a_host_of_unknown_class(os_name, cpu, hr_type, unknown):
     assert sched_hr.hr_unknown_class(os_name, *cpu, hr_type) is unknown
 
 
-@pytest.mark.parametrize("app_hr, project_hr, used", [(0, 0, 0), (0, 2, 2), (1, 0, 1),
-                                                      (1, 2, 1)])
+@pytest.mark.parametrize("app_hr, project_hr, used", [(0, 0, 0), (0, 2, 2), (1, 0, 1), (1, 2, 1)])
 def test_the_apps_hr_type_overrides_the_projects(project, app_hr, project_hr, used):
     project.app.homogeneous_redundancy = app_hr
     config = SchedulerConfig(homogeneous_redundancy=project_hr)
@@ -75,21 +81,21 @@ def test_the_apps_hr_type_overrides_the_projects(project, app_hr, project_hr, us
 
 
 def test_config_xml_sets_homogeneous_redundancy_and_hr_class_static():
-    config = read_config_xml("<boinc><config><homogeneous_redundancy>2</homogeneous_redundancy>"
-                             "<hr_class_static/></config></boinc>")
+    config = read_config_xml(
+        "<boinc><config><homogeneous_redundancy>2</homogeneous_redundancy><hr_class_static/></config></boinc>"
+    )
     assert (config.homogeneous_redundancy, config.hr_class_static) == (2, True)
-    assert (SchedulerConfig().homogeneous_redundancy, SchedulerConfig().hr_class_static) == (
-        0, False)
+    assert (SchedulerConfig().homogeneous_redundancy, SchedulerConfig().hr_class_static) == (0, False)
     with pytest.raises(ConfigError, match="homogeneous_redundancy"):
         read_config_xml("<config><homogeneous_redundancy>3</homogeneous_redundancy></config>")
 
 
 # --- the scheduler: sending ------------------------------------------------------------------
 
+
 def hr_request(host, os_name="Linux", cpu=XEON, **fields):
     request = work_request(host, **fields)
-    request.host_info = dataclasses.replace(request.host_info, os_name=os_name,
-                                            p_vendor=cpu[0], p_model=cpu[1])
+    request.host_info = dataclasses.replace(request.host_info, os_name=os_name, p_vendor=cpu[0], p_model=cpu[1])
     return request
 
 
@@ -115,14 +121,16 @@ def test_the_first_send_commits_the_workunit_to_the_hosts_class(hr_project):
     assert (event.old, event.new) == (None, 256 + 11)
 
 
-@pytest.mark.parametrize("os_name, cpu, sent", [
-    ("Linux", XEON, True),                              # the same class
-    ("Linux", ("GenuineIntel", "Intel Xeon Gold"), True),
-    ("Linux", CORE, False),                             # another CPU family
-    ("Microsoft Windows 10", XEON, False),              # another OS
-])
-def test_later_replicas_go_only_to_hosts_of_the_committed_class(hr_project, os_name, cpu,
-                                                                  sent):
+@pytest.mark.parametrize(
+    "os_name, cpu, sent",
+    [
+        ("Linux", XEON, True),  # the same class
+        ("Linux", ("GenuineIntel", "Intel Xeon Gold"), True),
+        ("Linux", CORE, False),  # another CPU family
+        ("Microsoft Windows 10", XEON, False),  # another OS
+    ],
+)
+def test_later_replicas_go_only_to_hosts_of_the_committed_class(hr_project, os_name, cpu, sent):
     wu = hr_project.workunit(hr_class=256 + 11)
     hr_project.result(wu)
     reply = handle_request(hr_request(hr_project.host(), os_name, cpu), now=NOW)
@@ -153,8 +161,7 @@ def test_the_projects_hr_applies_to_apps_without_their_own(project):
     project.result(wu)
     config = SchedulerConfig(homogeneous_redundancy=2)
     assert handle_request(hr_request(project.host()), now=NOW, config=config).results == []
-    reply = handle_request(hr_request(project.host(), "Microsoft Windows 10", RYZEN),
-                           now=NOW, config=config)
+    reply = handle_request(hr_request(project.host(), "Microsoft Windows 10", RYZEN), now=NOW, config=config)
     assert sent_names(reply) == [f"{wu.name}_0"]
 
 
@@ -165,8 +172,9 @@ def test_a_committed_workunit_goes_before_uncommitted_ones_of_equal_priority(hr_
     hr_project.result(committed)
     more = hr_project.workunit(priority=2)
     hr_project.result(more, priority=2)
-    reply = handle_request(hr_request(hr_project.host(), cpu_req_secs=10 * 86400.0), now=NOW,
-                           config=SchedulerConfig(max_wus_to_send=2))
+    reply = handle_request(
+        hr_request(hr_project.host(), cpu_req_secs=10 * 86400.0), now=NOW, config=SchedulerConfig(max_wus_to_send=2)
+    )
     # priority 2 first, then the committed one (score 0 + 1) before the first workunit
     assert sent_names(reply) == sorted([f"{more.name}_0", f"{committed.name}_0"])
 
@@ -179,21 +187,26 @@ def test_a_commit_that_another_scheduler_made_meanwhile_stops_the_send(hr_projec
     # another scheduler commits the workunit to Windows between the choice and the commit
     Workunit.objects.filter(pk=wu.pk).update(hr_class=384 + 11)
     chosen = [(result, None, 1.0)]
-    kept = sched_hr.commit(chosen, sched_hr.HostClass(host, hr_request(host)),
-                           SchedulerConfig(), {hr_project.app.pk: hr_project.app}, now=NOW)
+    kept = sched_hr.commit(
+        chosen,
+        sched_hr.HostClass(host, hr_request(host)),
+        SchedulerConfig(),
+        {hr_project.app.pk: hr_project.app},
+        now=NOW,
+    )
     assert kept == []
     assert Workunit.objects.get().hr_class == 384 + 11
 
 
 # --- homogeneous app version ------------------------------------------------------------------
 
+
 @pytest.fixture
 def hav_project(project):
     project.app.homogeneous_app_version = True
     project.app.save()
     project.old = AppVersionFactory(app=project.app, version_num=90, flops=1e9)
-    project.windows = AppVersionFactory(app=project.app, version_num=100,
-                                        platform="windows_x86_64", flops=1e9)
+    project.windows = AppVersionFactory(app=project.app, version_num=100, platform="windows_x86_64", flops=1e9)
     return project
 
 
@@ -224,8 +237,7 @@ def test_a_committed_version_wins_over_the_version_number_the_workunit_is_pinned
 
 
 def test_a_committed_job_too_big_for_the_host_is_named_whatever_its_pinned_number(hav_project):
-    wu = hav_project.workunit(app_version=hav_project.version, app_version_num=555,
-                              rsc_memory_bound=2e9)
+    wu = hav_project.workunit(app_version=hav_project.version, app_version_num=555, rsc_memory_bound=2e9)
     hav_project.result(wu)
     request = hr_request(hav_project.host())
     request.host_info = dataclasses.replace(request.host_info, m_nbytes=1e9)
@@ -244,29 +256,37 @@ def test_an_anonymous_platform_client_gets_no_homogeneous_app_version_work(hav_p
     from backend.daemons.sched_types import ClientAppVersion
 
     hav_project.result(hav_project.workunit())
-    request = hr_request(hav_project.host(), platform_name="anonymous",
-                         app_versions=[ClientAppVersion("uppercase", 100, flops=1e9)])
+    request = hr_request(
+        hav_project.host(), platform_name="anonymous", app_versions=[ClientAppVersion("uppercase", 100, flops=1e9)]
+    )
     assert handle_request(request, now=NOW).results == []
 
 
 # --- the transitioner: un-commit when only errors remain --------------------------------------
 
+
 def run_transitioner(**options):
     return transitioner.run_once(now=NOW, batch_size=100, **options)
 
 
-@pytest.mark.parametrize("others, reset", [
-    ([], True),                                              # only the error
-    ([dict(server_state=ServerState.UNSENT)], True),         # an unsent one does not count
-    ([dict(server_state=ServerState.IN_PROGRESS, report_deadline=NOW + 100)], False),
-    ([dict(server_state=ServerState.OVER, outcome=Outcome.SUCCESS)], False),
-    ([dict(server_state=ServerState.OVER, outcome=Outcome.NO_REPLY)], False),
-])
-def test_the_transitioner_uncommits_a_workunit_when_only_errors_remain(hr_project, others,
-                                                                        reset):
-    wu = hr_project.workunit(hr_class=256 + 11, app_version=hr_project.version,
-                             transition_time=NOW - 1, max_error_results=3,
-                             max_total_results=6)
+@pytest.mark.parametrize(
+    "others, reset",
+    [
+        ([], True),  # only the error
+        ([dict(server_state=ServerState.UNSENT)], True),  # an unsent one does not count
+        ([dict(server_state=ServerState.IN_PROGRESS, report_deadline=NOW + 100)], False),
+        ([dict(server_state=ServerState.OVER, outcome=Outcome.SUCCESS)], False),
+        ([dict(server_state=ServerState.OVER, outcome=Outcome.NO_REPLY)], False),
+    ],
+)
+def test_the_transitioner_uncommits_a_workunit_when_only_errors_remain(hr_project, others, reset):
+    wu = hr_project.workunit(
+        hr_class=256 + 11,
+        app_version=hr_project.version,
+        transition_time=NOW - 1,
+        max_error_results=3,
+        max_total_results=6,
+    )
     hr_project.result(wu, server_state=ServerState.OVER, outcome=Outcome.CLIENT_ERROR)
     for fields in others:
         hr_project.result(wu, **fields)
@@ -280,8 +300,7 @@ def test_the_transitioner_uncommits_a_workunit_when_only_errors_remain(hr_projec
 
 
 def test_hr_class_static_keeps_the_commit(hr_project):
-    wu = hr_project.workunit(hr_class=256 + 11, transition_time=NOW - 1, max_error_results=3,
-                             max_total_results=6)
+    wu = hr_project.workunit(hr_class=256 + 11, transition_time=NOW - 1, max_error_results=3, max_total_results=6)
     hr_project.result(wu, server_state=ServerState.OVER, outcome=Outcome.CLIENT_ERROR)
     run_transitioner(hr_class_static=True)
     wu.refresh_from_db()
@@ -289,8 +308,7 @@ def test_hr_class_static_keeps_the_commit(hr_project):
 
 
 def test_a_retry_after_the_uncommit_may_go_to_another_class(hr_project):
-    wu = hr_project.workunit(hr_class=384 + 11, transition_time=NOW - 1, max_error_results=3,
-                             max_total_results=6)
+    wu = hr_project.workunit(hr_class=384 + 11, transition_time=NOW - 1, max_error_results=3, max_total_results=6)
     hr_project.result(wu, server_state=ServerState.OVER, outcome=Outcome.CLIENT_ERROR)
     run_transitioner()
     reply = handle_request(hr_request(hr_project.host(), "Linux", CORE), now=NOW)

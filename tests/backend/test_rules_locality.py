@@ -40,7 +40,7 @@ def test_a_file_still_without_work_after_the_wait_is_marked_no_work(app, project
     waits = []
 
     def wait(file_name, *, now, seconds):
-        waits.append(file_name)          # the generator makes nothing meanwhile
+        waits.append(file_name)  # the generator makes nothing meanwhile
 
     reply = ask(project.host(), files=["fa"], config=LocalityConfig(wait_period=5), wait=wait)
     assert waits == ["fa"] and sent_files(reply) == []
@@ -69,8 +69,11 @@ def test_data_files_can_be_added_in_several_batches(app, project):
 def test_a_request_filled_by_its_job_limit_looks_at_no_further_file(app, project):
     make_results(project, "fa", 2)
     request = work_request(project.host(), file_infos=[StickyFile("fa"), StickyFile("fb")])
-    reply = handle_request(request, now=NOW, config=SchedulerConfig(
-        max_wus_to_send=1, locality_config=LocalityConfig(sorted_order=True, wait_period=0)))
+    reply = handle_request(
+        request,
+        now=NOW,
+        config=SchedulerConfig(max_wus_to_send=1, locality_config=LocalityConfig(sorted_order=True, wait_period=0)),
+    )
     assert sent_files(reply) == ["fa"]
     # fb, which has no work, was never looked at: no trigger for the generator
     assert not LocalityTrigger.objects.get(file_name="fb").need_work
@@ -98,33 +101,51 @@ def test_one_more_workunit_short_of_the_share_leaves_work_available(app, project
 
 # --- the options: BOINC's config.xml names and defaults (sched_config.cpp) --------------------
 
+
 def test_config_xml_sets_the_locality_options_with_boincs_names_and_defaults():
     default = read_config_xml("<config/>")
-    assert (default.locality_scheduling_sorted_order, default.locality_scheduling_wait_period,
-            default.locality_scheduling_send_timeout, default.file_deletion_strategy,
-            default.default_disk_min_free_gb) == (False, 0, 0, 0, 1.0)
+    assert (
+        default.locality_scheduling_sorted_order,
+        default.locality_scheduling_wait_period,
+        default.locality_scheduling_send_timeout,
+        default.file_deletion_strategy,
+        default.default_disk_min_free_gb,
+    ) == (False, 0, 0, 0, 1.0)
     config = read_config_xml(
         "<boinc><config><locality_scheduling_sorted_order/>"
         "<locality_scheduling_wait_period>5</locality_scheduling_wait_period>"
         "<locality_scheduling_send_timeout>604800</locality_scheduling_send_timeout>"
         "<file_deletion_strategy>1</file_deletion_strategy>"
-        "<default_disk_min_free_gb>0.5</default_disk_min_free_gb></config></boinc>")
-    assert (config.locality_scheduling_sorted_order, config.locality_scheduling_wait_period,
-            config.locality_scheduling_send_timeout, config.file_deletion_strategy,
-            config.default_disk_min_free_gb) == (True, 5, 604800, 1, 0.5)
+        "<default_disk_min_free_gb>0.5</default_disk_min_free_gb></config></boinc>"
+    )
+    assert (
+        config.locality_scheduling_sorted_order,
+        config.locality_scheduling_wait_period,
+        config.locality_scheduling_send_timeout,
+        config.file_deletion_strategy,
+        config.default_disk_min_free_gb,
+    ) == (True, 5, 604800, 1, 0.5)
     # what a caller leaves None comes from config.xml; what it sets wins
     resolved = LocalityConfig(wait_period=0).resolved(config)
-    assert (resolved.sorted_order, resolved.wait_period, resolved.send_timeout,
-            resolved.delete_files) == (True, 0, 604800, True)
+    assert (resolved.sorted_order, resolved.wait_period, resolved.send_timeout, resolved.delete_files) == (
+        True,
+        0,
+        604800,
+        True,
+    )
 
 
-@pytest.mark.parametrize("xml, tag", [
-    ("<locality_scheduling_send_timeout>soon</locality_scheduling_send_timeout>",
-     "locality_scheduling_send_timeout"),
-    ("<locality_scheduling_wait_period>-1</locality_scheduling_wait_period>",
-     "locality_scheduling_wait_period"),
-    ("<default_disk_min_free_gb>-2</default_disk_min_free_gb>", "default_disk_min_free_gb"),
-])
+@pytest.mark.parametrize(
+    "xml, tag",
+    [
+        (
+            "<locality_scheduling_send_timeout>soon</locality_scheduling_send_timeout>",
+            "locality_scheduling_send_timeout",
+        ),
+        ("<locality_scheduling_wait_period>-1</locality_scheduling_wait_period>", "locality_scheduling_wait_period"),
+        ("<default_disk_min_free_gb>-2</default_disk_min_free_gb>", "default_disk_min_free_gb"),
+    ],
+)
 def test_a_bad_locality_option_is_refused_naming_it(xml, tag):
     with pytest.raises(ConfigError, match=tag):
         read_config_xml(f"<config>{xml}</config>")
@@ -133,25 +154,27 @@ def test_a_bad_locality_option_is_refused_naming_it(xml, tag):
 def test_a_callers_locality_config_is_a_locality_config_and_never_read_from_config_xml():
     with pytest.raises(ValueError, match="locality_config"):
         SchedulerConfig(locality_config={"sorted_order": True})
-    assert read_config_xml("<config><locality_config>1</locality_config></config>"
-                           ).locality_config is None
+    assert read_config_xml("<config><locality_config>1</locality_config></config>").locality_config is None
 
 
 @pytest.mark.django_db
 def test_the_status_page_shows_the_locality_options(client, settings, tmp_path):
     (tmp_path / "config.xml").write_text(
         "<config><locality_scheduling_send_timeout>604800</locality_scheduling_send_timeout>"
-        "<file_deletion_strategy>1</file_deletion_strategy></config>")
+        "<file_deletion_strategy>1</file_deletion_strategy></config>"
+    )
     settings.BOINC_CONFIG_XML = str(tmp_path / "config.xml")
     html = client.get("/project/status/").content.decode()
-    section = html[html.index('data-testid="server-options"'):]
-    for name, value in [("locality_scheduling_send_timeout", "604800 s"),
-                        ("locality_scheduling_sorted_order", "no"),
-                        ("locality_scheduling_wait_period", "0 s"),
-                        ("file_deletion_strategy", "1"),
-                        ("default_disk_min_free_gb", "1 GB")]:
-        row = section[section.index(f'data-option="{name}"'):]
-        assert value in row[:row.index("</tr>")], name
+    section = html[html.index('data-testid="server-options"') :]
+    for name, value in [
+        ("locality_scheduling_send_timeout", "604800 s"),
+        ("locality_scheduling_sorted_order", "no"),
+        ("locality_scheduling_wait_period", "0 s"),
+        ("file_deletion_strategy", "1"),
+        ("default_disk_min_free_gb", "1 GB"),
+    ]:
+        row = section[section.index(f'data-option="{name}"') :]
+        assert value in row[: row.index("</tr>")], name
 
 
 def config_xml_request(host, files, config, **fields):
@@ -167,15 +190,14 @@ def test_the_scheduler_takes_sorted_order_from_config_xml(app, project):
         reply = config_xml_request(project.host(), ["fb", "fa"], config, rpc_seqno=seqno)
         assert sent_files(reply) == ["fa"]
         Result.objects.filter(workunit__name__startswith="fa__").update(
-            server_state=ServerState.UNSENT, host=None, user=None)
+            server_state=ServerState.UNSENT, host=None, user=None
+        )
 
 
 @pytest.mark.parametrize("strategy, deleted", [(0, False), (1, True)])
-def test_file_deletion_strategy_1_deletes_a_held_file_left_without_work(app, project, strategy,
-                                                                         deleted):
+def test_file_deletion_strategy_1_deletes_a_held_file_left_without_work(app, project, strategy, deleted):
     LocalityTrigger.objects.filter(file_name="fa").update(no_work_available=True)
-    reply = config_xml_request(project.host(), ["fa"],
-                               SchedulerConfig(file_deletion_strategy=strategy))
+    reply = config_xml_request(project.host(), ["fa"], SchedulerConfig(file_deletion_strategy=strategy))
     assert ("fa" in reply.delete_file_infos) is deleted
 
 
@@ -194,31 +216,31 @@ def exclude_for(project, host, result):
     volunteer, so the twin is excluded for the volunteer (rule 5)."""
     twin = project.result(result.workunit)
     Result.objects.filter(pk=result.pk).update(
-        server_state=ServerState.IN_PROGRESS, host=project.host(owner=host.owner),
-        user=host.owner)
+        server_state=ServerState.IN_PROGRESS, host=project.host(owner=host.owner), user=host.owner
+    )
     return twin
 
 
-@pytest.mark.parametrize("situation, boinc, seed", [
-    # sched_locality.cpp send_work_locality: nothing sent and work still needed -> delete
-    ("excluded", True, False),          # other volunteers' result of it is still unsent
-    ("more can be made", True, False),  # the generator may make more (no_work_available off)
-    ("finished", True, True),           # no more work, none unsent: both delete
-    ("sent one", False, False),         # a file that gave a job stays
-])
+@pytest.mark.parametrize(
+    "situation, boinc, seed",
+    [
+        # sched_locality.cpp send_work_locality: nothing sent and work still needed -> delete
+        ("excluded", True, False),  # other volunteers' result of it is still unsent
+        ("more can be made", True, False),  # the generator may make more (no_work_available off)
+        ("finished", True, True),  # no more work, none unsent: both delete
+        ("sent one", False, False),  # a file that gave a job stays
+    ],
+)
 @pytest.mark.parametrize("mode", [BOINC_RULES, SEED_RULES])
-def test_rule_7_which_held_file_is_named_for_deletion(app, project, situation, boinc, seed,
-                                                      mode):
+def test_rule_7_which_held_file_is_named_for_deletion(app, project, situation, boinc, seed, mode):
     host = project.host()
-    LocalityTrigger.objects.filter(file_name="fa").update(
-        no_work_available=situation != "more can be made")
+    LocalityTrigger.objects.filter(file_name="fa").update(no_work_available=situation != "more can be made")
     if situation == "excluded":
         [mine] = make_results(project, "fa", 1)
         twin = exclude_for(project, host, mine)
     elif situation == "sent one":
         make_results(project, "fa", 1)
-    reply = ask(host, files=["fa"], config=rules(mode, wait_period=0, delete_files=True),
-                cpu_req_secs=3 * 3600.0)
+    reply = ask(host, files=["fa"], config=rules(mode, wait_period=0, delete_files=True), cpu_req_secs=3 * 3600.0)
     assert ("fa" in reply.delete_file_infos) is (boinc if mode == BOINC_RULES else seed)
     assert sent_files(reply) == (["fa"] if situation == "sent one" else [])
     if situation == "excluded":
@@ -228,8 +250,7 @@ def test_rule_7_which_held_file_is_named_for_deletion(app, project, situation, b
 @pytest.mark.parametrize("mode", [BOINC_RULES, SEED_RULES])
 def test_rule_7_without_file_deletion_strategy_1_no_held_file_is_deleted(app, project, mode):
     LocalityTrigger.objects.filter(file_name="fa").update(no_work_available=True)
-    reply = ask(project.host(), files=["fa"], config=rules(mode, wait_period=0,
-                                                           delete_files=False))
+    reply = ask(project.host(), files=["fa"], config=rules(mode, wait_period=0, delete_files=False))
     assert reply.delete_file_infos == []
 
 
@@ -237,9 +258,13 @@ def test_rule_7_a_held_file_not_looked_at_once_the_request_is_met_stays(app, pro
     # fa fills the one-job request: fb, which has nothing, is not looked at and not deleted
     make_results(project, "fa", 1)
     request = work_request(project.host(), file_infos=[StickyFile("fa"), StickyFile("fb")])
-    reply = handle_request(request, now=NOW, config=SchedulerConfig(
-        max_wus_to_send=1, locality_config=rules(BOINC_RULES, sorted_order=True, wait_period=0,
-                                                 delete_files=True)))
+    reply = handle_request(
+        request,
+        now=NOW,
+        config=SchedulerConfig(
+            max_wus_to_send=1, locality_config=rules(BOINC_RULES, sorted_order=True, wait_period=0, delete_files=True)
+        ),
+    )
     assert (sent_files(reply), reply.delete_file_infos) == (["fa"], [])
 
 
@@ -248,43 +273,45 @@ def test_rule_7_a_host_at_its_limit_of_jobs_in_progress_keeps_its_files(app, pro
     # looked at after fa's job, is not deleted (and nothing is scanned)
     make_results(project, "fa", 2)
     host = project.host()
-    config = SchedulerConfig(max_wus_in_progress=1, file_deletion_strategy=1,
-                             locality_scheduling_sorted_order=True)
+    config = SchedulerConfig(max_wus_in_progress=1, file_deletion_strategy=1, locality_scheduling_sorted_order=True)
     reply = config_xml_request(host, ["fa", "fb"], config, cpu_req_secs=6 * 3600.0)
     assert (sent_files(reply), reply.delete_file_infos) == (["fa"] * host.p_ncpus, [])
 
 
-@pytest.mark.parametrize("mode, expected", [
-    # send_new_file_work_deterministic: no working-set file, so the scan starts at the first
-    # file name and goes on while work is needed
-    (BOINC_RULES, ["fa", "fb", "fc", "fc"]),
-    (SEED_RULES, ["fa"]),  # an empty working set leaves the rest unfilled
-])
-def test_rule_9_a_host_whose_file_gives_too_little_with_an_empty_working_set(
-        app, project, mode, expected):
+@pytest.mark.parametrize(
+    "mode, expected",
+    [
+        # send_new_file_work_deterministic: no working-set file, so the scan starts at the first
+        # file name and goes on while work is needed
+        (BOINC_RULES, ["fa", "fb", "fc", "fc"]),
+        (SEED_RULES, ["fa"]),  # an empty working set leaves the rest unfilled
+    ],
+)
+def test_rule_9_a_host_whose_file_gives_too_little_with_an_empty_working_set(app, project, mode, expected):
     locality.create_data_files(app, ["fc"], nbytes=10**6)
     make_results(project, "fc", 2)
     make_results(project, "fb", 1)
     make_results(project, "fa", 1)
     LocalityTrigger.objects.update(no_work_available=True)
-    reply = ask(project.host(), files=["fa"], config=rules(mode, wait_period=0),
-                cpu_req_secs=6 * 3600.0)
+    reply = ask(project.host(), files=["fa"], config=rules(mode, wait_period=0), cpu_req_secs=6 * 3600.0)
     assert sent_files(reply) == expected
 
 
-@pytest.mark.parametrize("mode, expected", [
-    # the scan starts at the working-set file, goes to the last name and round to the first
-    (BOINC_RULES, ["fb", "fc", "fa"]),
-    (SEED_RULES, ["fb"]),  # fb filled part of the request and is not excluded: no scan
-])
+@pytest.mark.parametrize(
+    "mode, expected",
+    [
+        # the scan starts at the working-set file, goes to the last name and round to the first
+        (BOINC_RULES, ["fb", "fc", "fa"]),
+        (SEED_RULES, ["fb"]),  # fb filled part of the request and is not excluded: no scan
+    ],
+)
 def test_rule_9_the_scan_starts_at_the_working_set_file(app, project, mode, expected):
     locality.create_data_files(app, ["fc"], nbytes=10**6)
     for name in ("fa", "fb", "fc"):
         make_results(project, name, 1)
     LocalityTrigger.objects.update(no_work_available=True)
     LocalityTrigger.objects.filter(file_name="fb").update(in_working_set=True)
-    reply = ask(project.host(), config=rules(mode, wait_period=0, sorted_order=True),
-                cpu_req_secs=6 * 3600.0)
+    reply = ask(project.host(), config=rules(mode, wait_period=0, sorted_order=True), cpu_req_secs=6 * 3600.0)
     assert sent_files(reply) == expected
 
 
@@ -298,35 +325,32 @@ def test_rule_9_an_excluded_working_set_file_goes_on_to_the_scan_in_both(app, pr
     make_results(project, "fb", 1)
     LocalityTrigger.objects.update(no_work_available=True)
     LocalityTrigger.objects.filter(file_name="fa").update(in_working_set=True)
-    reply = ask(host, config=rules(mode, wait_period=0, sorted_order=True),
-                cpu_req_secs=6 * 3600.0)
+    reply = ask(host, config=rules(mode, wait_period=0, sorted_order=True), cpu_req_secs=6 * 3600.0)
     assert sent_files(reply) == ["fb", "fc"]
 
 
 def test_the_scan_takes_files_in_their_results_name_order():
     """BOINC's scan orders result names, so ``FILE__`` orders the files: "f2__" < "f__"."""
-    assert sorted(["f", "f2", "e"], key=lambda name: name + locality.SEPARATOR) == [
-        "e", "f2", "f"]
+    assert sorted(["f", "f2", "e"], key=lambda name: name + locality.SEPARATOR) == ["e", "f2", "f"]
 
 
 @pytest.mark.django_db
 def test_the_seed_options_are_read_from_config_xml_and_shown(client, settings, tmp_path):
     default = read_config_xml("<config/>")
-    assert (default.seed004_scan_only_excluded, default.seed004_delete_only_finished) == (
-        False, False)
+    assert (default.seed004_scan_only_excluded, default.seed004_delete_only_finished) == (False, False)
     (tmp_path / "config.xml").write_text(
-        "<config><seed004_scan_only_excluded/>"
-        "<seed004_delete_only_finished>1</seed004_delete_only_finished></config>")
+        "<config><seed004_scan_only_excluded/><seed004_delete_only_finished>1</seed004_delete_only_finished></config>"
+    )
     settings.BOINC_CONFIG_XML = str(tmp_path / "config.xml")
     config = read_config_xml((tmp_path / "config.xml").read_text())
     resolved = LocalityConfig().resolved(config)
     assert (resolved.scan_only_excluded, resolved.delete_only_finished) == (True, True)
     assert LocalityConfig(scan_only_excluded=False).resolved(config).scan_only_excluded is False
     html = client.get("/project/status/").content.decode()
-    section = html[html.index('data-testid="server-options"'):]
+    section = html[html.index('data-testid="server-options"') :]
     for name in ("seed004_scan_only_excluded", "seed004_delete_only_finished"):
-        row = section[section.index(f'data-option="{name}"'):]
-        assert "yes" in row[:row.index("</tr>")], name
+        row = section[section.index(f'data-option="{name}"') :]
+        assert "yes" in row[: row.index("</tr>")], name
 
 
 # --- rule 10: old work first (sched_locality.cpp send_work_locality, send_old_work) -----------
@@ -344,8 +368,12 @@ def aged(results, create_time):
 def ask_with(project, files, *, bwdown, jobs, timeout=WEEK, host=None, **config_fields):
     """A request for ``jobs`` one-hour jobs (rsc_fpops_est 3600e9 on 1 GFLOPS) from a host
     downloading at ``bwdown`` bytes/s, under config.xml's ``timeout``."""
-    request = work_request(host or project.host(), file_infos=[StickyFile(n) for n in files],
-                           cpu_req_secs=jobs * 3600.0 - 1, cpu_req_instances=0.0)
+    request = work_request(
+        host or project.host(),
+        file_infos=[StickyFile(n) for n in files],
+        cpu_req_secs=jobs * 3600.0 - 1,
+        cpu_req_instances=0.0,
+    )
     request.host_info = dataclasses.replace(request.host_info, n_bwdown=bwdown)
     config = SchedulerConfig(locality_scheduling_send_timeout=timeout, **config_fields)
     return handle_request(request, now=NOW, config=config)
@@ -381,8 +409,7 @@ def test_old_work_is_off_without_a_send_timeout(app, project):
 
 
 @pytest.mark.parametrize("offset, old", [(-1, True), (0, False)])
-def test_old_means_created_before_the_timeout_rounded_down_to_the_hour(app, project, offset,
-                                                                       old):
+def test_old_means_created_before_the_timeout_rounded_down_to_the_hour(app, project, offset, old):
     timeout = WEEK + 1800  # now - timeout lies half an hour past an hour
     before = (NOW - timeout) // 3600 * 3600
     locality.create_data_files(app, ["fc"], nbytes=10**6)
@@ -397,8 +424,7 @@ def test_an_old_result_this_volunteer_already_has_a_replica_of_is_not_sent(app, 
     locality.create_data_files(app, ["fc"], nbytes=10**6)
     [old] = make_results(project, "fc", 1)
     host = project.host()
-    project.result(old.workunit, server_state=ServerState.IN_PROGRESS, host=host,
-                   user=host.owner)
+    project.result(old.workunit, server_state=ServerState.IN_PROGRESS, host=host, user=host.owner)
     make_results(project, "fa", 1)
     aged([old], NOW - 2 * WEEK)
     reply = ask_with(project, ["fa"], bwdown=FAST, jobs=1, host=host)
@@ -414,23 +440,28 @@ class Draw:
         return self.value
 
 
-@pytest.mark.parametrize("frac, window", [
-    # send_new_file_work: end = now - T/2, start = end - 0.5 × frac × T; the end to the hour
-    (1.0, (1_000_000 - 43_200 - 43_200, (1_000_000 - 43_200) // 3600 * 3600)),
-    (0.5, (1_000_000 - 43_200 - 21_600, (1_000_000 - 43_200) // 3600 * 3600)),
-    (0.0, (1_000_000 - 43_200, (1_000_000 - 43_200) // 3600 * 3600)),  # empty
-])
+@pytest.mark.parametrize(
+    "frac, window",
+    [
+        # send_new_file_work: end = now - T/2, start = end - 0.5 × frac × T; the end to the hour
+        (1.0, (1_000_000 - 43_200 - 43_200, (1_000_000 - 43_200) // 3600 * 3600)),
+        (0.5, (1_000_000 - 43_200 - 21_600, (1_000_000 - 43_200) // 3600 * 3600)),
+        (0.0, (1_000_000 - 43_200, (1_000_000 - 43_200) // 3600 * 3600)),  # empty
+    ],
+)
 def test_the_window_of_old_work_before_a_new_file(frac, window):
     assert locality.old_work_window(1_000_000, 86_400, Draw(frac)) == window
 
 
-@pytest.mark.parametrize("age, least, most", [
-    (0.6, 10, 20),  # inside the window when the draw is above 0.2: most requests
-    (0.3, 0, 0),    # younger than T/2: never old work
-    (1.2, 0, 0),    # older than T: never in the window, and only fast hosts get rule 10's
-])
-def test_a_host_with_no_file_gets_work_from_the_window_whatever_its_speed(app, project, age,
-                                                                         least, most):
+@pytest.mark.parametrize(
+    "age, least, most",
+    [
+        (0.6, 10, 20),  # inside the window when the draw is above 0.2: most requests
+        (0.3, 0, 0),  # younger than T/2: never old work
+        (1.2, 0, 0),  # older than T: never in the window, and only fast hosts get rule 10's
+    ],
+)
+def test_a_host_with_no_file_gets_work_from_the_window_whatever_its_speed(app, project, age, least, most):
     # the working set is empty and, with seed 004's rule 9, nothing is scanned: only the
     # window can send anything. Twenty requests, each its own draw (a fixed host key per
     # request, so the draws are the same every run)
@@ -449,16 +480,19 @@ def test_a_host_with_no_file_gets_work_from_the_window_whatever_its_speed(app, p
 GIGA = 2**30
 
 
-@pytest.mark.parametrize("host, prefs, config_min_free, expected", [
-    # no d_boinc_used_total: d_free less the larger min free (config.xml's 1 GB by default)
-    ((100 * GIGA, 10 * GIGA, 0), (0, 0, 0), 1.0, (9 * GIGA, "min_free")),
-    ((100 * GIGA, 10 * GIGA, 0), (5, 50, 2), 1.0, (8 * GIGA, "min_free")),
-    # with it: the least of d_free - min free, pct of d_total - used, max_used - used
-    ((100 * GIGA, 10 * GIGA, GIGA), (5, 0, 0), 1.0, (4 * GIGA, "max_used")),
-    ((100 * GIGA, 10 * GIGA, GIGA), (0, 5, 0), 1.0, (4 * GIGA, "max_frac")),
-    ((100 * GIGA, 10 * GIGA, GIGA), (20, 50, 0), 0.5, (9.5 * GIGA, "min_free")),
-    ((100 * GIGA, 10 * GIGA, 6 * GIGA), (5, 0, 0), 1.0, (-GIGA, "max_used")),  # short
-])
+@pytest.mark.parametrize(
+    "host, prefs, config_min_free, expected",
+    [
+        # no d_boinc_used_total: d_free less the larger min free (config.xml's 1 GB by default)
+        ((100 * GIGA, 10 * GIGA, 0), (0, 0, 0), 1.0, (9 * GIGA, "min_free")),
+        ((100 * GIGA, 10 * GIGA, 0), (5, 50, 2), 1.0, (8 * GIGA, "min_free")),
+        # with it: the least of d_free - min free, pct of d_total - used, max_used - used
+        ((100 * GIGA, 10 * GIGA, GIGA), (5, 0, 0), 1.0, (4 * GIGA, "max_used")),
+        ((100 * GIGA, 10 * GIGA, GIGA), (0, 5, 0), 1.0, (4 * GIGA, "max_frac")),
+        ((100 * GIGA, 10 * GIGA, GIGA), (20, 50, 0), 0.5, (9.5 * GIGA, "min_free")),
+        ((100 * GIGA, 10 * GIGA, 6 * GIGA), (5, 0, 0), 1.0, (-GIGA, "max_used")),  # short
+    ],
+)
 def test_max_allowable_disk(host, prefs, config_min_free, expected):
     from backend.daemons.sched_send import disk_allowance, max_allowable_disk
     from backend.daemons.sched_types import GlobalPrefs, HostInfo, SchedulerRequest
@@ -467,8 +501,8 @@ def test_max_allowable_disk(host, prefs, config_min_free, expected):
     gb, pct, min_free = prefs
     request = SchedulerRequest(
         host_info=HostInfo(d_total=d_total, d_free=d_free, d_boinc_used_total=used),
-        global_prefs=GlobalPrefs(disk_max_used_gb=gb, disk_max_used_pct=pct,
-                                 disk_min_free_gb=min_free))
+        global_prefs=GlobalPrefs(disk_max_used_gb=gb, disk_max_used_pct=pct, disk_min_free_gb=min_free),
+    )
     config = SchedulerConfig(default_disk_min_free_gb=config_min_free)
     assert disk_allowance(request, config) == expected
     assert max_allowable_disk(request, config) == max(expected[0], 0)
@@ -477,11 +511,16 @@ def test_max_allowable_disk(host, prefs, config_min_free, expected):
 def disk_request(host, files, *, max_used_gb, used=0.0, jobs=5):
     """A request whose disk allowance is max_used_gb GiB less ``used``: d_free and d_total
     are far larger, so disk_max_used_gb is the bound."""
-    request = work_request(host, file_infos=[StickyFile(n) for n in files],
-                           cpu_req_secs=jobs * 3600.0 - 1, cpu_req_instances=0.0,
-                           global_prefs=GlobalPrefs(disk_max_used_gb=max_used_gb))
-    request.host_info = dataclasses.replace(request.host_info, d_total=1e13, d_free=1e13,
-                                            d_boinc_used_total=used or 1.0)
+    request = work_request(
+        host,
+        file_infos=[StickyFile(n) for n in files],
+        cpu_req_secs=jobs * 3600.0 - 1,
+        cpu_req_instances=0.0,
+        global_prefs=GlobalPrefs(disk_max_used_gb=max_used_gb),
+    )
+    request.host_info = dataclasses.replace(
+        request.host_info, d_total=1e13, d_free=1e13, d_boinc_used_total=used or 1.0
+    )
     return request
 
 
@@ -491,8 +530,7 @@ def test_each_job_of_a_held_file_takes_its_disk_bound_less_the_files_size(app, p
     # refuses only more than is left), the third does not. Without the file's size taken off
     # the second would not fit.
     make_results(project, "fa", 3)
-    request = disk_request(project.host(), ["fa"], max_used_gb=2,
-                           used=2 * GIGA - (2e9 - 10**6))
+    request = disk_request(project.host(), ["fa"], max_used_gb=2, used=2 * GIGA - (2e9 - 10**6))
     reply = handle_request(request, now=NOW)
     assert sent_files(reply) == ["fa", "fa"]
     assert reply.delete_file_infos == []  # something was sent
@@ -519,32 +557,42 @@ def test_a_host_short_of_disk_is_told_to_delete_the_file_at_its_id_modulo(app, p
     assert reply.results == []
     assert name in reply.delete_file_infos
     # check_disk's notice: 0.5 GiB left, 1e9 bytes needed (MB = 2^20 bytes)
-    assert ("uppercase needs 441.67MB more disk space.  You currently have 512.00 MB "
-            "available and it needs 953.67 MB.") in [m.text for m in reply.messages
-                                                   if m.priority == "notice"]
+    assert (
+        "uppercase needs 441.67MB more disk space.  You currently have 512.00 MB available and it needs 953.67 MB."
+    ) in [m.text for m in reply.messages if m.priority == "notice"]
     assert [(m.text, m.priority) for m in reply.messages if "BOINC will" in m.text] == [
-        (f"BOINC will delete file {name} when no longer needed", "low")]
+        (f"BOINC will delete file {name} when no longer needed", "low")
+    ]
     assert reply.request_delay >= 4 * 3600
     # no file is named for deletion on the rule 7 grounds: the search stopped at the disk
     assert reply.delete_file_infos == [name]
     assert not LocalityTrigger.objects.filter(need_work=True).exists()
 
 
-@pytest.mark.parametrize("max_used_gb, used, text", [
-    (1, 0.5 * GIGA, "Not enough disk space (only 536.9 MB free for BOINC). "
-                    "Review preferences for maximum disk space used."),
-    (1, 2 * GIGA, "No disk space (YOU must free -0.0 MB before BOINC gets space). "
-                  "Review preferences for maximum disk space used."),
-])
-def test_a_host_short_of_disk_with_no_file_to_delete_is_told_why(app, project, max_used_gb,
-                                                                 used, text):
+@pytest.mark.parametrize(
+    "max_used_gb, used, text",
+    [
+        (
+            1,
+            0.5 * GIGA,
+            "Not enough disk space (only 536.9 MB free for BOINC). Review preferences for maximum disk space used.",
+        ),
+        (
+            1,
+            2 * GIGA,
+            "No disk space (YOU must free -0.0 MB before BOINC gets space). "
+            "Review preferences for maximum disk space used.",
+        ),
+    ],
+)
+def test_a_host_short_of_disk_with_no_file_to_delete_is_told_why(app, project, max_used_gb, used, text):
     make_results(project, "fa", 1)
     LocalityTrigger.objects.filter(file_name="fa").update(in_working_set=True)
-    reply = handle_request(disk_request(project.host(), [], max_used_gb=max_used_gb,
-                                        used=used), now=NOW)
+    reply = handle_request(disk_request(project.host(), [], max_used_gb=max_used_gb, used=used), now=NOW)
     assert reply.results == [] and reply.delete_file_infos == []
-    assert [(m.text, m.priority) for m in reply.messages
-            if m.text.startswith(("Not enough disk", "No disk"))] == [(text, "notice")]
+    assert [(m.text, m.priority) for m in reply.messages if m.text.startswith(("Not enough disk", "No disk"))] == [
+        (text, "notice")
+    ]
     assert reply.request_delay >= 3600
 
 
@@ -558,15 +606,17 @@ def test_a_request_that_says_nothing_of_its_disk_has_no_disk_check(app, project)
 def test_the_request_carries_bwdown_disk_usage_and_the_disk_preferences():
     from protocol.xml_request import parse_request
 
-    body = (b"<scheduler_request><authenticator>x</authenticator>"
-            b"<host_info><d_total>1e12</d_total><d_free>5e11</d_free></host_info>"
-            b"<net_stats><bwdown>250000</bwdown></net_stats>"
-            b"<disk_usage><d_boinc_used_total>3e9</d_boinc_used_total></disk_usage>"
-            b"<global_preferences><disk_max_used_gb>10</disk_max_used_gb>"
-            b"<disk_max_used_pct>50</disk_max_used_pct></global_preferences>"
-            b"<working_global_preferences><disk_max_used_gb>20</disk_max_used_gb>"
-            b"<disk_min_free_gb>2</disk_min_free_gb></working_global_preferences>"
-            b"</scheduler_request>")
+    body = (
+        b"<scheduler_request><authenticator>x</authenticator>"
+        b"<host_info><d_total>1e12</d_total><d_free>5e11</d_free></host_info>"
+        b"<net_stats><bwdown>250000</bwdown></net_stats>"
+        b"<disk_usage><d_boinc_used_total>3e9</d_boinc_used_total></disk_usage>"
+        b"<global_preferences><disk_max_used_gb>10</disk_max_used_gb>"
+        b"<disk_max_used_pct>50</disk_max_used_pct></global_preferences>"
+        b"<working_global_preferences><disk_max_used_gb>20</disk_max_used_gb>"
+        b"<disk_min_free_gb>2</disk_min_free_gb></working_global_preferences>"
+        b"</scheduler_request>"
+    )
     request = parse_request(body).request
     assert (request.host_info.n_bwdown, request.host_info.d_boinc_used_total) == (2.5e5, 3e9)
     # the working preferences win whole over the master ones (handle_request.cpp)
@@ -577,6 +627,7 @@ def test_the_request_carries_bwdown_disk_usage_and_the_disk_preferences():
 
 # --- rule 12: no_delete (file_deleter.cpp wu_delete_files, result_delete_files) --------------
 
+
 def test_the_file_deleter_keeps_files_marked_no_delete(project):
     from backend.daemons import file_deleter
     from backend.daemons.hierarchy import download_path, upload_path
@@ -586,13 +637,15 @@ def test_the_file_deleter_keeps_files_marked_no_delete(project):
     gone = File.objects.create(name="gone.dat", kind="input")
     wu = project.workunit(file_delete_state=FileDeleteState.READY)
     wu.input_files.add(kept, gone)
-    result = project.result(wu, server_state=ServerState.OVER,
-                            file_delete_state=FileDeleteState.READY)
-    out_kept = File.objects.create(name="out_kept", kind="output", result=result,
-                                   no_delete=True)
+    result = project.result(wu, server_state=ServerState.OVER, file_delete_state=FileDeleteState.READY)
+    out_kept = File.objects.create(name="out_kept", kind="output", result=result, no_delete=True)
     out_gone = File.objects.create(name="out_gone", kind="output", result=result)
-    for path in (download_path("kept.dat"), download_path("gone.dat"),
-                 upload_path("out_kept"), upload_path("out_gone")):
+    for path in (
+        download_path("kept.dat"),
+        download_path("gone.dat"),
+        upload_path("out_kept"),
+        upload_path("out_gone"),
+    ):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"x")
     file_deleter.run_once(now=NOW, batch_size=8)
@@ -615,8 +668,7 @@ def test_a_no_delete_file_stays_on_the_server_so_no_host_is_told_it_is_gone(app,
     wu = project.workunit(name="fa__0", file_delete_state=FileDeleteState.READY)
     wu.input_files.add(File.objects.get(name="fa"))
     file_deleter.run_once(now=NOW, batch_size=8)
-    reply = ask(project.host(), files=["fa"], config=LocalityConfig(wait_period=0),
-                dont_send_work=True)
+    reply = ask(project.host(), files=["fa"], config=LocalityConfig(wait_period=0), dont_send_work=True)
     assert reply.delete_file_infos == []
 
 
@@ -624,8 +676,7 @@ def test_the_scheduler_may_still_name_a_no_delete_file_for_a_host_to_delete(app,
     # BOINC's scheduler does not read <no_delete/>: only the server's copy is kept
     File.objects.filter(name="fa").update(no_delete=True)
     LocalityTrigger.objects.filter(file_name="fa").update(no_work_available=True)
-    reply = ask(project.host(), files=["fa"],
-                config=LocalityConfig(wait_period=0, delete_files=True))
+    reply = ask(project.host(), files=["fa"], config=LocalityConfig(wait_period=0, delete_files=True))
     assert reply.delete_file_infos == ["fa"]
 
 
@@ -637,21 +688,24 @@ CORE = ("GenuineIntel", "Intel(R) Core(TM) i7-8700")
 
 
 def hr_ask(host, files, cpu, os_name="Linux", jobs=1):
-    request = work_request(host, file_infos=[StickyFile(n) for n in files],
-                           cpu_req_secs=jobs * 3600.0 - 1, cpu_req_instances=0.0)
-    request.host_info = dataclasses.replace(request.host_info, os_name=os_name,
-                                            p_vendor=cpu[0], p_model=cpu[1])
-    return handle_request(request, now=NOW, config=SchedulerConfig(
-        locality_config=LocalityConfig(wait_period=0, sorted_order=True)))
+    request = work_request(
+        host, file_infos=[StickyFile(n) for n in files], cpu_req_secs=jobs * 3600.0 - 1, cpu_req_instances=0.0
+    )
+    request.host_info = dataclasses.replace(request.host_info, os_name=os_name, p_vendor=cpu[0], p_model=cpu[1])
+    return handle_request(
+        request, now=NOW, config=SchedulerConfig(locality_config=LocalityConfig(wait_period=0, sorted_order=True))
+    )
 
 
-@pytest.mark.parametrize("os_name, cpu, sent", [
-    ("Linux", XEON, True),                  # the committed class: Linux (256) + Xeon (11)
-    ("Linux", CORE, False),                 # another CPU family
-    ("Microsoft Windows 10", XEON, False),  # another OS
-])
-def test_a_committed_locality_result_goes_only_to_a_host_of_its_class(app, project, os_name,
-                                                                       cpu, sent):
+@pytest.mark.parametrize(
+    "os_name, cpu, sent",
+    [
+        ("Linux", XEON, True),  # the committed class: Linux (256) + Xeon (11)
+        ("Linux", CORE, False),  # another CPU family
+        ("Microsoft Windows 10", XEON, False),  # another OS
+    ],
+)
+def test_a_committed_locality_result_goes_only_to_a_host_of_its_class(app, project, os_name, cpu, sent):
     app.homogeneous_redundancy = 1
     app.save()
     [result] = make_results(project, "fa", 1)
@@ -676,60 +730,60 @@ def test_a_locality_result_committed_to_an_app_version_goes_with_it(app, project
     app.homogeneous_app_version = True
     app.save()
     old = AppVersionFactory(app=app, version_num=90, flops=1e9)
-    windows = AppVersionFactory(app=app, version_num=100, platform="windows_x86_64",
-                                flops=1e9)
+    windows = AppVersionFactory(app=app, version_num=100, platform="windows_x86_64", flops=1e9)
     [mine, theirs] = make_results(project, "fa", 2)
     Workunit.objects.filter(pk=mine.workunit_id).update(app_version=old)
     Workunit.objects.filter(pk=theirs.workunit_id).update(app_version=windows)
     reply = hr_ask(project.host(), ["fa"], XEON, jobs=2)
-    assert [(job.name, job.app_version.version_num) for job in reply.results] == [
-        (mine.name, 90)]
+    assert [(job.name, job.app_version.version_num) for job in reply.results] == [(mine.name, 90)]
 
 
-def test_a_result_committed_to_a_version_the_host_lacks_ends_the_locality_search(app,
-                                                                                  project):
+def test_a_result_committed_to_a_version_the_host_lacks_ends_the_locality_search(app, project):
     # possibly_send_result: get_app_version finds no version, ERR_NO_APP_VERSION, and
     # send_results_for_file and send_work_locality give up: nothing after it is sent and the
     # file is not named for deletion
 
     app.homogeneous_app_version = True
     app.save()
-    windows = AppVersionFactory(app=app, version_num=100, platform="windows_x86_64",
-                                flops=1e9)
+    windows = AppVersionFactory(app=app, version_num=100, platform="windows_x86_64", flops=1e9)
     [theirs, _] = make_results(project, "fa", 2)
     make_results(project, "fb", 1)
     Workunit.objects.filter(pk=theirs.workunit_id).update(app_version=windows)
-    request = work_request(project.host(), file_infos=[StickyFile("fa")],
-                           cpu_req_secs=3 * 3600.0, cpu_req_instances=0.0)
-    reply = handle_request(request, now=NOW, config=SchedulerConfig(
-        locality_config=LocalityConfig(wait_period=0, sorted_order=True, delete_files=True)))
+    request = work_request(
+        project.host(), file_infos=[StickyFile("fa")], cpu_req_secs=3 * 3600.0, cpu_req_instances=0.0
+    )
+    reply = handle_request(
+        request,
+        now=NOW,
+        config=SchedulerConfig(locality_config=LocalityConfig(wait_period=0, sorted_order=True, delete_files=True)),
+    )
     assert (reply.results, reply.delete_file_infos) == ([], [])
 
 
-@pytest.mark.parametrize("jobs_today, sent, deleted", [
-    (0, ["fb"], ["fa"]),  # room for one job: fb's first is sent
-    # at the quota: fa, with nothing for this volunteer, is still named for deletion; fb's
-    # first job finds no version within the quota and ends the search (get_app_version)
-    (1, [], ["fa"]),
-])
-def test_a_host_at_its_daily_quota_still_has_its_held_files_looked_at(app, project,
-                                                                      jobs_today, sent,
-                                                                      deleted):
+@pytest.mark.parametrize(
+    "jobs_today, sent, deleted",
+    [
+        (0, ["fb"], ["fa"]),  # room for one job: fb's first is sent
+        # at the quota: fa, with nothing for this volunteer, is still named for deletion; fb's
+        # first job finds no version within the quota and ends the search (get_app_version)
+        (1, [], ["fa"]),
+    ],
+)
+def test_a_host_at_its_daily_quota_still_has_its_held_files_looked_at(app, project, jobs_today, sent, deleted):
 
     host = project.host(p_ncpus=1)
-    HostAppVersionFactory(host=host, app_version=project.version, max_jobs_per_day=1,
-                          n_jobs_today=jobs_today, jobs_day=NOW // 86400)
+    HostAppVersionFactory(
+        host=host, app_version=project.version, max_jobs_per_day=1, n_jobs_today=jobs_today, jobs_day=NOW // 86400
+    )
     make_results(project, "fb", 2)
     LocalityTrigger.objects.update(no_work_available=True)
-    config = SchedulerConfig(daily_result_quota=1, file_deletion_strategy=1,
-                             locality_scheduling_sorted_order=True)
+    config = SchedulerConfig(daily_result_quota=1, file_deletion_strategy=1, locality_scheduling_sorted_order=True)
     reply = config_xml_request(host, ["fa", "fb"], config, cpu_req_secs=6 * 3600.0)
     assert (sent_files(reply), reply.delete_file_infos) == (sent, deleted)
 
 
 @pytest.mark.parametrize("refusal", ["deadline", "memory", None])
-def test_a_job_refused_for_its_deadline_or_memory_ends_the_locality_search(app, project,
-                                                                            refusal):
+def test_a_job_refused_for_its_deadline_or_memory_ends_the_locality_search(app, project, refusal):
     # sched_send.cpp work_needed(true): speed or memory insufficient stops the search, so
     # fb's job, which fits, is not looked at once fa's is refused
     [first] = make_results(project, "fa", 1)
@@ -738,10 +792,15 @@ def test_a_job_refused_for_its_deadline_or_memory_ends_the_locality_search(app, 
         Workunit.objects.filter(pk=first.workunit_id).update(delay_bound=3600)
     if refusal == "memory":
         Workunit.objects.filter(pk=first.workunit_id).update(rsc_memory_bound=8e9)
-    request = work_request(project.host(), file_infos=[StickyFile("fa"), StickyFile("fb")],
-                           cpu_req_secs=2 * 3600.0, cpu_req_instances=0.0,
-                           estimated_delay=3600.0)
+    request = work_request(
+        project.host(),
+        file_infos=[StickyFile("fa"), StickyFile("fb")],
+        cpu_req_secs=2 * 3600.0,
+        cpu_req_instances=0.0,
+        estimated_delay=3600.0,
+    )
     request.host_info = dataclasses.replace(request.host_info, m_nbytes=4e9)
-    reply = handle_request(request, now=NOW, config=SchedulerConfig(
-        locality_config=LocalityConfig(sorted_order=True, wait_period=0)))
+    reply = handle_request(
+        request, now=NOW, config=SchedulerConfig(locality_config=LocalityConfig(sorted_order=True, wait_period=0))
+    )
     assert sent_files(reply) == (["fa", "fb"] if refusal is None else [])

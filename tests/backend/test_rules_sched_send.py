@@ -9,12 +9,33 @@ from types import SimpleNamespace
 import pytest
 
 from backend.daemons.sched_send import (
-    BANDWIDTH, CPU, DEADLINE, DISK, MEMORY, DiskSpace, Resource, Version, after_sending,
-    apply_daily_quota, clamp_frac, host_resources, infeasible, job_flops, max_allowable_disk,
-    max_jobs_per_rpc, notice, requested_resources, usable_ram,
+    BANDWIDTH,
+    CPU,
+    DEADLINE,
+    DISK,
+    MEMORY,
+    DiskSpace,
+    Resource,
+    Version,
+    after_sending,
+    apply_daily_quota,
+    clamp_frac,
+    host_resources,
+    infeasible,
+    job_flops,
+    max_allowable_disk,
+    max_jobs_per_rpc,
+    notice,
+    requested_resources,
+    usable_ram,
 )
 from backend.daemons.sched_types import (
-    GlobalPrefs, GpuRequest, HostInfo, ReplyAppVersion, SchedulerConfig, SchedulerRequest,
+    GlobalPrefs,
+    GpuRequest,
+    HostInfo,
+    ReplyAppVersion,
+    SchedulerConfig,
+    SchedulerRequest,
     TimeStats,
 )
 from backend.daemons.scheduler import handle_request
@@ -24,24 +45,37 @@ from tests.factories import NOW, AppVersionFactory
 DAY = 86400
 
 
-def resource(name=CPU, req_secs=1000.0, req_instances=0.0, delay=0.0, flops=1e9, frac=1.0,
-             count=1, ram=None, disk=None, bwdown=0.0):
-    return Resource(name, req_secs, req_instances, delay, flops, frac, count, ram,
-                    None if disk is None else DiskSpace(disk), bwdown)
+def resource(
+    name=CPU,
+    req_secs=1000.0,
+    req_instances=0.0,
+    delay=0.0,
+    flops=1e9,
+    frac=1.0,
+    count=1,
+    ram=None,
+    disk=None,
+    bwdown=0.0,
+):
+    return Resource(
+        name, req_secs, req_instances, delay, flops, frac, count, ram, None if disk is None else DiskSpace(disk), bwdown
+    )
 
 
 def job(rsc_memory_bound=0.0, rsc_disk_bound=0.0, rsc_bandwidth_bound=0.0, delay_bound=DAY):
-    return SimpleNamespace(rsc_memory_bound=rsc_memory_bound, rsc_disk_bound=rsc_disk_bound,
-                           rsc_bandwidth_bound=rsc_bandwidth_bound, delay_bound=delay_bound)
+    return SimpleNamespace(
+        rsc_memory_bound=rsc_memory_bound,
+        rsc_disk_bound=rsc_disk_bound,
+        rsc_bandwidth_bound=rsc_bandwidth_bound,
+        delay_bound=delay_bound,
+    )
 
 
 def version(instances=1.0, flops=0.0, row=None):
-    return Version(row, ReplyAppVersion("app", 100, "x86_64-pc-linux-gnu", flops=flops),
-                   instances)
+    return Version(row, ReplyAppVersion("app", 100, "x86_64-pc-linux-gnu", flops=flops), instances)
 
 
-@pytest.mark.parametrize("frac, clamped", [(0.02, 0.1), (0.1, 0.1), (0.5, 0.5), (1.0, 1.0),
-                                           (1.7, 1.0), (-1.0, 0.1)])
+@pytest.mark.parametrize("frac, clamped", [(0.02, 0.1), (0.1, 0.1), (0.5, 0.5), (1.0, 1.0), (1.7, 1.0), (-1.0, 0.1)])
 def test_an_availability_is_held_between_a_tenth_and_one(frac, clamped):
     assert clamp_frac(frac) == clamped
 
@@ -52,30 +86,37 @@ def test_a_host_that_gives_no_ram_is_taken_to_have_64_mb(m_nbytes, ram):
     assert usable_ram(request) == ram
 
 
-@pytest.mark.parametrize("busy, idle, ram", [
-    (0.5, 0.9, 0.9 * 4e9),    # the larger of the two fractions
-    (0.9, 0.5, 0.9 * 4e9),
-    (0.5, 0.0, 4e9),          # both must be set
-    (0.0, 0.5, 4e9),
-    (1.5, 0.5, 4e9),          # at most all of it
-])
-def test_the_ram_preferences_let_a_job_use_the_larger_of_the_busy_and_idle_shares(busy, idle,
-                                                                                   ram):
+@pytest.mark.parametrize(
+    "busy, idle, ram",
+    [
+        (0.5, 0.9, 0.9 * 4e9),  # the larger of the two fractions
+        (0.9, 0.5, 0.9 * 4e9),
+        (0.5, 0.0, 4e9),  # both must be set
+        (0.0, 0.5, 4e9),
+        (1.5, 0.5, 4e9),  # at most all of it
+    ],
+)
+def test_the_ram_preferences_let_a_job_use_the_larger_of_the_busy_and_idle_shares(busy, idle, ram):
     # sched_send.cpp get_mem_sizes: ram_max_used_busy_frac and ram_max_used_idle_frac
-    request = SchedulerRequest(host_info=HostInfo(m_nbytes=4e9), global_prefs=GlobalPrefs(
-        ram_max_used_busy_frac=busy, ram_max_used_idle_frac=idle))
+    request = SchedulerRequest(
+        host_info=HostInfo(m_nbytes=4e9),
+        global_prefs=GlobalPrefs(ram_max_used_busy_frac=busy, ram_max_used_idle_frac=idle),
+    )
     assert usable_ram(request) == pytest.approx(ram)
 
 
-@pytest.mark.parametrize("ncpus, gpus, max_wus, multiplier, jobs", [
-    (4, [], 10, 0, 40),
-    (0, [], 10, 0, 10),          # at least one CPU
-    (200, [], 10, 0, 640),       # at most max_ncpus (64)
-    (4, [2, 1], 10, 0, 40),      # GPUs add nothing with gpu_multiplier 0
-    (4, [2, 1], 10, 2, 100),     # 10 x (4 + 2 x 3)
-    (4, [2, 0], 3, 1, 18),       # a GPU type with no device counts 0
-    (4, [], 0, 0, 999999),       # max_wus_to_send 0: no limit
-])
+@pytest.mark.parametrize(
+    "ncpus, gpus, max_wus, multiplier, jobs",
+    [
+        (4, [], 10, 0, 40),
+        (0, [], 10, 0, 10),  # at least one CPU
+        (200, [], 10, 0, 640),  # at most max_ncpus (64)
+        (4, [2, 1], 10, 0, 40),  # GPUs add nothing with gpu_multiplier 0
+        (4, [2, 1], 10, 2, 100),  # 10 x (4 + 2 x 3)
+        (4, [2, 0], 3, 1, 18),  # a GPU type with no device counts 0
+        (4, [], 0, 0, 999999),  # max_wus_to_send 0: no limit
+    ],
+)
 def test_the_jobs_per_request(ncpus, gpus, max_wus, multiplier, jobs):
     host = SimpleNamespace(p_ncpus=ncpus)
     request = SimpleNamespace(gpu_requests=[SimpleNamespace(count=n) for n in gpus])
@@ -91,7 +132,7 @@ def test_the_queue_and_the_request_change_by_each_job_sent():
     assert after.req_secs == pytest.approx(20_000 - 2 * 7200 * 2)
     assert after.req_instances == pytest.approx(3.0 - 4.0)
     assert after.estimated_delay == pytest.approx(100 + 2 * 7200 * 2 / 4)
-    assert (before.req_secs, before.estimated_delay) == (20_000.0, 100.0)   # a new value
+    assert (before.req_secs, before.estimated_delay) == (20_000.0, 100.0)  # a new value
 
 
 def test_a_resource_with_no_count_queues_as_one_instance():
@@ -99,19 +140,22 @@ def test_a_resource_with_no_count_queues_as_one_instance():
     assert after.estimated_delay == pytest.approx(500.0)
 
 
-@pytest.mark.parametrize("wu, res, runtime, why", [
-    # check_memory: the bound above the usable RAM, strictly
-    (dict(rsc_memory_bound=3e9, delay_bound=DAY), dict(ram=2e9), 10, MEMORY),
-    (dict(rsc_memory_bound=2e9, delay_bound=DAY), dict(ram=2e9), 10, ""),
-    (dict(rsc_memory_bound=3e9, delay_bound=DAY), dict(ram=None), 10, ""),
-    # check_deadline: an empty queue skips it
-    (dict(rsc_memory_bound=0, delay_bound=100), dict(delay=0.0), 1000, ""),
-    # queue + runtime / available fraction > delay_bound, strictly
-    (dict(rsc_memory_bound=0, delay_bound=100), dict(delay=50.0), 50, ""),
-    (dict(rsc_memory_bound=0, delay_bound=100), dict(delay=50.0), 51, DEADLINE),
-    (dict(rsc_memory_bound=0, delay_bound=100), dict(delay=50.0, frac=0.5), 25, ""),
-    (dict(rsc_memory_bound=0, delay_bound=100), dict(delay=50.0, frac=0.5), 26, DEADLINE),
-])
+@pytest.mark.parametrize(
+    "wu, res, runtime, why",
+    [
+        # check_memory: the bound above the usable RAM, strictly
+        (dict(rsc_memory_bound=3e9, delay_bound=DAY), dict(ram=2e9), 10, MEMORY),
+        (dict(rsc_memory_bound=2e9, delay_bound=DAY), dict(ram=2e9), 10, ""),
+        (dict(rsc_memory_bound=3e9, delay_bound=DAY), dict(ram=None), 10, ""),
+        # check_deadline: an empty queue skips it
+        (dict(rsc_memory_bound=0, delay_bound=100), dict(delay=0.0), 1000, ""),
+        # queue + runtime / available fraction > delay_bound, strictly
+        (dict(rsc_memory_bound=0, delay_bound=100), dict(delay=50.0), 50, ""),
+        (dict(rsc_memory_bound=0, delay_bound=100), dict(delay=50.0), 51, DEADLINE),
+        (dict(rsc_memory_bound=0, delay_bound=100), dict(delay=50.0, frac=0.5), 25, ""),
+        (dict(rsc_memory_bound=0, delay_bound=100), dict(delay=50.0, frac=0.5), 26, DEADLINE),
+    ],
+)
 def test_a_job_is_refused_for_memory_then_for_its_deadline(wu, res, runtime, why):
     config = SchedulerConfig()
     assert infeasible(job(**wu), resource(**res), runtime, config) == why
@@ -125,36 +169,38 @@ def test_ignore_delay_bound_skips_the_deadline_check_but_not_memory():
     assert infeasible(big, resource(ram=2e9), 1, config) == MEMORY
 
 
-GB = 1024.0 ** 3   # lib/util.h GIGA
+GB = 1024.0**3  # lib/util.h GIGA
 
 
-def disk_request(d_total=1000 * GB, d_free=100 * GB, used=0.0, max_gb=0.0, max_pct=0.0,
-                 min_free=0.0):
+def disk_request(d_total=1000 * GB, d_free=100 * GB, used=0.0, max_gb=0.0, max_pct=0.0, min_free=0.0):
     return SchedulerRequest(
         host_info=HostInfo(d_total=d_total, d_free=d_free, d_boinc_used_total=used),
-        global_prefs=GlobalPrefs(disk_max_used_gb=max_gb, disk_max_used_pct=max_pct,
-                                 disk_min_free_gb=min_free))
+        global_prefs=GlobalPrefs(disk_max_used_gb=max_gb, disk_max_used_pct=max_pct, disk_min_free_gb=min_free),
+    )
 
 
-@pytest.mark.parametrize("figures, project_min_free, allowed", [
-    # without BOINC's own use only the free space counts, less the least free space: the
-    # preferences' or the project's default_disk_min_free_gb, whichever is more
-    (dict(), 1.0, 99 * GB),
-    (dict(min_free=5.0), 1.0, 95 * GB),
-    (dict(min_free=0.5), 1.0, 99 * GB),
-    (dict(min_free=0.5), 0.0, 99.5 * GB),
-    (dict(max_gb=10.0, max_pct=1.0), 1.0, 99 * GB),   # no use reported: the caps do not count
-    # with BOINC's use: the least of free - min free, pct of the disk - use, max GB - use
-    (dict(used=2 * GB), 1.0, 99 * GB),
-    (dict(used=2 * GB, max_gb=10.0), 1.0, 8 * GB),
-    (dict(used=2 * GB, max_pct=5.0), 1.0, 48 * GB),
-    (dict(used=2 * GB, max_pct=5.0, max_gb=30.0), 1.0, 28 * GB),
-    (dict(used=2 * GB, max_pct=5.0, max_gb=30.0, min_free=90.0), 1.0, 10 * GB),
-    # never below 0; a real client that reports no free disk may fill none
-    (dict(used=20 * GB, max_gb=10.0), 1.0, 0.0),
-    (dict(d_free=0.0), 1.0, 0.0),
-    (dict(d_total=0.0, d_free=0.0), 0.0, 0.0),
-])
+@pytest.mark.parametrize(
+    "figures, project_min_free, allowed",
+    [
+        # without BOINC's own use only the free space counts, less the least free space: the
+        # preferences' or the project's default_disk_min_free_gb, whichever is more
+        (dict(), 1.0, 99 * GB),
+        (dict(min_free=5.0), 1.0, 95 * GB),
+        (dict(min_free=0.5), 1.0, 99 * GB),
+        (dict(min_free=0.5), 0.0, 99.5 * GB),
+        (dict(max_gb=10.0, max_pct=1.0), 1.0, 99 * GB),  # no use reported: the caps do not count
+        # with BOINC's use: the least of free - min free, pct of the disk - use, max GB - use
+        (dict(used=2 * GB), 1.0, 99 * GB),
+        (dict(used=2 * GB, max_gb=10.0), 1.0, 8 * GB),
+        (dict(used=2 * GB, max_pct=5.0), 1.0, 48 * GB),
+        (dict(used=2 * GB, max_pct=5.0, max_gb=30.0), 1.0, 28 * GB),
+        (dict(used=2 * GB, max_pct=5.0, max_gb=30.0, min_free=90.0), 1.0, 10 * GB),
+        # never below 0; a real client that reports no free disk may fill none
+        (dict(used=20 * GB, max_gb=10.0), 1.0, 0.0),
+        (dict(d_free=0.0), 1.0, 0.0),
+        (dict(d_total=0.0, d_free=0.0), 0.0, 0.0),
+    ],
+)
 def test_the_disk_a_request_may_fill(figures, project_min_free, allowed):
     # sched_send.cpp max_allowable_disk
     config = SchedulerConfig(default_disk_min_free_gb=project_min_free)
@@ -172,34 +218,41 @@ def test_a_caller_that_does_not_model_disk_has_no_disk_limit():
 def test_every_resource_of_a_request_draws_on_one_disk_allowance():
     request = disk_request(d_free=11 * GB)
     request.gpu_requests = [GpuRequest("NVIDIA", count=1, peak_flops=1e12, req_secs=10.0)]
-    gpu, cpu = host_resources(SimpleNamespace(p_fpops=1e9, p_ncpus=1), request,
-                              SchedulerConfig())
+    gpu, cpu = host_resources(SimpleNamespace(p_fpops=1e9, p_ncpus=1), request, SchedulerConfig())
     assert gpu.disk is cpu.disk and cpu.disk.available == pytest.approx(10 * GB)
     gpu.disk.take(job(rsc_disk_bound=4 * GB))
     assert cpu.disk.available == pytest.approx(6 * GB)
 
 
-@pytest.mark.parametrize("wu, res, why", [
-    # check_disk: the bound above the disk left, strictly
-    (dict(rsc_disk_bound=2e9), dict(disk=1e9), DISK),
-    (dict(rsc_disk_bound=1e9), dict(disk=1e9), ""),
-    (dict(rsc_disk_bound=1.0), dict(disk=0.0), DISK),
-    # check_bandwidth: a bound above the measured speed, strictly; no bound or no
-    # measurement (the host never downloaded anything) skips it
-    (dict(rsc_bandwidth_bound=2e5), dict(bwdown=1e5), BANDWIDTH),
-    (dict(rsc_bandwidth_bound=1e5), dict(bwdown=1e5), ""),
-    (dict(rsc_bandwidth_bound=0.0), dict(bwdown=1e5), ""),
-    (dict(rsc_bandwidth_bound=2e5), dict(bwdown=0.0), ""),
-    # memory, then disk, then bandwidth, then the deadline
-    (dict(rsc_memory_bound=3e9, rsc_disk_bound=2e9, rsc_bandwidth_bound=2e5),
-     dict(ram=2e9, disk=1e9, bwdown=1e5), MEMORY),
-    (dict(rsc_disk_bound=2e9, rsc_bandwidth_bound=2e5), dict(disk=1e9, bwdown=1e5), DISK),
-    (dict(rsc_bandwidth_bound=2e5, delay_bound=10), dict(bwdown=1e5, delay=50.0), BANDWIDTH),
-    (dict(rsc_disk_bound=1e9, rsc_bandwidth_bound=1e5, delay_bound=10),
-     dict(disk=1e9, bwdown=1e5, delay=50.0), DEADLINE),
-])
-def test_a_job_is_refused_for_disk_and_bandwidth_after_memory_and_before_its_deadline(
-        wu, res, why):
+@pytest.mark.parametrize(
+    "wu, res, why",
+    [
+        # check_disk: the bound above the disk left, strictly
+        (dict(rsc_disk_bound=2e9), dict(disk=1e9), DISK),
+        (dict(rsc_disk_bound=1e9), dict(disk=1e9), ""),
+        (dict(rsc_disk_bound=1.0), dict(disk=0.0), DISK),
+        # check_bandwidth: a bound above the measured speed, strictly; no bound or no
+        # measurement (the host never downloaded anything) skips it
+        (dict(rsc_bandwidth_bound=2e5), dict(bwdown=1e5), BANDWIDTH),
+        (dict(rsc_bandwidth_bound=1e5), dict(bwdown=1e5), ""),
+        (dict(rsc_bandwidth_bound=0.0), dict(bwdown=1e5), ""),
+        (dict(rsc_bandwidth_bound=2e5), dict(bwdown=0.0), ""),
+        # memory, then disk, then bandwidth, then the deadline
+        (
+            dict(rsc_memory_bound=3e9, rsc_disk_bound=2e9, rsc_bandwidth_bound=2e5),
+            dict(ram=2e9, disk=1e9, bwdown=1e5),
+            MEMORY,
+        ),
+        (dict(rsc_disk_bound=2e9, rsc_bandwidth_bound=2e5), dict(disk=1e9, bwdown=1e5), DISK),
+        (dict(rsc_bandwidth_bound=2e5, delay_bound=10), dict(bwdown=1e5, delay=50.0), BANDWIDTH),
+        (
+            dict(rsc_disk_bound=1e9, rsc_bandwidth_bound=1e5, delay_bound=10),
+            dict(disk=1e9, bwdown=1e5, delay=50.0),
+            DEADLINE,
+        ),
+    ],
+)
+def test_a_job_is_refused_for_disk_and_bandwidth_after_memory_and_before_its_deadline(wu, res, why):
     assert infeasible(job(**wu), resource(**res), 1.0, SchedulerConfig()) == why
 
 
@@ -209,17 +262,30 @@ def test_the_deadline_takes_no_time_for_downloading_the_inputs():
     assert infeasible(job(delay_bound=100), slow_link, 50.0, SchedulerConfig()) == ""
 
 
-@pytest.mark.parametrize("why, wu, res, text", [
-    (MEMORY, dict(rsc_memory_bound=3 * 2**20), dict(ram=2 * 2**20),
-     "app needs 3.00 MB RAM but only 2.00 MB is available for use."),
-    (DISK, dict(rsc_disk_bound=1.5 * 2**20), dict(disk=0.25 * 2**20),
-     "app needs 1.25MB more disk space.  You currently have 0.25 MB available and it needs "
-     "1.50 MB."),
-    (BANDWIDTH, dict(rsc_bandwidth_bound=2048.0), dict(bwdown=512.0),
-     "app requires 2.00 KB/sec download bandwidth.  Your computer has been measured at "
-     "0.50 KB/sec."),
-    (DEADLINE, dict(), dict(), ""),
-])
+@pytest.mark.parametrize(
+    "why, wu, res, text",
+    [
+        (
+            MEMORY,
+            dict(rsc_memory_bound=3 * 2**20),
+            dict(ram=2 * 2**20),
+            "app needs 3.00 MB RAM but only 2.00 MB is available for use.",
+        ),
+        (
+            DISK,
+            dict(rsc_disk_bound=1.5 * 2**20),
+            dict(disk=0.25 * 2**20),
+            "app needs 1.25MB more disk space.  You currently have 0.25 MB available and it needs 1.50 MB.",
+        ),
+        (
+            BANDWIDTH,
+            dict(rsc_bandwidth_bound=2048.0),
+            dict(bwdown=512.0),
+            "app requires 2.00 KB/sec download bandwidth.  Your computer has been measured at 0.50 KB/sec.",
+        ),
+        (DEADLINE, dict(), dict(), ""),
+    ],
+)
 def test_the_notices_for_memory_disk_and_bandwidth(why, wu, res, text):
     # sched_check.cpp check_memory, check_disk, check_bandwidth; MEGA 2^20, KILO 2^10
     assert notice(why, job(**wu), version(), resource(**res)) == text
@@ -243,38 +309,53 @@ def test_the_request_parser_reads_disk_use_download_speed_and_preferences():
 </scheduler_request>"""
     request = parse_request(body).request
     info = request.host_info
-    assert (info.d_total, info.d_free, info.d_boinc_used_total, info.d_boinc_used_project,
-            info.n_bwdown) == (1e12, 5e11, 3e9, 1e9, 250000.0)
+    assert (info.d_total, info.d_free, info.d_boinc_used_total, info.d_boinc_used_project, info.n_bwdown) == (
+        1e12,
+        5e11,
+        3e9,
+        1e9,
+        250000.0,
+    )
     # the working preferences win; they hold a whole document here, so the top level of
     # the element is the one BOINC reads: nothing at it
     assert request.global_prefs == GlobalPrefs()
-    master = parse_request(body.replace(b"working_global_preferences",
-                                        b"ignored")).request.global_prefs
-    assert master == GlobalPrefs(disk_max_used_gb=100.0, disk_max_used_pct=50.0,
-                                 disk_min_free_gb=2.0, ram_max_used_busy_frac=0.5,
-                                 ram_max_used_idle_frac=0.9)
+    master = parse_request(body.replace(b"working_global_preferences", b"ignored")).request.global_prefs
+    assert master == GlobalPrefs(
+        disk_max_used_gb=100.0,
+        disk_max_used_pct=50.0,
+        disk_min_free_gb=2.0,
+        ram_max_used_busy_frac=0.5,
+        ram_max_used_idle_frac=0.9,
+    )
     bare = parse_request(b"<scheduler_request><host_info/></scheduler_request>").request
     assert (bare.host_info.d_free, bare.host_info.n_bwdown) == (0.0, 0.0)
 
 
-@pytest.mark.parametrize("res, v, flops", [
-    (dict(flops=2e9), dict(instances=2.0), 4e9),            # CPU: speed x CPUs used
-    (dict(flops=2e9), dict(instances=0.0), 2e9 * 1e-3),     # never 0
-    (dict(name="NVIDIA", flops=1e12), dict(instances=0.5), 5e11),
-    (dict(name="NVIDIA", flops=1e12), dict(instances=0.0), 1e12 * 1e-3),
-    (dict(name="NVIDIA", flops=0.0), dict(instances=0.5, flops=3e11), 3e11),  # the version's
-])
+@pytest.mark.parametrize(
+    "res, v, flops",
+    [
+        (dict(flops=2e9), dict(instances=2.0), 4e9),  # CPU: speed x CPUs used
+        (dict(flops=2e9), dict(instances=0.0), 2e9 * 1e-3),  # never 0
+        (dict(name="NVIDIA", flops=1e12), dict(instances=0.5), 5e11),
+        (dict(name="NVIDIA", flops=1e12), dict(instances=0.0), 1e12 * 1e-3),
+        (dict(name="NVIDIA", flops=0.0), dict(instances=0.5, flops=3e11), 3e11),  # the version's
+    ],
+)
 def test_the_speed_a_job_gets(res, v, flops):
     assert job_flops(resource(**res), version(**v)) == pytest.approx(flops)
 
 
-def request(cpu_secs=0.0, cpu_instances=0.0, gpus=(), work_req_seconds=0.0, on_frac=1.0,
-            active_frac=1.0, gpu_active_frac=1.0):
+def request(
+    cpu_secs=0.0, cpu_instances=0.0, gpus=(), work_req_seconds=0.0, on_frac=1.0, active_frac=1.0, gpu_active_frac=1.0
+):
     return SchedulerRequest(
-        host_info=HostInfo(), cpu_req_secs=cpu_secs, cpu_req_instances=cpu_instances,
-        work_req_seconds=work_req_seconds, gpu_requests=list(gpus),
-        time_stats=TimeStats(on_frac=on_frac, active_frac=active_frac,
-                             gpu_active_frac=gpu_active_frac))
+        host_info=HostInfo(),
+        cpu_req_secs=cpu_secs,
+        cpu_req_instances=cpu_instances,
+        work_req_seconds=work_req_seconds,
+        gpu_requests=list(gpus),
+        time_stats=TimeStats(on_frac=on_frac, active_frac=active_frac, gpu_active_frac=gpu_active_frac),
+    )
 
 
 HOST = SimpleNamespace(p_fpops=1e9, p_ncpus=4)
@@ -295,8 +376,7 @@ def test_instances_alone_ask_for_nothing_but_count_once_seconds_are_asked():
 
 def test_a_gpu_type_with_no_device_is_not_a_resource():
     gpu = GpuRequest("NVIDIA", count=0, peak_flops=1e12, req_secs=100.0)
-    assert [r.name for r in requested_resources(HOST, request(cpu_secs=5.0, gpus=[gpu]))] == [
-        CPU]
+    assert [r.name for r in requested_resources(HOST, request(cpu_secs=5.0, gpus=[gpu]))] == [CPU]
 
 
 def test_an_old_client_asks_with_work_req_seconds():
@@ -306,8 +386,9 @@ def test_an_old_client_asks_with_work_req_seconds():
 
 def test_availability_is_on_frac_times_active_frac_clamped():
     gpu = GpuRequest("NVIDIA", count=1, peak_flops=1e12, req_secs=100.0)
-    found = requested_resources(HOST, request(cpu_secs=5.0, gpus=[gpu], on_frac=0.5,
-                                              active_frac=0.5, gpu_active_frac=0.1))
+    found = requested_resources(
+        HOST, request(cpu_secs=5.0, gpus=[gpu], on_frac=0.5, active_frac=0.5, gpu_active_frac=0.1)
+    )
     assert [r.available_frac for r in found] == [pytest.approx(0.1), pytest.approx(0.25)]
 
 
@@ -318,30 +399,29 @@ def hav(limit, sent, day):
 def test_the_daily_quota_leaves_room_for_the_jobs_not_yet_sent_today():
     now = 100 * DAY + 10
     rows = {1: SimpleNamespace(pk=1), 2: SimpleNamespace(pk=2), 3: SimpleNamespace(pk=3)}
-    versions = {10: version(row=rows[1]), 20: version(row=rows[2]), 30: version(row=rows[3]),
-                40: version()}
+    versions = {10: version(row=rows[1]), 20: version(row=rows[2]), 30: version(row=rows[3]), 40: version()}
     havs = {1: hav(5, 3, 100), 2: hav(5, 30, 99), 3: None}
     havs = {k: v for k, v in havs.items() if v}
-    limited = apply_daily_quota(versions, havs, resource(count=2), now=now, quota=500,
-                                gpu_multiplier=0)
+    limited = apply_daily_quota(versions, havs, resource(count=2), now=now, quota=500, gpu_multiplier=0)
     assert limited == [versions[10], versions[20]]
-    assert (versions[10].limit, versions[10].room) == (10, 7)       # 5 x 2 CPUs, 3 today
-    assert (versions[20].limit, versions[20].room) == (10, 10)      # yesterday's don't count
+    assert (versions[10].limit, versions[10].room) == (10, 7)  # 5 x 2 CPUs, 3 today
+    assert (versions[20].limit, versions[20].room) == (10, 10)  # yesterday's don't count
     assert versions[30].room is None and versions[40].room is None  # no record, anonymous
-    assert apply_daily_quota(versions, havs, resource(), now=now, quota=0,
-                             gpu_multiplier=0) == []
+    assert apply_daily_quota(versions, havs, resource(), now=now, quota=0, gpu_multiplier=0) == []
 
 
 def test_a_gpu_versions_quota_scales_by_gpu_multiplier_and_a_cpu_versions_does_not():
     row = SimpleNamespace(pk=1)
     for name, multiplier, limit in ((CPU, 3, 10), ("NVIDIA", 3, 30)):
         versions = {10: version(row=row)}
-        apply_daily_quota(versions, {1: hav(5, 0, 0)}, resource(name=name, count=2),
-                          now=0, quota=500, gpu_multiplier=multiplier)
+        apply_daily_quota(
+            versions, {1: hav(5, 0, 0)}, resource(name=name, count=2), now=0, quota=500, gpu_multiplier=multiplier
+        )
         assert versions[10].limit == limit
 
 
 # --- check_disk and check_bandwidth through a whole request -----------------------------
+
 
 def disk_work_request(host, d_free, n_bwdown=0.0, **fields):
     request = work_request(host, cpu_req_secs=1e6, work_req_seconds=1e6, **fields)
@@ -353,8 +433,7 @@ def disk_work_request(host, d_free, n_bwdown=0.0, **fields):
 
 def test_jobs_are_sent_until_the_disk_allowance_is_used_up(project):
     host = project.host()
-    jobs = [project.result(project.workunit(rsc_disk_bound=1e9, delay_bound=100 * DAY))
-            for _ in range(4)]
+    jobs = [project.result(project.workunit(rsc_disk_bound=1e9, delay_bound=100 * DAY)) for _ in range(4)]
     # d_free less the project's 1 GB of free space leaves 2.5e9: two jobs of 1e9 fit, and
     # the third's 1e9 is more than the 0.5e9 left
     reply = handle_request(disk_work_request(host, d_free=GB + 2.5e9), now=NOW)
@@ -369,16 +448,18 @@ def test_a_host_short_of_disk_is_told_how_much_more_it_needs(project):
     # 1e9 - 5e8 = 476.84 MB more; 5e8 available; 1e9 = 953.67 MB needed
     assert [(m.text, m.priority) for m in reply.messages] == [
         ("No tasks sent", "low"),
-        ("uppercase needs 476.84MB more disk space.  You currently have 476.84 MB available "
-         "and it needs 953.67 MB.", "notice")]
+        (
+            "uppercase needs 476.84MB more disk space.  You currently have 476.84 MB available and it needs 953.67 MB.",
+            "notice",
+        ),
+    ]
 
 
 def test_a_project_that_asks_for_less_free_disk_lets_the_host_fill_more(project):
     host = project.host()
     project.result(project.workunit(rsc_disk_bound=1e9))
     config = SchedulerConfig(default_disk_min_free_gb=0.0)
-    assert len(handle_request(disk_work_request(host, d_free=1e9), now=NOW,
-                              config=config).results) == 1
+    assert len(handle_request(disk_work_request(host, d_free=1e9), now=NOW, config=config).results) == 1
 
 
 def test_a_host_whose_downloads_are_too_slow_is_told_its_measured_speed(project):
@@ -386,20 +467,22 @@ def test_a_host_whose_downloads_are_too_slow_is_told_its_measured_speed(project)
     project.result(project.workunit(rsc_bandwidth_bound=1e6))
     fast = project.result(project.workunit(rsc_bandwidth_bound=5e5))
     reply = handle_request(disk_work_request(host, d_free=1e12, n_bwdown=5e5), now=NOW)
-    assert [job.name for job in reply.results] == [fast.name]   # equal to its speed fits
+    assert [job.name for job in reply.results] == [fast.name]  # equal to its speed fits
     host2 = project.host()
     reply = handle_request(disk_work_request(host2, d_free=1e12, n_bwdown=4e5), now=NOW)
     assert [(m.text, m.priority) for m in reply.messages] == [
         ("No tasks sent", "low"),
-        ("uppercase requires 976.56 KB/sec download bandwidth.  Your computer has been "
-         "measured at 390.62 KB/sec.", "notice")]
+        (
+            "uppercase requires 976.56 KB/sec download bandwidth.  Your computer has been measured at 390.62 KB/sec.",
+            "notice",
+        ),
+    ]
 
 
 def test_a_host_that_never_measured_its_downloads_gets_bandwidth_bound_jobs(project):
     host = project.host()
     project.result(project.workunit(rsc_bandwidth_bound=1e9))
-    assert len(handle_request(disk_work_request(host, d_free=1e12, n_bwdown=0.0),
-                              now=NOW).results) == 1
+    assert len(handle_request(disk_work_request(host, d_free=1e12, n_bwdown=0.0), now=NOW).results) == 1
 
 
 def test_a_simulated_host_that_reports_no_disk_figures_keeps_getting_work(project):
@@ -409,6 +492,7 @@ def test_a_simulated_host_that_reports_no_disk_figures_keeps_getting_work(projec
 
 
 # --- get_app_version: committed versions and the notices of the versions looked at ----------
+
 
 def test_a_workunit_committed_to_a_superseded_version_is_sent_with_it(project):
     # check_homogeneous_app_version takes the committed version even when the feeder no
@@ -423,8 +507,7 @@ def test_a_workunit_committed_to_a_superseded_version_is_sent_with_it(project):
     committed = project.result(project.workunit(app_version=old))
     project.result(project.workunit())
     reply = handle_request(work_request(project.host()), now=NOW)
-    assert [(job.name, job.app_version.version_num) for job in reply.results] == [
-        (committed.name, 90)]
+    assert [(job.name, job.app_version.version_num) for job in reply.results] == [(committed.name, 90)]
 
 
 NEWER_SPEC = """<plan_classes><plan_class><name>newer</name>
@@ -432,8 +515,7 @@ NEWER_SPEC = """<plan_classes><plan_class><name>newer</name>
 
 
 @pytest.mark.parametrize("pinned, told", [(100, False), (0, True)])
-def test_a_plan_class_notice_comes_only_from_versions_a_job_could_take(project, tmp_path,
-                                                                       pinned, told):
+def test_a_plan_class_notice_comes_only_from_versions_a_job_could_take(project, tmp_path, pinned, told):
     # the only version needs a client of 8.0 or later: get_app_version checks its plan class
     # (and says "A newer BOINC ...") for an unpinned job, but skips it for a job pinned to
     # version number 100 before looking at its plan class
@@ -442,37 +524,37 @@ def test_a_plan_class_notice_comes_only_from_versions_a_job_could_take(project, 
     spec = tmp_path / "plan_class_spec.xml"
     spec.write_text(NEWER_SPEC)
     project.version.delete()
-    newer = AppVersionFactory(app=project.app, version_num=101, plan_class="newer",
-                              flops=1e9)
-    AppVersionFile.objects.create(app_version=newer, name="uppercase_101", nbytes=10,
-                                  md5_cksum="0" * 32, file_signature="x")
+    newer = AppVersionFactory(app=project.app, version_num=101, plan_class="newer", flops=1e9)
+    AppVersionFile.objects.create(
+        app_version=newer, name="uppercase_101", nbytes=10, md5_cksum="0" * 32, file_signature="x"
+    )
     project.result(project.workunit(app_version_num=pinned))
-    request = work_request(project.host(), work_req_seconds=86400.0,
-                           core_client_version="7.6.33")
+    request = work_request(project.host(), work_req_seconds=86400.0, core_client_version="7.6.33")
     reply = handle_request(request, now=NOW, config=SchedulerConfig(plan_class_spec=str(spec)))
     assert reply.results == []
     assert [m.text for m in reply.messages] == ["No tasks sent"] + (
-        ["A newer BOINC may be required for some tasks."] if told else [])
+        ["A newer BOINC may be required for some tasks."] if told else []
+    )
 
 
-@pytest.mark.parametrize("client, text", [
-    ("7.6.33", "Tasks won't finish in time: BOINC runs 50.0% of the time; computation is "
-               "enabled 25.0% of that"),
-    ("", "Tasks won't finish in time: Computer available 50.0% of the time"),
-])
-def test_a_host_too_slow_for_every_deadline_is_told_how_much_it_computes(project, client,
-                                                                         text):
+@pytest.mark.parametrize(
+    "client, text",
+    [
+        ("7.6.33", "Tasks won't finish in time: BOINC runs 50.0% of the time; computation is enabled 25.0% of that"),
+        ("", "Tasks won't finish in time: Computer available 50.0% of the time"),
+    ],
+)
+def test_a_host_too_slow_for_every_deadline_is_told_how_much_it_computes(project, client, text):
     # send_user_messages: speed.insufficient, set when check_deadline refuses a job; the
     # wording of clients after 4.19 (41900) or before
     from protocol.models import AppVersionFile
 
-    AppVersionFile.objects.create(app_version=project.version, name="uppercase_100",
-                                  nbytes=10, md5_cksum="0" * 32, file_signature="x")
+    AppVersionFile.objects.create(
+        app_version=project.version, name="uppercase_100", nbytes=10, md5_cksum="0" * 32, file_signature="x"
+    )
     host = project.host(on_frac=0.5, active_frac=0.25)
-    project.result(project.workunit(delay_bound=3600))    # 3600 s of computing
-    request = work_request(host, work_req_seconds=86400.0, estimated_delay=1.0,
-                           core_client_version=client)
+    project.result(project.workunit(delay_bound=3600))  # 3600 s of computing
+    request = work_request(host, work_req_seconds=86400.0, estimated_delay=1.0, core_client_version=client)
     reply = handle_request(request, now=NOW)
     assert reply.results == []
-    assert [(m.text, m.priority) for m in reply.messages] == [("No tasks sent", "low"),
-                                                              (text, "low")]
+    assert [(m.text, m.priority) for m in reply.messages] == [("No tasks sent", "low"), (text, "low")]

@@ -5,7 +5,10 @@ import pytest
 
 from backend.daemons import host_app_version
 from backend.daemons.plan_class import (
-    PlanClassError, PlanClassSpec, coproc_perf, read_plan_class_spec,
+    PlanClassError,
+    PlanClassSpec,
+    coproc_perf,
+    read_plan_class_spec,
 )
 from backend.daemons.scheduler import GpuRequest, handle_request
 from backend.daemons.sched_types import SchedulerConfig
@@ -51,8 +54,9 @@ SPEC = """<plan_classes>
   </plan_class>
 </plan_classes>
 """
-NVIDIA_OK = dict(count=1, peak_flops=1e12, gpu_ram=4 * 2**30, driver_version=45000,
-                 compute_capability=500, cuda_version=9000)
+NVIDIA_OK = dict(
+    count=1, peak_flops=1e12, gpu_ram=4 * 2**30, driver_version=45000, compute_capability=500, cuda_version=9000
+)
 
 
 @pytest.fixture
@@ -63,8 +67,7 @@ def spec_file(tmp_path):
 
 
 def config(spec_file, **options):
-    return SchedulerConfig(plan_class_spec=str(spec_file), version_select_random_factor=0.0,
-                           **options)
+    return SchedulerConfig(plan_class_spec=str(spec_file), version_select_random_factor=0.0, **options)
 
 
 def test_plan_class_spec_reads_boinc_names_and_defaults():
@@ -74,22 +77,36 @@ def test_plan_class_spec_reads_boinc_names_and_defaults():
     assert specs["avx"].cpu_features == ["avx"]
     cuda = specs["cuda"]
     assert (cuda.proc_type, cuda.cuda, cuda.min_nvidia_compcap, cuda.ngpus, cuda.cpu_frac) == (
-        "NVIDIA", True, 300, 0.5, 0.05)
+        "NVIDIA",
+        True,
+        300,
+        0.5,
+        0.05,
+    )
     # PLAN_CLASS_SPEC's defaults
     default = PlanClassSpec("x")
-    assert (default.max_threads, default.cpu_frac, default.ngpus, default.gpu_peak_flops_scale,
-            default.projected_flops_scale) == (1, 0.1, 1.0, 1.0, 1.0)
+    assert (
+        default.max_threads,
+        default.cpu_frac,
+        default.ngpus,
+        default.gpu_peak_flops_scale,
+        default.projected_flops_scale,
+    ) == (1, 0.1, 1.0, 1.0, 1.0)
     assert specs["cuda"].describe()["min_gpu_ram_mb"] == 1024
 
 
-@pytest.mark.parametrize("text, words", [
-    ("<plan_classes><plan_class><max_threads>4</max_threads></plan_class></plan_classes>",
-     "no <name>"),
-    ("<plan_classes><plan_class><name>a</name><max_threads>x</max_threads></plan_class>"
-     "</plan_classes>", "<max_threads> must be a number"),
-    ("<plan_class>", "not well-formed"),
-    ("<classes/>", "expected <plan_classes>"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("<plan_classes><plan_class><max_threads>4</max_threads></plan_class></plan_classes>", "no <name>"),
+        (
+            "<plan_classes><plan_class><name>a</name><max_threads>x</max_threads></plan_class></plan_classes>",
+            "<max_threads> must be a number",
+        ),
+        ("<plan_class>", "not well-formed"),
+        ("<classes/>", "expected <plan_classes>"),
+    ],
+)
 def test_plan_class_spec_errors_name_the_problem(text, words):
     with pytest.raises(PlanClassError, match=words):
         read_plan_class_spec(text)
@@ -98,7 +115,8 @@ def test_plan_class_spec_errors_name_the_problem(text, words):
 def test_config_xml_beside_plan_class_spec_xml_reads_it(spec_file):
     (spec_file.parent / "config.xml").write_text(
         "<boinc><config><version_select_random_factor>0.5</version_select_random_factor>"
-        "<prefer_primary_platform/></config></boinc>")
+        "<prefer_primary_platform/></config></boinc>"
+    )
     got = read_config_xml(spec_file.parent / "config.xml")
     assert got.plan_class_spec == str(spec_file)
     assert got.version_select_random_factor == 0.5 and got.prefer_primary_platform
@@ -119,8 +137,9 @@ def add_versions(project, *plan_classes, gpu=()):
     for plan_class in plan_classes:
         AppVersionFactory(app=project.app, version_num=100, plan_class=plan_class)
     for plan_class in gpu:
-        AppVersionFactory(app=project.app, version_num=100, plan_class=plan_class,
-                          gpu_type=GpuType.NVIDIA, gpu_usage=0.5)
+        AppVersionFactory(
+            app=project.app, version_num=100, plan_class=plan_class, gpu_type=GpuType.NVIDIA, gpu_usage=0.5
+        )
 
 
 def test_rule_3_4_mt_version_is_faster_on_a_multicore_host(project, spec_file):
@@ -128,8 +147,7 @@ def test_rule_3_4_mt_version_is_faster_on_a_multicore_host(project, spec_file):
     project.result(project.workunit())
     project.result(project.workunit())
     quad = project.host(p_ncpus=4, p_fpops=1e9)
-    reply = handle_request(work_request(quad, cpu_req_secs=1), now=NOW,
-                           config=config(spec_file))
+    reply = handle_request(work_request(quad, cpu_req_secs=1), now=NOW, config=config(spec_file))
     assert sent_versions(reply)[0] == ("cpu", "mt")
     assert reply.results[0].app_version.avg_ncpus == 4
     # a job's runtime from estimate_flops without statistics: p_fpops × CPUs
@@ -150,19 +168,23 @@ def test_rule_3_4_cpu_features_decide(project, spec_file, features, expected):
     assert sent_versions(reply) == [("cpu", expected)]
 
 
-@pytest.mark.parametrize("gpu, expected", [
-    (NVIDIA_OK, [("NVIDIA", "cuda")]),
-    (dict(NVIDIA_OK, compute_capability=210), []),
-    (dict(NVIDIA_OK, gpu_ram=512 * 2**20), []),
-    (dict(NVIDIA_OK, driver_version=30000), []),
-    (dict(NVIDIA_OK, cuda_version=7000), []),
-])
+@pytest.mark.parametrize(
+    "gpu, expected",
+    [
+        (NVIDIA_OK, [("NVIDIA", "cuda")]),
+        (dict(NVIDIA_OK, compute_capability=210), []),
+        (dict(NVIDIA_OK, gpu_ram=512 * 2**20), []),
+        (dict(NVIDIA_OK, driver_version=30000), []),
+        (dict(NVIDIA_OK, cuda_version=7000), []),
+    ],
+)
 def test_rule_3_4_gpu_plan_class_bounds(project, spec_file, gpu, expected):
     add_versions(project, gpu=["cuda"])
     project.result(project.workunit())
     host = project.host(p_ncpus=1, p_fpops=1e9)
-    request = work_request(host, cpu_req_secs=0, cpu_req_instances=0,
-                           gpu_requests=[GpuRequest("NVIDIA", req_secs=600, **gpu)])
+    request = work_request(
+        host, cpu_req_secs=0, cpu_req_instances=0, gpu_requests=[GpuRequest("NVIDIA", req_secs=600, **gpu)]
+    )
     reply = handle_request(request, now=NOW, config=config(spec_file))
     assert sent_versions(reply) == expected
     if expected:
@@ -172,13 +194,12 @@ def test_rule_3_4_gpu_plan_class_bounds(project, spec_file, gpu, expected):
 
 def test_rule_3_4_client_version_bounds_and_beta(project, spec_file):
     AppVersionFactory(app=project.app, version_num=101, plan_class="newer")
-    AppVersionFactory(app=project.app, version_num=102, beta=True,
-                      plan_class="fast")
-    AppVersion.objects.filter(version_num=100).update(min_core_version=70000,
-                                                      max_core_version=79999)
+    AppVersionFactory(app=project.app, version_num=102, beta=True, plan_class="fast")
+    AppVersion.objects.filter(version_num=100).update(min_core_version=70000, max_core_version=79999)
     for version in AppVersion.objects.all():  # a real client is sent only executables
-        AppVersionFile.objects.create(app_version=version, name=f"exe{version.pk}", nbytes=1,
-                                      md5_cksum="0" * 32, file_signature="x")
+        AppVersionFile.objects.create(
+            app_version=version, name=f"exe{version.pk}", nbytes=1, md5_cksum="0" * 32, file_signature="x"
+        )
     for _ in range(3):
         project.result(project.workunit())
     host = project.host(p_ncpus=1, p_fpops=1e9)
@@ -207,8 +228,7 @@ def test_rule_3_4_pinned_workunit_takes_its_version_number(project, spec_file):
 
 
 def test_rule_3_4_64_bit_jobs_take_64_bit_versions(project, spec_file):
-    AppVersionFactory(app=project.app, version_num=100, plan_class="fast",
-                      platform="i686-pc-linux-gnu")
+    AppVersionFactory(app=project.app, version_num=100, plan_class="fast", platform="i686-pc-linux-gnu")
     project.result(project.workunit(rsc_memory_bound=4 * 2**30))  # above 3 GB (Linux)
     project.result(project.workunit(rsc_memory_bound=1e8))
     host = project.host(p_ncpus=1, p_fpops=1e9, m_nbytes=16e9)
@@ -220,12 +240,10 @@ def test_rule_3_4_64_bit_jobs_take_64_bit_versions(project, spec_file):
 
 def test_et_average_learns_runtimes_and_moves_the_estimate(project, spec_file):
     host = project.host(p_ncpus=1, p_fpops=1e9)
-    hav = HostAppVersionFactory(host=host, app_version=project.version,
-                                max_jobs_per_day=100)
+    hav = HostAppVersionFactory(host=host, app_version=project.version, max_jobs_per_day=100)
     # the host really runs at 0.25 GFLOPS: 3600 GFLOP take 14400 s
     for _ in range(11):
-        host_app_version.got_good_result(hav, quota=500, turnaround=100,
-                                         job=(14400.0, 1e9, 3600e9))
+        host_app_version.got_good_result(hav, quota=500, turnaround=100, job=(14400.0, 1e9, 3600e9))
     assert hav.et_n == 11 and hav.et_avg == pytest.approx(14400 / 3600e9)
     assert hav.pfc_n == 0  # the PFC average is the validator's (CreditNew)
     hav.save()
@@ -235,26 +253,33 @@ def test_et_average_learns_runtimes_and_moves_the_estimate(project, spec_file):
     assert reply.results[0].estimated_runtime == pytest.approx(14400)
 
 
-@pytest.mark.parametrize("pfc_n, host_et_n, rte_no_stats, runtime", [
-    # estimate_flops's second mode: more than 100 version samples, peak FLOPS / pfc_avg =
-    # 1e9 / 4: a quarter of the peak, so 3600 GFLOP take 14400 s
-    (101, 0, False, 14400.0),
-    (100, 0, False, 3600.0),  # 100 samples are not enough: p_fpops × 1 CPU
-    (101, 11, False, 1800.0),  # the host's own 11 samples come first: 1 / et_avg
-    (101, 10, False, 14400.0),  # 10 host samples are not enough: the version's
-    (101, 11, True, 3600.0),  # rte_no_stats: neither
-])
-def test_a_new_host_starts_from_the_version_pfc_average(project, spec_file, pfc_n,
-                                                        host_et_n, rte_no_stats, runtime):
+@pytest.mark.parametrize(
+    "pfc_n, host_et_n, rte_no_stats, runtime",
+    [
+        # estimate_flops's second mode: more than 100 version samples, peak FLOPS / pfc_avg =
+        # 1e9 / 4: a quarter of the peak, so 3600 GFLOP take 14400 s
+        (101, 0, False, 14400.0),
+        (100, 0, False, 3600.0),  # 100 samples are not enough: p_fpops × 1 CPU
+        (101, 11, False, 1800.0),  # the host's own 11 samples come first: 1 / et_avg
+        (101, 10, False, 14400.0),  # 10 host samples are not enough: the version's
+        (101, 11, True, 3600.0),  # rte_no_stats: neither
+    ],
+)
+def test_a_new_host_starts_from_the_version_pfc_average(project, spec_file, pfc_n, host_et_n, rte_no_stats, runtime):
     AppVersion.objects.filter(pk=project.version.pk).update(pfc_n=pfc_n, pfc_avg=4.0)
     host = project.host(p_ncpus=1, p_fpops=1e9)
     if host_et_n:
-        HostAppVersionFactory(host=host, app_version=project.version,
-                              max_jobs_per_day=100, et_n=host_et_n,
-                              et_avg=1800 / 3600e9, pfc_n=host_et_n, pfc_avg=0.5)
+        HostAppVersionFactory(
+            host=host,
+            app_version=project.version,
+            max_jobs_per_day=100,
+            et_n=host_et_n,
+            et_avg=1800 / 3600e9,
+            pfc_n=host_et_n,
+            pfc_avg=0.5,
+        )
     project.result(project.workunit())
-    reply = handle_request(work_request(host), now=NOW,
-                           config=config(spec_file, rte_no_stats=rte_no_stats))
+    reply = handle_request(work_request(host), now=NOW, config=config(spec_file, rte_no_stats=rte_no_stats))
     assert reply.results[0].estimated_runtime == pytest.approx(runtime)
 
 
@@ -270,9 +295,13 @@ def test_the_version_pfc_average_scales_a_gpu_version_peak(project, spec_file):
     AppVersion.objects.filter(pk=cuda.pk).update(pfc_n=500, pfc_avg=10.0)
     project.result(project.workunit())
     host = project.host(p_ncpus=1, p_fpops=1e9)
-    reply = handle_request(work_request(host, cpu_req_secs=0, gpu_requests=[
-        GpuRequest(GpuType.NVIDIA, req_secs=1, req_instances=1, **NVIDIA_OK)]), now=NOW,
-        config=config(spec_file))
+    reply = handle_request(
+        work_request(
+            host, cpu_req_secs=0, gpu_requests=[GpuRequest(GpuType.NVIDIA, req_secs=1, req_instances=1, **NVIDIA_OK)]
+        ),
+        now=NOW,
+        config=config(spec_file),
+    )
     assert sent_versions(reply) == [("NVIDIA", "cuda")]
     assert reply.results[0].estimated_runtime == pytest.approx(3600e9 / (peak / 10))
 
@@ -325,11 +354,11 @@ def test_a_workunit_committed_to_a_gpu_plan_class_version_goes_to_the_gpu(projec
     AppVersionFactory(app=project.app, version_num=101, plan_class="cuda")
     project.result(project.workunit(app_version=committed))
     host = project.host(p_ncpus=1, p_fpops=1e9)
-    request = work_request(host, cpu_req_secs=0, cpu_req_instances=0,
-                           gpu_requests=[GpuRequest("NVIDIA", req_secs=600, **NVIDIA_OK)])
+    request = work_request(
+        host, cpu_req_secs=0, cpu_req_instances=0, gpu_requests=[GpuRequest("NVIDIA", req_secs=600, **NVIDIA_OK)]
+    )
     reply = handle_request(request, now=NOW, config=config(spec_file))
-    assert [(job.resource, job.app_version.version_num) for job in reply.results] == [
-        ("NVIDIA", 100)]
+    assert [(job.resource, job.app_version.version_num) for job in reply.results] == [("NVIDIA", 100)]
     assert reply.results[0].app_version.gpu_usage == 0.5
 
 
@@ -340,11 +369,17 @@ def test_the_host_page_series_ends_with_the_learnt_estimate(project):
     host = project.host(p_ncpus=1, p_fpops=1e9, rpc_time=NOW + 7200)
     wu = project.workunit()
     # sent with 1 GFLOPS: estimated 3600 s; reported 7200 s
-    project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=host,
-                   app_version=project.version, sent_time=NOW, flops_estimate=1e9,
-                   elapsed_time=7200.0)
-    hav = HostAppVersionFactory(host=host, app_version=project.version, et_n=10,
-                                et_avg=7200 / 3600e9)
+    project.result(
+        wu,
+        server_state=ServerState.OVER,
+        outcome=Outcome.SUCCESS,
+        host=host,
+        app_version=project.version,
+        sent_time=NOW,
+        flops_estimate=1e9,
+        elapsed_time=7200.0,
+    )
+    hav = HostAppVersionFactory(host=host, app_version=project.version, et_n=10, et_avg=7200 / 3600e9)
     [(label, points, now)] = runtime_estimates(host, havs=[hav])
     assert label == str(project.version) and points == [(NOW, 3600.0, 7200.0)]
     assert now is None  # 10 runtimes are not enough for estimate_flops

@@ -5,26 +5,32 @@ are deleted becomes VALIDATE_STATE_TOO_LATE; results past their deadline become 
 
 from backend.daemons import transitioner
 from backend.models import (
-    FileDeleteState, Outcome, Result, ServerState, ValidateState, Workunit,
+    FileDeleteState,
+    Outcome,
+    Result,
+    ServerState,
+    ValidateState,
+    Workunit,
 )
 from tests.factories import NOW
 
 
 def test_too_late_and_timed_out_touch_only_the_due_workunits_results(project):
     done = project.workunit(transition_time=NOW - 10, max_total_results=4)
-    canonical = project.result(done, server_state=ServerState.OVER, outcome=Outcome.SUCCESS,
-                               validate_state=ValidateState.VALID,
-                               file_delete_state=FileDeleteState.DONE)
+    canonical = project.result(
+        done,
+        server_state=ServerState.OVER,
+        outcome=Outcome.SUCCESS,
+        validate_state=ValidateState.VALID,
+        file_delete_state=FileDeleteState.DONE,
+    )
     Workunit.objects.filter(pk=done.pk).update(canonical_result=canonical)
-    late = project.result(done, server_state=ServerState.OVER, outcome=Outcome.SUCCESS,
-                          report_deadline=NOW + 3600)
-    expired = project.result(done, server_state=ServerState.IN_PROGRESS,
-                             report_deadline=NOW - 1)
+    late = project.result(done, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, report_deadline=NOW + 3600)
+    expired = project.result(done, server_state=ServerState.IN_PROGRESS, report_deadline=NOW - 1)
     # another workunit, not due: its results wait as they are
     waiting = project.workunit(transition_time=NOW + 10**6)
     unchecked = project.result(waiting, server_state=ServerState.OVER, outcome=Outcome.SUCCESS)
-    overdue = project.result(waiting, server_state=ServerState.IN_PROGRESS,
-                             report_deadline=NOW - 1)
+    overdue = project.result(waiting, server_state=ServerState.IN_PROGRESS, report_deadline=NOW - 1)
     assert transitioner.run_once(now=NOW, batch_size=10) == 1
     got = {r.pk: (r.server_state, r.outcome, r.validate_state) for r in Result.objects.all()}
     assert got[late.pk][2] == ValidateState.TOO_LATE

@@ -18,12 +18,9 @@ def rows(**ages):
     """A user (with credit row and team), their host and an app version whose averages of 100
     were last updated ``ages`` days ago (``user``, ``host``, ``team``, ``version``)."""
     team = TeamFactory(expavg_credit=100, expavg_time=NOW - ages.get("team", 14) * DAY)
-    user = UserCreditFactory(team=team, expavg_credit=100,
-                             expavg_time=NOW - ages.get("user", 14) * DAY)
-    host = HostFactory(owner=user.user, expavg_credit=100,
-                       expavg_time=NOW - ages.get("host", 14) * DAY)
-    version = AppVersionFactory(version_num=1, expavg_credit=100,
-                                expavg_time=NOW - ages.get("version", 14) * DAY)
+    user = UserCreditFactory(team=team, expavg_credit=100, expavg_time=NOW - ages.get("user", 14) * DAY)
+    host = HostFactory(owner=user.user, expavg_credit=100, expavg_time=NOW - ages.get("host", 14) * DAY)
+    version = AppVersionFactory(version_num=1, expavg_credit=100, expavg_time=NOW - ages.get("version", 14) * DAY)
     return user, host, team, version
 
 
@@ -61,9 +58,9 @@ def test_decaying_in_steps_gives_what_one_step_does():
 
 def test_the_smallest_averages_are_left_as_update_stats_selects_them():
     user, host, team, version = rows()
-    UserCredit.objects.update(expavg_credit=0.1)   # users and hosts: above 0.1 only
+    UserCredit.objects.update(expavg_credit=0.1)  # users and hosts: above 0.1 only
     Host.objects.update(expavg_credit=0.1)
-    AppVersion.objects.update(expavg_credit=0.1)   # app versions: above 0
+    AppVersion.objects.update(expavg_credit=0.1)  # app versions: above 0
     Team.objects.update(expavg_credit=0.0, expavg_time=0)  # teams: every one
     assert run_pass("update_stats", now=NOW) == 2
     assert fresh(user) == (0.1, NOW - 14 * DAY)

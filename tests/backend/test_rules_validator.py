@@ -23,29 +23,34 @@ def results(letters):
     return [SimpleNamespace(pk=i + 1, output=letter) for i, letter in enumerate(letters)]
 
 
-@pytest.mark.parametrize("letters, quorum, expected", [
-    ("A", 1, (1, {1})),
-    ("AA", 2, (1, {1, 2})),
-    ("AB", 2, None),                  # 2 needed, each matches only itself
-    ("AAB", 3, (1, {1, 2})),          # 3 // 2 + 1 = 2
-    ("BAA", 3, (2, {2, 3})),          # the first result that has a majority
-    ("ABC", 3, None),
-    ("AABB", 4, None),                # 4 // 2 + 1 = 3
-    ("ABAA", 4, (1, {1, 3, 4})),
-    ("AAAB", 5, None),                # fewer good results than the quorum: no decision
-    ("AB", 1, (1, {1})),              # a quorum of 1 takes the first
-])
-def test_the_canonical_result_is_the_first_matching_a_majority_of_the_quorum(letters, quorum,
-                                                                             expected):
+@pytest.mark.parametrize(
+    "letters, quorum, expected",
+    [
+        ("A", 1, (1, {1})),
+        ("AA", 2, (1, {1, 2})),
+        ("AB", 2, None),  # 2 needed, each matches only itself
+        ("AAB", 3, (1, {1, 2})),  # 3 // 2 + 1 = 2
+        ("BAA", 3, (2, {2, 3})),  # the first result that has a majority
+        ("ABC", 3, None),
+        ("AABB", 4, None),  # 4 // 2 + 1 = 3
+        ("ABAA", 4, (1, {1, 3, 4})),
+        ("AAAB", 5, None),  # fewer good results than the quorum: no decision
+        ("AB", 1, (1, {1})),  # a quorum of 1 takes the first
+    ],
+)
+def test_the_canonical_result_is_the_first_matching_a_majority_of_the_quorum(letters, quorum, expected):
     assert validator.consensus(results(letters), quorum, Outputs()) == expected
 
 
-@pytest.mark.parametrize("fpops, credit", [
-    (86400e9, 200.0),
-    (0.0, 0.0),
-    (86400e9 * 1000 * 365, 200 * 1000 * 365),
-    (86400e9 * 1000 * 365 * 1.5, 200 * 1000 * 365),
-])
+@pytest.mark.parametrize(
+    "fpops, credit",
+    [
+        (86400e9, 200.0),
+        (0.0, 0.0),
+        (86400e9 * 1000 * 365, 200 * 1000 * 365),
+        (86400e9 * 1000 * 365 * 1.5, 200 * 1000 * 365),
+    ],
+)
 def test_the_credit_of_a_workunit_is_its_flops_in_cobblestones_capped(fpops, credit):
     assert validator.credit_for(SimpleNamespace(rsc_fpops_est=fpops)) == pytest.approx(credit)
 
@@ -75,9 +80,10 @@ def test_the_first_credit_averages_over_the_days_since_the_work_started():
 
 def test_a_first_credit_for_work_started_now_takes_the_limit_of_back_to_back_updates():
     import math
+
     avg, _ = validator.update_average(DAY, DAY, 100.0, 0.0, 0)
     assert avg == pytest.approx(math.log(2) * 100.0 * DAY / HALF_LIFE)
-    avg, _ = validator.update_average(DAY, DAY - 10, 100.0, 40.0, DAY)   # no time since
+    avg, _ = validator.update_average(DAY, DAY - 10, 100.0, 40.0, DAY)  # no time since
     assert avg == pytest.approx(40.0 + math.log(2) * 100.0 * DAY / HALF_LIFE)
 
 
@@ -95,13 +101,14 @@ def test_a_late_result_that_cannot_be_read_now_is_retried_later(project):
     project.app.validator = "numeric"
     project.app.save()
     wu = project.workunit(need_validate=True, transition_time=NOW + 10**6)
-    canonical = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS,
-                               validate_state=ValidateState.VALID)
+    canonical = project.result(
+        wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, validate_state=ValidateState.VALID
+    )
     late = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS)
     for r in (canonical, late):
         File.objects.create(name=r.output_file_name(0), kind="output", result=r)
     Workunit.objects.filter(pk=wu.pk).update(canonical_result=canonical)
-    assert not upload_path("x").parent.exists()        # the upload directory is away
+    assert not upload_path("x").parent.exists()  # the upload directory is away
     validator.run_once(now=NOW, batch_size=10)
     wu.refresh_from_db()
     late.refresh_from_db()

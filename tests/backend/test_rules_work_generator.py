@@ -14,54 +14,74 @@ from backend.daemons.work_generator import CreateWorkError, work_parameters
 from backend.models import Result, ServerState, Workunit
 from tests.factories import NOW
 
-APP = SimpleNamespace(min_quorum=2, target_nresults=2, max_error_results=3,
-                      max_total_results=5, max_success_results=4, delay_bound=100,
-                      rsc_fpops_est=1e9, rsc_fpops_bound=1e10)
+APP = SimpleNamespace(
+    min_quorum=2,
+    target_nresults=2,
+    max_error_results=3,
+    max_total_results=5,
+    max_success_results=4,
+    delay_bound=100,
+    rsc_fpops_est=1e9,
+    rsc_fpops_bound=1e10,
+)
 
 
-@pytest.mark.parametrize("overrides", [
-    {}, dict(max_success_results=5), dict(max_error_results=5), dict(target_nresults=4),
-    dict(min_quorum=2, target_nresults=2), dict(min_quorum=1),
-    dict(rsc_disk_bound=1.0), dict(priority=3),
-])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        dict(max_success_results=5),
+        dict(max_error_results=5),
+        dict(target_nresults=4),
+        dict(min_quorum=2, target_nresults=2),
+        dict(min_quorum=1),
+        dict(rsc_disk_bound=1.0),
+        dict(priority=3),
+    ],
+)
 def test_limits_at_their_bounds_are_accepted(overrides):
     params = work_parameters(APP, overrides)
     assert {k: params[k] for k in overrides} == overrides
     assert params["delay_bound"] == 100
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (dict(max_success_results=6), "max_success_results must not exceed max_total_results"),
-    (dict(max_error_results=6), "max_error_results must not exceed max_total_results"),
-    (dict(target_nresults=5), "target_nresults must not exceed max_success_results"),
-    (dict(min_quorum=3), "min_quorum must not exceed target_nresults"),
-    (dict(delay_bound=0), "delay_bound must be positive"),
-    (dict(rsc_fpops_est=-1.0), "rsc_fpops_est must be positive"),
-    (dict(min_quorum=0), "min_quorum must be positive"),
-    (dict(rsc_disk_bound=0), "rsc_disk_bound must be positive"),
-    (dict(colour="red"), "unknown workunit parameter"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (dict(max_success_results=6), "max_success_results must not exceed max_total_results"),
+        (dict(max_error_results=6), "max_error_results must not exceed max_total_results"),
+        (dict(target_nresults=5), "target_nresults must not exceed max_success_results"),
+        (dict(min_quorum=3), "min_quorum must not exceed target_nresults"),
+        (dict(delay_bound=0), "delay_bound must be positive"),
+        (dict(rsc_fpops_est=-1.0), "rsc_fpops_est must be positive"),
+        (dict(min_quorum=0), "min_quorum must be positive"),
+        (dict(rsc_disk_bound=0), "rsc_disk_bound must be positive"),
+        (dict(colour="red"), "unknown workunit parameter"),
+    ],
+)
 def test_inconsistent_limits_are_refused_by_name(overrides, message):
     with pytest.raises(CreateWorkError, match=message):
         work_parameters(APP, overrides)
 
 
-@pytest.mark.parametrize("unsent_target, unsent, batch, made", [
-    (5, 0, 10, 3),     # 5 results wanted, 2 per workunit: 3 workunits
-    (4, 0, 10, 2),
-    (5, 4, 10, 1),
-    (5, 5, 10, 0),     # at the target
-    (5, 6, 10, 0),
-    (9, 0, 2, 2),      # at most a batch
-])
-def test_the_generator_tops_unsent_results_up_to_the_target(project, unsent_target, unsent,
-                                                            batch, made):
+@pytest.mark.parametrize(
+    "unsent_target, unsent, batch, made",
+    [
+        (5, 0, 10, 3),  # 5 results wanted, 2 per workunit: 3 workunits
+        (4, 0, 10, 2),
+        (5, 4, 10, 1),
+        (5, 5, 10, 0),  # at the target
+        (5, 6, 10, 0),
+        (9, 0, 2, 2),  # at most a batch
+    ],
+)
+def test_the_generator_tops_unsent_results_up_to_the_target(project, unsent_target, unsent, batch, made):
     app = project.app
     app.unsent_target, app.target_nresults, app.min_quorum = unsent_target, 2, 1
     app.max_success_results = app.max_total_results = 4
     app.save()
     wu = project.workunit()
-    project.result(wu, server_state=ServerState.OVER)   # has its results: no wait
+    project.result(wu, server_state=ServerState.OVER)  # has its results: no wait
     for _ in range(unsent):
         project.result(wu)
     before = Workunit.objects.count()
@@ -79,7 +99,7 @@ def test_the_generator_waits_while_a_workunit_has_no_results_yet(project):
     errored = Workunit.objects.get()
     errored.error_mask = 1
     errored.save()
-    assert work_generator.run_once(now=NOW, batch_size=10) == 5   # an errored one is no wait
+    assert work_generator.run_once(now=NOW, batch_size=10) == 5  # an errored one is no wait
 
 
 def test_a_deprecated_app_gets_no_work(project):
@@ -92,8 +112,7 @@ def test_a_deprecated_app_gets_no_work(project):
 def test_names_continue_after_those_already_made_in_the_same_second(project):
     project.workunit(name=f"uppercase_{NOW}_0")
     project.workunit(name=f"uppercase_{NOW}_1")
-    assert work_generator.next_names("uppercase", 2, NOW) == [
-        f"uppercase_{NOW}_2", f"uppercase_{NOW}_3"]
+    assert work_generator.next_names("uppercase", 2, NOW) == [f"uppercase_{NOW}_2", f"uppercase_{NOW}_3"]
 
 
 def test_a_default_input_is_a_kilobyte_that_depends_only_on_the_name(project):

@@ -22,15 +22,24 @@ STOP_SECONDS = 10  # far less than the loop's --sleep: a stop must not wait for 
 
 def timed_out_result():
     """A result past its report deadline on the wall clock: the transitioner's work for a pass."""
-    return ResultFactory(workunit=WorkunitFactory(transition_time=1), host=HostFactory(),
-                         server_state=ServerState.IN_PROGRESS, report_deadline=1, sent_time=0)
+    return ResultFactory(
+        workunit=WorkunitFactory(transition_time=1),
+        host=HostFactory(),
+        server_state=ServerState.IN_PROGRESS,
+        report_deadline=1,
+        sent_time=0,
+    )
 
 
 def start_loop(tmp_path):
     child = subprocess.Popen(
-        [*MANAGE, "run_daemon", "transitioner", "--loop", "--sleep", "600"], cwd=BASE,
+        [*MANAGE, "run_daemon", "transitioner", "--loop", "--sleep", "600"],
+        cwd=BASE,
         env=child_env(PYTHONUNBUFFERED="1", BOINCWEB_DATA_DIR=tmp_path),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     ready, _, _ = select.select([child.stdout], [], [], START_SECONDS)
     if not ready:
         child.kill()
@@ -63,8 +72,7 @@ def stopped(child, sig=None):
 def test_a_signal_during_the_sleep_after_an_idle_pass_stops_the_loop_at_once(tmp_path, sig):
     child = start_loop(tmp_path)
     # the first pass finds nothing to do and records itself; the loop then sleeps 600 s
-    wait_for(lambda: DaemonStatus.objects.filter(name="transitioner", passes__gte=1).exists(),
-             START_SECONDS)
+    wait_for(lambda: DaemonStatus.objects.filter(name="transitioner", passes__gte=1).exists(), START_SECONDS)
     status, out, err, seconds = stopped(child, sig)
     assert (status, out.strip(), err) == (0, "transitioner: stopped", "")
     assert seconds < STOP_SECONDS

@@ -24,10 +24,16 @@ def test_a_config_xml_sets_options_by_boincs_names_and_units():
         <seed003_infeasible_queue/>
         <infeasible_timeout_days>1.5</infeasible_timeout_days>
     </config></boinc>""")
-    assert (config.report_grace_period, config.daily_result_quota, config.max_wus_to_send,
-            config.one_result_per_user_per_wu, config.resend_lost_results,
-            config.gpu_multiplier, config.seed003_infeasible_queue,
-            config.infeasible_timeout) == (7200, 8, 3, False, True, 2, True, 129600)
+    assert (
+        config.report_grace_period,
+        config.daily_result_quota,
+        config.max_wus_to_send,
+        config.one_result_per_user_per_wu,
+        config.resend_lost_results,
+        config.gpu_multiplier,
+        config.seed003_infeasible_queue,
+        config.infeasible_timeout,
+    ) == (7200, 8, 3, False, True, 2, True, 129600)
     # what the file does not set keeps SchedulerConfig's default
     assert config.send_result_abort is SchedulerConfig().send_result_abort
 
@@ -39,16 +45,25 @@ def test_options_the_file_does_not_set_take_the_overrides(tmp_path):
     assert (config.daily_result_quota, config.max_wus_to_send) == (7, 4)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("<boinc><config><daily_result_quota>-1</daily_result_quota></config></boinc>",
-     "daily_result_quota must be a whole number"),
-    ("<boinc><config><max_wus_to_send>many</max_wus_to_send></config></boinc>",
-     "<max_wus_to_send> must be a number"),
-    ("<boinc><config><resend_lost_results>yes</resend_lost_results></config></boinc>",
-     "<resend_lost_results> must be 0 or 1"),
-    ("<boinc><daemons/></boinc>", "no <config> section"),
-    ("<boinc><config>", "not well-formed"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "<boinc><config><daily_result_quota>-1</daily_result_quota></config></boinc>",
+            "daily_result_quota must be a whole number",
+        ),
+        (
+            "<boinc><config><max_wus_to_send>many</max_wus_to_send></config></boinc>",
+            "<max_wus_to_send> must be a number",
+        ),
+        (
+            "<boinc><config><resend_lost_results>yes</resend_lost_results></config></boinc>",
+            "<resend_lost_results> must be 0 or 1",
+        ),
+        ("<boinc><daemons/></boinc>", "no <config> section"),
+        ("<boinc><config>", "not well-formed"),
+    ],
+)
 def test_a_config_xml_it_cannot_use_is_refused_naming_the_tag(text, message):
     with pytest.raises(ConfigError, match=message):
         read_config_xml(text)
@@ -68,14 +83,18 @@ def test_the_project_config_comes_from_the_settings_file(settings, tmp_path):
     assert (config.delete_abandoned_outputs, config.daily_result_quota) == (True, 12)
 
 
-@pytest.mark.parametrize("script, args, names_itself", [
-    ("server_differential.py", ["--cases", "1"], False),
-    ("server_vs_boinc.py", ["--workunits", "10"], True),
-])
+@pytest.mark.parametrize(
+    "script, args, names_itself",
+    [
+        ("server_differential.py", ["--cases", "1"], False),
+        ("server_vs_boinc.py", ["--workunits", "10"], True),
+    ],
+)
 def test_a_harness_without_boinc_says_how_to_build_it_and_exits_2(script, args, names_itself):
     env = {"PATH": "/usr/bin:/bin"}
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / script), *args],
-                          capture_output=True, text=True, env=env, timeout=60)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / script), *args], capture_output=True, text=True, env=env, timeout=60
+    )
     assert done.returncode == 2
     assert "./configure --disable-client --disable-manager --enable-server" in done.stderr
     if names_itself:
@@ -83,9 +102,12 @@ def test_a_harness_without_boinc_says_how_to_build_it_and_exits_2(script, args, 
 
 
 def test_the_throughput_comparison_refuses_a_quorum_it_cannot_meet():
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / "server_vs_boinc.py"),
-                           "--hosts", "1"], capture_output=True, text=True,
-                          env={"PATH": "/usr/bin:/bin", "BOINC_SERVER": "/nonexistent"},
-                          timeout=60)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "server_vs_boinc.py"), "--hosts", "1"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "BOINC_SERVER": "/nonexistent"},
+        timeout=60,
+    )
     assert done.returncode == 2
     assert "--hosts 2 or more (a quorum of two needs two volunteers)" in done.stderr

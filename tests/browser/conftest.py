@@ -11,8 +11,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 @pytest.fixture(scope="session")
 def browser():
     if not CHROMIUM.exists():
-        pytest.skip(f"browser tests need the system Chromium at {CHROMIUM} "
-                    "(apt-get install chromium)")
+        pytest.skip(f"browser tests need the system Chromium at {CHROMIUM} (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
     # Playwright's sync API runs an event loop; the ORM calls the tests make stay synchronous.

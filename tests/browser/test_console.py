@@ -23,9 +23,14 @@ def busy_site(settings, tmp_path, redis_client):
 def console_problems(page, url):
     """What the console and the network report while ``url`` loads and polls once."""
     problems = []
-    page.on("console", lambda msg: msg.type in ("error", "warning")
+    page.on(
+        "console",
+        lambda msg: (
+            msg.type in ("error", "warning")
             and not msg.text.startswith(GL_DRIVER)
-            and problems.append(f"console {msg.type}: {msg.text} ({msg.location.get('url')})"))
+            and problems.append(f"console {msg.type}: {msg.text} ({msg.location.get('url')})")
+        ),
+    )
     page.on("pageerror", lambda exc: problems.append(f"script error: {exc}"))
     page.on("response", lambda r: r.status >= 400 and problems.append(f"{r.status} {r.url}"))
     page.on("requestfailed", lambda r: problems.append(f"failed {r.url}: {r.failure}"))

@@ -16,16 +16,26 @@ import pytest
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 DEADLINE_SECONDS = 60
-COUNTS = ("results_ready_to_send", "results_in_progress", "workunits_waiting_for_validation",
-          "workunits_waiting_for_assimilation", "workunits_waiting_for_deletion",
-          "results_waiting_for_deletion")
+COUNTS = (
+    "results_ready_to_send",
+    "results_in_progress",
+    "workunits_waiting_for_validation",
+    "workunits_waiting_for_assimilation",
+    "workunits_waiting_for_deletion",
+    "results_waiting_for_deletion",
+)
 # Daemons that find work only once results have been reported: the validator's and the
 # assimilator's "work done" in their last pass.
 DAEMONS_AFTER_REPORTS = ("validator", "assimilator")
 # Only a reported result makes one of these above 0.
-REPORTED = ("workunits_waiting_for_validation", "workunits_waiting_for_assimilation",
-            "workunits_waiting_for_deletion", "results_waiting_for_deletion",
-            "validator_work_done", "assimilator_work_done")
+REPORTED = (
+    "workunits_waiting_for_validation",
+    "workunits_waiting_for_assimilation",
+    "workunits_waiting_for_deletion",
+    "results_waiting_for_deletion",
+    "validator_work_done",
+    "assimilator_work_done",
+)
 
 
 def free_port():
@@ -66,17 +76,28 @@ def stop(proc):
 
 def start_make_run(data_dir, **extra_env):
     port = free_port()
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("REDIS_URL", "DATABASE_URL", "BOINCWEB_DEMO", "DJANGO_SETTINGS_MODULE")}
-    env.update(DATABASE_URL=f"sqlite:///{data_dir}/boincweb.sqlite3",
-               BOINCWEB_DATA_DIR=str(data_dir),
-               EMBEDDED_REDIS_SOCKET=str(data_dir / "redis.sock"),
-               BOINCWEB_PORT=str(port), **extra_env)
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("REDIS_URL", "DATABASE_URL", "BOINCWEB_DEMO", "DJANGO_SETTINGS_MODULE")
+    }
+    env.update(
+        DATABASE_URL=f"sqlite:///{data_dir}/boincweb.sqlite3",
+        BOINCWEB_DATA_DIR=str(data_dir),
+        EMBEDDED_REDIS_SOCKET=str(data_dir / "redis.sock"),
+        BOINCWEB_PORT=str(port),
+        **extra_env,
+    )
     log = data_dir / "make-run.log"
     # -o: the test's own environment is installed already; make must not reinstall it.
-    proc = subprocess.Popen(["make", "-o", ".venv/.installed", "run"], cwd=BASE_DIR, env=env,
-                            stdout=log.open("wb"), stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        ["make", "-o", ".venv/.installed", "run"],
+        cwd=BASE_DIR,
+        env=env,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     return proc, f"http://127.0.0.1:{port}", log
 
 
@@ -92,8 +113,7 @@ def make_run(tmp_path):
 
 
 def read_counts(page):
-    counts = {name: int(page.locator(f"[data-count={name}]").inner_text().split()[0])
-              for name in COUNTS}
+    counts = {name: int(page.locator(f"[data-count={name}]").inner_text().split()[0]) for name in COUNTS}
     for daemon in DAEMONS_AFTER_REPORTS:
         cells = page.locator(f"[data-daemon={daemon}] td")
         counts[f"{daemon}_work_done"] = int(cells.nth(3).inner_text())
@@ -122,9 +142,11 @@ def test_make_run_shows_the_demo_working_within_a_minute(page, make_run):
             seen_reported = elapsed
         if seen_in_progress and seen_reported and changed_at:
             break
-    print(f"\nmake run -> results in progress after {seen_in_progress} s, reported work after "
-          f"{seen_reported} s, counters changed between two polls after {changed_at} s "
-          f"({len(polls)} polls)")
+    print(
+        f"\nmake run -> results in progress after {seen_in_progress} s, reported work after "
+        f"{seen_reported} s, counters changed between two polls after {changed_at} s "
+        f"({len(polls)} polls)"
+    )
     assert seen_in_progress is not None, f"no result in progress within a minute: {polls}"
     assert seen_reported is not None, f"no reported work within a minute: {polls}"
     assert changed_at is not None, f"the counters stood still: {polls}"

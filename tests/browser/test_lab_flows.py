@@ -28,19 +28,23 @@ def work_off_runs():
 
 def lanes_with_bars(page, testid="gantt"):
     """The y lanes of the Gantt that hold at least one drawn bar, read from the plotted data."""
-    return page.evaluate("""(testid) => {
+    return page.evaluate(
+        """(testid) => {
         const div = document.querySelector(`[data-testid=${testid}]`);
         const lanes = new Set();
         div.data.filter(t => t.mode === "lines" && t.line.width >= 4).forEach(t =>
             t.y.forEach((y, i) => { if (y !== null && t.x[i] !== null) lanes.add(y); }));
         return [...lanes].sort();
-    }""", testid)
+    }""",
+        testid,
+    )
 
 
 def run_decisions(page, index=0):
     """The decision log a run page embeds: [[hours, kind, project, job, text], ...]."""
-    return page.evaluate("(i) => JSON.parse(document.querySelectorAll('script[id^=run-][id$=-log]')[i].textContent)"
-                         ".decisions", index)
+    return page.evaluate(
+        "(i) => JSON.parse(document.querySelectorAll('script[id^=run-][id$=-log]')[i].textContent).decisions", index
+    )
 
 
 def assert_log_at(page, log, decisions, t):
@@ -62,8 +66,7 @@ def teacher(db, log_in, redis_client):
     log_in("teacher", "lab-pass-1")
 
 
-def test_a_person_builds_a_scenario_in_the_forms_runs_it_and_sees_bars_on_every_instance(
-        page, live_server, teacher):
+def test_a_person_builds_a_scenario_in_the_forms_runs_it_and_sees_bars_on_every_instance(page, live_server, teacher):
     page.goto(f"{live_server.url}/lab/new/")
     page.fill("input[name=meta-name]", "two CPUs, two projects")
     page.fill("input[name=host-ncpus]", "2")
@@ -98,8 +101,7 @@ def test_a_person_builds_a_scenario_in_the_forms_runs_it_and_sees_bars_on_every_
     assert page.locator("[data-testid=cursor-time]").inner_text() == f"{times[1]:.2f} h"
     assert_log_at(page, log, decisions, times[1])
     assert log.inner_text() != before
-    page.locator("[data-cursor=range]").evaluate(
-        "(el) => { el.value = 6; el.dispatchEvent(new Event('input')); }")
+    page.locator("[data-cursor=range]").evaluate("(el) => { el.value = 6; el.dispatchEvent(new Event('input')); }")
     assert page.locator("[data-testid=cursor-time]").inner_text() == "6.00 h"
     assert_log_at(page, log, decisions, 6.0)
     assert page.evaluate("document.querySelector('[data-testid=gantt]').layout.shapes[0].x0") == 6
@@ -110,6 +112,7 @@ def test_a_failed_run_shows_its_error_instead_of_a_spinner(page, live_server, te
     stored = StoredScenario.objects.create(name="broken", data={"host": {"ncpus": 0}, "projects": []})
     run = Run.objects.create(scenario=stored, policy="boinc7", duration=3600)
     from scheduling.jobs import run_simulation
+
     django_rq.get_queue("engine").enqueue(run_simulation, run.pk)
     page.goto(f"{live_server.url}/lab/runs/{run.pk}/")
     work_off_runs()
@@ -136,8 +139,7 @@ def test_the_seed_001_preset_compares_boinc7_and_wrr_with_both_figure_cards(page
     assert [h.split()[1] for h in headings] == ["boinc7", "wrr"]
     page.wait_for_selector("[data-testid=gantt] >> nth=1")
     assert page.locator("[data-testid=gantt] .main-svg").count() >= 2
-    page.locator("[data-cursor=range]").evaluate(
-        "(el) => { el.value = 6; el.dispatchEvent(new Event('input')); }")
+    page.locator("[data-cursor=range]").evaluate("(el) => { el.value = 6; el.dispatchEvent(new Event('input')); }")
     logs = page.locator("[data-testid=decision-log]")
     assert logs.count() == 2
     for i in range(2):
@@ -173,7 +175,11 @@ def test_a_person_adds_two_projects_with_the_add_buttons_and_saves_both(page, li
 
     saved = StoredScenario.objects.get(name="four projects").engine_scenario()
     assert [(p.name, p.resource_share) for p in saved.projects] == [
-        ("Alpha", 100), ("Beta", 100), ("Gamma", 100), ("Delta", 50)]
+        ("Alpha", 100),
+        ("Beta", 100),
+        ("Gamma", 100),
+        ("Delta", 50),
+    ]
     assert [a.name for a in saved.projects[3].apps] == ["delta_app"]
     table = page.locator("[data-testid=project-table]").inner_text()
     assert "Gamma" in table and "Delta" in table and "delta_app" in table
@@ -184,8 +190,11 @@ def cursor_hours(page):
 
 
 def test_play_moves_the_cursor_at_the_chosen_speed_and_pause_holds_it(page, live_server, teacher):
-    stored = StoredScenario.objects.create(name="seed 001", data=scenario_to_dict(
-        BY_SLUG["seed-001-scenario-1"].scenario()), owner=User.objects.get(username="teacher"))
+    stored = StoredScenario.objects.create(
+        name="seed 001",
+        data=scenario_to_dict(BY_SLUG["seed-001-scenario-1"].scenario()),
+        owner=User.objects.get(username="teacher"),
+    )
     run = Run.objects.create(scenario=stored, policy="boinc7", duration=12 * 3600.0)
     assert run_simulation(run.pk) == "done"
     page.goto(f"{live_server.url}/lab/runs/{run.pk}/")
@@ -196,8 +205,9 @@ def test_play_moves_the_cursor_at_the_chosen_speed_and_pause_holds_it(page, live
     # and play stops by itself at the end
     page.select_option("[data-cursor=speed]", "24")
     play.click()
-    page.wait_for_function("document.querySelector('[data-testid=cursor-time]').textContent === '12.00 h'",
-                           timeout=5_000)
+    page.wait_for_function(
+        "document.querySelector('[data-testid=cursor-time]').textContent === '12.00 h'", timeout=5_000
+    )
     page.wait_for_function("document.querySelector('[data-testid=play]').textContent === '▶ play'")
 
     # half an hour per second: after 0.6 s of play the cursor has moved a few hundredths of hours
@@ -217,8 +227,7 @@ def test_play_moves_the_cursor_at_the_chosen_speed_and_pause_holds_it(page, live
     assert abs(gantt_x - paused) < 0.006
 
 
-def test_a_newcomer_goes_from_the_home_page_to_why_boinc5_and_boinc7_differ(page, live_server, settings,
-                                                                              redis_client):
+def test_a_newcomer_goes_from_the_home_page_to_why_boinc5_and_boinc7_differ(page, live_server, settings, redis_client):
     settings.DEBUG = True  # the demo login is named only then
     User.objects.create_superuser("admin", "admin@example.org", "boincweb")
     page.goto(f"{live_server.url}/")
@@ -245,7 +254,10 @@ def test_a_newcomer_goes_from_the_home_page_to_why_boinc5_and_boinc7_differ(page
     assert sorted(h.split()[1] for h in headings) == ["boinc5", "boinc7"]
     why = page.locator("[data-testid=why]")
     assert why.is_visible() and why.locator("h2").inner_text() == "Why they differ"
-    assert re.search(r"P1 \(resource share 50%\) got \d+% of the computing under (boinc5|boinc7) and \d+% "
-                     r"under (boinc5|boinc7)\.", why.inner_text())
+    assert re.search(
+        r"P1 \(resource share 50%\) got \d+% of the computing under (boinc5|boinc7) and \d+% "
+        r"under (boinc5|boinc7)\.",
+        why.inner_text(),
+    )
     assert page.locator("[data-testid=rec-heading]").inner_text() == "REC (boinc7) and debt (boinc5) per project"
     shot(page, "07-why-they-differ")

@@ -16,14 +16,25 @@ def project():
     for i in range(5):
         WorkunitFactory(app=other, name=f"seti_{i}", transition_time=NOW)
     # a quorum of one out of two replicas: one sent, one waiting
-    wu = WorkunitFactory(app=AppFactory(name="einstein"), name="einstein_wu_1",
-                         transition_time=NOW + 99, target_nresults=2)
-    sent = ResultFactory(workunit=wu, name="einstein_wu_1_0",
-                         server_state=ServerState.IN_PROGRESS)
+    wu = WorkunitFactory(
+        app=AppFactory(name="einstein"), name="einstein_wu_1", transition_time=NOW + 99, target_nresults=2
+    )
+    sent = ResultFactory(workunit=wu, name="einstein_wu_1_0", server_state=ServerState.IN_PROGRESS)
     ResultFactory(workunit=wu, name="einstein_wu_1_1", server_state=ServerState.UNSENT)
-    record([event(time=NOW, actor="scheduler", workunit_id=wu.id, result_id=sent.id,
-                  field="server_state", old=ServerState.UNSENT, new=ServerState.IN_PROGRESS,
-                  reason="sent")])
+    record(
+        [
+            event(
+                time=NOW,
+                actor="scheduler",
+                workunit_id=wu.id,
+                result_id=sent.id,
+                field="server_state",
+                old=ServerState.UNSENT,
+                new=ServerState.IN_PROGRESS,
+                reason="sent",
+            )
+        ]
+    )
     return wu
 
 
@@ -63,8 +74,7 @@ def test_admin_browses_to_a_workunit_and_cancels_it(page, live_server, log_in, p
     assert Result.objects.get(name="einstein_wu_1_0").validate_state == ValidateState.INIT
 
 
-def test_workunit_list_refreshes_in_place_and_holds_still_while_a_box_is_ticked(
-        page, live_server, log_in, project):
+def test_workunit_list_refreshes_in_place_and_holds_still_while_a_box_is_ticked(page, live_server, log_in, project):
     log_in("boss", "boss-pass-1")
     url = f"{live_server.url}/project/workunits/?app={project.app_id}&sort=transition_time"
     page.goto(url)

@@ -15,8 +15,9 @@ def twins():
     """A plain and a locality world on one seed, each run to its end."""
     worlds = []
     for locality in (False, True):
-        world = World.objects.create(name=f"twin {'locality' if locality else 'plain'}",
-                                     hosts=12, days=0.5, seed=5, locality=locality)
+        world = World.objects.create(
+            name=f"twin {'locality' if locality else 'plain'}", hosts=12, days=0.5, seed=5, locality=locality
+        )
         run_in_process(world)
         worlds.append(world)
     return worlds

@@ -14,8 +14,15 @@ from backend.daemons.work_generator import create_work
 from backend.models import Result, Workunit
 from boincweb.env import envbool
 from protocol.client import (
-    ClientDir, boinccmd, client_binary, client_command, free_port, quit_client, start_client,
-    stop_client, wait_for,
+    ClientDir,
+    boinccmd,
+    client_binary,
+    client_command,
+    free_port,
+    quit_client,
+    start_client,
+    stop_client,
+    wait_for,
 )
 from protocol.models import Account
 from tests.factories import AppFactory, UserFactory
@@ -34,8 +41,14 @@ def data_dirs(settings, tmp_path):
 
 def make_app(name="upper", **fields):
     """An app whose jobs take a second on the real client and upload a little."""
-    params = dict(max_error_results=1, max_total_results=2, max_success_results=1,
-                  rsc_fpops_est=1e9, rsc_fpops_bound=1e12, max_output_nbytes=100_000)
+    params = dict(
+        max_error_results=1,
+        max_total_results=2,
+        max_success_results=1,
+        rsc_fpops_est=1e9,
+        rsc_fpops_bound=1e12,
+        max_output_nbytes=100_000,
+    )
     params.update(fields)
     return AppFactory(name=name, **params)
 
@@ -60,8 +73,7 @@ def run_daemons(rounds=4):
     """
     start = int(time.time()) + 1
     for k in range(rounds):
-        for name in ("transitioner", "validator", "assimilator", "transitioner",
-                     "file_deleter"):
+        for name in ("transitioner", "validator", "assimilator", "transitioner", "file_deleter"):
             run_pass(name, now=start + k)
 
 
@@ -75,8 +87,7 @@ class RealClient:
         self.process = None
 
     def start(self, authenticator, **options):
-        command = client_command(self.dir, authenticator, gui_rpc_port=self.gui_rpc_port,
-                                 **options)
+        command = client_command(self.dir, authenticator, gui_rpc_port=self.gui_rpc_port, **options)
         self.process = start_client(command, self.log_path)
         self.started = time.monotonic()
         return self
@@ -91,8 +102,9 @@ class RealClient:
         state = boinccmd(self.gui_rpc_port, "--get_state")
         quit_client(self.process, self.gui_rpc_port)
         self.stop()
-        pytest.fail(f"the client did not finish within {seconds} s\n{self.diagnostics()}\n"
-                    f"--- boinccmd --get_state\n{state}")
+        pytest.fail(
+            f"the client did not finish within {seconds} s\n{self.diagnostics()}\n--- boinccmd --get_state\n{state}"
+        )
 
     def diagnostics(self):
         log = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
@@ -109,8 +121,7 @@ def need_client():
     binary = client_binary()
     if binary is not None:
         return binary
-    missing = ("Debian's boinc-client is not installed (the boinc binary is not on PATH); "
-               ".ci/run installs it")
+    missing = "Debian's boinc-client is not installed (the boinc binary is not on PATH); .ci/run installs it"
     if envbool("BOINCWEB_REQUIRE_REAL_CLIENT", False):
         pytest.fail(f"{missing}, and BOINCWEB_REQUIRE_REAL_CLIENT is set", pytrace=False)
     pytest.skip(missing)

@@ -37,10 +37,19 @@ class Attached:
         self.log = open(self.log_path, "w+")
         port = live_server.url.rsplit(":", 1)[1]
         self.process = subprocess.Popen(
-            [*MANAGE, "attach_client", "--url", f"http://127.0.0.1:{port}/boinc/",
-             "--dir", str(tmp_path / "client"), *options],
+            [
+                *MANAGE,
+                "attach_client",
+                "--url",
+                f"http://127.0.0.1:{port}/boinc/",
+                "--dir",
+                str(tmp_path / "client"),
+                *options,
+            ],
             env=child_env(BOINCWEB_DATA_DIR=tmp_path / "project", PYTHONUNBUFFERED=1),
-            stdout=self.log, stderr=subprocess.STDOUT)
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
         self.client_pid = self.gui_rpc_port = None
 
     def output(self):

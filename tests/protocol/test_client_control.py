@@ -29,11 +29,11 @@ def recording_boinccmd(calls, on_quit=None):
         if args == ("--quit",) and on_quit:
             on_quit()
         return "state of the client"
+
     return boinccmd
 
 
-def test_a_client_past_its_time_is_asked_to_quit_given_the_wait_then_killed(
-        tmp_path, monkeypatch):
+def test_a_client_past_its_time_is_asked_to_quit_given_the_wait_then_killed(tmp_path, monkeypatch):
     client = stand_in(tmp_path)
     calls = []
     monkeypatch.setattr(conftest, "boinccmd", recording_boinccmd(calls))
@@ -76,8 +76,7 @@ def test_real_client_tests_skip_with_the_reason_where_it_is_missing(monkeypatch,
 def test_real_client_tests_fail_where_it_is_missing_and_ci_requires_it(monkeypatch):
     monkeypatch.setattr(conftest, "client_binary", lambda: None)
     monkeypatch.setenv("BOINCWEB_REQUIRE_REAL_CLIENT", "1")
-    with pytest.raises(pytest.fail.Exception,
-                       match="not installed.*BOINCWEB_REQUIRE_REAL_CLIENT is set"):
+    with pytest.raises(pytest.fail.Exception, match="not installed.*BOINCWEB_REQUIRE_REAL_CLIENT is set"):
         conftest.need_client()
 
 

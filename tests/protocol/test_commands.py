@@ -65,15 +65,13 @@ def started(monkeypatch):
     commands = []
     module = "protocol.management.commands.attach_client"
     monkeypatch.setattr(f"{module}.client_binary", lambda: "/usr/bin/boinc")
-    monkeypatch.setattr(f"{module}.start_client",
-                        lambda command: commands.append(command) or FinishedClient())
+    monkeypatch.setattr(f"{module}.start_client", lambda command: commands.append(command) or FinishedClient())
     monkeypatch.setattr(f"{module}.stop_client", lambda process: None)
     return commands
 
 
 @pytest.mark.django_db
-def test_attach_client_runs_the_demo_app_anonymously_on_boincweb_port(
-        started, monkeypatch, tmp_path):
+def test_attach_client_runs_the_demo_app_anonymously_on_boincweb_port(started, monkeypatch, tmp_path):
     monkeypatch.setenv("BOINCWEB_PORT", "8123")
     make_app("example_app")
     call_command("attach_client", "--dir", str(tmp_path / "client"))
@@ -125,8 +123,7 @@ def test_attach_client_signed_installs_no_anonymous_app(started, data_dirs, tmp_
     exe.write_text("#!/bin/sh\nexit 0\n")
     call_command("make_signing_keys", "--bits", "512")
     call_command("add_app_version", app.name, "300", str(exe))
-    call_command("attach_client", "--signed", "--dir", str(tmp_path / "client"),
-                 "--url", "http://127.0.0.1:9/boinc/")
+    call_command("attach_client", "--signed", "--dir", str(tmp_path / "client"), "--url", "http://127.0.0.1:9/boinc/")
     assert started
     assert not list((tmp_path / "client").glob("projects/*/app_info.xml"))
 

@@ -19,8 +19,7 @@ INPUT = b"abcdefghij" * 100
 
 
 def post(client, path, body):
-    return client.generic("POST", path, body,
-                          content_type="application/x-www-form-urlencoded")
+    return client.generic("POST", path, body, content_type="application/x-www-form-urlencoded")
 
 
 def rpc(client, body):
@@ -47,19 +46,23 @@ def fetch_job(client, key):
 def upload(client, name, data, *, offset=0, nbytes=None, md5=None):
     nbytes = len(data) if nbytes is None else nbytes
     md5 = md5 or hashlib.md5(data).hexdigest()
-    header = (f"<data_server_request>\n<core_client_major_version>7</core_client_major_version>\n"
-              f"<file_upload>\n<file_info>\n<name>{name}</name>\n<xml_signature>\n"
-              f"</xml_signature>\n<max_nbytes>100000</max_nbytes>\n</file_info>\n"
-              f"<nbytes>{nbytes}</nbytes>\n<md5_cksum>{md5}</md5_cksum>\n"
-              f"<offset>{offset}</offset>\n"
-              f"<data>\n").encode()
+    header = (
+        f"<data_server_request>\n<core_client_major_version>7</core_client_major_version>\n"
+        f"<file_upload>\n<file_info>\n<name>{name}</name>\n<xml_signature>\n"
+        f"</xml_signature>\n<max_nbytes>100000</max_nbytes>\n</file_info>\n"
+        f"<nbytes>{nbytes}</nbytes>\n<md5_cksum>{md5}</md5_cksum>\n"
+        f"<offset>{offset}</offset>\n"
+        f"<data>\n"
+    ).encode()
     return post(client, "/boinc/file_upload_handler", header + data[offset:])
 
 
 def file_size(client, name):
-    return post(client, "/boinc/file_upload_handler",
-                f"<data_server_request>\n<get_file_size>{name}</get_file_size>\n"
-                f"</data_server_request>\n".encode())
+    return post(
+        client,
+        "/boinc/file_upload_handler",
+        f"<data_server_request>\n<get_file_size>{name}</get_file_size>\n</data_server_request>\n".encode(),
+    )
 
 
 def status(response):
@@ -98,8 +101,15 @@ def test_an_unknown_account_key_is_refused_and_changes_nothing(client, project):
     assert not Result.objects.filter(server_state=ServerState.IN_PROGRESS).exists()
 
 
-@pytest.mark.parametrize("body", [b"", b"<scheduler_request><hostid>", b"\x00\xff garbage",
-                                  b"<scheduler_request><hostid>x</hostid></scheduler_request>"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"<scheduler_request><hostid>",
+        b"\x00\xff garbage",
+        b"<scheduler_request><hostid>x</hostid></scheduler_request>",
+    ],
+)
 def test_a_malformed_request_gets_an_error_reply_and_changes_nothing(client, project, body):
     """An HTTP 200 scheduler reply carrying the reason, as BOINC's scheduler answers: the
     client reads no message from a 4xx reply (reference/protocol.md §4.1)."""
@@ -131,9 +141,12 @@ def test_a_reported_success_with_its_output_uploaded_is_a_success(client, projec
     output = b"RESULT\n" * 10
     name = result.output_file_name(0)
     assert status(upload(client, name, output)) == 0
-    _, root = rpc(client, report_request(key.authenticator, host.pk, result.name, name,
-                                         nbytes=len(output),
-                                         md5=hashlib.md5(output).hexdigest()))
+    _, root = rpc(
+        client,
+        report_request(
+            key.authenticator, host.pk, result.name, name, nbytes=len(output), md5=hashlib.md5(output).hexdigest()
+        ),
+    )
     assert root.find("result_ack").findtext("name") == result.name
     result.refresh_from_db()
     assert result.outcome == Outcome.SUCCESS
@@ -143,8 +156,7 @@ def test_a_reported_success_with_its_output_uploaded_is_a_success(client, projec
 def test_a_reported_success_whose_output_never_arrived_is_a_client_error(client, project):
     key = account()
     _, host, result = fetch_job(client, key)
-    _, root = rpc(client, report_request(key.authenticator, host.pk, result.name,
-                                         result.output_file_name(0)))
+    _, root = rpc(client, report_request(key.authenticator, host.pk, result.name, result.output_file_name(0)))
     assert root.find("result_ack").findtext("name") == result.name
     result.refresh_from_db()
     assert result.outcome == Outcome.CLIENT_ERROR
@@ -155,24 +167,27 @@ def test_a_reported_success_whose_output_never_arrived_is_a_client_error(client,
 def test_a_permanent_upload_error_reported_as_uploaded_is_a_client_error(client, project):
     key = account()
     _, host, result = fetch_job(client, key)
-    _, root = rpc(client, report_request(key.authenticator, host.pk, result.name,
-                                         result.output_file_name(0),
-                                         error_msg="permanent upload error"))
+    _, root = rpc(
+        client,
+        report_request(
+            key.authenticator, host.pk, result.name, result.output_file_name(0), error_msg="permanent upload error"
+        ),
+    )
     result.refresh_from_db()
     assert result.outcome == Outcome.CLIENT_ERROR
     assert "permanent upload error" in result.stderr_out
     assert not result.output_files.exists()
 
 
-def test_a_report_of_a_result_not_sent_to_this_host_is_ignored_acked_and_logged(
-        client, project, caplog):
+def test_a_report_of_a_result_not_sent_to_this_host_is_ignored_acked_and_logged(client, project, caplog):
     owner, other = account("owner"), account("other")
     _, host, result = fetch_job(client, owner)
     _, other_root = rpc(client, work_request(other.authenticator, cpu_req_secs=1))
     other_host = Host.objects.get(owner=other.user)
     with caplog.at_level(logging.WARNING, logger="protocol.scheduler"):
-        _, root = rpc(client, report_request(other.authenticator, other_host.pk, result.name,
-                                             result.output_file_name(0)))
+        _, root = rpc(
+            client, report_request(other.authenticator, other_host.pk, result.name, result.output_file_name(0))
+        )
     assert root.find("result_ack").findtext("name") == result.name
     assert f"reported {result.name}, which was not sent to it" in caplog.text
     assert "not sent to this host" in root.findtext("message")
@@ -191,8 +206,7 @@ def test_a_hostid_of_another_account_makes_a_new_host(client, project):
 def test_sticky_files_listed_by_the_client_are_recorded_for_its_host(client, project):
     key = account()
     _, host, _ = fetch_job(client, key)
-    rpc(client, work_request(key.authenticator, host.pk, cpu_req_secs=0,
-                             sticky=[("wu_a.in", 1000)]))
+    rpc(client, work_request(key.authenticator, host.pk, cpu_req_secs=0, sticky=[("wu_a.in", 1000)]))
     assert list(HostFile.objects.filter(host=host).values_list("name", flat=True)) == ["wu_a.in"]
 
 
@@ -228,8 +242,7 @@ def test_an_upload_over_the_size_limit_is_a_permanent_error(client, project):
 
 
 @pytest.mark.parametrize("nbytes", ["1e999", "-inf", "nan", "lots"])
-def test_an_upload_whose_size_is_not_a_finite_number_is_a_permanent_error(
-        client, project, nbytes):
+def test_an_upload_whose_size_is_not_a_finite_number_is_a_permanent_error(client, project, nbytes):
     _, _, result = fetch_job(client, account())
     name = result.output_file_name(0)
     response = upload(client, name, b"data", nbytes=nbytes)
@@ -309,8 +322,7 @@ def test_the_scheduler_and_upload_handler_take_raw_posts_without_a_csrf_token(pr
     assert status(upload(strict, name, b"data")) == 0
 
 
-def test_an_upload_larger_than_djangos_in_memory_limit_is_streamed_to_disk(
-        client, project, settings):
+def test_an_upload_larger_than_djangos_in_memory_limit_is_streamed_to_disk(client, project, settings):
     app, _ = project
     App.objects.filter(pk=app.pk).update(max_output_nbytes=10**7)
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1 << 20

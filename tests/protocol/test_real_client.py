@@ -13,8 +13,16 @@ from django.test import Client
 
 from backend.daemons.hierarchy import download_path, upload_path, write_file
 from backend.models import (
-    AssimilateState, ClientState, File, FileDeleteState, Host, HostFile, LifecycleEvent, Outcome,
-    ServerState, ValidateState,
+    AssimilateState,
+    ClientState,
+    File,
+    FileDeleteState,
+    Host,
+    HostFile,
+    LifecycleEvent,
+    Outcome,
+    ServerState,
+    ValidateState,
 )
 from protocol import signing
 from protocol.client import worker_script
@@ -23,7 +31,12 @@ from protocol.uploads import finish_upload
 from protocol.xml_request import parse_request
 from tests.factories import AppVersionFactory
 from tests.protocol.conftest import (
-    account, make_app, make_jobs, reload, result_of, run_daemons,
+    account,
+    make_app,
+    make_jobs,
+    reload,
+    result_of,
+    run_daemons,
 )
 
 pytestmark = [pytest.mark.real_client, pytest.mark.django_db(transaction=True)]
@@ -46,8 +59,7 @@ def compute_one_job(real_client, wu_name, *, script=None):
     return wu, client, key
 
 
-def test_the_client_fetches_computes_uploads_and_reports_a_job_that_goes_through_its_lifecycle(
-        real_client):
+def test_the_client_fetches_computes_uploads_and_reports_a_job_that_goes_through_its_lifecycle(real_client):
     wu, client, key = compute_one_job(real_client, "wu_ok")
 
     result = result_of(wu)
@@ -73,20 +85,23 @@ def test_the_client_fetches_computes_uploads_and_reports_a_job_that_goes_through
     assert wu.file_delete_state == FileDeleteState.DONE
     assert not upload_path(result.output_file_name(0)).exists()
     changes = set(LifecycleEvent.objects.filter(workunit=wu).values_list("actor", "field"))
-    assert {("scheduler", "server_state"), ("scheduler", "outcome"),
-            ("validator", "validate_state"), ("assimilator", "assimilate_state"),
-            ("file_deleter", "file_delete_state")} <= changes, changes
+    assert {
+        ("scheduler", "server_state"),
+        ("scheduler", "outcome"),
+        ("validator", "validate_state"),
+        ("assimilator", "assimilate_state"),
+        ("file_deleter", "file_delete_state"),
+    } <= changes, changes
     # The workunit's page shows that lifecycle.
     page = Client().get(f"/project/workunits/{wu.pk}/").content.decode()
-    events = page[page.index('data-testid="events"'):]
+    events = page[page.index('data-testid="events"') :]
     assert f"sent to host {host.pk}" in events and "reported by the host" in events
     for actor in ("scheduler", "validator", "assimilator", "file_deleter"):
         assert f"<td>{actor}</td>" in events
 
 
 def test_an_app_that_exits_non_zero_is_reported_as_a_client_error(real_client):
-    wu, client, _ = compute_one_job(real_client, "wu_fails",
-                                    script=worker_script("upper", exit_code=3))
+    wu, client, _ = compute_one_job(real_client, "wu_fails", script=worker_script("upper", exit_code=3))
 
     result = result_of(wu)
     assert result.server_state == ServerState.OVER, client.diagnostics()
@@ -117,8 +132,7 @@ def test_a_transient_upload_error_is_retried_and_the_job_succeeds(real_client, m
     assert upload_path(result.output_file_name(0)).read_bytes() == INPUT.upper() + b"upper done\n"
 
 
-def test_after_a_scheduler_error_500_the_client_retries_and_the_job_succeeds(
-        real_client, monkeypatch):
+def test_after_a_scheduler_error_500_the_client_retries_and_the_job_succeeds(real_client, monkeypatch):
     calls = []
 
     def fail_first(body, **kwargs):
@@ -138,9 +152,13 @@ def test_after_a_scheduler_error_500_the_client_retries_and_the_job_succeeds(
 def test_two_jobs_share_a_sticky_input_that_the_client_then_lists(real_client):
     app = make_app()
     data = b"shared input\n" * 300
-    shared = File.objects.create(name="shared.in", kind=File.Kind.INPUT, nbytes=len(data),
-                                 md5_cksum=write_file(download_path("shared.in"), data),
-                                 sticky=True)
+    shared = File.objects.create(
+        name="shared.in",
+        kind=File.Kind.INPUT,
+        nbytes=len(data),
+        md5_cksum=write_file(download_path("shared.in"), data),
+        sticky=True,
+    )
     wus = make_jobs(app, ["wu_s1", "wu_s2"], shared_input=shared)
     key = account()
     client = real_client()
@@ -153,8 +171,7 @@ def test_two_jobs_share_a_sticky_input_that_the_client_then_lists(real_client):
     for result in results:
         assert upload_path(result.output_file_name(0)).read_bytes().startswith(data.upper())
     host = Host.objects.get(owner=key.user)
-    assert list(HostFile.objects.filter(host=host).values_list("name", flat=True)) == [
-        "shared.in"]
+    assert list(HostFile.objects.filter(host=host).values_list("name", flat=True)) == ["shared.in"]
     last_request = next(client.dir.path.glob("sched_request_*.xml")).read_bytes()
     assert [f.name for f in parse_request(last_request).request.file_infos] == ["shared.in"]
     assert (client.dir.project_dir / "shared.in").read_bytes() == data
@@ -163,8 +180,7 @@ def test_two_jobs_share_a_sticky_input_that_the_client_then_lists(real_client):
 def test_a_signed_app_version_is_downloaded_verified_and_run(real_client, tmp_path):
     app = make_app()
     signing.write_key_pair()
-    version = AppVersionFactory(app=app, version_num=200, platform="x86_64-pc-linux-gnu",
-                                flops=1e9)
+    version = AppVersionFactory(app=app, version_num=200, platform="x86_64-pc-linux-gnu", flops=1e9)
     script = tmp_path / "worker.sh"
     script.write_text(worker_script(app.name))
     signing.add_app_version_file(version, script)

@@ -43,7 +43,7 @@ def test_a_signature_is_the_padded_ascii_md5_raised_to_the_private_exponent(key)
     value = int.from_bytes(bytes.fromhex("".join(lines[:-1])), "big")
     block = pow(value, key.e, key.n).to_bytes(128, "big")
     assert block[:2] == b"\x00\x01"
-    assert block[2:128 - 33] == b"\xff" * (128 - 35)
+    assert block[2 : 128 - 33] == b"\xff" * (128 - 35)
     assert block[-33:] == b"\x00" + md5.encode()
     assert signing.verify_md5(md5, signature, key.public())
     assert not signing.verify_md5(hashlib.md5(b"other").hexdigest(), signature, key.public())

@@ -11,8 +11,21 @@ import pytest
 from scheduling.engine import run
 from scheduling.engine.draws import BOINC_TWO_PI, GlibcRandom, PyRandom, make_rng
 
-from .helpers import (GFLOPS, HOUR, App, AppVersion, Availability, GpuType, Host, InitialJob, Prefs, cpu_app, job,
-                      project, scenario)
+from .helpers import (
+    GFLOPS,
+    HOUR,
+    App,
+    AppVersion,
+    Availability,
+    GpuType,
+    Host,
+    InitialJob,
+    Prefs,
+    cpu_app,
+    job,
+    project,
+    scenario,
+)
 
 
 def _libc():
@@ -58,6 +71,7 @@ def test_intended_keeps_pythons_generator():
     rng = make_rng(3, bce=False)
     assert isinstance(rng, PyRandom)
     import random
+
     ref = random.Random(3)
     assert rng.exponential(3600.0) == ref.expovariate(1 / 3600.0)
 
@@ -66,8 +80,7 @@ def half_on_host():
     # on_frac 0.651, so with srand(1) the first drand() (0.8402) is above it: the host starts
     # off, and the second draw (0.3944) sets the off period: -(3600/0.651 - 3600) x
     # ln(1 - 0.3944) = 967.9 s (RANDOM_PROCESS::init, exponential())
-    return scenario(project("P", apps=(cpu_app(hours=1.0),)),
-                    host=Host(ncpus=1, on=Availability(0.651, 3600.0)))
+    return scenario(project("P", apps=(cpu_app(hours=1.0),)), host=Host(ncpus=1, on=Availability(0.651, 3600.0)))
 
 
 def test_under_bce_the_host_changes_at_the_step_whose_interval_holds_the_periods_end():
@@ -84,8 +97,7 @@ def test_the_first_draws_also_start_processes_that_are_always_up():
     # the order on, connected, active, gpu_active: a host with only its GPU-active process
     # below 1 draws its state from the 7th drand() and its period from the 8th
     host = Host(ncpus=1, gpu_active=Availability(0.5, 3600.0))
-    result = run(scenario(project("P", apps=(cpu_app(hours=1.0),)), host=host), compat="bce", seed=1,
-                 duration=HOUR)
+    result = run(scenario(project("P", apps=(cpu_app(hours=1.0),)), host=host), compat="bce", seed=1, duration=HOUR)
     g = GlibcRandom(1)
     draws = [g.random() for _ in range(8)]
     up = not draws[6] > 0.5
@@ -96,10 +108,14 @@ def test_the_first_draws_also_start_processes_that_are_always_up():
 # With one random stream the two programs' traces agree step by step until a rule differs;
 # each rule below was found at such a first difference and is pinned on a small scenario.
 
+
 def gpu_app(name, usage, hours, latency=10 * 86400.0, ncpus=0.1):
-    return App(name=name, versions=(AppVersion(avg_ncpus=ncpus, flops=10 * GFLOPS, gpu_type="NVIDIA",
-                                               gpu_usage=usage),),
-               latency_bound=latency, fpops_est=hours * HOUR * 10 * GFLOPS)
+    return App(
+        name=name,
+        versions=(AppVersion(avg_ncpus=ncpus, flops=10 * GFLOPS, gpu_type="NVIDIA", gpu_usage=usage),),
+        latency_bound=latency,
+        fpops_est=hours * HOUR * 10 * GFLOPS,
+    )
 
 
 def gpu_job(name, app, hours, deadline):
@@ -111,9 +127,11 @@ def edf_gpu_host():
     # One GPU. Three projects' GPU jobs are all in deadline danger (each due before it can
     # end, reference/client.md §6.4): a half-GPU job due first, a whole-GPU job due next,
     # another half-GPU job due last. No fetching (buffers 0), no other work.
-    projects = (project("A", [gpu_job("a1", "ga", 3.0, 1 * HOUR)], apps=(gpu_app("ga", 0.5, 3.0),)),
-                project("B", [gpu_job("b1", "gb", 3.0, 2 * HOUR)], apps=(gpu_app("gb", 1.0, 3.0),)),
-                project("C", [gpu_job("c1", "gc", 3.0, 3 * HOUR)], apps=(gpu_app("gc", 0.5, 3.0),)))
+    projects = (
+        project("A", [gpu_job("a1", "ga", 3.0, 1 * HOUR)], apps=(gpu_app("ga", 0.5, 3.0),)),
+        project("B", [gpu_job("b1", "gb", 3.0, 2 * HOUR)], apps=(gpu_app("gb", 1.0, 3.0),)),
+        project("C", [gpu_job("c1", "gc", 3.0, 3 * HOUR)], apps=(gpu_app("gc", 0.5, 3.0),)),
+    )
     host = Host(ncpus=2, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, 50 * GFLOPS),))
     return scenario(*projects, host=host, prefs=Prefs(work_buf_min_days=0.0, work_buf_additional_days=0.0))
 
@@ -160,10 +178,14 @@ def test_under_bce_rec_counts_a_scheduled_gpu_job_while_the_gpu_is_suspended():
     # gpu_suspend_reason clear, so its first schedule starts the GPU job, which holds its
     # device for a step without computing before the next schedule takes it off: that step
     # earns REC and no FLOPs
-    host = Host(ncpus=1, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, 50 * GFLOPS),),
-                gpu_active=Availability(0.0, 3600.0))
-    sc = scenario(project("G", [gpu_job("g1", "g", 20.0, 10 * 86400.0)], apps=(gpu_app("g", 1.0, 20.0),)),
-                  host=host, prefs=Prefs(work_buf_min_days=0.0, work_buf_additional_days=0.0))
+    host = Host(
+        ncpus=1, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, 50 * GFLOPS),), gpu_active=Availability(0.0, 3600.0)
+    )
+    sc = scenario(
+        project("G", [gpu_job("g1", "g", 20.0, 10 * 86400.0)], apps=(gpu_app("g", 1.0, 20.0),)),
+        host=host,
+        prefs=Prefs(work_buf_min_days=0.0, work_buf_additional_days=0.0),
+    )
     result = run(sc, compat="bce", seed=1, duration=600.0, existing_jobs_only=True)
     assert [(s.job, s.start, s.end) for s in result.slices] == [("g1", 0.0, 60.0)]
     assert result.projects[0].flops_used == 0.0
@@ -174,12 +196,17 @@ def test_under_bce_jobs_that_arrived_together_queue_in_the_md5_order_of_their_na
     # CLIENT_STATE::sort_results orders the results it reads by arrival, then by the MD5 of
     # their names: md5("c2") = 9ab62b... sorts before md5("c1") = a9f7e9..., so on one CPU c2
     # runs first under --compat bce; intended keeps the file's order
-    jobs = [InitialJob(name=n, app="a", fpops=HOUR * GFLOPS, fpops_est=HOUR * GFLOPS, deadline=10 * 86400.0)
-            for n in ("c1", "c2")]
+    jobs = [
+        InitialJob(name=n, app="a", fpops=HOUR * GFLOPS, fpops_est=HOUR * GFLOPS, deadline=10 * 86400.0)
+        for n in ("c1", "c2")
+    ]
     sc = scenario(project("P", jobs), prefs=Prefs(work_buf_min_days=0.0, work_buf_additional_days=0.0))
-    first = {compat: min(run(sc, compat=compat, duration=HOUR / 2, existing_jobs_only=True).slices,
-                         key=lambda s: s.start).job
-             for compat in ("bce", "intended")}
+    first = {
+        compat: min(
+            run(sc, compat=compat, duration=HOUR / 2, existing_jobs_only=True).slices, key=lambda s: s.start
+        ).job
+        for compat in ("bce", "intended")
+    }
     assert first == {"bce": "c2", "intended": "c1"}
 
 
@@ -196,6 +223,7 @@ def _differential_host(seed, n, tmp_path):
     host = [module.random_host(rng, i) for i in range(1, n + 1)][-1]
     module.write_case(str(tmp_path), host)
     from scheduling.engine import read_client_state
+
     return read_client_state(str(tmp_path))
 
 
@@ -213,8 +241,17 @@ def test_a_job_started_now_is_looked_at_again_on_the_next_step(compat, tmp_path)
     sc = _differential_host(1, 18, tmp_path)
 
     def slices(fixed):
-        em = Emulator(sc, get_policy("boinc7"), duration=2400.0, delta=60.0, seed=1, compat=compat,
-                      existing_jobs_only=False, policy_name="boinc7", fixed_step=fixed)
+        em = Emulator(
+            sc,
+            get_policy("boinc7"),
+            duration=2400.0,
+            delta=60.0,
+            seed=1,
+            compat=compat,
+            existing_jobs_only=False,
+            policy_name="boinc7",
+            fixed_step=fixed,
+        )
         # an end inside a step may differ in its last bits (progress summed in other chunks)
         return sorted((s.job, s.start, round(s.end, 6)) for s in em.run().slices)
 
@@ -227,11 +264,17 @@ def test_a_job_started_now_is_looked_at_again_on_the_next_step(compat, tmp_path)
 def test_under_bce_an_rpc_sends_jobs_until_the_request_is_met():
     # simulate_rpc has no count limit: a 10-day buffer of 2-minute jobs on one CPU is one
     # RPC of about 7,200 jobs in BOINC's emulator; intended keeps its cap of 500
-    app = App(name="a", versions=(AppVersion(avg_ncpus=1.0, flops=GFLOPS),), latency_bound=30 * 86400.0,
-              fpops_est=120 * GFLOPS)
+    app = App(
+        name="a",
+        versions=(AppVersion(avg_ncpus=1.0, flops=GFLOPS),),
+        latency_bound=30 * 86400.0,
+        fpops_est=120 * GFLOPS,
+    )
     sc = scenario(project("P", apps=(app,)), prefs=Prefs(work_buf_min_days=5.0, work_buf_additional_days=5.0))
-    got = {compat: sum(run(sc, compat=compat, duration=60.0).rpcs[0].jobs_received.values())
-           for compat in ("bce", "intended")}
+    got = {
+        compat: sum(run(sc, compat=compat, duration=60.0).rpcs[0].jobs_received.values())
+        for compat in ("bce", "intended")
+    }
     assert got["intended"] == 500
     assert 7000 < got["bce"] < 7300
 
@@ -243,10 +286,13 @@ def repick_host():
     g_apps = (gpu_app("g1", 1.0, 1.0, ncpus=0.1), gpu_app("g2", 1.0, 20.0, ncpus=1.0))
     g_jobs = [gpu_job("g1", "g1", 1.0, 10 * 86400.0), gpu_job("g2", "g2", 20.0, 10 * 86400.0)]
     host = Host(ncpus=2, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, 50 * GFLOPS),))
-    return scenario(project("C", [job("c1", hours=5.0, deadline=7 * HOUR)]),
-                    project("D", [job("d1", hours=5.0)]),
-                    project("G", g_jobs, apps=g_apps),
-                    host=host, prefs=Prefs(work_buf_min_days=0.0, work_buf_additional_days=0.0))
+    return scenario(
+        project("C", [job("c1", hours=5.0, deadline=7 * HOUR)]),
+        project("D", [job("d1", hours=5.0)]),
+        project("G", g_jobs, apps=g_apps),
+        host=host,
+        prefs=Prefs(work_buf_min_days=0.0, work_buf_additional_days=0.0),
+    )
 
 
 def test_under_bce_the_round_robin_simulation_picks_afresh_after_each_end():
@@ -271,9 +317,12 @@ def test_under_bce_a_cpu_full_of_gpu_shares_still_takes_one_cpu_job():
     from scheduling.engine import rr_snapshot
 
     host = Host(ncpus=1, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, 50 * GFLOPS),))
-    sc = scenario(project("C", [job("c1", hours=2.0), job("c2", hours=2.0)]),
-                  project("G", [gpu_job("g1", "g", 10.0, 10 * 86400.0)], apps=(gpu_app("g", 1.0, 10.0, ncpus=1.0),)),
-                  host=host, prefs=Prefs(work_buf_min_days=0.0, work_buf_additional_days=0.0))
+    sc = scenario(
+        project("C", [job("c1", hours=2.0), job("c2", hours=2.0)]),
+        project("G", [gpu_job("g1", "g", 10.0, 10 * 86400.0)], apps=(gpu_app("g", 1.0, 10.0, ncpus=1.0),)),
+        host=host,
+        prefs=Prefs(work_buf_min_days=0.0, work_buf_additional_days=0.0),
+    )
     jobs = {j["name"]: j["projected_finish"] for j in rr_snapshot(sc, at=0.0, compat="bce")["jobs"]}
     # one CPU job from the start and the other after it (the incremental simulation would
     # start neither before g1 ends at 10 h)
@@ -309,8 +358,11 @@ def test_under_bce_rec_is_not_credited_for_the_step_before_the_host_goes_off():
     from scheduling.engine.state import COBBLESTONE_SCALE
 
     host = Host(ncpus=1, cpu_flops=GFLOPS, on=Availability(0.5, 1800.0))
-    sc = scenario(project("P", [job("p1", hours=100.0)]), host=host,
-                  prefs=Prefs(work_buf_min_days=0.0, work_buf_additional_days=0.0))
+    sc = scenario(
+        project("P", [job("p1", hours=100.0)]),
+        host=host,
+        prefs=Prefs(work_buf_min_days=0.0, work_buf_additional_days=0.0),
+    )
     result = run(sc, compat="bce", seed=1, duration=6 * HOUR, existing_jobs_only=True)
     off = sorted((h.start, h.end) for h in result.host_periods if h.state == "off")
     assert off, "the sample path has an off period"
@@ -343,8 +395,15 @@ def test_under_bce_a_projects_next_cpu_job_follows_the_order_of_its_tasks():
         return min(p.jobs, key=_best_job_key_bce if bce else _best_job_key)
 
     def j(name, state, in_memory, task_seq, index):
-        return NS(name=name, rsc=0, state=state, in_memory=in_memory, started=task_seq < math.inf,
-                  task_seq=task_seq, index=index)
+        return NS(
+            name=name,
+            rsc=0,
+            state=state,
+            in_memory=in_memory,
+            started=task_seq < math.inf,
+            task_seq=task_seq,
+            index=index,
+        )
 
     early_arrival_later_task = j("a", RUNNING, True, 5, 1)
     late_arrival_early_task = j("b", RUNNING, True, 2, 7)
@@ -358,7 +417,6 @@ def test_under_bce_a_projects_next_cpu_job_follows_the_order_of_its_tasks():
     assert _best_job(p, 0, set(), bce=True).name == "d"
     p = NS(jobs=[fresh, removed])
     assert _best_job(p, 0, set(), bce=True).name == "c"
-
 
 
 def test_under_bce_a_project_left_out_of_the_priorities_is_ranked_by_its_last_rec_temp():

@@ -9,8 +9,21 @@ import pytest
 from scheduling.engine import get_policy, read_pcdr, rr_snapshot, run
 from scheduling.engine.emulator import Emulator
 
-from .helpers import (GFLOPS, HOUR, App, AppVersion, Availability, GpuType, Host, InitialJob, Prefs, cpu_app,
-                      job, project, scenario)
+from .helpers import (
+    GFLOPS,
+    HOUR,
+    App,
+    AppVersion,
+    Availability,
+    GpuType,
+    Host,
+    InitialJob,
+    Prefs,
+    cpu_app,
+    job,
+    project,
+    scenario,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -22,9 +35,12 @@ def urgent_work_behind_a_running_job():
     # the buffer (1 h) is below its minimum and urgent, with no queued work, has the higher
     # fetch priority, so it is asked for work at 0 s.
     prefs = Prefs(work_buf_min_days=0.1, work_buf_additional_days=0.0)
-    return scenario(project("busy", [job("b1", hours=1.0)], share=100),
-                    project("urgent", apps=(cpu_app(hours=0.1, latency=HOUR),), share=100),
-                    ncpus=1, prefs=prefs)
+    return scenario(
+        project("busy", [job("b1", hours=1.0)], share=100),
+        project("urgent", apps=(cpu_app(hours=0.1, latency=HOUR),), share=100),
+        ncpus=1,
+        prefs=prefs,
+    )
 
 
 def first_start(result, name):
@@ -66,18 +82,32 @@ def test_seed_001_scenario_1_with_a_short_buffer_makes_two_rpcs_per_job():
 def gpu_job_on_an_intermittent_gpu():
     # one GPU job that outlasts the run, on a GPU allowed half of the time in periods of an
     # hour on average; nothing else runs
-    gpu_app = App(name="g", versions=(AppVersion(avg_ncpus=0.1, flops=10 * GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0),),
-                  latency_bound=100 * 86400.0, fpops_est=1000 * HOUR * 10 * GFLOPS)
-    big = InitialJob(name="g1", app="g", fpops=1000 * HOUR * 10 * GFLOPS, fpops_est=1000 * HOUR * 10 * GFLOPS,
-                     deadline=100 * 86400.0)
-    host = Host(ncpus=1, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, 50 * GFLOPS),),
-                gpu_active=Availability(0.5, HOUR))
+    gpu_app = App(
+        name="g",
+        versions=(AppVersion(avg_ncpus=0.1, flops=10 * GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0),),
+        latency_bound=100 * 86400.0,
+        fpops_est=1000 * HOUR * 10 * GFLOPS,
+    )
+    big = InitialJob(
+        name="g1", app="g", fpops=1000 * HOUR * 10 * GFLOPS, fpops_est=1000 * HOUR * 10 * GFLOPS, deadline=100 * 86400.0
+    )
+    host = Host(
+        ncpus=1, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, 50 * GFLOPS),), gpu_active=Availability(0.5, HOUR)
+    )
     return scenario(project("G", [big], apps=(gpu_app,)), host=host)
 
 
 def emulate(s, compat, duration):
-    em = Emulator(s, get_policy("boinc7"), duration=duration, delta=60, seed=3, compat=compat,
-                  existing_jobs_only=True, policy_name="boinc7")
+    em = Emulator(
+        s,
+        get_policy("boinc7"),
+        duration=duration,
+        delta=60,
+        seed=3,
+        compat=compat,
+        existing_jobs_only=True,
+        policy_name="boinc7",
+    )
     return em, em.run()
 
 
@@ -167,15 +197,29 @@ def test_under_bce_max_concurrent_from_the_state_file_limits_nothing():
 def mt_and_single_thread_jobs():
     # four CPUs and one project whose jobs arrived in this order: a 3-CPU job, five 1-CPU
     # jobs, a 4-CPU job, all due in ten days (no deadline pressure)
-    apps = (App(name="mt3", versions=(AppVersion(avg_ncpus=3.0, flops=3 * GFLOPS),), latency_bound=10 * 86400.0,
-                fpops_est=3 * HOUR * GFLOPS),
-            App(name="mt4", versions=(AppVersion(avg_ncpus=4.0, flops=4 * GFLOPS),), latency_bound=10 * 86400.0,
-                fpops_est=4 * HOUR * GFLOPS),
-            cpu_app("st"))
+    apps = (
+        App(
+            name="mt3",
+            versions=(AppVersion(avg_ncpus=3.0, flops=3 * GFLOPS),),
+            latency_bound=10 * 86400.0,
+            fpops_est=3 * HOUR * GFLOPS,
+        ),
+        App(
+            name="mt4",
+            versions=(AppVersion(avg_ncpus=4.0, flops=4 * GFLOPS),),
+            latency_bound=10 * 86400.0,
+            fpops_est=4 * HOUR * GFLOPS,
+        ),
+        cpu_app("st"),
+    )
     sized = {"mt3": 3.0, "mt4": 4.0, "st": 1.0}
     jobs = [("m3", "mt3")] + [(f"s{i}", "st") for i in range(5)] + [("m4", "mt4")]
-    initial = [InitialJob(name=n, app=a, fpops=sized[a] * HOUR * GFLOPS, fpops_est=sized[a] * HOUR * GFLOPS,
-                          deadline=10 * 86400.0) for n, a in jobs]
+    initial = [
+        InitialJob(
+            name=n, app=a, fpops=sized[a] * HOUR * GFLOPS, fpops_est=sized[a] * HOUR * GFLOPS, deadline=10 * 86400.0
+        )
+        for n, a in jobs
+    ]
     return scenario(project("P", initial, apps=apps), ncpus=4)
 
 
@@ -193,12 +237,19 @@ def test_the_run_list_counts_single_and_multi_thread_cpus_apart(compat):
 def gpu_jobs_on_a_suspended_gpu(gpu_active):
     # one CPU, two GPUs allowed (or never allowed) to compute; project "G" has two GPU jobs
     # each needing a whole CPU, project "C" one CPU job
-    gpu_app = App(name="g", versions=(AppVersion(avg_ncpus=1.0, flops=10 * GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0),),
-                  latency_bound=10 * 86400.0, fpops_est=10 * HOUR * GFLOPS)
-    gjobs = [InitialJob(name=f"g{i}", app="g", fpops=10 * HOUR * GFLOPS, fpops_est=10 * HOUR * GFLOPS,
-                        deadline=10 * 86400.0) for i in range(2)]
-    host = Host(ncpus=1, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 2, 50 * GFLOPS),),
-                gpu_active=Availability(gpu_active, HOUR))
+    gpu_app = App(
+        name="g",
+        versions=(AppVersion(avg_ncpus=1.0, flops=10 * GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0),),
+        latency_bound=10 * 86400.0,
+        fpops_est=10 * HOUR * GFLOPS,
+    )
+    gjobs = [
+        InitialJob(name=f"g{i}", app="g", fpops=10 * HOUR * GFLOPS, fpops_est=10 * HOUR * GFLOPS, deadline=10 * 86400.0)
+        for i in range(2)
+    ]
+    host = Host(
+        ncpus=1, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 2, 50 * GFLOPS),), gpu_active=Availability(gpu_active, HOUR)
+    )
     return scenario(project("C", [job("c1", hours=4.0)]), project("G", gjobs, apps=(gpu_app,)), host=host)
 
 
@@ -243,8 +294,9 @@ def test_under_bce_the_active_process_stands_still_while_the_host_is_off():
     duration = 20 * 86400.0
     n, flips = activity_flips_across_off_periods(run(intermittent_host(), compat="bce", duration=duration), duration)
     assert n > 100 and flips <= 0.05 * n
-    n, flips = activity_flips_across_off_periods(run(intermittent_host(), compat="intended", duration=duration),
-                                                 duration)
+    n, flips = activity_flips_across_off_periods(
+        run(intermittent_host(), compat="intended", duration=duration), duration
+    )
     assert n > 100 and 0.2 * n < flips < 0.6 * n
 
 
@@ -264,12 +316,17 @@ def test_under_bce_a_held_gpu_job_counts_elapsed_time_once_and_a_computing_one_t
 def gpu_jobs_on_a_half_active_host():
     # one CPU and one GPU, the host always on, active half of the time, the GPU allowed
     # whenever the host is active; two 1-hour GPU jobs queued
-    gpu_app = App(name="g", versions=(AppVersion(avg_ncpus=0.1, flops=10 * GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0),),
-                  latency_bound=10 * 86400.0, fpops_est=HOUR * 10 * GFLOPS)
-    jobs = [InitialJob(name=f"g{i}", app="g", fpops=HOUR * 10 * GFLOPS, fpops_est=HOUR * 10 * GFLOPS,
-                       deadline=10 * 86400.0) for i in range(2)]
-    host = Host(ncpus=1, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, 50 * GFLOPS),),
-                active=Availability(0.5, HOUR))
+    gpu_app = App(
+        name="g",
+        versions=(AppVersion(avg_ncpus=0.1, flops=10 * GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0),),
+        latency_bound=10 * 86400.0,
+        fpops_est=HOUR * 10 * GFLOPS,
+    )
+    jobs = [
+        InitialJob(name=f"g{i}", app="g", fpops=HOUR * 10 * GFLOPS, fpops_est=HOUR * 10 * GFLOPS, deadline=10 * 86400.0)
+        for i in range(2)
+    ]
+    host = Host(ncpus=1, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, 50 * GFLOPS),), active=Availability(0.5, HOUR))
     return scenario(project("G", jobs, apps=(gpu_app,)), host=host)
 
 
@@ -297,15 +354,28 @@ def test_under_bce_a_gpu_suspension_due_at_the_end_of_the_run_leaves_the_last_st
     assert computing == first
     assert em.all_jobs[0].done == pytest.approx(computing * 10 * GFLOPS)
 
+
 def one_job_per_gpu_type(gpu_order):
     # one CPU; an NVIDIA and an ATI GPU; projects "A" (listed first) and "N" each have one
     # GPU job that needs 1.5 CPUs, so only one of the two fits under ncpus + 1 = 2
     def gpu_project(name, vendor):
-        app = App(name="g", versions=(AppVersion(avg_ncpus=1.5, flops=10 * GFLOPS, gpu_type=vendor, gpu_usage=1.0),),
-                  latency_bound=10 * 86400.0, fpops_est=10 * HOUR * GFLOPS)
-        jobs = [InitialJob(name=name.lower(), app="g", fpops=10 * HOUR * GFLOPS, fpops_est=10 * HOUR * GFLOPS,
-                           deadline=10 * 86400.0)]
+        app = App(
+            name="g",
+            versions=(AppVersion(avg_ncpus=1.5, flops=10 * GFLOPS, gpu_type=vendor, gpu_usage=1.0),),
+            latency_bound=10 * 86400.0,
+            fpops_est=10 * HOUR * GFLOPS,
+        )
+        jobs = [
+            InitialJob(
+                name=name.lower(),
+                app="g",
+                fpops=10 * HOUR * GFLOPS,
+                fpops_est=10 * HOUR * GFLOPS,
+                deadline=10 * 86400.0,
+            )
+        ]
         return project(name, jobs, apps=(app,))
+
     gpus = {"NVIDIA": GpuType("NVIDIA", 1, 50 * GFLOPS), "ATI": GpuType("ATI", 1, 50 * GFLOPS)}
     host = Host(ncpus=1, cpu_flops=GFLOPS, gpus=tuple(gpus[v] for v in gpu_order))
     return scenario(gpu_project("A", "ATI"), gpu_project("N", "NVIDIA"), host=host)
@@ -329,8 +399,17 @@ def test_a_report_asks_for_work_of_a_resource_the_project_is_backed_off_for(comp
     # fetch, but an RPC it makes to report results still tops up the buffer. One 1-hour job
     # on two CPUs leaves a CPU idle, so the CPU buffer is below work_buf_total.
     from scheduling.engine import work_fetch
-    em = Emulator(scenario(project("P", [job("a", hours=1.0)]), ncpus=2), get_policy("boinc7"), duration=HOUR,
-                  delta=60, seed=1, compat=compat, existing_jobs_only=True, policy_name="boinc7")
+
+    em = Emulator(
+        scenario(project("P", [job("a", hours=1.0)]), ncpus=2),
+        get_policy("boinc7"),
+        duration=HOUR,
+        delta=60,
+        seed=1,
+        compat=compat,
+        existing_jobs_only=True,
+        policy_name="boinc7",
+    )
     p = em.projects[0]
     p.backoff_time[0] = 1000.0
     p.backoff_interval[0] = 600.0
@@ -357,16 +436,33 @@ def test_a_project_that_would_ask_for_nothing_gives_the_work_fetch_to_the_next_o
     # app, triggers on the CPU too, asks for no CPU time, and its GPU request, the GPU's
     # buffer being empty, is one job for the idle instance.
     from scheduling.engine import work_fetch
+
     host = Host(ncpus=2, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, 50 * GFLOPS),))
-    gpu_app = App(name="g", versions=(AppVersion(avg_ncpus=0.5, flops=20 * GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0),),
-                  latency_bound=10 * 86400.0, fpops_est=HOUR * 20 * GFLOPS)
-    a = project("A", [job("a1", hours=2 / 60), job("a2", hours=2 / 60)], share=0.0,
-                **({"no_rsc_apps": ("NVIDIA",)} if compat == "bce" else {}))
+    gpu_app = App(
+        name="g",
+        versions=(AppVersion(avg_ncpus=0.5, flops=20 * GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0),),
+        latency_bound=10 * 86400.0,
+        fpops_est=HOUR * 20 * GFLOPS,
+    )
+    a = project(
+        "A",
+        [job("a1", hours=2 / 60), job("a2", hours=2 / 60)],
+        share=0.0,
+        **({"no_rsc_apps": ("NVIDIA",)} if compat == "bce" else {}),
+    )
     b = project("B", share=0.0, apps=(cpu_app(), gpu_app))
     c = project("C", share=100.0, apps=(cpu_app(), gpu_app))
     prefs = Prefs(work_buf_min_days=0.01, work_buf_additional_days=0.01)
-    em = Emulator(scenario(a, b, c, host=host, prefs=prefs), get_policy("boinc7"), duration=HOUR, delta=60, seed=1,
-                  compat=compat, existing_jobs_only=True, policy_name="boinc7")
+    em = Emulator(
+        scenario(a, b, c, host=host, prefs=prefs),
+        get_policy("boinc7"),
+        duration=HOUR,
+        delta=60,
+        seed=1,
+        compat=compat,
+        existing_jobs_only=True,
+        policy_name="boinc7",
+    )
     pa, pb, pc = em.projects
     pb.rec = 1.0
     pc.backoff_time[:] = [1000.0, 1000.0]
@@ -388,14 +484,31 @@ def test_under_bce_a_gpu_jobs_cpu_part_of_its_peak_flops_is_scaled_with_the_cpu_
     # (1 - 0.5) / 1 = 0.5. In an hour the CPU job is charged 0.5 CPU-hours either way; the
     # GPU job 0.5 x 0.5 CPU-hours under bce, its whole 0.5 under intended.
     host = Host(ncpus=1, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, 50 * GFLOPS),))
-    gpu_app = App(name="g", versions=(AppVersion(avg_ncpus=0.5, flops=10 * GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0),),
-                  latency_bound=10 * 86400.0, fpops_est=100 * HOUR * 10 * GFLOPS)
+    gpu_app = App(
+        name="g",
+        versions=(AppVersion(avg_ncpus=0.5, flops=10 * GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0),),
+        latency_bound=10 * 86400.0,
+        fpops_est=100 * HOUR * 10 * GFLOPS,
+    )
     big = 100 * HOUR * 10 * GFLOPS
-    s = scenario(project("P", [job("c", hours=100), InitialJob(name="g1", app="g", fpops=big, fpops_est=big,
-                                                                deadline=10 * 86400.0)],
-                         apps=(cpu_app(hours=100), gpu_app)), host=host)
-    em = Emulator(s, get_policy("boinc7"), duration=HOUR, delta=60, seed=1, compat=compat,
-                  existing_jobs_only=True, policy_name="boinc7")
+    s = scenario(
+        project(
+            "P",
+            [job("c", hours=100), InitialJob(name="g1", app="g", fpops=big, fpops_est=big, deadline=10 * 86400.0)],
+            apps=(cpu_app(hours=100), gpu_app),
+        ),
+        host=host,
+    )
+    em = Emulator(
+        s,
+        get_policy("boinc7"),
+        duration=HOUR,
+        delta=60,
+        seed=1,
+        compat=compat,
+        existing_jobs_only=True,
+        policy_name="boinc7",
+    )
     em.run()
     cpu_job, gpu_job = sorted(em.all_jobs, key=lambda j: j.rsc)
     assert em.cpu_scale == pytest.approx(0.5)
@@ -414,8 +527,16 @@ def test_under_bce_the_step_in_which_a_job_ends_is_charged_whole(compat):
     # [60, 120]: under bce 120 s of peak FLOPs and, elapsed time counting twice, 240 s of
     # elapsed time; intended counts the 90 s it computed.
     s = scenario(project("P", [job("j", hours=90 / HOUR)]), ncpus=1)
-    em = Emulator(s, get_policy("boinc7"), duration=600, delta=60, seed=1, compat=compat,
-                  existing_jobs_only=True, policy_name="boinc7")
+    em = Emulator(
+        s,
+        get_policy("boinc7"),
+        duration=600,
+        delta=60,
+        seed=1,
+        compat=compat,
+        existing_jobs_only=True,
+        policy_name="boinc7",
+    )
     result = em.run()
     (j,) = em.all_jobs
     charged = 120.0 if compat == "bce" else 90.0

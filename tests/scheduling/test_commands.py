@@ -27,8 +27,15 @@ def test_simulate_json_has_the_contract_keys_for_every_scenario_kind(path):
     assert set(data["figures"]) == {"wasted_fraction", "idle_fraction", "share_violation", "monotony", "rpcs_per_job"}
     assert all(isinstance(v, float) for v in data["figures"].values())
     for p in data["projects"]:
-        assert set(p) >= {"name", "resource_share", "flops_used", "flops_wasted", "deadlines_met",
-                          "deadlines_missed", "jobs_completed"}
+        assert set(p) >= {
+            "name",
+            "resource_share",
+            "flops_used",
+            "flops_wasted",
+            "deadlines_met",
+            "deadlines_missed",
+            "jobs_completed",
+        }
     assert data["duration"] == 36 * 3600
     assert data["policy"] == "boinc7" and data["seed"] == 1
     assert isinstance(data["cpu_seconds"], float)
@@ -37,8 +44,9 @@ def test_simulate_json_has_the_contract_keys_for_every_scenario_kind(path):
 @pytest.mark.parametrize("policy", ["boinc7", "boinc5", "wrr", "fifo"])
 @pytest.mark.parametrize("compat", ["intended", "bce"])
 def test_simulate_runs_every_policy_in_both_compat_modes(policy, compat):
-    data = json.loads(simulate(SCENARIOS / "standard.json", "--policy", policy, "--compat", compat,
-                               "--duration", "1d", "--json"))
+    data = json.loads(
+        simulate(SCENARIOS / "standard.json", "--policy", policy, "--compat", compat, "--duration", "1d", "--json")
+    )
     assert data["policy"] == policy and data["compat"] == compat
     assert sum(p["flops_used"] for p in data["projects"]) > 0
 
@@ -57,23 +65,29 @@ def test_existing_jobs_only_sends_nothing_so_rpcs_per_job_is_zero():
     assert all(p["jobs_received"] == 0 for p in data["projects"])
 
 
-@pytest.mark.parametrize("args, message", [
-    (["nope.json"], "no such file"),
-    ([SCENARIOS / "standard.json", "--duration", "ten days"], "invalid duration"),
-    ([SCENARIOS / "standard.json", "--delta", "0"], "--delta must be positive"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["nope.json"], "no such file"),
+        ([SCENARIOS / "standard.json", "--duration", "ten days"], "invalid duration"),
+        ([SCENARIOS / "standard.json", "--delta", "0"], "--delta must be positive"),
+    ],
+)
 def test_simulate_rejects_bad_input_with_exit_code_2(args, message):
     with pytest.raises(CommandError, match=message) as info:
         simulate(*args)
     assert info.value.returncode == 2
 
 
-@pytest.mark.parametrize("args", [
-    ["simulate", "scenarios/standard.json", "--policy", "nonsense"],
-    ["simulate", "scenarios/standard.json", "--duration", "-3d"],
-    ["simulate", "bad.txt"],
-    ["rrsim", "scenarios/standard.json", "--at", "-5"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["simulate", "scenarios/standard.json", "--policy", "nonsense"],
+        ["simulate", "scenarios/standard.json", "--duration", "-3d"],
+        ["simulate", "bad.txt"],
+        ["rrsim", "scenarios/standard.json", "--at", "-5"],
+    ],
+)
 def test_the_command_line_prints_one_line_and_exits_2_without_a_traceback(args, tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_text("P1(1, 2, .5)\nP2(1, x, .5)\n")

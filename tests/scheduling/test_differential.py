@@ -65,8 +65,13 @@ def test_it_exits_2_and_says_how_to_build_the_emulator_without_bce_sim(different
 
 def test_results_dat_is_read_figure_by_figure(differential):
     figures = differential.parse_results_dat("wf 0.010000 if 0.250000 sv 0.500000 m 0.125000 r 0.990000\n")
-    assert figures == {"wasted_fraction": 0.01, "idle_fraction": 0.25, "share_violation": 0.5,
-                       "monotony": 0.125, "rpcs_per_job": 0.99}
+    assert figures == {
+        "wasted_fraction": 0.01,
+        "idle_fraction": 0.25,
+        "share_violation": 0.5,
+        "monotony": 0.125,
+        "rpcs_per_job": 0.99,
+    }
     assert differential.within("rpcs_per_job", 0.56, 0.99) is False
     assert differential.within("idle_fraction", 0.05, 0.03) is True
 
@@ -84,10 +89,18 @@ BCE_LOG = """\
 
 def _run_json(path, rpcs):
     import json
+
     path.mkdir()
-    (path / "run.json").write_text(json.dumps({"rpcs": [
-        {"time": t, "project": p, "ok": n != "down", "jobs_received": {} if n == "down" else {"NVIDIA": n}}
-        for t, p, n in rpcs]}))
+    (path / "run.json").write_text(
+        json.dumps(
+            {
+                "rpcs": [
+                    {"time": t, "project": p, "ok": n != "down", "jobs_received": {} if n == "down" else {"NVIDIA": n}}
+                    for t, p, n in rpcs
+                ]
+            }
+        )
+    )
 
 
 def test_the_rpc_traces_of_bces_log_and_the_engines_run_are_compared_in_order(differential, tmp_path):
@@ -95,7 +108,10 @@ def test_the_rpc_traces_of_bces_log_and_the_engines_run_are_compared_in_order(di
     (tmp_path / "bce").mkdir()
     (tmp_path / "bce" / "log.txt").write_text(BCE_LOG)
     assert differential.bce_rpcs(str(tmp_path / "bce" / "log.txt")) == [
-        (1140.0, "proj00", 18), (7920.0, "proj01", "down"), (86400.0 + 8340.0, "proj00", 11)]
+        (1140.0, "proj00", 18),
+        (7920.0, "proj01", "down"),
+        (86400.0 + 8340.0, "proj00", 11),
+    ]
     _run_json(tmp_path / "engine", [(1140.0, "proj00", 18), (7920.0, "proj01", "down"), (94740.0, "proj00", 11)])
     assert differential.same_until(str(tmp_path)) is None
     (tmp_path / "engine" / "run.json").unlink()

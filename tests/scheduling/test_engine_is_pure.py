@@ -10,9 +10,11 @@ ENGINE = ROOT / "scheduling" / "engine"
 
 
 def test_engine_sources_never_import_django():
-    offenders = [str(path.relative_to(ROOT)) for path in ENGINE.rglob("*.py")
-                 if any(line.strip().startswith(("import django", "from django"))
-                        for line in path.read_text().splitlines())]
+    offenders = [
+        str(path.relative_to(ROOT))
+        for path in ENGINE.rglob("*.py")
+        if any(line.strip().startswith(("import django", "from django")) for line in path.read_text().splitlines())
+    ]
     assert offenders == []
 
 

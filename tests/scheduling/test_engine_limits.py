@@ -49,8 +49,9 @@ def test_rrsim_of_a_job_that_never_ends_is_the_same_error():
 
 
 def flickering_host():
-    return scenario(project("P"), host=Host(ncpus=1, cpu_flops=1e9,
-                                            on=unchecked(Availability(0.5, 60), mean_up=1e-300)))
+    return scenario(
+        project("P"), host=Host(ncpus=1, cpu_flops=1e9, on=unchecked(Availability(0.5, 60), mean_up=1e-300))
+    )
 
 
 def test_a_mean_up_time_too_short_to_move_the_clock_stops_the_run():
@@ -70,6 +71,7 @@ def test_a_run_past_its_event_bound_stops_with_the_time_it_reached(monkeypatch):
 
 def test_simulate_says_why_in_one_line_and_exits_2(tmp_path):
     import json
+
     path = tmp_path / "flickering.json"
     path.write_text(json.dumps(scenario_to_dict(flickering_host())))
     with pytest.raises(CommandError, match="mean up period") as err:

@@ -11,8 +11,17 @@ from .helpers import HOUR, Availability, Host, GFLOPS, Prefs, cpu_app, job, proj
 
 
 def emulate(s, *, policy="boinc7", duration=86400.0, fixed_step=False, compat="intended", seed=1):
-    em = Emulator(s, get_policy(policy), duration=duration, delta=60, seed=seed, compat=compat,
-                  existing_jobs_only=False, policy_name=policy, fixed_step=fixed_step)
+    em = Emulator(
+        s,
+        get_policy(policy),
+        duration=duration,
+        delta=60,
+        seed=seed,
+        compat=compat,
+        existing_jobs_only=False,
+        policy_name=policy,
+        fixed_step=fixed_step,
+    )
     return em, em.run()
 
 
@@ -20,24 +29,40 @@ def slice_end_preemption():
     # two projects on one CPU with 3-hour jobs and a 30-minute slice: the CPU changes hands
     # at slice ends, decided on the grid step right after each one
     prefs = Prefs(cpu_scheduling_period_minutes=30, work_buf_min_days=0.05, work_buf_additional_days=0.1)
-    return scenario(project("A", [job("a1", hours=3), job("a2", hours=3)], share=100),
-                    project("B", [job("b1", hours=3)], share=100), ncpus=1, prefs=prefs)
+    return scenario(
+        project("A", [job("a1", hours=3), job("a2", hours=3)], share=100),
+        project("B", [job("b1", hours=3)], share=100),
+        ncpus=1,
+        prefs=prefs,
+    )
 
 
 def deadline_pressure():
     # a job that only the EDF pass saves, beside a project with more priority
     prefs = Prefs(cpu_scheduling_period_minutes=60, work_buf_min_days=0.1, work_buf_additional_days=0.2)
-    return scenario(project("A", [job("a1", hours=4), job("a2", hours=4)], share=300),
-                    project("B", [job("b1", hours=4, deadline=14 * HOUR)], share=100), ncpus=1, prefs=prefs)
+    return scenario(
+        project("A", [job("a1", hours=4), job("a2", hours=4)], share=300),
+        project("B", [job("b1", hours=4, deadline=14 * HOUR)], share=100),
+        ncpus=1,
+        prefs=prefs,
+    )
 
 
 def intermittent_host():
-    host = Host(ncpus=2, cpu_flops=GFLOPS, on=Availability(0.6, 3 * 3600), active=Availability(0.8, 3600),
-                connected=Availability(0.7, 3600))
+    host = Host(
+        ncpus=2,
+        cpu_flops=GFLOPS,
+        on=Availability(0.6, 3 * 3600),
+        active=Availability(0.8, 3600),
+        connected=Availability(0.7, 3600),
+    )
     prefs = Prefs(cpu_scheduling_period_minutes=45, work_buf_min_days=0.1, work_buf_additional_days=0.3)
-    return scenario(project("A", apps=(cpu_app(hours=2.5, checkpoint_period=300),), share=200),
-                    project("B", apps=(cpu_app(hours=1.2, latency=86400.0),), share=100),
-                    host=host, prefs=prefs)
+    return scenario(
+        project("A", apps=(cpu_app(hours=2.5, checkpoint_period=300),), share=200),
+        project("B", apps=(cpu_app(hours=1.2, latency=86400.0),), share=100),
+        host=host,
+        prefs=prefs,
+    )
 
 
 @pytest.mark.parametrize("make", [slice_end_preemption, deadline_pressure, intermittent_host])
@@ -77,8 +102,11 @@ def test_off_periods_are_jumped_over_not_walked():
 
 def test_nothing_is_decided_while_disconnected_but_reports_wait_for_the_connection():
     host = Host(ncpus=1, cpu_flops=GFLOPS, connected=Availability(0.3, 6 * 3600))
-    s = scenario(project("P", apps=(cpu_app(hours=0.5),)), host=host,
-                 prefs=Prefs(work_buf_min_days=0.02, work_buf_additional_days=0.02))
+    s = scenario(
+        project("P", apps=(cpu_app(hours=0.5),)),
+        host=host,
+        prefs=Prefs(work_buf_min_days=0.02, work_buf_additional_days=0.02),
+    )
     em, result = emulate(s, duration=4 * 86400)
     _em, fixed = emulate(s, duration=4 * 86400, fixed_step=True)
     assert result.rpcs == fixed.rpcs and result.slices == fixed.slices
@@ -93,8 +121,12 @@ def test_a_slice_that_ends_on_a_checkpoint_is_preempted_at_the_next_checkpoint_n
     # job becomes preemptible at the next checkpoint, 300 s later, with nothing to lose
     prefs = Prefs(cpu_scheduling_period_minutes=45, work_buf_min_days=0.05, work_buf_additional_days=0.1)
     app = cpu_app(hours=3, checkpoint_period=300)
-    s = scenario(project("A", [job("a1", hours=3)], apps=(app,)), project("B", [job("b1", hours=3)], apps=(app,)),
-                 ncpus=1, prefs=prefs)
+    s = scenario(
+        project("A", [job("a1", hours=3)], apps=(app,)),
+        project("B", [job("b1", hours=3)], apps=(app,)),
+        ncpus=1,
+        prefs=prefs,
+    )
     _em, events = emulate(s, policy="wrr", duration=6 * HOUR)
     _em, fixed = emulate(s, policy="wrr", duration=6 * HOUR, fixed_step=True)
     assert events.slices == fixed.slices

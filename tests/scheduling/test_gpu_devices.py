@@ -41,7 +41,6 @@ def _device_loads(result):
 
 @pytest.mark.parametrize("compat", ["bce", "intended"])
 def test_a_running_job_whose_device_is_taken_moves_to_another(compat):
-    result = run(read_json(HOST.read_text()), policy="boinc7", duration=86400, delta=60, seed=299,
-                 compat=compat)
+    result = run(read_json(HOST.read_text()), policy="boinc7", duration=86400, delta=60, seed=299, compat=compat)
     peak = _device_loads(result)
     assert peak and all(u <= 1.0 + 1e-9 for u in peak.values())

@@ -53,8 +53,9 @@ def import_(client, **fields):
 
 
 def manage(*args, timeout=120):
-    return subprocess.run([sys.executable, "manage.py", *map(str, args)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "manage.py", *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def assert_one_line_exit_2(proc, *words):
@@ -65,6 +66,7 @@ def assert_one_line_exit_2(proc, *words):
 
 
 # ---------------------------------------------------------------- 1: a billion CPUs
+
 
 def test_a_billion_cpus_is_refused_by_every_import_naming_the_limit(ann):
     response = import_(ann, pcdr="A(1, 24, 1) NCPUS = 1000000000")
@@ -88,12 +90,19 @@ def test_the_engine_itself_refuses_more_cpus_than_the_limit():
 
 # ---------------------------------------------------------------- 2: overflow to infinity
 
-@pytest.mark.parametrize("field, value", [
-    ("host-cpu_gflops", "1e308"), ("apps-0-gflops", "1e300"), ("apps-0-size_gflop", "1e300"),
-    ("gpus-0-peak_gflops", "1e308"),
-])
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("host-cpu_gflops", "1e308"),
+        ("apps-0-gflops", "1e300"),
+        ("apps-0-size_gflop", "1e300"),
+        ("gpus-0-peak_gflops", "1e308"),
+    ],
+)
 def test_numbers_that_overflow_to_infinity_are_field_errors_not_500s(ann, stored, field, value):
     from tests.scheduling.test_lab_views import form_data
+
     data = form_data(stored)
     data[field] = value
     if field.startswith("gpus"):
@@ -119,11 +128,13 @@ def test_an_infinite_number_never_reaches_the_engine():
     with pytest.raises(ValueError, match="not a finite number"):
         App(name="a", versions=(AppVersion(flops=float("inf")),))
     with pytest.raises(ValueError, match="not a finite number"):
-        engine_run(Scenario(host=Host(), projects=(Project("A", apps=(App("a", (AppVersion(),)),)),)),
-                   duration=float("nan"))
+        engine_run(
+            Scenario(host=Host(), projects=(Project("A", apps=(App("a", (AppVersion(),)),)),)), duration=float("nan")
+        )
 
 
 # ---------------------------------------------------------------- 3: deep JSON, big pastes
+
 
 def test_deeply_nested_json_is_refused_before_parsing_by_every_door(ann, tmp_path):
     deep = "[" * 100_000
@@ -153,8 +164,10 @@ def test_a_paste_over_the_text_limit_but_under_the_form_limit_is_a_field_error(a
 
 # ---------------------------------------------------------------- 4: pinned workers
 
+
 def big_form(stored, ncpus=1024, projects=40):
     from tests.scheduling.test_lab_views import form_data
+
     data = form_data(stored)
     data["host-ncpus"] = ncpus
     data["projects-TOTAL_FORMS"] = projects
@@ -164,9 +177,18 @@ def big_form(stored, ncpus=1024, projects=40):
         data[f"projects-{i}-resource_share"] = 100
         data[f"projects-{i}-available_frac"] = 1
         data[f"projects-{i}-available_hours"] = 1
-        for key, value in dict(project=f"P{i}", name="a", resource="cpu", avg_ncpus=1, gpu_usage=0, gflops=1,
-                               size_gflop=3600, latency_bound_hours=240, checkpoint_minutes=0,
-                               resume_cost_minutes=0).items():
+        for key, value in dict(
+            project=f"P{i}",
+            name="a",
+            resource="cpu",
+            avg_ncpus=1,
+            gpu_usage=0,
+            gflops=1,
+            size_gflop=3600,
+            latency_bound_hours=240,
+            checkpoint_minutes=0,
+            resume_cost_minutes=0,
+        ).items():
             data[f"apps-{i}-{key}"] = value
     return data
 
@@ -177,28 +199,36 @@ def test_a_run_over_the_budget_is_refused_with_its_estimate_and_creates_nothing(
     page = ann.get(f"/lab/{stored.pk}/").content.decode()
     assert "Estimated engine time: about 2.7 min a run for 24 h" in page
     assert "The lab's budget is 5 min a run, which fits about 45.2 h of this scenario" in page
-    response = ann.post(f"/lab/{stored.pk}/runs/", {"policy": "boinc7", "duration": "100d", "seed": 1,
-                                                    "compat": "intended", "delta": 60})
+    response = ann.post(
+        f"/lab/{stored.pk}/runs/",
+        {"policy": "boinc7", "duration": "100d", "seed": 1, "compat": "intended", "delta": 60},
+    )
     assert response.status_code == 400
     assert "of engine time (estimated); the lab&#x27;s budget is 5 min a run" in response.content.decode()
     assert Run.objects.count() == 0
 
 
 def test_a_person_has_at_most_the_cap_of_runs_queued_and_a_comparison_counts_each(
-        ann, stored, redis_client, settings, django_capture_on_commit_callbacks):
+    ann, stored, redis_client, settings, django_capture_on_commit_callbacks
+):
     settings.LAB_ACTIVE_RUNS_PER_USER = 3
     with django_capture_on_commit_callbacks(execute=True):
-        response = ann.post(f"/lab/{stored.pk}/compare/", {"policies": ["boinc5", "boinc7"], "duration": "1h",
-                                                           "seed": 1, "compat": "intended"})
+        response = ann.post(
+            f"/lab/{stored.pk}/compare/",
+            {"policies": ["boinc5", "boinc7"], "duration": "1h", "seed": 1, "compat": "intended"},
+        )
     assert response.status_code == 302 and Run.objects.filter(owner=ann.user).count() == 2
-    response = ann.post(f"/lab/{stored.pk}/compare/", {"policies": ["boinc5", "boinc7"], "duration": "1h",
-                                                       "seed": 1, "compat": "intended"})
+    response = ann.post(
+        f"/lab/{stored.pk}/compare/",
+        {"policies": ["boinc5", "boinc7"], "duration": "1h", "seed": 1, "compat": "intended"},
+    )
     assert response.status_code == 429
     assert "You have 2 runs queued or running and this would start 2 more" in response.content.decode()
     assert Run.objects.count() == 2
     Run.objects.update(status=Run.Status.DONE)
-    response = ann.post(f"/lab/{stored.pk}/runs/", {"policy": "boinc7", "duration": "1h", "seed": 1,
-                                                    "compat": "intended", "delta": 60})
+    response = ann.post(
+        f"/lab/{stored.pk}/runs/", {"policy": "boinc7", "duration": "1h", "seed": 1, "compat": "intended", "delta": 60}
+    )
     assert response.status_code == 302
 
 
@@ -224,20 +254,26 @@ def test_a_twenty_thousand_project_paste_is_refused_and_so_are_forty_one_project
 
 # ---------------------------------------------------------------- Redis down
 
+
 def test_a_run_redis_cannot_take_is_not_created_and_the_page_says_why(ann, stored, settings):
     settings.RQ_QUEUES = {name: dict(conf, URL="redis://127.0.0.1:1/0") for name, conf in settings.RQ_QUEUES.items()}
-    response = ann.post(f"/lab/{stored.pk}/runs/", {"policy": "boinc7", "duration": "1h", "seed": 1,
-                                                    "compat": "intended", "delta": 60})
+    response = ann.post(
+        f"/lab/{stored.pk}/runs/", {"policy": "boinc7", "duration": "1h", "seed": 1, "compat": "intended", "delta": 60}
+    )
     assert response.status_code == 503 and "Redis is not reachable" in response.content.decode()
-    response = ann.post(f"/lab/{stored.pk}/compare/", {"policies": ["boinc5", "boinc7"], "duration": "1h",
-                                                       "seed": 1, "compat": "intended"})
+    response = ann.post(
+        f"/lab/{stored.pk}/compare/",
+        {"policies": ["boinc5", "boinc7"], "duration": "1h", "seed": 1, "compat": "intended"},
+    )
     assert response.status_code == 503 and "nothing was started" in response.content.decode()
     assert Run.objects.count() == 0
 
 
-def test_a_run_whose_enqueue_fails_after_its_commit_is_failed_with_the_reason(stored, settings,
-                                                                              django_capture_on_commit_callbacks):
+def test_a_run_whose_enqueue_fails_after_its_commit_is_failed_with_the_reason(
+    stored, settings, django_capture_on_commit_callbacks
+):
     from scheduling.jobs import enqueue_run
+
     settings.RQ_QUEUES = {name: dict(conf, URL="redis://127.0.0.1:1/0") for name, conf in settings.RQ_QUEUES.items()}
     run = Run.objects.create(scenario=stored, policy="boinc7", duration=3600, seed=1)
     with django_capture_on_commit_callbacks(execute=True):
@@ -247,6 +283,7 @@ def test_a_run_whose_enqueue_fails_after_its_commit_is_failed_with_the_reason(st
 
 
 # ---------------------------------------------------------------- 7: rrsim --at nan
+
 
 @pytest.mark.parametrize("at", ["nan", "inf", "1e300"])
 def test_rrsim_refuses_a_time_that_is_not_a_finite_time_in_range(at):
@@ -261,6 +298,7 @@ def test_rrsim_json_is_strict_json():
 
     def no_constant(name):
         raise AssertionError(f"{name} is not JSON")
+
     assert json.loads(out.getvalue(), parse_constant=no_constant)["time"] == 3600.0
     with pytest.raises(CommandError, match="not a finite number") as info:
         call_command("rrsim", str(SCENARIOS / "standard.json"), "--at", "nan", "--json", stdout=io.StringIO())
@@ -269,6 +307,7 @@ def test_rrsim_json_is_strict_json():
 
 def test_the_import_and_scenario_forms_still_check_csrf_after_reading_the_body_first():
     from django.test import Client
+
     user = User.objects.create_user("bob", password="pw-bob-123")
     client = Client(enforce_csrf_checks=True)
     client.force_login(user)

@@ -39,23 +39,50 @@ def scenarios(draw):
     ngpu = draw(st.integers(0, 2))
     gpus = (GpuType("NVIDIA", ngpu, 50 * GFLOPS),) if ngpu else ()
     frac = st.sampled_from([1.0, 0.9, 0.6])
-    host = Host(ncpus=ncpus, cpu_flops=GFLOPS, gpus=gpus, on=Availability(draw(frac), 3600),
-                active=Availability(draw(frac), 1800), gpu_active=Availability(draw(frac), 1800))
+    host = Host(
+        ncpus=ncpus,
+        cpu_flops=GFLOPS,
+        gpus=gpus,
+        on=Availability(draw(frac), 3600),
+        active=Availability(draw(frac), 1800),
+        gpu_active=Availability(draw(frac), 1800),
+    )
     projects = []
     for i in range(draw(st.integers(1, 3))):
         hours = draw(st.sampled_from([0.3, 1.0, 2.5, 6.0]))
         versions = [AppVersion(avg_ncpus=1.0, flops=GFLOPS)]
         if ngpu and draw(st.booleans()):
-            versions.append(AppVersion(avg_ncpus=draw(st.sampled_from([0.2, 0.5, 1.0])), flops=10 * GFLOPS,
-                                       gpu_type="NVIDIA", gpu_usage=draw(st.sampled_from([1.0, 0.5]))))
-        app = App(name="a", versions=tuple(versions), fpops_est=hours * 3600 * GFLOPS,
-                  fpops_std_dev=hours * 360 * GFLOPS, latency_bound=draw(st.sampled_from([0.5, 1.0, 3.0])) * 86400,
-                  checkpoint_period=draw(st.sampled_from([0.0, 300.0])), resume_cost=draw(st.sampled_from([0.0, 60.0])))
-        projects.append(Project(name=f"P{i}", resource_share=draw(st.sampled_from([50.0, 100.0, 300.0])),
-                                apps=(app,), available=Availability(draw(frac), 3600)))
-    prefs = Prefs(work_buf_min_days=draw(st.sampled_from([0.05, 0.2])), work_buf_additional_days=0.2,
-                  cpu_scheduling_period_minutes=draw(st.sampled_from([30.0, 60.0])),
-                  leave_apps_in_memory=draw(st.booleans()))
+            versions.append(
+                AppVersion(
+                    avg_ncpus=draw(st.sampled_from([0.2, 0.5, 1.0])),
+                    flops=10 * GFLOPS,
+                    gpu_type="NVIDIA",
+                    gpu_usage=draw(st.sampled_from([1.0, 0.5])),
+                )
+            )
+        app = App(
+            name="a",
+            versions=tuple(versions),
+            fpops_est=hours * 3600 * GFLOPS,
+            fpops_std_dev=hours * 360 * GFLOPS,
+            latency_bound=draw(st.sampled_from([0.5, 1.0, 3.0])) * 86400,
+            checkpoint_period=draw(st.sampled_from([0.0, 300.0])),
+            resume_cost=draw(st.sampled_from([0.0, 60.0])),
+        )
+        projects.append(
+            Project(
+                name=f"P{i}",
+                resource_share=draw(st.sampled_from([50.0, 100.0, 300.0])),
+                apps=(app,),
+                available=Availability(draw(frac), 3600),
+            )
+        )
+    prefs = Prefs(
+        work_buf_min_days=draw(st.sampled_from([0.05, 0.2])),
+        work_buf_additional_days=0.2,
+        cpu_scheduling_period_minutes=draw(st.sampled_from([30.0, 60.0])),
+        leave_apps_in_memory=draw(st.booleans()),
+    )
     return Scenario(host=host, projects=tuple(projects), prefs=prefs, name="random")
 
 
@@ -74,8 +101,12 @@ def _pieces(slices, delta, cuts=()):
     times = sorted(times)
     for a, b in zip(times, times[1:]):
         g = math.floor(a / delta + 1e-9) * delta
-        yield (a, b, [sl for sl in slices if sl.start <= a and sl.end >= b],
-               [sl for sl in slices if sl.start <= g < sl.end])
+        yield (
+            a,
+            b,
+            [sl for sl in slices if sl.start <= a and sl.end >= b],
+            [sl for sl in slices if sl.start <= g < sl.end],
+        )
 
 
 def _check_commitment(em, jobs, running):
@@ -105,8 +136,11 @@ def _gpu_down(result, compat, delta):
     bce a GPU job keeps its slice but computes nothing from a step before such a period
     until a step before its end (docs/engine-fidelity.md)."""
     shift = delta if compat == "bce" else 0.0
-    return [(max(0.0, h.start - shift), h.end - shift if h.end < result.duration else h.end)
-            for h in result.host_periods if h.state in ("off", "not_active", "gpu_suspended")]
+    return [
+        (max(0.0, h.start - shift), h.end - shift if h.end < result.duration else h.end)
+        for h in result.host_periods
+        if h.state in ("off", "not_active", "gpu_suspended")
+    ]
 
 
 def _rate(em, j, step_jobs, gpu_on=True):
@@ -132,13 +166,26 @@ def _rate(em, j, step_jobs, gpu_on=True):
 # step (test_a_job_that_ends_on_a_step_leaves_that_step_whatever_the_rounding) and, under bce, a
 # host change due at the run's end shifted the last step's accounting into a state no record shows
 # (test_bce_fidelity.py). 750 fresh draws over three seeds pass since.
-@settings(max_examples=100, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow])
-@given(s=scenarios(), policy=st.sampled_from(["boinc7", "boinc5", "wrr", "fifo"]),
-       compat=st.sampled_from(["intended", "bce"]), seed=st.integers(1, 1000))
+@settings(
+    max_examples=100, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(
+    s=scenarios(),
+    policy=st.sampled_from(["boinc7", "boinc5", "wrr", "fifo"]),
+    compat=st.sampled_from(["intended", "bce"]),
+    seed=st.integers(1, 1000),
+)
 def test_random_scenarios_keep_the_invariants(s, policy, compat, seed):
-    em = Emulator(s, get_policy(policy), duration=86400, delta=60, seed=seed, compat=compat,
-                  existing_jobs_only=False, policy_name=policy)
+    em = Emulator(
+        s,
+        get_policy(policy),
+        duration=86400,
+        delta=60,
+        seed=seed,
+        compat=compat,
+        existing_jobs_only=False,
+        policy_name=policy,
+    )
     result = em.run()
     jobs = {j.name: j for j in em.all_jobs}
     by_job = defaultdict(list)
@@ -197,23 +244,38 @@ def test_random_scenarios_keep_the_invariants(s, policy, compat, seed):
 def cpu_job_beside_a_gpu_job(k, gpu_cpus):
     # one CPU; a GPU job that outlasts the run needs `gpu_cpus` of it, so cpu_scale slows the
     # CPU job c1 to 1 - gpu_cpus GFLOPS; c1's size is k steps of that; c2 waits behind it
-    gpu_app = App(name="g", versions=(AppVersion(avg_ncpus=gpu_cpus, flops=10 * GFLOPS, gpu_type="NVIDIA",
-                                                 gpu_usage=1.0),),
-                  latency_bound=10 * 86400.0, fpops_est=100 * 3600 * 10 * GFLOPS)
-    g = InitialJob(name="g", app="g", fpops=100 * 3600 * 10 * GFLOPS, fpops_est=100 * 3600 * 10 * GFLOPS,
-                   deadline=10 * 86400.0)
+    gpu_app = App(
+        name="g",
+        versions=(AppVersion(avg_ncpus=gpu_cpus, flops=10 * GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0),),
+        latency_bound=10 * 86400.0,
+        fpops_est=100 * 3600 * 10 * GFLOPS,
+    )
+    g = InitialJob(
+        name="g", app="g", fpops=100 * 3600 * 10 * GFLOPS, fpops_est=100 * 3600 * 10 * GFLOPS, deadline=10 * 86400.0
+    )
     size = (1.0 - gpu_cpus) * 60 * k * GFLOPS
     # c1 arrived first, so it runs first in both modes (BOINC orders results by arrival, then
     # by the MD5 of their names, which would put c2 first)
     c1 = InitialJob(name="c1", app="a", fpops=size, fpops_est=size, deadline=10 * 86400.0, received=-120.0)
-    c2 = InitialJob(name="c2", app="a", fpops=5 * 3600 * GFLOPS, fpops_est=5 * 3600 * GFLOPS, deadline=10 * 86400.0,
-                    received=-60.0)
-    cpu = App(name="a", versions=(AppVersion(avg_ncpus=1.0, flops=GFLOPS),), latency_bound=10 * 86400.0,
-              fpops_est=3600 * GFLOPS)
+    c2 = InitialJob(
+        name="c2", app="a", fpops=5 * 3600 * GFLOPS, fpops_est=5 * 3600 * GFLOPS, deadline=10 * 86400.0, received=-60.0
+    )
+    cpu = App(
+        name="a",
+        versions=(AppVersion(avg_ncpus=1.0, flops=GFLOPS),),
+        latency_bound=10 * 86400.0,
+        fpops_est=3600 * GFLOPS,
+    )
     host = Host(ncpus=1, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, 50 * GFLOPS),))
-    return Scenario(host=host, projects=(Project(name="C", resource_share=100.0, apps=(cpu,), jobs=(c1, c2)),
-                                         Project(name="G", resource_share=100.0, apps=(gpu_app,), jobs=(g,))),
-                    prefs=Prefs(), name="test")
+    return Scenario(
+        host=host,
+        projects=(
+            Project(name="C", resource_share=100.0, apps=(cpu,), jobs=(c1, c2)),
+            Project(name="G", resource_share=100.0, apps=(gpu_app,), jobs=(g,)),
+        ),
+        prefs=Prefs(),
+        name="test",
+    )
 
 
 def test_a_job_that_ends_on_a_step_leaves_that_step_whatever_the_rounding():
@@ -225,8 +287,17 @@ def test_a_job_that_ends_on_a_step_leaves_that_step_whatever_the_rounding():
     # (found by the random-host test above with fresh draws).
     for gpu_cpus in (0.3, 0.7):
         for k in range(1, 16):
-            em = Emulator(cpu_job_beside_a_gpu_job(k, gpu_cpus), get_policy("boinc7"), duration=3 * 3600, delta=60,
-                          seed=1, compat="bce", existing_jobs_only=True, policy_name="boinc7", fixed_step=True)
+            em = Emulator(
+                cpu_job_beside_a_gpu_job(k, gpu_cpus),
+                get_policy("boinc7"),
+                duration=3 * 3600,
+                delta=60,
+                seed=1,
+                compat="bce",
+                existing_jobs_only=True,
+                policy_name="boinc7",
+                fixed_step=True,
+            )
             result = em.run()
             c1_end = max(s.end for s in result.slices if s.job == "c1")
             c2_start = min(s.start for s in result.slices if s.job == "c2")

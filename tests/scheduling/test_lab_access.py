@@ -47,8 +47,10 @@ def client_for(role, owner):
 
 
 def snapshot():
-    return (sorted((s.pk, s.name, json.dumps(s.data, sort_keys=True), s.owner_id)
-                   for s in StoredScenario.objects.all()), Run.objects.count())
+    return (
+        sorted((s.pk, s.name, json.dumps(s.data, sort_keys=True), s.owner_id) for s in StoredScenario.objects.all()),
+        Run.objects.count(),
+    )
 
 
 def edit_post(client, stored):
@@ -63,10 +65,12 @@ VIEWS = {
     "delete": lambda c, s: c.post(f"/lab/{s.pk}/delete/"),
     "duplicate": lambda c, s: c.post(f"/lab/{s.pk}/duplicate/"),
     "import": lambda c, s: c.post("/lab/import/", {"pcdr": "A(1, 10, .5) B(2, 24, .5)", "name": "imported"}),
-    "run": lambda c, s: c.post(f"/lab/{s.pk}/runs/", {"policy": "boinc5", "duration": "1h", "seed": 1,
-                                                      "compat": "intended", "delta": 60}),
-    "compare": lambda c, s: c.post(f"/lab/{s.pk}/compare/", {"policies": ["boinc5", "boinc7"], "duration": "1h",
-                                                             "seed": 1, "compat": "intended"}),
+    "run": lambda c, s: c.post(
+        f"/lab/{s.pk}/runs/", {"policy": "boinc5", "duration": "1h", "seed": 1, "compat": "intended", "delta": 60}
+    ),
+    "compare": lambda c, s: c.post(
+        f"/lab/{s.pk}/compare/", {"policies": ["boinc5", "boinc7"], "duration": "1h", "seed": 1, "compat": "intended"}
+    ),
     "preset": lambda c, s: c.post("/lab/presets/seed-002-cpu-and-gpu/"),
     "new page": lambda c, s: c.get("/lab/new/"),
     "new": lambda c, s: c.post("/lab/new/", dict(form_data(s), **{"meta-name": "brand new"})),
@@ -103,10 +107,20 @@ def test_the_owner_and_staff_may_edit_and_delete(stored, owner, role):
 
 
 @pytest.mark.parametrize("role", ["other", "owner", "staff"])
-@pytest.mark.parametrize("view,made", [("duplicate", "scenario"), ("import", "scenario"), ("preset", "scenario"),
-                                       ("new", "scenario"), ("run", 1), ("compare", 2)])
+@pytest.mark.parametrize(
+    "view,made",
+    [
+        ("duplicate", "scenario"),
+        ("import", "scenario"),
+        ("preset", "scenario"),
+        ("new", "scenario"),
+        ("run", 1),
+        ("compare", 2),
+    ],
+)
 def test_anyone_logged_in_may_duplicate_import_load_create_and_run_making_rows_of_their_own(
-        stored, owner, role, view, made):
+    stored, owner, role, view, made
+):
     client = client_for(role, owner)
     me = User.objects.get(pk=int(client.session["_auth_user_id"]))
     scenarios, runs = StoredScenario.objects.count(), Run.objects.count()
@@ -136,6 +150,7 @@ def test_a_scenario_without_an_owner_is_editable_by_staff_only(owner):
 
 # ---------------------------------------------------------------- forms sent back
 
+
 def test_the_edit_page_renders_the_stored_scenario(stored, owner):
     client = client_for("owner", owner)
     whole = client.get(f"/lab/{stored.pk}/edit/").content.decode()
@@ -150,8 +165,10 @@ def _form(response, testid):
 
 def test_a_bad_run_form_comes_back_on_the_scenario_page_with_its_field_errors(stored, owner):
     client = client_for("owner", owner)
-    response = client.post(f"/lab/{stored.pk}/runs/", {"policy": "boinc7", "duration": "ten days", "seed": -1,
-                                                       "compat": "intended", "delta": 60})
+    response = client.post(
+        f"/lab/{stored.pk}/runs/",
+        {"policy": "boinc7", "duration": "ten days", "seed": -1, "compat": "intended", "delta": 60},
+    )
     form = _form(response, "run-form")
     assert response.status_code == 400 and (form["method"], form["action"]) == ("post", f"/lab/{stored.pk}/runs/")
     assert "Give seconds or a number with a unit" in form.get_text() and "greater than or equal to 0" in form.get_text()
@@ -161,14 +178,23 @@ def test_a_bad_run_form_comes_back_on_the_scenario_page_with_its_field_errors(st
 
 def test_a_bad_compare_form_comes_back_on_the_scenario_page_with_its_errors(stored, owner):
     client = client_for("owner", owner)
-    policies = client.post(f"/lab/{stored.pk}/compare/", {"policies": ["boinc7"], "duration": "1d", "seed": 1,
-                                                          "compat": "intended"})
+    policies = client.post(
+        f"/lab/{stored.pk}/compare/", {"policies": ["boinc7"], "duration": "1d", "seed": 1, "compat": "intended"}
+    )
     form = _form(policies, "compare-form")
     assert policies.status_code == 400 and form["data-testid"] == "compare-form"
     assert "Pick at least two policies to compare." in form.get_text()
-    values = client.post(f"/lab/{stored.pk}/compare/", {"parameter": "cpu_scheduling_period_minutes",
-                                                        "values": "60", "policy": "boinc7", "duration": "1d",
-                                                        "seed": 1, "compat": "intended"})
+    values = client.post(
+        f"/lab/{stored.pk}/compare/",
+        {
+            "parameter": "cpu_scheduling_period_minutes",
+            "values": "60",
+            "policy": "boinc7",
+            "duration": "1d",
+            "seed": 1,
+            "compat": "intended",
+        },
+    )
     form = _form(values, "parameter-form")
     assert values.status_code == 400 and form["data-testid"] == "parameter-form"
     assert "Give between 2 and 6 values to compare." in form.get_text()
@@ -177,6 +203,7 @@ def test_a_bad_compare_form_comes_back_on_the_scenario_page_with_its_errors(stor
 
 
 # ---------------------------------------------------------------- demo login hint
+
 
 @pytest.fixture
 def demo_account():
@@ -214,6 +241,7 @@ def test_the_demo_login_is_not_shown_once_its_password_changed_or_without_the_ac
 
 
 # ---------------------------------------------------------------- query count
+
 
 def _index_queries(client):
     with CaptureQueriesContext(connection) as queries:

@@ -23,26 +23,77 @@ def slice_(resource, instance, job, project, start, end, why="priority"):
 
 def records(**over):
     base = dict(
-        policy="boinc7", duration=10 * H, figures=dict(FIGS),
-        resources={"cpu": {"instances": 2, "relative_speed": 1.0, "peak_flops": 2e9},
-                   "NVIDIA": {"instances": 1, "relative_speed": 10.0, "peak_flops": 1e10}},
-        projects=[dict(name="A", flops_lost=3.6e12, deadlines_missed=1, jobs_completed=3),
-                  dict(name="B", flops_lost=0.0, deadlines_missed=0, jobs_completed=2)],
-        slices=[slice_("cpu", 0, "a1", "A", 0, 2 * H), slice_("cpu", 1, "b1", "B", 0, H, "edf"),
-                slice_("NVIDIA", 0, "a2", "A", H, 3 * H)],
-        rec=[dict(time=t * H, project=p, rec=t * 0.1, priority=0.0, short_term_debt=-t, long_term_debt=t)
-             for t in range(3) for p in ("A", "B")],
-        buffers=[dict(time=t * H, resource=r, saturated_time=5 * H - t * H, shortfall=0.0, nidle_now=0.0,
-                      busy_time=0.0, work_buf_min=2 * H, work_buf_total=6 * H) for t in range(3) for r in ("cpu", "NVIDIA")],
-        rpcs=[dict(time=0.0, project="A", url="a", reason="need_work", ok=True, requests={"cpu": [10.0, 1.0]},
-                   jobs_received={"cpu": 2}, reported=0, backoff=0.0, message="got 2 jobs"),
-              dict(time=H, project="B", url="b", reason="need_work", ok=False, requests={}, jobs_received={},
-                   reported=0, backoff=60.0, message="scheduler down")],
-        decisions=[dict(time=0.0, kind="schedule", project="A", job="a1", text="Started a1"),
-                   dict(time=H, kind="preempt", project="B", job="b1", text="Preempted b1")],
-        host_periods=[dict(start=4 * H, end=5 * H, state="off"), dict(start=6 * H, end=7 * H, state="gpu_suspended"),
-                      dict(start=8 * H, end=9 * H, state="not_active"),
-                      dict(start=8.5 * H, end=9.5 * H, state="disconnected")],
+        policy="boinc7",
+        duration=10 * H,
+        figures=dict(FIGS),
+        resources={
+            "cpu": {"instances": 2, "relative_speed": 1.0, "peak_flops": 2e9},
+            "NVIDIA": {"instances": 1, "relative_speed": 10.0, "peak_flops": 1e10},
+        },
+        projects=[
+            dict(name="A", flops_lost=3.6e12, deadlines_missed=1, jobs_completed=3),
+            dict(name="B", flops_lost=0.0, deadlines_missed=0, jobs_completed=2),
+        ],
+        slices=[
+            slice_("cpu", 0, "a1", "A", 0, 2 * H),
+            slice_("cpu", 1, "b1", "B", 0, H, "edf"),
+            slice_("NVIDIA", 0, "a2", "A", H, 3 * H),
+        ],
+        rec=[
+            dict(time=t * H, project=p, rec=t * 0.1, priority=0.0, short_term_debt=-t, long_term_debt=t)
+            for t in range(3)
+            for p in ("A", "B")
+        ],
+        buffers=[
+            dict(
+                time=t * H,
+                resource=r,
+                saturated_time=5 * H - t * H,
+                shortfall=0.0,
+                nidle_now=0.0,
+                busy_time=0.0,
+                work_buf_min=2 * H,
+                work_buf_total=6 * H,
+            )
+            for t in range(3)
+            for r in ("cpu", "NVIDIA")
+        ],
+        rpcs=[
+            dict(
+                time=0.0,
+                project="A",
+                url="a",
+                reason="need_work",
+                ok=True,
+                requests={"cpu": [10.0, 1.0]},
+                jobs_received={"cpu": 2},
+                reported=0,
+                backoff=0.0,
+                message="got 2 jobs",
+            ),
+            dict(
+                time=H,
+                project="B",
+                url="b",
+                reason="need_work",
+                ok=False,
+                requests={},
+                jobs_received={},
+                reported=0,
+                backoff=60.0,
+                message="scheduler down",
+            ),
+        ],
+        decisions=[
+            dict(time=0.0, kind="schedule", project="A", job="a1", text="Started a1"),
+            dict(time=H, kind="preempt", project="B", job="b1", text="Preempted b1"),
+        ],
+        host_periods=[
+            dict(start=4 * H, end=5 * H, state="off"),
+            dict(start=6 * H, end=7 * H, state="gpu_suspended"),
+            dict(start=8 * H, end=9 * H, state="not_active"),
+            dict(start=8.5 * H, end=9.5 * H, state="disconnected"),
+        ],
     )
     base.update(over)
     return base
@@ -80,8 +131,10 @@ def test_the_gantt_shades_off_periods_over_every_lane_and_gpu_suspension_over_gp
 
 
 def test_the_gantt_has_no_gpu_shading_without_gpu_lanes():
-    cpu_only = records(resources={"cpu": {"instances": 2, "relative_speed": 1.0, "peak_flops": 2e9}},
-                       slices=[slice_("cpu", 0, "a1", "A", 0, 2 * H)])
+    cpu_only = records(
+        resources={"cpu": {"instances": 2, "relative_speed": 1.0, "peak_flops": 2e9}},
+        slices=[slice_("cpu", 0, "a1", "A", 0, 2 * H)],
+    )
     names = {t.name for t in charts.gantt(cpu_only).data}
     assert "GPU suspended" not in names and "host off" in names
 
@@ -104,8 +157,12 @@ def test_the_rec_chart_shows_rec_under_boinc7_and_debts_under_boinc5():
     rec = charts.rec_chart(records())
     assert [t.name for t in rec.data] == ["A", "B"] and list(rec.data[0].y) == [0.0, 0.1, 0.2]
     debt = charts.rec_chart(records(policy="boinc5"))
-    assert [t.name for t in debt.data] == ["A long-term debt", "A short-term debt",
-                                           "B long-term debt", "B short-term debt"]
+    assert [t.name for t in debt.data] == [
+        "A long-term debt",
+        "A short-term debt",
+        "B long-term debt",
+        "B short-term debt",
+    ]
     assert list(debt.data[1].y) == [0, -1, -2]
 
 
@@ -125,7 +182,13 @@ def test_project_colours_are_the_same_whatever_the_order():
 
 def test_the_figure_card_has_five_figures_each_with_a_definition():
     card = charts.figure_card(FIGS)
-    assert [c["key"] for c in card] == ["idle_fraction", "wasted_fraction", "share_violation", "monotony", "rpcs_per_job"]
+    assert [c["key"] for c in card] == [
+        "idle_fraction",
+        "wasted_fraction",
+        "share_violation",
+        "monotony",
+        "rpcs_per_job",
+    ]
     assert all(c["definition"] and c["value"] == FIGS[c["key"]] for c in card)
 
 
@@ -152,9 +215,14 @@ def test_run_facts_count_preemptions_lost_cpu_hours_and_edf_slices():
 
 
 def test_the_explanation_names_only_what_differs():
-    calm = records(decisions=[], figures={**FIGS, "idle_fraction": 0.05},
-                   projects=[dict(name="A", flops_lost=0.0, deadlines_missed=1, jobs_completed=3),
-                             dict(name="B", flops_lost=0.0, deadlines_missed=0, jobs_completed=2)])
+    calm = records(
+        decisions=[],
+        figures={**FIGS, "idle_fraction": 0.05},
+        projects=[
+            dict(name="A", flops_lost=0.0, deadlines_missed=1, jobs_completed=3),
+            dict(name="B", flops_lost=0.0, deadlines_missed=0, jobs_completed=2),
+        ],
+    )
     lines = charts.explain_differences([("boinc5", records()), ("boinc7", calm)])
     assert "boinc5 preempted a running job 1 times; boinc7 preempted a running job 0 times." in lines
     assert any(line.startswith("boinc5 threw away 1.0 CPU-hours") for line in lines)
@@ -163,8 +231,10 @@ def test_the_explanation_names_only_what_differs():
 
 
 def test_a_gantt_of_ten_thousand_slices_stays_webgl_and_compact():
-    many = [slice_("cpu", i % 4, f"j{i}", f"P{i % 5}", i * 60.0, i * 60.0 + 59.0, "edf" if i % 7 == 0 else "priority")
-            for i in range(10_000)]
+    many = [
+        slice_("cpu", i % 4, f"j{i}", f"P{i % 5}", i * 60.0, i * 60.0 + 59.0, "edf" if i % 7 == 0 else "priority")
+        for i in range(10_000)
+    ]
     rec = records(slices=many, resources={"cpu": {"instances": 4, "relative_speed": 1.0, "peak_flops": 4e9}})
     fig = charts.gantt(rec)
     assert {t.type for t in fig.data if t.name and t.name.startswith("P")} == {"scattergl"}
@@ -213,27 +283,40 @@ def test_every_preset_runs_under_both_of_its_policies(preset):
     for policy in preset.policies:
         out = simulate(preset.scenario(), policy=policy, duration=6 * H, delta=60.0, seed=1, compat="intended")
         assert out["policy"] == policy and out["slices"]
-        assert all(p["state"] in ("off", "not_active", "gpu_suspended", "disconnected") and p["end"] > p["start"]
-                   for p in out["host_periods"])
+        assert all(
+            p["state"] in ("off", "not_active", "gpu_suspended", "disconnected") and p["end"] > p["start"]
+            for p in out["host_periods"]
+        )
 
 
 def test_host_periods_cover_only_times_the_host_was_not_fully_up():
-    out = simulate(BY_SLUG["seed-002-cpu-and-gpu"].scenario(), policy="boinc7", duration=2 * 86400.0,
-                   delta=60.0, seed=3, compat="intended")
+    out = simulate(
+        BY_SLUG["seed-002-cpu-and-gpu"].scenario(),
+        policy="boinc7",
+        duration=2 * 86400.0,
+        delta=60.0,
+        seed=3,
+        compat="intended",
+    )
     gpu_off = [p for p in out["host_periods"] if p["state"] == "gpu_suspended"]
     assert gpu_off, "a GPU active fraction of 0.7 suspends the GPU within two days"
     for p in gpu_off:
-        running = [s for s in out["slices"] if s["resource"] == "NVIDIA"
-                   and s["start"] < p["end"] - 1 and s["end"] > p["start"] + 1]
+        running = [
+            s
+            for s in out["slices"]
+            if s["resource"] == "NVIDIA" and s["start"] < p["end"] - 1 and s["end"] > p["start"] + 1
+        ]
         assert running == [], f"GPU slices during a suspension at {p}"
 
 
 def test_the_explanation_says_which_project_got_more_or_less_than_its_share():
     def with_use(a, b):
-        return records(projects=[dict(name="A", resource_share=50.0, flops_used=a, flops_lost=0.0, deadlines_missed=0,
-                                      jobs_completed=1),
-                                 dict(name="B", resource_share=50.0, flops_used=b, flops_lost=0.0, deadlines_missed=0,
-                                      jobs_completed=1)])
+        return records(
+            projects=[
+                dict(name="A", resource_share=50.0, flops_used=a, flops_lost=0.0, deadlines_missed=0, jobs_completed=1),
+                dict(name="B", resource_share=50.0, flops_used=b, flops_lost=0.0, deadlines_missed=0, jobs_completed=1),
+            ]
+        )
 
     lines = charts.explain_differences([("boinc5", with_use(46.0, 54.0)), ("boinc7", with_use(32.0, 68.0))])
     assert "A (resource share 50%) got 46% of the computing under boinc5 and 32% under boinc7." in lines

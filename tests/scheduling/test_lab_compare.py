@@ -17,13 +17,20 @@ pytestmark = pytest.mark.django_db
 
 
 def compare_values(client, stored, parameter, values, policy="boinc7", **kw):  # noqa: F811
-    data = {"parameter": parameter, "values": values, "policy": policy, "duration": "6h", "seed": 4,
-            "compat": "intended"}
+    data = {
+        "parameter": parameter,
+        "values": values,
+        "policy": policy,
+        "duration": "6h",
+        "seed": 4,
+        "compat": "intended",
+    }
     data.update(kw)
     return client.post(f"/lab/{stored.pk}/compare/", data)
 
 
 # ---------------------------------------------------------------- one run: the picker
+
 
 def test_a_single_run_opens_a_picker_with_the_fair_comparisons_ticked(client, stored):
     run = finished_run(stored, "boinc7")
@@ -60,12 +67,15 @@ def test_the_run_page_links_to_a_comparison_with_the_runs_on_the_same_seed(clien
 
 # ---------------------------------------------------------------- one preference, several values
 
+
 def test_compare_values_starts_one_run_per_value_under_one_policy(ann, stored):
     response = compare_values(ann, stored, "cpu_scheduling_period_minutes", "6, 60")
     runs = list(Run.objects.order_by("pk"))
     assert response["Location"] == f"/lab/compare/?runs={runs[0].pk},{runs[1].pk}"
     assert [(r.policy, r.seed, r.prefs) for r in runs] == [
-        ("boinc7", 4, {"cpu_scheduling_period_minutes": 6.0}), ("boinc7", 4, {"cpu_scheduling_period_minutes": 60.0})]
+        ("boinc7", 4, {"cpu_scheduling_period_minutes": 6.0}),
+        ("boinc7", 4, {"cpu_scheduling_period_minutes": 60.0}),
+    ]
     assert [r.engine_scenario().prefs.cpu_scheduling_period_minutes for r in runs] == [6.0, 60.0]
     assert StoredScenario.objects.get().engine_scenario().prefs.cpu_scheduling_period_minutes == 60.0
     for r in runs:
@@ -86,16 +96,19 @@ def test_leave_in_memory_without_values_compares_no_and_yes(ann, stored):
     assert [r.variant for r in runs] == ["leave apps in memory no", "leave apps in memory yes"]
 
 
-@pytest.mark.parametrize("parameter,values,message", [
-    ("cpu_scheduling_period_minutes", "60", "Give between 2 and 6 values to compare."),
-    ("cpu_scheduling_period_minutes", "30, 30", "Give each value once."),
-    ("cpu_scheduling_period_minutes", "0, 60", "0: At least 1."),
-    ("work_buf_min_days", "-1, 0.5", "-1: Cannot be negative."),
-    ("work_buf_additional_days", "1, lots", "lots: Enter a number."),
-    ("leave_apps_in_memory", "yes, maybe", "maybe: say yes or no."),
-    ("cpu_scheduling_period_minutes", "1, 2, 3, 4, 5, 6, 7", "Give between 2 and 6 values to compare."),
-    ("colour", "1, 2", "Select a valid choice."),
-])
+@pytest.mark.parametrize(
+    "parameter,values,message",
+    [
+        ("cpu_scheduling_period_minutes", "60", "Give between 2 and 6 values to compare."),
+        ("cpu_scheduling_period_minutes", "30, 30", "Give each value once."),
+        ("cpu_scheduling_period_minutes", "0, 60", "0: At least 1."),
+        ("work_buf_min_days", "-1, 0.5", "-1: Cannot be negative."),
+        ("work_buf_additional_days", "1, lots", "lots: Enter a number."),
+        ("leave_apps_in_memory", "yes, maybe", "maybe: say yes or no."),
+        ("cpu_scheduling_period_minutes", "1, 2, 3, 4, 5, 6, 7", "Give between 2 and 6 values to compare."),
+        ("colour", "1, 2", "Select a valid choice."),
+    ],
+)
 def test_bad_values_are_a_field_error_and_start_nothing(ann, stored, parameter, values, message):
     response = compare_values(ann, stored, parameter, values)
     assert response.status_code == 400 and message in response.content.decode()
@@ -103,6 +116,7 @@ def test_bad_values_are_a_field_error_and_start_nothing(ann, stored, parameter, 
 
 
 # ---------------------------------------------------------------- labels and chart headings
+
 
 @pytest.mark.parametrize("first,second", [("boinc7", "boinc5"), ("boinc5", "boinc7")])
 def test_each_rec_or_debt_chart_is_headed_by_its_own_runs_policy(client, stored, first, second):
@@ -127,17 +141,20 @@ def test_runs_of_one_policy_differing_in_seed_are_labelled_by_seed(client, store
 
 # ---------------------------------------------------------------- the seed 001 preset, boinc5 against boinc7
 
+
 def test_the_seed_001_preset_under_boinc5_and_boinc7_says_why_they_differ(
-        ann, redis_client, django_capture_on_commit_callbacks):
+    ann, redis_client, django_capture_on_commit_callbacks
+):
     response = ann.post("/lab/presets/seed-001-scenario-1/")
     form = by_testid(parse(ann.get(response["Location"])), "compare-form")
     duration = form.find(attrs={"name": "duration"})["value"]
     assert duration == "1d"
     stored = StoredScenario.objects.get()
     with django_capture_on_commit_callbacks(execute=True):
-        response = ann.post(f"/lab/{stored.pk}/compare/", {"policies": ["boinc5", "boinc7"],
-                                                           "duration": duration, "seed": 1,
-                                                           "compat": "intended"})
+        response = ann.post(
+            f"/lab/{stored.pk}/compare/",
+            {"policies": ["boinc5", "boinc7"], "duration": duration, "seed": 1, "compat": "intended"},
+        )
     queue = django_rq.get_queue("engine")
     SimpleWorker([queue], connection=queue.connection).work(burst=True)
     boinc5, boinc7 = Run.objects.order_by("pk")
@@ -147,16 +164,17 @@ def test_the_seed_001_preset_under_boinc5_and_boinc7_says_why_they_differ(
     body = ann.get(response["Location"]).content.decode()
     page = parse(body)
     why = page.select_one('section.why.card[data-testid="why"]')
-    assert why and why.find("h2").get_text() == "Why they differ", \
-        "the comparison has a why-they-differ box"
+    assert why and why.find("h2").get_text() == "Why they differ", "the comparison has a why-they-differ box"
     lines = texts(why.find("ul").find_all("li"))
 
     def part_of_p1(run):
         used = {p["name"]: p["flops_used"] for p in run.records()["projects"]}
         return round(100 * used["P1"] / sum(used.values()))
 
-    share = f"P1 (resource share 50%) got {part_of_p1(boinc5)}% of the computing under boinc5 and " \
-            f"{part_of_p1(boinc7)}% under boinc7."
+    share = (
+        f"P1 (resource share 50%) got {part_of_p1(boinc5)}% of the computing under boinc5 and "
+        f"{part_of_p1(boinc7)}% under boinc7."
+    )
     assert share in lines and part_of_p1(boinc5) - part_of_p1(boinc7) >= 5
     violation = [line for line in lines if line.startswith("Share violation: boinc5 ")]
     assert violation and violation[0].endswith("(lower is better).")

@@ -57,7 +57,8 @@ def test_a_run_waiting_for_a_worker_keeps_polling(client, stored, queue, django_
 
 
 def test_a_job_that_fails_outside_the_runs_own_error_handling_fails_the_run_on_the_next_poll(
-        client, stored, queue, monkeypatch, django_capture_on_commit_callbacks):
+    client, stored, queue, monkeypatch, django_capture_on_commit_callbacks
+):
     run = enqueued_run(stored, django_capture_on_commit_callbacks)
 
     def locked(self, now):
@@ -84,8 +85,9 @@ def test_a_queued_run_whose_job_vanished_fails_once_the_grace_period_is_over(cli
 
 
 def test_a_running_run_whose_job_vanished_fails_at_once(client, stored, redis_client):
-    run = Run.objects.create(scenario=stored, policy="boinc7", duration=3600, job_id="lab-run-gone",
-                             status=Run.Status.RUNNING)
+    run = Run.objects.create(
+        scenario=stored, policy="boinc7", duration=3600, job_id="lab-run-gone", status=Run.Status.RUNNING
+    )
     poll(client, run)
     assert run.status == Run.Status.FAILED and "no longer in the queue" in run.error
 
@@ -111,7 +113,8 @@ def _started(queue, run, heartbeat_ttl):
 
 
 def test_a_run_whose_worker_died_mid_run_fails_when_its_heartbeat_expires(
-        client, stored, queue, django_capture_on_commit_callbacks):
+    client, stored, queue, django_capture_on_commit_callbacks
+):
     alive = enqueued_run(stored, django_capture_on_commit_callbacks)
     dead = enqueued_run(stored, django_capture_on_commit_callbacks)
     _started(queue, alive, heartbeat_ttl=90)
@@ -122,8 +125,7 @@ def test_a_run_whose_worker_died_mid_run_fails_when_its_heartbeat_expires(
     assert "stopped answering" in dead.error
 
 
-def test_a_job_that_ended_without_finishing_its_run_fails_it(client, stored, queue,
-                                                             django_capture_on_commit_callbacks):
+def test_a_job_that_ended_without_finishing_its_run_fails_it(client, stored, queue, django_capture_on_commit_callbacks):
     run = enqueued_run(stored, django_capture_on_commit_callbacks)
     Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)  # so the job skips it
     work_in_process(queue)
@@ -133,7 +135,8 @@ def test_a_job_that_ended_without_finishing_its_run_fails_it(client, stored, que
 
 
 def test_a_run_finished_while_its_job_was_being_looked_at_keeps_its_result(
-        client, stored, queue, django_capture_on_commit_callbacks):
+    client, stored, queue, django_capture_on_commit_callbacks
+):
     run = enqueued_run(stored, django_capture_on_commit_callbacks)
     work_in_process(queue)
     run.refresh_from_db()
@@ -150,7 +153,7 @@ def test_the_scenario_and_compare_pages_fail_lost_runs_too(client, stored, redis
     b = Run.objects.create(scenario=stored, policy="boinc5", duration=3600, job_id="lab-run-gone-b")
     Run.objects.filter(pk__in=[a.pk, b.pk]).update(created=old)
     page = client.get(f"/lab/{stored.pk}/", **HX)
-    assert page.status_code == 286 and 'hx-trigger' not in page.content.decode()
+    assert page.status_code == 286 and "hx-trigger" not in page.content.decode()
     assert set(Run.objects.values_list("status", flat=True)) == {Run.Status.FAILED}
     Run.objects.filter(pk__in=[a.pk, b.pk]).update(status=Run.Status.QUEUED, error="", finished=None)
     compare = client.get(f"/lab/compare/?runs={a.pk},{b.pk}", **HX)

@@ -39,8 +39,11 @@ def preemptions(result):
 
 @pytest.fixture(scope="module")
 def runs():
-    return {(preset.slug, policy): run(preset.scenario(), policy=policy, duration=preset.duration, seed=1)
-            for preset in (SCENARIO_1, STRICT) for policy in preset.policies}
+    return {
+        (preset.slug, policy): run(preset.scenario(), policy=policy, duration=preset.duration, seed=1)
+        for preset in (SCENARIO_1, STRICT)
+        for policy in preset.policies
+    }
 
 
 def test_the_scenario_file_is_the_preset():
@@ -52,8 +55,9 @@ def test_the_scenario_file_is_the_preset():
 def test_scenario_1_is_the_seeds_line_with_a_buffer_below_p1s_deadline():
     s = SCENARIO_1.scenario()
     assert s.host.ncpus == 2 and not s.prefs.leave_apps_in_memory and s.prefs.cpu_scheduling_period_minutes == 60
-    shares = {p.name: (p.resource_share, p.apps[0].fpops_est / 1e9 / H, p.apps[0].latency_bound / H)
-              for p in s.projects}
+    shares = {
+        p.name: (p.resource_share, p.apps[0].fpops_est / 1e9 / H, p.apps[0].latency_bound / H) for p in s.projects
+    }
     assert shares == {"P1": (0.5, 0.1, 1.0), "P2": (0.25, 1.0, 24.0), "P3": (0.25, 1.0, 24.0)}
     buffer_hours = (s.prefs.work_buf_min_days + s.prefs.work_buf_additional_days) * 24
     assert buffer_hours < shares["P1"][2]
@@ -72,8 +76,9 @@ def test_under_boinc5_one_cpu_runs_p1_and_the_other_runs_p2_and_p3_in_turns(runs
     assert min(turns(r)) == pytest.approx(60.0)
     lane = [s.project for s in r.slices if s.instance == other and s.project != "P1"]
     stretches = [len(list(g)) for _p, g in itertools.groupby(lane)]
-    assert set(lane) == {"P2", "P3"} and len(stretches) > len(lane) / 2 and max(stretches) <= 2, \
+    assert set(lane) == {"P2", "P3"} and len(stretches) > len(lane) / 2 and max(stretches) <= 2, (
         "P2 and P3 take turns of one or two tasks"
+    )
     assert sum(p.deadlines_missed for p in r.projects) == 0 and r.figures.idle_fraction < 0.01
 
 
@@ -83,8 +88,13 @@ def test_under_boinc7_p1_runs_in_batches_on_both_cpus_and_gets_about_a_third(run
     p1 = hours[(0, "P1")] + hours[(1, "P1")]
     assert 0.25 < p1 / sum(hours.values()) < 0.4
     assert min(hours[(0, "P1")], hours[(1, "P1")]) > 0.35 * p1, "P1 runs on both CPUs"
-    together = [s for s in r7.slices if s.project == "P1" and s.instance == 0
-                and any(o.project == "P1" and o.instance == 1 and o.start == s.start for o in r7.slices)]
+    together = [
+        s
+        for s in r7.slices
+        if s.project == "P1"
+        and s.instance == 0
+        and any(o.project == "P1" and o.instance == 1 and o.start == s.start for o in r7.slices)
+    ]
     assert len(together) > 20, "P1's tasks start on both CPUs at once"
     assert preemptions(r7) == 0 and lost_hours(r7) == 0 and min(turns(r7)) == pytest.approx(60.0)
     assert r7.figures.share_violation > 3 * r5.figures.share_violation
@@ -101,8 +111,11 @@ def test_switching_strictly_by_debt_cuts_turns_short_and_throws_work_away(runs, 
 
 def test_the_decision_log_gives_each_policy_its_own_reason(runs):
     def reasons(policy):
-        return {d.text.split(" because ")[1] for d in runs[(SCENARIO_1.slug, policy)].decisions
-                if d.kind == "schedule" and " because " in d.text}
+        return {
+            d.text.split(" because ")[1]
+            for d in runs[(SCENARIO_1.slug, policy)].decisions
+            if d.kind == "schedule" and " because " in d.text
+        }
 
     assert "P1 has the most short-term debt (CPU time owed to it)." in reasons("boinc5")
     assert "P1 has the highest scheduling priority." in reasons("boinc7")

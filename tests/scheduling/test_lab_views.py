@@ -49,6 +49,7 @@ def finished_run(stored, policy="boinc7", duration=6 * 3600.0):
 def form_data(stored_scenario):
     """The POST data the scenario form sends back unchanged for a scenario."""
     from scheduling.forms import ScenarioForms, scenario_initial
+
     forms = ScenarioForms(initial=scenario_initial(stored_scenario.engine_scenario()))
     data = {}
     for f in (forms.meta, forms.host, forms.prefs):
@@ -71,6 +72,7 @@ def form_data(stored_scenario):
 
 
 # ---------------------------------------------------------------- list, presets
+
 
 def test_the_lab_index_lists_presets_and_scenarios(client, stored):
     page = client.get("/lab/")
@@ -109,6 +111,7 @@ def test_posts_without_a_csrf_token_are_refused(user, stored):
 
 # ---------------------------------------------------------------- scenario pages
 
+
 def test_the_scenario_page_shows_its_projects_and_the_compare_button(client, stored):
     page = client.get(f"/lab/{stored.pk}/")
     body = page.content.decode()
@@ -123,12 +126,17 @@ def test_a_preset_scenario_opens_with_its_run_length_policies_and_a_readable_buf
     page = parse(body)
     # one run, compare policies, compare values
     assert len(page.find_all(attrs={"name": "duration", "value": "1d"})) == 3
-    checked = {box["value"] for box in page.find_all("input", type="checkbox", attrs={"name": "policies"})
-               if box.has_attr("checked")}
+    checked = {
+        box["value"]
+        for box in page.find_all("input", type="checkbox", attrs={"name": "policies"})
+        if box.has_attr("checked")
+    }
     assert checked == {"wrr", "boinc7"}
     assert "Work buffer: at least 2.4 h, up to 8.4 h of queued work" in body
     scenario_1 = _save(None, BY_SLUG["seed-001-scenario-1"].scenario(), user, preset="seed-001-scenario-1")
-    assert "Work buffer: at least 6 min, up to 30 min of queued work" in ann.get(f"/lab/{scenario_1.pk}/").content.decode()
+    assert (
+        "Work buffer: at least 6 min, up to 30 min of queued work" in ann.get(f"/lab/{scenario_1.pk}/").content.decode()
+    )
 
 
 def test_the_scenario_fragment_is_the_run_list_and_stops_polling_when_no_run_is_going(client, stored):
@@ -162,11 +170,12 @@ def test_each_formset_has_an_add_button_and_the_empty_row_it_clones(ann):
     html = ann.get("/lab/new/").content.decode()
     assert "js/formset.js" in html and "Need more rows" not in html
     page = parse(html)
-    for prefix, label in [("gpus", "Add a GPU type"), ("projects", "Add a project"),
-                          ("apps", "Add an app")]:
+    for prefix, label in [("gpus", "Add a GPU type"), ("projects", "Add a project"), ("apps", "Add an app")]:
         assert page.find("button", attrs={"data-formset-add": prefix}).get_text() == label
-        names = [field["name"] for field in
-                 page.find("template", attrs={"data-formset-empty": prefix}).find_all(attrs={"name": True})]
+        names = [
+            field["name"]
+            for field in page.find("template", attrs={"data-formset-empty": prefix}).find_all(attrs={"name": True})
+        ]
         assert any(name.startswith(f"{prefix}-__prefix__-") for name in names)
         assert not any(name.startswith(f"{prefix}-0-") for name in names)
         assert page.find("tbody", attrs={"data-formset-rows": prefix}) is not None
@@ -174,8 +183,15 @@ def test_each_formset_has_an_add_button_and_the_empty_row_it_clones(ann):
 
 def test_the_gpu_add_button_is_disabled_at_the_formsets_maximum(ann, stored):
     data = form_data(stored)
-    data.update({"gpus-TOTAL_FORMS": 3, "gpus-0-gpu_type": "NVIDIA", "gpus-1-gpu_type": "ATI",
-                 "gpus-2-gpu_type": "intel_gpu", "meta-name": ""})
+    data.update(
+        {
+            "gpus-TOTAL_FORMS": 3,
+            "gpus-0-gpu_type": "NVIDIA",
+            "gpus-1-gpu_type": "ATI",
+            "gpus-2-gpu_type": "intel_gpu",
+            "meta-name": "",
+        }
+    )
     response = ann.post("/lab/new/", data)
     page = parse(response)
     assert response.status_code == 400
@@ -201,20 +217,22 @@ def test_creating_a_scenario_through_the_form_stores_it(ann, stored):
     assert created.engine_scenario().host.ncpus == 3
 
 
-@pytest.mark.parametrize("field,value,message", [
-    ("host-ncpus", "0", "greater than or equal to 1"),
-    ("host-on_frac", "1.5", "less than or equal to 1"),
-    ("prefs-cpu_scheduling_period_minutes", "0", "At least 1."),
-    ("prefs-work_buf_min_days", "-1", "Cannot be negative"),
-    ("projects-0-resource_share", "-5", "Cannot be negative"),
-    ("apps-0-project", "Nowhere", "No project above has this name"),
-    ("apps-0-resource", "NVIDIA", "needs more than 0 GPUs per job"),
-    ("apps-0-gpu_usage", "-1", "greater than or equal to 0"),
-    ("apps-0-size_gflop", "abc", "Enter a number"),
-    ("projects-1-name", "P1", "Two projects have this name"),
-])
-def test_the_scenario_form_rejects_bad_input_with_a_field_error_and_changes_nothing(
-        ann, stored, field, value, message):
+@pytest.mark.parametrize(
+    "field,value,message",
+    [
+        ("host-ncpus", "0", "greater than or equal to 1"),
+        ("host-on_frac", "1.5", "less than or equal to 1"),
+        ("prefs-cpu_scheduling_period_minutes", "0", "At least 1."),
+        ("prefs-work_buf_min_days", "-1", "Cannot be negative"),
+        ("projects-0-resource_share", "-5", "Cannot be negative"),
+        ("apps-0-project", "Nowhere", "No project above has this name"),
+        ("apps-0-resource", "NVIDIA", "needs more than 0 GPUs per job"),
+        ("apps-0-gpu_usage", "-1", "greater than or equal to 0"),
+        ("apps-0-size_gflop", "abc", "Enter a number"),
+        ("projects-1-name", "P1", "Two projects have this name"),
+    ],
+)
+def test_the_scenario_form_rejects_bad_input_with_a_field_error_and_changes_nothing(ann, stored, field, value, message):
     before = json.dumps(stored.data, sort_keys=True)
     data = form_data(stored)
     data[field] = value
@@ -252,6 +270,7 @@ def test_deleting_by_get_is_not_allowed(ann, stored):
 
 # ---------------------------------------------------------------- import and export
 
+
 def test_importing_pcdr_text_stores_the_scenario(ann):
     response = ann.post("/lab/import/", {"pcdr": "A(1, 10, .5) B(2, 24, .5) NCPUS = 2", "name": "two"})
     stored = StoredScenario.objects.get()
@@ -259,11 +278,14 @@ def test_importing_pcdr_text_stores_the_scenario(ann):
     assert [p.name for p in stored.engine_scenario().projects] == ["A", "B"]
 
 
-@pytest.mark.parametrize("text,message", [
-    ("A(1, 10)", "needs three values"),
-    ("A(1, 10, .5) NCPUS = 0", "NCPUS must be a positive whole number"),
-    ("A(1, 10, .5) colour = blue", "unknown parameter"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("A(1, 10)", "needs three values"),
+        ("A(1, 10, .5) NCPUS = 0", "NCPUS must be a positive whole number"),
+        ("A(1, 10, .5) colour = blue", "unknown parameter"),
+    ],
+)
 def test_importing_bad_pcdr_text_names_the_problem_and_stores_nothing(ann, text, message):
     response = ann.post("/lab/import/", {"pcdr": text})
     assert response.status_code == 400 and message in response.content.decode()
@@ -283,8 +305,11 @@ def test_a_client_state_export_imports_back_to_the_same_scenario(ann, user):
     original = _save(None, BY_SLUG["seed-002-cpu-and-gpu"].scenario(), user)
     archive = zipfile.ZipFile(io.BytesIO(ann.get(f"/lab/{original.pk}/client_state.zip").content))
     files = {}
-    for key, name in (("client_state", "client_state.xml"), ("global_prefs", "global_prefs.xml"),
-                      ("cc_config", "cc_config.xml")):
+    for key, name in (
+        ("client_state", "client_state.xml"),
+        ("global_prefs", "global_prefs.xml"),
+        ("cc_config", "cc_config.xml"),
+    ):
         files[key] = io.BytesIO(archive.read(name))
         files[key].name = name
     response = ann.post("/lab/import/", files)
@@ -316,10 +341,12 @@ def test_exports_give_pcdr_text_and_json(client, stored):
 
 # ---------------------------------------------------------------- runs
 
+
 def test_starting_a_run_enqueues_the_engine_job(ann, stored, redis_client, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        response = ann.post(f"/lab/{stored.pk}/runs/", {"policy": "boinc5", "duration": "36h", "seed": 7,
-                                                        "compat": "bce", "delta": 60})
+        response = ann.post(
+            f"/lab/{stored.pk}/runs/", {"policy": "boinc5", "duration": "36h", "seed": 7, "compat": "bce", "delta": 60}
+        )
     run = Run.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/lab/runs/{run.pk}/"
     assert (run.policy, run.duration, run.seed, run.compat) == ("boinc5", 36 * 3600.0, 7, "bce")
@@ -327,10 +354,18 @@ def test_starting_a_run_enqueues_the_engine_job(ann, stored, redis_client, djang
     assert [(j.func_name, j.args) for j in queued] == [("scheduling.jobs.run_simulation", (run.pk,))]
 
 
-@pytest.mark.parametrize("field,value", [
-    ("duration", "ten days"), ("duration", "0"), ("duration", "200d"), ("policy", "lottery"),
-    ("seed", "-1"), ("compat", "strict"), ("delta", "0"),
-])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("duration", "ten days"),
+        ("duration", "0"),
+        ("duration", "200d"),
+        ("policy", "lottery"),
+        ("seed", "-1"),
+        ("compat", "strict"),
+        ("delta", "0"),
+    ],
+)
 def test_a_bad_run_choice_is_a_field_error_and_starts_nothing(ann, stored, field, value):
     data = {"policy": "boinc7", "duration": "1d", "seed": 1, "compat": "intended", "delta": 60, field: value}
     response = ann.post(f"/lab/{stored.pk}/runs/", data)
@@ -339,16 +374,19 @@ def test_a_bad_run_choice_is_a_field_error_and_starts_nothing(ann, stored, field
 
 
 def test_compare_policies_starts_one_run_per_policy_and_opens_the_comparison(ann, stored):
-    response = ann.post(f"/lab/{stored.pk}/compare/", {"policies": ["boinc5", "boinc7"], "duration": "1d",
-                                                       "seed": 3, "compat": "intended"})
+    response = ann.post(
+        f"/lab/{stored.pk}/compare/",
+        {"policies": ["boinc5", "boinc7"], "duration": "1d", "seed": 3, "compat": "intended"},
+    )
     runs = list(Run.objects.order_by("pk"))
     assert [r.policy for r in runs] == ["boinc5", "boinc7"] and {r.seed for r in runs} == {3}
     assert response["Location"] == f"/lab/compare/?runs={runs[0].pk},{runs[1].pk}"
 
 
 def test_compare_policies_needs_two_policies(ann, stored):
-    response = ann.post(f"/lab/{stored.pk}/compare/", {"policies": ["boinc7"], "duration": "1d", "seed": 1,
-                                                       "compat": "intended"})
+    response = ann.post(
+        f"/lab/{stored.pk}/compare/", {"policies": ["boinc7"], "duration": "1d", "seed": 1, "compat": "intended"}
+    )
     assert response.status_code == 400 and "at least two policies" in response.content.decode()
     assert Run.objects.count() == 0
 
@@ -373,8 +411,10 @@ def test_a_finished_run_page_carries_its_charts_card_and_decisions(client, store
 
 def _payload(body):
     """The first run's chart data a page embeds: its figures, and its decisions and facts."""
-    scripts = [(*re.fullmatch(r"run-(\d+)-(\w+)", script["id"]).groups(), script.string) for script in
-               parse(body).find_all("script", id=re.compile(r"^run-\d+-\w+$"), type="application/json")]
+    scripts = [
+        (*re.fullmatch(r"run-(\d+)-(\w+)", script["id"]).groups(), script.string)
+        for script in parse(body).find_all("script", id=re.compile(r"^run-\d+-\w+$"), type="application/json")
+    ]
     first = scripts[0][0]
     parts = {name: json.loads(text) for run, name, text in scripts if run == first}
     log = parts.pop("log")
@@ -410,7 +450,9 @@ def test_a_run_page_fetched_mid_run_shows_the_charts_so_far_and_keeps_polling(cl
         assert 'data-testid="partial-note"' in body and 'data-testid="figures-card"' not in body
         data = _payload(body)
         assert data["run"]["partial"] is True and set(data["figures"]) == {"gantt", "rec", "buffer"}
-        bars = [t for t in data["figures"]["gantt"]["data"] if t.get("mode") == "lines" and t["name"] in ("P1", "P2", "P3")]
+        bars = [
+            t for t in data["figures"]["gantt"]["data"] if t.get("mode") == "lines" and t["name"] in ("P1", "P2", "P3")
+        ]
         ends = [x for t in bars for x in t["x"] if x is not None]
         assert ends and max(ends) <= fraction * 12 + 1e-3
         sizes.append(len(ends))
@@ -432,7 +474,7 @@ def test_partial_records_hold_open_slices_cut_at_the_time_reached(stored, monkey
         assert all(s["end"] <= records["time"] for s in records["slices"])
         closed = [s for s in records["slices"] if s["end"] < records["time"]]
         assert all(s in final["slices"] for s in closed)
-        assert records["decisions"] == final["decisions"][:len(records["decisions"])]
+        assert records["decisions"] == final["decisions"][: len(records["decisions"])]
     assert any(s["end"] == records["time"] for records in stores for s in records["slices"])
 
 
@@ -485,8 +527,10 @@ def test_exports_of_an_unfinished_or_missing_run_are_refused(client, stored):
 
 # ---------------------------------------------------------------- compare
 
-@pytest.mark.parametrize("query", ["", "?runs=", "?runs=1,x", "?runs=1,1", "?runs=1,2,3,4,5,6,7",
-                                   "?runs=-1,2", "?runs=99999999999999,1"])
+
+@pytest.mark.parametrize(
+    "query", ["", "?runs=", "?runs=1,x", "?runs=1,1", "?runs=1,2,3,4,5,6,7", "?runs=-1,2", "?runs=99999999999999,1"]
+)
 def test_a_bad_compare_list_is_a_400(client, query):
     assert client.get(f"/lab/compare/{query}").status_code == 400
 

@@ -7,8 +7,11 @@ from .helpers import HOUR, Prefs, cpu_app, job, project, scenario
 
 def limited(n_jobs=4, mc=2):
     app = cpu_app(hours=1, max_concurrent=mc)
-    return scenario(project("P", [job(f"j{i}", hours=1) for i in range(n_jobs)], apps=(app,)), ncpus=4,
-                    prefs=Prefs(work_buf_min_days=0.05, work_buf_additional_days=0.05))
+    return scenario(
+        project("P", [job(f"j{i}", hours=1) for i in range(n_jobs)], apps=(app,)),
+        ncpus=4,
+        prefs=Prefs(work_buf_min_days=0.05, work_buf_additional_days=0.05),
+    )
 
 
 def test_enforce_runs_no_more_jobs_of_an_app_than_its_max_concurrent():
@@ -33,8 +36,17 @@ def test_a_limited_project_asks_for_its_mc_shortfall_and_no_instances():
     from scheduling.engine.emulator import Emulator
     from scheduling.engine.rr_sim import rr_simulate
     from scheduling.engine.work_fetch import set_request
-    em = Emulator(limited(n_jobs=0), get_policy("boinc7"), duration=60, delta=60, seed=1, compat="intended",
-                  existing_jobs_only=False, policy_name="boinc7")
+
+    em = Emulator(
+        limited(n_jobs=0),
+        get_policy("boinc7"),
+        duration=60,
+        delta=60,
+        seed=1,
+        compat="intended",
+        existing_jobs_only=False,
+        policy_name="boinc7",
+    )
     rr = rr_simulate(em, 0.0)
     buffer = em.work_buf_total
     # with no jobs, its limit lets it fill 2 of the 4 CPUs up to the buffer end

@@ -19,7 +19,9 @@ def deadline_scenario():
     return scenario(
         project("A", [job("a1", hours=10, deadline=100 * HOUR)]),
         project("B", [job("b1", hours=3, deadline=3.5 * HOUR)]),
-        ncpus=1, prefs=QUIET)
+        ncpus=1,
+        prefs=QUIET,
+    )
 
 
 def test_edf_meets_a_deadline_that_wrr_misses():
@@ -39,12 +41,18 @@ def test_boinc5_runs_the_job_in_danger_first_too():
 
 
 def test_gpu_jobs_are_scheduled_before_cpu_jobs():
-    gpu_app = App(name="g", versions=(AppVersion(avg_ncpus=1.0, flops=20 * GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0),),
-                  fpops_est=20 * GFLOPS * HOUR)
+    gpu_app = App(
+        name="g",
+        versions=(AppVersion(avg_ncpus=1.0, flops=20 * GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0),),
+        fpops_est=20 * GFLOPS * HOUR,
+    )
     s = scenario(
         project("C", [job("c1", hours=2)]),
         project("G", [job("g1", app="g", hours=20)], apps=(gpu_app,)),
-        ncpus=1, gpus=(GpuType("NVIDIA", 1, 100 * GFLOPS),), prefs=QUIET)
+        ncpus=1,
+        gpus=(GpuType("NVIDIA", 1, 100 * GFLOPS),),
+        prefs=QUIET,
+    )
     result = run(s, duration=6 * HOUR, existing_jobs_only=True)
     g1 = [x for x in result.slices if x.job == "g1"]
     c1 = [x for x in result.slices if x.job == "c1"]
@@ -72,8 +80,9 @@ def test_rec_decays_by_half_in_one_half_life_without_work():
 
 
 def make_em(s):
-    return Emulator(s, get_policy("boinc7"), duration=86400, delta=60, seed=3, compat="intended",
-                    existing_jobs_only=False)
+    return Emulator(
+        s, get_policy("boinc7"), duration=86400, delta=60, seed=3, compat="intended", existing_jobs_only=False
+    )
 
 
 def test_work_fetch_backoff_doubles_from_600_s_up_to_a_day():
@@ -113,6 +122,7 @@ def test_a_project_without_the_resource_backs_off_and_the_run_still_fills_the_cp
 
 def test_a_preempted_job_loses_its_work_since_the_checkpoint_only_under_intended():
     from .helpers import Availability, Host
+
     host = Host(ncpus=1, cpu_flops=GFLOPS, on=Availability(0.6, 1800))
     app = cpu_app(hours=8, checkpoint_period=1200, resume_cost=60)
     s = scenario(project("P", [job("long", hours=8)], apps=(app,)), host=host, prefs=QUIET)
@@ -126,6 +136,7 @@ def test_a_preempted_job_loses_its_work_since_the_checkpoint_only_under_intended
 def test_after_a_reporting_rpc_another_project_is_asked_for_work_at_the_next_step():
     import os
     from scheduling.engine import load_scenario
+
     path = os.path.join(os.path.dirname(__file__), "..", "..", "scenarios", "scenario1.txt")
     result = run(load_scenario(path), duration=86400)
     assert result.figures.idle_fraction < 0.05

@@ -22,7 +22,8 @@ def test_it_reads_the_seeds_first_pcdr_example_on_one_line():
 
 
 def test_it_reads_scenario_1_with_its_parameters_in_hours():
-    s = read_pcdr(textwrap.dedent("""\
+    s = read_pcdr(
+        textwrap.dedent("""\
         P1(0.1, 1, .5)
         P2(1, 24, .25)
         P3(1, 24, .25)
@@ -30,7 +31,8 @@ def test_it_reads_scenario_1_with_its_parameters_in_hours():
         leave_in_memory = false
         cpu_scheduling_period = 1
         min_queue = 10
-    """))
+    """)
+    )
     assert s.host.ncpus == 2
     assert s.prefs.leave_apps_in_memory is False
     assert s.prefs.cpu_scheduling_period_minutes == 60
@@ -38,15 +40,18 @@ def test_it_reads_scenario_1_with_its_parameters_in_hours():
     assert [p.resource_share for p in s.projects] == [0.5, 0.25, 0.25]
 
 
-@pytest.mark.parametrize("text, where", [
-    ("P1(1, 2)", "line 1"),
-    ("P1(1, 2, .5)\nP2(x, 2, .5)", "line 2"),
-    ("P1(1, 2, .5)\n\nNCPUS = two", "line 3"),
-    ("P1(1, 2, .5)\nbogus", "line 2"),
-    ("P1(1, 2, .5)\ncolour = 3", "line 2"),
-    ("P1(0, 2, .5)", "line 1"),
-    ("NCPUS = 2", "line 1"),
-])
+@pytest.mark.parametrize(
+    "text, where",
+    [
+        ("P1(1, 2)", "line 1"),
+        ("P1(1, 2, .5)\nP2(x, 2, .5)", "line 2"),
+        ("P1(1, 2, .5)\n\nNCPUS = two", "line 3"),
+        ("P1(1, 2, .5)\nbogus", "line 2"),
+        ("P1(1, 2, .5)\ncolour = 3", "line 2"),
+        ("P1(0, 2, .5)", "line 1"),
+        ("NCPUS = 2", "line 1"),
+    ],
+)
 def test_it_rejects_malformed_pcdr_naming_the_line(text, where):
     with pytest.raises(ScenarioError, match=where):
         read_pcdr(text)
@@ -74,22 +79,35 @@ def test_it_rejects_malformed_xml(tmp_path):
         read_client_state(str(tmp_path))
 
 
-HOST = "<host_info><p_ncpus>1</p_ncpus><p_fpops>1e9</p_fpops></host_info><project><project_name>P</project_name></project>"
+HOST = (
+    "<host_info><p_ncpus>1</p_ncpus><p_fpops>1e9</p_fpops></host_info><project><project_name>P</project_name></project>"
+)
 
 
-@pytest.mark.parametrize("body, where", [
-    ("<host_info><p_ncpus>4</p_ncpus><p_fpops>fast</p_fpops></host_info>",
-     r"<host_info>: <p_fpops> is not a number"),
-    (HOST + "<app><name>a</name></app><app_version><app_name>a</app_name><avg_ncpus>1</avg_ncpus></app_version>",
-     r"<app_version> #1 \(a\): missing <flops>"),
-    (HOST + "<app><name>a</name><fpops><mean>1e12</mean><stdev>1</stdev></fpops></app>"
-     "<app_version><app_name>a</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops></app_version>",
-     "the tag is <std_dev>"),
-    (HOST + "<workunit><name>w</name><app_name>a</app_name><rsc_fpops_est>1e12</rsc_fpops_est></workunit>"
-     "<result><name>r</name><wu_name>x</wu_name><report_deadline>10</report_deadline></result>",
-     r"<result> #1 \(r\): <wu_name> 'x' names no <workunit>"),
-    ("<app><name>a</name></app>", "<host_info>"),
-])
+@pytest.mark.parametrize(
+    "body, where",
+    [
+        (
+            "<host_info><p_ncpus>4</p_ncpus><p_fpops>fast</p_fpops></host_info>",
+            r"<host_info>: <p_fpops> is not a number",
+        ),
+        (
+            HOST + "<app><name>a</name></app><app_version><app_name>a</app_name><avg_ncpus>1</avg_ncpus></app_version>",
+            r"<app_version> #1 \(a\): missing <flops>",
+        ),
+        (
+            HOST + "<app><name>a</name><fpops><mean>1e12</mean><stdev>1</stdev></fpops></app>"
+            "<app_version><app_name>a</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops></app_version>",
+            "the tag is <std_dev>",
+        ),
+        (
+            HOST + "<workunit><name>w</name><app_name>a</app_name><rsc_fpops_est>1e12</rsc_fpops_est></workunit>"
+            "<result><name>r</name><wu_name>x</wu_name><report_deadline>10</report_deadline></result>",
+            r"<result> #1 \(r\): <wu_name> 'x' names no <workunit>",
+        ),
+        ("<app><name>a</name></app>", "<host_info>"),
+    ],
+)
 def test_it_rejects_malformed_client_state_naming_the_element(tmp_path, body, where):
     (tmp_path / "client_state.xml").write_text(f"<client_state>{body}</client_state>")
     with pytest.raises(ScenarioError, match=where):
@@ -104,13 +122,22 @@ def test_it_round_trips_a_json_scenario():
     assert again.prefs == s.prefs
 
 
-@pytest.mark.parametrize("doc, where", [
-    ('{"host": {"ncpus": 1}, "projects": [{"name": "P", "colour": 1}]}', "projects\\[0\\]: unknown key 'colour'"),
-    ('{"host": {"ncpus": "many"}, "projects": []}', "host.ncpus"),
-    ('{"host": {}, "projects": [{"name": "P", "apps": [{"name": "a", "versions": []}]}]}', "projects\\[0\\].apps\\[0\\]"),
-    ('{"host": {},\n "projects": [}', "line 2"),
-    ('{"host": {}, "projects": [{"name": "P", "jobs": [{"name": "j", "app": "nope", "fpops": 1, "fpops_est": 1, "deadline": 5}]}]}', "unknown app"),
-])
+@pytest.mark.parametrize(
+    "doc, where",
+    [
+        ('{"host": {"ncpus": 1}, "projects": [{"name": "P", "colour": 1}]}', "projects\\[0\\]: unknown key 'colour'"),
+        ('{"host": {"ncpus": "many"}, "projects": []}', "host.ncpus"),
+        (
+            '{"host": {}, "projects": [{"name": "P", "apps": [{"name": "a", "versions": []}]}]}',
+            "projects\\[0\\].apps\\[0\\]",
+        ),
+        ('{"host": {},\n "projects": [}', "line 2"),
+        (
+            '{"host": {}, "projects": [{"name": "P", "jobs": [{"name": "j", "app": "nope", "fpops": 1, "fpops_est": 1, "deadline": 5}]}]}',
+            "unknown app",
+        ),
+    ],
+)
 def test_it_rejects_malformed_json_naming_the_key_or_line(doc, where):
     with pytest.raises(ScenarioError, match=where):
         read_json(doc)
@@ -130,5 +157,6 @@ def test_no_rsc_apps_of_a_project_are_read_as_processor_type_names(tmp_path):
         "<project><master_url>http://a/</master_url><project_name>A</project_name>"
         "<no_rsc_apps>NVIDIA</no_rsc_apps><no_rsc_apps>CPU</no_rsc_apps></project>"
         "<app><name>x</name></app><app_version><app_name>x</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops></app_version>"
-        "</client_state>")
+        "</client_state>"
+    )
     assert read_client_state(str(tmp_path)).projects[0].no_rsc_apps == ("NVIDIA", "cpu")

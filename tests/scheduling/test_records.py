@@ -28,16 +28,31 @@ class ScriptedProcess:
 
 
 def cpu_and_gpu_host():
-    gpu_app = App("g", (AppVersion(avg_ncpus=0.5, flops=20 * GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0),),
-                  latency_bound=10 * 86400.0, fpops_est=HOUR * 20 * GFLOPS)
-    return scenario(project("C", apps=(cpu_app(hours=2.0),)), project("G", apps=(gpu_app,)),
-                    host=Host(ncpus=2, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, 100 * GFLOPS),)),
-                    prefs=Prefs(work_buf_min_days=0.1, work_buf_additional_days=0.1))
+    gpu_app = App(
+        "g",
+        (AppVersion(avg_ncpus=0.5, flops=20 * GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0),),
+        latency_bound=10 * 86400.0,
+        fpops_est=HOUR * 20 * GFLOPS,
+    )
+    return scenario(
+        project("C", apps=(cpu_app(hours=2.0),)),
+        project("G", apps=(gpu_app,)),
+        host=Host(ncpus=2, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, 100 * GFLOPS),)),
+        prefs=Prefs(work_buf_min_days=0.1, work_buf_additional_days=0.1),
+    )
 
 
 def scripted_run(processes: dict, duration: float):
-    em = Emulator(cpu_and_gpu_host(), get_policy("boinc7"), duration=duration, delta=60.0, seed=1,
-                  compat="intended", existing_jobs_only=False, policy_name="boinc7")
+    em = Emulator(
+        cpu_and_gpu_host(),
+        get_policy("boinc7"),
+        duration=duration,
+        delta=60.0,
+        seed=1,
+        compat="intended",
+        existing_jobs_only=False,
+        policy_name="boinc7",
+    )
     em.host_proc.update(processes)
     for name, proc in processes.items():
         setattr(em, name, proc.up)
@@ -49,12 +64,15 @@ def test_host_periods_follow_a_hand_made_availability_trace():
     # changes off the 60 s grid take effect at the next grid point (1000 -> 1020, 5000 -> 5040,
     # 8000 -> 8040, 20000 -> 20040); the GPU comes back at 3000 while the host is off, so once the host is
     # on again at 5040 it is not suspended; while "not_active" the GPU state is not recorded
-    result = scripted_run({
-        "on": ScriptedProcess(True, [1000, 5000]),
-        "gpu_active": ScriptedProcess(False, [3000, 20000]),
-        "connected": ScriptedProcess(True, [6000, 8000]),
-        "active": ScriptedProcess(True, [7200, 9000]),
-    }, duration=10 * HOUR)
+    result = scripted_run(
+        {
+            "on": ScriptedProcess(True, [1000, 5000]),
+            "gpu_active": ScriptedProcess(False, [3000, 20000]),
+            "connected": ScriptedProcess(True, [6000, 8000]),
+            "active": ScriptedProcess(True, [7200, 9000]),
+        },
+        duration=10 * HOUR,
+    )
     assert result.host_periods == (
         HostPeriod(0.0, 1020.0, "gpu_suspended"),
         HostPeriod(1020.0, 5040.0, "off"),
@@ -84,9 +102,15 @@ def test_an_always_available_host_has_no_periods():
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_random_host_periods_tile_the_states_without_overlap(seed):
-    host = Host(ncpus=2, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, 100 * GFLOPS),),
-                on=Availability(0.7, 2 * HOUR), connected=Availability(0.8, HOUR),
-                active=Availability(0.8, HOUR), gpu_active=Availability(0.6, HOUR))
+    host = Host(
+        ncpus=2,
+        cpu_flops=GFLOPS,
+        gpus=(GpuType("NVIDIA", 1, 100 * GFLOPS),),
+        on=Availability(0.7, 2 * HOUR),
+        connected=Availability(0.8, HOUR),
+        active=Availability(0.8, HOUR),
+        gpu_active=Availability(0.6, HOUR),
+    )
     base = cpu_and_gpu_host()
     result = run(scenario(*base.projects, host=host, prefs=base.prefs), duration=3 * 86400.0, seed=seed)
     periods = result.host_periods
@@ -110,14 +134,16 @@ def standard():
     from pathlib import Path
 
     from scheduling.engine import load_scenario
+
     return load_scenario(str(Path(__file__).resolve().parents[2] / "scenarios" / "standard.json"))
 
 
 @pytest.mark.parametrize("policy", ["boinc7", "boinc5"])
 def test_the_chunks_put_end_to_end_give_the_final_series(policy):
     chunks = []
-    result = run(standard(), policy=policy, duration=2 * 86400.0, seed=4, partial=chunks.append,
-                 partial_interval=5 * HOUR)
+    result = run(
+        standard(), policy=policy, duration=2 * 86400.0, seed=4, partial=chunks.append, partial_interval=5 * HOUR
+    )
     assert len(chunks) == 10 and [c.last for c in chunks] == [False] * 9 + [True]
     times = [c.time for c in chunks]
     assert times == sorted(times) and times[-1] == 2 * 86400.0
@@ -125,8 +151,10 @@ def test_the_chunks_put_end_to_end_give_the_final_series(policy):
     for name in ("rec", "buffers", "rpcs", "decisions"):
         joined = tuple(r for c in chunks for r in getattr(c, name))
         assert joined == getattr(result, name), name
-    for name, key in (("slices", lambda s: (s.start, s.resource, s.instance)),
-                      ("host_periods", lambda h: (h.start, h.state))):
+    for name, key in (
+        ("slices", lambda s: (s.start, s.resource, s.instance)),
+        ("host_periods", lambda h: (h.start, h.state)),
+    ):
         joined = [r for c in chunks for r in getattr(c, name)]
         assert len(joined) == len(getattr(result, name)) and tuple(sorted(joined, key=key)) == getattr(result, name)
     assert result.slices and result.host_periods and result.rpcs
@@ -140,14 +168,25 @@ def test_open_slices_and_periods_are_cut_at_the_chunk_time_and_end_later():
     assert opened, "jobs are running at some chunk time"
     for chunk, s in opened:
         assert s.start < s.end == chunk.time
-        whole = [f for f in result.slices if (f.resource, f.instance, f.job, f.start) == (s.resource, s.instance, s.job, s.start)]
+        whole = [
+            f
+            for f in result.slices
+            if (f.resource, f.instance, f.job, f.start) == (s.resource, s.instance, s.job, s.start)
+        ]
         assert len(whole) == 1 and whole[0].end > chunk.time
     for chunk in chunks:
         for h in chunk.open_host_periods:
             assert h.end == chunk.time
             assert any(f.state == h.state and f.start == h.start and f.end >= h.end for f in result.host_periods)
-    assert opened[0][0].to_dict()["open_slices"][0].keys() == {"resource", "instance", "job", "project", "start",
-                                                            "end", "why"}
+    assert opened[0][0].to_dict()["open_slices"][0].keys() == {
+        "resource",
+        "instance",
+        "job",
+        "project",
+        "start",
+        "end",
+        "why",
+    }
 
 
 def test_asking_for_chunks_does_not_change_the_run():

@@ -19,7 +19,7 @@ def test_rpc_backoff_doubles_from_a_minute_and_caps_at_four_hours():
     rng = random.Random(7)
     for failure in range(1, 10):
         backoff, _ = rpc.project_rpc_backoff(p, 0.0, rng, bce=False)
-        top = min(2 ** failure * 60.0, 14400.0)
+        top = min(2**failure * 60.0, 14400.0)
         assert 0.5 * top <= backoff <= top
         p.min_rpc_time = 0.0
     assert p.nrpc_failures == 9
@@ -54,7 +54,7 @@ def test_a_project_that_is_always_down_is_retried_with_growing_backoffs_and_a_ma
     failures = [e for e in result.rpcs if not e.ok and e.reason != "master_fetch"]
     assert len(failures) >= 10
     for n, event in enumerate(failures[:9], start=1):
-        top = min(2 ** n * 60.0, 14400.0)
+        top = min(2**n * 60.0, 14400.0)
         assert 0.5 * top <= event.backoff <= top
     masters = [e for e in result.rpcs if e.reason == "master_fetch"]
     assert masters and not masters[0].ok
@@ -64,7 +64,11 @@ def test_a_project_that_is_always_down_is_retried_with_growing_backoffs_and_a_ma
 
 def test_a_second_scheduler_url_answers_when_the_first_is_down():
     from scheduling.engine.scenario import SchedulerUrl
-    urls = (SchedulerUrl("http://a/cgi", Availability(0.0, 3600)), SchedulerUrl("http://b/cgi", Availability(1.0, 3600)))
+
+    urls = (
+        SchedulerUrl("http://a/cgi", Availability(0.0, 3600)),
+        SchedulerUrl("http://b/cgi", Availability(1.0, 3600)),
+    )
     s = scenario(project("P", scheduler_urls=urls), ncpus=1)
     result = run(s, duration=86400)
     assert result.rpcs[0].ok and result.rpcs[0].url == "http://b/cgi"
@@ -78,8 +82,11 @@ def test_project_downtime_makes_rpcs_fail_until_it_ends():
 
 
 def test_finished_results_are_reported_within_max_report_delay():
-    s = scenario(project("P", apps=(cpu_app(hours=0.5),)), ncpus=1,
-                 prefs=Prefs(work_buf_min_days=0.01, work_buf_additional_days=0))
+    s = scenario(
+        project("P", apps=(cpu_app(hours=0.5),)),
+        ncpus=1,
+        prefs=Prefs(work_buf_min_days=0.01, work_buf_additional_days=0),
+    )
     result = run(s, duration=86400)
     finishes = [d.time for d in result.decisions if d.kind == "finish"]
     reports = [e for e in result.rpcs if e.ok and e.reported]
@@ -91,12 +98,22 @@ def test_finished_results_are_reported_within_max_report_delay():
 def emulator(s, compat="intended"):
     from scheduling.engine import get_policy
     from scheduling.engine.emulator import Emulator
-    return Emulator(s, get_policy("boinc7"), duration=86400, delta=60, seed=1, compat=compat,
-                    existing_jobs_only=False, policy_name="boinc7")
+
+    return Emulator(
+        s,
+        get_policy("boinc7"),
+        duration=86400,
+        delta=60,
+        seed=1,
+        compat=compat,
+        existing_jobs_only=False,
+        policy_name="boinc7",
+    )
 
 
 def ready(completed, deadline):
     from types import SimpleNamespace
+
     return SimpleNamespace(completed_time=completed, deadline=deadline)
 
 
@@ -144,13 +161,18 @@ def test_report_results_immediately_reports_a_fresh_result_and_nothing_is_due_wi
 
 def two_jobs(**prefs):
     # p1 runs first and ends at 3600 s; p2 keeps the buffer above its minimum all day
-    return scenario(project("P", [job("p1", hours=1), job("p2", hours=20)]), ncpus=1,
-                    prefs=Prefs(work_buf_min_days=0.01, work_buf_additional_days=0.01, **prefs))
+    return scenario(
+        project("P", [job("p1", hours=1), job("p2", hours=20)]),
+        ncpus=1,
+        prefs=Prefs(work_buf_min_days=0.01, work_buf_additional_days=0.01, **prefs),
+    )
 
 
 def test_a_finished_result_makes_its_own_rpc_on_the_step_after_max_report_delay():
     result = run(two_jobs(), duration=4 * 3600)
-    assert [(e.time, e.reason, e.reported) for e in result.rpcs][:1] == [(3600.0 + rpc.MAX_REPORT_DELAY + 60, "results_due", 1)]
+    assert [(e.time, e.reason, e.reported) for e in result.rpcs][:1] == [
+        (3600.0 + rpc.MAX_REPORT_DELAY + 60, "results_due", 1)
+    ]
 
 
 def test_report_results_immediately_reports_when_the_job_ends():
@@ -160,8 +182,11 @@ def test_report_results_immediately_reports_when_the_job_ends():
 
 def test_a_result_close_to_its_deadline_is_reported_when_it_ends():
     # due one day before its deadline, which is before it even ends
-    s = scenario(project("P", [job("p1", hours=1, deadline=86400.0 + 1800), job("p2", hours=20)]), ncpus=1,
-                 prefs=Prefs(work_buf_min_days=0.01, work_buf_additional_days=0.01))
+    s = scenario(
+        project("P", [job("p1", hours=1, deadline=86400.0 + 1800), job("p2", hours=20)]),
+        ncpus=1,
+        prefs=Prefs(work_buf_min_days=0.01, work_buf_additional_days=0.01),
+    )
     result = run(s, duration=4 * 3600)
     assert [(e.time, e.reason, e.reported) for e in result.rpcs][:1] == [(3600.0, "results_due", 1)]
 

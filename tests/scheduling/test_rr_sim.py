@@ -75,8 +75,9 @@ def test_the_on_fraction_stretches_the_simulated_run():
 
 
 def test_a_job_projected_past_its_deadline_is_a_deadline_miss_with_busy_time():
-    s = scenario(project("P", [job("late", hours=5, deadline=4 * HOUR), job("fine", hours=1)]),
-                 ncpus=1, prefs=buffers(0, 1))
+    s = scenario(
+        project("P", [job("late", hours=5, deadline=4 * HOUR), job("fine", hours=1)]), ncpus=1, prefs=buffers(0, 1)
+    )
     snap = rr_snapshot(s)
     miss = {j["name"]: j["deadline_miss"] for j in snap["jobs"]}
     assert miss == {"late": True, "fine": False}
@@ -116,8 +117,10 @@ def test_rrsim_reads_a_p_c_d_r_file_with_four_idle_cpus():
     assert cpu["nidle_now"] == 4 and cpu["saturated_time"] == 0
     assert snap["total_shortfall"] == cpu["shortfall"] == 4 * snap["work_buf_total"]
     # equal shares, equal halves of the shortfall
-    assert {p["name"]: p["shortfall"] for p in snap["projects"]} == {"P1": 2 * snap["work_buf_total"],
-                                                                     "P2": 2 * snap["work_buf_total"]}
+    assert {p["name"]: p["shortfall"] for p in snap["projects"]} == {
+        "P1": 2 * snap["work_buf_total"],
+        "P2": 2 * snap["work_buf_total"],
+    }
 
 
 def test_rrsim_boinc5_splits_a_p_c_d_r_files_shortfall_by_share_over_the_minimum_queue():
@@ -160,8 +163,13 @@ times = st.floats(min_value=0.0, max_value=1e9, allow_nan=False)
 amounts = st.floats(min_value=0.0, max_value=1e6, allow_nan=False)
 
 
-@given(times, st.floats(min_value=0.0, max_value=1e7, allow_nan=False), amounts, amounts,
-       st.floats(min_value=1.0, max_value=1e8))
+@given(
+    times,
+    st.floats(min_value=0.0, max_value=1e7, allow_nan=False),
+    amounts,
+    amounts,
+    st.floats(min_value=1.0, max_value=1e8),
+)
 def test_a_simulation_step_moves_rec_exactly_as_update_average(t0, dt, avg, work, half_life):
     diff, w = decay_factors(t0, t0 + dt, half_life)
     expected, _t = update_average(t0 + dt, t0, work, half_life, avg, t0)
@@ -169,14 +177,25 @@ def test_a_simulation_step_moves_rec_exactly_as_update_average(t0, dt, avg, work
 
 
 def emulator(s, compat="intended"):
-    return Emulator(s, get_policy("boinc7"), duration=60, delta=60, seed=1, compat=compat,
-                    existing_jobs_only=False, policy_name="boinc7")
+    return Emulator(
+        s,
+        get_policy("boinc7"),
+        duration=60,
+        delta=60,
+        seed=1,
+        compat=compat,
+        existing_jobs_only=False,
+        policy_name="boinc7",
+    )
 
 
 def test_the_projected_priorities_are_compute_prioritys_of_the_projected_rec():
-    s = scenario(project("A", [job(f"a{i}", hours=1 + i) for i in range(4)], share=300),
-                 project("B", [job(f"b{i}", hours=2) for i in range(3)], share=100),
-                 project("Backup", [job("z", hours=5)], share=0), ncpus=2)
+    s = scenario(
+        project("A", [job(f"a{i}", hours=1 + i) for i in range(4)], share=300),
+        project("B", [job(f"b{i}", hours=2) for i in range(3)], share=100),
+        project("Backup", [job("z", hours=5)], share=0),
+        ncpus=2,
+    )
     em = emulator(s)
     for p, rec in zip(em.projects, (40.0, 10.0, 3.0)):
         p.rec = rec
@@ -190,8 +209,9 @@ def test_the_projected_priorities_are_compute_prioritys_of_the_projected_rec():
 
 
 def test_a_simulation_is_a_run_of_steps_each_ending_a_job():
-    s = scenario(project("P", [job("j1", hours=1), job("j2", hours=2), job("j3", hours=3)]), ncpus=2,
-                 prefs=buffers(1, 1))
+    s = scenario(
+        project("P", [job("j1", hours=1), job("j2", hours=2), job("j3", hours=3)]), ncpus=2, prefs=buffers(1, 1)
+    )
     sim = RoundRobin(emulator(s), 0.0)
     rr = sim.run()
     # j1 ends at 1 h, j2 at 2 h, j3 at 1 h + 3 h: three steps
@@ -206,6 +226,7 @@ def test_busy_time_goes_on_the_least_busy_instance_and_the_next_ones_in_order():
     # stays idle and the busy time (the least busy instance) stays 0; usage below 1 adds
     # nothing, and the instances wrap around
     from scheduling.engine.rr_sim import _busy_update
+
     busy = [0.0, 5.0, 0.0]
     _busy_update(busy, 10.0, 2.0)
     assert busy == [10.0, 15.0, 0.0]

@@ -31,6 +31,7 @@ def test_it_sorts_whatever_the_ties():
 
 def test_the_heapsort_past_the_depth_limit_sorts_too():
     from scheduling.engine import stdsort
+
     items = list(range(40))
     random.Random(2).shuffle(items)
     stdsort._partial_sort(items, 0, len(items), lambda a, b: a < b)

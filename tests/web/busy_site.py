@@ -41,14 +41,24 @@ class BusySite:
         host = Host.objects.order_by("id").first()
         run = self.runs[0]
         return [
-            "/", "/lab/", f"/lab/{run.scenario_id}/", f"/lab/runs/{run.pk}/",
+            "/",
+            "/lab/",
+            f"/lab/{run.scenario_id}/",
+            f"/lab/runs/{run.pk}/",
             f"/lab/compare/?runs={','.join(str(r.pk) for r in self.runs)}",
             f"/lab/compare/?runs={run.pk}",
-            "/project/status/", "/project/workunits/", f"/project/workunits/{wu.pk}/",
-            f"/project/results/{result.pk}/", "/project/hosts/", f"/project/hosts/{host.pk}/",
-            f"/project/hosts/{host.pk}/prefs/", f"/project/users/{host.owner_id}/",
-            "/project/worlds/", f"/project/worlds/{self.world.pk}/",
-            f"/project/worlds/compare/?worlds={self.world.pk - 1},{self.world.pk}", "/boinc/",
+            "/project/status/",
+            "/project/workunits/",
+            f"/project/workunits/{wu.pk}/",
+            f"/project/results/{result.pk}/",
+            "/project/hosts/",
+            f"/project/hosts/{host.pk}/",
+            f"/project/hosts/{host.pk}/prefs/",
+            f"/project/users/{host.owner_id}/",
+            "/project/worlds/",
+            f"/project/worlds/{self.world.pk}/",
+            f"/project/worlds/compare/?worlds={self.world.pk - 1},{self.world.pk}",
+            "/boinc/",
         ]
 
 
@@ -63,25 +73,33 @@ def build_busy_site(settings, tmp_path):
     # comparison
     for name, locality in [("crawled-locality", True), ("crawled", False)]:
         world = WorldFactory(
-            name=name, hosts=6, days=1, seed=5, locality=locality,
+            name=name,
+            hosts=6,
+            days=1,
+            seed=5,
+            locality=locality,
             status=World.Status.RUNNING,
-            settings={"file_nbytes": 4096, "workunits_per_file": 10, "job_gflop": 3.0 * 3600,
-                      "error_rate": 0.05, "daemon_interval": 3600.0})
+            settings={
+                "file_nbytes": 4096,
+                "workunits_per_file": 10,
+                "job_gflop": 3.0 * 3600,
+                "error_rate": 0.05,
+                "daemon_interval": 3600.0,
+            },
+        )
         with jobs.unsynced_sqlite():
             sim = jobs.create_simulation(world)
             sim.run_until(sim.t + DAY)
             jobs.store(world.pk, sim, status=World.Status.PAUSED)
     # a team, with the first host's owner in it, so that the team pages are linked
     owner = Host.objects.order_by("id").first().owner
-    UserCredit.objects.update_or_create(user=owner, defaults={
-        "team": TeamFactory(name="crawlers")})
+    UserCredit.objects.update_or_create(user=owner, defaults={"team": TeamFactory(name="crawlers")})
     # and twice more by the wall clock, as make run's periodic job does, so that the status
     # page shows every daemon running and the queues' history
     for _ in range(2):
         run_all_daemons()
     assert DaemonStatus.objects.filter(passes__gt=0).count() == len(daemon_names())
-    scenario = _save(None, BY_SLUG["seed-001-scenario-1"].scenario(), staff,
-                     preset="seed-001-scenario-1")
+    scenario = _save(None, BY_SLUG["seed-001-scenario-1"].scenario(), staff, preset="seed-001-scenario-1")
     runs = []
     for policy in ("boinc7", "boinc5"):
         run = Run.objects.create(scenario=scenario, policy=policy, duration=2 * 3600.0, seed=1)

@@ -130,8 +130,7 @@ def crawl(client):
             continue
         seen_urls.add(key)
         bucket = (pattern(url), htmx)
-        if per_pattern[bucket] >= (PER_OUTSIDE_PATTERN if bucket[0][0].startswith(OUTSIDE)
-                                   else PER_PATTERN):
+        if per_pattern[bucket] >= (PER_OUTSIDE_PATTERN if bucket[0][0].startswith(OUTSIDE) else PER_PATTERN):
             continue
         per_pattern[bucket] += 1
         if len(visited) >= MAX_URLS:
@@ -150,13 +149,15 @@ def crawl(client):
             continue
         if not response.get("Content-Type", "").startswith("text/html"):
             continue
-        html = (b"".join(response.streaming_content) if response.streaming
-                else response.content).decode()
+        html = (b"".join(response.streaming_content) if response.streaming else response.content).decode()
         parser = Links()
         parser.feed(html)
         title = parser.title.strip()
-        if not htmx and response.status_code == 200 and (
-                not title or (title == DEFAULT_TITLE and url not in NAMED_BY_THE_PROJECT)):
+        if (
+            not htmx
+            and response.status_code == 200
+            and (not title or (title == DEFAULT_TITLE and url not in NAMED_BY_THE_PROJECT))
+        ):
             failures.append(f"{url}: a page without its own title ({title!r})")
         for href in parser.links:
             target = internal(url, href)
@@ -186,8 +187,10 @@ def test_every_page_answers_anonymous_visitors_and_staff_after_a_simulated_day(b
         counts[who] = len(visited)
         failures += [f"{who}: {line}" for line in failed]
         every_url |= {url for url, _ in visited}
-    print(f"\ncrawled {counts['anonymous']} URLs as an anonymous visitor and {counts['staff']} "
-          f"as staff ({len(every_url)} distinct)")
+    print(
+        f"\ncrawled {counts['anonymous']} URLs as an anonymous visitor and {counts['staff']} "
+        f"as staff ({len(every_url)} distinct)"
+    )
     assert not failures, "\n".join(failures)
     # The crawl reached every page of the site from the links alone.
     reached = {pattern(url)[0] for url in every_url}

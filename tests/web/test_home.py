@@ -74,9 +74,9 @@ def test_plotly_is_served_from_our_own_static_files(client):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("model", [m for m in admin.site._registry
-                                   if m._meta.app_label == "backend"],
-                         ids=lambda m: m._meta.model_name)
+@pytest.mark.parametrize(
+    "model", [m for m in admin.site._registry if m._meta.app_label == "backend"], ids=lambda m: m._meta.model_name
+)
 def test_admin_list_and_add_pages_load(admin_client, model):
     opts = model._meta
     listing = admin_client.get(reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist"))

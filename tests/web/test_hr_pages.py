@@ -7,14 +7,19 @@ import pytest
 from backend.models import Workunit
 from tests.pages import by_testid, parse
 from tests.web.project_data import (  # noqa: F401
-    app, busy_workunit, host, make_results, make_workunits, owner, versions,
+    app,
+    busy_workunit,
+    host,
+    make_results,
+    make_workunits,
+    owner,
+    versions,
 )
 
 pytestmark = pytest.mark.django_db
 
 
-def test_the_workunit_page_shows_the_hr_class_and_the_committed_app_version(client, app,
-                                                                            versions):
+def test_the_workunit_page_shows_the_hr_class_and_the_committed_app_version(client, app, versions):
     app.homogeneous_redundancy, app.homogeneous_app_version = 1, True
     app.save()
     wu = make_workunits(app, 1)[0]
@@ -40,17 +45,23 @@ def test_the_status_page_shows_the_hr_and_job_limit_options(client, settings, tm
         "<boinc><config><homogeneous_redundancy>1</homogeneous_redundancy><hr_class_static/>"
         "<max_wus_in_progress>2</max_wus_in_progress>"
         "<min_sendwork_interval>600</min_sendwork_interval><report_max>50</report_max>"
-        "</config></boinc>")
+        "</config></boinc>"
+    )
     (tmp_path / "config_aux.xml").write_text(
         "<config><max_jobs_in_progress><app><app_name>einstein</app_name><gpu_limit><jobs>1"
-        "</jobs></gpu_limit></app></max_jobs_in_progress></config>")
+        "</jobs></gpu_limit></app></max_jobs_in_progress></config>"
+    )
     settings.BOINC_CONFIG_XML = str(tmp_path / "config.xml")
     section = by_testid(parse(client.get("/project/status/")), "server-options")
-    for name, value in [("homogeneous_redundancy", "1 (fine)"), ("hr_class_static", "yes"),
-                        ("max_wus_in_progress", "2"), ("min_sendwork_interval", "600 s"),
-                        ("report_max", "50"), ("max_jobs_in_progress (project)",
-                                               "CPU 2 per processor"),
-                        ("max_jobs_in_progress (einstein)", "GPU 1")]:
+    for name, value in [
+        ("homogeneous_redundancy", "1 (fine)"),
+        ("hr_class_static", "yes"),
+        ("max_wus_in_progress", "2"),
+        ("min_sendwork_interval", "600 s"),
+        ("report_max", "50"),
+        ("max_jobs_in_progress (project)", "CPU 2 per processor"),
+        ("max_jobs_in_progress (einstein)", "GPU 1"),
+    ]:
         assert value in section.find("tr", attrs={"data-option": name}).get_text(), name
 
 

@@ -42,17 +42,26 @@ def fetch(url, headers=None):
 @pytest.fixture
 def production(tmp_path, redis_client):
     """A gunicorn serving the test database with DEBUG off; yields its base URL."""
-    env = child_env(DEBUG="0", SECRET_KEY="production-test-" + "k" * 40,
-                    ALLOWED_HOSTS="127.0.0.1", STATIC_ROOT=tmp_path / "static",
-                    BOINCWEB_DATA_DIR=tmp_path / "data")
-    collect = subprocess.run([*MANAGE, "collectstatic", "--noinput"],
-                             cwd=BASE, env=env, capture_output=True, text=True, timeout=300)
+    env = child_env(
+        DEBUG="0",
+        SECRET_KEY="production-test-" + "k" * 40,
+        ALLOWED_HOSTS="127.0.0.1",
+        STATIC_ROOT=tmp_path / "static",
+        BOINCWEB_DATA_DIR=tmp_path / "data",
+    )
+    collect = subprocess.run(
+        [*MANAGE, "collectstatic", "--noinput"], cwd=BASE, env=env, capture_output=True, text=True, timeout=300
+    )
     assert collect.returncode == 0, collect.stderr
     port = free_port()
     log = open(tmp_path / "gunicorn.log", "w+")
-    server = subprocess.Popen([str(GUNICORN), "boincweb.wsgi", "--bind", f"127.0.0.1:{port}",
-                               "--workers", "2", "--no-control-socket"], cwd=BASE, env=env, stdout=log,
-                              stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [str(GUNICORN), "boincweb.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "2", "--no-control-socket"],
+        cwd=BASE,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + START_SECONDS
@@ -75,11 +84,17 @@ def production(tmp_path, redis_client):
 
 
 def test_gunicorn_serves_pages_static_files_and_a_plain_404_with_debug_off(production):
-    wu = WorkunitFactory(app__name="uppercase", name="served_by_gunicorn",
-                         transition_time=2**31 - 1)
+    wu = WorkunitFactory(app__name="uppercase", name="served_by_gunicorn", transition_time=2**31 - 1)
 
-    for path in ["/", "/project/status/", "/project/workunits/", f"/project/workunits/{wu.pk}/",
-                 "/lab/", "/project/worlds/", "/accounts/login/"]:
+    for path in [
+        "/",
+        "/project/status/",
+        "/project/workunits/",
+        f"/project/workunits/{wu.pk}/",
+        "/lab/",
+        "/project/worlds/",
+        "/accounts/login/",
+    ]:
         status, headers, body = fetch(production + path)
         assert status == 200, (path, body[:2000])
         assert headers["Content-Type"].startswith("text/html")

@@ -2,13 +2,28 @@ import pytest
 
 from backend.actions import cancel_workunits, revalidate_workunits, transition_now
 from backend.models import (
-    INT_MAX, AssimilateState, ErrorMask, LifecycleEvent, Outcome, Result, ServerState,
-    ValidateState, Workunit,
+    INT_MAX,
+    AssimilateState,
+    ErrorMask,
+    LifecycleEvent,
+    Outcome,
+    Result,
+    ServerState,
+    ValidateState,
+    Workunit,
 )
 from tests.factories import NOW
 from tests.pages import parse
 from tests.web.project_data import (  # noqa: F401
-    app, busy_workunit, host, make_results, make_workunits, owner, staff, stranger, versions,
+    app,
+    busy_workunit,
+    host,
+    make_results,
+    make_workunits,
+    owner,
+    staff,
+    stranger,
+    versions,
 )
 
 pytestmark = pytest.mark.django_db
@@ -19,8 +34,9 @@ RUNNING = (ServerState.IN_PROGRESS, Outcome.INIT, ValidateState.INIT)
 
 
 def events_of(field):
-    return list(LifecycleEvent.objects.filter(field=field).order_by("id")
-                .values_list("workunit_id", "result_id", "old", "new"))
+    return list(
+        LifecycleEvent.objects.filter(field=field).order_by("id").values_list("workunit_id", "result_id", "old", "new")
+    )
 
 
 def test_cancel_sets_the_bit_and_marks_unsent_results_didnt_need(app):
@@ -32,8 +48,7 @@ def test_cancel_sets_the_bit_and_marks_unsent_results_didnt_need(app):
     assert wu.error_mask == ErrorMask.TOO_MANY_TOTAL_RESULTS | ErrorMask.CANCELLED
     assert wu.transition_time == NOW
     states = dict(Result.objects.filter(workunit=wu).values_list("id", "outcome"))
-    assert states == {unsent.id: Outcome.DIDNT_NEED, inactive.id: Outcome.DIDNT_NEED,
-                      running.id: Outcome.INIT}
+    assert states == {unsent.id: Outcome.DIDNT_NEED, inactive.id: Outcome.DIDNT_NEED, running.id: Outcome.INIT}
     assert Result.objects.get(pk=running.pk).server_state == ServerState.IN_PROGRESS
     assert Result.objects.get(workunit=other).server_state == ServerState.UNSENT
     assert events_of("error_mask") == [(wu.id, None, 8, 24)]
@@ -67,22 +82,23 @@ def test_transition_now_moves_only_later_times(app):
     assert transition_now([later.id, never.id, due.id], now=NOW, actor="boss") == 2
     times = dict(Workunit.objects.values_list("id", "transition_time"))
     assert times == {later.id: NOW, never.id: NOW, due.id: NOW - 10}
-    assert events_of("transition_time") == [(later.id, None, NOW + 3600, NOW),
-                                            (never.id, None, INT_MAX, NOW)]
+    assert events_of("transition_time") == [(later.id, None, NOW + 3600, NOW), (never.id, None, INT_MAX, NOW)]
 
 
 def test_revalidate_resets_judged_successes_on_open_workunits_only(app):
     open_wu, errored, assimilated = make_workunits(app, 3)
     Workunit.objects.filter(pk=errored.pk).update(error_mask=ErrorMask.CANCELLED)
     Workunit.objects.filter(pk=assimilated.pk).update(assimilate_state=AssimilateState.DONE)
-    invalid, inconclusive, client_error = make_results(open_wu, [
-        (ServerState.OVER, Outcome.SUCCESS, ValidateState.INVALID),
-        (ServerState.OVER, Outcome.SUCCESS, ValidateState.INCONCLUSIVE),
-        (ServerState.OVER, Outcome.CLIENT_ERROR, ValidateState.INVALID),
-    ])
+    invalid, inconclusive, client_error = make_results(
+        open_wu,
+        [
+            (ServerState.OVER, Outcome.SUCCESS, ValidateState.INVALID),
+            (ServerState.OVER, Outcome.SUCCESS, ValidateState.INCONCLUSIVE),
+            (ServerState.OVER, Outcome.CLIENT_ERROR, ValidateState.INVALID),
+        ],
+    )
     make_results(errored, [(ServerState.OVER, Outcome.SUCCESS, ValidateState.INVALID)])
-    assert revalidate_workunits([open_wu.id, errored.id, assimilated.id], now=NOW,
-                                actor="boss") == 1
+    assert revalidate_workunits([open_wu.id, errored.id, assimilated.id], now=NOW, actor="boss") == 1
     states = dict(Result.objects.values_list("id", "validate_state"))
     assert states[invalid.id] == states[inconclusive.id] == ValidateState.INIT
     assert states[client_error.id] == ValidateState.INVALID
@@ -113,10 +129,10 @@ def target(app):
 def snapshot(wu):
     """What any of the actions would change, and the number of events."""
     return (
-        Workunit.objects.filter(pk=wu.pk).values_list(
-            "error_mask", "transition_time", "need_validate").get(),
-        list(Result.objects.filter(workunit=wu).order_by("id").values_list(
-            "server_state", "outcome", "validate_state")),
+        Workunit.objects.filter(pk=wu.pk).values_list("error_mask", "transition_time", "need_validate").get(),
+        list(
+            Result.objects.filter(workunit=wu).order_by("id").values_list("server_state", "outcome", "validate_state")
+        ),
         LifecycleEvent.objects.count(),
     )
 
@@ -132,8 +148,7 @@ def do_url(action):
 @pytest.mark.parametrize("action", ACTION_NAMES)
 def test_every_action_needs_a_login(client, target, action):
     before = snapshot(target)
-    for response in [client.get(confirm_url(action, target)),
-                     client.post(do_url(action), {"id": target.id})]:
+    for response in [client.get(confirm_url(action, target)), client.post(do_url(action), {"id": target.id})]:
         assert response.status_code == 302 and "/accounts/login/" in response["Location"]
     assert snapshot(target) == before
 
@@ -145,17 +160,18 @@ def test_every_action_is_for_staff_only(client, target, request, who, action):
     client.force_login(request.getfixturevalue(who))
     assert client.get(confirm_url(action, target)).status_code == 403
     assert client.post(do_url(action), {"id": target.id}).status_code == 403
-    assert client.post(do_url(action), {"id": target.id},
-                       HTTP_HX_REQUEST="true").status_code == 403
+    assert client.post(do_url(action), {"id": target.id}, HTTP_HX_REQUEST="true").status_code == 403
     assert snapshot(target) == before
 
 
-@pytest.mark.parametrize("action, changed", [
-    ("cancel", lambda wu, results: wu[0] == ErrorMask.CANCELLED
-     and results[1][1] == Outcome.DIDNT_NEED),
-    ("transition", lambda wu, results: wu[1] < INT_MAX),
-    ("revalidate", lambda wu, results: wu[2] and results[0][2] == ValidateState.INIT),
-])
+@pytest.mark.parametrize(
+    "action, changed",
+    [
+        ("cancel", lambda wu, results: wu[0] == ErrorMask.CANCELLED and results[1][1] == Outcome.DIDNT_NEED),
+        ("transition", lambda wu, results: wu[1] < INT_MAX),
+        ("revalidate", lambda wu, results: wu[2] and results[0][2] == ValidateState.INIT),
+    ],
+)
 def test_staff_runs_every_action_only_after_confirming(client, staff, target, action, changed):
     before = snapshot(target)
     client.force_login(staff)
@@ -176,8 +192,7 @@ def test_every_action_needs_the_csrf_token(staff, target, action):
     client = Client(enforce_csrf_checks=True)
     client.force_login(staff)
     assert client.post(do_url(action), {"id": target.id}).status_code == 403
-    assert client.post(do_url(action), {"id": target.id, "csrfmiddlewaretoken": "forged" * 8}
-                       ).status_code == 403
+    assert client.post(do_url(action), {"id": target.id, "csrfmiddlewaretoken": "forged" * 8}).status_code == 403
     assert snapshot(target) == before
     client.get(confirm_url(action, target))  # the confirm page sets the token's cookie
     token = client.cookies["csrftoken"].value
@@ -201,17 +216,17 @@ def test_staff_confirm_then_cancel(client, staff, app, django_assert_max_num_que
     assert Workunit.objects.filter(error_mask=ErrorMask.CANCELLED).count() == 2
 
 
-def test_confirm_page_queries_do_not_grow_with_the_ids(client, staff, app,
-                                                      django_assert_max_num_queries):
+def test_confirm_page_queries_do_not_grow_with_the_ids(client, staff, app, django_assert_max_num_queries):
     client.force_login(staff)
     few = make_workunits(app, 2)
     with django_assert_max_num_queries(4):  # session, user, the ids' check, the list
-        assert client.get("/project/workunits/actions/revalidate/?"
-                          + "&".join(f"id={w.id}" for w in few)).status_code == 200
+        assert (
+            client.get("/project/workunits/actions/revalidate/?" + "&".join(f"id={w.id}" for w in few)).status_code
+            == 200
+        )
     many = few + make_workunits(app, 298, start=2)
     with django_assert_max_num_queries(4):
-        page = client.get("/project/workunits/actions/revalidate/?"
-                          + "&".join(f"id={w.id}" for w in many))
+        page = client.get("/project/workunits/actions/revalidate/?" + "&".join(f"id={w.id}" for w in many))
     html = page.content.decode()
     assert page.status_code == 200 and "It applies to 300 workunits" in html
     assert "wu_00099" in html and "wu_00100" not in html and "and 300 in all" in html
@@ -244,15 +259,23 @@ def test_one_workunit_action_returns_to_its_page(client, staff, app):
     assert "Transition now: 1 of 1 workunit(s) changed." in done.content.decode()
 
 
-@pytest.mark.parametrize("query, status", [
-    ("", 400), ("id=abc", 400), ("id=0", 400), ("id=-3", 400), ("id=99999", 400),
-    ("id=99999999999999999999999", 400),
-])
+@pytest.mark.parametrize(
+    "query, status",
+    [
+        ("", 400),
+        ("id=abc", 400),
+        ("id=0", 400),
+        ("id=-3", 400),
+        ("id=99999", 400),
+        ("id=99999999999999999999999", 400),
+    ],
+)
 def test_bad_action_targets_get_a_400_with_the_reason(client, staff, app, query, status):
     client.force_login(staff)
-    for response in [client.get(f"/project/workunits/actions/cancel/?{query}"),
-                     client.post("/project/workunits/actions/cancel/", dict(
-                         [query.split("=")]) if query else {})]:
+    for response in [
+        client.get(f"/project/workunits/actions/cancel/?{query}"),
+        client.post("/project/workunits/actions/cancel/", dict([query.split("=")]) if query else {}),
+    ]:
         assert response.status_code == status
         assert "Cannot cancel" in response.content.decode()
 

@@ -15,13 +15,22 @@ from django.core.cache import cache
 from backend.daemons import validator
 from backend.models import CreditHistory, File, Outcome, ServerState, UserCredit
 from tests.factories import (
-    NOW, SUCCESS_FLOPS, AppFactory, AppVersionFactory, HostFactory, ResultFactory, TeamFactory,
-    UserCreditFactory, UserFactory, WorkunitFactory,
+    NOW,
+    SUCCESS_FLOPS,
+    AppFactory,
+    AppVersionFactory,
+    HostFactory,
+    ResultFactory,
+    TeamFactory,
+    UserCreditFactory,
+    UserFactory,
+    WorkunitFactory,
 )
 from tests.pages import by_testid, figures, parse, rows, texts
+
 DAY = 86400
 EST = 4.32e12
-WEIGHT = math.exp(-math.log(2) / 7)     # a day of decay at a 7-day half-life
+WEIGHT = math.exp(-math.log(2) / 7)  # a day of decay at a 7-day half-life
 
 
 @pytest.fixture
@@ -39,14 +48,20 @@ def credited(db, settings, tmp_path):
     jobs = {NOW: [("ann", 1.0)], NOW + DAY: [("ann", 2.0), ("bob", 1.0)]}
     for now, runs in jobs.items():
         for name, factor in runs:
-            wu = WorkunitFactory(app=app, name=f"wu{now}{name}", rsc_fpops_est=EST,
-                                 rsc_fpops_bound=10 * EST, need_validate=True)
+            wu = WorkunitFactory(
+                app=app, name=f"wu{now}{name}", rsc_fpops_est=EST, rsc_fpops_bound=10 * EST, need_validate=True
+            )
             r = ResultFactory(
-                workunit=wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS,
-                host=users[name], app_version=version, sent_time=now - DAY,
-                received_time=now - 60, elapsed_time=factor * EST / SUCCESS_FLOPS)
-            File.objects.create(name=r.output_file_name(0), kind="output", result=r,
-                                md5_cksum="a")
+                workunit=wu,
+                server_state=ServerState.OVER,
+                outcome=Outcome.SUCCESS,
+                host=users[name],
+                app_version=version,
+                sent_time=now - DAY,
+                received_time=now - 60,
+                elapsed_time=factor * EST / SUCCESS_FLOPS,
+            )
+            File.objects.create(name=r.output_file_name(0), kind="output", result=r, md5_cksum="a")
         validator.run_once(now=now, batch_size=10)
     return team, {name: host.owner for name, host in users.items()}
 
@@ -62,8 +77,7 @@ def test_the_validator_granted_boincs_credit(credited):
     ann = UserCredit.objects.get(user=users["ann"])
     assert (ann.total_credit, ann.expavg_credit) == (pytest.approx(30), pytest.approx(ANN_RAC))
     team.refresh_from_db()
-    assert (team.total_credit, team.expavg_credit) == (pytest.approx(40),
-                                                       pytest.approx(TEAM_RAC))
+    assert (team.total_credit, team.expavg_credit) == (pytest.approx(40), pytest.approx(TEAM_RAC))
     days = list(CreditHistory.objects.filter(kind="team").values_list("day", "total_credit"))
     assert days == [(NOW // DAY, pytest.approx(10)), (NOW // DAY + 1, pytest.approx(40))]
 
@@ -87,7 +101,7 @@ def test_the_team_page_shows_its_credit_members_and_rac_chart(client, credited):
     values = texts(by_testid(page, "team-credit").find_all("dd"))
     assert "40.00" in values and f"{TEAM_RAC:.2f}" in values
     members = [row[0] for row in rows(by_testid(page, "team-members"))]
-    assert members.index("ann") < members.index("bob")      # by RAC
+    assert members.index("ann") < members.index("bob")  # by RAC
     [chart] = figures(page)
     assert chart["data"][0]["y"] == [pytest.approx(10), pytest.approx(TEAM_RAC)]
 
@@ -97,7 +111,7 @@ def test_the_users_and_teams_lists_rank_by_rac(client, credited):
     page = parse(client.get("/project/users/"))
     names = texts(page.find_all("a", href=re.compile(r"^/project/users/\d+/$")))
     assert names == ["ann", "bob"]
-    bob_rac = 10 * (1 - WEIGHT) / (1 - WEIGHT)    # 10 over the day since sent
+    bob_rac = 10 * (1 - WEIGHT) / (1 - WEIGHT)  # 10 over the day since sent
     by_name = {row[1]: row for row in rows(page.find("table"))}
     assert by_name["ann"][-2:] == [f"{ANN_RAC:.2f}", "30.00"]
     assert by_name["bob"][-2:] == [f"{bob_rac:.2f}", "10.00"]
@@ -114,8 +128,9 @@ def test_the_status_page_takes_rac_and_speed_from_the_users(client, credited, re
     assert data["current_floating_point_speed"] == round((ANN_RAC + 10) / 200, 2)
 
 
-@pytest.mark.parametrize("path", ["/project/users/?page=9", "/project/users/?page=x",
-                                  "/project/teams/999/", "/project/teams/?page=0"])
+@pytest.mark.parametrize(
+    "path", ["/project/users/?page=9", "/project/users/?page=x", "/project/teams/999/", "/project/teams/?page=0"]
+)
 def test_a_missing_page_or_team_is_a_404(client, credited, path):
     assert client.get(path).status_code == 404
 

@@ -2,18 +2,37 @@ import pytest
 from django.test import Client
 
 from backend.models import (
-    Host, HostFile, LifecycleEvent, Outcome, ServerState, UserCredit, ValidateState,
+    Host,
+    HostFile,
+    LifecycleEvent,
+    Outcome,
+    ServerState,
+    UserCredit,
+    ValidateState,
 )
 from tests.factories import NOW, HostFactory
 from tests.pages import by_testid, parse, texts
 from tests.web.project_data import (  # noqa: F401
-    app, busy_workunit, host, make_results, make_workunits, owner, staff, stranger, versions,
+    app,
+    busy_workunit,
+    host,
+    make_results,
+    make_workunits,
+    owner,
+    staff,
+    stranger,
+    versions,
 )
 
 pytestmark = pytest.mark.django_db
 
-PREFS = {"work_buf_min_days": "0.5", "work_buf_additional_days": "1", "max_ncpus_pct": "50",
-         "cpu_usage_limit": "100", "cpu_scheduling_period_minutes": "60"}
+PREFS = {
+    "work_buf_min_days": "0.5",
+    "work_buf_additional_days": "1",
+    "max_ncpus_pct": "50",
+    "cpu_usage_limit": "100",
+    "cpu_scheduling_period_minutes": "60",
+}
 
 
 def test_host_list_pages_by_id(client, owner, django_assert_max_num_queries):
@@ -45,8 +64,9 @@ def test_host_list_rejects_a_bad_cursor(client):
     assert client.get("/project/hosts/?after=zzz").status_code == 400
 
 
-def test_host_page_shows_results_credit_reliability_and_files(client, busy_workunit, host,
-                                                              django_assert_max_num_queries):
+def test_host_page_shows_results_credit_reliability_and_files(
+    client, busy_workunit, host, django_assert_max_num_queries
+):
     Host.objects.filter(pk=host.pk).update(total_credit=123.5, avg_turnaround=3600)
     with django_assert_max_num_queries(8):
         page = client.get(f"/project/hosts/{host.id}/")
@@ -59,19 +79,19 @@ def test_host_page_shows_results_credit_reliability_and_files(client, busy_worku
 
 
 @pytest.mark.parametrize("htmx", [False, True], ids=["whole", "fragment"])
-def test_host_page_queries_do_not_grow_with_results(client, app, host, versions, htmx,
-                                                    django_assert_max_num_queries):
+def test_host_page_queries_do_not_grow_with_results(client, app, host, versions, htmx, django_assert_max_num_queries):
     headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
 
     def add(n, start):
         for wu in make_workunits(app, n, start=start):
-            make_results(wu, [(ServerState.OVER, Outcome.SUCCESS, ValidateState.VALID)],
-                         host=host, app_version=versions[0])
-        HostFile.objects.bulk_create(HostFile(host=host, name=f"file_{start + i}",
-                                              reported_time=NOW) for i in range(n))
+            make_results(
+                wu, [(ServerState.OVER, Outcome.SUCCESS, ValidateState.VALID)], host=host, app_version=versions[0]
+            )
+        HostFile.objects.bulk_create(HostFile(host=host, name=f"file_{start + i}", reported_time=NOW) for i in range(n))
         LifecycleEvent.objects.bulk_create(
-            LifecycleEvent(time=NOW + start + i, actor="owner", host=host, field="max_ncpus_pct",
-                           detail="1 → 2") for i in range(n))
+            LifecycleEvent(time=NOW + start + i, actor="owner", host=host, field="max_ncpus_pct", detail="1 → 2")
+            for i in range(n)
+        )
 
     add(1, 0)
     budget = 4 if htmx else 8  # the whole page adds the runtime estimates chart
@@ -86,8 +106,7 @@ def test_host_page_queries_do_not_grow_with_results(client, app, host, versions,
 
 
 def test_host_page_results_poll_as_a_fragment(client, app, host, django_assert_max_num_queries):
-    poll = (f'<div id="host-results" hx-get="/project/hosts/{host.id}/" hx-trigger="every 2s" '
-            'hx-swap="outerHTML">')
+    poll = f'<div id="host-results" hx-get="/project/hosts/{host.id}/" hx-trigger="every 2s" hx-swap="outerHTML">'
     assert poll in client.get(f"/project/hosts/{host.id}/").content.decode()
     [wu] = make_workunits(app, 1)
     make_results(wu, [(ServerState.IN_PROGRESS, Outcome.INIT, ValidateState.INIT)], host=host)
@@ -98,8 +117,7 @@ def test_host_page_results_poll_as_a_fragment(client, app, host, django_assert_m
     assert "wu_00000_0" in html and "In progress: 1" in html and "<html" not in html
 
 
-def test_user_page_shows_hosts_credit_and_results(client, busy_workunit, host, owner,
-                                                  django_assert_max_num_queries):
+def test_user_page_shows_hosts_credit_and_results(client, busy_workunit, host, owner, django_assert_max_num_queries):
     Host.objects.filter(pk=host.pk).update(total_credit=10, expavg_credit=2)
     UserCredit.objects.create(user=owner, total_credit=10, expavg_credit=2)
     # and the user's credit row, credit by app and credit history
@@ -109,8 +127,7 @@ def test_user_page_shows_hosts_credit_and_results(client, busy_workunit, host, o
     assert "owners-box" in html and "10.00" in html and "wu_00000_1" in html
 
 
-def test_user_page_queries_do_not_grow_with_hosts_and_results(client, app, owner,
-                                                             django_assert_max_num_queries):
+def test_user_page_queries_do_not_grow_with_hosts_and_results(client, app, owner, django_assert_max_num_queries):
     done = (ServerState.OVER, Outcome.SUCCESS, ValidateState.VALID)
 
     def add(n, start):
@@ -140,8 +157,10 @@ def test_unknown_host_and_user_are_404(client):
 
 
 def test_prefs_need_a_login(client, host):
-    for response in [client.get(f"/project/hosts/{host.id}/prefs/"),
-                     client.post(f"/project/hosts/{host.id}/prefs/", PREFS)]:
+    for response in [
+        client.get(f"/project/hosts/{host.id}/prefs/"),
+        client.post(f"/project/hosts/{host.id}/prefs/", PREFS),
+    ]:
         assert response.status_code == 302 and "/accounts/login/" in response["Location"]
     assert Host.objects.get(pk=host.pk).max_ncpus_pct == 100
 
@@ -167,8 +186,7 @@ def test_owner_and_staff_may_edit_the_prefs(client, host, request, who):
     events = LifecycleEvent.objects.filter(host=host).order_by("field")
     assert [(e.actor, e.field, e.detail, e.old, e.new, e.time) for e in events] == [
         (user.username, "max_ncpus_pct", "100.0 → 50.0", None, None, host.prefs_mod_time),
-        (user.username, "work_buf_additional_days", "0.5 → 1.0", None, None,
-         host.prefs_mod_time),
+        (user.username, "work_buf_additional_days", "0.5 → 1.0", None, None, host.prefs_mod_time),
         (user.username, "work_buf_min_days", "0.1 → 0.5", None, None, host.prefs_mod_time),
     ]
     assert all(e.workunit_id is None and e.result_id is None for e in events)
@@ -178,9 +196,10 @@ def test_owner_and_staff_may_edit_the_prefs(client, host, request, who):
 
 def test_another_user_may_not_edit_the_prefs_through_htmx_either(client, host, stranger):
     client.force_login(stranger)
-    for response in [client.get(f"/project/hosts/{host.id}/prefs/", HTTP_HX_REQUEST="true"),
-                     client.post(f"/project/hosts/{host.id}/prefs/", PREFS,
-                                 HTTP_HX_REQUEST="true")]:
+    for response in [
+        client.get(f"/project/hosts/{host.id}/prefs/", HTTP_HX_REQUEST="true"),
+        client.post(f"/project/hosts/{host.id}/prefs/", PREFS, HTTP_HX_REQUEST="true"),
+    ]:
         assert response.status_code == 403
     assert Host.objects.get(pk=host.pk).prefs_mod_time == 0
 
@@ -194,22 +213,21 @@ def test_prefs_form_needs_the_csrf_token(host, request, who):
     assert not LifecycleEvent.objects.filter(host=host).exists()
     client.get(f"/project/hosts/{host.id}/prefs/")  # the form sets the token's cookie
     token = client.cookies["csrftoken"].value
-    saved = client.post(f"/project/hosts/{host.id}/prefs/",
-                        {**PREFS, "csrfmiddlewaretoken": token})
+    saved = client.post(f"/project/hosts/{host.id}/prefs/", {**PREFS, "csrfmiddlewaretoken": token})
     assert saved.status_code == 302
     assert Host.objects.get(pk=host.pk).max_ncpus_pct == 50
 
 
-def test_prefs_form_queries_do_not_grow_with_the_hosts_rows(client, app, host, owner,
-                                                           django_assert_max_num_queries):
+def test_prefs_form_queries_do_not_grow_with_the_hosts_rows(client, app, host, owner, django_assert_max_num_queries):
     client.force_login(owner)
 
     def add(n, start):
         for wu in make_workunits(app, n, start=start):
             make_results(wu, [(ServerState.IN_PROGRESS, 0, 0)], host=host)
         LifecycleEvent.objects.bulk_create(
-            LifecycleEvent(time=NOW + i, actor="owner", host=host, field="max_ncpus_pct",
-                           detail="1 → 2") for i in range(n))
+            LifecycleEvent(time=NOW + i, actor="owner", host=host, field="max_ncpus_pct", detail="1 → 2")
+            for i in range(n)
+        )
 
     add(1, 0)
     with django_assert_max_num_queries(3):  # session, user, host
@@ -221,16 +239,25 @@ def test_prefs_form_queries_do_not_grow_with_the_hosts_rows(client, app, host, o
     assert '<form id="prefs-form"' in form.content.decode()
 
 
-def test_saving_prefs_runs_the_same_queries_for_one_change_or_all(
-        client, host, owner, django_assert_max_num_queries):
+def test_saving_prefs_runs_the_same_queries_for_one_change_or_all(client, host, owner, django_assert_max_num_queries):
     client.force_login(owner)
-    one = {"work_buf_min_days": "0.1", "work_buf_additional_days": "0.5", "max_ncpus_pct": "90",
-           "cpu_usage_limit": "100", "cpu_scheduling_period_minutes": "60"}
+    one = {
+        "work_buf_min_days": "0.1",
+        "work_buf_additional_days": "0.5",
+        "max_ncpus_pct": "90",
+        "cpu_usage_limit": "100",
+        "cpu_scheduling_period_minutes": "60",
+    }
     with django_assert_max_num_queries(10):
         assert client.post(f"/project/hosts/{host.id}/prefs/", one).status_code == 302
-    every = {"work_buf_min_days": "1", "work_buf_additional_days": "2", "max_ncpus_pct": "80",
-             "cpu_usage_limit": "70", "cpu_scheduling_period_minutes": "30",
-             "leave_apps_in_memory": "on"}
+    every = {
+        "work_buf_min_days": "1",
+        "work_buf_additional_days": "2",
+        "max_ncpus_pct": "80",
+        "cpu_usage_limit": "70",
+        "cpu_scheduling_period_minutes": "30",
+        "leave_apps_in_memory": "on",
+    }
     with django_assert_max_num_queries(10):
         assert client.post(f"/project/hosts/{host.id}/prefs/", every).status_code == 302
     assert LifecycleEvent.objects.filter(host=host).count() == 7
@@ -239,13 +266,16 @@ def test_saving_prefs_runs_the_same_queries_for_one_change_or_all(
     assert bad.status_code == 400 and '<form id="prefs-form"' in bad.content.decode()
 
 
-@pytest.mark.parametrize("field, value, message", [
-    ("max_ncpus_pct", "0", "greater than or equal to 1"),
-    ("max_ncpus_pct", "101", "less than or equal to 100"),
-    ("work_buf_min_days", "-1", "greater than or equal to 0"),
-    ("cpu_usage_limit", "lots", "Enter a number"),
-    ("cpu_scheduling_period_minutes", "", "required"),
-])
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("max_ncpus_pct", "0", "greater than or equal to 1"),
+        ("max_ncpus_pct", "101", "less than or equal to 100"),
+        ("work_buf_min_days", "-1", "greater than or equal to 0"),
+        ("cpu_usage_limit", "lots", "Enter a number"),
+        ("cpu_scheduling_period_minutes", "", "required"),
+    ],
+)
 def test_bad_prefs_get_field_errors_and_change_nothing(client, host, owner, field, value, message):
     client.force_login(owner)
     response = client.post(f"/project/hosts/{host.id}/prefs/", {**PREFS, field: value})
@@ -259,15 +289,18 @@ def test_bad_prefs_get_field_errors_and_change_nothing(client, host, owner, fiel
 
 def test_saving_unchanged_prefs_writes_no_history(client, host, owner):
     client.force_login(owner)
-    same = {"work_buf_min_days": "0.1", "work_buf_additional_days": "0.5", "max_ncpus_pct": "100",
-            "cpu_usage_limit": "100", "cpu_scheduling_period_minutes": "60"}
-    assert "Nothing changed" in client.post(f"/project/hosts/{host.id}/prefs/", same,
-                                            follow=True).content.decode()
+    same = {
+        "work_buf_min_days": "0.1",
+        "work_buf_additional_days": "0.5",
+        "max_ncpus_pct": "100",
+        "cpu_usage_limit": "100",
+        "cpu_scheduling_period_minutes": "60",
+    }
+    assert "Nothing changed" in client.post(f"/project/hosts/{host.id}/prefs/", same, follow=True).content.decode()
     assert not LifecycleEvent.objects.filter(host=host).exists()
 
 
-def test_host_page_lists_preference_changes_newest_first(client, host, owner,
-                                                         django_assert_max_num_queries):
+def test_host_page_lists_preference_changes_newest_first(client, host, owner, django_assert_max_num_queries):
     client.force_login(owner)
     client.post(f"/project/hosts/{host.id}/prefs/", PREFS)
     client.post(f"/project/hosts/{host.id}/prefs/", {**PREFS, "cpu_usage_limit": "75"})

@@ -8,18 +8,36 @@ from django.utils import timezone
 
 from backend.daemons import daemon_names, run_pass
 from backend.models import (
-    DaemonStatus, Host, Outcome, Result, ServerState, UserCredit, ValidateState,
+    DaemonStatus,
+    Host,
+    Outcome,
+    Result,
+    ServerState,
+    UserCredit,
+    ValidateState,
 )
 from backend import server_status as server_status_module
 from backend.charts import queue_history_figures
 from backend.jobs import run_all_daemons
 from backend.server_status import (
-    community, hours, queue_history, record_history, server_status, status_xml,
+    community,
+    hours,
+    queue_history,
+    record_history,
+    server_status,
+    status_xml,
 )
 from tests.factories import NOW, AppFactory, HostFactory
 from tests.pages import count, parse, texts
 from tests.web.project_data import (  # noqa: F401
-    app, busy_workunit, host, make_results, make_workunits, owner, stranger, versions,
+    app,
+    busy_workunit,
+    host,
+    make_results,
+    make_workunits,
+    owner,
+    stranger,
+    versions,
 )
 
 pytestmark = pytest.mark.django_db
@@ -71,14 +89,15 @@ def test_a_registered_daemon_that_never_ran_is_not_running():
     assert states["transitioner"] == ("not running", "")
 
 
-def test_status_page_shows_the_daemons_counts_and_queues(client, busy_workunit, redis_client,
-                                                         django_assert_max_num_queries):
+def test_status_page_shows_the_daemons_counts_and_queues(
+    client, busy_workunit, redis_client, django_assert_max_num_queries
+):
     # the panels' 12, the community figures' 5 (cached for a minute after), the app versions 1
     with django_assert_max_num_queries(18):
         page = client.get("/project/status/")
     html = page.content.decode()
     assert page.status_code == 200
-    assert '<html' in html and 'data-daemon="transitioner"' in html
+    assert "<html" in html and 'data-daemon="transitioner"' in html
     assert 'data-count="results_ready_to_send">1<' in html
     assert "/django-rq/queues/0/" in html
     assert 'data-figure="apps-figure"' in html and "plotly.min.js" in html
@@ -92,8 +111,7 @@ def test_status_fragment_is_the_polling_panel(client, busy_workunit, redis_clien
     assert 'hx-trigger="every 2s"' in html and "<html" not in html
 
 
-def test_status_queries_do_not_grow_with_rows(client, app, redis_client,
-                                              django_assert_max_num_queries):
+def test_status_queries_do_not_grow_with_rows(client, app, redis_client, django_assert_max_num_queries):
     for start in range(0, 40, 10):
         for wu in make_workunits(app, 10, start=start):
             make_results(wu, [(ServerState.UNSENT, Outcome.INIT, ValidateState.INIT)])
@@ -101,8 +119,7 @@ def test_status_queries_do_not_grow_with_rows(client, app, redis_client,
         assert client.get("/project/status/", HTTP_HX_REQUEST="true").status_code == 200
 
 
-def test_status_page_renders_after_every_daemon_has_passed(client, busy_workunit, redis_client,
-                                                            settings, tmp_path):
+def test_status_page_renders_after_every_daemon_has_passed(client, busy_workunit, redis_client, settings, tmp_path):
     settings.BOINCWEB_DATA_DIR = tmp_path
     settings.DOWNLOAD_DIR = tmp_path / "download"
     settings.UPLOAD_DIR = tmp_path / "upload"
@@ -137,15 +154,29 @@ def test_status_xml_is_boinc_shaped(client, busy_workunit, redis_client):
     assert root.findtext("daemon_status/daemon/command") == "transitioner"
     [app] = root.findall("database_file_states/tasks_by_app/app")
     assert [child.tag for child in app] == [
-        "id", "name", "unsent", "in_progress", "avg_runtime", "min_runtime", "max_runtime",
-        "users", "in_progress_cpu", "in_progress_gpu"]
-    assert (app.findtext("name"), app.findtext("unsent"), app.findtext("in_progress")) == (
-        "einstein", "1", "1")
+        "id",
+        "name",
+        "unsent",
+        "in_progress",
+        "avg_runtime",
+        "min_runtime",
+        "max_runtime",
+        "users",
+        "in_progress_cpu",
+        "in_progress_gpu",
+    ]
+    assert (app.findtext("name"), app.findtext("unsent"), app.findtext("in_progress")) == ("einstein", "1", "1")
     states = [child.tag for child in root.find("database_file_states")]
     assert states[7:] == [
-        "users_with_recent_credit", "users_with_credit", "users_registered_in_past_24_hours",
-        "hosts_with_recent_credit", "hosts_with_credit", "hosts_registered_in_past_24_hours",
-        "current_floating_point_speed", "tasks_by_app"]
+        "users_with_recent_credit",
+        "users_with_credit",
+        "users_registered_in_past_24_hours",
+        "hosts_with_recent_credit",
+        "hosts_with_credit",
+        "hosts_registered_in_past_24_hours",
+        "current_floating_point_speed",
+        "tasks_by_app",
+    ]
 
 
 def test_status_xml_of_an_empty_project_has_no_apps():
@@ -154,10 +185,19 @@ def test_status_xml_of_an_empty_project_has_no_apps():
     assert apps is not None and not list(apps)
 
 
-@pytest.mark.parametrize("seconds, shown", [
-    (0, 0.0), (1, 0.01), (36, 0.01), (37, 0.02), (1800, 0.5), (3600, 1.0), (252, 0.07),
-    (3601, 1.01),
-])
+@pytest.mark.parametrize(
+    "seconds, shown",
+    [
+        (0, 0.0),
+        (1, 0.01),
+        (36, 0.01),
+        (37, 0.02),
+        (1800, 0.5),
+        (3600, 1.0),
+        (252, 0.07),
+        (3601, 1.01),
+    ],
+)
 def test_run_times_are_hours_rounded_up_to_a_hundredth(seconds, shown):
     assert hours(seconds) == shown
 
@@ -169,31 +209,35 @@ def test_app_run_times_cover_valid_results_received_in_the_past_day(app, host, s
     results = make_results(wu, [VALID] * 5 + [invalid], host=host)
     recent = NOW - 3600
     # (elapsed seconds, received time, returned by the stranger?)
-    timings = [(1800, recent, False), (3600, recent, False), (5400, recent, False),
-               (7200, recent, True), (99_000, NOW - 86_400, True), (99_000, recent, True)]
+    timings = [
+        (1800, recent, False),
+        (3600, recent, False),
+        (5400, recent, False),
+        (7200, recent, True),
+        (99_000, NOW - 86_400, True),
+        (99_000, recent, True),
+    ]
     for result, (elapsed, received, by_stranger) in zip(results, timings):
         Result.objects.filter(pk=result.pk).update(
-            elapsed_time=elapsed, received_time=received,
-            **({"user": stranger} if by_stranger else {}))
+            elapsed_time=elapsed, received_time=received, **({"user": stranger} if by_stranger else {})
+        )
     figures = community(NOW)
     runtime = figures.runtime(app.id)
     # 1800, 3600, 5400 and 7200 s: 4500 s on average, returned by two users; the result
     # received a day ago and the invalid one are left out
-    assert (runtime.avg_runtime, runtime.min_runtime, runtime.max_runtime, runtime.users) == (
-        1.25, 0.5, 2.0, 2)
+    assert (runtime.avg_runtime, runtime.min_runtime, runtime.max_runtime, runtime.users) == (1.25, 0.5, 2.0, 2)
     assert figures.runtime(seti.id).max_runtime == 0.0
 
 
 def test_users_and_hosts_figures_follow_boincs_thresholds(owner, stranger):
-    get_user_model().objects.filter(pk=stranger.pk).update(
-        date_joined=timezone.now() - timezone.timedelta(days=3))
-    Host.objects.bulk_create([
-        Host(owner=owner, domain_name="a", total_credit=0.5, expavg_credit=0.6, create_time=NOW),
-        Host(owner=owner, domain_name="b", total_credit=0.7, expavg_credit=0.6,
-             create_time=NOW - 90_000),
-        Host(owner=stranger, domain_name="c", total_credit=500, expavg_credit=400,
-             create_time=NOW - 100),
-    ])
+    get_user_model().objects.filter(pk=stranger.pk).update(date_joined=timezone.now() - timezone.timedelta(days=3))
+    Host.objects.bulk_create(
+        [
+            Host(owner=owner, domain_name="a", total_credit=0.5, expavg_credit=0.6, create_time=NOW),
+            Host(owner=owner, domain_name="b", total_credit=0.7, expavg_credit=0.6, create_time=NOW - 90_000),
+            Host(owner=stranger, domain_name="c", total_credit=500, expavg_credit=400, create_time=NOW - 100),
+        ]
+    )
     # the users' credit is what the validator granted them (their UserCredit rows), as BOINC's
     # page counts the user table
     UserCredit.objects.create(user=owner, total_credit=1.2, expavg_credit=1.2)
@@ -211,12 +255,10 @@ def test_users_and_hosts_figures_follow_boincs_thresholds(owner, stranger):
 def credited_host_with_a_valid_result(app, host, *, expavg_credit):
     """``host`` with 50 credit and a valid result of 1.5 hours received just now."""
     Host.objects.filter(pk=host.pk).update(total_credit=50, expavg_credit=expavg_credit)
-    UserCredit.objects.update_or_create(user=host.owner, defaults=dict(
-        total_credit=50, expavg_credit=expavg_credit))
+    UserCredit.objects.update_or_create(user=host.owner, defaults=dict(total_credit=50, expavg_credit=expavg_credit))
     wu = make_workunits(app, 1)[0]
     [result] = make_results(wu, [VALID], host=host)
-    Result.objects.filter(pk=result.pk).update(elapsed_time=5400,
-                                               received_time=int(timezone.now().timestamp()))
+    Result.objects.filter(pk=result.pk).update(elapsed_time=5400, received_time=int(timezone.now().timestamp()))
 
 
 def test_status_json_and_xml_carry_the_community_figures(client, app, host, redis_client):
@@ -230,8 +272,7 @@ def test_status_json_and_xml_carry_the_community_figures(client, app, host, redi
     assert root.findtext("database_file_states/tasks_by_app/app/max_runtime") == "1.5"
 
 
-def test_community_figures_are_cached_between_fetches(client, app, host, redis_client,
-                                                      django_assert_max_num_queries):
+def test_community_figures_are_cached_between_fetches(client, app, host, redis_client, django_assert_max_num_queries):
     client.get("/project/status.json")
     Host.objects.filter(pk=host.pk).update(total_credit=50)
     with django_assert_max_num_queries(12):  # the status figures only
@@ -242,15 +283,16 @@ def test_community_figures_are_cached_between_fetches(client, app, host, redis_c
 
 
 @pytest.mark.parametrize("path", ["/project/status.json", "/project/status.xml"])
-def test_status_exports_run_the_same_queries_for_more_rows(client, app, owner, path,
-                                                           redis_client,
-                                                           django_assert_max_num_queries):
+def test_status_exports_run_the_same_queries_for_more_rows(
+    client, app, owner, path, redis_client, django_assert_max_num_queries
+):
     def add(n, start):
-        hosts = [HostFactory(owner=owner, domain_name=f"box-{start + i}", total_credit=5,
-                             expavg_credit=5, create_time=NOW) for i in range(n)]
+        hosts = [
+            HostFactory(owner=owner, domain_name=f"box-{start + i}", total_credit=5, expavg_credit=5, create_time=NOW)
+            for i in range(n)
+        ]
         for i, wu in enumerate(make_workunits(app, n, start=start)):
-            make_results(wu, [VALID, (ServerState.UNSENT, Outcome.INIT, ValidateState.INIT)],
-                         host=hosts[i])
+            make_results(wu, [VALID, (ServerState.UNSENT, Outcome.INIT, ValidateState.INIT)], host=hosts[i])
         AppFactory(name=f"app-{start}")
 
     add(1, 0)
@@ -286,8 +328,7 @@ def test_status_page_shows_users_computers_speed_and_run_times(client, app, host
     assert texts(row.find_all("td")) == ["einstein", "1.5 h", "1.5 h", "1.5 h", "1"]
 
 
-def test_the_community_panel_is_a_fragment_of_its_own(client, app, redis_client,
-                                                      django_assert_max_num_queries):
+def test_the_community_panel_is_a_fragment_of_its_own(client, app, redis_client, django_assert_max_num_queries):
     with django_assert_max_num_queries(6):
         page = client.get("/project/status/?panel=community", HTTP_HX_REQUEST="true")
     html = page.content.decode()
@@ -322,8 +363,10 @@ def test_the_periodic_daemon_job_records_a_sample(app, redis_client, settings, t
 
 
 def test_history_charts_draw_each_queue_over_the_samples():
-    samples = [{"time": NOW, "results_ready_to_send": 5, "results_in_progress": 1},
-               {"time": NOW + 10, "results_ready_to_send": 3, "results_in_progress": 4}]
+    samples = [
+        {"time": NOW, "results_ready_to_send": 5, "results_in_progress": 1},
+        {"time": NOW + 10, "results_ready_to_send": 3, "results_in_progress": 4},
+    ]
     figures = dict(queue_history_figures(samples))
     assert list(figures) == ["history-results", "history-workunits", "history-backlog"]
     ready, in_progress = figures["history-results"].data

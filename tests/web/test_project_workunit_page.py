@@ -6,51 +6,72 @@ import pytest
 
 from backend import charts
 from backend.models import (
-    AssimilateState, ErrorMask, FileDeleteState, LifecycleEvent, Outcome, Result, ServerState,
+    AssimilateState,
+    ErrorMask,
+    FileDeleteState,
+    LifecycleEvent,
+    Outcome,
+    Result,
+    ServerState,
     ValidateState,
 )
 from backend.statemachine import (
-    RESULT_MACHINE, WORKUNIT_MACHINE, drawing, path_taken, result_node, workunit_node,
+    RESULT_MACHINE,
+    WORKUNIT_MACHINE,
+    drawing,
+    path_taken,
+    result_node,
+    workunit_node,
 )
 from boincweb.figures import figure_script
 from tests.factories import NOW
 from tests.web.project_data import (  # noqa: F401
-    app, busy_workunit, host, make_results, make_workunits, owner, versions,
+    app,
+    busy_workunit,
+    host,
+    make_results,
+    make_workunits,
+    owner,
+    versions,
 )
 
 
 def ev(field, old, new, time=0, result_id=None, actor="transitioner", reason=""):
-    return Row(field=field, old=old, new=new, time=time, result_id=result_id, actor=actor,
-               reason=reason)
+    return Row(field=field, old=old, new=new, time=time, result_id=result_id, actor=actor, reason=reason)
 
 
-@pytest.mark.parametrize("state, node", [
-    ((ServerState.INACTIVE, 0, 0), "INACTIVE"),
-    ((ServerState.UNSENT, 0, 0), "UNSENT"),
-    ((ServerState.IN_PROGRESS, 0, 0), "IN_PROGRESS"),
-    ((ServerState.OVER, Outcome.INIT, 0), None),
-    ((ServerState.OVER, Outcome.SUCCESS, ValidateState.INIT), "SUCCESS"),
-    ((ServerState.OVER, Outcome.SUCCESS, ValidateState.INCONCLUSIVE), "INCONCLUSIVE"),
-    ((ServerState.OVER, Outcome.SUCCESS, ValidateState.TOO_LATE), "TOO_LATE"),
-    ((ServerState.OVER, Outcome.CLIENT_ERROR, ValidateState.INVALID), "CLIENT_ERROR"),
-    ((ServerState.OVER, Outcome.DIDNT_NEED, 0), "DIDNT_NEED"),
-])
+@pytest.mark.parametrize(
+    "state, node",
+    [
+        ((ServerState.INACTIVE, 0, 0), "INACTIVE"),
+        ((ServerState.UNSENT, 0, 0), "UNSENT"),
+        ((ServerState.IN_PROGRESS, 0, 0), "IN_PROGRESS"),
+        ((ServerState.OVER, Outcome.INIT, 0), None),
+        ((ServerState.OVER, Outcome.SUCCESS, ValidateState.INIT), "SUCCESS"),
+        ((ServerState.OVER, Outcome.SUCCESS, ValidateState.INCONCLUSIVE), "INCONCLUSIVE"),
+        ((ServerState.OVER, Outcome.SUCCESS, ValidateState.TOO_LATE), "TOO_LATE"),
+        ((ServerState.OVER, Outcome.CLIENT_ERROR, ValidateState.INVALID), "CLIENT_ERROR"),
+        ((ServerState.OVER, Outcome.DIDNT_NEED, 0), "DIDNT_NEED"),
+    ],
+)
 def test_a_result_folds_into_one_node(state, node):
     keys = ("server_state", "outcome", "validate_state")
     assert result_node(dict(zip(keys, state))) == node
 
 
-@pytest.mark.parametrize("fields, node", [
-    ({}, "ACTIVE"),
-    ({"need_validate": 1}, "NEED_VALIDATE"),
-    ({"error_mask": 16}, "ERROR"),
-    ({"error_mask": 16, "assimilate_state": AssimilateState.READY}, "ASSIMILATE_READY"),
-    ({"assimilate_state": AssimilateState.DONE}, "ASSIMILATED"),
-    ({"assimilate_state": AssimilateState.DONE, "file_delete_state": FileDeleteState.READY},
-     "DELETE_READY"),
-    ({"file_delete_state": FileDeleteState.DONE}, "FILES_DELETED"),
-    ({"file_delete_state": FileDeleteState.ERROR}, "DELETE_ERROR"),
-])
+@pytest.mark.parametrize(
+    "fields, node",
+    [
+        ({}, "ACTIVE"),
+        ({"need_validate": 1}, "NEED_VALIDATE"),
+        ({"error_mask": 16}, "ERROR"),
+        ({"error_mask": 16, "assimilate_state": AssimilateState.READY}, "ASSIMILATE_READY"),
+        ({"assimilate_state": AssimilateState.DONE}, "ASSIMILATED"),
+        ({"assimilate_state": AssimilateState.DONE, "file_delete_state": FileDeleteState.READY}, "DELETE_READY"),
+        ({"file_delete_state": FileDeleteState.DONE}, "FILES_DELETED"),
+        ({"file_delete_state": FileDeleteState.ERROR}, "DELETE_ERROR"),
+    ],
+)
 def test_a_workunit_folds_into_one_node(fields, node):
     assert workunit_node({**WORKUNIT_MACHINE.fields, **fields}) == node
 
@@ -64,8 +85,7 @@ def test_replaying_a_timed_out_result_skips_the_moment_without_an_outcome():
         ev("validate_state", ValidateState.INIT, ValidateState.VALID, 4),
         ev("file_delete_state", 0, 1, 5),
     ]
-    assert path_taken(RESULT_MACHINE, events) == [
-        "UNSENT", "IN_PROGRESS", "NO_REPLY", "SUCCESS", "VALID"]
+    assert path_taken(RESULT_MACHINE, events) == ["UNSENT", "IN_PROGRESS", "NO_REPLY", "SUCCESS", "VALID"]
 
 
 def test_changes_made_together_are_one_step():
@@ -105,8 +125,10 @@ def test_opposite_transitions_are_drawn_apart():
 
 
 def test_timeline_has_a_row_per_subject_with_a_marker_per_event():
-    events = [ev("need_validate", 0, 1, NOW), ev("server_state", 2, 4, NOW + 5, result_id=7,
-                                                 actor="scheduler", reason="sent")]
+    events = [
+        ev("need_validate", 0, 1, NOW),
+        ev("server_state", 2, 4, NOW + 5, result_id=7, actor="scheduler", reason="sent"),
+    ]
     fig = charts.lifecycle_timeline(events, {7: "wu_7_0", 8: "wu_7_1"})
     assert [t.name for t in fig.data] == ["workunit", "wu_7_0"]
     assert fig.data[1].x[0].timestamp() == NOW + 5
@@ -127,15 +149,14 @@ def test_a_figure_script_cannot_be_closed_by_its_text_and_carries_nan_as_null():
     html = figure_script(fig, "timeline-figure")
     opening = '<script id="timeline-figure" type="application/json">'
     assert html.startswith(opening) and html.endswith("</script>")
-    text = html[len(opening):-len("</script>")]
+    text = html[len(opening) : -len("</script>")]
     assert "</script>" not in text
     data = json.loads(text)["data"]
     assert data[0]["text"][0].endswith("</script><b>") and data[-1]["x"] == [1.0, None]
 
 
 @pytest.mark.django_db
-def test_workunit_page_shows_fields_results_machines_and_timeline(client, busy_workunit,
-                                                                  django_assert_max_num_queries):
+def test_workunit_page_shows_fields_results_machines_and_timeline(client, busy_workunit, django_assert_max_num_queries):
     with django_assert_max_num_queries(4):
         page = client.get(f"/project/workunits/{busy_workunit.id}/")
     html = page.content.decode()
@@ -151,21 +172,37 @@ def test_workunit_page_shows_fields_results_machines_and_timeline(client, busy_w
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("htmx", [False, True], ids=["whole", "fragment"])
-def test_workunit_page_queries_do_not_grow_with_results(client, app, host, versions, htmx,
-                                                       django_assert_max_num_queries):
+def test_workunit_page_queries_do_not_grow_with_results(
+    client, app, host, versions, htmx, django_assert_max_num_queries
+):
     wu = make_workunits(app, 1)[0]
     headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
 
     def add(n, start):
         results = Result.objects.bulk_create(
-            Result(workunit=wu, app=app, name=f"r_{start + i}", host=host, user=host.owner,
-                   app_version=versions[i % 2], server_state=ServerState.IN_PROGRESS)
-            for i in range(n))
+            Result(
+                workunit=wu,
+                app=app,
+                name=f"r_{start + i}",
+                host=host,
+                user=host.owner,
+                app_version=versions[i % 2],
+                server_state=ServerState.IN_PROGRESS,
+            )
+            for i in range(n)
+        )
         LifecycleEvent.objects.bulk_create(
-            LifecycleEvent(time=NOW + start + i, actor="x", workunit=wu, result=r,
-                           field="server_state", old=ServerState.UNSENT,
-                           new=ServerState.IN_PROGRESS)
-            for i, r in enumerate(results))
+            LifecycleEvent(
+                time=NOW + start + i,
+                actor="x",
+                workunit=wu,
+                result=r,
+                field="server_state",
+                old=ServerState.UNSENT,
+                new=ServerState.IN_PROGRESS,
+            )
+            for i, r in enumerate(results)
+        )
 
     add(1, 0)
     with django_assert_max_num_queries(3):
@@ -178,18 +215,24 @@ def test_workunit_page_queries_do_not_grow_with_results(client, app, host, versi
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("htmx", [False, True], ids=["whole", "fragment"])
-def test_result_page_queries_do_not_grow_with_events(client, app, host, versions, htmx,
-                                                     django_assert_max_num_queries):
+def test_result_page_queries_do_not_grow_with_events(client, app, host, versions, htmx, django_assert_max_num_queries):
     wu = make_workunits(app, 1)[0]
-    [result] = make_results(wu, [(ServerState.IN_PROGRESS, 0, 0)], host=host,
-                            app_version=versions[1])
+    [result] = make_results(wu, [(ServerState.IN_PROGRESS, 0, 0)], host=host, app_version=versions[1])
     headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
 
     def add(n, start):
         LifecycleEvent.objects.bulk_create(
-            LifecycleEvent(time=NOW + start + i, actor=f"actor_{start + i}", workunit=wu,
-                           result=result, field="outcome", old=0, new=0)
-            for i in range(n))
+            LifecycleEvent(
+                time=NOW + start + i,
+                actor=f"actor_{start + i}",
+                workunit=wu,
+                result=result,
+                field="outcome",
+                old=0,
+                new=0,
+            )
+            for i in range(n)
+        )
 
     add(1, 0)
     with django_assert_max_num_queries(2):
@@ -223,8 +266,7 @@ def test_unknown_workunit_and_result_are_404(client):
 
 
 @pytest.mark.django_db
-def test_result_page_shows_its_machine_and_events(client, busy_workunit,
-                                                  django_assert_max_num_queries):
+def test_result_page_shows_its_machine_and_events(client, busy_workunit, django_assert_max_num_queries):
     result = busy_workunit.results.get(name="wu_00000_0")
     with django_assert_max_num_queries(3):
         page = client.get(f"/project/results/{result.id}/")

@@ -24,15 +24,23 @@ def many(app):
     other = AppFactory(name="seti")
     make_workunits(app, 60)
     make_workunits(other, 5, start=100, error_mask=ErrorMask.CANCELLED | ErrorMask.COULDNT_SEND_RESULT)
-    make_workunits(app, 3, start=200, assimilate_state=AssimilateState.READY,
-                   error_mask=ErrorMask.TOO_MANY_TOTAL_RESULTS)
+    make_workunits(
+        app, 3, start=200, assimilate_state=AssimilateState.READY, error_mask=ErrorMask.TOO_MANY_TOTAL_RESULTS
+    )
     return other
 
 
 def test_cursor_round_trips_and_rejects_garbage():
     assert decode_cursor(encode_cursor("wu_00001", 7)) == ("wu_00001", 7)
-    for bad in ["", "!!!", encode_cursor("x", "7")[:-3], "W10", encode_cursor("a\x00", 7),
-                encode_cursor(1, 2**70), encode_cursor(1, -4)]:
+    for bad in [
+        "",
+        "!!!",
+        encode_cursor("x", "7")[:-3],
+        "W10",
+        encode_cursor("a\x00", 7),
+        encode_cursor(1, 2**70),
+        encode_cursor(1, -4),
+    ]:
         with pytest.raises(BadCursor):
             decode_cursor(bad)
 
@@ -81,14 +89,15 @@ def tied(app):
     them at INT_MAX (transitioned, nothing to wait for)."""
     times = [NOW + 60, NOW, 2**31 - 1]
     return Workunit.objects.bulk_create(
-        Workunit(app=app, name=f"wu_{i:05d}", create_time=NOW, transition_time=times[i % 3])
-        for i in range(130))
+        Workunit(app=app, name=f"wu_{i:05d}", create_time=NOW, transition_time=times[i % 3]) for i in range(130)
+    )
 
 
 @pytest.mark.parametrize("sort", ["transition_time", "-transition_time"])
 def test_list_sorts_by_transition_time_both_ways_across_pages_and_back(client, tied, sort):
-    expected = [wu.name for wu in sorted(tied, key=lambda wu: (wu.transition_time, wu.id),
-                                         reverse=sort.startswith("-"))]
+    expected = [
+        wu.name for wu in sorted(tied, key=lambda wu: (wu.transition_time, wu.id), reverse=sort.startswith("-"))
+    ]
     seen, pages = walk(client, f"/project/workunits/?sort={sort}")
     assert seen == expected and len(pages) == 3
     assert all(f"sort={sort}" in page.context["next_url"] for page in pages[:-1])
@@ -102,9 +111,11 @@ def test_list_filters_by_app_error_bit_state_and_name(client, many, app):
     assert len(names(client.get("/project/workunits/?error=some"))) == 8
     assert len(names(client.get("/project/workunits/?error=none&app=" + str(app.id)))) == 50
     assert names(client.get("/project/workunits/?state=assimilate_ready&sort=id")) == [
-        "wu_00200", "wu_00201", "wu_00202"]
-    assert names(client.get("/project/workunits/?name=wu_0010&sort=name")) == [
-        f"wu_0010{i}" for i in range(5)]
+        "wu_00200",
+        "wu_00201",
+        "wu_00202",
+    ]
+    assert names(client.get("/project/workunits/?name=wu_0010&sort=name")) == [f"wu_0010{i}" for i in range(5)]
 
 
 def test_transition_due_filter_uses_the_clock(client, app):
@@ -113,12 +124,22 @@ def test_transition_due_filter_uses_the_clock(client, app):
     assert len(names(client.get("/project/workunits/?state=transition_due"))) == 2
 
 
-@pytest.mark.parametrize("query", [
-    "app=999", "app=x", "state=bogus", "error=BIT", "sort=mod_time", "sort=transition",
-    "after=%%%", "before=W10", "name=" + "x" * 300,
-    "sort=transition_time&after=" + encode_cursor("soon", 3),
-    "sort=-transition_time&before=" + encode_cursor(2**70, 3),
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "app=999",
+        "app=x",
+        "state=bogus",
+        "error=BIT",
+        "sort=mod_time",
+        "sort=transition",
+        "after=%%%",
+        "before=W10",
+        "name=" + "x" * 300,
+        "sort=transition_time&after=" + encode_cursor("soon", 3),
+        "sort=-transition_time&before=" + encode_cursor(2**70, 3),
+    ],
+)
 def test_bad_filters_get_a_400_with_the_reason(client, many, query):
     page = client.get("/project/workunits/?" + query)
     assert page.status_code == 400
@@ -156,8 +177,7 @@ def polled_url(html):
     return table.get("hx-get") if polls else None
 
 
-def test_list_table_polls_its_own_url_with_the_filters_and_cursor(client, many,
-                                                                 django_assert_max_num_queries):
+def test_list_table_polls_its_own_url_with_the_filters_and_cursor(client, many, django_assert_max_num_queries):
     first = client.get("/project/workunits/?error=none&sort=-transition_time")
     assert polled_url(first.content.decode()) == "/project/workunits/?error=none&sort=-transition_time"
     url = link(first, "next")
@@ -187,8 +207,7 @@ def test_csv_exports_every_filtered_row(client, many, django_assert_max_num_quer
         body = b"".join(response.streaming_content).decode()
     rows = list(csv.reader(io.StringIO(body)))
     assert rows[0][:3] == ["id", "name", "app_name"]
-    assert [r[1] for r in rows[1:]] == [f"wu_0010{i}" for i in range(5)] + [
-        "wu_00200", "wu_00201", "wu_00202"]
+    assert [r[1] for r in rows[1:]] == [f"wu_0010{i}" for i in range(5)] + ["wu_00200", "wu_00201", "wu_00202"]
     assert response["Content-Disposition"].startswith("attachment")
 
 

@@ -34,8 +34,7 @@ PER_PATTERN = 2
 
 def point_at(settings, url):
     settings.REDIS_URL = url
-    settings.RQ_QUEUES = {name: {**queue, "URL": url}
-                          for name, queue in settings.RQ_QUEUES.items()}
+    settings.RQ_QUEUES = {name: {**queue, "URL": url} for name, queue in settings.RQ_QUEUES.items()}
 
 
 @pytest.fixture
@@ -69,10 +68,8 @@ def site_without_redis(settings, tmp_path, redis_client, stop_redis):
     """The busy site, with work in flight that the pages judge through Redis (a lab run and a
     world waiting on their jobs), and then its Redis stopped."""
     site = build_busy_site(settings, tmp_path)
-    Run.objects.create(scenario=site.runs[0].scenario, policy="boinc7", duration=3600.0,
-                       job_id="lab-run-waiting")
-    World.objects.filter(pk=site.world.pk).update(status=World.Status.RUNNING,
-                                                  job_id="world-waiting")
+    Run.objects.create(scenario=site.runs[0].scenario, policy="boinc7", duration=3600.0, job_id="lab-run-waiting")
+    World.objects.filter(pk=site.world.pk).update(status=World.Status.RUNNING, job_id="world-waiting")
     stop_redis()
     return site
 
@@ -109,8 +106,7 @@ def rows():
     return World.objects.count(), list(statuses), Run.objects.count()
 
 
-def test_with_redis_stopped_every_page_answers_with_a_message_and_never_a_500(
-        site_without_redis):
+def test_with_redis_stopped_every_page_answers_with_a_message_and_never_a_500(site_without_redis):
     site = site_without_redis
     anonymous, staff = Client(raise_request_exception=False), Client(raise_request_exception=False)
     staff.force_login(site.staff)
@@ -118,9 +114,16 @@ def test_with_redis_stopped_every_page_answers_with_a_message_and_never_a_500(
     # the pages of the work in flight first, before the walk's quota per pattern is used up,
     # and the pages only the scenario's page links to (it needs Redis for its waiting run)
     scenario = f"/lab/{waiting.scenario_id}/"
-    start = [f"/lab/runs/{waiting.pk}/", f"/lab/compare/?runs={site.runs[0].pk},{waiting.pk}",
-             "/django-rq/", "/admin/", scenario + "edit/", scenario + "scenario.txt",
-             scenario + "scenario.json", scenario + "client_state.zip"] + site.sample_paths()
+    start = [
+        f"/lab/runs/{waiting.pk}/",
+        f"/lab/compare/?runs={site.runs[0].pk},{waiting.pk}",
+        "/django-rq/",
+        "/admin/",
+        scenario + "edit/",
+        scenario + "scenario.txt",
+        scenario + "scenario.json",
+        scenario + "client_state.zip",
+    ] + site.sample_paths()
     failures, outage_pages, reached = [], set(), set()
     for who, client in [("anonymous", anonymous), ("staff", staff)]:
         for (url, htmx), response in walk(client, start).items():
@@ -135,11 +138,11 @@ def test_with_redis_stopped_every_page_answers_with_a_message_and_never_a_500(
                 failures.append(f"{where}: {response.status_code}")
     assert not failures, "\n".join(failures)
     # the pages that need Redis said so
-    assert {"lab/<int:pk>/", "lab/runs/<int:pk>/", "lab/compare/",
-            "django-rq/"} <= outage_pages, outage_pages
+    assert {"lab/<int:pk>/", "lab/runs/<int:pk>/", "lab/compare/", "django-rq/"} <= outage_pages, outage_pages
     # and the walk went everywhere the crawler goes
-    missed = sorted(set(site_routes()) - reached - set(NOT_CRAWLED) - {"lab/runs/<int:pk>.json",
-                                                                          "lab/runs/<int:pk>.csv"})
+    missed = sorted(
+        set(site_routes()) - reached - set(NOT_CRAWLED) - {"lab/runs/<int:pk>.json", "lab/runs/<int:pk>.csv"}
+    )
     assert not missed, f"not reached: {missed}"
 
     # the pages that read only the database still work, and say Redis is down where it matters
@@ -147,8 +150,11 @@ def test_with_redis_stopped_every_page_answers_with_a_message_and_never_a_500(
     assert home.status_code == 200 and b"not reachable" in home.content
     assert anonymous.get("/project/status/").status_code == 200
     assert anonymous.get("/project/workunits/").status_code == 200
-    for url in ["/project/worlds/", f"/project/worlds/{site.world.pk}/",
-                f"/project/worlds/compare/?worlds={site.world.pk - 1},{site.world.pk}"]:
+    for url in [
+        "/project/worlds/",
+        f"/project/worlds/{site.world.pk}/",
+        f"/project/worlds/compare/?worlds={site.world.pk - 1},{site.world.pk}",
+    ]:
         page = anonymous.get(url)
         assert page.status_code == 200 and OUTAGE in page.content, url
         assert b"whether the jobs behind it still run cannot be" in page.content
@@ -164,8 +170,7 @@ def test_with_redis_stopped_posts_that_enqueue_create_nothing_and_say_why(site_w
     staff = Client(raise_request_exception=False)
     staff.force_login(site.staff)
     paused = WorldFactory(name="paused", hosts=3, days=1, status=World.Status.PAUSED)
-    failed = WorldFactory(name="failed", hosts=3, days=1, status=World.Status.FAILED,
-                          error="Its job failed: boom")
+    failed = WorldFactory(name="failed", hosts=3, days=1, status=World.Status.FAILED, error="Its job failed: boom")
     before = rows()
     scenario = site.runs[0].scenario_id
     posts = [
@@ -173,10 +178,14 @@ def test_with_redis_stopped_posts_that_enqueue_create_nothing_and_say_why(site_w
         ("/project/worlds/compare/new/", {"hosts": 3, "days": 1, "seed": 1, "speedup": 3600}),
         (f"/project/worlds/{paused.pk}/resume/", {}),
         (f"/project/worlds/{failed.pk}/resume/", {}),
-        (f"/lab/{scenario}/runs/", {"policy": "boinc7", "duration": "1h", "seed": 1,
-                                    "compat": "intended", "delta": 60}),
-        (f"/lab/{scenario}/compare/", {"policies": ["boinc5", "boinc7"], "duration": "1h",
-                                       "seed": 1, "compat": "intended"}),
+        (
+            f"/lab/{scenario}/runs/",
+            {"policy": "boinc7", "duration": "1h", "seed": 1, "compat": "intended", "delta": 60},
+        ),
+        (
+            f"/lab/{scenario}/compare/",
+            {"policies": ["boinc5", "boinc7"], "duration": "1h", "seed": 1, "compat": "intended"},
+        ),
     ]
     for url, data in posts:
         response = staff.post(url, data)
@@ -217,13 +226,17 @@ def wait_for(condition, timeout, what):
         time.sleep(0.2)
 
 
-def test_the_workers_scheduler_and_registration_come_back_with_redis(
-        settings, own_redis, tmp_path):
+def test_the_workers_scheduler_and_registration_come_back_with_redis(settings, own_redis, tmp_path):
     url, server, restart = own_redis
     point_at(settings, url)
     log = open(tmp_path / "worker.log", "w+")
-    worker = subprocess.Popen([*MANAGE, "rqworker", "default", "--with-scheduler"], cwd=BASE,
-                              env=child_env(REDIS_URL=url), stdout=log, stderr=subprocess.STDOUT)
+    worker = subprocess.Popen(
+        [*MANAGE, "rqworker", "default", "--with-scheduler"],
+        cwd=BASE,
+        env=child_env(REDIS_URL=url),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         connection = redis.Redis.from_url(url)
         wait_for(lambda: RQWorker.all(connection=connection), 120, "worker")
@@ -234,14 +247,12 @@ def test_the_workers_scheduler_and_registration_come_back_with_redis(
         embedded_redis.stop(server["process"])
         time.sleep(8)  # the scheduler's and the worker's passes meet the outage
         restart()
-        wait_for(lambda: RQWorker.all(connection=redis.Redis.from_url(url)), 30,
-                 "worker registered again")
+        wait_for(lambda: RQWorker.all(connection=redis.Redis.from_url(url)), 30, "worker registered again")
         queue = django_rq.get_queue("default")
         job = queue.enqueue_in(timedelta(seconds=1), "os.getpid")
         # rq alone: the scheduler process died with the connection and came back only at the
         # worker's maintenance pass, ten minutes later
-        wait_for(lambda: job.get_status(refresh=True) == "finished", 45,
-                 "scheduled job after the outage")
+        wait_for(lambda: job.get_status(refresh=True) == "finished", 45, "scheduled job after the outage")
         assert worker.poll() is None
     finally:
         worker.terminate()

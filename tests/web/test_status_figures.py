@@ -12,7 +12,13 @@ from backend.models import Outcome, ServerState, ValidateState
 from backend.server_status import FIGURES_KEY, FIGURES_MAX_AGE, record_history
 from tests.pages import by_testid, count, parse
 from tests.web.project_data import (  # noqa: F401
-    app, busy_workunit, host, make_results, make_workunits, owner, versions,
+    app,
+    busy_workunit,
+    host,
+    make_results,
+    make_workunits,
+    owner,
+    versions,
 )
 
 pytestmark = pytest.mark.django_db
@@ -32,7 +38,8 @@ def age(html):
 
 
 def test_the_page_shows_the_figures_the_periodic_job_stored_and_their_age(
-        client, app, redis_client, django_assert_max_num_queries):
+    client, app, redis_client, django_assert_max_num_queries
+):
     make_results(make_workunits(app, 1)[0], [UNSENT])
     record_history(int(time.time()) - 7)
     # rows added after the job's pass show at its next pass, not before
@@ -64,8 +71,7 @@ def test_figures_from_the_future_are_not_trusted(app, redis_client):
     assert status.results_ready_to_send == 2
 
 
-def test_json_and_xml_carry_the_stored_figures_and_their_time(client, busy_workunit, app,
-                                                              redis_client):
+def test_json_and_xml_carry_the_stored_figures_and_their_time(client, busy_workunit, app, redis_client):
     then = int(time.time()) - 3
     record_history(then)
     make_results(make_workunits(app, 1, start=50)[0], [UNSENT])

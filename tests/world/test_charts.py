@@ -13,14 +13,46 @@ def sample(t, **values):
 
 SAMPLES = [
     sample(0, unsent=10, hosts_active=3),
-    sample(1800, unsent=6, in_progress=4, hosts_active=3, rpcs=5, rpcs_with_work=4,
-           rpcs_without_work=1, bytes_downloaded=2_000_000),
-    sample(3600, unsent=2, in_progress=4, over=4, success=3, client_error=1, hosts_active=2,
-           rpcs=9, rpcs_with_work=6, rpcs_without_work=1, rpcs_report_only=2, credit=12.5,
-           bytes_downloaded=3_000_000),
-    sample(3 * 3600, in_progress=2, over=8, success=6, client_error=1, no_reply=1,
-           hosts_active=2, rpcs=12, rpcs_with_work=7, rpcs_without_work=2, rpcs_report_only=3,
-           credit=30.0, bytes_downloaded=3_500_000),
+    sample(
+        1800,
+        unsent=6,
+        in_progress=4,
+        hosts_active=3,
+        rpcs=5,
+        rpcs_with_work=4,
+        rpcs_without_work=1,
+        bytes_downloaded=2_000_000,
+    ),
+    sample(
+        3600,
+        unsent=2,
+        in_progress=4,
+        over=4,
+        success=3,
+        client_error=1,
+        hosts_active=2,
+        rpcs=9,
+        rpcs_with_work=6,
+        rpcs_without_work=1,
+        rpcs_report_only=2,
+        credit=12.5,
+        bytes_downloaded=3_000_000,
+    ),
+    sample(
+        3 * 3600,
+        in_progress=2,
+        over=8,
+        success=6,
+        client_error=1,
+        no_reply=1,
+        hosts_active=2,
+        rpcs=12,
+        rpcs_with_work=7,
+        rpcs_without_work=2,
+        rpcs_report_only=3,
+        credit=30.0,
+        bytes_downloaded=3_500_000,
+    ),
 ]
 
 
@@ -31,9 +63,14 @@ def trace(fig, name):
 def test_the_results_chart_stacks_every_server_state_and_outcome_over_time():
     fig = charts.results_by_state(SAMPLES)
     assert isinstance(fig, go.Figure)
-    assert [t.name for t in fig.data] == ["unsent", "in progress", "over: success",
-                                          "over: client error", "over: no reply",
-                                          "over: other outcome"]
+    assert [t.name for t in fig.data] == [
+        "unsent",
+        "in progress",
+        "over: success",
+        "over: client error",
+        "over: no reply",
+        "over: other outcome",
+    ]
     assert all(t.stackgroup == "results" for t in fig.data)
     assert list(trace(fig, "unsent").y) == [10, 6, 2, 0]
     assert list(trace(fig, "over: success").y) == [0, 0, 3, 6]
@@ -83,32 +120,40 @@ def test_compared_worlds_share_each_chart_one_line_each():
 
 
 def test_the_transfer_saved_is_stated_per_job_and_in_total():
-    words = charts.transfer_saved({"bytes_downloaded": 8_000_000_000, "jobs_received": 1000},
-                                  {"bytes_downloaded": 1_000_000_000, "jobs_received": 1000})
-    assert words == ("Plain scheduling downloaded 8 GB of input for 1,000 jobs, locality "
-                     "scheduling 1 GB for 1,000. Per job, locality scheduling saved 7 MB of the "
-                     "8 MB plain scheduling moved: 88% less input transfer.")
+    words = charts.transfer_saved(
+        {"bytes_downloaded": 8_000_000_000, "jobs_received": 1000},
+        {"bytes_downloaded": 1_000_000_000, "jobs_received": 1000},
+    )
+    assert words == (
+        "Plain scheduling downloaded 8 GB of input for 1,000 jobs, locality "
+        "scheduling 1 GB for 1,000. Per job, locality scheduling saved 7 MB of the "
+        "8 MB plain scheduling moved: 88% less input transfer."
+    )
 
 
 def test_the_transfer_saved_accounts_for_different_numbers_of_jobs():
-    words = charts.transfer_saved({"bytes_downloaded": 4_000_000, "jobs_received": 4},
-                                  {"bytes_downloaded": 4_000_000, "jobs_received": 8})
-    assert words.endswith("Per job, locality scheduling saved 500 kB of the 1 MB plain "
-                          "scheduling moved: 50% less input transfer.")
+    words = charts.transfer_saved(
+        {"bytes_downloaded": 4_000_000, "jobs_received": 4}, {"bytes_downloaded": 4_000_000, "jobs_received": 8}
+    )
+    assert words.endswith(
+        "Per job, locality scheduling saved 500 kB of the 1 MB plain scheduling moved: 50% less input transfer."
+    )
 
 
 def test_more_transfer_with_locality_is_said_plainly():
-    words = charts.transfer_saved({"bytes_downloaded": 1_000_000, "jobs_received": 10},
-                                  {"bytes_downloaded": 2_000_000, "jobs_received": 10})
-    assert words.endswith("Per job, locality scheduling moved 100 kB more than plain "
-                          "scheduling: 100% more input transfer.")
+    words = charts.transfer_saved(
+        {"bytes_downloaded": 1_000_000, "jobs_received": 10}, {"bytes_downloaded": 2_000_000, "jobs_received": 10}
+    )
+    assert words.endswith(
+        "Per job, locality scheduling moved 100 kB more than plain scheduling: 100% more input transfer."
+    )
 
 
 def test_no_comparison_before_both_worlds_sent_work():
     assert charts.transfer_saved({}, {"bytes_downloaded": 5, "jobs_received": 1}) == (
-        "Neither world has sent enough work yet to compare their transfers.")
+        "Neither world has sent enough work yet to compare their transfers."
+    )
 
 
 def test_sizes_in_words():
-    assert [charts.size_words(n) for n in (512, 3_400_000, 1_250_000_000)] == [
-        "512 B", "3.4 MB", "1.25 GB"]
+    assert [charts.size_words(n) for n in (512, 3_400_000, 1_250_000_000)] == ["512 B", "3.4 MB", "1.25 GB"]

@@ -36,8 +36,7 @@ def run_for(world, seconds, *, every=5):
             run_pass(name, now=wall)
 
 
-def test_the_demo_hosts_get_report_and_validate_the_demo_apps_work_within_a_minute(
-        demo_project, redis_client):
+def test_the_demo_hosts_get_report_and_validate_the_demo_apps_work_within_a_minute(demo_project, redis_client):
     wus_before = Workunit.objects.count()
     world = live.start_demo(now=T0)
     run_for(world, 60)
@@ -51,7 +50,8 @@ def test_the_demo_hosts_get_report_and_validate_the_demo_apps_work_within_a_minu
     assert hosts.count() == live.DEMO_HOSTS
     assert set(hosts.values_list("platform", flat=True)) == {"x86_64-pc-linux-gnu"}
     assert set(results.exclude(host=None).values_list("host__domain_name", flat=True)) <= set(
-        hosts.values_list("domain_name", flat=True))
+        hosts.values_list("domain_name", flat=True)
+    )
     world.refresh_from_db()
     assert world.clock == 60 and world.status == World.Status.RUNNING
     assert world.summary["jobs_reported"] > 0
@@ -62,8 +62,7 @@ def test_the_demo_hosts_get_report_and_validate_the_demo_apps_work_within_a_minu
     assert Workunit.objects.count() >= wus_before
 
 
-def test_the_project_work_generator_keeps_the_demo_from_running_dry(demo_project,
-                                                                    redis_client):
+def test_the_project_work_generator_keeps_the_demo_from_running_dry(demo_project, redis_client):
     world = live.start_demo(now=T0)
     run_for(world, 120, every=10)
     app = App.objects.get(pk=demo_project.pk)
@@ -82,8 +81,7 @@ def test_a_new_demo_ends_the_earlier_one(demo_project, redis_client):
     assert live.step(first.pk, wall=T0 + 110) is None
 
 
-def test_a_paused_live_world_does_not_move_and_resumes_without_replaying_the_gap(
-        demo_project, redis_client):
+def test_a_paused_live_world_does_not_move_and_resumes_without_replaying_the_gap(demo_project, redis_client):
     world = live.start_demo(now=T0)
     live.step(world.pk, wall=T0 + 10)
     jobs.pause(world.pk)
@@ -105,10 +103,15 @@ def test_a_live_world_needs_its_app(db):
 
 
 def test_the_live_demo_command_waits_without_volunteers_when_the_demo_is_off(tmp_path):
-    env = {**os.environ, "BOINCWEB_DEMO": "0",
-           "DATABASE_URL": f"sqlite:///{tmp_path}/unused.sqlite3"}
-    proc = subprocess.Popen([sys.executable, "manage.py", "live_demo"], cwd=BASE_DIR, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    env = {**os.environ, "BOINCWEB_DEMO": "0", "DATABASE_URL": f"sqlite:///{tmp_path}/unused.sqlite3"}
+    proc = subprocess.Popen(
+        [sys.executable, "manage.py", "live_demo"],
+        cwd=BASE_DIR,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         line = proc.stdout.readline()
         assert line.strip() == "the live demo is off (BOINCWEB_DEMO=0)"

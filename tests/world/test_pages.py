@@ -60,12 +60,15 @@ def test_a_user_who_is_not_staff_may_not_start_a_world(client, volunteer):
     assert not World.objects.exists()
 
 
-@pytest.mark.parametrize("status, action", [
-    (World.Status.CREATED, "start"), (World.Status.PAUSED, "resume"),
-    (World.Status.RUNNING, "pause"),
-])
-def test_a_user_who_is_not_staff_may_not_start_pause_or_resume(client, volunteer, redis_client,
-                                                               status, action):
+@pytest.mark.parametrize(
+    "status, action",
+    [
+        (World.Status.CREATED, "start"),
+        (World.Status.PAUSED, "resume"),
+        (World.Status.RUNNING, "pause"),
+    ],
+)
+def test_a_user_who_is_not_staff_may_not_start_pause_or_resume(client, volunteer, redis_client, status, action):
     world = WorldFactory(name="w", status=status)
     assert client.post(reverse("worlds:action", args=[world.pk, action])).status_code == 403
     assert statuses() == [status]
@@ -92,8 +95,7 @@ def test_a_bad_form_is_a_400_and_creates_nothing(client, admin):
     assert not World.objects.exists()
 
 
-def test_staff_start_pause_and_resume_a_world(client, admin, redis_client,
-                                              django_capture_on_commit_callbacks):
+def test_staff_start_pause_and_resume_a_world(client, admin, redis_client, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(reverse("worlds:create"), FORM)
     assert response.status_code == 302
@@ -116,8 +118,7 @@ def test_world_forms_need_the_csrf_token(redis_client):
     assert statuses() == [World.Status.RUNNING]
     client.get(reverse("worlds:list"))  # the page's forms set the token's cookie
     token = client.cookies["csrftoken"].value
-    paused = client.post(reverse("worlds:action", args=[world.pk, "pause"]),
-                         {"csrfmiddlewaretoken": token})
+    paused = client.post(reverse("worlds:action", args=[world.pk, "pause"]), {"csrfmiddlewaretoken": token})
     assert paused.status_code == 302 and statuses() == [World.Status.PAUSED]
 
 
@@ -126,15 +127,29 @@ def add_samples(world, n=3):
 
     for i in range(n):
         WorldSample.objects.create(
-            world=world, t=1800.0 * i, unsent=10 - i, in_progress=i, over=i, success=i,
-            client_error=0, no_reply=0, other_outcome=0, valid=i, invalid=0, hosts_active=3,
-            rpcs=4 * i, rpcs_with_work=3 * i, rpcs_without_work=i, rpcs_report_only=0,
-            credit=2.0 * i, bytes_downloaded=10**6 * i)
+            world=world,
+            t=1800.0 * i,
+            unsent=10 - i,
+            in_progress=i,
+            over=i,
+            success=i,
+            client_error=0,
+            no_reply=0,
+            other_outcome=0,
+            valid=i,
+            invalid=0,
+            hosts_active=3,
+            rpcs=4 * i,
+            rpcs_with_work=3 * i,
+            rpcs_without_work=i,
+            rpcs_report_only=0,
+            credit=2.0 * i,
+            bytes_downloaded=10**6 * i,
+        )
 
 
 def test_a_world_page_carries_every_chart_whole_and_as_its_polling_fragment(client):
-    world = WorldFactory(name="w", status=World.Status.RUNNING,
-                         summary={"rpcs": 8, "jobs_reported": 2})
+    world = WorldFactory(name="w", status=World.Status.RUNNING, summary={"rpcs": 8, "jobs_reported": 2})
     add_samples(world)
     page = client.get(reverse("worlds:detail", args=[world.pk]))
     html = page.content.decode()
@@ -159,32 +174,41 @@ def test_an_unknown_world_is_a_404(client):
 
 
 def test_the_comparison_states_the_transfer_locality_saved(client):
-    plain = WorldFactory(name="p", seed=4, status=World.Status.FINISHED,
-                         summary={"bytes_downloaded": 4 * 10**9, "jobs_received": 1000})
-    local = WorldFactory(name="l", seed=4, locality=True,
-                         status=World.Status.FINISHED,
-                         summary={"bytes_downloaded": 10**9, "jobs_received": 1000})
+    plain = WorldFactory(
+        name="p", seed=4, status=World.Status.FINISHED, summary={"bytes_downloaded": 4 * 10**9, "jobs_received": 1000}
+    )
+    local = WorldFactory(
+        name="l",
+        seed=4,
+        locality=True,
+        status=World.Status.FINISHED,
+        summary={"bytes_downloaded": 10**9, "jobs_received": 1000},
+    )
     add_samples(plain)
     add_samples(local)
     page = client.get(reverse("worlds:compare") + f"?worlds={plain.pk},{local.pk}")
     html = page.content.decode()
     assert page.status_code == 200
-    assert "Per job, locality scheduling saved 3 MB of the 4 MB plain scheduling moved: " \
-           "75% less input transfer." in html
+    assert (
+        "Per job, locality scheduling saved 3 MB of the 4 MB plain scheduling moved: 75% less input transfer." in html
+    )
     assert "only the scheduling differs" in html
     for name in ("bytes", "success", "credit", "rpcs", "results-1", "results-2"):
         assert f'data-figure="compare-{name}"' in html
     assert "every 2s" not in html
 
 
-@pytest.mark.parametrize("query, reason", [
-    ("", "Give two to four world ids"),
-    ("?worlds=1", "Give two to four world ids"),
-    ("?worlds=1,x", "World ids are whole numbers"),
-    ("?worlds=1,1", "Each world may appear once"),
-    ("?worlds=1,2,3,4,5", "Compare at most 4 worlds"),
-    ("?worlds=1,99999999999999999999", "World ids are whole numbers"),
-])
+@pytest.mark.parametrize(
+    "query, reason",
+    [
+        ("", "Give two to four world ids"),
+        ("?worlds=1", "Give two to four world ids"),
+        ("?worlds=1,x", "World ids are whole numbers"),
+        ("?worlds=1,1", "Each world may appear once"),
+        ("?worlds=1,2,3,4,5", "Compare at most 4 worlds"),
+        ("?worlds=1,99999999999999999999", "World ids are whole numbers"),
+    ],
+)
 def test_a_bad_comparison_is_a_400_with_the_reason(client, query, reason):
     response = client.get(reverse("worlds:compare") + query)
     assert response.status_code == 400 and reason in response.content.decode()
@@ -200,15 +224,17 @@ COMPARE = {"hosts": 5, "days": 0.5, "seed": 7, "speedup": 3600}
 
 
 def test_staff_start_a_plain_and_a_locality_world_on_one_seed_and_see_them_compared(
-        client, admin, redis_client, django_capture_on_commit_callbacks):
+    client, admin, redis_client, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(reverse("worlds:compare_start"), COMPARE)
     worlds = list(World.objects.order_by("pk"))
     assert [(w.locality, w.seed, w.hosts, w.days, w.status) for w in worlds] == [
-        (False, 7, 5, 0.5, World.Status.RUNNING), (True, 7, 5, 0.5, World.Status.RUNNING)]
+        (False, 7, 5, 0.5, World.Status.RUNNING),
+        (True, 7, 5, 0.5, World.Status.RUNNING),
+    ]
     assert response.status_code == 302
-    assert response["Location"] == (reverse("worlds:compare")
-                                    + f"?worlds={worlds[0].pk},{worlds[1].pk}")
+    assert response["Location"] == (reverse("worlds:compare") + f"?worlds={worlds[0].pk},{worlds[1].pk}")
 
 
 def test_starting_a_comparison_is_for_staff_with_valid_figures(client, volunteer):
@@ -216,8 +242,7 @@ def test_starting_a_comparison_is_for_staff_with_valid_figures(client, volunteer
     volunteer.is_staff = True
     volunteer.save()
     response = client.post(reverse("worlds:compare_start"), {**COMPARE, "hosts": 0})
-    assert response.status_code == 400 and b"Choose between 1 and 100,000 hosts." in \
-        response.content
+    assert response.status_code == 400 and b"Choose between 1 and 100,000 hosts." in response.content
     assert not World.objects.exists()
 
 
@@ -238,13 +263,13 @@ def test_the_form_keeps_plan_classes_and_real_speeds_as_world_settings():
     from world.forms import WorldForm
     from world.jobs import world_settings
 
-    form = WorldForm(data={**FORM, "plan_classes": "on", "mt_efficiency_min": "0.2",
-                           "gpu_gflops_sigma": "1", "cpu_speed_sigma": "0"})
+    form = WorldForm(
+        data={**FORM, "plan_classes": "on", "mt_efficiency_min": "0.2", "gpu_gflops_sigma": "1", "cpu_speed_sigma": "0"}
+    )
     assert form.is_valid(), form.errors
     world = form.save()
     # only what differs from the defaults is kept
-    assert world.settings == {"plan_classes": True, "mt_efficiency_min": 0.2,
-                              "gpu_gflops_sigma": 1.0}
+    assert world.settings == {"plan_classes": True, "mt_efficiency_min": 0.2, "gpu_gflops_sigma": 1.0}
     settings = world_settings(world)
     assert settings.plan_classes and settings.mt_efficiency_min == 0.2
 

@@ -19,15 +19,33 @@ pytestmark = pytest.mark.django_db(transaction=True)
 # Seed 10 draws three 2-CPU hosts whose threads run at under 50 % (mt slower than the
 # sequential version) and a GPU host whose GPU is slower than its CPUs.
 SETTINGS = dict(
-    hosts=8, days=1.5, seed=10, plan_classes=True, version_select_random_factor=0.0,
-    ncpus_choices=(1, 2, 4), ncpus_weights=(0.15, 0.6, 0.25), gpu_fraction=0.3,
+    hosts=8,
+    days=1.5,
+    seed=10,
+    plan_classes=True,
+    version_select_random_factor=0.0,
+    ncpus_choices=(1, 2, 4),
+    ncpus_weights=(0.15, 0.6, 0.25),
+    gpu_fraction=0.3,
     # real speeds: up to a third below the benchmark, threads at 10 % to 100 % efficiency
     # (a 2-thread job at under 50 % runs slower than a sequential one), GPUs spread widely
     # around 10 GFLOPS (some slower than their host's CPUs) and reaching 30 % to 100 % of it
-    cpu_speed_sigma=0.3, mt_efficiency_min=0.1, gpu_gflops=10.0, gpu_gflops_sigma=1.0,
-    gpu_efficiency_min=0.3, job_gflop=3.0 * 1800, min_quorum=1, target_nresults=1,
-    work_buf_min_days=0.05, work_buf_additional_days=0.05, error_rate=0.0, no_reply_rate=0.0,
-    leave_per_day=0.0, join_per_day=0.0, on_frac_min=1.0, daemon_interval=3600.0,
+    cpu_speed_sigma=0.3,
+    mt_efficiency_min=0.1,
+    gpu_gflops=10.0,
+    gpu_gflops_sigma=1.0,
+    gpu_efficiency_min=0.3,
+    job_gflop=3.0 * 1800,
+    min_quorum=1,
+    target_nresults=1,
+    work_buf_min_days=0.05,
+    work_buf_additional_days=0.05,
+    error_rate=0.0,
+    no_reply_rate=0.0,
+    leave_per_day=0.0,
+    join_per_day=0.0,
+    on_frac_min=1.0,
+    daemon_interval=3600.0,
 )
 
 
@@ -39,15 +57,25 @@ def run_world():
     sim.setup()
     sim.run_until(SETTINGS["days"] * DAY)
     jobs = {}
-    rows = (Result.objects.filter(app_id=sim.app_id, app_version__isnull=False)
-            .order_by("sent_time", "id")
-            .values_list("host_id", "sent_time", "app_version__gpu_type",
-                         "app_version__plan_class", "flops_estimate", "outcome",
-                         "elapsed_time", "received_time", "workunit__rsc_fpops_est"))
+    rows = (
+        Result.objects.filter(app_id=sim.app_id, app_version__isnull=False)
+        .order_by("sent_time", "id")
+        .values_list(
+            "host_id",
+            "sent_time",
+            "app_version__gpu_type",
+            "app_version__plan_class",
+            "flops_estimate",
+            "outcome",
+            "elapsed_time",
+            "received_time",
+            "workunit__rsc_fpops_est",
+        )
+    )
     for host_id, sent, gpu, plan_class, flops, outcome, elapsed, received, fpops in rows:
         jobs.setdefault(sim.host_index[host_id], []).append(
-            (sent, gpu or "cpu", plan_class, fpops / flops,
-             elapsed if outcome == Outcome.SUCCESS else None, received))
+            (sent, gpu or "cpu", plan_class, fpops / flops, elapsed if outcome == Outcome.SUCCESS else None, received)
+        )
     return sim, jobs
 
 
@@ -83,8 +111,7 @@ def check_each_host_ends_on_the_version_really_faster_on_it(sim, jobs):
         assert {resource for _, resource, *_ in sent} == set(real), host.index
         for resource, versions in real.items():
             mine = [job for job in sent if job[1] == resource]
-            reports = Counter(plan_class for _, _, plan_class, _, reported, _ in mine
-                              if reported is not None)
+            reports = Counter(plan_class for _, _, plan_class, _, reported, _ in mine if reported is not None)
             if min(reports.values()) <= MIN_HOST_SAMPLES:
                 continue  # still learning a version it tried
             learnt += 1
@@ -114,14 +141,15 @@ def check_runtime_estimates_converge_on_the_reported_runtimes(sim, jobs):
             by_version.setdefault((job[1], job[2]), []).append(job)
         for (resource, plan_class), runs in by_version.items():
             truth = real[resource][plan_class]
-            reports = sorted(received for *_, reported, received in runs
-                             if reported is not None)
+            reports = sorted(received for *_, reported, received in runs if reported is not None)
             for _, _, _, estimate, reported, _ in runs:
                 assert reported is None or reported == pytest.approx(truth)
-            learnt = [estimate for sent, _, _, estimate, _, _ in runs
-                      if sum(1 for r in reports if r <= sent) > MIN_HOST_SAMPLES]
-            assert all(e == pytest.approx(truth, rel=1e-6) for e in learnt), \
-                (host.index, plan_class, truth, learnt)
+            learnt = [
+                estimate
+                for sent, _, _, estimate, _, _ in runs
+                if sum(1 for r in reports if r <= sent) > MIN_HOST_SAMPLES
+            ]
+            assert all(e == pytest.approx(truth, rel=1e-6) for e in learnt), (host.index, plan_class, truth, learnt)
             if learnt and abs(runs[0][3] - truth) > 0.1 * truth:
                 wrong_at_first += 1
     assert wrong_at_first >= 5, "estimates that started more than 10 % off and converged"

@@ -9,7 +9,12 @@ import pytest
 from bs4 import BeautifulSoup
 
 from backend.daemons.scheduler import (
-    GpuRequest, HostInfo, ReportedFile, ReportedResult, SchedulerRequest, handle_request,
+    GpuRequest,
+    HostInfo,
+    ReportedFile,
+    ReportedResult,
+    SchedulerRequest,
+    handle_request,
 )
 from backend.daemons.sched_types import SchedulerConfig
 from backend.models import GpuType, HostAppVersion, Result
@@ -31,50 +36,61 @@ HOSTS = {
     "old_gpu": (1, 2e9, 210, {"": 1.5e9}),
 }
 EXPECTED = {  # the versions each host is sent, by resource
-    "single": {("cpu", "")}, "quad": {("cpu", "mt")},
-    "gpu": {("cpu", ""), ("NVIDIA", "cuda")}, "old_gpu": {("cpu", "")},
+    "single": {("cpu", "")},
+    "quad": {("cpu", "mt")},
+    "gpu": {("cpu", ""), ("NVIDIA", "cuda")},
+    "old_gpu": {("cpu", "")},
 }
 ROUNDS = 16
 
 
 def request(host, compcap, reports, now):
-    gpus = [] if compcap is None else [GpuRequest(
-        GpuType.NVIDIA, req_secs=1.0, req_instances=1.0, compute_capability=compcap, **GPU)]
+    gpus = (
+        []
+        if compcap is None
+        else [GpuRequest(GpuType.NVIDIA, req_secs=1.0, req_instances=1.0, compute_capability=compcap, **GPU)]
+    )
     return SchedulerRequest(
-        hostid=host.pk, userid=host.owner_id, cpu_req_secs=1.0, cpu_req_instances=1.0,
-        host_info=HostInfo(domain_name=host.domain_name, p_ncpus=host.p_ncpus,
-                           p_fpops=host.p_fpops), gpu_requests=gpus, results=reports)
+        hostid=host.pk,
+        userid=host.owner_id,
+        cpu_req_secs=1.0,
+        cpu_req_instances=1.0,
+        host_info=HostInfo(domain_name=host.domain_name, p_ncpus=host.p_ncpus, p_fpops=host.p_fpops),
+        gpu_requests=gpus,
+        results=reports,
+    )
 
 
 def run_world(project, tmp_path):
     """Rounds of RPCs: each host reports the jobs of the last round, with the elapsed times its
     true speed gives, and asks for one job per resource."""
     (tmp_path / "plan_class_spec.xml").write_text(SPEC)
-    config = SchedulerConfig(plan_class_spec=str(tmp_path / "plan_class_spec.xml"),
-                             version_select_random_factor=0.0)
+    config = SchedulerConfig(plan_class_spec=str(tmp_path / "plan_class_spec.xml"), version_select_random_factor=0.0)
     AppVersionFactory(app=project.app, version_num=100, plan_class="mt")
-    AppVersionFactory(app=project.app, version_num=100, plan_class="cuda",
-                      gpu_type=GpuType.NVIDIA, gpu_usage=1.0)
+    AppVersionFactory(app=project.app, version_num=100, plan_class="cuda", gpu_type=GpuType.NVIDIA, gpu_usage=1.0)
     for _ in range(ROUNDS * 6):
         project.result(project.workunit())
-    hosts = {name: project.host(p_ncpus=n, p_fpops=fpops)
-             for name, (n, fpops, _, _) in HOSTS.items()}
+    hosts = {name: project.host(p_ncpus=n, p_fpops=fpops) for name, (n, fpops, _, _) in HOSTS.items()}
     sent = {name: [] for name in HOSTS}  # (resource, plan class, estimated, true runtime)
     pending = {name: [] for name in HOSTS}
     now = NOW
     for _ in range(ROUNDS):
         for name, host in hosts.items():
             _, _, compcap, speeds = HOSTS[name]
-            reply = handle_request(request(host, compcap, pending[name], now), now=now,
-                                   config=config)
+            reply = handle_request(request(host, compcap, pending[name], now), now=now, config=config)
             pending[name] = []
             for job in reply.results:
                 plan_class = job.app_version.plan_class
                 true = job.workunit.rsc_fpops_est / speeds[plan_class]
                 sent[name].append((job.resource, plan_class, job.estimated_runtime, true))
-                pending[name].append(ReportedResult(
-                    job.name, final_elapsed_time=true, final_cpu_time=true,
-                    output_files=[ReportedFile(job.output_files[0].name, data=b"ok\n")]))
+                pending[name].append(
+                    ReportedResult(
+                        job.name,
+                        final_elapsed_time=true,
+                        final_cpu_time=true,
+                        output_files=[ReportedFile(job.output_files[0].name, data=b"ok\n")],
+                    )
+                )
         now += 4 * 3600
     return hosts, sent
 
@@ -84,8 +100,7 @@ def test_each_host_gets_its_fastest_version_and_its_estimates_converge(project, 
     for name, jobs in sent.items():
         assert {(resource, plan_class) for resource, plan_class, _, _ in jobs} == EXPECTED[name]
         for version in EXPECTED[name]:
-            mine = [(est, true) for resource, plan_class, est, true in jobs
-                    if (resource, plan_class) == version]
+            mine = [(est, true) for resource, plan_class, est, true in jobs if (resource, plan_class) == version]
             assert len(mine) == ROUNDS
             first, last = mine[0], mine[-1]
             # the first estimate comes from the host's p_fpops (estimate_flops, no statistics)
@@ -95,21 +110,21 @@ def test_each_host_gets_its_fastest_version_and_its_estimates_converge(project, 
     # the record the host page's chart reads
     hav = HostAppVersion.objects.get(host=hosts["gpu"], app_version__plan_class="cuda")
     assert hav.et_n == ROUNDS - 1 and 1 / hav.et_avg == pytest.approx(6e10)
-    assert Result.objects.filter(host=hosts["gpu"], app_version__plan_class="cuda").count() \
-        == ROUNDS
+    assert Result.objects.filter(host=hosts["gpu"], app_version__plan_class="cuda").count() == ROUNDS
 
 
-def test_host_page_charts_its_estimates_and_status_page_lists_plan_classes(
-        project, tmp_path, client, settings):
+def test_host_page_charts_its_estimates_and_status_page_lists_plan_classes(project, tmp_path, client, settings):
     hosts, _ = run_world(project, tmp_path)
     page = client.get(f"/project/hosts/{hosts['gpu'].pk}/")
     assert page.status_code == 200
     embedded = BeautifulSoup(page.content, "html.parser").find("script", id="estimates-figure")
     figure = json.loads(embedded.string)
     names = sorted(trace["name"] for trace in figure["data"])
-    assert names == sorted(f"{label}: {kind}" for label in (
-        "uppercase 100 x86_64-pc-linux-gnu", "uppercase 100 x86_64-pc-linux-gnu (cuda)")
-        for kind in ("estimated", "estimated now", "reported"))
+    assert names == sorted(
+        f"{label}: {kind}"
+        for label in ("uppercase 100 x86_64-pc-linux-gnu", "uppercase 100 x86_64-pc-linux-gnu (cuda)")
+        for kind in ("estimated", "estimated now", "reported")
+    )
     estimated = next(t for t in figure["data"] if t["name"].endswith("(cuda): estimated"))
     assert len(estimated["y"]) == ROUNDS - 1  # the last round's jobs are not reported yet
     assert "60.00 GFLOPS" in page.content.decode()  # the cuda version's speed from its et

@@ -45,8 +45,7 @@ def test_200_hosts_for_3_days_end_with_every_workunit_assimilated_or_errored():
 
 
 def test_error_prone_and_wrong_output_hosts_never_make_a_wrong_output_canonical():
-    sim, figures = run_world(hosts=60, days=1.5, seed=3, error_prone_fraction=0.2,
-                             wrong_output_fraction=0.05)
+    sim, figures = run_world(hosts=60, days=1.5, seed=3, error_prone_fraction=0.2, wrong_output_fraction=0.05)
     assert_healthy(figures)
     assert figures["results"]["outcome"]["CLIENT_ERROR"] > 20
     assert sim.wrong_checksums, "the wrong-output hosts computed something"
@@ -58,16 +57,30 @@ def test_error_prone_and_wrong_output_hosts_never_make_a_wrong_output_canonical(
     assert not wrong.filter(outcome=Outcome.CLIENT_ERROR).exists()
     validated = wrong.filter(outcome__in=[Outcome.SUCCESS, Outcome.VALIDATE_ERROR])
     assert validated.filter(validate_state=ValidateState.INVALID).exists()
-    assert not validated.exclude(validate_state__in=[
-        ValidateState.INVALID, ValidateState.NO_CHECK, ValidateState.TOO_LATE]).exists()
+    assert not validated.exclude(
+        validate_state__in=[ValidateState.INVALID, ValidateState.NO_CHECK, ValidateState.TOO_LATE]
+    ).exists()
     assert not Workunit.objects.filter(canonical_result__in=wrong).exists()
 
 
 def test_a_host_that_vanishes_mid_job_gets_no_reply_and_a_retry_completes():
-    sim = Simulation(WorldSettings(hosts=3, days=0.5, seed=7, min_quorum=1, target_nresults=1,
-                                   max_success_results=2, error_rate=0, no_reply_rate=0,
-                                   leave_per_day=0, join_per_day=0, on_frac_min=1.0,
-                                   delay_bound=86400), prefix="v")
+    sim = Simulation(
+        WorldSettings(
+            hosts=3,
+            days=0.5,
+            seed=7,
+            min_quorum=1,
+            target_nresults=1,
+            max_success_results=2,
+            error_rate=0,
+            no_reply_rate=0,
+            leave_per_day=0,
+            join_per_day=0,
+            on_frac_min=1.0,
+            delay_bound=86400,
+        ),
+        prefix="v",
+    )
     sim.setup()
     sim.run_until(3600)
     victim = next(h for h in sim.hosts if h.running["cpu"])
@@ -96,8 +109,7 @@ def test_same_seed_same_outcome(locality):
 
 
 def test_hosts_join_and_leave_with_churn_and_a_leavers_results_end_no_reply():
-    sim, figures = run_world(prefix="ch", hosts=20, days=0.75, seed=8, join_per_day=0.5,
-                             leave_per_day=0.5)
+    sim, figures = run_world(prefix="ch", hosts=20, days=0.75, seed=8, join_per_day=0.5, leave_per_day=0.5)
     assert_healthy(figures)
     assert figures["hosts_joined"] > 0 and figures["hosts_left"] > 0
     joined = [h.host_id for h in sim.hosts if h.join_time > 0]
@@ -109,10 +121,22 @@ def test_hosts_join_and_leave_with_churn_and_a_leavers_results_end_no_reply():
 
 
 def test_a_host_uses_preferences_edited_mid_world_from_its_next_rpc(django_user_model):
-    sim = Simulation(WorldSettings(hosts=3, days=1, seed=11, ncpus_choices=(4,),
-                                   ncpus_weights=(1.0,), gpu_fraction=0, on_frac_min=1.0,
-                                   leave_per_day=0, join_per_day=0, error_rate=0,
-                                   no_reply_rate=0), prefix="pf")
+    sim = Simulation(
+        WorldSettings(
+            hosts=3,
+            days=1,
+            seed=11,
+            ncpus_choices=(4,),
+            ncpus_weights=(1.0,),
+            gpu_fraction=0,
+            on_frac_min=1.0,
+            leave_per_day=0,
+            join_per_day=0,
+            error_rate=0,
+            no_reply_rate=0,
+        ),
+        prefix="pf",
+    )
     sim.setup()
     asked = []
     request = sim.request
@@ -129,16 +153,22 @@ def test_a_host_uses_preferences_edited_mid_world_from_its_next_rpc(django_user_
     old_most = (0.25 + 0.5) * 86400 * 4  # the most the world's buffer ever asks for
     assert all(made.cpu_req_secs <= old_most for _, _, made, _ in asked)
     row = Host.objects.get(pk=host.host_id)
-    form = HostPrefsForm({"work_buf_min_days": 2, "work_buf_additional_days": 1,
-                          "max_ncpus_pct": 50, "cpu_usage_limit": 100,
-                          "cpu_scheduling_period_minutes": 60}, instance=row)
+    form = HostPrefsForm(
+        {
+            "work_buf_min_days": 2,
+            "work_buf_additional_days": 1,
+            "max_ncpus_pct": 50,
+            "cpu_usage_limit": 100,
+            "cpu_scheduling_period_minutes": 60,
+        },
+        instance=row,
+    )
     assert form.is_valid(), form.errors
     form.save_changes(django_user_model.objects.create(username="owner"), int(time.time()))
     edited_at = sim.t
     sim.run_until(edited_at + 3600)
     assert len(host.running["cpu"]) == 2  # half of its 4 CPUs
-    t, _, made, queued = next(entry for entry in asked
-                              if entry[1] == host.index and entry[0] >= edited_at)
+    t, _, made, queued = next(entry for entry in asked if entry[1] == host.index and entry[0] >= edited_at)
     assert t == edited_at  # the buffer fell below 2 days: the host asked at once
     assert made.cpu_req_secs == pytest.approx(max(3 * 86400 - queued, 0) * 2)
     assert made.cpu_req_secs > old_most
@@ -181,15 +211,18 @@ def test_world_command_prints_the_contract_keys():
     assert World.objects.get().status == World.Status.FINISHED
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--set", "nonsense"], "--set takes NAME=VALUE"),
-    (["--set", "colour=blue"], "unknown world setting(s): colour"),
-    (["--hosts", "0"], "hosts must be at least 1"),
-    (["--set", "error_rate=2"], "error_rate must be between 0 and 1"),
-    (["--set", "mt_threads=1"], "mt_threads must be a whole number, 2 or more, not 1"),
-    (["--set", "mt_efficiency_min=0"], "mt_efficiency_min must be above 0 and at most 1"),
-    (["--set", "gpu_gflops_sigma=-1"], "gpu_gflops_sigma must be 0 or more"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--set", "nonsense"], "--set takes NAME=VALUE"),
+        (["--set", "colour=blue"], "unknown world setting(s): colour"),
+        (["--hosts", "0"], "hosts must be at least 1"),
+        (["--set", "error_rate=2"], "error_rate must be between 0 and 1"),
+        (["--set", "mt_threads=1"], "mt_threads must be a whole number, 2 or more, not 1"),
+        (["--set", "mt_efficiency_min=0"], "mt_efficiency_min must be above 0 and at most 1"),
+        (["--set", "gpu_gflops_sigma=-1"], "gpu_gflops_sigma must be 0 or more"),
+    ],
+)
 def test_world_command_refuses_bad_input_with_exit_status_2(args, message):
     with pytest.raises(CommandError, match=re.escape(message)) as info:
         call_command("world", *args, stdout=io.StringIO())
@@ -232,8 +265,7 @@ def test_rq_jobs_run_one_slice_each_chained_and_end_exactly_like_one_run(redis_c
     sliced = World.objects.create(name="sliced", hosts=8, days=0.5, seed=9, speedup=7200)
     assert jobs.start(sliced.pk)  # autocommit: the first slice is enqueued at once
     queue = django_rq.get_queue(jobs.QUEUE)
-    ran = run_queue(queue, lambda: World.objects.get(pk=sliced.pk).status
-                    != World.Status.RUNNING)
+    ran = run_queue(queue, lambda: World.objects.get(pk=sliced.pk).status != World.Status.RUNNING)
     sliced.refresh_from_db()
     assert sliced.status == World.Status.FINISHED, sliced.error
     clocks = [job.return_value() for job in ran]
@@ -253,8 +285,9 @@ def test_pause_stops_the_chain_and_start_resumes_it(redis_client):
     assert clock > 0
     assert jobs.pause(world.pk)
     assert not jobs.pause(world.pk)
-    run_queue(queue, lambda: not queue.get_job_ids() and not queue.scheduled_job_registry
-              .get_job_ids())  # the queued slice finds the world paused and chains nothing
+    run_queue(
+        queue, lambda: not queue.get_job_ids() and not queue.scheduled_job_registry.get_job_ids()
+    )  # the queued slice finds the world paused and chains nothing
     paused = World.objects.get(pk=world.pk)
     assert (paused.status, paused.clock) == (World.Status.PAUSED, clock)
     assert jobs.start(world.pk)
@@ -275,8 +308,9 @@ def test_a_chain_superseded_by_pause_and_resume_runs_nothing(redis_client):
     assert jobs.start(world.pk)
     assert len(queue.get_job_ids()) == 2
     django_rq.get_worker(jobs.QUEUE).work(burst=True, max_jobs=2)
-    ran = sorted((queue.fetch_job(job_id) for job_id in
-                  queue.finished_job_registry.get_job_ids()), key=lambda job: job.ended_at)
+    ran = sorted(
+        (queue.fetch_job(job_id) for job_id in queue.finished_job_registry.get_job_ids()), key=lambda job: job.ended_at
+    )
     assert [job.return_value() is None for job in ran] == [True, False]
     assert World.objects.get(pk=world.pk).clock == ran[1].return_value()
     chained = queue.get_job_ids() + queue.scheduled_job_registry.get_job_ids()
@@ -303,19 +337,31 @@ def test_a_slice_waits_while_another_slice_holds_the_world(redis_client):
 def test_a_day_with_homogeneous_redundancy_never_mixes_hr_classes_in_a_quorum():
     from backend.daemons.hr import FINE, hr_class, hr_unknown_class
 
-    sim, figures = run_world(prefix="hr", hosts=60, days=1, seed=5, homogeneous_redundancy=FINE,
-                             error_prone_fraction=0.3, leave_per_day=0, join_per_day=0)
+    sim, figures = run_world(
+        prefix="hr",
+        hosts=60,
+        days=1,
+        seed=5,
+        homogeneous_redundancy=FINE,
+        error_prone_fraction=0.3,
+        leave_per_day=0,
+        join_per_day=0,
+    )
     assert_healthy(figures)
-    classes = {h.host_id: (None if hr_unknown_class(h.os_name, h.p_vendor, h.p_model, FINE)
-                           else hr_class(h.os_name, h.p_vendor, h.p_model, FINE))
-               for h in sim.hosts}
+    classes = {
+        h.host_id: (
+            None
+            if hr_unknown_class(h.os_name, h.p_vendor, h.p_model, FINE)
+            else hr_class(h.os_name, h.p_vendor, h.p_model, FINE)
+        )
+        for h in sim.hosts
+    }
     assert len(set(classes.values()) - {None}) == 5
     sent = Result.objects.filter(app_id=sim.app_id, host__isnull=False)
     # hosts of no known class were sent nothing
     assert not sent.filter(host_id__in=[h for h, c in classes.items() if c is None]).exists()
     quorums = {}
-    for wu_id, host_id in sent.filter(outcome=Outcome.SUCCESS).values_list("workunit_id",
-                                                                             "host_id"):
+    for wu_id, host_id in sent.filter(outcome=Outcome.SUCCESS).values_list("workunit_id", "host_id"):
         quorums.setdefault(wu_id, set()).add(classes[host_id])
     assert len(quorums) > 100
     mixed = {wu: found for wu, found in quorums.items() if len(found) > 1}
@@ -335,13 +381,11 @@ def test_hosts_short_of_disk_are_told_to_delete_files_and_never_hold_more_than_t
     rsc_disk_bound is 1e9 bytes, a host has room for one job while it holds one file
     (0.95 × 2^30 − 2^24 ≥ 1e9) and for none with two (− 2^25 < 1e9): such a request gets no
     job and is told to delete one, so it never takes a third file."""
-    sim, figures = run_world(prefix="disk", hosts=20, days=0.5, seed=3, locality=True,
-                             small_disk_fraction=0.5)
+    sim, figures = run_world(prefix="disk", hosts=20, days=0.5, seed=3, locality=True, small_disk_fraction=0.5)
     assert_healthy(figures)
     small = [h for h in sim.hosts if h.disk_gb]
     assert 5 <= len(small) <= 15
     assert figures["disk_deletions"] > 0
     assert all(len(h.files) <= 2 for h in small)
     # and they still compute: their jobs come one per request
-    assert Result.objects.filter(host_id__in=[h.host_id for h in small],
-                                 outcome=Outcome.SUCCESS).count() >= len(small)
+    assert Result.objects.filter(host_id__in=[h.host_id for h in small], outcome=Outcome.SUCCESS).count() >= len(small)

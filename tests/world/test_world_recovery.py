@@ -50,14 +50,18 @@ def children(pid):
 
 
 def test_a_killed_work_horse_leaves_the_world_failed_unlocked_and_resumable_by_staff(
-        redis_client, staff, volunteer, data_dirs, tmp_path):
+    redis_client, staff, volunteer, data_dirs, tmp_path
+):
     world = World.objects.create(name="doomed", hosts=12, days=0.5, seed=3, speedup=10800)
     assert jobs.start(world.pk)
     job_id = World.objects.get(pk=world.pk).job_id
     worker = subprocess.Popen(
-        [*MANAGE, "rqworker", jobs.QUEUE], cwd=BASE, stdout=subprocess.DEVNULL,
+        [*MANAGE, "rqworker", jobs.QUEUE],
+        cwd=BASE,
+        stdout=subprocess.DEVNULL,
         stderr=open(tmp_path / "worker.log", "w"),
-        env=child_env(BOINCWEB_DATA_DIR=data_dirs, LOG_LEVEL="WARNING"))
+        env=child_env(BOINCWEB_DATA_DIR=data_dirs, LOG_LEVEL="WARNING"),
+    )
     try:
         # the slice holds the world's lock; its work horse dies mid-slice
         wait_for(lambda: redis_client.exists(jobs.lock_key(world.pk)), 120, "slice started")
@@ -77,8 +81,7 @@ def test_a_killed_work_horse_leaves_the_world_failed_unlocked_and_resumable_by_s
         assert b"Work-horse terminated unexpectedly" in page.content
         assert b'data-testid="resume"' not in page.content  # anonymous
         assert not redis_client.exists(jobs.lock_key(world.pk))
-        assert b"Resume from the last stored slice" in staff.get(
-            f"/project/worlds/{world.pk}/").content
+        assert b"Resume from the last stored slice" in staff.get(f"/project/worlds/{world.pk}/").content
 
         assert volunteer.post(f"/project/worlds/{world.pk}/resume/").status_code == 403
         assert World.objects.get(pk=world.pk).status == World.Status.FAILED
@@ -104,8 +107,7 @@ def test_a_killed_work_horse_leaves_the_world_failed_unlocked_and_resumable_by_s
     assert all(done.summary["invariants"].values())
 
 
-def test_a_job_gone_from_redis_fails_the_world_after_a_grace_and_staff_resume_it(
-        redis_client, staff):
+def test_a_job_gone_from_redis_fails_the_world_after_a_grace_and_staff_resume_it(redis_client, staff):
     world = World.objects.create(name="lost", hosts=4, days=0.25, seed=1, speedup=3600)
     assert jobs.start(world.pk)
     queue = django_rq.get_queue(jobs.QUEUE)
@@ -118,8 +120,7 @@ def test_a_job_gone_from_redis_fails_the_world_after_a_grace_and_staff_resume_it
     # just named (an enqueue waiting for its transaction to commit): not judged yet
     assert Client().get("/project/worlds/").status_code == 200
     assert World.objects.get(pk=world.pk).status == World.Status.RUNNING
-    World.objects.filter(pk=world.pk).update(
-        job_since=timezone.now() - jobs.LOST_AFTER - timedelta(seconds=1))
+    World.objects.filter(pk=world.pk).update(job_since=timezone.now() - jobs.LOST_AFTER - timedelta(seconds=1))
 
     page = Client().get("/project/worlds/")
     failed = World.objects.get(pk=world.pk)
