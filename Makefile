@@ -23,10 +23,10 @@ run: install
 	$(PY) manage.py seed_demo
 	honcho start $(if $(REDIS_URL),web worker cron demo,)
 
-# ruff (formatting, then lint) and mypy, configured in pyproject.toml, over the paths that pass
-# them so far; the rest of the tree joins LINT_PATHS as it is brought up to them. mypy keeps its
-# own cache here: one shared with runs over other paths can repeat those runs' errors.
-LINT_PATHS ?= protocol scheduling backend world boincweb bench
+# ruff (formatting, then lint) and mypy, configured in pyproject.toml, over all of the project's
+# Python. mypy keeps its own cache here: one shared with runs over other paths can repeat those
+# runs' errors.
+LINT_PATHS ?= manage.py protocol scheduling backend world boincweb bench tests
 lint: install
 	$(PY) -m ruff format --check $(LINT_PATHS)
 	$(PY) -m ruff check $(LINT_PATHS)

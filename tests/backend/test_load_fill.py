@@ -20,6 +20,7 @@ from backend.models import (
 from backend.server_status import task_figures
 
 SPEC = importlib.util.spec_from_file_location("bench_load", Path(__file__).resolve().parents[2] / "bench" / "load.py")
+assert SPEC is not None and SPEC.loader is not None
 load = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(load)
 

@@ -41,7 +41,10 @@ def make_results(project, file_name, count, start=0):
 SEED = dict(scan_only_excluded=True, delete_only_finished=True)
 
 
-def ask(host, files=(), now=NOW, config=LocalityConfig(**SEED), wait=None, **fields):
+SEED_CONFIG = LocalityConfig(**SEED)
+
+
+def ask(host, files=(), now=NOW, config=SEED_CONFIG, wait=None, **fields):
     request = work_request(host, file_infos=[StickyFile(name) for name in files], **fields)
     if wait is not None:
         config = replace(config, wait=wait)

@@ -4,7 +4,7 @@ import hashlib
 
 import pytest
 
-from backend.daemons import assimilator, file_deleter, validator, work_generator
+from backend.daemons import assimilator, file_deleter, run_pass, validator, work_generator
 from backend.daemons.hierarchy import (
     assimilated_path,
     download_path,
@@ -29,7 +29,6 @@ from backend.models import (
     ValidateState,
     Workunit,
 )
-from backend.daemons import run_pass
 from tests.backend.conftest import work_request
 from tests.factories import NOW
 

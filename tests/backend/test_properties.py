@@ -4,7 +4,8 @@ Each example is a small project (two workunits) and a list of host behaviours, o
 sent: success, client error, wrong output, no reply, or a reply after the report deadline
 (accepted late, reference/server.md §3.5). Jobs beyond the list succeed. The driver steps a
 simulated clock: each step delivers the late replies that are due, runs the daemons until they
-find nothing, and lets fresh hosts fetch every unsent job, all at one clock reading. It stops once nothing is left to do.
+find nothing, and lets fresh hosts fetch every unsent job, all at one clock reading. It stops
+once nothing is left to do.
 Each example runs in one transaction that is rolled back, so examples start from an empty
 project without recreating the database.
 """
@@ -16,7 +17,8 @@ import pytest
 from django.db import transaction
 from django.db.models import Count, Sum
 from django.test.utils import override_settings
-from hypothesis import HealthCheck, example, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from backend.daemons import get_daemon, work_generator
 from backend.daemons.scheduler import ReportedFile, ReportedResult, handle_request

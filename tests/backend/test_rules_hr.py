@@ -9,8 +9,8 @@ import dataclasses
 import pytest
 
 from backend.daemons import sched_hr, transitioner
-from backend.daemons.scheduler import SchedulerConfig, handle_request
 from backend.daemons.sched_types import HostInfo
+from backend.daemons.scheduler import SchedulerConfig, handle_request
 from backend.models import LifecycleEvent, Outcome, ServerState, Workunit
 from backend.server_config import ConfigError, read_config_xml
 from tests.backend.conftest import work_request

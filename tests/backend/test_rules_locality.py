@@ -9,8 +9,8 @@ import pytest
 
 from backend.daemons import sched_locality as locality
 from backend.daemons.sched_locality import LocalityConfig
-from backend.daemons.scheduler import SchedulerConfig, StickyFile, handle_request
 from backend.daemons.sched_types import GlobalPrefs
+from backend.daemons.scheduler import SchedulerConfig, StickyFile, handle_request
 from backend.models import File, LocalityTrigger, Result, ServerState, Workunit
 from backend.server_config import ConfigError, read_config_xml
 from tests.backend.conftest import work_request

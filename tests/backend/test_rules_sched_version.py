@@ -10,9 +10,9 @@ from backend.daemons.plan_class import (
     coproc_perf,
     read_plan_class_spec,
 )
-from backend.daemons.scheduler import GpuRequest, handle_request
 from backend.daemons.sched_types import SchedulerConfig
 from backend.daemons.sched_version import core_client_version
+from backend.daemons.scheduler import GpuRequest, handle_request
 from backend.models import AppVersion, GpuType, HostAppVersion, Result, ServerState
 from backend.server_config import read_config_xml
 from protocol.models import AppVersionFile

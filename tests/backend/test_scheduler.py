@@ -6,6 +6,9 @@ import hashlib
 import pytest
 from django.db import transaction
 
+from backend.daemons.hierarchy import upload_path
+from backend.daemons.sched_result import handle_results
+from backend.daemons.sched_types import SchedulerReply
 from backend.daemons.scheduler import (
     GpuRequest,
     ReportedFile,
@@ -16,9 +19,6 @@ from backend.daemons.scheduler import (
     StickyFile,
     handle_request,
 )
-from backend.daemons.hierarchy import upload_path
-from backend.daemons.sched_result import handle_results
-from backend.daemons.sched_types import SchedulerReply
 from backend.models import (
     INT_MAX,
     ClientState,

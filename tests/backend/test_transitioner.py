@@ -1,7 +1,8 @@
 """The transitioner, one table per step of reference/server.md §3.2."""
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from backend.daemons import transitioner
 from backend.models import (
@@ -21,7 +22,7 @@ from tests.factories import NOW
 
 pytestmark = pytest.mark.django_db
 
-S, O, V = ServerState, Outcome, ValidateState
+S, O, V = ServerState, Outcome, ValidateState  # noqa: E741 (the three enums by initial)
 UNSENT = (S.UNSENT, O.INIT, V.INIT)
 INACTIVE = (S.INACTIVE, O.INIT, V.INIT)
 RUNNING = (S.IN_PROGRESS, O.INIT, V.INIT)

@@ -366,9 +366,12 @@ def test_under_bce_rec_is_not_credited_for_the_step_before_the_host_goes_off():
     result = run(sc, compat="bce", seed=1, duration=6 * HOUR, existing_jobs_only=True)
     off = sorted((h.start, h.end) for h in result.host_periods if h.state == "off")
     assert off, "the sample path has an off period"
+
     # replay BOINC's rule over the steps: credit (t-60, t] at an on step t whose previous
     # step was on; an on step after an off one only resets the interval
-    on_at = lambda t: not any(a <= t < b for a, b in off)
+    def on_at(t):
+        return not any(a <= t < b for a, b in off)
+
     per_step = 60.0 * GFLOPS * COBBLESTONE_SCALE
     rec, rec_time, last = 0.0, 0.0, 0.0
     running = on_at(0.0)  # the job starts at the host's first on step

@@ -1,13 +1,11 @@
 """The event-driven emulator against a fixed 60 s step (issue 4 item 7; reference/client.md §3)."""
 
-import math
-
 import pytest
 
 from scheduling.engine import get_policy
 from scheduling.engine.emulator import Emulator
 
-from .helpers import HOUR, Availability, Host, GFLOPS, Prefs, cpu_app, job, project, scenario
+from .helpers import GFLOPS, HOUR, Availability, Host, Prefs, cpu_app, job, project, scenario
 
 
 def emulate(s, *, policy="boinc7", duration=86400.0, fixed_step=False, compat="intended", seed=1):

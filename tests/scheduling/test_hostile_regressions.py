@@ -77,7 +77,10 @@ def test_a_billion_cpus_is_refused_by_every_import_naming_the_limit(ann):
     assert response.status_code == 400 and "p_ncpus" in response.content.decode()
     assert "the limit is 1024" in response.content.decode()
     for ncpus in ("1e9", "1000000000"):
-        text = f'{{"host": {{"ncpus": {ncpus}}}, "projects": [{{"name": "A", "apps": [{{"name": "a", "versions": [{{}}]}}]}}]}}'
+        text = (
+            f'{{"host": {{"ncpus": {ncpus}}}, '
+            '"projects": [{"name": "A", "apps": [{"name": "a", "versions": [{}]}]}]}'
+        )
         response = import_(ann, scenario_json=SimpleUploadedFile("s.json", text.encode()))
         assert response.status_code == 400 and "scenario.host" in response.content.decode()
     assert StoredScenario.objects.count() == 0

@@ -4,7 +4,8 @@ import math
 import os
 from collections import defaultdict
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from scheduling.engine import get_policy, load_scenario, run
 from scheduling.engine.emulator import Emulator

@@ -12,9 +12,9 @@ import re
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
-from django.db import connection
 
 from scheduling.models import Run, StoredScenario
 from scheduling.presets import BY_SLUG

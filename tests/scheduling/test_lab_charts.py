@@ -256,7 +256,10 @@ def test_every_preset_exports_to_client_state_and_reads_back_the_same(preset):
     with tempfile.TemporaryDirectory() as directory:
         zipfile.ZipFile(io.BytesIO(write_client_state(scenario))).extractall(directory)
         back = read_client_state(directory)
-    normal = lambda s: read_json(json.dumps({**scenario_to_dict(s), "name": "x", "description": ""}))
+
+    def normal(s):
+        return read_json(json.dumps({**scenario_to_dict(s), "name": "x", "description": ""}))
+
     assert normal(back) == normal(scenario)
 
 

@@ -11,8 +11,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from scheduling.engine.readers import read_json
 from scheduling import jobs
+from scheduling.engine.readers import read_json
 from scheduling.jobs import run_simulation
 from scheduling.models import Run, StoredScenario
 from scheduling.presets import BY_SLUG

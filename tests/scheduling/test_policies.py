@@ -4,10 +4,9 @@ import random
 
 import pytest
 
-from scheduling.engine import get_policy, run
+from scheduling.engine import get_policy, run, work_fetch
 from scheduling.engine.emulator import Emulator
 from scheduling.engine.rec import update_average
-from scheduling.engine import work_fetch
 
 from .helpers import GFLOPS, HOUR, App, AppVersion, GpuType, Prefs, cpu_app, job, project, scenario
 
@@ -135,6 +134,7 @@ def test_a_preempted_job_loses_its_work_since_the_checkpoint_only_under_intended
 
 def test_after_a_reporting_rpc_another_project_is_asked_for_work_at_the_next_step():
     import os
+
     from scheduling.engine import load_scenario
 
     path = os.path.join(os.path.dirname(__file__), "..", "..", "scenarios", "scenario1.txt")

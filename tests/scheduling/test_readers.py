@@ -133,7 +133,8 @@ def test_it_round_trips_a_json_scenario():
         ),
         ('{"host": {},\n "projects": [}', "line 2"),
         (
-            '{"host": {}, "projects": [{"name": "P", "jobs": [{"name": "j", "app": "nope", "fpops": 1, "fpops_est": 1, "deadline": 5}]}]}',
+            '{"host": {}, "projects": [{"name": "P", "jobs": '
+            '[{"name": "j", "app": "nope", "fpops": 1, "fpops_est": 1, "deadline": 5}]}]}',
             "unknown app",
         ),
     ],

@@ -2,9 +2,7 @@
 
 import random
 
-
-from scheduling.engine import run
-from scheduling.engine import rpc
+from scheduling.engine import rpc, run
 from scheduling.engine.state import ProjectState
 
 from .helpers import Availability, Prefs, cpu_app, job, project, scenario

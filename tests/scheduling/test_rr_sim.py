@@ -8,7 +8,7 @@ from django.core.management import call_command
 
 from scheduling.engine import rr_snapshot
 
-from .helpers import HOUR, Prefs, job, project, scenario, Host, GFLOPS, Availability
+from .helpers import GFLOPS, HOUR, Availability, Host, Prefs, job, project, scenario
 
 SCENARIOS = os.path.join(os.path.dirname(__file__), "..", "..", "scenarios")
 
@@ -152,7 +152,8 @@ def test_rrsim_reads_a_client_state_directory_with_its_prefs_and_gpu():
 
 # --------------------------------------------------------------------------- RoundRobin's own arithmetic
 
-from hypothesis import given, strategies as st  # noqa: E402
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 from scheduling.engine import get_policy  # noqa: E402
 from scheduling.engine.emulator import Emulator  # noqa: E402

@@ -24,7 +24,7 @@ def test_it_sorts_whatever_the_ties():
     rng = random.Random(5)
     for n in range(1, 80):
         keys = [rng.randrange(4) for _ in range(n)]
-        out = std_sort(list(range(n)), lambda a, b: keys[a] > keys[b])
+        out = std_sort(list(range(n)), lambda a, b, keys=keys: keys[a] > keys[b])
         assert sorted(out) == list(range(n))
         assert [keys[i] for i in out] == sorted(keys, reverse=True)
 

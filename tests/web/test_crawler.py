@@ -1,7 +1,6 @@
 """Every page of the site answers after real activity: a crawl from ``/``, as an anonymous
 visitor and as staff, over every internal link and every htmx ``hx-get`` URL it finds."""
 
-import re
 from collections import Counter, deque
 from html.parser import HTMLParser
 from urllib.parse import parse_qsl, urldefrag, urljoin, urlsplit

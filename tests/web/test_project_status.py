@@ -6,7 +6,10 @@ from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.utils import timezone
 
+from backend import server_status as server_status_module
+from backend.charts import queue_history_figures
 from backend.daemons import daemon_names, run_pass
+from backend.jobs import run_all_daemons
 from backend.models import (
     DaemonStatus,
     Host,
@@ -16,9 +19,6 @@ from backend.models import (
     UserCredit,
     ValidateState,
 )
-from backend import server_status as server_status_module
-from backend.charts import queue_history_figures
-from backend.jobs import run_all_daemons
 from backend.server_status import (
     community,
     hours,

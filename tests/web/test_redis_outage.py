@@ -2,7 +2,6 @@
 enqueue a job create nothing and say why, and the worker's scheduler comes back with Redis
 (boincweb.redis_outage, boincweb.worker)."""
 
-import os
 import subprocess
 import time
 from collections import Counter, deque
@@ -21,7 +20,7 @@ from scheduling.models import Run
 from tests.factories import WorldFactory
 from tests.web.busy_site import build_busy_site
 from tests.web.serving import BASE, MANAGE, child_env
-from tests.web.test_crawler import NOT_CRAWLED, SKIP, Links, internal, pattern, site_routes
+from tests.web.test_crawler import NOT_CRAWLED, Links, internal, pattern, site_routes
 from world import jobs
 from world.models import World
 from world.views import start_new

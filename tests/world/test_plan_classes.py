@@ -8,6 +8,7 @@ import json
 import pytest
 from bs4 import BeautifulSoup
 
+from backend.daemons.sched_types import SchedulerConfig
 from backend.daemons.scheduler import (
     GpuRequest,
     HostInfo,
@@ -16,7 +17,6 @@ from backend.daemons.scheduler import (
     SchedulerRequest,
     handle_request,
 )
-from backend.daemons.sched_types import SchedulerConfig
 from backend.models import GpuType, HostAppVersion, Result
 from tests.factories import NOW, AppVersionFactory
 
