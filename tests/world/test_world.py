@@ -13,6 +13,7 @@ from django.db import connection
 
 from backend.forms import HostPrefsForm
 from backend.models import AssimilateState, Host, Outcome, Result, ValidateState, Workunit
+from tests.factories import WorldFactory
 from world import jobs
 from world.models import World
 from world.report import summary
@@ -260,9 +261,9 @@ def failed_jobs(queue):
 
 
 def test_rq_jobs_run_one_slice_each_chained_and_end_exactly_like_one_run(redis_client):
-    whole = World.objects.create(name="whole", hosts=8, days=0.5, seed=9)
+    whole = WorldFactory(name="whole", hosts=8, days=0.5, seed=9)
     expected = jobs.run_in_process(whole)
-    sliced = World.objects.create(name="sliced", hosts=8, days=0.5, seed=9, speedup=7200)
+    sliced = WorldFactory(name="sliced", hosts=8, days=0.5, seed=9, speedup=7200)
     assert jobs.start(sliced.pk)  # autocommit: the first slice is enqueued at once
     queue = django_rq.get_queue(jobs.QUEUE)
     ran = run_queue(queue, lambda: World.objects.get(pk=sliced.pk).status != World.Status.RUNNING)
@@ -276,7 +277,7 @@ def test_rq_jobs_run_one_slice_each_chained_and_end_exactly_like_one_run(redis_c
 
 
 def test_pause_stops_the_chain_and_start_resumes_it(redis_client):
-    world = World.objects.create(name="w", hosts=4, days=0.25, seed=1, speedup=3600)
+    world = WorldFactory(name="w", hosts=4, days=0.25, seed=1, speedup=3600)
     queue = django_rq.get_queue(jobs.QUEUE)
     assert jobs.start(world.pk)
     assert not jobs.start(world.pk)  # already running
@@ -301,7 +302,7 @@ def test_pause_stops_the_chain_and_start_resumes_it(redis_client):
 def test_a_chain_superseded_by_pause_and_resume_runs_nothing(redis_client):
     # Paused and resumed before the old chain's queued slice ran: two jobs wait, and only the
     # new chain's advances the world, so no slice is simulated twice.
-    world = World.objects.create(name="w", hosts=4, days=0.25, seed=1, speedup=3600)
+    world = WorldFactory(name="w", hosts=4, days=0.25, seed=1, speedup=3600)
     queue = django_rq.get_queue(jobs.QUEUE)
     assert jobs.start(world.pk)
     assert jobs.pause(world.pk)
@@ -318,7 +319,7 @@ def test_a_chain_superseded_by_pause_and_resume_runs_nothing(redis_client):
 
 
 def test_a_slice_waits_while_another_slice_holds_the_world(redis_client):
-    world = World.objects.create(name="w", hosts=4, days=0.25, seed=1, speedup=3600)
+    world = WorldFactory(name="w", hosts=4, days=0.25, seed=1, speedup=3600)
     queue = django_rq.get_queue(jobs.QUEUE)
     held = redis_client.lock(jobs.lock_key(world.pk), timeout=60)
     assert held.acquire(blocking=False)

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import django_rq
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 
+from tests.factories import UserFactory, WorldFactory
 from tests.web.serving import BASE, MANAGE, child_env
 from tests.world.test_world import run_queue
 from world import jobs
@@ -25,14 +25,14 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def staff():
     client = Client()
-    client.force_login(get_user_model().objects.create_user("ops", is_staff=True))
+    client.force_login(UserFactory(username="ops", is_staff=True))
     return client
 
 
 @pytest.fixture
 def volunteer():
     client = Client()
-    client.force_login(get_user_model().objects.create_user("ada"))
+    client.force_login(UserFactory(username="ada"))
     return client
 
 
@@ -52,7 +52,7 @@ def children(pid):
 def test_a_killed_work_horse_leaves_the_world_failed_unlocked_and_resumable_by_staff(
     redis_client, staff, volunteer, data_dirs, tmp_path
 ):
-    world = World.objects.create(name="doomed", hosts=12, days=0.5, seed=3, speedup=10800)
+    world = WorldFactory(name="doomed", hosts=12, days=0.5, seed=3, speedup=10800)
     assert jobs.start(world.pk)
     job_id = World.objects.get(pk=world.pk).job_id
     worker = subprocess.Popen(
@@ -108,7 +108,7 @@ def test_a_killed_work_horse_leaves_the_world_failed_unlocked_and_resumable_by_s
 
 
 def test_a_job_gone_from_redis_fails_the_world_after_a_grace_and_staff_resume_it(redis_client, staff):
-    world = World.objects.create(name="lost", hosts=4, days=0.25, seed=1, speedup=3600)
+    world = WorldFactory(name="lost", hosts=4, days=0.25, seed=1, speedup=3600)
     assert jobs.start(world.pk)
     queue = django_rq.get_queue(jobs.QUEUE)
     job_id = World.objects.get(pk=world.pk).job_id
@@ -137,7 +137,7 @@ def test_a_job_gone_from_redis_fails_the_world_after_a_grace_and_staff_resume_it
 
 
 def test_a_world_whose_job_waits_or_runs_is_left_alone(redis_client):
-    world = World.objects.create(name="fine", hosts=4, days=0.25, seed=1, speedup=3600)
+    world = WorldFactory(name="fine", hosts=4, days=0.25, seed=1, speedup=3600)
     assert jobs.start(world.pk)
     World.objects.filter(pk=world.pk).update(job_since=timezone.now() - timedelta(hours=1))
     assert not jobs.check_world(World.objects.get(pk=world.pk))  # queued
