@@ -28,6 +28,7 @@ from backend.daemons.scheduler import (
 )
 from backend.models import (
     App,
+    AppVersion,
     AssimilatedResult,
     AssimilateState,
     ClientState,
@@ -40,16 +41,9 @@ from backend.models import (
     ServerState,
     ValidateState,
     Workunit,
+    name_random,
 )
 from tests.backend.conftest import work_request
-from tests.factories import (
-    AppFactory,
-    AppVersionFactory,
-    HostFactory,
-    ResultFactory,
-    UserFactory,
-    WorkunitFactory,
-)
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -74,16 +68,34 @@ def finished_workunits(n, data_dir):
     (data_dir / "upload").mkdir(exist_ok=True)
     (data_dir / "download").mkdir(exist_ok=True)
     now = int(time.time()) - 1000
-    app = AppFactory(name="concurrency", max_error_results=1, max_total_results=2, max_success_results=1)
-    host = HostFactory()
-    # built by the factories, inserted in one statement each
+    app = App.objects.create(
+        name="concurrency",
+        min_quorum=1,
+        target_nresults=1,
+        max_error_results=1,
+        max_total_results=2,
+        max_success_results=1,
+    )
+    host = Host.objects.create(owner=get_user_model().objects.create(username="v"), domain_name="h")
     wus = Workunit.objects.bulk_create(
-        WorkunitFactory.build(app=app, name=f"wu{i}", transition_time=now) for i in range(n)
+        Workunit(
+            app=app,
+            name=f"wu{i}",
+            transition_time=now,
+            min_quorum=1,
+            target_nresults=1,
+            max_error_results=1,
+            max_total_results=2,
+            max_success_results=1,
+        )
+        for i in range(n)
     )
     results = Result.objects.bulk_create(
-        ResultFactory.build(
+        Result(
             workunit=wu,
+            app=app,
             name=f"wu{wu.pk}_0",
+            random=name_random(f"wu{wu.pk}_0"),
             server_state=ServerState.OVER,
             outcome=Outcome.SUCCESS,
             host=host,
@@ -163,7 +175,7 @@ def test_a_worker_killed_mid_pass_loses_nothing_and_the_next_passes_converge(pos
 
 def pipeline_project():
     """An app of quorum 2 (target 2) the work generator feeds, and the volunteers' hosts."""
-    app = AppFactory(
+    app = App.objects.create(
         name="pipeline",
         min_quorum=2,
         target_nresults=2,
@@ -174,12 +186,12 @@ def pipeline_project():
         rsc_fpops_est=JOB_SECONDS * 1e9,
         unsent_target=4000,
     )
-    AppVersionFactory(app=app, version_num=1, flops=1e9)
+    AppVersion.objects.create(app=app, version_num=1, flops=1e9)
     users = get_user_model().objects.bulk_create(
-        UserFactory.build(username=f"volunteer{i}") for i in range(PER_DAEMON * HOSTS_PER_SCHEDULER)
+        get_user_model()(username=f"volunteer{i}") for i in range(PER_DAEMON * HOSTS_PER_SCHEDULER)
     )
     hosts = Host.objects.bulk_create(
-        HostFactory.build(owner=user, domain_name=f"host{i}", p_ncpus=NCPUS) for i, user in enumerate(users)
+        Host(owner=user, domain_name=f"host{i}", p_ncpus=NCPUS) for i, user in enumerate(users)
     )
     return app, [h.pk for h in hosts]
 
