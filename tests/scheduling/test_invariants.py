@@ -4,7 +4,7 @@ import math
 import os
 from collections import defaultdict
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from scheduling.engine import get_policy, load_scenario, run
@@ -144,32 +144,36 @@ def _gpu_down(result, compat, delta):
     ]
 
 
-def _rate(em, j, step_jobs, gpu_on=True):
-    """The FLOPS a running job computes at, per the engine's rate rule (reference/client.md
-    §3): the app version's FLOPS (none for a GPU job while GPUs do not compute); CPU jobs
-    throttled when CPU jobs and the CPU share of computing GPU jobs together exceed the
-    usable CPUs. As in a fixed-step emulator, the throttle is set at each step for the jobs
-    running then (`step_jobs`) and holds until the next step, even if one of them ends in
-    between."""
-    if j.rsc:
-        return j.flops if gpu_on else 0.0
+def _cpu_scale(em, step_jobs, gpu_on=True):
+    """The CPU throttle of the engine's rate rule (reference/client.md §3, cpu_scale): CPU
+    jobs slowed when they and the CPU share of computing GPU jobs together exceed the usable
+    CPUs. As in a fixed-step emulator it is set at each step for the jobs running then
+    (`step_jobs`) and holds until the next step, even if one of them ends in between."""
     n = em.n_usable_cpus
     cpu = sum(k.avg_ncpus for k in step_jobs if k.rsc == 0)
     gpu_cpu = sum(k.avg_ncpus for k in step_jobs if k.rsc) if gpu_on else 0.0
     if cpu + gpu_cpu > n:
-        return j.flops * max(0.0, (n - gpu_cpu) / cpu)
-    return j.flops
+        return max(0.0, (n - gpu_cpu) / cpu)
+    return 1.0
 
 
-# derandomize: the same 100 hosts on every run, so that a failure is the change's and not the draw's
+def _rate(em, j, step_jobs, gpu_on=True):
+    """The FLOPS a running job computes at: the app version's FLOPS, none for a GPU job while
+    GPUs do not compute, a CPU job's throttled by `_cpu_scale`."""
+    if j.rsc:
+        return j.flops if gpu_on else 0.0
+    return j.flops * _cpu_scale(em, step_jobs, gpu_on)
+
+
+# a fixed seed: the same 100 hosts on every run, so that a failure is the change's and not the draw's
+# (derandomize=True draws from a hash of this function's source: new hosts at each reformat)
 # (about 20 s of CPU). Fresh draws (`--hypothesis-seed`, or derandomize=False) found two engine
 # faults, pinned by hand-written tests: a remainder of a few ulps kept a finished job running for a
 # step (test_a_job_that_ends_on_a_step_leaves_that_step_whatever_the_rounding) and, under bce, a
 # host change due at the run's end shifted the last step's accounting into a state no record shows
 # (test_bce_fidelity.py). 750 fresh draws over three seeds pass since.
-@settings(
-    max_examples=100, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
-)
+@seed(20261125)
+@settings(max_examples=100, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     s=scenarios(),
     policy=st.sampled_from(["boinc7", "boinc5", "wrr", "fifo"]),
@@ -207,17 +211,33 @@ def test_random_scenarios_keep_the_invariants(s, policy, compat, seed):
     peak_used = defaultdict(float)
     resume = defaultdict(float)  # the most a resume cost can have held back
     down = _gpu_down(result, compat, em.delta)
+    # under bce the step in which a job ends is charged whole, peak FLOPs and all
+    # (docs/engine-fidelity.md, "The step in which a job ends is charged whole"): a finished
+    # job's last slice is charged until the step after its end, but computes nothing there
+    last = {}
+    for sl in result.slices:
+        if jobs[sl.job].completed_time is not None and (sl.job not in last or sl.end > last[sl.job].end):
+            last[sl.job] = sl
     for a, b, running, at_step in _pieces(result.slices, em.delta, [t for d in down for t in d]):
         _check_commitment(em, jobs, running)
         step_jobs = [jobs[sl.job] for sl in at_step]
         gpu_on = not any(lo <= a < hi for lo, hi in down)
-        for j in (jobs[sl.job] for sl in running):
+        ended = []
+        if compat == "bce":
+            ended = [sl for sl in last.values() if sl.end <= a and b <= math.ceil(sl.end / em.delta) * em.delta]
+        for sl in running + ended:
+            j = jobs[sl.job]
             rate = _rate(em, j, step_jobs, gpu_on)
-            computed[j.project.name] += (b - a) * rate
+            if sl in running:
+                computed[j.project.name] += (b - a) * rate
             if rate <= 0:
                 continue
             gpu = j.gpu_usage * em.resources[j.rsc].relative_speed if j.rsc else 0.0
+            # under bce the CPU part of a GPU job's peak FLOPs is throttled too, as BOINC's
+            # emulator scales every job's (app_peak_flops in ACTIVE_TASK_SET::poll)
             cpu = j.avg_ncpus * (rate / j.flops if j.rsc == 0 else 1.0)
+            if j.rsc and compat == "bce":
+                cpu = j.avg_ncpus * _cpu_scale(em, step_jobs, gpu_on)
             peak_used[j.project.name] += (b - a) * (cpu + gpu) * em.cpu_flops
     for sl in result.slices:
         j = jobs[sl.job]
