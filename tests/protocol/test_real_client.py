@@ -30,6 +30,7 @@ from protocol.scheduler_rpc import scheduler_rpc
 from protocol.uploads import finish_upload
 from protocol.xml_request import parse_request
 from tests.factories import AppVersionFactory
+from tests.pages import by_testid, parse, rows
 from tests.protocol.conftest import (
     account,
     make_app,
@@ -93,11 +94,11 @@ def test_the_client_fetches_computes_uploads_and_reports_a_job_that_goes_through
         ("file_deleter", "file_delete_state"),
     } <= changes, changes
     # The workunit's page shows that lifecycle.
-    page = Client().get(f"/project/workunits/{wu.pk}/").content.decode()
-    events = page[page.index('data-testid="events"') :]
-    assert f"sent to host {host.pk}" in events and "reported by the host" in events
-    for actor in ("scheduler", "validator", "assimilator", "file_deleter"):
-        assert f"<td>{actor}</td>" in events
+    events = rows(by_testid(parse(Client().get(f"/project/workunits/{wu.pk}/")), "events"))
+    reasons = [why for *_, why in events]
+    assert any(f"sent to host {host.pk}" in why for why in reasons), reasons
+    assert any("reported by the host" in why for why in reasons), reasons
+    assert {"scheduler", "validator", "assimilator", "file_deleter"} <= {by for *_, by, _why in events}
 
 
 def test_an_app_that_exits_non_zero_is_reported_as_a_client_error(real_client):
