@@ -1,18 +1,19 @@
 """The project pages' figures: pure functions from records to plotly Figures."""
 
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Protocol
 
 import plotly.graph_objects as go
 
-from backend.models import state_label
+from backend.models import LifecycleEvent, state_label
 
 CPU_COLOUR = "#1f5fbf"
 GPU_COLOUR = "#1b7f3b"
 UNSENT_COLOUR = "#9aa5b5"
 
 
-def _layout(title, height, **more):
+def _layout(title: str, height: int, **more: Any) -> dict[str, Any]:
     """A figure's layout. It names no plotly template: plotly.py's default one is 6 KB of JSON
     in every figure and a deep copy per figure, and these figures set their own colours."""
     return {
@@ -27,14 +28,30 @@ def _layout(title, height, **more):
     }
 
 
-def _figure(data, layout):
+def _figure(data: Sequence[Mapping[str, Any]], layout: Mapping[str, Any]) -> go.Figure:
     """A Figure of trace dicts and a layout dict, built without plotly's validation of every
     property, which costs a page tens of milliseconds per figure; tests/web check that each
     figure's dict passes that validation."""
     return go.Figure(data=data, layout=layout, _validate=False)
 
 
-def app_tasks_figure(apps):
+class AppTaskCounts(Protocol):
+    """What app_tasks_figure reads of an app: a server_status.AppTasks, or a record alike."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def unsent(self) -> int: ...
+
+    @property
+    def in_progress_cpu(self) -> int: ...
+
+    @property
+    def in_progress_gpu(self) -> int: ...
+
+
+def app_tasks_figure(apps: Sequence[AppTaskCounts]) -> go.Figure:
     """Stacked bars per app: unsent results, and results in progress on CPU and on GPU."""
     names = [app.name for app in apps]
     bars = [
@@ -58,24 +75,24 @@ def app_tasks_figure(apps):
     )
 
 
-def _when(seconds):
+def _when(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, tz=timezone.utc)
 
 
-def event_subject(event, result_names):
+def event_subject(event: LifecycleEvent, result_names: Mapping[int, str]) -> str:
     """The row of the timeline an event belongs on: its result, else its workunit."""
     if event.result_id:
         return result_names.get(event.result_id, f"result {event.result_id}")
     return "workunit"
 
 
-def lifecycle_timeline(events, result_names):
+def lifecycle_timeline(events: Iterable[LifecycleEvent], result_names: Mapping[int, str]) -> go.Figure:
     """One row per subject (the workunit, then each result), a marker per event in time order.
 
     ``events`` are LifecycleEvent-like records (time, actor, field, old, new, reason,
     result_id); ``result_names`` maps result ids to names for the row labels.
     """
-    rows: dict[str, list[Any]] = {"workunit": []}
+    rows: dict[str, list[LifecycleEvent]] = {"workunit": []}
     for name in result_names.values():
         rows.setdefault(name, [])
     for event in events:
@@ -138,13 +155,13 @@ HISTORY_CHARTS = [
 ]
 
 
-def queue_history_figures(samples):
+def queue_history_figures(samples: Sequence[Mapping[str, float]]) -> list[tuple[str, go.Figure]]:
     """Small line charts of the main queues over the samples (dicts of Unix ``time`` and the
     counts, oldest first), as [(id, figure)] in HISTORY_CHARTS' order."""
     times = [_when(sample["time"]) for sample in samples]
     # a few samples are points to see, an hour of them a line
     mode = "lines+markers" if len(samples) < 30 else "lines"
-    figures = []
+    figures: list[tuple[str, go.Figure]] = []
     for figure_id, title, lines in HISTORY_CHARTS:
         traces = [
             {
@@ -169,7 +186,9 @@ def queue_history_figures(samples):
     return figures
 
 
-def runtime_estimates_figure(series):
+def runtime_estimates_figure(
+    series: Sequence[tuple[str, Sequence[tuple[float, float, float]], tuple[float, float] | None]],
+) -> go.Figure:
     """Per app version of a host: the scheduler's runtime estimate of each job when it was
     sent and the runtime the host reported, by the time sent. ``series`` is a list of (label,
     [(sent_time, estimated seconds, reported seconds)], now), oldest first; the estimates come
@@ -179,7 +198,7 @@ def runtime_estimates_figure(series):
     as an open diamond, so a version no longer sent (another one is faster on the host)
     shows where its estimate went."""
     palette = [CPU_COLOUR, GPU_COLOUR, "#b35c00", "#7a3fb0"]
-    traces = []
+    traces: list[dict[str, Any]] = []
     for i, (label, points, now) in enumerate(series):
         colour = palette[i % len(palette)]
         times = [_when(t) for t, _, _ in points]
@@ -228,7 +247,7 @@ def runtime_estimates_figure(series):
     )
 
 
-def rac_figure(history):
+def rac_figure(history: Sequence[tuple[float, float, float]]) -> go.Figure:
     """A user's or team's recent average credit (and total credit, on its own axis) over time,
     from CreditHistory rows ``(expavg_time, expavg_credit, total_credit)`` in time order."""
     when = [_when(t) for t, _, _ in history]

@@ -1,13 +1,18 @@
 """Forms of the project pages: the workunit filters, host preferences, admin action targets."""
 
+from collections.abc import Mapping
+from typing import Any
+
 from django import forms
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser
 from django.db import transaction
 from django.db.models import F, Q
 from django.db.models.lookups import GreaterThan
 
 from backend.events import event, record
 from backend.keyset import BadCursor, decode_cursor
-from backend.models import App, AssimilateState, ErrorMask, FileDeleteState, Host, Workunit
+from backend.models import App, AssimilateState, ErrorMask, FileDeleteState, Host, Workunit, WorkunitQuerySet
 
 # state filter -> the condition it selects; each is served by one of the workunit indexes.
 STATE_FILTERS = {
@@ -50,7 +55,7 @@ class WorkunitFilterForm(forms.Form):
     after = forms.CharField(required=False, widget=forms.HiddenInput)
     before = forms.CharField(required=False, widget=forms.HiddenInput)
 
-    def clean(self):
+    def clean(self) -> dict[str, Any]:
         """A cursor must be one of the sort it pages (a cursor of another sort can be pasted
         into the URL)."""
         data = super().clean()
@@ -65,10 +70,10 @@ class WorkunitFilterForm(forms.Form):
         return data
 
     @property
-    def sort_key(self):
+    def sort_key(self) -> tuple[str, bool]:
         return SORTS[self.cleaned_data.get("sort") or "-id"]
 
-    def filter(self, queryset, now):
+    def filter(self, queryset: WorkunitQuerySet, now: int) -> WorkunitQuerySet:
         """``queryset`` narrowed by the valid filters; ``now`` is for "transition due"."""
         data = self.cleaned_data
         if data["app"]:
@@ -119,7 +124,7 @@ class HostPrefsForm(forms.ModelForm):
         model = Host
         fields = PREF_FIELDS
 
-    def changes(self):
+    def changes(self) -> list[tuple[str, float | bool, float | bool]]:
         """(field, old, new) for each preference the form changes."""
         return [
             (name, self.initial[name], self.cleaned_data[name])
@@ -127,7 +132,9 @@ class HostPrefsForm(forms.ModelForm):
             if self.cleaned_data[name] != self.initial[name]
         ]
 
-    def save_changes(self, user, now):
+    def save_changes(
+        self, user: AbstractBaseUser | AnonymousUser, now: int
+    ) -> list[tuple[str, float | bool, float | bool]]:
         """Write the changed preferences and prefs_mod_time, with one lifecycle event of the
         host per changed preference (actor: the username; the values in ``detail``, since
         old/new hold integers only). Returns the changes."""
@@ -163,12 +170,12 @@ class WorkunitIdsForm(forms.Form):
 
     id = forms.TypedMultipleChoiceField(coerce=int, required=True)
 
-    def __init__(self, data):
+    def __init__(self, data: Mapping[str, Any]) -> None:
         super().__init__(data)
         # Any positive whole number is a valid choice; whether it exists is checked in clean.
         self.fields["id"].valid_value = lambda value: str(value).isdigit() and 0 < int(value) < 2**63  # type: ignore[attr-defined]
 
-    def clean_id(self):
+    def clean_id(self) -> list[int]:
         ids = sorted(set(self.cleaned_data["id"]))
         if len(ids) > self.MAX_IDS:
             raise forms.ValidationError(f"at most {self.MAX_IDS} workunits at a time")

@@ -9,6 +9,7 @@ A transition on one row is a compare-and-set model method; daemons orchestrate.
 import enum
 import hashlib
 import hmac
+from typing import Self, cast
 
 from django.conf import settings
 from django.db import models
@@ -94,9 +95,10 @@ class ErrorMask(enum.IntFlag):
     NO_CANONICAL_RESULT = 32
 
     @classmethod
-    def names(cls, mask):
+    def names(cls, mask: int) -> list[str]:
         """The names of the bits set in ``mask``, lowest bit first."""
-        return [flag.name for flag in cls if mask & flag.value]
+        # each member is a single bit, which always has a name
+        return [cast(str, flag.name) for flag in cls if mask & flag.value]
 
 
 class TransitionerFlags(models.IntegerChoices):
@@ -183,7 +185,7 @@ class App(models.Model):
     class Meta:
         ordering = ["name"]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name
 
 
@@ -224,12 +226,12 @@ class AppVersion(models.Model):
             models.CheckConstraint(condition=Q(gpu_usage=0) | ~Q(gpu_type=""), name="app_version_gpu_usage_has_type"),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         plan = f" ({self.plan_class})" if self.plan_class else ""
         return f"{self.app.name} {self.version_num} {self.platform}{plan}"
 
     @property
-    def uses_gpu(self):
+    def uses_gpu(self) -> bool:
         return bool(self.gpu_type) and self.gpu_usage > 0
 
 
@@ -291,7 +293,7 @@ class Host(models.Model):
             ),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.domain_name} (#{self.pk})"
 
 
@@ -324,7 +326,7 @@ class HostAppVersion(models.Model):
     pfc_n = models.FloatField(default=0.0)
 
     @property
-    def et_gflops(self):
+    def et_gflops(self) -> float | None:
         """The speed the scheduler estimates this host's jobs of the version at from their
         runtimes (1 / et_avg, in GFLOPS), once it has more than 10 (MIN_HOST_SAMPLES)."""
         return 1e-9 / self.et_avg if self.et_n > 10 and self.et_avg > 0 else None
@@ -353,7 +355,7 @@ class Team(models.Model):
             models.Index(fields=["-expavg_credit", "id"], name="team_rac"),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name
 
 
@@ -476,7 +478,7 @@ class File(models.Model):
             ),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name
 
 
@@ -527,25 +529,25 @@ class LocalityTrigger(models.Model):
             models.Index(fields=["app", "in_working_set", "file_name"], name="locality_working_set"),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.file_name
 
 
 # --- workunits and results -----------------------------------------------------------------
 
 
-class WorkunitQuerySet(models.QuerySet):
-    def transition_due(self, now):
+class WorkunitQuerySet(models.QuerySet["Workunit"]):
+    def transition_due(self, now: int) -> Self:
         """Workunits whose transition_time has come (the transitioner's enumeration, §3.2)."""
         return self.filter(transition_time__lt=now).exclude(transitioner_flags=TransitionerFlags.TRANSITION_NONE)
 
-    def need_validation(self):
+    def need_validation(self) -> Self:
         return self.filter(need_validate=True)
 
-    def ready_to_assimilate(self):
+    def ready_to_assimilate(self) -> Self:
         return self.filter(assimilate_state=AssimilateState.READY)
 
-    def files_ready_to_delete(self):
+    def files_ready_to_delete(self) -> Self:
         return self.filter(file_delete_state=FileDeleteState.READY)
 
 
@@ -628,27 +630,27 @@ class Workunit(models.Model):
             ),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name
 
     @property
-    def error_names(self):
+    def error_names(self) -> list[str]:
         return ErrorMask.names(self.error_mask)
 
 
-class ResultQuerySet(models.QuerySet):
-    def unsent(self):
+class ResultQuerySet(models.QuerySet["Result"]):
+    def unsent(self) -> Self:
         """UNSENT and INACTIVE: BOINC counts ``server_state <= UNSENT`` (§1)."""
         return self.filter(server_state__lte=ServerState.UNSENT)
 
-    def in_progress(self):
+    def in_progress(self) -> Self:
         return self.filter(server_state=ServerState.IN_PROGRESS)
 
-    def timed_out(self, now):
+    def timed_out(self, now: int) -> Self:
         """IN_PROGRESS results whose report_deadline has passed (transitioner §3.2 step 2)."""
         return self.filter(server_state=ServerState.IN_PROGRESS, report_deadline__lt=now)
 
-    def files_ready_to_delete(self):
+    def files_ready_to_delete(self) -> Self:
         return self.filter(file_delete_state=FileDeleteState.READY)
 
 
@@ -745,15 +747,15 @@ class Result(models.Model):
             ),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name
 
     @property
-    def is_over(self):
+    def is_over(self) -> bool:
         """server_state is OVER (BOINC's RESULT_SERVER_STATE_OVER): its outcome means something."""
         return self.server_state == ServerState.OVER
 
-    def output_file_name(self, i=0):
+    def output_file_name(self, i: int = 0) -> str:
         """The physical name of output file ``i``: ``<result name>_r<random>_<i>`` (§3.1).
 
         The random part stops a volunteer uploading a fake output for a wingman's instance.
@@ -761,7 +763,7 @@ class Result(models.Model):
         return f"{self.name}_r{self.random}_{i}"
 
 
-def name_random(name):
+def name_random(name: str) -> int:
     """A result's ``random``: unpredictable without SECRET_KEY, yet repeatable for a name."""
     digest = hmac.new(settings.SECRET_KEY.encode(), name.encode(), hashlib.sha256).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
@@ -831,7 +833,7 @@ class LifecycleEvent(models.Model):
             models.Index(fields=["host", "time"], name="event_host_time"),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         if self.result_id:
             subject = f"result {self.result_id}"
         elif self.workunit_id:
@@ -842,11 +844,11 @@ class LifecycleEvent(models.Model):
         return f"{subject}: {self.field} {change} by {self.actor}"
 
     @property
-    def old_label(self):
+    def old_label(self) -> str:
         return state_label(self.field, self.old)
 
     @property
-    def new_label(self):
+    def new_label(self) -> str:
         return state_label(self.field, self.new)
 
 
@@ -860,7 +862,7 @@ STATE_ENUMS = {
 }
 
 
-def state_label(field, value):
+def state_label(field: str, value: int | None) -> str:
     """A state's BOINC name for display: ``state_label("server_state", 4) == "IN_PROGRESS"``."""
     if value is None:
         return ""
@@ -893,7 +895,7 @@ class AssimilatedResult(models.Model):
     class Meta:
         ordering = ["id"]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"assimilated {self.workunit_id}"
 
 
@@ -917,5 +919,5 @@ class DaemonStatus(models.Model):
         ordering = ["name"]
         verbose_name_plural = "daemon status"
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name

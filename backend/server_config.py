@@ -13,6 +13,7 @@ file does not set them.
 
 from dataclasses import fields
 from pathlib import Path
+from typing import Any, TypeVar
 from xml.etree import ElementTree
 
 from backend.daemons.sched_types import SchedulerConfig
@@ -24,11 +25,15 @@ SCALED = {
 }
 
 
+# parse_number's kinds
+Number = TypeVar("Number", int, float)
+
+
 class ConfigError(ValueError):
     """A config.xml boincweb cannot read; the message names the tag."""
 
 
-def parse_bool(element):
+def parse_bool(element: ElementTree.Element) -> bool:
     """BOINC's parse_bool: ``<tag/>`` is true, else the text as a whole number."""
     text = (element.text or "").strip()
     if not text:
@@ -39,7 +44,7 @@ def parse_bool(element):
         raise ConfigError(f"<{element.tag}> must be 0 or 1, not {text!r}") from None
 
 
-def parse_number(element, kind):
+def parse_number(element: ElementTree.Element, kind: type[Number]) -> Number:
     text = (element.text or "").strip()
     try:
         return kind(float(text)) if kind is int else kind(text)
@@ -47,10 +52,10 @@ def parse_number(element, kind):
         raise ConfigError(f"<{element.tag}> must be a number, not {text!r}") from None
 
 
-def config_values(root):
+def config_values(root: ElementTree.Element) -> dict[str, bool | int | float]:
     """SchedulerConfig keyword arguments from the ``<config>`` element ``root``."""
     types = {f.name: f.type for f in fields(SchedulerConfig)}
-    values = {}
+    values: dict[str, bool | int | float] = {}
     for element in root:
         tag = element.tag
         if tag in SCALED:
@@ -67,27 +72,28 @@ def config_values(root):
     return values
 
 
-def parse(source):
+def parse(source: str | Path) -> ElementTree.Element:
     """``<boinc><config>...</config></boinc>`` (or a bare ``<config>``) from text or a path."""
     return parse_document(source)[0]
 
 
-def xml_root(source, what, error_class):
+def xml_root(source: str | Path, what: str, error_class: type[Exception]) -> ElementTree.Element:
     """The root element of a project's XML file, ``source`` being a path or the text itself;
     ``error_class`` (a message naming ``what``) when it cannot be read or parsed."""
-    text = source
     if isinstance(source, Path) or (isinstance(source, str) and not source.lstrip().startswith("<")):
         try:
             text = Path(source).read_text()
         except OSError as error:
             raise error_class(f"cannot read {source}: {error.strerror}") from None
+    else:
+        text = source
     try:
         return ElementTree.fromstring(text)
     except ElementTree.ParseError as error:
         raise error_class(f"{what} is not well-formed XML: {error}") from None
 
 
-def parse_document(source):
+def parse_document(source: str | Path) -> tuple[ElementTree.Element, ElementTree.Element | None]:
     """``(the <config> element, the <daemons> element or None)`` of a config.xml."""
     root = xml_root(source, "config.xml", ConfigError)
     config = root if root.tag == "config" else root.find("config")
@@ -105,7 +111,7 @@ VALIDATOR_OPTIONS = {
 }
 
 
-def validator_values(daemons):
+def validator_values(daemons: ElementTree.Element | None) -> dict[str, float | bool]:
     """SchedulerConfig keyword arguments from the credit options on the command line of the
     validator(s) config.xml's ``<daemons>`` runs (``<cmd>sample_bitwise_validator --app x
     --credit_from_wu</cmd>``), as BOINC's validator reads them (``-x`` or ``--x``)."""
@@ -130,11 +136,11 @@ def validator_values(daemons):
     return values
 
 
-def read_config_xml(source, **overrides):
+def read_config_xml(source: str | Path, **overrides: Any) -> SchedulerConfig:
     """A SchedulerConfig from a BOINC config.xml (a path or its text); ``overrides`` are
     applied for options the file does not set."""
     config, daemons = parse_document(source)
-    values = config_values(config)
+    values: dict[str, Any] = config_values(config)
     values.pop("job_limits", None)  # config_aux.xml's, never config.xml's (read_job_limits)
     values.pop("locality_config", None)  # a caller's, never config.xml's
     values.update(validator_values(daemons))
@@ -149,7 +155,7 @@ def read_config_xml(source, **overrides):
         raise ConfigError(f"config.xml: {error}") from None
 
 
-def project_config():
+def project_config() -> SchedulerConfig:
     """The running project's SchedulerConfig (see the module docstring)."""
     from django.conf import settings
 

@@ -23,6 +23,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any, cast
 from xml.etree import ElementTree
 
 import redis
@@ -67,7 +68,7 @@ class Daemon:
     last_error: str
 
     @property
-    def last_pass(self):
+    def last_pass(self) -> datetime | None:
         """``last_pass_time`` as an aware datetime for the page (None when it never ran)."""
         return datetime.fromisoformat(self.last_pass_time) if self.last_pass_time else None
 
@@ -83,7 +84,7 @@ class AppTasks:
     ready_to_assimilate: int
 
     @property
-    def in_progress(self):
+    def in_progress(self) -> int:
         return self.in_progress_cpu + self.in_progress_gpu
 
 
@@ -112,9 +113,9 @@ class Community:
     hosts_with_credit: int
     hosts_registered_in_past_24_hours: int
     current_floating_point_speed: float  # GigaFLOPS: recent average credit per day / 200
-    runtimes: dict = field(default_factory=dict)  # app id -> AppRuntime
+    runtimes: dict[int, AppRuntime] = field(default_factory=dict)  # app id -> AppRuntime
 
-    def runtime(self, app_id):
+    def runtime(self, app_id: int) -> AppRuntime:
         return self.runtimes.get(app_id, AppRuntime())
 
 
@@ -132,14 +133,14 @@ class RQState:
     ok: bool
     error: str
     workers: int
-    queues: list = field(default_factory=list)
+    queues: list[RQQueue] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class ServerStatus:
     update_time: int
     figures_time: int  # when the counts and the tasks by app were counted (Unix seconds)
-    daemons: list
+    daemons: list[Daemon]
     results_ready_to_send: int
     results_in_progress: int
     workunits_waiting_for_validation: int
@@ -148,11 +149,11 @@ class ServerStatus:
     results_waiting_for_deletion: int
     transitioner_backlog_workunits: int
     transitioner_backlog_hours: float
-    apps: list
+    apps: list[AppTasks]
     rq: RQState
     community: Community | None = None
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["apps"] = [dict(asdict(app), in_progress=app.in_progress) for app in self.apps]
         if self.community is not None:
@@ -162,7 +163,7 @@ class ServerStatus:
         return data
 
 
-def daemon_states(now_dt):
+def daemon_states(now_dt: datetime) -> list[Daemon]:
     """Every registered daemon and every daemon that has reported a pass, by name."""
     rows = {row.name: row for row in DaemonStatus.objects.all()}
     names = list(daemon_names()) + sorted(set(rows) - set(daemon_names()))
@@ -183,7 +184,7 @@ def daemon_states(now_dt):
     return daemons
 
 
-def app_tasks():
+def app_tasks() -> list[AppTasks]:
     """Per app: unsent results, in-progress results split by CPU/GPU version, WUs waiting."""
     results = (
         Result.objects.filter(server_state__lte=ServerState.IN_PROGRESS)
@@ -226,7 +227,7 @@ def app_tasks():
     ]
 
 
-def rq_state():
+def rq_state() -> RQState:
     """The RQ queues of settings.RQ_QUEUES with their job counts, and the live workers."""
     client = _redis()
     try:
@@ -243,12 +244,12 @@ def rq_state():
         client.close()
 
 
-def hours(seconds):
+def hours(seconds: float) -> float:
     """``seconds`` in hours rounded up to 1/100 h (BOINC's status page)."""
     return math.ceil(round(seconds / 36, 6)) / 100
 
 
-def app_runtimes(now):
+def app_runtimes(now: int) -> dict[int, AppRuntime]:
     """{app id: AppRuntime} over the valid results received in the day before ``now``."""
     rows = (
         Result.objects.filter(validate_state=ValidateState.VALID, received_time__gt=now - DAY)
@@ -266,7 +267,7 @@ def app_runtimes(now):
     }
 
 
-def community(now):
+def community(now: int) -> Community:
     """The users and computers figures at Unix time ``now``: "recent credit" is a recent
     average credit above 1, "credit" a total credit above 1, as on BOINC's page."""
     hosts = Host.objects.aggregate(
@@ -294,9 +295,10 @@ def community(now):
     )
 
 
-def cached_community(now):
+def cached_community(now: int) -> Community:
     """``community(now)``, reused for COMMUNITY_TTL seconds."""
-    return cache.get_or_set(COMMUNITY_CACHE_KEY, lambda: community(now), COMMUNITY_TTL)
+    # get_or_set gives the cached Community or a new one; django-stubs types it Any | None
+    return cast(Community, cache.get_or_set(COMMUNITY_CACHE_KEY, lambda: community(now), COMMUNITY_TTL))
 
 
 QUEUE_FIELDS = [
@@ -311,7 +313,7 @@ QUEUE_FIELDS = [
 ]
 
 
-def queue_counts(now):
+def queue_counts(now: int) -> dict[str, int | float]:
     """The counts of BOINC's "database state" at Unix time ``now``, by status.json's names."""
     due = Workunit.objects.transition_due(now).aggregate(n=Count("id"), oldest=Min("transition_time"))
     backlog_hours = (now - due["oldest"]) / 3600 if due["oldest"] is not None else 0.0
@@ -327,7 +329,7 @@ def queue_counts(now):
     }
 
 
-def task_figures(now):
+def task_figures(now: int) -> dict[str, Any]:
     """The counts of ``queue_counts(now)`` and the tasks by app, as one JSON-able dict with
     the ``time`` they were counted."""
     return {"time": now, **queue_counts(now), "apps": [asdict(app) for app in app_tasks()]}
@@ -339,7 +341,7 @@ FIGURES_KEY = "boincweb:server_status:figures"
 FIGURES_MAX_AGE = 30
 
 
-def cached_figures(now):
+def cached_figures(now: int) -> dict[str, Any]:
     """``task_figures`` as the periodic daemon job or another web process last stored them,
     when they are at most FIGURES_MAX_AGE seconds older than ``now``; else counted afresh and
     stored (the counts themselves need no Redis: without it every call counts)."""
@@ -359,7 +361,7 @@ def cached_figures(now):
         client.close()
 
 
-def server_status(now, *, with_community=False, cached=False):
+def server_status(now: int, *, with_community: bool = False, cached: bool = False) -> ServerStatus:
     """The whole status page at Unix time ``now``: the daemons and the job queues as they are
     now, the counts and the tasks by app counted now, or with ``cached`` as ``cached_figures``
     gives them; ``with_community`` adds the (cached) users, computers and run-time figures."""
@@ -397,7 +399,7 @@ HISTORY_FIELDS = [
 _POOLS: dict[str, redis.ConnectionPool] = {}
 
 
-def _redis():
+def _redis() -> redis.Redis:
     """A client of settings.REDIS_URL on this process's pool (closing it keeps the pool)."""
     pool = _POOLS.get(settings.REDIS_URL)
     if pool is None:
@@ -407,7 +409,7 @@ def _redis():
     return redis.Redis(connection_pool=pool)
 
 
-def record_history(now):
+def record_history(now: int) -> str:
     """Store the queue counts at Unix time ``now`` as the newest sample of the history, which
     keeps the last HISTORY_SAMPLES, and the task figures as the ones pages read
     (``cached_figures``). Several web and worker processes share them through Redis."""
@@ -425,7 +427,7 @@ def record_history(now):
     return sample
 
 
-def queue_history():
+def queue_history() -> list[dict[str, int]]:
     """The recorded samples, oldest first: dicts of ``time`` and HISTORY_FIELDS; none when
     Redis is not reachable (the page says so in its RQ panel)."""
     client = _redis()
@@ -449,7 +451,7 @@ COMMUNITY_FIELDS = [
 ]
 
 
-def status_xml(status):
+def status_xml(status: ServerStatus) -> str:
     """BOINC's ``server_status.php?xml=1`` document for ``status``: the daemons, then the
     database figures with the tasks by app inside them, as BOINC nests them. The users,
     computers and run-time elements are there when ``status`` has its community figures."""

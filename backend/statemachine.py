@@ -7,24 +7,34 @@ replaying its lifecycle events, mark the transitions it took to get there.
 """
 
 import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 
-from backend.models import AssimilateState, FileDeleteState, Outcome, ServerState, ValidateState
+from backend.models import (
+    AssimilateState,
+    FileDeleteState,
+    LifecycleEvent,
+    Outcome,
+    Result,
+    ServerState,
+    ValidateState,
+    Workunit,
+)
 
 
 @dataclass(frozen=True)
 class Machine:
     name: str
-    nodes: dict  # node -> (column, row, label)
-    edges: tuple  # (from, to) pairs, each one transition BOINC's daemons can make
-    fields: dict  # the row's fields the nodes are folded from -> their value at creation
+    nodes: dict[str, tuple[int, int, str]]  # node -> (column, row, label)
+    edges: tuple[tuple[str, str], ...]  # (from, to) pairs, each one transition BOINC's daemons can make
+    fields: dict[str, int]  # the row's fields the nodes are folded from -> their value at creation
 
-    def node(self, state):
+    def node(self, state: Mapping[str, int]) -> str | None:
         return NODE_FUNCTIONS[self.name](state)
 
 
-def result_node(state):
+def result_node(state: Mapping[str, int]) -> str | None:
     """The node of a result; None for the moment between OVER and its outcome being set."""
     server_state = state["server_state"]
     if server_state != ServerState.OVER:
@@ -40,7 +50,7 @@ def result_node(state):
     return Outcome(outcome).name
 
 
-def workunit_node(state):
+def workunit_node(state: Mapping[str, int]) -> str:
     file_delete_state = state["file_delete_state"]
     if file_delete_state == FileDeleteState.DONE:
         return "FILES_DELETED"
@@ -59,7 +69,10 @@ def workunit_node(state):
     return "ACTIVE"
 
 
-NODE_FUNCTIONS = {"result": result_node, "workunit": workunit_node}
+NODE_FUNCTIONS: dict[str, Callable[[Mapping[str, int]], str | None]] = {
+    "result": result_node,
+    "workunit": workunit_node,
+}
 
 RESULT_MACHINE = Machine(
     name="result",
@@ -140,12 +153,12 @@ WORKUNIT_MACHINE = Machine(
 )
 
 
-def current_state(machine, row):
+def current_state(machine: Machine, row: Workunit | Result) -> dict[str, int]:
     """The machine's fields read off a model instance."""
     return {name: int(getattr(row, name)) for name in machine.fields}
 
 
-def path_taken(machine, events):
+def path_taken(machine: Machine, events: Iterable[LifecycleEvent]) -> list[str]:
     """The nodes a row passed through, replayed from its events (in time order).
 
     The starting values are the creation defaults, except that a field's first event says what
@@ -153,12 +166,12 @@ def path_taken(machine, events):
     """
     events = [e for e in events if e.field in machine.fields]
     state = dict(machine.fields)
-    seen = set()
+    seen: set[str] = set()
     for event in events:
         if event.field not in seen and event.old is not None:
             state[event.field] = event.old
             seen.add(event.field)
-    path = []
+    path: list[str] = []
     start = machine.node(state)
     if start:
         path.append(start)
@@ -166,7 +179,7 @@ def path_taken(machine, events):
     # and sets assimilate_state READY together), so they are applied together.
     for _, step in groupby(events, key=lambda e: (e.time, e.actor)):
         for event in step:
-            state[event.field] = event.new
+            state[event.field] = event.new  # type: ignore[assignment]  # new is None only in host preference events
         node = machine.node(state)
         if node and (not path or node != path[-1]):
             path.append(node)
@@ -190,11 +203,11 @@ class Box:
     visited: bool
 
     @property
-    def text_x(self):
+    def text_x(self) -> float:
         return self.x + self.w / 2
 
     @property
-    def text_y(self):
+    def text_y(self) -> float:
         return self.y + self.h / 2 + 4
 
 
@@ -215,24 +228,24 @@ class Drawing:
     name: str
     width: float
     height: float
-    boxes: list
-    arrows: list
+    boxes: list[Box]
+    arrows: list[Arrow]
 
     @property
-    def current(self):
+    def current(self) -> str:
         return next((box.name for box in self.boxes if box.current), "")
 
     @property
-    def taken(self):
+    def taken(self) -> list[tuple[str, str]]:
         return [(a.source, a.target) for a in self.arrows if a.taken]
 
 
-def _centre(machine, name):
+def _centre(machine: Machine, name: str) -> tuple[float, float]:
     column, row, _ = machine.nodes[name]
     return MARGIN + column * COL_GAP + BOX_W / 2, MARGIN + row * ROW_GAP + BOX_H / 2
 
 
-def _clip(dx, dy):
+def _clip(dx: float, dy: float) -> float:
     """How far along (dx, dy) from a box's centre its border lies."""
     scales = []
     if dx:
@@ -242,7 +255,7 @@ def _clip(dx, dy):
     return min(scales) if scales else 0
 
 
-def _arrow(machine, source, target, taken, expected, both_ways):
+def _arrow(machine: Machine, source: str, target: str, taken: bool, expected: bool, both_ways: bool) -> Arrow:
     (x1, y1), (x2, y2) = _centre(machine, source), _centre(machine, target)
     dx, dy = x2 - x1, y2 - y1
     if both_ways:  # two opposite transitions: draw them side by side
@@ -262,7 +275,7 @@ def _arrow(machine, source, target, taken, expected, both_ways):
     )
 
 
-def drawing(machine, current, path):
+def drawing(machine: Machine, current: str | None, path: Sequence[str]) -> Drawing:
     """The boxes and arrows of ``machine``: ``current`` highlighted, ``path``'s steps marked."""
     steps = set(zip(path, path[1:]))
     edges = list(machine.edges) + sorted(
@@ -292,6 +305,6 @@ def drawing(machine, current, path):
     return Drawing(machine.name, width, height, boxes, arrows)
 
 
-def draw_row(machine, row, events):
+def draw_row(machine: Machine, row: Workunit | Result, events: Iterable[LifecycleEvent]) -> Drawing:
     """The drawing for a model instance and its lifecycle events."""
     return drawing(machine, machine.node(current_state(machine, row)), path_taken(machine, events))

@@ -1,21 +1,26 @@
 """The project pages: server status, workunits, results, hosts, users, preferences, actions."""
 
+from __future__ import annotations
+
 import csv
 import json
 import time
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import EmptyPage, PageNotAnInteger, Paginator
-from django.db.models import Count, Q, Sum
-from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.db.models import Count, Model, Q, QuerySet, Sum
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
+from django_htmx.middleware import HtmxDetails
 
 from backend import charts, server_status
 from backend.actions import ACTIONS
@@ -38,17 +43,31 @@ from backend.models import (
     UserAppCredit,
     UserCredit,
     Workunit,
+    WorkunitQuerySet,
 )
 from backend.server_config import ConfigError
-from backend.statemachine import RESULT_MACHINE, WORKUNIT_MACHINE, draw_row
+from backend.statemachine import RESULT_MACHINE, WORKUNIT_MACHINE, Drawing, draw_row
 from boincweb.figures import figure_script
 from boincweb.htmx import render_page
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+    from django.forms import ModelChoiceField
 
 PAGE_SIZE = 50
 RECENT = 50  # results shown on a host or user page
 
+K = TypeVar("K")
+V = TypeVar("V")
 
-def _now():
+
+class HtmxHttpRequest(HttpRequest):
+    """A request as django_htmx's middleware leaves it, with ``request.htmx``."""
+
+    htmx: HtmxDetails
+
+
+def _now() -> int:
     return int(time.time())
 
 
@@ -62,7 +81,7 @@ STATUS_PANELS = ("panel", "community", "history")
 
 
 @require_GET
-def status(request):
+def status(request: HtmxHttpRequest) -> HttpResponse:
     panel = request.GET.get("panel", "panel")
     if panel not in STATUS_PANELS:
         return HttpResponse(
@@ -70,7 +89,7 @@ def status(request):
         )
     now = _now()
     whole = not request.htmx
-    context = {}
+    context: dict[str, Any] = {}
     if whole or panel == "panel":
         state = server_status.server_status(now, cached=True)
         context["status"] = state
@@ -100,7 +119,7 @@ def status(request):
     return render_page(request, "project/status.html", context, panel)
 
 
-def _kept(store, limit, key, make):
+def _kept(store: dict[K, V], limit: int, key: K, make: Callable[[], V]) -> V:
     """``store[key]``, made by ``make()`` the first time it is asked for; ``store`` is a dict of
     this process's, emptied when it holds ``limit`` entries (the pages keep there what costs
     them most to make and is the same for many requests)."""
@@ -116,7 +135,7 @@ def _kept(store, limit, key, make):
 _FIGURES: dict[object, list[tuple[str, str]]] = {}
 
 
-def _figure_scripts(key, build):
+def _figure_scripts(key: object, build: Callable[[], Iterable[tuple[str, go.Figure]]]) -> list[tuple[str, str]]:
     """``build()``'s (element id, figure) pairs as (element id, <script> element) pairs
     (boincweb.figures.figure_script), made once for the same ``key``."""
     return _kept(
@@ -125,13 +144,13 @@ def _figure_scripts(key, build):
 
 
 @require_GET
-def status_json(request):
+def status_json(request: HttpRequest) -> JsonResponse:
     state = server_status.server_status(_now(), with_community=True, cached=True)
     return JsonResponse(state.as_dict())
 
 
 @require_GET
-def status_xml(request):
+def status_xml(request: HttpRequest) -> HttpResponse:
     state = server_status.server_status(_now(), with_community=True, cached=True)
     return HttpResponse(server_status.status_xml(state), content_type="application/xml")
 
@@ -139,7 +158,7 @@ def status_xml(request):
 # --- workunits ------------------------------------------------------------------------------
 
 
-def _filtered_workunits(request):
+def _filtered_workunits(request: HttpRequest) -> tuple[WorkunitFilterForm, WorkunitQuerySet | None]:
     """The bound filter form and, when it is valid, the filtered queryset."""
     form = WorkunitFilterForm(request.GET)
     if not form.is_valid():
@@ -152,11 +171,12 @@ def _filtered_workunits(request):
 _FILTER_FORMS: dict[tuple, str] = {}
 
 
-def _filter_form_html(request, form):
+def _filter_form_html(request: HttpRequest, form: WorkunitFilterForm) -> str:
     """The filter fields of ``form`` as HTML (the page's "filters" partial)."""
-    choices = [("", form.fields["app"].empty_label), *App.objects.order_by("name").values_list("id", "name")]
+    app_field = cast("ModelChoiceField[App]", form.fields["app"])  # fields holds the Field declared as app
+    choices = [("", app_field.empty_label), *App.objects.order_by("name").values_list("id", "name")]
     # the choices as a plain list: the field would read them through a server-side cursor
-    form.fields["app"].choices = choices
+    app_field.choices = choices
     key = (
         tuple(choices),
         tuple(sorted((name, tuple(values)) for name, values in request.GET.lists() if name not in ("after", "before"))),
@@ -166,7 +186,7 @@ def _filter_form_html(request, form):
     )
 
 
-def _page_url(request, **cursor):
+def _page_url(request: HttpRequest, **cursor: str) -> str:
     query = request.GET.copy()
     query.pop("after", None)
     query.pop("before", None)
@@ -180,8 +200,9 @@ FILE_DELETE_LABELS = dict(FileDeleteState.choices)
 
 
 @require_GET
-def workunit_list(request):
+def workunit_list(request: HtmxHttpRequest) -> HttpResponse:
     form, queryset = _filtered_workunits(request)
+    context: dict[str, Any]
     if queryset is None:
         context = {"form": form, "page": None}
         if not request.htmx:
@@ -234,12 +255,12 @@ CSV_COLUMNS = [
 
 
 class _Echo:
-    def write(self, value):
+    def write(self, value: str) -> str:
         return value
 
 
 @require_GET
-def workunit_csv(request):
+def workunit_csv(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     form, queryset = _filtered_workunits(request)
     if queryset is None:
         return HttpResponse("bad filter: " + form.errors.as_text(), status=400, content_type="text/plain")
@@ -254,7 +275,7 @@ def workunit_csv(request):
     return response
 
 
-def _prepend(first, rest):
+def _prepend(first: V, rest: Iterable[V]) -> Iterator[V]:
     yield first
     yield from rest
 
@@ -264,12 +285,12 @@ def _prepend(first, rest):
 _MACHINES: dict[str, str] = {}
 
 
-def _machine_svg(drawing):
+def _machine_svg(drawing: Drawing) -> str:
     return _kept(_MACHINES, 256, repr(drawing), lambda: render_to_string("project/_machine.html", {"drawing": drawing}))
 
 
-def _results_with_drawings(results, events):
-    by_result: dict[int, list[Any]] = {}
+def _results_with_drawings(results: Iterable[Result], events: Iterable[LifecycleEvent]) -> list[tuple[Result, str]]:
+    by_result: dict[int, list[LifecycleEvent]] = {}
     for e in events:
         if e.result_id:
             by_result.setdefault(e.result_id, []).append(e)
@@ -277,7 +298,7 @@ def _results_with_drawings(results, events):
 
 
 @require_GET
-def workunit_detail(request, pk):
+def workunit_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     wu = get_object_or_404(Workunit.objects.select_related("app", "canonical_result"), pk=pk)
     results = list(wu.results.select_related("host", "app_version").order_by("id"))
     events = list(
@@ -304,7 +325,7 @@ def workunit_detail(request, pk):
 
 
 @require_GET
-def result_detail(request, pk):
+def result_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     result = get_object_or_404(
         Result.objects.select_related("workunit", "app", "host", "user", "app_version__app"), pk=pk
     )
@@ -325,7 +346,7 @@ def result_detail(request, pk):
 
 
 @require_GET
-def host_list(request):
+def host_list(request: HttpRequest) -> HttpResponse:
     try:
         page = keyset_page(
             Host.objects.select_related("owner"),
@@ -345,7 +366,7 @@ def host_list(request):
     return render(request, "project/host_list.html", context)
 
 
-def _result_counts(results):
+def _result_counts(results: QuerySet[Result]) -> dict[str, int]:
     """{label: n} of a host's or user's results by server state and outcome."""
     counts: dict[str, int] = {}
     for row in results.values("server_state", "outcome").annotate(n=Count("id")):
@@ -357,16 +378,16 @@ def _result_counts(results):
     return counts
 
 
-def _can_edit_prefs(user, host):
+def _can_edit_prefs(user: User | AnonymousUser, host: Host) -> bool:
     return user.is_authenticated and (user.is_staff or user.pk == host.owner_id)
 
 
 @require_GET
-def host_detail(request, pk):
+def host_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     host = get_object_or_404(Host.objects.select_related("owner"), pk=pk)
     results = Result.objects.filter(host=host)
     history = host.events.order_by("-time", "-id")[:20]
-    context = {
+    context: dict[str, Any] = {
         "host": host,
         "recent": results.select_related("workunit").order_by("-id")[:RECENT],
         "counts": _result_counts(results),
@@ -389,7 +410,7 @@ def host_detail(request, pk):
 
 
 @require_GET
-def user_detail(request, pk):
+def user_detail(request: HttpRequest, pk: int) -> HttpResponse:
     person = get_object_or_404(get_user_model(), pk=pk)
     results = Result.objects.filter(user=person)
     hosts = list(Host.objects.filter(owner=person).order_by("id"))
@@ -403,7 +424,7 @@ def user_detail(request, pk):
     return render(request, "project/user_detail.html", context)
 
 
-def _user_credit(person):
+def _user_credit(person: User) -> dict[str, Any]:
     """The user page's credit: the user's credit row (what the validator granted), credit by
     app and the RAC chart."""
     credit = UserCredit.objects.select_related("team").filter(user=person).first()
@@ -416,7 +437,7 @@ def _user_credit(person):
     }
 
 
-def _rac_chart(kind, owner_id, figure_id):
+def _rac_chart(kind: CreditHistory.Kind, owner_id: int, figure_id: str) -> dict[str, Any]:
     """The context of a RAC chart over time from a user's or team's CreditHistory."""
     history = list(
         CreditHistory.objects.filter(kind=kind, owner_id=owner_id)
@@ -428,7 +449,7 @@ def _rac_chart(kind, owner_id, figure_id):
     return {"rac_figure": figure_script(charts.rac_figure(history), figure_id), "rac_figure_id": figure_id}
 
 
-def _ranked_page(request, queryset):
+def _ranked_page(request: HttpRequest, queryset: QuerySet[Model]) -> dict[str, Any]:
     """The context of one page of ``queryset`` (ordered by recent average credit) for
     ``?page=N``, as BOINC's top_users.php pages by offset."""
     paginator = Paginator(queryset, PAGE_SIZE)
@@ -444,7 +465,7 @@ def _ranked_page(request, queryset):
 
 
 @require_GET
-def user_list(request):
+def user_list(request: HttpRequest) -> HttpResponse:
     """Users by recent average credit (BOINC's top_users.php)."""
     page = _ranked_page(
         request, UserCredit.objects.select_related("user", "team").order_by("-expavg_credit", "user_id")
@@ -453,14 +474,14 @@ def user_list(request):
 
 
 @require_GET
-def team_list(request):
+def team_list(request: HttpRequest) -> HttpResponse:
     """Teams by recent average credit (BOINC's top_teams.php)."""
     page = _ranked_page(request, Team.objects.annotate(nusers=Count("members")).order_by("-expavg_credit", "id"))
     return render(request, "project/team_list.html", page)
 
 
 @require_GET
-def team_detail(request, pk):
+def team_detail(request: HttpRequest, pk: int) -> HttpResponse:
     team = get_object_or_404(Team, pk=pk)
     context = {
         "team": team,
@@ -476,7 +497,7 @@ def team_detail(request, pk):
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def host_prefs(request, pk):
+def host_prefs(request: HttpRequest, pk: int) -> HttpResponse:
     host = get_object_or_404(Host.objects.select_related("owner"), pk=pk)
     if not _can_edit_prefs(request.user, host):
         raise PermissionDenied("only the host's owner and staff may edit its preferences")
@@ -504,14 +525,14 @@ def host_prefs(request, pk):
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def workunit_action(request, action):
+def workunit_action(request: HttpRequest, action: str) -> HttpResponse:
     if action not in ACTIONS:
         raise Http404(f"no action {action!r}")
     if not request.user.is_staff:
         raise PermissionDenied("admin actions are for staff")
     run, verb, description = ACTIONS[action]
     form = WorkunitIdsForm(request.POST if request.method == "POST" else request.GET)
-    context = {"form": form, "verb": verb, "description": description, "action": action}
+    context: dict[str, Any] = {"form": form, "verb": verb, "description": description, "action": action}
     if not form.is_valid():
         return render(request, "project/workunit_action.html", context, status=400)
     ids = form.cleaned_data["id"]

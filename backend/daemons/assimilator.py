@@ -25,6 +25,8 @@ table's one-row-per-workunit constraint makes a workunit assimilated exactly onc
 """
 
 import shutil
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from django.db import transaction
 from django.db.models import F, Value
@@ -33,7 +35,7 @@ from django.db.models.functions import Least
 from backend.daemons.claim import claim
 from backend.daemons.hierarchy import assimilated_path, upload_path
 from backend.events import event, record
-from backend.models import AssimilatedResult, AssimilateState, ErrorMask, File, Workunit
+from backend.models import AssimilatedResult, AssimilateState, ErrorMask, File, Result, Workunit
 
 ACTOR = "assimilator"
 DEFER_ASSIMILATION = "defer"
@@ -43,7 +45,7 @@ class HandlerError(RuntimeError):
     """An assimilate handler returned an error: the pass is rolled back."""
 
 
-def outcome_of(name, wu, value):
+def outcome_of(name: str, wu: Workunit, value: Any) -> str | AssimilatedResult | None:
     """``DEFER_ASSIMILATION``, or None / the AssimilatedResult for DONE; raises HandlerError
     for any other value, an error return."""
     if value == DEFER_ASSIMILATION or value is None or isinstance(value, AssimilatedResult):
@@ -55,7 +57,7 @@ def outcome_of(name, wu, value):
     )
 
 
-def record_output(wu, canonical, files, *, now):
+def record_output(wu: Workunit, canonical: Result | None, files: Sequence[File], *, now: int) -> AssimilatedResult:
     """The default handler: keep a copy of the canonical output and a row describing it."""
     row = AssimilatedResult(
         workunit=wu, app_id=wu.app_id, canonical_result=canonical, error_mask=wu.error_mask, time=now
@@ -72,15 +74,15 @@ def record_output(wu, canonical, files, *, now):
     return row
 
 
-HANDLERS = {"record": record_output}
+HANDLERS: dict[str, Callable[..., object]] = {"record": record_output}
 
 
-def register(name, handler):
+def register(name: str, handler: Callable[..., object]) -> None:
     """Make ``App.assimilator = name`` call ``handler(wu, canonical, files, now=...)``."""
     HANDLERS[name] = handler
 
 
-def run_once(*, now, batch_size, mod=1, index=0, keep_due_workunits=True):
+def run_once(*, now: int, batch_size: int, mod: int = 1, index: int = 0, keep_due_workunits: bool = True) -> int:
     """One pass over workunits READY to assimilate; returns how many were handled.
 
     ``keep_due_workunits`` (SchedulerConfig's): write min(transition_time, now), or, off,

@@ -41,11 +41,19 @@ Anonymous-platform results (no AppVersion row here, so no host app version) are 
 the workunit's estimate, as BOINC does until their host app version has MIN_HOST_SAMPLES.
 """
 
+from __future__ import annotations
+
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 from backend.daemons.host_app_version import HAV_AVG, running_average
-from backend.models import App, AppVersion
+from backend.models import App, AppVersion, Result, Workunit
+
+if TYPE_CHECKING:
+    from backend.daemons.sched_types import SchedulerConfig
 
 COBBLESTONE_SCALE = 200 / 86400e9
 MAX_GRANTED_CREDIT = 200 * 1000 * 365
@@ -68,7 +76,7 @@ CREDIT_HALF_LIFE = 7 * DAY
 NORMAL, APPROX, WU_EST, INVALID = "normal", "approx", "wu_est", "invalid"
 
 
-def check_credit_options(config):
+def check_credit_options(config: SchedulerConfig | SimpleNamespace) -> None:
     """Raise ValueError unless ``config``'s credit options are usable (validator.cpp main)."""
     for name in ("credit_from_wu", "credit_from_runtime", "no_credit", "credit_by_app"):
         if not isinstance(getattr(config, name), bool):
@@ -90,11 +98,11 @@ class CreditOptions:
     max_granted_credit: float = MAX_GRANTED_CREDIT
 
 
-def fpops_to_credit(fpops):
+def fpops_to_credit(fpops: float) -> float:
     return fpops * COBBLESTONE_SCALE
 
 
-def low_average(values):
+def low_average(values: Sequence[float]) -> float:
     """credit.cpp low_average: a mean weighting each value by the sum of the others, which
     leans towards the low ones."""
     if len(values) == 1:
@@ -103,7 +111,7 @@ def low_average(values):
     return sum(x * (total - x) for x in values) / ((len(values) - 1) * total)
 
 
-def pegged_average(values, anchor):
+def pegged_average(values: Sequence[float], anchor: float) -> float:
     """credit.cpp pegged_average: a mean weighting each value by 1 / (0.1 × anchor +
     |anchor - value|), so values near the anchor count most."""
     if len(values) == 1:
@@ -112,12 +120,12 @@ def pegged_average(values, anchor):
     return sum(w * x for w, x in zip(weights, values)) / sum(weights)
 
 
-def wu_estimated_pfc(wu, app):
+def wu_estimated_pfc(wu: Workunit, app: App) -> float:
     """credit.cpp wu_estimated_pfc: rsc_fpops_est × the app's min_avg_pfc (when set)."""
     return wu.rsc_fpops_est * app.min_avg_pfc if app.min_avg_pfc else wu.rsc_fpops_est
 
 
-def is_pfc_sane(ratio):
+def is_pfc_sane(ratio: float) -> bool:
     """credit.cpp is_pfc_sane: a PFC/rsc_fpops_est ratio far from 1 means a wrong estimate."""
     return 1e-4 <= ratio <= 1e4
 
@@ -127,8 +135,8 @@ class Samples:
     """What a pass's valid results add to app versions: PFC ratios and credit with its start
     time (DB_APP_VERSION_VAL's pfc_samples, credit_samples and credit_times)."""
 
-    pfc: dict = field(default_factory=dict)  # app version id -> [ratio]
-    credit: dict = field(default_factory=dict)  # app version id -> [(credit, sent_time)]
+    pfc: dict[int, list[float]] = field(default_factory=dict)  # app version id -> [ratio]
+    credit: dict[int, list[tuple[float, int]]] = field(default_factory=dict)  # app version id -> [(credit, sent_time)]
 
 
 @dataclass
@@ -140,7 +148,9 @@ class HavPfc:
     consecutive_valid: int = 0
 
 
-def get_pfc(result, wu, app, version, hav, samples):
+def get_pfc(
+    result: Result, wu: Workunit, app: App, version: AppVersion | None, hav: HavPfc | None, samples: Samples
+) -> tuple[float, str, float | None]:
     """``(pfc, mode, ratio)`` of one valid result (credit.cpp get_pfc): ``version`` is its
     AppVersion (None: anonymous platform), ``hav`` its host app version's HavPfc (None: no
     host app version); ``ratio`` is the PFC/rsc_fpops_est sample to add to ``hav`` (None: not
@@ -158,6 +168,7 @@ def get_pfc(result, wu, app, version, hav, samples):
         # anonymous platform: never enough host samples here (no host app version)
         pfc = wu_estimated_pfc(wu, app)
     else:
+        assert hav is not None  # with a version and no host app version it returned above
         host_scale = 0.0
         do_scale = not (app.host_scale_check and hav.consecutive_valid < CONS_VALID_HOST_SCALE)
         if do_scale and (hav.pfc_n < MIN_HOST_SAMPLES or hav.pfc_avg == 0):
@@ -183,18 +194,25 @@ def get_pfc(result, wu, app, version, hav, samples):
     ratio = raw_pfc / wu.rsc_fpops_est if wu.rsc_fpops_est else 0.0
     sample = ratio if hav is not None and not outlier and is_pfc_sane(ratio) else None
     if sample is not None:
+        assert hav is not None  # a sample is taken only with a host app version
         hav.pfc_avg, hav.pfc_n = running_average(hav.pfc_avg, hav.pfc_n, sample, HAV_AVG)
     return pfc, mode, sample
 
 
-def assign_credit_set(wu, app, valid, options, samples):
+def assign_credit_set(
+    wu: Workunit,
+    app: App,
+    valid: Iterable[tuple[Result, AppVersion | None, HavPfc | None]],
+    options: CreditOptions,
+    samples: Samples,
+) -> tuple[float, list[tuple[Result, float]]]:
     """The workunit's credit from its valid results (credit.cpp assign_credit_set).
 
     ``valid`` is ``[(result, version, hav)]`` in id order. Returns ``(credit, hav_samples)``,
     ``hav_samples`` a list of ``(result, ratio)`` for the host app version averages."""
     normal: list[float] = []
     approx: list[float] = []
-    hav_samples = []
+    hav_samples: list[tuple[Result, float]] = []
     anchor = wu_estimated_pfc(wu, app)
     for result, version, hav in valid:
         pfc, mode, sample = get_pfc(result, wu, app, version, hav, samples)
@@ -217,10 +235,10 @@ def assign_credit_set(wu, app, valid, options, samples):
     return fpops_to_credit(x), hav_samples
 
 
-def credit_from_runtime(wu, viable, options):
+def credit_from_runtime(wu: Workunit, viable: Iterable[Result], options: CreditOptions) -> float:
     """validator.cpp's --credit_from_runtime: the low average of the viable results' runtime
     credit."""
-    found = []
+    found: list[float] = []
     for result in viable:
         flops = AVG_CPU_FPOPS if result.flops_estimate == 1e9 else result.flops_estimate
         pfc = flops * result.elapsed_time
@@ -232,12 +250,19 @@ def credit_from_runtime(wu, viable, options):
     return low_average(found) if found else 0.0
 
 
-def canonical_credit(wu, app, viable, valid, options, samples):
+def canonical_credit(
+    wu: Workunit,
+    app: App,
+    viable: Iterable[Result],
+    valid: Iterable[tuple[Result, AppVersion | None, HavPfc | None]],
+    options: CreditOptions,
+    samples: Samples,
+) -> tuple[float, list[tuple[Result, float]]]:
     """``(credit, hav_samples)`` for a workunit that just found its canonical result
     (validator.cpp handle_wu): CreditNew's statistics unless credit_from_runtime, then the
     option's credit, capped at max_granted_credit. ``viable`` are the results checked,
     ``valid`` as assign_credit_set takes them."""
-    hav_samples = []
+    hav_samples: list[tuple[Result, float]] = []
     credit = 0.0
     if not options.credit_from_runtime:
         credit, hav_samples = assign_credit_set(wu, app, valid, options, samples)
@@ -252,7 +277,9 @@ def canonical_credit(wu, app, viable, valid, options, samples):
     return credit, hav_samples
 
 
-def update_average(now, work_start_time, work, avg, avg_time, half_life=CREDIT_HALF_LIFE):
+def update_average(
+    now: float, work_start_time: float, work: float, avg: float, avg_time: float, half_life: float = CREDIT_HALF_LIFE
+) -> tuple[float, float]:
     """``(avg, avg_time)`` after ``work`` done since ``work_start_time`` (lib/util.cpp
     update_average): an exponentially decaying average of work per day. The first work gives
     work / days since it started; a first work started at ``now`` (BOINC divides by zero)
@@ -272,7 +299,7 @@ def update_average(now, work_start_time, work, avg, avg_time, half_life=CREDIT_H
     return avg, now
 
 
-def write_app_versions(samples, now, half_life):
+def write_app_versions(samples: Samples, now: float, half_life: float) -> None:
     """Add a pass's samples to its app versions' PFC averages and recent average credit
     (credit.cpp write_modified_app_versions), the rows locked in id order."""
     ids = sorted(set(samples.pfc) | set(samples.credit))
@@ -289,10 +316,10 @@ def write_app_versions(samples, now, half_life):
     AppVersion.objects.bulk_update(versions, ["pfc_n", "pfc_avg", "expavg_credit", "expavg_time"])
 
 
-_last_av_update = [None]
+_last_av_update: list[int | None] = [None]
 
 
-def update_av_scales_when_due(now):
+def update_av_scales_when_due(now: int) -> None:
     """Run update_av_scales when AV_UPDATE_PERIOD has passed since this process last did
     (feeder.cpp keeps its next update time in memory too, the first one at once); a clock
     set back (another simulated world) counts as due."""
@@ -302,7 +329,7 @@ def update_av_scales_when_due(now):
         _last_av_update[0] = now
 
 
-def update_av_scales(app_ids=None):
+def update_av_scales(app_ids: Iterable[int] | None = None) -> list[int]:
     """Scale each app's versions to its most efficient one (credit.cpp update_av_scales,
     which BOINC's feeder runs every AV_UPDATE_PERIOD): among versions with more than
     MIN_VERSION_SAMPLES samples, the sample-weighted average PFC of the CPU versions and of
@@ -311,7 +338,7 @@ def update_av_scales(app_ids=None):
     gets ``pfc_scale = that / its average``, and the app ``min_avg_pfc = that``. Returns the
     apps changed."""
     apps = App.objects.all() if app_ids is None else App.objects.filter(id__in=app_ids)
-    changed = []
+    changed: list[int] = []
     for app in apps:
         versions = list(app.versions.all())
         totals = {"cpu": [0.0, 0.0, 0], "gpu": [0.0, 0.0, 0]}  # pfc sum, n, versions

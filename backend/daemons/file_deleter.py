@@ -22,7 +22,8 @@ Rows are claimed with SKIP LOCKED on PostgreSQL and written compare-and-set from
 """
 
 import os
-from typing import Any
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from django.db import transaction
 
@@ -33,14 +34,14 @@ from backend.daemons.hierarchy import (
     partial_upload_path,
     upload_path,
 )
-from backend.events import event, record
+from backend.events import Event, event, record
 from backend.models import DaemonStatus, File, FileDeleteState, Result, Workunit
 
 ACTOR = "file_deleter"
 ERROR_INTERVAL = 3600
 
 
-def unlink(path):
+def unlink(path: Path) -> bool:
     """Delete ``path``; False if the unlink failed (a file already gone is fine)."""
     try:
         os.unlink(path)
@@ -51,7 +52,7 @@ def unlink(path):
     return True
 
 
-def unlink_each(paths_of):
+def unlink_each(paths_of: Mapping[int, Sequence[Path]]) -> dict[int, bool]:
     """Delete every row's paths (``{row id: [paths]}``); returns ``{row id: ok}``.
 
     A row is not ok if a directory of its paths is missing or an unlink failed. Each
@@ -64,14 +65,21 @@ def unlink_each(paths_of):
     return {pk: all(p.parent in present and p not in failed for p in paths) for pk, paths in paths_of.items()}
 
 
-def abandoned_parts(result):
+def abandoned_parts(result: Result) -> list[Path]:
     """The part of ``result``'s output an upload left behind, if there is one: nothing can be
     there when the upload directory is missing, which is then no error for this result."""
     part = partial_upload_path(result.output_file_name(0))
     return [part] if part.exists() else []
 
 
-def finish(model, outcomes, *, now, what, workunit_of=None):
+def finish(
+    model: type[Result] | type[Workunit],
+    outcomes: Mapping[int, int],
+    *,
+    now: int,
+    what: str,
+    workunit_of: Mapping[int, int] | None = None,
+) -> list[Event]:
     """Write DONE / ERROR for rows that were READY; returns the events."""
     events = []
     for state in (FileDeleteState.DONE, FileDeleteState.ERROR):
@@ -81,7 +89,8 @@ def finish(model, outcomes, *, now, what, workunit_of=None):
         model.objects.filter(id__in=ids, file_delete_state=FileDeleteState.READY).update(file_delete_state=state)
         reason = f"{what} deleted" if state == FileDeleteState.DONE else f"could not delete {what}"
         for pk in ids:
-            subject = {"result_id": pk, "workunit_id": workunit_of[pk]} if model is Result else {"workunit_id": pk}
+            # workunit_of is given whenever model is Result
+            subject = {"result_id": pk, "workunit_id": workunit_of[pk]} if model is Result else {"workunit_id": pk}  # type: ignore[index]
             events.append(
                 event(
                     time=now,
@@ -90,13 +99,13 @@ def finish(model, outcomes, *, now, what, workunit_of=None):
                     old=FileDeleteState.READY,
                     new=state,
                     reason=reason,
-                    **subject,
+                    **subject,  # type: ignore[arg-type]  # ids only, though mypy matches it to every keyword
                 )
             )
     return events
 
 
-def delete_result_files(*, now, batch_size, mod, index):
+def delete_result_files(*, now: int, batch_size: int, mod: int, index: int) -> int:
     with transaction.atomic():
         results = claim(
             Result.objects.files_ready_to_delete().only("id", "workunit", "name", "random"),
@@ -121,7 +130,7 @@ def delete_result_files(*, now, batch_size, mod, index):
         return len(results)
 
 
-def delete_workunit_files(*, now, batch_size, mod, index):
+def delete_workunit_files(*, now: int, batch_size: int, mod: int, index: int) -> int:
     with transaction.atomic():
         wus = claim(Workunit.objects.files_ready_to_delete().only("id", "name"), batch_size, mod=mod, index=index)
         if not wus:
@@ -158,14 +167,14 @@ def delete_workunit_files(*, now, batch_size, mod, index):
         return len(wus)
 
 
-def retry_errors(*, now):
+def retry_errors(*, now: int) -> int:
     """Once per ERROR_INTERVAL, one instance puts every FILE_DELETE_ERROR row back to READY."""
     status, _ = DaemonStatus.objects.get_or_create(name=ACTOR)
     if now - status.last_retry_time < ERROR_INTERVAL:
         return 0
     if not DaemonStatus.objects.filter(name=ACTOR, last_retry_time=status.last_retry_time).update(last_retry_time=now):
         return 0
-    events: list[Any] = []
+    events: list[Event] = []
     for model, key in ((Result, "result_id"), (Workunit, "workunit_id")):
         with transaction.atomic():
             ids = [
@@ -190,7 +199,7 @@ def retry_errors(*, now):
     return len(events)
 
 
-def run_once(*, now, batch_size, mod=1, index=0):
+def run_once(*, now: int, batch_size: int, mod: int = 1, index: int = 0) -> int:
     """One pass: retry old errors when due, then result outputs, then workunit inputs."""
     retry_errors(now=now)
     results = delete_result_files(now=now, batch_size=max(1, batch_size * 3 // 4), mod=mod, index=index)

@@ -4,6 +4,8 @@ of 128, plus a CPU code below 128), so classes compare across BOINC and boincweb
 the bench scripts draw cases with it. ``backend.daemons.sched_hr`` uses it to send work.
 """
 
+from collections.abc import Iterable
+
 FINE, COARSE = 1, 2
 
 # hr.cpp's codes: an OS code (multiples of 128) plus a CPU code (below 128).
@@ -45,17 +47,17 @@ AMD_KINDS = (("duron", AMD_DURON), ("opteron", AMD_OPTERON), ("sempron", AMD_SEM
 AMD_ATHLON_KINDS = (("xp", AMD_ATHLON_XP), ("mp", AMD_ATHLON_MP), ("64", AMD_ATHLON64))
 
 
-def first_match(text, kinds, default):
+def first_match(text: str, kinds: Iterable[tuple[str, int]], default: int) -> int:
     """The code of the first (substring, code) of ``kinds`` found in ``text``, else default."""
     return next((code for word, code in kinds if word in text), default)
 
 
-def os_code(os_name):
+def os_code(os_name: str | None) -> int:
     """hr.cpp os(): the OS part of a class."""
     return first_match((os_name or "").lower(), OS_CODES, NO_OS)
 
 
-def cpu_coarse(vendor, model):
+def cpu_coarse(vendor: str | None, model: str | None) -> int:
     """hr.cpp cpu_coarse(): the CPU vendor, AMD counted as Intel; ARM also by the model
     (case-sensitively, as BOINC: some clients leave p_vendor blank)."""
     vendor = (vendor or "").lower()
@@ -68,7 +70,7 @@ def cpu_coarse(vendor, model):
     return NO_CPU
 
 
-def cpu_fine(vendor, model):
+def cpu_fine(vendor: str | None, model: str | None) -> int:
     """hr.cpp cpu_fine(): the CPU model family."""
     vendor, model = (vendor or "").lower(), (model or "").lower()
     if "intel" in vendor:
@@ -94,7 +96,7 @@ def cpu_fine(vendor, model):
     return NO_CPU
 
 
-def hr_class(os_name, vendor, model, hr_type):
+def hr_class(os_name: str | None, vendor: str | None, model: str | None, hr_type: int) -> int:
     """hr.cpp hr_class(): the host's class in HR type ``hr_type`` (0 for no HR)."""
     if hr_type == FINE:
         return os_code(os_name) + cpu_fine(vendor, model)
@@ -103,7 +105,7 @@ def hr_class(os_name, vendor, model, hr_type):
     return 0
 
 
-def hr_unknown_class(os_name, vendor, model, hr_type):
+def hr_unknown_class(os_name: str | None, vendor: str | None, model: str | None, hr_type: int) -> bool:
     """hr.cpp hr_unknown_class(): whether the host cannot be classed in ``hr_type``.
 
     Fine: an unknown OS or CPU. Coarse: only Windows, Linux, and Darwin on Intel or PowerPC
@@ -152,7 +154,7 @@ CPU_NAMES = {
 }
 
 
-def class_name(value):
+def class_name(value: int) -> str:
     """A class in words: ``267`` -> "Linux, Intel Xeon"; 0 -> "not committed"."""
     if not value:
         return "not committed"

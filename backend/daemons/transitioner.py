@@ -46,6 +46,7 @@ differs (§4):
     becomes ``now`` so the workunit is looked at again (BOINC PR #3603).
 """
 
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -54,13 +55,14 @@ from django.db import transaction
 from backend.daemons import host_app_version, sched_hr, sched_reliable
 from backend.daemons.claim import claim, compare_and_set, update_rows
 from backend.daemons.sched_types import DAILY_RESULT_QUOTA
-from backend.events import event, record
+from backend.events import Event, event, record
 from backend.models import (
     EXIT_ABORTED_VIA_GUI,
     INT_MAX,
     AssimilateState,
     ErrorMask,
     FileDeleteState,
+    HostAppVersion,
     Outcome,
     Result,
     ServerState,
@@ -105,23 +107,25 @@ class Changes:
     hr_class_static: bool = False
     reliable_priority_on_over: int = 0
     reliable_priority_on_over_except_error: int = 0
-    timed_out: list = field(default_factory=list)
-    too_late: list = field(default_factory=list)
-    didnt_need: list = field(default_factory=list)
-    no_check: list = field(default_factory=list)
-    delete_outputs: list = field(default_factory=list)
-    new_results: list = field(default_factory=list)
-    workunits: list = field(default_factory=list)
-    transition_times: dict = field(default_factory=dict)
-    host_app_versions: list = field(default_factory=list)
-    events: list = field(default_factory=list)
+    timed_out: list[Result] = field(default_factory=list)
+    too_late: list[Result] = field(default_factory=list)
+    didnt_need: list[Result] = field(default_factory=list)
+    no_check: list[tuple[Result, int]] = field(default_factory=list)  # (result, old validate_state)
+    delete_outputs: list[Result] = field(default_factory=list)
+    new_results: list[Result] = field(default_factory=list)
+    workunits: list[Workunit] = field(default_factory=list)
+    transition_times: dict[int, tuple[int, int]] = field(default_factory=dict)
+    host_app_versions: list[tuple[int | None, int | None, Callable[[HostAppVersion], None]]] = field(
+        default_factory=list
+    )
+    events: list[Event] = field(default_factory=list)
 
-    def wu_event(self, wu, name, old, new, reason):
+    def wu_event(self, wu: Workunit, name: str, old: int | None, new: int | None, reason: str) -> None:
         self.events.append(
             event(time=self.now, actor=ACTOR, workunit_id=wu.pk, field=name, old=old, new=new, reason=reason)
         )
 
-    def result_event(self, result, name, old, new, reason):
+    def result_event(self, result: Result, name: str, old: int | None, new: int | None, reason: str) -> None:
         self.events.append(
             event(
                 time=self.now,
@@ -136,12 +140,12 @@ class Changes:
         )
 
 
-def name_suffix(name):
+def name_suffix(name: str) -> int:
     tail = name.rsplit("_", 1)[-1]
     return int(tail) if tail.isdigit() else -1
 
 
-def handle_wu(wu, results, changes, *, delete_delay):
+def handle_wu(wu: Workunit, results: Sequence[Result], changes: Changes, *, delete_delay: int) -> None:
     """Decide one workunit's transitions (§3.2 steps 1-10), recording them in ``changes``."""
     now = changes.now
     old = {name: getattr(wu, name if name != "app_version" else "app_version_id") for name in WU_FIELDS}
@@ -282,7 +286,13 @@ def handle_wu(wu, results, changes, *, delete_delay):
                 changes.wu_event(wu, name, int(old[name]), int(new[name]), reason)
 
 
-def update_results(changes, results, guard, values, events):
+def update_results(
+    changes: Changes,
+    results: Sequence[Result],
+    guard: Mapping[str, object],
+    values: Mapping[str, object],
+    events: Callable[[Result], Iterable[tuple[str, int, int, str]]],
+) -> None:
     """Set ``values`` on ``results`` in one update, only where each is still as ``guard`` says
     (someone may have moved it on since we read it), then log ``events(result)``, its
     (field, old, new, reason) changes, for each of them."""
@@ -294,7 +304,7 @@ def update_results(changes, results, guard, values, events):
             changes.result_event(r, name, old, new, reason)
 
 
-def apply(changes):
+def apply(changes: Changes) -> None:
     """Write a pass's changes: set updates, one INSERT, and the CAS on transition_time."""
     now = changes.now
     update_results(
@@ -354,16 +364,16 @@ def apply(changes):
 
 def run_once(
     *,
-    now,
-    batch_size,
-    mod=1,
-    index=0,
-    daily_result_quota=DAILY_RESULT_QUOTA,
-    delete_abandoned_outputs=False,
-    hr_class_static=False,
-    reliable_priority_on_over=0,
-    reliable_priority_on_over_except_error=0,
-):
+    now: int,
+    batch_size: int,
+    mod: int = 1,
+    index: int = 0,
+    daily_result_quota: int = DAILY_RESULT_QUOTA,
+    delete_abandoned_outputs: bool = False,
+    hr_class_static: bool = False,
+    reliable_priority_on_over: int = 0,
+    reliable_priority_on_over_except_error: int = 0,
+) -> int:
     """One pass over due workunits; returns how many were handled.
 
     ``daily_result_quota`` and ``delete_abandoned_outputs`` are the project's options

@@ -34,18 +34,26 @@ MIN_AGE = 86400
 TABLES = ((UserCredit, 0.1), (Host, 0.1), (AppVersion, 0.0), (Team, None))
 
 
-def run_once(*, now, batch_size, mod=1, index=0):
+def run_once(*, now: int, batch_size: int, mod: int = 1, index: int = 0) -> int:
     """Decay at most ``batch_size`` stale averages of each table; returns how many were
     written."""
     return sum(decay(model, least, now=now, batch_size=batch_size, mod=mod, index=index) for model, least in TABLES)
 
 
-def decayed(avg, avg_time, now):
+def decayed(avg: float, avg_time: float, now: int) -> tuple[float, float]:
     """``(expavg_credit, expavg_time)`` brought to ``now`` with no new credit."""
     return update_average(now, 0, 0, avg, avg_time, CREDIT_HALF_LIFE)
 
 
-def decay(model, least, *, now, batch_size, mod=1, index=0):
+def decay(
+    model: type[UserCredit | Host | AppVersion | Team],
+    least: float | None,
+    *,
+    now: int,
+    batch_size: int,
+    mod: int = 1,
+    index: int = 0,
+) -> int:
     """Decay the stale rows of ``model`` (those over ``least``; None: all), locked in id order
     as the validator's credit writes lock them, and written in one statement."""
     stale = model.objects.filter(expavg_time__lt=now - MIN_AGE)

@@ -64,21 +64,24 @@ Rules, following BOINC's code (§4):
 
 import math
 import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from types import SimpleNamespace
 from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 
 from backend.daemons import credit as credit_rules
 from backend.daemons import host_app_version
 from backend.daemons.claim import claim, update_rows
 from backend.daemons.hierarchy import upload_path
 from backend.daemons.sched_types import DAILY_RESULT_QUOTA
-from backend.events import event, record
+from backend.events import Event, event, record
 from backend.models import (
     INT_MAX,
+    App,
     AppVersion,
     AssimilateState,
     CreditHistory,
@@ -114,20 +117,20 @@ class PermanentError(Exception):
     """The output is unusable: the result gets outcome VALIDATE_ERROR."""
 
 
-def bitwise_init(result, files, app):
+def bitwise_init(result: Result, files: Sequence[File], app: App) -> tuple[str, ...]:
     if not files:
         raise PermanentError("no output files")
     return tuple(f.md5_cksum for f in files)
 
 
-def bitwise_compare(a, b, app):
+def bitwise_compare(a: object, b: object, app: App) -> bool:
     return a == b
 
 
-def numeric_init(result, files, app):
+def numeric_init(result: Result, files: Sequence[File], app: App) -> list[float]:
     if not files:
         raise PermanentError("no output files")
-    numbers: list[Any] = []
+    numbers: list[float] = []
     for f in files:
         path = upload_path(f.name)
         if not path.parent.is_dir():
@@ -139,25 +142,30 @@ def numeric_init(result, files, app):
     return numbers
 
 
-def numeric_compare(a, b, app):
+def numeric_compare(a: Sequence[float], b: Sequence[float], app: App) -> bool:
     tol = app.validate_tolerance
     return len(a) == len(b) and all(
         math.isclose(x, y, rel_tol=tol, abs_tol=tol) or (math.isnan(x) and math.isnan(y)) for x, y in zip(a, b)
     )
 
 
-COMPARISONS = {
+# What an init_result returns is its comparison's own (checksums, numbers), passed back to its
+# compare.
+InitResult = Callable[[Result, Sequence[File], App], Any]
+Compare = Callable[[Any, Any, App], bool]
+
+COMPARISONS: dict[str, tuple[InitResult, Compare]] = {
     "bitwise": (bitwise_init, bitwise_compare),
     "numeric": (numeric_init, numeric_compare),
 }
 
 
-def register(name, init_result, compare):
+def register(name: str, init_result: InitResult, compare: Compare) -> None:
     """Make ``App.validator = name`` use these two functions."""
     COMPARISONS[name] = (init_result, compare)
 
 
-def credit_for(wu):
+def credit_for(wu: Workunit) -> float:
     """The workunit's estimated credit (credit.cpp wu_estimated_credit with min_avg_pfc 1),
     capped at MAX_GRANTED_CREDIT: what CreditNew grants results that give it nothing to go
     on, and what a work generator may store as ``canonical_credit`` for credit_from_wu."""
@@ -172,28 +180,32 @@ class Changes:
     # (host, app version) of each result whose host app version BOINC's validator looks up
     # (hav_lookup creates a missing record): every viable result, or, with a canonical
     # result, each one compared with it
-    looked_up: list = field(default_factory=list)
-    validate_states: dict = field(default_factory=dict)  # result -> (old, new)
-    validate_errors: list = field(default_factory=list)
-    didnt_need: list = field(default_factory=list)
-    credit: dict = field(default_factory=dict)  # result id -> credit (None: none)
-    workunits: list = field(default_factory=list)
-    events: list = field(default_factory=list)
+    looked_up: list[tuple[int | None, int | None]] = field(default_factory=list)
+    validate_states: dict[Result, tuple[int, int]] = field(default_factory=dict)  # result -> (old, new)
+    validate_errors: list[Result] = field(default_factory=list)
+    didnt_need: list[Result] = field(default_factory=list)
+    credit: dict[int, float | None] = field(default_factory=dict)  # result id -> credit (None: none)
+    workunits: list[Workunit] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
     credit_options: credit_rules.CreditOptions = field(default_factory=credit_rules.CreditOptions)
     credit_by_app: bool = False
     # departure 10's option: of one workunit's results checked together, only the last one's
     # host app version change is kept, as BOINC's validator writes each one's copy whole
     hav_last_copy_wins: bool = False
-    checked_together: dict = field(default_factory=dict)  # result id -> workunit id
+    checked_together: dict[int, int] = field(default_factory=dict)  # result id -> workunit id
     # CreditNew's state for the pass: app versions as read at its start (BOINC's validator
     # caches them), host app versions' PFC averages as this pass leaves them, the app
     # versions' samples, and the host app version PFC averages to write, in order
-    versions: dict = field(default_factory=dict)
-    havs: dict = field(default_factory=dict)  # (host, version) -> HavPfc
+    versions: dict[int | None, AppVersion] = field(default_factory=dict)
+    havs: dict[tuple[int | None, int | None], credit_rules.HavPfc] = field(
+        default_factory=dict
+    )  # (host, version) -> HavPfc
     samples: credit_rules.Samples = field(default_factory=credit_rules.Samples)
-    hav_pfc: list = field(default_factory=list)  # (host, version, pfc_n, pfc_avg)
+    hav_pfc: list[tuple[int | None, int | None, float, float]] = field(
+        default_factory=list
+    )  # (host, version, pfc_n, pfc_avg)
 
-    def hav(self, result):
+    def hav(self, result: Result) -> credit_rules.HavPfc | None:
         """A copy of the result's host app version PFC state (hav_lookup), or None."""
         if not result.host_id or not result.app_version_id:
             return None
@@ -201,7 +213,7 @@ class Changes:
         base = found or credit_rules.HavPfc()
         return credit_rules.HavPfc(base.pfc_n, base.pfc_avg, base.consecutive_valid)
 
-    def keep_hav(self, result, hav):
+    def keep_hav(self, result: Result, hav: credit_rules.HavPfc | None) -> None:
         """Make ``hav`` the result's host app version PFC state from now on (BOINC writes each
         validated result's copy whole: of two copies of one record, the later one wins)."""
         if hav is None:
@@ -210,10 +222,10 @@ class Changes:
         self.havs[key] = hav
         self.hav_pfc.append((*key, hav.pfc_n, hav.pfc_avg))
 
-    def granted(self, credit):
+    def granted(self, credit: float) -> float | None:
         return None if self.credit_options.no_credit else credit
 
-    def set_state(self, result, new):
+    def set_state(self, result: Result, new: int) -> None:
         if result.validate_state != new:
             self.validate_states[result] = (result.validate_state, new)
             result.validate_state = new
@@ -222,29 +234,29 @@ class Changes:
 class Checker:
     """init_result with caching, so each result's output is read once per pass."""
 
-    def __init__(self, app, files):
+    def __init__(self, app: App, files: Mapping[int | None, Sequence[File]]) -> None:
         self.app = app
         self.init, self.compare_fn = COMPARISONS[app.validator]
         self.files = files
-        self.cache = {}
+        self.cache: dict[int, Any] = {}
 
-    def read(self, result):
+    def read(self, result: Result) -> Any:
         if result.pk not in self.cache:
             self.cache[result.pk] = self.init(result, self.files.get(result.pk, []), self.app)
         return self.cache[result.pk]
 
-    def compare(self, a, b):
+    def compare(self, a: Result, b: Result) -> bool:
         return self.compare_fn(self.read(a), self.read(b), self.app)
 
 
-def immediate(wu, changes):
+def immediate(wu: Workunit, changes: Changes) -> None:
     """validator.cpp's IMMEDIATE: transition_time = now (min(transition_time, now) with
     ``keep_due``, so a workunit already due is not postponed)."""
     now = changes.now
     wu.transition_time = min(wu.transition_time, now) if changes.keep_due else now
 
 
-def handle_wu(wu, results, checker, changes):
+def handle_wu(wu: Workunit, results: Sequence[Result], checker: Checker, changes: Changes) -> None:
     """Validate one workunit (§3.7); returns nothing, records everything in ``changes``."""
     now = changes.now
     wu.need_validate = False
@@ -314,7 +326,7 @@ def handle_wu(wu, results, checker, changes):
         wu.transition_time = min(wu.transition_time, now + RETRY_DELAY)
 
 
-def consensus(good, min_quorum, checker):
+def consensus(good: Sequence[Result], min_quorum: int, checker: Checker) -> tuple[int, set[int]] | None:
     """(canonical id, ids matching it) for the first result a quorum majority agrees on."""
     if len(good) < min_quorum:
         return None
@@ -326,7 +338,9 @@ def consensus(good, min_quorum, checker):
     return None
 
 
-def check_against_canonical(wu, results, canonical, checker, changes):
+def check_against_canonical(
+    wu: Workunit, results: Sequence[Result], canonical: Result | None, checker: Checker, changes: Changes
+) -> bool:
     """Late results against the canonical one (check_pair); returns whether to retry."""
     for r in results:
         if (
@@ -351,6 +365,7 @@ def check_against_canonical(wu, results, canonical, checker, changes):
         except PermanentError:
             match = False
         if match:
+            assert canonical is not None  # a match is with the canonical result
             changes.set_state(r, ValidateState.VALID)
             # validator.cpp: is_valid first, then CreditNew's statistics for this result alone;
             # the credit is the canonical result's
@@ -367,7 +382,7 @@ def check_against_canonical(wu, results, canonical, checker, changes):
     return False
 
 
-def locked_ids(queryset):
+def locked_ids(queryset: QuerySet[Result] | QuerySet[Host]) -> set[int]:
     """The ids of the rows still matching ``queryset`` (a compare-and-set's precondition),
     locked until the pass commits (on PostgreSQL; SQLite's pass holds the write lock): the
     rows an update with the same filter will change, so that only their changes are credited
@@ -377,7 +392,7 @@ def locked_ids(queryset):
     return set(queryset.select_for_update(no_key=True).order_by("id").values_list("id", flat=True))
 
 
-def apply(changes, wus):
+def apply(changes: Changes, wus: Sequence[Workunit]) -> None:
     """Write a pass's changes, each a compare-and-set from the state read; a row someone else
     changed meanwhile is left alone, and gets no event, credit or quota change."""
     now = changes.now
@@ -392,7 +407,7 @@ def apply(changes, wus):
             changes.credit.pop(r.pk, None)
         results = [r for r in results if r.pk in ids]
         if new == ValidateState.VALID:
-            by_credit: dict[Any, list[int]] = {}
+            by_credit: dict[float | None, list[int]] = {}
             for r in results:
                 by_credit.setdefault(changes.credit[r.pk], []).append(r.pk)
             for credit, pks in by_credit.items():
@@ -492,21 +507,23 @@ def apply(changes, wus):
     credit_rules.write_app_versions(changes.samples, now, CREDIT_HALF_LIFE)
 
 
-def set_pfc(hav, *, n, avg):
+def set_pfc(hav: HostAppVersion, *, n: float, avg: float) -> None:
     """A host app version's PFC average as CreditNew left it (DB_HOST_APP_VERSION
     update_validator writes it whole)."""
     hav.pfc_n, hav.pfc_avg = n, avg
 
 
-def noop(hav):
+def noop(hav: HostAppVersion) -> None:
     """A host app version looked up and left as it is."""
 
 
-def quota_changes(changes, wus):
+def quota_changes(
+    changes: Changes, wus: Iterable[Workunit]
+) -> list[tuple[int | None, int | None, Callable[[HostAppVersion], None]]]:
     """The host app version changes of the results validated in this pass, in order."""
     quota = changes.daily_result_quota
     by_id = {wu.pk: wu for wu in wus}
-    found = []
+    found: list[tuple[int | None, int | None, Callable[[HostAppVersion], None]]] = []
     last = {}
     if changes.hav_last_copy_wins:
         for result, (_, new) in changes.validate_states.items():
@@ -531,12 +548,12 @@ def quota_changes(changes, wus):
 update_average = credit_rules.update_average
 
 
-def avg_turnaround(avg, turnaround):
+def avg_turnaround(avg: float, turnaround: float) -> float:
     """sched_util.cpp compute_avg_turnaround."""
     return turnaround if avg == 0 else 0.7 * avg + 0.3 * turnaround
 
 
-def grant_host_credit(changes):
+def grant_host_credit(changes: Changes) -> None:
     """Grant the credit of the results this pass turned VALID (``changes.credit`` holds only
     those: ``apply`` drops the ones it did not change) to their hosts, the hosts' owners and
     the owners' teams, and take each one's turnaround into its host's average, one result at
@@ -591,7 +608,7 @@ def grant_host_credit(changes):
     record_history(credited_users, credited_teams, now)
 
 
-def grant_credit_by_app(granted, now):
+def grant_credit_by_app(granted: Sequence[tuple[int, int | None, int, int, float]], now: int) -> None:
     """The users' and teams' credit per app (credit.cpp grant_credit_by_app): ``granted`` is
     ``[(user, team, app, sent_time, credit)]`` in the order granted. A new row's average
     starts at now, as BOINC inserts it with expavg_time = now."""
@@ -619,7 +636,7 @@ def grant_credit_by_app(granted, now):
         update_rows(model, list(rows.values()), ("njobs", "total", "expavg", "expavg_time"))
 
 
-def record_history(users, teams, now):
+def record_history(users: Iterable[UserCredit], teams: Iterable[Team], now: int) -> None:
     """Keep the day's CreditHistory row of each user and team just credited: their figures
     as this pass leaves them (one row per owner and UTC day, overwritten by later passes)."""
     day = int(now) // DAY
@@ -644,7 +661,7 @@ def record_history(users, teams, now):
         )
 
 
-def read_credit_state(changes, results):
+def read_credit_state(changes: Changes, results: Sequence[Result]) -> None:
     """The app versions and host app version PFC averages CreditNew reads in this pass."""
     changes.versions = AppVersion.objects.in_bulk({r.app_version_id for r in results if r.app_version_id})
     pairs = {(r.host_id, r.app_version_id) for r in results if r.host_id and r.app_version_id}
@@ -656,7 +673,7 @@ def read_credit_state(changes, results):
         changes.havs[(h, v)] = credit_rules.HavPfc(n, avg, valid)
 
 
-def wu_events(changes, before, wus):
+def wu_events(changes: Changes, before: Mapping[int, Mapping[str, Any]], wus: Iterable[Workunit]) -> None:
     for wu in wus:
         old = before[wu.pk]
         for name in ("canonical_result_id", "assimilate_state", "error_mask", "target_nresults"):
@@ -679,19 +696,19 @@ def wu_events(changes, before, wus):
 
 def run_once(
     *,
-    now,
-    batch_size,
-    mod=1,
-    index=0,
-    daily_result_quota=DAILY_RESULT_QUOTA,
-    keep_due_workunits=True,
-    credit_from_wu=False,
-    credit_from_runtime=False,
-    no_credit=False,
-    max_granted_credit=MAX_GRANTED_CREDIT,
-    credit_by_app=False,
-    hav_last_copy_wins=False,
-):
+    now: int,
+    batch_size: int,
+    mod: int = 1,
+    index: int = 0,
+    daily_result_quota: int = DAILY_RESULT_QUOTA,
+    keep_due_workunits: bool = True,
+    credit_from_wu: bool = False,
+    credit_from_runtime: bool = False,
+    no_credit: bool = False,
+    max_granted_credit: float = MAX_GRANTED_CREDIT,
+    credit_by_app: bool = False,
+    hav_last_copy_wins: bool = False,
+) -> int:
     """One pass over workunits with need_validate; returns how many were handled.
 
     ``daily_result_quota`` (for the host app versions), ``keep_due_workunits`` (see

@@ -20,6 +20,7 @@ scheduling, §3.10), named ``<file name>__<rest>`` as locality scheduling expect
 """
 
 import random
+from collections.abc import Callable, Iterable, Mapping
 
 from django.db import transaction
 
@@ -48,7 +49,7 @@ class CreateWorkError(ValueError):
     """Parameters create_work refuses (reference/server.md §1.7)."""
 
 
-def work_parameters(app, overrides):
+def work_parameters(app: App, overrides: Mapping[str, float]) -> dict[str, float]:
     """The app's defaults with ``overrides``, checked as create_work2 checks them."""
     unknown = (
         set(overrides)
@@ -86,14 +87,22 @@ def work_parameters(app, overrides):
     return params
 
 
-def input_data(wu_name, nbytes=INPUT_NBYTES):
+def input_data(wu_name: str, nbytes: int = INPUT_NBYTES) -> bytes:
     """The default input: ``nbytes`` of numbers that depend only on the workunit's name."""
     rng = random.Random(wu_name)
     text = "".join(f"{rng.random():.12f}\n" for _ in range(nbytes // 15 + 1))
     return text.encode()[:nbytes]
 
 
-def create_work(app, names, *, now, inputs=None, shared_input=None, **overrides):
+def create_work(
+    app: App,
+    names: Iterable[str],
+    *,
+    now: int,
+    inputs: Callable[[str], bytes] | None = None,
+    shared_input: File | None = None,
+    **overrides: float,
+) -> list[Workunit]:
     """Create one workunit per name, with its input file; return them.
 
     ``inputs(name) -> bytes`` gives each workunit's own input (default ``input_data``);
@@ -133,14 +142,14 @@ def create_work(app, names, *, now, inputs=None, shared_input=None, **overrides)
     return wus
 
 
-def next_names(prefix, count, now):
+def next_names(prefix: str, count: int, now: int) -> list[str]:
     """``count`` fresh names ``<prefix>_<now>_<k>``; call with the app's row locked."""
     stem = f"{prefix}_{now}_"
     start = Workunit.objects.filter(name__startswith=stem).count()
     return [f"{stem}{start + k}" for k in range(count)]
 
 
-def create_work_for_file(app, input_file, *, now, count=1, **overrides):
+def create_work_for_file(app: App, input_file: File, *, now: int, count: int = 1, **overrides: float) -> list[Workunit]:
     """Workunits for one existing input file, on demand (locality scheduling, §3.10).
 
     The file's name may not contain ``__`` (seed 004): the workunits are named
@@ -157,15 +166,16 @@ def create_work_for_file(app, input_file, *, now, count=1, **overrides):
     with transaction.atomic():
         App.objects.select_for_update().filter(pk=app.pk).exists()
         names = next_names(f"{input_file.name}{LOCALITY_SEPARATOR}{app.name}", count, now)
-        return create_work(app, names, now=now, shared_input=input_file, **overrides)
+        # overrides are workunit parameters, never inputs, though mypy matches them to every keyword
+        return create_work(app, names, now=now, shared_input=input_file, **overrides)  # type: ignore[arg-type]
 
 
-def waiting_for_first_results(app):
+def waiting_for_first_results(app: App) -> bool:
     """Whether some workunit of ``app`` has no results yet (the transitioner hasn't run)."""
     return Workunit.objects.filter(app=app, error_mask=0, results__isnull=True).exists()
 
 
-def generate(app, *, now, batch_size):
+def generate(app: App, *, now: int, batch_size: int) -> int:
     """Top up ``app``'s unsent results to its ``unsent_target``; returns workunits made."""
     with transaction.atomic():
         App.objects.select_for_update().filter(pk=app.pk).exists()
@@ -179,6 +189,6 @@ def generate(app, *, now, batch_size):
         return len(create_work(app, next_names(app.name, count, now), now=now))
 
 
-def run_once(*, now, batch_size, mod=1, index=0):
+def run_once(*, now: int, batch_size: int, mod: int = 1, index: int = 0) -> int:
     apps = shard(App.objects.filter(deprecated=False, unsent_target__gt=0), mod, index)
     return sum(generate(app, now=now, batch_size=batch_size) for app in apps)

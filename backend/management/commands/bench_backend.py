@@ -11,8 +11,11 @@ run.
 import json
 import tempfile
 import time
+from argparse import ArgumentParser
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
@@ -52,15 +55,17 @@ ROUND = ["transitioner", "validator", "assimilator", "transitioner", "file_delet
 # §3.11), which would stop each at 500 × 16 jobs. The host app versions are still kept.
 CONFIG = SchedulerConfig(daily_result_quota=0)
 
+T = TypeVar("T")
+
 
 class Command(BaseCommand):
     help = "Time N results through create, send, report, validate, assimilate and delete."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("--results", type=int, default=10000)
         parser.add_argument("--json", action="store_true")
 
-    def handle(self, *args, results, **options):
+    def handle(self, *args: Any, results: int, **options: Any) -> None:
         if results < 2 or results % 2:
             raise CommandError("--results must be an even number, at least 2", returncode=2)
         with (
@@ -78,7 +83,7 @@ class Command(BaseCommand):
             for key, value in figures.items():
                 self.stdout.write(f"{key}: {value}")
 
-    def bench(self, n):
+    def bench(self, n: int) -> dict[str, Any]:
         reclaim_deleted_rows()
         app = App.objects.create(
             name=f"bench_{time.time_ns()}",
@@ -99,13 +104,13 @@ class Command(BaseCommand):
         seconds: defaultdict[str, float] = defaultdict(float)
         clock = [START]
 
-        def timed(name, fn, *args, **kwargs):
+        def timed(name: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
             began = time.perf_counter()
             value = fn(*args, **kwargs)
             seconds[name] += time.perf_counter() - began
             return value
 
-        def daemons_until_quiet():
+        def daemons_until_quiet() -> None:
             while True:
                 clock[0] += 1
                 work = sum(timed(name, drain, name, clock[0]) for name in ROUND)
@@ -159,7 +164,7 @@ class Command(BaseCommand):
         return figures
 
 
-def reclaim_deleted_rows():
+def reclaim_deleted_rows() -> None:
     """Let PostgreSQL reclaim the rows earlier runs deleted, as autovacuum would on a running
     project (it may be off, as on a test server), so that every run starts from the same state.
     VACUUM cannot run inside a transaction: skipped there."""
@@ -170,7 +175,7 @@ def reclaim_deleted_rows():
             cursor.execute(f"VACUUM ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
 
 
-def refresh_statistics():
+def refresh_statistics() -> None:
     """Let PostgreSQL's planner see the freshly inserted rows, as autovacuum would soon do on
     a running project; without it the first scheduler queries plan for empty tables."""
     if connection.vendor == "postgresql":
@@ -179,7 +184,7 @@ def refresh_statistics():
                 cursor.execute(f"ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
 
 
-def remove(app):
+def remove(app: App) -> None:
     """Delete the bench's rows table by table, without cascading through other apps' models."""
     wus = Workunit.objects.filter(app=app)
     wus.update(canonical_result=None)
@@ -201,7 +206,7 @@ def remove(app):
         queryset._raw_delete(queryset.db)
 
 
-def drain(name, now):
+def drain(name: str, now: int) -> int:
     """Passes of daemon ``name`` until one finds nothing; returns the work done."""
     run_once, total = get_daemon(name), 0
     while True:
@@ -211,7 +216,7 @@ def drain(name, now):
             return total
 
 
-def request(host, reports=()):
+def request(host: Host, reports: Sequence[ReportedResult] = ()) -> SchedulerRequest:
     return SchedulerRequest(
         hostid=host.pk,
         userid=host.owner_id,

@@ -14,11 +14,15 @@ except each result's ``random``, drawn from the seed by Python or by PostgreSQL'
 
 import random
 import time
+from argparse import ArgumentParser
+from collections.abc import Mapping
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection, transaction
+from django.db.models import Model
 
 from backend.models import App, AppVersion, GpuType, Host, Result, ServerState, Workunit
 
@@ -31,12 +35,12 @@ DEMO_APP_SIZES = {"rsc_fpops_est": 30e9, "rsc_fpops_bound": 300e9, "delay_bound"
 class Command(BaseCommand):
     help = "Load demo data: an app, hosts, and workunits with their first results."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("--workunits", type=int, default=300)
         parser.add_argument("--hosts", type=int, default=5)
         parser.add_argument("--seed", type=int, default=1)
 
-    def handle(self, *args, workunits, hosts, seed, **options):
+    def handle(self, *args: Any, workunits: int, hosts: int, seed: int, **options: Any) -> None:
         if workunits < 0 or hosts < 0:
             raise CommandError("--workunits and --hosts must not be negative", returncode=2)
         rng = random.Random(seed)
@@ -92,11 +96,11 @@ class Command(BaseCommand):
         )
 
 
-def demo_name(i):
+def demo_name(i: int) -> str:
     return f"demo_{i:07d}"
 
 
-def demo_workunit(app, name, now):
+def demo_workunit(app: App, name: str, now: int) -> Workunit:
     return Workunit(
         app=app,
         name=name,
@@ -113,12 +117,12 @@ def demo_workunit(app, name, now):
     )
 
 
-def demo_result(wu, app, name, now, random):
+def demo_result(wu: Workunit, app: App, name: str, now: int, random: int) -> Result:
     return Result(workunit=wu, app=app, name=name, create_time=now, server_state=ServerState.UNSENT, random=random)
 
 
 @transaction.atomic
-def create_chunk(app, start, n, now, rng):
+def create_chunk(app: App, start: int, n: int, now: int, rng: random.Random) -> None:
     """Workunits ``start`` .. ``start + n - 1`` and their results, with bulk_create."""
     wus = Workunit.objects.bulk_create(demo_workunit(app, demo_name(start + i), now) for i in range(n))
     Result.objects.bulk_create(
@@ -128,7 +132,7 @@ def create_chunk(app, start, n, now, rng):
     )
 
 
-def columns_of(instance, computed):
+def columns_of(instance: Model, computed: Mapping[str, str]) -> tuple[str, str, list[Any]]:
     """(column names, SQL values, parameters) of every column of ``instance`` but its id:
     a column named in ``computed`` gets that SQL expression, the others a parameter holding
     the value the instance would save."""
@@ -146,7 +150,7 @@ def columns_of(instance, computed):
     return ", ".join(names), ", ".join(values), params
 
 
-def create_chunk_sql(app, start, n, now, rng):
+def create_chunk_sql(app: App, start: int, n: int, now: int, rng: random.Random) -> None:
     """The same rows as ``create_chunk``, in one INSERT ... SELECT over generate_series
     (PostgreSQL); each result's ``random`` comes from PostgreSQL's seeded random()."""
     quote = connection.ops.quote_name
