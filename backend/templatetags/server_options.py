@@ -18,7 +18,7 @@ def _limit(rsc: RscLimit) -> str:
 
 
 @register.simple_tag
-def server_options() -> list[tuple[str, str, str]]:
+def server_options() -> list[tuple[str, str | int, str]]:
     """(config.xml name, value, what it does) rows, or one row saying why the project's
     config.xml could not be read."""
     from backend.server_config import ConfigError, project_config

@@ -152,7 +152,7 @@ def _cpu_scale(em, step_jobs, gpu_on=True):
     n = em.n_usable_cpus
     cpu = sum(k.avg_ncpus for k in step_jobs if k.rsc == 0)
     gpu_cpu = sum(k.avg_ncpus for k in step_jobs if k.rsc) if gpu_on else 0.0
-    if cpu + gpu_cpu > n:
+    if cpu > 0 and cpu + gpu_cpu > n:
         return max(0.0, (n - gpu_cpu) / cpu)
     return 1.0
 
