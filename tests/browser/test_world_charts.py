@@ -2,8 +2,8 @@
 
 import pytest
 
+from tests.factories import WorldFactory
 from world.jobs import run_in_process
-from world.models import World
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -15,7 +15,7 @@ def twins():
     """A plain and a locality world on one seed, each run to its end."""
     worlds = []
     for locality in (False, True):
-        world = World.objects.create(
+        world = WorldFactory(
             name=f"twin {'locality' if locality else 'plain'}", hosts=12, days=0.5, seed=5, locality=locality
         )
         run_in_process(world)
