@@ -9,27 +9,32 @@ create, rename or unlink waits on the file system's journal, and waits in parall
 
 import hashlib
 import os
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TypeVar
 
 from django.conf import settings
 
+T = TypeVar("T")
+R = TypeVar("R")
 
-def download_path(name):
+
+def download_path(name: str) -> Path:
     return Path(settings.DOWNLOAD_DIR) / name
 
 
-def upload_path(name):
+def upload_path(name: str) -> Path:
     return Path(settings.UPLOAD_DIR) / name
 
 
-def partial_upload_path(name):
+def partial_upload_path(name: str) -> Path:
     """Where the file upload handler keeps the part of ``name`` received so far."""
     final = upload_path(name)
     return final.with_name(f".{name}.part")
 
 
-def write_file(path, data):
+def write_file(path: Path, data: bytes) -> str:
     """Write ``data`` to ``path`` atomically (a rename), creating the directory; return its md5."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.{os.getpid()}.part")
@@ -38,7 +43,7 @@ def write_file(path, data):
     return hashlib.md5(data).hexdigest()
 
 
-def assimilated_path(app_name, wu_name):
+def assimilated_path(app_name: str, wu_name: str) -> Path:
     """Where the default assimilator keeps a copy of a workunit's canonical output."""
     return Path(settings.BOINCWEB_DATA_DIR) / "assimilated" / app_name / wu_name
 
@@ -46,7 +51,7 @@ def assimilated_path(app_name, wu_name):
 FILE_THREADS = 8
 
 
-def in_parallel(fn, items):
+def in_parallel(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
     """``[fn(item) for item in items]``, run on up to FILE_THREADS threads, in order."""
     items = list(items)
     if len(items) < 2:
@@ -55,12 +60,12 @@ def in_parallel(fn, items):
         return list(pool.map(fn, items))
 
 
-def write_files(pairs):
+def write_files(pairs: Iterable[tuple[Path, bytes]]) -> list[str]:
     """``write_file`` for each ``(path, data)``, in parallel; returns the md5s in order."""
     return in_parallel(lambda pair: write_file(*pair), pairs)
 
 
-def write_new_file(path, data):
+def write_new_file(path: Path, data: bytes) -> str:
     """Write ``data`` to ``path`` in place (no temporary file and rename); return its md5.
 
     Only for a file nobody can ask for yet: the input of a workunit the caller's transaction
@@ -77,7 +82,7 @@ def write_new_file(path, data):
     return hashlib.md5(data).hexdigest()
 
 
-def write_new_files(pairs):
+def write_new_files(pairs: Iterable[tuple[Path, bytes]]) -> list[str]:
     """``write_new_file`` for each ``(path, data)``, in parallel, each directory made once;
     returns the md5s in order."""
     pairs = list(pairs)

@@ -48,10 +48,14 @@ in its transaction (after its workunit and result rows), so host app version loc
 taken after the others and in one order, and no two passes can deadlock on them.
 """
 
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
+
 from django.db import transaction
+from django.db.models import QuerySet
 
 from backend.daemons.claim import update_rows
-from backend.models import HostAppVersion
+from backend.models import Host, HostAppVersion
 
 DAY = 86400
 # BOINC's parameters for host app version averages (sched/credit.h HAV_AVG_*).
@@ -70,7 +74,7 @@ FIELDS = (
 )
 
 
-def check_quota(daily_result_quota):
+def check_quota(daily_result_quota: object) -> None:
     """Raise ValueError unless ``daily_result_quota`` is a whole number >= 0."""
     if isinstance(daily_result_quota, bool) or not isinstance(daily_result_quota, int) or daily_result_quota < 0:
         raise ValueError(
@@ -79,11 +83,13 @@ def check_quota(daily_result_quota):
         )
 
 
-def utc_day(now):
+def utc_day(now: float) -> int:
     return int(now) // DAY
 
 
-def running_average(avg, n, sample, params=HAV_AVG):
+def running_average(
+    avg: float, n: float, sample: float, params: tuple[int, float, float] = HAV_AVG
+) -> tuple[float, float]:
     """``(avg, n)`` after one more sample (lib/average.h AVERAGE::update with ``params`` =
     (threshold, weight, limit), the host app version's by default; see the module
     docstring): the mean of the first ``threshold`` samples, then an exponential average
@@ -102,19 +108,19 @@ def running_average(avg, n, sample, params=HAV_AVG):
     return avg, n
 
 
-def start_of_request(host, *, quota):
+def start_of_request(host: Host, *, quota: int) -> None:
     """sched_send.cpp update_quota, at the start of each request: the host's rows still at
     ``max_jobs_per_day`` 0 get the quota (when there is one)."""
     if quota:
         HostAppVersion.objects.filter(host=host, max_jobs_per_day=0).update(max_jobs_per_day=quota)
 
 
-def jobs_today(hav, now):
+def jobs_today(hav: HostAppVersion, now: float) -> int:
     """Jobs of ``hav``'s version sent to its host on ``now``'s UTC day."""
     return hav.n_jobs_today if hav.jobs_day == utc_day(now) else 0
 
 
-def scaled_max_jobs_per_day(hav, count, *, gpu_multiplier=0):
+def scaled_max_jobs_per_day(hav: HostAppVersion, count: int, *, gpu_multiplier: int = 0) -> int:
     """The day's limit for a host with ``count`` CPUs (or GPUs of the version's type), as
     sched_version.cpp scaled_max_jobs_per_day: a limit of 1 is not scaled ("this host
     probably can't use this app version at all"); otherwise times ``count`` when it is
@@ -132,13 +138,19 @@ def scaled_max_jobs_per_day(hav, count, *, gpu_multiplier=0):
 # --- the changes, one per event, on a row in memory -----------------------------------------
 
 
-def sent(hav, *, now, jobs=1):
+def sent(hav: HostAppVersion, *, now: float, jobs: int = 1) -> None:
     day = utc_day(now)
     hav.n_jobs_today = (hav.n_jobs_today if hav.jobs_day == day else 0) + jobs
     hav.jobs_day = day
 
 
-def got_good_result(hav, *, quota, turnaround, job=None):
+def got_good_result(
+    hav: HostAppVersion,
+    *,
+    quota: int,
+    turnaround: float | None,
+    job: tuple[float | None, float, float] | None = None,
+) -> None:
     """A success report; ``job`` (elapsed_time, flops_estimate, rsc_fpops_est), when given,
     enters the et average (``learn``)."""
     if hav.max_jobs_per_day < quota:
@@ -149,7 +161,7 @@ def got_good_result(hav, *, quota, turnaround, job=None):
         learn(hav, *job)
 
 
-def learn(hav, elapsed_time, flops_estimate, rsc_fpops_est):
+def learn(hav: HostAppVersion, elapsed_time: float | None, flops_estimate: float, rsc_fpops_est: float) -> None:
     """Add a successful job to ``hav``'s ``et`` average (elapsed seconds per estimated FLOP)
     with BOINC's host app version averaging; the scheduler's estimate_flops reads it
     (backend.daemons.sched_version). BOINC adds it in the validator's credit pass
@@ -160,27 +172,27 @@ def learn(hav, elapsed_time, flops_estimate, rsc_fpops_est):
     hav.et_avg, hav.et_n = running_average(hav.et_avg, hav.et_n, elapsed_time / rsc_fpops_est)
 
 
-def got_bad_result(hav, *, quota):
+def got_bad_result(hav: HostAppVersion, *, quota: int) -> None:
     if quota:
         hav.max_jobs_per_day = max(min(hav.max_jobs_per_day, quota) - 1, 1)
     hav.consecutive_valid = 0
 
 
-def timed_out(hav, *, quota, delay_bound):
+def timed_out(hav: HostAppVersion, *, quota: int, delay_bound: float) -> None:
     hav.turnaround_avg, hav.turnaround_n = running_average(hav.turnaround_avg, hav.turnaround_n, delay_bound)
     if quota:
         hav.max_jobs_per_day = max(min(hav.max_jobs_per_day or quota, quota) - 1, 1)
     hav.consecutive_valid = 0
 
 
-def is_valid(hav, *, quota, replicated=True):
+def is_valid(hav: HostAppVersion, *, quota: int, replicated: bool = True) -> None:
     if quota:
         hav.max_jobs_per_day += 1
     if replicated:
         hav.consecutive_valid += 1
 
 
-def is_invalid(hav, *, quota):
+def is_invalid(hav: HostAppVersion, *, quota: int) -> None:
     hav.consecutive_valid = 0
     if quota and hav.max_jobs_per_day > quota:
         hav.max_jobs_per_day -= 1
@@ -189,7 +201,9 @@ def is_invalid(hav, *, quota):
 # --- writing -------------------------------------------------------------------------------
 
 
-def apply(changes, *, create=False):
+def apply(
+    changes: Iterable[tuple[int | None, int | None, Callable[[HostAppVersion], object]]], *, create: bool = False
+) -> list[HostAppVersion]:
     """Apply ``changes``, ``(host_id, app_version_id, change)`` tuples in the order they
     happened, where ``change(hav)`` edits a row in memory. A row that does not exist yet (a
     job sent before its host had one) is skipped, as the scheduler does with a report
@@ -198,23 +212,21 @@ def apply(changes, *, create=False):
     record. Returns the rows written. Call inside the caller's transaction, after its other
     writes.
     """
-    changes = [(h, v, change) for h, v, change in changes if h and v]
-    if not changes:
+    keyed = [(h, v, change) for h, v, change in changes if h and v]
+    if not keyed:
         return []
     if create:
         HostAppVersion.objects.bulk_create(
-            [HostAppVersion(host_id=h, app_version_id=v) for h, v in sorted({(h, v) for h, v, _ in changes})],
+            [HostAppVersion(host_id=h, app_version_id=v) for h, v in sorted({(h, v) for h, v, _ in keyed})],
             ignore_conflicts=True,
         )
     # Hosts × versions may take in a few rows no change is for; they are locked, not written.
     rows = locked(
-        HostAppVersion.objects.filter(
-            host_id__in={h for h, _, _ in changes}, app_version_id__in={v for _, v, _ in changes}
-        )
+        HostAppVersion.objects.filter(host_id__in={h for h, _, _ in keyed}, app_version_id__in={v for _, v, _ in keyed})
     )
     by_key = {(row.host_id, row.app_version_id): row for row in rows}
     touched = {}
-    for host_id, version_id, change in changes:
+    for host_id, version_id, change in keyed:
         row = by_key.get((host_id, version_id))
         if row is not None:
             change(row)
@@ -223,14 +235,14 @@ def apply(changes, *, create=False):
     return list(touched.values())
 
 
-def locked(queryset):
+def locked(queryset: QuerySet[HostAppVersion]) -> list[HostAppVersion]:
     """The rows of ``queryset``, locked in id order (a no-op on SQLite, whose transactions are
     serialised by the write lock)."""
     with transaction.atomic():
         return list(queryset.select_for_update(no_key=True).order_by("id"))
 
 
-def count_sent(host, version_jobs, *, now, quota):
+def count_sent(host: Host, version_jobs: Mapping[int, int], *, now: int, quota: int) -> list[HostAppVersion]:
     """Count ``version_jobs`` (app version id -> jobs sent now) for ``host``, first creating
     the rows it lacks cleared, ``max_jobs_per_day`` 0 (sched_send.cpp
     update_host_app_versions); the host's next request sets it to the quota
@@ -245,4 +257,4 @@ def count_sent(host, version_jobs, *, now, quota):
         ],
         ignore_conflicts=True,
     )
-    return apply([(host.pk, v, lambda hav, n=n: sent(hav, now=now, jobs=n)) for v, n in sorted(version_jobs.items())])
+    return apply([(host.pk, v, partial(sent, now=now, jobs=n)) for v, n in sorted(version_jobs.items())])

@@ -15,20 +15,34 @@ regular expressions, project-preference tags, workunit id and batch ranges. ``us
 ``infeasible_random`` are honoured.
 """
 
+from __future__ import annotations
+
 import math
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from defusedxml import ElementTree
 from defusedxml.common import DefusedXmlException
+
+if TYPE_CHECKING:
+    from xml.etree.ElementTree import Element
+
+    from backend.daemons.sched_types import GpuRequest
 
 MEGA = 1024 * 1024.0
 # Our GpuType values (backend.models.GpuType) for plan_class_spec.xml's <gpu_type>.
 GPU_TYPES = {"nvidia": "NVIDIA", "amd": "ATI", "ati": "ATI", "intel_gpu": "intel_gpu", "apple_gpu": "apple_gpu"}
 CPU = "cpu"
 NEWER_CLIENT = "A newer BOINC may be required for some tasks."
+
+
+class RandomSource(Protocol):
+    """What ``check`` draws from: a random.Random, or the random module itself."""
+
+    def random(self) -> float: ...
 
 
 class PlanClassError(ValueError):
@@ -50,7 +64,7 @@ class HostUsage:
     mem_usage: float = 0.0
 
     @classmethod
-    def sequential_app(cls, flops):
+    def sequential_app(cls, flops: float) -> HostUsage:
         """One CPU, the host's speed (HOST_USAGE::sequential_app)."""
         return cls(CPU, 1.0, 0.0, flops, flops)
 
@@ -73,7 +87,7 @@ class HostView:
     p_model: str = ""
     core_client_version: int = 0
     user_id: int | None = None
-    coprocs: dict = field(default_factory=dict)
+    coprocs: dict[str, GpuRequest] = field(default_factory=dict)
 
 
 # Element name -> (attribute, type); numbers in MB are kept in MB, as BOINC's names say.
@@ -142,7 +156,7 @@ class PlanClassSpec:
     name: str
     gpu_type: str = ""
     cuda: bool = False
-    cpu_features: list = field(default_factory=list)
+    cpu_features: list[str] = field(default_factory=list)
     min_ncpus: float = 0.0
     max_threads: int = 1
     mem_usage_base_mb: float = 0.0
@@ -167,17 +181,17 @@ class PlanClassSpec:
     max_nvidia_compcap: int = 0
     min_cuda_version: int = 0
     max_cuda_version: int = 0
-    unsupported: list = field(default_factory=list)
+    unsupported: list[str] = field(default_factory=list)
 
     @property
-    def proc_type(self):
+    def proc_type(self) -> str:
         """The processor type the class runs on: "cpu" or a GpuType value ("" for a GPU type
         this scheduler does not know)."""
         if not self.gpu_type:
             return CPU
         return GPU_TYPES.get(self.gpu_type, "intel_gpu" if self.gpu_type.startswith("intel") else "")
 
-    def describe(self):
+    def describe(self) -> dict[str, object]:
         """The class's settings that differ from BOINC's defaults, for the project pages."""
         default = PlanClassSpec(self.name)
         return {
@@ -186,7 +200,7 @@ class PlanClassSpec:
             if f.name != "name" and getattr(self, f.name) != getattr(default, f.name)
         }
 
-    def check(self, host, rng=random, notices=None):
+    def check(self, host: HostView, rng: RandomSource = random, notices: list[str] | None = None) -> HostUsage | None:
         """The HostUsage of a version of this class on ``host`` (a HostView), or None when
         the host cannot run it (PLAN_CLASS_SPEC::check). A client too old for the class adds
         BOINC's message to ``notices`` (a list, when given), once."""
@@ -211,7 +225,7 @@ class PlanClassSpec:
             return self.gpu_usage(host)
         return self.cpu_usage(host)
 
-    def cpu_usage(self, host):
+    def cpu_usage(self, host: HostView) -> HostUsage | None:
         """The CPU case: ``avg_ncpus`` if given, else up to ``max_threads`` CPUs (fewer when
         ``mem_usage_per_cpu_mb`` leaves too little RAM), at the capped host speed times
         ``projected_flops_scale``."""
@@ -232,7 +246,7 @@ class PlanClassSpec:
         usage.projected_flops = usage.peak_flops * self.projected_flops_scale
         return usage
 
-    def gpu_usage(self, host):
+    def gpu_usage(self, host: HostView) -> HostUsage | None:
         """The GPU case: the host has a GPU of the class's type meeting its bounds; the job
         takes ``ngpus`` of it (a negative ``ngpus`` fills the GPU's RAM) and ``cpu_frac`` of
         its work runs on the CPU (coproc_perf)."""
@@ -281,14 +295,14 @@ class PlanClassSpec:
         return usage
 
 
-def coproc_perf(cpu_flops, gpu_flops, cpu_frac):
+def coproc_perf(cpu_flops: float, gpu_flops: float, cpu_frac: float) -> tuple[float, float]:
     """(speed, CPU use) of a job whose ``cpu_frac`` of the work runs on the CPU and the rest on
     the GPU, the two taking turns (sched_customize.h coproc_perf)."""
     y = cpu_frac * gpu_flops + (1 - cpu_frac) * cpu_flops
     return cpu_flops * gpu_flops / y, cpu_frac * gpu_flops / y
 
 
-def has_cpu_features(host, wanted):
+def has_cpu_features(host: HostView, wanted: Iterable[str]) -> bool:
     """Whether every feature in ``wanted`` is among the host's ``p_features`` (or, for old
     clients, the bracketed list at the end of ``p_model``), case-insensitively, as whole
     words."""
@@ -299,7 +313,7 @@ def has_cpu_features(host, wanted):
     return all(f" {feature} " in words for feature in wanted)
 
 
-def read_plan_class_spec(source):
+def read_plan_class_spec(source: Path | str) -> dict[str, PlanClassSpec]:
     """``{name: PlanClassSpec}`` from plan_class_spec.xml (a path, or the text itself).
 
     Raises PlanClassError naming the element that BOINC's parser would refuse."""
@@ -310,14 +324,14 @@ def read_plan_class_spec(source):
         raise PlanClassError(f"plan_class_spec.xml is not well-formed XML: {error}") from None
     if root.tag != "plan_classes":
         raise PlanClassError(f"plan_class_spec.xml: expected <plan_classes>, found <{root.tag}>")
-    specs: dict[str, Any] = {}
+    specs: dict[str, PlanClassSpec] = {}
     for element in root.findall("plan_class"):
         spec = parse_plan_class(element)
         specs.setdefault(spec.name, spec)  # PLAN_CLASS_SPECS::check takes the first
     return specs
 
 
-def parse_plan_class(element):
+def parse_plan_class(element: Element) -> PlanClassSpec:
     """One ``<plan_class>`` element (PLAN_CLASS_SPEC::parse)."""
     name = (element.findtext("name") or "").strip()
     if not name:

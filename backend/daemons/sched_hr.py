@@ -23,7 +23,13 @@ same priority, as the feeder's ``infeasible_count = 1`` for a committed workunit
 score by one (sched_score.cpp, ``score``).
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
 from django.db.models import Case, F, IntegerField, Q, Value, When
+from django.db.models.expressions import CombinedExpression
 
 from backend.daemons.hr import (  # noqa: F401  (the classes, re-exported)
     ANDROID,
@@ -41,10 +47,18 @@ from backend.daemons.hr import (  # noqa: F401  (the classes, re-exported)
 )
 from backend.daemons.sched_version import capped_host_fpops
 from backend.events import event, record
-from backend.models import App, AppVersion, Workunit
+from backend.models import App, AppVersion, Host, Result, Workunit
+
+if TYPE_CHECKING:
+    from backend.daemons.sched_send import Resource, Version
+    from backend.daemons.sched_types import SchedulerConfig, SchedulerRequest
+    from backend.daemons.sched_version import BestVersions
+
+# A job chosen for sending: (result, version, runtime); the version None for an expired one.
+Chosen = TypeVar("Chosen", bound="tuple[Result, Version | None, float]")
 
 
-def app_hr_type(app, config):
+def app_hr_type(app: App, config: SchedulerConfig) -> int:
     """sched_hr.h app_hr_type: the app's own HR type, else the project's."""
     return app.homogeneous_redundancy or config.homogeneous_redundancy
 
@@ -52,20 +66,20 @@ def app_hr_type(app, config):
 class HostClass:
     """What the scheduler needs of one requesting host: its OS, CPU vendor and model."""
 
-    def __init__(self, host, request):
+    def __init__(self, host: Host, request: SchedulerRequest) -> None:
         info = request.host_info
         self.host_id = host.pk
         self.os_name = info.os_name or host.os_name
         self.vendor, self.model = info.p_vendor, info.p_model
 
-    def hr_class(self, hr_type):
+    def hr_class(self, hr_type: int) -> int:
         return hr_class(self.os_name, self.vendor, self.model, hr_type)
 
-    def unknown(self, hr_type):
+    def unknown(self, hr_type: int) -> bool:
         return hr_unknown_class(self.os_name, self.vendor, self.model, hr_type)
 
 
-def unknown_platform(host_class, config):
+def unknown_platform(host_class: HostClass, config: SchedulerConfig) -> bool:
     """sched_send.cpp send_work: True when every app uses HR and the host has no known class
     in any of them (hr_unknown_platform); such a host is sent nothing."""
     apps = list(App.objects.filter(deprecated=False).only("homogeneous_redundancy"))
@@ -78,7 +92,7 @@ def unknown_platform(host_class, config):
 HR, HAV = "hr", "homogeneous app version"
 
 
-def infeasible(wu, app, version, host_class, config):
+def infeasible(wu: Workunit, app: App, version: Version, host_class: HostClass, config: SchedulerConfig) -> str:
     """HR or HAV when ``wu`` cannot go to this host with ``version``, else "".
 
     sched_check.cpp wu_is_infeasible_fast: an HR app's job never goes to a host of unknown
@@ -96,12 +110,19 @@ def infeasible(wu, app, version, host_class, config):
     return ""
 
 
-def apps_of(versions):
+def apps_of(versions: Mapping[int, Version]) -> dict[int, App]:
     """app id -> App, for the apps of ``versions`` (app id -> sched_send.Version)."""
     return App.objects.in_bulk(list(versions))
 
 
-def version_for(wu, app, version, request, resource, cache):
+def version_for(
+    wu: Workunit,
+    app: App,
+    version: Version,
+    request: SchedulerRequest,
+    resource: Resource,
+    cache: dict[Any, Any],
+) -> Version | None:
     """The version to send ``wu`` with: ``version`` (the host's best for the app), unless the
     app uses homogeneous app version and the workunit is committed to another, which is then
     the one, or None when the host cannot run it.
@@ -117,11 +138,16 @@ def version_for(wu, app, version, request, resource, cache):
     if not wu.app_version_id or (version.row is not None and version.row.pk == wu.app_version_id):
         return version
     if wu.app_version_id not in cache:
-        cache[wu.app_version_id] = committed_version(wu.app_version_id, request, resource, version.chooser)
+        # cast: sched_send.Version types its chooser as object
+        cache[wu.app_version_id] = committed_version(
+            wu.app_version_id, request, resource, cast("BestVersions | None", version.chooser)
+        )
     return cache[wu.app_version_id]
 
 
-def committed_flops(wu, app, version, request, cache):
+def committed_flops(
+    wu: Workunit, app: App, version: Version, request: SchedulerRequest, cache: dict[Any, Any]
+) -> float | None:
     """The FLOPS a job of a workunit committed to a CPU app version without a plan class
     runs at, or None for any other job: BOINC sends such a job with that version as a
     sequential app at ``capped_host_fpops`` (sched_version.cpp check_homogeneous_app_version),
@@ -135,7 +161,9 @@ def committed_flops(wu, app, version, request, cache):
     return cache["capped"]
 
 
-def committed_version(app_version_id, request, resource, chooser=None):
+def committed_version(
+    app_version_id: int, request: SchedulerRequest, resource: Resource, chooser: BestVersions | None = None
+) -> Version | None:
     """The sched_send.Version of app version ``app_version_id`` for this host, or None.
 
     check_homogeneous_app_version: the version must be for one of the client's platforms; a
@@ -171,7 +199,14 @@ def committed_version(app_version_id, request, resource, chooser=None):
     return Version(row, reply, row.gpu_usage if gpu_type else row.avg_ncpus)
 
 
-def commit(chosen, host_class, config, apps, *, now):
+def commit(
+    chosen: Iterable[Chosen],
+    host_class: HostClass,
+    config: SchedulerConfig,
+    apps: Mapping[int, App],
+    *,
+    now: int,
+) -> list[Chosen]:
     """Commit the workunits of ``chosen`` ((result, version, runtime) tuples) to the host's
     class and app version where their apps ask for it; return the tuples whose commit held.
 
@@ -215,24 +250,24 @@ def commit(chosen, host_class, config, apps, *, now):
     return kept
 
 
-def uses_hr(app_ids, config):
+def uses_hr(app_ids: Iterable[int], config: SchedulerConfig) -> bool:
     """Whether any of the apps ``app_ids`` uses homogeneous redundancy."""
     if config.homogeneous_redundancy:
         return True
     return App.objects.filter(pk__in=app_ids, homogeneous_redundancy__gt=0).exists()
 
 
-def committed_first():
+def committed_first() -> Case:
     """The feeder's score bonus: 1 for a job whose workunit is committed to an HR class."""
     return Case(When(workunit__hr_class__gt=0, then=Value(1)), default=Value(0), output_field=IntegerField())
 
 
-def score():
+def score() -> CombinedExpression:
     """The order of unsent jobs: priority plus ``committed_first`` (sched_score.cpp)."""
     return F("priority") + committed_first()
 
 
-def uncommit(wu, wu_event):
+def uncommit(wu: Workunit, wu_event: Callable[[Workunit, str, int | None, int | None, str], object]) -> None:
     """transitioner.cpp: a workunit whose results so far are all errors is committed to no
     HR class and no app version any more (``hr_class = 0``, ``app_version`` none), so its
     retry may go to any host; ``wu_event(wu, field, old, new, reason)`` records each change.
@@ -253,16 +288,18 @@ class Resends:
     workunit, and so does expiring one the host has a version for (both call
     update_wu_on_send)."""
 
-    def __init__(self, host, request, config):
+    def __init__(self, host: Host, request: SchedulerRequest, config: SchedulerConfig) -> None:
         self.host_class, self.request, self.config = HostClass(host, request), request, config
-        self.apps, self.cache, self.expired = {}, {}, []
+        self.apps: dict[int, App] = {}
+        self.cache: dict[Any, Any] = {}
+        self.expired: list[tuple[Result, Version | None, float]] = []
 
-    def app(self, result):
+    def app(self, result: Result) -> App:
         if result.app_id not in self.apps:
             self.apps[result.app_id] = App.objects.get(pk=result.app_id)
         return self.apps[result.app_id]
 
-    def committed(self, result):
+    def committed(self, result: Result) -> bool:
         """Whether ``result``'s workunit goes with the version it is committed to (its app
         uses homogeneous app version and the client is not on the anonymous platform)."""
         return bool(
@@ -271,27 +308,30 @@ class Resends:
             and self.request.platform_name != "anonymous"
         )
 
-    def version_for(self, result, resource, version):
+    def version_for(self, result: Result, resource: Resource | None, version: Version | None) -> Version | None:
         if version is None:
             return None
-        return version_for(result.workunit, self.app(result), version, self.request, resource, self.cache)
+        # cast: a version comes with its resource (sched_resend.VersionChooser.choose)
+        return version_for(
+            result.workunit, self.app(result), version, self.request, cast("Resource", resource), self.cache
+        )
 
-    def infeasible(self, result, version):
+    def infeasible(self, result: Result, version: Version) -> str:
         why = infeasible(result.workunit, self.app(result), version, self.host_class, self.config)
         return f"{why}: its workunit is committed elsewhere" if why else ""
 
-    def committed_flops(self, result, version):
+    def committed_flops(self, result: Result, version: Version | None) -> float | None:
         """The capped host speed a job of a workunit committed to a CPU version without plan
         class runs at, as for a new send (``committed_flops``); None for any other."""
         if version is None:
             return None
         return committed_flops(result.workunit, self.app(result), version, self.request, self.cache)
 
-    def expire(self, result, version):
+    def expire(self, result: Result, version: Version | None) -> None:
         self.app(result)
         self.expired.append((result, version, 0.0))
 
-    def commit(self, resent, *, now):
+    def commit(self, resent: Iterable[Chosen], *, now: int) -> tuple[list[Chosen], set[int]]:
         """Commit the workunits of the expired results and of ``resent``; return the
         resent ones whose commit held, and the ids of the expired ones whose commit failed
         (their workunit is committed elsewhere: BOINC then leaves the workunit's
@@ -301,7 +341,7 @@ class Resends:
         return commit(resent, self.host_class, self.config, self.apps, now=now), failed
 
 
-def feasible(app, version, host_class, config):
+def feasible(app: App, version: Version, host_class: HostClass | None, config: SchedulerConfig) -> Q:
     """A Q on results: those whose workunit ``infeasible`` lets go to this host with
     ``version`` (everything when ``host_class`` is None)."""
     if host_class is None:

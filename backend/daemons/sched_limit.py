@@ -25,9 +25,18 @@ sched_send.cpp work_needed, handle_request.cpp).
   (sched_result.cpp), and lost results are not resent in that request.
 """
 
-from dataclasses import dataclass, replace
+from __future__ import annotations
 
-from backend.models import Result
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from backend.models import Host, Result
+
+if TYPE_CHECKING:
+    from pathlib import Path
+    from xml.etree.ElementTree import Element
+
+    from backend.daemons.sched_types import SchedulerConfig, SchedulerRequest
 
 CPU = "cpu"
 TOTAL = "total"
@@ -40,7 +49,7 @@ class RscLimit:
     jobs: int = 0
     per_proc: bool = False
 
-    def scaled(self, nprocs):
+    def scaled(self, nprocs: int) -> int:
         return self.jobs * nprocs if self.per_proc else self.jobs
 
 
@@ -52,10 +61,10 @@ class JobLimit:
     cpu: RscLimit = RscLimit()
     gpu: RscLimit = RscLimit()
 
-    def of(self, kind):
+    def of(self, kind: str) -> RscLimit:
         return {TOTAL: self.total, CPU: self.cpu}.get(kind, self.gpu)
 
-    def any_limit(self):
+    def any_limit(self) -> bool:
         return any(limit.jobs for limit in (self.total, self.cpu, self.gpu))
 
 
@@ -65,9 +74,9 @@ class JobLimits:
     pairs, so the object stays hashable inside the frozen SchedulerConfig)."""
 
     project: JobLimit = JobLimit()
-    apps: tuple = ()
+    apps: tuple[tuple[str, JobLimit], ...] = ()
 
-    def app(self, name):
+    def app(self, name: str) -> JobLimit | None:
         return dict(self.apps).get(name)
 
 
@@ -75,7 +84,7 @@ class JobLimitsError(ValueError):
     """A job limits file that cannot be read; the message names the element."""
 
 
-def parse_rsc_limit(element):
+def parse_rsc_limit(element: Element) -> RscLimit:
     jobs, per_proc = 0, False
     for child in element:
         text = (child.text or "").strip()
@@ -91,15 +100,15 @@ def parse_rsc_limit(element):
     return RscLimit(jobs, per_proc)
 
 
-def parse_job_limit(element):
-    limits = {}
+def parse_job_limit(element: Element) -> JobLimit:
+    limits: dict[str, RscLimit] = {}
     for child in element:
         if child.tag in ("total_limit", "cpu_limit", "gpu_limit"):
             limits[child.tag.removesuffix("_limit")] = parse_rsc_limit(child)
     return JobLimit(**limits)
 
 
-def read_job_limits(source):
+def read_job_limits(source: Path | str) -> JobLimits:
     """JobLimits from BOINC's config_aux.xml (a path or its text): the
     ``<max_jobs_in_progress>`` element, with ``<project>`` and ``<app>`` (``<app_name>``)
     children (sched_limit.cpp JOB_LIMITS::parse). An ``<app>`` without a name is ignored, as
@@ -121,7 +130,7 @@ def read_job_limits(source):
     return JobLimits(project, tuple(apps))
 
 
-def project_job_limits(config):
+def project_job_limits(config: SchedulerConfig) -> JobLimits:
     """The JobLimits in force: ``config.job_limits`` over the project limits that
     ``max_wus_in_progress`` (per CPU) and ``max_wus_in_progress_gpu`` (per GPU) set
     (sched_config.cpp; config_aux.xml is read after config.xml)."""
@@ -141,15 +150,15 @@ class InProgress:
     (JOB_LIMITS::reset, register_job, exceeded), per processor type (``cpu`` or a GPU type)
     and app name."""
 
-    def __init__(self, limits, instances):
+    def __init__(self, limits: JobLimits, instances: dict[str, int]) -> None:
         self.limits, self.instances = limits, instances
-        self.project = {}
-        self.apps = {}
+        self.project: dict[str, int] = {}
+        self.apps: dict[str, dict[str, int]] = {}
 
-    def active(self):
+    def active(self) -> bool:
         return self.limits.project.any_limit() or any(limit.any_limit() for _, limit in self.limits.apps)
 
-    def _exceeded(self, limit, counts, kind):
+    def _exceeded(self, limit: JobLimit | None, counts: dict[str, int], kind: str) -> bool:
         if limit is None:
             return False
         checks = (
@@ -159,19 +168,19 @@ class InProgress:
         # RSC_JOB_LIMIT::exceeded: a limit that scales to 0 (no such processor) is none
         return any(rsc.scaled(n) and count >= rsc.scaled(n) for rsc, count, n in checks)
 
-    def project_exceeded(self, kind):
+    def project_exceeded(self, kind: str) -> bool:
         return self._exceeded(self.limits.project, self.project, kind)
 
-    def app_exceeded(self, app_name, kind):
+    def app_exceeded(self, app_name: str, kind: str) -> bool:
         return self._exceeded(self.limits.app(app_name), self.apps.get(app_name, {}), kind)
 
-    def register(self, app_name, kind):
+    def register(self, app_name: str | None, kind: str) -> None:
         for counts in (self.project, self.apps.setdefault(app_name, {}) if app_name else {}):
             counts[TOTAL] = counts.get(TOTAL, 0) + 1
             counts[kind] = counts.get(kind, 0) + 1
 
 
-def jobs_in_progress(host, request, config):
+def jobs_in_progress(host: Host, request: SchedulerRequest, config: SchedulerConfig) -> InProgress:
     """An InProgress for this request: the limits in force, the host's processors (CPUs as
     get_job_limits counts them, GPUs per type), and the jobs it lists as on board, each by the
     processor type of the app version it was sent with (CPU when unknown)."""
@@ -189,7 +198,7 @@ def jobs_in_progress(host, request, config):
     return counter
 
 
-def truncate_reports(request, config):
+def truncate_reports(request: SchedulerRequest, config: SchedulerConfig) -> tuple[SchedulerRequest, bool]:
     """``(request, truncated)``: the request with at most ``report_max`` reported results
     (sched_result.cpp handle_results), and whether any were left out."""
     if not config.report_max or len(request.results) <= config.report_max:
@@ -197,7 +206,7 @@ def truncate_reports(request, config):
     return replace(request, results=request.results[: config.report_max]), True
 
 
-def too_soon(last_rpc_time, now, config):
+def too_soon(last_rpc_time: float, now: float, config: SchedulerConfig) -> int | None:
     """The seconds the host is told to wait when its previous request was less than
     ``min_sendwork_interval`` ago (handle_request.cpp), else None.
 
@@ -212,7 +221,7 @@ def too_soon(last_rpc_time, now, config):
     return None
 
 
-def min_request_delay(config):
+def min_request_delay(config: SchedulerConfig) -> float:
     """The least request_delay of every reply when ``min_sendwork_interval`` is set: 1 %
     more than the interval, and at least a second more (sched_types.cpp
     SCHEDULER_REPLY::write), for clocks that run a little fast."""

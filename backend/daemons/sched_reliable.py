@@ -20,21 +20,32 @@ an error, by ``<reliable_priority_on_over_except_error>``; so retries of late or
 can be routed to reliable hosts.
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
 from django.db.models import Q
 
 from backend.daemons.hr import DARWIN, LINUX, WINDOWS, os_code
+
+if TYPE_CHECKING:
+    from backend.daemons.sched_send import Version
+    from backend.daemons.sched_types import SchedulerConfig, SchedulerRequest
+    from backend.daemons.transitioner import Changes
+    from backend.models import Host, HostAppVersion, Result, Workunit
 
 # sched_send.cpp: samples before the turnaround counts, and valid results in a row.
 MIN_HOST_SAMPLES = 10
 CONS_VALID_RELIABLE = 10
 
 
-def need_reliable(priority, config):
+def need_reliable(priority: int, config: SchedulerConfig) -> bool:
     """The feeder's need_reliable: a job of priority at least ``reliable_on_priority``."""
     return bool(config.reliable_on_priority) and priority >= config.reliable_on_priority
 
 
-def turnaround_multiplier(os_name, vendor):
+def turnaround_multiplier(os_name: str, vendor: str) -> float:
     """1 on Windows, Linux and Darwin on anything but a Power Macintosh; 1.8 elsewhere
     ("platforms other than Windows, Linux and Intel Macs need a larger set of computers")."""
     system = os_code(os_name)
@@ -43,7 +54,7 @@ def turnaround_multiplier(os_name, vendor):
     return 1.8
 
 
-def is_reliable(hav, config, multiplier):
+def is_reliable(hav: HostAppVersion | None, config: SchedulerConfig, multiplier: float) -> bool:
     """sched_send.cpp get_reliability_version for one host app version (None: no record)."""
     if hav is None:
         return False
@@ -60,7 +71,7 @@ def is_reliable(hav, config, multiplier):
     return True
 
 
-def delay_bounds(wu, priority, duration, config):
+def delay_bounds(wu: Workunit, priority: int, duration: float, config: SchedulerConfig) -> tuple[int, ...]:
     """The delay bounds to try for a job, first the one it is given if it passes the
     deadline check (sched_check.cpp get_delay_bound_range: (opt, pess)); ``duration`` is its
     estimated wall time on this host."""
@@ -74,7 +85,7 @@ def delay_bounds(wu, priority, duration, config):
     return (reduced, full) if reduced != full else (full,)
 
 
-def retry_priority_boost(nover, nerrors, config):
+def retry_priority_boost(nover: int, nerrors: int, config: SchedulerConfig | Changes) -> int:
     """transitioner.cpp: what a new result's priority gains over its workunit's."""
     if nover and config.reliable_priority_on_over:
         return config.reliable_priority_on_over
@@ -86,22 +97,24 @@ def retry_priority_boost(nover, nerrors, config):
 class Reliability:
     """One request's view of which of the host's app versions are reliable."""
 
-    def __init__(self, host, request, havs, config):
+    def __init__(
+        self, host: Host, request: SchedulerRequest, havs: Mapping[int, HostAppVersion], config: SchedulerConfig
+    ) -> None:
         self.config, self.havs = config, havs
         info = request.host_info
         self.multiplier = turnaround_multiplier(info.os_name or host.os_name, info.p_vendor)
 
-    def reliable(self, version):
+    def reliable(self, version: Version) -> bool:
         hav = self.havs.get(version.row.pk) if version.row is not None else None
         return is_reliable(hav, self.config, self.multiplier)
 
-    def feasible(self, version):
+    def feasible(self, version: Version) -> Q:
         """A Q on results: those ``refuses`` lets go with ``version``."""
         if not self.config.reliable_on_priority or self.reliable(version):
             return Q()
         return Q(priority__lt=self.config.reliable_on_priority)
 
-    def refuses(self, result, version):
+    def refuses(self, result: Result, version: Version) -> bool:
         """Whether a job that needs a reliable host must not go with ``version``
         (sched_score.cpp JOB::get_score)."""
         return need_reliable(result.priority, self.config) and not self.reliable(version)

@@ -40,7 +40,11 @@ The results are read and written under their workunits' row locks, taken in id o
 the transitioner and validator also hold while they decide.
 """
 
-from typing import Any
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
+from typing import TYPE_CHECKING, Any, cast
 
 from django.db import transaction
 from django.db.models import Case, Value, When
@@ -60,15 +64,27 @@ from backend.daemons.sched_send import (
     reply_results,
     usable_versions,
 )
-from backend.daemons.sched_types import Message
+from backend.daemons.sched_types import Message, SchedulerConfig, SchedulerReply, SchedulerRequest
 from backend.daemons.sched_version import job_version
 from backend.events import event, record
-from backend.models import HostAppVersion, Result, ServerState, Workunit
+from backend.models import Host, HostAppVersion, Result, ServerState, Workunit
+
+if TYPE_CHECKING:
+    from backend.daemons.sched_send import Resource, Version
 
 ACTOR = "scheduler"
 
 
-def resend_lost_results(host, request, resources, *, now, config, reply, notices=None):
+def resend_lost_results(
+    host: Host,
+    request: SchedulerRequest,
+    resources: Sequence[Resource],
+    *,
+    now: int,
+    config: SchedulerConfig,
+    reply: SchedulerReply,
+    notices: list[str] | None = None,
+) -> int:
     """Resend or expire ``host``'s lost results (see the module docstring); ``resources`` are
     the host's processor types (``sched_send.host_resources``). Returns how many were resent.
     Why a result the host lacks memory, disk or bandwidth for was not resent goes to
@@ -102,14 +118,17 @@ def resend_lost_results(host, request, resources, *, now, config, reply, notices
                 break  # the request is filled (work_needed); the rest wait for later RPCs
             resource, version = chooser.choose(result, homogeneous.committed(result))
             version = homogeneous.version_for(result, resource, version)
-            why = not_resendable(result, version) or homogeneous.infeasible(result, version)
+            # casts: without a version not_resendable says why, and a version comes with its resource
+            why = not_resendable(result, version) or homogeneous.infeasible(result, cast("Version", version))
             if not why:
+                resource = cast("Resource", resource)
                 lacking = lacks(result.workunit, wanted[resource.name])
                 if lacking:
                     why = f"the host lacks the {lacking} it needs"
                     if notices is not None:
                         add_notice(notices, notice(lacking, result.workunit, version, wanted[resource.name]))
             if not why:
+                resource = cast("Resource", resource)
                 flops = homogeneous.committed_flops(result, version)
                 runtime = result.workunit.rsc_fpops_est / (flops or job_flops(resource, version))
                 deadline = new_deadline(result, wanted[resource.name], runtime, now=now)
@@ -148,13 +167,21 @@ class VersionChooser:
     used up, as get_app_version skips such versions (the resent job is still not counted in
     the quota)."""
 
-    def __init__(self, host, request, resources, *, config, now):
+    def __init__(
+        self,
+        host: Host,
+        request: SchedulerRequest,
+        resources: Sequence[Resource],
+        *,
+        config: SchedulerConfig,
+        now: int,
+    ) -> None:
         self.host, self.request, self.resources = host, request, resources
         self.config, self.now = config, now
         self.havs = {hav.app_version_id: hav for hav in HostAppVersion.objects.filter(host=host)}
-        self.cache = {}
+        self.cache: dict[str, dict[int, Version]] = {}
 
-    def versions(self, resource):
+    def versions(self, resource: Resource) -> dict[int, Version]:
         if resource.name not in self.cache:
             config = self.config
             versions = usable_versions(self.request, resource, self.host, config=config, havs=self.havs, now=self.now)
@@ -174,11 +201,11 @@ class VersionChooser:
             self.cache[resource.name] = versions
         return self.cache[resource.name]
 
-    def choose(self, result, committed):
+    def choose(self, result: Result, committed: bool) -> tuple[Resource, Version] | tuple[None, None]:
         """``(resource, version)``; version None when there is none. ``committed``: the
         result's workunit is committed to a version, which ``Resends.version_for`` takes."""
         if result.app_version is not None:
-            wanted = [r for r in self.resources if r.name == (result.app_version.gpu_type or CPU)]
+            wanted: Sequence[Resource] = [r for r in self.resources if r.name == (result.app_version.gpu_type or CPU)]
         else:
             wanted = self.resources
         for resource in wanted:
@@ -195,7 +222,7 @@ class VersionChooser:
         return None, None
 
 
-def new_deadline(result, resource, runtime, *, now):
+def new_deadline(result: Result, resource: Resource, runtime: float, *, now: int) -> int | None:
     """The deadline the client is told for a resent ``result``, or None when it cannot
     finish in time (sched_check.cpp wu_is_infeasible_fast, then sched_resend.cpp
     possibly_give_result_new_deadline).
@@ -224,7 +251,7 @@ def new_deadline(result, resource, runtime, *, now):
     return None if duration > deadline - now else deadline
 
 
-def not_resendable(result, version):
+def not_resendable(result: Result, version: Version | None) -> str:
     """Why ``result`` is expired instead of resent, before the deadline check; "" if it may be."""
     if result.workunit.error_mask:
         return "its workunit has an error"
@@ -235,7 +262,7 @@ def not_resendable(result, version):
     return ""
 
 
-def mark_resent(host, resent, *, now):
+def mark_resent(host: Host, resent: Iterable[tuple[Result, Version, float]], *, now: int) -> None:
     """sent_time = now and the version it goes with, compare-and-set on IN_PROGRESS."""
     groups: dict[tuple[int | None, float], list[Result]] = {}
     for result, version, runtime in resent:
@@ -267,7 +294,14 @@ def mark_resent(host, resent, *, now):
     record(events)
 
 
-def mark_expired(host, expired, *, now, grace=0, unmarked=frozenset()):
+def mark_expired(
+    host: Host,
+    expired: Sequence[tuple[Result, str]],
+    *,
+    now: int,
+    grace: int = 0,
+    unmarked: AbstractSet[int] = frozenset(),
+) -> None:
     """report_deadline = now - 1 + the grace period (mark_as_sent adds it) and the workunit
     due by then, as sched_resend.cpp does through mark_as_sent and update_wu_on_send, so
     the transitioner times it out once the grace period is over. The workunits of the

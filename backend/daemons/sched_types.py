@@ -7,9 +7,15 @@ re-exports them; its docstring describes the entry point ``handle_request``.
 
 import time
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, TypeVar
 
 from backend.daemons.host_app_version import check_quota
 from backend.models import ClientState
+
+if TYPE_CHECKING:
+    from backend.daemons.sched_limit import JobLimits
+
+T = TypeVar("T")
 
 # --- the request (reference/protocol.md §4.2) ----------------------------------------------
 
@@ -176,7 +182,7 @@ class SchedulerRequest:
     allow_beta_work: bool = False
 
     @property
-    def models_disk(self):
+    def models_disk(self) -> bool:
         """Whether the request says how much disk its host has (a real client always does;
         a simulated host leaves ``HostInfo.d_free`` None, and then no disk check applies)."""
         return self.host_info.d_free is not None
@@ -269,7 +275,7 @@ class SchedulerReply:
 DAILY_RESULT_QUOTA = 500
 
 
-def real_sleep(file_name, *, now, seconds):
+def real_sleep(file_name: str, *, now: float, seconds: float) -> None:
     """The scheduler's wait in real time: the daemons run meanwhile in their own processes."""
     time.sleep(seconds)
 
@@ -294,10 +300,10 @@ class LocalityConfig:
     wait: object = None
     host_key: int | None = None
 
-    def resolved(self, config):
+    def resolved(self, config: "SchedulerConfig") -> "LocalityConfig":
         """These options with config.xml's (``config``, a SchedulerConfig) where None."""
 
-        def pick(own, project):
+        def pick(own: T | None, project: T) -> T:
             return project if own is None else own
 
         return replace(
@@ -396,7 +402,7 @@ class SchedulerConfig:
     # None), per processor type and app.
     max_wus_in_progress: int = 0
     max_wus_in_progress_gpu: int = 0
-    job_limits: object = None
+    job_limits: "JobLimits | None" = None
     # The least free disk a host keeps, in GB, when its preferences ask for less
     # (sched_send.cpp max_allowable_disk; <default_disk_min_free_gb>, BOINC's default 1).
     default_disk_min_free_gb: float = 1.0
@@ -434,9 +440,9 @@ class SchedulerConfig:
     # A caller's locality options over the ones above, with the scheduler's wait and the seed
     # of its random choices (a LocalityConfig, or None), never config.xml's: a simulated
     # world waits in its own time and names its hosts by their index.
-    locality_config: object = None
+    locality_config: LocalityConfig | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_quota(self.daily_result_quota)
         factor = self.version_select_random_factor
         if isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor < 0:
@@ -507,7 +513,7 @@ class SchedulerConfig:
                 raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}")
 
 
-def project_config():
+def project_config() -> SchedulerConfig:
     """The project's SchedulerConfig (backend.server_config.project_config: the settings
     BOINC_CONFIG_XML, BOINC_DAILY_RESULT_QUOTA and BOINC_RESEND_LOST_RESULTS)."""
     from backend.server_config import project_config as read
@@ -518,6 +524,6 @@ def project_config():
 class SchedulerRequestError(ValueError):
     """A request the scheduler refuses whole; nothing was changed."""
 
-    def __init__(self, reason):
+    def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason

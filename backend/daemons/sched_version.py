@@ -35,17 +35,27 @@ pass adds its claimed PFC per estimated FLOP to ``pfc`` (backend.daemons.credit 
 with BOINC's host app version averaging (sched/credit.cpp get_pfc).
 """
 
+from __future__ import annotations
+
 import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, cast
 
 from django.db.models import Q
 
 from backend.daemons.host_app_version import jobs_today, scaled_max_jobs_per_day
-from backend.daemons.plan_class import CPU, HostUsage, HostView, read_plan_class_spec
-from backend.models import AppVersion, Host
+from backend.daemons.plan_class import CPU, HostUsage, HostView, PlanClassSpec, read_plan_class_spec
+from backend.models import AppVersion, Host, HostAppVersion, Workunit
+
+if TYPE_CHECKING:
+    from backend.daemons.sched_send import Resource, Version
+    from backend.daemons.sched_types import SchedulerConfig, SchedulerRequest
+
+# (app id, needs 64 bits, pinned version number): a choice get_app_version memoizes
+ChoiceKey = tuple[int, bool, int]
 
 # sched_version.cpp and credit.h
 ET_RATIO_LIMIT = 250.0
@@ -68,18 +78,18 @@ class Candidate:
     usage: HostUsage
 
 
-def core_client_version(text):
+def core_client_version(text: str) -> int:
     """ "8.0.2" -> 80002 (major × 10000 + minor × 100 + release); 0 when not given."""
     parts = [int(p) for p in text.split(".")[:3] if p.strip().isdigit()] if text else []
     parts += [0] * (3 - len(parts))
     return parts[0] * 10000 + parts[1] * 100 + parts[2]
 
 
-def is_64b_platform(name):
+def is_64b_platform(name: str) -> bool:
     return "64" in name
 
 
-def max_32b_address_space(platform):
+def max_32b_address_space(platform: str) -> float:
     """sched_version.cpp max_32b_address_space: the memory a 32-bit process addresses."""
     for word, limit in (("windows", 2), ("linux", 3), ("darwin", 4), ("solaris", 4)):
         if word in platform:
@@ -88,11 +98,11 @@ def max_32b_address_space(platform):
 
 
 @lru_cache(maxsize=8)
-def plan_classes_at(path, mtime):
+def plan_classes_at(path: str, mtime: float) -> dict[str, PlanClassSpec]:
     return read_plan_class_spec(Path(path))
 
 
-def plan_classes(config):
+def plan_classes(config: SchedulerConfig) -> dict[str, PlanClassSpec]:
     """The project's plan classes (read once per change of the file)."""
     if not config.plan_class_spec:
         return {}
@@ -100,7 +110,7 @@ def plan_classes(config):
     return plan_classes_at(str(path), path.stat().st_mtime)
 
 
-def perf_percentiles():
+def perf_percentiles() -> tuple[float, float]:
     """(50th, 95th) percentile of the hosts' p_fpops (PERF_INFO::get_from_db): BOINC's
     defaults under 10 hosts, else over the hosts with expavg_credit above 10."""
     if Host.objects.count() < 10:
@@ -113,7 +123,7 @@ def perf_percentiles():
     return pick[int(n * 0.5)], pick[int(n * 0.95)]
 
 
-def capped_host_fpops(p_fpops):
+def capped_host_fpops(p_fpops: float) -> float:
     """sched_types.cpp capped_host_fpops: the median for an unknown speed, at most 1.1 × the
     95th percentile."""
     median, top = perf_percentiles()
@@ -122,7 +132,7 @@ def capped_host_fpops(p_fpops):
     return min(p_fpops, top * 1.1)
 
 
-def host_view(host, request, resource_ram):
+def host_view(host: Host, request: SchedulerRequest, resource_ram: float | None) -> HostView:
     """The HostView plan classes are checked against (get_job_limits' effective_ncpus)."""
     from backend.daemons.sched_send import MAX_NCPUS
 
@@ -144,22 +154,33 @@ class BestVersions:
 
     # set by best_versions: the Version type it makes, and the Version of each
     # (app id, needs 64 bit, version number) asked for
-    make: Callable[..., Any]
-    variants: dict[tuple[int, bool, int], Any]
+    make: Callable[..., Version]
+    variants: dict[ChoiceKey, Version | None]
 
-    def __init__(self, host, request, resource, *, config, havs, now, rows, rng=None):
+    def __init__(
+        self,
+        host: Host,
+        request: SchedulerRequest,
+        resource: Resource,
+        *,
+        config: SchedulerConfig,
+        havs: Mapping[int, HostAppVersion],
+        now: int,
+        rows: Mapping[int, Mapping[str, Sequence[AppVersion]]],
+        rng: random.Random | None = None,
+    ) -> None:
         self.host, self.request, self.resource = host, request, resource
         self.config, self.havs, self.now, self.rng = config, havs, now, rng or RNG
         self.rows = rows  # app id -> platform -> the feeder's versions, in id order
         self.platforms = [request.platform_name, *request.alt_platforms]
         self.specs = plan_classes(config)
-        self.view = None
-        self.memo = {}
-        self.notices = None  # the request's no-work messages (a list), when given
-        self.pending = []  # the messages of the choice being made
-        self.key_notices = {}
+        self.view: HostView | None = None
+        self.memo: dict[ChoiceKey, tuple[AppVersion, HostUsage] | None] = {}
+        self.notices: list[str] | None = None  # the request's no-work messages (a list), when given
+        self.pending: list[str] = []  # the messages of the choice being made
+        self.key_notices: dict[ChoiceKey, list[str]] = {}
 
-    def host_usage(self, row):
+    def host_usage(self, row: AppVersion) -> HostUsage | None:
         """How the host runs ``row`` (app_plan), or None when it cannot."""
         if row.plan_class and self.config.plan_class_spec:
             spec = self.specs.get(row.plan_class)
@@ -178,12 +199,12 @@ class BestVersions:
             usage.peak_flops = usage.projected_flops = self.host.p_fpops * row.avg_ncpus
         return usage
 
-    def described(self, row):
+    def described(self, row: AppVersion) -> bool:
         """Whether ``row``'s plan class comes from plan_class_spec.xml; without the file, a
         version is described by its columns (gpu_type, gpu_usage, avg_ncpus) alone."""
         return bool(row.plan_class and self.config.plan_class_spec)
 
-    def quota_exceeded(self, row, usage):
+    def quota_exceeded(self, row: AppVersion, usage: HostUsage) -> bool:
         hav = self.havs.get(row.pk)
         if hav is None or not self.config.daily_result_quota:
             return False
@@ -192,7 +213,9 @@ class BestVersions:
         limit = scaled_max_jobs_per_day(hav, count, gpu_multiplier=multiplier)
         return jobs_today(hav, self.now) >= limit
 
-    def choose(self, app_id, *, needs_64b=False, version_num=0):
+    def choose(
+        self, app_id: int, *, needs_64b: bool = False, version_num: int = 0
+    ) -> tuple[AppVersion, HostUsage] | None:
         """(row, HostUsage with the runtime estimate's FLOPS) or None; a version whose daily
         quota is used up is returned only when no other is feasible."""
         key = (app_id, needs_64b, version_num)
@@ -202,7 +225,7 @@ class BestVersions:
             self.key_notices[key] = self.pending
         return self.memo[key]
 
-    def used(self, key):
+    def used(self, key: ChoiceKey) -> None:
         """A job asked for choice ``key``: its messages go to the request's, as BOINC's
         get_app_version adds them only for the jobs it looks at."""
         if self.notices is None:
@@ -211,7 +234,7 @@ class BestVersions:
             if text not in self.notices:
                 self.notices.append(text)
 
-    def best(self, app_id, needs_64b, version_num):
+    def best(self, app_id: int, needs_64b: bool, version_num: int) -> tuple[AppVersion, HostUsage] | None:
         best, best_flops, spent = None, 0.0, None
         client = core_client_version(self.request.core_client_version)
         for platform in self.platforms:
@@ -245,7 +268,7 @@ class BestVersions:
         best.usage.projected_flops = self.estimate_flops(best.row, best.usage)
         return best.row, best.usage
 
-    def projected(self, row, usage):
+    def projected(self, row: AppVersion, usage: HostUsage) -> float:
         """The version's projected FLOPS for the choice, with the random factor."""
         hav = self.havs.get(row.pk)
         n = 1
@@ -260,7 +283,7 @@ class BestVersions:
             r = max(1.0 + self.config.version_select_random_factor * self.rng.gauss(0, 1) / n, 0.1)
         return r * usage.projected_flops
 
-    def estimate_flops(self, row, usage):
+    def estimate_flops(self, row: AppVersion, usage: HostUsage) -> float:
         """sched_version.cpp estimate_flops: the speed a job's runtime is estimated from."""
         if self.config.rte_no_stats:
             return self.no_stats_flops(row, usage)
@@ -277,14 +300,16 @@ class BestVersions:
             return usage.peak_flops / row.pfc_avg
         return self.no_stats_flops(row, usage)
 
-    def no_stats_flops(self, row, usage):
+    def no_stats_flops(self, row: AppVersion, usage: HostUsage) -> float:
         """estimate_flops without statistics: the conservative p_fpops × (CPUs + 10 × GPUs)."""
         if not self.described(row) and row.gpu_type:
             return usage.peak_flops
         return self.host.p_fpops * (usage.avg_ncpus + GPU_CPU_RATIO * usage.gpu_usage)
 
 
-def feeder_versions(app_ids, platforms, *, real_client):
+def feeder_versions(
+    app_ids: Iterable[int] | None, platforms: Sequence[str], *, real_client: bool
+) -> dict[int, dict[str, list[AppVersion]]]:
     """app id -> platform -> the versions BOINC's feeder puts in shared memory: not
     deprecated, the newest of each plan class (sched_shmem.cpp), in id order."""
     rows = (
@@ -309,14 +334,24 @@ def feeder_versions(app_ids, platforms, *, real_client):
     return found
 
 
-def job_needs_64b(wu, platform):
+def job_needs_64b(wu: Workunit, platform: str) -> bool:
     return wu.rsc_memory_bound > max_32b_address_space(platform)
 
 
 # --- the hooks sched_send calls -------------------------------------------------------------
 
 
-def best_versions(host, request, resource, *, config, havs, now, make, notices=None):
+def best_versions(
+    host: Host,
+    request: SchedulerRequest,
+    resource: Resource,
+    *,
+    config: SchedulerConfig,
+    havs: Mapping[int, HostAppVersion] | None,
+    now: int,
+    make: Callable[..., Version],
+    notices: list[str] | None = None,
+) -> dict[int, Version]:
     """app id -> the Version (``make``: sched_send.Version) of each app the host runs best on
     ``resource``; each carries its chooser, for jobs that need another (``job_version``).
     Why a version was not feasible, when BOINC tells the volunteer, goes to ``notices``."""
@@ -340,7 +375,7 @@ def best_versions(host, request, resource, *, config, havs, now, make, notices=N
     return found
 
 
-def version_of(chooser, row, usage):
+def version_of(chooser: BestVersions, row: AppVersion, usage: HostUsage) -> Version:
     from backend.daemons.sched_types import ReplyAppVersion
 
     gpu = usage.proc_type != CPU
@@ -359,7 +394,7 @@ def version_of(chooser, row, usage):
     )
 
 
-def has_jobs_for(version):
+def has_jobs_for(version: Version) -> bool:
     """Whether an unsent job could be sent with ``version``: one not pinned to another version
     number. BOINC's daily limit message comes from get_app_version looking at the version for
     a job; a job pinned elsewhere never looks at it."""
@@ -374,7 +409,7 @@ def has_jobs_for(version):
     )
 
 
-def unsent_job_kinds(app_id, platform):
+def unsent_job_kinds(app_id: int, platform: str) -> list[tuple[bool, int]]:
     """The (needs 64 bits, pinned version number) kinds of the app's unsent jobs, as
     get_app_version tells them apart; a workunit committed to an app version (homogeneous
     app version) is left out, as its version is never chosen."""
@@ -394,16 +429,17 @@ def unsent_job_kinds(app_id, platform):
     )
 
 
-def job_version(version, wu):
+def job_version(version: Version, wu: Workunit) -> Version | None:
     """The Version a job of ``wu`` is sent with: ``version`` (the app's best), or for a
     workunit pinned to an ``app_version_num`` or needing a 64-bit address space, the best
     version for it (get_app_version memoizes per app and 64-bit need); None when none."""
-    chooser = version.chooser
+    chooser = cast("BestVersions | None", version.chooser)  # sched_send.Version types it as object
     if chooser is None:
         return version
     needs_64b = job_needs_64b(wu, chooser.request.platform_name)
     number = getattr(wu, "app_version_num", 0) or 0
-    app_id = version.row.app_id
+    # a version with a chooser has a row here: callers pass no committed-only one (no row)
+    app_id = cast(AppVersion, version.row).app_id
     key = (app_id, needs_64b, number)
     chooser.used(key)
     if not needs_64b and not number:
@@ -414,7 +450,7 @@ def job_version(version, wu):
         default = chooser.variants.get((app_id, False, 0))
         if chosen is None:
             chooser.variants[key] = None
-        elif default is not None and chosen[0].pk == default.row.pk:
+        elif default is not None and chosen[0].pk == cast(AppVersion, default.row).pk:
             chooser.variants[key] = default
         else:
             from backend.daemons.sched_send import apply_daily_quota
@@ -435,7 +471,9 @@ def job_version(version, wu):
 # --- what the project pages show ------------------------------------------------------------
 
 
-def runtime_estimates(host, limit=200, havs=()):
+def runtime_estimates(
+    host: Host, limit: int = 200, havs: Iterable[HostAppVersion] = ()
+) -> list[tuple[str, list[tuple[int, float, float]], tuple[int, float] | None]]:
     """[(app version label, [(sent_time, estimated runtime, reported runtime)], now)] of
     ``host``'s last ``limit`` successful jobs, oldest first: the estimate is the job's
     estimated FLOPs over the FLOPS it was sent with (``flops_estimate``). ``now`` is, once the
@@ -461,13 +499,13 @@ def runtime_estimates(host, limit=200, havs=()):
         .select_related("workunit")
         .order_by("-sent_time", "-id")[:limit]
     )
-    series: dict[str, list[tuple[Any, float, float]]] = {}
-    last_fpops = {}
+    series: dict[str, list[tuple[int, float, float]]] = {}
+    last_fpops: dict[str, float] = {}
     for r in reversed(rows):
         label = str(r.app_version)
         series.setdefault(label, []).append((r.sent_time, r.workunit.rsc_fpops_est / r.flops_estimate, r.elapsed_time))
         last_fpops[label] = r.workunit.rsc_fpops_est
-    learnt = {}
+    learnt: dict[str, tuple[int, float]] = {}
     for hav in havs:
         label = str(hav.app_version)
         if label in last_fpops and hav.et_n > MIN_HOST_SAMPLES and hav.et_avg > 0:
@@ -475,7 +513,7 @@ def runtime_estimates(host, limit=200, havs=()):
     return [(label, points, learnt.get(label)) for label, points in sorted(series.items())]
 
 
-def app_version_table(config):
+def app_version_table(config: SchedulerConfig) -> dict[str, Any]:
     """The project's app versions as the scheduler sees them, each with its plan class's
     settings from plan_class_spec.xml (or why it has none), for the status page."""
     try:
