@@ -2,8 +2,9 @@
 
 The defaults are a small BOINC project's: a single-replica app (quorum 1, a few retries, a day
 to report) whose work generator keeps nothing on hand unless asked, its CPU version, a
-one-CPU Linux host, workunits with the app's limits, and their results. A test names only the
-fields its rule reads.
+one-CPU Linux host, workunits with the app's limits, their results and files; then the
+scheduling lab's stored scenarios and runs, and a volunteer world and its samples. A test
+names only the fields its rule reads.
 """
 
 import factory
@@ -13,6 +14,7 @@ from factory.django import DjangoModelFactory
 from backend.models import (
     App,
     AppVersion,
+    File,
     Host,
     HostAppVersion,
     HostFile,
@@ -24,7 +26,10 @@ from backend.models import (
     Workunit,
     name_random,
 )
-from world.models import World
+from scheduling.engine.readers import scenario_to_dict
+from scheduling.models import Run, StoredScenario
+from scheduling.presets import BY_SLUG
+from world.models import World, WorldSample
 
 # The tests' clock, in Unix seconds: in the past of the wall clock, as a test that mixes its
 # rows' times with the pages' "ago" needs.
@@ -165,6 +170,47 @@ class ResultFactory(DjangoModelFactory):
     elapsed_time = factory.LazyAttribute(lambda r: r.workunit.rsc_fpops_est / SUCCESS_FLOPS if _succeeded(r) else 0.0)
 
 
+class FileFactory(DjangoModelFactory):
+    """A workunit's input file; given ``result=``, that result's output file, named as its first
+    one is (Result.output_file_name), as the scheduler names it on sending the result."""
+
+    class Meta:
+        model = File
+
+    result = None
+    kind = factory.LazyAttribute(lambda f: File.Kind.OUTPUT if f.result else File.Kind.INPUT)
+    name = factory.LazyAttributeSequence(lambda f, n: f.result.output_file_name(0) if f.result else f"input_{n}.dat")
+
+
+class StoredScenarioFactory(DjangoModelFactory):
+    """A lab scenario stored as loading a preset stores it (scheduling.views._save): the preset
+    ``seed-001-scenario-1`` unless ``preset=`` names another. ``scenario=`` stores an engine
+    scenario of the test's own instead, with ``preset=""`` when it comes from no preset."""
+
+    class Meta:
+        model = StoredScenario
+
+    class Params:
+        scenario = factory.LazyAttribute(lambda s: BY_SLUG[s.preset].scenario())
+
+    preset = "seed-001-scenario-1"
+    name = factory.LazyAttribute(lambda s: s.scenario.name)
+    description = factory.LazyAttribute(lambda s: s.scenario.description)
+    data = factory.LazyAttribute(lambda s: scenario_to_dict(s.scenario))
+    owner = None
+
+
+class RunFactory(DjangoModelFactory):
+    """A queued lab run, as starting one makes it: BOINC 7's policy over a simulated hour."""
+
+    class Meta:
+        model = Run
+
+    scenario = factory.SubFactory(StoredScenarioFactory)
+    policy = "boinc7"
+    duration = 3600.0
+
+
 class WorldFactory(DjangoModelFactory):
     """A small volunteer world: three hosts for a day."""
 
@@ -174,3 +220,29 @@ class WorldFactory(DjangoModelFactory):
     name = factory.Sequence(lambda n: f"world{n}")
     hosts = 3
     days = 1
+
+
+class WorldSampleFactory(DjangoModelFactory):
+    """A sample of a world at its start: nothing counted yet."""
+
+    class Meta:
+        model = WorldSample
+
+    world = factory.SubFactory(WorldFactory)
+    t = 0.0
+    unsent = 0
+    in_progress = 0
+    over = 0
+    success = 0
+    client_error = 0
+    no_reply = 0
+    other_outcome = 0
+    valid = 0
+    invalid = 0
+    hosts_active = 0
+    rpcs = 0
+    rpcs_with_work = 0
+    rpcs_without_work = 0
+    rpcs_report_only = 0
+    credit = 0.0
+    bytes_downloaded = 0

@@ -10,7 +10,6 @@ from backend.daemons import transitioner, validator
 from backend.daemons.scheduler import GpuRequest, SchedulerConfig, handle_request
 from backend.models import (
     ErrorMask,
-    File,
     GpuType,
     Host,
     HostAppVersion,
@@ -25,6 +24,7 @@ from tests.backend.conftest import work_request
 from tests.factories import (
     NOW,
     AppVersionFactory,
+    FileFactory,
     HostAppVersionFactory,
     TeamFactory,
     UserCreditFactory,
@@ -219,9 +219,7 @@ def test_validated_credit_reaches_hosts_users_and_teams_with_a_recent_average(pr
             sent_time=sent_time,
             received_time=NOW - 3600,
         )
-        File.objects.create(
-            name=r.output_file_name(0), kind="output", result=r, md5_cksum=hashlib.md5(b"same").hexdigest()
-        )
+        FileFactory(result=r, md5_cksum=hashlib.md5(b"same").hexdigest())
     assert validator.run_once(now=NOW, batch_size=10) == 1
     # lib/util.cpp update_average, first time: work / days since it was started
     for host, sent_time in zip(hosts, sent_times):
@@ -250,7 +248,7 @@ def test_a_second_credit_decays_the_average_with_a_week_half_life(project):
         sent_time=NOW - DAY,
         received_time=NOW - DAY + 2000,
     )
-    File.objects.create(name=r.output_file_name(0), kind="output", result=r, md5_cksum="x")
+    FileFactory(result=r, md5_cksum="x")
     validator.run_once(now=NOW, batch_size=10)
     host.refresh_from_db()
     # weight exp(-7 d ln 2 / 7 d) = 1/2: 50 / 2 + (1 - 1/2) x 200 / 7 days
@@ -268,9 +266,7 @@ def test_too_many_successes_without_consensus_also_raises_target_nresults(projec
     )
     for data in (b"1", b"2", b"3"):
         r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=project.host())
-        File.objects.create(
-            name=r.output_file_name(0), kind="output", result=r, md5_cksum=hashlib.md5(data).hexdigest()
-        )
+        FileFactory(result=r, md5_cksum=hashlib.md5(data).hexdigest())
     validator.run_once(now=NOW, batch_size=10)
     wu.refresh_from_db()
     assert (wu.error_mask, wu.target_nresults, wu.transition_time) == (ErrorMask.TOO_MANY_SUCCESS_RESULTS, 4, NOW)
@@ -303,7 +299,7 @@ def test_validating_creates_the_missing_host_app_version_of_each_viable_result(p
     r = project.result(
         wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=host, app_version=project.version
     )
-    File.objects.create(name=r.output_file_name(0), kind="output", result=r, md5_cksum="x")
+    FileFactory(result=r, md5_cksum="x")
     validator.run_once(now=NOW, batch_size=10)  # one result: no quorum yet
     assert HostAppVersion.objects.filter(host=host, max_jobs_per_day=0).count() == 1
 

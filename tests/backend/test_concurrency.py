@@ -15,7 +15,6 @@ import time
 from collections import Counter
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.db import connections
 from django.db.models import Count, F, Sum
 
@@ -28,7 +27,6 @@ from backend.daemons.scheduler import (
 )
 from backend.models import (
     App,
-    AppVersion,
     AssimilatedResult,
     AssimilateState,
     ClientState,
@@ -41,9 +39,16 @@ from backend.models import (
     ServerState,
     ValidateState,
     Workunit,
-    name_random,
 )
 from tests.backend.conftest import work_request
+from tests.factories import (
+    AppFactory,
+    AppVersionFactory,
+    FileFactory,
+    HostFactory,
+    ResultFactory,
+    WorkunitFactory,
+)
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -68,34 +73,17 @@ def finished_workunits(n, data_dir):
     (data_dir / "upload").mkdir(exist_ok=True)
     (data_dir / "download").mkdir(exist_ok=True)
     now = int(time.time()) - 1000
-    app = App.objects.create(
-        name="concurrency",
-        min_quorum=1,
-        target_nresults=1,
-        max_error_results=1,
-        max_total_results=2,
-        max_success_results=1,
-    )
-    host = Host.objects.create(owner=get_user_model().objects.create(username="v"), domain_name="h")
+    app = AppFactory(max_error_results=1, max_total_results=2, max_success_results=1)
+    host = HostFactory()
+    # the factories build the rows in memory, with no query per row (a result is named here:
+    # the factory's name counts the workunit's results), and bulk_create saves them
     wus = Workunit.objects.bulk_create(
-        Workunit(
-            app=app,
-            name=f"wu{i}",
-            transition_time=now,
-            min_quorum=1,
-            target_nresults=1,
-            max_error_results=1,
-            max_total_results=2,
-            max_success_results=1,
-        )
-        for i in range(n)
+        WorkunitFactory.build(app=app, name=f"wu{i}", transition_time=now) for i in range(n)
     )
     results = Result.objects.bulk_create(
-        Result(
+        ResultFactory.build(
             workunit=wu,
-            app=app,
-            name=f"wu{wu.pk}_0",
-            random=name_random(f"wu{wu.pk}_0"),
+            name=f"{wu.name}_0",
             server_state=ServerState.OVER,
             outcome=Outcome.SUCCESS,
             host=host,
@@ -105,9 +93,7 @@ def finished_workunits(n, data_dir):
         )
         for wu in wus
     )
-    File.objects.bulk_create(
-        File(name=r.output_file_name(0), kind="output", result=r, md5_cksum="0" * 32) for r in results
-    )
+    File.objects.bulk_create(FileFactory.build(result=r, md5_cksum="0" * 32) for r in results)
     return host
 
 
@@ -175,8 +161,7 @@ def test_a_worker_killed_mid_pass_loses_nothing_and_the_next_passes_converge(pos
 
 def pipeline_project():
     """An app of quorum 2 (target 2) the work generator feeds, and the volunteers' hosts."""
-    app = App.objects.create(
-        name="pipeline",
+    app = AppFactory(
         min_quorum=2,
         target_nresults=2,
         max_error_results=3,
@@ -186,13 +171,8 @@ def pipeline_project():
         rsc_fpops_est=JOB_SECONDS * 1e9,
         unsent_target=4000,
     )
-    AppVersion.objects.create(app=app, version_num=1, flops=1e9)
-    users = get_user_model().objects.bulk_create(
-        get_user_model()(username=f"volunteer{i}") for i in range(PER_DAEMON * HOSTS_PER_SCHEDULER)
-    )
-    hosts = Host.objects.bulk_create(
-        Host(owner=user, domain_name=f"host{i}", p_ncpus=NCPUS) for i, user in enumerate(users)
-    )
+    AppVersionFactory(app=app, flops=1e9)  # JOB_SECONDS of computing per job
+    hosts = HostFactory.create_batch(PER_DAEMON * HOSTS_PER_SCHEDULER, p_ncpus=NCPUS)
     return app, [h.pk for h in hosts]
 
 

@@ -8,7 +8,6 @@ from backend.models import (
     AssimilateState,
     DaemonStatus,
     ErrorMask,
-    File,
     FileDeleteState,
     LifecycleEvent,
     Outcome,
@@ -17,7 +16,7 @@ from backend.models import (
     ValidateState,
     Workunit,
 )
-from tests.factories import NOW, AppFactory, HostFactory, ResultFactory, WorkunitFactory
+from tests.factories import NOW, AppFactory, FileFactory, HostFactory, ResultFactory, WorkunitFactory
 
 
 def make_result(*, deadline, state=ServerState.IN_PROGRESS, name="wu_0"):
@@ -90,7 +89,7 @@ def six_due(project, daemon):
     if daemon == "validator":
         for wu in wus:
             r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS)
-            File.objects.create(name=r.output_file_name(0), kind="output", result=r, md5_cksum="a")
+            FileFactory(result=r, md5_cksum="a")
     return {
         "transitioner": lambda: Result.objects.filter(server_state=ServerState.UNSENT).count(),
         "validator": lambda: Result.objects.filter(validate_state=ValidateState.VALID).count(),

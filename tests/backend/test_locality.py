@@ -12,7 +12,7 @@ from backend.daemons.scheduler import SchedulerConfig, StickyFile, handle_reques
 from backend.daemons.work_generator import create_work_for_file
 from backend.models import File, Host, LocalityTrigger, Outcome, Result, ServerState, Workunit
 from tests.backend.conftest import work_request
-from tests.factories import NOW
+from tests.factories import NOW, FileFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -295,7 +295,7 @@ def test_rule_1_a_data_file_name_with_a_double_underscore_is_refused(app, names)
 
 
 def test_rule_1_the_generator_refuses_work_for_a_file_named_with_a_double_underscore(app, project):
-    bad = File.objects.create(name="h1__0001", kind=File.Kind.INPUT, sticky=True)
+    bad = FileFactory(name="h1__0001", sticky=True)
     with pytest.raises(ValueError, match="'h1__0001' contains '__'"):
         create_work_for_file(app, bad, now=NOW, count=2)
     assert not app.workunits.exists()

@@ -30,7 +30,7 @@ from backend.models import (
     Workunit,
 )
 from tests.backend.conftest import work_request
-from tests.factories import NOW
+from tests.factories import NOW, FileFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -119,9 +119,7 @@ def test_rule_3_7_consensus_canonical_and_replicas(project, outputs, canonical, 
     for data in outputs:
         r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=project.host())
         if data is not None:
-            File.objects.create(
-                name=r.output_file_name(0), kind="output", result=r, md5_cksum=hashlib.md5(data).hexdigest()
-            )
+            FileFactory(result=r, md5_cksum=hashlib.md5(data).hexdigest())
         results.append(r)
     assert validator.run_once(now=NOW, batch_size=10) == 1
     wu.refresh_from_db()
@@ -142,12 +140,12 @@ def test_rule_3_7_credit_is_granted_once_and_late_results_checked_against_canoni
     wu = project.workunit(need_validate=True)
     host = project.host()
     first = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=host)
-    File.objects.create(name=first.output_file_name(0), kind="output", result=first, md5_cksum="a")
+    FileFactory(result=first, md5_cksum="a")
     validator.run_once(now=NOW, batch_size=10)
     late = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=host)
-    File.objects.create(name=late.output_file_name(0), kind="output", result=late, md5_cksum="a")
+    FileFactory(result=late, md5_cksum="a")
     wrong = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=host)
-    File.objects.create(name=wrong.output_file_name(0), kind="output", result=wrong, md5_cksum="b")
+    FileFactory(result=wrong, md5_cksum="b")
     for _ in range(2):
         Workunit.objects.filter(pk=wu.pk).update(need_validate=True)
         validator.run_once(now=NOW + 1, batch_size=10)
@@ -170,8 +168,7 @@ def test_rule_3_7_transient_error_retries_later_and_numeric_tolerance(project):
     )
     for text in (b"1.0000 2.0", b"1.0004 2.0"):
         r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS)
-        name = r.output_file_name(0)
-        File.objects.create(name=name, kind="output", result=r)
+        name = FileFactory(result=r).name
         upload_path(name).parent.mkdir(parents=True, exist_ok=True)
         upload_path(name).write_bytes(text)
     upload_path("x").parent.rename(upload_path("x").parent.with_name("away"))
@@ -206,7 +203,7 @@ def test_rule_3_7_numeric_outputs_agree_only_within_the_tolerance(project, texts
     )
     for text in texts:
         r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS)
-        File.objects.create(name=r.output_file_name(0), kind="output", result=r)
+        FileFactory(result=r)
         upload_path(r.output_file_name(0)).parent.mkdir(parents=True, exist_ok=True)
         upload_path(r.output_file_name(0)).write_bytes(text)
     validator.run_once(now=NOW, batch_size=10)
@@ -219,7 +216,7 @@ def test_rule_3_7_numeric_outputs_agree_only_within_the_tolerance(project, texts
 
 def success_with_output(project, wu, md5, **fields):
     r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, **fields)
-    File.objects.create(name=r.output_file_name(0), kind="output", result=r, md5_cksum=md5)
+    FileFactory(result=r, md5_cksum=md5)
     return r
 
 
@@ -411,9 +408,7 @@ def test_rule_3_7_validation_never_postpones_a_due_workunit(project, outputs, tr
     )
     for data in outputs:
         r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=project.host())
-        File.objects.create(
-            name=r.output_file_name(0), kind="output", result=r, md5_cksum=hashlib.md5(data).hexdigest()
-        )
+        FileFactory(result=r, md5_cksum=hashlib.md5(data).hexdigest())
     validator.run_once(now=NOW, batch_size=10)
     assert Workunit.objects.get(pk=wu.pk).transition_time == expected
 
@@ -446,8 +441,8 @@ def test_rule_3_9_file_deletion(project, data_dirs, setup, state):
     r = project.result(
         wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, file_delete_state=FileDeleteState.READY
     )
-    out = File.objects.create(name=r.output_file_name(0), kind="output", result=r)
-    inp = File.objects.create(name="in.dat", kind="input")
+    out = FileFactory(result=r)
+    inp = FileFactory(name="in.dat")
     wu.input_files.add(inp)
     for path in (upload_path(out.name), download_path(inp.name)):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -550,11 +545,11 @@ def test_rule_3_2_step_9_a_timed_out_results_abandoned_upload_is_deleted_when_as
 
 
 def test_rule_3_9_shared_and_nodelete_inputs_are_kept(project):
-    shared = File.objects.create(name="shared.dat", kind="input")
+    shared = FileFactory(name="shared.dat")
     kept = project.workunit(name="keep_nodelete", file_delete_state=FileDeleteState.READY)
     done = project.workunit(file_delete_state=FileDeleteState.READY)
     busy = project.workunit()
-    own = File.objects.create(name="own.dat", kind="input")
+    own = FileFactory(name="own.dat")
     for wu in (kept, done, busy):
         wu.input_files.add(shared)
     kept.input_files.add(own)
@@ -598,7 +593,7 @@ def test_rule_3_1_create_work_refuses_what_boinc_refuses(project, overrides, mes
 
 
 def test_work_for_one_input_file_on_demand(project):
-    big = File.objects.create(name="big.dat", kind="input", sticky=True)
+    big = FileFactory(name="big.dat", sticky=True)
     wus = work_generator.create_work_for_file(project.app, big, now=NOW, count=2)
     assert [wu.name for wu in wus] == [f"big.dat__uppercase_{NOW}_0", f"big.dat__uppercase_{NOW}_1"]
     assert all(list(wu.input_files.all()) == [big] for wu in wus)

@@ -24,7 +24,7 @@ from backend.models import (
     Workunit,
 )
 from backend.server_config import ConfigError, read_config_xml
-from tests.factories import NOW, AppVersionFactory, TeamFactory, UserCreditFactory
+from tests.factories import NOW, AppVersionFactory, FileFactory, TeamFactory, UserCreditFactory
 
 FLOPS_PER_CREDIT = 432e9
 EST = 1e12  # rsc_fpops_est of the workunits below
@@ -226,8 +226,6 @@ def test_one_cpu_version_alone_is_not_scaled(project):
 
 def valid_job(project, host, elapsed, *, outlier=False, **wu_fields):
     """A workunit of quorum 1 with one successful result of ``elapsed`` s at 2 GFLOPS."""
-    from backend.models import File
-
     wu = project.workunit(rsc_fpops_est=EST, rsc_fpops_bound=10 * EST, need_validate=True, **wu_fields)
     r = project.result(
         wu,
@@ -241,7 +239,7 @@ def valid_job(project, host, elapsed, *, outlier=False, **wu_fields):
         sent_time=NOW - 86400,
         received_time=NOW - 3600,
     )
-    File.objects.create(name=r.output_file_name(0), kind="output", result=r, md5_cksum="a")
+    FileFactory(result=r, md5_cksum="a")
     return wu, r
 
 
@@ -295,8 +293,6 @@ def test_a_runtime_outlier_is_credited_but_left_out_of_the_averages(project):
 
 
 def test_two_results_are_granted_the_pegged_average_and_the_owner_and_team_get_it(project):
-    from backend.models import File
-
     team = TeamFactory(name="crunchers")
     a, b = project.host(), project.host()
     for host in (a, b):
@@ -316,7 +312,7 @@ def test_two_results_are_granted_the_pegged_average_and_the_owner_and_team_get_i
             sent_time=NOW - 86400,
             received_time=NOW - 3600,
         )
-        File.objects.create(name=r.output_file_name(0), kind="output", result=r, md5_cksum="a")
+        FileFactory(result=r, md5_cksum="a")
     validator.run_once(now=NOW, batch_size=10)
     # both approximate (no samples yet), no version scale: PFCs 9e11 and 1.3e12
     expected = 1.0333333e12 / FLOPS_PER_CREDIT
@@ -410,8 +406,6 @@ def test_two_results_of_one_host_checked_together_change_its_record_once_in_boin
     """validator.cpp handle_wu reads one host app version copy per result and writes each
     whole: of two results of one host, only the last one's is_valid is kept (departure 10,
     option hav_last_copy_wins)."""
-    from backend.models import File
-
     host = project.host()
     wu = project.workunit(
         rsc_fpops_est=EST, rsc_fpops_bound=10 * EST, min_quorum=2, target_nresults=2, need_validate=True
@@ -428,7 +422,7 @@ def test_two_results_of_one_host_checked_together_change_its_record_once_in_boin
             sent_time=NOW - 86400,
             received_time=NOW,
         )
-        File.objects.create(name=r.output_file_name(0), kind="output", result=r, md5_cksum="a")
+        FileFactory(result=r, md5_cksum="a")
     validator.run_once(now=NOW, batch_size=10, daily_result_quota=0, hav_last_copy_wins=last_copy_wins)
     hav = HostAppVersion.objects.get(host=host)
     # the PFC average always takes the last copy: one sample of 1.0

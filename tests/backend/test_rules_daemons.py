@@ -21,7 +21,7 @@ from backend.models import (
     Workunit,
 )
 from tests.backend.conftest import work_request
-from tests.factories import NOW, AppVersionFactory, ResultFactory
+from tests.factories import NOW, AppVersionFactory, FileFactory, HostFileFactory, ResultFactory
 
 DAY = 86400
 
@@ -105,7 +105,7 @@ def test_an_output_that_cannot_be_unlinked_leaves_the_result_in_error(project):
     r = project.result(
         wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, file_delete_state=FileDeleteState.READY
     )
-    out = File.objects.create(name=r.output_file_name(0), kind="output", result=r)
+    out = FileFactory(result=r)
     # a directory where the file should be: unlink fails with EISDIR, whoever runs the test
     (upload_path(out.name) / "inside").mkdir(parents=True)
     file_deleter.run_once(now=NOW, batch_size=8)
@@ -119,7 +119,7 @@ def test_an_input_that_cannot_be_unlinked_leaves_the_workunit_in_error(project):
     wu = project.workunit(file_delete_state=FileDeleteState.READY)
     good = project.workunit(file_delete_state=FileDeleteState.READY)
     for w, name in ((wu, "stuck.dat"), (good, "fine.dat")):
-        f = File.objects.create(name=name, kind="input")
+        f = FileFactory(name=name)
         w.input_files.add(f)
     (download_path("stuck.dat") / "inside").mkdir(parents=True)
     download_path("fine.dat").write_bytes(b"x")
@@ -146,7 +146,7 @@ def test_an_input_that_cannot_be_unlinked_leaves_the_workunit_in_error(project):
 def test_granted_credit_is_capped_at_max_granted_credit(project, fpops, credit):
     wu = project.workunit(rsc_fpops_est=fpops, rsc_fpops_bound=10 * fpops, need_validate=True)
     r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=project.host())
-    File.objects.create(name=r.output_file_name(0), kind="output", result=r, md5_cksum="a")
+    FileFactory(result=r, md5_cksum="a")
     validator.run_once(now=NOW, batch_size=10)
     r.refresh_from_db()
     assert r.granted_credit == pytest.approx(credit)
@@ -249,7 +249,7 @@ def test_a_request_that_asks_for_no_work_gets_none(project):
 def test_an_ordinary_jobs_input_is_neither_sticky_nor_reported_on_rpc(project):
     # sched_send.cpp: <sticky/> and <report_on_rpc/> come only from the workunit's file refs
     wu = project.workunit()
-    wu.input_files.add(File.objects.create(name="in.dat", kind="input", nbytes=10))
+    wu.input_files.add(FileFactory(name="in.dat", nbytes=10))
     project.result(wu)
     [job] = handle_request(work_request(project.host()), now=NOW).results
     [f] = job.workunit.input_files
@@ -313,7 +313,7 @@ def test_a_sticky_file_the_host_no_longer_lists_is_forgotten_and_only_that_one(p
     from backend.models import HostFile
 
     host, other = project.host(), project.host()
-    HostFile.objects.create(host=other, name="b.dat", reported_time=NOW - 1)
+    HostFileFactory(host=other, name="b.dat", reported_time=NOW - 1)
     handle_request(work_request(host, file_infos=[StickyFile("a.dat"), StickyFile("b.dat")]), now=NOW)
     handle_request(work_request(host, file_infos=[StickyFile("a.dat"), StickyFile("c.dat", status=0)]), now=NOW + 1)
     assert sorted(HostFile.objects.values_list("host_id", "name")) == sorted([(host.pk, "a.dat"), (other.pk, "b.dat")])

@@ -15,7 +15,7 @@ from backend.models import File, LocalityTrigger, Result, ServerState, Workunit
 from backend.server_config import ConfigError, read_config_xml
 from tests.backend.conftest import work_request
 from tests.backend.test_locality import ask, make_results, sent_files
-from tests.factories import NOW, AppVersionFactory, HostAppVersionFactory
+from tests.factories import NOW, AppVersionFactory, FileFactory, HostAppVersionFactory
 
 
 @pytest.fixture
@@ -633,13 +633,13 @@ def test_the_file_deleter_keeps_files_marked_no_delete(project):
     from backend.daemons.hierarchy import download_path, upload_path
     from backend.models import File, FileDeleteState
 
-    kept = File.objects.create(name="kept.dat", kind="input", no_delete=True)
-    gone = File.objects.create(name="gone.dat", kind="input")
+    kept = FileFactory(name="kept.dat", no_delete=True)
+    gone = FileFactory(name="gone.dat")
     wu = project.workunit(file_delete_state=FileDeleteState.READY)
     wu.input_files.add(kept, gone)
     result = project.result(wu, server_state=ServerState.OVER, file_delete_state=FileDeleteState.READY)
-    out_kept = File.objects.create(name="out_kept", kind="output", result=result, no_delete=True)
-    out_gone = File.objects.create(name="out_gone", kind="output", result=result)
+    out_kept = FileFactory(name="out_kept", result=result, no_delete=True)
+    out_gone = FileFactory(name="out_gone", result=result)
     for path in (
         download_path("kept.dat"),
         download_path("gone.dat"),

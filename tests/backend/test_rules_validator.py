@@ -95,8 +95,8 @@ def test_a_late_result_that_cannot_be_read_now_is_retried_later(project):
     # validator.cpp handle_wu with a canonical result: a transient error in check_pair
     # leaves the result as it is and retries the workunit later (6 hours)
     from backend.daemons.hierarchy import upload_path
-    from backend.models import File, Outcome, ServerState, ValidateState, Workunit
-    from tests.factories import NOW
+    from backend.models import Outcome, ServerState, ValidateState, Workunit
+    from tests.factories import NOW, FileFactory
 
     project.app.validator = "numeric"
     project.app.save()
@@ -106,7 +106,7 @@ def test_a_late_result_that_cannot_be_read_now_is_retried_later(project):
     )
     late = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS)
     for r in (canonical, late):
-        File.objects.create(name=r.output_file_name(0), kind="output", result=r)
+        FileFactory(result=r)
     Workunit.objects.filter(pk=wu.pk).update(canonical_result=canonical)
     assert not upload_path("x").parent.exists()  # the upload directory is away
     validator.run_once(now=NOW, batch_size=10)

@@ -33,7 +33,7 @@ from backend.models import (
     Workunit,
 )
 from tests.backend.conftest import work_request
-from tests.factories import NOW, AppVersionFactory
+from tests.factories import NOW, AppVersionFactory, FileFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -486,7 +486,7 @@ def test_new_host_is_created_and_sticky_files_are_tracked(project):
     request = SchedulerRequest(
         hostid=0, userid=host.owner_id, cpu_req_secs=0, file_infos=[StickyFile("big.dat"), StickyFile("gone.dat")]
     )
-    File.objects.create(name="big.dat", kind=File.Kind.INPUT, sticky=True)
+    FileFactory(name="big.dat", sticky=True)
     reply = handle_request(request, now=NOW)
     new = Host.objects.get(pk=reply.hostid)
     assert new.owner_id == host.owner_id and new.rpc_time == NOW

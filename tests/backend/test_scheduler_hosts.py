@@ -20,7 +20,6 @@ from backend.models import (
     EXIT_ABORTED_BY_PROJECT,
     AppVersion,
     ClientState,
-    File,
     GpuType,
     HostAppVersion,
     Outcome,
@@ -29,7 +28,7 @@ from backend.models import (
     Workunit,
 )
 from tests.backend.conftest import work_request
-from tests.factories import NOW, AppVersionFactory, HostAppVersionFactory
+from tests.factories import NOW, AppVersionFactory, FileFactory, HostAppVersionFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -336,9 +335,7 @@ def validated(project, outputs, *, before, app_target=None, **wu_fields):
         r = project.result(
             wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=host, app_version=project.version
         )
-        File.objects.create(
-            name=r.output_file_name(0), kind="output", result=r, md5_cksum=hashlib.md5(data).hexdigest()
-        )
+        FileFactory(result=r, md5_cksum=hashlib.md5(data).hexdigest())
         hosts.append(host)
     assert validator.run_once(now=NOW, batch_size=10, daily_result_quota=QUOTA) == 1
     return [(hav.max_jobs_per_day, hav.consecutive_valid) for hav in (hav_of(h, project.version) for h in hosts)]
@@ -679,7 +676,7 @@ def test_rule_3_6_the_validator_ignores_client_detached_as_no_reply(project, out
     wu = project.workunit(need_validate=True, min_quorum=1)
     gone = project.result(wu, server_state=ServerState.OVER, outcome=outcome, received_time=NOW - 10)
     done = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS)
-    File.objects.create(name=done.output_file_name(0), kind="output", result=done, md5_cksum="a")
+    FileFactory(result=done, md5_cksum="a")
     validator.run_once(now=NOW, batch_size=10)
     wu.refresh_from_db()
     assert wu.canonical_result_id == done.pk

@@ -7,10 +7,9 @@ import django_rq
 import pytest
 from django.contrib.auth.models import User
 
-from scheduling.engine.readers import scenario_to_dict
 from scheduling.jobs import run_simulation
-from scheduling.models import Run, StoredScenario
-from scheduling.presets import BY_SLUG
+from scheduling.models import StoredScenario
+from tests.factories import RunFactory, StoredScenarioFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -109,8 +108,8 @@ def test_a_person_builds_a_scenario_in_the_forms_runs_it_and_sees_bars_on_every_
 
 
 def test_a_failed_run_shows_its_error_instead_of_a_spinner(page, live_server, teacher):
-    stored = StoredScenario.objects.create(name="broken", data={"host": {"ncpus": 0}, "projects": []})
-    run = Run.objects.create(scenario=stored, policy="boinc7", duration=3600)
+    stored = StoredScenarioFactory(data={"host": {"ncpus": 0}, "projects": []})
+    run = RunFactory(scenario=stored)
     from scheduling.jobs import run_simulation
 
     django_rq.get_queue("engine").enqueue(run_simulation, run.pk)
@@ -190,12 +189,8 @@ def cursor_hours(page):
 
 
 def test_play_moves_the_cursor_at_the_chosen_speed_and_pause_holds_it(page, live_server, teacher):
-    stored = StoredScenario.objects.create(
-        name="seed 001",
-        data=scenario_to_dict(BY_SLUG["seed-001-scenario-1"].scenario()),
-        owner=User.objects.get(username="teacher"),
-    )
-    run = Run.objects.create(scenario=stored, policy="boinc7", duration=12 * 3600.0)
+    stored = StoredScenarioFactory(owner=User.objects.get(username="teacher"))
+    run = RunFactory(scenario=stored, duration=12 * 3600.0)
     assert run_simulation(run.pk) == "done"
     page.goto(f"{live_server.url}/lab/runs/{run.pk}/")
     page.wait_for_selector("[data-testid=gantt] .main-svg")

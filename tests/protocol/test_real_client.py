@@ -15,7 +15,6 @@ from backend.daemons.hierarchy import download_path, upload_path, write_file
 from backend.models import (
     AssimilateState,
     ClientState,
-    File,
     FileDeleteState,
     Host,
     HostFile,
@@ -29,7 +28,7 @@ from protocol.client import worker_script
 from protocol.scheduler_rpc import scheduler_rpc
 from protocol.uploads import finish_upload
 from protocol.xml_request import parse_request
-from tests.factories import AppVersionFactory
+from tests.factories import AppVersionFactory, FileFactory
 from tests.pages import by_testid, parse, rows
 from tests.protocol.conftest import (
     account,
@@ -153,9 +152,8 @@ def test_after_a_scheduler_error_500_the_client_retries_and_the_job_succeeds(rea
 def test_two_jobs_share_a_sticky_input_that_the_client_then_lists(real_client):
     app = make_app()
     data = b"shared input\n" * 300
-    shared = File.objects.create(
+    shared = FileFactory(
         name="shared.in",
-        kind=File.Kind.INPUT,
         nbytes=len(data),
         md5_cksum=write_file(download_path("shared.in"), data),
         sticky=True,

@@ -18,8 +18,7 @@ from scheduling.engine.readers import read_json
 from scheduling.engine.scenario import MAX_CPUS, App, AppVersion, Host, Project, Scenario
 from scheduling.jobs import run_simulation
 from scheduling.models import Run, StoredScenario
-from scheduling.presets import BY_SLUG
-from scheduling.views import _save
+from tests.factories import RunFactory, StoredScenarioFactory
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "scenarios"
@@ -43,7 +42,7 @@ def ann(client):
 
 @pytest.fixture
 def stored(ann):
-    return _save(None, BY_SLUG["seed-001-scenario-1"].scenario(), ann.user, preset="seed-001-scenario-1")
+    return StoredScenarioFactory(owner=ann.user)
 
 
 def import_(client, **fields):
@@ -237,8 +236,8 @@ def test_a_person_has_at_most_the_cap_of_runs_queued_and_a_comparison_counts_eac
 
 def test_a_run_slower_than_its_estimate_is_stopped_by_its_measured_speed(stored, settings):
     settings.LAB_RUN_BUDGET_SECONDS = 1
-    heavy = _save(None, read_json((SCENARIOS / "standard.json").read_text()), None)
-    run = Run.objects.create(scenario=heavy, policy="boinc7", duration=100 * 86400.0, seed=1)
+    heavy = StoredScenarioFactory(scenario=read_json((SCENARIOS / "standard.json").read_text()), preset="")
+    run = RunFactory(scenario=heavy, duration=100 * 86400.0)
     assert run_simulation(run.pk) == "failed"
     run.refresh_from_db()
     assert run.status == Run.Status.FAILED and run.error.startswith("Stopped after")
@@ -278,7 +277,7 @@ def test_a_run_whose_enqueue_fails_after_its_commit_is_failed_with_the_reason(
     from scheduling.jobs import enqueue_run
 
     settings.RQ_QUEUES = {name: dict(conf, URL="redis://127.0.0.1:1/0") for name, conf in settings.RQ_QUEUES.items()}
-    run = Run.objects.create(scenario=stored, policy="boinc7", duration=3600, seed=1)
+    run = RunFactory(scenario=stored)
     with django_capture_on_commit_callbacks(execute=True):
         enqueue_run(run)
     run.refresh_from_db()

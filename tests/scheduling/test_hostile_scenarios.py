@@ -22,7 +22,7 @@ from scheduling.engine import scenario as limits
 from scheduling.engine.readers import scenario_to_dict
 from scheduling.models import Run, StoredScenario
 from scheduling.presets import BY_SLUG
-from scheduling.views import _save
+from tests.factories import StoredScenarioFactory
 
 pytestmark = pytest.mark.django_db
 EXAMPLES = settings(
@@ -359,7 +359,7 @@ FORM_FIELDS = [
 def test_the_scenario_form_refuses_clearly_or_saves_a_scenario_within_limits(ann, changes):
     from tests.scheduling.test_lab_views import form_data
 
-    stored = _save(None, BY_SLUG["seed-002-cpu-and-gpu"].scenario(), None)
+    stored = StoredScenarioFactory(scenario=BY_SLUG["seed-002-cpu-and-gpu"].scenario(), preset="")
     data = form_data(stored)
     data.update(changes)
     response = ann.post("/lab/new/", data)
@@ -378,7 +378,9 @@ def test_the_scenario_form_refuses_clearly_or_saves_a_scenario_within_limits(ann
 def test_the_run_forms_refuse_clearly_or_queue_only_runs_within_budget(
     ann, redis_client, duration, delta, seed, policies, settings
 ):
-    stored = StoredScenario.objects.first() or _save(None, BY_SLUG["seed-002-cpu-and-gpu"].scenario(), None)
+    stored = StoredScenario.objects.first() or StoredScenarioFactory(
+        scenario=BY_SLUG["seed-002-cpu-and-gpu"].scenario(), preset=""
+    )
     Run.objects.all().delete()
     response = ann.post(
         f"/lab/{stored.pk}/runs/",

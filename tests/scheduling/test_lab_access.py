@@ -18,7 +18,7 @@ from django.test.utils import CaptureQueriesContext
 
 from scheduling.models import Run, StoredScenario
 from scheduling.presets import BY_SLUG
-from scheduling.views import _save
+from tests.factories import RunFactory, StoredScenarioFactory
 from tests.pages import by_testid, parse
 from tests.scheduling.test_lab_views import finished_run, form_data
 
@@ -32,7 +32,7 @@ def owner():
 
 @pytest.fixture
 def stored(owner):
-    return _save(None, BY_SLUG["seed-001-scenario-1"].scenario(), owner, preset="seed-001-scenario-1")
+    return StoredScenarioFactory(owner=owner)
 
 
 def client_for(role, owner):
@@ -143,7 +143,7 @@ def test_the_scenario_page_offers_edit_and_delete_only_to_those_who_may(stored, 
 
 
 def test_a_scenario_without_an_owner_is_editable_by_staff_only(owner):
-    orphan = _save(None, BY_SLUG["seed-001-wrr-example"].scenario(), None)
+    orphan = StoredScenarioFactory(scenario=BY_SLUG["seed-001-wrr-example"].scenario(), preset="")
     assert client_for("other", owner).get(f"/lab/{orphan.pk}/edit/").status_code == 403
     assert client_for("staff", owner).get(f"/lab/{orphan.pk}/edit/").status_code == 200
 
@@ -254,9 +254,9 @@ def test_the_lab_index_makes_as_many_queries_for_twenty_scenarios_as_for_one(own
     finished_run(stored, duration=600.0)
     one = _index_queries(client)
     for i in range(19):
-        s = StoredScenario.objects.create(name=f"s{i}", data=stored.data, owner=owner)
-        Run.objects.create(scenario=s, policy="boinc7", duration=60)
-        Run.objects.create(scenario=s, policy="boinc5", duration=60)
+        s = StoredScenarioFactory(owner=owner)
+        RunFactory(scenario=s, duration=60)
+        RunFactory(scenario=s, policy="boinc5", duration=60)
     twenty = _index_queries(client)
     assert twenty == one
     runs = {}

@@ -10,6 +10,7 @@ from rq import SimpleWorker
 
 from scheduling.jobs import run_simulation
 from scheduling.models import Run, StoredScenario
+from tests.factories import RunFactory
 from tests.pages import by_testid, parse, texts
 from tests.scheduling.test_lab_views import ann, finished_run, stored, user  # noqa: F401 (fixtures)
 
@@ -35,7 +36,7 @@ def compare_values(client, stored, parameter, values, policy="boinc7", **kw):  #
 def test_a_single_run_opens_a_picker_with_the_fair_comparisons_ticked(client, stored):
     run = finished_run(stored, "boinc7")
     same = finished_run(stored, "boinc5")
-    other_seed = Run.objects.create(scenario=stored, policy="wrr", duration=run.duration, seed=9)
+    other_seed = RunFactory(scenario=stored, policy="wrr", duration=run.duration, seed=9)
     page = client.get(f"/lab/compare/?runs={run.pk}")
     body = page.content.decode()
     assert page.status_code == 200 and 'data-testid="compare-picker"' in body
@@ -56,7 +57,7 @@ def test_a_single_run_with_no_other_run_says_how_to_make_one(client, stored):
 def test_the_run_page_links_to_a_comparison_with_the_runs_on_the_same_seed(client, stored):
     a = finished_run(stored, "boinc7")
     b = finished_run(stored, "boinc5")
-    Run.objects.create(scenario=stored, policy="wrr", duration=a.duration, seed=2, status=Run.Status.DONE)
+    RunFactory(scenario=stored, policy="wrr", duration=a.duration, seed=2, status=Run.Status.DONE)
     page = parse(client.get(f"/lab/runs/{a.pk}/"))
     link = by_testid(page, "compare-same-seed")
     assert link.name == "a" and re.fullmatch(r"compare with #\d+ boinc5", link.get_text())
@@ -131,7 +132,7 @@ def test_each_rec_or_debt_chart_is_headed_by_its_own_runs_policy(client, stored,
 
 def test_runs_of_one_policy_differing_in_seed_are_labelled_by_seed(client, stored):
     a = finished_run(stored, "boinc7")
-    b = Run.objects.create(scenario=stored, policy="boinc7", duration=a.duration, seed=2)
+    b = RunFactory(scenario=stored, duration=a.duration, seed=2)
     assert run_simulation(b.pk) == "done"
     page = parse(client.get(f"/lab/compare/?runs={a.pk},{b.pk}"))
     assert page.h1.get_text() == "Compare seed 1 and seed 2"

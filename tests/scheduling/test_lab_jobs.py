@@ -14,6 +14,7 @@ from rq.job import JobStatus
 
 from scheduling import jobs
 from scheduling.models import Run
+from tests.factories import RunFactory
 from tests.scheduling.test_lab_views import HX, stored, user  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db
@@ -25,7 +26,7 @@ def queue(redis_client):
 
 
 def enqueued_run(stored, capture, **kw):  # noqa: F811
-    run = Run.objects.create(scenario=stored, policy=kw.pop("policy", "boinc7"), duration=3600, **kw)
+    run = RunFactory(scenario=stored, **kw)
     with capture(execute=True):
         jobs.enqueue_run(run)
     return run
@@ -76,7 +77,7 @@ def test_a_job_that_fails_outside_the_runs_own_error_handling_fails_the_run_on_t
 
 
 def test_a_queued_run_whose_job_vanished_fails_once_the_grace_period_is_over(client, stored, redis_client):
-    run = Run.objects.create(scenario=stored, policy="boinc7", duration=3600, job_id="lab-run-gone")
+    run = RunFactory(scenario=stored, job_id="lab-run-gone")
     assert poll(client, run).status_code == 200 and run.status == Run.Status.QUEUED
     Run.objects.filter(pk=run.pk).update(created=timezone.now() - jobs.LOST_AFTER - timedelta(seconds=1))
     response = poll(client, run)
@@ -85,9 +86,7 @@ def test_a_queued_run_whose_job_vanished_fails_once_the_grace_period_is_over(cli
 
 
 def test_a_running_run_whose_job_vanished_fails_at_once(client, stored, redis_client):
-    run = Run.objects.create(
-        scenario=stored, policy="boinc7", duration=3600, job_id="lab-run-gone", status=Run.Status.RUNNING
-    )
+    run = RunFactory(scenario=stored, job_id="lab-run-gone", status=Run.Status.RUNNING)
     poll(client, run)
     assert run.status == Run.Status.FAILED and "no longer in the queue" in run.error
 
@@ -149,8 +148,8 @@ def test_a_run_finished_while_its_job_was_being_looked_at_keeps_its_result(
 
 def test_the_scenario_and_compare_pages_fail_lost_runs_too(client, stored, redis_client):
     old = timezone.now() - jobs.LOST_AFTER - timedelta(seconds=1)
-    a = Run.objects.create(scenario=stored, policy="boinc7", duration=3600, job_id="lab-run-gone-a")
-    b = Run.objects.create(scenario=stored, policy="boinc5", duration=3600, job_id="lab-run-gone-b")
+    a = RunFactory(scenario=stored, job_id="lab-run-gone-a")
+    b = RunFactory(scenario=stored, policy="boinc5", job_id="lab-run-gone-b")
     Run.objects.filter(pk__in=[a.pk, b.pk]).update(created=old)
     page = client.get(f"/lab/{stored.pk}/", **HX)
     assert page.status_code == 286 and "hx-trigger" not in page.content.decode()

@@ -16,7 +16,7 @@ from scheduling.engine.readers import read_json
 from scheduling.jobs import run_simulation
 from scheduling.models import Run, StoredScenario
 from scheduling.presets import BY_SLUG
-from scheduling.views import _save
+from tests.factories import RunFactory, StoredScenarioFactory
 from tests.pages import parse
 
 HX = {"HTTP_HX_REQUEST": "true"}
@@ -36,11 +36,11 @@ def ann(client, user):
 
 @pytest.fixture
 def stored(user):
-    return _save(None, BY_SLUG["seed-001-scenario-1"].scenario(), user, preset="seed-001-scenario-1")
+    return StoredScenarioFactory(owner=user)
 
 
 def finished_run(stored, policy="boinc7", duration=6 * 3600.0):
-    run = Run.objects.create(scenario=stored, policy=policy, duration=duration, seed=1)
+    run = RunFactory(scenario=stored, policy=policy, duration=duration)
     assert run_simulation(run.pk) == "done"
     run.refresh_from_db()
     return run
@@ -121,7 +121,7 @@ def test_the_scenario_page_shows_its_projects_and_the_compare_button(client, sto
 
 
 def test_a_preset_scenario_opens_with_its_run_length_policies_and_a_readable_buffer(ann, user):
-    wrr = _save(None, BY_SLUG["seed-001-wrr-example"].scenario(), user, preset="seed-001-wrr-example")
+    wrr = StoredScenarioFactory(preset="seed-001-wrr-example", owner=user)
     body = ann.get(f"/lab/{wrr.pk}/").content.decode()
     page = parse(body)
     # one run, compare policies, compare values
@@ -133,7 +133,7 @@ def test_a_preset_scenario_opens_with_its_run_length_policies_and_a_readable_buf
     }
     assert checked == {"wrr", "boinc7"}
     assert "Work buffer: at least 2.4 h, up to 8.4 h of queued work" in body
-    scenario_1 = _save(None, BY_SLUG["seed-001-scenario-1"].scenario(), user, preset="seed-001-scenario-1")
+    scenario_1 = StoredScenarioFactory(owner=user)
     assert (
         "Work buffer: at least 6 min, up to 30 min of queued work" in ann.get(f"/lab/{scenario_1.pk}/").content.decode()
     )
@@ -148,7 +148,7 @@ def test_the_scenario_fragment_is_the_run_list_and_stops_polling_when_no_run_is_
 
 
 def test_the_scenario_fragment_keeps_polling_while_a_run_is_queued(client, stored):
-    Run.objects.create(scenario=stored, policy="boinc7", duration=3600)
+    RunFactory(scenario=stored)
     page = client.get(f"/lab/{stored.pk}/", **HX)
     assert page.status_code == 200 and 'hx-trigger="every 2s"' in page.content.decode()
 
@@ -302,7 +302,7 @@ def test_importing_nothing_or_two_sources_is_refused(ann):
 
 
 def test_a_client_state_export_imports_back_to_the_same_scenario(ann, user):
-    original = _save(None, BY_SLUG["seed-002-cpu-and-gpu"].scenario(), user)
+    original = StoredScenarioFactory(scenario=BY_SLUG["seed-002-cpu-and-gpu"].scenario(), preset="", owner=user)
     archive = zipfile.ZipFile(io.BytesIO(ann.get(f"/lab/{original.pk}/client_state.zip").content))
     files = {}
     for key, name in (
@@ -392,7 +392,7 @@ def test_compare_policies_needs_two_policies(ann, stored):
 
 
 def test_a_queued_run_page_shows_progress_and_polls(client, stored):
-    run = Run.objects.create(scenario=stored, policy="boinc7", duration=3600)
+    run = RunFactory(scenario=stored)
     whole = client.get(f"/lab/runs/{run.pk}/").content.decode()
     assert "waiting for a worker" in whole and 'hx-trigger="every 2s"' in whole
     fragment = client.get(f"/lab/runs/{run.pk}/", **HX)
@@ -440,7 +440,7 @@ def test_a_run_page_fetched_mid_run_shows_the_charts_so_far_and_keeps_polling(cl
         return True
 
     monkeypatch.setattr(Run, "set_partial", store_and_look)
-    run = Run.objects.create(scenario=stored, policy="boinc5", duration=12 * 3600.0, seed=1)
+    run = RunFactory(scenario=stored, policy="boinc5", duration=12 * 3600.0)
     assert run_simulation(run.pk) == "done"
     assert len(pages) > 10
     final = Run.objects.get(pk=run.pk).records()
@@ -466,7 +466,7 @@ def test_partial_records_hold_open_slices_cut_at_the_time_reached(stored, monkey
     store_every_chunk(monkeypatch)
     stores = []
     monkeypatch.setattr(Run, "set_partial", lambda run, fraction, records: stores.append(records) or True)
-    run = Run.objects.create(scenario=stored, policy="boinc7", duration=6 * 3600.0, seed=1)
+    run = RunFactory(scenario=stored, duration=6 * 3600.0)
     assert run_simulation(run.pk) == "done"
     final = Run.objects.get(pk=run.pk).records()
     for records in stores:
@@ -487,7 +487,7 @@ def test_a_finished_run_fragment_stops_the_polling(client, stored):
 def test_a_failed_run_shows_its_error(client, stored):
     stored.data = {"host": {"ncpus": 0}, "projects": []}
     stored.save()
-    run = Run.objects.create(scenario=stored, policy="boinc7", duration=3600)
+    run = RunFactory(scenario=stored)
     assert run_simulation(run.pk) == "failed"
     response = client.get(f"/lab/runs/{run.pk}/", **HX)
     body = response.content.decode()
@@ -495,7 +495,7 @@ def test_a_failed_run_shows_its_error(client, stored):
 
 
 def test_a_run_with_an_unknown_policy_fails_naming_the_known_ones(client, stored):
-    run = Run.objects.create(scenario=stored, policy="lottery", duration=3600)
+    run = RunFactory(scenario=stored, policy="lottery")
     assert run_simulation(run.pk) == "failed"
     run.refresh_from_db()
     assert run.error.startswith("The run cannot start: unknown policy 'lottery'") and "boinc5" in run.error
@@ -519,7 +519,7 @@ def test_run_exports_give_json_and_csv(client, stored):
 
 
 def test_exports_of_an_unfinished_or_missing_run_are_refused(client, stored):
-    run = Run.objects.create(scenario=stored, policy="boinc7", duration=3600)
+    run = RunFactory(scenario=stored)
     assert client.get(f"/lab/runs/{run.pk}.json").status_code == 409
     assert client.get(f"/lab/runs/{run.pk}.csv").status_code == 409
     assert client.get("/lab/runs/999.json").status_code == 404
@@ -549,7 +549,7 @@ def test_the_comparison_shows_both_figure_cards_and_the_differences(client, stor
 
 def test_the_comparison_fragment_polls_until_every_run_is_over(client, stored):
     a = finished_run(stored)
-    b = Run.objects.create(scenario=stored, policy="wrr", duration=3600)
+    b = RunFactory(scenario=stored, policy="wrr")
     going = client.get(f"/lab/compare/?runs={a.pk},{b.pk}", **HX)
     assert going.status_code == 200 and 'hx-trigger="every 2s"' in going.content.decode()
     run_simulation(b.pk)

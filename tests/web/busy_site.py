@@ -13,10 +13,7 @@ from backend.daemons import daemon_names
 from backend.jobs import run_all_daemons
 from backend.models import DaemonStatus, Host, Result, UserCredit, Workunit
 from scheduling.jobs import run_simulation
-from scheduling.models import Run
-from scheduling.presets import BY_SLUG
-from scheduling.views import _save
-from tests.factories import TeamFactory, UserFactory, WorldFactory
+from tests.factories import RunFactory, StoredScenarioFactory, TeamFactory, UserFactory, WorldFactory
 from world import jobs
 from world.models import World
 
@@ -99,10 +96,10 @@ def build_busy_site(settings, tmp_path):
     for _ in range(2):
         run_all_daemons()
     assert DaemonStatus.objects.filter(passes__gt=0).count() == len(daemon_names())
-    scenario = _save(None, BY_SLUG["seed-001-scenario-1"].scenario(), staff, preset="seed-001-scenario-1")
+    scenario = StoredScenarioFactory(owner=staff)
     runs = []
     for policy in ("boinc7", "boinc5"):
-        run = Run.objects.create(scenario=scenario, policy=policy, duration=2 * 3600.0, seed=1)
+        run = RunFactory(scenario=scenario, policy=policy, duration=2 * 3600.0)
         assert run_simulation(run.pk) == "done"
         runs.append(run)
     world.refresh_from_db()

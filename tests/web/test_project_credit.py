@@ -13,12 +13,13 @@ import pytest
 from django.core.cache import cache
 
 from backend.daemons import validator
-from backend.models import CreditHistory, File, Outcome, ServerState, UserCredit
+from backend.models import CreditHistory, Outcome, ServerState, UserCredit
 from tests.factories import (
     NOW,
     SUCCESS_FLOPS,
     AppFactory,
     AppVersionFactory,
+    FileFactory,
     HostFactory,
     ResultFactory,
     TeamFactory,
@@ -61,7 +62,7 @@ def credited(db, settings, tmp_path):
                 received_time=now - 60,
                 elapsed_time=factor * EST / SUCCESS_FLOPS,
             )
-            File.objects.create(name=r.output_file_name(0), kind="output", result=r, md5_cksum="a")
+            FileFactory(result=r, md5_cksum="a")
         validator.run_once(now=now, batch_size=10)
     return team, {name: host.owner for name, host in users.items()}
 

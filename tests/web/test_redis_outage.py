@@ -17,7 +17,7 @@ from rq import Worker as RQWorker
 from backend.models import Host, Workunit
 from boincweb import embedded_redis
 from scheduling.models import Run
-from tests.factories import WorldFactory
+from tests.factories import RunFactory, WorldFactory
 from tests.web.busy_site import build_busy_site
 from tests.web.serving import BASE, MANAGE, child_env
 from tests.web.test_crawler import NOT_CRAWLED, Links, internal, pattern, site_routes
@@ -67,7 +67,7 @@ def site_without_redis(settings, tmp_path, redis_client, stop_redis):
     """The busy site, with work in flight that the pages judge through Redis (a lab run and a
     world waiting on their jobs), and then its Redis stopped."""
     site = build_busy_site(settings, tmp_path)
-    Run.objects.create(scenario=site.runs[0].scenario, policy="boinc7", duration=3600.0, job_id="lab-run-waiting")
+    RunFactory(scenario=site.runs[0].scenario, job_id="lab-run-waiting")
     World.objects.filter(pk=site.world.pk).update(status=World.Status.RUNNING, job_id="world-waiting")
     stop_redis()
     return site

@@ -4,7 +4,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from tests.factories import UserFactory, WorldFactory
+from tests.factories import UserFactory, WorldFactory, WorldSampleFactory
 from tests.pages import parse
 from world.models import World
 
@@ -123,26 +123,19 @@ def test_world_forms_need_the_csrf_token(redis_client):
 
 
 def add_samples(world, n=3):
-    from world.models import WorldSample
-
     for i in range(n):
-        WorldSample.objects.create(
+        WorldSampleFactory(
             world=world,
             t=1800.0 * i,
             unsent=10 - i,
             in_progress=i,
             over=i,
             success=i,
-            client_error=0,
-            no_reply=0,
-            other_outcome=0,
             valid=i,
-            invalid=0,
             hosts_active=3,
             rpcs=4 * i,
             rpcs_with_work=3 * i,
             rpcs_without_work=i,
-            rpcs_report_only=0,
             credit=2.0 * i,
             bytes_downloaded=10**6 * i,
         )
