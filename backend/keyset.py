@@ -4,26 +4,34 @@ million workunits costs what page 1 does, and no page needs a COUNT(*) of the ta
 A cursor is the sort key of a row on the edge of a page, (value, id), encoded for a URL.
 """
 
+from __future__ import annotations
+
 import base64
 import binascii
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
-from django.db.models import F, Q
+from django.db.models import F, Field, ForeignObjectRel, Q, QuerySet
 from django.db.models.fields.tuple_lookups import TupleGreaterThan, TupleLessThan
+
+if TYPE_CHECKING:
+    from django.contrib.contenttypes.fields import GenericForeignKey
 
 
 class BadCursor(ValueError):
     pass
 
 
-def encode_cursor(value, pk):
+def encode_cursor(value: int | str, pk: int) -> str:
     raw = json.dumps([value, pk], separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_cursor(text, field=None):
+def decode_cursor(
+    text: str, field: Field[Any, Any] | ForeignObjectRel | GenericForeignKey | None = None
+) -> tuple[Any, int]:
     """(value, id) from a cursor; BadCursor when it was not made by encode_cursor or, given
     the model ``field`` pages are sorted by, when its value is not one of that field."""
     try:
@@ -40,6 +48,7 @@ def decode_cursor(text, field=None):
     ):
         raise BadCursor(f"{text!r} is not a page cursor")
     if field is not None:
+        assert isinstance(field, Field)  # pages sort by a column: Options.get_field's other kinds have none
         try:
             value = field.to_python(value)
             field.run_validators(value)
@@ -50,12 +59,14 @@ def decode_cursor(text, field=None):
 
 @dataclass(frozen=True)
 class Page:
-    rows: list
+    rows: list[Any]
     next_cursor: str  # "" when this is the last page
     prev_cursor: str  # "" when this is the first page
 
 
-def keyset_page(queryset, field, descending, *, after="", before="", size=50):
+def keyset_page(
+    queryset: QuerySet[Any], field: str, descending: bool, *, after: str = "", before: str = "", size: int = 50
+) -> Page:
     """One page of ``queryset`` ordered by ``field``, the page after ``after`` or before
     ``before`` (cursors of neighbouring pages). Raises BadCursor for a cursor it cannot read.
 
@@ -69,7 +80,7 @@ def keyset_page(queryset, field, descending, *, after="", before="", size=50):
         raise ValueError(f"keyset pages need a unique sort key or an index on ({field}, id), not {field!r}")
     keys = [field, "id"] if tied else [field]
 
-    def beyond(cursor, downwards):
+    def beyond(cursor: str, downwards: bool) -> Q:
         value, pk = decode_cursor(cursor, meta.get_field(field))
         if not tied:
             return Q(**{f"{field}__{'lt' if downwards else 'gt'}": pk if field == "id" else value})

@@ -9,19 +9,26 @@ for our pass while our pass waits for a row it holds (a deadlock). On SQLite the
 IMMEDIATE (settings), which takes the write lock at BEGIN, so the pass is serialised.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar, cast
+
 from django.db import connection
-from django.db.models import F
+from django.db.models import F, Field, ForeignKey, Model, QuerySet
 from django.db.models.functions import Mod
 
+M = TypeVar("M", bound=Model)
 
-def shard(queryset, mod, index, field="id"):
+
+def shard(queryset: QuerySet[M], mod: int, index: int, field: str = "id") -> QuerySet[M]:
     """Only the rows with ``field % mod == index``, as BOINC's ``--mod n i``."""
     if mod <= 1:
         return queryset
     return queryset.annotate(_shard=Mod(F(field), mod)).filter(_shard=index)
 
 
-def claim(queryset, batch_size, *, mod=1, index=0):
+def claim(queryset: QuerySet[M], batch_size: int, *, mod: int = 1, index: int = 0) -> list[M]:
     """Lock and return up to ``batch_size`` rows of ``queryset`` by id; call inside ``atomic()``."""
     queryset = shard(queryset, mod, index)
     if connection.features.has_select_for_update_skip_locked:
@@ -44,18 +51,19 @@ SIMPLE = {
 }
 
 
-def preparer(field):
+def preparer(field: Field[Any, Any]) -> Callable[[Any], Any]:
     """A function from an attribute's value to the database's, for a pass's many rows: the
     plain Python type for plain fields (and foreign keys to them), Django's preparation for
     the rest."""
-    target = field.target_field if field.is_relation else field
+    # a relation among a pass's columns is a foreign key, which has a target_field
+    target = cast("ForeignKey[Any, Any]", field).target_field if field.is_relation else field
     kind = SIMPLE.get(target.get_internal_type())
     if kind is None:
         return lambda value: field.get_db_prep_save(value, connection)
     return lambda value: value if value is None else kind(value)
 
 
-def update_rows(model, rows, fields, chunk=1000):
+def update_rows(model: type[Model], rows: Sequence[Model], fields: Iterable[str], chunk: int = 1000) -> None:
     """Write each row's own values of ``fields`` in one UPDATE ... FROM (VALUES ...) per chunk.
 
     Django's bulk_update builds a CASE per field, which PostgreSQL plans slowly for large
@@ -66,7 +74,8 @@ def update_rows(model, rows, fields, chunk=1000):
         return
     table = connection.ops.quote_name(model._meta.db_table)
     pk = model._meta.pk
-    columns = [model._meta.get_field(name) for name in fields]
+    # ``fields`` name columns, never get_field's reverse relations or generic keys
+    columns = [cast("Field[Any, Any]", model._meta.get_field(name)) for name in fields]
     sets = ", ".join(f"{connection.ops.quote_name(c.column)} = v.column{i + 2}" for i, c in enumerate(columns))
     row_sql = "(" + ", ".join(f"CAST(%s AS {c.db_type(connection)})" for c in [pk, *columns]) + ")"
     prepared = [(c.attname, preparer(c)) for c in columns]
@@ -84,7 +93,9 @@ def update_rows(model, rows, fields, chunk=1000):
             )
 
 
-def compare_and_set(model, field, values, otherwise, chunk=1000):
+def compare_and_set(
+    model: type[Model], field: str, values: Mapping[int, tuple[Any, Any]], otherwise: Any, chunk: int = 1000
+) -> None:
     """Per row, ``field = new`` where it still holds the value read, else ``otherwise``.
 
     ``values`` maps a primary key to ``(read, new)``. One UPDATE ... FROM (VALUES ...) per
@@ -94,7 +105,7 @@ def compare_and_set(model, field, values, otherwise, chunk=1000):
         return
     table = connection.ops.quote_name(model._meta.db_table)
     pk = model._meta.pk
-    target = model._meta.get_field(field)
+    target = cast("Field[Any, Any]", model._meta.get_field(field))  # a column, as in update_rows
     column = f"{table}.{connection.ops.quote_name(target.column)}"
     kinds = (pk.db_type(connection), target.db_type(connection), target.db_type(connection))
     row_sql = "(" + ", ".join(f"CAST(%s AS {kind})" for kind in kinds) + ")"

@@ -113,13 +113,17 @@ Triggers are rows of ``backend.models.LocalityTrigger`` instead of files, with t
 meaning.
 """
 
+from __future__ import annotations
+
 import math
 import random
+from collections.abc import Container, Iterable
+from typing import TypeVar, cast
 
 from django.db import connection
-from django.db.models import Exists, Max, OuterRef, Q
+from django.db.models import Exists, Max, Model, OuterRef, Q, QuerySet
 
-from backend.daemons import sched_hr
+from backend.daemons import sched_hr, sched_limit
 from backend.daemons.hierarchy import download_path
 from backend.daemons.sched_send import (
     DEADLINE,
@@ -128,13 +132,19 @@ from backend.daemons.sched_send import (
     NO_VERSION,
     RESULT_COLUMNS,
     WORKUNIT_COLUMNS,
+    Chosen,
+    DiskSpace,
+    Picker,
+    Resource,
+    Version,
     after_sending,
     disk_allowance,
     send_for_resource,
 )
-from backend.daemons.sched_types import LocalityConfig, Message
+from backend.daemons.sched_types import LocalityConfig, Message, SchedulerConfig, SchedulerReply, SchedulerRequest
 from backend.daemons.work_generator import LOCALITY_SEPARATOR, create_work_for_file
 from backend.models import (
+    App,
     AppVersion,
     File,
     FileDeleteState,
@@ -157,18 +167,20 @@ DELAY_DELETE_FILE = 4 * 3600
 # What a look at one file found (Sender.send_file_or_trigger).
 SENT, EXCLUDED, NO_WORK = "sent", "excluded", "no work"
 
+M = TypeVar("M", bound=Model)
 
-def file_name_of(wu_name):
+
+def file_name_of(wu_name: str) -> str | None:
     """FILENAME of a workunit named ``FILENAME__<rest>`` (rule 1), or None."""
     head, sep, _ = wu_name.partition(SEPARATOR)
     return head if sep and head else None
 
 
-def of_file(queryset, file_name, prefix="workunit__"):
+def of_file(queryset: QuerySet[M], file_name: str, prefix: str = "workunit__") -> QuerySet[M]:
     return queryset.filter(**{f"{prefix}name__startswith": f"{file_name}{SEPARATOR}"})
 
 
-def sendable(file_name, app_ids):
+def sendable(file_name: str, app_ids: Iterable[int]) -> QuerySet[Result]:
     """Unsent results of ``file_name``'s workunits that a scheduler may send."""
     return of_file(
         Result.objects.filter(
@@ -181,10 +193,10 @@ def sendable(file_name, app_ids):
     )
 
 
-def file_picker(file_name):
+def file_picker(file_name: str) -> Picker:
     """``pick`` for send_for_resource: the file's results for this volunteer (rules 4-5)."""
 
-    def pick(host, app_ids, limit, config):
+    def pick(host: Host, app_ids: list[int], limit: int, config: SchedulerConfig) -> list[Result]:
         last = of_file(Result.objects.filter(user_id=host.owner_id), file_name).aggregate(last=Max("id"))["last"] or 0
         queryset = sendable(file_name, app_ids).filter(id__gt=last)
         if config.one_result_per_user_per_wu:
@@ -199,11 +211,11 @@ def file_picker(file_name):
     return pick
 
 
-def old_work_picker(result_id):
+def old_work_picker(result_id: int) -> Picker:
     """``pick`` for send_for_resource: the one old result of rule 10, unless this volunteer
     has a result of its workunit (sched_locality.cpp possibly_send_result)."""
 
-    def pick(host, app_ids, limit, config):
+    def pick(host: Host, app_ids: list[int], limit: int, config: SchedulerConfig) -> list[Result]:
         queryset = Result.objects.filter(pk=result_id, server_state=ServerState.UNSENT, app_id__in=app_ids)
         if config.one_result_per_user_per_wu:
             queryset = queryset.exclude(
@@ -217,7 +229,7 @@ def old_work_picker(result_id):
     return pick
 
 
-def oldest_unsent(app_ids, *, before, after=None):
+def oldest_unsent(app_ids: Iterable[int], *, before: int, after: int | None = None) -> tuple[int, str] | None:
     """(id, workunit name) of the oldest unsent result created before ``before`` (and after
     ``after``), or None (sched_locality.cpp send_old_work; ties by id)."""
     queryset = Result.objects.filter(
@@ -238,13 +250,13 @@ class WorkNeeded:
     and, for rule 11's accounting, the files the host has or this reply brings it. The disk
     left is the request's ``sched_send.DiskSpace``, shared with the ordinary path."""
 
-    def __init__(self, *, held=(), insufficient=()):
+    def __init__(self, *, held: Iterable[str] = (), insufficient: Iterable[str] = ()) -> None:
         self.insufficient = set(insufficient)
         self.have = set(held)
-        self.sizes = {}
+        self.sizes: dict[str, int | None] = {}
 
     @classmethod
-    def for_request(cls, request, config, taken_wus):
+    def for_request(cls, request: SchedulerRequest, config: SchedulerConfig, taken_wus: Iterable[int]) -> WorkNeeded:
         """A host already over its disk limits (max_allowable_disk below 0) is short from
         the start; the files of jobs already in the reply (``taken_wus``, by an earlier
         resource's pass) count as brought."""
@@ -254,18 +266,18 @@ class WorkNeeded:
         needed = cls(held=[f.name for f in request.file_infos], insufficient={DISK} if allowance[0] < 0 else ())
         for name in Workunit.objects.filter(id__in=taken_wus).values_list("name", flat=True):
             if file_name_of(name):
-                needed.have.add(file_name_of(name))
+                needed.have.add(cast(str, file_name_of(name)))  # not None: just tested
         return needed
 
     @property
-    def stopped(self):
+    def stopped(self) -> bool:
         return bool(self.insufficient)
 
     @property
-    def disk_short(self):
+    def disk_short(self) -> bool:
         return DISK in self.insufficient
 
-    def stops(self, why):
+    def stops(self, why: str) -> bool:
         """Whether a job refused for ``why`` ends the search: sched_check.cpp
         wu_is_infeasible_fast marks its resource insufficient for memory, disk (check_disk:
         more than is left) and the deadline, and work_needed(true) then stops; a job no
@@ -275,7 +287,7 @@ class WorkNeeded:
             self.insufficient.add(why)
         return self.stopped
 
-    def took(self, wu, disk):
+    def took(self, wu: Workunit, disk: DiskSpace | None) -> None:
         """decrement_disk_space_locality: the job's bound comes off the disk left (``disk``, a
         sched_send.DiskSpace; None when the request does not model disk), less its file's
         size when the host has the file or an earlier job of the reply brings it (and the
@@ -290,7 +302,7 @@ class WorkNeeded:
         if file_name:
             self.have.add(file_name)
 
-    def size(self, file_name):
+    def size(self, file_name: str) -> int | None:
         if file_name not in self.sizes:
             self.sizes[file_name] = (
                 File.objects.filter(name=file_name, kind=File.Kind.INPUT).values_list("nbytes", flat=True).first()
@@ -298,11 +310,14 @@ class WorkNeeded:
         return self.sizes[file_name]
 
 
-def delete_file_from_host(host_key, request, reply, config):
+def delete_file_from_host(
+    host_key: int, request: SchedulerRequest, reply: SchedulerReply, config: SchedulerConfig
+) -> str | None:
     """Rule 11's deletion (sched_locality.cpp delete_file_from_host, send_file_deletes)."""
     names = [f.name for f in request.file_infos]
     if not names:
-        x, which = disk_allowance(request, config)
+        # not None: the disk is short only where the request says how much it has
+        x, which = cast("tuple[float, str]", disk_allowance(request, config))
         maxdisk = max(x, 0.0)
         if maxdisk > 0:
             text = f"Not enough disk space (only {maxdisk / 1e6:.1f} MB free for BOINC). "
@@ -330,29 +345,29 @@ class Sender:
 
     def __init__(
         self,
-        host,
-        request,
-        resource,
-        versions,
+        host: Host,
+        request: SchedulerRequest,
+        resource: Resource,
+        versions: dict[int, Version],
         *,
-        now,
-        config,
-        max_jobs,
-        taken_wus,
-        work_needed=None,
-        notices=None,
-        in_progress=None,
-    ):
+        now: int,
+        config: SchedulerConfig,
+        max_jobs: int,
+        taken_wus: set[int],
+        work_needed: WorkNeeded | None = None,
+        notices: list[str] | None = None,
+        in_progress: sched_limit.InProgress | None = None,
+    ) -> None:
         self.host, self.request, self.versions = host, request, versions
         self.resource, self.now, self.config = resource, now, config
         self.max_jobs, self.taken_wus = max_jobs, taken_wus
         self.host_class = sched_hr.HostClass(host, request)
         self.work_needed = work_needed or WorkNeeded()
         self.notices, self.in_progress = notices, in_progress
-        self.sent = []
+        self.sent: list[Chosen] = []
 
     @property
-    def satisfied(self):
+    def satisfied(self) -> bool:
         """Nothing more to send: the request is met, the host is at its limit of jobs in
         progress on the resource, or a job was refused for memory, disk or its deadline
         (sched_send.cpp work_needed(true))."""
@@ -364,7 +379,7 @@ class Sender:
             or (self.in_progress is not None and self.in_progress.project_exceeded(r.name))
         )
 
-    def send(self, pick):
+    def send(self, pick: Picker) -> int:
         """Send what fits of the results ``pick`` lists; return how many."""
         if self.satisfied:
             return 0
@@ -387,11 +402,11 @@ class Sender:
         self.sent.extend(got)
         return len(got)
 
-    def send_file(self, file_name):
+    def send_file(self, file_name: str) -> int:
         """Send what fits of ``file_name``'s results; return how many."""
         return self.send(file_picker(file_name))
 
-    def send_old(self, locality, *, before, after=None):
+    def send_old(self, locality: LocalityConfig, *, before: int, after: int | None = None) -> None:
         """Rule 10: the oldest unsent result created in (after, before), then more of its
         file's results (send_old_work)."""
         if self.satisfied:
@@ -404,7 +419,7 @@ class Sender:
         if file_name and self.send_file_or_trigger(file_name, locality) == NO_WORK:
             mark_no_work(file_name, app_ids)
 
-    def send_file_or_trigger(self, file_name, locality):
+    def send_file_or_trigger(self, file_name: str, locality: LocalityConfig) -> str:
         """Rule 6: send, else set need_work, wait and look once more.
 
         Returns SENT (something was sent, or nothing more is wanted), EXCLUDED (the file has
@@ -419,6 +434,8 @@ class Sender:
         if trigger is None or trigger.no_work_available:
             return NO_WORK
         LocalityTrigger.objects.filter(pk=trigger.pk, need_work=False).update(need_work=True, need_work_time=self.now)
+        # resolved(): config.xml's wait period where the caller gave none, and a wait
+        assert locality.wait_period is not None and callable(locality.wait)
         if locality.wait_period <= 0:
             return NO_WORK
         locality.wait(file_name, now=self.now, seconds=locality.wait_period)
@@ -427,7 +444,7 @@ class Sender:
         return EXCLUDED if sendable(file_name, app_ids).exists() else NO_WORK
 
 
-def old_work_window(now, timeout, rng):
+def old_work_window(now: int, timeout: int, rng: random.Random) -> tuple[int, int]:
     """Rule 10's window before a working-set choice: ``(after, before)`` (send_new_file_work:
     from a random time between ``timeout`` and ``timeout``/2 ago to ``timeout``/2 ago; the
     end rounded down to the hour as send_old_work does)."""
@@ -437,8 +454,19 @@ def old_work_window(now, timeout, rng):
 
 
 def send_work_by_locality(
-    host, request, resource, versions, *, now, config, max_jobs, taken_wus, reply, notices=None, in_progress=None
-):
+    host: Host,
+    request: SchedulerRequest,
+    resource: Resource,
+    versions: dict[int, Version],
+    *,
+    now: int,
+    config: SchedulerConfig,
+    max_jobs: int,
+    taken_wus: set[int],
+    reply: SchedulerReply,
+    notices: list[str] | None = None,
+    in_progress: sched_limit.InProgress | None = None,
+) -> tuple[list[Chosen], Resource]:
     """Choose and send jobs by locality (rules 2-13) for one resource of one request.
 
     ``notices`` (a list) gathers the memory message of a job refused for memory, and
@@ -448,6 +476,9 @@ def send_work_by_locality(
     Returns the sent ``(result, version, runtime)`` tuples and the resource with what is left
     of its request, for the scheduler's ordinary pass over other apps.
     """
+    assert config.locality_config is None or isinstance(
+        config.locality_config, LocalityConfig
+    )  # SchedulerConfig checks
     locality = (config.locality_config or LocalityConfig()).resolved(config)
     host_key = host.pk if locality.host_key is None else locality.host_key
     rng = random.Random(f"{locality.seed}:{host_key}:{request.rpc_seqno}:{now}:{resource.name}")
@@ -471,7 +502,16 @@ def send_work_by_locality(
     return sent
 
 
-def sender_pass(sender, host_key, request, *, now, locality, rng, reply):
+def sender_pass(
+    sender: Sender,
+    host_key: int,
+    request: SchedulerRequest,
+    *,
+    now: int,
+    locality: LocalityConfig,
+    rng: random.Random,
+    reply: SchedulerReply,
+) -> tuple[list[Chosen], Resource]:
     """Rules 10 and 2-9 in BOINC's order; returns what send_work_by_locality does."""
     app_ids = list(sender.versions)
     if locality.send_timeout and request.host_info.n_bwdown > OLD_WORK_MIN_BWDOWN:  # rule 10
@@ -505,7 +545,7 @@ def sender_pass(sender, host_key, request, *, now, locality, rng, reply):
     return sender.sent, sender.resource
 
 
-def old_work_before_new_file(sender, *, now, locality, rng):
+def old_work_before_new_file(sender: Sender, *, now: int, locality: LocalityConfig, rng: random.Random) -> bool:
     """Rule 10 before a new file is chosen: with a send timeout, the oldest result of the
     window ``old_work_window`` draws; whether the request is then satisfied."""
     if locality.send_timeout:
@@ -514,7 +554,16 @@ def old_work_before_new_file(sender, *, now, locality, rng):
     return sender.satisfied
 
 
-def seed_new_file(sender, host_key, request, *, now, locality, rng, held):
+def seed_new_file(
+    sender: Sender,
+    host_key: int,
+    request: SchedulerRequest,
+    *,
+    now: int,
+    locality: LocalityConfig,
+    rng: random.Random,
+    held: Iterable[str],
+) -> None:
     """Rules 8-9 after the seed (``scan_only_excluded``): one working-set file, and the scan
     only when it is excluded for the volunteer."""
     app_ids = list(sender.versions)
@@ -533,7 +582,9 @@ def seed_new_file(sender, host_key, request, *, now, locality, rng, held):
             sender.send_file(file_name)
 
 
-def new_file(sender, host_key, request, *, now, locality, rng):
+def new_file(
+    sender: Sender, host_key: int, request: SchedulerRequest, *, now: int, locality: LocalityConfig, rng: random.Random
+) -> None:
     """Rules 8-9 as sched_locality.cpp send_new_file_work: while work is needed, old work
     (rule 10), a working-set file, then the deterministic scan from that file (or from the
     first file when the set is empty) to the last and round to it again; a scan that sends
@@ -552,7 +603,7 @@ def new_file(sender, host_key, request, *, now, locality, rng):
             return
 
 
-def scan_files(sender, locality, app_ids, *, start):
+def scan_files(sender: Sender, locality: LocalityConfig, app_ids: list[int], *, start: str) -> bool:
     """Rule 9's deterministic scan (send_new_file_work_deterministic): the files of the
     app's results in their results' name order (``FILE__``), from the first after ``start``
     to the last, then, with a ``start``, from the first up to ``start``; stops at the first
@@ -579,7 +630,7 @@ def scan_files(sender, locality, app_ids, *, start):
     return False
 
 
-def result_files(app_ids):
+def result_files(app_ids: Iterable[int]) -> list[str]:
     """The files of the app's workunits, in their names' order (``FILE__``), whatever their
     results' states: BOINC's scan looks at every result name."""
     names = set()
@@ -591,20 +642,20 @@ def result_files(app_ids):
     return sorted(names, key=lambda name: name + SEPARATOR)
 
 
-def delete_held_file(file_name, locality, reply):
+def delete_held_file(file_name: str, locality: LocalityConfig, reply: SchedulerReply) -> None:
     """Rule 7 as sched_locality.cpp send_work_locality: with ``delete_files``, a held file
     that sent nothing while work is still wanted is named for deletion."""
     if locality.delete_files and file_name not in reply.delete_file_infos:
         reply.delete_file_infos.append(file_name)
 
 
-def mark_no_work(file_name, app_ids):
+def mark_no_work(file_name: str, app_ids: Iterable[int]) -> None:
     """files_no_work: the working-set manager drops the file (rule 7)."""
     if not sendable(file_name, app_ids).exists():
         LocalityTrigger.objects.filter(file_name=file_name, no_work=False).update(no_work=True)
 
 
-def no_work_for_host(file_name, app_ids, locality, reply):
+def no_work_for_host(file_name: str, app_ids: Iterable[int], locality: LocalityConfig, reply: SchedulerReply) -> None:
     """Seed 004's rule 7 for a file the host holds that gave it nothing."""
     mark_no_work(file_name, app_ids)
     if not locality.delete_files or file_name in reply.delete_file_infos:
@@ -614,7 +665,9 @@ def no_work_for_host(file_name, app_ids, locality, reply):
         reply.delete_file_infos.append(file_name)
 
 
-def working_set_choice(turn, rng, locality, app_ids, *, exclude):
+def working_set_choice(
+    turn: int, rng: random.Random, locality: LocalityConfig, app_ids: Iterable[int], *, exclude: Container[str]
+) -> str | None:
     """A file of the working set, uniformly (rule 8): at random, or with ``sorted_order`` the
     one at position ``turn`` (the host's key plus its RPC number) in name order. None when
     the set is empty."""
@@ -632,7 +685,7 @@ def working_set_choice(turn, rng, locality, app_ids, *, exclude):
     return rng.choice(names)
 
 
-def fallback_files(app_ids, *, exclude, limit=FALLBACK_FILES):
+def fallback_files(app_ids: Iterable[int], *, exclude: Container[str], limit: int = FALLBACK_FILES) -> list[str]:
     """Files with unsent results in name order, outside the working set (seed 004's
     rule 9)."""
     names = []
@@ -654,7 +707,7 @@ def fallback_files(app_ids, *, exclude, limit=FALLBACK_FILES):
 # --- the project's daemons around the scheduler ---------------------------------------------
 
 
-def working_set_size(app, *, now):
+def working_set_size(app: App, *, now: int) -> int:
     """N/M: hosts that can run the app (their platform has a version of it) active (created
     or heard from) in the last day, over the app's target_nresults, at least 1. Counting only
     the app's hosts keeps one project's population from sizing another's working set when
@@ -669,7 +722,7 @@ def working_set_size(app, *, now):
     return max(1, math.ceil(active / max(app.target_nresults, 1)))
 
 
-def has_unsent_results():
+def has_unsent_results() -> Exists:
     """Whether a trigger's file has results a scheduler may send, found through the workunits
     that read the file (``Workunit.input_files``, which the indexes serve, where the name
     prefix of rule 1 would need a scan)."""
@@ -684,7 +737,7 @@ def has_unsent_results():
     )
 
 
-def manage_working_set(app, *, now):
+def manage_working_set(app: App, *, now: int) -> int:
     """The working-set manager: drop files marked no_work, top the set up to N/M files.
 
     A file marked no_work that has unsent results again (the transitioner made a retry of
@@ -709,7 +762,9 @@ def manage_working_set(app, *, now):
     return reopened + removed + added
 
 
-def generate_on_demand(app, *, now, per_file, per_trigger=None, batch_size=100):
+def generate_on_demand(
+    app: App, *, now: int, per_file: int, per_trigger: int | None = None, batch_size: int = 100
+) -> int:
     """The on-demand work generator: workunits for files whose need_work is set.
 
     Each trigger adds up to ``per_trigger`` workunits (all of the file's share when None),
@@ -725,7 +780,7 @@ def generate_on_demand(app, *, now, per_file, per_trigger=None, batch_size=100):
     return made
 
 
-def make_file_work(app, file_name, *, now, per_file, at_most=None):
+def make_file_work(app: App, file_name: str, *, now: int, per_file: int, at_most: int | None = None) -> int:
     """Up to ``per_file`` workunits in all for one file, at most ``at_most`` of them now; sets
     no_work_available when the file has them all, and no_work when none could be made."""
     existing = Workunit.objects.filter(name__startswith=f"{file_name}{SEPARATOR}").count()
@@ -745,7 +800,7 @@ def make_file_work(app, file_name, *, now, per_file, at_most=None):
     return made
 
 
-def create_data_files(app, names, *, nbytes, no_delete=False):
+def create_data_files(app: App, names: Iterable[str], *, nbytes: int, no_delete: bool = False) -> None:
     """Sticky input files for locality scheduling, with their trigger rows (rule 1);
     ``no_delete`` marks them to be kept by the file deleter (rule 12).
 

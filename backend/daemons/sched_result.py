@@ -37,8 +37,9 @@ transitioner and validator also hold while they decide, so a report never races 
 """
 
 import hashlib
+from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from django.db.models import F, Value
 from django.db.models.functions import Least
@@ -46,13 +47,16 @@ from django.db.models.functions import Least
 from backend.daemons import host_app_version
 from backend.daemons.claim import update_rows
 from backend.daemons.hierarchy import upload_path, write_files
-from backend.daemons.sched_types import DAILY_RESULT_QUOTA, RejectedReport
-from backend.events import event, record
+from backend.daemons.sched_types import DAILY_RESULT_QUOTA, RejectedReport, ReportedResult, SchedulerReply
+from backend.events import Event, event, record
 from backend.models import (
     EXIT_ABORTED_BY_PROJECT,
+    AppVersion,
     ClientState,
     File,
     FileDeleteState,
+    Host,
+    HostAppVersion,
     Outcome,
     Result,
     ServerState,
@@ -73,7 +77,15 @@ class Handled(NamedTuple):
     resend_lost_results: bool = False
 
 
-def handle_results(host, reports, *, now, reply, quota=DAILY_RESULT_QUOTA, keep_due=True):
+def handle_results(
+    host: Host,
+    reports: Sequence[ReportedResult],
+    *,
+    now: int,
+    reply: SchedulerReply,
+    quota: int = DAILY_RESULT_QUOTA,
+    keep_due: bool = True,
+) -> Handled:
     """Apply the reported results of one request; call inside ``transaction.atomic()``.
 
     ``quota`` is the project's daily_result_quota, for the host app versions' bookkeeping.
@@ -92,7 +104,7 @@ def handle_results(host, reports, *, now, reply, quota=DAILY_RESULT_QUOTA, keep_
         .values_list("id", flat=True)
     )
     found = {r.name: r for r in Result.objects.filter(name__in=names).select_related("host", "app_version", "workunit")}
-    accepted: list[Any] = []
+    accepted: list[Result] = []
     files, events = [], []
     resend = False
     for report in reports:
@@ -103,6 +115,7 @@ def handle_results(host, reports, *, now, reply, quota=DAILY_RESULT_QUOTA, keep_
             reply.rejected.append(RejectedReport(report.name, reason))
             resend = resend or is_duplicate_success(result)
             continue
+        assert result is not None  # rejection refuses a result not found
         outputs, reason = output_files(result, report)
         if reason:
             reply.rejected.append(RejectedReport(report.name, reason))
@@ -138,12 +151,14 @@ def handle_results(host, reports, *, now, reply, quota=DAILY_RESULT_QUOTA, keep_
     return Handled(len(accepted), resend)
 
 
-def is_duplicate_success(result):
+def is_duplicate_success(result: Result | None) -> bool:
     """Whether a rejected report is of a result already reported as a success."""
     return result is not None and result.server_state == ServerState.OVER and result.outcome == Outcome.SUCCESS
 
 
-def quota_change(result, *, quota, now):
+def quota_change(
+    result: Result, *, quota: int, now: int
+) -> tuple[int | None, int | None, Callable[[HostAppVersion], None] | None]:
     """The host app version change of an accepted report (§3.5 step 4): got_good_result for
     a success, got_bad_result for an error unless the project aborted the job."""
     if result.outcome == Outcome.SUCCESS:
@@ -157,7 +172,7 @@ def quota_change(result, *, quota, now):
     return result.host_id, result.app_version_id, change
 
 
-def rejection(result, report, host):
+def rejection(result: Result | None, report: ReportedResult, host: Host) -> str:
     """Why ``report`` changes nothing, or "" when it is to be accepted (§3.5 step 2)."""
     if result is None:
         return "no such result"
@@ -173,7 +188,7 @@ def rejection(result, report, host):
     return ""
 
 
-def output_files(result, report):
+def output_files(result: Result, report: ReportedResult) -> tuple[list[tuple[File, bytes | None]], str]:
     """The File rows (with their contents) for ``report``'s outputs, or a rejection reason."""
     prefix = f"{result.name}_r{result.random}_"
     outputs = []
@@ -206,7 +221,7 @@ def output_files(result, report):
     return outputs, ""
 
 
-def receive(result, report, host, *, now):
+def receive(result: Result, report: ReportedResult, host: Host, *, now: int) -> list[Event]:
     """Set the fields of an accepted result (§3.5 steps 3-4); return its events."""
     old_state, old_outcome = result.server_state, result.outcome
     result.host_id = host.pk
@@ -251,7 +266,7 @@ def receive(result, report, host, *, now):
     return events
 
 
-def result_event(result, now, field, old, new, reason):
+def result_event(result: Result, now: int, field: str, old: int | None, new: int | None, reason: str) -> Event:
     return event(
         time=now,
         actor=ACTOR,
@@ -264,13 +279,13 @@ def result_event(result, now, field, old, new, reason):
     )
 
 
-def single_threaded(version):
+def single_threaded(version: AppVersion) -> bool:
     """BOINC's ``!is_multithread()``: a plan class without "mt"; we also take an app version
     using more than one CPU on average as multithreaded."""
     return "mt" not in version.plan_class and version.avg_ncpus <= 1
 
 
-def sanitised_times(report, result, host, *, now):
+def sanitised_times(report: ReportedResult, result: Result, host: Host, *, now: int) -> tuple[float, float]:
     """``(elapsed, cpu)`` of a report, sanitised as §3.5 step 3 says, in BOINC's order."""
     cpu = max(report.final_cpu_time, 0.0)
     elapsed = report.final_elapsed_time
@@ -289,7 +304,7 @@ def sanitised_times(report, result, host, *, now):
     return float(elapsed), float(cpu)
 
 
-def store_output_files(files):
+def store_output_files(files: Sequence[tuple[File, bytes | None]]) -> None:
     """Write uploaded contents to the upload directory and record the File rows."""
     write_files((upload_path(row.name), data) for row, data in files if data is not None)
     File.objects.bulk_create([row for row, _ in files], ignore_conflicts=True)

@@ -29,9 +29,12 @@ turned it down, it becomes OVER/COULDNT_SEND and its workunit is due for the tra
 which sets WU_ERROR_COULDNT_SEND_RESULT.
 """
 
+from __future__ import annotations
+
 from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import connection, transaction
 from django.db.models import Exists, F, OuterRef, Q
@@ -45,6 +48,8 @@ from backend.daemons.sched_types import (
     ReplyResult,
     ReplyWorkunit,
     SchedulerConfig,
+    SchedulerReply,
+    SchedulerRequest,
 )
 from backend.daemons.sched_version import GIGA, has_jobs_for, job_version
 from backend.events import event, record
@@ -53,6 +58,7 @@ from backend.models import (
     AppVersion,
     AssimilateState,
     ErrorMask,
+    Host,
     HostAppVersion,
     Outcome,
     Result,
@@ -60,6 +66,9 @@ from backend.models import (
     TransitionerFlags,
     Workunit,
 )
+
+if TYPE_CHECKING:
+    from backend.daemons.sched_locality import WorkNeeded
 
 ACTOR = "scheduler"
 CPU = "cpu"
@@ -84,7 +93,7 @@ class DiskSpace:
 
     available: float
 
-    def take(self, wu):
+    def take(self, wu: Workunit) -> None:
         self.available -= wu.rsc_disk_bound
 
 
@@ -109,13 +118,13 @@ class Resource:
     n_bwdown: float = 0.0
 
 
-def clamp_frac(frac):
+def clamp_frac(frac: float) -> float:
     """An availability fraction the client reports, held to [0.1, 1] (sched_send.cpp
     clamp_frac: "based on client-supplied data, so do sanity checks")."""
     return min(max(frac, FRAC_MIN), 1.0)
 
 
-def usable_ram(request):
+def usable_ram(request: SchedulerRequest) -> float | None:
     """reference/server.md §3.4; sched_send.cpp get_mem_sizes: the host's RAM, 64 MB when
     it says 0 or less, times the larger of the preferences' busy and idle RAM fractions
     when both are set (at most 1); None when the request does not model memory
@@ -131,7 +140,7 @@ def usable_ram(request):
     return ram
 
 
-def disk_allowance(request, config):
+def disk_allowance(request: SchedulerRequest, config: SchedulerConfig) -> tuple[float, str] | None:
     """reference/server.md §3.4; sched_send.cpp max_allowable_disk: ``(bytes, bound)``, the
     disk the request's jobs may still take (negative when the host is already over its
     limits) and which bound set it ("min_free", "max_frac" or "max_used", for locality
@@ -162,7 +171,7 @@ def disk_allowance(request, config):
     return allowed, which
 
 
-def max_allowable_disk(request, config):
+def max_allowable_disk(request: SchedulerRequest, config: SchedulerConfig) -> float | None:
     """The disk the request's jobs may take (``disk_allowance``), never below 0: a client
     that reports no free disk gets no job that needs any; None when the request does not
     model disk."""
@@ -192,7 +201,15 @@ class Version:
     committed_only: bool = False
 
 
-def requested_resources(host, request, config=DEFAULT_CONFIG):
+# A job chosen for the reply: (result, version, runtime).
+Chosen = tuple[Result, Version, float]
+# ``pick(host, app_ids, limit, config)``: the unsent results a send looks at, in order.
+Picker = Callable[[Host, list[int], int, SchedulerConfig], Iterable[Result]]
+
+
+def requested_resources(
+    host: Host, request: SchedulerRequest, config: SchedulerConfig = DEFAULT_CONFIG
+) -> list[Resource]:
     """The resources with a work request, GPU types first (``send_work_score_type`` order).
 
     sched_send.cpp send_work: a request is per resource only when some resource asks for
@@ -204,7 +221,7 @@ def requested_resources(host, request, config=DEFAULT_CONFIG):
     return [r for r in resources if r.req_secs > 0 or r.req_instances > 0]
 
 
-def host_resources(host, request, config=DEFAULT_CONFIG):
+def host_resources(host: Host, request: SchedulerRequest, config: SchedulerConfig = DEFAULT_CONFIG) -> list[Resource]:
     """Every processor type of the host, GPU types first, with what the client asks of each;
     all share one DiskSpace (send_work_setup: ``disk_available = max_allowable_disk()``)."""
     stats = request.time_stats
@@ -249,7 +266,16 @@ def host_resources(host, request, config=DEFAULT_CONFIG):
     return found
 
 
-def usable_versions(request, resource, host=None, *, config=None, havs=None, now=0, notices=None):
+def usable_versions(
+    request: SchedulerRequest,
+    resource: Resource,
+    host: Host | None = None,
+    *,
+    config: SchedulerConfig | None = None,
+    havs: dict[int, HostAppVersion] | None = None,
+    now: int = 0,
+    notices: list[str] | None = None,
+) -> dict[int, Version]:
     """app id -> the Version of that app the host runs on ``resource``: with ``host``, the
     fastest (backend.daemons.sched_version, get_app_version); without, the newest.
 
@@ -312,7 +338,9 @@ def usable_versions(request, resource, host=None, *, config=None, havs=None, now
     return found
 
 
-def below_app_limits(versions, resource, in_progress):
+def below_app_limits(
+    versions: dict[int, Version], resource: Resource, in_progress: sched_limit.InProgress | None
+) -> dict[int, Version]:
     """``versions`` without the apps at their jobs-in-progress limit on ``resource``
     (sched_limit.InProgress.app_exceeded; reference/server.md §3.4 "Limits").
 
@@ -328,7 +356,16 @@ def below_app_limits(versions, resource, in_progress):
     return {app_id: v for app_id, v in versions.items() if not in_progress.app_exceeded(names[app_id], resource.name)}
 
 
-def committed_only_versions(host, request, resource, versions, *, config, havs, now):
+def committed_only_versions(
+    host: Host,
+    request: SchedulerRequest,
+    resource: Resource,
+    versions: Collection[int],
+    *,
+    config: SchedulerConfig,
+    havs: dict[int, HostAppVersion],
+    now: int,
+) -> dict[int, Version]:
     """app id -> a Version standing for none, for each homogeneous-app-version app the host
     has no version of on ``resource`` (``versions``: the ones it has; reference/server.md
     §3.11). Such an app's jobs
@@ -354,7 +391,7 @@ def committed_only_versions(host, request, resource, versions, *, config, havs, 
     return {app_id: Version(None, None, 0.0, chooser=chooser, committed_only=True) for app_id in apps}
 
 
-def job_flops(resource, version):
+def job_flops(resource: Resource, version: Version) -> float:
     """The FLOPS a job of ``version`` gets on this host's ``resource``."""
     if version.projected_flops > 0:
         return version.projected_flops
@@ -362,6 +399,7 @@ def job_flops(resource, version):
         return resource.flops * max(version.instances, 1e-3)
     if resource.flops > 0:
         return resource.flops * max(version.instances, 1e-3)
+    assert version.reply is not None  # only committed_only stand-ins have none, and no job goes with one
     return version.reply.flops
 
 
@@ -384,7 +422,7 @@ WORKUNIT_COLUMNS = (
 FIRST_CHUNK = 32
 
 
-def candidates(host, app_ids, limit, config):
+def candidates(host: Host, app_ids: Sequence[int], limit: int, config: SchedulerConfig) -> Iterator[Result]:
     """Unsent results to consider, in the feeder's order, locked where the database can.
 
     A generator: rows are read in chunks that double in size (32, 64, ...) up to ``limit``,
@@ -431,7 +469,15 @@ def candidates(host, app_ids, limit, config):
         chunk *= 2
 
 
-def send_work(host, request, *, now, config, reply, notices=None):
+def send_work(
+    host: Host,
+    request: SchedulerRequest,
+    *,
+    now: int,
+    config: SchedulerConfig,
+    reply: SchedulerReply,
+    notices: list[str] | None = None,
+) -> int:
     """Send jobs for each requested resource; fill ``reply.results``; return how many.
 
     ``notices``: the request's no-work messages so far (the lost-result resend's, which
@@ -453,11 +499,11 @@ def send_work(host, request, *, now, config, reply, notices=None):
     havs = {hav.app_version_id: hav for hav in HostAppVersion.objects.filter(host=host)}
     reliability = sched_reliable.Reliability(host, request, havs, config)
     taken_wus: set[int] = set()
-    sent: list[Any] = []
+    sent: list[Chosen] = []
     limited = []
-    refusals: set[Any] = set()
+    refusals: set[str] = set()
     notices = [] if notices is None else notices
-    looked_at: dict[Any, Any] = {}
+    looked_at: dict[int, tuple[Version, Resource]] = {}
     for resource in resources:
         versions = usable_versions(request, resource, host, config=config, havs=havs, now=now, notices=notices)
         limited.extend(
@@ -535,6 +581,7 @@ def send_work(host, request, *, now, config, reply, notices=None):
         reply.results.extend(reply_results(sent, now=now, config=config))
     for v in limited:
         text = f"Daily job limit ({v.limit}) has been reached"
+        assert v.room is not None  # apply_daily_quota set it
         if v.room <= 0 and text not in notices and has_jobs_for(v):
             notices.append(text)  # sched_version.cpp daily_quota_exceeded
     if not sent and (request.work_req_seconds > 0 or request.cpu_req_secs > 0):
@@ -550,7 +597,7 @@ def send_work(host, request, *, now, config, reply, notices=None):
     return len(sent)
 
 
-def too_slow_message(request):
+def too_slow_message(request: SchedulerRequest) -> str:
     """reference/server.md §3.4; sched_send.cpp send_user_messages, when a job was refused
     for its deadline (``speed.insufficient``): how much of the time the host computes, in
     the words for clients after 4.19 (core client version 41900) or before."""
@@ -565,7 +612,7 @@ def too_slow_message(request):
     return f"Tasks won't finish in time: Computer available {100 * stats.on_frac:.1f}% of the time"
 
 
-def max_jobs_per_rpc(host, request, config):
+def max_jobs_per_rpc(host: Host, request: SchedulerRequest, config: SchedulerConfig) -> int:
     """sched_send.cpp get_job_limits: ``max_wus_to_send`` × (CPUs, at most ``MAX_NCPUS``,
     + ``gpu_multiplier`` × GPUs); ``max_wus_to_send`` 0 means no limit."""
     if not config.max_wus_to_send:
@@ -575,7 +622,15 @@ def max_jobs_per_rpc(host, request, config):
     return config.max_wus_to_send * (ncpus + config.gpu_multiplier * ngpus)
 
 
-def apply_daily_quota(versions, havs, resource, *, now, quota, gpu_multiplier):
+def apply_daily_quota(
+    versions: Mapping[int, Version],
+    havs: Mapping[int, HostAppVersion],
+    resource: Resource,
+    *,
+    now: int,
+    quota: int,
+    gpu_multiplier: int,
+) -> list[Version]:
     """Set each version's daily ``limit`` and ``room`` (backend.daemons.host_app_version);
     return the versions with a quota. A version not yet sent to the host has the full quota."""
     if not quota:
@@ -596,23 +651,23 @@ def apply_daily_quota(versions, havs, resource, *, now, quota, gpu_multiplier):
 
 
 def send_for_resource(
-    host,
-    resource,
-    versions,
+    host: Host,
+    resource: Resource,
+    versions: dict[int, Version],
     *,
-    now,
-    config,
-    max_jobs,
-    taken_wus,
-    pick=candidates,
-    notices=None,
-    request=None,
-    host_class=None,
-    in_progress=None,
-    reliability=None,
-    refusals=None,
-    work_needed=None,
-):
+    now: int,
+    config: SchedulerConfig,
+    max_jobs: int,
+    taken_wus: set[int],
+    pick: Picker = candidates,
+    notices: list[str] | None = None,
+    request: SchedulerRequest | None = None,
+    host_class: sched_hr.HostClass | None = None,
+    in_progress: sched_limit.InProgress | None = None,
+    reliability: sched_reliable.Reliability | None = None,
+    refusals: set[str] | None = None,
+    work_needed: WorkNeeded | None = None,
+) -> list[Chosen]:
     """Claim and mark sent the jobs for one resource; returns (result, version, runtime).
 
     ``pick(host, app_ids, limit, config)`` lists the unsent results to consider, in order
@@ -630,12 +685,13 @@ def send_for_resource(
     (sched_locality.WorkNeeded), locality scheduling's disk accounting and its end at the
     first job refused for memory, disk or its deadline.
     """
-    chosen: list[Any] = []
+    chosen: list[Chosen] = []
     refused = []
     apps = sched_hr.apps_of(versions)
-    committed_versions: dict[int, Any] = {}
+    committed_versions: dict[int | str, Any] = {}  # sched_hr's cache: versions by id, and "capped"
     with transaction.atomic():
         looked_at = max(max_jobs * config.candidate_factor, config.shmem_work_items)
+        version: Version | None  # job_version and sched_hr.version_for may find none
         for result in pick(host, list(versions), looked_at, config):
             if len(chosen) >= max_jobs or (resource.req_secs <= 0 and resource.req_instances <= 0):
                 break
@@ -732,13 +788,20 @@ def send_for_resource(
     return sent
 
 
-def add_notice(notices, text):
+def add_notice(notices: list[str], text: str) -> None:
     """WORK_REQ::add_no_work_message: each text once."""
     if text and text not in notices:
         notices.append(text)
 
 
-def lacking_notices(looked_at, notices, limit=100, host_class=None, config=None, reliability=None):
+def lacking_notices(
+    looked_at: Mapping[int, tuple[Version, Resource]],
+    notices: list[str],
+    limit: int = 100,
+    host_class: sched_hr.HostClass | None = None,
+    config: SchedulerConfig | None = None,
+    reliability: sched_reliable.Reliability | None = None,
+) -> None:
     """Add the memory, disk and bandwidth notices of unsent jobs the host lacks something
     for that the request did not look at (BOINC checks these before
     one_result_per_user_per_wu, which our candidates query applies first), as BOINC would
@@ -794,7 +857,7 @@ MEMORY, DISK, BANDWIDTH, DEADLINE = "memory", "disk", "bandwidth", "deadline"
 NO_VERSION = "no version"
 
 
-def lacks(wu, resource):
+def lacks(wu: Workunit, resource: Resource) -> str:
     """MEMORY, DISK or BANDWIDTH when the host lacks what ``wu`` needs, else "": the checks
     of sched_check.cpp wu_is_infeasible_fast before the deadline, in its order
     (reference/server.md §3.4).
@@ -813,7 +876,7 @@ def lacks(wu, resource):
     return ""
 
 
-def infeasible(wu, resource, runtime, config):
+def infeasible(wu: Workunit, resource: Resource, runtime: float, config: SchedulerConfig) -> str:
     """Why ``wu`` cannot go to this host (MEMORY, DISK, BANDWIDTH or DEADLINE), or "" when
     it can.
 
@@ -835,18 +898,21 @@ def infeasible(wu, resource, runtime, config):
     return ""
 
 
-def notice(why, wu, version, resource):
+def notice(why: str, wu: Workunit, version: Version, resource: Resource) -> str:
     """reference/server.md §3.4: the notice sched_check.cpp gives the volunteer for a job
     refused for ``why`` (memory, disk or bandwidth; "" for the others, which give none),
     with the host's figures of the moment (the disk left shrinks as jobs are added). MB are
     2^20 bytes and KB 2^10 (lib/util.h); BOINC writes two spaces between the sentences."""
+    assert version.reply is not None  # only committed_only stand-ins have none, and no job goes with one
     app = version.reply.app_name
     if why == MEMORY:
+        assert resource.usable_ram is not None  # lacks finds no memory short without it
         return (
             f"{app} needs {wu.rsc_memory_bound / MEGA:.2f} MB RAM but only "
             f"{resource.usable_ram / MEGA:.2f} MB is available for use."
         )
     if why == DISK:
+        assert resource.disk is not None  # lacks finds no disk short without it
         available = resource.disk.available
         return (
             f"{app} needs {(wu.rsc_disk_bound - available) / MEGA:.2f}MB more disk "
@@ -862,7 +928,7 @@ def notice(why, wu, version, resource):
     return ""
 
 
-def after_sending(resource, sent):
+def after_sending(resource: Resource, sent: Iterable[Chosen]) -> Resource:
     """``resource`` once ``sent`` ((result, version, runtime) tuples) are added to the reply
     (sched_send.cpp add_result_to_reply, update_estimated_delay): each job's duration
     stretched by the host's availability, times the instances it uses (avg_ncpus, or the
@@ -877,9 +943,9 @@ def after_sending(resource, sent):
     return replace(resource, req_secs=req_secs, req_instances=req_instances, estimated_delay=delay)
 
 
-def mark_sent(host, chosen, *, now, config):
+def mark_sent(host: Host, chosen: Iterable[Chosen], *, now: int, config: SchedulerConfig) -> list[Chosen]:
     """UNSENT -> IN_PROGRESS, compare-and-set, grouped by the values written."""
-    groups: dict[tuple[float, int | None, float], list[Any]] = {}
+    groups: dict[tuple[int, int | None, float], list[Chosen]] = {}
     for result, version, runtime in chosen:
         deadline = now + result.workunit.delay_bound + config.report_grace_period
         app_version_id = version.row.pk if version.row else None
@@ -924,7 +990,7 @@ def mark_sent(host, chosen, *, now, config):
     return sent
 
 
-def mark_infeasible(results, *, now, timeout):
+def mark_infeasible(results: Sequence[Result], *, now: int, timeout: int) -> list[Result]:
     """Stamp newly infeasible results; those infeasible too long -> OVER/COULDNT_SEND."""
     fresh = [r.pk for r in results if not r.infeasible_since]
     if fresh:
@@ -966,7 +1032,7 @@ def mark_infeasible(results, *, now, timeout):
     return stale
 
 
-def locked_in_id_order(wu_ids):
+def locked_in_id_order(wu_ids: Iterable[int]) -> None:
     """Lock workunit rows in id order (a no-op on SQLite), so lockers never deadlock."""
     list(
         Workunit.objects.select_for_update(no_key=True)
@@ -976,7 +1042,7 @@ def locked_in_id_order(wu_ids):
     )
 
 
-def lower_transition_times(sent):
+def lower_transition_times(sent: Iterable[Chosen]) -> None:
     """``transition_time = min(transition_time, report_deadline)`` for the sent jobs' workunits."""
     by_deadline: dict[int, int] = {}
     for result, _, _ in sent:
@@ -992,18 +1058,18 @@ def lower_transition_times(sent):
             Workunit.objects.filter(id__in=wu_ids, transition_time__gt=deadline).update(transition_time=deadline)
 
 
-def make_due(results, *, now):
+def make_due(results: Iterable[Result], *, now: int) -> None:
     with transaction.atomic():
         wu_ids = sorted({r.workunit_id for r in results})
         locked_in_id_order(wu_ids)
         Workunit.objects.filter(id__in=wu_ids, transition_time__gt=now).update(transition_time=now)
 
 
-def reply_results(sent, *, now, config):
+def reply_results(sent: Sequence[Chosen], *, now: int, config: SchedulerConfig) -> list[ReplyResult]:
     """The reply's jobs: each result with its workunit, input files and output templates."""
     wu_ids = {result.workunit_id for result, _, _ in sent}
     through = Workunit.input_files.through
-    inputs: dict[int, list[Any]] = {}
+    inputs: dict[int, list[ReplyFile]] = {}
     for link in through.objects.filter(workunit_id__in=wu_ids).select_related("file"):
         f = link.file
         inputs.setdefault(link.workunit_id, []).append(
@@ -1012,6 +1078,7 @@ def reply_results(sent, *, now, config):
     max_nbytes = dict(App.objects.filter(id__in={r.app_id for r, _, _ in sent}).values_list("id", "max_output_nbytes"))
     jobs = []
     for result, version, runtime in sent:
+        assert version.reply is not None  # only committed_only stand-ins have none, and no job goes with one
         wu = result.workunit
         workunit = ReplyWorkunit(
             wu.name,
@@ -1038,7 +1105,7 @@ def reply_results(sent, *, now, config):
     return jobs
 
 
-def result_aborts(host, names, *, reply):
+def result_aborts(host: Host, names: Sequence[str], *, reply: SchedulerReply) -> None:
     """The client's in-progress jobs it should abort (send_result_abort, §3.6)."""
     if not names:
         return

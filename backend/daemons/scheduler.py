@@ -37,11 +37,12 @@ file_upload_handler would have.
 """
 
 import sys
+from typing import Any, NoReturn, TypeGuard, cast
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.backends.base.operations import BaseDatabaseOperations
-from django.db.models import F, Value
+from django.db.models import F, Field, Model, Value
 from django.db.models.functions import Least
 
 from backend.daemons import sched_limit
@@ -95,21 +96,21 @@ ACTOR = "scheduler"
 GPU_TYPES = {choice for choice in GpuType.values if choice}
 
 
-def column_range(model, name):
+def column_range(model: type[Model], name: str) -> tuple[int, int]:
     """(lowest, highest) value integer column ``name`` of ``model`` holds on every database we
     support: PostgreSQL's sizes (Django's portable ranges; SQLite's integers are wider)."""
-    field = model._meta.get_field(name)
+    field = cast("Field[Any, Any]", model._meta.get_field(name))  # a column, not a relation's other side
     return BaseDatabaseOperations.integer_field_ranges[field.get_internal_type()]
 
 
-def is_real(value):
+def is_real(value: object) -> TypeGuard[int | float]:
     """Whether ``value`` is a finite number a float column can hold."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
     return -sys.float_info.max <= value <= sys.float_info.max
 
 
-def check_request(request):
+def check_request(request: object) -> None:
     """Raise SchedulerRequestError naming the first thing wrong with ``request``.
 
     Besides the rules of the protocol, every value that reaches a column must fit it on
@@ -117,16 +118,16 @@ def check_request(request):
     request is refused whole, with the element named, before anything is written.
     """
 
-    def fail(reason):
+    def fail(reason: str) -> NoReturn:
         raise SchedulerRequestError(reason)
 
-    def whole(value, where, model, column, *, minimum=None):
+    def whole(value: object, where: str, model: type[Model], column: str, *, minimum: int | None = None) -> None:
         low, high = column_range(model, column)
         low = low if minimum is None else max(low, minimum)
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             fail(f"{where} must be a whole number from {low} to {high}, not {value!r}")
 
-    def real(value, where, *, minimum=None, positive=False):
+    def real(value: object, where: str, *, minimum: float | None = None, positive: bool = False) -> None:
         if not is_real(value):
             fail(f"{where} must be a finite number, not {value!r}")
         if positive and not value > 0:
@@ -134,12 +135,13 @@ def check_request(request):
         if minimum is not None and value < minimum:
             fail(f"{where} must not be negative, not {value!r}")
 
-    def string(value, where, model=None, column=None):
+    def string(value: object, where: str, model: type[Model] | None = None, column: str | None = None) -> None:
         if not isinstance(value, str):
             fail(f"{where} must be text, not {value!r}")
         if "\x00" in value:
             fail(f"{where} contains a NUL character")
-        limit = model._meta.get_field(column).max_length if model else None
+        # a model comes with its column, a text column
+        limit = cast("Field[Any, Any]", model._meta.get_field(cast(str, column))).max_length if model else None
         if limit is not None and len(value) > limit:
             fail(f"{where} is {len(value)} characters long; at most {limit} are allowed")
 
@@ -237,7 +239,7 @@ def check_request(request):
         fail("an anonymous-platform request must list its app_versions")
 
 
-def find_host(request, *, now):
+def find_host(request: SchedulerRequest, *, now: int) -> tuple[Host, bool]:
     """``(host, reattached)``: the requesting host, and whether a request without a host id
     was matched to an existing host of its account (``reattached_host``); a new, unsaved host
     for hostid 0 otherwise. Raises SchedulerRequestError."""
@@ -248,15 +250,17 @@ def find_host(request, *, now):
         if request.userid is not None and host.owner_id != request.userid:
             raise SchedulerRequestError(f"host {request.hostid} belongs to another account than {request.userid}")
         return host, False
-    if not get_user_model().objects.filter(pk=request.userid).exists():
+    # None (no account given) matches no account, and the error names it
+    if not get_user_model().objects.filter(pk=request.userid).exists():  # type: ignore[misc]
         raise SchedulerRequestError(f"no account with id {request.userid}")
+    assert request.userid is not None  # an account has it
     host = reattached_host(request)
     if host is not None:
         return host, True
     return Host(owner_id=request.userid, create_time=now), False
 
 
-def reattached_host(request):
+def reattached_host(request: SchedulerRequest) -> Host | None:
     """The account's most recent host that looks like the requesting computer, or None.
 
     BOINC's ``find_host_by_other`` (sched/handle_request.cpp) matches a request without a
@@ -278,7 +282,7 @@ def reattached_host(request):
     )
 
 
-def mark_results_over(host, request, *, now):
+def mark_results_over(host: Host, request: SchedulerRequest, *, now: int) -> int:
     """A detached and re-attached host's in-progress results -> OVER/CLIENT_DETACHED (§3.6).
 
     BOINC's ``mark_results_over``: every IN_PROGRESS result of the host, except any it reports
@@ -344,7 +348,7 @@ def mark_results_over(host, request, *, now):
     return len(results)
 
 
-def update_host(host, request, *, now):
+def update_host(host: Host, request: SchedulerRequest, *, now: int) -> None:
     """Copy what the client says about itself onto the host row (saved by the caller)."""
     info, stats = request.host_info, request.time_stats
     host.domain_name = info.domain_name or host.domain_name or f"host-{request.userid}"
@@ -386,7 +390,7 @@ HOST_REQUEST_FIELDS = [
 ]
 
 
-def sync_sticky_files(host, request, *, now):
+def sync_sticky_files(host: Host, request: SchedulerRequest, *, now: int) -> set[str]:
     """The host's HostFile rows become exactly the sticky files it says it holds."""
     held = {f.name for f in request.file_infos if f.status == 1}
     known = set(HostFile.objects.filter(host=host).values_list("name", flat=True))
@@ -399,7 +403,9 @@ def sync_sticky_files(host, request, *, now):
     return held
 
 
-def handle_request(request, *, now, config=SchedulerConfig()):
+def handle_request(
+    request: SchedulerRequest, *, now: int, config: SchedulerConfig = SchedulerConfig()
+) -> SchedulerReply:
     """Handle one scheduler RPC and return the reply (see the module docstring)."""
     check_request(request)
     request, truncated = sched_limit.truncate_reports(request, config)
@@ -457,7 +463,7 @@ def handle_request(request, *, now, config=SchedulerConfig()):
     return reply
 
 
-def deleted_sticky_files(held):
+def deleted_sticky_files(held: set[str]) -> list[str]:
     """Sticky files the host holds that the project no longer has (reference/server.md §3.10)."""
     if not held:
         return []
