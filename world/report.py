@@ -111,7 +111,7 @@ def summary(sim: Simulation) -> dict[str, Any]:
 
 def results_per_file_per_host(results: QuerySet[Result]) -> float:
     """Mean number of results of one data file a host computed (locality's payoff)."""
-    pairs: Counter[tuple[int, str]] = Counter()
+    pairs: Counter[tuple[int, str | None]] = Counter()
     for host_id, wu_name in results.filter(host__isnull=False).values_list("host_id", "workunit__name"):
         pairs[(host_id, file_name_of(wu_name))] += 1
     return round(sum(pairs.values()) / len(pairs), 3) if pairs else 0.0
@@ -186,7 +186,7 @@ def wrong_never_canonical(sim: Simulation) -> bool:
 
 def increasing_per_user_file(results: QuerySet[Result]) -> bool:
     """For each volunteer and data file, results were sent in increasing id (§3.10)."""
-    last: dict[tuple[int, str], int] = {}
+    last: dict[tuple[int, str | None], int] = {}
     rows = (
         results.filter(sent_time__gt=0, user__isnull=False)
         .order_by("sent_time", "id")

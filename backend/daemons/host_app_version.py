@@ -202,17 +202,19 @@ def is_invalid(hav: HostAppVersion, *, quota: int) -> None:
 
 
 def apply(
-    changes: Iterable[tuple[int | None, int | None, Callable[[HostAppVersion], object]]], *, create: bool = False
+    changes: Iterable[tuple[int | None, int | None, Callable[[HostAppVersion], object] | None]],
+    *,
+    create: bool = False,
 ) -> list[HostAppVersion]:
     """Apply ``changes``, ``(host_id, app_version_id, change)`` tuples in the order they
-    happened, where ``change(hav)`` edits a row in memory. A row that does not exist yet (a
-    job sent before its host had one) is skipped, as the scheduler does with a report
-    (sched_result.cpp gavid_to_havp), or with ``create`` made with every field 0 first, as
-    the transitioner's and validator's hav_lookup (sched/credit.cpp) inserts a cleared
-    record. Returns the rows written. Call inside the caller's transaction, after its other
-    writes.
+    happened, where ``change(hav)`` edits a row in memory (three Nones: no change). A row
+    that does not exist yet (a job sent before its host had one) is skipped, as the
+    scheduler does with a report (sched_result.cpp gavid_to_havp), or with ``create`` made
+    with every field 0 first, as the transitioner's and validator's hav_lookup
+    (sched/credit.cpp) inserts a cleared record. Returns the rows written. Call inside the
+    caller's transaction, after its other writes.
     """
-    keyed = [(h, v, change) for h, v, change in changes if h and v]
+    keyed = [(h, v, change) for h, v, change in changes if h and v and change is not None]
     if not keyed:
         return []
     if create:

@@ -122,6 +122,7 @@ def resend_lost_results(
             why = not_resendable(result, version) or homogeneous.infeasible(result, cast("Version", version))
             if not why:
                 resource = cast("Resource", resource)
+                version = cast("Version", version)
                 lacking = lacks(result.workunit, wanted[resource.name])
                 if lacking:
                     why = f"the host lacks the {lacking} it needs"
@@ -129,6 +130,7 @@ def resend_lost_results(
                         add_notice(notices, notice(lacking, result.workunit, version, wanted[resource.name]))
             if not why:
                 resource = cast("Resource", resource)
+                version = cast("Version", version)
                 flops = homogeneous.committed_flops(result, version)
                 runtime = result.workunit.rsc_fpops_est / (flops or job_flops(resource, version))
                 deadline = new_deadline(result, wanted[resource.name], runtime, now=now)

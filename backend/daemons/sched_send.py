@@ -271,7 +271,7 @@ def usable_versions(
     resource: Resource,
     host: Host | None = None,
     *,
-    config: SchedulerConfig | None = None,
+    config: SchedulerConfig,
     havs: dict[int, HostAppVersion] | None = None,
     now: int = 0,
     notices: list[str] | None = None,
@@ -713,6 +713,7 @@ def send_for_resource(
                         break
                     continue
             if host_class is not None:
+                assert request is not None  # given with host_class (above)
                 version = sched_hr.version_for(
                     result.workunit, apps[result.app_id], version, request, resource, committed_versions
                 )
@@ -737,13 +738,12 @@ def send_for_resource(
                 continue
             if reliability is not None and reliability.refuses(result, version):
                 continue
-            flops = (
-                None
-                if host_class is None
-                else sched_hr.committed_flops(
+            flops = None
+            if host_class is not None:
+                assert request is not None  # given with host_class (above)
+                flops = sched_hr.committed_flops(
                     result.workunit, apps[result.app_id], version, request, committed_versions
                 )
-            )
             runtime = result.workunit.rsc_fpops_est / (flops or job_flops(resource, version))
             for bound in sched_reliable.delay_bounds(
                 result.workunit, result.priority, runtime / resource.available_frac, config
@@ -798,8 +798,9 @@ def lacking_notices(
     looked_at: Mapping[int, tuple[Version, Resource]],
     notices: list[str],
     limit: int = 100,
+    *,
+    config: SchedulerConfig,
     host_class: sched_hr.HostClass | None = None,
-    config: SchedulerConfig | None = None,
     reliability: sched_reliable.Reliability | None = None,
 ) -> None:
     """Add the memory, disk and bandwidth notices of unsent jobs the host lacks something

@@ -23,6 +23,7 @@ host or team the same way when a page asks whether it has been inactive for n da
 """
 
 from django.db import transaction
+from django.db.models import QuerySet
 
 from backend.daemons.claim import shard, update_rows
 from backend.daemons.credit import CREDIT_HALF_LIFE, update_average
@@ -56,7 +57,7 @@ def decay(
 ) -> int:
     """Decay the stale rows of ``model`` (those over ``least``; None: all), locked in id order
     as the validator's credit writes lock them, and written in one statement."""
-    stale = model.objects.filter(expavg_time__lt=now - MIN_AGE)
+    stale: QuerySet[UserCredit | Host | AppVersion | Team] = model.objects.filter(expavg_time__lt=now - MIN_AGE)
     if least is not None:
         stale = stale.filter(expavg_credit__gt=least)
     pk = model._meta.pk.attname
