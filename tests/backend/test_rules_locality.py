@@ -16,6 +16,7 @@ from backend.server_config import ConfigError, read_config_xml
 from tests.backend.conftest import work_request
 from tests.backend.test_locality import ask, make_results, sent_files
 from tests.factories import NOW, AppVersionFactory, FileFactory, HostAppVersionFactory
+from tests.pages import by_testid, parse
 
 
 @pytest.fixture
@@ -164,8 +165,7 @@ def test_the_status_page_shows_the_locality_options(client, settings, tmp_path):
         "<file_deletion_strategy>1</file_deletion_strategy></config>"
     )
     settings.BOINC_CONFIG_XML = str(tmp_path / "config.xml")
-    html = client.get("/project/status/").content.decode()
-    section = html[html.index('data-testid="server-options"') :]
+    options = server_options_shown(client)
     for name, value in [
         ("locality_scheduling_send_timeout", "604800 s"),
         ("locality_scheduling_sorted_order", "no"),
@@ -173,8 +173,13 @@ def test_the_status_page_shows_the_locality_options(client, settings, tmp_path):
         ("file_deletion_strategy", "1"),
         ("default_disk_min_free_gb", "1 GB"),
     ]:
-        row = section[section.index(f'data-option="{name}"') :]
-        assert value in row[: row.index("</tr>")], name
+        assert options[name] == value, name
+
+
+def server_options_shown(client):
+    """The status page's configuration table: option name -> the value shown."""
+    section = by_testid(parse(client.get("/project/status/")), "server-options")
+    return {tr["data-option"]: tr.find_all("td")[1].get_text(strip=True) for tr in section.select("tr[data-option]")}
 
 
 def config_xml_request(host, files, config, **fields):
@@ -346,11 +351,9 @@ def test_the_seed_options_are_read_from_config_xml_and_shown(client, settings, t
     resolved = LocalityConfig().resolved(config)
     assert (resolved.scan_only_excluded, resolved.delete_only_finished) == (True, True)
     assert LocalityConfig(scan_only_excluded=False).resolved(config).scan_only_excluded is False
-    html = client.get("/project/status/").content.decode()
-    section = html[html.index('data-testid="server-options"') :]
+    options = server_options_shown(client)
     for name in ("seed004_scan_only_excluded", "seed004_delete_only_finished"):
-        row = section[section.index(f'data-option="{name}"') :]
-        assert "yes" in row[: row.index("</tr>")], name
+        assert options[name] == "yes", name
 
 
 # --- rule 10: old work first (sched_locality.cpp send_work_locality, send_old_work) -----------

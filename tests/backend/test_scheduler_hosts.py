@@ -29,6 +29,7 @@ from backend.models import (
 )
 from tests.backend.conftest import work_request
 from tests.factories import NOW, AppVersionFactory, FileFactory, HostAppVersionFactory
+from tests.pages import parse, rows
 
 pytestmark = pytest.mark.django_db
 
@@ -704,12 +705,8 @@ def test_the_host_page_shows_each_host_app_versions_quota_and_reliability(projec
     # consecutive valid, max jobs/day (the quota: a success does not raise it past it),
     # jobs today, the turnaround of the one report, the runtimes reported (one) and no speed
     # from them yet (more than 10 are needed)
-    content = page.content.decode()
-    row = content[content.index("<tr><td>uppercase 100") :].split("</tr>")[0]
-    assert row == (
-        "<tr><td>uppercase 100 x86_64-pc-linux-gnu</td><td>3</td><td>10</td>"
-        "<td>2</td><td>1800 s</td><td>1</td><td>—</td>"
-    )
+    [row] = [cells for cells in rows(parse(page)) if cells and cells[0].startswith("uppercase 100")]
+    assert row == ["uppercase 100 x86_64-pc-linux-gnu", "3", "10", "2", "1800 s", "1", "—"]
 
 
 # --- the project's options: settings for the endpoint and the daemons' passes ----------------
