@@ -7,18 +7,16 @@ past CONN_MAX_AGE are closed, as Django does around each request, so a long-runn
 outlives a database restart.
 """
 
-import signal
 import time
 from argparse import ArgumentParser
-from types import FrameType
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
 
 from backend.daemons import UnknownDaemon, get_daemon, run_pass
+from boincweb.signals import stop_requests
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 NAP = 0.2  # seconds: how soon a stop is seen while sleeping after an idle pass
 
 
@@ -59,27 +57,19 @@ class Command(BaseCommand):
             done = run_pass(name, batch_size=batch_size, mod=mod, index=index)
             self.stdout.write(f"{name}: {done}")
             return
-        self.stopping = False
-        previous = {sig: signal.signal(sig, self.stop) for sig in STOP_SIGNALS}
-        try:
+        with stop_requests() as stopping:
             self.stdout.write(f"{name}: running until SIGINT or SIGTERM")
-            while not self.stopping:
+            while not stopping:
                 close_old_connections()
                 done = run_pass(name, batch_size=batch_size, mod=mod, index=index)
                 close_old_connections()
                 if done == 0:
-                    self.idle(sleep)
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+                    idle(sleep, stopping)
         self.stdout.write(f"{name}: stopped")
 
-    def stop(self, signum: int, frame: FrameType | None) -> None:
-        """Ask the loop to end after the pass under way."""
-        self.stopping = True
 
-    def idle(self, seconds: float) -> None:
-        """Sleep ``seconds`` after an idle pass, waking early once a stop is asked for."""
-        end = time.monotonic() + seconds
-        while not self.stopping and (left := end - time.monotonic()) > 0:
-            time.sleep(min(left, NAP))
+def idle(seconds: float, stopping: list[int]) -> None:
+    """Sleep ``seconds`` after an idle pass, waking early once a stop is asked for."""
+    end = time.monotonic() + seconds
+    while not stopping and (left := end - time.monotonic()) > 0:
+        time.sleep(min(left, NAP))

@@ -8,12 +8,12 @@ processes ``make run`` starts beside it keep running.
 
 import signal
 from argparse import ArgumentParser
-from types import FrameType
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from boincweb.signals import stop_requests
 from world import live
 
 
@@ -27,14 +27,10 @@ class Command(BaseCommand):
     def handle(self, *args: Any, hosts: int, seed: int, **options: Any) -> None:
         if not 1 <= hosts <= 1000:
             raise CommandError(f"--hosts must be between 1 and 1000, not {hosts}", returncode=2)
-        stopping: list[int] = []
+        with stop_requests() as stopping:
+            self.run_demo(hosts, seed, stopping)
 
-        def stop(signum: int, frame: FrameType | None) -> None:
-            stopping.append(signum)
-
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
-
+    def run_demo(self, hosts: int, seed: int, stopping: list[int]) -> None:
         def wait_for_stop() -> None:
             while not stopping:
                 signal.pause()
