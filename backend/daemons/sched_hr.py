@@ -138,10 +138,7 @@ def version_for(
     if not wu.app_version_id or (version.row is not None and version.row.pk == wu.app_version_id):
         return version
     if wu.app_version_id not in cache:
-        # cast: sched_send.Version types its chooser as object
-        cache[wu.app_version_id] = committed_version(
-            wu.app_version_id, request, resource, cast("BestVersions | None", version.chooser)
-        )
+        cache[wu.app_version_id] = committed_version(wu.app_version_id, request, resource, version.chooser)
     return cache[wu.app_version_id]
 
 

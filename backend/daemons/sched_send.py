@@ -69,6 +69,7 @@ from backend.models import (
 
 if TYPE_CHECKING:
     from backend.daemons.sched_locality import WorkNeeded
+    from backend.daemons.sched_version import BestVersions
 
 ACTOR = "scheduler"
 CPU = "cpu"
@@ -195,7 +196,7 @@ class Version:
     # The FLOPS a job's runtime is estimated from (sched_version estimate_flops; 0: job_flops
     # decides), and the chooser of the version for jobs that need another (pinned or 64-bit).
     projected_flops: float = 0.0
-    chooser: object = None
+    chooser: BestVersions | None = None
     # Stands for no version of the app on this resource (``committed_only_versions``): only
     # jobs whose workunits are committed to a version are looked at, with that version.
     committed_only: bool = False

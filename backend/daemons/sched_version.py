@@ -433,7 +433,7 @@ def job_version(version: Version, wu: Workunit) -> Version | None:
     """The Version a job of ``wu`` is sent with: ``version`` (the app's best), or for a
     workunit pinned to an ``app_version_num`` or needing a 64-bit address space, the best
     version for it (get_app_version memoizes per app and 64-bit need); None when none."""
-    chooser = cast("BestVersions | None", version.chooser)  # sched_send.Version types it as object
+    chooser = version.chooser
     if chooser is None:
         return version
     needs_64b = job_needs_64b(wu, chooser.request.platform_name)
