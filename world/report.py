@@ -166,7 +166,7 @@ def credit_matches_hosts(sim: Simulation) -> bool:
         "host_id", "granted_credit"
     ):
         granted[host_id] += credit
-    ids = [h.host_id for h in sim.hosts]
+    ids = [h.host_id for h in sim.hosts] + [h.host_id for h in sim.engine_hosts]
     for host_id, total in Host.objects.filter(id__in=ids).values_list("id", "total_credit"):
         if abs(total - granted.get(host_id, 0.0)) > 1e-6 * max(1.0, total):
             return False

@@ -60,14 +60,16 @@ from django.db import transaction
 from django.db.models import Count, Min, Q, Sum
 
 from backend.daemons import daemon_names, run_pass, sched_locality, sched_version
-from backend.daemons.sched_types import GlobalPrefs, SchedulerConfig
+from backend.daemons.sched_types import DAILY_RESULT_QUOTA, GlobalPrefs, SchedulerConfig
 from backend.daemons.scheduler import (
     GpuRequest,
     HostInfo,
     ReplyResult,
     ReportedFile,
     ReportedResult,
+    SchedulerReply,
     SchedulerRequest,
+    SchedulerRequestError,
     StickyFile,
     TimeStats,
     handle_request,
@@ -89,6 +91,8 @@ from backend.models import (
     ValidateState,
     Workunit,
 )
+from scheduling import engine
+from world.engine_host import ENGINE_DELTA, EngineClass, EngineHost, WorldServer, drawn_host, engine_scenario
 
 DAY = 86400.0
 HOUR = 3600.0
@@ -208,6 +212,13 @@ class WorldSettings:
     # files counting as used; the others say nothing of their disk.
     small_disk_fraction: float = 0.0
     small_disk_gb: float = 0.95
+    # Engine hosts (world.engine_host): classes of hosts driven by the client engine, each a
+    # mapping of EngineClass's settings ({"count": 200, "policy": "boinc7", "preset": ...}),
+    # beside the ``hosts`` simple ones.
+    engine_hosts: tuple = ()
+    # The scheduler's daily quota of jobs per app version per CPU (<daily_result_quota>,
+    # reference/server.md §3.11); None: BOINC's default.
+    daily_result_quota: int | None = None
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> Self:
@@ -216,14 +227,22 @@ class WorldSettings:
         if unknown:
             raise ValueError(f"unknown world setting(s): {', '.join(unknown)}")
         kwargs: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+        if not isinstance(kwargs.get("engine_hosts", ()), tuple):
+            raise ValueError("engine_hosts must be a list of engine host classes")
         settings = cls(**kwargs)
         settings.check()
         return settings
 
     def check(self) -> None:
         """Raise ValueError naming the first setting out of range."""
-        if self.hosts < 1:
+        if self.hosts < 0 or (self.hosts < 1 and not self.engine_hosts):
             raise ValueError(f"hosts must be at least 1, not {self.hosts}")
+        classes = [EngineClass.from_dict(c) for c in self.engine_hosts]
+        if classes and self.live_app:
+            raise ValueError("a live world has simple hosts only; leave engine_hosts empty")
+        quota = self.daily_result_quota
+        if quota is not None and (isinstance(quota, bool) or not isinstance(quota, int) or quota < 0):
+            raise ValueError(f"daily_result_quota must be a whole number, 0 or more, not {quota!r}")
         if not self.days > 0:
             raise ValueError(f"days must be positive, not {self.days}")
         for name in (
@@ -379,6 +398,7 @@ class Counters:
     workunits_generated: int = 0
     sched_waits: int = 0
     disk_deletions: int = 0  # files the scheduler had a host short of disk delete
+    rpcs_refused: int = 0  # requests the scheduler refused (an engine host backs off)
     # RPC outcomes: asked for work and got some, asked and got none, only reported.
     rpcs_with_work: int = 0
     rpcs_without_work: int = 0
@@ -420,6 +440,7 @@ class Simulation:
         self.counter = 0
         self.t = 0.0
         self.hosts: list[SimHost] = []
+        self.engine_hosts: list[EngineHost] = []  # numbered after the simple hosts
         self.counters = Counters()
         # the app the world runs, set (by setup or join) before any pass reads it
         self.app_id: int = None  # type: ignore[assignment]
@@ -442,6 +463,7 @@ class Simulation:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         state.setdefault("samples", [])  # a world stored before samples were taken
+        state.setdefault("engine_hosts", [])
         self.__dict__.update(state)
 
     # --- the heap ---------------------------------------------------------------------------
@@ -511,6 +533,7 @@ class Simulation:
                 )
                 self.plan_class_spec()
             self.make_hosts(app)
+            self.make_engine_hosts(app)
             self.make_files(app)
         self.schedule_round(0.0)
         self.push(self.end, END, "end")
@@ -535,6 +558,9 @@ class Simulation:
             plan_class_spec=self.plan_class_spec(),
             version_select_random_factor=(self.settings.version_select_random_factor),
             locality_config=locality_config,
+            daily_result_quota=(
+                DAILY_RESULT_QUOTA if self.settings.daily_result_quota is None else self.settings.daily_result_quota
+            ),
         )
 
     def setup_live(self) -> None:
@@ -555,6 +581,8 @@ class Simulation:
         s, rng = self.settings, self.rng
         n_joiners = sum(1 for _ in range(s.hosts) if rng.random() < s.join_per_day * s.days)
         total = s.hosts + n_joiners
+        if not total:
+            return  # a world of engine hosts only
         User = get_user_model()
         users = User.objects.bulk_create(User(username=f"{self.prefix}-volunteer{i}") for i in range(total))
         if users[0].pk is None:  # backends that don't return ids from bulk_create
@@ -640,15 +668,108 @@ class Simulation:
             if leave < self.work_end:
                 self.push(leave, CHANGE, "leave", i)
 
+    def make_engine_hosts(self, app: App) -> None:
+        """The engine hosts of ``engine_hosts``, after the simple ones: a volunteer and a Host
+        row each, and an engine run of its class's policy on its description with the world's
+        project attached (world.engine_host). A drawn host draws as a simple one does, from a
+        generator of its own, so adding engine hosts leaves the simple hosts' draws as they were."""
+        s = self.settings
+        classes = [EngineClass.from_dict(c) for c in s.engine_hosts]
+        if not classes:
+            return
+        rng = random.Random(f"{s.seed}:engine")
+        specs = []
+        for eclass in classes:
+            for _ in range(eclass.count):
+                ncpus = rng.choices(s.ncpus_choices, s.ncpus_weights)[0]
+                fpops = s.cpu_gflops_median * 1e9 * math.exp(rng.gauss(0, s.cpu_gflops_sigma))
+                gpu_peak = s.gpu_gflops * 1e9 if rng.random() < s.gpu_fraction else 0.0
+                on_frac = rng.uniform(s.on_frac_min, 1.0)
+                error_rate = s.error_prone_rate if rng.random() < s.error_prone_fraction else s.error_rate
+                wrong_rate = s.wrong_output_rate if rng.random() < s.wrong_output_fraction else 0.0
+                drawn = drawn_host(ncpus, fpops, gpu_peak, on_frac, s.mean_on_period)
+                specs.append((eclass, drawn, error_rate, wrong_rate, rng.randrange(1, 2**31)))
+        first = len(self.hosts)
+        project = f"{self.prefix} world"
+        scenarios = [
+            engine_scenario(s, eclass, project, app.name, drawn, f"{self.prefix}-engine{k}")
+            for k, (eclass, drawn, *_rest) in enumerate(specs)
+        ]
+        User = get_user_model()
+        users = User.objects.bulk_create(User(username=f"{self.prefix}-engine-volunteer{k}") for k in range(len(specs)))
+        if users[0].pk is None:
+            users = list(User.objects.filter(username__startswith=f"{self.prefix}-engine-volunteer").order_by("id"))
+        rows = Host.objects.bulk_create(
+            Host(
+                owner=users[k],
+                domain_name=f"{self.prefix}-engine{k}",
+                platform=self.platform,
+                os_name="Linux",
+                p_ncpus=sc.host.ncpus,
+                p_fpops=sc.host.cpu_flops,
+                gpu_type=GpuType.NVIDIA if sc.host.gpus else GpuType.NONE,
+                gpu_count=sum(g.count for g in sc.host.gpus),
+                gpu_peak_flops=sc.host.gpus[0].peak_flops if sc.host.gpus else 0.0,
+                on_frac=sc.host.on.frac,
+                work_buf_min_days=sc.prefs.work_buf_min_days,
+                work_buf_additional_days=sc.prefs.work_buf_additional_days,
+                create_time=self.now(0),
+            )
+            for k, sc in enumerate(scenarios)
+        )
+        if rows[0].pk is None:
+            rows = list(Host.objects.filter(domain_name__startswith=f"{self.prefix}-engine").order_by("id"))
+        for k, (row, sc, spec) in enumerate(zip(rows, scenarios, specs)):
+            eclass, _drawn, error_rate, wrong_rate, seed = spec
+            server = WorldServer()
+            em = engine.start(
+                sc,
+                servers={project: server},
+                policy=eclass.policy,
+                duration=self.end,
+                delta=ENGINE_DELTA,
+                seed=seed,
+            )
+            host = EngineHost(
+                first + k,
+                row.pk,
+                row.owner_id,
+                row.domain_name,
+                eclass.policy,
+                project,
+                em,
+                error_rate=error_rate,
+                wrong_rate=wrong_rate,
+                no_reply_rate=s.no_reply_rate,
+                rng=random.Random(seed),
+            )
+            server.host = host
+            self.engine_hosts.append(host)
+            self.push(em.next_time, RPC, "engine", k)
+
+    def step_engine(self, host: EngineHost) -> None:
+        """Play an engine host's instant at the world's time (its RPCs reach the scheduler
+        now) and put its next instant on the world's heap."""
+        server = host.em.servers[host.project]
+        assert isinstance(server, WorldServer)
+        server.world = self
+        try:
+            host.em.advance_to(self.t)
+        finally:
+            server.world = None
+        if host.em.next_time < math.inf:
+            self.push(host.em.next_time, RPC, "engine", host.index - len(self.hosts))
+
     def make_files(self, app: App) -> None:
         """Enough data files that the population cannot run out of work in ``days``."""
         s = self.settings
         flops = sum(
             (h.ncpus * h.fpops * h.cpu_factor + h.gpus * h.gpu_peak * h.gpu_efficiency) * h.on_frac for h in self.hosts
         )
+        flops += sum(h.peak_flops() * h.scenario.host.on.frac for h in self.engine_hosts)
         results = flops * s.days * DAY / (s.job_gflop * 1e9)
         n_files = math.ceil(1.5 * results / (s.workunits_per_file * s.target_nresults))
-        n_files += math.ceil(len(self.hosts) / s.target_nresults) + 1
+        n_files += math.ceil((len(self.hosts) + len(self.engine_hosts)) / s.target_nresults) + 1
         self.file_names = [f"{self.prefix}_data{i:06d}" for i in range(n_files)]
         sched_locality.create_data_files(app, self.file_names, nbytes=s.file_nbytes)
 
@@ -760,18 +881,21 @@ class Simulation:
                 job.name,
                 final_elapsed_time=elapsed,
                 final_cpu_time=elapsed,
-                output_files=[ReportedFile(job.output_name, data=self.output(host, job))],
+                output_files=[
+                    ReportedFile(job.output_name, data=self.output_bytes(host.index, job.wu_name, job.name, job.fate))
+                ],
             )
         host.done.append((self.t, report))
 
-    def output(self, host: SimHost, job: Job) -> bytes:
-        """The job's output: the same bytes on every good host, other bytes on a wrong one."""
-        if job.fate == "wrong":
-            data = f"{job.wu_name} wrong answer from host {host.index}\n".encode()
+    def output_bytes(self, index: int, wu_name: str, name: str, fate: str) -> bytes:
+        """Result ``name``'s output from host ``index``: the same bytes on every good host,
+        other bytes on a wrong one."""
+        if fate == "wrong":
+            data = f"{wu_name} wrong answer from host {index}\n".encode()
             self.wrong_checksums.add(hashlib.md5(data).hexdigest())
-            self.wrong_results.add(job.name)
+            self.wrong_results.add(name)
             return data
-        return f"{job.wu_name} result {sum(job.wu_name.encode()) % 9973}\n".encode()
+        return f"{wu_name} result {sum(wu_name.encode()) % 9973}\n".encode()
 
     # --- preferences ----------------------------------------------------------------------------
 
@@ -875,13 +999,13 @@ class Simulation:
             file_infos=[StickyFile(name, nbytes) for name, nbytes in sorted(host.files.items())],
         )
 
-    def rpc(self, host: SimHost) -> None:
-        host.rpc_pending = False
-        if not host.active:
-            return
-        self.advance(host)
-        request = self.request(host)
-        asked = request.cpu_req_secs > 0 or any(g.req_secs > 0 for g in request.gpu_requests)
+    def call_scheduler(
+        self, index: int, seqno: int, request: SchedulerRequest, *, asked: bool
+    ) -> SchedulerReply | None:
+        """Send host ``index``'s request (its ``seqno``-th) to the scheduler now and count the
+        RPC; None when the scheduler refused it (SchedulerRequestError: the client backs off).
+        When it finds no work for a request that asked for some, plain scheduling's
+        generator tops the cushion up (``top_up``)."""
         # the host's index, not its database id, keeps the scheduler's choices the same
         # from one run of the seed to the next
         config = sched_locality.LocalityConfig(
@@ -892,12 +1016,16 @@ class Simulation:
             delete_only_finished=True,
             seed=self.settings.seed,
             wait=self.scheduler_wait,
-            host_key=host.index,
+            host_key=index,
         )
         # the scheduler's random factor (get_app_version) drawn from a generator of this
         # request's own, so the same seed makes the same choices
-        sched_version.RNG.seed(f"{self.settings.seed}:{host.index}:{host.rpc_seqno}")
-        reply = handle_request(request, now=self.now(), config=self.scheduler_config(locality_config=config))
+        sched_version.RNG.seed(f"{self.settings.seed}:{index}:{seqno}")
+        try:
+            reply = handle_request(request, now=self.now(), config=self.scheduler_config(locality_config=config))
+        except SchedulerRequestError:
+            self.counters.rpcs_refused += 1
+            return None
         self.counters.rpcs += 1
         if reply.results:
             self.counters.rpcs_with_work += 1
@@ -905,9 +1033,22 @@ class Simulation:
             self.counters.rpcs_without_work += 1
         else:
             self.counters.rpcs_report_only += 1
-        acked = set(reply.result_acks)
-        if self.draining and (acked or reply.results):
+        if self.draining and (reply.result_acks or reply.results):
             self.wake_daemons()
+        if asked and not reply.results and not self.settings.locality:
+            self.top_up(self.now())
+        return reply
+
+    def rpc(self, host: SimHost) -> None:
+        host.rpc_pending = False
+        if not host.active:
+            return
+        self.advance(host)
+        request = self.request(host)
+        asked = request.cpu_req_secs > 0 or any(g.req_secs > 0 for g in request.gpu_requests)
+        reply = self.call_scheduler(host.index, host.rpc_seqno, request, asked=asked)
+        assert reply is not None, "a simple host's requests are well formed"
+        acked = set(reply.result_acks)
         self.counters.jobs_reported += len(acked)
         host.done = [(t, r) for t, r in host.done if r.name not in acked]
         for name in reply.delete_file_infos:
@@ -922,29 +1063,13 @@ class Simulation:
         else:
             host.backoff = min(max(self.settings.backoff_min, 2 * host.backoff), BACKOFF_MAX)
             host.next_rpc = self.t + (0.5 + self.rng.random()) * host.backoff
-            if not self.settings.locality:
-                self.top_up(self.now())
         self.start_jobs(host)
         self.maybe_rpc(host)
 
     def receive(self, host: SimHost, job: ReplyResult) -> None:
         """A job from a reply: download the inputs the host lacks, draw its fate, queue it."""
-        for f in job.workunit.input_files:
-            if f.name in host.files:
-                continue
-            self.counters.bytes_downloaded += f.nbytes
-            self.counters.downloads += 1
-            if f.sticky:
-                host.files[f.name] = f.nbytes
-        u = self.rng.random()
-        if u < host.no_reply_rate:
-            fate = "lost"
-        elif u < host.no_reply_rate + host.error_rate:
-            fate = "error"
-        elif u < host.no_reply_rate + host.error_rate + host.wrong_rate:
-            fate = "wrong"
-        else:
-            fate = "ok"
+        self.download(host.files, job)
+        fate = self.draw_fate(self.rng, host.no_reply_rate, host.error_rate, host.wrong_rate)
         resource = "cpu" if job.resource == "cpu" else "gpu"
         threads = max(job.app_version.avg_ncpus, 1.0) if resource == "cpu" else 1.0
         runtime = job.workunit.rsc_fpops_est / self.real_flops(host, resource, threads)
@@ -962,6 +1087,28 @@ class Simulation:
             )
         )
         self.counters.jobs_received += 1
+
+    def download(self, files: dict[str, int], job: ReplyResult) -> None:
+        """Fetch the job's input files a host lacks (``files``: the sticky ones it holds)."""
+        for f in job.workunit.input_files:
+            if f.name in files:
+                continue
+            self.counters.bytes_downloaded += f.nbytes
+            self.counters.downloads += 1
+            if f.sticky:
+                files[f.name] = f.nbytes
+
+    @staticmethod
+    def draw_fate(rng: random.Random, no_reply_rate: float, error_rate: float, wrong_rate: float) -> str:
+        """What becomes of a job: lost (no reply), error, wrong (output) or ok."""
+        u = rng.random()
+        if u < no_reply_rate:
+            return "lost"
+        if u < no_reply_rate + error_rate:
+            return "error"
+        if u < no_reply_rate + error_rate + wrong_rate:
+            return "wrong"
+        return "ok"
 
     def real_flops(self, host: SimHost, resource: str, threads: float) -> float:
         """The speed a job really runs at on ``host`` (WorldSettings' real speeds): on a GPU,
@@ -1098,7 +1245,7 @@ class Simulation:
                 other_outcome=other,
                 valid=totals["valid"],
                 invalid=totals["invalid"],
-                hosts_active=sum(1 for h in self.hosts if h.active),
+                hosts_active=sum(1 for h in self.hosts if h.active) + sum(1 for h in self.engine_hosts if h.active),
                 rpcs=c.rpcs,
                 rpcs_with_work=c.rpcs_with_work,
                 rpcs_without_work=c.rpcs_without_work,
@@ -1180,6 +1327,8 @@ class Simulation:
         elif kind == "end":
             self.finished, self.finished_at = True, self.t
             self.sample()
+        elif kind == "engine":
+            self.step_engine(self.engine_hosts[data[0]])
         else:
             host = self.hosts[data[0]]
             if kind == "rpc":

@@ -27,6 +27,13 @@ Public API
     (a ValueError) naming the limit for a duration over `scenario.MAX_DURATION` or a step
     outside [`MIN_DELTA`, `MAX_DELTA`] (scenario.py, "Limits").
 
+`start(scenario, *, servers=None, **the arguments of run) -> Emulator`
+    A run to drive from outside, already begun: `em.advance_to(t)` plays it up to `t`
+    seconds, `em.next_time` is its next instant, `em.result()` ends it. `servers` maps a
+    project's name to its scheduler (server.py `Server`: `rpc(em, project, requests,
+    reported) -> ServerReply | None`); the other projects get the emulated one. The run
+    pickles between instants. A volunteer world's engine hosts are such runs (world/engine_host.py).
+
 `cost.estimate(scenario, duration, delta=60) -> Estimate`
     The run's expected jobs, queue, decisions and engine seconds, before it runs (cost.py);
     the lab refuses runs over its budget with it.
@@ -105,6 +112,7 @@ __all__ = [
     "rr_snapshot",
     "run",
     "scenario_to_dict",
+    "start",
 ]
 
 
@@ -120,6 +128,7 @@ def _emulator(
     sample_interval,
     partial=None,
     partial_interval=None,
+    servers=None,
 ) -> Emulator:
     cls = get_policy(policy)
     if compat not in COMPAT_MODES:
@@ -144,7 +153,25 @@ def _emulator(
         policy_name=policy,
         partial=partial,
         partial_interval=partial_interval,
+        servers=servers,
     )
+
+
+def start(
+    scenario: Scenario,
+    *,
+    servers: dict | None = None,
+    policy: str = "boinc7",
+    duration: float = 864000.0,
+    delta: float = 60.0,
+    seed: int = 1,
+    compat: str = "intended",
+    sample_interval: float = 600.0,
+) -> Emulator:
+    """A begun run that its caller advances; see the module docstring."""
+    em = _emulator(scenario, policy, duration, delta, seed, compat, False, None, sample_interval, None, None, servers)
+    em.begin()
+    return em
 
 
 def run(

@@ -88,6 +88,7 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
         partial=None,
         partial_interval: float | None = None,
         fixed_step: bool = False,
+        servers: dict | None = None,
     ):
         if compat == "bce":
             scenario = _without_max_concurrent(scenario)
@@ -160,7 +161,7 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
         self._init_host()
         self._init_jobs()
         self._init_accounting()
-        self._init_rpc()
+        self._init_rpc(servers)
         self.now = 0.0
         self.decisions: list[Decision] = []
         self.state_version = 0
@@ -211,11 +212,41 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
     # ------------------------------------------------------------------ main loop
 
     def run(self) -> RunResult:
-        wall0 = _time.process_time()
-        heap: list = []
-        counter = 0
+        """The whole run at once: `begin`, `advance_to` the end, `result`."""
+        self.begin()
+        self.advance_to(math.inf)
+        return self.result()
+
+    def begin(self) -> None:
+        """Start the run: its first events. A caller that drives the run from outside (a
+        volunteer world, whose hosts are emulators) then calls `advance_to` at times of its
+        own, and `result` at the end; the run is the one `run()` makes."""
+        self._wall0 = _time.process_time()
+        self._heap: list = []
+        self._counter = [0]
         # the entry [time, kind, order, epoch, count] waiting for each (time, kind) of EPOCH_KINDS
-        waiting: dict = {}
+        self._waiting: dict = {}
+        self._push = self._make_push()
+        push = self._push
+        push(self.duration, EV_END)
+        push(0.0, EV_FETCH, self.epoch)
+        if self.bce:
+            self._gate_host_clocks(push_events=False)
+        for name, proc in self.host_proc.items():
+            if proc.next_change < math.inf:
+                self._push_host(proc, name)
+        self._loop = {
+            "next_progress": 0.0,
+            "next_partial": self.partial_interval,
+            "live": False,
+            "light": True,  # only schedule checks (EV_SLICE) fired at this instant
+            "sample_due": False,
+            "instant_events": 0,
+        }
+        self.ended = False
+
+    def _make_push(self):
+        heap, waiting, counter = self._heap, self._waiting, self._counter
 
         def push(t, kind, data=None, order=None):
             """`order` ranks events of one kind at one instant; by default, push order.
@@ -224,36 +255,50 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
             waiting at its time, if any: those are popped together at that instant, where
             only whether one of them is of the current epoch counts, and the newest has the
             newest epoch; the entry's count keeps `events` as one entry each would."""
-            nonlocal counter
             if order is None and kind in EPOCH_KINDS:
                 entry = waiting.get((t, kind))
                 if entry is not None:
                     entry[3] = data
                     entry[4] += 1
                     return
-                counter += 1
-                entry = waiting[(t, kind)] = [t, kind, counter, data, 1]
+                counter[0] += 1
+                entry = waiting[(t, kind)] = [t, kind, counter[0], data, 1]
             else:
-                counter += 1
-                entry = [t, kind, counter if order is None else order, data, 1]
+                counter[0] += 1
+                entry = [t, kind, counter[0] if order is None else order, data, 1]
             heapq.heappush(heap, entry)
 
-        self._push = push
-        push(self.duration, EV_END)
-        push(0.0, EV_FETCH, self.epoch)
-        if self.bce:
-            self._gate_host_clocks(push_events=False)
-        for name, proc in self.host_proc.items():
-            if proc.next_change < math.inf:
-                self._push_host(proc, name)
-        next_progress = 0.0
-        next_partial = self.partial_interval
-        live = False
-        light = True  # only schedule checks (EV_SLICE) fired at this instant
-        sample_due = False
+        return push
+
+    def __getstate__(self) -> dict:
+        # the push function is a closure over the heap; it is made again on unpickling
+        state = self.__dict__.copy()
+        state.pop("_push", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "_heap" in state:
+            self._push = self._make_push()
+
+    @property
+    def next_time(self) -> float:
+        """The time of the run's next instant; infinity once it has ended."""
+        if self.ended or not self._heap:
+            return math.inf
+        return min(self._heap[0][0], self.duration)
+
+    def advance_to(self, t_stop: float) -> None:
+        """Play every instant of the run up to `t_stop` seconds (all of it for infinity)."""
+        heap, waiting, push = self._heap, self._waiting, self._push
+        loop = self._loop
+        next_progress, next_partial = loop["next_progress"], loop["next_partial"]
+        live, light, sample_due = loop["live"], loop["light"], loop["sample_due"]
+        instant_events = loop["instant_events"]
         max_events = MAX_EVENTS_PER_STEP * (self.duration / self.delta + 1.0) + 10_000
-        instant_events = 0
-        while heap:
+        while heap and not self.ended:
+            if heap[0][0] > t_stop and heap[0][0] > self.now:
+                break
             entry = heapq.heappop(heap)
             t, kind, _c, data, count = entry
             if waiting.get((t, kind)) is entry:
@@ -276,6 +321,7 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
                     f"instant: the scenario's numbers or the step of {self.delta:g} s keep time from moving on"
                 )
             if kind == EV_END:
+                self.ended = True
                 break
             if kind == EV_HOST:
                 self._host_change(data)
@@ -313,6 +359,20 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
             if self.partial is not None and next_partial <= self.now < self.duration:
                 self.partial(self._chunk(False))
                 next_partial = self.now + self.partial_interval
+        if not heap:
+            self.ended = True
+        loop.update(
+            next_progress=next_progress,
+            next_partial=next_partial,
+            live=live,
+            light=light,
+            sample_due=sample_due,
+            instant_events=instant_events,
+        )
+
+    def result(self) -> RunResult:
+        """End the run at its duration (the open slices and host periods closed there) and
+        return its records."""
         self.now = self.duration
         for j in list(self.running):
             self._close_slice(j, self.duration)
@@ -324,7 +384,7 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
             self.partial(self._chunk(True))
         if self.progress is not None:
             self.progress(1.0)
-        return self._result(_time.process_time() - wall0)
+        return self._result(_time.process_time() - self._wall0)
 
     # ------------------------------------------------------------------ decisions
 

@@ -217,6 +217,24 @@ class JobLifecycle:
         if k >= 1 and tk > t0:
             j.ckpt_done = done0 + rate * max(0.0, tk - t0 - wait)
 
+    def abort(self, j, why: str) -> None:
+        """The project aborts a job the client holds (a scheduler reply's <result_abort>,
+        reference/server.md §3.6): it stops and leaves the queue; its work is wasted, and it
+        is not reported as done."""
+        p = j.project
+        if j not in p.jobs:
+            return
+        if j.state == RUNNING:
+            self._close_slice(j, self.now)
+            self._release(j)
+        p.jobs.remove(j)
+        p.jobs_version += 1
+        j.state = FINISHED
+        p.flops_wasted += j.peak_flop_count
+        self.state_version += 1
+        self.must_schedule = True
+        self.log("finish", p.name, j.name, f"{p.name} aborted {j.name} ({why}).")
+
     def _finish(self, j, tc: float) -> None:
         """A job ends: it becomes ready to report (§3 app_finished)."""
         p = j.project

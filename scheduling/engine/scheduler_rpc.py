@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import rpc
 from .records import RpcEvent
-from .server import serve
+from .server import STAND_IN, Server
 
 if TYPE_CHECKING:
     from .draws import GlibcRandom, PyRandom
@@ -40,7 +40,9 @@ class SchedulerRpc:
     log: Callable[[str, str, str, str], None]
     rr: Callable[[], RRResult]
 
-    def _init_rpc(self) -> None:
+    def _init_rpc(self, servers: dict[str, Server] | None = None) -> None:
+        # the scheduler of each project by name; the stand-in server for the others
+        self.servers: dict[str, Server] = dict(servers or {})
         self.jobs_sent = 0
         self.nrpcs = 0
         self.rpc_events: list[RpcEvent] = []
@@ -131,21 +133,19 @@ class SchedulerRpc:
         named = {self.resources[r].name: [round(s, 3), round(i, 3)] for r, (s, i) in requests.items()}
         ok, url = self._reachable(p)
         if not ok:
-            p.rpc_failures += 1
-            backoff, note = rpc.project_rpc_backoff(p, now, self.rng, bce=self.bce)
-            text = (
-                f"RPC to {p.name} failed (project down), failure {p.nrpc_failures or rpc.MASTER_FETCH_PERIOD}; "
-                f"backing off {backoff:.0f} s.{note}"
-            )
-            self.rpc_events.append(RpcEvent(now, p.name, url, reason, False, named, {}, 0, backoff, text))
-            self.log("rpc", p.name, "", text)
-            return False
+            return self._rpc_failed(p, reason, named, url, "project down")
+        reply = self.servers.get(p.name, STAND_IN).rpc(self, p, requests, list(p.ready))
+        if reply is None:
+            return self._rpc_failed(p, reason, named, url, "the scheduler refused the request")
         reported = self._report(p)
-        jobs = serve(self, p, requests, self.rr(), self.policy.request_scale(p))
+        jobs = reply.jobs
         received: dict = {}
         for j in jobs:
             received[j.rsc] = received.get(j.rsc, 0) + 1
         rpc.rpc_succeeded(p, now)
+        if reply.request_delay > 0:
+            # handle_scheduler_reply: the project's <request_delay> holds its next RPC back
+            p.min_rpc_time = now + reply.request_delay
         notes = self.policy.handle_reply(p, requests, received, now)
         p.rpcs += 1
         p.jobs_received += len(jobs)
@@ -159,11 +159,28 @@ class SchedulerRpc:
         )
         self.rpc_events.append(RpcEvent(now, p.name, url, reason, True, named, got, reported, 0.0, text))
         self.log("rpc", p.name, "", text)
+        for message in reply.messages:
+            self.log("rpc", p.name, "", f"Message from {p.name}: {message}")
+        if reply.request_delay > 0:
+            self.log("backoff", p.name, "", f"{p.name} asked for no RPC for {reply.request_delay:.0f} s.")
         for note in notes:
             self.log("backoff", p.name, "", note)
         if jobs:
             self.must_schedule = True
         return bool(jobs)
+
+    def _rpc_failed(self, p, reason: str, named: dict, url: str, why: str) -> bool:
+        """An RPC that got no reply: the project backs off (§6.6)."""
+        now = self.now
+        p.rpc_failures += 1
+        backoff, note = rpc.project_rpc_backoff(p, now, self.rng, bce=self.bce)
+        text = (
+            f"RPC to {p.name} failed ({why}), failure {p.nrpc_failures or rpc.MASTER_FETCH_PERIOD}; "
+            f"backing off {backoff:.0f} s.{note}"
+        )
+        self.rpc_events.append(RpcEvent(now, p.name, url, reason, False, named, {}, 0, backoff, text))
+        self.log("rpc", p.name, "", text)
+        return False
 
     def _report(self, p) -> int:
         """Report every ready result; late ones waste their peak FLOPs (§3, §5)."""

@@ -1,12 +1,21 @@
-"""The emulated project server answering a work request (reference/client.md §3, simulate_rpc)."""
+"""The servers the emulated client talks to (reference/client.md §3, simulate_rpc).
+
+A project's scheduler is reached through a `Server`: given the client's RPC (the project, the
+work requested per resource, the finished jobs it reports) it returns a `ServerReply` (the new
+jobs, the request delay, the messages), or None when the RPC fails. `StandInServer` is the
+emulated project of BOINC's emulator (`serve`); a caller may give a run other servers per
+project (`Emulator(servers=...)`), such as a real scheduler behind an adapter, with the engine
+itself unchanged. The engine makes the jobs a server sends with `Emulator.new_job`.
+"""
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from .state import JobState
+    from .state import JobState, ProjectState
 
 MAX_JOBS_PER_RPC = 500
 # BOINC's emulator sends jobs until the request is met, with no count limit (simulate_rpc);
@@ -100,3 +109,35 @@ def serve(em, p, requests: dict, rr, scale: float = 1.0) -> list:
             ninst = em.n_usable_cpus if rc == 0 else em.resources[rc].ninstances
             delay[rc] += est * n / ninst
     return jobs
+
+
+@dataclass
+class ServerReply:
+    """A scheduler's reply as the client reads it (reference/protocol.md §4.3): the jobs,
+    already made with `Emulator.new_job`; `request_delay`, the seconds before the client may
+    ask again (0: none); the messages the project sent, shown in the client's log."""
+
+    jobs: list = field(default_factory=list)
+    request_delay: float = 0.0
+    messages: list[str] = field(default_factory=list)
+
+
+class Server(Protocol):
+    """A project's scheduler, as the emulated client sees it."""
+
+    def rpc(self, em, p: ProjectState, requests: dict, reported: list[JobState]) -> ServerReply | None:
+        """Answer one RPC of project `p` at `em.now`: `requests` maps a resource index to
+        (requested seconds, requested instances); `reported` are the finished jobs the client
+        reports. None: the RPC failed (the client backs off as from an unreachable project)."""
+        ...
+
+
+class StandInServer:
+    """The emulated project of BOINC's emulator: jobs drawn from the scenario's apps (`serve`);
+    it never fails once reached and never asks for a delay."""
+
+    def rpc(self, em, p: ProjectState, requests: dict, reported: list[JobState]) -> ServerReply:
+        return ServerReply(serve(em, p, requests, em.rr(), em.policy.request_scale(p)))
+
+
+STAND_IN = StandInServer()

@@ -1,0 +1,161 @@
+"""Engine hosts in a world (issue 20): volunteer hosts driven by the client engine against the
+back end's real scheduler and daemons (world/engine_host.py)."""
+
+import pickle
+
+import pytest
+
+from scheduling import engine
+from world.report import summary
+from world.simulation import DAY, Simulation, WorldSettings
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+# Engine hosts that are always on draw nothing from their engine's generator but what its
+# server draws, so a run alone (the emulated server) and one in a world (the real scheduler)
+# follow the same sample path whenever the scheduler sends what the emulated server would.
+ALWAYS_ON = dict(on_frac_min=1.0, error_rate=0, no_reply_rate=0, leave_per_day=0, join_per_day=0)
+
+
+def healthy(sim):
+    figures = summary(sim)
+    failed = [name for name, ok in figures["invariants"].items() if not ok]
+    assert not failed, failed
+    return figures
+
+
+def world_rpcs(host, until):
+    """(time, reason, jobs received by resource) of the host's RPCs to the world's project."""
+    return [
+        (e.time, e.reason, e.jobs_received) for e in host.em.rpc_events if e.project == host.project and e.time < until
+    ]
+
+
+def jobs_of(em, project, until):
+    """(arrival, deadline, resource) of every job the run received from `project`."""
+    return sorted(
+        (j.received, j.deadline, j.rsc) for j in em.all_jobs if j.project.name == project and j.received < until
+    )
+
+
+def assert_agrees_with_engine_alone(sim, until):
+    """Each engine host asked, got and was due what the engine alone, on the same host with the
+    emulated server, asks, gets and is due."""
+    for host in sim.engine_hosts:
+        alone = engine.start(host.scenario, policy=host.policy, duration=host.em.duration, seed=host.em.seed)
+        alone.advance_to(until)
+        expected = [(e.time, e.reason, e.jobs_received) for e in alone.rpc_events if e.time < until]
+        assert world_rpcs(host, until) == expected, host.name
+        assert jobs_of(host.em, host.project, until) == jobs_of(alone, host.project, until), host.name
+
+
+def test_engine_hosts_ask_get_and_report_as_the_engine_alone_where_the_server_always_has_work():
+    settings = WorldSettings(
+        hosts=4, days=1, seed=2, cushion=400, engine_hosts=({"count": 6, "policy": "boinc7"},), **ALWAYS_ON
+    )
+    sim = Simulation(settings, prefix="e")
+    sim.setup()
+    sim.run_until(DAY)
+    assert sum(len(world_rpcs(h, DAY)) for h in sim.engine_hosts) > 20
+    assert_agrees_with_engine_alone(sim, DAY)
+    sim.run()
+    figures = healthy(sim)
+    reported = sum(e.reported for h in sim.engine_hosts for e in h.em.rpc_events if e.project == h.project)
+    assert reported > 10
+    assert figures["workunits"]["assimilated"] == figures["workunits"]["total"]
+
+
+def test_a_world_with_engine_hosts_is_stored_between_slices_and_ends_as_one_run_in_one_go():
+    values = dict(hosts=6, days=0.5, seed=5, engine_hosts=({"count": 4, "policy": "boinc5"},))
+    whole = Simulation(WorldSettings(**values), prefix="a")
+    whole.setup()
+    whole.run()
+    sliced = Simulation(WorldSettings(**values), prefix="b")
+    sliced.setup()
+    t = 0.0
+    while not sliced.finished:
+        t += 7000.0
+        sliced.run_until(t)
+        sliced = pickle.loads(pickle.dumps(sliced))
+    healthy(whole)
+    healthy(sliced)
+    for a, b in zip(whole.engine_hosts, sliced.engine_hosts):
+        assert [(e.time, e.jobs_received, e.reported) for e in a.em.rpc_events] == [
+            (e.time, e.jobs_received, e.reported) for e in b.em.rpc_events
+        ]
+    assert whole.counters == sliced.counters
+
+
+@pytest.mark.postgres
+def test_200_engine_and_200_simple_hosts_for_a_day_on_postgresql(postgres_only):
+    settings = WorldSettings(
+        hosts=200, days=1, seed=1, cushion=2000, engine_hosts=({"count": 200, "policy": "boinc7"},), **ALWAYS_ON
+    )
+    sim = Simulation(settings, prefix="p")
+    sim.setup()
+    sim.run_until(DAY)
+    assert_agrees_with_engine_alone(sim, DAY)
+    sim.run()
+    figures = healthy(sim)
+    assert figures["workunits"]["total"] > 500
+
+
+def engine_world(prefix, **values):
+    """Three engine hosts on the lab's WRR example (projects A and B with shares 2 and 1, two
+    1-GFLOPS CPUs), attached with a share of 100 to the world's project of 3-hour jobs due in
+    two days; a cushion of unsent results the three can take in the drain."""
+    settings = WorldSettings(
+        hosts=0,
+        days=2,
+        seed=8,
+        job_gflop=3 * 3600.0,
+        delay_bound=2 * 86400,
+        cushion=24,
+        engine_hosts=({"count": 3, "policy": "boinc7", "preset": "seed-001-wrr-example"},),
+        **ALWAYS_ON,
+        **values,
+    )
+    sim = Simulation(settings, prefix=prefix)
+    sim.setup()
+    sim.run()
+    healthy(sim)
+    return sim
+
+
+def first_day(sim):
+    """Jobs received per project ("world" for the world's) in the first simulated day, and the
+    FLOPs the hosts spent on their other projects over the run."""
+    jobs = {}
+    for host in sim.engine_hosts:
+        for e in host.em.rpc_events:
+            if e.time < DAY:
+                name = "world" if e.project == host.project else e.project
+                jobs[name] = jobs.get(name, 0) + sum(e.jobs_received.values())
+    others = sum(p.flops_used for h in sim.engine_hosts for p in h.em.projects if p.name != h.project)
+    return jobs, others
+
+
+def fetch_backoffs(sim):
+    """The client's work-fetch back-offs from the world's project (reference/client.md §6.5)."""
+    return [
+        d
+        for h in sim.engine_hosts
+        for d in h.em.decisions
+        if d.kind == "backoff" and d.project == h.project and "sent no" in d.text and d.time < DAY
+    ]
+
+
+def test_a_daily_quota_hit_makes_engine_hosts_back_off_and_fetch_from_their_other_projects():
+    free = engine_world("q0")
+    quota = engine_world("q1", daily_result_quota=1)
+    (free_jobs, free_others), (quota_jobs, quota_others) = first_day(free), first_day(quota)
+    # fewer of the world's jobs on the first day, more of the other projects' and more of
+    # their work done
+    assert quota_jobs["world"] < free_jobs["world"]
+    assert quota_jobs.get("A", 0) + quota_jobs.get("B", 0) > free_jobs.get("A", 0) + free_jobs.get("B", 0)
+    assert quota_others > 1.1 * free_others
+    # the scheduler said why (reference/server.md §3.11: a limit of 1 is not scaled by the
+    # CPUs), and the clients backed off fetching from the world's project
+    texts = [d.text for h in quota.engine_hosts for d in h.em.decisions if d.time < DAY]
+    assert any("Daily job limit (1) has been reached" in t for t in texts)
+    assert len(fetch_backoffs(quota)) > len(fetch_backoffs(free))
