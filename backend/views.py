@@ -297,6 +297,20 @@ def _results_with_drawings(results: Iterable[Result], events: Iterable[Lifecycle
     return [(r, _machine_svg(draw_row(RESULT_MACHINE, r, by_result.get(r.id, [])))) for r in results]
 
 
+# Other apps' links for results, shown on the workunit page: each function takes the results and
+# returns {result id: [(text, url)]}. The back end never imports the apps that drive it; they
+# add themselves here when they load (the volunteer world links its engine hosts' time slices).
+RESULT_LINKS: list[Callable[[list[Result]], dict[int, list[tuple[str, str]]]]] = []
+
+
+def result_links(results: list[Result]) -> dict[int, list[tuple[str, str]]]:
+    links: dict[int, list[tuple[str, str]]] = {}
+    for source in RESULT_LINKS:
+        for result_id, found in source(results).items():
+            links.setdefault(result_id, []).extend(found)
+    return links
+
+
 @require_GET
 def workunit_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     wu = get_object_or_404(Workunit.objects.select_related("app", "canonical_result"), pk=pk)
@@ -309,9 +323,11 @@ def workunit_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     wu_events = [e for e in events if not e.result_id]
     timeline = charts.lifecycle_timeline(events, {r.id: r.name for r in results})
     finished = wu.file_delete_state == FileDeleteState.DONE and all(r.server_state == ServerState.OVER for r in results)
+    links = result_links(results)
     context = {
         "wu": wu,
         "results": _results_with_drawings(results, events),
+        "links": [(r, found) for r in results if (found := links.get(r.id))],
         "machine": _machine_svg(draw_row(WORKUNIT_MACHINE, wu, wu_events)),
         "events": events,
         "timeline": figure_script(timeline, "timeline-figure"),

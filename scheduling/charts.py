@@ -122,14 +122,17 @@ def _boxes(intervals, y0, y1):
     return xs, ys
 
 
-def gantt(records: dict, colours: dict | None = None) -> go.Figure:
+def gantt(records: dict, colours: dict | None = None, links: dict[str, str] | None = None) -> go.Figure:
     """CPU and GPU time slices, one lane per instance, one WebGL trace per project.
 
     Bars are thick line segments (Scattergl), so 10,000 slices draw in one GPU pass; each bar
     has one hover point at its middle with job, project and why. EDF runs get a dark core
     line; periods when the host was off, its computing suspended or its GPUs suspended are
-    shaded (the engine's HostPeriod records).
+    shaded (the engine's HostPeriod records). `links` maps a job's name to a page about it
+    (a volunteer world's result): its bars' hover points carry it, and a click opens it
+    (static/js/charts.js).
     """
+    links = links or {}
     colours = colours or project_colours(_project_names(records))
     lane_list = lanes(records)
     index = {(r, i): n for n, (r, i, _label) in enumerate(lane_list)}
@@ -154,7 +157,7 @@ def gantt(records: dict, colours: dict | None = None) -> go.Figure:
         by_project[s["project"]].append(s)
     edf_x, edf_y = [], []
     for project in sorted(by_project):
-        xs, ys, mx, my, text = [], [], [], [], []
+        xs, ys, mx, my, text, urls = [], [], [], [], [], []
         for s in by_project[project]:
             y = index[(s["resource"], s["instance"])]
             a, b = hours(s["start"]), hours(s["end"])
@@ -162,7 +165,10 @@ def gantt(records: dict, colours: dict | None = None) -> go.Figure:
             ys += [y, y, None]
             mx.append(round((a + b) / 2, 4))
             my.append(y)
-            text.append(f"{s['job']} · {project}<br>{WHY_LABELS.get(s['why'], s['why'])}<br>{a:g}–{b:g} h")
+            url = links.get(s["job"], "")
+            urls.append(url)
+            more = "<br>click to open its result" if url else ""
+            text.append(f"{s['job']} · {project}<br>{WHY_LABELS.get(s['why'], s['why'])}<br>{a:g}–{b:g} h{more}")
             if s["why"] == "edf":
                 edf_x += [a, b, None]
                 edf_y += [y, y, None]
@@ -189,6 +195,7 @@ def gantt(records: dict, colours: dict | None = None) -> go.Figure:
                 marker=dict(color=colour, size=bar_width / 2, opacity=0.35),
                 text=text,
                 hovertemplate="%{text}<extra></extra>",
+                **({"customdata": urls} if any(urls) else {}),
             )
         )
     if edf_x:

@@ -37,6 +37,7 @@ from redis.exceptions import LockNotOwnedError
 from rq.queue import Queue
 
 from boincweb.lost_jobs import job_problem
+from world import engine_records
 from world.models import World, WorldSample
 from world.report import summary
 from world.simulation import Simulation, WorldSettings
@@ -77,8 +78,10 @@ def load(world: World) -> Simulation:
 
 
 def store(world_id: int, sim: Simulation, *, status: str | None = None) -> None:
-    """Save the simulation's state and figures, and the samples it took since the last store."""
+    """Save the simulation's state and figures, the samples it took since the last store, and
+    its engine hosts' records (world.engine_records)."""
     WorldSample.objects.bulk_create(WorldSample(world_id=world_id, **sample._asdict()) for sample in sim.take_samples())
+    engine_records.store(world_id, sim, final=sim.finished or status is not None)
     fields: dict[str, Any] = dict(state=pickle.dumps(sim), clock=sim.t, summary=light_summary(sim))
     if sim.finished:
         fields.update(summary=summary(sim), status=World.Status.FINISHED, state=None)

@@ -83,3 +83,40 @@ class WorldSample(models.Model):
             # the world's page: its samples in time order, the latest first for a live world
             models.Index(fields=["world", "t"], name="worldsample_world_t"),
         ]
+
+
+class EngineHostRun(models.Model):
+    """One engine host of a world (world.engine_host): its Host row and what its page needs to
+    draw the engine's records (``world.engine_records``)."""
+
+    world = models.ForeignKey(World, on_delete=models.CASCADE, related_name="engine_hosts")
+    index = models.PositiveIntegerField(help_text="Its number in the world, after the simple hosts.")
+    host = models.ForeignKey("backend.Host", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    name = models.CharField(max_length=100)
+    policy = models.CharField(max_length=10)
+    description = models.CharField(max_length=300, blank=True)
+    project = models.CharField(max_length=100, help_text="The world's project as the engine names it.")
+    resources = models.JSONField(default=dict, help_text="name -> {instances}, as the lab's records.")
+    projects = models.JSONField(default=list, help_text="[{name, share}] of every project it is attached to.")
+    duration = models.FloatField(help_text="Simulated seconds of its run (the world's end).")
+
+    class Meta:
+        ordering = ["world", "index"]
+        constraints = [models.UniqueConstraint(fields=["world", "index"], name="enginehostrun_world_index")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class EngineRecordChunk(models.Model):
+    """The records an engine host's run made since the chunk before (the engine's RecordChunk),
+    stored as zlib(JSON); their series end to end give the run's."""
+
+    run = models.ForeignKey(EngineHostRun, on_delete=models.CASCADE, related_name="chunks")
+    seq = models.PositiveIntegerField()
+    time = models.FloatField(help_text="Simulated seconds reached.")
+    blob = models.BinaryField()
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="enginerecordchunk_run_seq")]

@@ -219,6 +219,11 @@ class WorldSettings:
     # The scheduler's daily quota of jobs per app version per CPU (<daily_result_quota>,
     # reference/server.md §3.11); None: BOINC's default.
     daily_result_quota: int | None = None
+    # The scheduler's job limits (reference/server.md §3.4): jobs per RPC per CPU
+    # (<max_wus_to_send>, 0 for no limit) and in progress per CPU (<max_wus_in_progress>, 0
+    # for no limit); None: BOINC's defaults.
+    max_wus_to_send: int | None = None
+    max_wus_in_progress: int | None = None
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> Self:
@@ -240,9 +245,10 @@ class WorldSettings:
         classes = [EngineClass.from_dict(c) for c in self.engine_hosts]
         if classes and self.live_app:
             raise ValueError("a live world has simple hosts only; leave engine_hosts empty")
-        quota = self.daily_result_quota
-        if quota is not None and (isinstance(quota, bool) or not isinstance(quota, int) or quota < 0):
-            raise ValueError(f"daily_result_quota must be a whole number, 0 or more, not {quota!r}")
+        for name in ("daily_result_quota", "max_wus_to_send", "max_wus_in_progress"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise ValueError(f"{name} must be a whole number, 0 or more, not {value!r}")
         if not self.days > 0:
             raise ValueError(f"days must be positive, not {self.days}")
         for name in (
@@ -441,6 +447,7 @@ class Simulation:
         self.t = 0.0
         self.hosts: list[SimHost] = []
         self.engine_hosts: list[EngineHost] = []  # numbered after the simple hosts
+        self.engine_records_at = 0.0  # when their records were last stored (world.engine_records)
         self.counters = Counters()
         # the app the world runs, set (by setup or join) before any pass reads it
         self.app_id: int = None  # type: ignore[assignment]
@@ -464,6 +471,7 @@ class Simulation:
     def __setstate__(self, state: dict[str, Any]) -> None:
         state.setdefault("samples", [])  # a world stored before samples were taken
         state.setdefault("engine_hosts", [])
+        state.setdefault("engine_records_at", 0.0)
         self.__dict__.update(state)
 
     # --- the heap ---------------------------------------------------------------------------
@@ -558,10 +566,19 @@ class Simulation:
             plan_class_spec=self.plan_class_spec(),
             version_select_random_factor=(self.settings.version_select_random_factor),
             locality_config=locality_config,
-            daily_result_quota=(
-                DAILY_RESULT_QUOTA if self.settings.daily_result_quota is None else self.settings.daily_result_quota
-            ),
+            **self.scheduler_limits(),
         )
+
+    def scheduler_limits(self) -> dict[str, Any]:
+        """The world's scheduler limits that differ from BOINC's defaults (WorldSettings)."""
+        s = self.settings
+        limits: dict[str, Any] = {
+            "daily_result_quota": DAILY_RESULT_QUOTA if s.daily_result_quota is None else s.daily_result_quota
+        }
+        for name in ("max_wus_to_send", "max_wus_in_progress"):
+            if getattr(s, name) is not None:
+                limits[name] = getattr(s, name)
+        return limits
 
     def setup_live(self) -> None:
         app = App.objects.filter(name=self.settings.live_app).first()

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from world import views
+from world import engine_pages, views
 
 app_name = "worlds"
 
@@ -10,5 +10,6 @@ urlpatterns = [
     path("compare/", views.world_compare, name="compare"),
     path("compare/new/", views.world_compare_start, name="compare_start"),
     path("<int:pk>/", views.world_detail, name="detail"),
+    path("<int:pk>/engine/<int:index>/", engine_pages.engine_host, name="engine_host"),
     path("<int:pk>/<slug:action>/", views.world_action, name="action"),
 ]

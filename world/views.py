@@ -26,7 +26,7 @@ from boincweb.id_lists import parse_ids
 from boincweb.redis_outage import REDIS_DOWN, needs_redis
 from world import charts, jobs
 from world.forms import CompareForm, WorldForm
-from world.models import World, WorldSample
+from world.models import EngineHostRun, World, WorldSample
 
 # The most samples a page draws per world: the latest ones (83 minutes of a live demo, a
 # simulated world's whole run at its default half-hour rounds for 20 days).
@@ -163,6 +163,8 @@ def world_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "redis_error": redis_error,
         "figures": _world_panel(world),
         "running": world.status == World.Status.RUNNING,
+        "engine_hosts": list(EngineHostRun.objects.filter(world=world).only("world_id", "index", "name", "policy")),
+        "engine_classes": (world.settings or {}).get("engine_hosts", []),
     }
     return render_page(request, "world/world_detail.html", context, "panel", polling_done=not context["running"])
 

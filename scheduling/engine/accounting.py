@@ -345,6 +345,12 @@ class Accounting:
                     )
                 )
 
+    def take_chunk(self) -> RecordChunk:
+        """The records made since the previous chunk, with the slices and host periods still
+        open cut at now: for a caller that drives the run itself (engine.start) and stores its
+        records as it goes."""
+        return self._chunk(False)
+
     def _chunk(self, last: bool) -> RecordChunk:
         """The records since the previous chunk, and what is still open now (RecordChunk)."""
         now = self.now

@@ -15,6 +15,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 # server draws, so a run alone (the emulated server) and one in a world (the real scheduler)
 # follow the same sample path whenever the scheduler sends what the emulated server would.
 ALWAYS_ON = dict(on_frac_min=1.0, error_rate=0, no_reply_rate=0, leave_per_day=0, join_per_day=0)
+# A server that always has work: a deep cushion of unsent results, and no limit on the jobs
+# one RPC may bring (BOINC's max_wus_to_send of 10 per CPU cuts a first request of a host
+# with a fast GPU short, which the emulated server never does).
+ALWAYS_WORK = dict(cushion=2000, max_wus_to_send=0)
 
 
 def healthy(sim):
@@ -38,20 +42,44 @@ def jobs_of(em, project, until):
     )
 
 
-def assert_agrees_with_engine_alone(sim, until):
+def told_the_truth_until(host, until):
+    """The arrival of the host's first job of the world's project whose speed, as the
+    scheduler told it (the app version's flops), is not the host's own, or `until`.
+
+    The emulated server tells every job's true speed; BOINC's scheduler estimates it, and once
+    a host or an app version has reported enough results it learns from their elapsed times
+    (reference/server.md §3.4, estimate_flops), so the estimates, and with them the client's
+    buffer and requests, part from the emulated server's."""
+    host_spec = host.scenario.host
+    for j in sorted(host.em.all_jobs, key=lambda j: j.received):
+        if j.project.name != host.project or j.received >= until:
+            continue
+        true = host_spec.cpu_flops if j.rsc == 0 else host_spec.gpus[j.rsc - 1].peak_flops
+        if abs(j.flops - true) > 1e-9 * true:
+            return j.received
+    return until
+
+
+def assert_agrees_with_engine_alone(sim, until, *, covered=0.8):
     """Each engine host asked, got and was due what the engine alone, on the same host with the
-    emulated server, asks, gets and is due."""
+    emulated server, asks, gets and is due, before the scheduler told it a speed not its own
+    (`told_the_truth_until`); that is at least `covered` of the RPCs of the period."""
+    compared = total = 0
     for host in sim.engine_hosts:
         alone = engine.start(host.scenario, policy=host.policy, duration=host.em.duration, seed=host.em.seed)
         alone.advance_to(until)
-        expected = [(e.time, e.reason, e.jobs_received) for e in alone.rpc_events if e.time < until]
-        assert world_rpcs(host, until) == expected, host.name
-        assert jobs_of(host.em, host.project, until) == jobs_of(alone, host.project, until), host.name
+        horizon = told_the_truth_until(host, until)
+        expected = [(e.time, e.reason, e.jobs_received) for e in alone.rpc_events if e.time < horizon]
+        assert world_rpcs(host, horizon) == expected, host.name
+        assert jobs_of(host.em, host.project, horizon) == jobs_of(alone, host.project, horizon), host.name
+        compared += len(expected)
+        total += len(world_rpcs(host, until))
+    assert compared >= covered * total > 0, (compared, total)
 
 
 def test_engine_hosts_ask_get_and_report_as_the_engine_alone_where_the_server_always_has_work():
     settings = WorldSettings(
-        hosts=4, days=1, seed=2, cushion=400, engine_hosts=({"count": 6, "policy": "boinc7"},), **ALWAYS_ON
+        hosts=4, days=1, seed=2, engine_hosts=({"count": 6, "policy": "boinc7"},), **ALWAYS_ON, **ALWAYS_WORK
     )
     sim = Simulation(settings, prefix="e")
     sim.setup()
@@ -89,7 +117,7 @@ def test_a_world_with_engine_hosts_is_stored_between_slices_and_ends_as_one_run_
 @pytest.mark.postgres
 def test_200_engine_and_200_simple_hosts_for_a_day_on_postgresql(postgres_only):
     settings = WorldSettings(
-        hosts=200, days=1, seed=1, cushion=2000, engine_hosts=({"count": 200, "policy": "boinc7"},), **ALWAYS_ON
+        hosts=200, days=1, seed=1, engine_hosts=({"count": 200, "policy": "boinc7"},), **ALWAYS_ON, **ALWAYS_WORK
     )
     sim = Simulation(settings, prefix="p")
     sim.setup()
