@@ -26,9 +26,10 @@ computes a job at the told speed.
 
 from __future__ import annotations
 
+import json
 import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
@@ -66,10 +67,11 @@ class EngineClass:
 
     ``count`` hosts run ``policy``. Their host is ``preset`` (a lab preset's slug: its host,
     preferences and projects), or ``client_state`` (a path to a client_state.xml, or a
-    directory holding one, with global_prefs.xml beside it), or, with neither, one drawn as the
-    world draws a simple host. ``other_projects`` keeps the description's own projects,
-    served by the engine's emulated server, beside the world's; ``resource_share`` is the
-    world project's share on these hosts.
+    directory holding one, with global_prefs.xml beside it), or ``scenario`` (a scenario in
+    the engine's JSON form, readers.scenario_to_dict: a lab scenario attached to the world,
+    named ``scenario_name``), or, with none, one drawn as the world draws a simple host.
+    ``other_projects`` keeps the description's own projects, served by the engine's emulated
+    server, beside the world's; ``resource_share`` is the world project's share on these hosts.
     """
 
     count: int
@@ -78,6 +80,8 @@ class EngineClass:
     client_state: str = ""
     other_projects: bool = True
     resource_share: float = 100.0
+    scenario: dict[str, Any] | None = None
+    scenario_name: str = ""
 
     @classmethod
     def from_dict(cls, values: object) -> Self:
@@ -103,8 +107,15 @@ class EngineClass:
             raise ValueError(f"an engine host class's count must be a whole number, 1 or more, not {self.count!r}")
         if self.policy not in ENGINE_POLICIES:
             raise ValueError(f"engine hosts run one of {', '.join(ENGINE_POLICIES)}, not {self.policy!r}")
-        if self.preset and self.client_state:
-            raise ValueError("an engine host class takes a preset or a client_state, not both")
+        if sum(bool(x) for x in (self.preset, self.client_state, self.scenario)) > 1:
+            raise ValueError("an engine host class takes one of a preset, a client_state and a scenario")
+        if self.scenario is not None:
+            if not isinstance(self.scenario, dict):
+                raise ValueError("an engine host class's scenario is the engine's JSON form of one, a mapping")
+            try:
+                engine.read_json(json.dumps(self.scenario))
+            except engine.ScenarioError as exc:
+                raise ValueError(f"the engine host class's scenario: {exc}") from None
         if self.preset and self.preset not in BY_SLUG:
             raise ValueError(f"no lab preset {self.preset!r}; the presets are {', '.join(sorted(BY_SLUG))}")
         if self.client_state and not Path(self.client_state).exists():
@@ -120,6 +131,8 @@ class EngineClass:
             return BY_SLUG[self.preset].scenario()
         if self.client_state:
             return engine.load_scenario(self.client_state)
+        if self.scenario:
+            return replace(engine.read_json(json.dumps(self.scenario)), name=self.scenario_name or "a lab scenario")
         return None
 
 
@@ -377,3 +390,22 @@ class WorldServer:
         size = est * version.flops / true_flops
         deadline = float(result.report_deadline - world.settings.start_time)
         return em.new_job(p, app, version, size, est, em.now, deadline, name=result.name)
+
+
+def engine_figures(hosts: list[EngineHost]) -> dict[str, Any]:
+    """What a world's engine hosts did, for its summary: per side (the world's project, and
+    their other projects together) the scheduler RPCs, the failed ones, the jobs received, the
+    deadlines met and missed, and the work done (TFLOP); {} without engine hosts."""
+    if not hosts:
+        return {}
+    keys = ("rpcs", "rpc_failures", "jobs_received", "deadlines_met", "deadlines_missed")
+    sides: dict[str, dict[str, float]] = {side: dict.fromkeys((*keys, "tflop_used"), 0) for side in ("world", "others")}
+    for host in hosts:
+        for p in host.em.projects:
+            side = sides["world" if p.name == host.project else "others"]
+            for key in keys:
+                side[key] += getattr(p, key)
+            side["tflop_used"] += p.flops_used / 1e12
+    for side in sides.values():
+        side["tflop_used"] = round(side["tflop_used"], 3)
+    return {"hosts": len(hosts), **sides}

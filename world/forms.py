@@ -103,3 +103,107 @@ class CompareForm(forms.Form):
             World.objects.create(name=f"seed {d['seed']} {label}", locality=locality, **common)
             for label, locality in (("plain", False), ("locality", True))
         ]
+
+
+# The server settings a world attached from the lab may set, once per side (A, and B when
+# comparing): the deadline, the daily quota and the jobs in progress per CPU.
+SERVER_FIELDS = {
+    "delay_bound_hours": ("Deadline (hours)", "Report deadline of each job (the app's delay_bound)."),
+    "daily_result_quota": ("Daily quota", "Jobs per app version per CPU per day (<daily_result_quota>)."),
+    "max_wus_in_progress": ("Jobs in progress per CPU", "<max_wus_in_progress>; 0 for no limit."),
+}
+
+
+class AttachForm(forms.Form):
+    """A world whose engine hosts are a lab scenario's host with the world's project attached
+    (world.engine_host), and optionally a second one on the same seed and volunteers with other
+    server settings, to compare side by side."""
+
+    engine_hosts = forms.IntegerField(
+        initial=20, min_value=1, max_value=2000, help_text="Copies of this host, each its own volunteer."
+    )
+    simple_hosts = forms.IntegerField(
+        initial=0, min_value=0, max_value=100_000, help_text="Simple hosts beside them (they fill their buffers)."
+    )
+    policy = forms.ChoiceField(choices=[("boinc7", "boinc7"), ("boinc5", "boinc5")], initial="boinc7")
+    days = forms.FloatField(initial=2.0, help_text="Days of work; the world then drains.")
+    seed = forms.IntegerField(initial=1)
+    speedup = forms.FloatField(initial=3600.0, help_text="Simulated seconds per wall second.")
+    resource_share = forms.FloatField(initial=100.0, help_text="The world project's share on these hosts.")
+    compare = forms.BooleanField(
+        required=False, label="Compare with other server settings (B)", help_text="Two worlds, the same volunteers."
+    )
+
+    clean_days = WorldForm.clean_days
+    clean_speedup = WorldForm.clean_speedup
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        defaults = {
+            "delay_bound_hours": DEFAULTS.delay_bound / 3600,
+            "daily_result_quota": None,
+            "max_wus_in_progress": None,
+        }
+        for side in ("a", "b"):
+            for name, (label, help_text) in SERVER_FIELDS.items():
+                field: forms.Field
+                if name == "delay_bound_hours":
+                    field = forms.FloatField(min_value=0.1, max_value=24 * 365, required=False)
+                else:
+                    field = forms.IntegerField(min_value=0, max_value=1_000_000, required=False)
+                field.label = f"{label} ({side.upper()})"
+                field.help_text = help_text + (" Empty: BOINC's default." if name != "delay_bound_hours" else "")
+                field.initial = defaults[name]
+                self.fields[f"{name}_{side}"] = field
+
+    def server_settings(self, side: str) -> dict[str, Any]:
+        """The WorldSettings overrides of side "a" or "b"."""
+        d = self.cleaned_data
+        values: dict[str, Any] = {}
+        hours = d.get(f"delay_bound_hours_{side}")
+        if hours is not None:
+            values["delay_bound"] = int(hours * 3600)
+        for name in ("daily_result_quota", "max_wus_in_progress"):
+            if d.get(f"{name}_{side}") is not None:
+                values[name] = d[f"{name}_{side}"]
+        return values
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        assert cleaned is not None
+        if self.errors:
+            return cleaned
+        if cleaned.get("compare") and self.server_settings("a") == self.server_settings("b"):
+            raise forms.ValidationError("To compare, give B at least one server setting that differs from A.")
+        return cleaned
+
+    def worlds(self, scenario_name: str, scenario: dict[str, Any]) -> list[World]:
+        """Create the world (and with ``compare``, its twin with B's settings); unsaved checks
+        of every setting first, so a bad one creates nothing."""
+        d = self.cleaned_data
+        engine_class = {
+            "count": d["engine_hosts"],
+            "policy": d["policy"],
+            "scenario": scenario,
+            "scenario_name": scenario_name,
+            "resource_share": d["resource_share"],
+        }
+        sides = ["a", "b"] if d.get("compare") else ["a"]
+        made = []
+        for side in sides:
+            settings = {"engine_hosts": [engine_class], **self.server_settings(side)}
+            WorldSettings.from_dict({**settings, "hosts": d["simple_hosts"], "days": d["days"], "seed": d["seed"]})
+            label = f" ({side.upper()})" if len(sides) > 1 else ""
+            made.append(
+                World(
+                    name=f"{scenario_name[:60]} attached{label}",
+                    hosts=d["simple_hosts"],
+                    days=d["days"],
+                    seed=d["seed"],
+                    speedup=d["speedup"],
+                    settings=settings,
+                )
+            )
+        for world in made:
+            world.save()
+        return made

@@ -38,6 +38,7 @@ from rq.queue import Queue
 
 from boincweb.lost_jobs import job_problem
 from world import engine_records
+from world.engine_host import engine_figures
 from world.models import World, WorldSample
 from world.report import summary
 from world.simulation import Simulation, WorldSettings
@@ -99,6 +100,7 @@ def light_summary(sim: Simulation) -> dict[str, Any]:
         "jobs_received": c.jobs_received,
         "jobs_reported": c.jobs_reported,
         "draining": sim.draining,
+        "engine": engine_figures(sim.engine_hosts),
     }
 
 

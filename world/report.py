@@ -28,6 +28,7 @@ from backend.models import (
     ValidateState,
     Workunit,
 )
+from world.engine_host import engine_figures
 
 if TYPE_CHECKING:
     from world.simulation import Simulation
@@ -106,6 +107,7 @@ def summary(sim: Simulation) -> dict[str, Any]:
         "simulated_seconds": round(simulated, 1),
         "work_seconds": round(sim.work_end, 1),
         "invariants": invariants(sim),
+        "engine": engine_figures(sim.engine_hosts),
     }
 
 

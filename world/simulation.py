@@ -224,6 +224,9 @@ class WorldSettings:
     # for no limit); None: BOINC's defaults.
     max_wus_to_send: int | None = None
     max_wus_in_progress: int | None = None
+    # The scheduler estimates runtimes from the hosts' and app versions' reported elapsed
+    # times (estimate_flops); off, from the benchmarks alone (<rte_no_stats>).
+    runtime_stats: bool = True
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> Self:
@@ -570,10 +573,12 @@ class Simulation:
         )
 
     def scheduler_limits(self) -> dict[str, Any]:
-        """The world's scheduler limits that differ from BOINC's defaults (WorldSettings)."""
+        """The world's scheduler options that may differ from BOINC's defaults (WorldSettings):
+        its limits and whether runtime estimates learn."""
         s = self.settings
         limits: dict[str, Any] = {
-            "daily_result_quota": DAILY_RESULT_QUOTA if s.daily_result_quota is None else s.daily_result_quota
+            "daily_result_quota": DAILY_RESULT_QUOTA if s.daily_result_quota is None else s.daily_result_quota,
+            "rte_no_stats": not s.runtime_stats,
         }
         for name in ("max_wus_to_send", "max_wus_in_progress"):
             if getattr(s, name) is not None:

@@ -13,19 +13,22 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from boincweb.figures import figure_script
 from boincweb.htmx import render_page
 from boincweb.id_lists import parse_ids
 from boincweb.redis_outage import REDIS_DOWN, needs_redis
+from scheduling.engine import scenario_to_dict
+from scheduling.models import StoredScenario
 from world import charts, jobs
-from world.forms import CompareForm, WorldForm
+from world.forms import SERVER_FIELDS, AttachForm, CompareForm, WorldForm
 from world.models import EngineHostRun, World, WorldSample
 
 # The most samples a page draws per world: the latest ones (83 minutes of a live demo, a
@@ -191,6 +194,14 @@ def world_compare(request: HttpRequest) -> HttpResponse:
     local = [w for w in worlds if w.locality]
     words = charts.transfer_saved(plain[0].summary, local[0].summary) if plain and local else ""
     same_seed = len({(w.seed, w.hosts, w.days) for w in worlds}) == 1
+    for world in worlds:
+        world.server_words = server_words(world.settings or {})  # type: ignore[attr-defined]
+    localities = {w.locality for w in worlds}
+    what_differs = (
+        ("the scheduling differs", "scheduling")
+        if len(localities) > 1
+        else ("the server settings differ", "server settings")
+    )
     running = any(w.status == World.Status.RUNNING for w in worlds)
     context = {
         "worlds": worlds,
@@ -198,6 +209,8 @@ def world_compare(request: HttpRequest) -> HttpResponse:
         "ids": ",".join(map(str, ids)),
         "words": words,
         "same_seed": same_seed,
+        "what_differs": what_differs,
+        "any_engine": any((w.summary or {}).get("engine") for w in worlds),
         "running": running,
         "figures": {
             name: figure_script(fig, f"compare-{name}") for name, fig in charts.compare_figures(series).items()
@@ -210,6 +223,21 @@ def world_compare(request: HttpRequest) -> HttpResponse:
     return render_page(request, "world/world_compare.html", context, "panel", polling_done=not running)
 
 
+# World settings of the server, as the comparison names them.
+SERVER_WORDS = (
+    ("delay_bound", "deadline", lambda v: f"{v / 3600:g} h"),
+    ("daily_result_quota", "daily quota", str),
+    ("max_wus_to_send", "jobs per RPC per CPU", str),
+    ("max_wus_in_progress", "jobs in progress per CPU", str),
+    ("runtime_stats", "runtime estimates learn", lambda v: "yes" if v else "no"),
+)
+
+
+def server_words(settings: dict[str, Any]) -> list[tuple[str, str]]:
+    """The server settings a world sets, in words: [(name, value)]."""
+    return [(words, show(settings[name])) for name, words, show in SERVER_WORDS if name in settings]
+
+
 @login_required
 @require_POST
 @staff_required
@@ -220,4 +248,47 @@ def world_compare_start(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return _list_page(request, compare_form=form, status=400)
     worlds = start_new(form.save_pair)
+    return redirect(reverse("worlds:compare") + "?worlds=" + ",".join(str(w.pk) for w in worlds))
+
+
+def _attach_page(request: HttpRequest, stored: StoredScenario, form: AttachForm, status: int = 200) -> HttpResponse:
+    rows = [(label, form[f"{name}_a"], form[f"{name}_b"]) for name, (label, _help) in SERVER_FIELDS.items()]
+    context = {"stored": stored, "form": form, "rows": rows}
+    return render_page(request, "world/attach.html", context, "form", status=status)
+
+
+@require_http_methods(["GET", "POST"])
+def world_attach(request: HttpRequest, scenario: int) -> HttpResponse:
+    """Attach a lab scenario's host to a world's project: copies of the host, each driven by
+    the client engine, volunteer for the world (world.engine_host), beside their own projects;
+    with two server settings, two worlds on the same seed to compare side by side. Anyone may
+    look at the form; starting needs staff, as any world does."""
+    stored = get_object_or_404(StoredScenario, pk=scenario)
+    if request.method == "GET":
+        return _attach_page(request, stored, AttachForm())
+    if not request.user.is_authenticated:
+        return redirect_to_login(request.get_full_path())
+    if not request.user.is_staff:
+        raise PermissionDenied("Only staff may start worlds: a world writes into the project's database.")
+    return _attach_start(request, stored)
+
+
+@needs_redis
+def _attach_start(request: HttpRequest, stored: StoredScenario) -> HttpResponse:
+    form = AttachForm(request.POST)
+    if not form.is_valid():
+        return _attach_page(request, stored, form, status=400)
+    try:
+        engine_scenario = stored.engine_scenario()
+    except ValueError as exc:
+        form.add_error(None, f"The scenario cannot run: {exc}")
+        return _attach_page(request, stored, form, status=400)
+    data = scenario_to_dict(engine_scenario)
+    try:
+        worlds = start_new(lambda: form.worlds(stored.name, data))
+    except ValueError as exc:  # a setting WorldSettings refuses
+        form.add_error(None, str(exc))
+        return _attach_page(request, stored, form, status=400)
+    if len(worlds) == 1:
+        return redirect("worlds:detail", worlds[0].pk)
     return redirect(reverse("worlds:compare") + "?worlds=" + ",".join(str(w.pk) for w in worlds))
