@@ -45,7 +45,32 @@ class WorldForm(forms.ModelForm):
         max_value=1,
         help_text="Lowest share of its peak a GPU reaches (drawn up to 1).",
     )
+    engine_hosts = forms.IntegerField(
+        required=False,
+        initial=0,
+        min_value=0,
+        max_value=2000,
+        help_text="Hosts driven by the client engine beside the simple ones: each decides like BOINC's "
+        "client what to run and when to ask for work, and has a page with its Gantt chart.",
+    )
+    engine_policy = forms.ChoiceField(
+        required=False, choices=[("boinc7", "boinc7"), ("boinc5", "boinc5")], initial="boinc7"
+    )
+    engine_preset = forms.ChoiceField(
+        required=False,
+        label="Engine host",
+        help_text="A lab preset's host, with its own projects beside the world's, or one drawn as the "
+        "simple hosts are.",
+    )
     SETTINGS = ("plan_classes", "cpu_speed_sigma", "mt_efficiency_min", "gpu_gflops_sigma", "gpu_efficiency_min")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        from scheduling.presets import PRESETS
+
+        preset = self.fields["engine_preset"]
+        assert isinstance(preset, forms.ChoiceField)
+        preset.choices = [("", "drawn like the simple hosts")] + [(p.slug, f"{p.slug}: {p.title}") for p in PRESETS]
 
     class Meta:
         model = World
@@ -54,9 +79,14 @@ class WorldForm(forms.ModelForm):
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
         assert cleaned is not None  # ModelForm.clean returns cleaned_data
-        overrides = {
+        overrides: dict[str, Any] = {
             name: cleaned[name] for name in self.SETTINGS if cleaned.get(name) not in (None, getattr(DEFAULTS, name))
         }
+        if cleaned.get("engine_hosts"):
+            engine_class = {"count": cleaned["engine_hosts"], "policy": cleaned.get("engine_policy") or "boinc7"}
+            if cleaned.get("engine_preset"):
+                engine_class["preset"] = cleaned["engine_preset"]
+            overrides["engine_hosts"] = [engine_class]
         try:
             WorldSettings.from_dict(overrides)
         except ValueError as exc:

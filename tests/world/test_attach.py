@@ -92,3 +92,22 @@ def test_bad_numbers_are_a_400_with_the_field_named(client, admin, redis_client)
     assert response.status_code == 400
     assert not World.objects.exists()
     assert client.get(reverse("worlds:attach", args=[999999])).status_code == 404
+
+
+def test_the_worlds_form_adds_engine_hosts_of_a_preset(client, admin, redis_client, django_capture_on_commit_callbacks):
+    form = {
+        "name": "mixed",
+        "hosts": 5,
+        "days": 1,
+        "seed": 2,
+        "speedup": 3600,
+        "engine_hosts": 3,
+        "engine_policy": "boinc5",
+        "engine_preset": "seed-002-tight-deadlines",
+    }
+    with django_capture_on_commit_callbacks(execute=True):
+        assert client.post(reverse("worlds:create"), form).status_code == 302
+    world = World.objects.get()
+    assert world.settings["engine_hosts"] == [{"count": 3, "policy": "boinc5", "preset": "seed-002-tight-deadlines"}]
+    assert client.post(reverse("worlds:create"), {**form, "engine_preset": "nope"}).status_code == 400
+    assert World.objects.count() == 1

@@ -1,11 +1,16 @@
 """Engine hosts in a world (issue 20): volunteer hosts driven by the client engine against the
 back end's real scheduler and daemons (world/engine_host.py)."""
 
+import io
 import pickle
+import re
 
 import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from scheduling import engine
+from world.models import World
 from world.report import summary
 from world.simulation import DAY, Simulation, WorldSettings
 
@@ -195,3 +200,19 @@ def test_a_daily_quota_hit_makes_engine_hosts_back_off_and_fetch_from_their_othe
     texts = [d.text for h in quota.engine_hosts for d in h.em.decisions if d.time < DAY]
     assert any("Daily job limit (1) has been reached" in t for t in texts)
     assert len(fetch_backoffs(quota)) > len(fetch_backoffs(free))
+
+
+def test_the_world_command_runs_engine_hosts_and_refuses_a_bad_class():
+    out = io.StringIO()
+    # two-hour jobs on the preset's 1-GFLOPS host, which shares it with two projects of its own
+    args = ["--hosts", "2", "--days", "0.3", "--seed", "6", "--set", ENGINE_SET, "--set", "job_gflop=7200"]
+    call_command("world", *args, stdout=out)
+    assert re.search(r"engine hosts: 2; to the world's project \d+ RPCs", out.getvalue())
+    before = World.objects.count()
+    with pytest.raises(CommandError, match="count must be a whole number") as refused:
+        call_command("world", "--hosts", "2", "--set", 'engine_hosts=[{"count": 0}]', stdout=io.StringIO())
+    assert refused.value.returncode == 2
+    assert World.objects.count() == before
+
+
+ENGINE_SET = 'engine_hosts=[{"count": 2, "policy": "boinc5", "preset": "seed-000-rpc-backoff"}]'

@@ -1,8 +1,10 @@
 """``manage.py world [--hosts N] [--days D] [--seed S] [--locality] [--json]`` (DESIGN.md
 "Command-line contracts"): run a volunteer world in this process and print its figures.
 
-``--set name=value`` overrides any other WorldSettings field (``world.simulation``). Exit
-status 0 when every invariant holds, 1 when one fails, 2 for bad arguments.
+``--set name=value`` overrides any other WorldSettings field (``world.simulation``), the value
+read as JSON when it is JSON: ``--set 'engine_hosts=[{"count": 20, "preset":
+"seed-002-cpu-and-gpu"}]'`` adds engine hosts (world.engine_host). Exit status 0 when every
+invariant holds, 1 when one fails, 2 for bad arguments.
 """
 
 import json
@@ -86,5 +88,14 @@ def text_report(figures: dict[str, Any]) -> str:
         f"({figures['bytes_downloaded_per_result'] / 2**20:.2f} MiB per result)",
         f"turnaround: mean {figures['turnaround']['mean']:.0f} s, p95 {figures['turnaround']['p95']:.0f} s",
     ]
+    engine = figures.get("engine")
+    if engine:
+        mine, others = engine["world"], engine["others"]
+        lines.append(
+            f"engine hosts: {engine['hosts']}; to the world's project {mine['rpcs']} RPCs "
+            f"({mine['rpc_failures']} failed), {mine['jobs_received']} jobs, deadlines met "
+            f"{mine['deadlines_met']} / missed {mine['deadlines_missed']}, {mine['tflop_used']} TFLOP; "
+            f"their other projects {others['jobs_received']} jobs, {others['tflop_used']} TFLOP"
+        )
     lines += [f"invariant {name}: {'ok' if ok else 'FAILED'}" for name, ok in figures["invariants"].items()]
     return "\n".join(lines)
