@@ -59,7 +59,7 @@ def store(world_id: int, sim: Simulation, *, final: bool = False) -> int:
     chunks = []
     for h in sim.engine_hosts:
         run = runs[h.index]
-        chunk = h.em.take_chunk()
+        chunk = h.em.take_chunk(forget=True)
         data = chunk.to_dict()
         data["time"] = sim.t
         chunks.append(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .rec import update_average
 from .records import BufferSample, HostPeriod, RecordChunk, RecSample, TimeSlice
-from .state import COBBLESTONE_SCALE
+from .state import COBBLESTONE_SCALE, FINISHED
 
 if TYPE_CHECKING:
     from .records import Decision, RpcEvent
@@ -345,11 +345,19 @@ class Accounting:
                     )
                 )
 
-    def take_chunk(self) -> RecordChunk:
+    def take_chunk(self, *, forget: bool = False) -> RecordChunk:
         """The records made since the previous chunk, with the slices and host periods still
         open cut at now: for a caller that drives the run itself (engine.start) and stores its
-        records as it goes."""
-        return self._chunk(False)
+        records as it goes. `forget` then drops them, and the finished jobs, from the run, so
+        a long run kept between instants (pickled) stays small; its result() then holds only
+        the records made after."""
+        chunk = self._chunk(False)
+        if forget:
+            for name in ("slices", "rec_samples", "buffer_samples", "rpc_events", "decisions", "host_periods"):
+                getattr(self, name).clear()
+            self.sent = {}
+            self.all_jobs = [j for j in self.all_jobs if j.state != FINISHED]
+        return chunk
 
     def _chunk(self, last: bool) -> RecordChunk:
         """The records since the previous chunk, and what is still open now (RecordChunk)."""

@@ -118,3 +118,26 @@ def test_an_aborted_job_leaves_the_queue_and_is_not_reported():
     assert aborted[0] not in reported
     assert all(j.name != aborted[0] for p in em.projects for j in p.jobs)
     assert any("aborted" in d.text and aborted[0] in d.text for d in em.decisions)
+
+
+def test_chunks_taken_and_forgotten_put_end_to_end_are_the_whole_runs_records():
+    sc = two_projects(on=0.6)
+    whole = engine.run(sc, duration=3 * DAY, seed=9)
+    em = engine.start(sc, duration=3 * DAY, seed=9)
+    series = {name: [] for name in ("slices", "rpcs", "decisions", "rec", "buffers")}
+    t = 0.0
+    while em.next_time < float("inf"):
+        t += 7200.0
+        em.advance_to(t)
+        chunk = em.take_chunk(forget=True)
+        for name in series:
+            series[name].extend(getattr(chunk, name))
+        em = pickle.loads(pickle.dumps(em))
+    assert not em.decisions and len(pickle.dumps(em)) < 100_000
+    rest = em.result()  # what came after the last chunk: the slices closed at the end
+    slices = sorted(series["slices"] + list(rest.slices), key=lambda s: (s.start, s.resource, s.instance))
+    assert tuple(slices) == whole.slices
+    assert tuple(series["rpcs"]) == whole.rpcs
+    assert tuple(series["decisions"]) == whole.decisions
+    assert tuple(series["rec"]) == whole.rec and tuple(series["buffers"]) == whole.buffers
+    assert rest.figures == whole.figures
