@@ -48,6 +48,7 @@ class Accounting:
     resources: list[Resource]
     projects: list[ProjectState]
     running: list[JobState]
+    all_jobs: list[JobState]
     on: bool
     active: bool
     gpu_acct: bool
