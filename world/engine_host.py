@@ -165,6 +165,8 @@ class EngineHost:
     jobs: dict[str, EngineJob] = field(default_factory=dict)  # the world's jobs it holds, by result name
     aborted: list[str] = field(default_factory=list)  # aborted jobs not yet reported
     rng: random.Random = field(default_factory=random.Random)  # its jobs' fates
+    next_at: float = 0.0  # when the world next advances it (its entry on the world's heap)
+    prefs_mod_time: int = 0  # the Host row's prefs last taken up
 
     @property
     def scenario(self) -> Scenario:

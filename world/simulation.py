@@ -767,11 +767,20 @@ class Simulation:
             )
             server.host = host
             self.engine_hosts.append(host)
-            self.push(em.next_time, RPC, "engine", k)
+            self.schedule_engine(host)
+
+    def schedule_engine(self, host: EngineHost) -> None:
+        """Put the engine host's next instant on the world's heap; an entry it had for another
+        time goes stale (``step_engine`` passes it over)."""
+        host.next_at = host.em.next_time
+        if host.next_at < math.inf:
+            self.push(host.next_at, RPC, "engine", host.index - len(self.hosts))
 
     def step_engine(self, host: EngineHost) -> None:
         """Play an engine host's instant at the world's time (its RPCs reach the scheduler
         now) and put its next instant on the world's heap."""
+        if self.t != host.next_at:
+            return  # an entry made stale by a preference change that brought the host forward
         server = host.em.servers[host.project]
         assert isinstance(server, WorldServer)
         server.world = self
@@ -779,8 +788,7 @@ class Simulation:
             host.em.advance_to(self.t)
         finally:
             server.world = None
-        if host.em.next_time < math.inf:
-            self.push(host.em.next_time, RPC, "engine", host.index - len(self.hosts))
+        self.schedule_engine(host)
 
     def make_files(self, app: App) -> None:
         """Enough data files that the population cannot run out of work in ``days``."""
@@ -935,8 +943,13 @@ class Simulation:
             "id", "prefs_mod_time", *PREF_FIELDS
         )
         changed = 0
+        engine_hosts = {h.host_id: h for h in self.engine_hosts}
         for host_id, mod_time, *values in rows:
             self.prefs_seen = max(self.prefs_seen, mod_time)
+            engine_host = engine_hosts.get(host_id)
+            if engine_host is not None and engine_host.prefs_mod_time != mod_time:
+                changed += self.engine_prefs(engine_host, mod_time, dict(zip(PREF_FIELDS, values)))
+                continue
             index = self.host_index.get(host_id)
             if index is None or self.hosts[index].prefs_mod_time == mod_time:
                 continue
@@ -949,6 +962,19 @@ class Simulation:
             self.start_jobs(host)  # CPUs allowed and speed may differ: new ends
             self.maybe_rpc(host)
         return changed
+
+    def engine_prefs(self, host: EngineHost, mod_time: int, values: dict[str, float]) -> int:
+        """An engine host takes up its edited work buffer (its engine's fetch checks follow it
+        from the next step); the CPU limits it keeps from its description."""
+        host.prefs_mod_time = mod_time
+        prefs = host.em.prefs
+        wanted = (values["work_buf_min_days"], values["work_buf_additional_days"])
+        if wanted == (prefs.work_buf_min_days, prefs.work_buf_additional_days):
+            return 0
+        host.em.change_buffer(*wanted)
+        if host.em.next_time < host.next_at:
+            self.schedule_engine(host)
+        return 1
 
     # --- scheduler RPCs -------------------------------------------------------------------------
 

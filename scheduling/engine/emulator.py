@@ -281,6 +281,15 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
         if "_heap" in state:
             self._push = self._make_push()
 
+    def change_buffer(self, min_days: float, additional_days: float) -> None:
+        """The work buffer preferences edited while the run goes (reference/client.md §2, a
+        volunteer's prefs form): they hold from the next fetch check on, on the next step."""
+        self.prefs = replace(self.prefs, work_buf_min_days=min_days, work_buf_additional_days=additional_days)
+        self.work_buf_min = max(min_days * 86400.0, WF_EST_FETCH_TIME)
+        self.work_buf_total = max(self.work_buf_min + additional_days * 86400.0, 1.0)
+        self.state_version += 1
+        self._push(self.grid(self.now), EV_FETCH, self.epoch)
+
     @property
     def next_time(self) -> float:
         """The time of the run's next instant; infinity once it has ended."""

@@ -4,11 +4,14 @@ back end's real scheduler and daemons (world/engine_host.py)."""
 import io
 import pickle
 import re
+import time
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from backend.forms import HostPrefsForm
+from backend.models import Host
 from scheduling import engine
 from world.models import World
 from world.report import summary
@@ -216,3 +219,34 @@ def test_the_world_command_runs_engine_hosts_and_refuses_a_bad_class():
 
 
 ENGINE_SET = 'engine_hosts=[{"count": 2, "policy": "boinc5", "preset": "seed-000-rpc-backoff"}]'
+
+
+def test_an_engine_host_takes_up_a_buffer_edited_in_the_prefs_form(django_user_model):
+    settings = WorldSettings(hosts=1, days=1, seed=4, engine_hosts=({"count": 2, "policy": "boinc7"},), **ALWAYS_ON)
+    sim = Simulation(settings, prefix="f")
+    sim.setup()
+    sim.run_until(6 * 3600)
+    host = sim.engine_hosts[0]
+    asked_before = max(sum(s for s, _i in e.requests.values()) for e in host.em.rpc_events)
+    row = Host.objects.get(pk=host.host_id)
+    form = HostPrefsForm(
+        {
+            "work_buf_min_days": 3,
+            "work_buf_additional_days": 1,
+            "max_ncpus_pct": 100,
+            "cpu_usage_limit": 100,
+            "cpu_scheduling_period_minutes": 60,
+        },
+        instance=row,
+    )
+    assert form.is_valid(), form.errors
+    form.save_changes(django_user_model.objects.create(username="owner"), int(time.time()))
+    edited_at = sim.t
+    sim.run_until(edited_at + 3600)
+    assert host.em.prefs.work_buf_min_days == 3
+    after = [e for e in host.em.rpc_events if e.time > edited_at]
+    # its buffer is far below three days now: it asks within a step or two, for more than before
+    assert after and after[0].time <= edited_at + 2 * 60 + sim.settings.daemon_interval
+    assert sum(s for s, _i in after[0].requests.values()) > asked_before
+    other = sim.engine_hosts[1]
+    assert other.em.prefs.work_buf_min_days == settings.work_buf_min_days
