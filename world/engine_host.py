@@ -17,6 +17,12 @@ progress, the sticky files, the host's figures) into a ``SchedulerRequest`` and 
 (jobs with their app versions, sizes and deadlines, ``request_delay``, messages, aborts,
 files to delete) into engine jobs.
 
+Engine hosts are there from the start to the end: churn (hosts joining late and leaving for
+good) is the simple hosts'. Their on and off periods, computing suspensions and GPU suspensions
+are their engine's, drawn from their description (reference/client.md §2). Of the preferences
+a volunteer edits in the prefs form they take up the work buffer (``Emulator.change_buffer``);
+their CPU limits stay their description's.
+
 Times: the engine's seconds from the start of its run are the world's simulated seconds; the
 back end sees ``start_time`` plus them. A job's real size is the server's estimate
 (``rsc_fpops_est``) scaled by how far the speed the server told (the app version's flops)
@@ -45,8 +51,10 @@ from backend.daemons.sched_types import (
 from backend.models import ClientState, GpuType
 from scheduling import engine
 from scheduling.engine.scenario import App, AppVersion, Availability, Host, Prefs, Project, Scenario
+from scheduling.engine.scenario import GpuType as EngineGpu
 from scheduling.engine.server import ServerReply
 from scheduling.engine.state import FINISHED, JobState, ProjectState
+from scheduling.presets import BY_SLUG
 
 if TYPE_CHECKING:
     from scheduling.engine.emulator import Emulator
@@ -85,8 +93,6 @@ class EngineClass:
 
     @classmethod
     def from_dict(cls, values: object) -> Self:
-        if isinstance(values, EngineClass):
-            return cls(**values.__dict__)
         if not isinstance(values, dict):
             raise ValueError(f"an engine host class is a mapping of its settings, not {values!r}")
         known = set(cls.__dataclass_fields__)
@@ -101,8 +107,6 @@ class EngineClass:
 
     def check(self) -> None:
         """Raise ValueError naming the first setting out of range."""
-        from scheduling.presets import BY_SLUG
-
         if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
             raise ValueError(f"an engine host class's count must be a whole number, 1 or more, not {self.count!r}")
         if self.policy not in ENGINE_POLICIES:
@@ -125,8 +129,6 @@ class EngineClass:
 
     def description(self) -> Scenario | None:
         """The host description of the class (None: drawn per host by the world)."""
-        from scheduling.presets import BY_SLUG
-
         if self.preset:
             return BY_SLUG[self.preset].scenario()
         if self.client_state:
@@ -240,14 +242,8 @@ def engine_scenario(
 
 def drawn_host(ncpus: int, fpops: float, gpu_peak: float, on_frac: float, mean_on_period: float) -> Host:
     """A host drawn as the world draws a simple one (its CPUs, speed, GPU and on-fraction)."""
-    gpus = (engine_gpu(gpu_peak),) if gpu_peak > 0 else ()
+    gpus = (EngineGpu("NVIDIA", 1, gpu_peak),) if gpu_peak > 0 else ()
     return Host(ncpus=ncpus, cpu_flops=fpops, gpus=gpus, on=Availability(frac=on_frac, mean_up=mean_on_period))
-
-
-def engine_gpu(peak: float) -> Any:
-    from scheduling.engine.scenario import GpuType as EngineGpu
-
-    return EngineGpu("NVIDIA", 1, peak)
 
 
 class WorldServer:

@@ -2,6 +2,7 @@ from typing import Any
 
 from django import forms
 
+from scheduling.presets import PRESETS
 from world.models import World
 from world.simulation import WorldSettings
 
@@ -66,8 +67,6 @@ class WorldForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        from scheduling.presets import PRESETS
-
         preset = self.fields["engine_preset"]
         assert isinstance(preset, forms.ChoiceField)
         preset.choices = [("", "drawn like the simple hosts")] + [(p.slug, f"{p.slug}: {p.title}") for p in PRESETS]

@@ -65,12 +65,15 @@ def world_settings(world: World) -> WorldSettings:
 
 
 def create_simulation(world: World) -> Simulation:
-    """Set up the world's population and workload; the state is stored with the world."""
+    """Set up the world's population and workload; the state is stored with the world, in the
+    same transaction, so a slice that dies during its set-up (its work horse killed) leaves no
+    app, hosts or files behind and a resumed world sets up again from nothing."""
     sim = Simulation(world_settings(world), prefix=f"w{world.pk}")
-    sim.setup()
-    World.objects.filter(pk=world.pk).update(
-        app_id=sim.app_id, start_time=sim.settings.start_time, state=pickle.dumps(sim)
-    )
+    with transaction.atomic():
+        sim.setup()
+        World.objects.filter(pk=world.pk).update(
+            app_id=sim.app_id, start_time=sim.settings.start_time, state=pickle.dumps(sim)
+        )
     return sim
 
 

@@ -4,15 +4,13 @@ back end's real scheduler and daemons (world/engine_host.py)."""
 import io
 import pickle
 import re
-import time
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from backend.forms import HostPrefsForm
-from backend.models import Host
 from scheduling import engine
+from tests.world.prefs import edit_prefs
 from world.models import World
 from world.report import summary
 from world.simulation import DAY, Simulation, WorldSettings
@@ -228,19 +226,12 @@ def test_an_engine_host_takes_up_a_buffer_edited_in_the_prefs_form(django_user_m
     sim.run_until(6 * 3600)
     host = sim.engine_hosts[0]
     asked_before = max(sum(s for s, _i in e.requests.values()) for e in host.em.rpc_events)
-    row = Host.objects.get(pk=host.host_id)
-    form = HostPrefsForm(
-        {
-            "work_buf_min_days": 3,
-            "work_buf_additional_days": 1,
-            "max_ncpus_pct": 100,
-            "cpu_usage_limit": 100,
-            "cpu_scheduling_period_minutes": 60,
-        },
-        instance=row,
+    edit_prefs(
+        host.host_id,
+        django_user_model.objects.create(username="owner"),
+        work_buf_min_days=3,
+        work_buf_additional_days=1,
     )
-    assert form.is_valid(), form.errors
-    form.save_changes(django_user_model.objects.create(username="owner"), int(time.time()))
     edited_at = sim.t
     sim.run_until(edited_at + 3600)
     assert host.em.prefs.work_buf_min_days == 3

@@ -11,9 +11,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from backend.forms import HostPrefsForm
-from backend.models import AssimilateState, Host, Outcome, Result, ValidateState, Workunit
+from backend.models import AssimilateState, Outcome, Result, ValidateState, Workunit
 from tests.factories import WorldFactory
+from tests.world.prefs import edit_prefs
 from world import jobs
 from world.models import World
 from world.report import summary
@@ -153,19 +153,8 @@ def test_a_host_uses_preferences_edited_mid_world_from_its_next_rpc(django_user_
     assert len(host.running["cpu"]) == 4
     old_most = (0.25 + 0.5) * 86400 * 4  # the most the world's buffer ever asks for
     assert all(made.cpu_req_secs <= old_most for _, _, made, _ in asked)
-    row = Host.objects.get(pk=host.host_id)
-    form = HostPrefsForm(
-        {
-            "work_buf_min_days": 2,
-            "work_buf_additional_days": 1,
-            "max_ncpus_pct": 50,
-            "cpu_usage_limit": 100,
-            "cpu_scheduling_period_minutes": 60,
-        },
-        instance=row,
-    )
-    assert form.is_valid(), form.errors
-    form.save_changes(django_user_model.objects.create(username="owner"), int(time.time()))
+    owner = django_user_model.objects.create(username="owner")
+    edit_prefs(host.host_id, owner, work_buf_min_days=2, work_buf_additional_days=1, max_ncpus_pct=50)
     edited_at = sim.t
     sim.run_until(edited_at + 3600)
     assert len(host.running["cpu"]) == 2  # half of its 4 CPUs
