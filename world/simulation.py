@@ -978,7 +978,7 @@ class Simulation:
         transitioner run meanwhile (reference/server.md §3.10)."""
         self.counters.sched_waits += 1
         self.generate(now)
-        run_pass("transitioner", now=now + max(int(seconds), 1), batch_size=self.settings.batch_size)
+        self.run_daemon("transitioner", now=now + max(int(seconds), 1))
 
     # --- daemons --------------------------------------------------------------------------------
 
@@ -993,8 +993,21 @@ class Simulation:
         """
         made = self.generate(now - 1)
         if made:
-            run_pass("transitioner", now=now, batch_size=self.settings.batch_size)
+            self.run_daemon("transitioner", now=now)
         return made
+
+    def run_daemon(self, name: str, *, now: int) -> int:
+        """Passes of daemon ``name`` at ``now`` until one handles less than a batch; returns
+        the work done. BOINC's daemons start their next pass at once after one that found work
+        (reference/server.md §3), so between two rounds they keep up however many hosts
+        report: a single pass of ``batch_size`` would leave a large world's backlog (and its
+        new workunits, which the cushion generator waits for) to later rounds while the hosts
+        back off empty-handed."""
+        done = total = run_pass(name, now=now, batch_size=self.settings.batch_size)
+        while done >= self.settings.batch_size:
+            done = run_pass(name, now=now, batch_size=self.settings.batch_size)
+            total += done
+        return total
 
     def generate(self, now: int) -> int:
         """The world's work generator: on demand with locality, else a cushion of results (a live
@@ -1051,7 +1064,7 @@ class Simulation:
         work = 0
         for name in daemon_names():
             if name != "work_generator":
-                work += run_pass(name, now=now, batch_size=s.batch_size)
+                work += self.run_daemon(name, now=now)
         work += self.top_up(now)
         if s.locality:
             work += sched_locality.manage_working_set(App.objects.get(pk=self.app_id), now=now)
