@@ -588,6 +588,11 @@ class Workunit(models.Model):
     mod_time = models.DateTimeField(auto_now=True)
     # The version number the job must run with, 0 for any (BOINC's workunit.app_version_num).
     app_version_num = models.IntegerField(default=0)
+    # Not BOINC's: true until the transitioner has seen the workunit with results (results are
+    # never deleted but with their workunit), so false means it has some. The work generator
+    # waits while a workunit has no results yet (§3.1); it looks only at these rows
+    # (wu_awaiting_results), not at every workunit the app ever had.
+    awaiting_results = models.BooleanField(default=True)
 
     objects = WorkunitQuerySet.as_manager()
 
@@ -627,6 +632,20 @@ class Workunit(models.Model):
             models.Index(fields=["app"], name="wu_need_validate", condition=Q(need_validate=True)),
             models.Index(
                 fields=["app"], name="wu_assimilate_ready", condition=Q(assimilate_state=AssimilateState.READY)
+            ),
+            # work generator: the workunits that may still wait for their first results, per
+            # app; a workunit leaves it at the transitioner pass that gives it results
+            models.Index(fields=["app"], name="wu_awaiting_results", condition=Q(awaiting_results=True)),
+            # a world's drain: the app's earliest transition_time to come (world.simulation
+            # quiet_until) and whether any of its workunits is still unfinished (all_done), read
+            # off the app's live rows, not past every other app's
+            models.Index(
+                fields=["app", "transition_time"], name="wu_app_transition", condition=Q(transition_time__lt=INT_MAX)
+            ),
+            models.Index(
+                fields=["app"],
+                name="wu_app_unfinished",
+                condition=~Q(assimilate_state=AssimilateState.DONE, file_delete_state=FileDeleteState.DONE),
             ),
         ]
 

@@ -1173,7 +1173,7 @@ class Simulation:
         transitioner run meanwhile (reference/server.md §3.10)."""
         self.counters.sched_waits += 1
         self.generate(now)
-        run_pass("transitioner", now=now + max(int(seconds), 1), batch_size=self.settings.batch_size)
+        self.run_daemon("transitioner", now=now + max(int(seconds), 1))
 
     # --- daemons --------------------------------------------------------------------------------
 
@@ -1188,8 +1188,21 @@ class Simulation:
         """
         made = self.generate(now - 1)
         if made:
-            run_pass("transitioner", now=now, batch_size=self.settings.batch_size)
+            self.run_daemon("transitioner", now=now)
         return made
+
+    def run_daemon(self, name: str, *, now: int) -> int:
+        """Passes of daemon ``name`` at ``now`` until one handles less than a batch; returns
+        the work done. BOINC's daemons start their next pass at once after one that found work
+        (reference/server.md §3), so between two rounds they keep up however many hosts
+        report: a single pass of ``batch_size`` would leave a large world's backlog (and its
+        new workunits, which the cushion generator waits for) to later rounds while the hosts
+        back off empty-handed."""
+        done = total = run_pass(name, now=now, batch_size=self.settings.batch_size)
+        while done >= self.settings.batch_size:
+            done = run_pass(name, now=now, batch_size=self.settings.batch_size)
+            total += done
+        return total
 
     def generate(self, now: int) -> int:
         """The world's work generator: on demand with locality, else a cushion of results (a live
@@ -1203,7 +1216,11 @@ class Simulation:
                 app, now=now, per_file=s.workunits_per_file, per_trigger=s.workunits_per_trigger
             )
         else:
-            made = self.generate_cushion(app, now)
+            # one cushion generator at a time per app, as work_generator.generate: the shards
+            # of a sharded world (world.shards) top up at once
+            with transaction.atomic():
+                App.objects.select_for_update().filter(pk=app.pk).exists()
+                made = self.generate_cushion(app, now)
         self.counters.workunits_generated += made
         return made
 
@@ -1246,7 +1263,7 @@ class Simulation:
         work = 0
         for name in daemon_names():
             if name != "work_generator":
-                work += run_pass(name, now=now, batch_size=s.batch_size)
+                work += self.run_daemon(name, now=now)
         work += self.top_up(now)
         if s.locality:
             work += sched_locality.manage_working_set(App.objects.get(pk=self.app_id), now=now)
@@ -1279,7 +1296,7 @@ class Simulation:
             invalid=Count("id", filter=Q(validate_state=ValidateState.INVALID)),
             credit=Sum("granted_credit"),
         )
-        c = self.counters
+        c = self.totals()
         other = totals["over"] - totals["success"] - totals["client_error"] - totals["no_reply"]
         self.samples.append(
             Sample(
@@ -1293,7 +1310,7 @@ class Simulation:
                 other_outcome=other,
                 valid=totals["valid"],
                 invalid=totals["invalid"],
-                hosts_active=sum(1 for h in self.hosts if h.active) + sum(1 for h in self.engine_hosts if h.active),
+                hosts_active=self.active_hosts(),
                 rpcs=c.rpcs,
                 rpcs_with_work=c.rpcs_with_work,
                 rpcs_without_work=c.rpcs_without_work,
@@ -1302,6 +1319,13 @@ class Simulation:
                 bytes_downloaded=c.bytes_downloaded,
             )
         )
+
+    def totals(self) -> Counters:
+        """The world's counters (a sharded world's coordinator adds up its shards'; world.shards)."""
+        return self.counters
+
+    def active_hosts(self) -> int:
+        return sum(1 for h in self.hosts if h.active) + sum(1 for h in self.engine_hosts if h.active)
 
     def take_samples(self) -> list[Sample]:
         """The samples taken since the last call, handed over to be stored."""
@@ -1360,6 +1384,32 @@ class Simulation:
                 progress(self)
         if not self.finished:
             self.t = max(self.t, min(t_end, self.end))
+        return processed
+
+    def run_shard(self, t_start: float, t_end: float, *, draining: bool) -> int:
+        """Process this shard's host events from the daemon round at ``t_start`` up to (not
+        including) the one at ``t_end``; return events processed.
+
+        A sharded world (world.shards) splits its hosts between Simulation objects of their
+        own, each holding its hosts' events, random generator and counters, and runs the
+        daemon rounds apart; this is what the single chain does for the hosts between two
+        rounds: their preferences read back, and while ``draining`` (the round at
+        ``t_start`` said so) the hosts holding finished jobs report them.
+        """
+        processed = 0
+        self.t = t_start
+        self.draining = draining
+        self.read_prefs()
+        if self.draining:
+            for index in self.host_index.values():
+                if self.hosts[index].done:
+                    self.maybe_rpc(self.hosts[index])
+        while self.heap and self.heap[0][0] < t_end:
+            time, _, _, kind, data = heapq.heappop(self.heap)
+            self.t = time
+            self.handle(kind, data)
+            processed += 1
+        self.t = t_end
         return processed
 
     def run(self, progress: Callable[[Self], object] | None = None) -> Self:

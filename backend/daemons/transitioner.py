@@ -94,7 +94,15 @@ RESULT_FIELDS = (
 # have left files in the upload directory (SUCCESS results are deleted once validated).
 ERROR_OUTPUTS = (Outcome.CLIENT_ERROR,)
 MAY_HAVE_FILES = (Outcome.CLIENT_ERROR, Outcome.VALIDATE_ERROR, Outcome.NO_REPLY, Outcome.CLIENT_DETACHED)
-WU_FIELDS = ("need_validate", "error_mask", "assimilate_state", "file_delete_state", "hr_class", "app_version")
+WU_FIELDS = (
+    "need_validate",
+    "error_mask",
+    "assimilate_state",
+    "file_delete_state",
+    "hr_class",
+    "app_version",
+    "awaiting_results",
+)
 
 
 @dataclass
@@ -149,6 +157,7 @@ def handle_wu(wu: Workunit, results: Sequence[Result], changes: Changes, *, dele
     """Decide one workunit's transitions (§3.2 steps 1-10), recording them in ``changes``."""
     now = changes.now
     old = {name: getattr(wu, name if name != "app_version" else "app_version_id") for name in WU_FIELDS}
+    made_before = len(changes.new_results)
     # step 1
     canonical = next((r for r in results if r.pk == wu.canonical_result_id), None)
     canonical_files_deleted = canonical is not None and canonical.file_delete_state == FileDeleteState.DONE
@@ -238,6 +247,9 @@ def handle_wu(wu: Workunit, results: Sequence[Result], changes: Changes, *, dele
                     random=name_random(name),
                 )
             )
+    # the work generator no longer waits for this workunit (work_generator.waiting_for_first_results)
+    if wu.awaiting_results and (results or len(changes.new_results) > made_before):
+        wu.awaiting_results = False
     # step 7
     all_over = all(r.server_state == ServerState.OVER for r in results)
     unvalidated = any(r.outcome == Outcome.SUCCESS and r.validate_state == ValidateState.INIT for r in results)

@@ -171,8 +171,10 @@ def create_work_for_file(app: App, input_file: File, *, now: int, count: int = 1
 
 
 def waiting_for_first_results(app: App) -> bool:
-    """Whether some workunit of ``app`` has no results yet (the transitioner hasn't run)."""
-    return Workunit.objects.filter(app=app, error_mask=0, results__isnull=True).exists()
+    """Whether some workunit of ``app`` without an error has no results yet (the transitioner
+    hasn't run). Only the workunits still ``awaiting_results`` can have none, so the query
+    reads those few (wu_awaiting_results), not every workunit the app ever had."""
+    return Workunit.objects.filter(app=app, awaiting_results=True, error_mask=0, results__isnull=True).exists()
 
 
 def generate(app: App, *, now: int, batch_size: int) -> int:
