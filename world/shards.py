@@ -35,6 +35,7 @@ import django_rq
 from redis import Redis
 from rq.queue import Queue
 
+from world.engine_host import EngineHost
 from world.report import summary
 from world.simulation import DAEMONS, END, Counters, SimHost, Simulation
 
@@ -79,13 +80,15 @@ def add_counters(parts: list[Counters]) -> Counters:
 
 def report(shard: Simulation) -> Report:
     active = sum(1 for index in shard.host_index.values() if shard.hosts[index].active)
+    active += sum(1 for h in shard.engine_hosts if h is not None and h.active)
     return Report(shard.counters, active)
 
 
 def split(sim: Simulation, n: int) -> tuple[Coordinator, list[Simulation]]:
     """The coordinator and ``n`` shards of a world set up (``sim.setup()``) and not yet run.
 
-    Host ``i`` goes to shard ``i % n``, with its events; the daemon rounds and the end stay with
+    Host ``i`` goes to shard ``i % n``, with its events, and so does the ``k``-th engine host
+    (world.engine_host) for ``k % n``; the daemon rounds and the end stay with
     the coordinator. Each shard draws from a generator of its own, seeded from the world's seed
     and the shard's number. The other shards' hosts are None in a shard's ``hosts``: only its
     own are named by its events and ``host_index``.
@@ -99,6 +102,9 @@ def split(sim: Simulation, n: int) -> tuple[Coordinator, list[Simulation]]:
         shard = copy.copy(sim)
         shard.hosts = cast(list[SimHost], [h if h.index % n == i else None for h in sim.hosts])
         shard.host_index = {host_id: index for host_id, index in sim.host_index.items() if index % n == i}
+        # engine hosts (world.engine_host) by their place among the engine hosts, which their
+        # events name, as a simple host's name its index
+        shard.engine_hosts = cast(list[EngineHost], [h if k % n == i else None for k, h in enumerate(sim.engine_hosts)])
         shard.heap = [e for e in sim.heap if e[1] not in (DAEMONS, END) and e[4][0] % n == i]
         shard.rng = random.Random(f"{sim.settings.seed}:shard:{i}:{n}")
         shard.counters = Counters()
@@ -107,7 +113,7 @@ def split(sim: Simulation, n: int) -> tuple[Coordinator, list[Simulation]]:
         shards.append(shard)
     coordinator = Coordinator.__new__(Coordinator)
     coordinator.__dict__.update(copy.copy(sim.__dict__))
-    coordinator.hosts, coordinator.host_index = [], {}
+    coordinator.hosts, coordinator.host_index, coordinator.engine_hosts = [], {}, []
     coordinator.heap = [e for e in sim.heap if e[1] in (DAEMONS, END)]
     coordinator.reports = [report(shard) for shard in shards]
     coordinator.stop_at = None
@@ -122,6 +128,10 @@ def merge(coordinator: Coordinator, shards: list[Simulation]) -> Simulation:
     whole.__dict__.update({k: v for k, v in coordinator.__dict__.items() if k not in ("reports", "stop_at", "slice")})
     whole.hosts = [next(s.hosts[i] for s in shards if s.hosts[i] is not None) for i in range(len(shards[0].hosts))]
     whole.host_index = {host_id: index for s in shards for host_id, index in s.host_index.items()}
+    whole.engine_hosts = [
+        next(s.engine_hosts[k] for s in shards if s.engine_hosts[k] is not None)
+        for k in range(len(shards[0].engine_hosts))
+    ]
     whole.heap = []
     whole.counters = add_counters([coordinator.counters, *(s.counters for s in shards)])
     whole.wrong_checksums = set().union(*(s.wrong_checksums for s in shards))

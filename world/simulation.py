@@ -943,7 +943,7 @@ class Simulation:
             "id", "prefs_mod_time", *PREF_FIELDS
         )
         changed = 0
-        engine_hosts = {h.host_id: h for h in self.engine_hosts}
+        engine_hosts = {h.host_id: h for h in self.engine_hosts if h is not None}  # a shard holds some
         for host_id, mod_time, *values in rows:
             self.prefs_seen = max(self.prefs_seen, mod_time)
             engine_host = engine_hosts.get(host_id)

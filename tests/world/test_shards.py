@@ -135,3 +135,39 @@ def test_a_sharded_run_stops_after_the_round_at_its_stop_time(redis_client, data
     assert coordinator.draining and coordinator.t == sim.work_end
     assert coordinator.samples[-1].t == sim.work_end
     assert coordinator.totals().rpcs == sum(r.counters.rpcs for r in coordinator.reports) > 0
+
+
+def test_engine_hosts_go_to_shards_with_their_events_and_come_back_for_the_summary(redis_client, data_dirs, tmp_path):
+    sim = set_up(
+        hosts=4,
+        days=0.5,
+        seed=3,
+        delay_bound=86400,
+        daemon_interval=3600.0,
+        engine_hosts=[{"count": 5, "policy": "boinc7"}],
+    )
+    coordinator, parts = shards.split(sim, 2)
+    for i, shard in enumerate(parts):
+        own = [k for k, h in enumerate(shard.engine_hosts) if h is not None]
+        assert own == [k for k in range(5) if k % 2 == i]
+        engine_events = [e[4][0] for e in shard.heap if e[3] == "engine"]
+        assert engine_events and set(engine_events) <= set(own)
+    assert coordinator.engine_hosts == []
+    assert coordinator.active_hosts() == sum(1 for h in sim.hosts if h.active) + sum(
+        1 for h in sim.engine_hosts if h.active
+    )
+    shards.start(sim, 2, run="engine")
+    running = workers(2, tmp_path, data_dirs)
+    try:
+        ended = wait_for_end(redis_client, "engine", 600)
+    finally:
+        for worker in running:
+            worker.terminate()
+        for worker in running:
+            worker.wait(timeout=60)
+    assert ended == "finished", redis_client.get(shards.key("engine", "error"))
+    figures = shards.run_summary(redis_client, "engine")
+    failed = [name for name, ok in figures["invariants"].items() if not ok]
+    assert not failed, failed
+    assert figures["engine"]["hosts"] == 5
+    assert figures["engine"]["world"]["jobs_received"] > 5
