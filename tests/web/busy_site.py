@@ -55,6 +55,8 @@ class BusySite:
             "/project/worlds/",
             f"/project/worlds/{self.world.pk}/",
             f"/project/worlds/compare/?worlds={self.world.pk - 1},{self.world.pk}",
+            f"/project/worlds/{self.world.pk}/engine/{self.world.hosts}/",
+            f"/project/worlds/attach/{run.scenario_id}/",
             "/boinc/",
         ]
 
@@ -82,6 +84,8 @@ def build_busy_site(settings, tmp_path):
                 "job_gflop": 3.0 * 3600,
                 "error_rate": 0.05,
                 "daemon_interval": 3600.0,
+                # engine hosts have pages of their own (world.engine_pages)
+                "engine_hosts": [{"count": 2, "policy": "boinc7"}],
             },
         )
         with jobs.unsynced_sqlite():

@@ -176,6 +176,18 @@ def test_with_redis_stopped_posts_that_enqueue_create_nothing_and_say_why(site_w
         ("/project/worlds/new/", {"name": "x", "hosts": 3, "days": 1, "seed": 1, "speedup": 3600}),
         ("/project/worlds/compare/new/", {"hosts": 3, "days": 1, "seed": 1, "speedup": 3600}),
         (f"/project/worlds/{paused.pk}/resume/", {}),
+        (
+            f"/project/worlds/attach/{scenario}/",
+            {
+                "engine_hosts": 2,
+                "simple_hosts": 0,
+                "policy": "boinc7",
+                "days": 1,
+                "seed": 1,
+                "speedup": 3600,
+                "resource_share": 100,
+            },
+        ),
         (f"/project/worlds/{failed.pk}/resume/", {}),
         (
             f"/lab/{scenario}/runs/",
