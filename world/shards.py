@@ -12,8 +12,9 @@ scheduler from several processes at once, as real clients' do: the scheduler and
 are safe with several instances (DESIGN.md "Stack"), and the world's cushion generator takes
 the app's row lock (``Simulation.generate``).
 
-The outcome for a seed is not the single chain's: the shards draw from generators of their own
-and their requests reach the back end in whatever order the workers run them. What holds is
+With more than one shard the outcome for a seed is not the single chain's: the shards draw from
+generators of their own and their requests reach the back end in whatever order the workers
+run them (one shard runs the chain's work phase, round by round, as the chain does). What holds is
 every invariant of the world's summary (world.report). The rounds do not skip ahead while the
 world drains (``Coordinator.quiet_until``): a host of another shard may report in the meantime.
 
@@ -25,6 +26,7 @@ requests are not repeatable, so a failed slice is not run again).
 """
 
 import copy
+import heapq
 import json
 import pickle
 import random
@@ -87,8 +89,9 @@ def split(sim: Simulation, n: int) -> tuple[Coordinator, list[Simulation]]:
 
     Host ``i`` goes to shard ``i % n``, with its events; the daemon rounds and the end stay with
     the coordinator. Each shard draws from a generator of its own, seeded from the world's seed
-    and the shard's number. The other shards' hosts are None in a shard's ``hosts``: only its
-    own are named by its events and ``host_index``.
+    and the shard's number; a world of one shard draws from the world's own, and so makes the
+    single chain's requests in the chain's order. The other shards' hosts are None in a
+    shard's ``hosts``: only its own are named by its events and ``host_index``.
     """
     if n < 1:
         raise ValueError(f"a world needs at least one shard, not {n}")
@@ -100,7 +103,8 @@ def split(sim: Simulation, n: int) -> tuple[Coordinator, list[Simulation]]:
         shard.hosts = cast(list[SimHost], [h if h.index % n == i else None for h in sim.hosts])
         shard.host_index = {host_id: index for host_id, index in sim.host_index.items() if index % n == i}
         shard.heap = [e for e in sim.heap if e[1] not in (DAEMONS, END) and e[4][0] % n == i]
-        shard.rng = random.Random(f"{sim.settings.seed}:shard:{i}:{n}")
+        heapq.heapify(shard.heap)  # what is left of a heap's array is not one
+        shard.rng = sim.rng if n == 1 else random.Random(f"{sim.settings.seed}:shard:{i}:{n}")
         shard.counters = Counters()
         shard.samples = []
         shard.wrong_checksums, shard.wrong_results, shard.abandoned = set(), set(), set()
@@ -109,6 +113,7 @@ def split(sim: Simulation, n: int) -> tuple[Coordinator, list[Simulation]]:
     coordinator.__dict__.update(copy.copy(sim.__dict__))
     coordinator.hosts, coordinator.host_index = [], {}
     coordinator.heap = [e for e in sim.heap if e[1] in (DAEMONS, END)]
+    heapq.heapify(coordinator.heap)
     coordinator.reports = [report(shard) for shard in shards]
     coordinator.stop_at = None
     coordinator.slice = 0
