@@ -20,7 +20,7 @@ world drains (``Coordinator.quiet_until``): a host of another shard may report i
 
 States and the shards' reports are pickled in Redis under ``boincweb:shards:<run>:``; the
 run's ``status`` key ends ``finished`` (the summary is then under ``summary``), ``stopped``
-(the round at ``stop_at`` ran; the benchmark times a world's work phase this way) or
+(every event up to ``stop_at`` ran; the benchmark times a world's work phase this way) or
 ``failed`` (a job raised; its error is under ``error`` and the run goes no further: a shard's
 requests are not repeatable, so a failed slice is not run again).
 """
@@ -28,6 +28,7 @@ requests are not repeatable, so a failed slice is not run again).
 import copy
 import heapq
 import json
+import math
 import pickle
 import random
 from dataclasses import fields
@@ -167,7 +168,7 @@ def run_summary(redis: Redis, run: str) -> dict[str, Any]:
 
 def start(sim: Simulation, shards: int, *, run: str, stop_at: float | None = None, queue: Queue | None = None) -> None:
     """Split a world set up (``sim.setup()``) into ``shards`` and enqueue its first round; it
-    runs to its end, or to the round at ``stop_at`` (simulated seconds)."""
+    runs to its end, or up to and with ``stop_at`` (simulated seconds)."""
     queue = queue or django_rq.get_queue(QUEUE)
     coordinator, parts = split(sim, shards)
     coordinator.stop_at = stop_at
@@ -186,16 +187,23 @@ def failing(redis: Redis, run: str, exc: BaseException) -> None:
 
 def advance_round(run: str, n: int) -> float | None:
     """The coordinator's job: the daemon round due, then the shards' jobs for the slice up to
-    the next one. Returns the simulated time of the round, None when the run is over."""
+    the next one. Returns the simulated time of the round, None when the run is over.
+
+    With ``stop_at``, the last slice runs the hosts' events up to and at ``stop_at`` after the
+    round there (or the last before it), as the chain's ``run_until(stop_at)`` does, and the
+    run ends ``stopped`` without another round."""
     queue = django_rq.get_queue(QUEUE)
     redis = queue.connection
     if status(redis, run) != "running":
         return None
     try:
         coordinator: Coordinator = get(redis, run, "coordinator")
-        coordinator.reports = (
-            [get(redis, run, f"report:{i}") for i in range(n)] if coordinator.slice else coordinator.reports
-        )
+        if coordinator.slice:
+            coordinator.reports = [get(redis, run, f"report:{i}") for i in range(n)]
+        if coordinator.stop_at is not None and coordinator.t >= coordinator.stop_at:
+            put(redis, run, "coordinator", coordinator)
+            redis.set(key(run, "status"), "stopped", ex=KEY_SECONDS)
+            return None
         at = coordinator.heap[0][0]
         coordinator.run_until(at)
         if coordinator.finished:
@@ -205,11 +213,11 @@ def advance_round(run: str, n: int) -> float | None:
             redis.set(key(run, "status"), "finished", ex=KEY_SECONDS)
             return None
         following = coordinator.heap[0][0]
+        if coordinator.stop_at is not None and following > coordinator.stop_at:
+            following = math.nextafter(coordinator.stop_at, math.inf)
+            coordinator.t = coordinator.stop_at
         coordinator.slice += 1
         put(redis, run, "coordinator", coordinator)
-        if coordinator.stop_at is not None and following > coordinator.stop_at:
-            redis.set(key(run, "status"), "stopped", ex=KEY_SECONDS)
-            return None
         for i in range(n):
             queue.enqueue(
                 advance_shard,

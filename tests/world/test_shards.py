@@ -50,6 +50,8 @@ def test_one_shard_runs_the_work_phase_round_by_round_as_the_single_chain(redis_
     coordinator = shards.get(redis_client, "one", "coordinator")
     assert len(coordinator.samples) == 25
     assert coordinator.samples == chain.samples
+    # and the hosts' events at the end of the work phase, as the chain's run_until does
+    assert coordinator.totals() == chain.counters
 
 
 def test_a_live_world_is_not_sharded():
