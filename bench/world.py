@@ -1,21 +1,34 @@
-"""Volunteer world benchmark (issue 5; DESIGN.md "Performance targets"): a population of
+"""Volunteer world benchmark (issues 5 and 20; DESIGN.md "Performance targets"): a population of
 hosts driving every back-end daemon for a stretch of simulated time, on the configured database
 (PostgreSQL via DATABASE_URL for the figures the README states).
 
-    DATABASE_URL=postgres://... .venv/bin/python bench/world.py [--hosts 10000] [--days 1]
-        [--seed 1] [--locality]
+    DATABASE_URL=postgres://... REDIS_URL=redis://.../5 .venv/bin/python bench/world.py
+        [--hosts 10000] [--days 1] [--seed 1] [--locality] [--kind simple] [--workers 1]
 
-Prints simulated seconds per wall second and results per second (results sent to hosts and
-reported back, per wall second), with the world's own figures. Only the work phase is timed
-(``--days`` of simulated time); the drain that finishes every workunit is not run.
+Prints simulated seconds per wall second, RPCs per second and results per second (results sent
+to hosts and reported back, per wall second), with the world's own figures. Only the work phase
+is timed (``--days`` of simulated time, up to and with the events at its end: the last daemon
+round and the reports of the hosts it starts draining); the drain that finishes every workunit
+is not run.
+
+``--workers 1`` runs the world in this process, in one chain (world.simulation). ``--workers N``
+with N > 1 splits the hosts into N shards (world.shards) and starts N RQ worker processes
+(``manage.py rqworker``) against REDIS_URL and DATABASE_URL, which run the daemon rounds and
+the shards' slices; give them a Redis database no other workers serve. ``--kind`` names the
+hosts' kind (``KINDS``: the world settings each kind runs with).
 """
 
 import argparse
 import json
 import os
+import subprocess
 import sys
+import tempfile
 import threading
 import time
+import uuid
+from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "boincweb.settings")
@@ -24,11 +37,19 @@ import django  # noqa: E402
 
 django.setup()
 
+import django_rq  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
+from rq import Worker  # noqa: E402
 
+from world import shards  # noqa: E402
 from world.jobs import unsynced_sqlite  # noqa: E402
-from world.simulation import Simulation, WorldSettings  # noqa: E402
+from world.simulation import Counters, Simulation, WorldSettings  # noqa: E402
+
+BASE = Path(__file__).resolve().parent.parent
+# The world settings each kind of host runs with.
+KINDS: dict[str, dict[str, Any]] = {"simple": {}}
+
 
 # PostgreSQL's autovacuum defaults: a table is vacuumed once its dead rows pass 50 + 20 % of
 # its rows, analyzed once the rows changed since its last ANALYZE pass 50 + 10 %.
@@ -69,18 +90,67 @@ def autovacuum_is_off() -> bool:
         return cursor.fetchone()[0] == "off"
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run_in_one_chain(sim: Simulation) -> tuple[float, Counters]:
+    """The work phase in this process; its wall seconds and the world's counters."""
+    with unsynced_sqlite():
+        began = time.perf_counter()
+        sim.run_until(sim.work_end)
+        return time.perf_counter() - began, sim.counters
+
+
+def run_sharded(sim: Simulation, workers: int) -> tuple[float, Counters]:
+    """The work phase by ``workers`` RQ worker processes, one shard each (world.shards); its
+    wall seconds, from the first round enqueued to the last one run, and the world's counters.
+    The workers are started, and seen to wait on the queue, before the clock starts."""
+    queue = django_rq.get_queue(shards.QUEUE)
+    redis = queue.connection
+    run = f"bench-{uuid.uuid4().hex[:8]}"
+    logs = Path(tempfile.mkdtemp(prefix="bench-world-"))
+    processes = [
+        subprocess.Popen(
+            [sys.executable, str(BASE / "manage.py"), "rqworker", shards.QUEUE],
+            cwd=BASE,
+            stdout=subprocess.DEVNULL,
+            stderr=open(logs / f"worker{i}.log", "w"),
+        )
+        for i in range(workers)
+    ]
+    try:
+        while len(Worker.all(queue=queue)) < workers:
+            if any(p.poll() is not None for p in processes):
+                sys.exit(f"an RQ worker exited at start; see {logs}")
+            time.sleep(0.1)
+        began = time.perf_counter()
+        shards.start(sim, workers, run=run, stop_at=sim.work_end, queue=queue)
+        while shards.status(redis, run) == "running":
+            time.sleep(0.05)
+        wall = time.perf_counter() - began
+    finally:
+        for p in processes:
+            p.terminate()
+        for p in processes:
+            p.wait(timeout=60)
+    if shards.status(redis, run) != "stopped":
+        sys.exit(f"the sharded world failed: {redis.get(shards.key(run, 'error'))!r}; see {logs}")
+    coordinator = shards.get(redis, run, "coordinator")
+    sim.t = coordinator.t
+    return wall, coordinator.totals()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--hosts", type=int, default=10000)
     parser.add_argument("--days", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--locality", action="store_true")
+    parser.add_argument("--kind", choices=sorted(KINDS), default="simple", help="the hosts' kind")
+    parser.add_argument("--workers", type=int, choices=range(1, 65), metavar="N", default=1)
     args = parser.parse_args(argv)
     call_command("migrate", verbosity=0)
-    sim = Simulation(
-        WorldSettings(hosts=args.hosts, days=args.days, seed=args.seed, locality=args.locality),
-        prefix=f"bench{int(time.time())}",
+    settings = WorldSettings.from_dict(
+        dict(hosts=args.hosts, days=args.days, seed=args.seed, locality=args.locality, **KINDS[args.kind])
     )
+    sim = Simulation(settings, prefix=f"bench{int(time.time())}")
     stop = threading.Event()
     if autovacuum_is_off():
         threading.Thread(target=autovacuum_stand_in, args=(stop,), daemon=True).start()
@@ -88,26 +158,29 @@ def main(argv=None):
         began = time.perf_counter()
         sim.setup()
         setup_seconds = time.perf_counter() - began
-        began = time.perf_counter()
-        sim.run_until(sim.work_end)
-        wall = time.perf_counter() - began
-    stop.set()
-    c = sim.counters
+    load_before = os.getloadavg()
+    try:
+        wall, c = run_in_one_chain(sim) if args.workers == 1 else run_sharded(sim, args.workers)
+    finally:
+        stop.set()
     figures = {
         "database": connection.vendor,
         "hosts": args.hosts,
+        "kind": args.kind,
+        "workers": args.workers,
         "simulated_seconds": sim.t,
         "wall_seconds": round(wall, 1),
         "setup_seconds": round(setup_seconds, 1),
         "simulated_seconds_per_wall_second": round(sim.t / wall, 1),
+        "rpcs_per_second": round(c.rpcs / wall, 1),
         "results_sent_per_second": round(c.jobs_received / wall, 1),
         "results_reported_per_second": round(c.jobs_reported / wall, 1),
-        "rpcs_per_second": round(c.rpcs / wall, 1),
         "rpcs": c.rpcs,
         "jobs_received": c.jobs_received,
         "jobs_reported": c.jobs_reported,
         "daemon_rounds": c.daemon_rounds,
         "bytes_downloaded": c.bytes_downloaded,
+        "load_average": [round(x, 2) for x in (*load_before, *os.getloadavg())],
     }
     print(json.dumps(figures, indent=2))
 

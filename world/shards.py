@@ -12,20 +12,23 @@ scheduler from several processes at once, as real clients' do: the scheduler and
 are safe with several instances (DESIGN.md "Stack"), and the world's cushion generator takes
 the app's row lock (``Simulation.generate``).
 
-The outcome for a seed is not the single chain's: the shards draw from generators of their own
-and their requests reach the back end in whatever order the workers run them. What holds is
+With more than one shard the outcome for a seed is not the single chain's: the shards draw from
+generators of their own and their requests reach the back end in whatever order the workers
+run them (one shard runs the chain's work phase, round by round, as the chain does). What holds is
 every invariant of the world's summary (world.report). The rounds do not skip ahead while the
 world drains (``Coordinator.quiet_until``): a host of another shard may report in the meantime.
 
 States and the shards' reports are pickled in Redis under ``boincweb:shards:<run>:``; the
 run's ``status`` key ends ``finished`` (the summary is then under ``summary``), ``stopped``
-(the round at ``stop_at`` ran; the benchmark times a world's work phase this way) or
+(every event up to ``stop_at`` ran; the benchmark times a world's work phase this way) or
 ``failed`` (a job raised; its error is under ``error`` and the run goes no further: a shard's
 requests are not repeatable, so a failed slice is not run again).
 """
 
 import copy
+import heapq
 import json
+import math
 import pickle
 import random
 from dataclasses import fields
@@ -90,8 +93,9 @@ def split(sim: Simulation, n: int) -> tuple[Coordinator, list[Simulation]]:
     Host ``i`` goes to shard ``i % n``, with its events, and so does the ``k``-th engine host
     (world.engine_host) for ``k % n``; the daemon rounds and the end stay with
     the coordinator. Each shard draws from a generator of its own, seeded from the world's seed
-    and the shard's number. The other shards' hosts are None in a shard's ``hosts``: only its
-    own are named by its events and ``host_index``.
+    and the shard's number; a world of one shard draws from the world's own, and so makes the
+    single chain's requests in the chain's order. The other shards' hosts are None in a
+    shard's ``hosts``: only its own are named by its events and ``host_index``.
     """
     if n < 1:
         raise ValueError(f"a world needs at least one shard, not {n}")
@@ -106,7 +110,8 @@ def split(sim: Simulation, n: int) -> tuple[Coordinator, list[Simulation]]:
         # events name, as a simple host's name its index
         shard.engine_hosts = cast(list[EngineHost], [h if k % n == i else None for k, h in enumerate(sim.engine_hosts)])
         shard.heap = [e for e in sim.heap if e[1] not in (DAEMONS, END) and e[4][0] % n == i]
-        shard.rng = random.Random(f"{sim.settings.seed}:shard:{i}:{n}")
+        heapq.heapify(shard.heap)  # what is left of a heap's array is not one
+        shard.rng = sim.rng if n == 1 else random.Random(f"{sim.settings.seed}:shard:{i}:{n}")
         shard.counters = Counters()
         shard.samples = []
         shard.wrong_checksums, shard.wrong_results, shard.abandoned = set(), set(), set()
@@ -115,6 +120,7 @@ def split(sim: Simulation, n: int) -> tuple[Coordinator, list[Simulation]]:
     coordinator.__dict__.update(copy.copy(sim.__dict__))
     coordinator.hosts, coordinator.host_index, coordinator.engine_hosts = [], {}, []
     coordinator.heap = [e for e in sim.heap if e[1] in (DAEMONS, END)]
+    heapq.heapify(coordinator.heap)
     coordinator.reports = [report(shard) for shard in shards]
     coordinator.stop_at = None
     coordinator.slice = 0
@@ -172,7 +178,7 @@ def run_summary(redis: Redis, run: str) -> dict[str, Any]:
 
 def start(sim: Simulation, shards: int, *, run: str, stop_at: float | None = None, queue: Queue | None = None) -> None:
     """Split a world set up (``sim.setup()``) into ``shards`` and enqueue its first round; it
-    runs to its end, or to the round at ``stop_at`` (simulated seconds)."""
+    runs to its end, or up to and with ``stop_at`` (simulated seconds)."""
     queue = queue or django_rq.get_queue(QUEUE)
     coordinator, parts = split(sim, shards)
     coordinator.stop_at = stop_at
@@ -191,16 +197,23 @@ def failing(redis: Redis, run: str, exc: BaseException) -> None:
 
 def advance_round(run: str, n: int) -> float | None:
     """The coordinator's job: the daemon round due, then the shards' jobs for the slice up to
-    the next one. Returns the simulated time of the round, None when the run is over."""
+    the next one. Returns the simulated time of the round, None when the run is over.
+
+    With ``stop_at``, the last slice runs the hosts' events up to and at ``stop_at`` after the
+    round there (or the last before it), as the chain's ``run_until(stop_at)`` does, and the
+    run ends ``stopped`` without another round."""
     queue = django_rq.get_queue(QUEUE)
     redis = queue.connection
     if status(redis, run) != "running":
         return None
     try:
         coordinator: Coordinator = get(redis, run, "coordinator")
-        coordinator.reports = (
-            [get(redis, run, f"report:{i}") for i in range(n)] if coordinator.slice else coordinator.reports
-        )
+        if coordinator.slice:
+            coordinator.reports = [get(redis, run, f"report:{i}") for i in range(n)]
+        if coordinator.stop_at is not None and coordinator.t >= coordinator.stop_at:
+            put(redis, run, "coordinator", coordinator)
+            redis.set(key(run, "status"), "stopped", ex=KEY_SECONDS)
+            return None
         at = coordinator.heap[0][0]
         coordinator.run_until(at)
         if coordinator.finished:
@@ -210,11 +223,11 @@ def advance_round(run: str, n: int) -> float | None:
             redis.set(key(run, "status"), "finished", ex=KEY_SECONDS)
             return None
         following = coordinator.heap[0][0]
+        if coordinator.stop_at is not None and following > coordinator.stop_at:
+            following = math.nextafter(coordinator.stop_at, math.inf)
+            coordinator.t = coordinator.stop_at
         coordinator.slice += 1
         put(redis, run, "coordinator", coordinator)
-        if coordinator.stop_at is not None and following > coordinator.stop_at:
-            redis.set(key(run, "status"), "stopped", ex=KEY_SECONDS)
-            return None
         for i in range(n):
             queue.enqueue(
                 advance_shard,

@@ -40,6 +40,20 @@ def test_each_host_and_its_events_go_to_one_shard_and_the_rounds_to_the_coordina
     assert coordinator.active_hosts() == sum(1 for h in sim.hosts if h.active)
 
 
+def test_one_shard_runs_the_work_phase_round_by_round_as_the_single_chain(redis_client):
+    chain = Simulation(WorldSettings(hosts=40, days=0.5, seed=3), prefix="ch")
+    chain.setup()
+    chain.run_until(chain.work_end)
+    shards.start(set_up(hosts=40, days=0.5, seed=3), 1, run="one", stop_at=chain.work_end)
+    django_rq.get_worker(shards.QUEUE).work(burst=True)
+    assert shards.status(redis_client, "one") == "stopped", redis_client.get(shards.key("one", "error"))
+    coordinator = shards.get(redis_client, "one", "coordinator")
+    assert len(coordinator.samples) == 25
+    assert coordinator.samples == chain.samples
+    # and the hosts' events at the end of the work phase, as the chain's run_until does
+    assert coordinator.totals() == chain.counters
+
+
 def test_a_live_world_is_not_sharded():
     sim = set_up(hosts=2, days=0.1)
     sim.settings = WorldSettings(hosts=2, days=0.1, live_app="uppercase")
