@@ -15,7 +15,8 @@ is not run.
 with N > 1 splits the hosts into N shards (world.shards) and starts N RQ worker processes
 (``manage.py rqworker``) against REDIS_URL and DATABASE_URL, which run the daemon rounds and
 the shards' slices; give them a Redis database no other workers serve. ``--kind`` names the
-hosts' kind (``KINDS``: the world settings each kind runs with).
+hosts' kind (``KINDS``: the world settings each kind runs with): simple, or engine (hosts driven by
+the client engine, world.engine_host).
 """
 
 import argparse
@@ -27,6 +28,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +50,11 @@ from world.simulation import Counters, Simulation, WorldSettings  # noqa: E402
 
 BASE = Path(__file__).resolve().parent.parent
 # The world settings each kind of host runs with.
-KINDS: dict[str, dict[str, Any]] = {"simple": {}}
+KINDS: dict[str, Callable[[int], dict[str, Any]]] = {
+    "simple": lambda n: {"hosts": n},
+    # hosts driven by the client engine (world.engine_host), boinc7, drawn as the simple ones are
+    "engine": lambda n: {"hosts": 0, "engine_hosts": [{"count": n, "policy": "boinc7"}]},
+}
 
 
 # PostgreSQL's autovacuum defaults: a table is vacuumed once its dead rows pass 50 + 20 % of
@@ -148,7 +154,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     call_command("migrate", verbosity=0)
     settings = WorldSettings.from_dict(
-        dict(hosts=args.hosts, days=args.days, seed=args.seed, locality=args.locality, **KINDS[args.kind])
+        dict(days=args.days, seed=args.seed, locality=args.locality, **KINDS[args.kind](args.hosts))
     )
     sim = Simulation(settings, prefix=f"bench{int(time.time())}")
     stop = threading.Event()
