@@ -82,6 +82,25 @@ def wait_for_end(redis_client, run, timeout):
     return shards.status(redis_client, run)
 
 
+def run_to_end(sim, run, redis_client, tmp_path, data_dirs):
+    """Run a world set up in two shards by two real RQ workers to its end; its summary, with
+    every invariant asserted true."""
+    shards.start(sim, 2, run=run)
+    running = workers(2, tmp_path, data_dirs)
+    try:
+        ended = wait_for_end(redis_client, run, 600)
+    finally:
+        for worker in running:
+            worker.terminate()
+        for worker in running:
+            worker.wait(timeout=60)
+    assert ended == "finished", redis_client.get(shards.key(run, "error"))
+    figures = shards.run_summary(redis_client, run)
+    failed = [name for name, ok in figures["invariants"].items() if not ok]
+    assert not failed, failed
+    return figures
+
+
 def test_two_workers_run_a_sharded_world_to_its_end_with_every_invariant(redis_client, data_dirs, tmp_path):
     # deadlines of half a day and hourly rounds keep the drain short: its rounds are not
     # skipped when sharded
@@ -96,20 +115,7 @@ def test_two_workers_run_a_sharded_world_to_its_end_with_every_invariant(redis_c
         daemon_interval=3600.0,
     )
     app_id = sim.app_id
-    shards.start(sim, 2, run="two")
-    running = workers(2, tmp_path, data_dirs)
-    try:
-        ended = wait_for_end(redis_client, "two", 600)
-    finally:
-        for worker in running:
-            worker.terminate()
-        for worker in running:
-            worker.wait(timeout=60)
-    assert ended == "finished", redis_client.get(shards.key("two", "error"))
-
-    figures = shards.run_summary(redis_client, "two")
-    failed = [name for name, ok in figures["invariants"].items() if not ok]
-    assert not failed, failed
+    figures = run_to_end(sim, "two", redis_client, tmp_path, data_dirs)
     wus = figures["workunits"]
     assert wus["total"] > 0
     assert wus["assimilate_state"] == {"DONE": wus["total"]}
@@ -170,18 +176,6 @@ def test_engine_hosts_go_to_shards_with_their_events_and_come_back_for_the_summa
     assert coordinator.active_hosts() == sum(1 for h in sim.hosts if h.active) + sum(
         1 for h in sim.engine_hosts if h.active
     )
-    shards.start(sim, 2, run="engine")
-    running = workers(2, tmp_path, data_dirs)
-    try:
-        ended = wait_for_end(redis_client, "engine", 600)
-    finally:
-        for worker in running:
-            worker.terminate()
-        for worker in running:
-            worker.wait(timeout=60)
-    assert ended == "finished", redis_client.get(shards.key("engine", "error"))
-    figures = shards.run_summary(redis_client, "engine")
-    failed = [name for name, ok in figures["invariants"].items() if not ok]
-    assert not failed, failed
+    figures = run_to_end(sim, "engine", redis_client, tmp_path, data_dirs)
     assert figures["engine"]["hosts"] == 5
     assert figures["engine"]["world"]["jobs_received"] > 5
