@@ -22,6 +22,7 @@ the client engine, world.engine_host).
 import argparse
 import json
 import os
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -34,6 +35,10 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "boincweb.settings")
+# A project runs its daemons with DEBUG off (with it on, Django keeps and formats every
+# statement); the bench's RQ workers inherit these.
+os.environ.setdefault("DEBUG", "0")
+os.environ.setdefault("SECRET_KEY", "bench-" + secrets.token_urlsafe(40))
 
 import django  # noqa: E402
 
@@ -45,7 +50,7 @@ from django.db import connection  # noqa: E402
 from rq import Worker  # noqa: E402
 
 from world import shards  # noqa: E402
-from world.jobs import unsynced_sqlite  # noqa: E402
+from world.jobs import unsynced_commits  # noqa: E402
 from world.simulation import Counters, Simulation, WorldSettings  # noqa: E402
 
 BASE = Path(__file__).resolve().parent.parent
@@ -98,7 +103,7 @@ def autovacuum_is_off() -> bool:
 
 def run_in_one_chain(sim: Simulation) -> tuple[float, Counters]:
     """The work phase in this process; its wall seconds and the world's counters."""
-    with unsynced_sqlite():
+    with unsynced_commits():
         began = time.perf_counter()
         sim.run_until(sim.work_end)
         return time.perf_counter() - began, sim.counters
@@ -160,7 +165,7 @@ def main(argv: list[str] | None = None) -> None:
     stop = threading.Event()
     if autovacuum_is_off():
         threading.Thread(target=autovacuum_stand_in, args=(stop,), daemon=True).start()
-    with unsynced_sqlite():
+    with unsynced_commits():
         began = time.perf_counter()
         sim.setup()
         setup_seconds = time.perf_counter() - began

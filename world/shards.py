@@ -39,6 +39,7 @@ from redis import Redis
 from rq.queue import Queue
 
 from world.engine_host import EngineHost
+from world.jobs import unsynced_commits
 from world.report import summary
 from world.simulation import DAEMONS, END, Counters, SimHost, Simulation
 
@@ -215,7 +216,8 @@ def advance_round(run: str, n: int) -> float | None:
             redis.set(key(run, "status"), "stopped", ex=KEY_SECONDS)
             return None
         at = coordinator.heap[0][0]
-        coordinator.run_until(at)
+        with unsynced_commits():
+            coordinator.run_until(at)
         if coordinator.finished:
             whole = merge(coordinator, [get(redis, run, f"shard:{i}") for i in range(n)])
             redis.set(key(run, "summary"), json.dumps(summary(whole)), ex=KEY_SECONDS)
@@ -255,7 +257,8 @@ def advance_shard(run: str, n: int, index: int, slice_: int, t_start: float, t_e
         return 0
     try:
         shard: Simulation = get(redis, run, f"shard:{index}")
-        processed = shard.run_shard(t_start, t_end, draining=draining)
+        with unsynced_commits():
+            processed = shard.run_shard(t_start, t_end, draining=draining)
         put(redis, run, f"shard:{index}", shard)
         put(redis, run, f"report:{index}", report(shard))
     except Exception as exc:

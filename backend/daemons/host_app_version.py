@@ -48,7 +48,7 @@ in its transaction (after its workunit and result rows), so host app version loc
 taken after the others and in one order, and no two passes can deadlock on them.
 """
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from functools import partial
 
 from django.db import transaction
@@ -239,24 +239,29 @@ def apply(
 
 def locked(queryset: QuerySet[HostAppVersion]) -> list[HostAppVersion]:
     """The rows of ``queryset``, locked in id order (a no-op on SQLite, whose transactions are
-    serialised by the write lock)."""
-    with transaction.atomic():
+    serialised by the write lock), for the caller's transaction (one of its own, outside one:
+    no savepoint, which would cost two statements and guard nothing)."""
+    with transaction.atomic(savepoint=False):
         return list(queryset.select_for_update(no_key=True).order_by("id"))
 
 
-def count_sent(host: Host, version_jobs: Mapping[int, int], *, now: int, quota: int) -> list[HostAppVersion]:
+def count_sent(
+    host: Host, version_jobs: Mapping[int, int], *, now: int, quota: int, known: Collection[int] = ()
+) -> list[HostAppVersion]:
     """Count ``version_jobs`` (app version id -> jobs sent now) for ``host``, first creating
     the rows it lacks cleared, ``max_jobs_per_day`` 0 (sched_send.cpp
     update_host_app_versions); the host's next request sets it to the quota
-    (``start_of_request``)."""
+    (``start_of_request``). ``known``: versions the host's rows were read for earlier in the
+    request; rows are never deleted, so when every version is known none is created."""
     version_jobs = {v: n for v, n in version_jobs.items() if v and n}
     if not version_jobs:
         return []
-    HostAppVersion.objects.bulk_create(
-        [
-            HostAppVersion(host_id=host.pk, app_version_id=v, max_jobs_per_day=0, jobs_day=utc_day(now))
-            for v in sorted(version_jobs)
-        ],
-        ignore_conflicts=True,
-    )
+    if not version_jobs.keys() <= set(known):
+        HostAppVersion.objects.bulk_create(
+            [
+                HostAppVersion(host_id=host.pk, app_version_id=v, max_jobs_per_day=0, jobs_day=utc_day(now))
+                for v in sorted(version_jobs)
+            ],
+            ignore_conflicts=True,
+        )
     return apply([(host.pk, v, partial(sent, now=now, jobs=n)) for v, n in sorted(version_jobs.items())])

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from django.db.models import Case, F, IntegerField, Q, Value, When
 from django.db.models.expressions import CombinedExpression
 
+from backend.daemons import sched_shmem
 from backend.daemons.hr import (  # noqa: F401  (the classes, re-exported)
     ANDROID,
     COARSE,
@@ -82,7 +83,7 @@ class HostClass:
 def unknown_platform(host_class: HostClass, config: SchedulerConfig) -> bool:
     """sched_send.cpp send_work: True when every app uses HR and the host has no known class
     in any of them (hr_unknown_platform); such a host is sent nothing."""
-    apps = list(App.objects.filter(deprecated=False).only("homogeneous_redundancy"))
+    apps = [app for app in sched_shmem.apps().values() if not app.deprecated]
     if not apps or not all(app_hr_type(app, config) for app in apps):
         return False
     return all(host_class.unknown(app_hr_type(app, config)) for app in apps)
@@ -112,7 +113,8 @@ def infeasible(wu: Workunit, app: App, version: Version, host_class: HostClass, 
 
 def apps_of(versions: Mapping[int, Version]) -> dict[int, App]:
     """app id -> App, for the apps of ``versions`` (app id -> sched_send.Version)."""
-    return App.objects.in_bulk(list(versions))
+    apps = sched_shmem.apps()
+    return {app_id: apps[app_id] for app_id in versions if app_id in apps}
 
 
 def version_for(
@@ -251,7 +253,8 @@ def uses_hr(app_ids: Iterable[int], config: SchedulerConfig) -> bool:
     """Whether any of the apps ``app_ids`` uses homogeneous redundancy."""
     if config.homogeneous_redundancy:
         return True
-    return App.objects.filter(pk__in=app_ids, homogeneous_redundancy__gt=0).exists()
+    apps = sched_shmem.apps()
+    return any(apps[app_id].homogeneous_redundancy > 0 for app_id in app_ids if app_id in apps)
 
 
 def committed_first() -> Case:

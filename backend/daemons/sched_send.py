@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import connection, transaction
 from django.db.models import Exists, F, OuterRef, Q
 
-from backend.daemons import sched_hr, sched_limit, sched_reliable
+from backend.daemons import sched_hr, sched_limit, sched_reliable, sched_shmem
 from backend.daemons.host_app_version import count_sent, jobs_today, scaled_max_jobs_per_day
 from backend.daemons.sched_types import (
     Message,
@@ -288,10 +288,7 @@ def usable_versions(
     gpu_type = "" if resource.name == CPU else resource.name
     found = {}
     if request.platform_name == "anonymous":
-        apps = {
-            app.name: app
-            for app in App.objects.filter(deprecated=False, name__in=[v.app_name for v in request.app_versions])
-        }
+        apps = {app.name: app for app in sched_shmem.apps().values() if not app.deprecated}
         for v in sorted(request.app_versions, key=lambda v: -v.version_num):
             app = apps.get(v.app_name)
             if app is None or app.pk in found or (v.gpu_type or "") != gpu_type:
@@ -353,8 +350,10 @@ def below_app_limits(
     CPU). Its jobs are then never checked, and give no memory, disk or bandwidth notice."""
     if in_progress is None or not versions or not in_progress.active():
         return versions
-    names = dict(App.objects.filter(pk__in=list(versions)).values_list("id", "name"))
-    return {app_id: v for app_id, v in versions.items() if not in_progress.app_exceeded(names[app_id], resource.name)}
+    apps = sched_shmem.apps()
+    return {
+        app_id: v for app_id, v in versions.items() if not in_progress.app_exceeded(apps[app_id].name, resource.name)
+    }
 
 
 def committed_only_versions(
@@ -377,11 +376,11 @@ def committed_only_versions(
     homogeneous-app-version work."""
     if request.platform_name == "anonymous":
         return {}
-    apps = list(
-        App.objects.filter(deprecated=False, homogeneous_app_version=True)
-        .exclude(pk__in=list(versions))
-        .values_list("id", flat=True)
-    )
+    apps = [
+        app_id
+        for app_id, app in sched_shmem.apps().items()
+        if not app.deprecated and app.homogeneous_app_version and app_id not in versions
+    ]
     if not apps:
         return {}
     from backend.daemons.sched_version import BestVersions
@@ -782,7 +781,11 @@ def send_for_resource(
                 [r for r, _, why in refused if why == DEADLINE], now=now, timeout=config.infeasible_timeout
             )
         count_sent(
-            host, Counter(v.row.pk for _, v, _ in sent if v.row is not None), now=now, quota=config.daily_result_quota
+            host,
+            Counter(v.row.pk for _, v, _ in sent if v.row is not None),
+            now=now,
+            quota=config.daily_result_quota,
+            known=reliability.havs if reliability is not None else (),
         )
     if fallen:
         make_due(fallen, now=now)
@@ -1077,7 +1080,7 @@ def reply_results(sent: Sequence[Chosen], *, now: int, config: SchedulerConfig) 
         inputs.setdefault(link.workunit_id, []).append(
             ReplyFile(f.name, f.nbytes, f.md5_cksum, 0, f.sticky, f.report_on_rpc)
         )
-    max_nbytes = dict(App.objects.filter(id__in={r.app_id for r, _, _ in sent}).values_list("id", "max_output_nbytes"))
+    apps = sched_shmem.apps()
     jobs = []
     for result, version, runtime in sent:
         assert version.reply is not None  # only committed_only stand-ins have none, and no job goes with one
@@ -1099,7 +1102,7 @@ def reply_results(sent: Sequence[Chosen], *, now: int, config: SchedulerConfig) 
                 report_deadline=result.report_deadline - config.report_grace_period,
                 workunit=workunit,
                 app_version=version.reply,
-                output_files=[ReplyFile(result.output_file_name(0), max_nbytes=max_nbytes[result.app_id])],
+                output_files=[ReplyFile(result.output_file_name(0), max_nbytes=apps[result.app_id].max_output_nbytes)],
                 resource=version.reply.gpu_type or CPU,
                 estimated_runtime=runtime,
             )

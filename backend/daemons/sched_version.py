@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from django.db.models import Q
 
+from backend.daemons import sched_shmem
 from backend.daemons.host_app_version import jobs_today, scaled_max_jobs_per_day
 from backend.daemons.plan_class import CPU, HostUsage, HostView, PlanClassSpec, read_plan_class_spec
 from backend.models import AppVersion, Host, HostAppVersion, Workunit
@@ -311,7 +312,16 @@ def feeder_versions(
     app_ids: Iterable[int] | None, platforms: Sequence[str], *, real_client: bool
 ) -> dict[int, dict[str, list[AppVersion]]]:
     """app id -> platform -> the versions BOINC's feeder puts in shared memory: not
-    deprecated, the newest of each plan class (sched_shmem.cpp), in id order."""
+    deprecated, the newest of each plan class (sched_shmem.cpp), in id order. Read once per
+    request (backend.daemons.sched_shmem)."""
+    ids = None if app_ids is None else tuple(app_ids)
+    key = ("feeder_versions", ids, tuple(platforms), real_client)
+    return sched_shmem.kept(key, lambda: read_feeder_versions(ids, platforms, real_client=real_client))
+
+
+def read_feeder_versions(
+    app_ids: Iterable[int] | None, platforms: Sequence[str], *, real_client: bool
+) -> dict[int, dict[str, list[AppVersion]]]:
     rows = (
         AppVersion.objects.filter(deprecated=False, app__deprecated=False, platform__in=platforms)
         .select_related("app")

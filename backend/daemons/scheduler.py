@@ -45,7 +45,7 @@ from django.db.backends.base.operations import BaseDatabaseOperations
 from django.db.models import F, Field, Model, Value
 from django.db.models.functions import Least
 
-from backend.daemons import sched_limit
+from backend.daemons import sched_limit, sched_shmem
 from backend.daemons.host_app_version import start_of_request
 from backend.daemons.sched_resend import resend_lost_results
 from backend.daemons.sched_result import handle_results
@@ -407,6 +407,11 @@ def handle_request(
     request: SchedulerRequest, *, now: int, config: SchedulerConfig = SchedulerConfig()
 ) -> SchedulerReply:
     """Handle one scheduler RPC and return the reply (see the module docstring)."""
+    with sched_shmem.for_request():
+        return handle_in_request(request, now=now, config=config)
+
+
+def handle_in_request(request: SchedulerRequest, *, now: int, config: SchedulerConfig) -> SchedulerReply:
     check_request(request)
     request, truncated = sched_limit.truncate_reports(request, config)
     host, reattached = find_host(request, now=now)

@@ -88,7 +88,7 @@ def build_busy_site(settings, tmp_path):
                 "engine_hosts": [{"count": 2, "policy": "boinc7"}],
             },
         )
-        with jobs.unsynced_sqlite():
+        with jobs.unsynced_commits():
             sim = jobs.create_simulation(world)
             sim.run_until(sim.t + DAY)
             jobs.store(world.pk, sim, status=World.Status.PAUSED)

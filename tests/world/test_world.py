@@ -180,19 +180,27 @@ def test_locality_scheduling_downloads_less_than_plain_scheduling_on_the_same_se
     assert local["invariants"]["results_sent_in_increasing_id_per_user_and_file"]
 
 
-def sqlite_synchronous():
-    if connection.vendor != "sqlite":
-        return None
+def commit_durability():
+    """SQLite's ``synchronous`` (0 is off) or PostgreSQL's ``synchronous_commit``."""
     with connection.cursor() as cursor:
-        cursor.execute("PRAGMA synchronous")
+        cursor.execute("PRAGMA synchronous" if connection.vendor == "sqlite" else "SHOW synchronous_commit")
         return cursor.fetchone()[0]
+
+
+def test_commits_are_unsynced_inside_the_block_and_as_before_after_it_even_after_an_error():
+    before = commit_durability()
+    with pytest.raises(RuntimeError):
+        with jobs.unsynced_commits():
+            assert commit_durability() in (0, "off")
+            raise RuntimeError("a failing slice")
+    assert commit_durability() == before
 
 
 def test_world_command_prints_the_contract_keys():
     out = io.StringIO()
-    durability = sqlite_synchronous()
+    durability = commit_durability()
     call_command("world", "--hosts", "8", "--days", "0.5", "--seed", "4", "--json", stdout=out)
-    assert sqlite_synchronous() == durability  # unsynced commits end with the run
+    assert commit_durability() == durability  # unsynced commits end with the run
     figures = json.loads(out.getvalue())
     for key in ("workunits", "results", "bytes_downloaded", "invariants", "simulated_seconds"):
         assert key in figures
