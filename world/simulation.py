@@ -1234,16 +1234,18 @@ class Simulation:
         cushion = s.cushion or 2 * s.workunits_per_file * s.target_nresults
         unsent = app.results.filter(server_state__lte=ServerState.UNSENT).count()
         made = 0
-        files = iter(
-            LocalityTrigger.objects.filter(app=app, no_work_available=False)
-            .order_by("file_name")
-            .values_list("file_name", flat=True)
-        )
+        # the files with work left, in name order, read a few at a time: a large world has
+        # thousands, and a top-up takes one or two
+        open_files = LocalityTrigger.objects.filter(app=app, no_work_available=False).order_by("file_name")
+        names: list[str] = []
+        last = ""
         while unsent + made * s.target_nresults < cushion:
-            name = next(files, None)
-            if name is None:
-                break
-            made += sched_locality.make_file_work(app, name, now=now, per_file=s.workunits_per_file)
+            if not names:
+                names = list(open_files.filter(file_name__gt=last).values_list("file_name", flat=True)[:8])
+                if not names:
+                    break
+            last = names.pop(0)
+            made += sched_locality.make_file_work(app, last, now=now, per_file=s.workunits_per_file)
         return made
 
     def daemons(self) -> None:
