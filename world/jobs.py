@@ -125,7 +125,9 @@ def unsynced_commits() -> Iterator[None]:
     synchronous=OFF``; on PostgreSQL ``synchronous_commit`` off, which never corrupts the
     database: a crash loses only the last commits, in order, as if the run had stopped a
     moment earlier."""
-    if connection.vendor not in ("sqlite", "postgresql"):
+    if connection.vendor not in ("sqlite", "postgresql") or connection.in_atomic_block:
+        # inside a transaction the block commits nothing: the caller's commit is its own
+        # business (and SQLite refuses to change the setting there)
         yield
         return
     sqlite = connection.vendor == "sqlite"

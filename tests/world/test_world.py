@@ -9,7 +9,7 @@ import django_rq
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import connection
+from django.db import connection, transaction
 
 from backend.models import AssimilateState, Outcome, Result, ValidateState, Workunit
 from tests.factories import WorldFactory
@@ -194,6 +194,12 @@ def test_commits_are_unsynced_inside_the_block_and_as_before_after_it_even_after
             assert commit_durability() in (0, "off")
             raise RuntimeError("a failing slice")
     assert commit_durability() == before
+
+
+def test_inside_a_transaction_the_block_leaves_the_setting_alone():
+    before = commit_durability()
+    with transaction.atomic(), jobs.unsynced_commits():
+        assert commit_durability() == before
 
 
 def test_world_command_prints_the_contract_keys():
