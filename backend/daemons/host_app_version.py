@@ -48,13 +48,12 @@ in its transaction (after its workunit and result rows), so host app version loc
 taken after the others and in one order, and no two passes can deadlock on them.
 """
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from functools import partial
 
 from django.db import transaction
-from django.db.models import QuerySet
 
-from backend.daemons.claim import update_rows
+from backend.daemons.claim import placeholders, read_rows, update_rows
 from backend.models import Host, HostAppVersion
 
 DAY = 86400
@@ -223,9 +222,7 @@ def apply(
             ignore_conflicts=True,
         )
     # Hosts × versions may take in a few rows no change is for; they are locked, not written.
-    rows = locked(
-        HostAppVersion.objects.filter(host_id__in={h for h, _, _ in keyed}, app_version_id__in={v for _, v, _ in keyed})
-    )
+    rows = locked(sorted({h for h, _, _ in keyed}), sorted({v for _, v, _ in keyed}))
     by_key = {(row.host_id, row.app_version_id): row for row in rows}
     touched = {}
     for host_id, version_id, change in keyed:
@@ -237,12 +234,14 @@ def apply(
     return list(touched.values())
 
 
-def locked(queryset: QuerySet[HostAppVersion]) -> list[HostAppVersion]:
-    """The rows of ``queryset``, locked in id order (a no-op on SQLite, whose transactions are
-    serialised by the write lock), for the caller's transaction (one of its own, outside one:
-    no savepoint, which would cost two statements and guard nothing)."""
+def locked(host_ids: Sequence[int], version_ids: Sequence[int]) -> list[HostAppVersion]:
+    """The rows of hosts ``host_ids`` × versions ``version_ids``, locked in id order (a no-op
+    on SQLite, whose transactions are serialised by the write lock), for the caller's
+    transaction (one of its own, outside one: no savepoint, which would cost two statements
+    and guard nothing)."""
+    where = f"t.host_id IN ({placeholders(len(host_ids))}) AND t.app_version_id IN ({placeholders(len(version_ids))})"
     with transaction.atomic(savepoint=False):
-        return list(queryset.select_for_update(no_key=True).order_by("id"))
+        return read_rows(HostAppVersion, where, [*host_ids, *version_ids], lock=True)
 
 
 def count_sent(

@@ -20,7 +20,7 @@ sched_send.cpp ``update_wu_on_send`` (``commit``): a conditional update ``WHERE 
 (0, mine)`` / ``app_version IN (NULL, mine)``; a workunit another scheduler committed
 elsewhere meanwhile is not sent. A committed workunit comes before uncommitted ones of the
 same priority, as the feeder's ``infeasible_count = 1`` for a committed workunit raises its
-score by one (sched_score.cpp, ``score``).
+score by one (sched_score.cpp; the candidate query, sched_send.candidate_sql, orders by it).
 """
 
 from __future__ import annotations
@@ -28,8 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from django.db.models import Case, F, IntegerField, Q, Value, When
-from django.db.models.expressions import CombinedExpression
+from django.db.models import Q
 
 from backend.daemons import sched_shmem
 from backend.daemons.hr import (  # noqa: F401  (the classes, re-exported)
@@ -255,16 +254,6 @@ def uses_hr(app_ids: Iterable[int], config: SchedulerConfig) -> bool:
         return True
     apps = sched_shmem.apps()
     return any(apps[app_id].homogeneous_redundancy > 0 for app_id in app_ids if app_id in apps)
-
-
-def committed_first() -> Case:
-    """The feeder's score bonus: 1 for a job whose workunit is committed to an HR class."""
-    return Case(When(workunit__hr_class__gt=0, then=Value(1)), default=Value(0), output_field=IntegerField())
-
-
-def score() -> CombinedExpression:
-    """The order of unsent jobs: priority plus ``committed_first`` (sched_score.cpp)."""
-    return F("priority") + committed_first()
 
 
 def uncommit(wu: Workunit, wu_event: Callable[[Workunit, str, int | None, int | None, str], object]) -> None:

@@ -130,8 +130,7 @@ from backend.daemons.sched_send import (
     DISK,
     MEMORY,
     NO_VERSION,
-    RESULT_COLUMNS,
-    WORKUNIT_COLUMNS,
+    ONLY_COLUMNS,
     Chosen,
     DiskSpace,
     Picker,
@@ -203,7 +202,7 @@ def file_picker(file_name: str) -> Picker:
             queryset = queryset.exclude(
                 Exists(Result.objects.filter(workunit_id=OuterRef("workunit_id"), user_id=host.owner_id))
             )
-        queryset = queryset.select_related("workunit").only(*RESULT_COLUMNS, *WORKUNIT_COLUMNS).order_by("id")
+        queryset = queryset.select_related("workunit").only(*ONLY_COLUMNS).order_by("id")
         if connection.features.has_select_for_update_skip_locked:
             queryset = queryset.select_for_update(skip_locked=True, of=("self",))
         return list(queryset[:limit])
@@ -221,7 +220,7 @@ def old_work_picker(result_id: int) -> Picker:
             queryset = queryset.exclude(
                 Exists(Result.objects.filter(workunit_id=OuterRef("workunit_id"), user_id=host.owner_id))
             )
-        queryset = queryset.select_related("workunit").only(*RESULT_COLUMNS, *WORKUNIT_COLUMNS)
+        queryset = queryset.select_related("workunit").only(*ONLY_COLUMNS)
         if connection.features.has_select_for_update_skip_locked:
             queryset = queryset.select_for_update(skip_locked=True, of=("self",))
         return list(queryset[:1])

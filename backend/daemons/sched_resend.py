@@ -50,6 +50,7 @@ from django.db import transaction
 from django.db.models import Case, Value, When
 
 from backend.daemons import sched_hr
+from backend.daemons.claim import read_rows
 from backend.daemons.sched_send import (
     CPU,
     add_notice,
@@ -180,7 +181,7 @@ class VersionChooser:
     ) -> None:
         self.host, self.request, self.resources = host, request, resources
         self.config, self.now = config, now
-        self.havs = {hav.app_version_id: hav for hav in HostAppVersion.objects.filter(host=host)}
+        self.havs = {hav.app_version_id: hav for hav in read_rows(HostAppVersion, "t.host_id = %s", [host.pk])}
         self.cache: dict[str, dict[int, Version]] = {}
 
     def versions(self, resource: Resource) -> dict[int, Version]:

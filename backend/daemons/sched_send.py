@@ -31,15 +31,17 @@ which sets WU_ERROR_COULDNT_SEND_RESULT.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from django.db import connection, transaction
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import Field, Q
 
 from backend.daemons import sched_hr, sched_limit, sched_reliable, sched_shmem
+from backend.daemons.claim import placeholders, read_rows
 from backend.daemons.host_app_version import count_sent, jobs_today, scaled_max_jobs_per_day
 from backend.daemons.sched_types import (
     Message,
@@ -407,65 +409,104 @@ def job_flops(resource: Resource, version: Version) -> float:
 # the reply). Loading only these keeps a request's candidates cheap to build.
 RESULT_COLUMNS = ("id", "name", "random", "app_id", "workunit_id", "priority", "infeasible_since", "server_state")
 WORKUNIT_COLUMNS = (
-    "workunit__id",
-    "workunit__name",
-    "workunit__rsc_fpops_est",
-    "workunit__rsc_fpops_bound",
-    "workunit__rsc_memory_bound",
-    "workunit__rsc_disk_bound",
-    "workunit__rsc_bandwidth_bound",
-    "workunit__delay_bound",
-    "workunit__app_version_num",
-    "workunit__hr_class",
-    "workunit__app_version_id",
+    "id",
+    "name",
+    "rsc_fpops_est",
+    "rsc_fpops_bound",
+    "rsc_memory_bound",
+    "rsc_disk_bound",
+    "rsc_bandwidth_bound",
+    "delay_bound",
+    "app_version_num",
+    "hr_class",
+    "app_version_id",
 )
-FIRST_CHUNK = 32
+# The same columns as ``only`` names them on a query of results with their workunits.
+ONLY_COLUMNS = (*RESULT_COLUMNS, *(f"workunit__{name}" for name in WORKUNIT_COLUMNS))
+FIRST_CHUNK = 8
+
+
+@functools.cache
+def field_order(model: type[Result] | type[Workunit], names: tuple[str, ...]) -> tuple[Field[Any, Any], ...]:
+    """The fields ``names`` in the model's order: the order ``from_db`` takes values in."""
+    return tuple(f for f in model._meta.concrete_fields if f.attname in names)
+
+
+@functools.cache
+def candidate_sql(n_apps: int, hr: bool, one_per_user: bool, after: bool, lock: bool) -> str:
+    """The candidate query, written once per shape (it runs on every request, and building it
+    through the ORM each time costs more than running it). Parameters, in order: the app ids,
+    UNSENT, the ORDINARY transitioner flag, the host's owner (``one_per_user``), then (``after``)
+    the last row's score, workunit id and id, and the row limit.
+
+    Rows come in the feeder's order: by score (``priority``, plus 1 for a workunit committed
+    to an HR class where an app uses HR, as sched_score.cpp puts committed jobs first), then
+    workunit id, then id; without HR the order is the partial index res_unsent_order's."""
+    q = connection.ops.quote_name
+    r, w = q(Result._meta.db_table), q(Workunit._meta.db_table)
+    columns = [f"{r}.{q(f.column)}" for f in field_order(Result, RESULT_COLUMNS)]
+    columns += [f"{w}.{q(f.column)}" for f in field_order(Workunit, WORKUNIT_COLUMNS)]
+    score = f"({r}.priority + CASE WHEN {w}.hr_class > 0 THEN 1 ELSE 0 END)" if hr else f"{r}.priority"
+    where = [
+        f"{r}.app_id IN ({placeholders(n_apps)})",
+        f"{r}.server_state = %s",
+        f"{w}.error_mask = 0",
+        f"{w}.transitioner_flags = %s",
+    ]
+    if one_per_user:  # sched_check.cpp: one result of a workunit per volunteer
+        where.append(f"NOT EXISTS (SELECT 1 FROM {r} u0 WHERE u0.user_id = %s AND u0.workunit_id = {r}.workunit_id)")
+    if after:  # keyset: strictly after the last row read, in the same order
+        where.append(
+            f"({score} < %s OR ({score} = %s AND {r}.workunit_id > %s)"
+            f" OR ({score} = %s AND {r}.workunit_id = %s AND {r}.id > %s))"
+        )
+    sql = (
+        f"SELECT {', '.join(columns)} FROM {r} INNER JOIN {w} ON {r}.workunit_id = {w}.id"
+        f" WHERE {' AND '.join(where)} ORDER BY {score} DESC, {r}.workunit_id ASC, {r}.id ASC LIMIT %s"
+    )
+    return sql + f" FOR UPDATE OF {r} SKIP LOCKED" if lock else sql
 
 
 def candidates(host: Host, app_ids: Sequence[int], limit: int, config: SchedulerConfig) -> Iterator[Result]:
-    """Unsent results to consider, in the feeder's order, locked where the database can.
+    """Unsent results to consider, in the feeder's order (``candidate_sql``), locked where the
+    database can (FOR UPDATE SKIP LOCKED: a job another request holds is passed over).
 
-    A generator: rows are read in chunks that double in size (32, 64, ...) up to ``limit``,
-    each chunk after the last one read in the order (``priority`` descending, then
-    ``workunit_id``, then ``id``), so a request that is satisfied by its first jobs reads
-    and locks only those.
+    A generator: rows are read in chunks that double in size (8, 16, ...) up to ``limit``,
+    each chunk after the last one read in the order, so a request that is satisfied by its
+    first jobs reads and locks only those. Each result comes with its workunit's columns
+    (``RESULT_COLUMNS``, ``WORKUNIT_COLUMNS``) and the rest deferred, as ``only`` would.
     """
-    queryset = Result.objects.filter(
-        server_state=ServerState.UNSENT,
-        app_id__in=app_ids,
-        workunit__error_mask=0,
-        workunit__transitioner_flags=TransitionerFlags.ORDINARY,
-    )
-    if config.one_result_per_user_per_wu:
-        queryset = queryset.exclude(
-            Exists(Result.objects.filter(workunit_id=OuterRef("workunit_id"), user_id=host.owner_id))
-        )
-    # the feeder's order, by score where an app uses HR (sched_hr.score); else by priority,
-    # which the partial index res_unsent_order serves
+    if not app_ids:
+        return
     hr = sched_hr.uses_hr(app_ids, config)
-    score = sched_hr.score() if hr else F("priority")
-    queryset = (
-        queryset.select_related("workunit")
-        .only(*RESULT_COLUMNS, *WORKUNIT_COLUMNS)
-        .alias(score=score)
-        .order_by("-score", "workunit_id", "id")
-    )
-    if connection.features.has_select_for_update_skip_locked:
-        queryset = queryset.select_for_update(skip_locked=True, of=("self",))
-    read, chunk, after = 0, FIRST_CHUNK, queryset
+    one_per_user = config.one_result_per_user_per_wu
+    lock = connection.features.has_select_for_update_skip_locked
+    base: list[Any] = [*app_ids, ServerState.UNSENT, TransitionerFlags.ORDINARY]
+    if one_per_user:
+        base.append(host.owner_id)
+    result_columns = tuple(f.attname for f in field_order(Result, RESULT_COLUMNS))
+    workunit_columns = tuple(f.attname for f in field_order(Workunit, WORKUNIT_COLUMNS))
+    n, pk, priority = len(result_columns), result_columns.index("id"), result_columns.index("priority")
+    workunit_id, hr_class = result_columns.index("workunit_id"), n + workunit_columns.index("hr_class")
+    workunit = Result._meta.get_field("workunit")
+    read, chunk, keyset = 0, FIRST_CHUNK, None
     while read < limit:
-        rows = list(after[: min(chunk, limit - read)])
-        yield from rows
+        size = min(chunk, limit - read)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                candidate_sql(len(app_ids), hr, one_per_user, keyset is not None, lock), [*base, *(keyset or ()), size]
+            )
+            rows = cursor.fetchall()
+        for row in rows:
+            result = Result.from_db(connection.alias, result_columns, row[:n])
+            workunit.set_cached_value(result, Workunit.from_db(connection.alias, workunit_columns, row[n:]))
+            yield result
         read += len(rows)
-        if len(rows) < chunk:
+        if len(rows) < size:
             return
         last = rows[-1]
-        last_score = last.priority + (hr and last.workunit.hr_class > 0)
-        after = queryset.filter(
-            Q(score__lt=last_score)
-            | Q(score=last_score, workunit_id__gt=last.workunit_id)
-            | Q(score=last_score, workunit_id=last.workunit_id, id__gt=last.pk)
-        )
+        score = last[priority] + (hr and last[hr_class] > 0)
+        keyset = (score, score, last[workunit_id], score, last[workunit_id], last[pk])
         chunk *= 2
 
 
@@ -496,7 +537,7 @@ def send_work(
         reply.messages.append(Message("This computer has reached a limit on tasks in progress", "low"))
         return 0
     max_jobs = max_jobs_per_rpc(host, request, config)
-    havs = {hav.app_version_id: hav for hav in HostAppVersion.objects.filter(host=host)}
+    havs = {hav.app_version_id: hav for hav in read_rows(HostAppVersion, "t.host_id = %s", [host.pk])}
     reliability = sched_reliable.Reliability(host, request, havs, config)
     taken_wus: set[int] = set()
     sent: list[Chosen] = []

@@ -10,7 +10,8 @@ calling the scheduler's steps directly sees the rows as they are.
 
 A request changes no app or app version row, so what it keeps stays true to its end; the
 next request reads again, and sees what a daemon (the validator's PFC averages) or an admin
-changed meanwhile.
+changed meanwhile. Those reads run on every request, so they go through
+``claim.read_rows``, which writes each one's SQL once.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TypeVar
 
+from backend.daemons.claim import read_rows
 from backend.models import App
 
 T = TypeVar("T")
@@ -50,4 +52,4 @@ def kept(key: Hashable, read: Callable[[], T]) -> T:
 
 def apps() -> dict[int, App]:
     """Every app of the project, deprecated or not, by id, in id order."""
-    return kept("apps", lambda: {app.pk: app for app in App.objects.order_by("id")})
+    return kept("apps", lambda: {app.pk: app for app in read_rows(App)})

@@ -44,12 +44,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from django.db.models import Q
+from django.db import connection
+from django.db.models import Model, Q
 
 from backend.daemons import sched_shmem
+from backend.daemons.claim import placeholders, read_rows
 from backend.daemons.host_app_version import jobs_today, scaled_max_jobs_per_day
 from backend.daemons.plan_class import CPU, HostUsage, HostView, PlanClassSpec, read_plan_class_spec
-from backend.models import AppVersion, Host, HostAppVersion, Workunit
+from backend.models import App, AppVersion, Host, HostAppVersion, Workunit
 
 if TYPE_CHECKING:
     from backend.daemons.sched_send import Resource, Version
@@ -322,17 +324,28 @@ def feeder_versions(
 def read_feeder_versions(
     app_ids: Iterable[int] | None, platforms: Sequence[str], *, real_client: bool
 ) -> dict[int, dict[str, list[AppVersion]]]:
-    rows = (
-        AppVersion.objects.filter(deprecated=False, app__deprecated=False, platform__in=platforms)
-        .select_related("app")
-        .order_by("id")
-    )
+    q = connection.ops.quote_name
+    where = [
+        "t.deprecated = %s",
+        f"t.app_id IN (SELECT a.id FROM {q(App._meta.db_table)} a WHERE a.deprecated = %s)",
+        f"t.platform IN ({placeholders(len(platforms))})",
+    ]
+    params: list[Any] = [False, False, *platforms]
     if app_ids is not None:
-        rows = rows.filter(app_id__in=app_ids)
+        app_ids = list(app_ids)
+        where.append(f"t.app_id IN ({placeholders(len(app_ids))})" if app_ids else "1 = 0")
+        params += app_ids
     if real_client:
         # a real client runs what it downloads: only versions with a main program
-        rows = rows.filter(files__main_program=True).distinct()
-    versions = list(rows)
+        # protocol.AppVersionFile, which this module cannot import (protocol's models import these)
+        files = q(cast("type[Model]", AppVersion._meta.get_field("files").related_model)._meta.db_table)
+        where.append(f"EXISTS (SELECT 1 FROM {files} f WHERE f.app_version_id = t.id AND f.main_program = %s)")
+        params.append(True)
+    versions = read_rows(AppVersion, " AND ".join(where), params)
+    apps = sched_shmem.apps()
+    app = AppVersion._meta.get_field("app")
+    for row in versions:
+        app.set_cached_value(row, apps[row.app_id])
     newest: dict[tuple[int, str, str], int] = {}
     for row in versions:
         key = (row.app_id, row.platform, row.plan_class)

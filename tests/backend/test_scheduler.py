@@ -499,7 +499,7 @@ def test_rule_3_4_a_big_request_reads_candidates_past_the_first_chunks_in_feeder
 ):
     # Two results per workunit, priorities 0-2 interleaved: a 16-CPU host may take up to 160
     # jobs, one per workunit, in the order (priority descending, workunit id); the candidates
-    # are read in chunks of 32, 64, ... that must continue exactly where the last one ended.
+    # are read in chunks of 8, 16, ... that must continue exactly where the last one ended.
     host = project.host(p_ncpus=16)
     wus = [project.workunit(priority=i % 3, delay_bound=10**6) for i in range(90)]
     for wu in wus:
