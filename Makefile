@@ -32,10 +32,12 @@ lint: install
 	$(PY) -m ruff check $(LINT_PATHS)
 	$(PY) -m mypy --cache-dir var/mypy_cache $(LINT_PATHS)
 
-# The linters, then the whole suite on SQLite, then again on PostgreSQL when DATABASE_URL is set.
+# The linters, then the whole suite on SQLite, then the tests that use the database again on
+# PostgreSQL when DATABASE_URL is set (tests/conftest.py: BOINCWEB_TEST_ONLY_DATABASE).
 test: install lint
 	env -u DATABASE_URL $(PY) -m pytest
-	@if [ -n "$$DATABASE_URL" ]; then echo "== again on $$DATABASE_URL"; $(PY) -m pytest; fi
+	@if [ -n "$$DATABASE_URL" ]; then echo "== the tests that use the database, again on $$DATABASE_URL"; \
+		BOINCWEB_TEST_ONLY_DATABASE=1 $(PY) -m pytest; fi
 
 # The benchmarks that need nothing but boincweb; the differential harnesses and the throughput
 # comparison need BOINC's own programs built outside the repository (`make differential`,

@@ -28,7 +28,13 @@ def postgres_only(db):
 
 
 # The fixtures through which a test reaches the database (pytest-django's).
-DATABASE_FIXTURES = {"db", "transactional_db", "live_server", "django_db_reset_sequences", "django_db_serialized_rollback"}
+DATABASE_FIXTURES = {
+    "db",
+    "transactional_db",
+    "live_server",
+    "django_db_reset_sequences",
+    "django_db_serialized_rollback",
+}
 
 
 def uses_the_database(item: pytest.Item) -> bool:
