@@ -51,7 +51,7 @@ taken after the others and in one order, and no two passes can deadlock on them.
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from functools import partial
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from backend.daemons.claim import placeholders, read_rows, update_rows
 from backend.models import Host, HostAppVersion
@@ -111,7 +111,12 @@ def start_of_request(host: Host, *, quota: int) -> None:
     """sched_send.cpp update_quota, at the start of each request: the host's rows still at
     ``max_jobs_per_day`` 0 get the quota (when there is one)."""
     if quota:
-        HostAppVersion.objects.filter(host=host, max_jobs_per_day=0).update(max_jobs_per_day=quota)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {connection.ops.quote_name(HostAppVersion._meta.db_table)} SET max_jobs_per_day = %s"
+                " WHERE host_id = %s AND max_jobs_per_day = 0",
+                [quota, host.pk],
+            )
 
 
 def jobs_today(hav: HostAppVersion, now: float) -> int:

@@ -60,6 +60,7 @@ from backend.models import (
     AppVersion,
     AssimilateState,
     ErrorMask,
+    File,
     Host,
     HostAppVersion,
     Outcome,
@@ -998,18 +999,27 @@ def mark_sent(host: Host, chosen: Iterable[Chosen], *, now: int, config: Schedul
         flops = result.workunit.rsc_fpops_est / runtime if runtime else 0.0
         groups.setdefault((deadline, app_version_id, flops), []).append((result, version, runtime))
     sent, events = [], []
+    q = connection.ops.quote_name
     for (deadline, app_version_id, flops), members in groups.items():
         ids = [result.pk for result, _, _ in members]
-        changed = Result.objects.filter(id__in=ids, server_state=ServerState.UNSENT).update(
-            server_state=ServerState.IN_PROGRESS,
-            host_id=host.pk,
-            user_id=host.owner_id,
-            sent_time=now,
-            report_deadline=deadline,
-            app_version_id=app_version_id,
-            flops_estimate=flops,
-            infeasible_since=0,
-        )
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {q(Result._meta.db_table)} SET server_state = %s, host_id = %s, user_id = %s, sent_time = %s,"
+                " report_deadline = %s, app_version_id = %s, flops_estimate = %s, infeasible_since = 0"
+                f" WHERE id IN ({placeholders(len(ids))}) AND server_state = %s",
+                [
+                    ServerState.IN_PROGRESS,
+                    host.pk,
+                    host.owner_id,
+                    now,
+                    deadline,
+                    app_version_id,
+                    flops,
+                    *ids,
+                    ServerState.UNSENT,
+                ],
+            )
+            changed = cursor.rowcount
         if changed != len(ids):
             ours = set(
                 Result.objects.filter(
@@ -1079,13 +1089,28 @@ def mark_infeasible(results: Sequence[Result], *, now: int, timeout: int) -> lis
 
 
 def locked_in_id_order(wu_ids: Iterable[int]) -> None:
-    """Lock workunit rows in id order (a no-op on SQLite), so lockers never deadlock."""
-    list(
-        Workunit.objects.select_for_update(no_key=True)
-        .filter(id__in=wu_ids)
-        .order_by("id")
-        .values_list("id", flat=True)
-    )
+    """Lock workunit rows in id order, so lockers never deadlock (nothing to do on SQLite,
+    whose transactions are serialised by the write lock)."""
+    ids = sorted(wu_ids)
+    if not ids or not connection.features.has_select_for_no_key_update:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id FROM {connection.ops.quote_name(Workunit._meta.db_table)}"
+            f" WHERE id IN ({placeholders(len(ids))}) ORDER BY id FOR NO KEY UPDATE",
+            ids,
+        )
+
+
+def lower_transition_time(wu_ids: Sequence[int], time: int) -> None:
+    """``transition_time = min(transition_time, time)`` for the workunits ``wu_ids``, whose
+    rows the caller has locked."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {connection.ops.quote_name(Workunit._meta.db_table)} SET transition_time = %s"
+            f" WHERE id IN ({placeholders(len(wu_ids))}) AND transition_time > %s",
+            [time, *wu_ids, time],
+        )
 
 
 def lower_transition_times(sent: Iterable[Chosen]) -> None:
@@ -1101,26 +1126,31 @@ def lower_transition_times(sent: Iterable[Chosen]) -> None:
         for wu_id, deadline in by_deadline.items():
             groups.setdefault(deadline, []).append(wu_id)
         for deadline, wu_ids in groups.items():
-            Workunit.objects.filter(id__in=wu_ids, transition_time__gt=deadline).update(transition_time=deadline)
+            lower_transition_time(wu_ids, deadline)
 
 
 def make_due(results: Iterable[Result], *, now: int) -> None:
     with transaction.atomic():
         wu_ids = sorted({r.workunit_id for r in results})
         locked_in_id_order(wu_ids)
-        Workunit.objects.filter(id__in=wu_ids, transition_time__gt=now).update(transition_time=now)
+        if wu_ids:
+            lower_transition_time(wu_ids, now)
 
 
 def reply_results(sent: Sequence[Chosen], *, now: int, config: SchedulerConfig) -> list[ReplyResult]:
     """The reply's jobs: each result with its workunit, input files and output templates."""
     wu_ids = {result.workunit_id for result, _, _ in sent}
-    through = Workunit.input_files.through
+    q = connection.ops.quote_name
     inputs: dict[int, list[ReplyFile]] = {}
-    for link in through.objects.filter(workunit_id__in=wu_ids).select_related("file"):
-        f = link.file
-        inputs.setdefault(link.workunit_id, []).append(
-            ReplyFile(f.name, f.nbytes, f.md5_cksum, 0, f.sticky, f.report_on_rpc)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT i.workunit_id, f.name, f.nbytes, f.md5_cksum, f.sticky, f.report_on_rpc"
+            f" FROM {q(Workunit.input_files.through._meta.db_table)} i JOIN {q(File._meta.db_table)} f"
+            f" ON f.id = i.file_id WHERE i.workunit_id IN ({placeholders(len(wu_ids))})",
+            list(wu_ids),
         )
+        for wu_id, name, nbytes, md5, sticky, report_on_rpc in cursor.fetchall():
+            inputs.setdefault(wu_id, []).append(ReplyFile(name, nbytes, md5, 0, bool(sticky), bool(report_on_rpc)))
     apps = sched_shmem.apps()
     jobs = []
     for result, version, runtime in sent:

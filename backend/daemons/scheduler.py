@@ -40,12 +40,13 @@ import sys
 from typing import Any, NoReturn, TypeGuard, cast
 
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.backends.base.operations import BaseDatabaseOperations
 from django.db.models import F, Field, Model, Value
 from django.db.models.functions import Least
 
 from backend.daemons import sched_limit, sched_shmem
+from backend.daemons.claim import read_rows, update_rows
 from backend.daemons.host_app_version import start_of_request
 from backend.daemons.sched_resend import resend_lost_results
 from backend.daemons.sched_result import handle_results
@@ -244,7 +245,7 @@ def find_host(request: SchedulerRequest, *, now: int) -> tuple[Host, bool]:
     was matched to an existing host of its account (``reattached_host``); a new, unsaved host
     for hostid 0 otherwise. Raises SchedulerRequestError."""
     if request.hostid:
-        host = Host.objects.filter(pk=request.hostid).first()
+        host = next(iter(read_rows(Host, "t.id = %s", [request.hostid])), None)
         if host is None:
             raise SchedulerRequestError(f"no host with id {request.hostid}")
         if request.userid is not None and host.owner_id != request.userid:
@@ -393,7 +394,11 @@ HOST_REQUEST_FIELDS = [
 def sync_sticky_files(host: Host, request: SchedulerRequest, *, now: int) -> set[str]:
     """The host's HostFile rows become exactly the sticky files it says it holds."""
     held = {f.name for f in request.file_infos if f.status == 1}
-    known = set(HostFile.objects.filter(host=host).values_list("name", flat=True))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT name FROM {connection.ops.quote_name(HostFile._meta.db_table)} WHERE host_id = %s", [host.pk]
+        )
+        known = {name for (name,) in cursor.fetchall()}
     if known - held:
         HostFile.objects.filter(host=host, name__in=known - held).delete()
     if held - known:
@@ -441,7 +446,7 @@ def handle_in_request(request: SchedulerRequest, *, now: int, config: SchedulerC
             # Only the fields the request sets, and after the results: a full save would
             # overwrite the credit a validator just granted, and locking the host before the
             # workunits would invert the daemons' lock order (workunits, results, hosts).
-            host.save(update_fields=HOST_REQUEST_FIELDS)
+            update_rows(Host, [host], HOST_REQUEST_FIELDS)
     reply.hostid = host.pk
     if config.send_result_abort and request.other_results is not None:
         result_aborts(host, request.other_results, reply=reply)
