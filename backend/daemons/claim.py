@@ -19,6 +19,8 @@ from django.db import connection
 from django.db.models import F, Field, ForeignKey, Model, QuerySet
 from django.db.models.functions import Mod
 
+from backend.models import Workunit
+
 M = TypeVar("M", bound=Model)
 
 
@@ -161,9 +163,41 @@ def read_rows(model: type[M], where: str = "", params: Sequence[Any] = (), *, lo
     return [model.from_db(connection.alias, names, row) for row in found]
 
 
+def rows_by_id(model: type[M], ids: Sequence[int]) -> dict[int, M]:
+    """``model``'s rows with the ids ``ids``, by id (``read_rows``)."""
+    if not ids:
+        return {}
+    return {row.pk: row for row in read_rows(model, f"t.id IN ({placeholders(len(ids))})", ids)}
+
+
 def _convert(value: Any, how: tuple[Sequence[Any], Any] | None) -> Any:
     if how is not None:
         fns, column = how
         for fn in fns:
             value = fn(value, column, connection)
     return value
+
+
+def locked_in_id_order(wu_ids: Iterable[int]) -> None:
+    """Lock workunit rows in id order, so lockers never deadlock (nothing to do on SQLite,
+    whose transactions are serialised by the write lock)."""
+    ids = sorted(wu_ids)
+    if not ids or not connection.features.has_select_for_no_key_update:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id FROM {connection.ops.quote_name(Workunit._meta.db_table)}"
+            f" WHERE id IN ({placeholders(len(ids))}) ORDER BY id FOR NO KEY UPDATE",
+            ids,
+        )
+
+
+def lower_transition_time(wu_ids: Sequence[int], time: int) -> None:
+    """``transition_time = min(transition_time, time)`` for the workunits ``wu_ids``, whose
+    rows the caller has locked."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {connection.ops.quote_name(Workunit._meta.db_table)} SET transition_time = %s"
+            f" WHERE id IN ({placeholders(len(wu_ids))}) AND transition_time > %s",
+            [time, *wu_ids, time],
+        )

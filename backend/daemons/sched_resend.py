@@ -50,7 +50,7 @@ from django.db import transaction
 from django.db.models import Case, Value, When
 
 from backend.daemons import sched_hr
-from backend.daemons.claim import read_rows
+from backend.daemons.claim import locked_in_id_order, read_rows
 from backend.daemons.sched_send import (
     CPU,
     add_notice,
@@ -59,7 +59,6 @@ from backend.daemons.sched_send import (
     committed_only_versions,
     job_flops,
     lacks,
-    locked_in_id_order,
     max_jobs_per_rpc,
     notice,
     reply_results,

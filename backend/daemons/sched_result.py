@@ -41,11 +41,17 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import NamedTuple
 
-from django.db.models import F, Value
-from django.db.models.functions import Least
+from django.db import connection
 
 from backend.daemons import host_app_version
-from backend.daemons.claim import update_rows
+from backend.daemons.claim import (
+    locked_in_id_order,
+    lower_transition_time,
+    placeholders,
+    read_rows,
+    rows_by_id,
+    update_rows,
+)
 from backend.daemons.hierarchy import upload_path, write_files
 from backend.daemons.sched_types import DAILY_RESULT_QUOTA, RejectedReport, ReportedResult, SchedulerReply
 from backend.events import Event, event, record
@@ -94,16 +100,25 @@ def handle_results(
     if not reports:
         return Handled(0)
     names = [report.name for report in reports]
-    wu_ids = sorted(set(Result.objects.filter(name__in=names).values_list("workunit_id", flat=True)))
+    by_name = f"t.name IN ({placeholders(len(names))})"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT t.workunit_id FROM {connection.ops.quote_name(Result._meta.db_table)} t WHERE {by_name}", names
+        )
+        wu_ids = sorted({wu_id for (wu_id,) in cursor.fetchall()})
     # Lock the workunits in id order (FOR NO KEY UPDATE, as the daemons' claims), then read
-    # the results under the lock.
-    list(
-        Workunit.objects.select_for_update(no_key=True)
-        .filter(id__in=wu_ids)
-        .order_by("id")
-        .values_list("id", flat=True)
-    )
-    found = {r.name: r for r in Result.objects.filter(name__in=names).select_related("host", "app_version", "workunit")}
+    # the results under the lock, with their workunits and app versions (a result's host is
+    # read only where it is not the requesting host, which is rare)
+    locked_in_id_order(wu_ids)
+    results = read_rows(Result, by_name, names)
+    workunits = rows_by_id(Workunit, wu_ids)
+    versions = rows_by_id(AppVersion, sorted({r.app_version_id for r in results if r.app_version_id}))
+    workunit, app_version = Result._meta.get_field("workunit"), Result._meta.get_field("app_version")
+    for r in results:
+        workunit.set_cached_value(r, workunits[r.workunit_id])
+        if r.app_version_id:
+            app_version.set_cached_value(r, versions[r.app_version_id])
+    found = {r.name: r for r in results}
     accepted: list[Result] = []
     files, events = [], []
     resend = False
@@ -143,9 +158,11 @@ def handle_results(
         ],
     )
     store_output_files(files)
-    Workunit.objects.filter(id__in={r.workunit_id for r in accepted}).update(
-        transition_time=Least(F("transition_time"), Value(now)) if keep_due else now
-    )
+    accepted_wus = sorted({r.workunit_id for r in accepted})
+    if keep_due:
+        lower_transition_time(accepted_wus, now)
+    else:
+        Workunit.objects.filter(id__in=accepted_wus).update(transition_time=now)
     record(events)
     host_app_version.apply([quota_change(result, quota=quota, now=now) for result in accepted])
     return Handled(len(accepted), resend)

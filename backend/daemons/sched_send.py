@@ -41,7 +41,7 @@ from django.db import connection, transaction
 from django.db.models import Field, Q
 
 from backend.daemons import sched_hr, sched_limit, sched_reliable, sched_shmem
-from backend.daemons.claim import placeholders, read_rows
+from backend.daemons.claim import locked_in_id_order, lower_transition_time, placeholders, read_rows
 from backend.daemons.host_app_version import count_sent, jobs_today, scaled_max_jobs_per_day
 from backend.daemons.sched_types import (
     Message,
@@ -1088,31 +1088,6 @@ def mark_infeasible(results: Sequence[Result], *, now: int, timeout: int) -> lis
     return stale
 
 
-def locked_in_id_order(wu_ids: Iterable[int]) -> None:
-    """Lock workunit rows in id order, so lockers never deadlock (nothing to do on SQLite,
-    whose transactions are serialised by the write lock)."""
-    ids = sorted(wu_ids)
-    if not ids or not connection.features.has_select_for_no_key_update:
-        return
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT id FROM {connection.ops.quote_name(Workunit._meta.db_table)}"
-            f" WHERE id IN ({placeholders(len(ids))}) ORDER BY id FOR NO KEY UPDATE",
-            ids,
-        )
-
-
-def lower_transition_time(wu_ids: Sequence[int], time: int) -> None:
-    """``transition_time = min(transition_time, time)`` for the workunits ``wu_ids``, whose
-    rows the caller has locked."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {connection.ops.quote_name(Workunit._meta.db_table)} SET transition_time = %s"
-            f" WHERE id IN ({placeholders(len(wu_ids))}) AND transition_time > %s",
-            [time, *wu_ids, time],
-        )
-
-
 def lower_transition_times(sent: Iterable[Chosen]) -> None:
     """``transition_time = min(transition_time, report_deadline)`` for the sent jobs' workunits."""
     by_deadline: dict[int, int] = {}
@@ -1140,6 +1115,8 @@ def make_due(results: Iterable[Result], *, now: int) -> None:
 def reply_results(sent: Sequence[Chosen], *, now: int, config: SchedulerConfig) -> list[ReplyResult]:
     """The reply's jobs: each result with its workunit, input files and output templates."""
     wu_ids = {result.workunit_id for result, _, _ in sent}
+    if not wu_ids:
+        return []
     q = connection.ops.quote_name
     inputs: dict[int, list[ReplyFile]] = {}
     with connection.cursor() as cursor:

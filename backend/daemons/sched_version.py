@@ -328,7 +328,7 @@ def read_feeder_versions(
     where = [
         "t.deprecated = %s",
         f"t.app_id IN (SELECT a.id FROM {q(App._meta.db_table)} a WHERE a.deprecated = %s)",
-        f"t.platform IN ({placeholders(len(platforms))})",
+        f"t.platform IN ({placeholders(len(platforms))})" if platforms else "1 = 0",
     ]
     params: list[Any] = [False, False, *platforms]
     if app_ids is not None:

@@ -46,13 +46,12 @@ from django.db.models import F, Field, Model, Value
 from django.db.models.functions import Least
 
 from backend.daemons import sched_limit, sched_shmem
-from backend.daemons.claim import read_rows, update_rows
+from backend.daemons.claim import locked_in_id_order, read_rows, update_rows
 from backend.daemons.host_app_version import start_of_request
 from backend.daemons.sched_resend import resend_lost_results
 from backend.daemons.sched_result import handle_results
 from backend.daemons.sched_send import (
     host_resources,
-    locked_in_id_order,
     requested_resources,
     result_aborts,
     send_work,
