@@ -130,7 +130,7 @@ def placeholders(n: int) -> str:
     return ", ".join(["%s"] * n)
 
 
-@functools.cache
+@functools.lru_cache(maxsize=1024)  # one per model, condition (its IN-list lengths) and lock
 def select(model: type[Model], where: str, lock: bool) -> tuple[str, tuple[str, ...], tuple[Any, ...]]:
     """SELECT of every column of ``model``'s table (named ``t``) ``WHERE where``, in id order
     (``lock``: FOR NO KEY UPDATE, where the database has it); with the field names and, per

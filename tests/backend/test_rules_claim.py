@@ -6,8 +6,9 @@ ends with, chunk by chunk, including the transitioner's compare-and-set of trans
 import pytest
 from django.db import transaction
 
-from backend.daemons.claim import claim, compare_and_set, shard, update_rows
-from backend.models import Workunit
+from backend.daemons.claim import claim, compare_and_set, read_rows, rows_by_id, shard, update_rows
+from backend.models import App, AppVersion, Host, Result, Workunit
+from tests.factories import AppVersionFactory, HostFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -59,3 +60,35 @@ def test_update_rows_writes_none_to_a_nullable_column_and_converts_plain_values(
         None,
         True,
     )
+
+
+def field_values(row):
+    return {f.attname: getattr(row, f.attname) for f in type(row)._meta.concrete_fields}
+
+
+def test_read_rows_builds_the_rows_the_orm_would_with_every_field_of_its_type(project, wus):
+    # booleans, floats, big integers, strings, nullable foreign keys: a value the ORM converts
+    # (SQLite's 0/1 for a boolean) must come out as the ORM gives it
+    AppVersionFactory(app=project.app, deprecated=True, beta=True, plan_class="mt")
+    HostFactory(gpu_count=2, domain_name="h-é")
+    project.result(wus[0])
+    for model in (App, AppVersion, Host, Workunit, Result):
+        orm = [field_values(row) for row in model.objects.order_by("id")]
+        raw = [field_values(row) for row in read_rows(model)]
+        assert raw == orm, model.__name__
+        assert [type(v) for v in raw[-1].values()] == [type(v) for v in orm[-1].values()], model.__name__
+
+
+def test_read_rows_filters_locks_and_reads_by_id(wus):
+    ids = [wu.pk for wu in wus]
+    with transaction.atomic():
+        locked = read_rows(Workunit, "t.transition_time >= %s", [103], lock=True)
+    assert [wu.pk for wu in locked] == ids[3:]
+    assert sorted(rows_by_id(Workunit, ids[1:3])) == ids[1:3]
+    assert rows_by_id(Workunit, []) == {}
+    # a row is whole: saving it writes back what was read (mod_time is the save's own time)
+    before = field_values(Workunit.objects.get(pk=ids[0]))
+    rows_by_id(Workunit, [ids[0]])[ids[0]].save()
+    after = field_values(Workunit.objects.get(pk=ids[0]))
+    assert after.pop("mod_time") >= before.pop("mod_time")
+    assert after == before
