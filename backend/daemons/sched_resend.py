@@ -50,7 +50,7 @@ from django.db import transaction
 from django.db.models import Case, Value, When
 
 from backend.daemons import sched_hr
-from backend.daemons.claim import locked_in_id_order, read_rows
+from backend.daemons.claim import locked_in_id_order, lower_transition_time, read_rows
 from backend.daemons.sched_send import (
     CPU,
     add_notice,
@@ -67,7 +67,7 @@ from backend.daemons.sched_send import (
 from backend.daemons.sched_types import Message, SchedulerConfig, SchedulerReply, SchedulerRequest
 from backend.daemons.sched_version import job_version
 from backend.events import event, record
-from backend.models import Host, HostAppVersion, Result, ServerState, Workunit
+from backend.models import Host, HostAppVersion, Result, ServerState
 
 if TYPE_CHECKING:
     from backend.daemons.sched_send import Resource, Version
@@ -330,6 +330,6 @@ def mark_expired(
             if r.report_deadline != deadline
         ]
     )
-    Workunit.objects.filter(
-        id__in={r.workunit_id for r, _ in expired if r.pk not in unmarked}, transition_time__gt=deadline
-    ).update(transition_time=deadline)
+    lowered = sorted({r.workunit_id for r, _ in expired if r.pk not in unmarked})
+    if lowered:
+        lower_transition_time(lowered, deadline)

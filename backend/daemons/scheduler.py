@@ -42,11 +42,10 @@ from typing import Any, NoReturn, TypeGuard, cast
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.db.backends.base.operations import BaseDatabaseOperations
-from django.db.models import F, Field, Model, Value
-from django.db.models.functions import Least
+from django.db.models import Field, Model
 
 from backend.daemons import sched_limit, sched_shmem
-from backend.daemons.claim import locked_in_id_order, read_rows, update_rows
+from backend.daemons.claim import locked_in_id_order, lower_transition_time, read_rows, update_rows
 from backend.daemons.host_app_version import start_of_request
 from backend.daemons.sched_resend import resend_lost_results
 from backend.daemons.sched_result import handle_results
@@ -87,7 +86,6 @@ from backend.models import (
     Outcome,
     Result,
     ServerState,
-    Workunit,
 )
 
 ACTOR = "scheduler"
@@ -313,9 +311,8 @@ def mark_results_over(host: Host, request: SchedulerRequest, *, now: int) -> int
         Result.objects.filter(id__in=[pk for pk, _ in results]).update(
             server_state=ServerState.OVER, outcome=Outcome.CLIENT_DETACHED, received_time=now
         )
-        Workunit.objects.filter(id__in={wu_id for _, wu_id in results}).update(
-            transition_time=Least(F("transition_time"), Value(now))
-        )
+        if results:
+            lower_transition_time(sorted({wu_id for _, wu_id in results}), now)
         why = f"host {host.pk} detached and re-attached"
         record(
             [
