@@ -4,7 +4,7 @@ PYTHON ?= python3
 PY := $(VENV)/bin/python
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: install run lint test bench differential server-differential server-vs-boinc mutation clean
+.PHONY: install run lint test test-long bench differential server-differential server-vs-boinc mutation clean
 
 $(VENV)/.installed: requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "boincweb needs Python 3.11 or newer")'
@@ -32,12 +32,30 @@ lint: install
 	$(PY) -m ruff check $(LINT_PATHS)
 	$(PY) -m mypy --cache-dir var/mypy_cache $(LINT_PATHS)
 
-# The linters, then the whole suite on SQLite, then the tests that use the database again on
-# PostgreSQL when DATABASE_URL is set (tests/conftest.py: BOINCWEB_TEST_ONLY_DATABASE).
-test: install lint
-	env -u DATABASE_URL $(PY) -m pytest
-	@if [ -n "$$DATABASE_URL" ]; then echo "== the tests that use the database, again on $$DATABASE_URL"; \
-		BOINCWEB_TEST_ONLY_DATABASE=1 $(PY) -m pytest; fi
+# The linters, then the suite on SQLite, then the tests whose outcome can depend on the database
+# again on PostgreSQL when DATABASE_URL is set (tests/conftest.py: runs_on_postgresql), each pass
+# on TEST_WORKERS processes (pytest-xdist; 1 for none); the full-size simulations are left to
+# `make test-long`. Prints its own wall time at the end.
+TEST_WORKERS ?= auto
+PYTEST_PARALLEL = $(if $(filter 1,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist worksteal)
+test: install
+	@started=$$(date +%s); status=0; \
+	{ $(MAKE) --no-print-directory lint && \
+	  env -u DATABASE_URL $(PY) -m pytest $(PYTEST_PARALLEL) && \
+	  if [ -n "$$DATABASE_URL" ]; then echo "== the tests whose outcome can depend on the database, again on $$DATABASE_URL"; \
+	    BOINCWEB_TEST_ONLY_DATABASE=1 $(PY) -m pytest $(PYTEST_PARALLEL); fi; } || status=$$?; \
+	echo "make test: $$(( $$(date +%s) - started )) s wall, load average $$(cut -d' ' -f1-3 /proc/loadavg)"; \
+	exit $$status
+
+# The full-size simulations (marked `long`), on SQLite and, when DATABASE_URL is set, on PostgreSQL
+# those that can depend on it; CI runs them after `make test`.
+test-long: install
+	@started=$$(date +%s); status=0; \
+	{ BOINCWEB_TEST_LONG=1 env -u DATABASE_URL $(PY) -m pytest $(PYTEST_PARALLEL) && \
+	  if [ -n "$$DATABASE_URL" ]; then echo "== the long tests that can depend on the database, on $$DATABASE_URL"; \
+	    BOINCWEB_TEST_LONG=1 BOINCWEB_TEST_ONLY_DATABASE=1 $(PY) -m pytest $(PYTEST_PARALLEL); fi; } || status=$$?; \
+	echo "make test-long: $$(( $$(date +%s) - started )) s wall, load average $$(cut -d' ' -f1-3 /proc/loadavg)"; \
+	exit $$status
 
 # The benchmarks that need nothing but boincweb; the differential harnesses and the throughput
 # comparison need BOINC's own programs built outside the repository (`make differential`,

@@ -5,7 +5,7 @@ import redis
 from django.conf import settings
 from django.db import connection
 
-from tests.redis_plugin import empty
+from tests.isolation_plugin import empty
 
 
 @pytest.fixture
@@ -43,15 +43,65 @@ def uses_the_database(item: pytest.Item) -> bool:
     )
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With BOINCWEB_TEST_ONLY_DATABASE=1, only the tests that use the database run: `make test`'s
-    second pass, on PostgreSQL, after the whole suite has run on SQLite (a test that never
-    touches the database would only repeat itself)."""
-    value = os.environ.get("BOINCWEB_TEST_ONLY_DATABASE", "")
+def long_selection(value: str) -> bool:
+    """BOINCWEB_TEST_LONG: "" or "0", the full-size simulations (marked ``long``) are left out;
+    "1", only they run (`make test-long`)."""
+    if value not in ("", "0", "1"):
+        raise pytest.UsageError(f"BOINCWEB_TEST_LONG must be 0 or 1, not {value!r}")
+    return value == "1"
+
+
+def only_the_database_pass(value: str) -> bool:
     if value not in ("", "0", "1"):
         raise pytest.UsageError(f"BOINCWEB_TEST_ONLY_DATABASE must be 0 or 1, not {value!r}")
-    if value != "1":
-        return
-    kept = [item for item in items if uses_the_database(item)]
-    config.hook.pytest_deselected(items=[item for item in items if not uses_the_database(item)])
+    return value == "1"
+
+
+def keep(items: list[pytest.Item], wanted, config: pytest.Config) -> None:
+    kept = [item for item in items if wanted(item)]
+    dropped = [item for item in items if not wanted(item)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
     items[:] = kept
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Which of the collected tests run.
+
+    - The full-size simulations (marked ``long``) run only in `make test-long`
+      (BOINCWEB_TEST_LONG=1, which runs nothing else); each has a smaller twin in the default run
+      that checks the same rule.
+    - With BOINCWEB_TEST_ONLY_DATABASE=1 (`make test`'s second pass, on PostgreSQL, after the
+      whole suite has run on SQLite), only the tests whose outcome can depend on the database
+      run: ``runs_on_postgresql`` says which and why.
+    """
+    long_only = long_selection(os.environ.get("BOINCWEB_TEST_LONG", ""))
+    keep(items, lambda item: (item.get_closest_marker("long") is not None) == long_only, config)
+    if only_the_database_pass(os.environ.get("BOINCWEB_TEST_ONLY_DATABASE", "")):
+        keep(items, runs_on_postgresql, config)
+
+
+# The folders whose database tests run a second time on PostgreSQL. The daemons and the scheduler
+# read and write through raw SQL (backend/daemons/claim.py), row locks (SELECT ... FOR UPDATE
+# [SKIP LOCKED], which SQLite does not have: it locks the whole database instead),
+# compare-and-set updates counted by rows, and transactions that other processes see at
+# different times; every test here reaches them. A world (tests/world) is those daemons and that
+# scheduler run over and over: its tests check invariants over a whole run, on SQLite, and those
+# of its tests that can depend on the database are marked (several processes or workers on one
+# world, a killed work horse, commit durability, engine hosts on PostgreSQL).
+POSTGRESQL_FOLDERS = ("tests/backend/", "tests/protocol/")
+
+
+def runs_on_postgresql(item: pytest.Item) -> bool:
+    """Whether a test runs again on PostgreSQL: it uses the database and either lies in
+    POSTGRESQL_FOLDERS or is marked ``postgres`` (it needs PostgreSQL) or ``database`` (it
+    reaches database-specific code from elsewhere: raw SQL, row locks, several processes,
+    migrations). The rest (pages, forms, the lab, the browser, whole worlds) read and write rows
+    through the ORM's portable queries or through the daemons checked in POSTGRESQL_FOLDERS, and
+    run on SQLite only."""
+    if not uses_the_database(item):
+        return False
+    if item.get_closest_marker("postgres") or item.get_closest_marker("database"):
+        return True
+    path = os.path.relpath(str(item.path), os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return path.replace(os.sep, "/").startswith(POSTGRESQL_FOLDERS)

@@ -210,6 +210,8 @@ def test_a_run_over_the_budget_is_refused_with_its_estimate_and_creates_nothing(
     assert Run.objects.count() == 0
 
 
+# The cap is counted under a lock on the person's row (SELECT ... FOR UPDATE): database-specific.
+@pytest.mark.database
 def test_a_person_has_at_most_the_cap_of_runs_queued_and_a_comparison_counts_each(
     ann, stored, redis_client, settings, django_capture_on_commit_callbacks
 ):

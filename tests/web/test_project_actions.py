@@ -26,7 +26,8 @@ from tests.web.project_data import (  # noqa: F401
     versions,
 )
 
-pytestmark = pytest.mark.django_db
+# The actions lock rows with SELECT ... FOR UPDATE and update them counted: database-specific.
+pytestmark = [pytest.mark.django_db, pytest.mark.database]
 
 UNSENT = (ServerState.UNSENT, Outcome.INIT, ValidateState.INIT)
 INACTIVE = (ServerState.INACTIVE, Outcome.INIT, ValidateState.INIT)

@@ -13,7 +13,8 @@ from tests.web.serving import BASE, MANAGE, child_env
 from world import shards
 from world.simulation import DAEMONS, END, Simulation, WorldSettings
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Several RQ workers advance one world, claiming its rows at once: database-specific.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.database]
 
 
 def set_up(**values):

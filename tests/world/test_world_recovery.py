@@ -20,7 +20,8 @@ from tests.world.test_world import run_queue
 from world import jobs
 from world.models import World
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# What a work horse killed mid-slice leaves behind is what the database's transactions kept.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.database]
 
 
 @pytest.fixture
