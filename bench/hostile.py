@@ -50,7 +50,10 @@ from pathlib import Path
 
 BASE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BASE))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "boincweb.settings")
+
+from load import children, free_port, uptime  # noqa: E402
 
 # What every case must stay within (issue 34, "Done when").
 MAX_SECONDS = 1.0
@@ -73,10 +76,6 @@ class Outcome:
     problems: list[str] = field(default_factory=list)
 
 
-def uptime():
-    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-
-
 def machine():
     cpu = ""
     try:
@@ -88,12 +87,6 @@ def machine():
     )
 
 
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def deployed(process):
     """Procfile.deploy's command line for ``process``, for ``sh -c``."""
     for line in (BASE / "Procfile.deploy").read_text().splitlines():
@@ -101,18 +94,6 @@ def deployed(process):
         if name.strip() == process:
             return ["sh", "-c", "exec " + command.strip()]
     raise SystemExit(f"no {process} in Procfile.deploy")
-
-
-def children(pid):
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
 
 
 def vm(pid, name):
@@ -428,28 +409,11 @@ def lab_form(scenario_id):
     from scheduling.forms import ScenarioForms, scenario_initial
     from scheduling.models import StoredScenario
 
-    forms = ScenarioForms(initial=scenario_initial(StoredScenario.objects.get(pk=scenario_id).engine_scenario()))
-    data = {}
-    for form in (forms.meta, forms.host, forms.prefs):
-        for bound in form:
-            value = bound.value()
-            if isinstance(value, bool):
-                if value:
-                    data[bound.html_name] = "on"
-            elif value is not None:
-                data[bound.html_name] = value
-    for formset in (forms.gpus, forms.projects, forms.apps):
-        for key, value in formset.management_form.initial.items():
-            data[f"{formset.prefix}-{key}"] = value
-        for form in formset.forms:
-            for bound in form:
-                value = bound.value()
-                if value is not None and not isinstance(value, bool):
-                    data[bound.html_name] = value
-    return data
+    stored = StoredScenario.objects.get(pk=scenario_id)
+    return ScenarioForms(initial=scenario_initial(stored.engine_scenario())).as_post_data()
 
 
-def upload_body(name, data, header_only=False):
+def upload_body(name, data):
     md5 = hashlib.md5(data).hexdigest()
     return (
         f"<data_server_request>\n<core_client_major_version>7</core_client_major_version>\n<file_upload>\n"

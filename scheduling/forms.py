@@ -335,6 +335,28 @@ class ScenarioForms:
     def all(self):
         return [self.meta, self.host, self.prefs, self.gpus, self.projects, self.apps]
 
+    def as_post_data(self) -> dict:
+        """What a browser sends back for these forms as rendered, unchanged (tests and
+        bench/hostile.py post it, edited)."""
+        data: dict = {}
+        for form in (self.meta, self.host, self.prefs):
+            for bound in form:
+                value = bound.value()
+                if isinstance(value, bool):
+                    if value:
+                        data[bound.html_name] = "on"
+                elif value is not None:
+                    data[bound.html_name] = value
+        for formset in (self.gpus, self.projects, self.apps):
+            for key, value in formset.management_form.initial.items():
+                data[f"{formset.prefix}-{key}"] = value
+            for form in formset.forms:
+                for bound in form:
+                    value = bound.value()
+                    if value is not None and not isinstance(value, bool):
+                        data[bound.html_name] = value
+        return data
+
     def is_valid(self) -> bool:
         valid = all([f.is_valid() for f in self.all])
         if not valid:

@@ -10,7 +10,6 @@ pages must answer meanwhile well within what a sync worker would hold them (30 s
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -19,6 +18,7 @@ from xml.etree import ElementTree
 import pytest
 
 from backend.models import Host
+from bench.hostile import SlowClient, dechunk
 from tests.protocol.conftest import account
 from tests.protocol.requests import work_request
 from tests.web.serving import BASE, child_env, deployed_command
@@ -85,35 +85,9 @@ def deployed(tmp_path, redis_client, static_root):
     assert "Traceback" not in (tmp_path / "web.log").read_text()
 
 
-class SlowClient:
-    """A POST to the scheduler whose body comes a byte a second, until closed."""
-
-    def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port))
-        self.sock.sendall(
-            b"POST /boinc/cgi HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-            b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100000\r\n\r\n"
-        )
-        self.closed = threading.Event()
-        self.thread = threading.Thread(target=self.trickle, daemon=True)
-        self.thread.start()
-
-    def trickle(self):
-        while not self.closed.wait(1.0):
-            try:
-                self.sock.sendall(b"x")
-            except OSError:
-                return
-
-    def close(self):
-        self.closed.set()
-        self.thread.join()
-        self.sock.close()
-
-
 def test_pages_answer_while_slow_clients_hold_connections(deployed):
     url, port = deployed
-    clients = [SlowClient(port) for _ in range(SLOW_CLIENTS)]
+    clients = [SlowClient(port, every=1.0) for _ in range(SLOW_CLIENTS)]
     try:
         time.sleep(1.5)  # each has sent its headers and some of its body
         for path in ["/boinc/", "/", "/project/status/"]:
@@ -148,13 +122,3 @@ def test_a_scheduler_request_sent_in_chunks_is_read_by_the_deployed_server(deplo
         content = dechunk(content)
     root = ElementTree.fromstring(content)
     assert root.findtext("hostid") == str(Host.objects.get(owner=key.user).pk), content[:300]
-
-
-def dechunk(data):
-    out = b""
-    while True:
-        size_line, _, data = data.partition(b"\r\n")
-        size = int(size_line.split(b";")[0], 16)
-        if size == 0:
-            return out
-        out, data = out + data[:size], data[size + 2 :]
