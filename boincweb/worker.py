@@ -23,7 +23,9 @@ Both come back with Redis after an outage, within seconds:
   answers, never a burst of the passes it missed.
 """
 
+import contextlib
 import logging
+import os
 import time
 from datetime import datetime
 
@@ -139,9 +141,18 @@ class Worker(RQWorker):
         try:
             super().execute_job(job, queue)
         except REDIS_DOWN as exc:
-            # rq reaps the horse before it reads the job's status, the step that failed here
-            self._horse_pid = 0
+            if self._horse_pid:  # not reaped yet: the job runs to its end before the next one
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(self._horse_pid, 0)
+                self._horse_pid = 0
             wait_for_redis(self.connection, self.log, exc, f"Worker {self.name} (job {job.id})")
+
+    def set_current_job_working_time(self, current_job_working_time, pipeline=None):
+        # called as the horse is watched; the time is kept in the worker either way
+        try:
+            super().set_current_job_working_time(current_job_working_time, pipeline)
+        except REDIS_DOWN as exc:
+            self.log.warning("Worker %s: working time not recorded: %s", self.name, exc)
 
     def maintain_heartbeats(self, job):
         try:
