@@ -487,8 +487,9 @@ def request_cases(procs, site):
             if b"<status>0</status>" in replies[i] and stored != datas[i]
         ]
         statuses = [re.search(rb"<status>(-?\d)</status>", r).group(1).decode() for r in replies]
+        refused = next((message(r) for r in replies if b"<status>0</status>" not in r), "neither")
         return (
-            f"statuses {', '.join(statuses)}; stored: {'A' if stored[:1] == b'A' else 'B'}; {message(replies[1])}",
+            f"statuses {', '.join(statuses)}; stored: {'A' if stored[:1] == b'A' else 'B'}; refused: {refused}",
             problems,
         )
 
