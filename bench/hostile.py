@@ -557,9 +557,16 @@ def request_cases(procs, site):
     stderr = b"<scheduler_request>" + b"<stderr_out><![CDATA[" * 1000
     return [
         ("1 stderr blocks unclosed, 21 KB, 2 at once", at_once([scheduler(stderr, "not well-formed")] * 2)),
-        ("5 2.2 M nested elements, 15 MB", scheduler(work_request("x", nested), "nested more than 32 deep")),
-        ("5 3.9 M flat elements, 15.6 MB", scheduler(work_request("x", flat), "more than 100000 elements")),
-        ("6 450,000 reports, authenticated", scheduler(work_request(site.authenticator, reports), "elements")),
+        ("5 2.2 M nested elements, 15 MB", scheduler(work_request("x", nested), "(the limit)")),
+        (
+            "5 elements nested 25,000 deep",
+            scheduler(work_request("x", b"<a>" * 25_000 + b"</a>" * 25_000), "nested more than 32 deep"),
+        ),
+        ("5 3.9 M flat elements, 15.6 MB", scheduler(work_request("x", flat), "elements (the limit)")),
+        (
+            "6 450,000 reports, authenticated",
+            scheduler(work_request(site.authenticator, reports), "elements (the limit)"),
+        ),
         (
             "7 upload header of <get_file_size> x 9,000",
             upload(b"<data_server_request>\n" + b"<get_file_size>" * 9000, "over 65536 bytes"),

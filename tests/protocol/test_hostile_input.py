@@ -105,9 +105,16 @@ def test_stderr_blocks_still_end_at_the_cdata_end_before_their_closing_tag():
     assert second.stderr_out == "plain"
 
 
-def test_deeply_nested_elements_are_refused_at_the_depth_limit_in_bounded_memory():
+def test_millions_of_nested_elements_are_refused_in_bounded_memory():
     # finding 5: 2.2 M nested elements (15.4 MB) peaked a worker at 704 MB
     depth = 2_200_000
+    body = b"<scheduler_request>" + b"<a>" * depth + b"</a>" * depth + b"</scheduler_request>"
+    detail = refusal(parse_request, body)
+    assert f"more than {MAX_ELEMENTS} elements (the limit)" in detail
+
+
+def test_elements_nested_past_the_depth_limit_are_refused_naming_it():
+    depth = MAX_ELEMENTS // 2
     body = b"<scheduler_request>" + b"<a>" * depth + b"</a>" * depth + b"</scheduler_request>"
     detail = refusal(parse_request, body)
     assert f"nested more than {MAX_DEPTH} deep (the limit)" in detail
