@@ -17,6 +17,7 @@ from typing import cast
 
 from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
+from django.forms.formsets import TOTAL_FORM_COUNT
 
 from boincweb.bounds import BufferDaysField, KeepsShownNumbers, seed_field
 from scheduling.engine import scenario as limits
@@ -209,6 +210,15 @@ class AppForm(forms.Form):
 # Each formset builds at most its max_num forms (absolute_max), whatever TOTAL_FORMS says;
 # Django's default, max_num + 1000, built a thousand forms for a forged count.
 class _Formset(forms.BaseFormSet):
+    def total_form_count(self):
+        """Django's count, but a TOTAL_FORMS over absolute_max, which the page never sends,
+        builds only the rows it started with: Django still refuses it ("Please submit at most
+        ..."), without building and showing absolute_max rows first."""
+        total = super().total_form_count()
+        if self.is_bound and self.management_form.cleaned_data[TOTAL_FORM_COUNT] > self.absolute_max:
+            return min(self.initial_form_count(), total)
+        return total
+
     def named_rows(self):
         return [f.cleaned_data for f in self.forms if f.cleaned_data and not f.cleaned_data.get("DELETE")]
 
