@@ -568,11 +568,11 @@ def request_cases(procs, site):
             scheduler(work_request(site.authenticator, reports), "elements (the limit)"),
         ),
         (
-            "7 upload header of <get_file_size> x 9,000",
+            "7 upload header of `<get_file_size>` x 9,000",
             upload(b"<data_server_request>\n" + b"<get_file_size>" * 9000, "over 65536 bytes"),
         ),
         (
-            "7 upload header of <file_info> x 11,000",
+            "7 upload header of `<file_info>` x 11,000",
             upload(b"<data_server_request>\n<file_upload>\n" + b"<file_info>" * 11000, "over 65536 bytes"),
         ),
         ("8 two uploads of one output at once", concurrent_uploads),
