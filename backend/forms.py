@@ -13,6 +13,7 @@ from django.db.models.lookups import GreaterThan
 from backend.events import event, record
 from backend.keyset import BadCursor, decode_cursor
 from backend.models import App, AssimilateState, ErrorMask, FileDeleteState, Host, Workunit, WorkunitQuerySet
+from boincweb.bounds import PREFS_MAX_BUFFER_DAYS, BufferDaysField, KeepsShownNumbers
 
 # state filter -> the condition it selects; each is served by one of the workunit indexes.
 STATE_FILTERS = {
@@ -108,11 +109,11 @@ PREF_FIELDS = [
 ]
 
 
-class HostPrefsForm(forms.ModelForm):
+class HostPrefsForm(KeepsShownNumbers, forms.ModelForm):
     """A host's computing preferences, with the ranges BOINC's preference pages accept."""
 
-    work_buf_min_days = forms.FloatField(min_value=0, max_value=10, label="Store at least (days of work)")
-    work_buf_additional_days = forms.FloatField(min_value=0, max_value=10, label="Store up to an additional (days)")
+    work_buf_min_days = BufferDaysField(high=PREFS_MAX_BUFFER_DAYS, label="Store at least (days of work)")
+    work_buf_additional_days = BufferDaysField(high=PREFS_MAX_BUFFER_DAYS, label="Store up to an additional (days)")
     max_ncpus_pct = forms.FloatField(min_value=1, max_value=100, label="Use at most (% of the CPUs)")
     cpu_usage_limit = forms.FloatField(min_value=1, max_value=100, label="Use at most (% of CPU time)")
     cpu_scheduling_period_minutes = forms.FloatField(

@@ -74,6 +74,8 @@ INSTALLED_APPS = [
     "boincweb.apps.StaticFiles",
     "django_htmx",
     "template_partials",
+    # before django_rq: its rqcron command is boincweb's (boincweb/management/commands)
+    "boincweb",
     "django_rq",
     "backend",
     "scheduling",

@@ -16,7 +16,10 @@ simulated volunteers call; this module only stands between it and the wire:
 4. a ``hostid`` that is unknown or belongs to another account is treated as a new host, as
    BOINC's scheduler does, so the client gets a fresh hostid;
 5. reported results are screened: a report of a result that was not sent to this host is not
-   passed on (it is logged and acked, so the client forgets it); a reported success whose
+   passed on (it is acked, so the client forgets it, and counted in one log line for the
+   request); reports past ``xml_request.MAX_REPORTS`` are not read at all, nor acked, and the
+   reply says so (the client reports them next time, as with BOINC's ``<report_max>``,
+   reference/server.md §3.5); a reported success whose
    output never arrived, or whose ``<file_info>`` carries an ``<error_msg>`` (a permanent
    upload error, §5.2, §10.5) is passed on as UPLOAD_FAILED, so it is recorded as a client
    error, with the reason added to its stderr;
@@ -35,12 +38,14 @@ from backend.models import ClientState, Host, Result
 from protocol import signing
 from protocol.models import Account, AppVersionFile
 from protocol.xml_reply import AppFile, ReplyContext, write_error_reply, write_reply
-from protocol.xml_request import RequestParseError, parse_request
+from protocol.xml_request import MAX_REPORTS, RequestParseError, parse_request
 
 log = logging.getLogger("protocol.scheduler")
 
 # Seconds a client refused for a bad account key or request waits before asking again.
 REFUSED_DELAY = 3600
+# Names of ignored reports a log line gives (the rest are counted).
+LOGGED_NAMES = 5
 
 
 def scheduler_rpc(
@@ -78,6 +83,19 @@ def scheduler_rpc(
     for name in ignored:
         reply.result_acks.append(name)
         reply.messages.append(Message(f"Report of {name} ignored: not sent to this host"))
+    if parsed.reports_over:
+        log.warning(
+            "host %s: %d reported result(s) over the limit of %d per request, left for its next request",
+            request.hostid,
+            parsed.reports_over,
+            MAX_REPORTS,
+        )
+        reply.messages.append(
+            Message(
+                f"Only the first {MAX_REPORTS} reported results were handled (the limit per request); "
+                f"the other {parsed.reports_over} are reported at the next request"
+            )
+        )
     anonymous = request.platform_name == "anonymous"
     context = ReplyContext(
         download_url=f"{base_url}download/",
@@ -103,8 +121,14 @@ def screen_reports(request: SchedulerRequest) -> list[str]:
     if request.hostid:
         ours = set(Result.objects.filter(name__in=names, host_id=request.hostid).values_list("name", flat=True))
     ignored = [name for name in names if name not in ours]
-    for name in ignored:
-        log.warning("host %s reported %s, which was not sent to it: ignored", request.hostid or "(new)", name)
+    if ignored:
+        log.warning(
+            "host %s: %d reported result(s) not sent to it, ignored: %s%s",
+            request.hostid or "(new)",
+            len(ignored),
+            ", ".join(ignored[:LOGGED_NAMES]),
+            " ..." if len(ignored) > LOGGED_NAMES else "",
+        )
     request.results = [report for report in request.results if report.name in ours]
     return ignored
 

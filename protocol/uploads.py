@@ -19,16 +19,27 @@ Only output files of results that were sent and not yet reported may be uploaded
 be a result's output name, ``<result>_r<random>_<i>``, whose random part only the host the
 result was sent to has seen. An upload larger than the app's ``max_output_nbytes`` is refused.
 
+The header is read in bounded time: at most ``HEADER_LIMIT`` bytes, its fields found by plain
+searches that each look at the text once (no pattern that backtracks), before the database is
+asked anything. One upload of a name runs at a time: the handler holds a lock on the name
+(``name_lock``) from its size check to its rename, and a second upload of that name meanwhile
+gets a transient error, as with BOINC's handler, which locks the file it writes. A file held
+whole is never written again: an upload of the same bytes is a success, of others a permanent
+error.
+
 Replies carry ``<status>``: 0 success; 1 transient (the client backs off the file and retries
 with a fresh size query): a disk error, a body cut short, an MD5 mismatch, an offset past what
 we hold; -1 permanent ("giving up on upload"): an unknown or foreign file name, a file over the
 size limit, a header that cannot be read.
 """
 
+import fcntl
 import hashlib
 import logging
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, overload
@@ -80,8 +91,13 @@ def reply(status: int, message: str = "", file_size: int | None = None) -> bytes
 
 
 def field(header: str, tag: str) -> str | None:
-    match = re.search(rf"<{tag}>\s*(.*?)\s*</{tag}>", header, re.DOTALL)
-    return match.group(1) if match else None
+    """The stripped text between the first ``<tag>`` and the ``</tag>`` after it, if any."""
+    start = header.find(f"<{tag}>")
+    if start < 0:
+        return None
+    start += len(tag) + 2
+    end = header.find(f"</{tag}>", start)
+    return header[start:end].strip() if end >= 0 else None
 
 
 @overload
@@ -106,15 +122,19 @@ def read_header(stream: Stream) -> tuple[str, bytes]:
     """(header text, bytes already read past the ``<data>`` line) of the request ``stream``."""
     buffer = b""
     while True:
-        at = buffer.find(DATA_MARK)
+        # only the last chunk and the few bytes before it can hold a mark not seen yet
+        at = buffer.find(DATA_MARK, max(len(buffer) - CHUNK - len(DATA_MARK), 0))
         if at >= 0:
+            if at > HEADER_LIMIT:
+                break
             return buffer[:at].decode("utf-8", errors="replace"), buffer[at + len(DATA_MARK) :]
         if len(buffer) > HEADER_LIMIT:
-            raise permanent("request header too long")
+            break
         chunk = stream.read(CHUNK)
         if not chunk:
             return buffer.decode("utf-8", errors="replace"), b""
         buffer += chunk
+    raise permanent(f"request header over {HEADER_LIMIT} bytes (the limit)")
 
 
 @dataclass
@@ -145,6 +165,34 @@ def upload_target(name: str | None) -> Target:
     if not sent or result.received_time or result.host_id is None:
         raise permanent(f"{name} is not an output of a job in progress")
     return Target(name=name, result=result, max_nbytes=result.app.max_output_nbytes)
+
+
+@contextmanager
+def name_lock(name: str) -> Iterator[None]:
+    """Hold the upload lock of ``name`` (a ``.NAME.lock`` file beside its part, locked with
+    flock and removed on release), or raise a transient UploadError when another upload holds
+    it. A lock taken on a file that was removed meanwhile is dropped and taken again."""
+    path = partial_upload_path(name).with_suffix(".lock")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise transient(f"another upload of {name} is in progress; retry later") from None
+        try:
+            current = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            current = False
+        if current:
+            break
+        os.close(fd)
+    try:
+        yield
+    finally:
+        os.unlink(path)
+        os.close(fd)
 
 
 def held_size(name: str) -> int:
@@ -181,14 +229,27 @@ def receive(header: str, data: bytes, stream: Stream) -> bytes:
     if nbytes > target.max_nbytes:
         raise permanent(f"file size ({nbytes} bytes) exceeds limit ({target.max_nbytes} bytes)")
     final = upload_path(target.name)
-    if final.exists() and final.stat().st_size == nbytes and offset == nbytes:
-        return reply(STATUS_OK)
     try:
-        store(target.name, nbytes, md5, offset, data, stream)
+        with name_lock(target.name):
+            if final.exists():
+                return already_uploaded(final, nbytes, md5)
+            store(target.name, nbytes, md5, offset, data, stream)
     except OSError as exc:
         raise transient(f"server can't store {target.name}: {exc.strerror or exc}") from None
     log.info("received %s (%d bytes, from offset %d)", target.name, nbytes, offset)
     return reply(STATUS_OK)
+
+
+def already_uploaded(final: Path, nbytes: int, md5: str) -> bytes:
+    """The reply to an upload of a file held whole already: success for the same bytes, which
+    are not written again, else a permanent error (the first complete upload stays)."""
+    digest = hashlib.md5()
+    with open(final, "rb") as f:
+        for chunk in iter(lambda: f.read(CHUNK), b""):
+            digest.update(chunk)
+    if final.stat().st_size == nbytes and (not md5 or digest.hexdigest() == md5):
+        return reply(STATUS_OK)
+    raise permanent(f"{final.name} is uploaded already, with other content")
 
 
 def store(name: str, nbytes: int, md5: str, offset: int, data: bytes, stream: Stream) -> None:

@@ -7,7 +7,8 @@
 - ``/boinc/account/``: the signed-in user's account key, for attaching a client.
 
 The scheduler and upload handler are csrf-exempt: a client POSTs raw bodies labelled as forms
-and holds no cookie. They never read ``request.POST`` or ``request.body``.
+and holds no cookie. They never read ``request.POST`` or ``request.body``, and read a body sent
+in chunks as well as one with a ``Content-Length`` (``body_stream``).
 """
 
 import re
@@ -35,12 +36,12 @@ from backend.daemons.sched_types import project_config
 from protocol import uploads
 from protocol.models import Account
 from protocol.scheduler_rpc import scheduler_rpc
+from protocol.uploads import Stream
 from protocol.xml_reply import PROJECT_NAME, write_error_reply
+from protocol.xml_request import MAX_REQUEST_BYTES
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]*$")
 RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
-# The largest scheduler request read; a real one is 6-8 KB plus stderr (63 KB per result).
-MAX_REQUEST_BYTES = 16 << 20
 
 
 class AuthenticatedHttpRequest(HttpRequest):
@@ -80,6 +81,18 @@ def account(request: AuthenticatedHttpRequest) -> HttpResponse:
     )
 
 
+def body_stream(request: HttpRequest) -> Stream:
+    """What to read a client's POST body from. Django's WSGI request reads no more than the
+    ``Content-Length``, so a body sent with ``Transfer-Encoding: chunked`` (none) would read as
+    empty; a WSGI server that decodes the chunks and ends the stream itself says so with
+    ``wsgi.input_terminated`` (gunicorn does), and its stream is read instead. Under ASGI the
+    request holds the whole body either way."""
+    chunked = "chunked" in request.headers.get("Transfer-Encoding", "").lower()
+    if chunked and request.META.get("wsgi.input_terminated"):
+        return request.META["wsgi.input"]
+    return request
+
+
 def xml_response(body: bytes, status: int = 200) -> HttpResponse:
     return HttpResponse(body, status=status, content_type="text/xml; charset=utf-8")
 
@@ -88,11 +101,11 @@ def xml_response(body: bytes, status: int = 200) -> HttpResponse:
 def scheduler(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
-    body = request.read(MAX_REQUEST_BYTES + 1)
+    body = body_stream(request).read(MAX_REQUEST_BYTES + 1)
     if len(body) > MAX_REQUEST_BYTES:
         # A 200, not a 413: the client reads the message only from a 2xx reply (§4.1).
         return xml_response(
-            write_error_reply(f"Can't parse scheduler request: it is over {MAX_REQUEST_BYTES} bytes long")
+            write_error_reply(f"Can't parse scheduler request: it is over {MAX_REQUEST_BYTES} bytes long (the limit)")
         )
     status, reply = scheduler_rpc(body, now=int(time.time()), base_url=master_url(request), config=project_config())
     return xml_response(reply, status=status)
@@ -102,7 +115,7 @@ def scheduler(request: HttpRequest) -> HttpResponse:
 def file_upload_handler(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
-    return HttpResponse(uploads.handle(request), content_type="text/plain")
+    return HttpResponse(uploads.handle(body_stream(request)), content_type="text/plain")
 
 
 def download(request: HttpRequest, name: str) -> HttpResponseBase:

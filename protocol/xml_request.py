@@ -21,11 +21,22 @@ describe its uploaded outputs (§4.2, §10.12).
 Anything else wrong (not XML after that, no ``<scheduler_request>`` root, a number that is not
 a number) raises ``RequestParseError`` with the reason; the caller answers with an error reply.
 The XML is read with defusedxml, so entity tricks are refused rather than expanded.
+
+Reading is bounded in time and memory whatever the body holds, since it runs before the account
+is known: the stderr blocks are found by one forward scan (no pattern that backtracks), and the
+XML is fed to the parser a slice at a time while the elements are counted, so a body over
+``MAX_ELEMENTS`` elements or nested deeper than ``MAX_DEPTH`` is refused as soon as the parser
+meets the element over the limit, the reason naming the limit (a body with millions of tags is
+refused before parsing, by a count of its ``<``). Only the first ``MAX_REPORTS``
+reported results are kept (``ParsedRequest.reports_over`` counts the rest): like BOINC's
+``<report_max>`` (reference/server.md §3.5), the rest go unacknowledged and the client reports
+them at its next request.
 """
 
+import codecs
 import re
 from dataclasses import dataclass
-from xml.etree.ElementTree import Element
+from xml.etree.ElementTree import Element, TreeBuilder
 
 from defusedxml import ElementTree
 from defusedxml.common import DefusedXmlException
@@ -52,10 +63,20 @@ COPROC_TYPES = {
     "coproc_apple_gpu": GpuType.APPLE,
 }
 
-# One stderr_out block: up to the ``]]>`` that closes its CDATA right before ``</stderr_out>``
-# (so the application's own ``]]>`` or ``</stderr_out>`` text does not end it), or, without
-# CDATA, up to the first ``</stderr_out>``.
-STDERR_BLOCK = re.compile(rb"<stderr_out>((?:(?!</stderr_out>).)*?<!\[CDATA\[.*?\]\]>\s*|.*?)</stderr_out>", re.DOTALL)
+# The bounds of a scheduler request, checked while it is read. A real request is 6-8 KB, 300-odd
+# elements at most 5 deep, plus 63 KB of stderr and some 25 elements per reported result.
+MAX_REQUEST_BYTES = 16 << 20
+MAX_ELEMENTS = 50_000
+MAX_DEPTH = 32
+MAX_REPORTS = 1000
+# Bytes handed to the XML parser at a time, so that a limit stops the reading early.
+FEED_BYTES = 1 << 16
+
+STDERR_OPEN, STDERR_CLOSE, CDATA_OPEN = b"<stderr_out>", b"</stderr_out>", b"<![CDATA["
+# The end of a stderr block in CDATA: the ``]]>`` right before ``</stderr_out>``, so that the
+# application's own ``]]>`` or ``</stderr_out>`` text does not end it.
+CDATA_STDERR_END = re.compile(rb"\]\]>\s*</stderr_out>")
+XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
 # Characters XML 1.0 does not allow, even escaped.
 FORBIDDEN_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
@@ -75,6 +96,8 @@ class ParsedRequest:
     authenticator: str
     request: SchedulerRequest
     code_sign_key: str = ""
+    # reported results past MAX_REPORTS, left out of ``request.results``
+    reports_over: int = 0
 
 
 def parse_request(body: bytes) -> ParsedRequest:
@@ -82,6 +105,7 @@ def parse_request(body: bytes) -> ParsedRequest:
     root, stderrs = read_xml(body)
     if root.tag != "scheduler_request":
         raise RequestParseError(f"expected <scheduler_request>, found <{root.tag}>")
+    reports = root.findall("result")
     major = text(root, "core_client_major_version")
     minor = text(root, "core_client_minor_version")
     release = text(root, "core_client_release")
@@ -101,13 +125,16 @@ def parse_request(body: bytes) -> ParsedRequest:
         estimated_delay=number(root, "estimated_delay"),
         gpu_requests=gpu_requests(root),
         dont_send_work=xml_fields.flag(root, "dont_send_work"),
-        results=[reported_result(r, stderrs) for r in root.findall("result")],
+        results=[reported_result(r, stderrs) for r in reports[:MAX_REPORTS]],
         file_infos=[sticky_file(f) for f in root.findall("file_info")],
         app_versions=client_app_versions(root.find("app_versions")),
         other_results=other_results(root.find("other_results")),
     )
     return ParsedRequest(
-        authenticator=text(root, "authenticator"), request=request, code_sign_key=text(root, "code_sign_key")
+        authenticator=text(root, "authenticator"),
+        request=request,
+        code_sign_key=text(root, "code_sign_key"),
+        reports_over=max(len(reports) - MAX_REPORTS, 0),
     )
 
 
@@ -115,24 +142,89 @@ def read_xml(body: bytes) -> tuple[Element, list[str]]:
     """(root element, list of stderr_out texts) of ``body``, the stderr blocks cut out."""
     if not isinstance(body, bytes):
         raise RequestParseError("the request body must be bytes")
-    stderrs = []
-
-    def cut(match: re.Match[bytes]) -> bytes:
-        stderrs.append(stderr_text(match.group(1)))
-        return b"<stderr_out>%d</stderr_out>" % (len(stderrs) - 1)
-
-    cleaned = STDERR_BLOCK.sub(cut, body)
-    decoded = FORBIDDEN_CHARS.sub("", cleaned.decode("utf-8", errors="replace"))
-    # ElementTree refuses an encoding declaration on a str; the text is decoded already.
-    decoded = re.sub(r"^\s*<\?xml[^>]*\?>", "", decoded)
-    if not decoded.strip():
+    if len(body) > MAX_REQUEST_BYTES:
+        raise RequestParseError(f"it is over {MAX_REQUEST_BYTES} bytes long (the limit)")
+    cleaned, stderrs = cut_stderr_blocks(body)
+    if not cleaned.strip():
         raise RequestParseError("the request body is empty")
+    # Every element but a self-closing one has a closing tag, so this bounds the elements from
+    # above; counted at the speed of a byte search, it refuses a body of millions at once.
+    if cleaned.count(b"<") - cleaned.count(b"</") > MAX_ELEMENTS:
+        raise RequestParseError(f"it has more than {MAX_ELEMENTS} elements (the limit)")
+    builder = LimitedTreeBuilder()
+    parser = ElementTree.XMLParser(target=builder)
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     try:
-        return ElementTree.fromstring(decoded), stderrs
+        for at in range(0, len(cleaned), FEED_BYTES):
+            piece = FORBIDDEN_CHARS.sub("", decoder.decode(cleaned[at : at + FEED_BYTES]))
+            if at == 0:
+                # ElementTree refuses an encoding declaration in text; the text is decoded already.
+                piece = XML_DECLARATION.sub("", piece)
+            parser.feed(piece)
+        parser.feed(FORBIDDEN_CHARS.sub("", decoder.decode(b"", final=True)))
+        return parser.close(), stderrs
     except DefusedXmlException as exc:
         raise RequestParseError(f"refused XML construct: {exc}") from None
     except ElementTree.ParseError as exc:
         raise RequestParseError(f"not well-formed XML: {exc}") from None
+
+
+class LimitedTreeBuilder(TreeBuilder):
+    """ElementTree's tree builder, refusing the element past MAX_ELEMENTS or MAX_DEPTH."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.elements = 0
+        self.depth = 0
+
+    def start(self, tag: str, attrs: dict[str, str]) -> Element:
+        self.elements += 1
+        self.depth += 1
+        if self.elements > MAX_ELEMENTS:
+            raise RequestParseError(f"it has more than {MAX_ELEMENTS} elements (the limit)")
+        if self.depth > MAX_DEPTH:
+            raise RequestParseError(f"its elements are nested more than {MAX_DEPTH} deep (the limit)")
+        return super().start(tag, attrs)
+
+    def end(self, tag: str) -> Element:
+        self.depth -= 1
+        return super().end(tag)
+
+
+def cut_stderr_blocks(body: bytes) -> tuple[bytes, list[str]]:
+    """``body`` with each ``<stderr_out>`` block's text replaced by its index in the list of
+    their texts, found in one forward scan: a block in CDATA ends at the ``]]>`` right before
+    ``</stderr_out>``, else (or when no such end follows) at the first ``</stderr_out>``; a
+    block with no end is left as it is. A search that found nothing is not repeated further on,
+    where it would find nothing either, so the scan stays linear in the body's length."""
+    parts: list[bytes] = []
+    stderrs: list[str] = []
+    at = 0
+    cdata_ends = True
+    while True:
+        opening = body.find(STDERR_OPEN, at)
+        if opening < 0:
+            break
+        start = opening + len(STDERR_OPEN)
+        close = body.find(STDERR_CLOSE, start)
+        if close < 0:
+            break  # no block after this one has an end either
+        end = -1
+        cdata = body.find(CDATA_OPEN, start, close)
+        if cdata >= 0 and cdata_ends:
+            match = CDATA_STDERR_END.search(body, cdata + len(CDATA_OPEN))
+            if match:
+                end = match.end() - len(STDERR_CLOSE)
+            else:
+                cdata_ends = False
+        if end < 0:
+            end = close
+        parts.append(body[at:start])
+        parts.append(b"%d" % len(stderrs))
+        stderrs.append(stderr_text(body[start:end]))
+        at = end
+    parts.append(body[at:])
+    return b"".join(parts), stderrs
 
 
 def stderr_text(raw: bytes) -> str:

@@ -17,7 +17,9 @@ from typing import cast
 
 from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
+from django.forms.formsets import TOTAL_FORM_COUNT
 
+from boincweb.bounds import BufferDaysField, KeepsShownNumbers, seed_field
 from scheduling.engine import scenario as limits
 from scheduling.engine.readers import MAX_FILE_BYTES, MAX_TEXT, read_client_state, read_json, read_pcdr
 from scheduling.engine.scenario import (
@@ -68,12 +70,21 @@ def _positive(label, initial, help_text="", *, high, low=None, **kw):
     )
 
 
+def _zero_to(high):
+    return [MinValueValidator(0.0, "Cannot be negative."), MaxValueValidator(high, f"At most {high:g}.")]
+
+
 def _at_least_zero(label, initial, help_text="", *, high):
-    return forms.FloatField(
+    return forms.FloatField(label=label, initial=initial, help_text=help_text, validators=_zero_to(high))
+
+
+def _buffer_days(label, initial, help_text):
+    return BufferDaysField(
         label=label,
         initial=initial,
         help_text=help_text,
-        validators=[MinValueValidator(0.0, "Cannot be negative."), MaxValueValidator(high, f"At most {high:g}.")],
+        high=limits.MAX_BUFFER_DAYS,
+        validators=_zero_to(limits.MAX_BUFFER_DAYS),
     )
 
 
@@ -106,17 +117,12 @@ class HostForm(forms.Form):
     gpu_active_hours = _hours("mean GPU-active period (h)")
 
 
-class PrefsForm(forms.Form):
+class PrefsForm(KeepsShownNumbers, forms.Form):
     """Host preferences: global_prefs.xml and cc_config.xml (reference/client.md §2)."""
 
-    work_buf_min_days = _at_least_zero(
-        "min buffer (days)", 0.1, "work_buf_min_days: fetch when below this", high=limits.MAX_BUFFER_DAYS
-    )
-    work_buf_additional_days = _at_least_zero(
-        "additional buffer (days)",
-        0.5,
-        "work_buf_additional_days: max buffer = min + this",
-        high=limits.MAX_BUFFER_DAYS,
+    work_buf_min_days = _buffer_days("min buffer (days)", 0.1, "work_buf_min_days: fetch when below this")
+    work_buf_additional_days = _buffer_days(
+        "additional buffer (days)", 0.5, "work_buf_additional_days: max buffer = min + this"
     )
     cpu_scheduling_period_minutes = _positive(
         "time slice (minutes)",
@@ -201,7 +207,18 @@ class AppForm(forms.Form):
         return data
 
 
+# Each formset builds at most its max_num forms (absolute_max), whatever TOTAL_FORMS says;
+# Django's default, max_num + 1000, built a thousand forms for a forged count.
 class _Formset(forms.BaseFormSet):
+    def total_form_count(self):
+        """Django's count, but a TOTAL_FORMS over absolute_max, which the page never sends,
+        builds only the rows it started with: Django still refuses it ("Please submit at most
+        ..."), without building and showing absolute_max rows first."""
+        total = super().total_form_count()
+        if self.is_bound and self.management_form.cleaned_data[TOTAL_FORM_COUNT] > self.absolute_max:
+            return min(self.initial_form_count(), total)
+        return total
+
     def named_rows(self):
         return [f.cleaned_data for f in self.forms if f.cleaned_data and not f.cleaned_data.get("DELETE")]
 
@@ -210,7 +227,13 @@ class _Formset(forms.BaseFormSet):
 GpuFormSet = cast(
     type[_Formset],
     forms.formset_factory(
-        GpuForm, formset=_Formset, extra=1, can_delete=True, max_num=len(GPU_TYPES), validate_max=True
+        GpuForm,
+        formset=_Formset,
+        extra=1,
+        can_delete=True,
+        max_num=len(GPU_TYPES),
+        absolute_max=len(GPU_TYPES),
+        validate_max=True,
     ),
 )
 ProjectFormSet = cast(
@@ -223,6 +246,7 @@ ProjectFormSet = cast(
         min_num=1,
         validate_min=True,
         max_num=limits.MAX_PROJECTS,
+        absolute_max=limits.MAX_PROJECTS,
         validate_max=True,
     ),
 )
@@ -239,6 +263,7 @@ AppFormSet = cast(
         min_num=1,
         validate_min=True,
         max_num=APP_ROWS,
+        absolute_max=APP_ROWS,
         validate_max=True,
     ),
 )
@@ -305,7 +330,11 @@ class ScenarioForms:
         self.previous = previous
         self.meta = ScenarioMetaForm(data, prefix="meta", initial=initial.get("meta"))
         self.host = HostForm(data, prefix="host", initial=initial.get("host"))
-        self.prefs = PrefsForm(data, prefix="prefs", initial=initial.get("prefs"))
+        prefs = initial.get("prefs")
+        if prefs is None and previous is not None:
+            # what the form showed, so that a number sent back as shown keeps its exact value
+            prefs = {f: getattr(previous.prefs, f) for f in PrefsForm.base_fields}
+        self.prefs = PrefsForm(data, prefix="prefs", initial=prefs)
         self.gpus = GpuFormSet(data, prefix="gpus", initial=initial.get("gpus"))
         self.projects = ProjectFormSet(data, prefix="projects", initial=initial.get("projects"))
         self.apps = AppFormSet(data, prefix="apps", initial=initial.get("apps"))
@@ -315,6 +344,28 @@ class ScenarioForms:
     @property
     def all(self):
         return [self.meta, self.host, self.prefs, self.gpus, self.projects, self.apps]
+
+    def as_post_data(self) -> dict:
+        """What a browser sends back for these forms as rendered, unchanged (tests and
+        bench/hostile.py post it, edited)."""
+        data: dict = {}
+        for form in (self.meta, self.host, self.prefs):
+            for bound in form:
+                value = bound.value()
+                if isinstance(value, bool):
+                    if value:
+                        data[bound.html_name] = "on"
+                elif value is not None:
+                    data[bound.html_name] = value
+        for formset in (self.gpus, self.projects, self.apps):
+            for key, value in formset.management_form.initial.items():
+                data[f"{formset.prefix}-{key}"] = value
+            for form in formset.forms:
+                for bound in form:
+                    value = bound.value()
+                    if value is not None and not isinstance(value, bool):
+                        data[bound.html_name] = value
+        return data
 
     def is_valid(self) -> bool:
         valid = all([f.is_valid() for f in self.all])
@@ -381,11 +432,12 @@ class ScenarioForms:
             old = next((p for p in self.previous.projects if p.name == row["name"]), None) if self.previous else None
             apps = self._apps_of(row["name"], app_rows, old)
             if not apps:
-                # _row_error applies the test before returning, while `row` is still this project's
+                # the name read now: marking a row's error takes the field out of its cleaned_data
+                # (Django's add_error), and `row` is one of those rows
                 self._row_error(
                     self.projects,
                     "name",
-                    lambda r: r["name"] == row["name"],  # noqa: B023
+                    lambda r, name=row["name"]: r["name"] == name,
                     "This project has no app; add one below.",
                 )
                 return None
@@ -556,7 +608,7 @@ class DurationField(forms.CharField):
 class RunForm(forms.Form):
     policy = forms.ChoiceField(choices=Run.Policy.choices, initial="boinc7")
     duration = DurationField(initial="2d", help_text="seconds, or with a unit: 36h, 10d")
-    seed = forms.IntegerField(min_value=0, max_value=2**31 - 1, initial=1)
+    seed = seed_field()
     compat = forms.ChoiceField(choices=Run.Compat.choices, initial="intended")
     delta = forms.FloatField(
         label="step (s)",
@@ -594,7 +646,7 @@ class CompareForm(forms.Form):
         choices=Run.Policy.choices, initial="boinc7", required=False, help_text="the policy every value runs under"
     )
     duration = DurationField(initial="2d")
-    seed = forms.IntegerField(min_value=0, max_value=2**31 - 1, initial=1)
+    seed = seed_field()
     compat = forms.ChoiceField(choices=Run.Compat.choices, initial="intended")
 
     def clean(self):

@@ -2,6 +2,7 @@ from typing import Any
 
 from django import forms
 
+from boincweb.bounds import seed_field
 from scheduling.presets import PRESETS
 from world.models import World
 from world.simulation import WorldSettings
@@ -63,6 +64,7 @@ class WorldForm(forms.ModelForm):
         help_text="A lab preset's host, with its own projects beside the world's, or one drawn as the "
         "simple hosts are.",
     )
+    seed = seed_field()
     SETTINGS = ("plan_classes", "cpu_speed_sigma", "mt_efficiency_min", "gpu_gflops_sigma", "gpu_efficiency_min")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -117,7 +119,7 @@ class CompareForm(forms.Form):
 
     hosts = forms.IntegerField(initial=100)
     days = forms.FloatField(initial=1.0)
-    seed = forms.IntegerField(initial=1)
+    seed = seed_field()
     speedup = forms.FloatField(initial=3600.0, help_text="Simulated seconds per wall second.")
 
     clean_hosts = WorldForm.clean_hosts
@@ -156,7 +158,7 @@ class AttachForm(forms.Form):
     )
     policy = forms.ChoiceField(choices=[("boinc7", "boinc7"), ("boinc5", "boinc5")], initial="boinc7")
     days = forms.FloatField(initial=2.0, help_text="Days of work; the world then drains.")
-    seed = forms.IntegerField(initial=1)
+    seed = seed_field()
     speedup = forms.FloatField(initial=3600.0, help_text="Simulated seconds per wall second.")
     resource_share = forms.FloatField(initial=100.0, help_text="The world project's share on these hosts.")
     compare = forms.BooleanField(

@@ -189,7 +189,7 @@ def test_a_report_of_a_result_not_sent_to_this_host_is_ignored_acked_and_logged(
             client, report_request(other.authenticator, other_host.pk, result.name, result.output_file_name(0))
         )
     assert root.find("result_ack").findtext("name") == result.name
-    assert f"reported {result.name}, which was not sent to it" in caplog.text
+    assert f"1 reported result(s) not sent to it, ignored: {result.name}" in caplog.text
     assert "not sent to this host" in root.findtext("message")
     result.refresh_from_db()
     assert result.server_state == ServerState.IN_PROGRESS and result.received_time == 0

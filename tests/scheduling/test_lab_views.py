@@ -50,25 +50,7 @@ def form_data(stored_scenario):
     """The POST data the scenario form sends back unchanged for a scenario."""
     from scheduling.forms import ScenarioForms, scenario_initial
 
-    forms = ScenarioForms(initial=scenario_initial(stored_scenario.engine_scenario()))
-    data = {}
-    for f in (forms.meta, forms.host, forms.prefs):
-        for field in f:
-            value = field.value()
-            if isinstance(value, bool):
-                if value:
-                    data[field.html_name] = "on"
-            elif value is not None:
-                data[field.html_name] = value
-    for fs in (forms.gpus, forms.projects, forms.apps):
-        for key, value in fs.management_form.initial.items():
-            data[f"{fs.prefix}-{key}"] = value
-        for form in fs.forms:
-            for field in form:
-                value = field.value()
-                if value is not None and not isinstance(value, bool):
-                    data[field.html_name] = value
-    return data
+    return ScenarioForms(initial=scenario_initial(stored_scenario.engine_scenario())).as_post_data()
 
 
 # ---------------------------------------------------------------- list, presets

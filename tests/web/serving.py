@@ -28,3 +28,13 @@ def child_env(**values):
     env.update(DATABASE_URL=database_url(), REDIS_URL=settings.REDIS_URL)
     env.update({key: str(value) for key, value in values.items()})
     return env
+
+
+def deployed_command(process):
+    """The command line of ``process`` in Procfile.deploy (README "Deploy"), run with ``sh -c``
+    as honcho and most service managers do."""
+    for line in (BASE / "Procfile.deploy").read_text().splitlines():
+        name, _, command = line.partition(":")
+        if name.strip() == process:
+            return ["sh", "-c", "exec " + command.strip()]
+    raise LookupError(f"no {process} in Procfile.deploy")

@@ -1,5 +1,6 @@
-"""The production way to serve the dashboard (README "Deploy"): gunicorn with DEBUG off, the
-static files collected and served by whitenoise, the database and Redis by URL."""
+"""The production way to serve the dashboard (README "Deploy", Procfile.deploy's ``web``):
+gunicorn's asyncio worker with DEBUG off, the static files collected and served by whitenoise,
+the database and Redis by URL."""
 
 import re
 import socket
@@ -14,7 +15,7 @@ import pytest
 
 from tests.factories import WorkunitFactory
 from tests.pages import parse
-from tests.web.serving import BASE, MANAGE, child_env
+from tests.web.serving import BASE, MANAGE, child_env, deployed_command
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -55,13 +56,8 @@ def production(tmp_path, redis_client):
     assert collect.returncode == 0, collect.stderr
     port = free_port()
     log = open(tmp_path / "gunicorn.log", "w+")
-    server = subprocess.Popen(
-        [str(GUNICORN), "boincweb.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "2", "--no-control-socket"],
-        cwd=BASE,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    env.update(BIND="127.0.0.1", PORT=str(port), WEB_CONCURRENCY="2", PATH=f"{GUNICORN.parent}:/usr/bin:/bin")
+    server = subprocess.Popen(deployed_command("web"), cwd=BASE, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + START_SECONDS
