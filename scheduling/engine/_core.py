@@ -19,7 +19,6 @@ package's modules are found; it is never compiled itself.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.machinery as machinery
 import json
 import os
@@ -28,7 +27,8 @@ import sys
 ENV = "BOINCWEB_ENGINE_CORE"
 CHOICES = ("auto", "compiled", "python")
 HERE = os.path.dirname(os.path.abspath(__file__))
-# what build.py wrote: the SHA-256 of each compiled module's source when it was compiled
+# what build.py wrote: the SHA-256 of each compiled module's source when it was compiled, and
+# its size and modification time then (a source whose size and time are the same is not read)
 MANIFEST = os.path.join(HERE, "_core_build.json")
 # every module of the package but the package files, the modules that choose or build the
 # core, and the command line
@@ -52,8 +52,16 @@ def module_name(source: str) -> str:
 
 
 def source_digest(source: str) -> str:
+    import hashlib
+
     with open(os.path.join(HERE, source), "rb") as fh:
         return hashlib.sha256(fh.read()).hexdigest()
+
+
+def source_stat(source: str) -> list[int]:
+    """[size, modification time in ns] of a source, which build.py records beside its digest."""
+    st = os.stat(os.path.join(HERE, source))
+    return [st.st_size, st.st_mtime_ns]
 
 
 def extension_path(source: str) -> str | None:
@@ -79,12 +87,13 @@ def unusable_reason() -> str | None:
     if built.get("python") != sys.implementation.cache_tag:
         return f"it was built for {built.get('python')}, not {sys.implementation.cache_tag}"
     recorded = built["sources"]
+    stats = built["stats"] if isinstance(built.get("stats"), dict) else {}
     for source in compiled_sources():
         if source not in recorded:
             return f"{source} was not compiled (make install compiles it)"
         if extension_path(source) is None:
             return f"the extension module of {source} is missing"
-        if recorded[source] != source_digest(source):
+        if stats.get(source) != source_stat(source) and recorded[source] != source_digest(source):
             return f"{source} changed since it was compiled (make install compiles it again)"
     return None
 

@@ -138,8 +138,11 @@ def main(argv=None) -> int:
         remove_built()
         print("engine core: sources changed during the build: " + ", ".join(changed), file=sys.stderr)
         return 1 if args.strict else 0
+    stats = {source: _core.source_stat(source) for source in digests}
     with open(_core.MANIFEST, "w") as fh:
-        json.dump({"python": sys.implementation.cache_tag, "sources": digests}, fh, indent=1, sort_keys=True)
+        json.dump(
+            {"python": sys.implementation.cache_tag, "sources": digests, "stats": stats}, fh, indent=1, sort_keys=True
+        )
     for folder in ("temp", "lib"):
         shutil.rmtree(os.path.join(BUILD_DIR, folder), ignore_errors=True)
     print(f"engine core: compiled {len(digests)} modules in {time.monotonic() - start:.0f} s")
