@@ -1,25 +1,30 @@
-"""Client engine benchmark (issue 4; DESIGN.md "Performance targets"): prints wall time and
-peak memory of the emulator for the standard scenario over 1, 10 and 100 simulated days, and
-for a 16-CPU, 4-GPU host with 20 projects over 10 days.
+"""Client engine benchmark (issues 4 and 33; DESIGN.md "Performance targets"): prints CPU time
+and peak memory of the emulator for the standard scenario over 1, 10 and 100 simulated days,
+and for a 16-CPU, 4-GPU host with 20 projects over 10 days; then the start-up of
+`python -m scheduling.engine` (60 simulated seconds: CPU time, peak RSS and, with
+`--instructions`, instructions; issue 33's targets <= 200 M instructions and <= 30 MB).
 
-    .venv/bin/python bench/engine.py [--policy boinc7] [--compat intended]
+    .venv/bin/python bench/engine.py [--policy boinc7] [--compat intended] [--instructions DAYS]
+    BCE_SIM=/path/to/sim .venv/bin/python bench/engine.py --bce-only [--against client_state,big]
 
-Wall time is measured on a plain run; peak memory on a second run under tracemalloc (which
-slows Python down, so it is not timed). Targets on a 2-core machine: standard 10 days <= 1 s,
-100 days <= 8 s; big host 10 days <= 10 s.
+CPU time (not wall time, which a shared machine's load inflates) is measured on a plain run;
+peak memory on a second run under tracemalloc (which slows Python down, so it is not timed).
+Targets on a 2-core machine: standard 10 days <= 1 s, 100 days <= 8 s; big host 10 days <= 10 s.
 
 With BCE_SIM pointing at BOINC's client emulator (bench/differential.py says how to build
-it), the standard scenario over 100 days and the big host over 10 days are also written as
-client_state.xml (differential.host_from_scenario), with scenarios/client_state's 4-CPU,
-1-GPU, 2-project host over 100 days, and run as whole processes, BCE and the engine in
-alternation (`--repeat`, default twice); it prints the best wall time, CPU time (user +
-system) and peak RSS of each and their ratios (DESIGN.md targets: <= 1.0x and <= 0.1x BCE's
-wall time, peak memory no more than BCE's). BCE writes its timeline and logs as it goes, so
-on a busy disk its wall time is more than its CPU time; both are shown. `--root DIR` times
-the engine of another tree (e.g. `git archive <rev> | tar -x -C DIR`) against the same BCE
-runs, to measure a change; `--bce-only` skips the in-process table. `--against cuda` adds
-issue 12's 20-project host with a CPU and a CUDA app in every project (`cuda_host`), once per
-job-length fraction of `--cuda-fractions`: the shorter the jobs, the more are queued.
+it), scenarios/client_state's 4-CPU, 1-GPU, 2-project host over 100 days and the big host over
+10 days (written as client_state.xml by differential.host_from_scenario) are run as whole
+processes, BCE and then the engine (`python -m scheduling.engine`) in each compat mode of
+`--bce-compat`, in alternation, `--repeat` times (default 3): it prints the median CPU time
+(user + system) and peak RSS of each and the ratios (issue 33's targets: engine CPU <= 1.0x
+BCE's, peak RSS <= BCE's + 10 MB). Peak RSS is GNU time's (/usr/bin/time), since a process
+forked from this one starts with this one's memory as its peak. With `--instructions DAYS`,
+valgrind's cachegrind counts both programs' instructions over DAYS simulated days less a
+60-second run, so that start-up is left out. `--root DIR` times the engine of another tree
+(e.g. `git archive <rev> | tar -x -C DIR`) against the same BCE runs, to measure a change.
+`--against standard` adds scenarios/standard.json's 100 days, `--against cuda` issue 12's
+20-project host with a CPU and a CUDA app in every project (`cuda_host`), once per job-length
+fraction of `--cuda-fractions`: the shorter the jobs, the more are queued.
 """
 
 from __future__ import annotations
@@ -136,9 +141,10 @@ def cuda_host(runtime_fraction: float) -> Scenario:
 
 
 def measure(scenario, days: float, policy: str, compat: str) -> tuple[float, float, RunResult]:
-    start = time.perf_counter()
+    """(CPU seconds of a plain run, peak MB of a second one under tracemalloc, the result)."""
+    start = time.process_time()
     result = run(scenario, policy=policy, duration=days * DAY, compat=compat)
-    wall = time.perf_counter() - start
+    wall = time.process_time() - start
     tracemalloc.start()
     run(scenario, policy=policy, duration=days * DAY, compat=compat)
     _current, peak = tracemalloc.get_traced_memory()
@@ -153,17 +159,29 @@ def _differential():
     return module
 
 
+# GNU time: a process forked from this one starts with this one's resident memory as its
+# peak (Linux carries a process's peak RSS over fork and exec), so the peak of a program is
+# read from a small process that starts it, which /usr/bin/time is
+GNU_TIME = "/usr/bin/time"
+
+
 def _cpu_timed(cmd: list[str], cwd: str, log: str) -> tuple[float, float, float]:
-    """A whole process: (wall s, user + system CPU s, peak RSS MB)."""
+    """A whole process: (wall s, user + system CPU s, peak RSS MB), through GNU time."""
+    if not os.access(GNU_TIME, os.X_OK):
+        raise SystemExit(f"{GNU_TIME} (GNU time) is needed to measure the peak memory of a program")
+    report = log + ".time"
     start = time.perf_counter()
     with open(log, "w") as err:
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err)
-        _pid, status, usage = os.wait4(proc.pid, 0)
+        proc = subprocess.run(
+            [GNU_TIME, "-f", "%U %S %M", "-o", report, *cmd], cwd=cwd, stdout=subprocess.DEVNULL, stderr=err
+        )
     wall = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
+    if proc.returncode != 0:
         with open(log) as fh:
             raise SystemExit(f"{cmd[0]} failed: {fh.read()[-2000:]}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0
+    with open(report) as fh:
+        user, system, peak_kb = fh.read().split()[-3:]
+    return wall, float(user) + float(system), float(peak_kb) / 1024.0
 
 
 def _instructions(cmd: list[str], cwd: str, log: str) -> int:
@@ -365,7 +383,7 @@ def main() -> None:
 
         print(f"policy {args.policy}, compat {args.compat}, {engine_module.CORE} core")
         print(
-            f"{'scenario':<10} {'days':>5} {'wall s':>8} {'target':>7} "
+            f"{'scenario':<10} {'days':>5} {'CPU s':>8} {'target':>7} "
             f"{'peak MB':>8} {'events':>8} {'slices':>7} {'jobs':>6}"
         )
         for name, scenario, days, target in cases:
