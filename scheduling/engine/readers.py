@@ -354,7 +354,8 @@ class _ProjectDraft:
         self.master_url = xml_fields.text(elem, "master_url") or ""
         self.share = _num(elem, "resource_share", 100.0, self.where)
         self.available = _availability(elem.find("available"), f"{self.where} <available>")
-        self.available_stated = elem.find("available") is not None
+        # only an element at fraction 1 says more than the fraction does (scenario.Project)
+        self.available_stated = elem.find("available") is not None and self.available.frac >= 1.0
         urls = []
         for i, u in enumerate(elem.findall("scheduler_url"), start=1):
             url = (u.text or "").strip() or xml_fields.text(u, "url")
