@@ -13,7 +13,15 @@ $(VENV)/.installed: requirements.txt
 	$(VENV)/bin/pip install --quiet -r requirements.txt
 	touch $@
 
-install: $(VENV)/.installed
+# The engine's compiled core (scheduling/engine/build.py): Cython and the system's C compiler.
+# Without a compiler it says so and the engine runs on its pure-Python modules (same results).
+ENGINE_SOURCES := $(filter-out %/__init__.py %/__main__.py %/_core.py %/build.py %/command.py,\
+	$(wildcard scheduling/engine/*.py scheduling/engine/policies/*.py))
+ENGINE_CORE := scheduling/engine/_core_build.json
+$(ENGINE_CORE): $(VENV)/.installed $(ENGINE_SOURCES)
+	BOINCWEB_ENGINE_CORE=python $(PY) -m scheduling.engine.build
+
+install: $(VENV)/.installed $(ENGINE_CORE)
 
 # Migrates, loads demo data, and starts the embedded Redis (unless REDIS_URL is set), an RQ
 # worker, the periodic-job runner, the web server and the live demo (world/live.py; off with
@@ -32,8 +40,9 @@ lint: install
 	$(PY) -m ruff check $(LINT_PATHS)
 	$(PY) -m mypy --cache-dir var/mypy_cache $(LINT_PATHS)
 
-# The linters, then the suite on SQLite, then the tests whose outcome can depend on the database
-# again on PostgreSQL when DATABASE_URL is set (tests/conftest.py: runs_on_postgresql), each pass
+# The linters, then the suite on SQLite (on the engine's compiled core where it is built), the
+# engine's tests again on its pure-Python core, then the tests whose outcome can depend on the
+# database again on PostgreSQL when DATABASE_URL is set (tests/conftest.py: runs_on_postgresql), each pass
 # on TEST_WORKERS processes (pytest-xdist; 1 for none); the full-size simulations are left to
 # `make test-long`. Prints its own wall time at the end.
 TEST_WORKERS ?= auto
@@ -42,6 +51,8 @@ test: install
 	@started=$$(date +%s); status=0; \
 	{ $(MAKE) --no-print-directory lint && \
 	  env -u DATABASE_URL $(PY) -m pytest $(PYTEST_PARALLEL) && \
+	  echo "== the engine's tests again on its pure-Python core (BOINCWEB_ENGINE_CORE=python)" && \
+	  env -u DATABASE_URL BOINCWEB_ENGINE_CORE=python $(PY) -m pytest $(PYTEST_PARALLEL) tests/scheduling -m "not django_db" && \
 	  if [ -n "$$DATABASE_URL" ]; then echo "== the tests whose outcome can depend on the database, again on $$DATABASE_URL"; \
 	    BOINCWEB_TEST_ONLY_DATABASE=1 $(PY) -m pytest $(PYTEST_PARALLEL); fi; } || status=$$?; \
 	echo "make test: $$(( $$(date +%s) - started )) s wall, load average $$(cut -d' ' -f1-3 /proc/loadavg)"; \

@@ -143,13 +143,17 @@ def random_host(rng: random.Random, index: int) -> dict:
                         "latency": app["latency_bound"],
                     }
                 )
+        # an <available> element for 30 % of the projects, at fraction 1 a third of those times
+        # (BOINC's emulator starts the process, drawing twice, even then)
+        stated = rng.random() < 0.3
         projects.append(
             {
                 "name": f"proj{i:02d}",
                 "share": share,
                 "apps": apps,
                 "jobs": jobs,
-                "available": _frac(rng) if rng.random() < 0.3 else 1.0,
+                "available": _frac(rng) if stated else 1.0,
+                "available_stated": stated,
             }
         )
     return {
@@ -203,7 +207,7 @@ def client_state_xml(host: dict) -> str:
             f"    <project_name>{p['name']}</project_name>",
             f"    <resource_share>{p['share']:g}</resource_share>",
         ]
-        if p["available"] < 1:
+        if p["available"] < 1 or p.get("available_stated"):
             out.append(f"    <available><frac>{p['available']}</frac><lambda>3600</lambda></available>")
         out.append("</project>")
         for a in p["apps"]:
@@ -296,7 +300,14 @@ def host_from_scenario(scenario) -> dict:
                     }
                 )
         projects.append(
-            {"name": p.name, "share": p.resource_share, "apps": apps, "jobs": [], "available": p.available.frac}
+            {
+                "name": p.name,
+                "share": p.resource_share,
+                "apps": apps,
+                "jobs": [],
+                "available": p.available.frac,
+                "available_stated": p.available_stated,
+            }
         )
     return {
         "index": 0,
@@ -312,12 +323,41 @@ def host_from_scenario(scenario) -> dict:
     }
 
 
-def write_case(case_dir: str, host: dict) -> None:
+def project_folder(name: str) -> str:
+    """A project's folder beside client_state.xml, where BOINC's client reads its
+    app_config.xml (PROJECT::project_dir: the master URL written without its scheme, '/'
+    as '_', less the trailing '_')."""
+    return os.path.join("projects", f"{name}.example.org")
+
+
+def app_config_xml(project: dict) -> str | None:
+    """The app_config.xml of a project that limits some app's jobs at once: each such app's
+    max_concurrent (BOINC's emulator honours a limit only there, app_config.cpp)."""
+    limited = [a for a in project["apps"] if a["max_concurrent"]]
+    if not limited:
+        return None
+    out = ["<app_config>"]
+    for a in limited:
+        out.append(f"    <app><name>{a['name']}</name><max_concurrent>{a['max_concurrent']}</max_concurrent></app>")
+    out.append("</app_config>")
+    return "\n".join(out) + "\n"
+
+
+def write_case(case_dir: str, host: dict, app_configs: bool = True) -> None:
+    """The case's files: client_state.xml, global_prefs.xml and, with `app_configs`, the
+    app_config.xml of each project with a limited app."""
     os.makedirs(case_dir, exist_ok=True)
     with open(os.path.join(case_dir, "client_state.xml"), "w") as fh:
         fh.write(client_state_xml(host))
     with open(os.path.join(case_dir, "global_prefs.xml"), "w") as fh:
         fh.write(global_prefs_xml(host))
+    for p in host["projects"] if app_configs else ():
+        text = app_config_xml(p)
+        if text is not None:
+            folder = os.path.join(case_dir, project_folder(p["name"]))
+            os.makedirs(folder, exist_ok=True)
+            with open(os.path.join(folder, "app_config.xml"), "w") as fh:
+                fh.write(text)
 
 
 def describe(host: dict) -> str:
@@ -368,10 +408,12 @@ def bce_command(sim: str, case_dir: str, out_dir: str, duration: float) -> list[
 
 
 def engine_command(case_dir: str, duration: float) -> list[str]:
+    """The engine's run of a case: `manage.py simulate`'s command line without Django
+    (python -m scheduling.engine, run from the repository's top)."""
     return [
         sys.executable,
-        os.path.join(ROOT, "manage.py"),
-        "simulate",
+        "-m",
+        "scheduling.engine",
         case_dir,
         "--compat",
         "bce",

@@ -6,6 +6,12 @@ slices, REC and buffer samples, RPCs, decisions, host periods) and of round-robi
     .venv/bin/python bench/engine_identity.py --root /path/to/older/tree --save var/identity-old.json
     .venv/bin/python bench/engine_identity.py --compare var/identity-old.json
 
+`--core python|compiled` chooses the engine's core (BOINCWEB_ENGINE_CORE, scheduling/engine/
+_core.py), so the compiled core is checked against the pure-Python one:
+
+    .venv/bin/python bench/engine_identity.py --core python --save var/identity-python.json
+    .venv/bin/python bench/engine_identity.py --core compiled --compare var/identity-python.json
+
 `--root` imports the engine from another tree (e.g. `git archive <rev> | tar -x -C dir`), so a
 change meant to be only faster can be checked against the revision before it; `--compare`
 runs this tree and exits 1 when any case's digest differs, naming the series that differ.
@@ -62,8 +68,12 @@ def cases(root: str, random_cases: int, days: float):
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(1, random_cases + 1):
             host = diff.random_host(rng, i)
+            # the hosts as the harness wrote them before it wrote <available> at fraction 1
+            # and app_config.xml files, so that digests saved by older trees stay comparable
+            for p in host["projects"]:
+                p["available_stated"] = False
             case = os.path.join(tmp, f"case{i}")
-            diff.write_case(case, host)
+            diff.write_case(case, host, app_configs=False)
             yield (
                 f"random seed 1 case {i} ({diff.describe(host).strip()}) boinc7",
                 load_scenario(case),
@@ -101,9 +111,12 @@ def main(argv=None) -> int:
     parser.add_argument("--random", type=int, default=12, help="random hosts (bench/differential.py, seed 1)")
     parser.add_argument("--days", type=float, default=10.0, help="days of the boinc7 runs of scenarios/")
     parser.add_argument("--only", metavar="TEXT", help="run only the cases whose name contains TEXT")
+    parser.add_argument("--core", choices=("auto", "compiled", "python"), help="the engine core (default: auto)")
     args = parser.parse_args(argv)
     root = os.path.abspath(args.root)
     sys.path.insert(0, root)
+    if args.core:
+        os.environ["BOINCWEB_ENGINE_CORE"] = args.core
     old = {}
     if args.compare:
         with open(args.compare) as fh:
@@ -111,7 +124,9 @@ def main(argv=None) -> int:
     results = {}
     differ = 0
     total = 0.0
-    print(f"engine of {root}")
+    import scheduling.engine
+
+    print(f"engine of {root}, {getattr(scheduling.engine, 'CORE', 'python')} core")
     for name, scenario, policy, duration, snaps in cases(root, args.random, args.days):
         if args.only and args.only not in name:
             continue

@@ -116,7 +116,10 @@ def client_state_xml(scenario: Scenario) -> str:
             out.append(_tag("master_url", p.master_url))
         out.append(_tag("project_name", p.name))
         out.append(_tag("resource_share", p.resource_share))
-        out.append(_availability_xml("available", p.available))
+        if p.available.frac < 1.0 or p.available_stated:
+            # BOINC's emulator starts a project's availability process, drawing twice, for
+            # every <available> element, at fraction 1 too (docs/engine-fidelity.md)
+            out.append(_availability_xml("available", p.available))
         for u in p.scheduler_urls:
             out.append(
                 f"<scheduler_url>{_tag('url', u.url)}{_availability_xml('available', u.available)}</scheduler_url>"

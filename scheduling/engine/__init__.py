@@ -1,6 +1,9 @@
-"""boincweb's client scheduling engine: a pure-Python, event-driven emulator of BOINC's client.
+"""boincweb's client scheduling engine: an event-driven emulator of BOINC's client.
 
 No Django here: the engine reads scenarios, runs policies and returns immutable records.
+Its modules run compiled (Cython, built by `make install`: build.py) or as pure Python, with
+the same results; `CORE` says which, and `BOINCWEB_ENGINE_CORE` chooses (_core.py).
+`python -m scheduling.engine SCENARIO` is `manage.py simulate` without Django (__main__.py).
 
 Public API
 ----------
@@ -70,10 +73,15 @@ from __future__ import annotations
 
 import math
 
-from .emulator import Emulator
-from .policies import POLICIES, get_policy
-from .readers import load_scenario, read_client_state, read_json, read_pcdr, scenario_to_dict
-from .records import (
+from . import _core
+
+# the core chosen by BOINCWEB_ENGINE_CORE (_core.py), before the modules below are imported
+_core.select()
+
+from .emulator import Emulator  # noqa: E402
+from .policies import POLICIES, get_policy  # noqa: E402
+from .readers import load_scenario, read_client_state, read_json, read_pcdr, scenario_to_dict  # noqa: E402
+from .records import (  # noqa: E402
     BufferSample,
     Decision,
     Figures,
@@ -85,12 +93,15 @@ from .records import (
     RunResult,
     TimeSlice,
 )
-from .scenario import Scenario, ScenarioError, check_run
+from .scenario import Scenario, ScenarioError, check_run  # noqa: E402
 
 COMPAT_MODES = ("intended", "bce")
+# which core runs: "compiled" (the Cython-built modules) or "python" (_core.py)
+CORE = _core.loaded()
 
 __all__ = [
     "COMPAT_MODES",
+    "CORE",
     "POLICIES",
     "BufferSample",
     "Decision",

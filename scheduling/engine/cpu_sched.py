@@ -18,6 +18,10 @@ WHY_PRIORITY = "priority"
 WHY_UNFINISHED = "unfinished_time_slice"
 WHY_FIFO = "fifo"
 
+# make_run_list's passes: EDF then priority, or priority alone
+EDF_PASSES = (True, False)
+PRIORITY_PASS = (False,)
+
 
 def next_checkpoint_after(em, j, t: float) -> float:
     """The first checkpoint strictly after `t`: every checkpoint_period seconds from the
@@ -250,7 +254,7 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
         used_st = used_mt = 0.0
         usage = [0.0] * res.ninstances  # PROC_RESOURCES' reservation of each GPU instance
         cands = _Candidates(em, r)
-        for edf_pass in (True, False) if use_edf else (False,):
+        for edf_pass in EDF_PASSES if use_edf else PRIORITY_PASS:
             if cpu and not edf_pass:
                 by_priority = _HighestPriorityBest(em, cands, taken)
             while (used_st < limit and used_mt < limit) if cpu else min(usage) < 1.0:

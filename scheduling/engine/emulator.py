@@ -151,8 +151,10 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
             p.fetch_ok = [res.name not in spec.no_rsc_apps for res in self.resources] if self.bce else list(p.rsc_ok)
             urls = spec.scheduler_urls or ()
             p.urls = [(u.url, RandomProcess(u.available, self.rng)) for u in urls]
-            # a project without <available> (fraction 1) starts no process in BOINC's emulator
-            p.available = RandomProcess(spec.available, self.rng, boinc=self.bce and spec.available.frac < 1.0)
+            # a project without <available> (fraction 1) starts no process in BOINC's emulator;
+            # one with the element starts one, which draws twice even at fraction 1
+            stated = spec.available.frac < 1.0 or spec.available_stated
+            p.available = RandomProcess(spec.available, self.rng, boinc=self.bce and stated)
             self.projects.append(p)
         # BOINC's emulator sorts projects by name every step (reference/client.md §9.10)
         self.project_order = sorted(self.projects, key=lambda p: p.name) if self.bce else list(self.projects)
@@ -646,10 +648,13 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
 def _without_max_concurrent(scenario: Scenario) -> Scenario:
     """BOINC's emulator reads max_concurrent from client_state.xml, but check_app_config()
     (app_config.cpp) then clears APP::max_concurrent of every project that has no
-    app_config.xml, so no limit holds (docs/engine-fidelity.md)."""
-    if not any(a.max_concurrent for p in scenario.projects for a in p.apps):
+    app_config.xml, so only the limits of projects with one hold (docs/engine-fidelity.md)."""
+    if not any(a.max_concurrent for p in scenario.projects if not p.app_config for a in p.apps):
         return scenario
-    projects = tuple(replace(p, apps=tuple(replace(a, max_concurrent=0) for a in p.apps)) for p in scenario.projects)
+    projects = tuple(
+        p if p.app_config else replace(p, apps=tuple(replace(a, max_concurrent=0) for a in p.apps))
+        for p in scenario.projects
+    )
     return replace(scenario, projects=projects)
 
 

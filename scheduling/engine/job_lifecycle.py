@@ -10,7 +10,6 @@ with the process stubs of client/sim_util.cpp and the job progress of client/sim
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -101,6 +100,8 @@ class JobLifecycle:
             # BOINC sorts the results it reads by arrival, then by the MD5 of their names
             # (CLIENT_STATE::sort_results, arrived_first): the order the round-robin
             # simulation queues them in and the run list breaks ties by
+            import hashlib
+
             initial.sort(key=lambda pj: (pj[1].received, hashlib.md5(pj[1].name.encode()).hexdigest()))
         for p, ij in initial:
             app = p.spec.app(ij.app)

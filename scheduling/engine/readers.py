@@ -25,10 +25,10 @@ import os
 import re
 import reprlib
 import typing
-import xml.etree.ElementTree as ET
 
-from defusedxml import ElementTree as SafeET
-from defusedxml.common import DefusedXmlException
+if typing.TYPE_CHECKING:
+    # imported when a client_state.xml is read (_parse_xml), not by every run of the engine
+    import xml.etree.ElementTree as ET
 
 from . import xml_fields
 from .scenario import (
@@ -244,13 +244,18 @@ def _availability(elem: ET.Element | None, where: str, frac_tag="frac", lambda_t
 
 
 def _parse_xml(path: str) -> ET.Element:
+    from xml.etree.ElementTree import ParseError
+
+    from defusedxml import ElementTree as SafeET
+    from defusedxml.common import DefusedXmlException
+
     name = os.path.basename(path)
     try:
         size = os.path.getsize(path)
         if size > MAX_FILE_BYTES:
             raise ScenarioError(f"{name}: {size} bytes; the limit is {MAX_FILE_BYTES}")
         return SafeET.parse(path).getroot()
-    except ET.ParseError as exc:
+    except ParseError as exc:
         raise ScenarioError(f"{name}: malformed XML: {exc}") from None
     except DefusedXmlException as exc:
         raise ScenarioError(f"{name}: forbidden XML construct: {exc}") from None
@@ -349,6 +354,8 @@ class _ProjectDraft:
         self.master_url = xml_fields.text(elem, "master_url") or ""
         self.share = _num(elem, "resource_share", 100.0, self.where)
         self.available = _availability(elem.find("available"), f"{self.where} <available>")
+        # only an element at fraction 1 says more than the fraction does (scenario.Project)
+        self.available_stated = elem.find("available") is not None and self.available.frac >= 1.0
         urls = []
         for i, u in enumerate(elem.findall("scheduler_url"), start=1):
             url = (u.text or "").strip() or xml_fields.text(u, "url")
@@ -495,7 +502,101 @@ def _build_project(d: _ProjectDraft) -> Project | None:
         downtime=d.downtime,
         jobs=tuple(jobs),
         no_rsc_apps=d.no_rsc_apps,
+        available_stated=d.available_stated,
     )
+
+
+def project_dir(master_url: str) -> str:
+    """PROJECT::project_dir (client/project.cpp, lib/url.cpp's escape_project_url): the
+    project's folder, projects/ and its master URL without the scheme, with every character
+    but letters, digits, '.', '-' and '_' written '_', less one trailing '_'."""
+    rest = master_url.split("://", 1)[1] if "://" in master_url else master_url
+    escaped = "".join(c if (c.isascii() and c.isalnum()) or c in ".-_" else "_" for c in rest)
+    if escaped.endswith("_"):
+        escaped = escaped[:-1]
+    return os.path.join("projects", escaped)
+
+
+def read_app_config(directory: str, project: Project) -> Project:
+    """The project with its app_config.xml put into effect, as check_app_config and
+    APP_CONFIGS::config_app_versions (client/app_config.cpp) do; the project as it is when
+    it has none (`project_dir(master_url)/app_config.xml` beside client_state.xml).
+
+    - `<app>`: the named app's max_concurrent becomes the element's (0 when it has none);
+      `<gpu_versions>` with both `<gpu_usage>` and `<cpu_usage>` sets those of the app's GPU
+      versions. An app the project does not have is passed over, as BOINC warns and goes on.
+    - `<app_version>` (`<app_name>`, `<plan_class>`): a non-zero `<avg_ncpus>` or `<ngpus>`
+      sets that usage of the app's versions of that plan class (ngpus only of GPU versions),
+      after the `<app>` elements.
+    - `<project_max_concurrent>` above 0, and `<report_results_immediately>` set, are refused
+      (ScenarioError): the engine has no project-wide limit nor per-project reporting.
+    Other elements are passed over, as BOINC notes them and goes on."""
+    if not project.master_url:
+        return project
+    relative = os.path.join(project_dir(project.master_url), "app_config.xml")
+    path = os.path.join(directory, relative)
+    if not os.path.isfile(path):
+        return project
+    root = _parse_xml(path)
+    where = f"{relative} ({project.name})"
+    if root.tag != "app_config":
+        raise ScenarioError(f"{where}: root element is <{root.tag}>, expected <app_config>")
+    apps = {a.name: a for a in project.apps}
+    try:
+        for elem in root:
+            if elem.tag == "app":
+                name = xml_fields.text(elem, "name")
+                if name not in apps:
+                    continue
+                mc = _num(elem, "max_concurrent", 0.0, f"{where} <app> {name}")
+                if mc < 0 or mc != int(mc):
+                    raise ScenarioError(f"{where} <app> {name}: <max_concurrent> must be a whole number, 0 or more")
+                app = dataclasses.replace(apps[name], max_concurrent=int(mc))
+                gpu = elem.find("gpu_versions")
+                if gpu is not None:
+                    gwhere = f"{where} <app> {name} <gpu_versions>"
+                    gpu_usage, cpu_usage = _num(gpu, "gpu_usage", 0.0, gwhere), _num(gpu, "cpu_usage", 0.0, gwhere)
+                    if gpu_usage < 0 or cpu_usage < 0:
+                        raise ScenarioError(f"{gwhere}: <gpu_usage> and <cpu_usage> must not be negative")
+                    if gpu_usage and cpu_usage:
+                        versions = tuple(
+                            dataclasses.replace(v, gpu_usage=gpu_usage, avg_ncpus=cpu_usage) if v.gpu_type else v
+                            for v in app.versions
+                        )
+                        app = dataclasses.replace(app, versions=versions)
+                apps[name] = app
+            elif elem.tag == "project_max_concurrent":
+                if _num(root, "project_max_concurrent", 0.0, where) > 0:
+                    raise ScenarioError(
+                        f"{where}: <project_max_concurrent> is not modelled: the engine limits apps, not projects"
+                    )
+            elif elem.tag == "report_results_immediately":
+                if _flag(root, "report_results_immediately", False):
+                    raise ScenarioError(
+                        f"{where}: <report_results_immediately> is not modelled per project (cc_config.xml has it)"
+                    )
+        for elem in root.findall("app_version"):
+            name = xml_fields.text(elem, "app_name")
+            if name not in apps:
+                continue
+            vwhere = f"{where} <app_version> {name}"
+            plan_class = xml_fields.text(elem, "plan_class") or ""
+            avg_ncpus, ngpus = _num(elem, "avg_ncpus", 0.0, vwhere), _num(elem, "ngpus", 0.0, vwhere)
+            if avg_ncpus < 0 or ngpus < 0:
+                raise ScenarioError(f"{vwhere}: <avg_ncpus> and <ngpus> must not be negative")
+            changed = []
+            for v in apps[name].versions:
+                if v.plan_class == plan_class:
+                    if avg_ncpus:
+                        v = dataclasses.replace(v, avg_ncpus=avg_ncpus)
+                    if ngpus and v.gpu_type:
+                        v = dataclasses.replace(v, gpu_usage=ngpus)
+                changed.append(v)
+            apps[name] = dataclasses.replace(apps[name], versions=tuple(changed))
+        return dataclasses.replace(project, apps=tuple(apps[a.name] for a in project.apps), app_config=True)
+    except ScenarioError as exc:
+        message = str(exc)
+        raise ScenarioError(message if message.startswith(where) else f"{where}: {message}") from None
 
 
 def read_client_state(path: str) -> Scenario:
@@ -519,7 +620,7 @@ def read_client_state(path: str) -> Scenario:
                 drafts[-1],
                 {"app": "apps", "app_version": "versions", "workunit": "workunits", "result": "results"}[elem.tag],
             ).append(elem)
-    projects = tuple(p for p in (_build_project(d) for d in drafts) if p is not None)
+    projects = tuple(read_app_config(directory, p) for p in (_build_project(d) for d in drafts) if p is not None)
     options: dict = {}
     _read_prefs(directory, options)
     try:
@@ -663,6 +764,10 @@ def scenario_to_dict(scenario: Scenario) -> dict:
     """The JSON form of a scenario; `read_json(json.dumps(scenario_to_dict(s)))` gives `s` back."""
     data = dataclasses.asdict(scenario)
     data.pop("source", None)
+    for project in data["projects"]:
+        for key in ("available_stated", "app_config"):
+            if not project[key]:
+                del project[key]  # the default: the JSON of scenarios without them is unchanged
     return data
 
 

@@ -421,6 +421,15 @@ class Project:
     # <no_rsc_apps>, "CPU" or a GPU type); BOINC's emulator asks a project for work of every
     # other type (docs/engine-fidelity.md)
     no_rsc_apps: tuple[str, ...] = ()
+    # whether client_state.xml gives the project an <available> element at fraction 1:
+    # BOINC's emulator starts the availability process of every project with the element
+    # (RANDOM_PROCESS::init, two draws), even at fraction 1, where a project without it draws
+    # nothing; below fraction 1 the element is always written (docs/engine-fidelity.md)
+    available_stated: bool = False
+    # whether the project has an app_config.xml (readers.read_app_config): BOINC's emulator
+    # keeps its apps' max_concurrent then, and clears every app's limit of a project without
+    # one (docs/engine-fidelity.md, "max_concurrent, as app_config.xml gives it")
+    app_config: bool = False
 
     def __post_init__(self):
         _check_finite(self)

@@ -10,7 +10,10 @@ engine must stay free of it, and protocol may import from the engine but not the
 from __future__ import annotations
 
 import math
-from xml.etree.ElementTree import Element
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the engine reads XML only for client_state.xml: ElementTree is imported there
+    from xml.etree.ElementTree import Element
 
 # FieldError.problem: what is wrong with the text
 NOT_A_NUMBER = "not a number"

@@ -221,7 +221,9 @@ def _differential_host(seed, n, tmp_path):
     spec.loader.exec_module(module)
     rng = random.Random(seed)
     host = [module.random_host(rng, i) for i in range(1, n + 1)][-1]
-    module.write_case(str(tmp_path), host)
+    for p in host["projects"]:
+        p["available_stated"] = False  # as the harness wrote the case when it was run against BCE
+    module.write_case(str(tmp_path), host, app_configs=False)
     from scheduling.engine import read_client_state
 
     return read_client_state(str(tmp_path))
@@ -436,3 +438,87 @@ def test_under_bce_a_project_left_out_of_the_priorities_is_ranked_by_its_last_re
     assert backed_off.rec_temp == 60.0 and backed_off.priority == -6.0
     priority_init([counted, backed_off], lambda p: p is counted)
     assert backed_off.priority == 0.0
+
+
+# --------------------------------------------------------------------------- <available> at fraction 1
+
+
+def _available_xml(tmp_path, first: str) -> str:
+    """scenarios/client_state (a CPU and a GPU project) with `first` as the first project's
+    <available> element and <available> at fraction 0.5 for the second."""
+    import pathlib
+    import shutil
+
+    source = pathlib.Path(__file__).resolve().parents[2] / "scenarios" / "client_state"
+    case = tmp_path / ("stated" if first else "absent")
+    shutil.copytree(source, case)
+    text = (case / "client_state.xml").read_text()
+    head, block, rest = text.partition(
+        "    <available>\n        <frac>0.95</frac>\n        <lambda>7200</lambda>\n    </available>\n"
+    )
+    assert block, "scenarios/client_state changed: its first project's <available> is not where this test expects it"
+    first_end = rest.index("</project>") + len("</project>")
+    second_end = rest.index("</project>", first_end)
+    rest = rest[:second_end] + "<available><frac>0.5</frac><lambda>3600</lambda></available>\n" + rest[second_end:]
+    (case / "client_state.xml").write_text(head + first + rest)
+    return str(case)
+
+
+def test_an_available_element_at_fraction_1_draws_twice_under_bce_as_random_process_init_does(tmp_path):
+    """sim_util.cpp: project.cpp parses <available> with RANDOM_PROCESS::parse, which calls
+    init(frac, lambda) at the end tag: one drand() for the state (`drand() > frac` is never
+    true at frac 1) and one in exponential(lambda) for the period. sample() then returns true
+    at once for frac 1 and draws nothing more. A project without the element keeps the
+    constructor's frac 1 and never calls init. So the stream after the first project is two
+    draws further on with the element, the second project's process starts from there, and
+    every later draw is the same count of draws further on."""
+    from scheduling.engine import load_scenario, start
+
+    stated = load_scenario(_available_xml(tmp_path, "<available><frac>1</frac><lambda>3600</lambda></available>"))
+    absent = load_scenario(_available_xml(tmp_path, ""))
+    assert stated.projects[0].available_stated and not absent.projects[0].available_stated
+    assert stated.projects[0].available.frac == absent.projects[0].available.frac == 1.0
+    em_s = start(stated, compat="bce", duration=86400.0)
+    em_a = start(absent, compat="bce", duration=86400.0)
+    # the first project is up for good either way
+    assert em_s.projects[0].available.up and em_s.projects[0].available.next_change == math.inf
+    # the second project's process, and the rest of the stream, are two draws on
+    g = make_rng(1, True)
+    for _ in range(4 * 2):  # the host's four processes (<time_stats>), two draws each
+        g.random()
+    g.random(), g.random()  # the first project's <available>
+    up = not g.random() > 0.5
+    period = g.exponential(3600.0 if up else 3600.0 / 0.5 - 3600.0)
+    b = em_s.projects[1].available
+    assert (b.up, b.time_left) == (up, period)
+    for _ in range(2):
+        em_a.rng.random()
+    assert [em_s.rng.random() for _ in range(6)] == [em_a.rng.random() for _ in range(6)]
+
+
+def test_an_available_element_at_fraction_1_changes_nothing_in_intended(tmp_path):
+    from scheduling.engine import load_scenario, run
+
+    stated = load_scenario(_available_xml(tmp_path, "<available><frac>1</frac><lambda>3600</lambda></available>"))
+    absent = load_scenario(_available_xml(tmp_path, ""))
+    one, two = (run(s, compat="intended", duration=2 * 86400.0).to_dict() for s in (stated, absent))
+    for data in (one, two):
+        data.pop("cpu_seconds"), data.pop("scenario")
+    assert one == two
+    bce = [run(s, compat="bce", duration=2 * 86400.0).to_dict()["rpcs"] for s in (stated, absent)]
+    assert bce[0] != bce[1]  # the shifted stream shows under bce
+
+
+def test_the_json_form_keeps_whether_the_element_was_there(tmp_path):
+    import json
+
+    from scheduling.engine import load_scenario, read_json, scenario_to_dict
+
+    stated = load_scenario(_available_xml(tmp_path, "<available><frac>1</frac><lambda>3600</lambda></available>"))
+    data = scenario_to_dict(stated)
+    assert data["projects"][0]["available_stated"] is True
+    assert "available_stated" not in data["projects"][1]  # at fraction 0.5 the element says nothing more
+    assert scenario_to_dict(read_json(json.dumps(data))) == data
+    assert read_json(json.dumps(data)).projects == stated.projects
+    absent = scenario_to_dict(load_scenario(_available_xml(tmp_path, "")))
+    assert "available_stated" not in absent["projects"][0]

@@ -1,0 +1,153 @@
+"""Builds the engine's compiled core: `python -m scheduling.engine.build` (`make install` runs it).
+
+Each engine module (`_core.compiled_sources()`) is compiled by Cython into an extension
+module beside its source, with the C compiler Python's own build used (CC and CFLAGS as
+setuptools reads them), and `_core_build.json` records the SHA-256 of every source
+compiled, so that a source changed since is noticed and the pure-Python modules run instead
+(_core.py). The generated C and the object files go to var/build/engine-core.
+
+Nothing is built when the record matches the sources already. When Cython is missing or the
+compiler fails, the build says so, removes what an earlier build left, and exits 0: the
+engine then runs on its pure-Python core, with the same results (`--strict` exits 1 instead).
+
+Why Cython: its compiler and setuptools come from PyPI through `pip install`, and it needs
+only the system's C compiler; it compiles the engine's Python itself, so there is no second
+implementation to keep in step, and Python semantics (exceptions, float arithmetic, ordering
+of ties) are kept, which is what makes the two cores' decisions identical.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.machinery as machinery
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+from . import _core
+
+ROOT = os.path.dirname(os.path.dirname(_core.HERE))
+BUILD_DIR = os.path.join(ROOT, "var", "build", "engine-core")
+# Cython: the sources' annotations are documentation, not C types (a `float` parameter stays
+# a Python object, as in the pure-Python core); local types are inferred only where that
+# keeps Python's semantics (infer_types=None, Cython's "safe" inference).
+DIRECTIVES = {"language_level": 3, "annotation_typing": False, "binding": True, "infer_types": None}
+
+
+def remove_built() -> int:
+    """Remove every extension module of the package's folders and the build record; the number of files removed."""
+    removed = 0
+    for folder in (_core.HERE, os.path.join(_core.HERE, "policies")):
+        for name in os.listdir(folder):
+            if name.endswith(tuple(machinery.EXTENSION_SUFFIXES)):
+                os.remove(os.path.join(folder, name))
+                removed += 1
+    if os.path.exists(_core.MANIFEST):
+        os.remove(_core.MANIFEST)
+        removed += 1
+    return removed
+
+
+def compiler_failure() -> str | None:
+    """Why the C compiler Python's build uses cannot compile a one-line file, or None; tried
+    before Cython's minutes of work, so a machine without a compiler learns it at once."""
+    compiler = importlib.import_module("setuptools._distutils.ccompiler").new_compiler()
+    importlib.import_module("setuptools._distutils.sysconfig").customize_compiler(compiler)
+    os.makedirs(BUILD_DIR, exist_ok=True)
+    folder = tempfile.mkdtemp(prefix="probe-", dir=BUILD_DIR)
+    probe = os.path.join(folder, "probe.c")
+    with open(probe, "w") as fh:
+        fh.write("int boincweb_probe(void) { return 0; }\n")
+    try:
+        compiler.compile([probe], output_dir=folder)
+    except Exception as exc:  # CompileError, or the compiler not found
+        return f"the C compiler {getattr(compiler, 'compiler_so', ['cc'])[0]} does not work ({exc})"
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return None
+
+
+def build(jobs: int) -> None:
+    """Cythonize and compile every source in place; raises on any failure."""
+    from Cython.Build import cythonize
+
+    # setuptools ships without type information that mypy finds here
+    Distribution = importlib.import_module("setuptools.dist").Distribution
+    Extension = importlib.import_module("setuptools.extension").Extension
+
+    sources = _core.compiled_sources()
+    here = os.path.relpath(_core.HERE, ROOT)
+    extensions = [
+        Extension(_core.module_name(source), [os.path.join(here, source)], extra_compile_args=["-O2", "-g0"])
+        for source in sources
+    ]
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        modules = cythonize(
+            extensions, build_dir=BUILD_DIR, compiler_directives=DIRECTIVES, quiet=True, nthreads=0, force=True
+        )
+        dist = Distribution({"name": "boincweb-engine-core", "ext_modules": modules})
+        dist.script_args = ["build_ext", "--inplace", "--build-temp", os.path.join(BUILD_DIR, "temp")]
+        dist.script_args += ["--build-lib", os.path.join(BUILD_DIR, "lib"), "-j", str(jobs)]
+        dist.parse_command_line()
+        dist.run_commands()
+    finally:
+        os.chdir(cwd)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--strict", action="store_true", help="exit 1 when the core cannot be built")
+    parser.add_argument("--force", action="store_true", help="build even when the record matches the sources")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="compilers at once")
+    parser.add_argument("--clean", action="store_true", help="only remove the compiled core")
+    args = parser.parse_args(argv)
+    if args.clean:
+        print(f"engine core: removed {remove_built()} files; the pure-Python core runs")
+        return 0
+    if not args.force and _core.unusable_reason() is None:
+        print("engine core: compiled, up to date")
+        return 0
+    start = time.monotonic()
+    remove_built()
+    digests = {source: _core.source_digest(source) for source in _core.compiled_sources()}
+    failure: str | None
+    try:
+        failure = compiler_failure()
+        if failure is None:
+            build(max(1, args.jobs))
+    except ImportError as exc:
+        failure = f"Cython or setuptools is missing ({exc})"
+    except (Exception, SystemExit) as exc:  # the compiler's failure reaches setuptools as SystemExit
+        failure = f"the build failed ({exc})"
+    if failure is None and any(_core.extension_path(s) is None for s in digests):
+        failure = "the build made no extension module for " + ", ".join(
+            s for s in digests if _core.extension_path(s) is None
+        )
+    if failure is not None:
+        remove_built()
+        print(f"engine core: not compiled: {failure}; the pure-Python core runs", file=sys.stderr)
+        return 1 if args.strict else 0
+    changed = {s: d for s, d in digests.items() if _core.source_digest(s) != d}
+    if changed:
+        remove_built()
+        print("engine core: sources changed during the build: " + ", ".join(changed), file=sys.stderr)
+        return 1 if args.strict else 0
+    stats = {source: _core.source_stat(source) for source in digests}
+    with open(_core.MANIFEST, "w") as fh:
+        json.dump(
+            {"python": sys.implementation.cache_tag, "sources": digests, "stats": stats}, fh, indent=1, sort_keys=True
+        )
+    for folder in ("temp", "lib"):
+        shutil.rmtree(os.path.join(BUILD_DIR, folder), ignore_errors=True)
+    print(f"engine core: compiled {len(digests)} modules in {time.monotonic() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

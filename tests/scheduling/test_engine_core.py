@@ -1,0 +1,164 @@
+"""The engine's two cores (scheduling/engine/_core.py): the choice by BOINCWEB_ENGINE_CORE,
+its refusal of bad values, the fallback when the compiled core is missing or stale, the same
+results from both, and `python -m scheduling.engine` without Django."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from scheduling.engine import CORE, _core
+from scheduling.engine.build import compiler_failure
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+STANDARD = str(ROOT / "scenarios" / "standard.json")
+BUILT = _core.unusable_reason() is None
+
+
+def engine_process(args: list[str], core: str | None = None, **kwargs) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != _core.ENV}
+    if core is not None:
+        env[_core.ENV] = core
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, **kwargs
+    )
+
+
+RUN_DIGEST = (
+    "import hashlib, json, sys; from scheduling.engine import CORE, load_scenario, run; "
+    "r = run(load_scenario(sys.argv[1]), policy=sys.argv[2], compat=sys.argv[3], duration=float(sys.argv[4])); "
+    "d = r.to_dict(); d.pop('cpu_seconds'); "
+    "print(CORE, hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest())"
+)
+
+
+@pytest.mark.parametrize("value", ["fast", "Compiled", "c"])
+def test_a_core_that_is_not_a_choice_is_refused_with_the_variables_name(value):
+    proc = engine_process(["-m", "scheduling.engine", STANDARD, "--duration", "1h"], core=value)
+    assert proc.returncode != 0
+    assert f"BOINCWEB_ENGINE_CORE={value!r}" in proc.stderr and "auto, compiled, python" in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_the_python_core_runs_from_the_sources_even_where_the_compiled_one_is_built():
+    proc = engine_process(
+        ["-c", "import scheduling.engine.rr_sim as m, scheduling.engine as e; print(e.CORE, m.__file__)"], core="python"
+    )
+    assert proc.returncode == 0, proc.stderr
+    core, path = proc.stdout.split()
+    assert core == "python" and path.endswith("rr_sim.py")
+
+
+@pytest.mark.skipif(BUILT, reason="the compiled core is built here")
+def test_asking_for_the_compiled_core_where_it_cannot_run_says_why():
+    proc = engine_process(["-c", "import scheduling.engine"], core="compiled")
+    assert proc.returncode != 0
+    assert "BOINCWEB_ENGINE_CORE=compiled, but the engine's compiled core cannot run" in proc.stderr
+
+
+@pytest.mark.skipif(not BUILT, reason="the compiled core is not built (no C compiler?)")
+def test_the_compiled_core_runs_from_its_extension_modules_where_it_is_built():
+    proc = engine_process(
+        ["-c", "import scheduling.engine.rr_sim as m, scheduling.engine as e; print(e.CORE, m.__file__)"],
+        core="compiled",
+    )
+    assert proc.returncode == 0, proc.stderr
+    core, path = proc.stdout.split()
+    assert core == "compiled" and not path.endswith(".py")
+    assert CORE == "compiled"  # auto, as this test process runs
+
+
+@pytest.mark.skipif(not BUILT, reason="the compiled core is not built (no C compiler?)")
+@pytest.mark.parametrize(
+    "scenario, policy, compat, days",
+    [
+        ("client_state", "boinc7", "bce", 2),
+        ("client_state", "boinc7", "intended", 2),
+        ("standard.json", "boinc5", "intended", 1),
+        ("standard.json", "wrr", "bce", 1),
+    ],
+)
+def test_both_cores_record_the_same_run_to_the_last_bit(scenario, policy, compat, days):
+    args = ["-c", RUN_DIGEST, str(ROOT / "scenarios" / scenario), policy, compat, str(days * 86400.0)]
+    python = engine_process(args, core="python")
+    compiled = engine_process(args, core="compiled")
+    assert python.returncode == 0 and compiled.returncode == 0, python.stderr + compiled.stderr
+    assert python.stdout.split()[0] == "python" and compiled.stdout.split()[0] == "compiled"
+    assert python.stdout.split()[1] == compiled.stdout.split()[1]
+
+
+def test_a_source_changed_since_it_was_compiled_makes_the_compiled_core_unusable(monkeypatch, tmp_path):
+    sources = _core.compiled_sources()
+    manifest = tmp_path / "_core_build.json"
+    digests = {s: "0" * 64 for s in sources}
+    manifest.write_text(json.dumps({"python": sys.implementation.cache_tag, "sources": digests}))
+    monkeypatch.setattr(_core, "MANIFEST", str(manifest))
+    monkeypatch.setattr(_core, "extension_path", lambda source: "/built/" + source)
+    assert "changed since it was compiled" in (_core.unusable_reason() or "")
+    digests = {s: _core.source_digest(s) for s in sources}
+    manifest.write_text(json.dumps({"python": sys.implementation.cache_tag, "sources": digests}))
+    assert _core.unusable_reason() is None
+    manifest.write_text(json.dumps({"python": "cpython-00", "sources": digests}))
+    assert "built for cpython-00" in (_core.unusable_reason() or "")
+    manifest.write_text("{not json")
+    assert "cannot be read" in (_core.unusable_reason() or "")
+    manifest.unlink()
+    assert "not built" in (_core.unusable_reason() or "")
+
+
+def test_every_engine_module_is_compiled_but_the_ones_that_choose_build_or_parse_flags():
+    sources = _core.compiled_sources()
+    assert "rr_sim.py" in sources and "cpu_sched.py" in sources and os.path.join("policies", "boinc7.py") in sources
+    assert not {"__init__.py", "_core.py", "build.py", "__main__.py", "command.py"} & set(sources)
+
+
+def test_a_missing_c_compiler_is_found_before_any_work(monkeypatch):
+    monkeypatch.setenv("CC", "/bin/false")
+    reason = compiler_failure()
+    assert reason is not None and "/bin/false" in reason
+    monkeypatch.delenv("CC")
+    if any(os.access(os.path.join(d, "cc"), os.X_OK) for d in os.environ.get("PATH", "").split(os.pathsep)):
+        assert compiler_failure() is None
+
+
+def test_python_m_scheduling_engine_prints_what_manage_py_simulate_prints_without_django():
+    flags = [STANDARD, "--duration", "1d", "--policy", "boinc5", "--compat", "bce", "--json"]
+    code = (
+        "import sys; from scheduling.engine.__main__ import main; rc = main(sys.argv[1:]); "
+        "assert not [m for m in sys.modules if m.split('.')[0] == 'django'], 'django imported'; sys.exit(rc)"
+    )
+    engine = engine_process(["-c", code, *flags])
+    django = engine_process(["manage.py", "simulate", *flags])
+    assert engine.returncode == 0 and django.returncode == 0, engine.stderr + django.stderr
+    ours, theirs = json.loads(engine.stdout), json.loads(django.stdout)
+    assert ours["core"] == theirs["core"] == CORE
+    ours.pop("cpu_seconds"), theirs.pop("cpu_seconds")
+    assert ours == theirs
+    text = [STANDARD, "--duration", "6h"]
+    assert (
+        engine_process(["-m", "scheduling.engine", *text]).stdout
+        == engine_process(["manage.py", "simulate", *text]).stdout
+    )
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["nope.json"], "no such file"),
+        ([STANDARD, "--duration", "ten days"], "invalid duration"),
+        ([STANDARD, "--delta", "0"], "--delta must be positive"),
+        ([STANDARD, "--policy", "nonsense"], "invalid choice"),
+    ],
+)
+def test_python_m_scheduling_engine_refuses_bad_input_in_one_line_with_code_2(args, message, tmp_path):
+    out = tmp_path / "out"
+    proc = engine_process(["-m", "scheduling.engine", *args, "--out", str(out)])
+    assert proc.returncode == 2
+    assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    assert not out.exists()
