@@ -114,6 +114,7 @@ TEMPLATES = [
             "builtins": [
                 "template_partials.templatetags.partials",
                 "backend.templatetags.boinc_time",
+                "backend.templatetags.host_names",
             ],
         },
     },

@@ -115,7 +115,7 @@ def test_the_lab_refuses_a_buffer_under_a_second(client, ann):
     assert "0, or at least one second" in response.content.decode()
 
 
-def test_the_host_list_shows_domain_names_to_their_owner_and_staff_only(client):
+def test_the_host_pages_show_domain_names_to_their_owner_and_staff_only(client):
     owner = UserFactory(username="owner", password="pw-owner-1")
     stranger = UserFactory(username="stranger", password="pw-stranger-1")
     staff = UserFactory(username="staff", password="pw-staff-1", is_staff=True)
@@ -127,4 +127,10 @@ def test_the_host_list_shows_domain_names_to_their_owner_and_staff_only(client):
         page = client.get("/project/hosts/").content.decode()
         assert ("owners-box.example.org" in page) is shown, viewer
         assert f'href="/project/hosts/{host.pk}/"' in page
+        # the host's own page and its owner's page name it the same way
+        for path in (f"/project/hosts/{host.pk}/", f"/project/users/{owner.pk}/"):
+            response = client.get(path)
+            assert response.status_code == 200, path
+            assert ("owners-box.example.org" in response.content.decode()) is shown, (viewer, path)
+            assert shown or f"host {host.pk}" in response.content.decode(), path
     assert Host.objects.count() == 1
