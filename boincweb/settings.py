@@ -125,8 +125,11 @@ WSGI_APPLICATION = "boincweb.wsgi.application"
 DATABASES = {"default": database_config(envstr("DATABASE_URL"), BASE_DIR)}
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # A file, not memory, so that forked RQ work horses in the tests see the same database;
-    # one per test run (the process id), so that two runs at once do not share it.
-    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "var" / f"test-{os.getpid()}.sqlite3")}
+    # one per test run (the process id), so that two runs at once do not share it. In shared
+    # memory where the system has it: a commit there costs no disk flush, which takes a quarter
+    # off the simulated worlds' tests (thousands of daemon passes, each committing).
+    _test_dir = "/dev/shm" if os.access("/dev/shm", os.W_OK) else str(BASE_DIR / "var")
+    DATABASES["default"]["TEST"] = {"NAME": os.path.join(_test_dir, f"boincweb-test-{os.getpid()}.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = redis_url(envstr("REDIS_URL"), BASE_DIR)

@@ -18,6 +18,22 @@ def redis_client():
     client.close()
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test database. On PostgreSQL, it commits without waiting for the disk
+    (every connection to it: the tests' own and those of the RQ workers and commands they
+    start), since its rows are thrown away at the end and a crash of the server could only lose
+    the last commits, never corrupt them. SQLite's test database lives in shared memory for the same reason
+    (boincweb/settings.py). The tests of the setting itself (tests/world/test_world.py) turn it
+    on for their own connection first."""
+    if connection.vendor != "postgresql":
+        return
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        name = connection.ops.quote_name(connection.settings_dict["NAME"])
+        cursor.execute(f"ALTER DATABASE {name} SET synchronous_commit TO off")
+        cursor.execute("SET synchronous_commit TO off")
+
+
 @pytest.fixture
 def postgres_only(db):
     if connection.vendor != "postgresql":

@@ -10,28 +10,36 @@ from django.urls import reverse
 
 from backend.models import Result
 from tests.factories import WorldFactory
+from tests.shared_rows import shared_rows
 from world import engine_records, jobs
 from world.models import EngineHostRun, EngineRecordChunk
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Each test reads the one world the module builds (shared_rows), inside a transaction of its
+# own that is rolled back.
+pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def sliced_world():
+@pytest.fixture(scope="module")
+def sliced_world(django_db_setup, django_db_blocker):
     """A small world with engine hosts run to its end in slices, stored after each as its RQ
-    chain stores it (world.jobs); (the World row, the simulation at its end)."""
-    world = WorldFactory(
-        hosts=2,
-        days=0.5,
-        seed=3,
-        settings={"engine_hosts": [{"count": 2, "policy": "boinc7"}, {"count": 1, "policy": "boinc5"}]},
-    )
-    sim = jobs.create_simulation(world)
-    while not sim.finished:
-        sim.run_until(sim.t + 5 * 3600)
-        jobs.store(world.pk, sim)
-    world.refresh_from_db()
-    return world, sim
+    chain stores it (world.jobs); (the World row, the simulation at its end). Built once for
+    the module's tests, which only read it."""
+
+    def build():
+        world = WorldFactory(
+            hosts=2,
+            days=0.5,
+            seed=3,
+            settings={"engine_hosts": [{"count": 2, "policy": "boinc7"}, {"count": 1, "policy": "boinc5"}]},
+        )
+        sim = jobs.create_simulation(world)
+        while not sim.finished:
+            sim.run_until(sim.t + 5 * 3600)
+            jobs.store(world.pk, sim)
+        world.refresh_from_db()
+        return world, sim
+
+    yield from shared_rows(django_db_blocker, build)
 
 
 @pytest.fixture
