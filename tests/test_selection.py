@@ -97,7 +97,7 @@ def test_the_full_size_simulations_run_only_in_the_long_pass_and_their_twins_onl
     assert in_file("1", "tests/world/test_engine_hosts.py", long="1") == {
         "test_engine_and_simple_hosts_for_a_day_on_postgresql[200-and-200]"
     }
-    assert "test_engine_and_simple_hosts_for_a_day_on_postgresql[20-and-20]" in in_file(
+    assert "test_engine_and_simple_hosts_for_a_day_on_postgresql[8-and-8]" in in_file(
         "1", "tests/world/test_engine_hosts.py"
     )
 
