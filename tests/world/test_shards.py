@@ -103,9 +103,10 @@ def run_to_end(sim, run, redis_client, tmp_path, data_dirs):
 
 
 def test_two_workers_run_a_sharded_world_to_its_end_with_every_invariant(redis_client, data_dirs, tmp_path):
-    # deadlines of half a day and hourly rounds keep the drain short: its rounds are not
-    # skipped when sharded
+    # deadlines of half a day, hourly rounds and a cushion of 16 unsent results (not 160) keep
+    # the drain short: its rounds are not skipped when sharded
     sim = set_up(
+        cushion=16,
         hosts=16,
         days=0.5,
         seed=6,
@@ -160,6 +161,7 @@ def test_a_sharded_run_stops_after_the_round_at_its_stop_time(redis_client, data
 
 def test_engine_hosts_go_to_shards_with_their_events_and_come_back_for_the_summary(redis_client, data_dirs, tmp_path):
     sim = set_up(
+        cushion=16,  # little left for the drain (tests/world/test_world.py: SMALL_CUSHION)
         hosts=4,
         days=0.5,
         seed=3,

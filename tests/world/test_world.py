@@ -21,6 +21,12 @@ from world.simulation import Simulation, WorldSettings
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+# A world whose test is about its runs (the same seed, the RQ chain of slices, the command)
+# rather than about the work: a cushion of 8 unsent results instead of two files' worth (160), so
+# a few hosts drain the little work left in two or three simulated days rather than a week of
+# daemon rounds, through the same paths.
+SMALL_CUSHION = {"cushion": 8}
+
 
 def run_world(prefix="t", **values):
     sim = Simulation(WorldSettings(**values), prefix=prefix)
@@ -115,9 +121,9 @@ def test_a_host_that_vanishes_mid_job_gets_no_reply_and_a_retry_completes():
 @pytest.mark.parametrize("locality", [False, True])
 def test_same_seed_same_outcome(locality):
     # Each world is new in the same database, so its hosts, files and results have other ids.
-    _, first = run_world(prefix="a", hosts=12, days=0.5, seed=5, locality=locality)
-    _, second = run_world(prefix="b", hosts=12, days=0.5, seed=5, locality=locality)
-    _, other = run_world(prefix="c", hosts=12, days=0.5, seed=6, locality=locality)
+    _, first = run_world(prefix="a", hosts=12, days=0.5, seed=5, locality=locality, **SMALL_CUSHION)
+    _, second = run_world(prefix="b", hosts=12, days=0.5, seed=5, locality=locality, **SMALL_CUSHION)
+    _, other = run_world(prefix="c", hosts=12, days=0.5, seed=6, locality=locality, **SMALL_CUSHION)
     assert first == second
     assert other != first
 
@@ -230,7 +236,7 @@ def test_inside_a_transaction_the_block_leaves_the_setting_alone(durable_commits
 def test_world_command_prints_the_contract_keys(durable_commits):
     out = io.StringIO()
     durability = commit_durability()
-    call_command("world", "--hosts", "8", "--days", "0.5", "--seed", "4", "--json", stdout=out)
+    call_command("world", "--hosts", "8", "--days", "0.5", "--seed", "4", "--set", "cushion=8", "--json", stdout=out)
     assert commit_durability() == durability  # unsynced commits end with the run
     figures = json.loads(out.getvalue())
     for key in ("workunits", "results", "bytes_downloaded", "invariants", "simulated_seconds"):
@@ -289,9 +295,9 @@ def failed_jobs(queue):
 
 
 def test_rq_jobs_run_one_slice_each_chained_and_end_exactly_like_one_run(redis_client):
-    whole = WorldFactory(name="whole", hosts=8, days=0.5, seed=9)
+    whole = WorldFactory(name="whole", hosts=8, days=0.5, seed=9, settings=SMALL_CUSHION)
     expected = jobs.run_in_process(whole)
-    sliced = WorldFactory(name="sliced", hosts=8, days=0.5, seed=9, speedup=7200)
+    sliced = WorldFactory(name="sliced", hosts=8, days=0.5, seed=9, speedup=7200, settings=SMALL_CUSHION)
     assert jobs.start(sliced.pk)  # autocommit: the first slice is enqueued at once
     queue = django_rq.get_queue(jobs.QUEUE)
     ran = run_queue(queue, lambda: World.objects.get(pk=sliced.pk).status != World.Status.RUNNING)
@@ -305,7 +311,8 @@ def test_rq_jobs_run_one_slice_each_chained_and_end_exactly_like_one_run(redis_c
 
 
 def test_pause_stops_the_chain_and_start_resumes_it(redis_client):
-    world = WorldFactory(name="w", hosts=4, days=0.25, seed=1, speedup=3600)
+    # slices of 8 simulated hours: the first leaves the world draining, a handful end it
+    world = WorldFactory(name="w", hosts=4, days=0.25, seed=1, speedup=14400, settings=SMALL_CUSHION)
     queue = django_rq.get_queue(jobs.QUEUE)
     assert jobs.start(world.pk)
     assert not jobs.start(world.pk)  # already running
@@ -330,7 +337,7 @@ def test_pause_stops_the_chain_and_start_resumes_it(redis_client):
 def test_a_chain_superseded_by_pause_and_resume_runs_nothing(redis_client):
     # Paused and resumed before the old chain's queued slice ran: two jobs wait, and only the
     # new chain's advances the world, so no slice is simulated twice.
-    world = WorldFactory(name="w", hosts=4, days=0.25, seed=1, speedup=3600)
+    world = WorldFactory(name="w", hosts=4, days=0.25, seed=1, speedup=3600, settings=SMALL_CUSHION)
     queue = django_rq.get_queue(jobs.QUEUE)
     assert jobs.start(world.pk)
     assert jobs.pause(world.pk)
@@ -347,7 +354,7 @@ def test_a_chain_superseded_by_pause_and_resume_runs_nothing(redis_client):
 
 
 def test_a_slice_waits_while_another_slice_holds_the_world(redis_client):
-    world = WorldFactory(name="w", hosts=4, days=0.25, seed=1, speedup=3600)
+    world = WorldFactory(name="w", hosts=4, days=0.25, seed=1, speedup=3600, settings=SMALL_CUSHION)
     queue = django_rq.get_queue(jobs.QUEUE)
     held = redis_client.lock(jobs.lock_key(world.pk), timeout=60)
     assert held.acquire(blocking=False)

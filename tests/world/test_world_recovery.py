@@ -16,7 +16,7 @@ from rq.exceptions import NoSuchJobError
 
 from tests.factories import UserFactory, WorldFactory
 from tests.web.serving import BASE, MANAGE, child_env
-from tests.world.test_world import run_queue
+from tests.world.test_world import SMALL_CUSHION, run_queue
 from world import jobs
 from world.models import World
 
@@ -113,7 +113,7 @@ def test_a_killed_work_horse_leaves_the_world_failed_unlocked_and_resumable_by_s
 
 
 def test_a_job_gone_from_redis_fails_the_world_after_a_grace_and_staff_resume_it(redis_client, staff):
-    world = WorldFactory(name="lost", hosts=4, days=0.25, seed=1, speedup=3600)
+    world = WorldFactory(name="lost", hosts=4, days=0.25, seed=1, speedup=14400, settings=SMALL_CUSHION)
     assert jobs.start(world.pk)
     queue = django_rq.get_queue(jobs.QUEUE)
     job_id = World.objects.get(pk=world.pk).job_id
@@ -142,7 +142,7 @@ def test_a_job_gone_from_redis_fails_the_world_after_a_grace_and_staff_resume_it
 
 
 def test_a_world_whose_job_waits_or_runs_is_left_alone(redis_client):
-    world = WorldFactory(name="fine", hosts=4, days=0.25, seed=1, speedup=3600)
+    world = WorldFactory(name="fine", hosts=4, days=0.25, seed=1, speedup=3600, settings=SMALL_CUSHION)
     assert jobs.start(world.pk)
     World.objects.filter(pk=world.pk).update(job_since=timezone.now() - timedelta(hours=1))
     assert not jobs.check_world(World.objects.get(pk=world.pk))  # queued
