@@ -21,10 +21,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 # server draws, so a run alone (the emulated server) and one in a world (the real scheduler)
 # follow the same sample path whenever the scheduler sends what the emulated server would.
 ALWAYS_ON = dict(on_frac_min=1.0, error_rate=0, no_reply_rate=0, leave_per_day=0, join_per_day=0)
-# A server that always has work: a deep cushion of unsent results, and no limit on the jobs
-# one RPC may bring (BOINC's max_wus_to_send of 10 per CPU cuts a first request of a host
-# with a fast GPU short, which the emulated server never does).
-ALWAYS_WORK = dict(cushion=2000, max_wus_to_send=0)
+# A server that always has work: a cushion of unsent results deeper than any one request of
+# these hosts asks for (a request left short would part from the engine alone, which the tests
+# check), and no limit on the jobs one RPC may bring (BOINC's max_wus_to_send of 10 per CPU cuts
+# a first request of a host with a fast GPU short, which the emulated server never does). 100
+# for ten hosts; the more there are, the more results the world must finish after its day.
+ALWAYS_WORK = dict(cushion=100, max_wus_to_send=0)
 
 
 def healthy(sim):
@@ -100,7 +102,8 @@ def test_engine_hosts_ask_get_and_report_as_the_engine_alone_where_the_server_al
 
 
 def test_a_world_with_engine_hosts_is_stored_between_slices_and_ends_as_one_run_in_one_go():
-    values = dict(hosts=6, days=0.5, seed=5, engine_hosts=({"count": 4, "policy": "boinc5"},))
+    # a cushion of 16 results: the slices and their pickles, not the work, are the subject
+    values = dict(hosts=6, days=0.5, seed=5, cushion=16, engine_hosts=({"count": 4, "policy": "boinc5"},))
     whole = Simulation(WorldSettings(**values), prefix="a")
     whole.setup()
     whole.run()
@@ -122,17 +125,17 @@ def test_a_world_with_engine_hosts_is_stored_between_slices_and_ends_as_one_run_
 
 @pytest.mark.postgres
 @pytest.mark.parametrize(
-    "hosts, engine_hosts, workunits",
+    "hosts, engine_hosts, workunits, cushion",
     [
         # 8 engine hosts beside 8 simple ones still fill the processors the engine drew, ask at
         # every buffer low and report every job through PostgreSQL's row locks while the simple
         # hosts claim rows beside them, so each of their RPCs of the day is checked against the
         # engine alone as at full size (more hosts add RPCs, not paths).
-        pytest.param(8, 8, 50, id="8-and-8"),
-        pytest.param(200, 200, 500, marks=pytest.mark.long, id="200-and-200"),
+        pytest.param(8, 8, 50, 100, id="8-and-8"),
+        pytest.param(200, 200, 500, 2000, marks=pytest.mark.long, id="200-and-200"),
     ],
 )
-def test_engine_and_simple_hosts_for_a_day_on_postgresql(postgres_only, hosts, engine_hosts, workunits):
+def test_engine_and_simple_hosts_for_a_day_on_postgresql(postgres_only, hosts, engine_hosts, workunits, cushion):
     # runtime estimates from the benchmarks alone (<rte_no_stats>): the scheduler tells each
     # host its true speed all day, as the emulated server does, so the whole day agrees
     settings = WorldSettings(
@@ -142,7 +145,7 @@ def test_engine_and_simple_hosts_for_a_day_on_postgresql(postgres_only, hosts, e
         engine_hosts=({"count": engine_hosts, "policy": "boinc7"},),
         runtime_stats=False,
         **ALWAYS_ON,
-        **ALWAYS_WORK,
+        **{**ALWAYS_WORK, "cushion": cushion},
     )
     sim = Simulation(settings, prefix="p")
     sim.setup()
@@ -217,7 +220,9 @@ def test_a_daily_quota_hit_makes_engine_hosts_back_off_and_fetch_from_their_othe
 def test_the_world_command_runs_engine_hosts_and_refuses_a_bad_class():
     out = io.StringIO()
     # two-hour jobs on the preset's 1-GFLOPS host, which shares it with two projects of its own
+    # and a cushion of 8 results, so the drain finishes little work (test_world.py: SMALL_CUSHION)
     args = ["--hosts", "2", "--days", "0.3", "--seed", "6", "--set", ENGINE_SET, "--set", "job_gflop=7200"]
+    args += ["--set", "cushion=8"]
     call_command("world", *args, stdout=out)
     assert re.search(r"engine hosts: 2; to the world's project \d+ RPCs", out.getvalue())
     before = World.objects.count()
