@@ -21,7 +21,8 @@ from world.simulation import Simulation, WorldSettings
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-# A world whose test is about its runs (the same seed, the RQ chain of slices, the command)
+# A world whose test is about its runs (the same seed, the RQ chain of slices, the command, a
+# host that vanishes)
 # rather than about the work: a cushion of 8 unsent results instead of two files' worth (160), so
 # a few hosts drain the little work left in two or three simulated days rather than a week of
 # daemon rounds, through the same paths.
@@ -98,6 +99,7 @@ def test_a_host_that_vanishes_mid_job_gets_no_reply_and_a_retry_completes():
             join_per_day=0,
             on_frac_min=1.0,
             delay_bound=86400,
+            **SMALL_CUSHION,
         ),
         prefix="v",
     )
