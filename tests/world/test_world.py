@@ -22,10 +22,9 @@ from world.simulation import Simulation, WorldSettings
 pytestmark = pytest.mark.django_db(transaction=True)
 
 # A world whose test is about its runs (the same seed, the RQ chain of slices, the command, a
-# host that vanishes)
-# rather than about the work: a cushion of 8 unsent results instead of two files' worth (160), so
-# a few hosts drain the little work left in two or three simulated days rather than a week of
-# daemon rounds, through the same paths.
+# host that vanishes) rather than about the work: a cushion of 8 unsent results instead of two
+# files' worth (160), so a few hosts drain the little work left in two or three simulated days
+# rather than a week of daemon rounds, through the same paths.
 SMALL_CUSHION = {"cushion": 8}
 
 
