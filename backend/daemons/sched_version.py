@@ -118,8 +118,9 @@ def perf_percentiles() -> tuple[float, float]:
     defaults under 10 hosts, else over the hosts with expavg_credit above 10; the hosts of
     the current request's project (``sched_shmem.project_id``)."""
     hosts = Host.objects.all()
-    if sched_shmem.project_id() is not None:
-        hosts = hosts.filter(project_id=sched_shmem.project_id())
+    project_id = sched_shmem.project_id()
+    if project_id is not None:
+        hosts = hosts.filter(project_id=project_id)
     if hosts.count() < 10:
         return DEFAULT_FPOPS_50, DEFAULT_FPOPS_95
     values = hosts.filter(expavg_credit__gt=10).order_by("p_fpops")

@@ -460,7 +460,7 @@ def handle_in_request(
     reply.hostid = host.pk
     if config.send_result_abort and request.other_results is not None:
         result_aborts(host, request.other_results, reply=reply)
-    reply.delete_file_infos = deleted_sticky_files(held)
+    reply.delete_file_infos = deleted_sticky_files(held, project_id)
     if request.dont_send_work:
         reply.messages.append(Message("not sending work: the client asked for none"))
         return reply
@@ -483,12 +483,13 @@ def handle_in_request(
     return reply
 
 
-def deleted_sticky_files(held: set[str]) -> list[str]:
-    """Sticky files the host holds that the project no longer has (reference/server.md §3.10)."""
+def deleted_sticky_files(held: set[str], project_id: int) -> list[str]:
+    """Sticky files the host holds that project ``project_id`` no longer has
+    (reference/server.md §3.10)."""
     if not held:
         return []
     live = set(
-        File.objects.filter(project_id=sched_shmem.project_id(), name__in=held)
+        File.objects.filter(project_id=project_id, name__in=held)
         .exclude(file_delete_state=FileDeleteState.DONE)
         .values_list("name", flat=True)
     )
