@@ -97,7 +97,7 @@ def status(request: HtmxHttpRequest, project: Project | None = None) -> HttpResp
         )
     now = _now()
     whole = not request.htmx
-    context: dict[str, Any] = {}
+    context: dict[str, Any] = {"config_project": project}
     if whole or panel == "panel":
         state = server_status.server_status(now, project=project, cached=True)
         context["status"] = state
@@ -593,6 +593,12 @@ def workunit_action(request: HttpRequest, action: str, project: Project | None =
 
 
 # --- projects -------------------------------------------------------------------------------
+
+
+@require_GET
+def config(request: HttpRequest, project: Project | None = None) -> HttpResponse:
+    """The project's server options (BOINC's config.xml names) and its own config.xml."""
+    return render(request, "project/config.html", {"boinc_project": _project(project)})
 
 
 @require_GET

@@ -82,3 +82,14 @@ def test_no_page_of_one_project_shows_a_row_of_another(client, world, demo_due):
     status = client.get("/projects/world-1/status.json").json()
     assert [app["name"] for app in status["apps"]] == ["w1_einstein"]
     assert client.get("/projects/nowhere/workunits/").status_code == 404
+
+
+def test_each_project_has_a_configuration_page_of_its_own_config_xml(client, world):
+    Project.objects.filter(pk=world.pk).update(
+        config_xml="<boinc><config><homogeneous_redundancy>2</homogeneous_redundancy></config></boinc>"
+    )
+    page = client.get("/projects/world-1/config/").content.decode()
+    assert "homogeneous_redundancy" in page and "2 (coarse)" in page and "&lt;boinc&gt;" in page
+    demo = client.get("/projects/demo/config/").content.decode()
+    assert "0 (off)" in demo and "None of its own" in demo
+    assert client.get("/projects/nowhere/config/").status_code == 404
