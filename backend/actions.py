@@ -12,15 +12,7 @@ from django.db.models import F
 from django.db.models.lookups import Exact
 
 from backend.events import event, record
-from backend.models import (
-    AssimilateState,
-    ErrorMask,
-    Outcome,
-    Result,
-    ServerState,
-    ValidateState,
-    Workunit,
-)
+from backend.models import AssimilateState, ErrorMask, Outcome, Project, Result, ServerState, ValidateState, Workunit
 
 CANCELLED = ErrorMask.CANCELLED.value
 
@@ -30,12 +22,16 @@ def _not_cancelled() -> Exact:
 
 
 @transaction.atomic
-def cancel_workunits(ids: Iterable[int], *, now: int, actor: str) -> int:
+def cancel_workunits(ids: Iterable[int], *, now: int, actor: str, project: Project | None = None) -> int:
     """BOINC's cancel_jobs (tools/backend_lib.cpp, reference/server.md §1.6, §2): error_mask |=
     CANCELLED and transition_time = now on each workunit not cancelled yet; its unsent results
-    become OVER/DIDNT_NEED. Returns the number of workunits cancelled."""
+    become OVER/DIDNT_NEED. Only workunits of ``project`` (default: the demo project) are
+    touched. Returns the number of workunits cancelled."""
+    project = project or Project.demo()
     wus = list(
-        Workunit.objects.select_for_update().filter(_not_cancelled(), id__in=ids).values_list("id", "error_mask")
+        Workunit.objects.select_for_update()
+        .filter(_not_cancelled(), project=project, id__in=ids)
+        .values_list("id", "error_mask")
     )
     wu_ids = [pk for pk, _ in wus]
     cancelled = Workunit.objects.filter(_not_cancelled(), id__in=wu_ids).update(
@@ -79,17 +75,19 @@ def cancel_workunits(ids: Iterable[int], *, now: int, actor: str) -> int:
                 reason=reason,
             )
         )
-    record(events)
+    record(events, project.pk)
     return cancelled
 
 
 @transaction.atomic
-def transition_now(ids: Iterable[int], *, now: int, actor: str) -> int:
+def transition_now(ids: Iterable[int], *, now: int, actor: str, project: Project | None = None) -> int:
     """transition_time = now, so the transitioner examines the workunits on its next pass
-    (the universal trigger of reference/server.md §5.1). Returns how many moved."""
+    (the universal trigger of reference/server.md §5.1); ``project``'s workunits only (default:
+    the demo project). Returns how many moved."""
+    project = project or Project.demo()
     wus = list(
         Workunit.objects.select_for_update()
-        .filter(id__in=ids, transition_time__gt=now)
+        .filter(project=project, id__in=ids, transition_time__gt=now)
         .values_list("id", "transition_time")
     )
     moved = Workunit.objects.filter(id__in=[pk for pk, _ in wus], transition_time__gt=now).update(transition_time=now)
@@ -105,19 +103,28 @@ def transition_now(ids: Iterable[int], *, now: int, actor: str) -> int:
                 reason=f"transition requested by {actor}",
             )
             for pk, old in wus
-        ]
+        ],
+        project.pk,
     )
     return moved
 
 
 @transaction.atomic
-def revalidate_workunits(ids: Iterable[int], *, now: int, actor: str) -> int:
+def revalidate_workunits(ids: Iterable[int], *, now: int, actor: str, project: Project | None = None) -> int:
     """Send workunits back to the validator: on each workunit with no error, no canonical result
     and not yet assimilated, SUCCESS results judged INVALID or INCONCLUSIVE return to INIT,
-    and need_validate = 1 with transition_time = now. Returns the number of workunits."""
+    and need_validate = 1 with transition_time = now; ``project``'s workunits only (default: the
+    demo project). Returns the number of workunits."""
+    project = project or Project.demo()
     eligible = dict(
         Workunit.objects.select_for_update()
-        .filter(id__in=ids, error_mask=0, canonical_result__isnull=True, assimilate_state=AssimilateState.INIT)
+        .filter(
+            project=project,
+            id__in=ids,
+            error_mask=0,
+            canonical_result__isnull=True,
+            assimilate_state=AssimilateState.INIT,
+        )
         .values_list("id", "need_validate")
     )
     judged = [ValidateState.INVALID, ValidateState.INCONCLUSIVE]
@@ -153,7 +160,7 @@ def revalidate_workunits(ids: Iterable[int], *, now: int, actor: str) -> int:
         )
         for pk, wu_id, state in results
     ]
-    record(events)
+    record(events, project.pk)
     return count
 
 

@@ -12,7 +12,19 @@ from django.db import connection
 
 from backend.models import LifecycleEvent
 
-COLUMNS = ("time", "actor", "workunit_id", "result_id", "host_id", "field", "old", "new", "reason", "detail")
+COLUMNS = (
+    "project_id",
+    "time",
+    "actor",
+    "workunit_id",
+    "result_id",
+    "host_id",
+    "field",
+    "old",
+    "new",
+    "reason",
+    "detail",
+)
 
 
 class Event(NamedTuple):
@@ -58,9 +70,10 @@ def event(
     )
 
 
-def record(events: Iterable[Event | LifecycleEvent]) -> int:
-    """Save a batch of events (``Event``s or unsaved LifecycleEvents) in a few INSERTs."""
-    rows = [tuple(getattr(e, name) for name in COLUMNS) for e in events]
+def record(events: Iterable[Event | LifecycleEvent], project_id: int) -> int:
+    """Save a batch of events (``Event``s or unsaved LifecycleEvents) of project ``project_id``
+    in a few INSERTs."""
+    rows = [(project_id, *(getattr(e, name) for name in COLUMNS[1:])) for e in events]
     if not rows:
         return 0
     table = connection.ops.quote_name(LifecycleEvent._meta.db_table)

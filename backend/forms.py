@@ -159,7 +159,8 @@ class HostPrefsForm(KeepsShownNumbers, forms.ModelForm):
                         detail=f"{old} → {new}",
                     )
                     for name, old, new in changes
-                ]
+                ],
+                self.instance.project_id,
             )
         return changes
 

@@ -71,12 +71,13 @@ def keyset_page(
     ``before`` (cursors of neighbouring pages). Raises BadCursor for a cursor it cannot read.
 
     ``field`` must be unique (id, or the unique name), or indexed together with id (an index
-    on exactly (field, id), such as wu_transition_id): the page is then read straight off that
+    on exactly (field, id), or (project, field, id) such as wu_transition_id): the page is then read straight off that
     index. Ties of any other key ("ORDER BY x, id") would make PostgreSQL sort every tied row.
     """
     meta = queryset.model._meta
     tied = not meta.get_field(field).unique
-    if tied and not any(list(index.fields) == [field, "id"] for index in meta.indexes):
+    # an index of a project's rows leads with the project, which the page's queryset filters by
+    if tied and not any(list(index.fields) in ([field, "id"], ["project", field, "id"]) for index in meta.indexes):
         raise ValueError(f"keyset pages need a unique sort key or an index on ({field}, id), not {field!r}")
     keys = [field, "id"] if tied else [field]
 

@@ -9,11 +9,16 @@ A transition on one row is a compare-and-set model method; daemons orchestrate.
 import enum
 import hashlib
 import hmac
-from typing import Self, cast
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Self, cast
 
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+
+if TYPE_CHECKING:
+    from backend.daemons.sched_types import SchedulerConfig
 
 INT_MAX = 2**31 - 1
 
@@ -126,6 +131,89 @@ class ValidatorKind(models.TextChoices):
     NUMERIC = "numeric", "Numbers equal within a tolerance"
 
 
+# --- projects ------------------------------------------------------------------------------
+
+
+class Project(models.Model):
+    """A BOINC project: its own rows, config.xml, clock, data directory and daemons
+    (DESIGN.md "Projects"). BOINC gives each project a database of its own; boincweb keeps many
+    in one, and every BOINC row below names the project it belongs to.
+
+    A live project runs on the wall clock and the periodic job makes its daemon passes; a
+    world's project runs on the world's simulated clock, which the world alone advances
+    (``simulated_time``), and only the world makes its passes.
+    """
+
+    class Kind(models.TextChoices):
+        LIVE = "live", "Live"
+        WORLD = "world", "World"
+
+    DEMO_SLUG = "demo"
+
+    name = models.CharField(max_length=100)
+    slug = models.SlugField(max_length=50, unique=True)
+    kind = models.CharField(max_length=5, choices=Kind.choices, default=Kind.LIVE)
+    # The project's config.xml (BOINC's names, backend.server_config); empty: the settings'
+    # BOINC_CONFIG_XML and server options.
+    config_xml = models.TextField(blank=True, help_text="The project's BOINC config.xml.")
+    # A world's clock in Unix seconds, written as the world advances; null: the wall clock.
+    simulated_time = models.BigIntegerField(null=True, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @classmethod
+    def demo(cls) -> "Project":
+        """The default project: the live demo that ``/`` and the ``/project/...`` pages show."""
+        project, _ = cls.objects.get_or_create(slug=cls.DEMO_SLUG, defaults={"name": "Demo project"})
+        return project
+
+    @property
+    def is_live(self) -> bool:
+        return self.kind == self.Kind.LIVE
+
+    def now(self) -> int:
+        """The project's clock in Unix seconds: the world's simulated time, or the wall clock."""
+        if self.simulated_time is not None:
+            return self.simulated_time
+        return int(time.time())
+
+    def scheduler_config(self) -> "SchedulerConfig":
+        """The project's server options: its own config.xml when it has one, else the
+        settings' (backend.server_config.project_config)."""
+        from backend.server_config import project_config, read_config_xml
+
+        if self.config_xml:
+            return read_config_xml(
+                self.config_xml,
+                daily_result_quota=settings.BOINC_DAILY_RESULT_QUOTA,
+                resend_lost_results=settings.BOINC_RESEND_LOST_RESULTS,
+            )
+        return project_config()
+
+    @property
+    def data_dir(self) -> Path:
+        return Path(settings.BOINCWEB_DATA_DIR) / "projects" / self.slug
+
+    @property
+    def download_dir(self) -> Path:
+        return self.data_dir / "download"
+
+    @property
+    def upload_dir(self) -> Path:
+        return self.data_dir / "upload"
+
+
+def project_field(related_name: str = "+", *, db_index: bool = False) -> models.ForeignKey:
+    """The project a BOINC row belongs to. Unindexed on its own: each table's indexes that a
+    daemon or page filters by lead with it instead."""
+    return models.ForeignKey(Project, on_delete=models.CASCADE, related_name=related_name, db_index=db_index)
+
+
 # Exit codes the daemons distinguish (lib/error_numbers.h, reference/server.md §1.4).
 EXIT_ABORTED_BY_CLIENT = 194
 EXIT_ABORTED_BY_PROJECT = 202
@@ -136,7 +224,8 @@ EXIT_ABORTED_VIA_GUI = 203
 
 
 class App(models.Model):
-    name = models.CharField(max_length=254, unique=True)
+    project = project_field("apps")
+    name = models.CharField(max_length=254)
     user_friendly_name = models.CharField(max_length=254, blank=True)
     deprecated = models.BooleanField(default=False)
     locality_scheduling = models.BooleanField(
@@ -184,12 +273,17 @@ class App(models.Model):
 
     class Meta:
         ordering = ["name"]
+        constraints = [
+            # also the index of a project's apps (the status page, the work generator)
+            models.UniqueConstraint(fields=["project", "name"], name="app_project_name"),
+        ]
 
     def __str__(self) -> str:
         return self.name
 
 
 class AppVersion(models.Model):
+    project = project_field("app_versions")
     app = models.ForeignKey(App, on_delete=models.CASCADE, related_name="versions")
     version_num = models.PositiveIntegerField()
     platform = models.CharField(max_length=254, default="x86_64-pc-linux-gnu")
@@ -225,6 +319,10 @@ class AppVersion(models.Model):
             models.CheckConstraint(condition=Q(avg_ncpus__gte=0), name="app_version_ncpus_nonneg"),
             models.CheckConstraint(condition=Q(gpu_usage=0) | ~Q(gpu_type=""), name="app_version_gpu_usage_has_type"),
         ]
+        indexes = [
+            # scheduler: a project's versions for a host's platforms (sched_send)
+            models.Index(fields=["project", "platform"], name="av_project_platform"),
+        ]
 
     def __str__(self) -> str:
         plan = f" ({self.plan_class})" if self.plan_class else ""
@@ -241,6 +339,7 @@ class AppVersion(models.Model):
 class Host(models.Model):
     """A volunteer's computer: BOINC's host row."""
 
+    project = project_field("hosts")
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="hosts")
     domain_name = models.CharField(max_length=254)
     create_time = models.BigIntegerField(default=0)
@@ -278,6 +377,10 @@ class Host(models.Model):
 
     class Meta:
         ordering = ["id"]
+        indexes = [
+            # the hosts page and the scheduler's speed percentiles: a project's hosts
+            models.Index(fields=["project", "id"], name="host_project_id"),
+        ]
         constraints = [
             models.CheckConstraint(condition=Q(p_ncpus__gte=1), name="host_has_a_cpu"),
             models.CheckConstraint(
@@ -305,6 +408,7 @@ class HostAppVersion(models.Model):
     validator valid and invalid results.
     """
 
+    project = project_field()
     # Indexed by host_app_version_unique, which leads with it.
     host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="app_versions", db_index=False)
     app_version = models.ForeignKey(AppVersion, on_delete=models.CASCADE)
@@ -342,7 +446,8 @@ class Team(models.Model):
     """A team of volunteers, with the credit its members' valid results earn
     (sched/credit.cpp grant_credit)."""
 
-    name = models.CharField(max_length=254, unique=True)
+    project = project_field("teams")
+    name = models.CharField(max_length=254)
     create_time = models.BigIntegerField(default=0)
     total_credit = models.FloatField(default=0.0)
     expavg_credit = models.FloatField(default=0.0)
@@ -352,8 +457,9 @@ class Team(models.Model):
         ordering = ["name"]
         indexes = [
             # the teams page: teams by recent average credit
-            models.Index(fields=["-expavg_credit", "id"], name="team_rac"),
+            models.Index(fields=["project", "-expavg_credit", "id"], name="team_rac"),
         ]
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="team_project_name")]
 
     def __str__(self) -> str:
         return self.name
@@ -366,6 +472,7 @@ class UserCredit(models.Model):
     user = models.OneToOneField(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="credit"
     )
+    project = project_field()
     team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.SET_NULL, related_name="members")
     total_credit = models.FloatField(default=0.0)
     expavg_credit = models.FloatField(default=0.0)
@@ -374,7 +481,7 @@ class UserCredit(models.Model):
     class Meta:
         indexes = [
             # the users page: users by recent average credit
-            models.Index(fields=["-expavg_credit", "user"], name="user_credit_rac"),
+            models.Index(fields=["project", "-expavg_credit", "user"], name="user_credit_rac"),
         ]
 
 
@@ -382,6 +489,7 @@ class UserAppCredit(models.Model):
     """A volunteer's credit from one app (BOINC's credit_user row, written by
     grant_credit_by_app when config.xml sets <credit_by_app>)."""
 
+    project = project_field()
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="app_credit")
     app = models.ForeignKey(App, on_delete=models.CASCADE, related_name="+")
     njobs = models.IntegerField(default=0)
@@ -396,6 +504,7 @@ class UserAppCredit(models.Model):
 class TeamAppCredit(models.Model):
     """A team's credit from one app (BOINC's credit_team row, see UserAppCredit)."""
 
+    project = project_field()
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="app_credit")
     app = models.ForeignKey(App, on_delete=models.CASCADE, related_name="+")
     njobs = models.IntegerField(default=0)
@@ -416,6 +525,7 @@ class CreditHistory(models.Model):
         USER = "user"
         TEAM = "team"
 
+    project = project_field()
     kind = models.CharField(max_length=4, choices=Kind.choices)
     # the user's or the team's id
     owner_id = models.BigIntegerField()
@@ -427,7 +537,9 @@ class CreditHistory(models.Model):
     class Meta:
         ordering = ["kind", "owner_id", "day"]
         # also the index the user and team pages' charts read (one owner's days in order)
-        constraints = [models.UniqueConstraint(fields=["kind", "owner_id", "day"], name="credit_history_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "kind", "owner_id", "day"], name="credit_history_unique")
+        ]
 
 
 # --- files ---------------------------------------------------------------------------------
@@ -440,6 +552,7 @@ class File(models.Model):
         INPUT = "input", "Input"
         OUTPUT = "output", "Output"
 
+    project = project_field()
     name = models.CharField(max_length=254, unique=True)
     kind = models.CharField(max_length=6, choices=Kind.choices)
     nbytes = models.BigIntegerField(default=0)
@@ -485,6 +598,7 @@ class File(models.Model):
 class HostFile(models.Model):
     """A sticky file a host reported it holds (locality scheduling, reference/server.md §3.10)."""
 
+    project = project_field()
     host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="files")
     name = models.CharField(max_length=254)
     reported_time = models.BigIntegerField(default=0)
@@ -493,7 +607,7 @@ class HostFile(models.Model):
         constraints = [models.UniqueConstraint(fields=["host", "name"], name="host_file_unique")]
         indexes = [
             # locality: which hosts hold a file (working-set manager, delete-file instructions)
-            models.Index(fields=["name"], name="host_file_name"),
+            models.Index(fields=["project", "name"], name="host_file_name"),
         ]
 
 
@@ -509,6 +623,7 @@ class LocalityTrigger(models.Model):
     made then keeps its rows.
     """
 
+    project = project_field()
     app = models.ForeignKey(App, on_delete=models.CASCADE, related_name="+")
     file_name = models.CharField(max_length=254, unique=True)
     need_work = models.BooleanField(default=False)
@@ -554,6 +669,7 @@ class WorkunitQuerySet(models.QuerySet["Workunit"]):
 class Workunit(models.Model):
     """BOINC's workunit (reference/server.md §1.7): a bundle of independent sub-states."""
 
+    project = project_field("workunits")
     # Indexed by wu_val, wu_assim and wu_app_id, which all lead with app.
     app = models.ForeignKey(App, on_delete=models.PROTECT, related_name="workunits", db_index=False)
     name = models.CharField(max_length=254, unique=True)
@@ -621,12 +737,12 @@ class Workunit(models.Model):
             # assimilator: workunits READY to assimilate, per app (wu_assim)
             models.Index(fields=["app", "assimilate_state"], name="wu_assim"),
             # file_deleter: workunits whose input files are READY to delete (wu_filedel)
-            models.Index(fields=["file_delete_state"], name="wu_filedel"),
+            models.Index(fields=["project", "file_delete_state"], name="wu_filedel"),
             # dashboard workunit list: keyset pagination by app and id
             models.Index(fields=["app", "id"], name="wu_app_id"),
             # transitioner: workunits whose transition_time has come (BOINC's wu_timeout), and
             # the dashboard's workunit list sorted by transition_time, ties by id
-            models.Index(fields=["transition_time", "id"], name="wu_transition_id"),
+            models.Index(fields=["project", "transition_time", "id"], name="wu_transition_id"),
             # status page: workunits waiting for validation and for assimilation, per app; only
             # those rows are in them, so the counts read a few entries, not every workunit's
             models.Index(fields=["app"], name="wu_need_validate", condition=Q(need_validate=True)),
@@ -676,6 +792,7 @@ class ResultQuerySet(models.QuerySet["Result"]):
 class Result(models.Model):
     """BOINC's result: one instance of a workunit (reference/server.md §1.8)."""
 
+    project = project_field("results")
     workunit = models.ForeignKey(
         Workunit, on_delete=models.CASCADE, related_name="results", db_index=False
     )  # res_wuid below
@@ -737,32 +854,36 @@ class Result(models.Model):
             # transitioner and validator: a workunit's results (res_wuid)
             models.Index(fields=["workunit"], name="res_wuid"),
             # feeder/scheduler: unsent results by priority (ind_res_st)
-            models.Index(fields=["server_state", "-priority"], name="ind_res_st"),
+            models.Index(fields=["project", "server_state", "-priority"], name="ind_res_st"),
             # scheduler: the unsent results in the feeder's order (priority, then workunit), so
             # a request reads just the candidates it looks at; only UNSENT rows are in it
             models.Index(
-                fields=["-priority", "workunit", "id"],
+                fields=["project", "-priority", "workunit", "id"],
                 name="res_unsent_order",
                 condition=Q(server_state=ServerState.UNSENT),
             ),
             # locality scheduling's old work: the oldest unsent results (Einstein@home's
             # res_create_server_state, which sched_locality.cpp send_old_work names)
             models.Index(
-                fields=["create_time", "id"], name="res_unsent_create", condition=Q(server_state=ServerState.UNSENT)
+                fields=["project", "create_time", "id"],
+                name="res_unsent_create",
+                condition=Q(server_state=ServerState.UNSENT),
             ),
             # work generator: unsent count per app (res_app_state)
             models.Index(fields=["app", "server_state"], name="res_app_state"),
             # transitioner: timed-out results (IN_PROGRESS past report_deadline)
-            models.Index(fields=["server_state", "report_deadline"], name="res_deadline"),
+            models.Index(fields=["project", "server_state", "report_deadline"], name="res_deadline"),
             # file_deleter: outputs READY to delete (res_filedel)
-            models.Index(fields=["file_delete_state"], name="res_filedel"),
+            models.Index(fields=["project", "file_delete_state"], name="res_filedel"),
             # host page and scheduler reports: a host's results (res_hostid_id)
             models.Index(fields=["host", "id"], name="res_hostid_id"),
             # user page, one result per user per workunit (res_userid_id)
             models.Index(fields=["user", "id"], name="res_userid_id"),
             # status page: run times of the valid results received in the past day
             models.Index(
-                fields=["received_time"], name="res_received_valid", condition=Q(validate_state=ValidateState.VALID)
+                fields=["project", "received_time"],
+                name="res_received_valid",
+                condition=Q(validate_state=ValidateState.VALID),
             ),
         ]
 
@@ -799,6 +920,7 @@ class LifecycleEvent(models.Model):
     and spells the values out in ``detail`` ("0.1 → 0.25").
     """
 
+    project = project_field()
     time = models.BigIntegerField(help_text="Unix seconds (the world's clock when simulated).")
     actor = models.CharField(max_length=32, help_text="Daemon or person that made the change.")
     # Indexed by event_wu_time and event_result_time, which lead with them.
@@ -902,6 +1024,7 @@ def state_label(field: str, value: int | None) -> str:
 class AssimilatedResult(models.Model):
     """What the default assimilator handler recorded for one finished workunit (§3.8)."""
 
+    project = project_field()
     workunit = models.OneToOneField(Workunit, on_delete=models.CASCADE, related_name="assimilated")
     app = models.ForeignKey(App, on_delete=models.CASCADE, related_name="assimilated")
     canonical_result = models.ForeignKey(Result, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
@@ -922,9 +1045,10 @@ class AssimilatedResult(models.Model):
 
 
 class DaemonStatus(models.Model):
-    """The last pass of each daemon, for the server status page."""
+    """The last pass of each daemon of each project, for the server status page."""
 
-    name = models.CharField(max_length=32, primary_key=True)
+    project = project_field("daemons")
+    name = models.CharField(max_length=32)
     enabled = models.BooleanField(default=True)
     last_pass_time = models.DateTimeField(null=True, blank=True)
     last_work_done = models.IntegerField(default=0)
@@ -935,8 +1059,9 @@ class DaemonStatus(models.Model):
     last_retry_time = models.BigIntegerField(default=0)
 
     class Meta:
-        ordering = ["name"]
+        ordering = ["project", "name"]
         verbose_name_plural = "daemon status"
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="daemon_status_unique")]
 
     def __str__(self) -> str:
         return self.name

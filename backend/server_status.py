@@ -41,6 +41,7 @@ from backend.models import (
     AssimilateState,
     DaemonStatus,
     Host,
+    Project,
     Result,
     ServerState,
     UserCredit,
@@ -163,9 +164,15 @@ class ServerStatus:
         return data
 
 
-def daemon_states(now_dt: datetime) -> list[Daemon]:
-    """Every registered daemon and every daemon that has reported a pass, by name."""
-    rows = {row.name: row for row in DaemonStatus.objects.all()}
+def of(project: Project | None) -> Project:
+    """``project``, or the demo project that the pages without one show."""
+    return Project.demo() if project is None else project
+
+
+def daemon_states(now_dt: datetime, project: Project | None = None) -> list[Daemon]:
+    """Every registered daemon and every daemon that has reported a pass over the project, by
+    name."""
+    rows = {row.name: row for row in DaemonStatus.objects.filter(project=of(project))}
     names = list(daemon_names()) + sorted(set(rows) - set(daemon_names()))
     daemons = []
     for name in names:
@@ -184,10 +191,12 @@ def daemon_states(now_dt: datetime) -> list[Daemon]:
     return daemons
 
 
-def app_tasks() -> list[AppTasks]:
-    """Per app: unsent results, in-progress results split by CPU/GPU version, WUs waiting."""
+def app_tasks(project: Project | None = None) -> list[AppTasks]:
+    """Per app of the project: unsent results, in-progress results split by CPU/GPU version,
+    WUs waiting."""
+    project = of(project)
     results = (
-        Result.objects.filter(server_state__lte=ServerState.IN_PROGRESS)
+        Result.objects.filter(project=project, server_state__lte=ServerState.IN_PROGRESS)
         .values("app_id", "server_state")
         .annotate(
             n=Count("id"),
@@ -205,10 +214,13 @@ def app_tasks() -> list[AppTasks]:
         else:
             unsent[app_id] = unsent.get(app_id, 0) + row["n"]
     validating = dict(
-        Workunit.objects.filter(need_validate=True).values("app_id").annotate(n=Count("id")).values_list("app_id", "n")
+        Workunit.objects.filter(project=project, need_validate=True)
+        .values("app_id")
+        .annotate(n=Count("id"))
+        .values_list("app_id", "n")
     )
     assimilating = dict(
-        Workunit.objects.filter(assimilate_state=AssimilateState.READY)
+        Workunit.objects.filter(project=project, assimilate_state=AssimilateState.READY)
         .values("app_id")
         .annotate(n=Count("id"))
         .values_list("app_id", "n")
@@ -223,7 +235,7 @@ def app_tasks() -> list[AppTasks]:
             validating.get(app.id, 0),
             assimilating.get(app.id, 0),
         )
-        for app in App.objects.only("id", "name")
+        for app in App.objects.filter(project=project).only("id", "name")
     ]
 
 
@@ -249,10 +261,10 @@ def hours(seconds: float) -> float:
     return math.ceil(round(seconds / 36, 6)) / 100
 
 
-def app_runtimes(now: int) -> dict[int, AppRuntime]:
+def app_runtimes(now: int, project: Project | None = None) -> dict[int, AppRuntime]:
     """{app id: AppRuntime} over the valid results received in the day before ``now``."""
     rows = (
-        Result.objects.filter(validate_state=ValidateState.VALID, received_time__gt=now - DAY)
+        Result.objects.filter(project=of(project), validate_state=ValidateState.VALID, received_time__gt=now - DAY)
         .values("app_id")
         .annotate(
             avg=Avg("elapsed_time"),
@@ -267,16 +279,17 @@ def app_runtimes(now: int) -> dict[int, AppRuntime]:
     }
 
 
-def community(now: int) -> Community:
+def community(now: int, project: Project | None = None) -> Community:
     """The users and computers figures at Unix time ``now``: "recent credit" is a recent
     average credit above 1, "credit" a total credit above 1, as on BOINC's page."""
-    hosts = Host.objects.aggregate(
+    project = of(project)
+    hosts = Host.objects.filter(project=project).aggregate(
         with_credit=Count("id", filter=Q(total_credit__gt=1)),
         with_recent_credit=Count("id", filter=Q(expavg_credit__gt=1)),
         registered=Count("id", filter=Q(create_time__gt=now - DAY)),
     )
     # the users' credit rows, as the validator grants it (server_status.php: the user table)
-    users = UserCredit.objects.aggregate(
+    users = UserCredit.objects.filter(project=project).aggregate(
         with_credit=Count("user_id", filter=Q(total_credit__gt=1)),
         with_recent_credit=Count("user_id", filter=Q(expavg_credit__gt=1)),
         expavg_credit=Sum("expavg_credit"),
@@ -291,14 +304,17 @@ def community(now: int) -> Community:
         hosts_with_credit=hosts["with_credit"],
         hosts_registered_in_past_24_hours=hosts["registered"],
         current_floating_point_speed=round((users["expavg_credit"] or 0.0) / 200, 2),
-        runtimes=app_runtimes(now),
+        runtimes=app_runtimes(now, project),
     )
 
 
-def cached_community(now: int) -> Community:
+def cached_community(now: int, project: Project | None = None) -> Community:
     """``community(now)``, reused for COMMUNITY_TTL seconds."""
     # get_or_set gives the cached Community or a new one; django-stubs types it Any | None
-    return cast(Community, cache.get_or_set(COMMUNITY_CACHE_KEY, lambda: community(now), COMMUNITY_TTL))
+    return cast(
+        Community,
+        cache.get_or_set(f"{COMMUNITY_CACHE_KEY}:{of(project).slug}", lambda: community(now, project), COMMUNITY_TTL),
+    )
 
 
 QUEUE_FIELDS = [
@@ -313,26 +329,29 @@ QUEUE_FIELDS = [
 ]
 
 
-def queue_counts(now: int) -> dict[str, int | float]:
-    """The counts of BOINC's "database state" at Unix time ``now``, by status.json's names."""
-    due = Workunit.objects.transition_due(now).aggregate(n=Count("id"), oldest=Min("transition_time"))
+def queue_counts(now: int, project: Project | None = None) -> dict[str, int | float]:
+    """The counts of BOINC's "database state" of the project at Unix time ``now``, by
+    status.json's names."""
+    project = of(project)
+    wus, results = Workunit.objects.filter(project=project), Result.objects.filter(project=project)
+    due = wus.transition_due(now).aggregate(n=Count("id"), oldest=Min("transition_time"))
     backlog_hours = (now - due["oldest"]) / 3600 if due["oldest"] is not None else 0.0
     return {
-        "results_ready_to_send": Result.objects.unsent().count(),
-        "results_in_progress": Result.objects.in_progress().count(),
-        "workunits_waiting_for_validation": Workunit.objects.need_validation().count(),
-        "workunits_waiting_for_assimilation": Workunit.objects.ready_to_assimilate().count(),
-        "workunits_waiting_for_deletion": Workunit.objects.files_ready_to_delete().count(),
-        "results_waiting_for_deletion": Result.objects.files_ready_to_delete().count(),
+        "results_ready_to_send": results.unsent().count(),
+        "results_in_progress": results.in_progress().count(),
+        "workunits_waiting_for_validation": wus.need_validation().count(),
+        "workunits_waiting_for_assimilation": wus.ready_to_assimilate().count(),
+        "workunits_waiting_for_deletion": wus.files_ready_to_delete().count(),
+        "results_waiting_for_deletion": results.files_ready_to_delete().count(),
         "transitioner_backlog_workunits": due["n"],
         "transitioner_backlog_hours": round(backlog_hours, 2),
     }
 
 
-def task_figures(now: int) -> dict[str, Any]:
+def task_figures(now: int, project: Project | None = None) -> dict[str, Any]:
     """The counts of ``queue_counts(now)`` and the tasks by app, as one JSON-able dict with
     the ``time`` they were counted."""
-    return {"time": now, **queue_counts(now), "apps": [asdict(app) for app in app_tasks()]}
+    return {"time": now, **queue_counts(now, project), "apps": [asdict(app) for app in app_tasks(project)]}
 
 
 # The key of the newest task figures, and the age past which a page counts again; the periodic
@@ -341,40 +360,53 @@ FIGURES_KEY = "boincweb:server_status:figures"
 FIGURES_MAX_AGE = 30
 
 
-def cached_figures(now: int) -> dict[str, Any]:
+def figures_key(project: Project | None) -> str:
+    """The Redis key of a project's newest task figures (the demo project's is FIGURES_KEY)."""
+    project = of(project)
+    return FIGURES_KEY if project.slug == Project.DEMO_SLUG else f"{FIGURES_KEY}:{project.slug}"
+
+
+def history_key(project: Project | None) -> str:
+    project = of(project)
+    return HISTORY_KEY if project.slug == Project.DEMO_SLUG else f"{HISTORY_KEY}:{project.slug}"
+
+
+def cached_figures(now: int, project: Project | None = None) -> dict[str, Any]:
     """``task_figures`` as the periodic daemon job or another web process last stored them,
     when they are at most FIGURES_MAX_AGE seconds older than ``now``; else counted afresh and
     stored (the counts themselves need no Redis: without it every call counts)."""
     client = _redis()
     try:
-        raw = client.get(FIGURES_KEY)
+        raw = client.get(figures_key(project))
         if raw is not None:
             figures = json.loads(raw)
             if 0 <= now - figures["time"] <= FIGURES_MAX_AGE:
                 return figures
-        figures = task_figures(now)
-        client.set(FIGURES_KEY, json.dumps(figures))
+        figures = task_figures(now, project)
+        client.set(figures_key(project), json.dumps(figures))
         return figures
     except (redis.exceptions.RedisError, OSError):
-        return task_figures(now)
+        return task_figures(now, project)
     finally:
         client.close()
 
 
-def server_status(now: int, *, with_community: bool = False, cached: bool = False) -> ServerStatus:
+def server_status(
+    now: int, *, project: Project | None = None, with_community: bool = False, cached: bool = False
+) -> ServerStatus:
     """The whole status page at Unix time ``now``: the daemons and the job queues as they are
     now, the counts and the tasks by app counted now, or with ``cached`` as ``cached_figures``
     gives them; ``with_community`` adds the (cached) users, computers and run-time figures."""
-    figures = cached_figures(now) if cached else task_figures(now)
+    figures = cached_figures(now, project) if cached else task_figures(now, project)
     counts = {name: figures[name] for name in QUEUE_FIELDS}
     return ServerStatus(
         update_time=now,
         figures_time=figures["time"],
-        daemons=daemon_states(timezone.now()),
+        daemons=daemon_states(timezone.now(), project),
         **counts,
         apps=[AppTasks(**app) for app in figures["apps"]],
         rq=rq_state(),
-        community=cached_community(now) if with_community else None,
+        community=cached_community(now, project) if with_community else None,
     )
 
 
@@ -409,30 +441,30 @@ def _redis() -> redis.Redis:
     return redis.Redis(connection_pool=pool)
 
 
-def record_history(now: int) -> str:
+def record_history(now: int, project: Project | None = None) -> str:
     """Store the queue counts at Unix time ``now`` as the newest sample of the history, which
     keeps the last HISTORY_SAMPLES, and the task figures as the ones pages read
     (``cached_figures``). Several web and worker processes share them through Redis."""
-    figures = task_figures(now)
+    figures = task_figures(now, project)
     sample = json.dumps({"time": now, **{name: figures[name] for name in HISTORY_FIELDS}})
     client = _redis()
     try:
         with client.pipeline(transaction=True) as pipe:
-            pipe.lpush(HISTORY_KEY, sample)
-            pipe.ltrim(HISTORY_KEY, 0, HISTORY_SAMPLES - 1)
-            pipe.set(FIGURES_KEY, json.dumps(figures))
+            pipe.lpush(history_key(project), sample)
+            pipe.ltrim(history_key(project), 0, HISTORY_SAMPLES - 1)
+            pipe.set(figures_key(project), json.dumps(figures))
             pipe.execute()
     finally:
         client.close()
     return sample
 
 
-def queue_history() -> list[dict[str, int]]:
+def queue_history(project: Project | None = None) -> list[dict[str, int]]:
     """The recorded samples, oldest first: dicts of ``time`` and HISTORY_FIELDS; none when
     Redis is not reachable (the page says so in its RQ panel)."""
     client = _redis()
     try:
-        raw = client.lrange(HISTORY_KEY, 0, HISTORY_SAMPLES - 1)
+        raw = client.lrange(history_key(project), 0, HISTORY_SAMPLES - 1)
     except (redis.exceptions.RedisError, OSError):
         return []
     finally:

@@ -8,6 +8,7 @@ urlpatterns = [
     path("status/", views.status, name="status"),
     path("status.json", views.status_json, name="status_json"),
     path("status.xml", views.status_xml, name="status_xml"),
+    path("config/", views.config, name="config"),
     path("workunits/", views.workunit_list, name="workunit_list"),
     path("workunits.csv", views.workunit_csv, name="workunit_csv"),
     path("workunits/<int:pk>/", views.workunit_detail, name="workunit_detail"),

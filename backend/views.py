@@ -14,17 +14,16 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import EmptyPage, PageNotAnInteger, Paginator
-from django.db.models import Count, Model, Q, QuerySet, Sum
+from django.db.models import Count, Max, Model, Q, QuerySet, Sum
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
-from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.middleware import HtmxDetails
 
 from backend import charts, server_status
 from backend.actions import ACTIONS
-from backend.daemons.sched_types import SchedulerConfig, project_config
+from backend.daemons.sched_types import SchedulerConfig
 from backend.daemons.sched_version import app_version_table, runtime_estimates
 from backend.forms import HostPrefsForm, WorkunitFilterForm, WorkunitIdsForm
 from backend.keyset import BadCursor, keyset_page
@@ -36,6 +35,7 @@ from backend.models import (
     Host,
     HostAppVersion,
     LifecycleEvent,
+    Project,
     Result,
     ServerState,
     Team,
@@ -47,6 +47,7 @@ from backend.models import (
 )
 from backend.server_config import ConfigError
 from backend.statemachine import RESULT_MACHINE, WORKUNIT_MACHINE, Drawing, draw_row
+from backend.templatetags.project_urls import project_reverse
 from boincweb.figures import figure_script
 from boincweb.htmx import render_page
 
@@ -71,6 +72,12 @@ def _now() -> int:
     return int(time.time())
 
 
+def _project(project: Project | None) -> Project:
+    """The project a page is of: the one its URL names (``/projects/<slug>/...``), or the demo
+    project for the old ``/project/...`` paths. Every query of the page starts from it."""
+    return Project.demo() if project is None else project
+
+
 # --- server status --------------------------------------------------------------------------
 
 
@@ -81,7 +88,8 @@ STATUS_PANELS = ("panel", "community", "history")
 
 
 @require_GET
-def status(request: HtmxHttpRequest) -> HttpResponse:
+def status(request: HtmxHttpRequest, project: Project | None = None) -> HttpResponse:
+    project = _project(project)
     panel = request.GET.get("panel", "panel")
     if panel not in STATUS_PANELS:
         return HttpResponse(
@@ -89,9 +97,9 @@ def status(request: HtmxHttpRequest) -> HttpResponse:
         )
     now = _now()
     whole = not request.htmx
-    context: dict[str, Any] = {}
+    context: dict[str, Any] = {"config_project": project}
     if whole or panel == "panel":
-        state = server_status.server_status(now, cached=True)
+        state = server_status.server_status(now, project=project, cached=True)
         context["status"] = state
         context["figures_age"] = now - state.figures_time
         context["figures_max_age"] = server_status.FIGURES_MAX_AGE
@@ -99,20 +107,21 @@ def status(request: HtmxHttpRequest) -> HttpResponse:
             ("apps", tuple(state.apps)), lambda: [("apps-figure", charts.app_tasks_figure(state.apps))]
         )
     if whole or panel == "community":
-        figures = server_status.cached_community(now)
+        figures = server_status.cached_community(now, project)
         context["community"] = figures
         context["runtimes"] = [
-            (app, figures.runtime(app.id)) for app in App.objects.only("id", "name").order_by("name")
+            (app, figures.runtime(app.id))
+            for app in App.objects.filter(project=project).only("id", "name").order_by("name")
         ]
     if whole:
         try:
-            config = project_config()
+            config = project.scheduler_config()
         except ConfigError:
             # the configuration panel (the server_options tag) says why it is unreadable
             config = SchedulerConfig()
-        context["app_versions"] = app_version_table(config)
+        context["app_versions"] = app_version_table(config, project)
     if whole or panel == "history":
-        samples = server_status.queue_history()
+        samples = server_status.queue_history(project)
         key = ("history", json.dumps(samples, sort_keys=True))
         context["history"] = _figure_scripts(key, lambda: charts.queue_history_figures(samples))
         context["history_samples"] = len(samples)
@@ -144,26 +153,26 @@ def _figure_scripts(key: object, build: Callable[[], Iterable[tuple[str, go.Figu
 
 
 @require_GET
-def status_json(request: HttpRequest) -> JsonResponse:
-    state = server_status.server_status(_now(), with_community=True, cached=True)
+def status_json(request: HttpRequest, project: Project | None = None) -> JsonResponse:
+    state = server_status.server_status(_now(), project=_project(project), with_community=True, cached=True)
     return JsonResponse(state.as_dict())
 
 
 @require_GET
-def status_xml(request: HttpRequest) -> HttpResponse:
-    state = server_status.server_status(_now(), with_community=True, cached=True)
+def status_xml(request: HttpRequest, project: Project | None = None) -> HttpResponse:
+    state = server_status.server_status(_now(), project=_project(project), with_community=True, cached=True)
     return HttpResponse(server_status.status_xml(state), content_type="application/xml")
 
 
 # --- workunits ------------------------------------------------------------------------------
 
 
-def _filtered_workunits(request: HttpRequest) -> tuple[WorkunitFilterForm, WorkunitQuerySet | None]:
-    """The bound filter form and, when it is valid, the filtered queryset."""
+def _filtered_workunits(request: HttpRequest, project: Project) -> tuple[WorkunitFilterForm, WorkunitQuerySet | None]:
+    """The bound filter form and, when it is valid, the project's workunits it filters."""
     form = WorkunitFilterForm(request.GET)
     if not form.is_valid():
         return form, None
-    return form, form.filter(Workunit.objects.all(), _now())
+    return form, form.filter(Workunit.objects.filter(project=project), _now())
 
 
 # The filter form's HTML by the apps to choose from and the filters asked for: rendering its
@@ -171,10 +180,13 @@ def _filtered_workunits(request: HttpRequest) -> tuple[WorkunitFilterForm, Worku
 _FILTER_FORMS: dict[tuple, str] = {}
 
 
-def _filter_form_html(request: HttpRequest, form: WorkunitFilterForm) -> str:
+def _filter_form_html(request: HttpRequest, form: WorkunitFilterForm, project: Project) -> str:
     """The filter fields of ``form`` as HTML (the page's "filters" partial)."""
     app_field = cast("ModelChoiceField[App]", form.fields["app"])  # fields holds the Field declared as app
-    choices = [("", app_field.empty_label), *App.objects.order_by("name").values_list("id", "name")]
+    choices = [
+        ("", app_field.empty_label),
+        *App.objects.filter(project=project).order_by("name").values_list("id", "name"),
+    ]
     # the choices as a plain list: the field would read them through a server-side cursor
     app_field.choices = choices
     key = (
@@ -200,13 +212,14 @@ FILE_DELETE_LABELS = dict(FileDeleteState.choices)
 
 
 @require_GET
-def workunit_list(request: HtmxHttpRequest) -> HttpResponse:
-    form, queryset = _filtered_workunits(request)
+def workunit_list(request: HtmxHttpRequest, project: Project | None = None) -> HttpResponse:
+    project = _project(project)
+    form, queryset = _filtered_workunits(request, project)
     context: dict[str, Any]
     if queryset is None:
         context = {"form": form, "page": None}
         if not request.htmx:
-            context["filters"] = _filter_form_html(request, form)
+            context["filters"] = _filter_form_html(request, form, project)
         return render_page(request, "project/workunit_list.html", context, "table", status=400)
     field, descending = form.sort_key
     try:
@@ -226,14 +239,14 @@ def workunit_list(request: HtmxHttpRequest) -> HttpResponse:
     context = {
         "form": form,
         "page": page,
-        "result_base": reverse("project:result_detail", args=[0])[:-2],
+        "result_base": project_reverse(request, "result_detail", 0)[:-2],
         "next_url": _page_url(request, after=page.next_cursor) if page.next_cursor else "",
         "prev_url": _page_url(request, before=page.prev_cursor) if page.prev_cursor else "",
-        "csv_url": reverse("project:workunit_csv") + _page_url(request),
+        "csv_url": project_reverse(request, "workunit_csv") + _page_url(request),
         "now": _now(),
     }
     if not request.htmx:
-        context["filters"] = _filter_form_html(request, form)
+        context["filters"] = _filter_form_html(request, form, project)
     return render_page(request, "project/workunit_list.html", context, "table")
 
 
@@ -260,8 +273,8 @@ class _Echo:
 
 
 @require_GET
-def workunit_csv(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
-    form, queryset = _filtered_workunits(request)
+def workunit_csv(request: HttpRequest, project: Project | None = None) -> HttpResponse | StreamingHttpResponse:
+    form, queryset = _filtered_workunits(request, _project(project))
     if queryset is None:
         return HttpResponse("bad filter: " + form.errors.as_text(), status=400, content_type="text/plain")
     field, descending = form.sort_key
@@ -312,8 +325,10 @@ def result_links(results: list[Result]) -> dict[int, list[tuple[str, str]]]:
 
 
 @require_GET
-def workunit_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    wu = get_object_or_404(Workunit.objects.select_related("app", "canonical_result"), pk=pk)
+def workunit_detail(request: HtmxHttpRequest, pk: int, project: Project | None = None) -> HttpResponse:
+    wu = get_object_or_404(
+        Workunit.objects.filter(project=_project(project)).select_related("app", "canonical_result"), pk=pk
+    )
     results = list(wu.results.select_related("host", "app_version").order_by("id"))
     events = list(
         LifecycleEvent.objects.filter(Q(workunit_id=wu.pk) | Q(result_id__in=[r.id for r in results])).order_by(
@@ -341,9 +356,12 @@ def workunit_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 
 
 @require_GET
-def result_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+def result_detail(request: HtmxHttpRequest, pk: int, project: Project | None = None) -> HttpResponse:
     result = get_object_or_404(
-        Result.objects.select_related("workunit", "app", "host", "user", "app_version__app"), pk=pk
+        Result.objects.filter(project=_project(project)).select_related(
+            "workunit", "app", "host", "user", "app_version__app"
+        ),
+        pk=pk,
     )
     events = list(result.events.order_by("time", "id"))
     timeline = charts.lifecycle_timeline(events, {result.id: result.name})
@@ -362,10 +380,10 @@ def result_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 
 
 @require_GET
-def host_list(request: HttpRequest) -> HttpResponse:
+def host_list(request: HttpRequest, project: Project | None = None) -> HttpResponse:
     try:
         page = keyset_page(
-            Host.objects.select_related("owner"),
+            Host.objects.filter(project=_project(project)).select_related("owner"),
             "id",
             False,
             after=request.GET.get("after", ""),
@@ -399,8 +417,8 @@ def _can_edit_prefs(user: User | AnonymousUser, host: Host) -> bool:
 
 
 @require_GET
-def host_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    host = get_object_or_404(Host.objects.select_related("owner"), pk=pk)
+def host_detail(request: HtmxHttpRequest, pk: int, project: Project | None = None) -> HttpResponse:
+    host = get_object_or_404(Host.objects.filter(project=_project(project)).select_related("owner"), pk=pk)
     results = Result.objects.filter(host=host)
     history = host.events.order_by("-time", "-id")[:20]
     context: dict[str, Any] = {
@@ -426,37 +444,38 @@ def host_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 
 
 @require_GET
-def user_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def user_detail(request: HttpRequest, pk: int, project: Project | None = None) -> HttpResponse:
+    project = _project(project)
     person = get_object_or_404(get_user_model(), pk=pk)
-    results = Result.objects.filter(user=person)
-    hosts = list(Host.objects.filter(owner=person).order_by("id"))
+    results = Result.objects.filter(project=project, user=person)
+    hosts = list(Host.objects.filter(project=project, owner=person).order_by("id"))
     context = {
         "person": person,
         "hosts": hosts,
         "recent": results.select_related("workunit", "host").order_by("-id")[:RECENT],
         "counts": _result_counts(results),
-        **_user_credit(person),
+        **_user_credit(person, project),
     }
     return render(request, "project/user_detail.html", context)
 
 
-def _user_credit(person: User) -> dict[str, Any]:
+def _user_credit(person: User, project: Project) -> dict[str, Any]:
     """The user page's credit: the user's credit row (what the validator granted), credit by
     app and the RAC chart."""
-    credit = UserCredit.objects.select_related("team").filter(user=person).first()
+    credit = UserCredit.objects.select_related("team").filter(project=project, user=person).first()
     return {
         "credit": credit,
         "total_credit": credit.total_credit if credit else 0.0,
         "expavg_credit": credit.expavg_credit if credit else 0.0,
-        "by_app": UserAppCredit.objects.filter(user=person).select_related("app").order_by("-expavg"),
-        **_rac_chart(CreditHistory.Kind.USER, person.pk, "user-rac-figure"),
+        "by_app": UserAppCredit.objects.filter(project=project, user=person).select_related("app").order_by("-expavg"),
+        **_rac_chart(project, CreditHistory.Kind.USER, person.pk, "user-rac-figure"),
     }
 
 
-def _rac_chart(kind: CreditHistory.Kind, owner_id: int, figure_id: str) -> dict[str, Any]:
+def _rac_chart(project: Project, kind: CreditHistory.Kind, owner_id: int, figure_id: str) -> dict[str, Any]:
     """The context of a RAC chart over time from a user's or team's CreditHistory."""
     history = list(
-        CreditHistory.objects.filter(kind=kind, owner_id=owner_id)
+        CreditHistory.objects.filter(project=project, kind=kind, owner_id=owner_id)
         .order_by("day")
         .values_list("expavg_time", "expavg_credit", "total_credit")
     )
@@ -481,24 +500,33 @@ def _ranked_page(request: HttpRequest, queryset: QuerySet[Model]) -> dict[str, A
 
 
 @require_GET
-def user_list(request: HttpRequest) -> HttpResponse:
+def user_list(request: HttpRequest, project: Project | None = None) -> HttpResponse:
     """Users by recent average credit (BOINC's top_users.php)."""
     page = _ranked_page(
-        request, UserCredit.objects.select_related("user", "team").order_by("-expavg_credit", "user_id")
+        request,
+        UserCredit.objects.filter(project=_project(project))
+        .select_related("user", "team")
+        .order_by("-expavg_credit", "user_id"),
     )
     return render(request, "project/user_list.html", page)
 
 
 @require_GET
-def team_list(request: HttpRequest) -> HttpResponse:
+def team_list(request: HttpRequest, project: Project | None = None) -> HttpResponse:
     """Teams by recent average credit (BOINC's top_teams.php)."""
-    page = _ranked_page(request, Team.objects.annotate(nusers=Count("members")).order_by("-expavg_credit", "id"))
+    page = _ranked_page(
+        request,
+        Team.objects.filter(project=_project(project))
+        .annotate(nusers=Count("members"))
+        .order_by("-expavg_credit", "id"),
+    )
     return render(request, "project/team_list.html", page)
 
 
 @require_GET
-def team_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    team = get_object_or_404(Team, pk=pk)
+def team_detail(request: HttpRequest, pk: int, project: Project | None = None) -> HttpResponse:
+    project = _project(project)
+    team = get_object_or_404(Team.objects.filter(project=project), pk=pk)
     context = {
         "team": team,
         "members": UserCredit.objects.filter(team=team)
@@ -506,15 +534,15 @@ def team_detail(request: HttpRequest, pk: int) -> HttpResponse:
         .order_by("-expavg_credit", "user_id")[:PAGE_SIZE],
         "nusers": UserCredit.objects.filter(team=team).count(),
         "by_app": TeamAppCredit.objects.filter(team=team).select_related("app").order_by("-expavg"),
-        **_rac_chart(CreditHistory.Kind.TEAM, team.pk, "team-rac-figure"),
+        **_rac_chart(project, CreditHistory.Kind.TEAM, team.pk, "team-rac-figure"),
     }
     return render(request, "project/team_detail.html", context)
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def host_prefs(request: HttpRequest, pk: int) -> HttpResponse:
-    host = get_object_or_404(Host.objects.select_related("owner"), pk=pk)
+def host_prefs(request: HttpRequest, pk: int, project: Project | None = None) -> HttpResponse:
+    host = get_object_or_404(Host.objects.filter(project=_project(project)).select_related("owner"), pk=pk)
     if not _can_edit_prefs(request.user, host):
         raise PermissionDenied("only the host's owner and staff may edit its preferences")
     if request.method == "POST":
@@ -528,7 +556,7 @@ def host_prefs(request: HttpRequest, pk: int) -> HttpResponse:
                 )
             else:
                 messages.info(request, "Nothing changed.")
-            return redirect("project:host_prefs", pk=host.pk)
+            return redirect(project_reverse(request, "host_prefs", host.pk))
         status = 400
     else:
         form = HostPrefsForm(instance=host)
@@ -541,7 +569,8 @@ def host_prefs(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def workunit_action(request: HttpRequest, action: str) -> HttpResponse:
+def workunit_action(request: HttpRequest, action: str, project: Project | None = None) -> HttpResponse:
+    project = _project(project)
     if action not in ACTIONS:
         raise Http404(f"no action {action!r}")
     if not request.user.is_staff:
@@ -553,11 +582,34 @@ def workunit_action(request: HttpRequest, action: str) -> HttpResponse:
         return render(request, "project/workunit_action.html", context, status=400)
     ids = form.cleaned_data["id"]
     if request.method == "POST":
-        done = run(ids, now=_now(), actor=request.user.username)
+        done = run(ids, now=_now(), actor=request.user.username, project=project)
         messages.success(request, f"{verb}: {done} of {len(ids)} workunit(s) changed.")
         if len(ids) == 1:
-            return redirect("project:workunit_detail", pk=ids[0])
-        return redirect("project:workunit_list")
+            return redirect(project_reverse(request, "workunit_detail", ids[0]))
+        return redirect(project_reverse(request, "workunit_list"))
     context["ids"] = ids
-    context["workunits"] = Workunit.objects.filter(id__in=ids).select_related("app")[:100]
+    context["workunits"] = Workunit.objects.filter(project=project, id__in=ids).select_related("app")[:100]
     return render(request, "project/workunit_action.html", context)
+
+
+# --- projects -------------------------------------------------------------------------------
+
+
+@require_GET
+def config(request: HttpRequest, project: Project | None = None) -> HttpResponse:
+    """The project's server options (BOINC's config.xml names) and its own config.xml."""
+    return render(request, "project/config.html", {"boinc_project": _project(project)})
+
+
+@require_GET
+def project_list(request: HttpRequest) -> HttpResponse:
+    """Every project: the live ones and the worlds', with their hosts, their workunits in
+    flight (not yet assimilated and deleted) and their daemons' last pass."""
+    Project.demo()  # the demo project is listed from the first visit on
+    in_flight = ~Q(workunits__assimilate_state=AssimilateState.DONE, workunits__file_delete_state=FileDeleteState.DONE)
+    projects = Project.objects.annotate(
+        nhosts=Count("hosts", distinct=True),
+        in_flight=Count("workunits", filter=in_flight & Q(workunits__isnull=False), distinct=True),
+        last_pass=Max("daemons__last_pass_time"),
+    ).order_by("id")
+    return render(request, "project/project_list.html", {"projects": projects})

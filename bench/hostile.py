@@ -338,7 +338,7 @@ def prepare(procs):
 
     from backend.daemons import run_pass
     from backend.daemons.work_generator import create_work
-    from backend.models import App, Host, Result
+    from backend.models import App, Host, Project, Result
     from protocol.models import Account
 
     call_command("migrate", verbosity=0)
@@ -350,6 +350,7 @@ def prepare(procs):
     authenticator = Account.for_user(owner).authenticator
     now = int(time.time())
     app = App.objects.create(
+        project=Project.demo(),
         name=f"hostile_{tag}",
         min_quorum=1,
         target_nresults=1,
@@ -362,7 +363,7 @@ def prepare(procs):
         delay_bound=86400,
     )
     create_work(app, [f"hostile_wu_{tag}"], now=now)
-    run_pass("transitioner", now=now + 1)
+    run_pass("transitioner", project=Project.demo(), now=now + 1)
     from django.db import connection
 
     connection.close()

@@ -92,7 +92,7 @@ def fill(total, *, out=print):
     from django.db import DatabaseError, connection, transaction
 
     from backend.management.commands.seed_demo import columns_of
-    from backend.models import App, AppVersion, GpuType, Host, LifecycleEvent, Result, Workunit
+    from backend.models import App, AppVersion, GpuType, Host, LifecycleEvent, Project, Result, Workunit
 
     if connection.vendor != "postgresql":
         # make bench's small run: seed_demo's workunits, every one unsent
@@ -105,11 +105,12 @@ def fill(total, *, out=print):
         out(f"fill: the database already holds {have:,} workunits of {LOAD_APP}; nothing added")
         return 0
     now = int(time.time())
-    app, _ = App.objects.get_or_create(name=LOAD_APP, defaults={"create_time": now - MONTH})
+    app, _ = App.objects.get_or_create(project=Project.demo(), name=LOAD_APP, defaults={"create_time": now - MONTH})
     cpu, _ = AppVersion.objects.get_or_create(
-        app=app, version_num=100, plan_class="", defaults={"create_time": now - MONTH}
+        project=Project.demo(), app=app, version_num=100, plan_class="", defaults={"create_time": now - MONTH}
     )
     gpu, _ = AppVersion.objects.get_or_create(
+        project=Project.demo(),
         app=app,
         version_num=100,
         plan_class="cuda",
@@ -284,6 +285,7 @@ def make_volunteers(now, User, Host, *, nusers=400, nhosts=1000):
     existing = Host.objects.filter(domain_name__startswith="load-host-").count()
     Host.objects.bulk_create(
         Host(
+            project=Host.project.field.related_model.demo(),
             owner=users[i % len(users)],
             domain_name=f"load-host-{i:04d}",
             create_time=now - rng.randrange(MONTH),

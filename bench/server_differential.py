@@ -680,6 +680,7 @@ def boincweb_versions(case, app):
     AppVersionFile.objects.all().delete()
     for av in case["app_versions"]:
         version = m.AppVersion.objects.create(
+            project=m.Project.demo(),
             id=av["id"],
             app=app,
             version_num=av["version_num"],
@@ -691,7 +692,12 @@ def boincweb_versions(case, app):
             deprecated=bool(av.get("deprecated", 0)),
         )
         AppVersionFile.objects.create(
-            app_version=version, name=f"uppercase_{av['id']}", nbytes=10, md5_cksum="0" * 32, file_signature="x"
+            project=m.Project.demo(),
+            app_version=version,
+            name=f"uppercase_{av['id']}",
+            nbytes=10,
+            md5_cksum="0" * 32,
+            file_signature="x",
         )
 
 
@@ -1511,6 +1517,7 @@ class Boincweb:
             User.objects.all().delete()
             config = case["config"]
             app = m.App.objects.create(
+                project=m.Project.demo(),
                 id=1,
                 name="uppercase",
                 delete_delay=config["delete_delay"],
@@ -1522,17 +1529,22 @@ class Boincweb:
                 **case["app"],
             )
             for name, nbytes in case.get("locality", {}).get("files", {}).items():
-                m.File.objects.create(name=name, kind="input", nbytes=nbytes, sticky=True, report_on_rpc=True)
+                m.File.objects.create(
+                    project=m.Project.demo(), name=name, kind="input", nbytes=nbytes, sticky=True, report_on_rpc=True
+                )
                 # no more work can be made for it, as BOINC finds no trigger to set
-                m.LocalityTrigger.objects.create(app=app, file_name=name, no_work_available=True)
+                m.LocalityTrigger.objects.create(
+                    project=m.Project.demo(), app=app, file_name=name, no_work_available=True
+                )
             boincweb_versions(case, app)
             for t in case["teams"]:
-                m.Team.objects.create(id=t["id"], name=f"team{t['id']}")
+                m.Team.objects.create(project=m.Project.demo(), id=t["id"], name=f"team{t['id']}")
             for u in case["users"]:
                 user = User.objects.create(id=u["id"], username=f"user{u['id']}")
-                m.UserCredit.objects.create(user=user, team_id=u["teamid"] or None)
+                m.UserCredit.objects.create(project=m.Project.demo(), user=user, team_id=u["teamid"] or None)
             for h in case["hosts"]:
                 m.Host.objects.create(
+                    project=m.Project.demo(),
                     id=h["id"],
                     owner_id=h["userid"],
                     domain_name=f"host{h['id']}",
@@ -1552,6 +1564,7 @@ class Boincweb:
                 )
             for hav in case["havs"]:
                 m.HostAppVersion.objects.create(
+                    project=m.Project.demo(),
                     host_id=hav["host_id"],
                     app_version_id=hav["app_version_id"],
                     max_jobs_per_day=hav["max_jobs_per_day"],
@@ -1565,6 +1578,7 @@ class Boincweb:
                 )
             for wu in case["wus"]:
                 row = m.Workunit.objects.create(
+                    project=m.Project.demo(),
                     id=wu["id"],
                     app=app,
                     name=wu["name"],
@@ -1600,13 +1614,14 @@ class Boincweb:
                 if "input" in wu:
                     row.input_files.add(m.File.objects.get(name=wu["input"]))
                     continue
-                infile = m.File.objects.create(name=f"{wu['name']}.in", kind="input")
+                infile = m.File.objects.create(project=m.Project.demo(), name=f"{wu['name']}.in", kind="input")
                 row.input_files.add(infile)
                 path = settings.DOWNLOAD_DIR / infile.name
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_bytes(b"input\n")
             for r in case["results"]:
                 result = m.Result.objects.create(
+                    project=m.Project.demo(),
                     id=r["id"],
                     workunit_id=r["workunitid"],
                     app=app,
@@ -1638,6 +1653,7 @@ class Boincweb:
 
                     name = result.output_file_name(0)
                     m.File.objects.create(
+                        project=m.Project.demo(),
                         name=name,
                         kind="output",
                         result=result,
@@ -1674,6 +1690,7 @@ class Boincweb:
 
     def run(self, step, case):
         from backend.daemons import get_daemon
+        from backend.models import Project
 
         config = self.config(case)
         if step in SENDING:
@@ -1681,11 +1698,12 @@ class Boincweb:
         from backend.daemons import DAEMON_OPTIONS
 
         options = {name: getattr(config, name) for name in DAEMON_OPTIONS.get(step, ())}
-        get_daemon(step)(now=case["now"], batch_size=1000, **options)
+        get_daemon(step)(project=Project.demo(), now=case["now"], batch_size=1000, **options)
         return None
 
     def schedule(self, case, config):
         from backend.daemons.scheduler import SchedulerRequestError, handle_request
+        from backend.models import Project
         from protocol.xml_request import parse_request
 
         parsed = parse_request(request_xml(case).encode())
@@ -1693,7 +1711,7 @@ class Boincweb:
         request.userid = 1
         request.allow_beta_work = bool(case.get("version_options", {}).get("allow_beta_work"))
         try:
-            reply = handle_request(request, now=case["now"], config=config)
+            reply = handle_request(request, project=Project.demo(), now=case["now"], config=config)
         except SchedulerRequestError as error:
             return {"error": error.reason}
         return dict(

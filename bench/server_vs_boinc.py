@@ -322,7 +322,7 @@ class Boincweb:
         from django.conf import settings
         from django.contrib.auth import get_user_model
 
-        from backend.models import App, AppVersion, Host
+        from backend.models import App, AppVersion, Host, Project
         from backend.server_config import read_config_xml
         from protocol.models import Account, AppVersionFile
 
@@ -335,6 +335,7 @@ class Boincweb:
         self.offset = 0
         stem = f"vs_boinc_{time.time_ns()}"
         self.app = App.objects.create(
+            project=Project.demo(),
             name=stem,
             min_quorum=WORK["min_quorum"],
             target_nresults=WORK["target_nresults"],
@@ -346,16 +347,26 @@ class Boincweb:
             rsc_fpops_bound=WORK["rsc_fpops_bound"],
             unsent_target=0,
         )
-        version = AppVersion.objects.create(app=self.app, version_num=VERSION_NUM, platform=PLATFORM)
+        version = AppVersion.objects.create(
+            project=Project.demo(), app=self.app, version_num=VERSION_NUM, platform=PLATFORM
+        )
         AppVersionFile.objects.create(
-            app_version=version, name=f"{stem}_{VERSION_NUM}", nbytes=10, md5_cksum="0" * 32, file_signature="x"
+            project=Project.demo(),
+            app_version=version,
+            name=f"{stem}_{VERSION_NUM}",
+            nbytes=10,
+            md5_cksum="0" * 32,
+            file_signature="x",
         )
         self.hosts = []
         for i in range(1, hosts + 1):
             user, _ = get_user_model().objects.get_or_create(username=f"vs_boinc_volunteer_{i}")
             account = Account.for_user(user)
             host, _ = Host.objects.get_or_create(
-                owner=user, domain_name=f"vs_boinc_host{i}", defaults={"p_ncpus": cpus, "platform": PLATFORM}
+                project=Project.demo(),
+                owner=user,
+                domain_name=f"vs_boinc_host{i}",
+                defaults={"p_ncpus": cpus, "platform": PLATFORM},
             )
             self.hosts.append((host.pk, account.authenticator))
 
@@ -381,7 +392,7 @@ class Boincweb:
 
         run_once = get_daemon(step)
         options = {name: getattr(self.config, name) for name in DAEMON_OPTIONS.get(step, ())}
-        while run_once(now=self.now, batch_size=1000, **options):
+        while run_once(project=Project.demo(), now=self.now, batch_size=1000, **options):
             pass
         if step == "transitioner" and not self.analyzed:
             from backend.management.commands.bench_backend import refresh_statistics

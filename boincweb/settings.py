@@ -115,6 +115,7 @@ TEMPLATES = [
                 "template_partials.templatetags.partials",
                 "backend.templatetags.boinc_time",
                 "backend.templatetags.host_names",
+                "backend.templatetags.project_urls",
             ],
         },
     },

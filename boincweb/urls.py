@@ -1,9 +1,13 @@
 from django.contrib import admin
 from django.http import HttpResponsePermanentRedirect
 from django.templatetags.static import static
-from django.urls import include, path
+from django.urls import include, path, register_converter
 
+from backend import views as backend_views
+from backend.converters import ProjectConverter
 from boincweb import views
+
+register_converter(ProjectConverter, "project")
 
 
 def favicon(request):
@@ -18,7 +22,10 @@ urlpatterns = [
     path("django-rq/", include("django_rq.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("project/worlds/", include("world.urls")),
+    # the old paths of the one project there was: the demo project's pages
     path("project/", include("backend.urls")),
+    path("projects/", backend_views.project_list, name="project_list"),
+    path("projects/<project:project>/", include(("backend.urls", "project"), namespace="projects")),
     path("lab/", include("scheduling.urls")),
     path("boinc/", include("protocol.urls")),
 ]

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import models
 
-from backend.models import AppVersion
+from backend.models import AppVersion, project_field
 
 
 def new_authenticator() -> str:
@@ -39,6 +39,7 @@ class AppVersionFile(models.Model):
     (reference/protocol.md §7); the client refuses to run an unsigned executable.
     """
 
+    project = project_field()
     app_version = models.ForeignKey(AppVersion, on_delete=models.CASCADE, related_name="files")
     name = models.CharField(max_length=254, unique=True)
     nbytes = models.BigIntegerField()

@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from backend.daemons.hierarchy import upload_path
 from backend.daemons.sched_types import ReplyResult, ReportedFile, SchedulerConfig, SchedulerRequest
 from backend.daemons.scheduler import Message, SchedulerRequestError, check_request, handle_request
-from backend.models import ClientState, Host, Result
+from backend.models import ClientState, Host, Project, Result
 from protocol import signing
 from protocol.models import Account, AppVersionFile
 from protocol.xml_reply import AppFile, ReplyContext, write_error_reply, write_reply
@@ -71,13 +71,18 @@ def scheduler_rpc(
         check_request(request)
     except SchedulerRequestError as exc:
         return refused(exc)
-    if request.hostid and not Host.objects.filter(pk=request.hostid, owner_id=account.user_id).exists():
+    # the endpoints are the demo project's (per-project endpoints are to come)
+    project = Project.demo()
+    if (
+        request.hostid
+        and not Host.objects.filter(project=project, pk=request.hostid, owner_id=account.user_id).exists()
+    ):
         log.warning("account %s sent hostid %s, not one of its hosts: new host", account.user_id, request.hostid)
         request.hostid = 0
     ignored = screen_reports(request)
     mark_missing_outputs(request)
     try:
-        reply = handle_request(request, now=now, config=config)
+        reply = handle_request(request, project=project, now=now, config=config)
     except SchedulerRequestError as exc:
         return refused(exc)
     for name in ignored:

@@ -279,6 +279,7 @@ def add_app_version_file(
     row, _ = AppVersionFile.objects.update_or_create(
         name=name,
         defaults=dict(
+            project_id=app_version.project_id,
             app_version=app_version,
             nbytes=len(data),
             md5_cksum=md5,

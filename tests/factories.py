@@ -19,6 +19,7 @@ from backend.models import (
     HostAppVersion,
     HostFile,
     Outcome,
+    Project,
     Result,
     ServerState,
     Team,
@@ -58,10 +59,26 @@ class UserFactory(DjangoModelFactory):
             user.save(update_fields=["password"])
 
 
+def demo_project() -> Project:
+    """The project rows belong to unless a test names another: the default, "demo"."""
+    return Project.demo()
+
+
+class ProjectFactory(DjangoModelFactory):
+    """A live project of its own, beside the demo."""
+
+    class Meta:
+        model = Project
+
+    name = factory.Sequence(lambda n: f"Project {n}")
+    slug = factory.Sequence(lambda n: f"project{n}")
+
+
 class TeamFactory(DjangoModelFactory):
     class Meta:
         model = Team
 
+    project = factory.LazyFunction(demo_project)
     name = factory.Sequence(lambda n: f"team{n}")
 
 
@@ -70,6 +87,7 @@ class UserCreditFactory(DjangoModelFactory):
         model = UserCredit
 
     user = factory.SubFactory(UserFactory)
+    project = factory.LazyFunction(demo_project)
     team = None
 
 
@@ -77,6 +95,7 @@ class AppFactory(DjangoModelFactory):
     class Meta:
         model = App
 
+    project = factory.LazyFunction(demo_project)
     name = factory.Sequence(lambda n: f"app{n}")
     min_quorum = 1
     target_nresults = 1
@@ -92,6 +111,7 @@ class AppVersionFactory(DjangoModelFactory):
         model = AppVersion
 
     app = factory.SubFactory(AppFactory)
+    project = factory.SelfAttribute("app.project")
     version_num = 100
     flops = 1e9
 
@@ -100,6 +120,7 @@ class HostFactory(DjangoModelFactory):
     class Meta:
         model = Host
 
+    project = factory.LazyFunction(demo_project)
     owner = factory.SubFactory(UserFactory)
     domain_name = factory.Sequence(lambda n: f"host{n}")
 
@@ -111,7 +132,8 @@ class HostAppVersionFactory(DjangoModelFactory):
         model = HostAppVersion
 
     host = factory.SubFactory(HostFactory)
-    app_version = factory.SubFactory(AppVersionFactory)
+    project = factory.SelfAttribute("host.project")
+    app_version = factory.SubFactory(AppVersionFactory, app__project=factory.SelfAttribute("...project"))
 
 
 class HostFileFactory(DjangoModelFactory):
@@ -121,6 +143,7 @@ class HostFileFactory(DjangoModelFactory):
         model = HostFile
 
     host = factory.SubFactory(HostFactory)
+    project = factory.SelfAttribute("host.project")
     name = factory.Sequence(lambda n: f"sticky_{n}.dat")
     reported_time = NOW
 
@@ -133,6 +156,7 @@ class WorkunitFactory(DjangoModelFactory):
         model = Workunit
 
     app = factory.SubFactory(AppFactory)
+    project = factory.SelfAttribute("app.project")
     name = factory.Sequence(lambda n: f"wu_{n:05d}")
     create_time = NOW
     transition_time = NOW + 3600
@@ -159,6 +183,7 @@ class ResultFactory(DjangoModelFactory):
         model = Result
 
     workunit = factory.SubFactory(WorkunitFactory)
+    project = factory.SelfAttribute("workunit.project")
     app = factory.SelfAttribute("workunit.app")
     name = factory.LazyAttribute(lambda r: f"{r.workunit.name}_{r.workunit.results.count()}")
     random = factory.LazyAttribute(lambda r: name_random(r.name))
@@ -178,6 +203,7 @@ class FileFactory(DjangoModelFactory):
         model = File
 
     result = None
+    project = factory.LazyAttribute(lambda f: f.result.project if f.result else demo_project())
     kind = factory.LazyAttribute(lambda f: File.Kind.OUTPUT if f.result else File.Kind.INPUT)
     name = factory.LazyAttributeSequence(lambda f, n: f.result.output_file_name(0) if f.result else f"input_{n}.dat")
 

@@ -20,6 +20,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from backend.models import Result
+from backend.templatetags.project_urls import project_reverse
 from boincweb.figures import figure_script
 from boincweb.htmx import render_page
 from scheduling import charts
@@ -73,7 +74,8 @@ def engine_host(request: HttpRequest, pk: int, index: int) -> HttpResponse:
     data = engine_records.records(run)
     names = {s["job"] for s in data["slices"] if s["project"] == run.project}
     found = results_by_name(names)
-    links = {name: reverse("project:result_detail", args=[ids[0]]) for name, ids in found.items()}
+    project = run.world.project
+    links = {name: project_reverse(request, "result_detail", ids[0], project=project) for name, ids in found.items()}
     colours = charts.project_colours([p["name"] for p in data["projects"]])
     figures = {
         "gantt": charts.gantt(data, colours, links=links),
@@ -100,6 +102,7 @@ def engine_host(request: HttpRequest, pk: int, index: int) -> HttpResponse:
     context = {
         "run": run,
         "world": run.world,
+        "boinc_project": project,
         "data": data,
         "figures": {name: figure_script(fig, f"engine-{name}") for name, fig in figures.items()},
         "rows": rows[:MAX_SLICE_ROWS],

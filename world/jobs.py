@@ -36,6 +36,7 @@ from redis import Redis
 from redis.exceptions import LockNotOwnedError
 from rq.queue import Queue
 
+from backend.models import Project
 from boincweb.lost_jobs import job_problem
 from world import engine_records
 from world.engine_host import engine_figures
@@ -68,11 +69,23 @@ def create_simulation(world: World) -> Simulation:
     """Set up the world's population and workload; the state is stored with the world, in the
     same transaction, so a slice that dies during its set-up (its work horse killed) leaves no
     app, hosts or files behind and a resumed world sets up again from nothing."""
-    sim = Simulation(world_settings(world), prefix=f"w{world.pk}")
+    settings = world_settings(world)
     with transaction.atomic():
+        if world.project_id is None and not settings.live_app:
+            # the world's own project, on the world's clock (DESIGN.md "Projects")
+            world.project = Project.objects.create(
+                name=world.name or f"World {world.pk}",
+                slug=f"world-{world.pk}",
+                kind=Project.Kind.WORLD,
+                simulated_time=settings.start_time,
+            )
+        sim = Simulation(settings, prefix=f"w{world.pk}", project_id=world.project_id)
         sim.setup()
         World.objects.filter(pk=world.pk).update(
-            app_id=sim.app_id, start_time=sim.settings.start_time, state=pickle.dumps(sim)
+            app_id=sim.app_id,
+            project_id=sim.project_id,
+            start_time=sim.settings.start_time,
+            state=pickle.dumps(sim),
         )
     return sim
 

@@ -7,7 +7,7 @@ back end's models are BOINC's schema, the world is a driver of that schema.
 
 from django.db import models
 
-from backend.models import App
+from backend.models import App, Project
 
 
 class World(models.Model):
@@ -27,6 +27,9 @@ class World(models.Model):
     locality = models.BooleanField(default=False)
     settings = models.JSONField(default=dict, blank=True, help_text="Overrides of world.simulation.WorldSettings.")
     app = models.ForeignKey(App, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # The project the world's app, volunteers and hosts belong to: its own (made when the
+    # world starts), or for a world of volunteers for a live project's app, that project.
+    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="worlds")
     start_time = models.BigIntegerField(default=0, help_text="Unix seconds at simulated t = 0.")
     clock = models.FloatField(default=0.0, help_text="Simulated seconds since the start.")
     speedup = models.FloatField(default=3600.0, help_text="Simulated seconds per wall second.")

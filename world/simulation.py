@@ -86,6 +86,7 @@ from backend.models import (
     Host,
     LocalityTrigger,
     Outcome,
+    Project,
     Result,
     ServerState,
     ValidateState,
@@ -440,10 +441,13 @@ class Sample(NamedTuple):
 class Simulation:
     """One world's state; ``setup()`` once, then ``run_until(t)`` in as many slices as wanted."""
 
-    def __init__(self, settings: WorldSettings, *, prefix: str = "w") -> None:
+    def __init__(self, settings: WorldSettings, *, prefix: str = "w", project_id: int | None = None) -> None:
         settings.check()
         self.settings = settings
         self.prefix = prefix
+        # The project the world's rows belong to and its daemons pass over (DESIGN.md
+        # "Projects"): given, or made by ``setup`` (a live world's is its app's).
+        self.project_id: int = project_id  # type: ignore[assignment]
         self.rng = random.Random(settings.seed)
         self.heap: list[tuple[float, int, int, str, tuple[Any, ...]]] = []
         self.counter = 0
@@ -471,6 +475,28 @@ class Simulation:
         # when several worlds (or a demo project) share the database.
         self.platform = f"{prefix}-x86_64-pc-linux-gnu"
 
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_project", None)  # a row, read again where the state is loaded
+        return state
+
+    def project(self) -> Project:
+        """The world's project row, read once per process."""
+        row = self.__dict__.get("_project")
+        if row is None or row.pk != self.project_id:
+            row = self._project = Project.objects.get(pk=self.project_id)
+        return row
+
+    def own_project(self) -> int:
+        """The id of the world's project: the one it was given, or a new world project named
+        after its prefix."""
+        if self.project_id is None:
+            slug = f"world-{self.prefix}".lower().replace("_", "-")[:50]
+            self.project_id = Project.objects.create(
+                name=f"World {self.prefix}", slug=slug, kind=Project.Kind.WORLD, simulated_time=self.now(0)
+            ).pk
+        return self.project_id
+
     def __setstate__(self, state: dict[str, Any]) -> None:
         state.setdefault("samples", [])  # a world stored before samples were taken
         state.setdefault("engine_hosts", [])
@@ -497,7 +523,9 @@ class Simulation:
             self.setup_live()
             return
         with transaction.atomic():
+            project_id = self.own_project()
             app = App.objects.create(
+                project_id=project_id,
                 name=f"{self.prefix}_einstein",
                 user_friendly_name="World workload",
                 locality_scheduling=s.locality,
@@ -515,6 +543,7 @@ class Simulation:
             )
             self.app_id = app.pk
             AppVersion.objects.create(
+                project_id=project_id,
                 app=app,
                 version_num=100,
                 flops=s.cpu_gflops_median * 1e9,
@@ -522,6 +551,7 @@ class Simulation:
                 create_time=self.now(0),
             )
             AppVersion.objects.create(
+                project_id=project_id,
                 app=app,
                 version_num=100,
                 plan_class="cuda",
@@ -534,6 +564,7 @@ class Simulation:
             )
             if s.plan_classes:
                 AppVersion.objects.create(
+                    project_id=project_id,
                     app=app,
                     version_num=100,
                     plan_class="mt",
@@ -593,6 +624,7 @@ class Simulation:
         if version is None:
             raise ValueError(f"app {app.name!r} has no CPU version for the hosts to run")
         self.app_id = app.pk
+        self.project_id = app.project_id
         self.platform = version.platform
         with transaction.atomic():
             self.make_hosts(app)
@@ -637,6 +669,7 @@ class Simulation:
         small_disk = [disk_rng.random() < s.small_disk_fraction for _ in range(total)]
         rows = Host.objects.bulk_create(
             Host(
+                project_id=app.project_id,
                 owner=users[i],
                 domain_name=f"{self.prefix}-host{i}",
                 platform=self.platform,
@@ -723,6 +756,7 @@ class Simulation:
             users = list(User.objects.filter(username__startswith=f"{self.prefix}-engine-volunteer").order_by("id"))
         rows = Host.objects.bulk_create(
             Host(
+                project_id=app.project_id,
                 owner=users[k],
                 domain_name=f"{self.prefix}-engine{k}",
                 platform=self.platform,
@@ -1070,7 +1104,9 @@ class Simulation:
         # request's own, so the same seed makes the same choices
         sched_version.RNG.seed(f"{self.settings.seed}:{index}:{seqno}")
         try:
-            reply = handle_request(request, now=self.now(), config=self.scheduler_config(locality_config=config))
+            reply = handle_request(
+                request, project=self.project(), now=self.now(), config=self.scheduler_config(locality_config=config)
+            )
         except SchedulerRequestError:
             self.counters.rpcs_refused += 1
             return None
@@ -1198,9 +1234,10 @@ class Simulation:
         report: a single pass of ``batch_size`` would leave a large world's backlog (and its
         new workunits, which the cushion generator waits for) to later rounds while the hosts
         back off empty-handed."""
-        done = total = run_pass(name, now=now, batch_size=self.settings.batch_size)
+        project = self.project()
+        done = total = run_pass(name, project=project, now=now, batch_size=self.settings.batch_size)
         while done >= self.settings.batch_size:
-            done = run_pass(name, now=now, batch_size=self.settings.batch_size)
+            done = run_pass(name, project=project, now=now, batch_size=self.settings.batch_size)
             total += done
         return total
 
@@ -1253,6 +1290,8 @@ class Simulation:
             return  # a round brought forward by ``wake_daemons`` replaced this one
         now = self.now()
         s = self.settings
+        if not s.live_app:  # the world's clock is its project's
+            Project.objects.filter(pk=self.project_id).update(simulated_time=now)
         self.read_prefs()
         if s.live_app:
             self.counters.daemon_rounds += 1

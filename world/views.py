@@ -163,6 +163,8 @@ def world_detail(request: HttpRequest, pk: int) -> HttpResponse:
     redis_error = check_worlds([world])
     context = {
         "world": world,
+        # the world's project, whose pages show its rows (backend.templatetags.project_urls)
+        "boinc_project": world.project,
         "redis_error": redis_error,
         "figures": _world_panel(world),
         "running": world.status == World.Status.RUNNING,

@@ -1,7 +1,8 @@
 """The registry of back-end daemons.
 
-Each daemon module exposes ``run_once(*, now, batch_size, mod=1, index=0) -> int``: one pass
-over at most ``batch_size`` items, returning the work done (0 when it found nothing). ``now``
+Each daemon module exposes ``run_once(*, project, now, batch_size, mod=1, index=0) -> int``:
+one pass over at most ``batch_size`` items of one project, returning the work done (0 when it
+found nothing); it touches no row of another project. ``now``
 is Unix seconds, passed by the caller (a world's simulated clock or the wall clock); daemons
 never read the clock. ``mod``/``index`` restrict a pass to ids with ``id % mod == index``, as
 BOINC's ``--mod n i`` does (reference/server.md §3), so several instances can split the work;
@@ -11,7 +12,6 @@ every pass is also safe to run twice at once without a split.
 from __future__ import annotations
 
 import importlib
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -21,6 +21,7 @@ from django.utils import timezone
 
 if TYPE_CHECKING:
     from backend.daemons.sched_types import SchedulerConfig
+    from backend.models import Project
 
 # name -> module; the order is the order of one full round of passes.
 DAEMONS = {
@@ -76,34 +77,35 @@ def get_daemon(name: str) -> Callable[..., int]:
 def run_pass(
     name: str,
     *,
+    project: Project,
     now: int | None = None,
     batch_size: int | None = None,
     mod: int = 1,
     index: int = 0,
     config: SchedulerConfig | None = None,
 ) -> int:
-    """Run one pass of daemon ``name`` and record it in DaemonStatus; return the work done.
+    """Run one pass of daemon ``name`` over ``project`` and record it in the project's
+    DaemonStatus; return the work done.
 
-    ``now`` defaults to the wall clock: this is the one place the real clock is read, on
-    behalf of callers that run the daemons in real time. ``config`` (a SchedulerConfig)
-    defaults to the project's (``sched_types.project_config``).
+    ``now`` defaults to the project's clock (``Project.now``: the wall clock of a live
+    project, this is where it is read on behalf of callers that run the daemons in real time).
+    ``config`` (a SchedulerConfig) defaults to the project's (``Project.scheduler_config``).
     """
-    from backend.daemons.sched_types import project_config
     from backend.models import DaemonStatus
 
     run_once = get_daemon(name)
     if now is None:
-        now = int(time.time())
+        now = project.now()
     if batch_size is None:
         batch_size = settings.DAEMON_BATCH_SIZE
-    status, _ = DaemonStatus.objects.get_or_create(name=name)
+    status, _ = DaemonStatus.objects.get_or_create(project=project, name=name)
     if not status.enabled:
         return 0
     if config is None and name in DAEMON_OPTIONS:
-        config = project_config()
+        config = project.scheduler_config()
     options = {option: getattr(config, option) for option in DAEMON_OPTIONS.get(name, ())}
-    done = run_once(now=now, batch_size=batch_size, mod=mod, index=index, **options)
-    DaemonStatus.objects.filter(name=name).update(
+    done = run_once(project=project, now=now, batch_size=batch_size, mod=mod, index=index, **options)
+    DaemonStatus.objects.filter(pk=status.pk).update(
         last_pass_time=timezone.now(),
         last_work_done=done,
         total_work_done=F("total_work_done") + done,

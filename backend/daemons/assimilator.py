@@ -35,7 +35,7 @@ from django.db.models.functions import Least
 from backend.daemons.claim import claim
 from backend.daemons.hierarchy import assimilated_path, upload_path
 from backend.events import event, record
-from backend.models import AssimilatedResult, AssimilateState, ErrorMask, File, Result, Workunit
+from backend.models import AssimilatedResult, AssimilateState, ErrorMask, File, Project, Result, Workunit
 
 ACTOR = "assimilator"
 DEFER_ASSIMILATION = "defer"
@@ -60,7 +60,12 @@ def outcome_of(name: str, wu: Workunit, value: Any) -> str | AssimilatedResult |
 def record_output(wu: Workunit, canonical: Result | None, files: Sequence[File], *, now: int) -> AssimilatedResult:
     """The default handler: keep a copy of the canonical output and a row describing it."""
     row = AssimilatedResult(
-        workunit=wu, app_id=wu.app_id, canonical_result=canonical, error_mask=wu.error_mask, time=now
+        project_id=wu.project_id,
+        workunit=wu,
+        app_id=wu.app_id,
+        canonical_result=canonical,
+        error_mask=wu.error_mask,
+        time=now,
     )
     if files:
         first = files[0]
@@ -82,14 +87,16 @@ def register(name: str, handler: Callable[..., object]) -> None:
     HANDLERS[name] = handler
 
 
-def run_once(*, now: int, batch_size: int, mod: int = 1, index: int = 0, keep_due_workunits: bool = True) -> int:
-    """One pass over workunits READY to assimilate; returns how many were handled.
+def run_once(
+    *, project: Project, now: int, batch_size: int, mod: int = 1, index: int = 0, keep_due_workunits: bool = True
+) -> int:
+    """One pass over ``project``'s workunits READY to assimilate; returns how many were handled.
 
     ``keep_due_workunits`` (SchedulerConfig's): write min(transition_time, now), or, off,
     ``now`` as BOINC does."""
     with transaction.atomic():
         wus = claim(
-            Workunit.objects.ready_to_assimilate().select_related("app", "canonical_result"),
+            Workunit.objects.filter(project=project).ready_to_assimilate().select_related("app", "canonical_result"),
             batch_size,
             mod=mod,
             index=index,
@@ -149,5 +156,5 @@ def run_once(*, now: int, batch_size: int, mod: int = 1, index: int = 0, keep_du
                     transition_time=Least(F("transition_time"), Value(now)) if keep_due_workunits else now,
                 )
         AssimilatedResult.objects.bulk_create(rows, ignore_conflicts=True)
-        record(events)
+        record(events, project.pk)
     return len(wus)

@@ -316,28 +316,31 @@ def write_app_versions(samples: Samples, now: float, half_life: float) -> None:
     AppVersion.objects.bulk_update(versions, ["pfc_n", "pfc_avg", "expavg_credit", "expavg_time"])
 
 
-_last_av_update: list[int | None] = [None]
+# project id -> the ``now`` of this process's last update_av_scales of the project's apps
+_last_av_update: dict[int, int] = {}
 
 
-def update_av_scales_when_due(now: int) -> None:
-    """Run update_av_scales when AV_UPDATE_PERIOD has passed since this process last did
-    (feeder.cpp keeps its next update time in memory too, the first one at once); a clock
-    set back (another simulated world) counts as due."""
-    last = _last_av_update[0]
+def update_av_scales_when_due(project_id: int, now: int) -> None:
+    """Run update_av_scales over project ``project_id``'s apps when AV_UPDATE_PERIOD has
+    passed since this process last did (feeder.cpp keeps its next update time in memory too,
+    the first one at once); a clock set back counts as due."""
+    last = _last_av_update.get(project_id)
     if last is None or not last <= now < last + AV_UPDATE_PERIOD:
-        update_av_scales()
-        _last_av_update[0] = now
+        update_av_scales(project_id=project_id)
+        _last_av_update[project_id] = now
 
 
-def update_av_scales(app_ids: Iterable[int] | None = None) -> list[int]:
+def update_av_scales(app_ids: Iterable[int] | None = None, *, project_id: int | None = None) -> list[int]:
     """Scale each app's versions to its most efficient one (credit.cpp update_av_scales,
     which BOINC's feeder runs every AV_UPDATE_PERIOD): among versions with more than
     MIN_VERSION_SAMPLES samples, the sample-weighted average PFC of the CPU versions and of
     the GPU versions; with both, the lower; with two or more CPU versions, the CPU one; with a
     GPU version only, a tenth of the GPU one. Every version with MIN_VERSION_SAMPLES samples
-    gets ``pfc_scale = that / its average``, and the app ``min_avg_pfc = that``. Returns the
-    apps changed."""
+    gets ``pfc_scale = that / its average``, and the app ``min_avg_pfc = that``. With
+    ``project_id``, only that project's apps. Returns the apps changed."""
     apps = App.objects.all() if app_ids is None else App.objects.filter(id__in=app_ids)
+    if project_id is not None:
+        apps = apps.filter(project_id=project_id)
     changed: list[int] = []
     for app in apps:
         versions = list(app.versions.all())

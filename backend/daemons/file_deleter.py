@@ -35,7 +35,7 @@ from backend.daemons.hierarchy import (
     upload_path,
 )
 from backend.events import Event, event, record
-from backend.models import DaemonStatus, File, FileDeleteState, Result, Workunit
+from backend.models import DaemonStatus, File, FileDeleteState, Project, Result, Workunit
 
 ACTOR = "file_deleter"
 ERROR_INTERVAL = 3600
@@ -105,10 +105,10 @@ def finish(
     return events
 
 
-def delete_result_files(*, now: int, batch_size: int, mod: int, index: int) -> int:
+def delete_result_files(*, project: Project, now: int, batch_size: int, mod: int, index: int) -> int:
     with transaction.atomic():
         results = claim(
-            Result.objects.files_ready_to_delete().only("id", "workunit", "name", "random"),
+            Result.objects.filter(project=project).files_ready_to_delete().only("id", "workunit", "name", "random"),
             batch_size,
             mod=mod,
             index=index,
@@ -125,14 +125,20 @@ def delete_result_files(*, now: int, batch_size: int, mod: int, index: int) -> i
         deleted = [f.pk for pk, ok in done.items() if ok for f in files.get(pk, [])]
         File.objects.filter(id__in=deleted).update(file_delete_state=FileDeleteState.DONE)
         record(
-            finish(Result, outcomes, now=now, what="output files", workunit_of={r.pk: r.workunit_id for r in results})
+            finish(Result, outcomes, now=now, what="output files", workunit_of={r.pk: r.workunit_id for r in results}),
+            project.pk,
         )
         return len(results)
 
 
-def delete_workunit_files(*, now: int, batch_size: int, mod: int, index: int) -> int:
+def delete_workunit_files(*, project: Project, now: int, batch_size: int, mod: int, index: int) -> int:
     with transaction.atomic():
-        wus = claim(Workunit.objects.files_ready_to_delete().only("id", "name"), batch_size, mod=mod, index=index)
+        wus = claim(
+            Workunit.objects.filter(project=project).files_ready_to_delete().only("id", "name"),
+            batch_size,
+            mod=mod,
+            index=index,
+        )
         if not wus:
             return 0
         ids = [wu.pk for wu in wus]
@@ -163,22 +169,28 @@ def delete_workunit_files(*, now: int, batch_size: int, mod: int, index: int) ->
         outcomes = {pk: FileDeleteState.DONE if ok else FileDeleteState.ERROR for pk, ok in done.items()}
         deleted = [f.pk for pk, ok in done.items() if ok for f in doomed[pk]]
         File.objects.filter(id__in=deleted).update(file_delete_state=FileDeleteState.DONE)
-        record(finish(Workunit, outcomes, now=now, what="input files"))
+        record(finish(Workunit, outcomes, now=now, what="input files"), project.pk)
         return len(wus)
 
 
-def retry_errors(*, now: int) -> int:
-    """Once per ERROR_INTERVAL, one instance puts every FILE_DELETE_ERROR row back to READY."""
-    status, _ = DaemonStatus.objects.get_or_create(name=ACTOR)
+def retry_errors(*, project: Project, now: int) -> int:
+    """Once per ERROR_INTERVAL, one instance puts every FILE_DELETE_ERROR row of ``project``
+    back to READY."""
+    status, _ = DaemonStatus.objects.get_or_create(project=project, name=ACTOR)
     if now - status.last_retry_time < ERROR_INTERVAL:
         return 0
-    if not DaemonStatus.objects.filter(name=ACTOR, last_retry_time=status.last_retry_time).update(last_retry_time=now):
+    if not DaemonStatus.objects.filter(pk=status.pk, last_retry_time=status.last_retry_time).update(
+        last_retry_time=now
+    ):
         return 0
     events: list[Event] = []
     for model, key in ((Result, "result_id"), (Workunit, "workunit_id")):
         with transaction.atomic():
             ids = [
-                row.pk for row in claim(model.objects.filter(file_delete_state=FileDeleteState.ERROR).only("id"), 10**6)
+                row.pk
+                for row in claim(
+                    model.objects.filter(project=project, file_delete_state=FileDeleteState.ERROR).only("id"), 10**6
+                )
             ]
             model.objects.filter(id__in=ids, file_delete_state=FileDeleteState.ERROR).update(
                 file_delete_state=FileDeleteState.READY
@@ -195,13 +207,16 @@ def retry_errors(*, now: int) -> int:
                 )
                 for pk in ids
             )
-    record(events)
+    record(events, project.pk)
     return len(events)
 
 
-def run_once(*, now: int, batch_size: int, mod: int = 1, index: int = 0) -> int:
-    """One pass: retry old errors when due, then result outputs, then workunit inputs."""
-    retry_errors(now=now)
-    results = delete_result_files(now=now, batch_size=max(1, batch_size * 3 // 4), mod=mod, index=index)
-    wus = delete_workunit_files(now=now, batch_size=max(1, batch_size // 4), mod=mod, index=index)
+def run_once(*, project: Project, now: int, batch_size: int, mod: int = 1, index: int = 0) -> int:
+    """One pass over ``project``'s files: retry old errors when due, then result outputs, then
+    workunit inputs."""
+    retry_errors(project=project, now=now)
+    results = delete_result_files(
+        project=project, now=now, batch_size=max(1, batch_size * 3 // 4), mod=mod, index=index
+    )
+    wus = delete_workunit_files(project=project, now=now, batch_size=max(1, batch_size // 4), mod=mod, index=index)
     return results + wus

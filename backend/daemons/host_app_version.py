@@ -222,8 +222,11 @@ def apply(
     if not keyed:
         return []
     if create:
+        pairs = sorted({(h, v) for h, v, _ in keyed})
+        # each record is its host's project's (the host and version are one project's)
+        projects = dict(Host.objects.filter(id__in={h for h, _ in pairs}).values_list("id", "project_id"))
         HostAppVersion.objects.bulk_create(
-            [HostAppVersion(host_id=h, app_version_id=v) for h, v in sorted({(h, v) for h, v, _ in keyed})],
+            [HostAppVersion(project_id=projects[h], host_id=h, app_version_id=v) for h, v in pairs if h in projects],
             ignore_conflicts=True,
         )
     # Hosts × versions may take in a few rows no change is for; they are locked, not written.
@@ -263,7 +266,13 @@ def count_sent(
     if not version_jobs.keys() <= set(known):
         HostAppVersion.objects.bulk_create(
             [
-                HostAppVersion(host_id=host.pk, app_version_id=v, max_jobs_per_day=0, jobs_day=utc_day(now))
+                HostAppVersion(
+                    project_id=host.project_id,
+                    host_id=host.pk,
+                    app_version_id=v,
+                    max_jobs_per_day=0,
+                    jobs_day=utc_day(now),
+                )
                 for v in sorted(version_jobs)
             ],
             ignore_conflicts=True,

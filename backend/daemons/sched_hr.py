@@ -244,7 +244,8 @@ def commit(
                 )
             setattr(wu, name, value)
         kept.append(item)
-    record(events)
+    if events:
+        record(events, app.project_id)
     return kept
 
 

@@ -714,7 +714,7 @@ def working_set_size(app: App, *, now: int) -> int:
     since = now - ACTIVE_WINDOW
     platforms = AppVersion.objects.filter(app=app, deprecated=False).values("platform")
     active = (
-        Host.objects.filter(platform__in=platforms)
+        Host.objects.filter(project_id=app.project_id, platform__in=platforms)
         .filter(Q(rpc_time__gte=since) | Q(create_time__gte=since, create_time__lte=now))
         .count()
     )
@@ -819,6 +819,7 @@ def create_data_files(app: App, names: Iterable[str], *, nbytes: int, no_delete:
     File.objects.bulk_create(
         [
             File(
+                project_id=app.project_id,
                 name=name,
                 kind=File.Kind.INPUT,
                 nbytes=nbytes,
@@ -830,4 +831,6 @@ def create_data_files(app: App, names: Iterable[str], *, nbytes: int, no_delete:
             for name in names
         ]
     )
-    LocalityTrigger.objects.bulk_create([LocalityTrigger(app=app, file_name=name) for name in names])
+    LocalityTrigger.objects.bulk_create(
+        [LocalityTrigger(project_id=app.project_id, app=app, file_name=name) for name in names]
+    )

@@ -293,7 +293,7 @@ def mark_resent(host: Host, resent: Iterable[tuple[Result, Version, float]], *, 
                 )
             )
             r.sent_time = now
-    record(events)
+    record(events, host.project_id)
 
 
 def mark_expired(
@@ -328,7 +328,8 @@ def mark_expired(
             )
             for r, why in expired
             if r.report_deadline != deadline
-        ]
+        ],
+        host.project_id,
     )
     lowered = sorted({r.workunit_id for r, _ in expired if r.pk not in unmarked})
     if lowered:

@@ -163,7 +163,7 @@ def handle_results(
         lower_transition_time(accepted_wus, now)
     else:
         Workunit.objects.filter(id__in=accepted_wus).update(transition_time=now)
-    record(events)
+    record(events, host.project_id)
     host_app_version.apply([quota_change(result, quota=quota, now=now) for result in accepted])
     return Handled(len(accepted), resend)
 
@@ -225,6 +225,7 @@ def output_files(result: Result, report: ReportedResult) -> tuple[list[tuple[Fil
         outputs.append(
             (
                 File(
+                    project_id=result.project_id,
                     name=out.name,
                     kind=File.Kind.OUTPUT,
                     result=result,

@@ -408,7 +408,17 @@ def job_flops(resource: Resource, version: Version) -> float:
 
 # The columns a send reads: the job's own and its workunit's (for the runtime, the deadline and
 # the reply). Loading only these keeps a request's candidates cheap to build.
-RESULT_COLUMNS = ("id", "name", "random", "app_id", "workunit_id", "priority", "infeasible_since", "server_state")
+RESULT_COLUMNS = (
+    "id",
+    "name",
+    "random",
+    "project_id",
+    "app_id",
+    "workunit_id",
+    "priority",
+    "infeasible_since",
+    "server_state",
+)
 WORKUNIT_COLUMNS = (
     "id",
     "name",
@@ -436,7 +446,8 @@ def field_order(model: type[Result] | type[Workunit], names: tuple[str, ...]) ->
 @functools.cache
 def candidate_sql(n_apps: int, hr: bool, one_per_user: bool, after: bool, lock: bool) -> str:
     """The candidate query, written once per shape (it runs on every request, and building it
-    through the ORM each time costs more than running it). Parameters, in order: the app ids,
+    through the ORM each time costs more than running it). Parameters, in order: the host's
+    project, the app ids,
     UNSENT, the ORDINARY transitioner flag, the host's owner (``one_per_user``), then (``after``)
     the last row's score, workunit id and id, and the row limit.
 
@@ -449,6 +460,7 @@ def candidate_sql(n_apps: int, hr: bool, one_per_user: bool, after: bool, lock: 
     columns += [f"{w}.{q(f.column)}" for f in field_order(Workunit, WORKUNIT_COLUMNS)]
     score = f"({r}.priority + CASE WHEN {w}.hr_class > 0 THEN 1 ELSE 0 END)" if hr else f"{r}.priority"
     where = [
+        f"{r}.project_id = %s",
         f"{r}.app_id IN ({placeholders(n_apps)})",
         f"{r}.server_state = %s",
         f"{w}.error_mask = 0",
@@ -482,7 +494,7 @@ def candidates(host: Host, app_ids: Sequence[int], limit: int, config: Scheduler
     hr = sched_hr.uses_hr(app_ids, config)
     one_per_user = config.one_result_per_user_per_wu
     lock = connection.features.has_select_for_update_skip_locked
-    base: list[Any] = [*app_ids, ServerState.UNSENT, TransitionerFlags.ORDINARY]
+    base: list[Any] = [host.project_id, *app_ids, ServerState.UNSENT, TransitionerFlags.ORDINARY]
     if one_per_user:
         base.append(host.owner_id)
     result_columns = tuple(f.attname for f in field_order(Result, RESULT_COLUMNS))
@@ -1042,7 +1054,7 @@ def mark_sent(host: Host, chosen: Iterable[Chosen], *, now: int, config: Schedul
                     reason=f"sent to host {host.pk}",
                 )
             )
-    record(events)
+    record(events, host.project_id)
     return sent
 
 
@@ -1084,7 +1096,7 @@ def mark_infeasible(results: Sequence[Result], *, now: int, timeout: int) -> lis
                 reason=why,
             )
         )
-    record(events)
+    record(events, stale[0].project_id)
     return stale
 
 

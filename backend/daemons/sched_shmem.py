@@ -28,16 +28,25 @@ T = TypeVar("T")
 
 # what the current request has read, by key; None outside a request
 _kept: ContextVar[dict[Hashable, object] | None] = ContextVar("sched_shmem_kept", default=None)
+# the id of the project the current request is to (BOINC's shared memory is one project's)
+_project: ContextVar[int | None] = ContextVar("sched_shmem_project", default=None)
 
 
 @contextmanager
-def for_request() -> Iterator[None]:
-    """Keep the rows read through this module until the block ends (one request)."""
-    token = _kept.set({})
+def for_request(project_id: int | None = None) -> Iterator[None]:
+    """Keep the rows read through this module until the block ends (one request to project
+    ``project_id``, whose apps alone it reads)."""
+    token, project_token = _kept.set({}), _project.set(project_id)
     try:
         yield
     finally:
         _kept.reset(token)
+        _project.reset(project_token)
+
+
+def project_id() -> int | None:
+    """The id of the project the current request is to; None outside a request."""
+    return _project.get()
 
 
 def kept(key: Hashable, read: Callable[[], T]) -> T:
@@ -52,4 +61,7 @@ def kept(key: Hashable, read: Callable[[], T]) -> T:
 
 def apps() -> dict[int, App]:
     """Every app of the project, deprecated or not, by id, in id order."""
-    return kept("apps", lambda: {app.pk: app for app in read_rows(App)})
+    pid = project_id()
+    if pid is None:
+        return kept("apps", lambda: {app.pk: app for app in read_rows(App)})
+    return kept("apps", lambda: {app.pk: app for app in read_rows(App, "t.project_id = %s", [pid])})

@@ -51,7 +51,7 @@ from backend.daemons import sched_shmem
 from backend.daemons.claim import placeholders, read_rows
 from backend.daemons.host_app_version import jobs_today, scaled_max_jobs_per_day
 from backend.daemons.plan_class import CPU, HostUsage, HostView, PlanClassSpec, read_plan_class_spec
-from backend.models import App, AppVersion, Host, HostAppVersion, Workunit
+from backend.models import App, AppVersion, Host, HostAppVersion, Project, Workunit
 
 if TYPE_CHECKING:
     from backend.daemons.sched_send import Resource, Version
@@ -115,10 +115,15 @@ def plan_classes(config: SchedulerConfig) -> dict[str, PlanClassSpec]:
 
 def perf_percentiles() -> tuple[float, float]:
     """(50th, 95th) percentile of the hosts' p_fpops (PERF_INFO::get_from_db): BOINC's
-    defaults under 10 hosts, else over the hosts with expavg_credit above 10."""
-    if Host.objects.count() < 10:
+    defaults under 10 hosts, else over the hosts with expavg_credit above 10; the hosts of
+    the current request's project (``sched_shmem.project_id``)."""
+    hosts = Host.objects.all()
+    project_id = sched_shmem.project_id()
+    if project_id is not None:
+        hosts = hosts.filter(project_id=project_id)
+    if hosts.count() < 10:
         return DEFAULT_FPOPS_50, DEFAULT_FPOPS_95
-    values = Host.objects.filter(expavg_credit__gt=10).order_by("p_fpops")
+    values = hosts.filter(expavg_credit__gt=10).order_by("p_fpops")
     n = values.count()
     if not n:
         return DEFAULT_FPOPS_50, DEFAULT_FPOPS_95
@@ -331,6 +336,9 @@ def read_feeder_versions(
         f"t.platform IN ({placeholders(len(platforms))})" if platforms else "1 = 0",
     ]
     params: list[Any] = [False, False, *platforms]
+    if sched_shmem.project_id() is not None:
+        where.append("t.project_id = %s")
+        params.append(sched_shmem.project_id())
     if app_ids is not None:
         app_ids = list(app_ids)
         where.append(f"t.app_id IN ({placeholders(len(app_ids))})" if app_ids else "1 = 0")
@@ -536,8 +544,8 @@ def runtime_estimates(
     return [(label, points, learnt.get(label)) for label, points in sorted(series.items())]
 
 
-def app_version_table(config: SchedulerConfig) -> dict[str, Any]:
-    """The project's app versions as the scheduler sees them, each with its plan class's
+def app_version_table(config: SchedulerConfig, project: Project) -> dict[str, Any]:
+    """``project``'s app versions as the scheduler sees them, each with its plan class's
     settings from plan_class_spec.xml (or why it has none), for the status page."""
     try:
         specs = plan_classes(config)
@@ -545,7 +553,8 @@ def app_version_table(config: SchedulerConfig) -> dict[str, Any]:
     except (OSError, ValueError) as error:
         specs, problem = {}, str(error)
     rows = []
-    for av in AppVersion.objects.select_related("app").order_by("app__name", "platform", "plan_class", "-version_num"):
+    versions = AppVersion.objects.filter(project=project).select_related("app")
+    for av in versions.order_by("app__name", "platform", "plan_class", "-version_num"):
         if not av.plan_class:
             plan = "sequential CPU app"
         elif not config.plan_class_spec:

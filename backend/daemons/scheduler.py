@@ -84,6 +84,7 @@ from backend.models import (
     Host,
     HostFile,
     Outcome,
+    Project,
     Result,
     ServerState,
 )
@@ -237,12 +238,12 @@ def check_request(request: object) -> None:
         fail("an anonymous-platform request must list its app_versions")
 
 
-def find_host(request: SchedulerRequest, *, now: int) -> tuple[Host, bool]:
+def find_host(request: SchedulerRequest, *, project_id: int, now: int) -> tuple[Host, bool]:
     """``(host, reattached)``: the requesting host, and whether a request without a host id
     was matched to an existing host of its account (``reattached_host``); a new, unsaved host
     for hostid 0 otherwise. Raises SchedulerRequestError."""
     if request.hostid:
-        host = next(iter(read_rows(Host, "t.id = %s", [request.hostid])), None)
+        host = next(iter(read_rows(Host, "t.id = %s AND t.project_id = %s", [request.hostid, project_id])), None)
         if host is None:
             raise SchedulerRequestError(f"no host with id {request.hostid}")
         if request.userid is not None and host.owner_id != request.userid:
@@ -252,13 +253,13 @@ def find_host(request: SchedulerRequest, *, now: int) -> tuple[Host, bool]:
     if not get_user_model().objects.filter(pk=request.userid).exists():  # type: ignore[misc]
         raise SchedulerRequestError(f"no account with id {request.userid}")
     assert request.userid is not None  # an account has it
-    host = reattached_host(request)
+    host = reattached_host(request, project_id)
     if host is not None:
         return host, True
-    return Host(owner_id=request.userid, create_time=now), False
+    return Host(project_id=project_id, owner_id=request.userid, create_time=now), False
 
 
-def reattached_host(request: SchedulerRequest) -> Host | None:
+def reattached_host(request: SchedulerRequest, project_id: int) -> Host | None:
     """The account's most recent host that looks like the requesting computer, or None.
 
     BOINC's ``find_host_by_other`` (sched/handle_request.cpp) matches a request without a
@@ -273,7 +274,11 @@ def reattached_host(request: SchedulerRequest) -> Host | None:
         return None
     return (
         Host.objects.filter(
-            owner_id=request.userid, domain_name=info.domain_name, os_name=info.os_name, p_ncpus=info.p_ncpus
+            project_id=project_id,
+            owner_id=request.userid,
+            domain_name=info.domain_name,
+            os_name=info.os_name,
+            p_ncpus=info.p_ncpus,
         )
         .order_by("-id")
         .first()
@@ -340,7 +345,8 @@ def mark_results_over(host: Host, request: SchedulerRequest, *, now: int) -> int
                         reason=why,
                     ),
                 )
-            ]
+            ],
+            host.project_id,
         )
     return len(results)
 
@@ -399,23 +405,31 @@ def sync_sticky_files(host: Host, request: SchedulerRequest, *, now: int) -> set
         HostFile.objects.filter(host=host, name__in=known - held).delete()
     if held - known:
         HostFile.objects.bulk_create(
-            [HostFile(host=host, name=name, reported_time=now) for name in sorted(held - known)], ignore_conflicts=True
+            [
+                HostFile(project_id=host.project_id, host=host, name=name, reported_time=now)
+                for name in sorted(held - known)
+            ],
+            ignore_conflicts=True,
         )
     return held
 
 
 def handle_request(
-    request: SchedulerRequest, *, now: int, config: SchedulerConfig = SchedulerConfig()
+    request: SchedulerRequest, *, project: Project, now: int, config: SchedulerConfig = SchedulerConfig()
 ) -> SchedulerReply:
-    """Handle one scheduler RPC and return the reply (see the module docstring)."""
-    with sched_shmem.for_request():
-        return handle_in_request(request, now=now, config=config)
+    """Handle one scheduler RPC to ``project`` at its clock's ``now`` and return the reply (see
+    the module docstring). The request sees the project's apps, versions, hosts and results
+    only, as BOINC's scheduler sees its own project's database."""
+    with sched_shmem.for_request(project.pk):
+        return handle_in_request(request, project_id=project.pk, now=now, config=config)
 
 
-def handle_in_request(request: SchedulerRequest, *, now: int, config: SchedulerConfig) -> SchedulerReply:
+def handle_in_request(
+    request: SchedulerRequest, *, project_id: int, now: int, config: SchedulerConfig
+) -> SchedulerReply:
     check_request(request)
     request, truncated = sched_limit.truncate_reports(request, config)
-    host, reattached = find_host(request, now=now)
+    host, reattached = find_host(request, project_id=project_id, now=now)
     last_rpc_time = host.rpc_time
     reply = SchedulerReply(request_delay=max(config.request_delay, sched_limit.min_request_delay(config)))
     if reattached and not request.other_results:
@@ -446,7 +460,7 @@ def handle_in_request(request: SchedulerRequest, *, now: int, config: SchedulerC
     reply.hostid = host.pk
     if config.send_result_abort and request.other_results is not None:
         result_aborts(host, request.other_results, reply=reply)
-    reply.delete_file_infos = deleted_sticky_files(held)
+    reply.delete_file_infos = deleted_sticky_files(held, project_id)
     if request.dont_send_work:
         reply.messages.append(Message("not sending work: the client asked for none"))
         return reply
@@ -469,12 +483,13 @@ def handle_in_request(request: SchedulerRequest, *, now: int, config: SchedulerC
     return reply
 
 
-def deleted_sticky_files(held: set[str]) -> list[str]:
-    """Sticky files the host holds that the project no longer has (reference/server.md §3.10)."""
+def deleted_sticky_files(held: set[str], project_id: int) -> list[str]:
+    """Sticky files the host holds that project ``project_id`` no longer has
+    (reference/server.md §3.10)."""
     if not held:
         return []
     live = set(
-        File.objects.filter(name__in=held)
+        File.objects.filter(project_id=project_id, name__in=held)
         .exclude(file_delete_state=FileDeleteState.DONE)
         .values_list("name", flat=True)
     )

@@ -64,6 +64,7 @@ from backend.models import (
     FileDeleteState,
     HostAppVersion,
     Outcome,
+    Project,
     Result,
     ServerState,
     TransitionerFlags,
@@ -110,6 +111,7 @@ class Changes:
     """What a pass will write, collected over all its workunits."""
 
     now: int
+    project_id: int
     daily_result_quota: int = DAILY_RESULT_QUOTA
     delete_abandoned_outputs: bool = False
     hr_class_static: bool = False
@@ -238,6 +240,7 @@ def handle_wu(wu: Workunit, results: Sequence[Result], changes: Changes, *, dele
             name = f"{wu.name}_{suffix}"
             changes.new_results.append(
                 Result(
+                    project_id=wu.project_id,
                     workunit_id=wu.pk,
                     app_id=wu.app_id,
                     name=name,
@@ -370,12 +373,13 @@ def apply(changes: Changes) -> None:
     if changes.workunits:
         update_rows(Workunit, changes.workunits, WU_FIELDS)
     compare_and_set(Workunit, "transition_time", changes.transition_times, otherwise=now)
-    record(changes.events)
+    record(changes.events, changes.project_id)
     host_app_version.apply(changes.host_app_versions, create=True)
 
 
 def run_once(
     *,
+    project: Project,
     now: int,
     batch_size: int,
     mod: int = 1,
@@ -386,7 +390,7 @@ def run_once(
     reliable_priority_on_over: int = 0,
     reliable_priority_on_over_except_error: int = 0,
 ) -> int:
-    """One pass over due workunits; returns how many were handled.
+    """One pass over ``project``'s due workunits; returns how many were handled.
 
     ``daily_result_quota`` and ``delete_abandoned_outputs`` are the project's options
     (SchedulerConfig's): the quota for penalising timeouts, and whether outputs BOINC leaves
@@ -397,7 +401,12 @@ def run_once(
     """
     host_app_version.check_quota(daily_result_quota)
     with transaction.atomic():
-        wus = claim(Workunit.objects.transition_due(now).select_related("app"), batch_size, mod=mod, index=index)
+        wus = claim(
+            Workunit.objects.filter(project=project).transition_due(now).select_related("app"),
+            batch_size,
+            mod=mod,
+            index=index,
+        )
         if not wus:
             return 0
         by_wu: dict[int, list[Result]] = {wu.pk: [] for wu in wus}
@@ -405,6 +414,7 @@ def run_once(
             by_wu[r.workunit_id].append(r)
         changes = Changes(
             now=now,
+            project_id=project.pk,
             daily_result_quota=daily_result_quota,
             delete_abandoned_outputs=delete_abandoned_outputs,
             hr_class_static=hr_class_static,

@@ -27,7 +27,7 @@ from django.db.models import QuerySet
 
 from backend.daemons.claim import shard, update_rows
 from backend.daemons.credit import CREDIT_HALF_LIFE, update_average
-from backend.models import AppVersion, Host, Team, UserCredit
+from backend.models import AppVersion, Host, Project, Team, UserCredit
 
 # update_stats.cpp MIN_AGE: averages updated within a day are left alone.
 MIN_AGE = 86400
@@ -35,10 +35,13 @@ MIN_AGE = 86400
 TABLES = ((UserCredit, 0.1), (Host, 0.1), (AppVersion, 0.0), (Team, None))
 
 
-def run_once(*, now: int, batch_size: int, mod: int = 1, index: int = 0) -> int:
-    """Decay at most ``batch_size`` stale averages of each table; returns how many were
-    written."""
-    return sum(decay(model, least, now=now, batch_size=batch_size, mod=mod, index=index) for model, least in TABLES)
+def run_once(*, project: Project, now: int, batch_size: int, mod: int = 1, index: int = 0) -> int:
+    """Decay at most ``batch_size`` stale averages of each of ``project``'s tables; returns
+    how many were written."""
+    return sum(
+        decay(model, least, project=project, now=now, batch_size=batch_size, mod=mod, index=index)
+        for model, least in TABLES
+    )
 
 
 def decayed(avg: float, avg_time: float, now: int) -> tuple[float, float]:
@@ -50,6 +53,7 @@ def decay(
     model: type[UserCredit | Host | AppVersion | Team],
     least: float | None,
     *,
+    project: Project,
     now: int,
     batch_size: int,
     mod: int = 1,
@@ -57,7 +61,9 @@ def decay(
 ) -> int:
     """Decay the stale rows of ``model`` (those over ``least``; None: all), locked in id order
     as the validator's credit writes lock them, and written in one statement."""
-    stale: QuerySet[UserCredit | Host | AppVersion | Team] = model.objects.filter(expavg_time__lt=now - MIN_AGE)
+    stale: QuerySet[UserCredit | Host | AppVersion | Team] = model.objects.filter(
+        project=project, expavg_time__lt=now - MIN_AGE
+    )
     if least is not None:
         stale = stale.filter(expavg_credit__gt=least)
     pk = model._meta.pk.attname

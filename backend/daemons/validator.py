@@ -90,6 +90,7 @@ from backend.models import (
     Host,
     HostAppVersion,
     Outcome,
+    Project,
     Result,
     ServerState,
     Team,
@@ -175,6 +176,7 @@ def credit_for(wu: Workunit) -> float:
 @dataclass
 class Changes:
     now: int
+    project_id: int
     daily_result_quota: int = DAILY_RESULT_QUOTA
     keep_due: bool = True
     # (host, app version) of each result whose host app version BOINC's validator looks up
@@ -492,7 +494,7 @@ def apply(changes: Changes, wus: Sequence[Workunit]) -> None:
             "transition_time",
         ],
     )
-    record(changes.events)
+    record(changes.events, changes.project_id)
     # Locks are taken in the order every pass and scheduler request takes them: workunits,
     # results, host app versions, hosts.
     host_app_version.apply(
@@ -573,7 +575,9 @@ def grant_host_credit(changes: Changes) -> None:
     locked_ids(Host.objects.filter(id__in={row[1] for row in rows}))
     hosts = Host.objects.in_bulk({row[1] for row in rows})
     owners = {host.owner_id for host in hosts.values()}
-    UserCredit.objects.bulk_create([UserCredit(user_id=u) for u in sorted(owners)], ignore_conflicts=True)
+    UserCredit.objects.bulk_create(
+        [UserCredit(user_id=u, project_id=changes.project_id) for u in sorted(owners)], ignore_conflicts=True
+    )
     users = {
         u.pk: u
         for u in UserCredit.objects.select_for_update(no_key=True).filter(user_id__in=owners).order_by("user_id")
@@ -604,11 +608,11 @@ def grant_host_credit(changes: Changes) -> None:
     update_rows(UserCredit, credited_users, fields)
     update_rows(Team, credited_teams, fields)
     if changes.credit_by_app:
-        grant_credit_by_app(by_app, now)
-    record_history(credited_users, credited_teams, now)
+        grant_credit_by_app(by_app, now, changes.project_id)
+    record_history(credited_users, credited_teams, now, changes.project_id)
 
 
-def grant_credit_by_app(granted: Sequence[tuple[int, int | None, int, int, float]], now: int) -> None:
+def grant_credit_by_app(granted: Sequence[tuple[int, int | None, int, int, float]], now: int, project_id: int) -> None:
     """The users' and teams' credit per app (credit.cpp grant_credit_by_app): ``granted`` is
     ``[(user, team, app, sent_time, credit)]`` in the order granted. A new row's average
     starts at now, as BOINC inserts it with expavg_time = now."""
@@ -618,7 +622,8 @@ def grant_credit_by_app(granted: Sequence[tuple[int, int | None, int, int, float
         if not pairs:
             continue
         model.objects.bulk_create(
-            [model(**{key: owner}, app_id=app, expavg_time=now) for owner, app in pairs], ignore_conflicts=True
+            [model(**{key: owner}, app_id=app, expavg_time=now, project_id=project_id) for owner, app in pairs],
+            ignore_conflicts=True,
         )
         rows = {
             (getattr(r, key), r.app_id): r
@@ -636,12 +641,13 @@ def grant_credit_by_app(granted: Sequence[tuple[int, int | None, int, int, float
         update_rows(model, list(rows.values()), ("njobs", "total", "expavg", "expavg_time"))
 
 
-def record_history(users: Iterable[UserCredit], teams: Iterable[Team], now: int) -> None:
+def record_history(users: Iterable[UserCredit], teams: Iterable[Team], now: int, project_id: int) -> None:
     """Keep the day's CreditHistory row of each user and team just credited: their figures
     as this pass leaves them (one row per owner and UTC day, overwritten by later passes)."""
     day = int(now) // DAY
     rows = [
         CreditHistory(
+            project_id=project_id,
             kind=kind,
             owner_id=owner.pk,
             day=day,
@@ -656,7 +662,7 @@ def record_history(users: Iterable[UserCredit], teams: Iterable[Team], now: int)
         CreditHistory.objects.bulk_create(
             rows,
             update_conflicts=True,
-            unique_fields=["kind", "owner_id", "day"],
+            unique_fields=["project", "kind", "owner_id", "day"],
             update_fields=["total_credit", "expavg_credit", "expavg_time"],
         )
 
@@ -696,6 +702,7 @@ def wu_events(changes: Changes, before: Mapping[int, Mapping[str, Any]], wus: It
 
 def run_once(
     *,
+    project: Project,
     now: int,
     batch_size: int,
     mod: int = 1,
@@ -709,7 +716,7 @@ def run_once(
     credit_by_app: bool = False,
     hav_last_copy_wins: bool = False,
 ) -> int:
-    """One pass over workunits with need_validate; returns how many were handled.
+    """One pass over ``project``'s workunits with need_validate; returns how many were handled.
 
     ``daily_result_quota`` (for the host app versions), ``keep_due_workunits`` (see
     ``immediate``) and the credit options (``backend.daemons.credit``) are the project's
@@ -724,9 +731,14 @@ def run_once(
         max_granted_credit=max_granted_credit,
     )
     credit_rules.check_credit_options(SimpleNamespace(**vars(options), credit_by_app=credit_by_app))
-    credit_rules.update_av_scales_when_due(now)
+    credit_rules.update_av_scales_when_due(project.pk, now)
     with transaction.atomic():
-        wus = claim(Workunit.objects.need_validation().select_related("app"), batch_size, mod=mod, index=index)
+        wus = claim(
+            Workunit.objects.filter(project=project).need_validation().select_related("app"),
+            batch_size,
+            mod=mod,
+            index=index,
+        )
         if not wus:
             return 0
         by_wu: dict[int, list[Result]] = {wu.pk: [] for wu in wus}
@@ -744,6 +756,7 @@ def run_once(
         }
         changes = Changes(
             now=now,
+            project_id=project.pk,
             daily_result_quota=daily_result_quota,
             keep_due=keep_due_workunits,
             credit_options=options,

@@ -27,7 +27,7 @@ from django.db import transaction
 from backend.daemons.claim import shard
 from backend.daemons.hierarchy import download_path, write_new_files
 from backend.events import event, record
-from backend.models import App, File, FileDeleteState, ServerState, Workunit
+from backend.models import App, File, FileDeleteState, Project, ServerState, Workunit
 
 ACTOR = "work_generator"
 
@@ -111,7 +111,8 @@ def create_work(
     params = work_parameters(app, overrides)
     with transaction.atomic():
         wus = Workunit.objects.bulk_create(
-            Workunit(app=app, name=name, create_time=now, transition_time=now, **params) for name in names
+            Workunit(project_id=app.project_id, app=app, name=name, create_time=now, transition_time=now, **params)
+            for name in names
         )
         if shared_input is not None:
             files = [shared_input] * len(wus)
@@ -120,7 +121,13 @@ def create_work(
             contents = [make(wu.name) for wu in wus]
             md5s = write_new_files((download_path(f"{wu.name}.in"), data) for wu, data in zip(wus, contents))
             files = File.objects.bulk_create(
-                File(name=f"{wu.name}.in", kind=File.Kind.INPUT, nbytes=len(data), md5_cksum=md5)
+                File(
+                    project_id=app.project_id,
+                    name=f"{wu.name}.in",
+                    kind=File.Kind.INPUT,
+                    nbytes=len(data),
+                    md5_cksum=md5,
+                )
                 for wu, data, md5 in zip(wus, contents, md5s)
             )
         through = Workunit.input_files.through
@@ -137,7 +144,8 @@ def create_work(
                     reason="workunit created",
                 )
                 for wu in wus
-            ]
+            ],
+            app.project_id,
         )
     return wus
 
@@ -191,6 +199,7 @@ def generate(app: App, *, now: int, batch_size: int) -> int:
         return len(create_work(app, next_names(app.name, count, now), now=now))
 
 
-def run_once(*, now: int, batch_size: int, mod: int = 1, index: int = 0) -> int:
-    apps = shard(App.objects.filter(deprecated=False, unsent_target__gt=0), mod, index)
+def run_once(*, project: Project, now: int, batch_size: int, mod: int = 1, index: int = 0) -> int:
+    """Top up each of ``project``'s apps (``generate``); returns workunits made."""
+    apps = shard(project.apps.filter(deprecated=False, unsent_target__gt=0), mod, index)
     return sum(generate(app, now=now, batch_size=batch_size) for app in apps)

@@ -6,7 +6,7 @@ from django import template
 
 from backend.daemons import sched_hr
 from backend.daemons.sched_limit import RscLimit, project_job_limits
-from backend.models import App
+from backend.models import App, Project
 
 register = template.Library()
 
@@ -18,13 +18,13 @@ def _limit(rsc: RscLimit) -> str:
 
 
 @register.simple_tag
-def server_options() -> list[tuple[str, str | int, str]]:
-    """(config.xml name, value, what it does) rows, or one row saying why the project's
-    config.xml could not be read."""
-    from backend.server_config import ConfigError, project_config
+def server_options(project: Project | None = None) -> list[tuple[str, str | int, str]]:
+    """(config.xml name, value, what it does) rows of ``project`` (default: the demo
+    project), or one row saying why its config.xml could not be read."""
+    from backend.server_config import ConfigError
 
     try:
-        config = project_config()
+        config = (project or Project.demo()).scheduler_config()
     except ConfigError as error:
         return [("config.xml", "unreadable", str(error))]
     limits = project_job_limits(config)
@@ -89,12 +89,12 @@ def server_options() -> list[tuple[str, str | int, str]]:
             "least free disk a host keeps, whatever its preferences",
         ),
     ]
-    project = limits.project
-    if project.any_limit():
+    overall = limits.project
+    if overall.any_limit():
         rows.append(
             (
                 "max_jobs_in_progress (project)",
-                f"total {_limit(project.total)}, CPU {_limit(project.cpu)}, GPU {_limit(project.gpu)}",
+                f"total {_limit(overall.total)}, CPU {_limit(overall.cpu)}, GPU {_limit(overall.gpu)}",
                 "config_aux.xml and max_wus_in_progress",
             )
         )

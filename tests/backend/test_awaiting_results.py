@@ -10,7 +10,7 @@ from django.apps import apps
 from backend.daemons import run_pass, work_generator
 from backend.daemons.work_generator import waiting_for_first_results
 from backend.models import TransitionerFlags, Workunit
-from tests.factories import NOW
+from tests.factories import NOW, demo_project
 
 pytestmark = pytest.mark.django_db
 
@@ -19,7 +19,7 @@ def test_a_new_workunit_awaits_results_until_the_transitioner_makes_them(project
     [wu] = work_generator.create_work(project.app, ["job"], now=NOW)
     assert Workunit.objects.get(pk=wu.pk).awaiting_results
     assert waiting_for_first_results(project.app)
-    run_pass("transitioner", now=NOW + 1)
+    run_pass("transitioner", project=demo_project(), now=NOW + 1)
     assert not Workunit.objects.get(pk=wu.pk).awaiting_results
     assert not waiting_for_first_results(project.app)
 
@@ -28,13 +28,13 @@ def test_a_workunit_found_with_results_no_longer_awaits_them(project):
     wu = project.workunit(transition_time=NOW)
     project.result(wu, suffix=0)
     assert Workunit.objects.get(pk=wu.pk).awaiting_results
-    run_pass("transitioner", now=NOW + 1)
+    run_pass("transitioner", project=demo_project(), now=NOW + 1)
     assert not Workunit.objects.get(pk=wu.pk).awaiting_results
 
 
 def test_a_workunit_the_transitioner_gives_no_results_still_awaits_them(project):
     wu = project.workunit(transition_time=NOW, transitioner_flags=TransitionerFlags.TRANSITION_NO_NEW_RESULTS)
-    run_pass("transitioner", now=NOW + 1)
+    run_pass("transitioner", project=demo_project(), now=NOW + 1)
     assert not wu.results.exists()
     assert Workunit.objects.get(pk=wu.pk).awaiting_results
     assert waiting_for_first_results(project.app)

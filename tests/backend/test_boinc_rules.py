@@ -29,6 +29,7 @@ from tests.factories import (
     TeamFactory,
     UserCreditFactory,
     UserFactory,
+    demo_project,
 )
 
 DAY = 86400
@@ -44,12 +45,12 @@ def sent(reply):
 def test_an_idle_slow_host_gets_one_job_it_cannot_finish_in_time_and_nothing_errors_out(project):
     slow = project.host(p_fpops=1e6)  # 3600e9 FLOPs: 3.6e6 s, the bound a day
     jobs = [project.result(project.workunit()) for _ in range(3)]
-    reply = handle_request(work_request(slow, estimated_delay=0), now=NOW)
+    reply = handle_request(work_request(slow, estimated_delay=0), project=demo_project(), now=NOW)
     # the first skips the deadline check; once it is queued the others miss their deadline
     assert sent(reply) == [jobs[0].name]
     later = NOW + 8 * DAY
-    handle_request(work_request(slow, estimated_delay=1), now=later)
-    transitioner.run_once(now=later, batch_size=100)
+    handle_request(work_request(slow, estimated_delay=1), project=demo_project(), now=later)
+    transitioner.run_once(project=demo_project(), now=later, batch_size=100)
     for job in jobs[1:]:
         job.refresh_from_db()
         assert (job.server_state, job.outcome) == (ServerState.UNSENT, Outcome.INIT)
@@ -62,7 +63,7 @@ def test_an_idle_slow_host_gets_one_job_it_cannot_finish_in_time_and_nothing_err
 def test_an_availability_under_a_tenth_counts_as_a_tenth(project):
     host = project.host(on_frac=0.02)  # 3600 s / 0.1 = 36000 s < a day
     job = project.result(project.workunit(delay_bound=DAY))
-    reply = handle_request(work_request(host, estimated_delay=1), now=NOW)
+    reply = handle_request(work_request(host, estimated_delay=1), project=demo_project(), now=NOW)
     assert sent(reply) == [job.name]
 
 
@@ -76,7 +77,7 @@ def test_a_punished_app_version_gets_one_job_a_day_whatever_the_cpu_count(projec
         project.result(project.workunit(delay_bound=100 * DAY))
     request = work_request(host, cpu_req_secs=1e6, cpu_req_instances=4)
     request.host_info.p_ncpus = 4
-    assert len(handle_request(request, now=NOW).results) == 1
+    assert len(handle_request(request, project=demo_project(), now=NOW).results) == 1
 
 
 # --- case 4: sched_send.cpp add_result_to_reply, update_estimated_delay ----------------------
@@ -86,7 +87,7 @@ def test_a_job_fills_its_duration_stretched_by_availability_of_the_request(proje
     host = project.host(on_frac=0.5)  # a 3600 s job takes 7200 s of real time
     for _ in range(3):
         project.result(project.workunit(delay_bound=100 * DAY))
-    reply = handle_request(work_request(host, cpu_req_secs=7200, cpu_req_instances=0), now=NOW)
+    reply = handle_request(work_request(host, cpu_req_secs=7200, cpu_req_instances=0), project=demo_project(), now=NOW)
     assert len(reply.results) == 1
 
 
@@ -109,7 +110,7 @@ def test_the_queue_grows_by_each_jobs_duration_times_the_cpus_it_uses(project, a
         project.result(project.workunit(delay_bound=3600, rsc_fpops_est=fpops))
     request = work_request(host, cpu_req_secs=1e6, cpu_req_instances=0, estimated_delay=1)
     request.host_info.p_ncpus = 2
-    assert len(handle_request(request, now=NOW).results) == jobs
+    assert len(handle_request(request, project=demo_project(), now=NOW).results) == jobs
 
 
 def test_a_gpu_jobs_share_of_the_gpu_counts_in_the_gpu_queue(project):
@@ -127,7 +128,7 @@ def test_a_gpu_jobs_share_of_the_gpu_counts_in_the_gpu_queue(project):
         gpu_requests=[GpuRequest("NVIDIA", count=1, peak_flops=1e12, req_secs=1e6, estimated_delay=1)],
     )
     # first: 1 + 2 <= 3; then the queue is 1 + 2 x 0.5 = 2, and 2 + 2 > 3
-    assert [job.resource for job in handle_request(request, now=NOW).results] == ["NVIDIA"]
+    assert [job.resource for job in handle_request(request, project=demo_project(), now=NOW).results] == ["NVIDIA"]
 
 
 # --- case 7: sched_resend.cpp resend_lost_work stops once the request is filled ---------------
@@ -151,6 +152,7 @@ def test_lost_jobs_are_resent_only_until_the_request_is_filled(project):
         )
     reply = handle_request(
         work_request(host, cpu_req_secs=3600, other_results=[]),
+        project=demo_project(),
         now=NOW,
         config=SchedulerConfig(resend_lost_results=True),
     )
@@ -158,7 +160,7 @@ def test_lost_jobs_are_resent_only_until_the_request_is_filled(project):
     for job in lost[1:]:
         job.refresh_from_db()
         assert (job.server_state, job.report_deadline) == (ServerState.IN_PROGRESS, NOW + 9 * DAY)
-    transitioner.run_once(now=NOW + 1, batch_size=100)
+    transitioner.run_once(project=demo_project(), now=NOW + 1, batch_size=100)
     assert not Result.objects.filter(outcome=Outcome.NO_REPLY).exists()
 
 
@@ -180,7 +182,7 @@ def test_a_job_needing_more_memory_than_the_host_has_is_not_sent(project, m_nbyt
     project.result(project.workunit(rsc_memory_bound=memory_bound))
     request = work_request(host)
     request.host_info.m_nbytes = m_nbytes
-    reply = handle_request(request, now=NOW)
+    reply = handle_request(request, project=demo_project(), now=NOW)
     assert bool(reply.results) is sent_one
     if not sent_one:
         assert [(m.text, m.priority) for m in reply.messages] == [
@@ -196,7 +198,7 @@ def test_a_job_needing_more_memory_than_the_host_has_is_not_sent(project, m_nbyt
 def test_a_caller_that_does_not_model_memory_gets_no_memory_check(project):
     host = project.host()
     project.result(project.workunit(rsc_memory_bound=1e15))
-    assert len(handle_request(work_request(host), now=NOW).results) == 1
+    assert len(handle_request(work_request(host), project=demo_project(), now=NOW).results) == 1
 
 
 # --- case 6: credit.cpp grant_credit, validator.cpp is_valid ----------------------------------
@@ -220,7 +222,7 @@ def test_validated_credit_reaches_hosts_users_and_teams_with_a_recent_average(pr
             received_time=NOW - 3600,
         )
         FileFactory(result=r, md5_cksum=hashlib.md5(b"same").hexdigest())
-    assert validator.run_once(now=NOW, batch_size=10) == 1
+    assert validator.run_once(project=demo_project(), now=NOW, batch_size=10) == 1
     # lib/util.cpp update_average, first time: work / days since it was started
     for host, sent_time in zip(hosts, sent_times):
         host.refresh_from_db()
@@ -249,7 +251,7 @@ def test_a_second_credit_decays_the_average_with_a_week_half_life(project):
         received_time=NOW - DAY + 2000,
     )
     FileFactory(result=r, md5_cksum="x")
-    validator.run_once(now=NOW, batch_size=10)
+    validator.run_once(project=demo_project(), now=NOW, batch_size=10)
     host.refresh_from_db()
     # weight exp(-7 d ln 2 / 7 d) = 1/2: 50 / 2 + (1 - 1/2) x 200 / 7 days
     assert math.isclose(host.expavg_credit, 25 + 0.5 * 200 / 7)
@@ -267,7 +269,7 @@ def test_too_many_successes_without_consensus_also_raises_target_nresults(projec
     for data in (b"1", b"2", b"3"):
         r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=project.host())
         FileFactory(result=r, md5_cksum=hashlib.md5(data).hexdigest())
-    validator.run_once(now=NOW, batch_size=10)
+    validator.run_once(project=demo_project(), now=NOW, batch_size=10)
     wu.refresh_from_db()
     assert (wu.error_mask, wu.target_nresults, wu.transition_time) == (ErrorMask.TOO_MANY_SUCCESS_RESULTS, 4, NOW)
     assert set(wu.results.values_list("validate_state", flat=True)) == {ValidateState.INCONCLUSIVE}
@@ -288,7 +290,7 @@ def test_a_timeout_creates_the_missing_host_app_version_and_lowers_it(project):
         sent_time=NOW - DAY,
         report_deadline=NOW - 1,
     )
-    transitioner.run_once(now=NOW, batch_size=10, daily_result_quota=100)
+    transitioner.run_once(project=demo_project(), now=NOW, batch_size=10, daily_result_quota=100)
     hav = HostAppVersion.objects.get(host=host, app_version=project.version)
     assert (hav.max_jobs_per_day, hav.consecutive_valid) == (99, 0)
 
@@ -300,7 +302,7 @@ def test_validating_creates_the_missing_host_app_version_of_each_viable_result(p
         wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=host, app_version=project.version
     )
     FileFactory(result=r, md5_cksum="x")
-    validator.run_once(now=NOW, batch_size=10)  # one result: no quorum yet
+    validator.run_once(project=demo_project(), now=NOW, batch_size=10)  # one result: no quorum yet
     assert HostAppVersion.objects.filter(host=host, max_jobs_per_day=0).count() == 1
 
 
@@ -310,14 +312,14 @@ def test_a_version_never_sent_to_the_host_has_no_daily_limit_yet(project):
     for _ in range(12):
         project.result(project.workunit(delay_bound=100 * DAY))
     request = work_request(host, cpu_req_secs=1e9, cpu_req_instances=0)
-    reply = handle_request(request, now=NOW, config=SchedulerConfig(daily_result_quota=2))
+    reply = handle_request(request, project=demo_project(), now=NOW, config=SchedulerConfig(daily_result_quota=2))
     assert len(reply.results) == 10  # max_wus_to_send, not the quota
 
 
 def test_instances_without_seconds_ask_for_no_work(project):
     host = project.host()
     project.result(project.workunit())
-    reply = handle_request(work_request(host, cpu_req_secs=0, cpu_req_instances=2), now=NOW)
+    reply = handle_request(work_request(host, cpu_req_secs=0, cpu_req_instances=2), project=demo_project(), now=NOW)
     assert reply.results == [] and reply.messages == []
 
 
@@ -326,7 +328,7 @@ def test_without_one_result_per_user_per_wu_two_results_of_a_workunit_go_to_one_
     wu = project.workunit(delay_bound=100 * DAY)
     first, second = project.result(wu), project.result(wu)
     config = SchedulerConfig(one_result_per_user_per_wu=False)
-    reply = handle_request(work_request(host, cpu_req_secs=1e6), now=NOW, config=config)
+    reply = handle_request(work_request(host, cpu_req_secs=1e6), project=demo_project(), now=NOW, config=config)
     assert sorted(sent(reply)) == sorted([first.name, second.name])
 
 
@@ -339,7 +341,7 @@ def test_the_request_looks_at_the_whole_job_cache_as_boincs_scheduler_does(proje
     fits = project.result(project.workunit())
     request = work_request(host)
     request.host_info.m_nbytes = 1e9
-    reply = handle_request(request, now=NOW, config=SchedulerConfig(max_wus_to_send=2))
+    reply = handle_request(request, project=demo_project(), now=NOW, config=SchedulerConfig(max_wus_to_send=2))
     assert sent(reply) == [fits.name]
 
 
@@ -351,7 +353,7 @@ def test_memory_notices_name_jobs_the_one_per_user_rule_would_refuse_anyway(proj
     project.result(wu)
     request = work_request(host)
     request.host_info.m_nbytes = 1e9
-    reply = handle_request(request, now=NOW)
+    reply = handle_request(request, project=demo_project(), now=NOW)
     assert [m.priority for m in reply.messages] == ["low", "notice"]
     assert "needs 3814.70 MB RAM" in reply.messages[1].text
 
@@ -375,7 +377,7 @@ def test_a_report_makes_the_workunit_due_now_as_boinc_or_keeps_it_due(project, k
     )
     report = ReportedResult(r.name, output_files=[ReportedFile(r.output_file_name(0), data=b"x")])
     config = SchedulerConfig() if keep_due is None else SchedulerConfig(keep_due_workunits=keep_due)
-    handle_request(work_request(host, cpu_req_secs=0, results=[report]), now=NOW, config=config)
+    handle_request(work_request(host, cpu_req_secs=0, results=[report]), project=demo_project(), now=NOW, config=config)
     assert Workunit.objects.get(pk=wu.pk).transition_time == expected
 
 
@@ -384,6 +386,6 @@ def test_a_validator_pass_with_nothing_to_compare_leaves_transition_time_alone(p
     wu = project.workunit(need_validate=True, transition_time=NOW + 5000)
     r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, validate_state=ValidateState.VALID)
     Workunit.objects.filter(pk=wu.pk).update(canonical_result=r)
-    validator.run_once(now=NOW, batch_size=10)
+    validator.run_once(project=demo_project(), now=NOW, batch_size=10)
     wu.refresh_from_db()
     assert (wu.transition_time, wu.need_validate) == (NOW + 5000, False)

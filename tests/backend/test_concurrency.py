@@ -48,6 +48,7 @@ from tests.factories import (
     HostFactory,
     ResultFactory,
     WorkunitFactory,
+    demo_project,
 )
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -102,7 +103,7 @@ def worker(name, idle_limit):
     connections.close_all()
     run_once, idle = get_daemon(name), 0
     while idle < idle_limit:
-        done = run_once(now=int(time.time()), batch_size=100)
+        done = run_once(project=demo_project(), now=int(time.time()), batch_size=100)
         idle = 0 if done else idle + 1
         if not done:
             time.sleep(0.1)
@@ -150,7 +151,7 @@ def test_a_worker_killed_mid_pass_loses_nothing_and_the_next_passes_converge(pos
     # is due at that round's ``now`` and the transitioner takes ``transition_time < now``
     # (reference/server.md §3.2), so every round's ``now`` is a second later than the last.
     now, rounds = int(time.time()) + 2, 0
-    while sum(get_daemon(name)(now=now, batch_size=1000) for name in DAEMONS):
+    while sum(get_daemon(name)(project=demo_project(), now=now, batch_size=1000) for name in DAEMONS):
         now, rounds = max(now + 1, int(time.time()) + 2), rounds + 1
         assert rounds < 100, "the passes do not converge"
     assert_each_done_exactly_once(n, host)
@@ -181,7 +182,7 @@ def daemon_worker(name, stop):
     connections.close_all()
     run_once = get_daemon(name)
     while not stop.is_set():
-        if not run_once(now=int(time.time()), batch_size=200):
+        if not run_once(project=demo_project(), now=int(time.time()), batch_size=200):
             time.sleep(0.5)
     connections.close_all()
 
@@ -190,7 +191,7 @@ def generator_worker(app_id, n):
     """A work generator process: tops up unsent results until ``n`` workunits exist."""
     connections.close_all()
     while Workunit.objects.count() < n:
-        if not work_generator.run_once(now=int(time.time()), batch_size=1000):
+        if not work_generator.run_once(project=demo_project(), now=int(time.time()), batch_size=1000):
             time.sleep(0.05)
     App.objects.filter(pk=app_id).update(unsent_target=0)
     connections.close_all()
@@ -237,6 +238,7 @@ def scheduler_worker(index, host_ids, stop, out):
             reports = [r for r in (outcome_of(job, position, rng, now) for job in held[host.pk]) if r]
             reply = handle_request(
                 work_request(host, cpu_req_secs=REQUEST_SECONDS, cpu_req_instances=NCPUS, results=reports),
+                project=demo_project(),
                 now=now,
                 config=SCHEDULER,
             )

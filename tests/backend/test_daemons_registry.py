@@ -16,7 +16,7 @@ from backend.models import (
     ValidateState,
     Workunit,
 )
-from tests.factories import NOW, AppFactory, FileFactory, HostFactory, ResultFactory, WorkunitFactory
+from tests.factories import NOW, AppFactory, FileFactory, HostFactory, ResultFactory, WorkunitFactory, demo_project
 
 
 def make_result(*, deadline, state=ServerState.IN_PROGRESS, name="wu_0"):
@@ -39,7 +39,7 @@ def make_result(*, deadline, state=ServerState.IN_PROGRESS, name="wu_0"):
 def test_it_times_out_result_past_deadline_with_an_event():
     late = make_result(deadline=NOW - 1, name="wu_0")
     on_time = make_result(deadline=NOW + 1, name="wu_1")
-    assert run_pass("transitioner", now=NOW) == 1
+    assert run_pass("transitioner", project=demo_project(), now=NOW) == 1
     late.refresh_from_db()
     on_time.refresh_from_db()
     assert (late.server_state, late.outcome) == (ServerState.OVER, Outcome.NO_REPLY)
@@ -58,9 +58,9 @@ def test_it_times_out_result_past_deadline_with_an_event():
 @pytest.mark.django_db
 def test_a_second_pass_finds_nothing_more_to_time_out():
     make_result(deadline=NOW - 1)
-    assert run_pass("transitioner", now=NOW) == 1
+    assert run_pass("transitioner", project=demo_project(), now=NOW) == 1
     events = LifecycleEvent.objects.count()
-    assert run_pass("transitioner", now=NOW) == 0
+    assert run_pass("transitioner", project=demo_project(), now=NOW) == 0
     assert LifecycleEvent.objects.count() == events
 
 
@@ -111,18 +111,18 @@ def test_mod_and_index_split_the_work_between_instances_of_every_daemon(project,
     done_so_far = six_due(project, daemon)
     done = []
     for index in range(3):
-        done.append(run_pass(daemon, now=NOW, mod=3, index=index))
+        done.append(run_pass(daemon, project=demo_project(), now=NOW, mod=3, index=index))
         assert done_so_far() == (index + 1) * per_index
     assert done == [per_index] * 3
     assert done_so_far() == 3 * per_index
-    assert [run_pass(daemon, now=NOW, mod=3, index=i) for i in range(3)] == [0, 0, 0]
+    assert [run_pass(daemon, project=demo_project(), now=NOW, mod=3, index=i) for i in range(3)] == [0, 0, 0]
 
 
 @pytest.mark.django_db
 def test_a_disabled_daemon_does_nothing():
     make_result(deadline=NOW - 1)
-    DaemonStatus.objects.create(name="transitioner", enabled=False)
-    assert run_pass("transitioner", now=NOW) == 0
+    DaemonStatus.objects.create(project=demo_project(), name="transitioner", enabled=False)
+    assert run_pass("transitioner", project=demo_project(), now=NOW) == 0
     assert Result.objects.get().server_state == ServerState.IN_PROGRESS
 
 

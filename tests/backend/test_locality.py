@@ -12,7 +12,7 @@ from backend.daemons.scheduler import SchedulerConfig, StickyFile, handle_reques
 from backend.daemons.work_generator import create_work_for_file
 from backend.models import File, Host, LocalityTrigger, Outcome, Result, ServerState, Workunit
 from tests.backend.conftest import work_request
-from tests.factories import NOW, FileFactory
+from tests.factories import NOW, FileFactory, demo_project
 
 pytestmark = pytest.mark.django_db
 
@@ -48,7 +48,7 @@ def ask(host, files=(), now=NOW, config=SEED_CONFIG, wait=None, **fields):
     request = work_request(host, file_infos=[StickyFile(name) for name in files], **fields)
     if wait is not None:
         config = replace(config, wait=wait)
-    return handle_request(request, now=now, config=SchedulerConfig(locality_config=config))
+    return handle_request(request, project=demo_project(), now=now, config=SchedulerConfig(locality_config=config))
 
 
 def sent_files(reply):
@@ -164,7 +164,7 @@ def test_rule_6_need_work_trigger_waits_for_the_on_demand_generator(
     def wait(file_name, *, now, seconds):
         waits.append((file_name, seconds))
         locality.generate_on_demand(app, now=now, per_file=2)
-        run_pass("transitioner", now=now + seconds)
+        run_pass("transitioner", project=demo_project(), now=now + seconds)
 
     reply = ask(project.host(), files=["fa"], config=LocalityConfig(**SEED, wait_period=wait_period), wait=wait)
     assert len(waits) == waited
@@ -311,7 +311,7 @@ def test_rule_6_no_work_available_still_sends_a_retry_of_an_old_workunit(app, pr
         server_state=ServerState.IN_PROGRESS, host=gone, user=gone.owner, sent_time=NOW - 200, report_deadline=NOW - 100
     )
     Workunit.objects.filter(pk=old.workunit_id).update(transition_time=NOW - 100)
-    run_pass("transitioner", now=NOW)
+    run_pass("transitioner", project=demo_project(), now=NOW)
     [retry] = Result.objects.filter(workunit_id=old.workunit_id, server_state=ServerState.UNSENT)
     assert Result.objects.get(pk=old.pk).outcome == Outcome.NO_REPLY
     waits = []
@@ -418,7 +418,10 @@ def test_random_choices_follow_the_seed_and_host_key_not_the_database_id(app, pr
         for k in range(8):
             config = LocalityConfig(**SEED, seed=seed, host_key=key)
             reply = handle_request(
-                work_request(host, rpc_seqno=k, **ONE_JOB), now=NOW + k, config=SchedulerConfig(locality_config=config)
+                work_request(host, rpc_seqno=k, **ONE_JOB),
+                project=demo_project(),
+                now=NOW + k,
+                config=SchedulerConfig(locality_config=config),
             )
             picks.append(sent_files(reply)[0])
             Result.objects.filter(host=host).update(server_state=ServerState.UNSENT, host=None, user=None)

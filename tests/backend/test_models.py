@@ -22,6 +22,7 @@ from tests.factories import (
     ResultFactory,
     UserFactory,
     WorkunitFactory,
+    demo_project,
 )
 
 
@@ -132,7 +133,9 @@ def test_gpu_usage_needs_a_gpu_type():
 @pytest.mark.django_db
 def test_an_event_needs_a_workunit_a_result_or_a_host():
     with pytest.raises(IntegrityError), transaction.atomic():
-        LifecycleEvent.objects.create(time=0, actor="x", field="server_state")
+        LifecycleEvent.objects.create(project=demo_project(), time=0, actor="x", field="server_state")
     host = HostFactory(owner__username="owner", domain_name="box")
-    LifecycleEvent.objects.create(time=0, actor="owner", field="max_ncpus_pct", host=host, detail="100.0 → 50.0")
+    LifecycleEvent.objects.create(
+        project=demo_project(), time=0, actor="owner", field="max_ncpus_pct", host=host, detail="100.0 → 50.0"
+    )
     assert [str(e) for e in host.events.all()] == [f"host {host.pk}: max_ncpus_pct 100.0 → 50.0 by owner"]

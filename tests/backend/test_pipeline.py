@@ -30,7 +30,7 @@ from backend.models import (
     Workunit,
 )
 from tests.backend.conftest import work_request
-from tests.factories import NOW, FileFactory
+from tests.factories import NOW, FileFactory, demo_project
 
 pytestmark = pytest.mark.django_db
 
@@ -38,12 +38,12 @@ ORDER = ["transitioner", "validator", "assimilator", "file_deleter", "transition
 
 
 def daemons(now):
-    return sum(run_pass(name, now=now) for name in ORDER)
+    return sum(run_pass(name, project=demo_project(), now=now) for name in ORDER)
 
 
 def compute(host, now, output=lambda job: job.wu_name.encode(), **report):
     """One RPC asking for work, then one reporting everything it got."""
-    reply = handle_request(work_request(host), now=now)
+    reply = handle_request(work_request(host), project=demo_project(), now=now)
     reports = [
         ReportedResult(
             job.name,
@@ -54,7 +54,7 @@ def compute(host, now, output=lambda job: job.wu_name.encode(), **report):
         )
         for job in reply.results
     ]
-    handle_request(work_request(host, cpu_req_secs=0, results=reports), now=now + 1)
+    handle_request(work_request(host, cpu_req_secs=0, results=reports), project=demo_project(), now=now + 1)
     return reply.results
 
 
@@ -121,7 +121,7 @@ def test_rule_3_7_consensus_canonical_and_replicas(project, outputs, canonical, 
         if data is not None:
             FileFactory(result=r, md5_cksum=hashlib.md5(data).hexdigest())
         results.append(r)
-    assert validator.run_once(now=NOW, batch_size=10) == 1
+    assert validator.run_once(project=demo_project(), now=NOW, batch_size=10) == 1
     wu.refresh_from_db()
     got = [
         ValidateState(s).name
@@ -141,14 +141,14 @@ def test_rule_3_7_credit_is_granted_once_and_late_results_checked_against_canoni
     host = project.host()
     first = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=host)
     FileFactory(result=first, md5_cksum="a")
-    validator.run_once(now=NOW, batch_size=10)
+    validator.run_once(project=demo_project(), now=NOW, batch_size=10)
     late = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=host)
     FileFactory(result=late, md5_cksum="a")
     wrong = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=host)
     FileFactory(result=wrong, md5_cksum="b")
     for _ in range(2):
         Workunit.objects.filter(pk=wu.pk).update(need_validate=True)
-        validator.run_once(now=NOW + 1, batch_size=10)
+        validator.run_once(project=demo_project(), now=NOW + 1, batch_size=10)
     credit = wu.rsc_fpops_est * validator.COBBLESTONE_SCALE
     assert [(r.validate_state, r.granted_credit) for r in Result.objects.order_by("id")] == [
         (ValidateState.VALID, credit),
@@ -172,13 +172,13 @@ def test_rule_3_7_transient_error_retries_later_and_numeric_tolerance(project):
         upload_path(name).parent.mkdir(parents=True, exist_ok=True)
         upload_path(name).write_bytes(text)
     upload_path("x").parent.rename(upload_path("x").parent.with_name("away"))
-    validator.run_once(now=NOW, batch_size=10)
+    validator.run_once(project=demo_project(), now=NOW, batch_size=10)
     wu.refresh_from_db()
     assert (wu.need_validate, wu.transition_time) == (False, NOW + validator.RETRY_DELAY)
     assert set(wu.results.values_list("validate_state", flat=True)) == {ValidateState.INIT}
     upload_path("x").parent.with_name("away").rename(upload_path("x").parent)
     Workunit.objects.filter(pk=wu.pk).update(need_validate=True)
-    validator.run_once(now=NOW + 1, batch_size=10)
+    validator.run_once(project=demo_project(), now=NOW + 1, batch_size=10)
     assert set(wu.results.values_list("validate_state", flat=True)) == {ValidateState.VALID}
 
 
@@ -206,7 +206,7 @@ def test_rule_3_7_numeric_outputs_agree_only_within_the_tolerance(project, texts
         FileFactory(result=r)
         upload_path(r.output_file_name(0)).parent.mkdir(parents=True, exist_ok=True)
         upload_path(r.output_file_name(0)).write_bytes(text)
-    validator.run_once(now=NOW, batch_size=10)
+    validator.run_once(project=demo_project(), now=NOW, batch_size=10)
     wu.refresh_from_db()
     assert (wu.canonical_result_id is not None) is agree
     expected = ValidateState.VALID if agree else ValidateState.INCONCLUSIVE
@@ -229,7 +229,7 @@ def test_rule_3_7_a_canonical_result_makes_every_unsent_result_didnt_need(projec
     unsent = project.result(wu)
     inactive = project.result(wu, server_state=ServerState.INACTIVE)
     running = project.result(wu, server_state=ServerState.IN_PROGRESS, host=project.host())
-    validator.run_once(now=NOW, batch_size=10)
+    validator.run_once(project=demo_project(), now=NOW, batch_size=10)
     for r, state in ((unsent, ServerState.UNSENT), (inactive, ServerState.INACTIVE)):
         r.refresh_from_db()
         assert (r.server_state, r.outcome) == (ServerState.OVER, Outcome.DIDNT_NEED)
@@ -259,7 +259,7 @@ def test_rule_3_7_a_late_result_checked_against_the_canonical_makes_the_workunit
     canonical = success_with_output(project, wu, "a", validate_state=ValidateState.VALID)
     Workunit.objects.filter(pk=wu.pk).update(canonical_result=canonical, need_validate=True)
     late = success_with_output(project, wu, late_md5)
-    assert validator.run_once(now=NOW, batch_size=10) == 1
+    assert validator.run_once(project=demo_project(), now=NOW, batch_size=10) == 1
     wu.refresh_from_db()
     assert (wu.transition_time, wu.need_validate) == (expected, False)
     assert Result.objects.get(pk=late.pk).validate_state == state
@@ -283,7 +283,7 @@ def test_rule_3_7_a_transient_error_reading_the_canonical_result_retries_the_lat
     Workunit.objects.filter(pk=wu.pk).update(canonical_result=canonical, need_validate=True, canonical_credit=1.0)
     late = success_with_output(project, wu, "a", host=host)
     unreadable.add(canonical.pk)
-    validator.run_once(now=NOW, batch_size=10)
+    validator.run_once(project=demo_project(), now=NOW, batch_size=10)
     wu.refresh_from_db()
     late.refresh_from_db()
     assert (wu.need_validate, wu.transition_time) == (False, NOW + validator.RETRY_DELAY)
@@ -292,9 +292,9 @@ def test_rule_3_7_a_transient_error_reading_the_canonical_result_retries_the_lat
     # six hours on, the transitioner sees the result still INIT and asks for validation again
     unreadable.clear()
     later = NOW + validator.RETRY_DELAY + 1
-    run_pass("transitioner", now=later)
+    run_pass("transitioner", project=demo_project(), now=later)
     assert Workunit.objects.get(pk=wu.pk).need_validate
-    validator.run_once(now=later, batch_size=10)
+    validator.run_once(project=demo_project(), now=later, batch_size=10)
     late.refresh_from_db()
     assert (late.validate_state, late.granted_credit) == (ValidateState.VALID, 1.0)
     assert Workunit.objects.get(pk=wu.pk).transition_time == later
@@ -310,9 +310,9 @@ def test_rule_3_7_a_pass_that_read_a_result_another_pass_validated_credits_nothi
     stale_wu = Workunit.objects.select_related("app").get(pk=wu.pk)
     stale_results = list(stale_wu.results.order_by("id"))
     files = {f.result_id: [f] for f in File.objects.all()}
-    stale = validator.Changes(now=NOW)
+    stale = validator.Changes(project_id=demo_project().pk, now=NOW)
     validator.handle_wu(stale_wu, stale_results, validator.Checker(stale_wu.app, files), stale)
-    assert validator.run_once(now=NOW, batch_size=10) == 1
+    assert validator.run_once(project=demo_project(), now=NOW, batch_size=10) == 1
     validator.apply(stale, [stale_wu])
     credit = wu.rsc_fpops_est * validator.COBBLESTONE_SCALE
     host.refresh_from_db()
@@ -333,7 +333,7 @@ def test_rule_3_8_a_handler_returning_an_error_stops_the_pass_and_changes_nothin
     r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS)
     Workunit.objects.filter(pk=wu.pk).update(canonical_result=r)
     with pytest.raises(assimilator.HandlerError, match=f"returned {returned!r} for workunit"):
-        assimilator.run_once(now=NOW, batch_size=10)
+        assimilator.run_once(project=demo_project(), now=NOW, batch_size=10)
     wu.refresh_from_db()
     assert (wu.assimilate_state, wu.transition_time) == (AssimilateState.READY, INT_MAX)
     assert not LifecycleEvent.objects.exists() and not AssimilatedResult.objects.exists()
@@ -358,7 +358,7 @@ def test_rule_3_8_assimilation(project, canonical, error_mask, handler_result, s
     if canonical:
         r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS)
         Workunit.objects.filter(pk=wu.pk).update(canonical_result=r)
-    assert assimilator.run_once(now=NOW, batch_size=10) == 1
+    assert assimilator.run_once(project=demo_project(), now=NOW, batch_size=10) == 1
     wu.refresh_from_db()
     assert (wu.assimilate_state, wu.error_mask, wu.transition_time) == (state, mask_after, NOW)
     assert len(seen) == 1
@@ -377,7 +377,7 @@ def test_rule_3_8_assimilation_makes_the_workunit_due_and_never_postpones_it(pro
         error_mask=ErrorMask.TOO_MANY_ERROR_RESULTS,
         transition_time=transition_time,
     )
-    assimilator.run_once(now=NOW, batch_size=10)
+    assimilator.run_once(project=demo_project(), now=NOW, batch_size=10)
     wu.refresh_from_db()
     assert (wu.assimilate_state, wu.transition_time) == (AssimilateState.DONE, expected)
 
@@ -409,7 +409,7 @@ def test_rule_3_7_validation_never_postpones_a_due_workunit(project, outputs, tr
     for data in outputs:
         r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=project.host())
         FileFactory(result=r, md5_cksum=hashlib.md5(data).hexdigest())
-    validator.run_once(now=NOW, batch_size=10)
+    validator.run_once(project=demo_project(), now=NOW, batch_size=10)
     assert Workunit.objects.get(pk=wu.pk).transition_time == expected
 
 
@@ -422,7 +422,7 @@ def test_rule_3_8_a_failing_handler_stops_the_pass_and_changes_nothing(project):
     project.app.save()
     wu = project.workunit(assimilate_state=AssimilateState.READY)
     with pytest.raises(RuntimeError):
-        assimilator.run_once(now=NOW, batch_size=10)
+        assimilator.run_once(project=demo_project(), now=NOW, batch_size=10)
     wu.refresh_from_db()
     assert wu.assimilate_state == AssimilateState.READY
     assert not LifecycleEvent.objects.exists()
@@ -451,7 +451,7 @@ def test_rule_3_9_file_deletion(project, data_dirs, setup, state):
     if setup == "directory missing":
         upload_path(out.name).parent.rmdir()
         download_path(inp.name).parent.rmdir()
-    assert file_deleter.run_once(now=NOW, batch_size=8) == 2
+    assert file_deleter.run_once(project=demo_project(), now=NOW, batch_size=8) == 2
     r.refresh_from_db()
     wu.refresh_from_db()
     assert (r.file_delete_state, wu.file_delete_state) == (state, state)
@@ -460,10 +460,10 @@ def test_rule_3_9_file_deletion(project, data_dirs, setup, state):
         # retried an hour later, once the directories are back
         upload_path(out.name).parent.mkdir()
         download_path(inp.name).parent.mkdir()
-        file_deleter.run_once(now=NOW + file_deleter.ERROR_INTERVAL - 1, batch_size=8)
+        file_deleter.run_once(project=demo_project(), now=NOW + file_deleter.ERROR_INTERVAL - 1, batch_size=8)
         assert Result.objects.get(pk=r.pk).file_delete_state == FileDeleteState.ERROR
         DaemonStatus.objects.filter(name="file_deleter").update(last_retry_time=NOW)
-        file_deleter.run_once(now=NOW + file_deleter.ERROR_INTERVAL, batch_size=8)
+        file_deleter.run_once(project=demo_project(), now=NOW + file_deleter.ERROR_INTERVAL, batch_size=8)
         assert Result.objects.get(pk=r.pk).file_delete_state == FileDeleteState.DONE
 
 
@@ -477,7 +477,7 @@ def test_rule_3_9_an_abandoned_partial_upload_is_deleted_with_the_results_files(
         part = partial_upload_path(result.output_file_name(0))
         part.parent.mkdir(parents=True, exist_ok=True)
         part.write_bytes(b"half an upload")
-    assert file_deleter.run_once(now=NOW, batch_size=8) == 1
+    assert file_deleter.run_once(project=demo_project(), now=NOW, batch_size=8) == 1
     assert Result.objects.get(pk=r.pk).file_delete_state == FileDeleteState.DONE
     assert not partial_upload_path(r.output_file_name(0)).exists()
     assert partial_upload_path(other.output_file_name(0)).exists()  # still uploading
@@ -495,7 +495,7 @@ def test_rule_3_2_step_9_a_timed_out_results_abandoned_upload_is_deleted_when_as
     [wu] = work_generator.create_work(project.app, ["job"], now=NOW)
     daemons(NOW + 1)
     vanishing, reliable = project.host(), project.host()
-    [job] = handle_request(work_request(vanishing), now=NOW + 2).results
+    [job] = handle_request(work_request(vanishing), project=demo_project(), now=NOW + 2).results
     output = job.output_files[0].name
     part = partial_upload_path(output)
     part.parent.mkdir(parents=True, exist_ok=True)
@@ -532,6 +532,7 @@ def test_rule_3_2_step_9_a_timed_out_results_abandoned_upload_is_deleted_when_as
                 )
             ],
         ),
+        project=demo_project(),
         now=late,
     )
     timed_out.refresh_from_db()
@@ -556,7 +557,7 @@ def test_rule_3_9_shared_and_nodelete_inputs_are_kept(project):
     for f in ("shared.dat", "own.dat"):
         download_path(f).parent.mkdir(parents=True, exist_ok=True)
         download_path(f).write_bytes(b"x")
-    file_deleter.run_once(now=NOW, batch_size=8)
+    file_deleter.run_once(project=demo_project(), now=NOW, batch_size=8)
     assert download_path("shared.dat").exists() and download_path("own.dat").exists()
     assert set(Workunit.objects.values_list("file_delete_state", flat=True)) == {
         FileDeleteState.DONE,
@@ -567,14 +568,14 @@ def test_rule_3_9_shared_and_nodelete_inputs_are_kept(project):
 def test_rule_3_1_work_generator_tops_up_unsent_results(project):
     project.app.unsent_target = 5
     project.app.save()
-    assert work_generator.run_once(now=NOW, batch_size=100) == 5
+    assert work_generator.run_once(project=demo_project(), now=NOW, batch_size=100) == 5
     # waits for the transitioner to make the first results before generating more
-    assert work_generator.run_once(now=NOW + 1, batch_size=100) == 0
-    run_pass("transitioner", now=NOW + 2)
+    assert work_generator.run_once(project=demo_project(), now=NOW + 1, batch_size=100) == 0
+    run_pass("transitioner", project=demo_project(), now=NOW + 2)
     assert Result.objects.filter(server_state=ServerState.UNSENT).count() == 5
-    assert work_generator.run_once(now=NOW + 3, batch_size=100) == 0
+    assert work_generator.run_once(project=demo_project(), now=NOW + 3, batch_size=100) == 0
     Result.objects.filter(pk__in=Result.objects.all()[:2].values("pk")).update(server_state=ServerState.IN_PROGRESS)
-    assert work_generator.run_once(now=NOW + 4, batch_size=100) == 2
+    assert work_generator.run_once(project=demo_project(), now=NOW + 4, batch_size=100) == 2
 
 
 @pytest.mark.parametrize(
@@ -618,5 +619,5 @@ def test_rule_3_9_a_result_without_outputs_needs_no_upload_directory(project, da
         file_delete_state=FileDeleteState.READY,
     )
     assert not upload_path(r.output_file_name(0)).parent.exists()
-    assert file_deleter.run_once(now=NOW, batch_size=8) == 1
+    assert file_deleter.run_once(project=demo_project(), now=NOW, batch_size=8) == 1
     assert Result.objects.get(pk=r.pk).file_delete_state == FileDeleteState.DONE

@@ -33,7 +33,7 @@ from backend.models import (
     Workunit,
 )
 from tests.backend.conftest import Project, work_request
-from tests.factories import NOW
+from tests.factories import NOW, demo_project
 
 BEHAVIOURS = ["success", "client_error", "wrong_output", "no_reply", "late_reply"]
 DAEMONS = ["transitioner", "validator", "assimilator", "file_deleter"]
@@ -48,7 +48,7 @@ def run_daemons(now):
     for _ in range(20):
         done = 0
         for name in DAEMONS:
-            done += get_daemon(name)(now=now, batch_size=50)
+            done += get_daemon(name)(project=demo_project(), now=now, batch_size=50)
             if name == "transitioner":
                 stale = Result.objects.filter(server_state=ServerState.IN_PROGRESS, report_deadline__lt=now)
                 assert not stale.exists(), "IN_PROGRESS past its deadline after a transitioner pass"
@@ -71,7 +71,9 @@ def report(job, behaviour):
 
 
 def deliver(host, rep, now):
-    reply = handle_request(work_request(host, cpu_req_secs=0, cpu_req_instances=0, results=[rep]), now=now)
+    reply = handle_request(
+        work_request(host, cpu_req_secs=0, cpu_req_instances=0, results=[rep]), project=demo_project(), now=now
+    )
     assert reply.result_acks == [rep.name]
     assert not reply.results
 
@@ -81,7 +83,7 @@ def fetch_all(project, behaviours, late, now):
     sent = 0
     while True:
         host = project.host()
-        reply = handle_request(work_request(host, cpu_req_secs=1, cpu_req_instances=0), now=now)
+        reply = handle_request(work_request(host, cpu_req_secs=1, cpu_req_instances=0), project=demo_project(), now=now)
         if not reply.results:
             return sent
         for job in reply.results:

@@ -24,7 +24,7 @@ from backend.models import (
     Workunit,
 )
 from backend.server_config import ConfigError, read_config_xml
-from tests.factories import NOW, AppVersionFactory, FileFactory, TeamFactory, UserCreditFactory
+from tests.factories import NOW, AppVersionFactory, FileFactory, TeamFactory, UserCreditFactory, demo_project
 
 FLOPS_PER_CREDIT = 432e9
 EST = 1e12  # rsc_fpops_est of the workunits below
@@ -256,7 +256,7 @@ def test_the_host_scale_converges_once_the_host_has_ten_samples(project):
     granted = []
     for i in range(12):
         _, r = valid_job(project, host, 1000.0)
-        validator.run_once(now=NOW + i, batch_size=10)
+        validator.run_once(project=demo_project(), now=NOW + i, batch_size=10)
         r.refresh_from_db()
         granted.append(r.granted_credit)
     claimed = 2e12 / FLOPS_PER_CREDIT
@@ -283,7 +283,7 @@ def test_a_runtime_outlier_is_credited_but_left_out_of_the_averages(project):
     host = project.host()
     _, first = valid_job(project, host, 500.0)  # ratio 1.0
     _, outlier = valid_job(project, host, 5000.0, outlier=True)
-    validator.run_once(now=NOW, batch_size=10)
+    validator.run_once(project=demo_project(), now=NOW, batch_size=10)
     outlier.refresh_from_db()
     assert outlier.granted_credit == pytest.approx(1e13 / FLOPS_PER_CREDIT)
     hav = HostAppVersion.objects.get(host=host)
@@ -313,7 +313,7 @@ def test_two_results_are_granted_the_pegged_average_and_the_owner_and_team_get_i
             received_time=NOW - 3600,
         )
         FileFactory(result=r, md5_cksum="a")
-    validator.run_once(now=NOW, batch_size=10)
+    validator.run_once(project=demo_project(), now=NOW, batch_size=10)
     # both approximate (no samples yet), no version scale: PFCs 9e11 and 1.3e12
     expected = 1.0333333e12 / FLOPS_PER_CREDIT
     wu.refresh_from_db()
@@ -341,7 +341,7 @@ def test_two_results_are_granted_the_pegged_average_and_the_owner_and_team_get_i
 def test_the_options_replace_the_credit(project, options, granted):
     host = project.host()
     wu, r = valid_job(project, host, 1000.0, canonical_credit=7.0)
-    validator.run_once(now=NOW, batch_size=10, **options)
+    validator.run_once(project=demo_project(), now=NOW, batch_size=10, **options)
     r.refresh_from_db()
     wu.refresh_from_db()
     assert r.granted_credit == pytest.approx(granted) == wu.canonical_credit
@@ -351,7 +351,7 @@ def test_no_credit_grants_nothing_but_still_keeps_the_averages_and_turnaround(pr
     host = project.host()
     _, r = valid_job(project, host, 500.0)
     Result.objects.filter(pk=r.pk).update(granted_credit=0.5)
-    validator.run_once(now=NOW, batch_size=10, no_credit=True)
+    validator.run_once(project=demo_project(), now=NOW, batch_size=10, no_credit=True)
     r.refresh_from_db()
     host.refresh_from_db()
     assert (r.validate_state, r.granted_credit) == (ValidateState.VALID, 0.5)
@@ -366,7 +366,7 @@ def test_credit_by_app_keeps_users_and_teams_credit_per_app(project):
     UserCreditFactory(user=host.owner, team=team)
     for _ in range(2):
         valid_job(project, host, 500.0)
-    validator.run_once(now=NOW, batch_size=10, credit_by_app=True)
+    validator.run_once(project=demo_project(), now=NOW, batch_size=10, credit_by_app=True)
     one = EST / FLOPS_PER_CREDIT
     mine = UserAppCredit.objects.get(user=host.owner, app=project.app)
     theirs = TeamAppCredit.objects.get(team=team, app=project.app)
@@ -396,7 +396,7 @@ def test_the_credit_options_are_read_from_the_validators_command_line_in_config_
 def test_hosts_without_an_owner_credit_row_get_one(project):
     host = project.host()
     valid_job(project, host, 500.0)
-    validator.run_once(now=NOW, batch_size=10)
+    validator.run_once(project=demo_project(), now=NOW, batch_size=10)
     assert UserCredit.objects.get(user=host.owner).total_credit == pytest.approx(EST / FLOPS_PER_CREDIT)
     assert Host.objects.get(pk=host.pk).expavg_credit > 0
 
@@ -423,7 +423,9 @@ def test_two_results_of_one_host_checked_together_change_its_record_once_in_boin
             received_time=NOW,
         )
         FileFactory(result=r, md5_cksum="a")
-    validator.run_once(now=NOW, batch_size=10, daily_result_quota=0, hav_last_copy_wins=last_copy_wins)
+    validator.run_once(
+        project=demo_project(), now=NOW, batch_size=10, daily_result_quota=0, hav_last_copy_wins=last_copy_wins
+    )
     hav = HostAppVersion.objects.get(host=host)
     # the PFC average always takes the last copy: one sample of 1.0
     assert (hav.consecutive_valid, hav.pfc_n, hav.pfc_avg) == (valid, 1, pytest.approx(1.0))

@@ -21,7 +21,7 @@ from backend.models import (
     Workunit,
 )
 from tests.backend.conftest import work_request
-from tests.factories import NOW, AppVersionFactory, FileFactory, HostFileFactory, ResultFactory
+from tests.factories import NOW, AppVersionFactory, FileFactory, HostFileFactory, ResultFactory, demo_project
 
 DAY = 86400
 
@@ -37,14 +37,14 @@ def test_a_host_gets_no_job_of_an_app_whose_versions_are_all_for_other_platforms
     AppVersion.objects.filter(pk=project.version.pk).update(platform="windows_x86_64")
     project.result(project.workunit())
     host = project.host()
-    assert sent(handle_request(work_request(host), now=NOW)) == []
+    assert sent(handle_request(work_request(host), project=demo_project(), now=NOW)) == []
 
 
 def test_a_host_gets_the_version_of_an_alternative_platform_it_names(project):
     AppVersion.objects.filter(pk=project.version.pk).update(platform="i686-pc-linux-gnu")
     job = project.result(project.workunit())
     request = work_request(project.host(), alt_platforms=["i686-pc-linux-gnu"])
-    [reply] = handle_request(request, now=NOW).results
+    [reply] = handle_request(request, project=demo_project(), now=NOW).results
     assert (reply.name, reply.app_version.platform) == (job.name, "i686-pc-linux-gnu")
 
 
@@ -53,7 +53,7 @@ def test_a_deprecated_app_gets_no_jobs_sent_whatever_its_versions(project):
     project.result(project.workunit())
     project.app.deprecated = True
     project.app.save()
-    assert sent(handle_request(work_request(project.host()), now=NOW)) == []
+    assert sent(handle_request(work_request(project.host()), project=demo_project(), now=NOW)) == []
 
 
 # --- sched_send.cpp update_estimated_delay: each job sent lengthens the queue ----------------
@@ -65,7 +65,7 @@ def test_each_job_sent_lengthens_the_queue_the_next_ones_deadline_check_sees(pro
     # (1 + 1800), the second would finish at 1801 + 1800 > 3600
     for _ in range(3):
         project.result(project.workunit(delay_bound=3600, rsc_fpops_est=1800e9))
-    reply = handle_request(work_request(host, cpu_req_secs=1e6, estimated_delay=1), now=NOW)
+    reply = handle_request(work_request(host, cpu_req_secs=1e6, estimated_delay=1), project=demo_project(), now=NOW)
     assert len(reply.results) == 1
 
 
@@ -79,7 +79,7 @@ def test_each_error_result_counts_once_towards_max_error_results(project, outcom
     for _ in range(errors):
         project.result(wu, server_state=ServerState.OVER, outcome=outcome)
     project.result(wu, server_state=ServerState.IN_PROGRESS, report_deadline=NOW + DAY)
-    transitioner.run_once(now=NOW, batch_size=10)
+    transitioner.run_once(project=demo_project(), now=NOW, batch_size=10)
     wu.refresh_from_db()
     assert bool(wu.error_mask & ErrorMask.TOO_MANY_ERROR_RESULTS) is error_out
 
@@ -108,7 +108,7 @@ def test_an_output_that_cannot_be_unlinked_leaves_the_result_in_error(project):
     out = FileFactory(result=r)
     # a directory where the file should be: unlink fails with EISDIR, whoever runs the test
     (upload_path(out.name) / "inside").mkdir(parents=True)
-    file_deleter.run_once(now=NOW, batch_size=8)
+    file_deleter.run_once(project=demo_project(), now=NOW, batch_size=8)
     r.refresh_from_db()
     out.refresh_from_db()
     assert r.file_delete_state == FileDeleteState.ERROR
@@ -123,7 +123,7 @@ def test_an_input_that_cannot_be_unlinked_leaves_the_workunit_in_error(project):
         w.input_files.add(f)
     (download_path("stuck.dat") / "inside").mkdir(parents=True)
     download_path("fine.dat").write_bytes(b"x")
-    file_deleter.run_once(now=NOW, batch_size=8)
+    file_deleter.run_once(project=demo_project(), now=NOW, batch_size=8)
     states = dict(Workunit.objects.values_list("name", "file_delete_state"))
     assert states == {wu.name: FileDeleteState.ERROR, good.name: FileDeleteState.DONE}
     assert dict(File.objects.values_list("name", "file_delete_state")) == {
@@ -147,7 +147,7 @@ def test_granted_credit_is_capped_at_max_granted_credit(project, fpops, credit):
     wu = project.workunit(rsc_fpops_est=fpops, rsc_fpops_bound=10 * fpops, need_validate=True)
     r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=project.host())
     FileFactory(result=r, md5_cksum="a")
-    validator.run_once(now=NOW, batch_size=10)
+    validator.run_once(project=demo_project(), now=NOW, batch_size=10)
     r.refresh_from_db()
     assert r.granted_credit == pytest.approx(credit)
     assert Result.objects.get(pk=r.pk).host.total_credit == pytest.approx(credit)
@@ -167,7 +167,7 @@ def test_a_job_behind_a_full_cache_of_unsendable_ones_is_not_seen(project, cache
     request = work_request(host)
     request.host_info.m_nbytes = 2e9
     config = SchedulerConfig() if cache is None else SchedulerConfig(shmem_work_items=cache)
-    reply = handle_request(request, now=NOW, config=config)
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config)
     assert sent(reply) == [fits.name] * sent_count
 
 
@@ -183,7 +183,7 @@ def test_a_file_deleter_pass_takes_three_results_to_one_workunit(project, batch,
         )
     upload_path("x").parent.mkdir(parents=True, exist_ok=True)
     download_path("x").parent.mkdir(parents=True, exist_ok=True)
-    assert file_deleter.run_once(now=NOW, batch_size=batch) == results_done + wus_done
+    assert file_deleter.run_once(project=demo_project(), now=NOW, batch_size=batch) == results_done + wus_done
     assert Result.objects.filter(file_delete_state=FileDeleteState.DONE).count() == results_done
     assert Workunit.objects.filter(file_delete_state=FileDeleteState.DONE).count() == wus_done
 
@@ -196,7 +196,9 @@ def test_a_sent_result_records_its_host_time_version_and_deadline_with_the_grace
 
     host = project.host()
     job = project.result(project.workunit(delay_bound=DAY, rsc_fpops_est=3600e9))
-    reply = handle_request(work_request(host), now=NOW, config=SchedulerConfig(report_grace_period=600))
+    reply = handle_request(
+        work_request(host), project=demo_project(), now=NOW, config=SchedulerConfig(report_grace_period=600)
+    )
     [got] = reply.results
     assert got.report_deadline == NOW + DAY  # the client is told no grace
     job.refresh_from_db()
@@ -224,7 +226,7 @@ def test_a_gpu_request_that_gives_no_queue_has_an_empty_one(project):
         cpu_req_instances=0,
         gpu_requests=[GpuRequest("NVIDIA", count=1, peak_flops=1e12, req_secs=1e6)],
     )
-    assert sent(handle_request(request, now=NOW)) == [job.name]
+    assert sent(handle_request(request, project=demo_project(), now=NOW)) == [job.name]
 
 
 def test_the_infeasible_queue_stamps_only_the_results_the_request_looked_at(project):
@@ -234,7 +236,7 @@ def test_the_infeasible_queue_stamps_only_the_results_the_request_looked_at(proj
     slow = project.host(p_fpops=1e6)
     job = project.result(project.workunit())
     config = SchedulerConfig(seed003_infeasible_queue=True, infeasible_timeout=1000)
-    handle_request(work_request(slow, estimated_delay=1), now=NOW, config=config)
+    handle_request(work_request(slow, estimated_delay=1), project=demo_project(), now=NOW, config=config)
     assert Result.objects.get(pk=job.pk).infeasible_since == NOW
     assert Result.objects.get(pk=elsewhere.pk).infeasible_since == 0
 
@@ -243,7 +245,7 @@ def test_a_request_that_asks_for_no_work_gets_none(project):
     # sched_send.cpp send_work: no seconds asked of any resource, nothing sent
     project.result(project.workunit())
     request = work_request(project.host(), cpu_req_secs=0, cpu_req_instances=0)
-    assert sent(handle_request(request, now=NOW)) == []
+    assert sent(handle_request(request, project=demo_project(), now=NOW)) == []
 
 
 def test_an_ordinary_jobs_input_is_neither_sticky_nor_reported_on_rpc(project):
@@ -251,7 +253,7 @@ def test_an_ordinary_jobs_input_is_neither_sticky_nor_reported_on_rpc(project):
     wu = project.workunit()
     wu.input_files.add(FileFactory(name="in.dat", nbytes=10))
     project.result(wu)
-    [job] = handle_request(work_request(project.host()), now=NOW).results
+    [job] = handle_request(work_request(project.host()), project=demo_project(), now=NOW).results
     [f] = job.workunit.input_files
     assert (f.name, f.sticky, f.report_on_rpc) == ("in.dat", False, False)
     [out] = job.output_files  # nor is an output (the result template has neither)
@@ -271,7 +273,7 @@ def test_a_host_that_gives_no_benchmark_counts_as_one_gflops(project):
         cpu_req_secs=86400.0,
         cpu_req_instances=1.0,
     )
-    [job] = handle_request(request, now=NOW).results
+    [job] = handle_request(request, project=demo_project(), now=NOW).results
     assert job.estimated_runtime == pytest.approx(3600.0)
 
 
@@ -287,7 +289,7 @@ def test_a_request_without_its_domain_or_os_name_is_never_matched_to_a_host(proj
     old = project.host(os_name=fields["os_name"])
     Host.objects.filter(pk=old.pk).update(domain_name=fields["domain_name"])
     request = SchedulerRequest(hostid=0, userid=old.owner_id, host_info=HostInfo(**fields))
-    reply = handle_request(request, now=NOW)
+    reply = handle_request(request, project=demo_project(), now=NOW)
     assert reply.hostid != old.pk
     assert Host.objects.filter(owner_id=old.owner_id).count() == 2
 
@@ -302,7 +304,7 @@ def test_a_host_records_the_gpus_it_reports(project, count, recorded):
 
     host = project.host()
     request = work_request(host, gpu_requests=[GpuRequest("NVIDIA", count=count, peak_flops=1e12)])
-    handle_request(request, now=NOW)
+    handle_request(request, project=demo_project(), now=NOW)
     host = Host.objects.get(pk=host.pk)
     assert (host.gpu_type, host.gpu_count) == recorded
     assert host.gpu_peak_flops == (1e12 if count else 0.0)
@@ -314,8 +316,14 @@ def test_a_sticky_file_the_host_no_longer_lists_is_forgotten_and_only_that_one(p
 
     host, other = project.host(), project.host()
     HostFileFactory(host=other, name="b.dat", reported_time=NOW - 1)
-    handle_request(work_request(host, file_infos=[StickyFile("a.dat"), StickyFile("b.dat")]), now=NOW)
-    handle_request(work_request(host, file_infos=[StickyFile("a.dat"), StickyFile("c.dat", status=0)]), now=NOW + 1)
+    handle_request(
+        work_request(host, file_infos=[StickyFile("a.dat"), StickyFile("b.dat")]), project=demo_project(), now=NOW
+    )
+    handle_request(
+        work_request(host, file_infos=[StickyFile("a.dat"), StickyFile("c.dat", status=0)]),
+        project=demo_project(),
+        now=NOW + 1,
+    )
     assert sorted(HostFile.objects.values_list("host_id", "name")) == sorted([(host.pk, "a.dat"), (other.pk, "b.dat")])
 
 
@@ -328,7 +336,7 @@ def test_a_gpu_request_that_asks_no_seconds_gets_no_gpu_job(project):
     request = work_request(
         project.host(), cpu_req_secs=10.0, gpu_requests=[GpuRequest("NVIDIA", count=1, peak_flops=1e12)]
     )
-    assert sent(handle_request(request, now=NOW)) == []
+    assert sent(handle_request(request, project=demo_project(), now=NOW)) == []
 
 
 def test_a_request_updates_the_hosts_cpu_count(project):
@@ -337,7 +345,7 @@ def test_a_request_updates_the_hosts_cpu_count(project):
     host = project.host(p_ncpus=1)
     request = work_request(host, cpu_req_secs=0)
     request.host_info.p_ncpus = 6
-    handle_request(request, now=NOW)
+    handle_request(request, project=demo_project(), now=NOW)
     assert Host.objects.get(pk=host.pk).p_ncpus == 6
 
 
@@ -353,6 +361,6 @@ def test_by_default_the_transitioner_leaves_a_validate_errors_outputs_on_disk(pr
     broken = project.result(
         wu, server_state=ServerState.OVER, outcome=Outcome.VALIDATE_ERROR, validate_state=ValidateState.INVALID
     )
-    transitioner.run_once(now=NOW, batch_size=10)
+    transitioner.run_once(project=demo_project(), now=NOW, batch_size=10)
     assert Result.objects.get(pk=broken.pk).file_delete_state == FileDeleteState.INIT
     assert Result.objects.get(pk=canonical.pk).file_delete_state == FileDeleteState.READY

@@ -14,7 +14,7 @@ from backend.daemons.scheduler import SchedulerConfig, handle_request
 from backend.models import LifecycleEvent, Outcome, ServerState, Workunit
 from backend.server_config import ConfigError, read_config_xml
 from tests.backend.conftest import work_request
-from tests.factories import NOW, AppVersionFactory, ResultFactory, WorkunitFactory
+from tests.factories import NOW, AppVersionFactory, ResultFactory, WorkunitFactory, demo_project
 
 pytestmark = pytest.mark.django_db
 
@@ -113,7 +113,7 @@ def hr_project(project):
 def test_the_first_send_commits_the_workunit_to_the_hosts_class(hr_project):
     wu = hr_project.workunit()
     hr_project.result(wu)
-    reply = handle_request(hr_request(hr_project.host()), now=NOW)
+    reply = handle_request(hr_request(hr_project.host()), project=demo_project(), now=NOW)
     assert sent_names(reply) == [f"{wu.name}_0"]
     wu.refresh_from_db()
     assert wu.hr_class == 256 + 11
@@ -133,7 +133,7 @@ def test_the_first_send_commits_the_workunit_to_the_hosts_class(hr_project):
 def test_later_replicas_go_only_to_hosts_of_the_committed_class(hr_project, os_name, cpu, sent):
     wu = hr_project.workunit(hr_class=256 + 11)
     hr_project.result(wu)
-    reply = handle_request(hr_request(hr_project.host(), os_name, cpu), now=NOW)
+    reply = handle_request(hr_request(hr_project.host(), os_name, cpu), project=demo_project(), now=NOW)
     assert bool(reply.results) is sent
     wu.refresh_from_db()
     assert wu.hr_class == 256 + 11
@@ -141,7 +141,7 @@ def test_later_replicas_go_only_to_hosts_of_the_committed_class(hr_project, os_n
 
 def test_a_host_of_unknown_class_gets_no_hr_work_and_no_message(hr_project):
     hr_project.result(hr_project.workunit())
-    reply = handle_request(hr_request(hr_project.host(), "Haiku"), now=NOW)
+    reply = handle_request(hr_request(hr_project.host(), "Haiku"), project=demo_project(), now=NOW)
     # every app uses HR: send_work returns before it explains (hr_reject_perm is never sent)
     assert reply.results == [] and reply.messages == []
     assert Workunit.objects.get().hr_class == 0
@@ -152,7 +152,7 @@ def test_an_unknown_host_still_gets_work_of_apps_without_hr(hr_project):
     hr_project.result(hr_project.workunit())
     wu = WorkunitFactory(app=other, name="plain_wu", transition_time=NOW + 10**6)
     ResultFactory(workunit=wu, server_state=ServerState.UNSENT)
-    reply = handle_request(hr_request(hr_project.host(), "Haiku"), now=NOW)
+    reply = handle_request(hr_request(hr_project.host(), "Haiku"), project=demo_project(), now=NOW)
     assert sent_names(reply) == ["plain_wu_0"]
 
 
@@ -160,8 +160,10 @@ def test_the_projects_hr_applies_to_apps_without_their_own(project):
     wu = project.workunit(hr_class=384 + 2)
     project.result(wu)
     config = SchedulerConfig(homogeneous_redundancy=2)
-    assert handle_request(hr_request(project.host()), now=NOW, config=config).results == []
-    reply = handle_request(hr_request(project.host(), "Microsoft Windows 10", RYZEN), now=NOW, config=config)
+    assert handle_request(hr_request(project.host()), project=demo_project(), now=NOW, config=config).results == []
+    reply = handle_request(
+        hr_request(project.host(), "Microsoft Windows 10", RYZEN), project=demo_project(), now=NOW, config=config
+    )
     assert sent_names(reply) == [f"{wu.name}_0"]
 
 
@@ -173,7 +175,10 @@ def test_a_committed_workunit_goes_before_uncommitted_ones_of_equal_priority(hr_
     more = hr_project.workunit(priority=2)
     hr_project.result(more, priority=2)
     reply = handle_request(
-        hr_request(hr_project.host(), cpu_req_secs=10 * 86400.0), now=NOW, config=SchedulerConfig(max_wus_to_send=2)
+        hr_request(hr_project.host(), cpu_req_secs=10 * 86400.0),
+        project=demo_project(),
+        now=NOW,
+        config=SchedulerConfig(max_wus_to_send=2),
     )
     # priority 2 first, then the committed one (score 0 + 1) before the first workunit
     assert sent_names(reply) == sorted([f"{more.name}_0", f"{committed.name}_0"])
@@ -213,7 +218,7 @@ def hav_project(project):
 def test_the_first_send_commits_the_app_version(hav_project):
     wu = hav_project.workunit()
     hav_project.result(wu)
-    handle_request(hr_request(hav_project.host()), now=NOW)
+    handle_request(hr_request(hav_project.host()), project=demo_project(), now=NOW)
     wu.refresh_from_db()
     assert wu.app_version == hav_project.version
 
@@ -221,7 +226,7 @@ def test_the_first_send_commits_the_app_version(hav_project):
 def test_a_replica_is_sent_with_the_committed_version_not_the_newest(hav_project):
     wu = hav_project.workunit(app_version=hav_project.old)
     result = hav_project.result(wu)
-    reply = handle_request(hr_request(hav_project.host()), now=NOW)
+    reply = handle_request(hr_request(hav_project.host()), project=demo_project(), now=NOW)
     assert [job.app_version.version_num for job in reply.results] == [90]
     result.refresh_from_db()
     assert result.app_version == hav_project.old
@@ -232,7 +237,7 @@ def test_a_committed_version_wins_over_the_version_number_the_workunit_is_pinned
     # numbered 555, yet the replica goes with the version its workunit is committed to
     wu = hav_project.workunit(app_version=hav_project.old, app_version_num=555)
     hav_project.result(wu)
-    reply = handle_request(hr_request(hav_project.host()), now=NOW)
+    reply = handle_request(hr_request(hav_project.host()), project=demo_project(), now=NOW)
     assert [job.app_version.version_num for job in reply.results] == [90]
 
 
@@ -241,7 +246,7 @@ def test_a_committed_job_too_big_for_the_host_is_named_whatever_its_pinned_numbe
     hav_project.result(wu)
     request = hr_request(hav_project.host())
     request.host_info = dataclasses.replace(request.host_info, m_nbytes=1e9)
-    reply = handle_request(request, now=NOW)
+    reply = handle_request(request, project=demo_project(), now=NOW)
     assert reply.results == []
     assert any("needs 1907.35 MB RAM" in m.text for m in reply.messages)
 
@@ -249,7 +254,7 @@ def test_a_committed_job_too_big_for_the_host_is_named_whatever_its_pinned_numbe
 def test_a_version_for_another_platform_keeps_the_replica_from_the_host(hav_project):
     wu = hav_project.workunit(app_version=hav_project.windows)
     hav_project.result(wu)
-    assert handle_request(hr_request(hav_project.host()), now=NOW).results == []
+    assert handle_request(hr_request(hav_project.host()), project=demo_project(), now=NOW).results == []
 
 
 def test_an_anonymous_platform_client_gets_no_homogeneous_app_version_work(hav_project):
@@ -259,14 +264,14 @@ def test_an_anonymous_platform_client_gets_no_homogeneous_app_version_work(hav_p
     request = hr_request(
         hav_project.host(), platform_name="anonymous", app_versions=[ClientAppVersion("uppercase", 100, flops=1e9)]
     )
-    assert handle_request(request, now=NOW).results == []
+    assert handle_request(request, project=demo_project(), now=NOW).results == []
 
 
 # --- the transitioner: un-commit when only errors remain --------------------------------------
 
 
 def run_transitioner(**options):
-    return transitioner.run_once(now=NOW, batch_size=100, **options)
+    return transitioner.run_once(project=demo_project(), now=NOW, batch_size=100, **options)
 
 
 @pytest.mark.parametrize(
@@ -311,7 +316,7 @@ def test_a_retry_after_the_uncommit_may_go_to_another_class(hr_project):
     wu = hr_project.workunit(hr_class=384 + 11, transition_time=NOW - 1, max_error_results=3, max_total_results=6)
     hr_project.result(wu, server_state=ServerState.OVER, outcome=Outcome.CLIENT_ERROR)
     run_transitioner()
-    reply = handle_request(hr_request(hr_project.host(), "Linux", CORE), now=NOW)
+    reply = handle_request(hr_request(hr_project.host(), "Linux", CORE), project=demo_project(), now=NOW)
     assert sent_names(reply) == [f"{wu.name}_1"]
     wu.refresh_from_db()
     assert wu.hr_class == 256 + 21
@@ -329,7 +334,7 @@ def test_a_committed_job_runs_at_the_capped_benchmark_as_boinc_estimates_it(hav_
     hav_project.result(free)
     request = hr_request(hav_project.host(), cpu_req_secs=10 * 86400.0)
     request.host_info.p_fpops = 1e10
-    reply = handle_request(request, now=NOW)
+    reply = handle_request(request, project=demo_project(), now=NOW)
     runtimes = {job.wu_name: job.estimated_runtime for job in reply.results}
     # under 10 hosts the cap is 1.1 x 3.3 GFLOPS; an uncommitted job runs at the benchmark
     assert runtimes == {wu.name: pytest.approx(10_000.0), free.name: pytest.approx(3630.0)}

@@ -24,7 +24,7 @@ from backend.daemons.scheduler import ReportedResult, SchedulerConfig, handle_re
 from backend.models import Host, Result, ServerState
 from backend.server_config import project_config, read_config_xml
 from tests.backend.conftest import work_request
-from tests.factories import NOW, AppVersionFactory, HostAppVersionFactory
+from tests.factories import NOW, AppVersionFactory, HostAppVersionFactory, demo_project
 
 AUX = """<config>
   <max_jobs_in_progress>
@@ -188,7 +188,7 @@ def test_max_wus_in_progress_caps_the_jobs_a_host_holds(project, ncpus, listed, 
     request = work_request(host, cpu_req_secs=100 * 86400.0, other_results=names)
     request.host_info.p_ncpus = ncpus
     config = SchedulerConfig(max_wus_to_send=6 // ncpus, max_wus_in_progress=limit)
-    reply = handle_request(request, now=NOW, config=config)
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config)
     assert len(reply.results) == sent
 
 
@@ -197,7 +197,10 @@ def test_a_host_at_its_limit_is_told_so(project):
     names = in_progress(project, host, 1)
     unsent_jobs(project, 1)
     reply = handle_request(
-        work_request(host, other_results=names), now=NOW, config=SchedulerConfig(max_wus_in_progress=1)
+        work_request(host, other_results=names),
+        project=demo_project(),
+        now=NOW,
+        config=SchedulerConfig(max_wus_in_progress=1),
     )
     assert reply.results == []
     assert "This computer has reached a limit on tasks in progress" in [m.text for m in reply.messages]
@@ -207,7 +210,9 @@ def test_jobs_in_progress_the_client_does_not_list_do_not_count(project):
     host = project.host()
     in_progress(project, host, 3)
     unsent_jobs(project, 2)
-    reply = handle_request(work_request(host), now=NOW, config=SchedulerConfig(max_wus_in_progress=1))
+    reply = handle_request(
+        work_request(host), project=demo_project(), now=NOW, config=SchedulerConfig(max_wus_in_progress=1)
+    )
     assert len(reply.results) == 1
 
 
@@ -221,7 +226,7 @@ def test_an_apps_cpu_limit_from_the_job_limits_file(project):
     )
     request = work_request(host, cpu_req_secs=100 * 86400.0)
     request.host_info.p_ncpus = 4
-    reply = handle_request(request, now=NOW, config=SchedulerConfig(job_limits=limits))
+    reply = handle_request(request, project=demo_project(), now=NOW, config=SchedulerConfig(job_limits=limits))
     assert len(reply.results) == 4  # one per CPU
 
 
@@ -253,11 +258,11 @@ def test_a_host_that_asks_again_too_soon_gets_no_work(project):
     Host.objects.filter(pk=host.pk).update(rpc_time=NOW - 100)
     unsent_jobs(project, 1)
     config = SchedulerConfig(min_sendwork_interval=600)
-    reply = handle_request(work_request(host), now=NOW, config=config)
+    reply = handle_request(work_request(host), project=demo_project(), now=NOW, config=config)
     assert reply.results == []
     assert reply.request_delay == pytest.approx(606.0)
     assert any("Please wait 499 seconds" in m.text for m in reply.messages)
-    later = handle_request(work_request(host), now=NOW + 700, config=config)
+    later = handle_request(work_request(host), project=demo_project(), now=NOW + 700, config=config)
     assert len(later.results) == 1
 
 
@@ -268,7 +273,7 @@ def test_only_report_max_results_are_handled_and_acked(project):
     host = project.host()
     names = in_progress(project, host, 3)
     request = work_request(host, cpu_req_secs=0.0, results=[ReportedResult(name) for name in names])
-    reply = handle_request(request, now=NOW, config=SchedulerConfig(report_max=2))
+    reply = handle_request(request, project=demo_project(), now=NOW, config=SchedulerConfig(report_max=2))
     assert sorted(reply.result_acks) == names[:2]
     states = dict(Result.objects.values_list("name", "server_state"))
     assert [states[n] for n in names] == [ServerState.OVER, ServerState.OVER, ServerState.IN_PROGRESS]
@@ -375,12 +380,12 @@ def test_a_job_that_needs_a_reliable_host_goes_only_to_one_with_a_shortened_dead
     wu = project.workunit(priority=1, delay_bound=86400)
     project.result(wu, priority=1)
     unproven = project.host()
-    assert handle_request(work_request(unproven), now=NOW, config=config).results == []
+    assert handle_request(work_request(unproven), project=demo_project(), now=NOW, config=config).results == []
     proven = project.host()
     HostAppVersionFactory(
         host=proven, app_version=project.version, consecutive_valid=10, max_jobs_per_day=5, jobs_day=NOW // 86400
     )
-    reply = handle_request(work_request(proven), now=NOW, config=config)
+    reply = handle_request(work_request(proven), project=demo_project(), now=NOW, config=config)
     assert [job.report_deadline for job in reply.results] == [NOW + 43200]
     assert Result.objects.get().report_deadline == NOW + 43200
 
@@ -388,7 +393,7 @@ def test_a_job_that_needs_a_reliable_host_goes_only_to_one_with_a_shortened_dead
 def test_the_transitioner_raises_the_priority_of_retries(project):
     wu = project.workunit(priority=1, transition_time=NOW - 1, max_error_results=3, max_total_results=6)
     project.result(wu, server_state=ServerState.OVER, outcome=Outcome.NO_REPLY)
-    transitioner.run_once(now=NOW, batch_size=10, reliable_priority_on_over=3)
+    transitioner.run_once(project=demo_project(), now=NOW, batch_size=10, reliable_priority_on_over=3)
     assert Result.objects.get(name=f"{wu.name}_1").priority == 4
 
 
@@ -438,7 +443,10 @@ def test_an_app_at_its_limit_on_one_processor_is_sent_with_its_version_for_anoth
         f"<max_jobs_in_progress><app><app_name>uppercase</app_name>{app_limit}</app></max_jobs_in_progress>"
     )
     reply = handle_request(
-        gpu_and_cpu_request(host), now=NOW, config=SchedulerConfig(job_limits=limits, max_wus_to_send=2)
+        gpu_and_cpu_request(host),
+        project=demo_project(),
+        now=NOW,
+        config=SchedulerConfig(job_limits=limits, max_wus_to_send=2),
     )
     resources = [job.resource for job in reply.results]
     assert (resources.count("NVIDIA"), resources.count("cpu")) == (gpu_jobs, cpu_jobs)

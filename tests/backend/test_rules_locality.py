@@ -15,7 +15,7 @@ from backend.models import File, LocalityTrigger, Result, ServerState, Workunit
 from backend.server_config import ConfigError, read_config_xml
 from tests.backend.conftest import work_request
 from tests.backend.test_locality import ask, make_results, sent_files
-from tests.factories import NOW, AppVersionFactory, FileFactory, HostAppVersionFactory
+from tests.factories import NOW, AppVersionFactory, FileFactory, HostAppVersionFactory, demo_project
 from tests.pages import by_testid, parse
 
 
@@ -72,6 +72,7 @@ def test_a_request_filled_by_its_job_limit_looks_at_no_further_file(app, project
     request = work_request(project.host(), file_infos=[StickyFile("fa"), StickyFile("fb")])
     reply = handle_request(
         request,
+        project=demo_project(),
         now=NOW,
         config=SchedulerConfig(max_wus_to_send=1, locality_config=LocalityConfig(sorted_order=True, wait_period=0)),
     )
@@ -184,7 +185,7 @@ def server_options_shown(client):
 
 def config_xml_request(host, files, config, **fields):
     request = work_request(host, file_infos=[StickyFile(name) for name in files], **fields)
-    return handle_request(request, now=NOW, config=config)
+    return handle_request(request, project=demo_project(), now=NOW, config=config)
 
 
 def test_the_scheduler_takes_sorted_order_from_config_xml(app, project):
@@ -265,6 +266,7 @@ def test_rule_7_a_held_file_not_looked_at_once_the_request_is_met_stays(app, pro
     request = work_request(project.host(), file_infos=[StickyFile("fa"), StickyFile("fb")])
     reply = handle_request(
         request,
+        project=demo_project(),
         now=NOW,
         config=SchedulerConfig(
             max_wus_to_send=1, locality_config=rules(BOINC_RULES, sorted_order=True, wait_period=0, delete_files=True)
@@ -379,7 +381,7 @@ def ask_with(project, files, *, bwdown, jobs, timeout=WEEK, host=None, **config_
     )
     request.host_info = dataclasses.replace(request.host_info, n_bwdown=bwdown)
     config = SchedulerConfig(locality_scheduling_send_timeout=timeout, **config_fields)
-    return handle_request(request, now=NOW, config=config)
+    return handle_request(request, project=demo_project(), now=NOW, config=config)
 
 
 def test_a_fast_host_gets_the_oldest_result_first_then_more_of_its_file(app, project):
@@ -534,7 +536,7 @@ def test_each_job_of_a_held_file_takes_its_disk_bound_less_the_files_size(app, p
     # the second would not fit.
     make_results(project, "fa", 3)
     request = disk_request(project.host(), ["fa"], max_used_gb=2, used=2 * GIGA - (2e9 - 10**6))
-    reply = handle_request(request, now=NOW)
+    reply = handle_request(request, project=demo_project(), now=NOW)
     assert sent_files(reply) == ["fa", "fa"]
     assert reply.delete_file_infos == []  # something was sent
 
@@ -544,9 +546,9 @@ def test_a_new_files_first_job_takes_its_whole_bound_and_later_ones_less(app, pr
     make_results(project, "fb", 3)
     LocalityTrigger.objects.filter(file_name="fb").update(in_working_set=True)
     request = disk_request(project.host(), [], max_used_gb=2, used=2 * GIGA - (2e9 - 10**6))
-    assert sent_files(handle_request(request, now=NOW)) == ["fb"]
+    assert sent_files(handle_request(request, project=demo_project(), now=NOW)) == ["fb"]
     request = disk_request(project.host(), [], max_used_gb=2, used=2 * GIGA - 2e9)
-    assert sent_files(handle_request(request, now=NOW)) == ["fb", "fb"]
+    assert sent_files(handle_request(request, project=demo_project(), now=NOW)) == ["fb", "fb"]
 
 
 def test_a_host_short_of_disk_is_told_to_delete_the_file_at_its_id_modulo(app, project):
@@ -555,7 +557,7 @@ def test_a_host_short_of_disk_is_told_to_delete_the_file_at_its_id_modulo(app, p
         make_results(project, name, 1)
     files = ["fc", "fa", "fb"]  # the order the client lists them in
     host = project.host()
-    reply = handle_request(disk_request(host, files, max_used_gb=1, used=0.5 * GIGA), now=NOW)
+    reply = handle_request(disk_request(host, files, max_used_gb=1, used=0.5 * GIGA), project=demo_project(), now=NOW)
     name = files[host.pk % 3]
     assert reply.results == []
     assert name in reply.delete_file_infos
@@ -591,7 +593,9 @@ def test_a_host_short_of_disk_is_told_to_delete_the_file_at_its_id_modulo(app, p
 def test_a_host_short_of_disk_with_no_file_to_delete_is_told_why(app, project, max_used_gb, used, text):
     make_results(project, "fa", 1)
     LocalityTrigger.objects.filter(file_name="fa").update(in_working_set=True)
-    reply = handle_request(disk_request(project.host(), [], max_used_gb=max_used_gb, used=used), now=NOW)
+    reply = handle_request(
+        disk_request(project.host(), [], max_used_gb=max_used_gb, used=used), project=demo_project(), now=NOW
+    )
     assert reply.results == [] and reply.delete_file_infos == []
     assert [(m.text, m.priority) for m in reply.messages if m.text.startswith(("Not enough disk", "No disk"))] == [
         (text, "notice")
@@ -651,7 +655,7 @@ def test_the_file_deleter_keeps_files_marked_no_delete(project):
     ):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"x")
-    file_deleter.run_once(now=NOW, batch_size=8)
+    file_deleter.run_once(project=demo_project(), now=NOW, batch_size=8)
     assert download_path("kept.dat").exists() and upload_path("out_kept").exists()
     assert not download_path("gone.dat").exists() and not upload_path("out_gone").exists()
     wu.refresh_from_db()
@@ -670,7 +674,7 @@ def test_a_no_delete_file_stays_on_the_server_so_no_host_is_told_it_is_gone(app,
     File.objects.filter(name="fa").update(no_delete=True)
     wu = project.workunit(name="fa__0", file_delete_state=FileDeleteState.READY)
     wu.input_files.add(File.objects.get(name="fa"))
-    file_deleter.run_once(now=NOW, batch_size=8)
+    file_deleter.run_once(project=demo_project(), now=NOW, batch_size=8)
     reply = ask(project.host(), files=["fa"], config=LocalityConfig(wait_period=0), dont_send_work=True)
     assert reply.delete_file_infos == []
 
@@ -696,7 +700,10 @@ def hr_ask(host, files, cpu, os_name="Linux", jobs=1):
     )
     request.host_info = dataclasses.replace(request.host_info, os_name=os_name, p_vendor=cpu[0], p_model=cpu[1])
     return handle_request(
-        request, now=NOW, config=SchedulerConfig(locality_config=LocalityConfig(wait_period=0, sorted_order=True))
+        request,
+        project=demo_project(),
+        now=NOW,
+        config=SchedulerConfig(locality_config=LocalityConfig(wait_period=0, sorted_order=True)),
     )
 
 
@@ -757,6 +764,7 @@ def test_a_result_committed_to_a_version_the_host_lacks_ends_the_locality_search
     )
     reply = handle_request(
         request,
+        project=demo_project(),
         now=NOW,
         config=SchedulerConfig(locality_config=LocalityConfig(wait_period=0, sorted_order=True, delete_files=True)),
     )
@@ -804,6 +812,9 @@ def test_a_job_refused_for_its_deadline_or_memory_ends_the_locality_search(app, 
     )
     request.host_info = dataclasses.replace(request.host_info, m_nbytes=4e9)
     reply = handle_request(
-        request, now=NOW, config=SchedulerConfig(locality_config=LocalityConfig(sorted_order=True, wait_period=0))
+        request,
+        project=demo_project(),
+        now=NOW,
+        config=SchedulerConfig(locality_config=LocalityConfig(sorted_order=True, wait_period=0)),
     )
     assert sent_files(reply) == (["fa", "fb"] if refusal is None else [])

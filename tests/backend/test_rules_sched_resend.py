@@ -12,7 +12,7 @@ from backend.daemons.sched_resend import new_deadline, not_resendable
 from backend.daemons.scheduler import SchedulerConfig, handle_request
 from backend.models import ServerState
 from tests.backend.conftest import work_request
-from tests.factories import NOW, AppVersionFactory, HostAppVersionFactory
+from tests.factories import NOW, AppVersionFactory, HostAppVersionFactory, demo_project
 
 
 def lost(stored, sent, delay_bound):
@@ -109,7 +109,7 @@ def test_a_lost_result_the_host_lacks_disk_for_is_expired_and_the_host_told(proj
     job = lost_job(project, host, rsc_disk_bound=2e9)
     request = resend_request(host)
     request.host_info.d_total, request.host_info.d_free = 1e12, GB + 5e8
-    reply = handle_request(request, now=NOW, config=RESEND)
+    reply = handle_request(request, project=demo_project(), now=NOW, config=RESEND)
     assert reply.results == []
     assert [(m.text, m.priority) for m in reply.messages] == [
         (f"Didn't resend lost task {job.name} (expired)", "low"),
@@ -140,7 +140,7 @@ def test_a_lost_result_is_resent_only_to_a_host_with_the_memory_and_bandwidth_it
     job = lost_job(project, host, rsc_memory_bound=2e9, rsc_bandwidth_bound=2e5)
     request = resend_request(host)
     request.host_info.m_nbytes, request.host_info.n_bwdown = m_nbytes, n_bwdown
-    reply = handle_request(request, now=NOW, config=RESEND)
+    reply = handle_request(request, project=demo_project(), now=NOW, config=RESEND)
     assert [r.name for r in reply.results] == ([job.name] if resent else [])
     assert any(m.text == f"Didn't resend lost task {job.name} (expired)" for m in reply.messages) is not resent
 
@@ -152,7 +152,7 @@ def test_a_resent_job_takes_its_disk_off_what_the_next_may_use(project):
     second = lost_job(project, host, rsc_disk_bound=1e9)
     request = resend_request(host, cpu_req_secs=10 * DAY)
     request.host_info.d_total, request.host_info.d_free = 1e12, GB + 1.5e9
-    reply = handle_request(request, now=NOW, config=RESEND)
+    reply = handle_request(request, project=demo_project(), now=NOW, config=RESEND)
     assert [r.name for r in reply.results] == [first.name]
     second.refresh_from_db()
     assert second.report_deadline == NOW - 1
@@ -179,7 +179,7 @@ def committed(project):
 def test_a_lost_committed_job_runs_at_the_capped_host_speed_as_a_new_send_does(committed, stored, resent):
     host = committed.host(p_fpops=1e10)
     job = lost_job(committed, host, stored=stored, rsc_fpops_est=3.63e13, app_version=committed.version)
-    reply = handle_request(resend_request(host), now=NOW, config=RESEND)
+    reply = handle_request(resend_request(host), project=demo_project(), now=NOW, config=RESEND)
     assert [r.name for r in reply.results] == ([job.name] if resent else [])
     if resent:
         assert reply.results[0].estimated_runtime == pytest.approx(10_000.0)
@@ -206,5 +206,5 @@ def test_a_lost_result_is_resent_with_the_version_a_new_send_would_take(project,
         )
     job = lost_job(project, host)
     request = resend_request(host, alt_platforms=["i686-pc-linux-gnu"])
-    reply = handle_request(request, now=NOW, config=RESEND)
+    reply = handle_request(request, project=demo_project(), now=NOW, config=RESEND)
     assert [(r.name, r.app_version.platform) for r in reply.results] == [(job.name, platform)]

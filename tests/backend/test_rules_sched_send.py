@@ -40,7 +40,7 @@ from backend.daemons.sched_types import (
 )
 from backend.daemons.scheduler import handle_request
 from tests.backend.conftest import work_request
-from tests.factories import NOW, AppVersionFactory
+from tests.factories import NOW, AppVersionFactory, demo_project
 
 DAY = 86400
 
@@ -436,14 +436,14 @@ def test_jobs_are_sent_until_the_disk_allowance_is_used_up(project):
     jobs = [project.result(project.workunit(rsc_disk_bound=1e9, delay_bound=100 * DAY)) for _ in range(4)]
     # d_free less the project's 1 GB of free space leaves 2.5e9: two jobs of 1e9 fit, and
     # the third's 1e9 is more than the 0.5e9 left
-    reply = handle_request(disk_work_request(host, d_free=GB + 2.5e9), now=NOW)
+    reply = handle_request(disk_work_request(host, d_free=GB + 2.5e9), project=demo_project(), now=NOW)
     assert [job.name for job in reply.results] == [jobs[0].name, jobs[1].name]
 
 
 def test_a_host_short_of_disk_is_told_how_much_more_it_needs(project):
     host = project.host()
     project.result(project.workunit(rsc_disk_bound=1e9))
-    reply = handle_request(disk_work_request(host, d_free=GB + 5e8), now=NOW)
+    reply = handle_request(disk_work_request(host, d_free=GB + 5e8), project=demo_project(), now=NOW)
     assert reply.results == []
     # 1e9 - 5e8 = 476.84 MB more; 5e8 available; 1e9 = 953.67 MB needed
     assert [(m.text, m.priority) for m in reply.messages] == [
@@ -459,17 +459,20 @@ def test_a_project_that_asks_for_less_free_disk_lets_the_host_fill_more(project)
     host = project.host()
     project.result(project.workunit(rsc_disk_bound=1e9))
     config = SchedulerConfig(default_disk_min_free_gb=0.0)
-    assert len(handle_request(disk_work_request(host, d_free=1e9), now=NOW, config=config).results) == 1
+    assert (
+        len(handle_request(disk_work_request(host, d_free=1e9), project=demo_project(), now=NOW, config=config).results)
+        == 1
+    )
 
 
 def test_a_host_whose_downloads_are_too_slow_is_told_its_measured_speed(project):
     host = project.host()
     project.result(project.workunit(rsc_bandwidth_bound=1e6))
     fast = project.result(project.workunit(rsc_bandwidth_bound=5e5))
-    reply = handle_request(disk_work_request(host, d_free=1e12, n_bwdown=5e5), now=NOW)
+    reply = handle_request(disk_work_request(host, d_free=1e12, n_bwdown=5e5), project=demo_project(), now=NOW)
     assert [job.name for job in reply.results] == [fast.name]  # equal to its speed fits
     host2 = project.host()
-    reply = handle_request(disk_work_request(host2, d_free=1e12, n_bwdown=4e5), now=NOW)
+    reply = handle_request(disk_work_request(host2, d_free=1e12, n_bwdown=4e5), project=demo_project(), now=NOW)
     assert [(m.text, m.priority) for m in reply.messages] == [
         ("No tasks sent", "low"),
         (
@@ -482,13 +485,16 @@ def test_a_host_whose_downloads_are_too_slow_is_told_its_measured_speed(project)
 def test_a_host_that_never_measured_its_downloads_gets_bandwidth_bound_jobs(project):
     host = project.host()
     project.result(project.workunit(rsc_bandwidth_bound=1e9))
-    assert len(handle_request(disk_work_request(host, d_free=1e12, n_bwdown=0.0), now=NOW).results) == 1
+    assert (
+        len(handle_request(disk_work_request(host, d_free=1e12, n_bwdown=0.0), project=demo_project(), now=NOW).results)
+        == 1
+    )
 
 
 def test_a_simulated_host_that_reports_no_disk_figures_keeps_getting_work(project):
     host = project.host()
     project.result(project.workunit(rsc_disk_bound=1e15, rsc_bandwidth_bound=1e12))
-    assert len(handle_request(work_request(host), now=NOW).results) == 1
+    assert len(handle_request(work_request(host), project=demo_project(), now=NOW).results) == 1
 
 
 # --- get_app_version: committed versions and the notices of the versions looked at ----------
@@ -506,7 +512,7 @@ def test_a_workunit_committed_to_a_superseded_version_is_sent_with_it(project):
     AppVersion.objects.filter(pk=project.version.pk).update(beta=True)
     committed = project.result(project.workunit(app_version=old))
     project.result(project.workunit())
-    reply = handle_request(work_request(project.host()), now=NOW)
+    reply = handle_request(work_request(project.host()), project=demo_project(), now=NOW)
     assert [(job.name, job.app_version.version_num) for job in reply.results] == [(committed.name, 90)]
 
 
@@ -526,11 +532,16 @@ def test_a_plan_class_notice_comes_only_from_versions_a_job_could_take(project, 
     project.version.delete()
     newer = AppVersionFactory(app=project.app, version_num=101, plan_class="newer", flops=1e9)
     AppVersionFile.objects.create(
-        app_version=newer, name="uppercase_101", nbytes=10, md5_cksum="0" * 32, file_signature="x"
+        project=demo_project(),
+        app_version=newer,
+        name="uppercase_101",
+        nbytes=10,
+        md5_cksum="0" * 32,
+        file_signature="x",
     )
     project.result(project.workunit(app_version_num=pinned))
     request = work_request(project.host(), work_req_seconds=86400.0, core_client_version="7.6.33")
-    reply = handle_request(request, now=NOW, config=SchedulerConfig(plan_class_spec=str(spec)))
+    reply = handle_request(request, project=demo_project(), now=NOW, config=SchedulerConfig(plan_class_spec=str(spec)))
     assert reply.results == []
     assert [m.text for m in reply.messages] == ["No tasks sent"] + (
         ["A newer BOINC may be required for some tasks."] if told else []
@@ -550,11 +561,16 @@ def test_a_host_too_slow_for_every_deadline_is_told_how_much_it_computes(project
     from protocol.models import AppVersionFile
 
     AppVersionFile.objects.create(
-        app_version=project.version, name="uppercase_100", nbytes=10, md5_cksum="0" * 32, file_signature="x"
+        project=demo_project(),
+        app_version=project.version,
+        name="uppercase_100",
+        nbytes=10,
+        md5_cksum="0" * 32,
+        file_signature="x",
     )
     host = project.host(on_frac=0.5, active_frac=0.25)
     project.result(project.workunit(delay_bound=3600))  # 3600 s of computing
     request = work_request(host, work_req_seconds=86400.0, estimated_delay=1.0, core_client_version=client)
-    reply = handle_request(request, now=NOW)
+    reply = handle_request(request, project=demo_project(), now=NOW)
     assert reply.results == []
     assert [(m.text, m.priority) for m in reply.messages] == [("No tasks sent", "low"), (text, "low")]

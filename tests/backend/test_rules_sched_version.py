@@ -17,7 +17,7 @@ from backend.models import AppVersion, GpuType, HostAppVersion, Result, ServerSt
 from backend.server_config import read_config_xml
 from protocol.models import AppVersionFile
 from tests.backend.conftest import work_request
-from tests.factories import NOW, AppVersionFactory, HostAppVersionFactory
+from tests.factories import NOW, AppVersionFactory, HostAppVersionFactory, demo_project
 
 SPEC = """<plan_classes>
   <plan_class>
@@ -147,13 +147,15 @@ def test_rule_3_4_mt_version_is_faster_on_a_multicore_host(project, spec_file):
     project.result(project.workunit())
     project.result(project.workunit())
     quad = project.host(p_ncpus=4, p_fpops=1e9)
-    reply = handle_request(work_request(quad, cpu_req_secs=1), now=NOW, config=config(spec_file))
+    reply = handle_request(
+        work_request(quad, cpu_req_secs=1), project=demo_project(), now=NOW, config=config(spec_file)
+    )
     assert sent_versions(reply)[0] == ("cpu", "mt")
     assert reply.results[0].app_version.avg_ncpus == 4
     # a job's runtime from estimate_flops without statistics: p_fpops × CPUs
     assert reply.results[0].estimated_runtime == pytest.approx(3600e9 / 4e9)
     single = project.host(p_ncpus=1, p_fpops=1e9)  # below min_ncpus: the plain version
-    reply = handle_request(work_request(single), now=NOW, config=config(spec_file))
+    reply = handle_request(work_request(single), project=demo_project(), now=NOW, config=config(spec_file))
     assert sent_versions(reply) == [("cpu", "")]
 
 
@@ -164,7 +166,7 @@ def test_rule_3_4_cpu_features_decide(project, spec_file, features, expected):
     host = project.host(p_ncpus=1, p_fpops=1e9)
     request = work_request(host)
     request.host_info.p_features = features
-    reply = handle_request(request, now=NOW, config=config(spec_file))
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config(spec_file))
     assert sent_versions(reply) == [("cpu", expected)]
 
 
@@ -185,7 +187,7 @@ def test_rule_3_4_gpu_plan_class_bounds(project, spec_file, gpu, expected):
     request = work_request(
         host, cpu_req_secs=0, cpu_req_instances=0, gpu_requests=[GpuRequest("NVIDIA", req_secs=600, **gpu)]
     )
-    reply = handle_request(request, now=NOW, config=config(spec_file))
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config(spec_file))
     assert sent_versions(reply) == expected
     if expected:
         version = reply.results[0].app_version
@@ -198,7 +200,12 @@ def test_rule_3_4_client_version_bounds_and_beta(project, spec_file):
     AppVersion.objects.filter(version_num=100).update(min_core_version=70000, max_core_version=79999)
     for version in AppVersion.objects.all():  # a real client is sent only executables
         AppVersionFile.objects.create(
-            app_version=version, name=f"exe{version.pk}", nbytes=1, md5_cksum="0" * 32, file_signature="x"
+            project=demo_project(),
+            app_version=version,
+            name=f"exe{version.pk}",
+            nbytes=1,
+            md5_cksum="0" * 32,
+            file_signature="x",
         )
     for _ in range(3):
         project.result(project.workunit())
@@ -207,7 +214,7 @@ def test_rule_3_4_client_version_bounds_and_beta(project, spec_file):
     def versions(client, beta=False):
         request = work_request(host, core_client_version=client, allow_beta_work=beta)
         request.host_info.p_features = "avx"
-        reply = handle_request(request, now=NOW, config=config(spec_file, max_wus_to_send=1))
+        reply = handle_request(request, project=demo_project(), now=NOW, config=config(spec_file, max_wus_to_send=1))
         Result.objects.update(server_state=ServerState.UNSENT, host=None)
         return [job.app_version.version_num for job in reply.results]
 
@@ -222,7 +229,7 @@ def test_rule_3_4_pinned_workunit_takes_its_version_number(project, spec_file):
     project.result(project.workunit(app_version_num=100))
     project.result(project.workunit())
     host = project.host(p_ncpus=1, p_fpops=1e9)
-    reply = handle_request(work_request(host), now=NOW, config=config(spec_file))
+    reply = handle_request(work_request(host), project=demo_project(), now=NOW, config=config(spec_file))
     got = {job.wu_name: job.app_version.version_num for job in reply.results}
     assert got == {"wu0": 100, "wu1": 101}
 
@@ -233,7 +240,7 @@ def test_rule_3_4_64_bit_jobs_take_64_bit_versions(project, spec_file):
     project.result(project.workunit(rsc_memory_bound=1e8))
     host = project.host(p_ncpus=1, p_fpops=1e9, m_nbytes=16e9)
     request = work_request(host, alt_platforms=["i686-pc-linux-gnu"])
-    reply = handle_request(request, now=NOW, config=config(spec_file))
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config(spec_file))
     got = {job.wu_name: job.app_version.platform for job in reply.results}
     assert got == {"wu0": "x86_64-pc-linux-gnu", "wu1": "i686-pc-linux-gnu"}
 
@@ -248,7 +255,7 @@ def test_et_average_learns_runtimes_and_moves_the_estimate(project, spec_file):
     assert hav.pfc_n == 0  # the PFC average is the validator's (CreditNew)
     hav.save()
     project.result(project.workunit())
-    reply = handle_request(work_request(host), now=NOW, config=config(spec_file))
+    reply = handle_request(work_request(host), project=demo_project(), now=NOW, config=config(spec_file))
     # estimate_flops: more than 10 samples, 1 / et_avg
     assert reply.results[0].estimated_runtime == pytest.approx(14400)
 
@@ -279,7 +286,9 @@ def test_a_new_host_starts_from_the_version_pfc_average(project, spec_file, pfc_
             pfc_avg=0.5,
         )
     project.result(project.workunit())
-    reply = handle_request(work_request(host), now=NOW, config=config(spec_file, rte_no_stats=rte_no_stats))
+    reply = handle_request(
+        work_request(host), project=demo_project(), now=NOW, config=config(spec_file, rte_no_stats=rte_no_stats)
+    )
     assert reply.results[0].estimated_runtime == pytest.approx(runtime)
 
 
@@ -299,6 +308,7 @@ def test_the_version_pfc_average_scales_a_gpu_version_peak(project, spec_file):
         work_request(
             host, cpu_req_secs=0, gpu_requests=[GpuRequest(GpuType.NVIDIA, req_secs=1, req_instances=1, **NVIDIA_OK)]
         ),
+        project=demo_project(),
         now=NOW,
         config=config(spec_file),
     )
@@ -325,7 +335,7 @@ def test_random_factor_spreads_the_choice_until_the_host_has_samples(project, sp
     picked = []
     for i in range(40):
         project.result(project.workunit())
-        reply = handle_request(request, now=NOW + i, config=factor)
+        reply = handle_request(request, project=demo_project(), now=NOW + i, config=factor)
         picked.append(reply.results[0].app_version.plan_class)
         Result.objects.update(server_state=ServerState.OVER)
     # avx projects 1.5 × the plain version: mostly chosen, not always (r = 1 + N(0, 1) / n)
@@ -339,7 +349,7 @@ def test_random_factor_spreads_the_choice_until_the_host_has_samples(project, sp
     picked = []
     for i in range(20):
         project.result(project.workunit())
-        reply = handle_request(request, now=NOW + 100 + i, config=factor)
+        reply = handle_request(request, project=demo_project(), now=NOW + 100 + i, config=factor)
         picked.append(reply.results[0].app_version.plan_class)
         Result.objects.update(server_state=ServerState.OVER)
     assert picked == ["avx"] * 20
@@ -357,7 +367,7 @@ def test_a_workunit_committed_to_a_gpu_plan_class_version_goes_to_the_gpu(projec
     request = work_request(
         host, cpu_req_secs=0, cpu_req_instances=0, gpu_requests=[GpuRequest("NVIDIA", req_secs=600, **NVIDIA_OK)]
     )
-    reply = handle_request(request, now=NOW, config=config(spec_file))
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config(spec_file))
     assert [(job.resource, job.app_version.version_num) for job in reply.results] == [("NVIDIA", 100)]
     assert reply.results[0].app_version.gpu_usage == 0.5
 

@@ -12,7 +12,7 @@ from backend.models import (
     ValidateState,
     Workunit,
 )
-from tests.factories import NOW
+from tests.factories import NOW, demo_project
 
 
 def test_too_late_and_timed_out_touch_only_the_due_workunits_results(project):
@@ -31,7 +31,7 @@ def test_too_late_and_timed_out_touch_only_the_due_workunits_results(project):
     waiting = project.workunit(transition_time=NOW + 10**6)
     unchecked = project.result(waiting, server_state=ServerState.OVER, outcome=Outcome.SUCCESS)
     overdue = project.result(waiting, server_state=ServerState.IN_PROGRESS, report_deadline=NOW - 1)
-    assert transitioner.run_once(now=NOW, batch_size=10) == 1
+    assert transitioner.run_once(project=demo_project(), now=NOW, batch_size=10) == 1
     got = {r.pk: (r.server_state, r.outcome, r.validate_state) for r in Result.objects.all()}
     assert got[late.pk][2] == ValidateState.TOO_LATE
     assert got[expired.pk][:2] == (ServerState.OVER, Outcome.NO_REPLY)

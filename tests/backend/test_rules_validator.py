@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from backend.daemons import validator
+from tests.factories import demo_project
 
 
 class Outputs:
@@ -109,7 +110,7 @@ def test_a_late_result_that_cannot_be_read_now_is_retried_later(project):
         FileFactory(result=r)
     Workunit.objects.filter(pk=wu.pk).update(canonical_result=canonical)
     assert not upload_path("x").parent.exists()  # the upload directory is away
-    validator.run_once(now=NOW, batch_size=10)
+    validator.run_once(project=demo_project(), now=NOW, batch_size=10)
     wu.refresh_from_db()
     late.refresh_from_db()
     assert (late.validate_state, late.outcome) == (ValidateState.INIT, Outcome.SUCCESS)

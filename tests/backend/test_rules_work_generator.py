@@ -12,7 +12,7 @@ import pytest
 from backend.daemons import work_generator
 from backend.daemons.work_generator import CreateWorkError, work_parameters
 from backend.models import Result, ServerState, Workunit
-from tests.factories import NOW
+from tests.factories import NOW, demo_project
 
 APP = SimpleNamespace(
     min_quorum=2,
@@ -85,7 +85,7 @@ def test_the_generator_tops_unsent_results_up_to_the_target(project, unsent_targ
     for _ in range(unsent):
         project.result(wu)
     before = Workunit.objects.count()
-    assert work_generator.run_once(now=NOW, batch_size=batch) == made
+    assert work_generator.run_once(project=demo_project(), now=NOW, batch_size=batch) == made
     assert Workunit.objects.count() - before == made
     new = Workunit.objects.exclude(pk=wu.pk)
     assert all(w.target_nresults == 2 and w.transition_time == NOW for w in new)
@@ -95,17 +95,17 @@ def test_the_generator_waits_while_a_workunit_has_no_results_yet(project):
     project.app.unsent_target = 5
     project.app.save()
     project.workunit()
-    assert work_generator.run_once(now=NOW, batch_size=10) == 0
+    assert work_generator.run_once(project=demo_project(), now=NOW, batch_size=10) == 0
     errored = Workunit.objects.get()
     errored.error_mask = 1
     errored.save()
-    assert work_generator.run_once(now=NOW, batch_size=10) == 5  # an errored one is no wait
+    assert work_generator.run_once(project=demo_project(), now=NOW, batch_size=10) == 5  # an errored one is no wait
 
 
 def test_a_deprecated_app_gets_no_work(project):
     project.app.unsent_target, project.app.deprecated = 5, True
     project.app.save()
-    assert work_generator.run_once(now=NOW, batch_size=10) == 0
+    assert work_generator.run_once(project=demo_project(), now=NOW, batch_size=10) == 0
     assert not Result.objects.filter(server_state=ServerState.UNSENT).exists()
 
 

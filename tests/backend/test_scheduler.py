@@ -33,7 +33,7 @@ from backend.models import (
     Workunit,
 )
 from tests.backend.conftest import work_request
-from tests.factories import NOW, AppVersionFactory, FileFactory
+from tests.factories import NOW, AppVersionFactory, FileFactory, demo_project
 
 pytestmark = pytest.mark.django_db
 
@@ -74,6 +74,7 @@ def test_rule_3_5_success_needs_files_uploaded_and_exit_status_zero(
         work_request(
             host, cpu_req_secs=0, results=[report_of(result, client_state=client_state, exit_status=exit_status)]
         ),
+        project=demo_project(),
         now=NOW,
     )
     result.refresh_from_db()
@@ -88,7 +89,7 @@ def test_rule_3_5_success_needs_files_uploaded_and_exit_status_zero(
 def test_rule_3_5_uploaded_output_is_written_and_recorded(project):
     host = project.host()
     result = sent_result(project, host)
-    handle_request(work_request(host, cpu_req_secs=0, results=[report_of(result)]), now=NOW)
+    handle_request(work_request(host, cpu_req_secs=0, results=[report_of(result)]), project=demo_project(), now=NOW)
     name = result.output_file_name(0)
     assert upload_path(name).read_bytes() == b"OUTPUT\n"
     row = File.objects.get(name=name)
@@ -126,7 +127,9 @@ def test_rule_3_5_late_and_foreign_reports(project, server_state, outcome, whose
     }[whose]
     result = sent_result(project, holder, server_state=server_state, outcome=outcome)
     before = LifecycleEvent.objects.count()
-    reply = handle_request(work_request(host, cpu_req_secs=0, results=[report_of(result)]), now=NOW)
+    reply = handle_request(
+        work_request(host, cpu_req_secs=0, results=[report_of(result)]), project=demo_project(), now=NOW
+    )
     assert reply.result_acks == [result.name]
     result.refresh_from_db()
     if accepted:
@@ -151,7 +154,11 @@ def test_rule_3_5_a_report_makes_the_workunit_due_and_never_postpones_it(project
     host = project.host()
     result = sent_result(project, host)
     Workunit.objects.filter(pk=result.workunit_id).update(transition_time=transition_time)
-    handle_request(work_request(host, cpu_req_secs=0, cpu_req_instances=0, results=[report_of(result)]), now=NOW)
+    handle_request(
+        work_request(host, cpu_req_secs=0, cpu_req_instances=0, results=[report_of(result)]),
+        project=demo_project(),
+        now=NOW,
+    )
     assert Workunit.objects.get(pk=result.workunit_id).transition_time == expected
 
 
@@ -170,7 +177,7 @@ def test_rule_3_5_a_report_with_outputs_not_its_own_changes_nothing(project, man
     host = project.host()
     result = sent_result(project, host)
     report = ReportedResult(result.name, output_files=mangle(result))
-    reply = handle_request(work_request(host, cpu_req_secs=0, results=[report]), now=NOW)
+    reply = handle_request(work_request(host, cpu_req_secs=0, results=[report]), project=demo_project(), now=NOW)
     assert reason in reply.rejected[0].reason
     result.refresh_from_db()
     assert result.server_state == ServerState.IN_PROGRESS
@@ -179,7 +186,9 @@ def test_rule_3_5_a_report_with_outputs_not_its_own_changes_nothing(project, man
 
 def test_rule_3_5_unknown_result_is_acked_and_rejected(project):
     host = project.host()
-    reply = handle_request(work_request(host, cpu_req_secs=0, results=[ReportedResult("no_such_result")]), now=NOW)
+    reply = handle_request(
+        work_request(host, cpu_req_secs=0, results=[ReportedResult("no_such_result")]), project=demo_project(), now=NOW
+    )
     assert reply.result_acks == ["no_such_result"]
     assert reply.rejected[0].reason == "no such result"
 
@@ -217,6 +226,7 @@ def test_rule_3_5_elapsed_and_cpu_time_are_sanitised(project, elapsed, cpu, vers
     result = sent_result(project, host, app_version=versions[version])
     handle_request(
         work_request(host, cpu_req_secs=0, results=[report_of(result, final_elapsed_time=elapsed, final_cpu_time=cpu)]),
+        project=demo_project(),
         now=NOW,
     )
     result.refresh_from_db()
@@ -252,6 +262,7 @@ def test_rule_3_4_send_order_is_priority_then_workunit_and_deadline_has_grace(pr
     high = project.result(project.workunit("b"), priority=5)
     reply = handle_request(
         work_request(host, cpu_req_secs=1, cpu_req_instances=0),
+        project=demo_project(),
         now=NOW,
         config=SchedulerConfig(report_grace_period=3600),
     )
@@ -281,7 +292,7 @@ def test_rule_3_4_one_result_per_user_per_workunit(project):
     project.result(wu)
     other = project.result(project.workunit())
     twin = project.result(other.workunit)
-    reply = handle_request(work_request(host), now=NOW)
+    reply = handle_request(work_request(host), project=demo_project(), now=NOW)
     assert [job.name for job in reply.results] == [other.name]
     assert Result.objects.get(pk=twin.pk).server_state == ServerState.UNSENT
 
@@ -307,7 +318,7 @@ def test_rule_3_4_one_result_per_user_per_workunit(project):
 def test_rule_3_4_deadline_feasibility(project, p_fpops, on_frac, estimated_delay, delay_bound, sent):
     host = project.host(p_fpops=p_fpops, on_frac=on_frac)
     result = project.result(project.workunit(delay_bound=delay_bound))
-    reply = handle_request(work_request(host, estimated_delay=estimated_delay), now=NOW)
+    reply = handle_request(work_request(host, estimated_delay=estimated_delay), project=demo_project(), now=NOW)
     result.refresh_from_db()
     assert bool(reply.results) is sent
     assert result.server_state == (ServerState.IN_PROGRESS if sent else ServerState.UNSENT)
@@ -318,11 +329,11 @@ def test_rule_4_seed003_infeasible_queue_result_falls_off_as_couldnt_send(projec
     slow = project.host(p_fpops=1e6)
     result = project.result(project.workunit())
     config = SchedulerConfig(seed003_infeasible_queue=True, infeasible_timeout=1000)
-    handle_request(work_request(slow, estimated_delay=1), now=NOW, config=config)
+    handle_request(work_request(slow, estimated_delay=1), project=demo_project(), now=NOW, config=config)
     assert Result.objects.get(pk=result.pk).infeasible_since == NOW
-    handle_request(work_request(slow, estimated_delay=1), now=NOW + 999, config=config)
+    handle_request(work_request(slow, estimated_delay=1), project=demo_project(), now=NOW + 999, config=config)
     assert Result.objects.get(pk=result.pk).server_state == ServerState.UNSENT
-    handle_request(work_request(slow, estimated_delay=1), now=NOW + 1000, config=config)
+    handle_request(work_request(slow, estimated_delay=1), project=demo_project(), now=NOW + 1000, config=config)
     result.refresh_from_db()
     assert (result.server_state, result.outcome) == (ServerState.OVER, Outcome.COULDNT_SEND)
     assert result.workunit.transition_time == NOW + 1000
@@ -332,7 +343,7 @@ def test_rule_4_without_the_seed003_queue_an_infeasible_result_stays_unsent(proj
     slow = project.host(p_fpops=1e6)
     result = project.result(project.workunit())
     for now in (NOW, NOW + 8 * 86400):
-        handle_request(work_request(slow, estimated_delay=1), now=now)
+        handle_request(work_request(slow, estimated_delay=1), project=demo_project(), now=now)
     result.refresh_from_db()
     assert (result.server_state, result.outcome, result.infeasible_since) == (ServerState.UNSENT, Outcome.INIT, 0)
 
@@ -353,7 +364,7 @@ def test_rule_3_4_how_much_work_is_sent(project, cpu_req_secs, cpu_req_instances
         project.result(project.workunit(delay_bound=100 * 86400))
     request = work_request(host, cpu_req_secs=cpu_req_secs, cpu_req_instances=cpu_req_instances)
     request.host_info.p_ncpus = ncpus
-    reply = handle_request(request, now=NOW)
+    reply = handle_request(request, project=demo_project(), now=NOW)
     assert len(reply.results) == expected
     assert Result.objects.filter(server_state=ServerState.IN_PROGRESS).count() == expected
 
@@ -368,7 +379,9 @@ def test_rule_3_4_candidates_beyond_the_jobs_it_may_send_are_looked_at(project, 
         project.result(project.workunit(priority=feasible_priority, delay_bound=10**6), priority=feasible_priority)
         for _ in range(3)
     ]
-    reply = handle_request(work_request(host, cpu_req_secs=10 * 86400, estimated_delay=1), now=NOW)
+    reply = handle_request(
+        work_request(host, cpu_req_secs=10 * 86400, estimated_delay=1), project=demo_project(), now=NOW
+    )
     assert sorted(job.name for job in reply.results) == sorted(r.name for r in feasible)
 
 
@@ -393,12 +406,17 @@ def test_rule_3_4_a_real_client_is_only_sent_app_versions_with_executables(
     for version in (project.version, newer):
         if version.version_num in files_of:
             AppVersionFile.objects.create(
-                app_version=version, name=f"worker_{version.pk}", nbytes=1, md5_cksum="0" * 32, file_signature="s"
+                project=demo_project(),
+                app_version=version,
+                name=f"worker_{version.pk}",
+                nbytes=1,
+                md5_cksum="0" * 32,
+                file_signature="s",
             )
     project.result(project.workunit())
     host = project.host()
     request = work_request(host, core_client_version=client_version)
-    reply = handle_request(request, now=NOW)
+    reply = handle_request(request, project=demo_project(), now=NOW)
     assert [job.app_version.version_num for job in reply.results] == ([sent_version] if sent_version else [])
 
 
@@ -416,7 +434,7 @@ def test_rule_3_4_gpu_requests_get_gpu_versions(project):
         cpu_req_instances=0,
         gpu_requests=[GpuRequest("NVIDIA", count=1, peak_flops=1e11, req_secs=60)],
     )
-    reply = handle_request(request, now=NOW)
+    reply = handle_request(request, project=demo_project(), now=NOW)
     assert [(job.resource, job.app_version.plan_class) for job in reply.results] == [("NVIDIA", "cuda")]
     assert reply.results[0].estimated_runtime == pytest.approx(36.0)
 
@@ -441,6 +459,7 @@ def test_rule_3_6_result_abort(project):
             cpu_req_secs=0,
             other_results=[running.name, cancelled.name, finished.name, timed_out.name, elsewhere.name, "unknown"],
         ),
+        project=demo_project(),
         now=NOW,
     )
     assert reply.result_aborts == [cancelled.name, elsewhere.name, "unknown"]
@@ -468,7 +487,7 @@ def test_bad_request_is_refused_with_its_reason_and_changes_nothing(project, cha
     request = dataclasses.replace(work_request(host, results=[report_of(result)]), **change)
     before = (LifecycleEvent.objects.count(), Host.objects.count(), Host.objects.get().rpc_time)
     with pytest.raises(SchedulerRequestError, match=reason.replace("(", r"\(")):
-        handle_request(request, now=NOW)
+        handle_request(request, project=demo_project(), now=NOW)
     assert (LifecycleEvent.objects.count(), Host.objects.count(), Host.objects.get().rpc_time) == before
     assert Result.objects.get(pk=result.pk).server_state == ServerState.IN_PROGRESS
 
@@ -478,7 +497,7 @@ def test_bad_request_for_another_accounts_host(project):
     intruder = project.host()
     request = dataclasses.replace(work_request(host), userid=intruder.owner_id)
     with pytest.raises(SchedulerRequestError, match="belongs to another account"):
-        handle_request(request, now=NOW)
+        handle_request(request, project=demo_project(), now=NOW)
 
 
 def test_new_host_is_created_and_sticky_files_are_tracked(project):
@@ -487,7 +506,7 @@ def test_new_host_is_created_and_sticky_files_are_tracked(project):
         hostid=0, userid=host.owner_id, cpu_req_secs=0, file_infos=[StickyFile("big.dat"), StickyFile("gone.dat")]
     )
     FileFactory(name="big.dat", sticky=True)
-    reply = handle_request(request, now=NOW)
+    reply = handle_request(request, project=demo_project(), now=NOW)
     new = Host.objects.get(pk=reply.hostid)
     assert new.owner_id == host.owner_id and new.rpc_time == NOW
     assert set(HostFile.objects.filter(host=new).values_list("name", flat=True)) == {"big.dat", "gone.dat"}
@@ -508,7 +527,7 @@ def test_rule_3_4_a_big_request_reads_candidates_past_the_first_chunks_in_feeder
     request = work_request(host, cpu_req_secs=1e9, cpu_req_instances=16)
     request.host_info.p_ncpus = 16
     with django_assert_max_num_queries(40):
-        reply = handle_request(request, now=NOW)
+        reply = handle_request(request, project=demo_project(), now=NOW)
     expected = sorted(wus, key=lambda wu: (-wu.priority, wu.pk))
     assert [job.wu_name for job in reply.results] == [wu.name for wu in expected]
     sent = Result.objects.filter(server_state=ServerState.IN_PROGRESS)

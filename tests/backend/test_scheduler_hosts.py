@@ -28,7 +28,7 @@ from backend.models import (
     Workunit,
 )
 from tests.backend.conftest import work_request
-from tests.factories import NOW, AppVersionFactory, FileFactory, HostAppVersionFactory
+from tests.factories import NOW, AppVersionFactory, FileFactory, HostAppVersionFactory, demo_project
 from tests.pages import parse, rows
 
 pytestmark = pytest.mark.django_db
@@ -88,14 +88,14 @@ def test_rule_3_11_first_send_creates_the_host_app_version_and_the_next_request_
     # the start of the host's next request, gives it the quota
     host = project.host(p_ncpus=1)
     unsent(project, 3)
-    reply = handle_request(lots_of_work(host, cpu_req_secs=2 * 3600), now=NOW, config=config())
+    reply = handle_request(lots_of_work(host, cpu_req_secs=2 * 3600), project=demo_project(), now=NOW, config=config())
     assert len(reply.results) == 2
     hav = hav_of(host, project.version)
     assert (hav.max_jobs_per_day, hav.n_jobs_today, hav.jobs_day) == (0, 2, TODAY)
-    handle_request(lots_of_work(host, cpu_req_secs=0), now=NOW + 60, config=config())
+    handle_request(lots_of_work(host, cpu_req_secs=0), project=demo_project(), now=NOW + 60, config=config())
     assert hav_of(host, project.version).max_jobs_per_day == QUOTA
     assert (hav.consecutive_valid, hav.turnaround_n) == (0, 0)
-    handle_request(lots_of_work(host, cpu_req_secs=1), now=NOW + 60, config=config())
+    handle_request(lots_of_work(host, cpu_req_secs=1), project=demo_project(), now=NOW + 60, config=config())
     assert hav_of(host, project.version).n_jobs_today == 3
 
 
@@ -124,7 +124,7 @@ def test_rule_3_11_daily_quota_per_host_app_version_scaled_by_cpus(
         jobs_day=TODAY - days_ago,
     )
     unsent(project, 25)
-    reply = handle_request(lots_of_work(host), now=NOW, config=config(daily_result_quota=quota))
+    reply = handle_request(lots_of_work(host), project=demo_project(), now=NOW, config=config(daily_result_quota=quota))
     assert len(reply.results) == sent
     hav = hav_of(host, project.version)
     assert (hav.n_jobs_today, hav.jobs_day) == (
@@ -147,9 +147,9 @@ def test_rule_3_11_the_count_starts_again_on_a_new_utc_day(project):
     unsent(project, 12)
     cfg = config(daily_result_quota=2)
     end_of_day = (TODAY + 1) * DAY - 1
-    assert len(handle_request(lots_of_work(host), now=end_of_day, config=cfg).results) == 2
-    assert handle_request(lots_of_work(host), now=end_of_day, config=cfg).results == []
-    reply = handle_request(lots_of_work(host), now=end_of_day + 1, config=cfg)
+    assert len(handle_request(lots_of_work(host), project=demo_project(), now=end_of_day, config=cfg).results) == 2
+    assert handle_request(lots_of_work(host), project=demo_project(), now=end_of_day, config=cfg).results == []
+    reply = handle_request(lots_of_work(host), project=demo_project(), now=end_of_day + 1, config=cfg)
     assert len(reply.results) == 2
     hav = hav_of(host, project.version)
     assert (hav.n_jobs_today, hav.jobs_day) == (2, TODAY + 1)
@@ -176,7 +176,9 @@ def test_rule_3_11_gpu_quota_is_scaled_by_the_gpu_count_and_counted_apart(
         HostAppVersionFactory(host=host, app_version=version, max_jobs_per_day=max_jobs_per_day, jobs_day=TODAY)
     unsent(project, 20)
     request = lots_of_work(host, gpu_requests=[GpuRequest("NVIDIA", count=3, peak_flops=1e11, req_secs=1e9)])
-    reply = handle_request(request, now=NOW, config=config(gpu_multiplier=gpu_multiplier, max_wus_to_send=20))
+    reply = handle_request(
+        request, project=demo_project(), now=NOW, config=config(gpu_multiplier=gpu_multiplier, max_wus_to_send=20)
+    )
     assert sorted(job.resource for job in reply.results) == (["NVIDIA"] * gpu_jobs + ["cpu"] * cpu_jobs)
     assert hav_of(host, gpu).n_jobs_today == gpu_jobs
     assert hav_of(host, project.version).n_jobs_today == cpu_jobs
@@ -190,7 +192,7 @@ def test_rule_3_11_anonymous_platform_jobs_have_no_host_app_version(project):
         platform_name="anonymous",
         app_versions=[ClientAppVersion("uppercase", 100, platform="x86_64-pc-linux-gnu")],
     )
-    reply = handle_request(request, now=NOW, config=config(daily_result_quota=1))
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config(daily_result_quota=1))
     assert len(reply.results) == 3
     assert not HostAppVersion.objects.exists()
 
@@ -218,6 +220,7 @@ def test_rule_3_11_a_report_adjusts_the_quota(project, client_state, exit_status
         work_request(
             host, cpu_req_secs=0, results=[report_of(result, client_state=client_state, exit_status=exit_status)]
         ),
+        project=demo_project(),
         now=NOW,
         config=config(),
     )
@@ -237,7 +240,9 @@ def test_rule_3_11_reports_of_one_request_apply_in_order_in_a_fixed_number_of_qu
             for ok in outcomes
         ]
         count = count_queries(
-            lambda: handle_request(work_request(host, cpu_req_secs=0, results=reports), now=NOW, config=config())
+            lambda: handle_request(
+                work_request(host, cpu_req_secs=0, results=reports), project=demo_project(), now=NOW, config=config()
+            )
         )
         return count, hav_of(host, project.version)
 
@@ -251,7 +256,12 @@ def test_rule_3_11_reports_of_one_request_apply_in_order_in_a_fixed_number_of_qu
 def test_rule_3_11_a_report_without_a_record_changes_no_record(project):
     host = project.host()
     result = sent_result(project, host)
-    handle_request(work_request(host, cpu_req_secs=0, results=[report_of(result)]), now=NOW, config=config())
+    handle_request(
+        work_request(host, cpu_req_secs=0, results=[report_of(result)]),
+        project=demo_project(),
+        now=NOW,
+        config=config(),
+    )
     assert not HostAppVersion.objects.exists()
 
 
@@ -290,7 +300,7 @@ def test_rule_3_11_a_timeout_lowers_the_quota(project, before, after):
     HostAppVersionFactory(host=host, app_version=project.version, max_jobs_per_day=before, consecutive_valid=7)
     result = sent_result(project, host, report_deadline=NOW - 1)
     Workunit.objects.filter(pk=result.workunit_id).update(transition_time=NOW - 1)
-    assert transitioner.run_once(now=NOW, batch_size=10, daily_result_quota=QUOTA) == 1
+    assert transitioner.run_once(project=demo_project(), now=NOW, batch_size=10, daily_result_quota=QUOTA) == 1
     assert Result.objects.get(pk=result.pk).outcome == Outcome.NO_REPLY
     hav = hav_of(host, project.version)
     assert (hav.max_jobs_per_day, hav.consecutive_valid) == (after, 0)
@@ -304,7 +314,9 @@ def test_rule_3_11_timeouts_of_a_pass_apply_in_order_in_a_fixed_number_of_querie
         for _ in range(n):
             sent_result(project, host, report_deadline=NOW - 1)
         Workunit.objects.filter(results__host=host).update(transition_time=NOW - 1)
-        count = count_queries(lambda: transitioner.run_once(now=NOW, batch_size=100, daily_result_quota=QUOTA))
+        count = count_queries(
+            lambda: transitioner.run_once(project=demo_project(), now=NOW, batch_size=100, daily_result_quota=QUOTA)
+        )
         return count, hav_of(host, project.version).max_jobs_per_day
 
     few, after_few = timeouts(2)
@@ -338,7 +350,7 @@ def validated(project, outputs, *, before, app_target=None, **wu_fields):
         )
         FileFactory(result=r, md5_cksum=hashlib.md5(data).hexdigest())
         hosts.append(host)
-    assert validator.run_once(now=NOW, batch_size=10, daily_result_quota=QUOTA) == 1
+    assert validator.run_once(project=demo_project(), now=NOW, batch_size=10, daily_result_quota=QUOTA) == 1
     return [(hav.max_jobs_per_day, hav.consecutive_valid) for hav in (hav_of(h, project.version) for h in hosts)]
 
 
@@ -370,7 +382,7 @@ def test_rule_3_11_a_validate_error_is_invalid_for_the_host_app_version(project)
     project.result(
         wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, host=host, app_version=project.version
     )  # no output file: unusable
-    validator.run_once(now=NOW, batch_size=10, daily_result_quota=QUOTA)
+    validator.run_once(project=demo_project(), now=NOW, batch_size=10, daily_result_quota=QUOTA)
     assert Result.objects.get().outcome == Outcome.VALIDATE_ERROR
     hav = hav_of(host, project.version)
     assert (hav.max_jobs_per_day, hav.consecutive_valid) == (QUOTA, 0)
@@ -384,9 +396,9 @@ def test_rule_3_11_a_bad_daily_result_quota_is_refused_with_its_reason(project, 
     with pytest.raises(ValueError, match="daily_result_quota must be a whole number"):
         SchedulerConfig(daily_result_quota=value)
     with pytest.raises(ValueError, match="daily_result_quota must be a whole number"):
-        transitioner.run_once(now=NOW, batch_size=10, daily_result_quota=value)
+        transitioner.run_once(project=demo_project(), now=NOW, batch_size=10, daily_result_quota=value)
     with pytest.raises(ValueError, match="daily_result_quota must be a whole number"):
-        validator.run_once(now=NOW, batch_size=10, daily_result_quota=value)
+        validator.run_once(project=demo_project(), now=NOW, batch_size=10, daily_result_quota=value)
 
 
 def test_scheduler_config_refuses_other_bad_values():
@@ -457,7 +469,7 @@ def test_rule_3_6_lost_results_are_resent_or_expired(project, case, fate):
     elif case == "asks for no work":
         fields["cpu_req_secs"] = 0
     before = Result.objects.get(pk=job.pk)
-    reply = handle_request(work_request(host, **fields), now=NOW, config=cfg)
+    reply = handle_request(work_request(host, **fields), project=demo_project(), now=NOW, config=cfg)
     after = Result.objects.get(pk=job.pk)
     wu = Workunit.objects.get(pk=job.workunit_id)
     names = [r.name for r in reply.results]
@@ -488,7 +500,7 @@ def test_rule_3_6_lost_results_are_resent_or_expired(project, case, fate):
         assert f"Didn't resend lost task {job.name} (expired)" in texts
         assert job.name not in names
         # the transitioner's pass once the grace period is over times it out
-        transitioner.run_once(now=NOW + GRACE, batch_size=10)
+        transitioner.run_once(project=demo_project(), now=NOW + GRACE, batch_size=10)
         assert (Result.objects.get(pk=job.pk).server_state, Result.objects.get(pk=job.pk).outcome) == (
             ServerState.OVER,
             Outcome.NO_REPLY,
@@ -512,12 +524,15 @@ def test_rule_3_6_a_lost_gpu_job_is_resent_for_the_gpu_when_only_cpu_work_is_ask
     request = work_request(
         host, cpu_req_secs=3600, other_results=[], gpu_requests=[GpuRequest("NVIDIA", count=1, peak_flops=1e11)]
     )
-    reply = handle_request(request, now=NOW, config=resend_config())
+    reply = handle_request(request, project=demo_project(), now=NOW, config=resend_config())
     assert [(r.name, r.resource, r.app_version.plan_class) for r in reply.results] == [(job.name, "NVIDIA", "cuda")]
     # the GPU is gone: the job is expired
     job2 = lost_job(project, host, version=gpu)
     reply = handle_request(
-        work_request(host, cpu_req_secs=3600, other_results=[job.name]), now=NOW + 1, config=resend_config()
+        work_request(host, cpu_req_secs=3600, other_results=[job.name]),
+        project=demo_project(),
+        now=NOW + 1,
+        config=resend_config(),
     )
     assert Result.objects.get(pk=job2.pk).report_deadline == NOW + GRACE
     assert job2.name not in [r.name for r in reply.results]
@@ -540,7 +555,9 @@ def test_rule_3_6_jobs_resent_queue_up_against_their_deadlines(project):
         )
         for _ in range(3)
     ]
-    reply = handle_request(work_request(host, cpu_req_secs=DAY, other_results=[]), now=NOW, config=resend_config())
+    reply = handle_request(
+        work_request(host, cpu_req_secs=DAY, other_results=[]), project=demo_project(), now=NOW, config=resend_config()
+    )
     assert [r.name for r in reply.results] == [j.name for j in jobs[:2]]
     assert Result.objects.get(pk=jobs[2].pk).report_deadline == NOW - 1 + GRACE
 
@@ -551,7 +568,7 @@ def test_rule_3_6_resending_takes_a_fixed_number_of_queries(project):
         for _ in range(n):
             lost_job(project, host, report_deadline=NOW + 100 * DAY)
         request = work_request(host, cpu_req_secs=100 * DAY, other_results=[])
-        count = count_queries(lambda: handle_request(request, now=NOW, config=resend_config()))
+        count = count_queries(lambda: handle_request(request, project=demo_project(), now=NOW, config=resend_config()))
         return count, Result.objects.filter(host=host, sent_time=NOW).count()
 
     few, resent_few = resend(2)
@@ -603,7 +620,7 @@ def test_rule_3_6_a_reattached_host_is_reused_and_its_jobs_become_client_detache
             change["other_results"] = [listed.name]
         request = attach_request(host, cpu_req_secs=0, **change)
     hosts_before = Host.objects.count()
-    reply = handle_request(request, now=NOW, config=config())
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config())
     assert (reply.hostid == host.pk) is reused
     assert Host.objects.count() == hosts_before + (0 if reused else 1)
     job = Result.objects.get(pk=job.pk)
@@ -623,7 +640,12 @@ def test_rule_3_6_the_newest_matching_host_is_reused_and_a_job_reported_is_not_d
     new.domain_name = old.domain_name
     new.save()
     job, reported = sent_result(project, new), sent_result(project, new)
-    reply = handle_request(attach_request(new, cpu_req_secs=0, results=[report_of(reported)]), now=NOW, config=config())
+    reply = handle_request(
+        attach_request(new, cpu_req_secs=0, results=[report_of(reported)]),
+        project=demo_project(),
+        now=NOW,
+        config=config(),
+    )
     assert reply.hostid == new.pk
     assert Result.objects.get(pk=job.pk).outcome == Outcome.CLIENT_DETACHED
     assert Result.objects.get(pk=reported.pk).outcome == Outcome.SUCCESS
@@ -632,11 +654,19 @@ def test_rule_3_6_the_newest_matching_host_is_reused_and_a_job_reported_is_not_d
 def test_rule_3_6_detached_results_are_never_resent_and_are_aborted_if_listed(project):
     host = project.host(os_name="Linux")
     job = sent_result(project, host)
-    reply = handle_request(attach_request(host, cpu_req_secs=3600, other_results=[]), now=NOW, config=resend_config())
+    reply = handle_request(
+        attach_request(host, cpu_req_secs=3600, other_results=[]),
+        project=demo_project(),
+        now=NOW,
+        config=resend_config(),
+    )
     assert job.name not in [r.name for r in reply.results]
     assert Result.objects.get(pk=job.pk).outcome == Outcome.CLIENT_DETACHED
     reply = handle_request(
-        work_request(host, cpu_req_secs=0, other_results=[job.name]), now=NOW + 1, config=resend_config()
+        work_request(host, cpu_req_secs=0, other_results=[job.name]),
+        project=demo_project(),
+        now=NOW + 1,
+        config=resend_config(),
     )
     assert reply.result_aborts == [job.name]
 
@@ -657,7 +687,7 @@ def test_rule_3_6_the_transitioner_counts_client_detached_as_no_reply(project, o
             received_time=NOW - 100,
             validate_state=0 if outcome != Outcome.CLIENT_ERROR else 2,
         )
-    transitioner.run_once(now=NOW, batch_size=10)
+    transitioner.run_once(project=demo_project(), now=NOW, batch_size=10)
     wu.refresh_from_db()
     unsent_now = wu.results.filter(server_state=ServerState.UNSENT).count()
     if outcome == Outcome.CLIENT_ERROR:
@@ -678,7 +708,7 @@ def test_rule_3_6_the_validator_ignores_client_detached_as_no_reply(project, out
     gone = project.result(wu, server_state=ServerState.OVER, outcome=outcome, received_time=NOW - 10)
     done = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS)
     FileFactory(result=done, md5_cksum="a")
-    validator.run_once(now=NOW, batch_size=10)
+    validator.run_once(project=demo_project(), now=NOW, batch_size=10)
     wu.refresh_from_db()
     assert wu.canonical_result_id == done.pk
     gone.refresh_from_db()
@@ -691,11 +721,12 @@ def test_rule_3_6_the_validator_ignores_client_detached_as_no_reply(project, out
 def test_the_host_page_shows_each_host_app_versions_quota_and_reliability(project, client):
     host = project.host(p_ncpus=1)
     unsent(project, 3)
-    reply = handle_request(lots_of_work(host, cpu_req_secs=2 * 3600), now=NOW, config=config())
+    reply = handle_request(lots_of_work(host, cpu_req_secs=2 * 3600), project=demo_project(), now=NOW, config=config())
     [first, _] = reply.results
     job = Result.objects.get(name=first.name)
     handle_request(
         work_request(host, cpu_req_secs=0, cpu_req_instances=0, results=[report_of(job)]),
+        project=demo_project(),
         now=NOW + 1800,
         config=config(),
     )
@@ -721,7 +752,7 @@ def test_rule_3_11_run_pass_uses_the_projects_daily_result_quota(project, settin
     HostAppVersionFactory(host=host, app_version=project.version, max_jobs_per_day=15)
     result = sent_result(project, host, report_deadline=NOW - 1)
     Workunit.objects.filter(pk=result.workunit_id).update(transition_time=NOW - 1)
-    assert run_pass("transitioner", now=NOW, batch_size=10) == 1
+    assert run_pass("transitioner", project=demo_project(), now=NOW, batch_size=10) == 1
     assert hav_of(host, project.version).max_jobs_per_day == after
 
 

@@ -9,7 +9,7 @@ from django.db import connection
 
 from backend.management.commands import seed_demo
 from backend.models import App, Result, ServerState, Workunit
-from tests.factories import NOW
+from tests.factories import NOW, demo_project
 
 pytestmark = pytest.mark.django_db
 
@@ -28,7 +28,13 @@ def test_both_paths_make_the_same_workunits_and_results():
     if connection.vendor != "postgresql":
         pytest.skip(f"the INSERT ... SELECT path uses PostgreSQL's generate_series; this run is on {connection.vendor}")
     app = App.objects.create(
-        name="demo_app", min_quorum=2, target_nresults=3, max_success_results=3, rsc_fpops_est=7e12, delay_bound=5000
+        project=demo_project(),
+        name="demo_app",
+        min_quorum=2,
+        target_nresults=3,
+        max_success_results=3,
+        rsc_fpops_est=7e12,
+        delay_bound=5000,
     )
     rng = random.Random(1)
     seed_demo.create_chunk(app, 0, 3, NOW, rng)

@@ -18,7 +18,7 @@ from backend.models import (
     ValidateState,
     Workunit,
 )
-from tests.factories import NOW
+from tests.factories import NOW, demo_project
 
 pytestmark = pytest.mark.django_db
 
@@ -51,7 +51,7 @@ def transition(project, specs, canonical=None, **wu_fields):
         results.append(project.result(wu, server_state=spec[0], outcome=spec[1], validate_state=spec[2], **extra))
     if canonical is not None:
         Workunit.objects.filter(pk=wu.pk).update(canonical_result=results[canonical])
-    assert transitioner.run_once(now=NOW, batch_size=100) == 1
+    assert transitioner.run_once(project=demo_project(), now=NOW, batch_size=100) == 1
     wu.refresh_from_db()
     return wu, [Result.objects.get(pk=r.pk) for r in results]
 
@@ -253,7 +253,7 @@ def test_step_9_delete_abandoned_outputs_deletes_what_boinc_leaves_on_disk(proje
         for spec in specs
     ]
     Workunit.objects.filter(pk=wu.pk).update(canonical_result=results[0])
-    assert transitioner.run_once(now=NOW, batch_size=100, delete_abandoned_outputs=True) == 1
+    assert transitioner.run_once(project=demo_project(), now=NOW, batch_size=100, delete_abandoned_outputs=True) == 1
     assert all(Result.objects.get(pk=r.pk).file_delete_state == FileDeleteState.READY for r in results)
 
 
@@ -355,7 +355,7 @@ def test_step_10_the_next_transition_time_is_never_in_the_past(
         )
     if canonical is not None and canonical < len(results):
         wu.canonical_result_id = results[canonical].pk
-    changes = transitioner.Changes(now=now)
+    changes = transitioner.Changes(project_id=demo_project().pk, now=now)
     transitioner.handle_wu(wu, results, changes, delete_delay=delete_delay)
     read, next_time = changes.transition_times[wu.pk]
     assert next_time >= now
@@ -369,7 +369,7 @@ def test_step_10_the_next_transition_time_is_never_in_the_past(
 def test_step_11_transition_time_is_written_compare_and_set(project, touched, expected):
     wu = project.workunit(transition_time=NOW - 10, max_total_results=4)
     project.result(wu, server_state=S.IN_PROGRESS, report_deadline=NOW + 3600)
-    changes = transitioner.Changes(now=NOW)
+    changes = transitioner.Changes(project_id=demo_project().pk, now=NOW)
     transitioner.handle_wu(wu, list(wu.results.all()), changes, delete_delay=0)
     if touched:  # a scheduler reported a result in the meantime
         Workunit.objects.filter(pk=wu.pk).update(transition_time=NOW - 5)
@@ -389,6 +389,6 @@ def test_the_pass_handles_only_due_workunits_and_its_query_count_is_flat(project
         )
         project.result(wu, server_state=S.IN_PROGRESS, report_deadline=NOW - 1)
     with django_assert_max_num_queries(12):
-        assert transitioner.run_once(now=NOW, batch_size=100) == 20
+        assert transitioner.run_once(project=demo_project(), now=NOW, batch_size=100) == 20
     assert Result.objects.filter(outcome=O.NO_REPLY).count() == 20
     assert Result.objects.filter(server_state=S.UNSENT).count() == 40

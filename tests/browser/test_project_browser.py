@@ -4,7 +4,7 @@ import pytest
 
 from backend.events import event, record
 from backend.models import App, Outcome, Result, ServerState, ValidateState
-from tests.factories import NOW, AppFactory, ResultFactory, UserFactory, WorkunitFactory
+from tests.factories import NOW, AppFactory, ResultFactory, UserFactory, WorkunitFactory, demo_project
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -33,7 +33,8 @@ def project():
                 new=ServerState.IN_PROGRESS,
                 reason="sent",
             )
-        ]
+        ],
+        demo_project().pk,
     )
     return wu
 

@@ -25,7 +25,7 @@ from protocol.client import (
     wait_for,
 )
 from protocol.models import Account
-from tests.factories import AppFactory, UserFactory
+from tests.factories import AppFactory, UserFactory, demo_project
 
 CLIENT_TIMEOUT = 90
 
@@ -57,7 +57,7 @@ def make_jobs(app, names, *, now=None, **kwargs):
     """Workunits with their first results (the transitioner makes those, §3.2)."""
     now = now or int(time.time())
     wus = create_work(app, names, now=now, **kwargs)
-    run_pass("transitioner", now=now + 1)
+    run_pass("transitioner", project=demo_project(), now=now + 1)
     return wus
 
 
@@ -74,7 +74,7 @@ def run_daemons(rounds=4):
     start = int(time.time()) + 1
     for k in range(rounds):
         for name in ("transitioner", "validator", "assimilator", "transitioner", "file_deleter"):
-            run_pass(name, now=start + k)
+            run_pass(name, project=demo_project(), now=start + k)
 
 
 class RealClient:

@@ -27,6 +27,7 @@ from backend.daemons.scheduler import (
     handle_request,
 )
 from backend.models import File, Host, HostFile, LifecycleEvent, Result, ServerState
+from tests.factories import demo_project
 from tests.protocol.conftest import account, make_app, make_jobs
 from tests.protocol.requests import report_request, work_request
 
@@ -259,6 +260,7 @@ def host_with_job():
             cpu_req_secs=1,
             host_info=HostInfo(domain_name="vm", os_name="Linux", p_ncpus=2),
         ),
+        project=demo_project(),
         now=NOW,
     )
     job = Result.objects.get(name=reply.results[0].name)
@@ -365,14 +367,14 @@ def test_handle_request_refuses_a_value_out_of_range_naming_it_and_changes_nothi
     fields = change(request) if callable(change) else change
     before = snapshot()
     with pytest.raises(SchedulerRequestError) as refused:
-        handle_request(dataclasses.replace(request, **fields), now=NOW + 10)
+        handle_request(dataclasses.replace(request, **fields), project=demo_project(), now=NOW + 10)
     assert reason in refused.value.reason
     assert snapshot() == before
 
 
 def test_handle_request_takes_the_same_request_within_range(host_with_job):
     request, job = host_with_job
-    reply = handle_request(request, now=NOW + 10)
+    reply = handle_request(request, project=demo_project(), now=NOW + 10)
     assert reply.result_acks == [job.name] and not reply.rejected
     job.refresh_from_db()
     assert job.server_state == ServerState.OVER

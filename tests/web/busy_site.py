@@ -5,15 +5,17 @@ its passes, hosts have fetched, computed, failed and reported), the lab holds a 
 two finished runs, and there is a staff user and a volunteer.
 """
 
+import io
 from dataclasses import dataclass
 
+from django.core.management import call_command
 from django.templatetags.static import static
 
 from backend.daemons import daemon_names
 from backend.jobs import run_all_daemons
 from backend.models import DaemonStatus, Host, Result, UserCredit, Workunit
 from scheduling.jobs import run_simulation
-from tests.factories import RunFactory, StoredScenarioFactory, TeamFactory, UserFactory, WorldFactory
+from tests.factories import RunFactory, StoredScenarioFactory, TeamFactory, UserFactory, WorldFactory, demo_project
 from world import jobs
 from world.models import World
 
@@ -46,12 +48,15 @@ class BusySite:
             f"/lab/compare/?runs={run.pk}",
             "/project/status/",
             "/project/workunits/",
-            f"/project/workunits/{wu.pk}/",
-            f"/project/results/{result.pk}/",
-            "/project/hosts/",
-            f"/project/hosts/{host.pk}/",
-            f"/project/hosts/{host.pk}/prefs/",
-            f"/project/users/{host.owner_id}/",
+            "/projects/",
+            # the world's rows, on its project's pages
+            f"/projects/{wu.project.slug}/status/",
+            f"/projects/{wu.project.slug}/workunits/{wu.pk}/",
+            f"/projects/{result.project.slug}/results/{result.pk}/",
+            f"/projects/{host.project.slug}/hosts/",
+            f"/projects/{host.project.slug}/hosts/{host.pk}/",
+            f"/projects/{host.project.slug}/hosts/{host.pk}/prefs/",
+            f"/projects/{host.project.slug}/users/{host.owner_id}/",
             "/project/worlds/",
             f"/project/worlds/{self.world.pk}/",
             f"/project/worlds/compare/?worlds={self.world.pk - 1},{self.world.pk}",
@@ -93,13 +98,22 @@ def build_busy_site(settings, tmp_path):
             sim.run_until(sim.t + DAY)
             jobs.store(world.pk, sim, status=World.Status.PAUSED)
     # a team, with the first host's owner in it, so that the team pages are linked
-    owner = Host.objects.order_by("id").first().owner
-    UserCredit.objects.update_or_create(user=owner, defaults={"team": TeamFactory(name="crawlers")})
+    host = Host.objects.order_by("id").first()
+    team = TeamFactory(name="crawlers", project=host.project)
+    UserCredit.objects.update_or_create(user=host.owner, defaults={"project": host.project, "team": team})
     # and twice more by the wall clock, as make run's periodic job does, so that the status
     # page shows every daemon running and the queues' history
     for _ in range(2):
         run_all_daemons()
-    assert DaemonStatus.objects.filter(passes__gt=0).count() == len(daemon_names())
+    assert DaemonStatus.objects.filter(project=demo_project(), passes__gt=0).count() == len(daemon_names())
+    # the demo project beside the worlds, with a team of its own, so that its pages (the old
+    # /project/ paths) have rows to link; made after the daemon passes, so that each of its
+    # workunits has its results
+    call_command("seed_demo", "--workunits", "6", "--hosts", "2", stdout=io.StringIO())
+    demo_host = Host.objects.filter(project=demo_project()).first()
+    UserCredit.objects.update_or_create(
+        user=demo_host.owner, defaults={"project": demo_project(), "team": TeamFactory(name="demo crawlers")}
+    )
     scenario = StoredScenarioFactory(owner=staff)
     runs = []
     for policy in ("boinc7", "boinc5"):

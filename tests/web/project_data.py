@@ -13,6 +13,7 @@ from tests.factories import (
     ResultFactory,
     UserFactory,
     WorkunitFactory,
+    demo_project,
 )
 
 
@@ -135,6 +136,7 @@ def busy_workunit(app, host, versions):
                 new=1,
                 reason="a success to validate",
             ),
-        ]
+        ],
+        demo_project().pk,
     )
     return wu

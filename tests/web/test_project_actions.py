@@ -205,7 +205,7 @@ def test_staff_confirm_then_cancel(client, staff, app, django_assert_max_num_que
     wus = make_workunits(app, 2)
     client.force_login(staff)
     query = "&".join(f"id={w.id}" for w in wus)
-    with django_assert_max_num_queries(4):
+    with django_assert_max_num_queries(5):
         confirm = client.get(f"/project/workunits/actions/cancel/?{query}")
     html = confirm.content.decode()
     assert confirm.status_code == 200
@@ -220,13 +220,13 @@ def test_staff_confirm_then_cancel(client, staff, app, django_assert_max_num_que
 def test_confirm_page_queries_do_not_grow_with_the_ids(client, staff, app, django_assert_max_num_queries):
     client.force_login(staff)
     few = make_workunits(app, 2)
-    with django_assert_max_num_queries(4):  # session, user, the ids' check, the list
+    with django_assert_max_num_queries(5):  # session, user, the ids' check, the list
         assert (
             client.get("/project/workunits/actions/revalidate/?" + "&".join(f"id={w.id}" for w in few)).status_code
             == 200
         )
     many = few + make_workunits(app, 298, start=2)
-    with django_assert_max_num_queries(4):
+    with django_assert_max_num_queries(5):
         page = client.get("/project/workunits/actions/revalidate/?" + "&".join(f"id={w.id}" for w in many))
     html = page.content.decode()
     assert page.status_code == 200 and "It applies to 300 workunits" in html

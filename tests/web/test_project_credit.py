@@ -26,6 +26,7 @@ from tests.factories import (
     UserCreditFactory,
     UserFactory,
     WorkunitFactory,
+    demo_project,
 )
 from tests.pages import by_testid, figures, parse, rows, texts
 
@@ -63,7 +64,7 @@ def credited(db, settings, tmp_path):
                 elapsed_time=factor * EST / SUCCESS_FLOPS,
             )
             FileFactory(result=r, md5_cksum="a")
-        validator.run_once(now=now, batch_size=10)
+        validator.run_once(project=demo_project(), now=now, batch_size=10)
     return team, {name: host.owner for name, host in users.items()}
 
 

@@ -10,7 +10,7 @@ from backend.models import (
     UserCredit,
     ValidateState,
 )
-from tests.factories import NOW, HostFactory
+from tests.factories import NOW, HostFactory, demo_project
 from tests.pages import by_testid, parse, texts
 from tests.web.project_data import (  # noqa: F401
     app,
@@ -51,10 +51,10 @@ def test_host_list_queries_do_not_grow_with_hosts_and_owners(client, django_asse
             HostFactory(owner__username=f"volunteer-{i}", domain_name=f"box-{i:03d}")
 
     add(2, 0)
-    with django_assert_max_num_queries(1):
+    with django_assert_max_num_queries(2):
         assert client.get("/project/hosts/").status_code == 200
     add(60, 100)
-    with django_assert_max_num_queries(1):
+    with django_assert_max_num_queries(2):
         page = client.get("/project/hosts/")
     html = page.content.decode()
     assert "volunteer-147" in html
@@ -68,7 +68,7 @@ def test_host_page_shows_results_credit_reliability_and_files(
     client, busy_workunit, host, django_assert_max_num_queries
 ):
     Host.objects.filter(pk=host.pk).update(total_credit=123.5, avg_turnaround=3600)
-    with django_assert_max_num_queries(8):
+    with django_assert_max_num_queries(9):
         page = client.get(f"/project/hosts/{host.id}/")
     html = page.content.decode()
     assert page.status_code == 200
@@ -87,14 +87,23 @@ def test_host_page_queries_do_not_grow_with_results(client, app, host, versions,
             make_results(
                 wu, [(ServerState.OVER, Outcome.SUCCESS, ValidateState.VALID)], host=host, app_version=versions[0]
             )
-        HostFile.objects.bulk_create(HostFile(host=host, name=f"file_{start + i}", reported_time=NOW) for i in range(n))
+        HostFile.objects.bulk_create(
+            HostFile(project=host.project, host=host, name=f"file_{start + i}", reported_time=NOW) for i in range(n)
+        )
         LifecycleEvent.objects.bulk_create(
-            LifecycleEvent(time=NOW + start + i, actor="owner", host=host, field="max_ncpus_pct", detail="1 → 2")
+            LifecycleEvent(
+                project=host.project,
+                time=NOW + start + i,
+                actor="owner",
+                host=host,
+                field="max_ncpus_pct",
+                detail="1 → 2",
+            )
             for i in range(n)
         )
 
     add(1, 0)
-    budget = 4 if htmx else 8  # the whole page adds the runtime estimates chart
+    budget = 5 if htmx else 9  # the whole page adds the runtime estimates chart
     with django_assert_max_num_queries(budget):
         assert client.get(f"/project/hosts/{host.id}/", **headers).status_code == 200
     add(30, 100)
@@ -110,7 +119,7 @@ def test_host_page_results_poll_as_a_fragment(client, app, host, django_assert_m
     assert poll in client.get(f"/project/hosts/{host.id}/").content.decode()
     [wu] = make_workunits(app, 1)
     make_results(wu, [(ServerState.IN_PROGRESS, Outcome.INIT, ValidateState.INIT)], host=host)
-    with django_assert_max_num_queries(4):
+    with django_assert_max_num_queries(5):
         fragment = client.get(f"/project/hosts/{host.id}/", HTTP_HX_REQUEST="true")
     html = fragment.content.decode()
     assert fragment.status_code == 200 and html.lstrip().startswith(poll)
@@ -119,7 +128,7 @@ def test_host_page_results_poll_as_a_fragment(client, app, host, django_assert_m
 
 def test_user_page_shows_hosts_credit_and_results(client, busy_workunit, host, owner, django_assert_max_num_queries):
     Host.objects.filter(pk=host.pk).update(total_credit=10, expavg_credit=2)
-    UserCredit.objects.create(user=owner, total_credit=10, expavg_credit=2)
+    UserCredit.objects.create(project=demo_project(), user=owner, total_credit=10, expavg_credit=2)
     # and the user's credit row, credit by app and credit history
     with django_assert_max_num_queries(8):
         page = client.get(f"/project/users/{owner.id}/")
@@ -137,7 +146,7 @@ def test_user_page_queries_do_not_grow_with_hosts_and_results(client, app, owner
             make_results(wu, [done, (ServerState.IN_PROGRESS, 0, 0)], host=box)
 
     # the results and hosts, and the user's credit row, credit by app and credit history
-    queries = 7
+    queries = 8
     add(1, 0)
     with django_assert_max_num_queries(queries):
         assert client.get(f"/project/users/{owner.id}/").status_code == 200
@@ -226,15 +235,17 @@ def test_prefs_form_queries_do_not_grow_with_the_hosts_rows(client, app, host, o
         for wu in make_workunits(app, n, start=start):
             make_results(wu, [(ServerState.IN_PROGRESS, 0, 0)], host=host)
         LifecycleEvent.objects.bulk_create(
-            LifecycleEvent(time=NOW + i, actor="owner", host=host, field="max_ncpus_pct", detail="1 → 2")
+            LifecycleEvent(
+                project=host.project, time=NOW + i, actor="owner", host=host, field="max_ncpus_pct", detail="1 → 2"
+            )
             for i in range(n)
         )
 
     add(1, 0)
-    with django_assert_max_num_queries(3):  # session, user, host
+    with django_assert_max_num_queries(4):  # session, user, host
         assert client.get(f"/project/hosts/{host.id}/prefs/").status_code == 200
     add(40, 100)
-    with django_assert_max_num_queries(3):
+    with django_assert_max_num_queries(4):
         form = client.get(f"/project/hosts/{host.id}/prefs/")
     assert form.status_code == 200
     assert '<form id="prefs-form"' in form.content.decode()
@@ -249,7 +260,7 @@ def test_saving_prefs_runs_the_same_queries_for_one_change_or_all(client, host, 
         "cpu_usage_limit": "100",
         "cpu_scheduling_period_minutes": "60",
     }
-    with django_assert_max_num_queries(10):
+    with django_assert_max_num_queries(11):
         assert client.post(f"/project/hosts/{host.id}/prefs/", one).status_code == 302
     every = {
         "work_buf_min_days": "1",
@@ -259,10 +270,10 @@ def test_saving_prefs_runs_the_same_queries_for_one_change_or_all(client, host, 
         "cpu_scheduling_period_minutes": "30",
         "leave_apps_in_memory": "on",
     }
-    with django_assert_max_num_queries(10):
+    with django_assert_max_num_queries(11):
         assert client.post(f"/project/hosts/{host.id}/prefs/", every).status_code == 302
     assert LifecycleEvent.objects.filter(host=host).count() == 7
-    with django_assert_max_num_queries(10):  # field errors: no write at all
+    with django_assert_max_num_queries(11):  # field errors: no write at all
         bad = client.post(f"/project/hosts/{host.id}/prefs/", {**every, "max_ncpus_pct": "0"})
     assert bad.status_code == 400 and '<form id="prefs-form"' in bad.content.decode()
 
@@ -305,7 +316,7 @@ def test_host_page_lists_preference_changes_newest_first(client, host, owner, dj
     client.force_login(owner)
     client.post(f"/project/hosts/{host.id}/prefs/", PREFS)
     client.post(f"/project/hosts/{host.id}/prefs/", {**PREFS, "cpu_usage_limit": "75"})
-    with django_assert_max_num_queries(10):  # the anonymous page's 8, plus session and user
+    with django_assert_max_num_queries(11):  # the anonymous page's 8, plus session and user
         html = client.get(f"/project/hosts/{host.id}/").content.decode()
     history = texts(by_testid(parse(html), "prefs-history").find_all("li"))
 

@@ -27,7 +27,7 @@ from backend.server_status import (
     server_status,
     status_xml,
 )
-from tests.factories import NOW, AppFactory, HostFactory
+from tests.factories import NOW, AppFactory, HostFactory, demo_project
 from tests.pages import count, parse, texts
 from tests.web.project_data import (  # noqa: F401
     app,
@@ -75,9 +75,9 @@ def test_status_splits_in_progress_results_into_cpu_and_gpu(app, host, versions)
 
 def test_daemons_show_running_not_running_and_disabled():
     recent = timezone.now() - timedelta(seconds=10)
-    DaemonStatus.objects.create(name="transitioner", last_pass_time=recent, passes=3)
-    DaemonStatus.objects.create(name="validator", last_pass_time=recent - timedelta(hours=1))
-    DaemonStatus.objects.create(name="assimilator", enabled=False, last_pass_time=recent)
+    DaemonStatus.objects.create(project=demo_project(), name="transitioner", last_pass_time=recent, passes=3)
+    DaemonStatus.objects.create(project=demo_project(), name="validator", last_pass_time=recent - timedelta(hours=1))
+    DaemonStatus.objects.create(project=demo_project(), name="assimilator", enabled=False, last_pass_time=recent)
     states = {d.name: d.status for d in server_status(NOW).daemons}
     assert states["transitioner"] == "running"
     assert states["validator"] == "not running"
@@ -93,7 +93,7 @@ def test_status_page_shows_the_daemons_counts_and_queues(
     client, busy_workunit, redis_client, django_assert_max_num_queries
 ):
     # the panels' 12, the community figures' 5 (cached for a minute after), the app versions 1
-    with django_assert_max_num_queries(18):
+    with django_assert_max_num_queries(19):
         page = client.get("/project/status/")
     html = page.content.decode()
     assert page.status_code == 200
@@ -115,7 +115,7 @@ def test_status_queries_do_not_grow_with_rows(client, app, redis_client, django_
     for start in range(0, 40, 10):
         for wu in make_workunits(app, 10, start=start):
             make_results(wu, [(ServerState.UNSENT, Outcome.INIT, ValidateState.INIT)])
-    with django_assert_max_num_queries(12):
+    with django_assert_max_num_queries(13):
         assert client.get("/project/status/", HTTP_HX_REQUEST="true").status_code == 200
 
 
@@ -124,7 +124,7 @@ def test_status_page_renders_after_every_daemon_has_passed(client, busy_workunit
     settings.DOWNLOAD_DIR = tmp_path / "download"
     settings.UPLOAD_DIR = tmp_path / "upload"
     for name in daemon_names():
-        run_pass(name, now=NOW)
+        run_pass(name, project=demo_project(), now=NOW)
     for headers in ({}, {"HTTP_HX_REQUEST": "true"}):
         page = client.get("/project/status/", **headers)
         assert page.status_code == 200
@@ -233,15 +233,36 @@ def test_users_and_hosts_figures_follow_boincs_thresholds(owner, stranger):
     get_user_model().objects.filter(pk=stranger.pk).update(date_joined=timezone.now() - timezone.timedelta(days=3))
     Host.objects.bulk_create(
         [
-            Host(owner=owner, domain_name="a", total_credit=0.5, expavg_credit=0.6, create_time=NOW),
-            Host(owner=owner, domain_name="b", total_credit=0.7, expavg_credit=0.6, create_time=NOW - 90_000),
-            Host(owner=stranger, domain_name="c", total_credit=500, expavg_credit=400, create_time=NOW - 100),
+            Host(
+                project=demo_project(),
+                owner=owner,
+                domain_name="a",
+                total_credit=0.5,
+                expavg_credit=0.6,
+                create_time=NOW,
+            ),
+            Host(
+                project=demo_project(),
+                owner=owner,
+                domain_name="b",
+                total_credit=0.7,
+                expavg_credit=0.6,
+                create_time=NOW - 90_000,
+            ),
+            Host(
+                project=demo_project(),
+                owner=stranger,
+                domain_name="c",
+                total_credit=500,
+                expavg_credit=400,
+                create_time=NOW - 100,
+            ),
         ]
     )
     # the users' credit is what the validator granted them (their UserCredit rows), as BOINC's
     # page counts the user table
-    UserCredit.objects.create(user=owner, total_credit=1.2, expavg_credit=1.2)
-    UserCredit.objects.create(user=stranger, total_credit=500, expavg_credit=400)
+    UserCredit.objects.create(project=demo_project(), user=owner, total_credit=1.2, expavg_credit=1.2)
+    UserCredit.objects.create(project=demo_project(), user=stranger, total_credit=500, expavg_credit=400)
     figures = community(NOW)
     # owner: 1.2 total and 1.2 recent over two hosts; neither host alone passes 1
     assert (figures.users_with_credit, figures.users_with_recent_credit) == (2, 2)
@@ -255,7 +276,9 @@ def test_users_and_hosts_figures_follow_boincs_thresholds(owner, stranger):
 def credited_host_with_a_valid_result(app, host, *, expavg_credit):
     """``host`` with 50 credit and a valid result of 1.5 hours received just now."""
     Host.objects.filter(pk=host.pk).update(total_credit=50, expavg_credit=expavg_credit)
-    UserCredit.objects.update_or_create(user=host.owner, defaults=dict(total_credit=50, expavg_credit=expavg_credit))
+    UserCredit.objects.update_or_create(
+        project=demo_project(), user=host.owner, defaults=dict(total_credit=50, expavg_credit=expavg_credit)
+    )
     wu = make_workunits(app, 1)[0]
     [result] = make_results(wu, [VALID], host=host)
     Result.objects.filter(pk=result.pk).update(elapsed_time=5400, received_time=int(timezone.now().timestamp()))
@@ -296,11 +319,11 @@ def test_status_exports_run_the_same_queries_for_more_rows(
         AppFactory(name=f"app-{start}")
 
     add(1, 0)
-    with django_assert_max_num_queries(16):
+    with django_assert_max_num_queries(17):
         assert client.get(path).status_code == 200
     cache.clear()
     add(30, 100)
-    with django_assert_max_num_queries(16):
+    with django_assert_max_num_queries(17):
         assert client.get(path).status_code == 200
 
 

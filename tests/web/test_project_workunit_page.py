@@ -157,7 +157,7 @@ def test_a_figure_script_cannot_be_closed_by_its_text_and_carries_nan_as_null():
 
 @pytest.mark.django_db
 def test_workunit_page_shows_fields_results_machines_and_timeline(client, busy_workunit, django_assert_max_num_queries):
-    with django_assert_max_num_queries(4):
+    with django_assert_max_num_queries(5):
         page = client.get(f"/project/workunits/{busy_workunit.id}/")
     html = page.content.decode()
     assert page.status_code == 200
@@ -181,6 +181,7 @@ def test_workunit_page_queries_do_not_grow_with_results(
     def add(n, start):
         results = Result.objects.bulk_create(
             Result(
+                project=wu.project,
                 workunit=wu,
                 app=app,
                 name=f"r_{start + i}",
@@ -193,6 +194,7 @@ def test_workunit_page_queries_do_not_grow_with_results(
         )
         LifecycleEvent.objects.bulk_create(
             LifecycleEvent(
+                project=wu.project,
                 time=NOW + start + i,
                 actor="x",
                 workunit=wu,
@@ -207,10 +209,10 @@ def test_workunit_page_queries_do_not_grow_with_results(
     # the workunit, its results with their hosts and versions, their events, and the one query
     # of the links other apps give results (backend.views.RESULT_LINKS: a world's engine hosts)
     add(1, 0)
-    with django_assert_max_num_queries(4):
+    with django_assert_max_num_queries(5):
         assert client.get(f"/project/workunits/{wu.id}/", **headers).status_code == 200
     add(30, 100)
-    with django_assert_max_num_queries(4):
+    with django_assert_max_num_queries(5):
         page = client.get(f"/project/workunits/{wu.id}/", **headers)
     assert page.status_code == 200 and "r_129" in page.content.decode()
 
@@ -225,6 +227,7 @@ def test_result_page_queries_do_not_grow_with_events(client, app, host, versions
     def add(n, start):
         LifecycleEvent.objects.bulk_create(
             LifecycleEvent(
+                project=wu.project,
                 time=NOW + start + i,
                 actor=f"actor_{start + i}",
                 workunit=wu,
@@ -237,10 +240,10 @@ def test_result_page_queries_do_not_grow_with_events(client, app, host, versions
         )
 
     add(1, 0)
-    with django_assert_max_num_queries(2):
+    with django_assert_max_num_queries(3):
         assert client.get(f"/project/results/{result.id}/", **headers).status_code == 200
     add(40, 100)
-    with django_assert_max_num_queries(2):
+    with django_assert_max_num_queries(3):
         page = client.get(f"/project/results/{result.id}/", **headers)
     html = page.content.decode()
     assert page.status_code == 200 and "actor_139" in html and "einstein 100" in html

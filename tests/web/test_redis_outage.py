@@ -209,9 +209,10 @@ def test_with_redis_stopped_posts_that_enqueue_create_nothing_and_say_why(site_w
 
     # the project's own POSTs need no Redis and work
     wu = Workunit.objects.filter(error_mask=0).first()
-    assert staff.post("/project/workunits/actions/transition/", {"id": [wu.pk]}).status_code < 500
+    url = f"/projects/{wu.project.slug}/workunits/actions/transition/"
+    assert staff.post(url, {"id": [wu.pk]}).status_code < 500
     host = Host.objects.first()
-    prefs = staff.get(f"/project/hosts/{host.pk}/prefs/")
+    prefs = staff.get(f"/projects/{host.project.slug}/hosts/{host.pk}/prefs/")
     assert prefs.status_code == 200
     # the anonymous and the non-staff get their usual answers, not the outage
     assert Client().post("/project/worlds/new/", {}).status_code == 302

@@ -12,7 +12,7 @@ from backend.models import Result
 from tests.factories import WorldFactory
 from tests.shared_rows import shared_rows
 from world import engine_records, jobs
-from world.models import EngineHostRun, EngineRecordChunk
+from world.models import EngineHostRun, EngineRecordChunk, World
 
 # Each test reads the one world the module builds (shared_rows), inside a transaction of its
 # own that is rolled back.
@@ -45,6 +45,11 @@ def sliced_world(django_db_setup, django_db_blocker):
 @pytest.fixture
 def engine_world(sliced_world):
     return sliced_world[0]
+
+
+def project_slug(world):
+    """The slug of the world's project, whose pages show its rows."""
+    return World.objects.get(pk=world.pk).project.slug
 
 
 def figure(soup, element_id):
@@ -95,7 +100,7 @@ def test_an_engine_hosts_page_links_its_slices_to_results_and_workunits(client, 
     for name in ("engine-rec", "engine-buffer"):
         assert figure(soup, name)["data"]
     rows = soup.select("[data-testid=slices] [data-testid=workunit-link]")
-    assert rows and rows[0]["href"].startswith("/project/workunits/")
+    assert rows and rows[0]["href"].startswith(f"/projects/{project_slug(engine_world)}/workunits/")
     assert soup.select("[data-testid=rpcs] tr")[1:], "its RPCs are listed"
 
 
@@ -103,7 +108,8 @@ def test_a_workunit_computed_on_an_engine_host_links_back_to_its_slices(client, 
     run = EngineHostRun.objects.filter(world=engine_world).first()
     result = Result.objects.filter(host_id=run.host_id, elapsed_time__gt=0).first()
     soup = BeautifulSoup(
-        client.get(reverse("project:workunit_detail", args=[result.workunit_id])).content, "html.parser"
+        client.get(reverse("projects:workunit_detail", args=[project_slug(engine_world), result.workunit_id])).content,
+        "html.parser",
     )
     back = [a["href"] for a in soup.select("[data-testid=result-link]")]
     page = reverse("worlds:engine_host", args=[engine_world.pk, run.index])

@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 
 from backend.daemons import daemon_names, run_pass
-from backend.models import App, Host, Outcome, Result, ServerState, ValidateState, Workunit
+from backend.models import App, Host, Outcome, Project, Result, ServerState, ValidateState, Workunit
 from world import jobs, live
 from world.models import World, WorldSample
 
@@ -33,7 +33,7 @@ def run_for(world, seconds, *, every=5):
     for wall in range(T0 + every, T0 + seconds + 1, every):
         live.step(world.pk, wall=wall)
         for name in daemon_names():
-            run_pass(name, now=wall)
+            run_pass(name, project=Project.demo(), now=wall)
 
 
 def test_the_demo_hosts_get_report_and_validate_the_demo_apps_work_within_a_minute(demo_project, redis_client):

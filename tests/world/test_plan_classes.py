@@ -18,7 +18,7 @@ from backend.daemons.scheduler import (
     handle_request,
 )
 from backend.models import GpuType, HostAppVersion, Result
-from tests.factories import NOW, AppVersionFactory
+from tests.factories import NOW, AppVersionFactory, demo_project
 
 SPEC = """<plan_classes>
 <plan_class><name>mt</name><min_ncpus>2</min_ncpus><max_threads>4</max_threads></plan_class>
@@ -77,7 +77,9 @@ def run_world(project, tmp_path):
     for _ in range(ROUNDS):
         for name, host in hosts.items():
             _, _, compcap, speeds = HOSTS[name]
-            reply = handle_request(request(host, compcap, pending[name], now), now=now, config=config)
+            reply = handle_request(
+                request(host, compcap, pending[name], now), project=demo_project(), now=now, config=config
+            )
             pending[name] = []
             for job in reply.results:
                 plan_class = job.app_version.plan_class

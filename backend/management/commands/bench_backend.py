@@ -42,6 +42,7 @@ from backend.models import (
     Host,
     HostAppVersion,
     LifecycleEvent,
+    Project,
     Result,
     Workunit,
 )
@@ -85,7 +86,9 @@ class Command(BaseCommand):
 
     def bench(self, n: int) -> dict[str, Any]:
         reclaim_deleted_rows()
+        project = Project.demo()
         app = App.objects.create(
+            project=project,
             name=f"bench_{time.time_ns()}",
             min_quorum=2,
             target_nresults=2,
@@ -95,10 +98,12 @@ class Command(BaseCommand):
             delay_bound=86400,
             unsent_target=0,
         )
-        AppVersion.objects.create(app=app, version_num=1, flops=1e9)
+        AppVersion.objects.create(project=project, app=app, version_num=1, flops=1e9)
         users = [get_user_model().objects.get_or_create(username=f"bench_volunteer_{i}")[0] for i in range(2)]
         hosts = [
-            Host.objects.get_or_create(owner=user, domain_name=f"{user.username}_host", defaults={"p_ncpus": NCPUS})[0]
+            Host.objects.get_or_create(
+                project=project, owner=user, domain_name=f"{user.username}_host", defaults={"p_ncpus": NCPUS}
+            )[0]
             for user in users
         ]
         seconds: defaultdict[str, float] = defaultdict(float)
@@ -113,7 +118,7 @@ class Command(BaseCommand):
         def daemons_until_quiet() -> None:
             while True:
                 clock[0] += 1
-                work = sum(timed(name, drain, name, clock[0]) for name in ROUND)
+                work = sum(timed(name, drain, name, project, clock[0]) for name in ROUND)
                 if not work:
                     return
 
@@ -122,13 +127,13 @@ class Command(BaseCommand):
         for i in range(0, len(names), CHUNK):
             timed("work_generator", work_generator.create_work, app, names[i : i + CHUNK], now=clock[0])
         clock[0] += 1
-        timed("transitioner", drain, "transitioner", clock[0])
+        timed("transitioner", drain, "transitioner", project, clock[0])
         refresh_statistics()
         while True:
             clock[0] += 1
             sent = 0
             for host in hosts:
-                reply = timed("scheduler", handle_request, request(host), now=clock[0], config=CONFIG)
+                reply = timed("scheduler", handle_request, request(host), project=project, now=clock[0], config=CONFIG)
                 sent += len(reply.results)
                 reports = [
                     ReportedResult(
@@ -139,7 +144,14 @@ class Command(BaseCommand):
                     )
                     for job in reply.results
                 ]
-                timed("scheduler", handle_request, request(host, reports), now=clock[0] + 1, config=CONFIG)
+                timed(
+                    "scheduler",
+                    handle_request,
+                    request(host, reports),
+                    project=project,
+                    now=clock[0] + 1,
+                    config=CONFIG,
+                )
             if not sent:
                 break
         daemons_until_quiet()
@@ -206,11 +218,11 @@ def remove(app: App) -> None:
         queryset._raw_delete(queryset.db)
 
 
-def drain(name: str, now: int) -> int:
+def drain(name: str, project: Project, now: int) -> int:
     """Passes of daemon ``name`` until one finds nothing; returns the work done."""
     run_once, total = get_daemon(name), 0
     while True:
-        done = run_once(now=now, batch_size=BATCH)
+        done = run_once(project=project, now=now, batch_size=BATCH)
         total += done
         if not done:
             return total

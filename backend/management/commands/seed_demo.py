@@ -24,7 +24,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection, transaction
 from django.db.models import Model
 
-from backend.models import App, AppVersion, GpuType, Host, Result, ServerState, Workunit
+from backend.models import App, AppVersion, GpuType, Host, Project, Result, ServerState, Workunit
 
 CHUNK = 5000
 # Jobs sized for watching (the live demo, world.live): 10 s on a 3 GFLOPS CPU, and a deadline of
@@ -50,23 +50,32 @@ class Command(BaseCommand):
         if settings.DEBUG and not User.objects.filter(username="admin").exists():
             User.objects.create_superuser("admin", "admin@example.org", "boincweb")
             self.stdout.write("created the staff login admin / boincweb (DEBUG only)")
+        project = Project.demo()
         app, _ = App.objects.get_or_create(
+            project=project,
             name="example_app",
             defaults={"user_friendly_name": "Example application", "create_time": now, **DEMO_APP_SIZES},
         )
         AppVersion.objects.get_or_create(
-            app=app, version_num=100, platform="x86_64-pc-linux-gnu", plan_class="", defaults={"flops": 1e9}
+            project=project,
+            app=app,
+            version_num=100,
+            platform="x86_64-pc-linux-gnu",
+            plan_class="",
+            defaults={"flops": 1e9},
         )
         AppVersion.objects.get_or_create(
+            project=project,
             app=app,
             version_num=100,
             platform="x86_64-pc-linux-gnu",
             plan_class="cuda",
             defaults={"flops": 20e9, "avg_ncpus": 0.5, "gpu_type": GpuType.NVIDIA, "gpu_usage": 1},
         )
-        missing_hosts = hosts - Host.objects.filter(owner=volunteer).count()
+        missing_hosts = hosts - Host.objects.filter(project=project, owner=volunteer).count()
         Host.objects.bulk_create(
             Host(
+                project=project,
                 owner=volunteer,
                 domain_name=f"volunteer-host-{i}",
                 create_time=now,
@@ -102,6 +111,7 @@ def demo_name(i: int) -> str:
 
 def demo_workunit(app: App, name: str, now: int) -> Workunit:
     return Workunit(
+        project_id=app.project_id,
         app=app,
         name=name,
         create_time=now,
@@ -118,7 +128,15 @@ def demo_workunit(app: App, name: str, now: int) -> Workunit:
 
 
 def demo_result(wu: Workunit, app: App, name: str, now: int, random: int) -> Result:
-    return Result(workunit=wu, app=app, name=name, create_time=now, server_state=ServerState.UNSENT, random=random)
+    return Result(
+        project_id=app.project_id,
+        workunit=wu,
+        app=app,
+        name=name,
+        create_time=now,
+        server_state=ServerState.UNSENT,
+        random=random,
+    )
 
 
 @transaction.atomic

@@ -6,7 +6,7 @@ The executable is copied to the download directory and signed with the project's
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from backend.models import App, AppVersion
+from backend.models import App, AppVersion, Project
 from protocol import signing
 
 
@@ -20,11 +20,11 @@ class Command(BaseCommand):
         parser.add_argument("--platform", default="x86_64-pc-linux-gnu")
 
     def handle(self, *args: str, app: str, version_num: int, executable: str, platform: str, **options: object) -> None:
-        found = App.objects.filter(name=app).first()
+        found = App.objects.filter(project=Project.demo(), name=app).first()
         if found is None:
             raise CommandError(f"no app called {app!r}")
         version, _ = AppVersion.objects.get_or_create(
-            app=found, version_num=version_num, platform=platform, plan_class=""
+            project=found.project, app=found, version_num=version_num, platform=platform, plan_class=""
         )
         try:
             row = signing.add_app_version_file(version, executable)

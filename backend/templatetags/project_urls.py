@@ -1,0 +1,34 @@
+"""``{% project_url 'status' %}``: a link to one of the current project's pages.
+
+A page reached under ``/projects/<slug>/`` links to its own project's pages; a page reached
+under the old ``/project/`` paths (the demo project's) links to those. ``args`` follow the
+page's own (``{% project_url 'workunit_detail' wu.id %}``). A page of another kind about a
+project's rows (a world's engine host) names the project as ``boinc_project``.
+"""
+
+from typing import Any
+
+from django import template
+from django.urls import reverse
+
+from backend.models import Project
+
+register = template.Library()
+
+
+def project_reverse(request: Any, name: str, *args: Any, project: Project | None = None) -> str:
+    """The URL of page ``name`` (backend.urls) of ``project``, by default the project
+    ``request`` was made to."""
+    if project is None:
+        match = getattr(request, "resolver_match", None)
+        project = match.kwargs.get("project") if match is not None else None
+    if isinstance(project, Project):
+        return reverse(f"projects:{name}", args=[project.slug, *args])
+    return reverse(f"project:{name}", args=args)
+
+
+@register.simple_tag(takes_context=True)
+def project_url(context: template.Context, name: str, *args: Any) -> str:
+    """A page of the project the page is of; a page outside the project's URLs (a world's)
+    names it as ``boinc_project`` in its context."""
+    return project_reverse(context.get("request"), name, *args, project=context.get("boinc_project"))

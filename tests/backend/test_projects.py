@@ -1,0 +1,95 @@
+"""Projects (DESIGN.md "Projects"): daemon passes of one project touch no row of another, the
+periodic job passes over the live projects only, ``run_daemon --project`` names one, and no
+page of one project shows a row of another."""
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from backend.jobs import run_all_daemons
+from backend.models import DaemonStatus, Project, Result, ServerState, Workunit
+from tests.factories import NOW, AppFactory, HostFactory, ProjectFactory, ResultFactory, WorkunitFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def world():
+    """A world's project, whose one workunit's in-progress result is long past its deadline."""
+    project = ProjectFactory(slug="world-1", name="A world", kind=Project.Kind.WORLD, simulated_time=NOW)
+    wu = WorkunitFactory(app=AppFactory(project=project, name="w1_einstein"), transition_time=NOW - 10)
+    ResultFactory(workunit=wu, server_state=ServerState.IN_PROGRESS, report_deadline=NOW - 5)
+    return project
+
+
+@pytest.fixture
+def demo_due():
+    """A demo workunit due for the transitioner, its result in progress past its deadline."""
+    wu = WorkunitFactory(app=AppFactory(name="demo_app"), transition_time=NOW - 10)
+    return ResultFactory(workunit=wu, server_state=ServerState.IN_PROGRESS, report_deadline=NOW - 5)
+
+
+def test_run_daemon_passes_over_the_project_it_names_only(world, demo_due):
+    out = io.StringIO()
+    call_command("run_daemon", "transitioner", "--once", "--project", "world-1", stdout=out)
+    assert out.getvalue().strip() == "transitioner: 1"
+    assert Result.objects.filter(project=world).first().server_state == ServerState.OVER  # timed out
+    demo_due.refresh_from_db()
+    assert demo_due.server_state == ServerState.IN_PROGRESS
+    assert set(DaemonStatus.objects.values_list("project__slug", "name")) == {("world-1", "transitioner")}
+
+
+def test_run_daemon_refuses_an_unknown_project_and_changes_nothing(demo_due):
+    with pytest.raises(CommandError, match="unknown project 'nowhere'; the projects are: demo") as error:
+        call_command("run_daemon", "transitioner", "--once", "--project", "nowhere")
+    assert error.value.returncode == 2
+    assert not DaemonStatus.objects.exists()
+    assert Result.objects.get().server_state == ServerState.IN_PROGRESS
+
+
+def test_the_periodic_job_passes_over_live_projects_at_their_clock_and_leaves_worlds_alone(world, demo_due):
+    other = ProjectFactory(slug="another", name="Another live project")
+    done = run_all_daemons(now=NOW)
+    assert set(done) == {"demo", "another"}
+    assert done["demo"]["transitioner"] == 1
+    assert Result.objects.get(project=world).server_state == ServerState.IN_PROGRESS
+    assert not DaemonStatus.objects.filter(project=world).exists()
+    assert (
+        DaemonStatus.objects.filter(project=other).count() == DaemonStatus.objects.filter(project__slug="demo").count()
+    )
+
+
+def test_projects_page_lists_each_project_with_its_kind_hosts_and_work_in_flight(client, world, demo_due):
+    HostFactory(project=world)
+    page = client.get("/projects/").content.decode()
+    assert "Demo project" in page and "A world" in page
+    assert "World" in page and "Live" in page
+    assert "/projects/world-1/status/" in page
+
+
+def test_no_page_of_one_project_shows_a_row_of_another(client, world, demo_due):
+    world_wu = Workunit.objects.get(project=world)
+    world_result = Result.objects.get(project=world)
+    assert client.get(f"/projects/world-1/workunits/{world_wu.pk}/").status_code == 200
+    assert client.get(f"/projects/demo/workunits/{world_wu.pk}/").status_code == 404
+    assert client.get(f"/project/workunits/{world_wu.pk}/").status_code == 404
+    assert client.get(f"/project/results/{world_result.pk}/").status_code == 404
+    listing = client.get("/projects/world-1/workunits/").content.decode()
+    assert world_wu.name in listing and demo_due.workunit.name not in listing
+    demo_listing = client.get("/project/workunits/").content.decode()
+    assert demo_due.workunit.name in demo_listing and world_wu.name not in demo_listing
+    status = client.get("/projects/world-1/status.json").json()
+    assert [app["name"] for app in status["apps"]] == ["w1_einstein"]
+    assert client.get("/projects/nowhere/workunits/").status_code == 404
+
+
+def test_each_project_has_a_configuration_page_of_its_own_config_xml(client, world):
+    Project.objects.filter(pk=world.pk).update(
+        config_xml="<boinc><config><homogeneous_redundancy>2</homogeneous_redundancy></config></boinc>"
+    )
+    page = client.get("/projects/world-1/config/").content.decode()
+    assert "homogeneous_redundancy" in page and "2 (coarse)" in page and "&lt;boinc&gt;" in page
+    demo = client.get("/projects/demo/config/").content.decode()
+    assert "0 (off)" in demo and "None of its own" in demo
+    assert client.get("/projects/nowhere/config/").status_code == 404

@@ -1,0 +1,144 @@
+"""Projects side by side (DESIGN.md "Projects", issue 32's "Done when"): a world's daemons, at a
+clock 200 days ahead of the demo's, leave every row of the demo project as the demo alone
+leaves it; ``manage.py world`` beside ``seed_demo`` changes no demo workunit or result, and the
+demo's pages show none of the world's apps."""
+
+import hashlib
+import io
+from typing import Any
+
+import pytest
+from django.apps import apps
+from django.core.management import call_command
+from django.db import models
+
+from backend.daemons import credit, daemon_names, run_pass
+from backend.models import Project, Result, ServerState, Workunit
+from protocol.models import AppVersionFile
+from tests.factories import (
+    NOW,
+    AppFactory,
+    AppVersionFactory,
+    HostFactory,
+    ResultFactory,
+    UserFactory,
+    WorkunitFactory,
+)
+from world.models import World
+from world.simulation import Simulation, WorldSettings
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+DAY = 86400
+HOURS = 24
+AHEAD = 200 * DAY
+
+# every table of a project's rows, AppVersionFile included (protocol's)
+MODELS: list[Any] = [*apps.get_app_config("backend").get_models(), AppVersionFile]
+PROJECT_TABLES = [
+    model for model in MODELS if any(f.name == "project" for f in model._meta.fields) and model is not Project
+]
+
+
+def checksums(project: Project) -> dict[str, str]:
+    """Per table, a digest of the project's rows by their values: ids and the ids of other rows
+    left out (rows made in another order get other ids) and the wall-clock timestamps too."""
+    digests = {}
+    for model in PROJECT_TABLES:
+        names = [
+            f.attname
+            for f in model._meta.fields
+            if not f.primary_key and not f.is_relation and not isinstance(f, models.DateTimeField)
+        ]
+        rows = sorted(repr(row) for row in model.objects.filter(project=project).values_list(*names))
+        digests[model.__name__] = hashlib.sha256("\n".join(rows).encode()).hexdigest() + f" ({len(rows)} rows)"
+    return digests
+
+
+def demo_project_rows() -> Project:
+    """A demo project of fixed names and times: an app whose work generator keeps 4 results
+    unsent, three hosts, and workunits whose results are unsent, in progress (due in a day,
+    so a transitioner at a later clock would time them out) or reported."""
+    demo = Project.demo()
+    app = AppFactory(project=demo, name="demo_app", unsent_target=4, min_quorum=1, target_nresults=1)
+    AppVersionFactory(app=app)
+    hosts = [
+        HostFactory(project=demo, owner=UserFactory(username=f"demo-volunteer{i}"), domain_name=f"demo-host{i}")
+        for i in range(3)
+    ]
+    for i in range(9):
+        wu = WorkunitFactory(app=app, name=f"demo_wu{i}", transition_time=NOW + 3600 * (i + 1))
+        state = (ServerState.UNSENT, ServerState.IN_PROGRESS, ServerState.IN_PROGRESS)[i % 3]
+        host = hosts[i % 3] if state == ServerState.IN_PROGRESS else None
+        ResultFactory(
+            workunit=wu,
+            name=f"demo_wu{i}_0",
+            server_state=state,
+            host=host,
+            sent_time=NOW if host else 0,
+            report_deadline=NOW + DAY + 3600 * i if host else 0,
+        )
+    return demo
+
+
+def run_day(world: Simulation | None) -> dict[str, str]:
+    """The demo's daemons every hour of a day at its clock, and with ``world`` the world's
+    rounds for the same hours at its own clock; the demo's checksums at the end."""
+    credit._last_av_update.clear()  # this process's update times, as a fresh daemon has them
+    demo = demo_project_rows()
+    if world is not None:
+        world.setup()
+    for hour in range(1, HOURS + 1):
+        for name in daemon_names():
+            run_pass(name, project=demo, now=NOW + hour * 3600)
+        if world is not None:
+            world.run_until(hour * 3600.0)
+    return checksums(demo)
+
+
+@pytest.fixture
+def files(settings, tmp_path):
+    settings.BOINCWEB_DATA_DIR = tmp_path
+    settings.DOWNLOAD_DIR = tmp_path / "download"
+    settings.UPLOAD_DIR = tmp_path / "upload"
+
+
+def test_a_world_200_days_ahead_leaves_every_demo_row_as_the_demo_alone_leaves_it(files):
+    alone = run_day(None)
+    call_command("flush", interactive=False, verbosity=0)
+    world = Simulation(WorldSettings(hosts=8, days=1, seed=3, start_time=NOW + AHEAD), prefix="iso")
+    beside = run_day(world)
+    assert beside == alone
+    # the world did work of its own meanwhile, at its own clock, in its own project
+    project = Project.objects.get(pk=world.project_id)
+    assert project.kind == Project.Kind.WORLD and project.simulated_time >= NOW + AHEAD
+    assert Result.objects.filter(project=project, server_state=ServerState.OVER).exists()
+    assert not Result.objects.filter(project=project).exclude(app__project=project).exists()
+    demo = Project.demo()
+    assert Result.objects.filter(project=demo, server_state=ServerState.IN_PROGRESS).count() == 6
+
+
+def test_seed_demo_then_a_world_changes_no_demo_workunit_or_result(files, client):
+    call_command("seed_demo", "--workunits", "30", "--hosts", "3", stdout=io.StringIO())
+    demo = Project.demo()
+
+    def demo_rows():
+        return (
+            list(Workunit.objects.filter(project=demo).order_by("id").values()),
+            list(Result.objects.filter(project=demo).order_by("id").values()),
+        )
+
+    before = demo_rows()
+    call_command("world", "--hosts", "20", "--days", "1", stdout=io.StringIO())
+    assert demo_rows() == before
+    world = World.objects.get()
+    assert world.project.kind == Project.Kind.WORLD
+    assert Workunit.objects.filter(project=world.project).exists()
+    for path in ("/", "/project/status/", f"/projects/{demo.slug}/status/"):
+        page = client.get(path)
+        assert page.status_code == 200
+        assert world.app.name not in page.content.decode()
+    assert "example_app" in client.get("/project/status/").content.decode()
+    assert world.app.name in client.get(f"/projects/{world.project.slug}/status/").content.decode()
+    assert world.app.name not in client.get("/project/status.json").content.decode()
+    assert client.get("/projects/no-such-project/status/").status_code == 404
