@@ -52,9 +52,10 @@ def test_a_world_leads_to_an_engine_hosts_gantt_to_a_workunit_and_back(page, liv
     page.go_back()
     page.wait_for_url(host_page)
 
-    # the slices table names each slice's workunit; its page links back to this host's slices
+    # the slices table names each slice's workunit, on its world's project's pages; that page
+    # links back to this host's slices
     page.locator("[data-testid=slices] [data-testid=workunit-link]").first.click()
-    page.wait_for_url(re.compile(r".*/project/workunits/\d+/$"))
+    page.wait_for_url(re.compile(rf".*/projects/world-{engine_world.pk}/workunits/\d+/$"))
     assert page.locator("h1").inner_text().startswith("Workunit ")
     page.locator("[data-testid=result-link]").first.click()
     page.wait_for_url(re.compile(r".*/project/worlds/\d+/engine/\d+/\?job=.*"))
