@@ -134,7 +134,7 @@ def fill(total, *, out=print):
     # Per workunit (columns of the CTE "s"): i, st (state code), t (create time), bad (one in
     # 50 has a first result with a client error and a third result), base ids of its rows.
     wu_names, wu_values, wu_params = columns_of(
-        Workunit(app=app, name="", **wu_defaults(app)),
+        Workunit(project_id=app.project_id, app=app, name="", **wu_defaults(app)),
         {
             "name": "'load_' || lpad(i::text, 7, '0')",
             "create_time": "t",
@@ -150,7 +150,7 @@ def fill(total, *, out=print):
     failed = "(bad AND k = 0)"
     hidx = "(1 + (i * 7 + k * 13) %% %(nhosts)s)"
     result_names, result_values, result_params = columns_of(
-        Result(workunit=Workunit(pk=0), app=app, name=""),
+        Result(project_id=app.project_id, workunit=Workunit(pk=0), app=app, name=""),
         {
             "workunit_id": "id",
             "name": "name || '_' || k",
@@ -187,12 +187,12 @@ def fill(total, *, out=print):
         ("s.st = 0 AND (r.id = s.rid)", "r.received_time + 50", "file_deleter", "file_delete_state", 1, 2, False),
     ]
     event_values = " UNION ALL ".join(
-        f"SELECT {time_sql}, '{actor}', r.workunit_id, "
+        f"SELECT {app.project_id}, {time_sql}, '{actor}', r.workunit_id, "
         f"{'r.id' if of_result else 'NULL::bigint'}, NULL::bigint, '{field}', {old}, {new}, '', '' "
         f"FROM res r JOIN s ON s.id = r.workunit_id WHERE {condition}"
         for condition, time_sql, actor, field, old, new, of_result in events
     )
-    event_columns = "time, actor, workunit_id, result_id, host_id, field, old, new, reason, detail"
+    event_columns = "project_id, time, actor, workunit_id, result_id, host_id, field, old, new, reason, detail"
     sql = (
         f"WITH s AS (SELECT i, %(wid)s + i - %(start)s AS id, %(rid)s + 3 * (i - %(start)s) AS rid, "
         f"  {state_case} AS st, (%(now)s - (%(total)s - 1 - i) * %(gap)s)::bigint AS t, "
