@@ -61,8 +61,9 @@ def make_jobs(app, names, *, now=None, **kwargs):
     return wus
 
 
-def account(username="volunteer"):
-    return Account.for_user(UserFactory(username=username))
+def account(username="volunteer", project=None):
+    """A new volunteer's account in ``project`` (default the demo project)."""
+    return Account.for_user(UserFactory(username=username), project or demo_project())
 
 
 def run_daemons(rounds=4):

@@ -8,17 +8,19 @@ from backend.models import AppVersion
 from protocol import signing
 from protocol.client import escape_project_url
 from protocol.models import AppVersionFile
+from tests.factories import demo_project
 from tests.protocol.conftest import make_app
 
 
+@pytest.mark.django_db
 def test_make_signing_keys_writes_a_pair_once(data_dirs):
     call_command("make_signing_keys", "--bits", "512")
-    key = signing.load_private_key()
-    assert signing.load_public_key_text() == signing.public_key_text(key.public())
+    key = signing.load_private_key(demo_project().keys_dir)
+    assert signing.load_public_key_text(demo_project().keys_dir) == signing.public_key_text(key.public())
     with pytest.raises(CommandError, match="exists"):
         call_command("make_signing_keys", "--bits", "512")
     call_command("make_signing_keys", "--bits", "512", "--replace")
-    assert signing.load_private_key() != key
+    assert signing.load_private_key(demo_project().keys_dir) != key
 
 
 @pytest.mark.django_db
@@ -32,8 +34,8 @@ def test_add_app_version_serves_and_signs_the_executable(data_dirs, tmp_path):
     call_command("add_app_version", app.name, "300", str(exe))
     version = AppVersion.objects.get(app=app, version_num=300)
     row = AppVersionFile.objects.get(app_version=version)
-    assert download_path(row.name).read_bytes() == exe.read_bytes()
-    public = signing.parse_public_key(signing.load_public_key_text())
+    assert download_path(demo_project(), row.name).read_bytes() == exe.read_bytes()
+    public = signing.parse_public_key(signing.load_public_key_text(demo_project().keys_dir))
     assert signing.verify_md5(row.md5_cksum, row.file_signature, public)
     with pytest.raises(CommandError, match="no app"):
         call_command("add_app_version", "nope", "1", str(exe))
