@@ -29,8 +29,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from django.contrib.auth.decorators import login_required
-from django.contrib.auth.models import User
+from django.contrib.auth.views import redirect_to_login
 from django.http import (
     FileResponse,
     Http404,
@@ -55,12 +54,6 @@ from protocol.xml_request import MAX_REQUEST_BYTES
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]*$")
 RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
-
-
-class AuthenticatedHttpRequest(HttpRequest):
-    """The request a view behind ``login_required`` gets: its user has signed in."""
-
-    user: User
 
 
 def boinc_project(slug: str) -> Project | None:
@@ -110,9 +103,12 @@ def master(request: HttpRequest, slug: str) -> HttpResponse:
     )
 
 
-@login_required
-def account(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+def account(request: HttpRequest, slug: str) -> HttpResponse:
+    """The signed-in user's key in the project (made when missing: joining the project); an
+    unknown project is a 404 before anyone is asked to sign in."""
     project = project_or_404(slug, live=True)
+    if not request.user.is_authenticated:
+        return redirect_to_login(request.get_full_path())
     return render(
         request,
         "protocol/account.html",
