@@ -51,7 +51,7 @@ class Account(models.Model):
 
 
 class AppVersionFile(models.Model):
-    """A file of a (non-anonymous) app version: served from the download directory, signed.
+    """A file of a (non-anonymous) app version: served from its project's download directory, signed.
 
     ``file_signature`` is the MD5 of the file signed with the project's code-signing key
     (reference/protocol.md §7); the client refuses to run an unsigned executable.

@@ -24,6 +24,7 @@ and holds no cookie. They never read ``request.POST`` or ``request.body``, and r
 in chunks as well as one with a ``Content-Length`` (``body_stream``).
 """
 
+import logging
 import re
 import time
 from collections.abc import Iterator
@@ -45,12 +46,15 @@ from django.views.decorators.csrf import csrf_exempt
 
 from backend.daemons.hierarchy import download_path
 from backend.models import Project
+from backend.server_config import ConfigError
 from protocol import uploads
 from protocol.models import Account
 from protocol.scheduler_rpc import REFUSED_DELAY, scheduler_rpc
 from protocol.uploads import Stream
 from protocol.xml_reply import write_error_reply
 from protocol.xml_request import MAX_REQUEST_BYTES
+
+log = logging.getLogger("protocol.scheduler")
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]*$")
 RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
@@ -153,12 +157,18 @@ def scheduler(request: HttpRequest, slug: str) -> HttpResponse:
         return xml_response(
             write_error_reply(f"Can't parse scheduler request: it is over {MAX_REQUEST_BYTES} bytes long (the limit)")
         )
+    try:
+        config = project.scheduler_config()
+    except ConfigError as exc:
+        log.error("project %s: its config.xml cannot be read: %s", project.slug, exc)
+        return xml_response(
+            write_error_reply(
+                f"The project's server configuration cannot be read ({exc}); try again later",
+                request_delay=REFUSED_DELAY,
+            )
+        )
     status, reply = scheduler_rpc(
-        body,
-        project=project,
-        now=int(time.time()),
-        base_url=master_url(request, project),
-        config=project.scheduler_config(),
+        body, project=project, now=int(time.time()), base_url=master_url(request, project), config=config
     )
     return xml_response(reply, status=status)
 

@@ -87,6 +87,16 @@ def test_an_unknown_project_s_pages_are_404s_and_its_scheduler_says_so_in_a_repl
     assert not Host.objects.exists()
 
 
+def test_a_project_whose_config_xml_cannot_be_read_refuses_requests_with_the_reason(client, other):
+    other.config_xml = "<config><daily_result_quota>many</daily_result_quota></config>"
+    other.save()
+    key = account("volunteer", other)
+    before = snapshot()
+    root = rpc(client, other, work_request(key.authenticator))
+    assert "server configuration cannot be read (<daily_result_quota> must be a number" in root.findtext("message")
+    assert snapshot() == before
+
+
 def test_a_scheduler_request_with_another_project_s_key_is_refused_and_changes_nothing(client, other):
     demo_app = make_app()
     make_jobs(demo_app, ["demo_a"], inputs=lambda name: INPUT)
