@@ -4,11 +4,11 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from backend.daemons.hierarchy import download_path
-from backend.models import AppVersion
+from backend.models import AppVersion, Project
 from protocol import signing
 from protocol.client import escape_project_url
-from protocol.models import AppVersionFile
-from tests.factories import demo_project
+from protocol.models import Account, AppVersionFile
+from tests.factories import ProjectFactory, demo_project
 from tests.protocol.conftest import make_app
 
 
@@ -133,3 +133,28 @@ def test_attach_client_signed_installs_no_anonymous_app(started, data_dirs, tmp_
 def test_project_directory_names_are_escaped_as_the_client_does():
     assert escape_project_url("http://127.0.0.1:45743/proj/") == "127.0.0.1_45743_proj"
     assert escape_project_url("https://example.org/boinc/") == "example.org_boinc"
+
+
+@pytest.mark.django_db
+def test_attach_client_attaches_to_another_project_with_its_own_key(started, monkeypatch, tmp_path):
+    monkeypatch.setenv("BOINCWEB_PORT", "8123")
+    other = ProjectFactory(slug="science")
+    make_app("example_app", project=other)
+    call_command("attach_client", "--project", "science", "--dir", str(tmp_path / "client"))
+    url = "http://127.0.0.1:8123/projects/science/boinc/"
+    [command] = started
+    key = Account.objects.get(project=other, user__username="volunteer").authenticator
+    assert command[-3:] == ["--attach_project", url, key]
+    assert not Account.objects.filter(project=demo_project()).exists()
+    assert (tmp_path / "client" / "projects" / escape_project_url(url) / "app_info.xml").exists()
+
+
+@pytest.mark.django_db
+def test_attach_client_refuses_a_world_s_project_and_an_unknown_one(started):
+    world = ProjectFactory(slug="world-3", kind=Project.Kind.WORLD)
+    make_app("example_app", project=world)
+    with pytest.raises(CommandError, match="world-3 is a simulated world's; real clients attach to live projects only"):
+        call_command("attach_client", "--project", "world-3")
+    with pytest.raises(CommandError, match="unknown project 'nope'"):
+        call_command("attach_client", "--project", "nope")
+    assert not started and not Account.objects.exists()
