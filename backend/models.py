@@ -196,19 +196,27 @@ class Project(models.Model):
         return project_config()
 
     @property
-    def data_dir(self) -> Path:
-        return Path(settings.BOINCWEB_DATA_DIR) / "projects" / self.slug
-
-    @property
     def download_dir(self) -> Path:
-        return self.data_dir / "download"
+        """The project's input files (backend.daemons.hierarchy.project_dir has the rule)."""
+        from backend.daemons.hierarchy import project_dir
+
+        return project_dir(self, "download")
 
     @property
     def upload_dir(self) -> Path:
-        return self.data_dir / "upload"
+        from backend.daemons.hierarchy import project_dir
+
+        return project_dir(self, "upload")
+
+    @property
+    def keys_dir(self) -> Path:
+        """The project's code-signing keys (protocol.signing)."""
+        from backend.daemons.hierarchy import project_dir
+
+        return project_dir(self, "keys")
 
 
-def project_field(related_name: str = "+", *, db_index: bool = False) -> models.ForeignKey:
+def project_field(related_name: str = "+", *, db_index: bool = False) -> "models.ForeignKey[Project, Project]":
     """The project a BOINC row belongs to. Unindexed on its own: each table's indexes that a
     daemon or page filters by lead with it instead."""
     return models.ForeignKey(Project, on_delete=models.CASCADE, related_name=related_name, db_index=db_index)

@@ -347,7 +347,7 @@ def prepare(procs):
     password = secrets.token_urlsafe(12)
     owner = User.objects.create_user(f"hostile-owner-{tag}", password=password)
     User.objects.create_user(f"hostile-staff-{tag}", password=password, is_staff=True)
-    authenticator = Account.for_user(owner).authenticator
+    authenticator = Account.for_user(owner, Project.demo()).authenticator
     now = int(time.time())
     app = App.objects.create(
         project=Project.demo(),
@@ -469,6 +469,7 @@ def request_cases(procs, site):
 
     def concurrent_uploads():
         from backend.daemons.hierarchy import upload_path
+        from backend.models import Project
 
         datas = [b"A" * (4 << 20), b"B" * (4 << 20)]
         replies = [b"", b""]
@@ -481,7 +482,8 @@ def request_cases(procs, site):
             t.start()
         for t in threads:
             t.join()
-        stored = upload_path(site.output_name).read_bytes() if upload_path(site.output_name).exists() else b""
+        stored_path = upload_path(Project.demo(), site.output_name)
+        stored = stored_path.read_bytes() if stored_path.exists() else b""
         problems = [
             f"upload {i} told success but the file holds other bytes"
             for i in range(2)

@@ -330,6 +330,7 @@ class Boincweb:
         # the same credit work rather than CreditNew, its default
         self.config = read_config_xml(Path(config_xml), credit_from_wu=True)
         self.analyzed = False
+        self.demo = Project.demo()
         for folder in (settings.UPLOAD_DIR, settings.DOWNLOAD_DIR):
             Path(folder).mkdir(parents=True, exist_ok=True)
         self.offset = 0
@@ -361,7 +362,7 @@ class Boincweb:
         self.hosts = []
         for i in range(1, hosts + 1):
             user, _ = get_user_model().objects.get_or_create(username=f"vs_boinc_volunteer_{i}")
-            account = Account.for_user(user)
+            account = Account.for_user(user, Project.demo())
             host, _ = Host.objects.get_or_create(
                 project=Project.demo(),
                 owner=user,
@@ -411,13 +412,15 @@ class Boincweb:
     def request(self, index, body):
         from protocol.scheduler_rpc import scheduler_rpc
 
-        _, reply = scheduler_rpc(body.encode(), now=self.now, base_url="http://localhost/p/", config=self.config)
+        _, reply = scheduler_rpc(
+            body.encode(), project=self.demo, now=self.now, base_url="http://localhost/p/", config=self.config
+        )
         return reply.decode() if isinstance(reply, bytes) else reply
 
     def upload(self, name, data):
         from backend.daemons.hierarchy import upload_path
 
-        upload_path(name).write_bytes(data)
+        upload_path(self.demo, name).write_bytes(data)
 
     def nothing_sent(self):
         raise SystemExit("boincweb's scheduler sent nothing while results were unsent")

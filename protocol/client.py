@@ -4,7 +4,10 @@
 with the reference site), ``global_prefs_override.xml`` (never suspend for other CPU load,
 which a busy machine always has), ``gui_rpc_auth.cfg``, and optionally, for the anonymous
 platform, ``projects/<escaped master URL>/app_info.xml`` with a shell-script application, which
-must be there before the project is attached (§2, §6.1).
+must be there before the project is attached (§2, §6.1). A client attached to several projects
+has one ``ClientDir`` per project over the same path, each naming its master URL; a project
+besides the one given on the command line is attached by its account file (§2, way 2), which
+may carry the project's resource share.
 
 ``start_client`` launches ``boinc`` in a new session (its own process group, which its
 applications share, §6.3) with the flags that keep it on loopback and quick: no info fetch,
@@ -100,6 +103,17 @@ class ClientDir:
             "</app_version>\n</app_info>\n"
         )
 
+    def write_account_file(self, authenticator: str, *, resource_share: float | None = None) -> None:
+        """Attach the client to this project at its next start: ``account_<escaped URL>.xml``
+        with the key and, when given, the resource share (§2; the client reads
+        ``<resource_share>`` from the file, as from the project preferences a project sends)."""
+        share = "" if resource_share is None else f"<resource_share>{resource_share:g}</resource_share>\n"
+        (self.path / f"account_{escape_project_url(self.master_url)}.xml").write_text(
+            f"<account>\n<master_url>{self.master_url}</master_url>\n"
+            f"<authenticator>{authenticator}</authenticator>\n"
+            f"<project_preferences>\n{share}</project_preferences>\n</account>\n"
+        )
+
     def sched_files(self) -> str:
         """The last scheduler request and reply the client kept, for diagnostics (§4.1)."""
         texts = []
@@ -111,7 +125,7 @@ class ClientDir:
 
 def client_command(
     client_dir: ClientDir,
-    authenticator: str,
+    authenticator: str | None,
     *,
     gui_rpc_port: int,
     exit_when_idle: bool = True,
@@ -142,7 +156,8 @@ def client_command(
     if fetch_minimal_work:
         command.append("--fetch_minimal_work")
     command.extend(extra)
-    command.extend(["--attach_project", client_dir.master_url, authenticator])
+    if authenticator is not None:  # None: the projects are attached by their account files
+        command.extend(["--attach_project", client_dir.master_url, authenticator])
     return command
 
 

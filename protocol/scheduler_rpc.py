@@ -1,20 +1,25 @@
-"""One scheduler RPC from a real client, from request body to reply body (reference/protocol.md §4).
+"""One scheduler RPC from a real client to one project, from request body to reply body
+(reference/protocol.md §4).
 
 The scheduling itself is ``backend.daemons.scheduler.handle_request``, the same function the
 simulated volunteers call; this module only stands between it and the wire:
 
+0. a world's project is simulated: a real client is refused, with a message that says so and
+   REFUSED_DELAY before it asks again, and nothing is read or written;
 1. the body is parsed (``xml_request``); a body that is not a scheduler request gets an error
    reply and changes nothing. Like BOINC's scheduler (sched/handle_request.cpp), that reply
    is an ordinary HTTP 200 scheduler reply whose message says what is wrong: the client
    treats a 4xx status as a bare HTTP error and backs off without reading the body
    (reference/protocol.md §4.1), so a 400 would hide the reason from its user;
-2. the account is found by its authenticator; an unknown one is refused with a message;
+2. the account is found by its authenticator among the project's accounts (each project has
+   its own, as in BOINC); an unknown one, another project's included, is refused with a
+   message and changes nothing;
 3. the request is checked (``check_request``) before anything reads or writes the database
    with its values: a value that does not fit its column (a negative ``rpc_seqno``, a
    ``domain_name`` over its length, a count beyond a PostgreSQL integer ...) refuses the
    request whole with the element named, and changes nothing;
-4. a ``hostid`` that is unknown or belongs to another account is treated as a new host, as
-   BOINC's scheduler does, so the client gets a fresh hostid;
+4. a ``hostid`` that is unknown, belongs to another account or to another project is treated as
+   a new host, as BOINC's scheduler does, so the client gets a fresh hostid in this project;
 5. reported results are screened: a report of a result that was not sent to this host is not
    passed on (it is acked, so the client forgets it, and counted in one log line for the
    request); reports past ``xml_request.MAX_REPORTS`` are not read at all, nor acked, and the
@@ -23,8 +28,8 @@ simulated volunteers call; this module only stands between it and the wire:
    output never arrived, or whose ``<file_info>`` carries an ``<error_msg>`` (a permanent
    upload error, §5.2, §10.5) is passed on as UPLOAD_FAILED, so it is recorded as a client
    error, with the reason added to its stderr;
-6. the reply is written (``xml_reply``) with this server's download and upload URLs, the
-   signed executables of the app versions sent, and the code-signing key for a client that
+6. the reply is written (``xml_reply``) with the project's name, its download and upload URLs,
+   the signed executables of its app versions sent, and its code-signing key for a client that
    lacks it.
 """
 
@@ -49,19 +54,25 @@ LOGGED_NAMES = 5
 
 
 def scheduler_rpc(
-    body: bytes, *, now: int, base_url: str, config: SchedulerConfig = SchedulerConfig()
+    body: bytes, *, project: Project, now: int, base_url: str, config: SchedulerConfig = SchedulerConfig()
 ) -> tuple[int, bytes]:
-    """(HTTP status, reply bytes) for the raw request ``body``; ``base_url`` ends in ``/``."""
+    """(HTTP status, reply bytes) for the raw request ``body`` to ``project``, whose master
+    URL ``base_url`` ends in ``/``."""
+    if not project.is_live:
+        log.warning("scheduler request to %s, a simulated world's project: refused", project.slug)
+        return 200, write_error_reply(
+            f"{project.name} is a simulated world's project: its hosts are simulated and real clients "
+            "cannot join it. To fix, remove this project.",
+            request_delay=REFUSED_DELAY,
+        )
     try:
         parsed = parse_request(body)
     except RequestParseError as exc:
         log.warning("unreadable scheduler request: %s", exc.reason)
         return 200, write_error_reply(f"Can't parse scheduler request: {exc.reason}")
-    account = None
-    if parsed.authenticator:
-        account = Account.objects.filter(authenticator=parsed.authenticator).first()
+    account = Account.by_key(project, parsed.authenticator)
     if account is None:
-        log.warning("scheduler request with an unknown account key")
+        log.warning("scheduler request to %s with an unknown account key", project.slug)
         return 200, write_error_reply(
             "Invalid or missing account key. To fix, remove and add this project.", request_delay=REFUSED_DELAY
         )
@@ -71,16 +82,14 @@ def scheduler_rpc(
         check_request(request)
     except SchedulerRequestError as exc:
         return refused(exc)
-    # the endpoints are the demo project's (per-project endpoints are to come)
-    project = Project.demo()
     if (
         request.hostid
         and not Host.objects.filter(project=project, pk=request.hostid, owner_id=account.user_id).exists()
     ):
         log.warning("account %s sent hostid %s, not one of its hosts: new host", account.user_id, request.hostid)
         request.hostid = 0
-    ignored = screen_reports(request)
-    mark_missing_outputs(request)
+    ignored = screen_reports(project, request)
+    mark_missing_outputs(project, request)
     try:
         reply = handle_request(request, project=project, now=now, config=config)
     except SchedulerRequestError as exc:
@@ -106,8 +115,9 @@ def scheduler_rpc(
         download_url=f"{base_url}download/",
         upload_url=f"{base_url}file_upload_handler",
         anonymous=anonymous,
-        code_sign_key="" if anonymous or parsed.code_sign_key else signing.load_public_key_text(),
-        app_files={} if anonymous else app_files(reply.results),
+        project_name=project.name,
+        code_sign_key="" if anonymous or parsed.code_sign_key else signing.load_public_key_text(project.keys_dir),
+        app_files={} if anonymous else app_files(project, reply.results),
     )
     return 200, write_reply(reply, context)
 
@@ -117,14 +127,18 @@ def refused(exc: SchedulerRequestError) -> tuple[int, bytes]:
     return 200, write_error_reply(f"Scheduler request refused: {exc.reason}", request_delay=REFUSED_DELAY)
 
 
-def screen_reports(request: SchedulerRequest) -> list[str]:
+def screen_reports(project: Project, request: SchedulerRequest) -> list[str]:
     """Drop reports of results not sent to the requesting host; return their names."""
     if not request.results:
         return []
     names = [report.name for report in request.results]
     ours = set()
     if request.hostid:
-        ours = set(Result.objects.filter(name__in=names, host_id=request.hostid).values_list("name", flat=True))
+        ours = set(
+            Result.objects.filter(project=project, name__in=names, host_id=request.hostid).values_list(
+                "name", flat=True
+            )
+        )
     ignored = [name for name in names if name not in ours]
     if ignored:
         log.warning(
@@ -138,15 +152,17 @@ def screen_reports(request: SchedulerRequest) -> list[str]:
     return ignored
 
 
-def mark_missing_outputs(request: SchedulerRequest) -> None:
+def mark_missing_outputs(project: Project, request: SchedulerRequest) -> None:
     """Keep only outputs that arrived; a success missing its output is UPLOAD_FAILED (§10.5)."""
     if not request.results:
         return
-    expected = dict(Result.objects.filter(name__in=[r.name for r in request.results]).values_list("name", "random"))
+    expected = dict(
+        Result.objects.filter(project=project, name__in=[r.name for r in request.results]).values_list("name", "random")
+    )
     for report in request.results:
         output = f"{report.name}_r{expected[report.name]}_0"
         declared = {f.name: f for f in report.output_files}
-        report.output_files = [f for f in report.output_files if arrived(f)]
+        report.output_files = [f for f in report.output_files if arrived(project, f)]
         if report.client_state != ClientState.FILES_UPLOADED:
             continue
         info = declared.get(output)
@@ -154,7 +170,7 @@ def mark_missing_outputs(request: SchedulerRequest) -> None:
             problem = f"output {output} was not reported"
         elif info.error_msg:
             problem = f"output {output} failed to upload: {info.error_msg}"
-        elif not arrived(info):
+        elif not arrived(project, info):
             problem = f"output {output} never arrived"
         else:
             continue
@@ -163,20 +179,20 @@ def mark_missing_outputs(request: SchedulerRequest) -> None:
         log.warning("%s reported as a success but %s", report.name, problem)
 
 
-def arrived(reported_file: ReportedFile) -> bool:
-    """Whether the upload handler holds the whole of a reported output file."""
+def arrived(project: Project, reported_file: ReportedFile) -> bool:
+    """Whether the project's upload handler holds the whole of a reported output file."""
     name = reported_file.name
     if not name or "/" in name or name.startswith("."):
         return False
     try:
-        path = upload_path(name)
+        path = upload_path(project, name)
         return not reported_file.error_msg and path.exists() and path.stat().st_size == reported_file.nbytes
     except (OSError, ValueError):
         # A name the file system cannot hold (too long in bytes, say) was never uploaded.
         return False
 
 
-def app_files(jobs: Iterable[ReplyResult]) -> dict[tuple, list[AppFile]]:
+def app_files(project: Project, jobs: Iterable[ReplyResult]) -> dict[tuple, list[AppFile]]:
     """(app_name, version_num, platform, plan_class) -> AppFiles of the jobs' app versions."""
     keys = {
         (j.app_version.app_name, j.app_version.version_num, j.app_version.platform, j.app_version.plan_class)
@@ -185,7 +201,9 @@ def app_files(jobs: Iterable[ReplyResult]) -> dict[tuple, list[AppFile]]:
     if not keys:
         return {}
     rows = AppVersionFile.objects.filter(
-        app_version__app__name__in={k[0] for k in keys}, app_version__version_num__in={k[1] for k in keys}
+        project=project,
+        app_version__app__name__in={k[0] for k in keys},
+        app_version__version_num__in={k[1] for k in keys},
     ).select_related("app_version__app")
     found: dict[tuple, list[AppFile]] = {}
     for row in rows:

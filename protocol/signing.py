@@ -18,7 +18,9 @@ Formats (lib/crypt.cpp's hex key layout):
 The modulus is 1024 bits, the most client 7.20.5 accepts (``MAX_RSA_MODULUS_BITS``). Keys are
 made from the operating system's random source with Miller-Rabin tested primes. Real projects
 keep the private key off the server and sign offline; ``make_signing_keys`` writes it beside the
-public key in ``BOINCWEB_DATA_DIR/keys`` with owner-only permissions.
+public key in the project's keys directory (``Project.keys_dir``: ``BOINCWEB_DATA_DIR/keys`` for
+the demo project, ``BOINCWEB_DATA_DIR/projects/<slug>/keys`` for the others) with owner-only
+permissions. Each project has its own pair, as each BOINC project has.
 """
 
 from __future__ import annotations
@@ -30,8 +32,6 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-from django.conf import settings
 
 if TYPE_CHECKING:
     from backend.models import AppVersion
@@ -221,15 +221,10 @@ def file_md5(path: str | os.PathLike[str]) -> str:
     return digest.hexdigest()
 
 
-def keys_dir() -> Path:
-    return Path(settings.BOINCWEB_DATA_DIR) / "keys"
-
-
-def write_key_pair(
-    directory: str | os.PathLike[str] | None = None, *, bits: int = BITS, replace: bool = False
-) -> PrivateKey:
-    """Make and store the project's key pair; returns the PrivateKey."""
-    directory = Path(directory or keys_dir())
+def write_key_pair(directory: str | os.PathLike[str], *, bits: int = BITS, replace: bool = False) -> PrivateKey:
+    """Make and store a project's key pair in ``directory`` (its ``keys_dir``); returns the
+    PrivateKey."""
+    directory = Path(directory)
     private_path = directory / "code_sign_private"
     if private_path.exists() and not replace:
         raise SigningError(f"{private_path} exists; pass replace=True to make a new pair")
@@ -242,14 +237,14 @@ def write_key_pair(
     return key
 
 
-def load_public_key_text(directory: str | os.PathLike[str] | None = None) -> str:
-    """The public key as the client receives it, or "" when the project has none."""
-    path = Path(directory or keys_dir()) / "code_sign_public"
+def load_public_key_text(directory: str | os.PathLike[str]) -> str:
+    """The public key in ``directory`` as the client receives it, or "" when there is none."""
+    path = Path(directory) / "code_sign_public"
     return path.read_text() if path.exists() else ""
 
 
-def load_private_key(directory: str | os.PathLike[str] | None = None) -> PrivateKey:
-    path = Path(directory or keys_dir()) / "code_sign_private"
+def load_private_key(directory: str | os.PathLike[str]) -> PrivateKey:
+    path = Path(directory) / "code_sign_private"
     if not path.exists():
         raise SigningError(f"no private key at {path}; run manage.py make_signing_keys")
     return parse_private_key(path.read_text())
@@ -263,7 +258,8 @@ def add_app_version_file(
     main_program: bool = True,
     key: PrivateKey | None = None,
 ) -> AppVersionFile:
-    """Copy ``source`` into the download directory as a signed file of ``app_version``.
+    """Copy ``source`` into the download directory of the app version's project as a signed
+    file of ``app_version``.
 
     The file is named ``name`` (default ``<app>_<version>_<source name>``) and signed with
     ``key`` (default the project's private key); returns the AppVersionFile row.
@@ -271,15 +267,17 @@ def add_app_version_file(
     from backend.daemons.hierarchy import download_path, write_file
     from protocol.models import AppVersionFile
 
-    key = key or load_private_key()
+    project = app_version.project
+    key = key or load_private_key(project.keys_dir)
     data = Path(source).read_bytes()
     name = name or f"{app_version.app.name}_{app_version.version_num}_{Path(source).name}"
-    md5 = write_file(download_path(name), data)
-    download_path(name).chmod(0o755)
+    path = download_path(project, name)
+    md5 = write_file(path, data)
+    path.chmod(0o755)
     row, _ = AppVersionFile.objects.update_or_create(
+        project=project,
         name=name,
         defaults=dict(
-            project_id=app_version.project_id,
             app_version=app_version,
             nbytes=len(data),
             md5_cksum=md5,

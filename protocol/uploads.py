@@ -15,8 +15,10 @@ Two requests:
   first, so a resumed upload continues where the client says); when all ``nbytes`` are there
   the MD5 is checked and the part renamed to NAME in the upload directory.
 
-Only output files of results that were sent and not yet reported may be uploaded: the name must
-be a result's output name, ``<result>_r<random>_<i>``, whose random part only the host the
+Each project has its own handler, writing to its own upload directory (``upload_path``); a
+world's project, whose hosts are simulated, takes no uploads. Only output files of the
+project's results that were sent and not yet reported may be uploaded: the name must be a
+result's output name, ``<result>_r<random>_<i>``, whose random part only the host the
 result was sent to has seen. An upload larger than the app's ``max_output_nbytes`` is refused.
 
 The header is read in bounded time: at most ``HEADER_LIMIT`` bytes, its fields found by plain
@@ -45,7 +47,7 @@ from pathlib import Path
 from typing import Literal, Protocol, overload
 
 from backend.daemons.hierarchy import partial_upload_path, upload_path
-from backend.models import Outcome, Result, ServerState
+from backend.models import Outcome, Project, Result, ServerState
 
 log = logging.getLogger("protocol.upload")
 
@@ -139,19 +141,23 @@ def read_header(stream: Stream) -> tuple[str, bytes]:
 
 @dataclass
 class Target:
-    """An output file a client may upload, and its limit."""
+    """An output file a client may upload to a project, and its limit."""
 
+    project: Project
     name: str
     result: Result
     max_nbytes: int
 
 
-def upload_target(name: str | None) -> Target:
-    """The Target for ``name``, or UploadError(-1) when no host may upload such a file."""
+def upload_target(project: Project, name: str | None) -> Target:
+    """The Target for ``name`` in ``project``, or UploadError(-1) when no host may upload such
+    a file there."""
+    if not project.is_live:
+        raise permanent(f"{project.name} is a simulated world's project and takes no uploads")
     match = OUTPUT_NAME.match(name or "")
     if not match or name is None:
         raise permanent(f"unknown file {name!r}")
-    result = Result.objects.select_related("app").filter(name=match["result"]).first()
+    result = Result.objects.select_related("app").filter(project=project, name=match["result"]).first()
     if (
         result is None
         or str(result.random) != match["random"]
@@ -164,15 +170,16 @@ def upload_target(name: str | None) -> Target:
     )
     if not sent or result.received_time or result.host_id is None:
         raise permanent(f"{name} is not an output of a job in progress")
-    return Target(name=name, result=result, max_nbytes=result.app.max_output_nbytes)
+    return Target(project=project, name=name, result=result, max_nbytes=result.app.max_output_nbytes)
 
 
 @contextmanager
-def name_lock(name: str) -> Iterator[None]:
+def name_lock(target: Target) -> Iterator[None]:
     """Hold the upload lock of ``name`` (a ``.NAME.lock`` file beside its part, locked with
     flock and removed on release), or raise a transient UploadError when another upload holds
     it. A lock taken on a file that was removed meanwhile is dropped and taken again."""
-    path = partial_upload_path(name).with_suffix(".lock")
+    name = target.name
+    path = partial_upload_path(target.project, name).with_suffix(".lock")
     path.parent.mkdir(parents=True, exist_ok=True)
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -195,32 +202,33 @@ def name_lock(name: str) -> Iterator[None]:
         os.close(fd)
 
 
-def held_size(name: str) -> int:
-    """Bytes of ``name`` we hold: the finished file, else the part received so far."""
-    for path in (upload_path(name), partial_upload_path(name)):
+def held_size(target: Target) -> int:
+    """Bytes of the target we hold: the finished file, else the part received so far."""
+    for path in (upload_path(target.project, target.name), partial_upload_path(target.project, target.name)):
         if path.exists():
             return path.stat().st_size
     return 0
 
 
-def handle(stream: Stream) -> bytes:
-    """Answer one upload-handler request read from ``stream``; returns the reply bytes."""
+def handle(project: Project, stream: Stream) -> bytes:
+    """Answer one request to ``project``'s upload handler read from ``stream``; returns the
+    reply bytes."""
     try:
         header, data = read_header(stream)
         if "<get_file_size>" in header:
-            target = upload_target(field(header, "get_file_size"))
-            return reply(STATUS_OK, file_size=held_size(target.name))
+            target = upload_target(project, field(header, "get_file_size"))
+            return reply(STATUS_OK, file_size=held_size(target))
         if "<file_upload>" in header:
-            return receive(header, data, stream)
+            return receive(project, header, data, stream)
         raise permanent("no <get_file_size> or <file_upload> in the request")
     except UploadError as exc:
         log.warning("upload refused (status %s): %s", exc.status, exc.message)
         return reply(exc.status, exc.message)
 
 
-def receive(header: str, data: bytes, stream: Stream) -> bytes:
+def receive(project: Project, header: str, data: bytes, stream: Stream) -> bytes:
     file_info = field(header, "file_info") or ""
-    target = upload_target(field(file_info, "name"))
+    target = upload_target(project, field(file_info, "name"))
     nbytes = integer_field(header, "nbytes")
     md5 = (field(header, "md5_cksum") or "").lower()
     offset = integer_field(header, "offset", required=False) or 0
@@ -228,12 +236,12 @@ def receive(header: str, data: bytes, stream: Stream) -> bytes:
         raise permanent(f"bad size {nbytes} or offset {offset}")
     if nbytes > target.max_nbytes:
         raise permanent(f"file size ({nbytes} bytes) exceeds limit ({target.max_nbytes} bytes)")
-    final = upload_path(target.name)
+    final = upload_path(project, target.name)
     try:
-        with name_lock(target.name):
+        with name_lock(target):
             if final.exists():
                 return already_uploaded(final, nbytes, md5)
-            store(target.name, nbytes, md5, offset, data, stream)
+            store(target, nbytes, md5, offset, data, stream)
     except OSError as exc:
         raise transient(f"server can't store {target.name}: {exc.strerror or exc}") from None
     log.info("received %s (%d bytes, from offset %d)", target.name, nbytes, offset)
@@ -252,9 +260,9 @@ def already_uploaded(final: Path, nbytes: int, md5: str) -> bytes:
     raise permanent(f"{final.name} is uploaded already, with other content")
 
 
-def store(name: str, nbytes: int, md5: str, offset: int, data: bytes, stream: Stream) -> None:
+def store(target: Target, nbytes: int, md5: str, offset: int, data: bytes, stream: Stream) -> None:
     """Write the bytes from ``offset`` on to the part file and finish it when complete."""
-    part = partial_upload_path(name)
+    part = partial_upload_path(target.project, target.name)
     part.parent.mkdir(parents=True, exist_ok=True)
     have = part.stat().st_size if part.exists() else 0
     if offset > have:
@@ -282,7 +290,7 @@ def store(name: str, nbytes: int, md5: str, offset: int, data: bytes, stream: St
     if md5 and digest.hexdigest() != md5:
         part.unlink(missing_ok=True)
         raise transient("MD5 mismatch; send the file again")
-    finish_upload(part, upload_path(name))
+    finish_upload(part, upload_path(target.project, target.name))
 
 
 def finish_upload(part: Path, final: Path) -> None:

@@ -1,23 +1,36 @@
-"""The project's endpoints for real BOINC clients (reference/protocol.md §3-§5).
+"""Each project's endpoints for real BOINC clients (reference/protocol.md §3-§5).
 
-- ``/boinc/``: the master page, naming the scheduler both ways a client finds it (§3, §10.1);
-- ``/boinc/cgi``: the scheduler RPC, a raw XML body (§4.1, §10.9);
-- ``/boinc/file_upload_handler``: uploads, streamed (§5.2, §10.10);
-- ``/boinc/download/<name>``: input files and executables, with ``Range`` (§5.1);
-- ``/boinc/account/``: the signed-in user's account key, for attaching a client.
+Every project has its own, under ``/projects/<slug>/boinc/``; ``/boinc/`` is the demo
+project's, as it was before there were projects (``master_path``):
+
+- ``.../boinc/``: the master page, naming the project's scheduler both ways a client finds it
+  (§3, §10.1);
+- ``.../boinc/cgi``: the scheduler RPC, a raw XML body (§4.1, §10.9);
+- ``.../boinc/file_upload_handler``: uploads into the project's upload directory, streamed
+  (§5.2, §10.10);
+- ``.../boinc/download/<name>``: input files and executables from the project's download
+  directory, with ``Range`` (§5.1);
+- ``.../boinc/account/``: the signed-in user's account key in the project, for attaching.
+
+Each view looks the project up first (``boinc_project``). An unknown slug is a 404, but for
+the scheduler, whose client reads only a scheduler reply: it gets BOINC's error reply, a 200
+whose message says so (§4.1). A world's project is simulated, and real clients are refused
+there: its scheduler replies with a message saying so and a long request delay, its upload
+handler refuses every file for good, its downloads and account page are 404s; its master page
+is served, so that a client attached to it shows that message.
 
 The scheduler and upload handler are csrf-exempt: a client POSTs raw bodies labelled as forms
 and holds no cookie. They never read ``request.POST`` or ``request.body``, and read a body sent
 in chunks as well as one with a ``Content-Length`` (``body_stream``).
 """
 
+import logging
 import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from django.contrib.auth.decorators import login_required
-from django.contrib.auth.models import User
+from django.contrib.auth.views import redirect_to_login
 from django.http import (
     FileResponse,
     Http404,
@@ -32,51 +45,81 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 
 from backend.daemons.hierarchy import download_path
-from backend.daemons.sched_types import project_config
+from backend.models import Project
+from backend.server_config import ConfigError
 from protocol import uploads
 from protocol.models import Account
-from protocol.scheduler_rpc import scheduler_rpc
+from protocol.scheduler_rpc import REFUSED_DELAY, scheduler_rpc
 from protocol.uploads import Stream
-from protocol.xml_reply import PROJECT_NAME, write_error_reply
+from protocol.xml_reply import write_error_reply
 from protocol.xml_request import MAX_REQUEST_BYTES
+
+log = logging.getLogger("protocol.scheduler")
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]*$")
 RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
 
-class AuthenticatedHttpRequest(HttpRequest):
-    """The request a view behind ``login_required`` gets: its user has signed in."""
-
-    user: User
-
-
-def master_url(request: HttpRequest) -> str:
-    return request.build_absolute_uri(reverse("boinc:master"))
+def boinc_project(slug: str) -> Project | None:
+    """The project whose endpoints ``slug`` names, or None."""
+    if slug == Project.DEMO_SLUG:
+        return Project.demo()
+    return Project.objects.filter(slug=slug).first()
 
 
-def master(request: HttpRequest) -> HttpResponse:
+def project_or_404(slug: str, *, live: bool = False) -> Project:
+    project = boinc_project(slug)
+    if project is None:
+        raise Http404(f"no project {slug!r}")
+    if live and not project.is_live:
+        raise Http404(f"project {slug!r} is a simulated world's; real clients attach to live projects only")
+    return project
+
+
+def master_path(project: Project) -> str:
+    """The path of ``project``'s master page: ``/boinc/`` for the demo project, which real
+    clients attached to before there were projects, ``/projects/<slug>/boinc/`` for another."""
+    if project.slug == Project.DEMO_SLUG:
+        return reverse("boinc:master")
+    return reverse("project_boinc:master", kwargs={"slug": project.slug})
+
+
+def master_url(request: HttpRequest, project: Project) -> str:
+    return request.build_absolute_uri(master_path(project))
+
+
+def master(request: HttpRequest, slug: str) -> HttpResponse:
+    project = project_or_404(slug)
+    base = master_url(request, project)
     return render(
         request,
         "protocol/master.html",
         {
-            "project_name": PROJECT_NAME,
-            "master_url": master_url(request),
-            "scheduler_url": request.build_absolute_uri(reverse("boinc:scheduler")),
-            "account_url": reverse("boinc:account"),
-            "workunits_url": reverse("project:workunit_list"),
-            "status_url": reverse("project:status"),
+            "project": project,
+            "project_name": project.name,
+            "master_url": base,
+            "scheduler_url": f"{base}cgi",
+            "upload_url": f"{base}file_upload_handler",
+            "account_url": f"{master_path(project)}account/",
+            "workunits_url": reverse("projects:workunit_list", kwargs={"project": project}),
+            "status_url": reverse("projects:status", kwargs={"project": project}),
         },
     )
 
 
-@login_required
-def account(request: AuthenticatedHttpRequest) -> HttpResponse:
+def account(request: HttpRequest, slug: str) -> HttpResponse:
+    """The signed-in user's key in the project (made when missing: joining the project); an
+    unknown project is a 404 before anyone is asked to sign in."""
+    project = project_or_404(slug, live=True)
+    if not request.user.is_authenticated:
+        return redirect_to_login(request.get_full_path())
     return render(
         request,
         "protocol/account.html",
         {
-            "account": Account.for_user(request.user),
-            "master_url": master_url(request),
+            "project": project,
+            "account": Account.for_user(request.user, project),
+            "master_url": master_url(request, project),
         },
     )
 
@@ -98,30 +141,51 @@ def xml_response(body: bytes, status: int = 200) -> HttpResponse:
 
 
 @csrf_exempt
-def scheduler(request: HttpRequest) -> HttpResponse:
+def scheduler(request: HttpRequest, slug: str) -> HttpResponse:
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
+    project = boinc_project(slug)
+    if project is None:
+        # a 200, as every refusal: the client reads the message only from a 2xx reply (§4.1)
+        return xml_response(
+            write_error_reply(
+                f"There is no project {slug!r} at this URL. To fix, remove this project.", request_delay=REFUSED_DELAY
+            )
+        )
     body = body_stream(request).read(MAX_REQUEST_BYTES + 1)
     if len(body) > MAX_REQUEST_BYTES:
-        # A 200, not a 413: the client reads the message only from a 2xx reply (§4.1).
         return xml_response(
             write_error_reply(f"Can't parse scheduler request: it is over {MAX_REQUEST_BYTES} bytes long (the limit)")
         )
-    status, reply = scheduler_rpc(body, now=int(time.time()), base_url=master_url(request), config=project_config())
+    try:
+        config = project.scheduler_config()
+    except ConfigError as exc:
+        log.error("project %s: its config.xml cannot be read: %s", project.slug, exc)
+        return xml_response(
+            write_error_reply(
+                f"The project's server configuration cannot be read ({exc}); try again later",
+                request_delay=REFUSED_DELAY,
+            )
+        )
+    status, reply = scheduler_rpc(
+        body, project=project, now=int(time.time()), base_url=master_url(request, project), config=config
+    )
     return xml_response(reply, status=status)
 
 
 @csrf_exempt
-def file_upload_handler(request: HttpRequest) -> HttpResponse:
+def file_upload_handler(request: HttpRequest, slug: str) -> HttpResponse:
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
-    return HttpResponse(uploads.handle(body_stream(request)), content_type="text/plain")
+    project = project_or_404(slug)
+    return HttpResponse(uploads.handle(project, body_stream(request)), content_type="text/plain")
 
 
-def download(request: HttpRequest, name: str) -> HttpResponseBase:
+def download(request: HttpRequest, slug: str, name: str) -> HttpResponseBase:
+    project = project_or_404(slug, live=True)
     if not SAFE_NAME.match(name):
         raise Http404("no such file")
-    path = download_path(name)
+    path = download_path(project, name)
     if not path.is_file():
         raise Http404("no such file")
     size = path.stat().st_size

@@ -70,9 +70,9 @@ def record_output(wu: Workunit, canonical: Result | None, files: Sequence[File],
     if files:
         first = files[0]
         row.output_md5, row.output_nbytes = first.md5_cksum, first.nbytes
-        source = upload_path(first.name)
+        source = upload_path(wu.project, first.name)
         if source.exists():
-            target = assimilated_path(wu.app.name, wu.name)
+            target = assimilated_path(wu.project, wu.app.name, wu.name)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
             row.path = str(target)
@@ -109,6 +109,7 @@ def run_once(
             files.setdefault(f.result_id, []).append(f)
         rows, done, deferred, no_canonical, events = [], [], [], [], []
         for wu in wus:
+            wu.project = project  # the handler's files are in the project's directories
             canonical = wu.canonical_result
             if canonical is None and not wu.error_mask:
                 wu.error_mask = ErrorMask.NO_CANONICAL_RESULT

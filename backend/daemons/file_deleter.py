@@ -65,10 +65,10 @@ def unlink_each(paths_of: Mapping[int, Sequence[Path]]) -> dict[int, bool]:
     return {pk: all(p.parent in present and p not in failed for p in paths) for pk, paths in paths_of.items()}
 
 
-def abandoned_parts(result: Result) -> list[Path]:
+def abandoned_parts(project: Project, result: Result) -> list[Path]:
     """The part of ``result``'s output an upload left behind, if there is one: nothing can be
     there when the upload directory is missing, which is then no error for this result."""
-    part = partial_upload_path(result.output_file_name(0))
+    part = partial_upload_path(project, result.output_file_name(0))
     return [part] if part.exists() else []
 
 
@@ -119,7 +119,10 @@ def delete_result_files(*, project: Project, now: int, batch_size: int, mod: int
         for f in File.objects.filter(result_id__in=[r.pk for r in results], no_delete=False):
             files.setdefault(f.result_id, []).append(f)
         done = unlink_each(
-            {r.pk: [upload_path(f.name) for f in files.get(r.pk, [])] + abandoned_parts(r) for r in results}
+            {
+                r.pk: [upload_path(project, f.name) for f in files.get(r.pk, [])] + abandoned_parts(project, r)
+                for r in results
+            }
         )
         outcomes = {pk: FileDeleteState.DONE if ok else FileDeleteState.ERROR for pk, ok in done.items()}
         deleted = [f.pk for pk, ok in done.items() if ok for f in files.get(pk, [])]
@@ -162,7 +165,7 @@ def delete_workunit_files(*, project: Project, now: int, batch_size: int, mod: i
         }
         done = unlink_each(
             {
-                pk: [download_path(name) for f in files for name in (f.name, f"{f.name}.gz", f"{f.name}.md5")]
+                pk: [download_path(project, name) for f in files for name in (f.name, f"{f.name}.gz", f"{f.name}.md5")]
                 for pk, files in doomed.items()
             }
         )

@@ -1,4 +1,12 @@
-"""Where the project's files live: input files in settings.DOWNLOAD_DIR, outputs in UPLOAD_DIR.
+"""Where each project's files live, by one rule (``project_dir``): every project has its own
+download, upload, keys and assimilated directories (DESIGN.md "Projects"; BOINC gives each
+project its own ``download/``, ``upload/`` and ``keys/``).
+
+- The demo project keeps the places it had before there were projects, so existing data and
+  settings still work: ``settings.DOWNLOAD_DIR``, ``settings.UPLOAD_DIR``, and
+  ``BOINCWEB_DATA_DIR/keys`` and ``BOINCWEB_DATA_DIR/assimilated``;
+- every other project (live or a world's) has ``BOINCWEB_DATA_DIR/projects/<slug>/`` holding
+  ``download/``, ``upload/``, ``keys/`` and ``assimilated/``.
 
 BOINC spreads files over a fan-out of subdirectories (the "download/upload hierarchy"); ours
 are flat, one file per name, which the download view and the file_upload_handler share.
@@ -16,21 +24,39 @@ from typing import TypeVar
 
 from django.conf import settings
 
+from backend.models import Project
+
 T = TypeVar("T")
 R = TypeVar("R")
 
-
-def download_path(name: str) -> Path:
-    return Path(settings.DOWNLOAD_DIR) / name
-
-
-def upload_path(name: str) -> Path:
-    return Path(settings.UPLOAD_DIR) / name
+# the directories each project has
+KINDS = ("download", "upload", "keys", "assimilated")
 
 
-def partial_upload_path(name: str) -> Path:
+def project_dir(project: Project, kind: str) -> Path:
+    """The directory of ``project``'s files of ``kind`` (one of KINDS): the rule above."""
+    if kind not in KINDS:
+        raise ValueError(f"no project directory {kind!r}; there are {', '.join(KINDS)}")
+    if project.slug == Project.DEMO_SLUG:
+        if kind == "download":
+            return Path(settings.DOWNLOAD_DIR)
+        if kind == "upload":
+            return Path(settings.UPLOAD_DIR)
+        return Path(settings.BOINCWEB_DATA_DIR) / kind
+    return Path(settings.BOINCWEB_DATA_DIR) / "projects" / project.slug / kind
+
+
+def download_path(project: Project, name: str) -> Path:
+    return project_dir(project, "download") / name
+
+
+def upload_path(project: Project, name: str) -> Path:
+    return project_dir(project, "upload") / name
+
+
+def partial_upload_path(project: Project, name: str) -> Path:
     """Where the file upload handler keeps the part of ``name`` received so far."""
-    final = upload_path(name)
+    final = upload_path(project, name)
     return final.with_name(f".{name}.part")
 
 
@@ -43,9 +69,9 @@ def write_file(path: Path, data: bytes) -> str:
     return hashlib.md5(data).hexdigest()
 
 
-def assimilated_path(app_name: str, wu_name: str) -> Path:
+def assimilated_path(project: Project, app_name: str, wu_name: str) -> Path:
     """Where the default assimilator keeps a copy of a workunit's canonical output."""
-    return Path(settings.BOINCWEB_DATA_DIR) / "assimilated" / app_name / wu_name
+    return project_dir(project, "assimilated") / app_name / wu_name
 
 
 FILE_THREADS = 8

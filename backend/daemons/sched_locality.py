@@ -124,7 +124,7 @@ from django.db import connection
 from django.db.models import Exists, Max, Model, OuterRef, Q, QuerySet
 
 from backend.daemons import sched_hr, sched_limit
-from backend.daemons.hierarchy import download_path
+from backend.daemons.hierarchy import project_dir
 from backend.daemons.sched_send import (
     DEADLINE,
     DISK,
@@ -815,7 +815,7 @@ def create_data_files(app: App, names: Iterable[str], *, nbytes: int, no_delete:
             f"locality data file name(s) {', '.join(map(repr, bad))}: a file "
             f"name must be non-empty and cannot contain {SEPARATOR!r}"
         )
-    download_path("x").parent.mkdir(parents=True, exist_ok=True)
+    project_dir(app.project, "download").mkdir(parents=True, exist_ok=True)
     File.objects.bulk_create(
         [
             File(

@@ -157,7 +157,7 @@ def handle_results(
             "file_delete_state",
         ],
     )
-    store_output_files(files)
+    store_output_files(host, files)
     accepted_wus = sorted({r.workunit_id for r in accepted})
     if keep_due:
         lower_transition_time(accepted_wus, now)
@@ -322,7 +322,10 @@ def sanitised_times(report: ReportedResult, result: Result, host: Host, *, now: 
     return float(elapsed), float(cpu)
 
 
-def store_output_files(files: Sequence[tuple[File, bytes | None]]) -> None:
-    """Write uploaded contents to the upload directory and record the File rows."""
-    write_files((upload_path(row.name), data) for row, data in files if data is not None)
+def store_output_files(host: Host, files: Sequence[tuple[File, bytes | None]]) -> None:
+    """Write uploaded contents to the upload directory of the host's project and record the
+    File rows."""
+    written = [(row, data) for row, data in files if data is not None]
+    if written:
+        write_files((upload_path(host.project, row.name), data) for row, data in written)
     File.objects.bulk_create([row for row, _ in files], ignore_conflicts=True)

@@ -421,15 +421,17 @@ def handle_request(
     the module docstring). The request sees the project's apps, versions, hosts and results
     only, as BOINC's scheduler sees its own project's database."""
     with sched_shmem.for_request(project.pk):
-        return handle_in_request(request, project_id=project.pk, now=now, config=config)
+        return handle_in_request(request, project=project, now=now, config=config)
 
 
 def handle_in_request(
-    request: SchedulerRequest, *, project_id: int, now: int, config: SchedulerConfig
+    request: SchedulerRequest, *, project: Project, now: int, config: SchedulerConfig
 ) -> SchedulerReply:
     check_request(request)
+    project_id = project.pk
     request, truncated = sched_limit.truncate_reports(request, config)
     host, reattached = find_host(request, project_id=project_id, now=now)
+    host.project = project  # no query for it where outputs are stored in its directories
     last_rpc_time = host.rpc_time
     reply = SchedulerReply(request_delay=max(config.request_delay, sched_limit.min_request_delay(config)))
     if reattached and not request.other_results:

@@ -133,7 +133,7 @@ def numeric_init(result: Result, files: Sequence[File], app: App) -> list[float]
         raise PermanentError("no output files")
     numbers: list[float] = []
     for f in files:
-        path = upload_path(f.name)
+        path = upload_path(app.project, f.name)
         if not path.parent.is_dir():
             raise TransientError(f"upload directory {path.parent} is missing")
         try:
@@ -765,6 +765,7 @@ def run_once(
         )
         read_credit_state(changes, [r for rows in by_wu.values() for r in rows])
         for wu in wus:
+            wu.app.project = project  # the comparisons read outputs from its upload directory
             handle_wu(wu, by_wu[wu.pk], Checker(wu.app, files), changes)
         wu_events(changes, before, wus)
         apply(changes, wus)

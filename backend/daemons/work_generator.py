@@ -119,7 +119,9 @@ def create_work(
         else:
             make = inputs or input_data
             contents = [make(wu.name) for wu in wus]
-            md5s = write_new_files((download_path(f"{wu.name}.in"), data) for wu, data in zip(wus, contents))
+            md5s = write_new_files(
+                (download_path(app.project, f"{wu.name}.in"), data) for wu, data in zip(wus, contents)
+            )
             files = File.objects.bulk_create(
                 File(
                     project_id=app.project_id,

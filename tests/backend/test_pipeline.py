@@ -63,7 +63,7 @@ def test_a_quorum_of_two_goes_from_creation_to_deletion(project):
     app.min_quorum = app.target_nresults = 2
     app.save()
     [wu] = work_generator.create_work(app, ["job"], now=NOW)
-    assert download_path("job.in").exists()
+    assert download_path(demo_project(), "job.in").exists()
     daemons(NOW + 1)
     assert wu.results.count() == 2
     a, b = project.host(), project.host()
@@ -84,9 +84,9 @@ def test_a_quorum_of_two_goes_from_creation_to_deletion(project):
     assert sorted(Host.objects.values_list("total_credit", flat=True)) == pytest.approx([credit, credit])
     record = AssimilatedResult.objects.get(workunit=wu)
     assert record.output_md5 == hashlib.md5(b"job").hexdigest()
-    assert assimilated_path(app.name, "job").read_bytes() == b"job"
-    assert not download_path("job.in").exists()
-    assert not any(upload_path(f.name).exists() for f in File.objects.filter(kind="output"))
+    assert assimilated_path(demo_project(), app.name, "job").read_bytes() == b"job"
+    assert not download_path(demo_project(), "job.in").exists()
+    assert not any(upload_path(demo_project(), f.name).exists() for f in File.objects.filter(kind="output"))
     assert LifecycleEvent.objects.filter(workunit=wu).count() > 10
 
 
@@ -169,14 +169,14 @@ def test_rule_3_7_transient_error_retries_later_and_numeric_tolerance(project):
     for text in (b"1.0000 2.0", b"1.0004 2.0"):
         r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS)
         name = FileFactory(result=r).name
-        upload_path(name).parent.mkdir(parents=True, exist_ok=True)
-        upload_path(name).write_bytes(text)
-    upload_path("x").parent.rename(upload_path("x").parent.with_name("away"))
+        upload_path(demo_project(), name).parent.mkdir(parents=True, exist_ok=True)
+        upload_path(demo_project(), name).write_bytes(text)
+    upload_path(demo_project(), "x").parent.rename(upload_path(demo_project(), "x").parent.with_name("away"))
     validator.run_once(project=demo_project(), now=NOW, batch_size=10)
     wu.refresh_from_db()
     assert (wu.need_validate, wu.transition_time) == (False, NOW + validator.RETRY_DELAY)
     assert set(wu.results.values_list("validate_state", flat=True)) == {ValidateState.INIT}
-    upload_path("x").parent.with_name("away").rename(upload_path("x").parent)
+    upload_path(demo_project(), "x").parent.with_name("away").rename(upload_path(demo_project(), "x").parent)
     Workunit.objects.filter(pk=wu.pk).update(need_validate=True)
     validator.run_once(project=demo_project(), now=NOW + 1, batch_size=10)
     assert set(wu.results.values_list("validate_state", flat=True)) == {ValidateState.VALID}
@@ -204,8 +204,8 @@ def test_rule_3_7_numeric_outputs_agree_only_within_the_tolerance(project, texts
     for text in texts:
         r = project.result(wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS)
         FileFactory(result=r)
-        upload_path(r.output_file_name(0)).parent.mkdir(parents=True, exist_ok=True)
-        upload_path(r.output_file_name(0)).write_bytes(text)
+        upload_path(demo_project(), r.output_file_name(0)).parent.mkdir(parents=True, exist_ok=True)
+        upload_path(demo_project(), r.output_file_name(0)).write_bytes(text)
     validator.run_once(project=demo_project(), now=NOW, batch_size=10)
     wu.refresh_from_db()
     assert (wu.canonical_result_id is not None) is agree
@@ -444,22 +444,22 @@ def test_rule_3_9_file_deletion(project, data_dirs, setup, state):
     out = FileFactory(result=r)
     inp = FileFactory(name="in.dat")
     wu.input_files.add(inp)
-    for path in (upload_path(out.name), download_path(inp.name)):
+    for path in (upload_path(demo_project(), out.name), download_path(demo_project(), inp.name)):
         path.parent.mkdir(parents=True, exist_ok=True)
         if setup == "present":
             path.write_bytes(b"x")
     if setup == "directory missing":
-        upload_path(out.name).parent.rmdir()
-        download_path(inp.name).parent.rmdir()
+        upload_path(demo_project(), out.name).parent.rmdir()
+        download_path(demo_project(), inp.name).parent.rmdir()
     assert file_deleter.run_once(project=demo_project(), now=NOW, batch_size=8) == 2
     r.refresh_from_db()
     wu.refresh_from_db()
     assert (r.file_delete_state, wu.file_delete_state) == (state, state)
-    assert not upload_path(out.name).exists()
+    assert not upload_path(demo_project(), out.name).exists()
     if state == FileDeleteState.ERROR:
         # retried an hour later, once the directories are back
-        upload_path(out.name).parent.mkdir()
-        download_path(inp.name).parent.mkdir()
+        upload_path(demo_project(), out.name).parent.mkdir()
+        download_path(demo_project(), inp.name).parent.mkdir()
         file_deleter.run_once(project=demo_project(), now=NOW + file_deleter.ERROR_INTERVAL - 1, batch_size=8)
         assert Result.objects.get(pk=r.pk).file_delete_state == FileDeleteState.ERROR
         DaemonStatus.objects.filter(name="file_deleter").update(last_retry_time=NOW)
@@ -474,13 +474,13 @@ def test_rule_3_9_an_abandoned_partial_upload_is_deleted_with_the_results_files(
     )
     other = project.result(wu, server_state=ServerState.IN_PROGRESS)
     for result in (r, other):
-        part = partial_upload_path(result.output_file_name(0))
+        part = partial_upload_path(demo_project(), result.output_file_name(0))
         part.parent.mkdir(parents=True, exist_ok=True)
         part.write_bytes(b"half an upload")
     assert file_deleter.run_once(project=demo_project(), now=NOW, batch_size=8) == 1
     assert Result.objects.get(pk=r.pk).file_delete_state == FileDeleteState.DONE
-    assert not partial_upload_path(r.output_file_name(0)).exists()
-    assert partial_upload_path(other.output_file_name(0)).exists()  # still uploading
+    assert not partial_upload_path(demo_project(), r.output_file_name(0)).exists()
+    assert partial_upload_path(demo_project(), other.output_file_name(0)).exists()  # still uploading
 
 
 def test_rule_3_2_step_9_a_timed_out_results_abandoned_upload_is_deleted_when_asked(project, settings, tmp_path):
@@ -497,7 +497,7 @@ def test_rule_3_2_step_9_a_timed_out_results_abandoned_upload_is_deleted_when_as
     vanishing, reliable = project.host(), project.host()
     [job] = handle_request(work_request(vanishing), project=demo_project(), now=NOW + 2).results
     output = job.output_files[0].name
-    part = partial_upload_path(output)
+    part = partial_upload_path(demo_project(), output)
     part.parent.mkdir(parents=True, exist_ok=True)
     part.write_bytes(b"half an up")
     timed_out = Result.objects.get(name=job.name)
@@ -537,12 +537,12 @@ def test_rule_3_2_step_9_a_timed_out_results_abandoned_upload_is_deleted_when_as
     )
     timed_out.refresh_from_db()
     assert (timed_out.outcome, timed_out.file_delete_state) == (Outcome.SUCCESS, FileDeleteState.INIT)
-    assert upload_path(output).exists()
+    assert upload_path(demo_project(), output).exists()
     for t in range(late + 1, late + 6):
         daemons(t)
     timed_out.refresh_from_db()
     assert (timed_out.validate_state, timed_out.file_delete_state) == (ValidateState.TOO_LATE, FileDeleteState.DONE)
-    assert not upload_path(output).exists()
+    assert not upload_path(demo_project(), output).exists()
 
 
 def test_rule_3_9_shared_and_nodelete_inputs_are_kept(project):
@@ -555,10 +555,10 @@ def test_rule_3_9_shared_and_nodelete_inputs_are_kept(project):
         wu.input_files.add(shared)
     kept.input_files.add(own)
     for f in ("shared.dat", "own.dat"):
-        download_path(f).parent.mkdir(parents=True, exist_ok=True)
-        download_path(f).write_bytes(b"x")
+        download_path(demo_project(), f).parent.mkdir(parents=True, exist_ok=True)
+        download_path(demo_project(), f).write_bytes(b"x")
     file_deleter.run_once(project=demo_project(), now=NOW, batch_size=8)
-    assert download_path("shared.dat").exists() and download_path("own.dat").exists()
+    assert download_path(demo_project(), "shared.dat").exists() and download_path(demo_project(), "own.dat").exists()
     assert set(Workunit.objects.values_list("file_delete_state", flat=True)) == {
         FileDeleteState.DONE,
         FileDeleteState.INIT,
@@ -618,6 +618,6 @@ def test_rule_3_9_a_result_without_outputs_needs_no_upload_directory(project, da
         outcome=Outcome.NO_REPLY,
         file_delete_state=FileDeleteState.READY,
     )
-    assert not upload_path(r.output_file_name(0)).parent.exists()
+    assert not upload_path(demo_project(), r.output_file_name(0)).parent.exists()
     assert file_deleter.run_once(project=demo_project(), now=NOW, batch_size=8) == 1
     assert Result.objects.get(pk=r.pk).file_delete_state == FileDeleteState.DONE

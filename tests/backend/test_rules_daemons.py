@@ -107,7 +107,7 @@ def test_an_output_that_cannot_be_unlinked_leaves_the_result_in_error(project):
     )
     out = FileFactory(result=r)
     # a directory where the file should be: unlink fails with EISDIR, whoever runs the test
-    (upload_path(out.name) / "inside").mkdir(parents=True)
+    (upload_path(demo_project(), out.name) / "inside").mkdir(parents=True)
     file_deleter.run_once(project=demo_project(), now=NOW, batch_size=8)
     r.refresh_from_db()
     out.refresh_from_db()
@@ -121,8 +121,8 @@ def test_an_input_that_cannot_be_unlinked_leaves_the_workunit_in_error(project):
     for w, name in ((wu, "stuck.dat"), (good, "fine.dat")):
         f = FileFactory(name=name)
         w.input_files.add(f)
-    (download_path("stuck.dat") / "inside").mkdir(parents=True)
-    download_path("fine.dat").write_bytes(b"x")
+    (download_path(demo_project(), "stuck.dat") / "inside").mkdir(parents=True)
+    download_path(demo_project(), "fine.dat").write_bytes(b"x")
     file_deleter.run_once(project=demo_project(), now=NOW, batch_size=8)
     states = dict(Workunit.objects.values_list("name", "file_delete_state"))
     assert states == {wu.name: FileDeleteState.ERROR, good.name: FileDeleteState.DONE}
@@ -130,7 +130,7 @@ def test_an_input_that_cannot_be_unlinked_leaves_the_workunit_in_error(project):
         "stuck.dat": FileDeleteState.INIT,
         "fine.dat": FileDeleteState.DONE,
     }
-    assert not download_path("fine.dat").exists()
+    assert not download_path(demo_project(), "fine.dat").exists()
 
 
 # --- validator.cpp: max_granted_credit, 200 x 1000 x 365 by default --------------------------
@@ -181,8 +181,8 @@ def test_a_file_deleter_pass_takes_three_results_to_one_workunit(project, batch,
         project.result(
             wu, server_state=ServerState.OVER, outcome=Outcome.SUCCESS, file_delete_state=FileDeleteState.READY
         )
-    upload_path("x").parent.mkdir(parents=True, exist_ok=True)
-    download_path("x").parent.mkdir(parents=True, exist_ok=True)
+    upload_path(demo_project(), "x").parent.mkdir(parents=True, exist_ok=True)
+    download_path(demo_project(), "x").parent.mkdir(parents=True, exist_ok=True)
     assert file_deleter.run_once(project=demo_project(), now=NOW, batch_size=batch) == results_done + wus_done
     assert Result.objects.filter(file_delete_state=FileDeleteState.DONE).count() == results_done
     assert Workunit.objects.filter(file_delete_state=FileDeleteState.DONE).count() == wus_done

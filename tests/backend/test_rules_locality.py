@@ -648,16 +648,18 @@ def test_the_file_deleter_keeps_files_marked_no_delete(project):
     out_kept = FileFactory(name="out_kept", result=result, no_delete=True)
     out_gone = FileFactory(name="out_gone", result=result)
     for path in (
-        download_path("kept.dat"),
-        download_path("gone.dat"),
-        upload_path("out_kept"),
-        upload_path("out_gone"),
+        download_path(demo_project(), "kept.dat"),
+        download_path(demo_project(), "gone.dat"),
+        upload_path(demo_project(), "out_kept"),
+        upload_path(demo_project(), "out_gone"),
     ):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"x")
     file_deleter.run_once(project=demo_project(), now=NOW, batch_size=8)
-    assert download_path("kept.dat").exists() and upload_path("out_kept").exists()
-    assert not download_path("gone.dat").exists() and not upload_path("out_gone").exists()
+    assert download_path(demo_project(), "kept.dat").exists() and upload_path(demo_project(), "out_kept").exists()
+    assert (
+        not download_path(demo_project(), "gone.dat").exists() and not upload_path(demo_project(), "out_gone").exists()
+    )
     wu.refresh_from_db()
     result.refresh_from_db()
     assert (wu.file_delete_state, result.file_delete_state) == (FileDeleteState.DONE,) * 2

@@ -109,7 +109,7 @@ def test_a_late_result_that_cannot_be_read_now_is_retried_later(project):
     for r in (canonical, late):
         FileFactory(result=r)
     Workunit.objects.filter(pk=wu.pk).update(canonical_result=canonical)
-    assert not upload_path("x").parent.exists()  # the upload directory is away
+    assert not upload_path(demo_project(), "x").parent.exists()  # the upload directory is away
     validator.run_once(project=demo_project(), now=NOW, batch_size=10)
     wu.refresh_from_db()
     late.refresh_from_db()

@@ -121,6 +121,6 @@ def test_a_default_input_is_a_kilobyte_that_depends_only_on_the_name(project):
 
     [wu] = work_generator.create_work(project.app, ["job"], now=NOW)
     f = File.objects.get(name="job.in")
-    assert f.nbytes == 1024 == len(download_path("job.in").read_bytes())
-    assert work_generator.input_data("job") == download_path("job.in").read_bytes()
+    assert f.nbytes == 1024 == len(download_path(demo_project(), "job.in").read_bytes())
+    assert work_generator.input_data("job") == download_path(demo_project(), "job.in").read_bytes()
     assert work_generator.input_data("job") != work_generator.input_data("other")

@@ -91,7 +91,7 @@ def test_rule_3_5_uploaded_output_is_written_and_recorded(project):
     result = sent_result(project, host)
     handle_request(work_request(host, cpu_req_secs=0, results=[report_of(result)]), project=demo_project(), now=NOW)
     name = result.output_file_name(0)
-    assert upload_path(name).read_bytes() == b"OUTPUT\n"
+    assert upload_path(demo_project(), name).read_bytes() == b"OUTPUT\n"
     row = File.objects.get(name=name)
     assert (row.result_id, row.nbytes, row.md5_cksum) == (result.pk, 7, hashlib.md5(b"OUTPUT\n").hexdigest())
 

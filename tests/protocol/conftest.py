@@ -57,16 +57,18 @@ def make_jobs(app, names, *, now=None, **kwargs):
     """Workunits with their first results (the transitioner makes those, §3.2)."""
     now = now or int(time.time())
     wus = create_work(app, names, now=now, **kwargs)
-    run_pass("transitioner", project=demo_project(), now=now + 1)
+    run_pass("transitioner", project=app.project, now=now + 1)
     return wus
 
 
-def account(username="volunteer"):
-    return Account.for_user(UserFactory(username=username))
+def account(username="volunteer", project=None):
+    """A new volunteer's account in ``project`` (default the demo project)."""
+    return Account.for_user(UserFactory(username=username), project or demo_project())
 
 
-def run_daemons(rounds=4):
-    """A few rounds of the back end's passes, as the daemons would run between RPCs.
+def run_daemons(rounds=4, project=None):
+    """A few rounds of the back end's passes over ``project`` (default the demo project), as
+    the daemons would run between RPCs.
 
     Each round is a second later than the one before: a workunit made due at ``now`` (the
     assimilator's ``transition_time = now``) is due for the transitioner only after ``now``.
@@ -74,7 +76,7 @@ def run_daemons(rounds=4):
     start = int(time.time()) + 1
     for k in range(rounds):
         for name in ("transitioner", "validator", "assimilator", "transitioner", "file_deleter"):
-            run_pass(name, project=demo_project(), now=start + k)
+            run_pass(name, project=project or demo_project(), now=start + k)
 
 
 class RealClient:

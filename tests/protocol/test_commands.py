@@ -4,21 +4,23 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from backend.daemons.hierarchy import download_path
-from backend.models import AppVersion
+from backend.models import AppVersion, Project
 from protocol import signing
 from protocol.client import escape_project_url
-from protocol.models import AppVersionFile
+from protocol.models import Account, AppVersionFile
+from tests.factories import ProjectFactory, demo_project
 from tests.protocol.conftest import make_app
 
 
+@pytest.mark.django_db
 def test_make_signing_keys_writes_a_pair_once(data_dirs):
     call_command("make_signing_keys", "--bits", "512")
-    key = signing.load_private_key()
-    assert signing.load_public_key_text() == signing.public_key_text(key.public())
+    key = signing.load_private_key(demo_project().keys_dir)
+    assert signing.load_public_key_text(demo_project().keys_dir) == signing.public_key_text(key.public())
     with pytest.raises(CommandError, match="exists"):
         call_command("make_signing_keys", "--bits", "512")
     call_command("make_signing_keys", "--bits", "512", "--replace")
-    assert signing.load_private_key() != key
+    assert signing.load_private_key(demo_project().keys_dir) != key
 
 
 @pytest.mark.django_db
@@ -32,8 +34,8 @@ def test_add_app_version_serves_and_signs_the_executable(data_dirs, tmp_path):
     call_command("add_app_version", app.name, "300", str(exe))
     version = AppVersion.objects.get(app=app, version_num=300)
     row = AppVersionFile.objects.get(app_version=version)
-    assert download_path(row.name).read_bytes() == exe.read_bytes()
-    public = signing.parse_public_key(signing.load_public_key_text())
+    assert download_path(demo_project(), row.name).read_bytes() == exe.read_bytes()
+    public = signing.parse_public_key(signing.load_public_key_text(demo_project().keys_dir))
     assert signing.verify_md5(row.md5_cksum, row.file_signature, public)
     with pytest.raises(CommandError, match="no app"):
         call_command("add_app_version", "nope", "1", str(exe))
@@ -131,3 +133,28 @@ def test_attach_client_signed_installs_no_anonymous_app(started, data_dirs, tmp_
 def test_project_directory_names_are_escaped_as_the_client_does():
     assert escape_project_url("http://127.0.0.1:45743/proj/") == "127.0.0.1_45743_proj"
     assert escape_project_url("https://example.org/boinc/") == "example.org_boinc"
+
+
+@pytest.mark.django_db
+def test_attach_client_attaches_to_another_project_with_its_own_key(started, monkeypatch, tmp_path):
+    monkeypatch.setenv("BOINCWEB_PORT", "8123")
+    other = ProjectFactory(slug="science")
+    make_app("example_app", project=other)
+    call_command("attach_client", "--project", "science", "--dir", str(tmp_path / "client"))
+    url = "http://127.0.0.1:8123/projects/science/boinc/"
+    [command] = started
+    key = Account.objects.get(project=other, user__username="volunteer").authenticator
+    assert command[-3:] == ["--attach_project", url, key]
+    assert not Account.objects.filter(project=demo_project()).exists()
+    assert (tmp_path / "client" / "projects" / escape_project_url(url) / "app_info.xml").exists()
+
+
+@pytest.mark.django_db
+def test_attach_client_refuses_a_world_s_project_and_an_unknown_one(started):
+    world = ProjectFactory(slug="world-3", kind=Project.Kind.WORLD)
+    make_app("example_app", project=world)
+    with pytest.raises(CommandError, match="world-3 is a simulated world's; real clients attach to live projects only"):
+        call_command("attach_client", "--project", "world-3")
+    with pytest.raises(CommandError, match="unknown project 'nope'"):
+        call_command("attach_client", "--project", "nope")
+    assert not started and not Account.objects.exists()

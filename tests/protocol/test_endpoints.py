@@ -10,6 +10,7 @@ from django.test import Client
 
 from backend.daemons.hierarchy import download_path, upload_path
 from backend.models import App, ClientState, Host, HostFile, Outcome, Result, ServerState
+from tests.factories import demo_project
 from tests.protocol.conftest import account, make_app, make_jobs
 from tests.protocol.requests import report_request, work_request
 
@@ -223,14 +224,14 @@ def test_an_upload_can_resume_from_the_size_the_server_reports(client, project):
     assert status(cut) == 1
     assert ElementTree.fromstring(file_size(client, name).content).findtext("file_size") == "10000"
     assert status(upload(client, name, data, offset=10000)) == 0
-    assert upload_path(name).read_bytes() == data
+    assert upload_path(demo_project(), name).read_bytes() == data
 
 
 def test_an_upload_with_the_wrong_md5_is_a_transient_error_and_keeps_nothing(client, project):
     _, _, result = fetch_job(client, account())
     name = result.output_file_name(0)
     assert status(upload(client, name, b"data", md5="0" * 32)) == 1
-    assert not upload_path(name).exists()
+    assert not upload_path(demo_project(), name).exists()
     assert ElementTree.fromstring(file_size(client, name).content).findtext("file_size") == "0"
 
 
@@ -238,7 +239,7 @@ def test_an_upload_over_the_size_limit_is_a_permanent_error(client, project):
     _, _, result = fetch_job(client, account())
     name = result.output_file_name(0)
     assert status(upload(client, name, b"x" * 100_001)) == -1
-    assert not upload_path(name).exists()
+    assert not upload_path(demo_project(), name).exists()
 
 
 @pytest.mark.parametrize("nbytes", ["1e999", "-inf", "nan", "lots"])
@@ -249,7 +250,7 @@ def test_an_upload_whose_size_is_not_a_finite_number_is_a_permanent_error(client
     assert response.status_code == 200 and status(response) == -1
     message = ElementTree.fromstring(response.content).findtext("message")
     assert message.startswith("<nbytes> is not a finite number")
-    assert not upload_path(name).exists()
+    assert not upload_path(demo_project(), name).exists()
 
 
 def test_more_bytes_than_declared_are_a_permanent_error(client, project):
@@ -257,7 +258,7 @@ def test_more_bytes_than_declared_are_a_permanent_error(client, project):
     name = result.output_file_name(0)
     response = upload(client, name, b"x" * 200, nbytes=100)
     assert status(response) == -1
-    assert not upload_path(name).exists()
+    assert not upload_path(demo_project(), name).exists()
 
 
 @pytest.mark.parametrize("name", ["wu_a.in", "../etc/passwd", "wu_a_0_r1_0", "nothing"])
@@ -308,8 +309,8 @@ def test_downloads_serve_whole_files_and_ranges(client, project):
 
 @pytest.mark.parametrize("name", ["missing.in", ".hidden", "..", "%2e%2e%2fsecret"])
 def test_downloads_of_unknown_or_unsafe_names_are_404(client, project, name):
-    download_path("x").parent.mkdir(parents=True, exist_ok=True)
-    (download_path("x").parent / ".hidden").write_text("secret")
+    download_path(demo_project(), "x").parent.mkdir(parents=True, exist_ok=True)
+    (download_path(demo_project(), "x").parent / ".hidden").write_text("secret")
     assert client.get(f"/boinc/download/{name}").status_code == 404
 
 
@@ -330,4 +331,4 @@ def test_an_upload_larger_than_djangos_in_memory_limit_is_streamed_to_disk(clien
     data = bytes(range(256)) * (3 << 12)  # 3 MiB
     name = result.output_file_name(0)
     assert status(upload(client, name, data)) == 0
-    assert upload_path(name).read_bytes() == data
+    assert upload_path(demo_project(), name).read_bytes() == data

@@ -23,6 +23,7 @@ from backend.daemons.hierarchy import upload_path
 from backend.models import Host, Result
 from protocol import uploads
 from protocol.xml_request import MAX_DEPTH, MAX_ELEMENTS, MAX_REPORTS, parse_request
+from tests.factories import demo_project
 from tests.protocol.conftest import account, make_app, make_jobs
 from tests.protocol.requests import work_request
 from tests.protocol.test_request_limits import snapshot
@@ -191,14 +192,14 @@ def upload_header(name, nbytes, md5):
 def test_an_upload_header_of_repeated_openings_is_read_in_linear_time(opening):
     # finding 7: 127 KB of openings held a worker 13-17 s
     body = b"<data_server_request>\n<file_upload>\n" + opening * (uploads.HEADER_LIMIT // len(opening))
-    outcome, _, _ = bounded(uploads.handle, io.BytesIO(body + b"<data>\n"))
+    outcome, _, _ = bounded(uploads.handle, demo_project(), io.BytesIO(body + b"<data>\n"))
     kind, reply = outcome
     assert kind == "value" and b"<status>-1</status>" in reply, outcome
 
 
 def test_an_upload_header_over_the_limit_is_refused_naming_it():
     body = b"<data_server_request>\n" + b" " * (2 * uploads.HEADER_LIMIT) + b"<data>\n"
-    reply = uploads.handle(io.BytesIO(body))
+    reply = uploads.handle(demo_project(), io.BytesIO(body))
     assert f"request header over {uploads.HEADER_LIMIT} bytes (the limit)".encode() in reply
 
 
@@ -215,7 +216,7 @@ class Interleaved:
     def read(self, size):
         self.reads += 1
         if self.reads == 2:
-            self.other_reply = uploads.handle(io.BytesIO(self.other))
+            self.other_reply = uploads.handle(demo_project(), io.BytesIO(self.other))
         return self.stream.read(size)
 
 
@@ -229,15 +230,15 @@ def test_two_uploads_of_one_output_at_once_never_leave_a_client_told_success_wit
     first, second = b"A" * 90_000, b"B" * 90_000
     bodies = [upload_header(name, len(d), hashlib.md5(d).hexdigest()) + d for d in (first, second)]
     stream = Interleaved(bodies[0], bodies[1])
-    first_reply = uploads.handle(stream)
-    stored = upload_path(name).read_bytes() if upload_path(name).exists() else None
+    first_reply = uploads.handle(demo_project(), stream)
+    stored = upload_path(demo_project(), name).read_bytes() if upload_path(demo_project(), name).exists() else None
     for reply, data in [(first_reply, first), (stream.other_reply, second)]:
         if b"<status>0</status>" in reply:
             assert stored == data, "a client was told success, but the file holds other bytes"
     assert b"<status>1</status>" in stream.other_reply and b"in progress" in stream.other_reply
     assert stored == first
-    assert not list(upload_path(name).parent.glob(".*.lock"))
+    assert not list(upload_path(demo_project(), name).parent.glob(".*.lock"))
     # the file is whole: the same bytes again are a success, others are refused, and it stays
-    assert b"<status>0</status>" in uploads.handle(io.BytesIO(bodies[0]))
-    assert b"<status>-1</status>" in uploads.handle(io.BytesIO(bodies[1]))
-    assert upload_path(name).read_bytes() == first
+    assert b"<status>0</status>" in uploads.handle(demo_project(), io.BytesIO(bodies[0]))
+    assert b"<status>-1</status>" in uploads.handle(demo_project(), io.BytesIO(bodies[1]))
+    assert upload_path(demo_project(), name).read_bytes() == first

@@ -28,7 +28,7 @@ from protocol.client import worker_script
 from protocol.scheduler_rpc import scheduler_rpc
 from protocol.uploads import finish_upload
 from protocol.xml_request import parse_request
-from tests.factories import AppVersionFactory, FileFactory
+from tests.factories import AppVersionFactory, FileFactory, demo_project
 from tests.pages import by_testid, parse, rows
 from tests.protocol.conftest import (
     account,
@@ -70,7 +70,7 @@ def test_the_client_fetches_computes_uploads_and_reports_a_job_that_goes_through
     assert "worker starting" in result.stderr_out
     host = Host.objects.get(owner=key.user)
     assert result.host == host and host.p_ncpus >= 1
-    output = upload_path(result.output_file_name(0)).read_bytes()
+    output = upload_path(demo_project(), result.output_file_name(0)).read_bytes()
     assert output == INPUT.upper() + b"upper done\n"
     stored = result.output_files.get()
     assert stored.md5_cksum == hashlib.md5(output).hexdigest()
@@ -83,7 +83,7 @@ def test_the_client_fetches_computes_uploads_and_reports_a_job_that_goes_through
     assert wu.canonical_result_id == result.pk
     assert wu.assimilate_state == AssimilateState.DONE
     assert wu.file_delete_state == FileDeleteState.DONE
-    assert not upload_path(result.output_file_name(0)).exists()
+    assert not upload_path(demo_project(), result.output_file_name(0)).exists()
     changes = set(LifecycleEvent.objects.filter(workunit=wu).values_list("actor", "field"))
     assert {
         ("scheduler", "server_state"),
@@ -111,7 +111,7 @@ def test_an_app_that_exits_non_zero_is_reported_as_a_client_error(real_client):
     assert "failing on purpose" in result.stderr_out
     # An output the client uploaded anyway is recorded (and deleted with the rest later).
     for stored in result.output_files.all():
-        assert upload_path(stored.name).stat().st_size == stored.nbytes
+        assert upload_path(demo_project(), stored.name).stat().st_size == stored.nbytes
 
 
 def test_a_transient_upload_error_is_retried_and_the_job_succeeds(real_client, monkeypatch):
@@ -129,7 +129,7 @@ def test_a_transient_upload_error_is_retried_and_the_job_succeeds(real_client, m
     result = result_of(wu)
     assert failures == [result.output_file_name(0)]
     assert result.outcome == Outcome.SUCCESS, client.diagnostics()
-    assert upload_path(result.output_file_name(0)).read_bytes() == INPUT.upper() + b"upper done\n"
+    assert upload_path(demo_project(), result.output_file_name(0)).read_bytes() == INPUT.upper() + b"upper done\n"
 
 
 def test_after_a_scheduler_error_500_the_client_retries_and_the_job_succeeds(real_client, monkeypatch):
@@ -155,7 +155,7 @@ def test_two_jobs_share_a_sticky_input_that_the_client_then_lists(real_client):
     shared = FileFactory(
         name="shared.in",
         nbytes=len(data),
-        md5_cksum=write_file(download_path("shared.in"), data),
+        md5_cksum=write_file(download_path(demo_project(), "shared.in"), data),
         sticky=True,
     )
     wus = make_jobs(app, ["wu_s1", "wu_s2"], shared_input=shared)
@@ -168,7 +168,7 @@ def test_two_jobs_share_a_sticky_input_that_the_client_then_lists(real_client):
     results = [result_of(wu) for wu in wus]
     assert [r.outcome for r in results] == [Outcome.SUCCESS] * 2, client.diagnostics()
     for result in results:
-        assert upload_path(result.output_file_name(0)).read_bytes().startswith(data.upper())
+        assert upload_path(demo_project(), result.output_file_name(0)).read_bytes().startswith(data.upper())
     host = Host.objects.get(owner=key.user)
     assert list(HostFile.objects.filter(host=host).values_list("name", flat=True)) == ["shared.in"]
     last_request = next(client.dir.path.glob("sched_request_*.xml")).read_bytes()
@@ -178,7 +178,7 @@ def test_two_jobs_share_a_sticky_input_that_the_client_then_lists(real_client):
 
 def test_a_signed_app_version_is_downloaded_verified_and_run(real_client, tmp_path):
     app = make_app()
-    signing.write_key_pair()
+    signing.write_key_pair(demo_project().keys_dir)
     version = AppVersionFactory(app=app, version_num=200, platform="x86_64-pc-linux-gnu", flops=1e9)
     script = tmp_path / "worker.sh"
     script.write_text(worker_script(app.name))
@@ -193,4 +193,4 @@ def test_a_signed_app_version_is_downloaded_verified_and_run(real_client, tmp_pa
     assert result.outcome == Outcome.SUCCESS, client.diagnostics()
     assert result.app_version == version
     state = (client.dir.path / "client_state.xml").read_text()
-    assert signing.load_public_key_text().strip() in state
+    assert signing.load_public_key_text(demo_project().keys_dir).strip() in state

@@ -1,11 +1,13 @@
-"""``manage.py add_app_version APP VERSION EXECUTABLE``: a signed app version for real clients.
+"""``manage.py add_app_version APP VERSION EXECUTABLE [--project SLUG]``: a signed app version
+for real clients.
 
-The executable is copied to the download directory and signed with the project's key
+The executable is copied to the project's download directory and signed with its key
 (reference/protocol.md §7), so clients that are not on the anonymous platform can run it.
 """
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from backend.management.commands.run_daemon import project_named
 from backend.models import App, AppVersion, Project
 from protocol import signing
 
@@ -18,11 +20,15 @@ class Command(BaseCommand):
         parser.add_argument("version_num", type=int)
         parser.add_argument("executable")
         parser.add_argument("--platform", default="x86_64-pc-linux-gnu")
+        parser.add_argument("--project", default=Project.DEMO_SLUG, help="the project's slug (default: demo)")
 
-    def handle(self, *args: str, app: str, version_num: int, executable: str, platform: str, **options: object) -> None:
-        found = App.objects.filter(project=Project.demo(), name=app).first()
+    def handle(
+        self, *args: str, app: str, version_num: int, executable: str, platform: str, project: str, **options: object
+    ) -> None:
+        the_project = project_named(project)
+        found = App.objects.filter(project=the_project, name=app).first()
         if found is None:
-            raise CommandError(f"no app called {app!r}")
+            raise CommandError(f"no app called {app!r} in project {the_project.slug}", returncode=2)
         version, _ = AppVersion.objects.get_or_create(
             project=found.project, app=found, version_num=version_num, platform=platform, plan_class=""
         )

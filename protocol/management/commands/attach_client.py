@@ -1,9 +1,10 @@
 """``manage.py attach_client``: run Debian's real BOINC client against the running server.
 
 The client gets its own data directory (default ``var/boinc-client/<user>``), attaches to the
-project's master URL (default ``http://127.0.0.1:$BOINCWEB_PORT/boinc/``, port 8000 when unset,
-where ``make run`` serves) with the user's account key (the user and key are made when
-missing), and runs until it is idle (``--exit-when-idle``), until ``--time-limit`` seconds have
+master URL of the project ``--project`` (default demo: ``http://127.0.0.1:$BOINCWEB_PORT/boinc/``,
+port 8000 when unset, where ``make run`` serves; another project's is
+``.../projects/<slug>/boinc/``) with the user's account key in that project (the user and key
+are made when missing), and runs until it is idle (``--exit-when-idle``), until ``--time-limit`` seconds have
 passed, or until the command is stopped (Ctrl-C, SIGTERM, or its terminal closing: SIGHUP).
 However it ends, the client is asked to quit by GUI RPC, given QUIT_WAIT seconds, and then its
 process group (the client and its applications) is killed (reference/protocol.md §11 step 6),
@@ -30,7 +31,8 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from backend.models import App
+from backend.management.commands.run_daemon import project_named
+from backend.models import App, Project
 from boincweb.env import envint
 from protocol.client import (
     QUIT_WAIT,
@@ -58,8 +60,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--url",
-            help="the project's master URL (default http://127.0.0.1:$BOINCWEB_PORT/boinc/, port 8000 when unset)",
+            help="the project's master URL (default http://127.0.0.1:$BOINCWEB_PORT/boinc/ for the demo project, "
+            "/projects/<slug>/boinc/ for another; port 8000 when unset)",
         )
+        parser.add_argument("--project", default=Project.DEMO_SLUG, help="the project's slug (default: demo)")
         parser.add_argument("--user", default="volunteer", help="account to attach with")
         parser.add_argument("--dir", help="client data directory")
         apps = parser.add_mutually_exclusive_group()
@@ -81,6 +85,7 @@ class Command(BaseCommand):
         self,
         *args: str,
         url: str | None,
+        project: str,
         user: str,
         dir: str | None,
         app: str,
@@ -96,15 +101,21 @@ class Command(BaseCommand):
             )
         if client_binary() is None:
             raise CommandError("the boinc client is not installed: apt-get install boinc-client")
-        url = url or default_url()
+        the_project = project_named(project)
+        if not the_project.is_live:
+            raise CommandError(
+                f"project {the_project.slug} is a simulated world's; real clients attach to live projects only",
+                returncode=2,
+            )
+        url = url or default_url(the_project)
         if not url.endswith("/"):
             url += "/"
         if signed:
-            if not AppVersionFile.objects.filter(main_program=True).exists():
+            if not AppVersionFile.objects.filter(project=the_project, main_program=True).exists():
                 raise CommandError(
                     "the project has no signed app version: run make_signing_keys and add_app_version", returncode=2
                 )
-        elif not App.objects.filter(name=app, deprecated=False).exists():
+        elif not App.objects.filter(project=the_project, name=app, deprecated=False).exists():
             hint = (
                 "run `python manage.py seed_demo`"
                 if app == DEMO_APP
@@ -112,7 +123,7 @@ class Command(BaseCommand):
             )
             raise CommandError(f"the project has no app named {app!r}; {hint}", returncode=2)
         person, _ = get_user_model().objects.get_or_create(username=user)
-        account = Account.for_user(person)
+        account = Account.for_user(person, the_project)
         path = Path(dir) if dir else Path(settings.BOINCWEB_DATA_DIR) / "boinc-client" / user
         if fresh and path.exists():
             shutil.rmtree(path)
@@ -176,10 +187,12 @@ def run_until_stopped(process: subprocess.Popen[bytes], stopped: StopSignals, ti
     return "the client exited"
 
 
-def default_url() -> str:
-    """The master URL of the server ``make run`` starts: 127.0.0.1 on BOINCWEB_PORT."""
+def default_url(project: Project) -> str:
+    """The project's master URL on the server ``make run`` starts: 127.0.0.1 on BOINCWEB_PORT."""
+    from protocol.views import master_path
+
     try:
         port = envint("BOINCWEB_PORT", 8000, minimum=1)
     except ImproperlyConfigured as exc:
         raise CommandError(str(exc), returncode=2) from None
-    return f"http://127.0.0.1:{port}/boinc/"
+    return f"http://127.0.0.1:{port}{master_path(project)}"
