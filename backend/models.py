@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Self, cast
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.urls import reverse
 
 if TYPE_CHECKING:
     from backend.daemons.sched_types import SchedulerConfig
@@ -175,6 +176,14 @@ class Project(models.Model):
     @property
     def is_live(self) -> bool:
         return self.kind == self.Kind.LIVE
+
+    def master_path(self) -> str:
+        """The path of the project's master page, where BOINC clients attach: ``/boinc/`` for
+        the demo project, which real clients attached to before there were projects,
+        ``/projects/<slug>/boinc/`` for another (protocol.urls)."""
+        if self.slug == self.DEMO_SLUG:
+            return reverse("boinc:master")
+        return reverse("project_boinc:master", kwargs={"slug": self.slug})
 
     def now(self) -> int:
         """The project's clock in Unix seconds: the world's simulated time, or the wall clock."""

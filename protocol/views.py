@@ -1,7 +1,7 @@
 """Each project's endpoints for real BOINC clients (reference/protocol.md §3-§5).
 
 Every project has its own, under ``/projects/<slug>/boinc/``; ``/boinc/`` is the demo
-project's, as it was before there were projects (``master_path``):
+project's, as it was before there were projects (``Project.master_path``):
 
 - ``.../boinc/``: the master page, naming the project's scheduler both ways a client finds it
   (§3, §10.1);
@@ -76,16 +76,8 @@ def project_or_404(slug: str, *, live: bool = False) -> Project:
     return project
 
 
-def master_path(project: Project) -> str:
-    """The path of ``project``'s master page: ``/boinc/`` for the demo project, which real
-    clients attached to before there were projects, ``/projects/<slug>/boinc/`` for another."""
-    if project.slug == Project.DEMO_SLUG:
-        return reverse("boinc:master")
-    return reverse("project_boinc:master", kwargs={"slug": project.slug})
-
-
 def master_url(request: HttpRequest, project: Project) -> str:
-    return request.build_absolute_uri(master_path(project))
+    return request.build_absolute_uri(project.master_path())
 
 
 def master(request: HttpRequest, slug: str) -> HttpResponse:
@@ -100,7 +92,7 @@ def master(request: HttpRequest, slug: str) -> HttpResponse:
             "master_url": base,
             "scheduler_url": f"{base}cgi",
             "upload_url": f"{base}file_upload_handler",
-            "account_url": f"{master_path(project)}account/",
+            "account_url": f"{project.master_path()}account/",
             "workunits_url": reverse("projects:workunit_list", kwargs={"project": project}),
             "status_url": reverse("projects:status", kwargs={"project": project}),
         },

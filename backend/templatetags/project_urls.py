@@ -19,12 +19,19 @@ register = template.Library()
 def project_reverse(request: Any, name: str, *args: Any, project: Project | None = None) -> str:
     """The URL of page ``name`` (backend.urls) of ``project``, by default the project
     ``request`` was made to."""
+    project = page_project(request, project)
+    if project is not None:
+        return reverse(f"projects:{name}", args=[project.slug, *args])
+    return reverse(f"project:{name}", args=args)
+
+
+def page_project(request: Any, project: Project | None = None) -> Project | None:
+    """``project``, or the project in the URL ``request`` was made to (None outside
+    ``/projects/<slug>/``)."""
     if project is None:
         match = getattr(request, "resolver_match", None)
         project = match.kwargs.get("project") if match is not None else None
-    if isinstance(project, Project):
-        return reverse(f"projects:{name}", args=[project.slug, *args])
-    return reverse(f"project:{name}", args=args)
+    return project if isinstance(project, Project) else None
 
 
 @register.simple_tag(takes_context=True)
@@ -32,3 +39,10 @@ def project_url(context: template.Context, name: str, *args: Any) -> str:
     """A page of the project the page is of; a page outside the project's URLs (a world's)
     names it as ``boinc_project`` in its context."""
     return project_reverse(context.get("request"), name, *args, project=context.get("boinc_project"))
+
+
+@register.simple_tag(takes_context=True)
+def project_master_url(context: template.Context) -> str:
+    """The master page of the project the page is of (the demo project's outside any)."""
+    project = page_project(context.get("request"), context.get("boinc_project"))
+    return (project or Project(slug=Project.DEMO_SLUG)).master_path()

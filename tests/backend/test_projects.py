@@ -93,3 +93,18 @@ def test_each_project_has_a_configuration_page_of_its_own_config_xml(client, wor
     demo = client.get("/projects/demo/config/").content.decode()
     assert "0 (off)" in demo and "None of its own" in demo
     assert client.get("/projects/nowhere/config/").status_code == 404
+
+
+def test_each_projects_pages_tell_clients_that_projects_master_url(client):
+    science = ProjectFactory(slug="science", name="Science")
+    for path, master in [
+        ("/projects/science/status/", 'href="/projects/science/boinc/"'),
+        ("/projects/science/workunits/", 'href="/projects/science/boinc/"'),
+        ("/projects/demo/status/", 'href="/boinc/"'),
+        ("/project/status/", 'href="/boinc/"'),
+    ]:
+        page = client.get(path).content.decode()
+        footer = page[page.index('<footer class="bottom">') :]
+        assert master in footer, path
+    assert science.master_path() == "/projects/science/boinc/"
+    assert Project.demo().master_path() == "/boinc/"

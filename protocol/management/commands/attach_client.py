@@ -189,10 +189,9 @@ def run_until_stopped(process: subprocess.Popen[bytes], stopped: StopSignals, ti
 
 def default_url(project: Project) -> str:
     """The project's master URL on the server ``make run`` starts: 127.0.0.1 on BOINCWEB_PORT."""
-    from protocol.views import master_path
 
     try:
         port = envint("BOINCWEB_PORT", 8000, minimum=1)
     except ImproperlyConfigured as exc:
         raise CommandError(str(exc), returncode=2) from None
-    return f"http://127.0.0.1:{port}{master_path(project)}"
+    return f"http://127.0.0.1:{port}{project.master_path()}"
