@@ -15,6 +15,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from world.jobs import run_in_process, world_settings
 from world.models import World
+from world.simulation import DAY, WorldSettings
 
 
 def setting_value(text: str) -> Any:
@@ -59,7 +60,7 @@ class Command(BaseCommand):
             settings=overrides,
         )
         try:
-            world_settings(world)
+            settings = world_settings(world)
         except (ValueError, TypeError) as exc:
             raise CommandError(str(exc), returncode=2) from None
         world.save()
@@ -69,10 +70,24 @@ class Command(BaseCommand):
         else:
             self.stdout.write(text_report(figures))
         if not all(figures["invariants"].values()):
-            raise CommandError(
-                "an invariant failed: " + ", ".join(name for name, ok in figures["invariants"].items() if not ok),
-                returncode=1,
-            )
+            failed = ", ".join(name for name, ok in figures["invariants"].items() if not ok)
+            raise CommandError(undrained(figures, settings) or f"an invariant failed: {failed}", returncode=1)
+
+
+def undrained(figures: dict[str, Any], settings: WorldSettings) -> str:
+    """Why a run ended with work unfinished when its hosts simply ran out of drain time (the
+    drain stops at ``drain_days`` whatever is left): a population too small for the work the
+    generator made, not a rule broken. '' when that is not what happened."""
+    wus = figures["workunits"]
+    unfinished = wus["total"] - wus["assimilated"] - wus["errored"]
+    if unfinished <= 0 or figures["simulated_seconds"] < (settings.days + settings.drain_days) * DAY:
+        return ""
+    return (
+        f"the hosts did not finish the world's work in the drain's {settings.drain_days:g} simulated days: "
+        f"{unfinished} of {wus['total']} workunits unfinished. Each workunit needs "
+        f"{settings.min_quorum} results from different volunteers and the generator makes a file's "
+        f"worth at a time; give the world more hosts, or more time with --set drain_days=N"
+    )
 
 
 def text_report(figures: dict[str, Any]) -> str:
