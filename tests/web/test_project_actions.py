@@ -12,7 +12,7 @@ from backend.models import (
     ValidateState,
     Workunit,
 )
-from tests.factories import NOW, demo_project
+from tests.factories import NOW, AppFactory, ProjectFactory, demo_project
 from tests.pages import parse
 from tests.web.project_data import (  # noqa: F401
     app,
@@ -294,3 +294,22 @@ def test_too_many_targets_are_refused(client, staff):
     query = "&".join(f"id={i}" for i in range(1, 503))
     response = client.get(f"/project/workunits/actions/cancel/?{query}")
     assert response.status_code == 400 and "at most 500" in response.content.decode()
+
+
+def test_another_projects_workunit_is_a_form_error_and_changes_nothing(client, staff, app):
+    """An action's targets are the project's workunits; another project's id is refused as a
+    missing one is, whether asked to confirm or posted."""
+    other = ProjectFactory(slug="other")
+    [theirs] = make_workunits(AppFactory(project=other, name="theirs"), 1, start=700, transition_time=INT_MAX)
+    [ours] = make_workunits(app, 1, transition_time=INT_MAX)
+    client.force_login(staff)
+    for response in [
+        client.get(f"/project/workunits/actions/transition/?id={theirs.id}&id={ours.id}"),
+        client.post("/project/workunits/actions/transition/", {"id": [theirs.id, ours.id]}),
+    ]:
+        assert response.status_code == 400
+        assert f"no workunit with id {theirs.id} in this project" in response.content.decode()
+    assert Workunit.objects.filter(transition_time=INT_MAX).count() == 2 and not LifecycleEvent.objects.exists()
+    done = client.post("/projects/other/workunits/actions/transition/", {"id": theirs.id})
+    assert done.status_code == 302
+    assert Workunit.objects.get(pk=theirs.pk).transition_time < INT_MAX
