@@ -67,7 +67,7 @@ def project_models() -> list[type[Model]]:
     return [
         model
         for model in apps.get_models(include_auto_created=True)
-        if any(f.name == "project" for f in model._meta.concrete_fields) and model is not Project
+        if any(f.name == "project" and f.related_model is Project for f in model._meta.concrete_fields)
     ]
 
 
