@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -68,10 +67,6 @@ class HtmxHttpRequest(HttpRequest):
     htmx: HtmxDetails
 
 
-def _now() -> int:
-    return int(time.time())
-
-
 # --- server status --------------------------------------------------------------------------
 
 
@@ -88,7 +83,7 @@ def status(request: HtmxHttpRequest, project: Project) -> HttpResponse:
         return HttpResponse(
             f"no panel {panel!r}; choose one of {', '.join(STATUS_PANELS)}", status=400, content_type="text/plain"
         )
-    now = _now()
+    now = project.now()
     whole = not request.htmx
     context: dict[str, Any] = {"config_project": project}
     if whole or panel == "panel":
@@ -147,13 +142,13 @@ def _figure_scripts(key: object, build: Callable[[], Iterable[tuple[str, go.Figu
 
 @require_GET
 def status_json(request: HttpRequest, project: Project) -> JsonResponse:
-    state = server_status.server_status(_now(), project=project, with_community=True, cached=True)
+    state = server_status.server_status(project.now(), project=project, with_community=True, cached=True)
     return JsonResponse(state.as_dict())
 
 
 @require_GET
 def status_xml(request: HttpRequest, project: Project) -> HttpResponse:
-    state = server_status.server_status(_now(), project=project, with_community=True, cached=True)
+    state = server_status.server_status(project.now(), project=project, with_community=True, cached=True)
     return HttpResponse(server_status.status_xml(state), content_type="application/xml")
 
 
@@ -165,7 +160,7 @@ def _filtered_workunits(request: HttpRequest, project: Project) -> tuple[Workuni
     form = WorkunitFilterForm(request.GET, project=project)
     if not form.is_valid():
         return form, None
-    return form, form.filter(Workunit.objects.filter(project=project), _now())
+    return form, form.filter(Workunit.objects.filter(project=project), project.now())
 
 
 # The filter form's HTML by the apps to choose from and the filters asked for: rendering its
@@ -235,7 +230,7 @@ def workunit_list(request: HtmxHttpRequest, project: Project) -> HttpResponse:
         "next_url": _page_url(request, after=page.next_cursor) if page.next_cursor else "",
         "prev_url": _page_url(request, before=page.prev_cursor) if page.prev_cursor else "",
         "csv_url": project_reverse(request, "workunit_csv") + _page_url(request),
-        "now": _now(),
+        "now": project.now(),
     }
     if not request.htmx:
         context["filters"] = _filter_form_html(request, form, project)
@@ -537,7 +532,7 @@ def host_prefs(request: HttpRequest, pk: int, project: Project) -> HttpResponse:
     if request.method == "POST":
         form = HostPrefsForm(request.POST, instance=host)
         if form.is_valid():
-            changes = form.save_changes(request.user, _now())
+            changes = form.save_changes(request.user, project.now())
             if changes:
                 messages.success(
                     request,
@@ -570,7 +565,7 @@ def workunit_action(request: HttpRequest, action: str, project: Project) -> Http
         return render(request, "project/workunit_action.html", context, status=400)
     ids = form.cleaned_data["id"]
     if request.method == "POST":
-        done = run(ids, now=_now(), actor=request.user.username, project=project)
+        done = run(ids, now=project.now(), actor=request.user.username, project=project)
         messages.success(request, f"{verb}: {done} of {len(ids)} workunit(s) changed.")
         if len(ids) == 1:
             return redirect(project_reverse(request, "workunit_detail", ids[0]))

@@ -14,6 +14,7 @@ from backend.models import (
     DaemonStatus,
     Host,
     Outcome,
+    Project,
     Result,
     ServerState,
     UserCredit,
@@ -27,7 +28,7 @@ from backend.server_status import (
     server_status,
     status_xml,
 )
-from tests.factories import NOW, AppFactory, HostFactory, demo_project
+from tests.factories import NOW, AppFactory, HostFactory, ProjectFactory, UserFactory, demo_project
 from tests.pages import count, parse, texts
 from tests.web.project_data import (  # noqa: F401
     app,
@@ -275,6 +276,29 @@ def test_users_and_hosts_figures_follow_boincs_thresholds(owner, stranger):
     assert community(NOW + 80_000, demo_project()).users_registered_in_past_24_hours == 1
     assert community(NOW + 86_400, demo_project()).users_registered_in_past_24_hours == 0
     assert figures.current_floating_point_speed == round(401.2 / 200, 2)
+
+
+def test_users_registered_are_the_projects_own_on_its_clock_in_every_output(client, redis_client):
+    """A world's project counts the volunteers whose first host in it came in the day before
+    its clock: not a login made today with no host there, nor a volunteer whose new host is in
+    another project; status.json, status.xml and the page say the same."""
+    world = ProjectFactory(slug="world-x", kind=Project.Kind.WORLD, simulated_time=NOW)
+    newcomer, veteran, elsewhere = (UserFactory(username=n) for n in ("newcomer", "veteran", "elsewhere"))
+    HostFactory(project=world, owner=newcomer, create_time=NOW - 100)
+    HostFactory(project=world, owner=veteran, create_time=NOW - 3 * 86_400)
+    HostFactory(project=world, owner=veteran, create_time=NOW - 50)  # a second host: not a new user
+    HostFactory(project=world, owner=elsewhere, create_time=NOW - 5 * 86_400)
+    HostFactory(project=demo_project(), owner=elsewhere, create_time=NOW - 10)
+    UserFactory(username="login-only")  # date_joined now, no host anywhere
+    cache.clear()
+    assert client.get("/projects/world-x/status.json").json()["community"]["users_registered_in_past_24_hours"] == 1
+    xml = ElementTree.fromstring(client.get("/projects/world-x/status.xml").content)
+    assert xml.findtext("database_file_states/users_registered_in_past_24_hours") == "1"
+    assert xml.findtext("database_file_states/hosts_registered_in_past_24_hours") == "2"
+    page = parse(client.get("/projects/world-x/status/"))
+    assert count(page, "users_registered_in_past_24_hours") == "1"
+    # the demo, on the wall clock, has had no volunteer join in the day before now
+    assert client.get("/project/status.json").json()["community"]["users_registered_in_past_24_hours"] == 0
 
 
 def credited_host_with_a_valid_result(app, host, *, expavg_credit):
