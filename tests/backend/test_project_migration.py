@@ -115,7 +115,7 @@ def demo_credit(settings: Any) -> None:
 
 
 def a_world(*argv: str) -> World:
-    call_command("world", "--hosts", "4", "--days", "1", *argv, stdout=io.StringIO())
+    call_command("world", "--hosts", "2", "--days", "1", *argv, stdout=io.StringIO())
     return World.objects.latest("pk")
 
 
