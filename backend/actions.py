@@ -22,12 +22,10 @@ def _not_cancelled() -> Exact:
 
 
 @transaction.atomic
-def cancel_workunits(ids: Iterable[int], *, now: int, actor: str, project: Project | None = None) -> int:
+def cancel_workunits(ids: Iterable[int], *, now: int, actor: str, project: Project) -> int:
     """BOINC's cancel_jobs (tools/backend_lib.cpp, reference/server.md §1.6, §2): error_mask |=
     CANCELLED and transition_time = now on each workunit not cancelled yet; its unsent results
-    become OVER/DIDNT_NEED. Only workunits of ``project`` (default: the demo project) are
-    touched. Returns the number of workunits cancelled."""
-    project = project or Project.demo()
+    become OVER/DIDNT_NEED. Only workunits of ``project`` are touched. Returns the number of workunits cancelled."""
     wus = list(
         Workunit.objects.select_for_update()
         .filter(_not_cancelled(), project=project, id__in=ids)
@@ -80,11 +78,9 @@ def cancel_workunits(ids: Iterable[int], *, now: int, actor: str, project: Proje
 
 
 @transaction.atomic
-def transition_now(ids: Iterable[int], *, now: int, actor: str, project: Project | None = None) -> int:
+def transition_now(ids: Iterable[int], *, now: int, actor: str, project: Project) -> int:
     """transition_time = now, so the transitioner examines the workunits on its next pass
-    (the universal trigger of reference/server.md §5.1); ``project``'s workunits only (default:
-    the demo project). Returns how many moved."""
-    project = project or Project.demo()
+    (the universal trigger of reference/server.md §5.1); ``project``'s workunits only. Returns how many moved."""
     wus = list(
         Workunit.objects.select_for_update()
         .filter(project=project, id__in=ids, transition_time__gt=now)
@@ -110,12 +106,10 @@ def transition_now(ids: Iterable[int], *, now: int, actor: str, project: Project
 
 
 @transaction.atomic
-def revalidate_workunits(ids: Iterable[int], *, now: int, actor: str, project: Project | None = None) -> int:
+def revalidate_workunits(ids: Iterable[int], *, now: int, actor: str, project: Project) -> int:
     """Send workunits back to the validator: on each workunit with no error, no canonical result
     and not yet assimilated, SUCCESS results judged INVALID or INCONCLUSIVE return to INIT,
-    and need_validate = 1 with transition_time = now; ``project``'s workunits only (default: the
-    demo project). Returns the number of workunits."""
-    project = project or Project.demo()
+    and need_validate = 1 with transition_time = now; ``project``'s workunits only. Returns the number of workunits."""
     eligible = dict(
         Workunit.objects.select_for_update()
         .filter(

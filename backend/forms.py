@@ -1,7 +1,7 @@
 """Forms of the project pages: the workunit filters, host preferences, admin action targets."""
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -12,7 +12,16 @@ from django.db.models.lookups import GreaterThan
 
 from backend.events import event, record
 from backend.keyset import BadCursor, decode_cursor
-from backend.models import App, AssimilateState, ErrorMask, FileDeleteState, Host, Workunit, WorkunitQuerySet
+from backend.models import (
+    App,
+    AssimilateState,
+    ErrorMask,
+    FileDeleteState,
+    Host,
+    Project,
+    Workunit,
+    WorkunitQuerySet,
+)
 from boincweb.bounds import PREFS_MAX_BUFFER_DAYS, BufferDaysField, KeepsShownNumbers
 
 # state filter -> the condition it selects; each is served by one of the workunit indexes.
@@ -46,7 +55,15 @@ TOP = "\U0010ffff"
 
 
 class WorkunitFilterForm(forms.Form):
-    app = forms.ModelChoiceField(App.objects.only("id", "name"), required=False, empty_label="all apps")
+    """The filters of a project's workunit list. The apps to choose from are the project's
+    own; another project's app is an error of the form, not a filter that matches nothing."""
+
+    app = forms.ModelChoiceField(
+        App.objects.none(),
+        required=False,
+        empty_label="all apps",
+        error_messages={"invalid_choice": "no app %(value)s in this project"},
+    )
     state = forms.ChoiceField(
         required=False, choices=[("", "any state")] + [(k, v[0]) for k, v in STATE_FILTERS.items()]
     )
@@ -55,6 +72,11 @@ class WorkunitFilterForm(forms.Form):
     sort = forms.ChoiceField(required=False, choices=[(k, k) for k in SORTS])
     after = forms.CharField(required=False, widget=forms.HiddenInput)
     before = forms.CharField(required=False, widget=forms.HiddenInput)
+
+    def __init__(self, data: Mapping[str, Any], *, project: Project) -> None:
+        super().__init__(data)
+        app_field = cast("forms.ModelChoiceField[App]", self.fields["app"])
+        app_field.queryset = App.objects.filter(project=project).only("id", "name")
 
     def clean(self) -> dict[str, Any]:
         """A cursor must be one of the sort it pages (a cursor of another sort can be pasted
@@ -166,14 +188,16 @@ class HostPrefsForm(KeepsShownNumbers, forms.ModelForm):
 
 
 class WorkunitIdsForm(forms.Form):
-    """The workunits an admin action applies to: ``id`` repeated, at most MAX_IDS of them."""
+    """The workunits an admin action applies to: ``id`` repeated, at most MAX_IDS of them, each
+    a workunit of ``project`` (another project's is an error, as a missing one is)."""
 
     MAX_IDS = 500  # below Django's DATA_UPLOAD_MAX_NUMBER_FIELDS, so the reason is ours
 
     id = forms.TypedMultipleChoiceField(coerce=int, required=True)
 
-    def __init__(self, data: Mapping[str, Any]) -> None:
+    def __init__(self, data: Mapping[str, Any], *, project: Project) -> None:
         super().__init__(data)
+        self.project = project
         # Any positive whole number is a valid choice; whether it exists is checked in clean.
         self.fields["id"].valid_value = lambda value: str(value).isdigit() and 0 < int(value) < 2**63  # type: ignore[attr-defined]
 
@@ -181,8 +205,10 @@ class WorkunitIdsForm(forms.Form):
         ids = sorted(set(self.cleaned_data["id"]))
         if len(ids) > self.MAX_IDS:
             raise forms.ValidationError(f"at most {self.MAX_IDS} workunits at a time")
-        found = set(Workunit.objects.filter(id__in=ids).values_list("id", flat=True))
+        found = set(Workunit.objects.filter(project=self.project, id__in=ids).values_list("id", flat=True))
         missing = [i for i in ids if i not in found]
         if missing:
-            raise forms.ValidationError("no workunit with id " + ", ".join(str(i) for i in missing[:10]))
+            raise forms.ValidationError(
+                "no workunit with id " + ", ".join(str(i) for i in missing[:10]) + " in this project"
+            )
         return ids

@@ -6,14 +6,15 @@ from backend.models import Project
 
 def run_daemon_pass(
     name: str,
+    *,
+    project: str,
     now: int | None = None,
     batch_size: int | None = None,
     mod: int = 1,
     index: int = 0,
-    project: str = Project.DEMO_SLUG,
 ) -> int:
-    """One pass of daemon ``name`` over the project with slug ``project``; the work done is
-    the job's result."""
+    """One pass of daemon ``name`` over the project with slug ``project`` (the demo's made on
+    first use, as the periodic job makes it); the work done is the job's result."""
     the_project = Project.demo() if project == Project.DEMO_SLUG else Project.objects.get(slug=project)
     return run_pass(name, project=the_project, now=now, batch_size=batch_size, mod=mod, index=index)
 

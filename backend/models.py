@@ -483,23 +483,40 @@ class Team(models.Model):
 
 
 class UserCredit(models.Model):
-    """A volunteer's credit and team: the fields of BOINC's user row that the validator
-    writes (sched/credit.cpp grant_credit). Created on a volunteer's first credit."""
+    """A volunteer's credit and team in one project: the fields of BOINC's user row that the
+    validator writes (sched/credit.cpp grant_credit). BOINC gives each project a user table of
+    its own, so a volunteer of two projects has a row in each, with the credit and the team of
+    that project. Created on a volunteer's first credit in the project."""
 
-    user = models.OneToOneField(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="credit"
-    )
     project = project_field()
+    # Indexed by user_credit_project_user, which leads with the project.
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="credits", db_index=False)
+    # A team of the same project (BOINC's user.teamid); see clean().
     team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.SET_NULL, related_name="members")
     total_credit = models.FloatField(default=0.0)
     expavg_credit = models.FloatField(default=0.0)
     expavg_time = models.FloatField(default=0.0)
 
     class Meta:
+        constraints = [
+            # one row per volunteer and project; also the index of a user's row (the validator,
+            # the user page)
+            models.UniqueConstraint(fields=["project", "user"], name="user_credit_project_user"),
+        ]
         indexes = [
             # the users page: users by recent average credit
             models.Index(fields=["project", "-expavg_credit", "user"], name="user_credit_rac"),
         ]
+
+    def __str__(self) -> str:
+        return f"user {self.user_id} in project {self.project_id}"
+
+    def clean(self) -> None:
+        """A volunteer's team is one of the row's project."""
+        from django.core.exceptions import ValidationError
+
+        if self.team_id is not None and self.team is not None and self.team.project_id != self.project_id:
+            raise ValidationError({"team": "the team belongs to another project"})
 
 
 class UserAppCredit(models.Model):
@@ -507,7 +524,10 @@ class UserAppCredit(models.Model):
     grant_credit_by_app when config.xml sets <credit_by_app>)."""
 
     project = project_field()
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="app_credit")
+    # Indexed by user_app_credit_unique, which leads with the project.
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="app_credit", db_index=False
+    )
     app = models.ForeignKey(App, on_delete=models.CASCADE, related_name="+")
     njobs = models.IntegerField(default=0)
     total = models.FloatField(default=0.0)
@@ -515,14 +535,18 @@ class UserAppCredit(models.Model):
     expavg_time = models.FloatField(default=0.0)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["user", "app"], name="user_app_credit_unique")]
+        constraints = [
+            # also the index of the user page's credit by app
+            models.UniqueConstraint(fields=["project", "user", "app"], name="user_app_credit_unique")
+        ]
 
 
 class TeamAppCredit(models.Model):
     """A team's credit from one app (BOINC's credit_team row, see UserAppCredit)."""
 
     project = project_field()
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="app_credit")
+    # Indexed by team_app_credit_unique, which leads with the project.
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="app_credit", db_index=False)
     app = models.ForeignKey(App, on_delete=models.CASCADE, related_name="+")
     njobs = models.IntegerField(default=0)
     total = models.FloatField(default=0.0)
@@ -530,7 +554,10 @@ class TeamAppCredit(models.Model):
     expavg_time = models.FloatField(default=0.0)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["team", "app"], name="team_app_credit_unique")]
+        constraints = [
+            # also the index of the team page's credit by app
+            models.UniqueConstraint(fields=["project", "team", "app"], name="team_app_credit_unique")
+        ]
 
 
 class CreditHistory(models.Model):

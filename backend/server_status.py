@@ -22,13 +22,12 @@ daemon job (``record_history``), drawn as small charts on the HTML page.
 import json
 import math
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, cast
 from xml.etree import ElementTree
 
 import redis
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db.models import Avg, Count, Max, Min, Q, Sum
 from django.utils import timezone
@@ -164,15 +163,10 @@ class ServerStatus:
         return data
 
 
-def of(project: Project | None) -> Project:
-    """``project``, or the demo project that the pages without one show."""
-    return Project.demo() if project is None else project
-
-
-def daemon_states(now_dt: datetime, project: Project | None = None) -> list[Daemon]:
+def daemon_states(now_dt: datetime, project: Project) -> list[Daemon]:
     """Every registered daemon and every daemon that has reported a pass over the project, by
     name."""
-    rows = {row.name: row for row in DaemonStatus.objects.filter(project=of(project))}
+    rows = {row.name: row for row in DaemonStatus.objects.filter(project=project)}
     names = list(daemon_names()) + sorted(set(rows) - set(daemon_names()))
     daemons = []
     for name in names:
@@ -191,10 +185,9 @@ def daemon_states(now_dt: datetime, project: Project | None = None) -> list[Daem
     return daemons
 
 
-def app_tasks(project: Project | None = None) -> list[AppTasks]:
+def app_tasks(project: Project) -> list[AppTasks]:
     """Per app of the project: unsent results, in-progress results split by CPU/GPU version,
     WUs waiting."""
-    project = of(project)
     results = (
         Result.objects.filter(project=project, server_state__lte=ServerState.IN_PROGRESS)
         .values("app_id", "server_state")
@@ -261,10 +254,10 @@ def hours(seconds: float) -> float:
     return math.ceil(round(seconds / 36, 6)) / 100
 
 
-def app_runtimes(now: int, project: Project | None = None) -> dict[int, AppRuntime]:
+def app_runtimes(now: int, project: Project) -> dict[int, AppRuntime]:
     """{app id: AppRuntime} over the valid results received in the day before ``now``."""
     rows = (
-        Result.objects.filter(project=of(project), validate_state=ValidateState.VALID, received_time__gt=now - DAY)
+        Result.objects.filter(project=project, validate_state=ValidateState.VALID, received_time__gt=now - DAY)
         .values("app_id")
         .annotate(
             avg=Avg("elapsed_time"),
@@ -279,27 +272,27 @@ def app_runtimes(now: int, project: Project | None = None) -> dict[int, AppRunti
     }
 
 
-def community(now: int, project: Project | None = None) -> Community:
-    """The users and computers figures at Unix time ``now``: "recent credit" is a recent
-    average credit above 1, "credit" a total credit above 1, as on BOINC's page."""
-    project = of(project)
+def community(now: int, project: Project) -> Community:
+    """The users and computers figures of ``project`` at Unix time ``now`` (the project's
+    clock): "recent credit" is a recent average credit above 1, "credit" a total credit above
+    1, as on BOINC's page."""
     hosts = Host.objects.filter(project=project).aggregate(
         with_credit=Count("id", filter=Q(total_credit__gt=1)),
         with_recent_credit=Count("id", filter=Q(expavg_credit__gt=1)),
         registered=Count("id", filter=Q(create_time__gt=now - DAY)),
     )
-    # the users' credit rows, as the validator grants it (server_status.php: the user table)
+    # the users' credit rows in the project, as the validator grants it (server_status.php:
+    # the user table)
     users = UserCredit.objects.filter(project=project).aggregate(
-        with_credit=Count("user_id", filter=Q(total_credit__gt=1)),
-        with_recent_credit=Count("user_id", filter=Q(expavg_credit__gt=1)),
+        with_credit=Count("id", filter=Q(total_credit__gt=1)),
+        with_recent_credit=Count("id", filter=Q(expavg_credit__gt=1)),
         expavg_credit=Sum("expavg_credit"),
     )
-    joined_since = datetime.fromtimestamp(now - DAY, tz=UTC)
     return Community(
         update_time=now,
         users_with_recent_credit=users["with_recent_credit"],
         users_with_credit=users["with_credit"],
-        users_registered_in_past_24_hours=get_user_model().objects.filter(date_joined__gt=joined_since).count(),
+        users_registered_in_past_24_hours=users_registered(now, project),
         hosts_with_recent_credit=hosts["with_recent_credit"],
         hosts_with_credit=hosts["with_credit"],
         hosts_registered_in_past_24_hours=hosts["registered"],
@@ -308,12 +301,28 @@ def community(now: int, project: Project | None = None) -> Community:
     )
 
 
-def cached_community(now: int, project: Project | None = None) -> Community:
+def users_registered(now: int, project: Project) -> int:
+    """The project's users who joined it in the day before ``now``: server_status.php counts
+    the project's user rows with ``create_time`` in the past day.
+
+    A BOINC user row is made when the volunteer makes an account at the project, and the
+    client attaches its host with it at once (the attach's scheduler RPC makes the host row).
+    A volunteer's first host in the project is therefore what matches ``user.create_time``
+    best: the credit row (UserCredit) is made only at the first valid result, days later, and
+    the Django user (``date_joined``) is one person's login across every project, made once.
+    So a user joined the project when their first host in it was created (``create_time`` on
+    the project's clock), and a volunteer with credit in the project always has a host there.
+    """
+    first_hosts = Host.objects.filter(project=project).values("owner_id").annotate(first=Min("create_time"))
+    return first_hosts.filter(first__gt=now - DAY).count()
+
+
+def cached_community(now: int, project: Project) -> Community:
     """``community(now)``, reused for COMMUNITY_TTL seconds."""
     # get_or_set gives the cached Community or a new one; django-stubs types it Any | None
     return cast(
         Community,
-        cache.get_or_set(f"{COMMUNITY_CACHE_KEY}:{of(project).slug}", lambda: community(now, project), COMMUNITY_TTL),
+        cache.get_or_set(f"{COMMUNITY_CACHE_KEY}:{project.slug}", lambda: community(now, project), COMMUNITY_TTL),
     )
 
 
@@ -329,10 +338,9 @@ QUEUE_FIELDS = [
 ]
 
 
-def queue_counts(now: int, project: Project | None = None) -> dict[str, int | float]:
+def queue_counts(now: int, project: Project) -> dict[str, int | float]:
     """The counts of BOINC's "database state" of the project at Unix time ``now``, by
     status.json's names."""
-    project = of(project)
     wus, results = Workunit.objects.filter(project=project), Result.objects.filter(project=project)
     due = wus.transition_due(now).aggregate(n=Count("id"), oldest=Min("transition_time"))
     backlog_hours = (now - due["oldest"]) / 3600 if due["oldest"] is not None else 0.0
@@ -348,7 +356,7 @@ def queue_counts(now: int, project: Project | None = None) -> dict[str, int | fl
     }
 
 
-def task_figures(now: int, project: Project | None = None) -> dict[str, Any]:
+def task_figures(now: int, project: Project) -> dict[str, Any]:
     """The counts of ``queue_counts(now)`` and the tasks by app, as one JSON-able dict with
     the ``time`` they were counted."""
     return {"time": now, **queue_counts(now, project), "apps": [asdict(app) for app in app_tasks(project)]}
@@ -360,18 +368,16 @@ FIGURES_KEY = "boincweb:server_status:figures"
 FIGURES_MAX_AGE = 30
 
 
-def figures_key(project: Project | None) -> str:
+def figures_key(project: Project) -> str:
     """The Redis key of a project's newest task figures (the demo project's is FIGURES_KEY)."""
-    project = of(project)
     return FIGURES_KEY if project.slug == Project.DEMO_SLUG else f"{FIGURES_KEY}:{project.slug}"
 
 
-def history_key(project: Project | None) -> str:
-    project = of(project)
+def history_key(project: Project) -> str:
     return HISTORY_KEY if project.slug == Project.DEMO_SLUG else f"{HISTORY_KEY}:{project.slug}"
 
 
-def cached_figures(now: int, project: Project | None = None) -> dict[str, Any]:
+def cached_figures(now: int, project: Project) -> dict[str, Any]:
     """``task_figures`` as the periodic daemon job or another web process last stored them,
     when they are at most FIGURES_MAX_AGE seconds older than ``now``; else counted afresh and
     stored (the counts themselves need no Redis: without it every call counts)."""
@@ -391,9 +397,7 @@ def cached_figures(now: int, project: Project | None = None) -> dict[str, Any]:
         client.close()
 
 
-def server_status(
-    now: int, *, project: Project | None = None, with_community: bool = False, cached: bool = False
-) -> ServerStatus:
+def server_status(now: int, *, project: Project, with_community: bool = False, cached: bool = False) -> ServerStatus:
     """The whole status page at Unix time ``now``: the daemons and the job queues as they are
     now, the counts and the tasks by app counted now, or with ``cached`` as ``cached_figures``
     gives them; ``with_community`` adds the (cached) users, computers and run-time figures."""
@@ -441,7 +445,7 @@ def _redis() -> redis.Redis:
     return redis.Redis(connection_pool=pool)
 
 
-def record_history(now: int, project: Project | None = None) -> str:
+def record_history(now: int, project: Project) -> str:
     """Store the queue counts at Unix time ``now`` as the newest sample of the history, which
     keeps the last HISTORY_SAMPLES, and the task figures as the ones pages read
     (``cached_figures``). Several web and worker processes share them through Redis."""
@@ -459,7 +463,7 @@ def record_history(now: int, project: Project | None = None) -> str:
     return sample
 
 
-def queue_history(project: Project | None = None) -> list[dict[str, int]]:
+def queue_history(project: Project) -> list[dict[str, int]]:
     """The recorded samples, oldest first: dicts of ``time`` and HISTORY_FIELDS; none when
     Redis is not reachable (the page says so in its RQ panel)."""
     client = _redis()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -68,16 +67,6 @@ class HtmxHttpRequest(HttpRequest):
     htmx: HtmxDetails
 
 
-def _now() -> int:
-    return int(time.time())
-
-
-def _project(project: Project | None) -> Project:
-    """The project a page is of: the one its URL names (``/projects/<slug>/...``), or the demo
-    project for the old ``/project/...`` paths. Every query of the page starts from it."""
-    return Project.demo() if project is None else project
-
-
 # --- server status --------------------------------------------------------------------------
 
 
@@ -88,14 +77,13 @@ STATUS_PANELS = ("panel", "community", "history")
 
 
 @require_GET
-def status(request: HtmxHttpRequest, project: Project | None = None) -> HttpResponse:
-    project = _project(project)
+def status(request: HtmxHttpRequest, project: Project) -> HttpResponse:
     panel = request.GET.get("panel", "panel")
     if panel not in STATUS_PANELS:
         return HttpResponse(
             f"no panel {panel!r}; choose one of {', '.join(STATUS_PANELS)}", status=400, content_type="text/plain"
         )
-    now = _now()
+    now = project.now()
     whole = not request.htmx
     context: dict[str, Any] = {"config_project": project}
     if whole or panel == "panel":
@@ -153,14 +141,14 @@ def _figure_scripts(key: object, build: Callable[[], Iterable[tuple[str, go.Figu
 
 
 @require_GET
-def status_json(request: HttpRequest, project: Project | None = None) -> JsonResponse:
-    state = server_status.server_status(_now(), project=_project(project), with_community=True, cached=True)
+def status_json(request: HttpRequest, project: Project) -> JsonResponse:
+    state = server_status.server_status(project.now(), project=project, with_community=True, cached=True)
     return JsonResponse(state.as_dict())
 
 
 @require_GET
-def status_xml(request: HttpRequest, project: Project | None = None) -> HttpResponse:
-    state = server_status.server_status(_now(), project=_project(project), with_community=True, cached=True)
+def status_xml(request: HttpRequest, project: Project) -> HttpResponse:
+    state = server_status.server_status(project.now(), project=project, with_community=True, cached=True)
     return HttpResponse(server_status.status_xml(state), content_type="application/xml")
 
 
@@ -169,10 +157,10 @@ def status_xml(request: HttpRequest, project: Project | None = None) -> HttpResp
 
 def _filtered_workunits(request: HttpRequest, project: Project) -> tuple[WorkunitFilterForm, WorkunitQuerySet | None]:
     """The bound filter form and, when it is valid, the project's workunits it filters."""
-    form = WorkunitFilterForm(request.GET)
+    form = WorkunitFilterForm(request.GET, project=project)
     if not form.is_valid():
         return form, None
-    return form, form.filter(Workunit.objects.filter(project=project), _now())
+    return form, form.filter(Workunit.objects.filter(project=project), project.now())
 
 
 # The filter form's HTML by the apps to choose from and the filters asked for: rendering its
@@ -212,8 +200,7 @@ FILE_DELETE_LABELS = dict(FileDeleteState.choices)
 
 
 @require_GET
-def workunit_list(request: HtmxHttpRequest, project: Project | None = None) -> HttpResponse:
-    project = _project(project)
+def workunit_list(request: HtmxHttpRequest, project: Project) -> HttpResponse:
     form, queryset = _filtered_workunits(request, project)
     context: dict[str, Any]
     if queryset is None:
@@ -243,7 +230,7 @@ def workunit_list(request: HtmxHttpRequest, project: Project | None = None) -> H
         "next_url": _page_url(request, after=page.next_cursor) if page.next_cursor else "",
         "prev_url": _page_url(request, before=page.prev_cursor) if page.prev_cursor else "",
         "csv_url": project_reverse(request, "workunit_csv") + _page_url(request),
-        "now": _now(),
+        "now": project.now(),
     }
     if not request.htmx:
         context["filters"] = _filter_form_html(request, form, project)
@@ -273,8 +260,8 @@ class _Echo:
 
 
 @require_GET
-def workunit_csv(request: HttpRequest, project: Project | None = None) -> HttpResponse | StreamingHttpResponse:
-    form, queryset = _filtered_workunits(request, _project(project))
+def workunit_csv(request: HttpRequest, project: Project) -> HttpResponse | StreamingHttpResponse:
+    form, queryset = _filtered_workunits(request, project)
     if queryset is None:
         return HttpResponse("bad filter: " + form.errors.as_text(), status=400, content_type="text/plain")
     field, descending = form.sort_key
@@ -325,15 +312,15 @@ def result_links(results: list[Result]) -> dict[int, list[tuple[str, str]]]:
 
 
 @require_GET
-def workunit_detail(request: HtmxHttpRequest, pk: int, project: Project | None = None) -> HttpResponse:
+def workunit_detail(request: HtmxHttpRequest, pk: int, project: Project) -> HttpResponse:
     wu = get_object_or_404(
-        Workunit.objects.filter(project=_project(project)).select_related("app", "canonical_result"), pk=pk
+        Workunit.objects.filter(project=project).select_related("app__project", "canonical_result"), pk=pk
     )
     results = list(wu.results.select_related("host", "app_version").order_by("id"))
     events = list(
-        LifecycleEvent.objects.filter(Q(workunit_id=wu.pk) | Q(result_id__in=[r.id for r in results])).order_by(
-            "time", "id"
-        )
+        LifecycleEvent.objects.filter(
+            Q(workunit_id=wu.pk) | Q(result_id__in=[r.id for r in results]), project=project
+        ).order_by("time", "id")
     )
     wu_events = [e for e in events if not e.result_id]
     timeline = charts.lifecycle_timeline(events, {r.id: r.name for r in results})
@@ -356,11 +343,9 @@ def workunit_detail(request: HtmxHttpRequest, pk: int, project: Project | None =
 
 
 @require_GET
-def result_detail(request: HtmxHttpRequest, pk: int, project: Project | None = None) -> HttpResponse:
+def result_detail(request: HtmxHttpRequest, pk: int, project: Project) -> HttpResponse:
     result = get_object_or_404(
-        Result.objects.filter(project=_project(project)).select_related(
-            "workunit", "app", "host", "user", "app_version__app"
-        ),
+        Result.objects.filter(project=project).select_related("workunit", "app", "host", "user", "app_version__app"),
         pk=pk,
     )
     events = list(result.events.order_by("time", "id"))
@@ -380,10 +365,10 @@ def result_detail(request: HtmxHttpRequest, pk: int, project: Project | None = N
 
 
 @require_GET
-def host_list(request: HttpRequest, project: Project | None = None) -> HttpResponse:
+def host_list(request: HttpRequest, project: Project) -> HttpResponse:
     try:
         page = keyset_page(
-            Host.objects.filter(project=_project(project)).select_related("owner"),
+            Host.objects.filter(project=project).select_related("owner"),
             "id",
             False,
             after=request.GET.get("after", ""),
@@ -417,8 +402,8 @@ def _can_edit_prefs(user: User | AnonymousUser, host: Host) -> bool:
 
 
 @require_GET
-def host_detail(request: HtmxHttpRequest, pk: int, project: Project | None = None) -> HttpResponse:
-    host = get_object_or_404(Host.objects.filter(project=_project(project)).select_related("owner"), pk=pk)
+def host_detail(request: HtmxHttpRequest, pk: int, project: Project) -> HttpResponse:
+    host = get_object_or_404(Host.objects.filter(project=project).select_related("owner"), pk=pk)
     results = Result.objects.filter(host=host)
     history = host.events.order_by("-time", "-id")[:20]
     context: dict[str, Any] = {
@@ -444,17 +429,22 @@ def host_detail(request: HtmxHttpRequest, pk: int, project: Project | None = Non
 
 
 @require_GET
-def user_detail(request: HttpRequest, pk: int, project: Project | None = None) -> HttpResponse:
-    project = _project(project)
+def user_detail(request: HttpRequest, pk: int, project: Project) -> HttpResponse:
+    """A volunteer's page in ``project``: their hosts, results and credit there. A user is the
+    project's when they have a host, a result or a credit row in it (BOINC's user row is the
+    project's own); anyone else is a 404 here, as another project's rows are."""
     person = get_object_or_404(get_user_model(), pk=pk)
     results = Result.objects.filter(project=project, user=person)
     hosts = list(Host.objects.filter(project=project, owner=person).order_by("id"))
+    credit = _user_credit(person, project)
+    if not hosts and credit["credit"] is None and not results.exists():
+        raise Http404(f"user {pk} has no hosts, results or credit in project {project.slug}")
     context = {
         "person": person,
         "hosts": hosts,
         "recent": results.select_related("workunit", "host").order_by("-id")[:RECENT],
         "counts": _result_counts(results),
-        **_user_credit(person, project),
+        **credit,
     }
     return render(request, "project/user_detail.html", context)
 
@@ -500,40 +490,34 @@ def _ranked_page(request: HttpRequest, queryset: QuerySet[Model]) -> dict[str, A
 
 
 @require_GET
-def user_list(request: HttpRequest, project: Project | None = None) -> HttpResponse:
+def user_list(request: HttpRequest, project: Project) -> HttpResponse:
     """Users by recent average credit (BOINC's top_users.php)."""
     page = _ranked_page(
         request,
-        UserCredit.objects.filter(project=_project(project))
-        .select_related("user", "team")
-        .order_by("-expavg_credit", "user_id"),
+        UserCredit.objects.filter(project=project).select_related("user", "team").order_by("-expavg_credit", "user_id"),
     )
     return render(request, "project/user_list.html", page)
 
 
 @require_GET
-def team_list(request: HttpRequest, project: Project | None = None) -> HttpResponse:
+def team_list(request: HttpRequest, project: Project) -> HttpResponse:
     """Teams by recent average credit (BOINC's top_teams.php)."""
     page = _ranked_page(
         request,
-        Team.objects.filter(project=_project(project))
-        .annotate(nusers=Count("members"))
-        .order_by("-expavg_credit", "id"),
+        Team.objects.filter(project=project).annotate(nusers=Count("members")).order_by("-expavg_credit", "id"),
     )
     return render(request, "project/team_list.html", page)
 
 
 @require_GET
-def team_detail(request: HttpRequest, pk: int, project: Project | None = None) -> HttpResponse:
-    project = _project(project)
+def team_detail(request: HttpRequest, pk: int, project: Project) -> HttpResponse:
     team = get_object_or_404(Team.objects.filter(project=project), pk=pk)
+    members = UserCredit.objects.filter(project=project, team=team)
     context = {
         "team": team,
-        "members": UserCredit.objects.filter(team=team)
-        .select_related("user")
-        .order_by("-expavg_credit", "user_id")[:PAGE_SIZE],
-        "nusers": UserCredit.objects.filter(team=team).count(),
-        "by_app": TeamAppCredit.objects.filter(team=team).select_related("app").order_by("-expavg"),
+        "members": members.select_related("user").order_by("-expavg_credit", "user_id")[:PAGE_SIZE],
+        "nusers": members.count(),
+        "by_app": TeamAppCredit.objects.filter(project=project, team=team).select_related("app").order_by("-expavg"),
         **_rac_chart(project, CreditHistory.Kind.TEAM, team.pk, "team-rac-figure"),
     }
     return render(request, "project/team_detail.html", context)
@@ -541,14 +525,14 @@ def team_detail(request: HttpRequest, pk: int, project: Project | None = None) -
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def host_prefs(request: HttpRequest, pk: int, project: Project | None = None) -> HttpResponse:
-    host = get_object_or_404(Host.objects.filter(project=_project(project)).select_related("owner"), pk=pk)
+def host_prefs(request: HttpRequest, pk: int, project: Project) -> HttpResponse:
+    host = get_object_or_404(Host.objects.filter(project=project).select_related("owner"), pk=pk)
     if not _can_edit_prefs(request.user, host):
         raise PermissionDenied("only the host's owner and staff may edit its preferences")
     if request.method == "POST":
         form = HostPrefsForm(request.POST, instance=host)
         if form.is_valid():
-            changes = form.save_changes(request.user, _now())
+            changes = form.save_changes(request.user, project.now())
             if changes:
                 messages.success(
                     request,
@@ -569,20 +553,19 @@ def host_prefs(request: HttpRequest, pk: int, project: Project | None = None) ->
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def workunit_action(request: HttpRequest, action: str, project: Project | None = None) -> HttpResponse:
-    project = _project(project)
+def workunit_action(request: HttpRequest, action: str, project: Project) -> HttpResponse:
     if action not in ACTIONS:
         raise Http404(f"no action {action!r}")
     if not request.user.is_staff:
         raise PermissionDenied("admin actions are for staff")
     run, verb, description = ACTIONS[action]
-    form = WorkunitIdsForm(request.POST if request.method == "POST" else request.GET)
+    form = WorkunitIdsForm(request.POST if request.method == "POST" else request.GET, project=project)
     context: dict[str, Any] = {"form": form, "verb": verb, "description": description, "action": action}
     if not form.is_valid():
         return render(request, "project/workunit_action.html", context, status=400)
     ids = form.cleaned_data["id"]
     if request.method == "POST":
-        done = run(ids, now=_now(), actor=request.user.username, project=project)
+        done = run(ids, now=project.now(), actor=request.user.username, project=project)
         messages.success(request, f"{verb}: {done} of {len(ids)} workunit(s) changed.")
         if len(ids) == 1:
             return redirect(project_reverse(request, "workunit_detail", ids[0]))
@@ -596,9 +579,9 @@ def workunit_action(request: HttpRequest, action: str, project: Project | None =
 
 
 @require_GET
-def config(request: HttpRequest, project: Project | None = None) -> HttpResponse:
+def config(request: HttpRequest, project: Project) -> HttpResponse:
     """The project's server options (BOINC's config.xml names) and its own config.xml."""
-    return render(request, "project/config.html", {"boinc_project": _project(project)})
+    return render(request, "project/config.html", {"boinc_project": project})
 
 
 @require_GET

@@ -1,8 +1,13 @@
-from django.contrib import admin
-from django.http import HttpResponsePermanentRedirect
-from django.templatetags.static import static
-from django.urls import include, path, register_converter
+import functools
+from collections.abc import Callable
+from typing import Any, cast
 
+from django.contrib import admin
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect
+from django.templatetags.static import static
+from django.urls import URLPattern, include, path, register_converter
+
+from backend import urls as backend_urls
 from backend import views as backend_views
 from backend.converters import ProjectConverter
 from backend.models import Project
@@ -10,6 +15,25 @@ from boincweb import views
 from protocol import urls as protocol_urls
 
 register_converter(ProjectConverter, "project")
+
+
+def of_demo_project(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """``view`` for the demo project: the old ``/project/...`` paths name no project, and this
+    is the one place that picks the demo for them; below it, every page takes its project."""
+
+    @functools.wraps(view)
+    def demo_view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return view(request, *args, project=Project.demo(), **kwargs)
+
+    return demo_view
+
+
+# backend.urls' pages at the old paths, each for the demo project
+demo_patterns = [
+    path(str(p.pattern), of_demo_project(p.callback), name=cast(str, p.name))  # each of backend.urls' pages has a name
+    for p in backend_urls.urlpatterns
+    if isinstance(p, URLPattern)
+]
 
 
 def favicon(request):
@@ -25,7 +49,7 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("project/worlds/", include("world.urls")),
     # the old paths of the one project there was: the demo project's pages
-    path("project/", include("backend.urls")),
+    path("project/", include((demo_patterns, backend_urls.app_name))),
     path("projects/", backend_views.project_list, name="project_list"),
     path("projects/<project:project>/", include(("backend.urls", "project"), namespace="projects")),
     # BOINC's endpoints of each project; the slug is looked up by the views, since an unknown

@@ -52,7 +52,8 @@ Rules, following BOINC's code (§4):
   ``max_granted_credit`` say (``backend.daemons.credit``, which also keeps the host app
   versions' and app versions' PFC averages). A result validated against an existing canonical
   result gets the canonical result's granted credit. As credit.cpp grant_credit does, the
-  host, its owner (``UserCredit``) and the owner's team each get it in ``total_credit`` and in
+  host, its owner's credit row in the project (``UserCredit``: BOINC's user row, one per
+  project, made on the owner's first credit there) and the owner's team each get it in ``total_credit`` and in
   the recent average ``expavg_credit`` (lib/util.cpp update_average, a 7-day half-life, the
   work taken as done since the result was sent); with ``credit_by_app``, the user's and team's
   credit from the app too (grant_credit_by_app); and the day's ``CreditHistory`` row of the
@@ -578,13 +579,22 @@ def grant_host_credit(changes: Changes) -> None:
     UserCredit.objects.bulk_create(
         [UserCredit(user_id=u, project_id=changes.project_id) for u in sorted(owners)], ignore_conflicts=True
     )
+    # the owners' rows in this project (BOINC's user rows are the project's own), locked in id
+    # order as update_stats locks them
     users = {
-        u.pk: u
-        for u in UserCredit.objects.select_for_update(no_key=True).filter(user_id__in=owners).order_by("user_id")
+        u.user_id: u
+        for u in UserCredit.objects.select_for_update(no_key=True)
+        .filter(project_id=changes.project_id, user_id__in=owners)
+        .order_by("id")
     }
     team_ids = {u.team_id for u in users.values() if u.team_id}
     teams: dict[int | None, Team]
-    teams = {t.pk: t for t in Team.objects.select_for_update(no_key=True).filter(id__in=team_ids).order_by("id")}
+    teams = {
+        t.pk: t
+        for t in Team.objects.select_for_update(no_key=True)
+        .filter(project_id=changes.project_id, id__in=team_ids)
+        .order_by("id")
+    }
     by_app = []
     for result_id, host_id, sent_time, received_time, app_id in rows:
         credit = changes.credit[result_id]
@@ -600,7 +610,7 @@ def grant_host_credit(changes: Changes) -> None:
                 now, sent_time, credit, row.expavg_credit, row.expavg_time
             )
             row.total_credit += credit
-        by_app.append((user.pk, user.team_id, app_id, sent_time, credit))
+        by_app.append((user.user_id, user.team_id, app_id, sent_time, credit))
     fields = ("total_credit", "expavg_credit", "expavg_time")
     update_rows(Host, list(hosts.values()), (*fields, "avg_turnaround"))
     credited_users = [users[u] for u in sorted({row[0] for row in by_app})]
@@ -628,7 +638,7 @@ def grant_credit_by_app(granted: Sequence[tuple[int, int | None, int, int, float
         rows = {
             (getattr(r, key), r.app_id): r
             for r in model.objects.select_for_update(no_key=True)
-            .filter(**{f"{key}__in": {o for o, _ in pairs}}, app_id__in={a for _, a in pairs})
+            .filter(project_id=project_id, **{f"{key}__in": {o for o, _ in pairs}}, app_id__in={a for _, a in pairs})
             .order_by("id")
         }
         for row in granted:
@@ -643,13 +653,14 @@ def grant_credit_by_app(granted: Sequence[tuple[int, int | None, int, int, float
 
 def record_history(users: Iterable[UserCredit], teams: Iterable[Team], now: int, project_id: int) -> None:
     """Keep the day's CreditHistory row of each user and team just credited: their figures
-    as this pass leaves them (one row per owner and UTC day, overwritten by later passes)."""
+    in the project as this pass leaves them (one row per project, owner and UTC day,
+    overwritten by later passes; a user's owner_id is the user's id)."""
     day = int(now) // DAY
     rows = [
         CreditHistory(
             project_id=project_id,
             kind=kind,
-            owner_id=owner.pk,
+            owner_id=owner.user_id if isinstance(owner, UserCredit) else owner.pk,
             day=day,
             total_credit=owner.total_credit,
             expavg_credit=owner.expavg_credit,

@@ -2,6 +2,8 @@
 pages where an admin looks for them: the status page's configuration and a workunit's HR
 settings."""
 
+from typing import cast
+
 from django import template
 
 from backend.daemons import sched_hr
@@ -18,13 +20,13 @@ def _limit(rsc: RscLimit) -> str:
 
 
 @register.simple_tag
-def server_options(project: Project | None = None) -> list[tuple[str, str | int, str]]:
-    """(config.xml name, value, what it does) rows of ``project`` (default: the demo
-    project), or one row saying why its config.xml could not be read."""
+def server_options(project: Project) -> list[tuple[str, str | int, str]]:
+    """(config.xml name, value, what it does) rows of ``project``, or one row saying why its
+    config.xml could not be read."""
     from backend.server_config import ConfigError
 
     try:
-        config = (project or Project.demo()).scheduler_config()
+        config = project.scheduler_config()
     except ConfigError as error:
         return [("config.xml", "unreadable", str(error))]
     limits = project_job_limits(config)
@@ -111,14 +113,15 @@ def server_options(project: Project | None = None) -> list[tuple[str, str | int,
 
 @register.simple_tag
 def app_hr_type(app: App) -> str:
-    """An app's HR type in words, the project's when the app sets none."""
-    from backend.server_config import ConfigError, project_config
+    """An app's HR type in words, its project's (from the project's own config.xml) when the
+    app sets none."""
+    from backend.server_config import ConfigError
 
     own = app.homogeneous_redundancy
     if own:
         return f"{own} ({app.get_homogeneous_redundancy_display()})"
     try:
-        project = project_config().homogeneous_redundancy
+        project = cast(Project, app.project).scheduler_config().homogeneous_redundancy
     except ConfigError:
         project = 0
     if project:

@@ -152,7 +152,7 @@ def test_run_daemon_rejects_bad_arguments(argv, message):
 def test_a_daemon_pass_makes_the_round_trip_through_a_real_rq_worker(redis_client):
     result = make_result(deadline=NOW - 1)
     queue = django_rq.get_queue("default")
-    job = queue.enqueue("backend.jobs.run_daemon_pass", "transitioner", now=NOW)
+    job = queue.enqueue("backend.jobs.run_daemon_pass", "transitioner", project="demo", now=NOW)
     worker = django_rq.get_worker("default")
     assert worker.work(burst=True)
     job.refresh()

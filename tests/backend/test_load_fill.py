@@ -12,6 +12,7 @@ from backend.models import (
     FileDeleteState,
     LifecycleEvent,
     Outcome,
+    Project,
     Result,
     ServerState,
     ValidateState,
@@ -68,7 +69,7 @@ def test_fill_writes_consistent_rows_once(postgres_only):
         == Result.objects.filter(server_state__gte=ServerState.IN_PROGRESS).count()
     )
     assert LifecycleEvent.objects.filter(field="file_delete_state", new=2).count() == 290
-    figures = task_figures(int(wus.order_by("-create_time")[0].create_time) + 60)
+    figures = task_figures(int(wus.order_by("-create_time")[0].create_time) + 60, Project.demo())
     assert (figures["results_ready_to_send"], figures["results_in_progress"]) == (2, 12)
     assert figures["workunits_waiting_for_validation"] == 1
     assert figures["workunits_waiting_for_assimilation"] == 1

@@ -5,11 +5,22 @@ page of one project shows a row of another."""
 import io
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
+from django.db import IntegrityError, transaction
 
 from backend.jobs import run_all_daemons
-from backend.models import DaemonStatus, Project, Result, ServerState, Workunit
-from tests.factories import NOW, AppFactory, HostFactory, ProjectFactory, ResultFactory, WorkunitFactory
+from backend.models import DaemonStatus, Project, Result, ServerState, UserCredit, Workunit
+from tests.factories import (
+    NOW,
+    AppFactory,
+    HostFactory,
+    ProjectFactory,
+    ResultFactory,
+    TeamFactory,
+    UserFactory,
+    WorkunitFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -108,3 +119,17 @@ def test_each_projects_pages_tell_clients_that_projects_master_url(client):
         assert master in footer, path
     assert science.master_path() == "/projects/science/boinc/"
     assert Project.demo().master_path() == "/boinc/"
+
+
+@pytest.mark.database
+def test_a_volunteer_has_one_credit_row_per_project_in_a_team_of_that_project():
+    other = ProjectFactory()
+    ann = UserFactory(username="ann")
+    UserCredit.objects.create(project=Project.demo(), user=ann, total_credit=1.0)
+    UserCredit.objects.create(project=other, user=ann, total_credit=2.0, team=TeamFactory(project=other))
+    assert sorted(ann.credits.values_list("total_credit", flat=True)) == [1.0, 2.0]
+    with pytest.raises(IntegrityError), transaction.atomic():
+        UserCredit.objects.create(project=other, user=ann)
+    stray = UserCredit(project=Project.demo(), user=UserFactory(), team=TeamFactory(project=other))
+    with pytest.raises(ValidationError, match="another project"):
+        stray.full_clean()

@@ -82,7 +82,7 @@ def test_credit_granted_after_a_decay_adds_to_the_decayed_average():
 def test_the_pages_show_the_decayed_averages(client):
     user, host, team, _ = rows(user=21, host=7, team=28)
     run_pass("update_stats", project=demo_project(), now=NOW)
-    page = client.get(reverse("project:user_detail", args=[user.pk])).content.decode()
+    page = client.get(reverse("project:user_detail", args=[user.user_id])).content.decode()
     assert "12.50" in page  # 100 × 2^-3
     page = client.get(reverse("project:host_detail", args=[host.pk])).content.decode()
     assert "50.00" in page  # 100 × 2^-1

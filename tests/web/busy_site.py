@@ -100,7 +100,7 @@ def build_busy_site(settings, tmp_path):
     # a team, with the first host's owner in it, so that the team pages are linked
     host = Host.objects.order_by("id").first()
     team = TeamFactory(name="crawlers", project=host.project)
-    UserCredit.objects.update_or_create(user=host.owner, defaults={"project": host.project, "team": team})
+    UserCredit.objects.update_or_create(user=host.owner, project=host.project, defaults={"team": team})
     # and twice more by the wall clock, as make run's periodic job does, so that the status
     # page shows every daemon running and the queues' history
     for _ in range(2):
@@ -112,7 +112,7 @@ def build_busy_site(settings, tmp_path):
     call_command("seed_demo", "--workunits", "6", "--hosts", "2", stdout=io.StringIO())
     demo_host = Host.objects.filter(project=demo_project()).first()
     UserCredit.objects.update_or_create(
-        user=demo_host.owner, defaults={"project": demo_project(), "team": TeamFactory(name="demo crawlers")}
+        user=demo_host.owner, project=demo_project(), defaults={"team": TeamFactory(name="demo crawlers")}
     )
     scenario = StoredScenarioFactory(owner=staff)
     runs = []

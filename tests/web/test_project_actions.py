@@ -12,7 +12,7 @@ from backend.models import (
     ValidateState,
     Workunit,
 )
-from tests.factories import NOW
+from tests.factories import NOW, AppFactory, ProjectFactory, demo_project
 from tests.pages import parse
 from tests.web.project_data import (  # noqa: F401
     app,
@@ -44,7 +44,7 @@ def test_cancel_sets_the_bit_and_marks_unsent_results_didnt_need(app):
     wu, other = make_workunits(app, 2, error_mask=ErrorMask.TOO_MANY_TOTAL_RESULTS)
     unsent, inactive, running = make_results(wu, [UNSENT, INACTIVE, RUNNING])
     make_results(other, [UNSENT])
-    assert cancel_workunits([wu.id], now=NOW, actor="boss") == 1
+    assert cancel_workunits([wu.id], now=NOW, actor="boss", project=demo_project()) == 1
     wu.refresh_from_db()
     assert wu.error_mask == ErrorMask.TOO_MANY_TOTAL_RESULTS | ErrorMask.CANCELLED
     assert wu.transition_time == NOW
@@ -61,8 +61,8 @@ def test_cancel_sets_the_bit_and_marks_unsent_results_didnt_need(app):
 def test_cancelling_twice_changes_and_records_nothing_more(app):
     [wu] = make_workunits(app, 1)
     make_results(wu, [UNSENT])
-    cancel_workunits([wu.id], now=NOW, actor="boss")
-    assert cancel_workunits([wu.id], now=NOW + 5, actor="boss") == 0
+    cancel_workunits([wu.id], now=NOW, actor="boss", project=demo_project())
+    assert cancel_workunits([wu.id], now=NOW + 5, actor="boss", project=demo_project()) == 0
     assert LifecycleEvent.objects.count() == 3
     assert Workunit.objects.get(pk=wu.pk).transition_time == NOW
 
@@ -72,7 +72,7 @@ def test_cancel_runs_a_fixed_number_of_queries_whatever_the_count(app, django_as
     for wu in wus:
         make_results(wu, [UNSENT, UNSENT])
     with django_assert_max_num_queries(8):
-        assert cancel_workunits([w.id for w in wus], now=NOW, actor="boss") == 40
+        assert cancel_workunits([w.id for w in wus], now=NOW, actor="boss", project=demo_project()) == 40
     assert Result.objects.filter(outcome=Outcome.DIDNT_NEED).count() == 80
 
 
@@ -80,7 +80,7 @@ def test_transition_now_moves_only_later_times(app):
     later, never, due = make_workunits(app, 3)
     Workunit.objects.filter(pk=never.pk).update(transition_time=INT_MAX)
     Workunit.objects.filter(pk=due.pk).update(transition_time=NOW - 10)
-    assert transition_now([later.id, never.id, due.id], now=NOW, actor="boss") == 2
+    assert transition_now([later.id, never.id, due.id], now=NOW, actor="boss", project=demo_project()) == 2
     times = dict(Workunit.objects.values_list("id", "transition_time"))
     assert times == {later.id: NOW, never.id: NOW, due.id: NOW - 10}
     assert events_of("transition_time") == [(later.id, None, NOW + 3600, NOW), (never.id, None, INT_MAX, NOW)]
@@ -99,7 +99,10 @@ def test_revalidate_resets_judged_successes_on_open_workunits_only(app):
         ],
     )
     make_results(errored, [(ServerState.OVER, Outcome.SUCCESS, ValidateState.INVALID)])
-    assert revalidate_workunits([open_wu.id, errored.id, assimilated.id], now=NOW, actor="boss") == 1
+    assert (
+        revalidate_workunits([open_wu.id, errored.id, assimilated.id], now=NOW, actor="boss", project=demo_project())
+        == 1
+    )
     states = dict(Result.objects.values_list("id", "validate_state"))
     assert states[invalid.id] == states[inconclusive.id] == ValidateState.INIT
     assert states[client_error.id] == ValidateState.INVALID
@@ -291,3 +294,22 @@ def test_too_many_targets_are_refused(client, staff):
     query = "&".join(f"id={i}" for i in range(1, 503))
     response = client.get(f"/project/workunits/actions/cancel/?{query}")
     assert response.status_code == 400 and "at most 500" in response.content.decode()
+
+
+def test_another_projects_workunit_is_a_form_error_and_changes_nothing(client, staff, app):
+    """An action's targets are the project's workunits; another project's id is refused as a
+    missing one is, whether asked to confirm or posted."""
+    other = ProjectFactory(slug="other")
+    [theirs] = make_workunits(AppFactory(project=other, name="theirs"), 1, start=700, transition_time=INT_MAX)
+    [ours] = make_workunits(app, 1, transition_time=INT_MAX)
+    client.force_login(staff)
+    for response in [
+        client.get(f"/project/workunits/actions/transition/?id={theirs.id}&id={ours.id}"),
+        client.post("/project/workunits/actions/transition/", {"id": [theirs.id, ours.id]}),
+    ]:
+        assert response.status_code == 400
+        assert f"no workunit with id {theirs.id} in this project" in response.content.decode()
+    assert Workunit.objects.filter(transition_time=INT_MAX).count() == 2 and not LifecycleEvent.objects.exists()
+    done = client.post("/projects/other/workunits/actions/transition/", {"id": theirs.id})
+    assert done.status_code == 302
+    assert Workunit.objects.get(pk=theirs.pk).transition_time < INT_MAX

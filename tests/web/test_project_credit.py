@@ -13,7 +13,7 @@ import pytest
 from django.core.cache import cache
 
 from backend.daemons import validator
-from backend.models import CreditHistory, Outcome, ServerState, UserCredit
+from backend.models import CreditHistory, Outcome, ServerState, UserAppCredit, UserCredit
 from tests.factories import (
     NOW,
     SUCCESS_FLOPS,
@@ -21,6 +21,7 @@ from tests.factories import (
     AppVersionFactory,
     FileFactory,
     HostFactory,
+    ProjectFactory,
     ResultFactory,
     TeamFactory,
     UserCreditFactory,
@@ -138,6 +139,82 @@ def test_a_missing_page_or_team_is_a_404(client, credited, path):
 
 
 def test_a_user_without_credit_has_a_page_without_chart(client, db):
-    user = UserFactory(username="new")
+    user = HostFactory(owner__username="new").owner
     page = parse(client.get(f"/project/users/{user.pk}/"))
     assert "0.00" in texts(page.find_all("dd")) and "user-rac-chart" not in str(page)
+
+
+def test_a_user_with_nothing_in_the_project_is_a_404_there(client, db):
+    other = ProjectFactory()
+    user = HostFactory(project=other, owner__username="elsewhere").owner
+    assert client.get(f"/projects/{other.slug}/users/{user.pk}/").status_code == 200
+    assert client.get(f"/project/users/{user.pk}/").status_code == 404
+    assert client.get(f"/projects/demo/users/{UserFactory().pk}/").status_code == 404
+
+
+def grant_one_job(project, owner, *, team, factor, credit_by_app=False):
+    """One quorum-1 job of ``owner``'s host in ``project``, run ``factor`` times its estimate
+    (10 credits a factor), validated there by a pass of ``project``'s validator."""
+    app = AppFactory(project=project, name=f"{project.slug}_app", max_success_results=1)
+    version = AppVersionFactory(app=app)
+    host = HostFactory(project=project, owner=owner, domain_name=f"{project.slug}-box")
+    if team is not None:
+        UserCreditFactory(project=project, user=owner, team=team)
+    wu = WorkunitFactory(
+        app=app, name=f"{project.slug}_wu", rsc_fpops_est=EST, rsc_fpops_bound=10 * EST, need_validate=True
+    )
+    result = ResultFactory(
+        workunit=wu,
+        server_state=ServerState.OVER,
+        outcome=Outcome.SUCCESS,
+        host=host,
+        app_version=version,
+        sent_time=NOW - DAY,
+        received_time=NOW - 60,
+        elapsed_time=factor * EST / SUCCESS_FLOPS,
+    )
+    FileFactory(result=result, md5_cksum="a")
+    validator.run_once(project=project, now=NOW, batch_size=10, credit_by_app=credit_by_app)
+
+
+def test_a_volunteer_of_two_projects_has_credit_and_a_team_in_each(client, db, settings, tmp_path):
+    """BOINC's user row is each project's own: one volunteer credited in two projects has two
+    credit rows, each with its project's credit and team, and each project's pages show only
+    their own figure."""
+    settings.UPLOAD_DIR = tmp_path / "upload"
+    demo, other = demo_project(), ProjectFactory(slug="other")
+    ann = UserFactory(username="ann")
+    demo_team, other_team = TeamFactory(project=demo, name="crunchers"), TeamFactory(project=other, name="others")
+    grant_one_job(demo, ann, team=demo_team, factor=1.0, credit_by_app=True)
+    grant_one_job(other, ann, team=other_team, factor=3.0, credit_by_app=True)
+
+    rows_by_project = {c.project_id: c for c in UserCredit.objects.filter(user=ann)}
+    assert set(rows_by_project) == {demo.pk, other.pk}
+    assert rows_by_project[demo.pk].total_credit == pytest.approx(10)
+    assert rows_by_project[other.pk].total_credit == pytest.approx(30)
+    assert (rows_by_project[demo.pk].team, rows_by_project[other.pk].team) == (demo_team, other_team)
+    demo_team.refresh_from_db()
+    other_team.refresh_from_db()
+    assert (demo_team.total_credit, other_team.total_credit) == (pytest.approx(10), pytest.approx(30))
+    history = CreditHistory.objects.filter(kind="user", owner_id=ann.pk)
+    assert sorted(history.values_list("project__slug", "total_credit")) == [
+        ("demo", pytest.approx(10)),
+        ("other", pytest.approx(30)),
+    ]
+    assert sorted(UserAppCredit.objects.filter(user=ann).values_list("app__name", "total")) == [
+        ("demo_app", pytest.approx(10)),
+        ("other_app", pytest.approx(30)),
+    ]
+
+    for slug, total, wrong, team in (("demo", "10.00", "30.00", "crunchers"), ("other", "30.00", "10.00", "others")):
+        listed = {row[1]: row for row in rows(parse(client.get(f"/projects/{slug}/users/")).find("table"))}
+        assert listed["ann"][-1] == total and listed["ann"][2] == team
+        page = parse(client.get(f"/projects/{slug}/users/{ann.pk}/"))
+        values = texts(by_testid(page, "user-credit").find_all("dd"))
+        assert total in values and wrong not in values and team in values
+        [chart] = figures(page)
+        assert chart["data"][1]["y"] == [pytest.approx(float(total))]
+        by_app = rows(by_testid(page, "user-credit-by-app"))
+        assert [row[0] for row in by_app] == [f"{slug}_app"]
+        teams = rows(parse(client.get(f"/projects/{slug}/teams/")).find("table"))
+        assert [row[1:3] for row in teams] == [[team, "1"]]

@@ -14,6 +14,7 @@ from backend.models import (
     DaemonStatus,
     Host,
     Outcome,
+    Project,
     Result,
     ServerState,
     UserCredit,
@@ -27,7 +28,7 @@ from backend.server_status import (
     server_status,
     status_xml,
 )
-from tests.factories import NOW, AppFactory, HostFactory, demo_project
+from tests.factories import NOW, AppFactory, HostFactory, ProjectFactory, UserFactory, demo_project
 from tests.pages import count, parse, texts
 from tests.web.project_data import (  # noqa: F401
     app,
@@ -55,7 +56,7 @@ def fresh_cache():
 
 def test_status_counts_results_and_workunits_by_state(busy_workunit, app):
     make_workunits(app, 2, start=10, transition_time=NOW - 7200)
-    status = server_status(NOW)
+    status = server_status(NOW, project=demo_project())
     assert status.results_ready_to_send == 1
     assert status.results_in_progress == 1
     assert status.workunits_waiting_for_validation == 1
@@ -69,7 +70,7 @@ def test_status_splits_in_progress_results_into_cpu_and_gpu(app, host, versions)
     wu = make_workunits(app, 1)[0]
     in_progress = (ServerState.IN_PROGRESS, Outcome.INIT, ValidateState.INIT)
     make_results(wu, [in_progress, in_progress], host=host, app_version=versions[0])
-    [row] = server_status(NOW).apps
+    [row] = server_status(NOW, project=demo_project()).apps
     assert (row.in_progress_cpu, row.in_progress_gpu, row.in_progress) == (2, 0, 2)
 
 
@@ -78,14 +79,14 @@ def test_daemons_show_running_not_running_and_disabled():
     DaemonStatus.objects.create(project=demo_project(), name="transitioner", last_pass_time=recent, passes=3)
     DaemonStatus.objects.create(project=demo_project(), name="validator", last_pass_time=recent - timedelta(hours=1))
     DaemonStatus.objects.create(project=demo_project(), name="assimilator", enabled=False, last_pass_time=recent)
-    states = {d.name: d.status for d in server_status(NOW).daemons}
+    states = {d.name: d.status for d in server_status(NOW, project=demo_project()).daemons}
     assert states["transitioner"] == "running"
     assert states["validator"] == "not running"
     assert states["assimilator"] == "disabled"
 
 
 def test_a_registered_daemon_that_never_ran_is_not_running():
-    states = {d.name: (d.status, d.last_pass_time) for d in server_status(NOW).daemons}
+    states = {d.name: (d.status, d.last_pass_time) for d in server_status(NOW, project=demo_project()).daemons}
     assert states["transitioner"] == ("not running", "")
 
 
@@ -180,7 +181,7 @@ def test_status_xml_is_boinc_shaped(client, busy_workunit, redis_client):
 
 
 def test_status_xml_of_an_empty_project_has_no_apps():
-    root = ElementTree.fromstring(status_xml(server_status(NOW)))
+    root = ElementTree.fromstring(status_xml(server_status(NOW, project=demo_project())))
     apps = root.find("database_file_states/tasks_by_app")
     assert apps is not None and not list(apps)
 
@@ -221,7 +222,7 @@ def test_app_run_times_cover_valid_results_received_in_the_past_day(app, host, s
         Result.objects.filter(pk=result.pk).update(
             elapsed_time=elapsed, received_time=received, **({"user": stranger} if by_stranger else {})
         )
-    figures = community(NOW)
+    figures = community(NOW, demo_project())
     runtime = figures.runtime(app.id)
     # 1800, 3600, 5400 and 7200 s: 4500 s on average, returned by two users; the result
     # received a day ago and the invalid one are left out
@@ -263,14 +264,41 @@ def test_users_and_hosts_figures_follow_boincs_thresholds(owner, stranger):
     # page counts the user table
     UserCredit.objects.create(project=demo_project(), user=owner, total_credit=1.2, expavg_credit=1.2)
     UserCredit.objects.create(project=demo_project(), user=stranger, total_credit=500, expavg_credit=400)
-    figures = community(NOW)
+    figures = community(NOW, demo_project())
     # owner: 1.2 total and 1.2 recent over two hosts; neither host alone passes 1
     assert (figures.users_with_credit, figures.users_with_recent_credit) == (2, 2)
     assert (figures.hosts_with_credit, figures.hosts_with_recent_credit) == (1, 1)
     assert figures.hosts_registered_in_past_24_hours == 2
-    # both users joined "now" by the wall clock; NOW is in the past, so compare on wall time
-    assert community(int(timezone.now().timestamp())).users_registered_in_past_24_hours == 1
+    # a user joined the project with their first host in it (BOINC's user.create_time): the
+    # stranger's, 100 s before NOW, though their login is 3 days old; the owner's first host is
+    # 25 hours old, though their login was made just now
+    assert figures.users_registered_in_past_24_hours == 1
+    assert community(NOW + 80_000, demo_project()).users_registered_in_past_24_hours == 1
+    assert community(NOW + 86_400, demo_project()).users_registered_in_past_24_hours == 0
     assert figures.current_floating_point_speed == round(401.2 / 200, 2)
+
+
+def test_users_registered_are_the_projects_own_on_its_clock_in_every_output(client, redis_client):
+    """A world's project counts the volunteers whose first host in it came in the day before
+    its clock: not a login made today with no host there, nor a volunteer whose new host is in
+    another project; status.json, status.xml and the page say the same."""
+    world = ProjectFactory(slug="world-x", kind=Project.Kind.WORLD, simulated_time=NOW)
+    newcomer, veteran, elsewhere = (UserFactory(username=n) for n in ("newcomer", "veteran", "elsewhere"))
+    HostFactory(project=world, owner=newcomer, create_time=NOW - 100)
+    HostFactory(project=world, owner=veteran, create_time=NOW - 3 * 86_400)
+    HostFactory(project=world, owner=veteran, create_time=NOW - 50)  # a second host: not a new user
+    HostFactory(project=world, owner=elsewhere, create_time=NOW - 5 * 86_400)
+    HostFactory(project=demo_project(), owner=elsewhere, create_time=NOW - 10)
+    UserFactory(username="login-only")  # date_joined now, no host anywhere
+    cache.clear()
+    assert client.get("/projects/world-x/status.json").json()["community"]["users_registered_in_past_24_hours"] == 1
+    xml = ElementTree.fromstring(client.get("/projects/world-x/status.xml").content)
+    assert xml.findtext("database_file_states/users_registered_in_past_24_hours") == "1"
+    assert xml.findtext("database_file_states/hosts_registered_in_past_24_hours") == "2"
+    page = parse(client.get("/projects/world-x/status/"))
+    assert count(page, "users_registered_in_past_24_hours") == "1"
+    # the demo, on the wall clock, has had no volunteer join in the day before now
+    assert client.get("/project/status.json").json()["community"]["users_registered_in_past_24_hours"] == 0
 
 
 def credited_host_with_a_valid_result(app, host, *, expavg_credit):
@@ -370,8 +398,8 @@ def test_the_history_keeps_the_last_samples_oldest_first(app, redis_client, monk
     monkeypatch.setattr(server_status_module, "HISTORY_SAMPLES", 3)
     for i in range(5):
         make_workunits(app, 1, start=i, transition_time=NOW)
-        record_history(NOW + 10 * i)
-    samples = queue_history()
+        record_history(NOW + 10 * i, demo_project())
+    samples = queue_history(demo_project())
     assert [s["time"] for s in samples] == [NOW + 20, NOW + 30, NOW + 40]
     assert [s["transitioner_backlog_workunits"] for s in samples] == [3, 4, 5]
 
@@ -380,7 +408,7 @@ def test_the_periodic_daemon_job_records_a_sample(app, redis_client, settings, t
     settings.DOWNLOAD_DIR, settings.UPLOAD_DIR = tmp_path / "download", tmp_path / "upload"
     make_workunits(app, 2, transition_time=NOW - 60)
     run_all_daemons(now=NOW)
-    [sample] = queue_history()
+    [sample] = queue_history(demo_project())
     assert sample["time"] == NOW
     assert sample["results_ready_to_send"] == 2  # the transitioner made one result per workunit
 
@@ -401,8 +429,8 @@ def test_history_charts_draw_each_queue_over_the_samples():
 
 def test_status_page_draws_the_history_and_its_panel_polls(client, app, redis_client):
     assert 'data-testid="no-history"' in client.get("/project/status/").content.decode()
-    record_history(NOW)
-    record_history(NOW + 10)
+    record_history(NOW, demo_project())
+    record_history(NOW + 10, demo_project())
     html = client.get("/project/status/").content.decode()
     for figure_id in ["history-results", "history-workunits", "history-backlog"]:
         assert f'data-figure="{figure_id}"' in html and f'id="{figure_id}"' in html

@@ -6,8 +6,8 @@ import pytest
 
 from backend.forms import SORTS
 from backend.keyset import BadCursor, decode_cursor, encode_cursor
-from backend.models import AssimilateState, ErrorMask, Workunit
-from tests.factories import NOW, AppFactory, ResultFactory, UserFactory
+from backend.models import AssimilateState, ErrorMask, Project, Workunit
+from tests.factories import NOW, AppFactory, ProjectFactory, ResultFactory, UserFactory
 from tests.pages import parse, texts
 from tests.web.project_data import app, make_workunits  # noqa: F401
 
@@ -242,3 +242,24 @@ def test_the_filter_form_offers_an_app_made_since_the_last_view(client, app):
     chosen = parse(client.get(f"/project/workunits/?app={app.id}"))
     einstein = chosen.find("option", value=str(app.id))
     assert einstein.get_text() == "einstein" and einstein.has_attr("selected")
+
+
+def test_another_projects_app_is_a_filter_error_not_an_empty_list(client, many):
+    """The app filter offers the project's apps only; another project's app id is refused with
+    the reason, on the page, its fragment and the CSV, rather than matching no workunit."""
+    other = ProjectFactory(slug="other")
+    theirs = AppFactory(project=other, name="theirs")
+    make_workunits(theirs, 2, start=500)
+    offered = parse(client.get("/project/workunits/")).find("select", attrs={"name": "app"})
+    assert "theirs" not in texts(offered.find_all("option")) and "seti" in texts(offered.find_all("option"))
+    for path in ("/project/workunits/", f"/projects/{Project.demo().slug}/workunits/"):
+        page = client.get(f"{path}?app={theirs.id}")
+        assert page.status_code == 400
+        assert f"no app {theirs.id} in this project" in page.content.decode()
+        assert client.get(f"{path}?app={theirs.id}", headers={"HX-Request": "true"}).status_code == 400
+    assert client.get(f"/project/workunits.csv?app={theirs.id}").status_code == 400
+    # and in its own project, the same id is a filter like any other
+    own = client.get(f"/projects/other/workunits/?app={theirs.id}")
+    assert own.status_code == 200 and "wu_00500" in own.content.decode()
+    offered = parse(client.get("/projects/other/workunits/")).find("select", attrs={"name": "app"})
+    assert texts(offered.find_all("option")) == ["all apps", "theirs"]
