@@ -16,6 +16,9 @@ cdef class Repick:
     cdef public double[::1] left, rate, gpu_usage, avg_ncpus, deadline
     cdef public double[::1] caps, sim_nused, p_used, shortfall, saturated, mc_cap, mc_short
 
+    @cython.locals(s=int, r=int, k=int, mc=int, slot_first="int[::1]", slot_proj="int[::1]")
+    cdef int _fill(self, list slot_rsc, list fracs, bint exact) except -1
+
     @cython.locals(
         nr=int, r=int, i=int, k=int, best=int, nactive=int, slices=int, max_slices=int,
         idle=double, dt=double, d=double, x=double, inf=double,

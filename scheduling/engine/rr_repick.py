@@ -108,30 +108,11 @@ class Repick:
         self.gpu_usage = _doubles(njobs)
         self.avg_ncpus = _doubles(njobs)
         self.deadline = _doubles(njobs)
-        apps: dict = {}
-        fracs = [res.overall_frac for res in rr.rscs]
-        for s in range(len(slot_proj)):
-            for k in range(slot_first[s], slot_first[s + 1]):
-                j = jobs[k]
-                r = slot_rsc[s]
-                self.slot_of[k] = s
-                self.rsc[k] = r
-                self.proj[k] = slot_proj[s]
-                mc = j.app.max_concurrent
-                if mc:
-                    self.app[k] = apps.setdefault(j.app, len(apps))
-                    self.mc_limit[k] = mc
-                # the remaining FLOPs as the simulation first sees them (RR_SIM's
-                # flops_left); nothing the estimate reads changes during a simulation
-                self.left[k] = j.est_flops_remaining(exact)
-                self.rate[k] = j.flops * fracs[r]
-                self.gpu_usage[k] = j.gpu_usage
-                self.avg_ncpus[k] = j.avg_ncpus
-                self.deadline[k] = j.deadline
-        self.mc_running = _ints(len(apps) or 1)
+        self.mc_running = _ints(self._fill(slot_rsc, [res.overall_frac for res in rr.rscs], exact) or 1)
         self.caps = array("d", [float(c) for c in rr.caps])
-        self.sim_nused = array("d", [float(x) for x in rr.sim_nused])
-        self.p_used = array("d", [float(x) for row in rr.p_used for x in row])
+        # nothing in use yet, as RoundRobin's own counts start
+        self.sim_nused = _doubles(nr)
+        self.p_used = _doubles(nr * nprojects)
         rsc = self.result.rsc
         self.shortfall = array("d", [rs.shortfall for rs in rsc])
         self.saturated = array("d", [rs.saturated_time for rs in rsc])
@@ -143,6 +124,33 @@ class Repick:
         self.mc_cap = array("d", [float(rr.mc_cap[key]) for key in mc_keys] or [0.0])
         self.mc_short = array("d", [self.result.mc_shortfall[key] for key in mc_keys] or [0.0])
         self.nactive = 0
+
+    def _fill(self, slot_rsc: list[int], fracs: list[float], exact: bool) -> int:
+        """Copy the queued jobs into the columns; the number of max_concurrent apps among them."""
+        apps: dict = {}
+        jobs = self.jobs
+        slot_first = self.slot_first
+        slot_proj = self.slot_proj
+        for s in range(self.nslots):
+            r = slot_rsc[s]
+            frac = fracs[r]
+            for k in range(slot_first[s], slot_first[s + 1]):
+                j = jobs[k]
+                self.slot_of[k] = s
+                self.rsc[k] = r
+                self.proj[k] = slot_proj[s]
+                mc = j.app.max_concurrent
+                if mc:
+                    self.app[k] = apps.setdefault(j.app, len(apps))
+                    self.mc_limit[k] = mc
+                # the remaining FLOPs as the simulation first sees them (RR_SIM's
+                # flops_left); nothing the estimate reads changes during a simulation
+                self.left[k] = j.est_flops_remaining(exact)
+                self.rate[k] = j.flops * frac
+                self.gpu_usage[k] = j.gpu_usage
+                self.avg_ncpus[k] = j.avg_ncpus
+                self.deadline[k] = j.deadline
+        return len(apps)
 
     def run(self):
         """Pick, then run the picked jobs to the first end (or a time-slice step of an hour,
