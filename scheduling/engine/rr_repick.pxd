@@ -11,7 +11,7 @@ cdef class Repick:
     cdef public int nr, nprojects, njobs, nslots, nmc, nactive, steps, max_steps
     cdef public double now, sim_now, buf_end, buf_min
     cdef public bint gpu_cpu, detail
-    cdef public int[::1] slot_first, slot_proj, slot_left, rsc_lo, rsc_hi
+    cdef public int[::1] slot_first, slot_head, slot_proj, slot_left, rsc_lo, rsc_hi
     cdef public int[::1] slot_of, rsc, proj, app, mc_limit, gone, active, mc_running, mc_proj, mc_rsc
     cdef public double[::1] left, rate, gpu_usage, avg_ncpus, deadline
     cdef public double[::1] caps, sim_nused, p_used, shortfall, saturated, mc_cap, mc_short
@@ -32,9 +32,13 @@ cdef class Repick:
         full=bint, at_limit=bint, gpu_cpu=bint, limit=double,
         caps="double[::1]", sim_nused="double[::1]", p_used="double[::1]", gpu_usage="double[::1]",
         avg_ncpus="double[::1]", active="int[::1]", mc_limit="int[::1]", mc_running="int[::1]",
-        slot_first="int[::1]", slot_left="int[::1]", slot_proj="int[::1]", gone="int[::1]",
+        slot_first="int[::1]", slot_head="int[::1]", slot_left="int[::1]", slot_proj="int[::1]",
+        gone="int[::1]",
     )
     cdef repick(self)
+
+    @cython.locals(s=int, end=int, gone="int[::1]")
+    cdef _remove(self, int k)
 
     @cython.locals(r=int, pu=int, sim_now=double, dur=double, sim_nused="double[::1]")
     cdef _retire(self, int k)

@@ -51,8 +51,8 @@ class Repick:
     The queued jobs are numbered in pick order: per resource (GPU types first, then the
     CPU), projects in the emulator's pointer order (the reverse of the file order), each
     project's jobs in arrival order. A project's jobs on a resource are one `slot`
-    (slot_first[s] to slot_first[s + 1]), and a resource's slots are rsc_lo[r] to
-    rsc_hi[r]. The instances in use (`sim_nused`, per resource) and per project
+    (slot_first[s] to slot_first[s + 1]; slot_head[s] is its first job not yet ended), and a
+    resource's slots are rsc_lo[r] to rsc_hi[r]. The instances in use (`sim_nused`, per resource) and per project
     (`p_used`, index r x nprojects + project index) are those the Python simulation keeps,
     with the same updates in the same order, since the max_concurrent shortfall and the
     per-project shortfall read them."""
@@ -92,6 +92,7 @@ class Repick:
         self.slot_first = array("i", slot_first)
         self.slot_proj = array("i", slot_proj)
         self.slot_left = array("i", [slot_first[s + 1] - slot_first[s] for s in range(len(slot_proj))])
+        self.slot_head = array("i", slot_first[:-1] or [0])
         # a resource's slots are consecutive: rsc_lo[r] to rsc_hi[r]
         lo = [slot_rsc.index(r) if r in slot_rsc else 0 for r in range(nr)]
         self.rsc_lo = array("i", lo)
@@ -210,8 +211,7 @@ class Repick:
             if best >= 0:
                 k = active[best]
                 self._retire(k)
-                self.gone[k] = 1
-                self.slot_left[self.slot_of[k]] -= 1
+                self._remove(k)
                 self.repick()
         self._finish()
         return result
@@ -232,6 +232,7 @@ class Repick:
         mc_limit = self.mc_limit
         mc_running = self.mc_running
         slot_first = self.slot_first
+        slot_head = self.slot_head
         slot_left = self.slot_left
         slot_proj = self.slot_proj
         gone = self.gone
@@ -251,7 +252,7 @@ class Repick:
                     continue
                 pu = r * nprojects + slot_proj[s]
                 p_used[pu] = 0.0
-                for k in range(slot_first[s], slot_first[s + 1]):
+                for k in range(slot_head[s], slot_first[s + 1]):
                     if gone[k]:
                         continue
                     active[n] = k
@@ -282,6 +283,20 @@ class Repick:
                 if full:
                     break
         self.nactive = n
+
+    def _remove(self, k: int) -> None:
+        """Take the job `k` out of its project's queue. A queue's jobs before its head are all
+        gone, so a pick starts there and does not pass the finished jobs again."""
+        s = self.slot_of[k]
+        gone = self.gone
+        gone[k] = 1
+        self.slot_left[s] -= 1
+        if k == self.slot_head[s]:
+            end = self.slot_first[s + 1]
+            k += 1
+            while k < end and gone[k]:
+                k += 1
+            self.slot_head[s] = k
 
     def _retire(self, k: int) -> None:
         """The job `k` ended: free its instances, note its projected finish and a deadline

@@ -81,7 +81,10 @@ def test_a_gpu_job_with_a_larger_cpu_share_pushes_a_started_cpu_job_back():
     )
     em = bce_emulator(s)
     assert [[j.name for j in p.jobs] for p in em.projects] == [["c3", "c2", "c1"], ["g1", "g2"]]  # arrival
-    rr = rr_simulate(em, 0.0)
+    rec = Repick(RoundRobin(em, 0.0))
+    rr = rec.run()
+    # every job ended and every queue's head passed its last job
+    assert all(rec.gone) and list(rec.slot_head) == list(rec.slot_first)[1:] and not any(rec.slot_left)
     assert finishes(em) == {"g1": HOUR, "g2": 3 * HOUR, "c3": 4 * HOUR, "c2": 5 * HOUR, "c1": 7 * HOUR}
     assert rr.rsc[0].nidle_now == 0 and rr.rsc[1].nidle_now == 0
     # the GPU idles from 3 h on; its buffer ends at 2 h
