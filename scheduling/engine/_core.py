@@ -51,17 +51,32 @@ def module_name(source: str) -> str:
     return __package__ + "." + source[: -len(".py")].replace(os.sep, ".")
 
 
+def _declarations(source: str) -> str:
+    """The .pxd that gives a source's C types (build.py), compiled with it when it exists."""
+    return os.path.join(HERE, source[: -len(".py")] + ".pxd")
+
+
 def source_digest(source: str) -> str:
+    """SHA-256 of a source, and of its .pxd after it when it has one."""
     import hashlib
 
-    with open(os.path.join(HERE, source), "rb") as fh:
-        return hashlib.sha256(fh.read()).hexdigest()
+    digest = hashlib.sha256()
+    for path in (os.path.join(HERE, source), _declarations(source)):
+        if path.endswith(".py") or os.path.exists(path):
+            with open(path, "rb") as fh:
+                digest.update(fh.read())
+    return digest.hexdigest()
 
 
 def source_stat(source: str) -> list[int]:
-    """[size, modification time in ns] of a source, which build.py records beside its digest."""
-    st = os.stat(os.path.join(HERE, source))
-    return [st.st_size, st.st_mtime_ns]
+    """[size, modification time in ns] of a source (and of its .pxd after it when it has
+    one), which build.py records beside its digest."""
+    out = []
+    for path in (os.path.join(HERE, source), _declarations(source)):
+        if path.endswith(".py") or os.path.exists(path):
+            st = os.stat(path)
+            out += [st.st_size, st.st_mtime_ns]
+    return out
 
 
 def extension_path(source: str) -> str | None:

@@ -13,7 +13,11 @@ engine then runs on its pure-Python core, with the same results (`--strict` exit
 Why Cython: its compiler and setuptools come from PyPI through `pip install`, and it needs
 only the system's C compiler; it compiles the engine's Python itself, so there is no second
 implementation to keep in step, and Python semantics (exceptions, float arithmetic, ordering
-of ties) are kept, which is what makes the two cores' decisions identical.
+of ties) are kept, which is what makes the two cores' decisions identical. Where the
+interpreter's objects cost most (the round-robin simulation under `--compat bce`), a module
+keeps its numbers in `array.array` columns and a .pxd beside it gives them and the loops'
+locals C types (rr_repick.py and rr_repick.pxd): still one source, run as Python without a
+compiler.
 """
 
 from __future__ import annotations
@@ -32,9 +36,12 @@ from . import _core
 
 ROOT = os.path.dirname(os.path.dirname(_core.HERE))
 BUILD_DIR = os.path.join(ROOT, "var", "build", "engine-core")
+# no fused multiply-add: a typed module's `a - b * c` rounds twice, as Python's floats do
+COMPILE_ARGS = ["-O2", "-g0", "-ffp-contract=off"]
 # Cython: the sources' annotations are documentation, not C types (a `float` parameter stays
 # a Python object, as in the pure-Python core); local types are inferred only where that
-# keeps Python's semantics (infer_types=None, Cython's "safe" inference).
+# keeps Python's semantics (infer_types=None, Cython's "safe" inference). C types come only
+# from a module's .pxd beside it (rr_repick.pxd).
 DIRECTIVES = {"language_level": 3, "annotation_typing": False, "binding": True, "infer_types": None}
 
 
@@ -82,7 +89,7 @@ def build(jobs: int) -> None:
     sources = _core.compiled_sources()
     here = os.path.relpath(_core.HERE, ROOT)
     extensions = [
-        Extension(_core.module_name(source), [os.path.join(here, source)], extra_compile_args=["-O2", "-g0"])
+        Extension(_core.module_name(source), [os.path.join(here, source)], extra_compile_args=COMPILE_ARGS)
         for source in sources
     ]
     cwd = os.getcwd()

@@ -17,12 +17,10 @@ from __future__ import annotations
 import math
 from itertools import repeat
 from operator import le, mul, sub, truediv
-from typing import Any
 
 from .rec import LN2, adjust_rec_sched, compute_priority, priority_init
+from .rr_repick import IDLE_EPS, Repick, busy_update
 from .state import COBBLESTONE_SCALE, EngineLimitError, JobState
-
-IDLE_EPS = 1e-6
 
 
 class RscSim:
@@ -172,19 +170,6 @@ def order_can_change_misses(em, rr, now: float) -> bool:
 
 def _jobs(n: int) -> str:
     return f"{n} queued job" + ("" if n == 1 else "s")
-
-
-def _busy_update(busy: list[float], dur: float, nused: float) -> None:
-    """BUSY_TIME_ESTIMATOR::update (§6.4): usage below 1 is ignored, fractional usage
-    truncated; the job goes on the least-busy instance (the first of equals) and the next
-    int(nused) - 1 instances in index order, wrapping around (docs/engine-fidelity.md)."""
-    n = int(nused)
-    count = len(busy)
-    if n < 1 or not count:
-        return
-    first = busy.index(min(busy))
-    for i in range(n):
-        busy[(first + i) % count] += dur
 
 
 # Each step of the simulation ends at least one job; a job whose remainder rounds to a few ulps
@@ -369,11 +354,7 @@ class RoundRobin:
             steps += 1
             if steps > max_steps:
                 self.steps = steps
-                raise EngineLimitError(
-                    f"the round-robin simulation at {now:.0f} s took more than {max_steps} steps "
-                    f"for {_jobs(max_steps // MAX_STEPS_PER_JOB - 1)}: job sizes or processor speeds "
-                    f"are out of range (a job would never end)"
-                )
+                raise self.too_many_steps()
             left = self.left
             dt = min(map(truediv, left, rate))
             left = list(map(sub, left, map(mul, rate, repeat(dt))))  # left - rate x dt
@@ -424,117 +405,17 @@ class RoundRobin:
         the shortest time to its end ends alone (a tie ends at the next iteration, after a
         fresh pick); when that is more than an hour away, the simulation takes a time-slice
         step of an hour, or a tenth of the time beyond ten hours, and ends no job
-        (docs/engine-fidelity.md, "The round-robin simulation picks afresh")."""
-        result = self.result
-        caps = self.caps
-        nr = self.nr
-        # per resource: [project index, its jobs in arrival order], in pointer order
-        self.fifo: list[list[list[Any]]] = [
-            [[pi, q[::-1]] for pi, q in sorted(self.pending[r].items(), reverse=True)] for r in range(nr)
-        ]
-        self.flops_left: dict[JobState, float] = {}
-        self.repick()
-        sim_nused = self.sim_nused
-        for r in range(nr):
-            result.rsc[r].nidle_now = max(0.0, caps[r] - sim_nused[r])
-        slices = 0
-        max_slices = 10_000 + 1_000 * len(self.flops_left)
-        while self.active:
-            active, rate, flops_left = self.active, self.rate, self.flops_left
-            best = -1
-            dt = 0.0
-            for k, j in enumerate(active):
-                d = flops_left[j] / rate[k]
-                if best < 0 or d < dt:
-                    best, dt = k, d
-            if not dt < math.inf:
-                self.steps = self.max_steps  # a job that would never end: the bound below
-            if dt > 3600.0 and self.steps < self.max_steps:
-                best = -1
-                dt = dt / 10.0 if dt > 36000.0 else 3600.0
-                slices += 1
-                if slices > max_slices:
-                    raise EngineLimitError(
-                        f"the round-robin simulation at {self.now:.0f} s took more than {max_slices} time-slice "
-                        f"steps: job sizes or processor speeds are out of range (a job would never end)"
-                    )
-            else:
-                self.steps += 1
-                if self.steps > self.max_steps:
-                    raise EngineLimitError(
-                        f"the round-robin simulation at {self.now:.0f} s took more than {self.max_steps} steps "
-                        f"for {_jobs(self.max_steps // MAX_STEPS_PER_JOB - 1)}: job sizes or processor speeds "
-                        f"are out of range (a job would never end)"
-                    )
-            if self.mc_cap:
-                self._mc_step(dt)
-            if self.detail:
-                self._project_shortfall_step(dt)
-            self._resource_step(dt)
-            for k, j in enumerate(active):
-                x = flops_left[j] - rate[k] * dt
-                flops_left[j] = x if x > 0.0 else 0.0
-            self.sim_now += dt
-            if best >= 0:
-                j = active[best]
-                self.retire([j])
-                for entry in self.fifo[j.rsc]:
-                    if entry[0] == j.project.index:
-                        entry[1].remove(j)
-                        break
-                self.repick()
-        self.tail()
-        return result
+        (docs/engine-fidelity.md, "The round-robin simulation picks afresh").
+        `Repick` (rr_repick.py) runs it over typed records of the queued jobs."""
+        return Repick(self).run()
 
-    def repick(self) -> None:
-        """pick_jobs_to_run (rr_sim.cpp) from nothing: the active jobs, their rates, the
-        instances in use. A job is taken before the resource is checked, so a CPU already
-        full of GPU jobs' CPU shares still takes one CPU job; a project whose app reaches its
-        max_concurrent with the job just taken gives no more jobs to this set."""
-        exact = self.exact
-        caps = self.caps
-        sim_nused = self.sim_nused
-        flops_left = self.flops_left
-        mc_running = self.mc_running
-        mc_running.clear()
-        active: list[JobState] = []
-        rates: list[float] = []
-        tol: list[float] = []
-        self.active, self.rate, self.tol = active, rates, tol
-        self.left = []
-        sim_nused[0] = 0.0
-        for r in range(self.nr - 1, -1, -1):
-            if r:
-                sim_nused[r] = 0.0
-            p_used = self.p_used[r]
-            limit = caps[r]
-            frac = self.rscs[r].overall_frac
-            full = False
-            for pi, jobs in self.fifo[r]:
-                if not jobs:
-                    continue
-                p_used[pi] = 0.0
-                for j in jobs:
-                    if j not in flops_left:
-                        flops_left[j] = j.est_flops_remaining(exact)
-                    active.append(j)
-                    rates.append(j.flops * frac)
-                    tol.append(0.0)
-                    self._occupy(r, pi, j)
-                    at_limit = False
-                    mc = j.app.max_concurrent
-                    if mc:
-                        n = mc_running[j.app] = mc_running.get(j.app, 0) + 1
-                        at_limit = n >= mc
-                        if at_limit:
-                            self.result.last_mc_limit[(pi, r)] = self.sim_now - self.now
-                    if sim_nused[r] >= limit:
-                        full = True
-                        break
-                    if at_limit:
-                        break
-                if full:
-                    break
+    def too_many_steps(self) -> EngineLimitError:
+        """The error of a simulation past its bound of steps (MAX_STEPS_PER_JOB per job)."""
+        return EngineLimitError(
+            f"the round-robin simulation at {self.now:.0f} s took more than {self.max_steps} steps "
+            f"for {_jobs(self.max_steps // MAX_STEPS_PER_JOB - 1)}: job sizes or processor speeds "
+            f"are out of range (a job would never end)"
+        )
 
     # ------------------------------------------------------------------ picking jobs
 
@@ -646,7 +527,7 @@ class RoundRobin:
         sim_now = self.sim_now
         caps = self.caps
         for (pi, r), cap in self.mc_cap.items():
-            q = None if self.em.bce else self.pending[r].get(pi)  # under bce, noted by repick
+            q = self.pending[r].get(pi)
             if q and self._next_job(q) is None:
                 result.last_mc_limit[(pi, r)] = sim_now + dt - self.now
             if sim_now < self.buf_end:
@@ -666,23 +547,6 @@ class RoundRobin:
         else:
             self.p_used[0][pi] += j.avg_ncpus
             self.sim_nused[0] += j.avg_ncpus
-
-    def _resource_step(self, dt: float) -> None:
-        """Shortfall (idle instance-seconds up to the buffer end) and saturated time
-        (RSC_WORK_FETCH::update_stats), for `run_repick`; `run` has them inline."""
-        result = self.result
-        sim_now = self.sim_now
-        buf_end = self.buf_end
-        caps = self.caps
-        sim_nused = self.sim_nused
-        for r in range(self.nr):
-            idle = caps[r] - sim_nused[r]
-            rs = result.rsc[r]
-            if idle > IDLE_EPS:
-                if sim_now < buf_end:
-                    rs.shortfall += idle * (min(sim_now + dt, buf_end) - sim_now)
-            else:
-                rs.saturated_time = sim_now + dt - self.now
 
     def _project_shortfall_step(self, dt: float) -> None:
         """With `detail`: how far each project's simulated use falls below its fair share of
@@ -768,9 +632,9 @@ class RoundRobin:
                     dur = j.runtime_remaining(rate)
                 else:
                     dur = j.est_flops_remaining(self.exact) / rate
-                _busy_update(self.busy[r], dur, j.gpu_usage if r else j.avg_ncpus)
+                busy_update(self.busy[r], dur, j.gpu_usage if r else j.avg_ncpus)
                 if r:
-                    _busy_update(self.busy[0], dur, j.avg_ncpus)
+                    busy_update(self.busy[0], dur, j.avg_ncpus)
 
     def tail(self) -> None:
         """After the last job: every instance idle up to the buffer end; the busy times."""

@@ -112,9 +112,23 @@ def test_a_source_changed_since_it_was_compiled_makes_the_compiled_core_unusable
     assert "not built" in (_core.unusable_reason() or "")
 
 
+def test_a_modules_c_declarations_count_as_its_source(monkeypatch, tmp_path):
+    # rr_repick.pxd gives rr_repick.py its C types: a change to either is a change to the module
+    monkeypatch.setattr(_core, "HERE", str(tmp_path))
+    (tmp_path / "m.py").write_text("x = 1\n")
+    alone = _core.source_digest("m.py")
+    assert len(_core.source_stat("m.py")) == 2
+    (tmp_path / "m.pxd").write_text("cdef int x\n")
+    typed = _core.source_digest("m.py")
+    assert typed != alone and len(_core.source_stat("m.py")) == 4
+    (tmp_path / "m.pxd").write_text("cdef long x\n")
+    assert _core.source_digest("m.py") != typed
+
+
 def test_every_engine_module_is_compiled_but_the_ones_that_choose_build_or_parse_flags():
     sources = _core.compiled_sources()
     assert "rr_sim.py" in sources and "cpu_sched.py" in sources and os.path.join("policies", "boinc7.py") in sources
+    assert "rr_repick.py" in sources and os.path.exists(os.path.join(_core.HERE, "rr_repick.pxd"))
     assert not {"__init__.py", "_core.py", "build.py", "__main__.py", "command.py"} & set(sources)
 
 

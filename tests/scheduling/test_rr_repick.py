@@ -1,0 +1,142 @@
+"""The round-robin simulation under `--compat bce` (rr_repick.Repick): its records of the
+queued jobs, and whole simulations of small hand-computed cases (reference/client.md §6.4)."""
+
+import pytest
+
+from scheduling.engine import get_policy
+from scheduling.engine.emulator import Emulator
+from scheduling.engine.rr_repick import Repick
+from scheduling.engine.rr_sim import RoundRobin, rr_simulate
+
+from .helpers import GFLOPS, HOUR, App, AppVersion, GpuType, Host, Prefs, cpu_app, job, project, scenario
+
+
+def bce_emulator(s):
+    return Emulator(
+        s,
+        get_policy("boinc7"),
+        duration=60,
+        delta=60,
+        seed=1,
+        compat="bce",
+        existing_jobs_only=False,
+        policy_name="boinc7",
+    )
+
+
+def gpu_app(name="g", ncpus=0.5):
+    version = AppVersion(avg_ncpus=ncpus, flops=GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0, plan_class="cuda")
+    return App(name=name, versions=(version,), latency_bound=10 * 86400.0, fpops_est=HOUR * GFLOPS)
+
+
+def gpu_host(ncpus):
+    return Host(ncpus=ncpus, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, GFLOPS),))
+
+
+def finishes(em):
+    return {j.name: j.rr_finish for p in em.projects for j in p.jobs}
+
+
+def test_the_records_hold_the_queued_jobs_in_pick_order_gpu_types_first_projects_in_pointer_order():
+    s = scenario(
+        project("A", [job("a1", hours=1), job("a2", hours=2)]),
+        project("B", [job("b1", hours=3), job("g1", app="g", hours=1)], apps=(cpu_app(), gpu_app())),
+        project("C", [job("c1", hours=4, deadline=5 * HOUR)]),
+        host=gpu_host(2),
+        prefs=Prefs(work_buf_min_days=0.5 / 24, work_buf_additional_days=0.5 / 24),
+    )
+    em = bce_emulator(s)
+    rec = Repick(RoundRobin(em, 0.0))
+    # the GPU's one slot, then the CPU's projects from the last in the file to the first,
+    # each project's jobs in arrival order (the emulator's list, which is the file's reversed)
+    assert [j.name for j in em.projects[0].jobs] == ["a2", "a1"]
+    assert [j.name for j in rec.jobs] == ["g1", "c1", "b1", "a2", "a1"]
+    assert list(rec.slot_first) == [0, 1, 2, 3, 5]
+    assert list(rec.slot_proj) == [1, 2, 1, 0]
+    assert (list(rec.rsc_lo), list(rec.rsc_hi)) == ([1, 0], [4, 1])
+    for k, j in enumerate(rec.jobs):
+        assert (rec.rsc[k], rec.proj[k], rec.slot_of[k]) == (j.rsc, j.project.index, [0, 1, 2, 3, 3][k])
+        # the same doubles as the jobs' own: the simulation's arithmetic starts from them
+        assert rec.left[k] == j.est_flops_remaining(True)
+        assert rec.rate[k] == j.flops * em.resources[j.rsc].overall_frac
+        assert (rec.gpu_usage[k], rec.avg_ncpus[k], rec.deadline[k]) == (j.gpu_usage, j.avg_ncpus, j.deadline)
+        assert rec.mc_limit[k] == 0 and not rec.gone[k]
+    assert list(rec.caps) == [2.0, 1.0]
+
+
+def test_a_gpu_job_with_a_larger_cpu_share_pushes_a_started_cpu_job_back():
+    # 2 CPUs, 1 GPU; C's jobs arrive as c3 (4 h), c2, c1 (3 h each). At 0: g1 (0.5 CPU) on
+    # the GPU, then c3 and c2 (2.5 CPUs). At 1 h g1 ends and the fresh pick takes g2 (1.5
+    # CPUs) first, then c3, and the CPUs are full: c2 waits with an hour done until g2 ends
+    # at 3 h, and ends at 5 h, after c3 at 4 h; c1 runs from 4 h to 7 h
+    s = scenario(
+        project("C", [job("c3", hours=4), job("c2", hours=3), job("c1", hours=3)]),
+        project(
+            "G",
+            [job("g2", app="h", hours=2), job("g1", app="g", hours=1)],
+            apps=(gpu_app("g", ncpus=0.5), gpu_app("h", ncpus=1.5)),
+        ),
+        host=gpu_host(2),
+        prefs=Prefs(work_buf_min_days=1 / 24, work_buf_additional_days=1 / 24),
+    )
+    em = bce_emulator(s)
+    assert [[j.name for j in p.jobs] for p in em.projects] == [["c3", "c2", "c1"], ["g1", "g2"]]  # arrival
+    rec = Repick(RoundRobin(em, 0.0))
+    rr = rec.run()
+    # every job ended and every queue's head passed its last job
+    assert all(rec.gone) and list(rec.slot_head) == list(rec.slot_first)[1:] and not any(rec.slot_left)
+    assert finishes(em) == {"g1": HOUR, "g2": 3 * HOUR, "c3": 4 * HOUR, "c2": 5 * HOUR, "c1": 7 * HOUR}
+    assert rr.rsc[0].nidle_now == 0 and rr.rsc[1].nidle_now == 0
+    # the GPU idles from 3 h on; its buffer ends at 2 h
+    assert rr.rsc[1].shortfall == 0.0 and rr.rsc[1].saturated_time == 3 * HOUR
+    assert rr.rsc[0].saturated_time == 5 * HOUR
+    assert not rr.misses
+
+
+def test_a_project_at_its_max_concurrent_gives_no_more_jobs_to_the_set():
+    # 3 CPUs; P's app runs one job at a time, so each pick takes q1 and one of P's jobs and
+    # leaves a CPU idle, and the limit holds P's second job back until its first ends at 1 h
+    s = scenario(
+        # BOINC's emulator keeps max_concurrent only for a project with an app_config.xml
+        project("P", [job("p2", hours=1), job("p1", hours=1)], apps=(cpu_app(max_concurrent=1),), app_config=True),
+        project("Q", [job("q1", hours=3)]),
+        ncpus=3,
+        prefs=Prefs(work_buf_min_days=1 / 24, work_buf_additional_days=3 / 24),
+    )
+    em = bce_emulator(s)
+    assert [j.name for j in em.projects[0].jobs] == ["p2", "p1"]  # arrival
+    rr = rr_simulate(em, 0.0)
+    assert finishes(em) == {"p2": HOUR, "p1": 2 * HOUR, "q1": 3 * HOUR}
+    assert rr.last_mc_limit[(0, 0)] == HOUR  # the last pick that P's limit cut short
+    assert rr.rsc[0].nidle_now == 1
+    # idle CPU-hours up to the buffer end at 4 h: 1 + 1 + 2 + 3
+    assert rr.rsc[0].shortfall == 7 * HOUR
+    # P may fill one CPU whenever it runs nothing: from 2 h to the buffer end
+    assert rr.mc_shortfall[(0, 0)] == 2 * HOUR
+
+
+@pytest.mark.parametrize("hours", [3.0, 12.5])
+def test_a_job_more_than_an_hour_from_its_end_runs_in_time_slices_and_ends_on_time(hours):
+    s = scenario(project("P", [job("j", hours=hours)]), ncpus=1, prefs=Prefs(work_buf_min_days=0.1))
+    em = bce_emulator(s)
+    sim = RoundRobin(em, 0.0)
+    rr = sim.run()
+    assert sim.steps == 1  # time slices end no job and are not steps
+    assert em.projects[0].jobs[0].rr_finish == pytest.approx(hours * HOUR, rel=1e-12)
+    assert rr.rsc[0].saturated_time == em.projects[0].jobs[0].rr_finish
+
+
+def test_a_job_past_its_deadline_less_the_buffer_minimum_is_a_miss_with_its_run_time_busy():
+    s = scenario(
+        project("P", [job("j1", hours=2), job("j2", hours=2, deadline=3 * HOUR)]),
+        ncpus=1,
+        prefs=Prefs(work_buf_min_days=0.5 / 24),
+    )
+    em = bce_emulator(s)
+    rr = rr_simulate(em, 0.0)
+    j1, j2 = em.projects[0].jobs
+    assert (j1.rr_finish, j2.rr_finish) == (2 * HOUR, 4 * HOUR)
+    assert (j1.rr_miss, j2.rr_miss) == (False, True)
+    assert rr.misses == {(0, 0): 1}
+    # the miss's run time, estimated as BOINC's emulator does: its estimate x the DCF
+    assert rr.rsc[0].busy_time == j2.runtime_remaining(j2.flops * em.resources[0].overall_frac)
