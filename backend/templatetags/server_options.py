@@ -2,8 +2,6 @@
 pages where an admin looks for them: the status page's configuration and a workunit's HR
 settings."""
 
-from typing import cast
-
 from django import template
 
 from backend.daemons import sched_hr
@@ -121,7 +119,7 @@ def app_hr_type(app: App) -> str:
     if own:
         return f"{own} ({app.get_homogeneous_redundancy_display()})"
     try:
-        project = cast(Project, app.project).scheduler_config().homogeneous_redundancy
+        project = app.project.scheduler_config().homogeneous_redundancy
     except ConfigError:
         project = 0
     if project:
