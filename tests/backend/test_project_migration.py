@@ -23,7 +23,7 @@ from django.db.migrations.executor import MigrationExecutor
 
 from backend.daemons import daemon_names, run_pass, validator
 from backend.models import AppVersion, Host, Outcome, Project, ServerState
-from protocol.models import AppVersionFile
+from protocol.models import Account, AppVersionFile
 from tests.factories import (
     NOW,
     SUCCESS_FLOPS,
@@ -110,6 +110,7 @@ def demo_credit(settings: Any) -> None:
     )
     FileFactory(result=result, md5_cksum="a")
     validator.run_once(project=demo, now=NOW, batch_size=10, credit_by_app=True)
+    Account.for_user(host.owner, demo)  # the volunteer's account key, as the account page makes it
     for name in daemon_names():
         run_pass(name, project=demo, now=NOW)
 
