@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from backend.models import Host, Project, Result, Workunit
 from tests.factories import ResultFactory, UserFactory, WorldFactory
-from tests.world.test_project_isolation import PROJECT_TABLES, checksums, demo_project_rows
+from tests.world.test_project_isolation import PROJECT_TABLES, checksums, demo_project_rows, rows_per_table
 from tests.world.test_world import SMALL_CUSHION
 from world import jobs
 from world.deletion import Refused, delete_world, project_tables
@@ -46,8 +46,7 @@ def paused_world(name, seed, *, hours=2, locality=False, **settings):
 
 def rows_of(project_id):
     """Rows per table that name the project, the empty tables left out."""
-    counts = {model.__name__: model.objects.filter(project_id=project_id).count() for model in PROJECT_TABLES}
-    return {name: n for name, n in counts.items() if n}
+    return rows_per_table(Project(pk=project_id))
 
 
 def world_rows(world_id):

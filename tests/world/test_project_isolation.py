@@ -55,6 +55,31 @@ def checksums(project: Project) -> dict[str, str]:
     return digests
 
 
+def rows_per_table(project: Project) -> dict[str, int]:
+    """The project's rows per table, the empty tables left out."""
+    counts = {model.__name__: model.objects.filter(project=project).count() for model in PROJECT_TABLES}
+    return {name: n for name, n in counts.items() if n}
+
+
+def cross_project_references(project: Project) -> dict[str, int]:
+    """Per foreign key from one project table to another (and a workunit's input files), the
+    project's rows that refer to a row of another project; {} when there are none."""
+    found = {}
+    for model in PROJECT_TABLES:
+        for f in model._meta.fields:
+            if f.many_to_one or f.one_to_one:
+                if f.related_model not in PROJECT_TABLES:
+                    continue
+                rows = model.objects.filter(project=project, **{f"{f.name}__isnull": False})
+                n = rows.exclude(**{f"{f.name}__project": project}).count()
+                if n:
+                    found[f"{model.__name__}.{f.name}"] = n
+    links = Workunit.input_files.through.objects.filter(workunit__project=project).exclude(file__project=project)
+    if links.exists():
+        found["Workunit.input_files"] = links.count()
+    return found
+
+
 def demo_project_rows() -> Project:
     """A demo project of fixed names and times: an app whose work generator keeps 4 results
     unsent, three hosts, and workunits whose results are unsent, in progress (due in a day,
