@@ -142,9 +142,9 @@ def delete_world(world_id: int, *, with_project: bool) -> Deleted:
                 if project is not None:
                     deleted.rows.update(delete_project_rows(project))
         except IntegrityError as exc:
+            what = f"project {project.slug}" if project else f"world {world.pk}"
             raise Refused(
-                f"Rows of another project refer to rows of {project.slug if project else 'the world'}; "
-                f"nothing was deleted ({exc})."
+                f"Rows of another project still refer to rows of {what}; nothing was deleted ({exc})."
             ) from None
         redis.delete(jobs.chain_key(world.pk))
     finally:

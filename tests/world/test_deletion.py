@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from backend.models import Host, Project, Result, Workunit
 from tests.factories import ResultFactory, UserFactory, WorldFactory
+from tests.web.test_redis_outage import point_at
 from tests.world.test_project_isolation import PROJECT_TABLES, checksums, demo_project_rows, rows_per_table
 from tests.world.test_world import SMALL_CUSHION
 from world import jobs
@@ -190,7 +191,7 @@ def test_a_row_of_another_project_that_refers_to_the_worlds_rows_refuses_the_del
     stray = ResultFactory(workunit__app=demo.apps.get(), host=Host.objects.filter(project=world.project).first())
     assert stray.project == demo
     rows, survivors = rows_of(world.project_id), checksums(demo)
-    with pytest.raises(Refused, match="Rows of another project refer to rows of"):
+    with pytest.raises(Refused, match="Rows of another project still refer to rows of project world-"):
         delete_world(world.pk, with_project=True)
     assert rows_of(world.project_id) == rows and checksums(demo) == survivors
     assert World.objects.filter(pk=world.pk).exists()
@@ -317,3 +318,14 @@ def test_the_redis_lock_is_released_after_a_deletion(redis_client):
     world = paused_world("unlocked", 11)
     delete_world(world.pk, with_project=True)
     assert not redis_client.exists(jobs.lock_key(world.pk))
+
+
+def test_without_redis_nothing_is_deleted_and_the_command_and_the_page_say_why(settings, tmp_path, staff_client):
+    world = WorldFactory(name="unjudged", status=World.Status.PAUSED)
+    point_at(settings, f"unix://{tmp_path}/no-redis.sock")
+    with pytest.raises(CommandError, match="Redis is not reachable") as info:
+        call_command("delete_world", str(world.pk), stdout=io.StringIO())
+    assert info.value.returncode == 1
+    response = staff_client.post(delete_url(world), {"confirm": "on"})
+    assert response.status_code == 503
+    assert World.objects.filter(pk=world.pk).exists()

@@ -187,8 +187,11 @@ WORLDS = (("iso-a", 21), ("iso-b", 22))
 
 
 def set_up_worlds() -> dict[str, Simulation]:
-    """Both worlds set up, in the same order each time, so their hosts have the same ids each
-    time (a scheduler's lifecycle event names the host it sent a result to by id)."""
+    """Both worlds set up on an emptied database, its id sequences started again, in the same
+    order each time, so that their rows have the same ids each time (a scheduler's lifecycle
+    event names the host it sent a result to by id, a credit history row its volunteer). A
+    transactional test leaves the sequences where the tests before it left them."""
+    call_command("flush", interactive=False, verbosity=0)
     sims = {}
     for prefix, seed in WORLDS:
         sims[prefix] = Simulation(WorldSettings(seed=seed, **SHARDED), prefix=prefix)
@@ -210,7 +213,6 @@ def test_two_sharded_worlds_side_by_side_leave_each_the_rows_it_leaves_alone(red
         django_rq.get_worker(shards.QUEUE).work(burst=True)
         assert shards.status(redis_client, f"alone-{prefix}") == "stopped"
         alone[prefix] = sharded_rows(sim)
-        call_command("flush", interactive=False, verbosity=0)
     redis_client.delete(*redis_client.keys("rq:*"))  # the alone runs' job registries
 
     sims = set_up_worlds()

@@ -4,7 +4,7 @@ Without ``--project`` only the world's own rows go (the world, its samples and i
 hosts' records) and its project stays, with its pages; with it, every row of the world's
 project and its data directory go too. A running world, a slice still in flight, a live
 project (the demo) and an unknown world are refused with the reason and exit status 2, and
-nothing is changed.
+nothing is changed; so is every deletion while Redis is down (exit status 1).
 """
 
 import json
@@ -14,6 +14,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from boincweb.redis_outage import REDIS_DOWN
 from world.deletion import Refused, delete_world
 
 
@@ -34,6 +35,12 @@ class Command(BaseCommand):
             deleted = delete_world(world, with_project=project)
         except Refused as exc:
             raise CommandError(str(exc), returncode=2) from None
+        except REDIS_DOWN as exc:
+            raise CommandError(
+                f"Redis is not reachable ({exc}), so whether a slice of the world is running cannot be told; "
+                "nothing was deleted.",
+                returncode=1,
+            ) from None
         if options["json"]:
             self.stdout.write(json.dumps(asdict(deleted), indent=2, sort_keys=True))
             return
