@@ -16,13 +16,13 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from backend.models import Host, Project, Result, Workunit
+from backend.models import App, Host, Project, Result, Workunit
 from tests.factories import ResultFactory, UserFactory, WorldFactory
 from tests.web.test_redis_outage import point_at
 from tests.world.test_project_isolation import PROJECT_TABLES, checksums, demo_project_rows, rows_per_table
 from tests.world.test_world import SMALL_CUSHION
 from world import jobs
-from world.deletion import Refused, delete_world, project_tables
+from world.deletion import Refused, delete_world, project_tables, refers_to
 from world.models import EngineHostRun, EngineRecordChunk, World, WorldSample
 
 # Commits that other connections see, a foreign-key check at the commit, and raw deletes:
@@ -223,8 +223,12 @@ def test_deleting_a_world_of_many_hosts_takes_as_many_statements_as_one_of_a_few
     assert counts[0] <= 2 * len(project_tables()) + 20
 
 
-def test_every_table_with_a_project_is_deleted_from():
-    assert set(project_tables()) == set(PROJECT_TABLES)
+def test_every_table_with_a_project_is_deleted_from_before_the_tables_it_refers_to():
+    tables = project_tables()
+    assert set(PROJECT_TABLES) <= set(tables)
+    for i, later in enumerate(tables):
+        assert not any(refers_to(later, earlier) for earlier in tables[:i]), later
+    assert tables.index(Result) < tables.index(Workunit) < tables.index(App)
 
 
 # --- manage.py delete_world ------------------------------------------------------------------
