@@ -177,7 +177,9 @@ def test_seed_demo_then_a_world_changes_no_demo_workunit_or_result(files, client
 # of a few hours, a cushion of 8 unsent results (tests/world/test_world.py: SMALL_CUSHION), run up
 # to and with the round at STOP_AT (a sharded world's drain skips no round, so its end is days of
 # rounds away): half a day of work and of its drain, results timed out and sent again among it.
-SHARDED = dict(hosts=4, days=0.25, cushion=8, delay_bound=3 * 3600, daemon_interval=3600.0, error_rate=0.05)
+SHARDED: dict[str, Any] = dict(
+    hosts=4, days=0.25, cushion=8, delay_bound=3 * 3600, daemon_interval=3600.0, error_rate=0.05
+)
 STOP_AT = 12 * 3600.0
 # One shard per world: a world of several shards makes its requests in whatever order the workers
 # run them, so even alone it leaves other rows each time (world.shards); one shard makes the
