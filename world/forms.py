@@ -114,6 +114,22 @@ class WorldForm(forms.ModelForm):
         return speedup
 
 
+class DeleteWorldForm(forms.Form):
+    """Delete a world (world.deletion): ``confirm`` must be ticked; ``project`` chooses whether
+    its project, every row and file of it, goes too."""
+
+    project = forms.BooleanField(
+        required=False,
+        label="and its project",
+        help_text="Every row of the world's project (its app, hosts, volunteers' credit, work and "
+        "results) and its data directory; without it, the project and its pages stay.",
+    )
+    confirm = forms.BooleanField(
+        label="Yes, delete it: this cannot be undone",
+        error_messages={"required": "Tick the box to confirm: deleting cannot be undone."},
+    )
+
+
 class CompareForm(forms.Form):
     """Two worlds on one seed, plain and locality scheduling, to compare side by side."""
 

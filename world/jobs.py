@@ -79,7 +79,7 @@ def create_simulation(world: World) -> Simulation:
                 kind=Project.Kind.WORLD,
                 simulated_time=settings.start_time,
             )
-        sim = Simulation(settings, prefix=f"w{world.pk}", project_id=world.project_id)
+        sim = Simulation(settings, prefix=world.prefix, project_id=world.project_id)
         sim.setup()
         World.objects.filter(pk=world.pk).update(
             app_id=sim.app_id,
@@ -292,9 +292,9 @@ def slice_end(sim: Simulation, speedup: float, *, wall: float | None = None) -> 
 
 def run_slice(world_id: int, queue: Queue, token: str | None, chain: bool) -> float | None:
     began = time.monotonic()
-    world = World.objects.get(pk=world_id)
-    if world.status != World.Status.RUNNING:
-        return None
+    world = World.objects.filter(pk=world_id).first()
+    if world is None or world.status != World.Status.RUNNING:
+        return None  # paused, finished, or deleted meanwhile (world.deletion)
     try:
         with unsynced_commits():
             sim = load(world) if world.state else create_simulation(world)

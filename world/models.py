@@ -48,6 +48,11 @@ class World(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def prefix(self) -> str:
+        """What the world's names start with (its app, volunteers, hosts, files and work)."""
+        return f"w{self.pk}"
+
     def mark_failed(self, reason: str, *, job_id: str | None = None) -> bool:
         """Running -> failed with ``reason``; with ``job_id``, only while the world still waits
         on that job (compare-and-set: a slice that chained the next job meanwhile wins)."""

@@ -39,11 +39,16 @@ def counts(queryset: QuerySet[Any], field: str, enum: type[IntegerChoices]) -> d
     return {enum(value).name: n for value, n in rows}
 
 
+def world_work(sim: Simulation) -> tuple[QuerySet[Workunit], QuerySet[Result]]:
+    """The world's workunits and results: its project's, of its app (a live world's project is
+    its app's, which holds the project's other work too)."""
+    rows = {"project_id": sim.project_id, "app_id": sim.app_id}
+    return Workunit.objects.filter(**rows), Result.objects.filter(**rows)
+
+
 def summary(sim: Simulation) -> dict[str, Any]:
-    """The world's figures as one JSON-ready dict."""
-    app_id = sim.app_id
-    wus = Workunit.objects.filter(app_id=app_id)
-    results = Result.objects.filter(app_id=app_id)
+    """The world's figures as one JSON-ready dict, from its project's rows."""
+    wus, results = world_work(sim)
     n_wus = wus.count()
     errored = wus.exclude(error_mask=0).count()
     error_bits: Counter[str] = Counter()
@@ -121,9 +126,7 @@ def results_per_file_per_host(results: QuerySet[Result]) -> float:
 
 def invariants(sim: Simulation) -> dict[str, bool]:
     """name -> bool for every check; all True for a healthy run."""
-    app_id = sim.app_id
-    wus = Workunit.objects.filter(app_id=app_id)
-    results = Result.objects.filter(app_id=app_id)
+    wus, results = world_work(sim)
     now = sim.now(sim.finished_at if sim.finished_at is not None else sim.t)
     checks: dict[str, bool] = {}
     checks["every_workunit_assimilated_or_errored"] = (
@@ -164,12 +167,11 @@ def invariants(sim: Simulation) -> dict[str, bool]:
 def credit_matches_hosts(sim: Simulation) -> bool:
     """Each world host's total_credit is the credit granted to its results."""
     granted: defaultdict[int, float] = defaultdict(float)
-    for host_id, credit in Result.objects.filter(app_id=sim.app_id, granted_credit__gt=0).values_list(
-        "host_id", "granted_credit"
-    ):
+    _, results = world_work(sim)
+    for host_id, credit in results.filter(granted_credit__gt=0).values_list("host_id", "granted_credit"):
         granted[host_id] += credit
     ids = [h.host_id for h in sim.hosts] + [h.host_id for h in sim.engine_hosts]
-    for host_id, total in Host.objects.filter(id__in=ids).values_list("id", "total_credit"):
+    for host_id, total in Host.objects.filter(project_id=sim.project_id, id__in=ids).values_list("id", "total_credit"):
         if abs(total - granted.get(host_id, 0.0)) > 1e-6 * max(1.0, total):
             return False
     return True
@@ -177,10 +179,14 @@ def credit_matches_hosts(sim: Simulation) -> bool:
 
 def wrong_never_canonical(sim: Simulation) -> bool:
     """With a quorum of 2 or more, no canonical output came from a wrong-output job."""
-    canonical = Workunit.objects.filter(app_id=sim.app_id, min_quorum__gte=2, canonical_result__isnull=False)
+    canonical = world_work(sim)[0].filter(min_quorum__gte=2, canonical_result__isnull=False)
     ids = list(canonical.values_list("canonical_result_id", flat=True))
     wrong = (
-        set(File.objects.filter(result_id__in=ids, kind=File.Kind.OUTPUT).values_list("md5_cksum", flat=True))
+        set(
+            File.objects.filter(project_id=sim.project_id, result_id__in=ids, kind=File.Kind.OUTPUT).values_list(
+                "md5_cksum", flat=True
+            )
+        )
         & sim.wrong_checksums
     )
     return not wrong

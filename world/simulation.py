@@ -1326,7 +1326,7 @@ class Simulation:
     def sample(self) -> None:
         """Record a Sample of the world now (one query over the app's results). A live world's
         app may hold work from before the world started; its counts include it."""
-        totals = Result.objects.filter(app_id=self.app_id).aggregate(
+        totals = Result.objects.filter(project_id=self.project_id, app_id=self.app_id).aggregate(
             unsent=Count("id", filter=Q(server_state__lte=ServerState.UNSENT)),
             in_progress=Count("id", filter=Q(server_state=ServerState.IN_PROGRESS)),
             over=Count("id", filter=Q(server_state=ServerState.OVER)),

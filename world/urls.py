@@ -12,5 +12,6 @@ urlpatterns = [
     path("attach/<int:scenario>/", views.world_attach, name="attach"),
     path("<int:pk>/", views.world_detail, name="detail"),
     path("<int:pk>/engine/<int:index>/", engine_pages.engine_host, name="engine_host"),
+    path("<int:pk>/delete/", views.world_delete, name="delete"),
     path("<int:pk>/<slug:action>/", views.world_action, name="action"),
 ]

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
@@ -28,7 +29,8 @@ from boincweb.redis_outage import REDIS_DOWN, needs_redis
 from scheduling.engine import scenario_to_dict
 from scheduling.models import StoredScenario
 from world import charts, jobs
-from world.forms import SERVER_FIELDS, AttachForm, CompareForm, WorldForm
+from world.deletion import Refused, delete_world
+from world.forms import SERVER_FIELDS, AttachForm, CompareForm, DeleteWorldForm, WorldForm
 from world.models import EngineHostRun, World, WorldSample
 
 # The most samples a page draws per world: the latest ones (83 minutes of a live demo, a
@@ -160,6 +162,13 @@ def _world_panel(world: World) -> dict[str, str]:
 def world_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One world: its figures and live charts over simulated time."""
     world = get_object_or_404(World.objects.defer("state"), pk=pk)
+    return _detail_page(request, world)
+
+
+def _detail_page(
+    request: HttpRequest, world: World, *, delete_form: DeleteWorldForm | None = None, status: int = 200
+) -> HttpResponse:
+    """The world's page (``delete_form`` when one was sent back with its errors)."""
     redis_error = check_worlds([world])
     context = {
         "world": world,
@@ -170,8 +179,34 @@ def world_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "running": world.status == World.Status.RUNNING,
         "engine_hosts": list(EngineHostRun.objects.filter(world=world).only("world_id", "index", "name", "policy")),
         "engine_classes": (world.settings or {}).get("engine_hosts", []),
+        "delete_form": delete_form or DeleteWorldForm(),
     }
-    return render_page(request, "world/world_detail.html", context, "panel", polling_done=not context["running"])
+    return render_page(
+        request, "world/world_detail.html", context, "panel", polling_done=not context["running"], status=status
+    )
+
+
+@login_required
+@require_POST
+@staff_required
+def world_delete(request: HttpRequest, pk: int) -> HttpResponse:
+    """Delete a world, and when asked its project (world.deletion); a running world is refused
+    with the reason (409) and an unconfirmed form sent back (400), nothing deleted."""
+    world = get_object_or_404(World.objects.defer("state"), pk=pk)
+    form = DeleteWorldForm(request.POST)
+    if not form.is_valid():
+        return _detail_page(request, world, delete_form=form, status=400)
+    try:
+        deleted = delete_world(world.pk, with_project=form.cleaned_data["project"])
+    except Refused as exc:
+        form.add_error(None, str(exc))
+        world = get_object_or_404(World.objects.defer("state"), pk=pk)  # as it is now
+        return _detail_page(request, world, delete_form=form, status=409)
+    what = f"World {deleted.name} deleted"
+    if deleted.project:
+        what += f", with its project {deleted.project} ({deleted.project_rows} rows and its files)"
+    messages.success(request, what + ".")
+    return redirect("worlds:list")
 
 
 @require_GET

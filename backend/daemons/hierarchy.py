@@ -43,7 +43,15 @@ def project_dir(project: Project, kind: str) -> Path:
         if kind == "upload":
             return Path(settings.UPLOAD_DIR)
         return Path(settings.BOINCWEB_DATA_DIR) / kind
-    return Path(settings.BOINCWEB_DATA_DIR) / "projects" / project.slug / kind
+    return projects_root(project) / kind
+
+
+def projects_root(project: Project) -> Path:
+    """The directory that holds every file of ``project`` but the demo's (whose are in the
+    settings' places, above): ``BOINCWEB_DATA_DIR/projects/<slug>``, removed with the project."""
+    if project.slug == Project.DEMO_SLUG:
+        raise ValueError("the demo project's files are in the settings' directories, not under projects/")
+    return Path(settings.BOINCWEB_DATA_DIR) / "projects" / project.slug
 
 
 def download_path(project: Project, name: str) -> Path:

@@ -23,9 +23,11 @@ def database_url():
 
 def child_env(**values):
     """This environment without pytest's and Django's test variables, on the test database and
-    the test run's Redis, with ``values`` on top."""
+    the test run's Redis, with this process's SECRET_KEY (a development key is fresh in each
+    process, and a result's ``random`` is drawn from it: backend.models.name_random), with
+    ``values`` on top."""
     env = {key: value for key, value in os.environ.items() if not key.startswith(("DJANGO_", "PYTEST"))}
-    env.update(DATABASE_URL=database_url(), REDIS_URL=settings.REDIS_URL)
+    env.update(DATABASE_URL=database_url(), REDIS_URL=settings.REDIS_URL, SECRET_KEY=settings.SECRET_KEY)
     env.update({key: str(value) for key, value in values.items()})
     return env
 

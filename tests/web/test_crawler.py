@@ -41,6 +41,7 @@ NOT_CRAWLED = {
     "project/worlds/new/": "POST only",
     "project/worlds/compare/new/": "POST only",
     "project/worlds/<int:pk>/<slug:action>/": "POST only",
+    "project/worlds/<int:pk>/delete/": "POST only",
     "boinc/cgi": "the scheduler, for BOINC clients",
     "boinc/file_upload_handler": "uploads, for BOINC clients",
     "boinc/download/<str:name>": "input files, for BOINC clients",
@@ -116,11 +117,14 @@ def internal(base, href):
     return None if path.startswith(SKIP) else path
 
 
-def crawl(client):
-    """Breadth-first from ``/``; returns {url: (status, htmx?)} and the list of failures."""
-    queue = deque([("/", False)])
+def crawl(client, starts=("/",), bucket=pattern, per_pattern=PER_PATTERN, on_page=None):
+    """Breadth-first from ``starts``; returns {url: (status, htmx?)} and the list of failures.
+
+    At most ``per_pattern`` URLs are fetched per ``bucket(url)`` (by default its pattern), and
+    ``on_page(url, htmx, response, body)`` sees every page that is not a redirect or a 5xx."""
+    queue = deque((start, False) for start in starts)
     seen_urls = set()
-    per_pattern = Counter()
+    per_bucket = Counter()
     visited, failures = {}, []
     while queue:
         url, htmx = queue.popleft()
@@ -128,10 +132,10 @@ def crawl(client):
         if key in seen_urls:
             continue
         seen_urls.add(key)
-        bucket = (pattern(url), htmx)
-        if per_pattern[bucket] >= (PER_OUTSIDE_PATTERN if bucket[0][0].startswith(OUTSIDE) else PER_PATTERN):
+        counted = (bucket(url), htmx)
+        if per_bucket[counted] >= (PER_OUTSIDE_PATTERN if pattern(url)[0].startswith(OUTSIDE) else per_pattern):
             continue
-        per_pattern[bucket] += 1
+        per_bucket[counted] += 1
         if len(visited) >= MAX_URLS:
             common = Counter(pattern(u) for u, _ in visited).most_common(15)
             pytest.fail(f"the crawl passed {MAX_URLS} URLs; most common: {common}")
@@ -146,9 +150,12 @@ def crawl(client):
             if target:
                 queue.append((target, False))
             continue
+        body = b"".join(response.streaming_content) if response.streaming else response.content
+        if on_page is not None:
+            on_page(url, htmx, response, body)
         if not response.get("Content-Type", "").startswith("text/html"):
             continue
-        html = (b"".join(response.streaming_content) if response.streaming else response.content).decode()
+        html = body.decode()
         parser = Links()
         parser.feed(html)
         title = parser.title.strip()
