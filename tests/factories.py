@@ -194,6 +194,12 @@ class ResultFactory(DjangoModelFactory):
     flops_estimate = factory.LazyAttribute(lambda r: SUCCESS_FLOPS if _succeeded(r) else 0.0)
     elapsed_time = factory.LazyAttribute(lambda r: r.workunit.rsc_fpops_est / SUCCESS_FLOPS if _succeeded(r) else 0.0)
 
+    class Params:
+        # reported a success a minute before NOW, sent an hour before (``sent_time=`` to change)
+        reported = factory.Trait(
+            server_state=ServerState.OVER, outcome=Outcome.SUCCESS, sent_time=NOW - 3600, received_time=NOW - 60
+        )
+
 
 class FileFactory(DjangoModelFactory):
     """A workunit's input file; given ``result=``, that result's output file, named as its first

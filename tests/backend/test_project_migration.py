@@ -22,11 +22,10 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from backend.daemons import daemon_names, run_pass, validator
-from backend.models import AppVersion, Host, Outcome, Project, ServerState
+from backend.models import AppVersion, Host, Project
 from protocol.models import Account, AppVersionFile
 from tests.factories import (
     NOW,
-    SUCCESS_FLOPS,
     AppVersionFactory,
     FileFactory,
     ResultFactory,
@@ -98,16 +97,7 @@ def demo_credit(settings: Any) -> None:
     version = AppVersionFactory(app__project=demo, app__name="demo_credit_app", version_num=300)
     UserCreditFactory(project=demo, user=host.owner, team=TeamFactory(project=demo, name="crunchers"))
     wu = WorkunitFactory(app=version.app, name="demo_credit_wu", rsc_fpops_est=1e12, need_validate=True)
-    result = ResultFactory(
-        workunit=wu,
-        server_state=ServerState.OVER,
-        outcome=Outcome.SUCCESS,
-        host=host,
-        app_version=version,
-        sent_time=NOW - 3600,
-        received_time=NOW - 60,
-        elapsed_time=1e12 / SUCCESS_FLOPS,
-    )
+    result = ResultFactory(workunit=wu, host=host, app_version=version, reported=True)
     FileFactory(result=result, md5_cksum="a")
     validator.run_once(project=demo, now=NOW, batch_size=10, credit_by_app=True)
     Account.for_user(host.owner, demo)  # the volunteer's account key, as the account page makes it

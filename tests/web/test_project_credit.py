@@ -165,12 +165,10 @@ def grant_one_job(project, owner, *, team, factor, credit_by_app=False):
     )
     result = ResultFactory(
         workunit=wu,
-        server_state=ServerState.OVER,
-        outcome=Outcome.SUCCESS,
         host=host,
         app_version=version,
+        reported=True,
         sent_time=NOW - DAY,
-        received_time=NOW - 60,
         elapsed_time=factor * EST / SUCCESS_FLOPS,
     )
     FileFactory(result=result, md5_cksum="a")

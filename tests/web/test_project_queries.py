@@ -35,16 +35,13 @@ from backend.models import (
     Host,
     HostAppVersion,
     LifecycleEvent,
-    Outcome,
     Project,
     Result,
-    ServerState,
     UserCredit,
     Workunit,
 )
 from tests.factories import (
     NOW,
-    SUCCESS_FLOPS,
     AppFactory,
     AppVersionFactory,
     FileFactory,
@@ -142,16 +139,7 @@ def project_rows(project, volunteer, *, tag):
     HostAppVersion.objects.create(project=project, host=host, app_version=version)
     HostFileFactory(host=host, name=f"{tag}_data")
     wu = WorkunitFactory(app=app, name=f"{tag}_wu", rsc_fpops_est=1e12, rsc_fpops_bound=1e13, need_validate=True)
-    result = ResultFactory(
-        workunit=wu,
-        server_state=ServerState.OVER,
-        outcome=Outcome.SUCCESS,
-        host=host,
-        app_version=version,
-        sent_time=NOW - DAY,
-        received_time=NOW - 60,
-        elapsed_time=1e12 / SUCCESS_FLOPS,
-    )
+    result = ResultFactory(workunit=wu, host=host, app_version=version, reported=True, sent_time=NOW - DAY)
     FileFactory(result=result, md5_cksum="a")
     validator.run_once(project=project, now=NOW, batch_size=10, credit_by_app=True)
     LifecycleEvent.objects.create(project=project, time=NOW, actor="ops", host=host, field="max_ncpus_pct")
