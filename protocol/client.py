@@ -6,8 +6,8 @@ which a busy machine always has), ``gui_rpc_auth.cfg``, and optionally, for the 
 platform, ``projects/<escaped master URL>/app_info.xml`` with a shell-script application, which
 must be there before the project is attached (§2, §6.1). A client attached to several projects
 has one ``ClientDir`` per project over the same path, each naming its master URL; a project
-besides the one given on the command line is attached by its account file (§2, way 2), which
-may carry the project's resource share.
+besides the one given on the command line is attached by its account file (§2, way 2), whose
+project preferences the project's first scheduler reply replaces with its own (§4.3).
 
 ``start_client`` launches ``boinc`` in a new session (its own process group, which its
 applications share, §6.3) with the flags that keep it on loopback and quick: no info fetch,
@@ -103,15 +103,14 @@ class ClientDir:
             "</app_version>\n</app_info>\n"
         )
 
-    def write_account_file(self, authenticator: str, *, resource_share: float | None = None) -> None:
+    def write_account_file(self, authenticator: str) -> None:
         """Attach the client to this project at its next start: ``account_<escaped URL>.xml``
-        with the key and, when given, the resource share (§2; the client reads
-        ``<resource_share>`` from the file, as from the project preferences a project sends)."""
-        share = "" if resource_share is None else f"<resource_share>{resource_share:g}</resource_share>\n"
+        with the key and empty project preferences (§2), so the client takes BOINC's resource
+        share of 100 until the project's scheduler sends the volunteer's own."""
         (self.path / f"account_{escape_project_url(self.master_url)}.xml").write_text(
             f"<account>\n<master_url>{self.master_url}</master_url>\n"
             f"<authenticator>{authenticator}</authenticator>\n"
-            f"<project_preferences>\n{share}</project_preferences>\n</account>\n"
+            "<project_preferences>\n</project_preferences>\n</account>\n"
         )
 
     def sched_files(self) -> str:

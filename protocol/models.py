@@ -1,4 +1,5 @@
-"""Rows only the wire protocol needs: account keys and the files of signed app versions."""
+"""Rows only the wire protocol needs: accounts (keys and project preferences) and the files of
+signed app versions."""
 
 import secrets
 
@@ -7,6 +8,11 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import models
 
 from backend.models import AppVersion, Project, project_field
+
+# BOINC's default resource share and the largest its preferences page accepts
+# (html/inc/prefs_project.inc).
+DEFAULT_RESOURCE_SHARE = 100.0
+MAX_RESOURCE_SHARE = 9_999_999.0
 
 
 def new_authenticator() -> str:
@@ -20,11 +26,17 @@ class Account(models.Model):
     account per project they join, each with its own key. A client attaches to a project with
     that project's key and sends it in every scheduler request (reference/protocol.md §2,
     §4.2); it is the only credential a client has, and a project knows only its own keys.
+    The account also holds the person's preferences for the project (``resource_share``): they
+    edit them on the project's preferences page, and every scheduler reply sends them.
     """
 
     project = project_field("accounts")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="boinc_accounts")
     authenticator = models.CharField(max_length=64, unique=True, default=new_authenticator)
+    # The volunteer's preferences for this project (BOINC's user.project_prefs), sent in every
+    # scheduler reply as <project_preferences> (reference/protocol.md §4.3): the share of their
+    # computers' resources this project gets against the other projects they run.
+    resource_share = models.FloatField(default=DEFAULT_RESOURCE_SHARE)
 
     class Meta:
         constraints = [

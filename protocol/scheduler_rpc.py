@@ -28,9 +28,10 @@ simulated volunteers call; this module only stands between it and the wire:
    output never arrived, or whose ``<file_info>`` carries an ``<error_msg>`` (a permanent
    upload error, §5.2, §10.5) is passed on as UPLOAD_FAILED, so it is recorded as a client
    error, with the reason added to its stderr;
-6. the reply is written (``xml_reply``) with the project's name, its download and upload URLs,
-   the signed executables of its app versions sent, and its code-signing key for a client that
-   lacks it.
+6. the reply is written (``xml_reply``) with the project's name, the account's project
+   preferences (its resource share, as BOINC's scheduler sends user.project_prefs in every
+   reply to a known user), its download and upload URLs, the signed executables of its app
+   versions sent, and its code-signing key for a client that lacks it.
 """
 
 import logging
@@ -118,6 +119,7 @@ def scheduler_rpc(
         project_name=project.name,
         code_sign_key="" if anonymous or parsed.code_sign_key else signing.load_public_key_text(project.keys_dir),
         app_files={} if anonymous else app_files(project, reply.results),
+        resource_share=account.resource_share,
     )
     return 200, write_reply(reply, context)
 

@@ -10,4 +10,5 @@ urlpatterns = [
     path("file_upload_handler", views.file_upload_handler, name="file_upload_handler"),
     path("download/<str:name>", views.download, name="download"),
     path("account/", views.account, name="account"),
+    path("prefs/", views.prefs, name="prefs"),
 ]

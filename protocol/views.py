@@ -10,14 +10,16 @@ project's, as it was before there were projects (``Project.master_path``):
   (§5.2, §10.10);
 - ``.../boinc/download/<name>``: input files and executables from the project's download
   directory, with ``Range`` (§5.1);
-- ``.../boinc/account/``: the signed-in user's account key in the project, for attaching.
+- ``.../boinc/account/``: the signed-in user's account key in the project, for attaching;
+- ``.../boinc/prefs/``: the signed-in user's preferences for the project (BOINC's
+  user.project_prefs: the resource share), which every scheduler reply sends (§4.3).
 
 Each view looks the project up first (``boinc_project``). An unknown slug is a 404, but for
 the scheduler, whose client reads only a scheduler reply: it gets BOINC's error reply, a 200
 whose message says so (§4.1). A world's project is simulated, and real clients are refused
 there: its scheduler replies with a message saying so and a long request delay, its upload
-handler refuses every file for good, its downloads and account page are 404s; its master page
-is served, so that a client attached to it shows that message.
+handler refuses every file for good, its downloads, account and preferences pages are 404s;
+its master page is served, so that a client attached to it shows that message.
 
 The scheduler and upload handler are csrf-exempt: a client POSTs raw bodies labelled as forms
 and holds no cookie. They never read ``request.POST`` or ``request.body``, and read a body sent
@@ -30,6 +32,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.http import (
     FileResponse,
@@ -40,7 +43,7 @@ from django.http import (
     StreamingHttpResponse,
 )
 from django.http.response import HttpResponseBase
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 
@@ -48,6 +51,7 @@ from backend.daemons.hierarchy import download_path
 from backend.models import Project
 from backend.server_config import ConfigError
 from protocol import uploads
+from protocol.forms import ProjectPrefsForm
 from protocol.models import Account
 from protocol.scheduler_rpc import REFUSED_DELAY, scheduler_rpc
 from protocol.uploads import Stream
@@ -93,6 +97,7 @@ def master(request: HttpRequest, slug: str) -> HttpResponse:
             "scheduler_url": f"{base}cgi",
             "upload_url": f"{base}file_upload_handler",
             "account_url": f"{project.master_path()}account/",
+            "prefs_url": f"{project.master_path()}prefs/",
             "workunits_url": reverse("projects:workunit_list", kwargs={"project": project}),
             "status_url": reverse("projects:status", kwargs={"project": project}),
         },
@@ -105,14 +110,64 @@ def account(request: HttpRequest, slug: str) -> HttpResponse:
     project = project_or_404(slug, live=True)
     if not request.user.is_authenticated:
         return redirect_to_login(request.get_full_path())
+    account = Account.for_user(request.user, project)
     return render(
         request,
         "protocol/account.html",
         {
             "project": project,
-            "account": Account.for_user(request.user, project),
+            "boinc_project": project,  # the footer's links (backend.templatetags.project_urls)
+            "account": account,
+            "resource_share": share_text(account.resource_share),
             "master_url": master_url(request, project),
+            "prefs_url": f"{project.master_path()}prefs/",
         },
+    )
+
+
+def share_text(share: float) -> str:
+    """A resource share as people write it: 25, 12.5, 1234567."""
+    return f"{share:.10g}"
+
+
+def prefs(request: HttpRequest, slug: str) -> HttpResponse:
+    """The signed-in user's preferences for the project, on their own account there (made
+    when missing, as by the account page). Only one's own account is ever read or written: the
+    page names no account. A bad value is a 400 with the form's reason and changes nothing."""
+    project = project_or_404(slug, live=True)
+    if not request.user.is_authenticated:
+        return redirect_to_login(request.get_full_path())
+    account = Account.for_user(request.user, project)
+    if request.method == "POST":
+        form = ProjectPrefsForm(request.POST, instance=account)
+        if form.is_valid():
+            old, new = form.initial["resource_share"], form.cleaned_data["resource_share"]
+            if new == old:
+                messages.info(request, "Nothing changed.")
+            else:
+                Account.objects.filter(pk=account.pk, user=request.user).update(resource_share=new)
+                messages.success(
+                    request,
+                    f"Saved: resource share {share_text(new)} (was {share_text(old)}). Your computers attached to "
+                    f"{project.name} take it from their next scheduler request.",
+                )
+            return redirect(f"{project.master_path()}prefs/")
+        status = 400
+    elif request.method == "GET":
+        form = ProjectPrefsForm(instance=account)
+        status = 200
+    else:
+        return HttpResponseNotAllowed(["GET", "POST"])
+    return render(
+        request,
+        "protocol/prefs.html",
+        {
+            "project": project,
+            "boinc_project": project,  # the footer's links (backend.templatetags.project_urls)
+            "form": form,
+            "account_url": f"{project.master_path()}account/",
+        },
+        status=status,
     )
 
 

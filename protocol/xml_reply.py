@@ -21,7 +21,11 @@ What each job needs, and the pitfalls it avoids (§10):
   ``file_signature`` only for a client that is not on the anonymous platform (§7, §10.7);
 - a ``<result_ack>`` for every reported result (§10.4), ``<result_abort>``,
   ``<result_abort_if_not_started>``, ``<delete_file_info>`` (locality scheduling),
-  ``<request_delay>``, ``<hostid>`` and ``<message>`` elements.
+  ``<request_delay>``, ``<hostid>`` and ``<message>`` elements;
+- the volunteer's ``<project_preferences>`` (their ``<resource_share>`` in the project) in
+  every reply to a known account, as BOINC's scheduler always sends them: the client keeps
+  them in its account file and takes the project's share from them (§4.3). Each child is on a
+  line of its own, since the client reads the element line by line.
 
 ``master_url`` is never sent: a URL differing from the one the client attached with in any way
 but case raises an alert on the client (§10.15).
@@ -57,7 +61,8 @@ class ReplyContext:
     """What the reply needs beyond the scheduler's answer.
 
     ``app_files`` maps ``(app_name, version_num, platform, plan_class)`` to the files of that
-    app version; ``code_sign_key`` is sent when not empty (only to a client without one).
+    app version; ``code_sign_key`` is sent when not empty (only to a client without one);
+    ``resource_share`` is the account's project preference, sent when not None.
     """
 
     download_url: str
@@ -66,6 +71,7 @@ class ReplyContext:
     project_name: str = PROJECT_NAME
     code_sign_key: str = ""
     app_files: dict = field(default_factory=dict)
+    resource_share: float | None = None
 
 
 def open_name(stem: str, i: int) -> str:
@@ -97,6 +103,8 @@ def write_reply(reply: SchedulerReply, context: ReplyContext) -> bytes:
     root = ElementTree.Element("scheduler_reply")
     add(root, "scheduler_version", 720)
     add(root, "project_name", context.project_name)
+    if context.resource_share is not None:
+        add(add(root, "project_preferences"), "resource_share", float(context.resource_share))
     if reply.hostid:
         add(root, "hostid", reply.hostid)
     if reply.request_delay:

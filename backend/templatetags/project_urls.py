@@ -46,3 +46,11 @@ def project_master_url(context: template.Context) -> str:
     """The master page of the project the page is of (the demo project's outside any)."""
     project = page_project(context.get("request"), context.get("boinc_project"))
     return (project or Project(slug=Project.DEMO_SLUG)).master_path()
+
+
+@register.simple_tag(takes_context=True)
+def project_prefs_url(context: template.Context) -> str:
+    """The volunteer's preferences page (protocol.urls, beside the master page) of the live
+    project the page is of; '' for a world's project, which real volunteers do not join."""
+    project = page_project(context.get("request"), context.get("boinc_project")) or Project(slug=Project.DEMO_SLUG)
+    return f"{project.master_path()}prefs/" if project.is_live else ""

@@ -3,6 +3,10 @@ reference/protocol.md §2, §11): the demo project at /boinc/ and a second live 
 /projects/second/boinc/, with one account key each and different resource shares. Both
 projects have an app called "upper", so nothing but the project tells their work apart.
 
+The shares are the volunteer's project preferences on each server (Account.resource_share),
+not the client's: its account files carry none, so it starts with BOINC's 100 for each, and
+takes each project's share from that project's scheduler reply (<project_preferences>).
+
 The client runs a job of each, uploads each output to its project's handler and reports it to
 its project's scheduler; every row and file lands in that project. Skipped, saying so, where
 the client is not installed; CI installs it.
@@ -15,7 +19,7 @@ from django.db.models import F
 
 from backend.daemons.hierarchy import assimilated_path, upload_path
 from backend.models import File, Host, LifecycleEvent, Outcome, Result, ServerState, ValidateState
-from protocol.client import ClientDir
+from protocol.client import ClientDir, escape_project_url
 from protocol.models import Account
 from protocol.scheduler_rpc import scheduler_rpc
 from protocol.xml_request import parse_request
@@ -37,7 +41,11 @@ def test_a_client_attached_to_two_projects_reports_each_job_to_its_own_project(r
         for project in (demo, second)
     }
     person = UserFactory(username="volunteer")
-    keys = {project.slug: Account.for_user(person, project).authenticator for project in (demo, second)}
+    keys = {}
+    for project in (demo, second):
+        account = Account.for_user(person, project)
+        Account.objects.filter(pk=account.pk).update(resource_share=SHARES[project.slug])
+        keys[project.slug] = account.authenticator
     reported: dict[str, list[str]] = {"demo": [], "second": []}
 
     def spy(body, *, project, **kwargs):
@@ -54,7 +62,7 @@ def test_a_client_attached_to_two_projects_reports_each_job_to_its_own_project(r
     }
     for slug, project_dir in dirs.items():
         project_dir.install_anonymous_app("upper")
-        project_dir.write_account_file(keys[slug], resource_share=SHARES[slug])
+        project_dir.write_account_file(keys[slug])
     client.start(None)
     client.wait()
 
@@ -78,10 +86,14 @@ def test_a_client_attached_to_two_projects_reports_each_job_to_its_own_project(r
     assert not File.objects.exclude(result=None).exclude(result__project=F("project")).exists()
     assert not LifecycleEvent.objects.exclude(workunit=None).exclude(workunit__project=F("project")).exists()
 
-    # the client holds both projects with their resource shares
+    # the client holds both projects with the resource shares their servers sent, and keeps
+    # each project's preferences in its account file
     state = ElementTree.parse(client.dir.path / "client_state.xml").getroot()
     shares = {p.findtext("master_url"): float(p.findtext("resource_share")) for p in state.iter("project")}
-    assert shares == {dirs[slug].master_url: float(SHARES[slug]) for slug in dirs}
+    assert shares == {dirs[slug].master_url: float(SHARES[slug]) for slug in dirs}, client.diagnostics()
+    for slug, project_dir in dirs.items():
+        account_file = ElementTree.parse(client.dir.path / f"account_{escape_project_url(project_dir.master_url)}.xml")
+        assert account_file.findtext("project_preferences/resource_share") == str(SHARES[slug])
 
     # each project's daemons finish its own job in its own directories
     for project in (demo, second):

@@ -1,0 +1,45 @@
+"""The volunteer's preferences for one project (BOINC's "preferences for this project")."""
+
+from typing import Any
+
+from django import forms
+
+from protocol.models import MAX_RESOURCE_SHARE, Account
+
+
+class ResourceShareField(forms.FloatField):
+    """A resource share: more than 0 and at most MAX_RESOURCE_SHARE, BOINC's largest
+    (html/inc/prefs_project.inc). BOINC also takes 0, a backup project that gets work only
+    when the client's other projects have none; this page does not offer it."""
+
+    default_error_messages = {
+        "invalid": "Enter the share as a number, such as 100.",
+        "required": "Enter a resource share, such as 100 (BOINC's default).",
+    }
+
+    def validate(self, value: Any) -> None:
+        super().validate(value)
+        if value is not None and value <= 0:
+            raise forms.ValidationError(
+                "A resource share must be more than 0: it is this project's part of your computers' "
+                "time against your other projects' shares.",
+                code="not_positive",
+            )
+        if value is not None and value > MAX_RESOURCE_SHARE:
+            raise forms.ValidationError(
+                f"A resource share can be at most {MAX_RESOURCE_SHARE:,.0f}, as in BOINC.", code="too_large"
+            )
+
+
+class ProjectPrefsForm(forms.ModelForm):
+    resource_share = ResourceShareField(
+        label="Resource share",
+        help_text=(
+            "This project's part of your computers' resources: with shares of 100 here and 200 in "
+            "another project, this one gets a third. BOINC's default is 100."
+        ),
+    )
+
+    class Meta:
+        model = Account
+        fields = ["resource_share"]
