@@ -6,6 +6,11 @@ hosts, workunits, results, files, credit, lifecycle events, daemons' status, ...
 project's data directory (``backend.daemons.hierarchy.projects_root``). Without the project, only the world's own rows
 go (the World, its samples and its engine hosts' records) and the project stays, with its pages.
 
+With the project go its simulated volunteers' Django users (``volunteers``): the owners of its
+hosts who are no one else. A user who has any row outside the project (a host, an account or
+credit in another project, a scenario of the lab, an entry of the admin's log, a group), who
+is staff, or who has ever logged in is a real person, and stays.
+
 Deleting is one bulk DELETE per table, in one transaction, in dependency order (a table before
 the tables it refers to), never the ORM's per-row cascade with its signals: a world of 10,000
 hosts has hundreds of thousands of rows, and the statements' count does not grow with them.
@@ -27,10 +32,11 @@ from pathlib import Path
 import django_rq
 from django.apps import apps
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, models, router, transaction
 
 from backend.daemons.hierarchy import projects_root
-from backend.models import Project
+from backend.models import Host, Project
 from world import jobs
 from world.models import EngineHostRun, EngineRecordChunk, World, WorldSample
 
@@ -42,12 +48,14 @@ class Refused(Exception):
 @dataclass
 class Deleted:
     """What a deletion removed: rows per table (``app_label.Model``), the project's slug ("" when
-    it was kept or there was none) and the directories and files it removed."""
+    it was kept or there was none), its volunteers' Django users and the directories and files
+    it removed."""
 
     world: int
     name: str
     project: str = ""
     rows: dict[str, int] = field(default_factory=dict)
+    volunteers: int = 0
     paths: list[str] = field(default_factory=list)
 
     @property
@@ -141,6 +149,10 @@ def delete_world(world_id: int, *, with_project: bool) -> Deleted:
             with transaction.atomic():
                 deleted.rows.update(delete_world_rows(world.pk))
                 if project is not None:
+                    # first, while the project's hosts still say whose they are; the hosts,
+                    # accounts and credit that refer to the users go next, before the
+                    # database checks the foreign keys at the commit
+                    deleted.volunteers = raw_delete(volunteers(project))
                     deleted.rows.update(delete_project_rows(project))
         except IntegrityError as exc:
             what = f"project {project.slug}" if project else f"world {world.pk}"
@@ -185,6 +197,28 @@ def delete_world_rows(world_id: int) -> dict[str, int]:
     if not rows["world.World"]:
         raise Refused(f"World {world_id} started meanwhile; pause it before deleting it.")
     return rows
+
+
+def volunteers(project: Project) -> models.QuerySet[models.Model]:
+    """The project's simulated volunteers: the users who own its hosts and are no one else
+    (not staff, never logged in, and with no row outside the project that names them). One
+    query whatever the number of hosts: a subquery per table that refers to users."""
+    User = get_user_model()
+    users = User._default_manager.filter(
+        pk__in=Host.objects.filter(project=project).values("owner_id"),
+        is_staff=False,
+        is_superuser=False,
+        last_login=None,
+    )
+    for model in apps.get_models(include_auto_created=True):
+        for f in model._meta.fields:
+            if not ((f.many_to_one or f.one_to_one) and f.related_model is User):
+                continue
+            rows = model._default_manager.filter(**{f"{f.name}__isnull": False})
+            if any(g.many_to_one and g.related_model is Project for g in model._meta.fields):
+                rows = rows.exclude(project=project)
+            users = users.exclude(pk__in=rows.values(f.name))
+    return users
 
 
 def delete_project_rows(project: Project) -> dict[str, int]:

@@ -204,7 +204,10 @@ def world_delete(request: HttpRequest, pk: int) -> HttpResponse:
         return _detail_page(request, world, delete_form=form, status=409)
     what = f"World {deleted.name} deleted"
     if deleted.project:
-        what += f", with its project {deleted.project} ({deleted.project_rows} rows and its files)"
+        what += (
+            f", with its project {deleted.project} ({deleted.project_rows} rows and its files) and its "
+            f"{deleted.volunteers} simulated volunteers' users"
+        )
     messages.success(request, what + ".")
     return redirect("worlds:list")
 

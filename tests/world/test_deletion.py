@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import django_rq
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test import Client
@@ -17,7 +18,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from backend.daemons.hierarchy import projects_root
-from backend.models import App, Host, Project, Result, Workunit
+from backend.models import App, Host, Project, Result, UserCredit, Workunit
+from protocol.models import Account
 from tests.factories import ResultFactory, UserFactory, WorldFactory
 from tests.web.test_redis_outage import point_at
 from tests.world.test_project_isolation import PROJECT_TABLES, checksums, demo_project_rows, rows_per_table
@@ -31,6 +33,7 @@ from world.models import EngineHostRun, EngineRecordChunk, World, WorldSample
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.database]
 
 HOUR = 3600.0
+User = get_user_model()
 
 
 def paused_world(name, seed, *, hours=2, locality=False, **settings):
@@ -118,6 +121,38 @@ def test_a_world_deleted_with_its_project_takes_every_row_and_file_of_it_and_not
     assert world_rows(kept.pk) == kept_world and theirs.read_bytes() == b"input"
 
 
+def test_a_world_deleted_with_its_project_takes_its_volunteers_users_and_never_a_real_person(three_projects):
+    demo, doomed, kept = three_projects
+    project = doomed.project
+    owners = sorted(set(Host.objects.filter(project=project).values_list("owner_id", flat=True)))
+    assert len(owners) >= 5  # its simulated volunteers, the engine host's among them
+    joined, credited, staff, logged_in = owners[:4]
+    # real people who volunteer in the world's project too: with an account in another project,
+    # credit in another, staff, or someone who has logged in
+    Account.for_user(User.objects.get(pk=joined), demo)
+    UserCredit.objects.create(project=kept.project, user_id=credited)
+    User.objects.filter(pk=staff).update(is_staff=True)
+    User.objects.filter(pk=logged_in).update(last_login=timezone.now())
+    others = set(User.objects.exclude(pk__in=owners).values_list("pk", flat=True))
+    assert set(Host.objects.filter(project=kept.project).values_list("owner_id", flat=True)) <= others
+
+    deleted = delete_world(doomed.pk, with_project=True)
+
+    simulated = owners[4:]
+    assert deleted.volunteers == len(simulated)
+    assert not User.objects.filter(pk__in=simulated).exists()
+    assert set(User.objects.values_list("pk", flat=True)) == others | {joined, credited, staff, logged_in}
+    assert Account.objects.get(user_id=joined).project == demo
+    assert UserCredit.objects.get(user_id=credited).project == kept.project
+
+
+def test_a_world_deleted_alone_keeps_its_volunteers_users(three_projects):
+    _demo, doomed, _kept = three_projects
+    users = User.objects.count()
+    assert delete_world(doomed.pk, with_project=False).volunteers == 0
+    assert User.objects.count() == users
+
+
 def test_a_world_deleted_alone_leaves_its_project_its_rows_and_its_pages(three_projects, client):
     _demo, doomed, _kept = three_projects
     project = doomed.project
@@ -191,10 +226,11 @@ def test_a_row_of_another_project_that_refers_to_the_worlds_rows_refuses_the_del
     # a row no code makes: a demo result on one of the world's hosts
     stray = ResultFactory(workunit__app=demo.apps.get(), host=Host.objects.filter(project=world.project).first())
     assert stray.project == demo
-    rows, survivors = rows_of(world.project_id), checksums(demo)
+    rows, survivors, users = rows_of(world.project_id), checksums(demo), User.objects.count()
     with pytest.raises(Refused, match="Rows of another project still refer to rows of project world-"):
         delete_world(world.pk, with_project=True)
     assert rows_of(world.project_id) == rows and checksums(demo) == survivors
+    assert User.objects.count() == users  # the volunteers' users too: one transaction
     assert World.objects.filter(pk=world.pk).exists()
 
 
@@ -247,6 +283,9 @@ def test_the_command_deletes_a_world_and_with_project_its_project(redis_client):
     lines = out.getvalue().splitlines()
     assert lines[0] == f"deleted world {both.pk} (both)"
     assert lines[1].startswith(f"and its project {slug}: ")
+    volunteers = int(lines[2].split()[2])
+    assert volunteers >= 4 and lines[2] == f"and its {volunteers} simulated volunteers' users"
+    assert not User.objects.filter(username__startswith=f"{both.prefix}-").exists()
     assert not Project.objects.filter(pk=both.project_id).exists()
 
 
@@ -307,6 +346,7 @@ def test_staff_delete_a_world_and_its_project_from_its_page(redis_client, staff_
     response = staff_client.post(delete_url(world), {"project": "on", "confirm": "on"}, follow=True)
     assert response.redirect_chain == [(reverse("worlds:list"), 302)]
     assert f"World paged deleted, with its project {slug}" in response.content.decode()
+    assert "simulated volunteers&#x27; users" in response.content.decode()
     assert not World.objects.filter(pk=world.pk).exists() and rows_of(world.project_id) == {}
     assert staff_client.get(f"/projects/{slug}/status/").status_code == 404
 

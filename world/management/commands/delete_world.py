@@ -2,7 +2,8 @@
 
 Without ``--project`` only the world's own rows go (the world, its samples and its engine
 hosts' records) and its project stays, with its pages; with it, every row of the world's
-project and its data directory go too. A running world, a slice still in flight, a live
+project, its data directory and its simulated volunteers' Django users go too (a user with
+anything outside the project is a real person, and stays). A running world, a slice still in flight, a live
 project (the demo) and an unknown world are refused with the reason and exit status 2, and
 nothing is changed; so is every deletion while Redis is down (exit status 1).
 """
@@ -48,5 +49,6 @@ class Command(BaseCommand):
         if deleted.project:
             tables = sum(1 for label, n in deleted.rows.items() if n and not label.startswith("world."))
             self.stdout.write(f"and its project {deleted.project}: {deleted.project_rows} rows in {tables} tables")
+            self.stdout.write(f"and its {deleted.volunteers} simulated volunteers' users")
         for path in deleted.paths:
             self.stdout.write(f"removed {path}")
