@@ -247,6 +247,17 @@ def test_world_command_prints_the_contract_keys(durable_commits):
     assert World.objects.get().status == World.Status.FINISHED
 
 
+def test_world_command_names_each_world_by_its_id_and_what_it_was_run_with():
+    argv = ["--hosts", "3", "--days", "0.05", "--seed", "4", "--set", "cushion=8"]
+    call_command("world", *argv, stdout=io.StringIO())
+    call_command("world", *argv, "--locality", stdout=io.StringIO())
+    first, second = World.objects.order_by("id")
+    assert first.name == f"world {first.pk}: 3 hosts, 0.05 days, seed 4, cushion"
+    assert second.name == f"world {second.pk}: 3 hosts, 0.05 days, seed 4, locality, cushion"
+    # their projects, which /projects/ lists, take the names
+    assert (first.project.name, second.project.name) == (first.name, second.name)
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

@@ -52,7 +52,6 @@ class Command(BaseCommand):
                 raise CommandError(f"--set takes NAME=VALUE, not {item!r}", returncode=2)
             overrides[name.strip()] = setting_value(value.strip())
         world = World(
-            name=f"world seed {options['seed']}",
             seed=options["seed"],
             hosts=options["hosts"],
             days=options["days"],
@@ -64,6 +63,9 @@ class Command(BaseCommand):
         except (ValueError, TypeError) as exc:
             raise CommandError(str(exc), returncode=2) from None
         world.save()
+        # named once it has its id, before its project is made with that name
+        world.name = command_world_name(world)
+        World.objects.filter(pk=world.pk).update(name=world.name)
         figures = run_in_process(world)
         if options["json"]:
             self.stdout.write(json.dumps(figures, indent=2, sort_keys=True))
@@ -72,6 +74,19 @@ class Command(BaseCommand):
         if not all(figures["invariants"].values()):
             failed = ", ".join(name for name, ok in figures["invariants"].items() if not ok)
             raise CommandError(undrained(figures, settings) or f"an invariant failed: {failed}", returncode=1)
+
+
+def command_world_name(world: World) -> str:
+    """The name of a world the command runs, which its project takes (/projects/ lists them):
+    its id, so no two are alike, and what it was run with, so that two worlds of one seed can
+    be told apart."""
+    name = f"world {world.pk}: {world.hosts} hosts, {world.days:g} days, seed {world.seed}"
+    if world.locality:
+        name += ", locality"
+    if world.settings:
+        name += ", " + " ".join(sorted(world.settings))
+    max_length = World._meta.get_field("name").max_length or len(name)
+    return name if len(name) <= max_length else name[: max_length - 1] + "…"
 
 
 def undrained(figures: dict[str, Any], settings: WorldSettings) -> str:
