@@ -1,8 +1,10 @@
 """A site after real activity, for the crawler and the browser-console tests.
 
 A small volunteer world has run a simulated day against the project (every daemon has made
-its passes, hosts have fetched, computed, failed and reported), the lab holds a scenario with
-two finished runs, and there is a staff user and a volunteer.
+its passes, hosts have fetched, computed, failed and reported), a live project other than the
+demo has been made as an admin makes one (``manage.py make_project``) and given work by the
+periodic passes, the lab holds a scenario with two finished runs, and there is a staff user and
+a volunteer.
 """
 
 import io
@@ -21,6 +23,8 @@ from world.models import World
 
 DAY = 86400
 STAFF = ("crawler-staff", "pw-crawler-staff-1")
+# the live project beside the demo: its pages, master page, account page and preferences
+LIVE = "science"
 
 
 @dataclass
@@ -63,6 +67,11 @@ class BusySite:
             f"/project/worlds/{self.world.pk}/engine/{self.world.hosts}/",
             f"/project/worlds/attach/{run.scenario_id}/",
             "/boinc/",
+            # the live project's
+            f"/projects/{LIVE}/status/",
+            f"/projects/{LIVE}/boinc/",
+            f"/projects/{LIVE}/boinc/account/",
+            f"/projects/{LIVE}/boinc/prefs/",
         ]
 
 
@@ -73,6 +82,12 @@ def build_busy_site(settings, tmp_path):
     settings.DOWNLOAD_DIR = tmp_path / "download"
     settings.UPLOAD_DIR = tmp_path / "upload"
     staff = UserFactory(username=STAFF[0], password=STAFF[1], is_staff=True, is_superuser=True)
+    # a live project beside the demo, made from the command line before the worlds, so that it
+    # comes before them on /projects/ (the crawl takes a few URLs per route); the periodic
+    # passes below fill its app with work
+    call_command(
+        "make_project", LIVE, "--name", "Science at home", "--app", "fold", "--unsent-target", "4", stdout=io.StringIO()
+    )
     # a plain world and its locality partner on one seed, so the worlds page links to their
     # comparison
     for name, locality in [("crawled-locality", True), ("crawled", False)]:
@@ -106,6 +121,7 @@ def build_busy_site(settings, tmp_path):
     for _ in range(2):
         run_all_daemons()
     assert DaemonStatus.objects.filter(project=demo_project(), passes__gt=0).count() == len(daemon_names())
+    assert Workunit.objects.filter(project__slug=LIVE).exists()
     # the demo project beside the worlds, with a team of its own, so that its pages (the old
     # /project/ paths) have rows to link; made after the daemon passes, so that each of its
     # workunits has its results

@@ -48,8 +48,6 @@ NOT_CRAWLED = {
     "projects/<slug:slug>/boinc/cgi": "a project's scheduler, for BOINC clients",
     "projects/<slug:slug>/boinc/file_upload_handler": "a project's uploads, for BOINC clients",
     "projects/<slug:slug>/boinc/download/<str:name>": "a project's input files, for BOINC clients",
-    "projects/<slug:slug>/boinc/account/": "linked from a live project's master page; the busy site's "
-    "projects other than the demo are worlds', whose account pages are 404s (tests/protocol covers it)",
     "accounts/logout/": "POST only",
     "accounts/password_change/": "Django's own, unlinked (the admin has its own)",
     "accounts/password_change/done/": "Django's own, unlinked",
