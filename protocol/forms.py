@@ -8,9 +8,9 @@ from protocol.models import MAX_RESOURCE_SHARE, Account
 
 
 class ResourceShareField(forms.FloatField):
-    """A resource share: more than 0 and at most MAX_RESOURCE_SHARE, BOINC's largest
-    (html/inc/prefs_project.inc). BOINC also takes 0, a backup project that gets work only
-    when the client's other projects have none; this page does not offer it."""
+    """A resource share: from 0 to MAX_RESOURCE_SHARE, BOINC's largest
+    (html/inc/prefs_project.inc). 0 makes this a backup project, as in BOINC: the client asks
+    it for work only when its other projects have none (reference/client.md, work fetch)."""
 
     default_error_messages = {
         "invalid": "Enter the share as a number, such as 100.",
@@ -19,11 +19,11 @@ class ResourceShareField(forms.FloatField):
 
     def validate(self, value: Any) -> None:
         super().validate(value)
-        if value is not None and value <= 0:
+        if value is not None and value < 0:
             raise forms.ValidationError(
-                "A resource share must be more than 0: it is this project's part of your computers' "
-                "time against your other projects' shares.",
-                code="not_positive",
+                "A resource share can't be negative: it is this project's part of your computers' "
+                "time against your other projects' shares (0 makes it a backup project).",
+                code="negative",
             )
         if value is not None and value > MAX_RESOURCE_SHARE:
             raise forms.ValidationError(
@@ -36,7 +36,8 @@ class ProjectPrefsForm(forms.ModelForm):
         label="Resource share",
         help_text=(
             "This project's part of your computers' resources: with shares of 100 here and 200 in "
-            "another project, this one gets a third. BOINC's default is 100."
+            "another project, this one gets a third; 0 makes it a backup project, asked for work only when the others "
+            "have none. BOINC's default is 100."
         ),
     )
 

@@ -104,6 +104,13 @@ def test_a_volunteer_sets_their_share_in_one_project_and_the_other_keeps_its_own
         "Saved: resource share 1234567 (was 25)"
         in parse(client.get(prefs_url(other))).select_one(".messages").get_text()
     )
+    # 0 is BOINC's backup project, and is taken
+    client.post(prefs_url(other), {"resource_share": "0"})
+    assert (
+        "Saved: resource share 0 (was 1234567)"
+        in parse(client.get(prefs_url(other))).select_one(".messages").get_text()
+    )
+    assert Account.objects.get(project=other, user=person).resource_share == 0.0
     client.post(prefs_url(other), {"resource_share": "25"})
     client.get(prefs_url(other))
     # saved unchanged, nothing changes
@@ -122,8 +129,8 @@ def test_a_volunteer_sets_their_share_in_one_project_and_the_other_keeps_its_own
         ("", "Enter a resource share, such as 100 (BOINC's default)."),
         ("nan", "Enter the share as a number, such as 100."),
         ("inf", "Enter the share as a number, such as 100."),
-        ("0", "A resource share must be more than 0"),
-        ("-5", "A resource share must be more than 0"),
+        ("-5", "A resource share can't be negative"),
+        ("-0.001", "A resource share can't be negative"),
         ("10000000", "A resource share can be at most 9,999,999, as in BOINC."),
         ("1e300", "A resource share can be at most 9,999,999, as in BOINC."),
     ],
