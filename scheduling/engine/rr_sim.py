@@ -228,15 +228,17 @@ def decayed(avg: float, work: float, diff: float, w: float, half_life: float) ->
 class RoundRobin:
     """RR_SIM::simulate (reference/client.md §6.4): one simulation of the queued jobs at `now`.
 
-    The jobs of each resource wait in per-project FIFO queues. `pick` fills the instances,
-    GPU types first, taking projects by scheduling priority (re-ordered after each pick and as
-    the projected REC grows), or, under `--compat bce`, in BOINC's emulator's pointer order,
-    which is the reverse of the file order and never changes (reference/client.md §9.1).
-    `step` then runs the picked jobs to the next job end, integrating shortfall, saturation,
-    max_concurrent shortfall and projected REC over the step; `retire` takes the jobs that
-    ended out (deadline misses, busy time) and the next pick fills what they left. With
-    `detail`, each project's shortfall per resource is also integrated: how far its simulated
-    use falls below its share of the instances up to the buffer end.
+    The jobs of each resource wait in per-project FIFO queues (`pending`). A pick fills the
+    instances, GPU types first, taking projects by scheduling priority (re-ordered after each
+    pick and as the projected REC grows), or, under `--compat bce`, in BOINC's emulator's
+    pointer order, which is the reverse of the file order and never changes
+    (reference/client.md §9.1). A step then runs the picked jobs to the next job end,
+    integrating shortfall, saturation, max_concurrent shortfall and projected REC over the
+    step; the jobs that ended retire (deadline misses, busy time) and the next pick fills what
+    they left. With `detail`, each project's shortfall per resource is also integrated: how
+    far its simulated use falls below its share of the instances up to the buffer end. The
+    picks and steps run over typed records of the queues: `ByPriority` (rr_priority.py) by
+    priority, `Repick` (rr_repick.py) under bce.
 
     `run()` returns the `RRResult` and writes `rr_finish` / `rr_miss` on every job.
     """
