@@ -259,7 +259,6 @@ class RoundRobin:
         # counted, so that the CPU buffer looks as empty as it is (docs/engine-fidelity.md)
         self.gpu_cpu = result.gpu_cpu = em._gpu_allowed()
         self.mc_cap = static.mc_cap
-        self.any_mc = static.any_mc
         for key in self.mc_cap:
             result.mc_shortfall[key] = 0.0
             result.last_mc_limit[key] = 0.0
