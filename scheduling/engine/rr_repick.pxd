@@ -8,7 +8,7 @@ cimport cython
 
 cdef class Repick:
     cdef public object rr, result, jobs, mc_keys
-    cdef public int nr, nprojects, njobs, nslots, nmc, nactive, steps, max_steps
+    cdef public int nr, nprojects, njobs, nslots, nmc, nactive, steps, max_steps, capacity, napps
     cdef public double now, sim_now, buf_end, buf_min
     cdef public bint gpu_cpu, detail
     cdef public int[::1] slot_first, slot_head, slot_proj, slot_left, rsc_lo, rsc_hi
@@ -16,8 +16,13 @@ cdef class Repick:
     cdef public double[::1] left, rate, gpu_usage, avg_ncpus, deadline
     cdef public double[::1] caps, sim_nused, p_used, shortfall, saturated, mc_cap, mc_short
 
-    @cython.locals(s=int, r=int, k=int, mc=int, slot_first="int[::1]", slot_proj="int[::1]")
-    cdef int _fill(self, list slot_rsc, list fracs, bint exact) except -1
+    cdef _grow(self, int n)
+
+    @cython.locals(nr=int, njobs=int, nslots=int, r=int, i=int, m=int, pi=int)
+    cpdef load(self, rr)
+
+    @cython.locals(s=int, r=int, k=int, mc=int, pi=int, slot_first="int[::1]", slot_proj="int[::1]")
+    cdef int _fill(self, rscs, bint exact) except -1
 
     @cython.locals(
         nr=int, r=int, i=int, k=int, best=int, nactive=int, slices=int, max_slices=int,

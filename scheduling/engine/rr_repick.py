@@ -46,7 +46,10 @@ def _ints(n: int) -> array:
 
 class Repick:
     """RR_SIM::simulate with pick_jobs_to_run afresh at every job end, for a `RoundRobin`
-    (rr_sim.py) whose jobs are queued: `Repick(rr).run()` fills `rr.result` and returns it.
+    (rr_sim.py) whose jobs are queued: `load(rr)`, then `run()` fills `rr.result` and
+    returns it. One Repick serves every simulation of a run (`for_emulator`): its columns
+    are kept and grown, not made again for each simulation, and a column's entries past the
+    queued jobs (`njobs`, `nslots`) are left from earlier simulations.
 
     The queued jobs are numbered in pick order: per resource (GPU types first, then the
     CPU), projects in the emulator's pointer order (the reverse of the file order), each
@@ -57,14 +60,68 @@ class Repick:
     with the same updates in the same order, since the max_concurrent shortfall and the
     per-project shortfall read them."""
 
-    def __init__(self, rr):
+    def __init__(self, em, static):
+        nr = len(em.resources)
+        nprojects = len(em.projects)
+        self.nr = nr
+        self.nprojects = nprojects
+        nslots = nr * nprojects
+        self.slot_first = _ints(nslots + 1)
+        self.slot_proj = _ints(nslots)
+        self.slot_left = _ints(nslots)
+        self.slot_head = _ints(nslots)
+        self.rsc_lo = _ints(nr)
+        self.rsc_hi = _ints(nr)
+        self.caps = array("d", [float(c) for c in static.caps])
+        self.sim_nused = _doubles(nr)
+        self.p_used = _doubles(nr * nprojects)
+        self.shortfall = _doubles(nr)
+        self.saturated = _doubles(nr)
+        mc_keys = list(static.mc_cap)
+        self.mc_keys = mc_keys
+        self.nmc = len(mc_keys)
+        self.mc_proj = array("i", [pi for pi, _r in mc_keys] or [0])
+        self.mc_rsc = array("i", [r for _pi, r in mc_keys] or [0])
+        self.mc_cap = array("d", [float(static.mc_cap[key]) for key in mc_keys] or [0.0])
+        self.mc_short = _doubles(self.nmc or 1)
+        self.capacity = 0
+        self._grow(16)
+        self.nslots = 0
+        self.njobs = 0
+        self.nactive = 0
+
+    @staticmethod
+    def for_emulator(em, static) -> Repick:
+        """The emulator's one Repick, made at its first simulation: its columns serve every
+        simulation of the run, grown when the queue outgrows them."""
+        sim = em.__dict__.get("_rr_repick")
+        if sim is None:
+            sim = em._rr_repick = Repick(em, static)
+        return sim
+
+    def _grow(self, n: int) -> None:
+        """Room for `n` queued jobs in every job column."""
+        self.capacity = n
+        self.slot_of = _ints(n)
+        self.rsc = _ints(n)
+        self.proj = _ints(n)
+        self.app = _ints(n)
+        self.mc_limit = _ints(n)
+        self.gone = _ints(n)
+        self.active = _ints(n)
+        self.left = _doubles(n)
+        self.rate = _doubles(n)
+        self.gpu_usage = _doubles(n)
+        self.avg_ncpus = _doubles(n)
+        self.deadline = _doubles(n)
+        self.mc_running = _ints(n)
+
+    def load(self, rr) -> None:
+        """Copy the queued jobs of RoundRobin `rr` into the columns, in pick order."""
         self.rr = rr
         self.result = rr.result
         em = rr.em
-        nr = rr.nr
-        nprojects = len(rr.projects)
-        self.nr = nr
-        self.nprojects = nprojects
+        nr = self.nr
         self.now = rr.now
         self.sim_now = rr.sim_now
         self.buf_end = rr.buf_end
@@ -73,81 +130,63 @@ class Repick:
         self.detail = bool(rr.detail)
         self.steps = rr.steps
         self.max_steps = rr.max_steps
-        exact = rr.exact
+        njobs = 0
+        for queues in rr.pending:
+            for q in queues.values():
+                njobs += len(q)
+        if njobs > self.capacity:
+            self._grow(max(njobs, 2 * self.capacity))
+        self.njobs = njobs
         jobs: list = []
-        slot_first = [0]
-        slot_rsc: list[int] = []
-        slot_proj: list[int] = []
+        self.jobs = jobs
+        nslots = 0
         for r in range(nr - 1, -1, -1):
+            self.rsc_lo[r] = nslots
             # pending[r]'s queues are reversed (pop() takes the earliest arrival)
             for pi, q in sorted(rr.pending[r].items(), reverse=True):
+                self.slot_first[nslots] = len(jobs)
+                self.slot_head[nslots] = len(jobs)
+                self.slot_left[nslots] = len(q)
+                self.slot_proj[nslots] = pi
                 jobs.extend(reversed(q))
-                slot_first.append(len(jobs))
-                slot_rsc.append(r)
-                slot_proj.append(pi)
-        njobs = len(jobs)
-        self.jobs = jobs
-        self.njobs = njobs
-        self.nslots = len(slot_proj)
-        self.slot_first = array("i", slot_first)
-        self.slot_proj = array("i", slot_proj)
-        self.slot_left = array("i", [slot_first[s + 1] - slot_first[s] for s in range(len(slot_proj))])
-        self.slot_head = array("i", slot_first[:-1] or [0])
-        # a resource's slots are consecutive: rsc_lo[r] to rsc_hi[r]
-        lo = [slot_rsc.index(r) if r in slot_rsc else 0 for r in range(nr)]
-        self.rsc_lo = array("i", lo)
-        self.rsc_hi = array("i", [lo[r] + slot_rsc.count(r) for r in range(nr)])
-        self.slot_of = _ints(njobs)
-        self.rsc = _ints(njobs)
-        self.proj = _ints(njobs)
-        self.app = _ints(njobs)
-        self.mc_limit = _ints(njobs)
-        self.gone = _ints(njobs)
-        self.active = _ints(njobs)
-        self.left = _doubles(njobs)
-        self.rate = _doubles(njobs)
-        self.gpu_usage = _doubles(njobs)
-        self.avg_ncpus = _doubles(njobs)
-        self.deadline = _doubles(njobs)
-        self.mc_running = _ints(self._fill(slot_rsc, [res.overall_frac for res in rr.rscs], exact) or 1)
-        self.caps = array("d", [float(c) for c in rr.caps])
-        # nothing in use yet, as RoundRobin's own counts start
-        self.sim_nused = _doubles(nr)
-        self.p_used = _doubles(nr * nprojects)
-        rsc = self.result.rsc
-        self.shortfall = array("d", [rs.shortfall for rs in rsc])
-        self.saturated = array("d", [rs.saturated_time for rs in rsc])
-        mc_keys = list(rr.mc_cap)
-        self.mc_keys = mc_keys
-        self.nmc = len(mc_keys)
-        self.mc_proj = array("i", [pi for pi, _r in mc_keys] or [0])
-        self.mc_rsc = array("i", [r for _pi, r in mc_keys] or [0])
-        self.mc_cap = array("d", [float(rr.mc_cap[key]) for key in mc_keys] or [0.0])
-        self.mc_short = array("d", [self.result.mc_shortfall[key] for key in mc_keys] or [0.0])
+                nslots += 1
+            self.rsc_hi[r] = nslots
+            # nothing in use yet, as RoundRobin's own counts start
+            self.sim_nused[r] = 0.0
+            self.shortfall[r] = self.result.rsc[r].shortfall
+            self.saturated[r] = self.result.rsc[r].saturated_time
+        self.slot_first[nslots] = njobs
+        self.nslots = nslots
+        for i in range(nr * self.nprojects):
+            self.p_used[i] = 0.0
+        self.napps = self._fill(rr.rscs, bool(rr.exact))
+        for m in range(self.nmc):
+            self.mc_short[m] = self.result.mc_shortfall[self.mc_keys[m]]
         self.nactive = 0
 
-    def _fill(self, slot_rsc: list[int], fracs: list[float], exact: bool) -> int:
+    def _fill(self, rscs, exact: bool) -> int:
         """Copy the queued jobs into the columns; the number of max_concurrent apps among them."""
         apps: dict = {}
         jobs = self.jobs
         slot_first = self.slot_first
         slot_proj = self.slot_proj
         for s in range(self.nslots):
-            r = slot_rsc[s]
-            frac = fracs[r]
+            pi = slot_proj[s]
             for k in range(slot_first[s], slot_first[s + 1]):
                 j = jobs[k]
+                r = j.rsc
                 self.slot_of[k] = s
                 self.rsc[k] = r
-                self.proj[k] = slot_proj[s]
-                mc = j.app.max_concurrent
+                self.proj[k] = pi
+                self.gone[k] = 0
+                mc = int(j.app.max_concurrent)
+                self.mc_limit[k] = mc
                 if mc:
                     self.app[k] = apps.setdefault(j.app, len(apps))
-                    self.mc_limit[k] = mc
                 # the remaining FLOPs as the simulation first sees them (RR_SIM's
                 # flops_left); nothing the estimate reads changes during a simulation
                 self.left[k] = j.est_flops_remaining(exact)
-                self.rate[k] = j.flops * frac
+                self.rate[k] = j.flops * rscs[r].overall_frac
                 self.gpu_usage[k] = j.gpu_usage
                 self.avg_ncpus[k] = j.avg_ncpus
                 self.deadline[k] = j.deadline
@@ -238,7 +277,7 @@ class Repick:
         gone = self.gone
         nprojects = self.nprojects
         gpu_cpu = self.gpu_cpu
-        for a in range(len(mc_running)):
+        for a in range(self.napps):
             mc_running[a] = 0
         n = 0
         sim_nused[0] = 0.0

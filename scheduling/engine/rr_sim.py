@@ -15,11 +15,11 @@ a simulation that takes more than MAX_STEPS_PER_JOB steps per job has numbers ou
 from __future__ import annotations
 
 import math
-from itertools import repeat
-from operator import le, mul, sub, truediv
+from array import array
 
-from .rec import LN2, adjust_rec_sched, compute_priority, priority_init
-from .rr_repick import IDLE_EPS, Repick, busy_update
+from .rec import LN2, priority_init
+from .rr_priority import ByPriority
+from .rr_repick import IDLE_EPS, Repick
 from .state import COBBLESTONE_SCALE, EngineLimitError, JobState
 
 
@@ -121,16 +121,7 @@ def order_time(em, rr) -> float:
     projects = em.projects
     rec_sum = rr.rec_sum
     k = abs(sum(drift[p] for p in projects if p.jobs and p.share > 0)) / rec_sum
-    t = math.inf
-    for gap, i, o, pri_i, pri_o, sf_i, sf_o in rr.contested:
-        # a zero-share project's priority is -1000 - rec_temp / rec_sum (compute_priority)
-        speed = (abs(drift[projects[i]]) / (sf_i or 1.0) + abs(drift[projects[o]]) / (sf_o or 1.0)) / rec_sum + k * (
-            pri_i + pri_o
-        )
-        if speed > 0:
-            # a tie that can move may break the other way at once (ties go to the first project)
-            t = min(t, gap / speed)
-    return t
+    return rr.contested.time(array("d", [abs(drift[p]) for p in projects]), rec_sum, k)
 
 
 def order_can_change_misses(em, rr, now: float) -> bool:
@@ -237,15 +228,17 @@ def decayed(avg: float, work: float, diff: float, w: float, half_life: float) ->
 class RoundRobin:
     """RR_SIM::simulate (reference/client.md §6.4): one simulation of the queued jobs at `now`.
 
-    The jobs of each resource wait in per-project FIFO queues. `pick` fills the instances,
-    GPU types first, taking projects by scheduling priority (re-ordered after each pick and as
-    the projected REC grows), or, under `--compat bce`, in BOINC's emulator's pointer order,
-    which is the reverse of the file order and never changes (reference/client.md §9.1).
-    `step` then runs the picked jobs to the next job end, integrating shortfall, saturation,
-    max_concurrent shortfall and projected REC over the step; `retire` takes the jobs that
-    ended out (deadline misses, busy time) and the next pick fills what they left. With
-    `detail`, each project's shortfall per resource is also integrated: how far its simulated
-    use falls below its share of the instances up to the buffer end.
+    The jobs of each resource wait in per-project FIFO queues (`pending`). A pick fills the
+    instances, GPU types first, taking projects by scheduling priority (re-ordered after each
+    pick and as the projected REC grows), or, under `--compat bce`, in BOINC's emulator's
+    pointer order, which is the reverse of the file order and never changes
+    (reference/client.md §9.1). A step then runs the picked jobs to the next job end,
+    integrating shortfall, saturation, max_concurrent shortfall and projected REC over the
+    step; the jobs that ended retire (deadline misses, busy time) and the next pick fills what
+    they left. With `detail`, each project's shortfall per resource is also integrated: how
+    far its simulated use falls below its share of the instances up to the buffer end. The
+    picks and steps run over typed records of the queues: `ByPriority` (rr_priority.py) by
+    priority, `Repick` (rr_repick.py) under bce.
 
     `run()` returns the `RRResult` and writes `rr_finish` / `rr_miss` on every job.
     """
@@ -266,22 +259,12 @@ class RoundRobin:
         # counted, so that the CPU buffer looks as empty as it is (docs/engine-fidelity.md)
         self.gpu_cpu = result.gpu_cpu = em._gpu_allowed()
         self.mc_cap = static.mc_cap
-        self.any_mc = static.any_mc
         for key in self.mc_cap:
             result.mc_shortfall[key] = 0.0
             result.last_mc_limit[key] = 0.0
-        self.mc_running: dict = {}  # app -> simulated jobs running, against max_concurrent
         # resource -> project index -> FIFO (reversed)
         self.pending: list[dict[int, list[JobState]]] = [dict() for _ in range(nr)]
-        self.sim_nused = [0.0] * nr
-        self.p_used = [[0.0] * len(projects) for _ in range(nr)]
         self.busy = [[0.0] * em.resources[r].ninstances for r in range(nr)]
-        self.credit: dict = {}  # projected credit per second of each project's active jobs
-        # the picked jobs, with their remaining FLOPs, rates and end tolerances, in pick order
-        self.active: list = []
-        self.left: list = []
-        self.rate: list = []
-        self.tol: list = []
         self.sim_now = now
         self.rec_sum = 1.0
         self.steps = 0
@@ -330,69 +313,11 @@ class RoundRobin:
     def run(self) -> RRResult:
         """Pick, then step from job end to job end: run the picked jobs to the first end,
         integrate the step (shortfall, saturation, max_concurrent, projected REC), retire the
-        jobs that end and pick again. Under `--compat bce`, `run_repick`."""
+        jobs that end and pick again. `ByPriority` (rr_priority.py) runs it over typed records;
+        under `--compat bce`, `run_repick`."""
         if self.em.bce:
             return self.run_repick()
-        result = self.result
-        caps = self.caps
-        self.pick()
-        sim_nused = self.sim_nused
-        nr = self.nr
-        rsc = result.rsc
-        for r in range(nr):
-            rsc[r].nidle_now = max(0.0, caps[r] - sim_nused[r])
-        active, rate, tol = self.active, self.rate, self.tol
-        now = self.now
-        buf_end = self.buf_end
-        max_steps = self.max_steps
-        mc = bool(self.mc_cap)
-        detail = self.detail
-        by_priority = self.by_priority
-        sim_now = self.sim_now
-        steps = self.steps
-        while active:
-            steps += 1
-            if steps > max_steps:
-                self.steps = steps
-                raise self.too_many_steps()
-            left = self.left
-            dt = min(map(truediv, left, rate))
-            left = list(map(sub, left, map(mul, rate, repeat(dt))))  # left - rate x dt
-            if mc:
-                self._mc_step(dt)
-            if detail:
-                self._project_shortfall_step(dt)
-            # shortfall (idle instance-seconds up to the buffer end) and saturated time
-            for r in range(nr):
-                idle = caps[r] - sim_nused[r]
-                if idle > IDLE_EPS:
-                    if sim_now < buf_end:
-                        rsc[r].shortfall += idle * (min(sim_now + dt, buf_end) - sim_now)
-                else:
-                    rsc[r].saturated_time = sim_now + dt - now
-            if by_priority:
-                self._rec_step(dt)
-            sim_now = self.sim_now = sim_now + dt
-            ends = list(map(le, left, tol))
-            n = ends.count(True)
-            if n == 0:
-                self.left = left
-                continue
-            if n == 1:
-                k = ends.index(True)
-                ended = [active[k]]
-                del active[k], left[k], rate[k], tol[k]
-            else:
-                done = [k for k, end in enumerate(ends) if end]
-                ended = [active[k] for k in done]
-                for k in reversed(done):
-                    del active[k], left[k], rate[k], tol[k]
-            self.left = left
-            self.retire(ended)
-            self.pick()
-        self.steps = steps
-        self.tail()
-        return result
+        return ByPriority.for_emulator(self.em, self.static).run(self)
 
     def run_repick(self) -> RRResult:
         """RR_SIM::simulate as BOINC's client has it now (rr_sim.cpp), under `--compat bce`.
@@ -407,7 +332,9 @@ class RoundRobin:
         step of an hour, or a tenth of the time beyond ten hours, and ends no job
         (docs/engine-fidelity.md, "The round-robin simulation picks afresh").
         `Repick` (rr_repick.py) runs it over typed records of the queued jobs."""
-        return Repick(self).run()
+        sim = Repick.for_emulator(self.em, self.static)
+        sim.load(self)
+        return sim.run()
 
     def too_many_steps(self) -> EngineLimitError:
         """The error of a simulation past its bound of steps (MAX_STEPS_PER_JOB per job)."""
@@ -416,225 +343,6 @@ class RoundRobin:
             f"for {_jobs(self.max_steps // MAX_STEPS_PER_JOB - 1)}: job sizes or processor speeds "
             f"are out of range (a job would never end)"
         )
-
-    # ------------------------------------------------------------------ picking jobs
-
-    def _next_job(self, q):
-        """The earliest pending job whose app is under its max_concurrent, or None."""
-        mc_running = self.mc_running
-        for k in range(len(q) - 1, -1, -1):
-            mc = q[k].app.max_concurrent
-            if not mc or mc_running.get(q[k].app, 0) < mc:
-                return k
-        return None
-
-    def pick(self) -> None:
-        """Fill the idle instances, GPU types first, then the CPU (§6.4 pick_jobs_to_run)."""
-        projects = self.projects
-        by_priority = self.by_priority
-        any_mc = self.any_mc
-        sim_nused = self.sim_nused
-        caps = self.caps
-        pending = self.pending
-        exact = self.exact
-        active, left, rates, tol = self.active, self.left, self.rate, self.tol
-        for r in self.static.gpus_first:
-            queues = pending[r]
-            limit = caps[r]
-            if not queues or sim_nused[r] >= limit:
-                continue
-            frac = self.rscs[r].overall_frac
-            # the projects still in the running, in index order: without max_concurrent a
-            # project leaves only when its queue empties, so the queues' keys name them
-            open_q = set(queues) if any_mc else queues
-            while sim_nused[r] < limit and open_q:
-                if by_priority:
-                    # the highest priority; the lowest index among equals
-                    pi = -1
-                    best = 0.0
-                    for i in open_q:
-                        pr = projects[i].priority
-                        if pi < 0 or pr > best or (pr == best and i < pi):
-                            pi, best = i, pr
-                else:
-                    pi = max(open_q)
-                q = queues[pi]
-                if any_mc:
-                    k = self._next_job(q)
-                    if k is None:
-                        open_q.discard(pi)  # type: ignore[union-attr]  # a set with max_concurrent
-                        continue
-                    if by_priority and len(open_q) > 1:
-                        self._contest(pi, open_q)
-                    j = q.pop(k)
-                    if j.app.max_concurrent:
-                        self.mc_running[j.app] = self.mc_running.get(j.app, 0) + 1
-                    if not q:
-                        del queues[pi]
-                        open_q.discard(pi)  # type: ignore[union-attr]  # a set with max_concurrent
-                else:
-                    if by_priority and len(open_q) > 1:
-                        self._contest(pi, open_q)
-                    j = q.pop()
-                    if not q:
-                        del queues[pi]
-                active.append(j)
-                rem = (j.size if exact else j.fpops_est) - j.done  # est_flops_remaining
-                left.append(0.0 if 0.0 > rem else rem)
-                rates.append(j.flops * frac)
-                tol.append(1e-9 * (j.size + 1.0))
-                self._occupy(r, pi, j)
-                if by_priority:
-                    p = projects[pi]
-                    em = self.em
-                    peak = j.peak_flops
-                    self.credit[p] = self.credit.get(p, 0.0) + peak * COBBLESTONE_SCALE
-                    adjust_rec_sched(p, peak, em.total_peak_flops, self.rec_sum)
-
-    def _contest(self, pi: int, open_q) -> None:
-        """Record a pick by priority with other projects in the running (see order_time):
-        (priority gap, chosen index, other index, the part of each priority that moves with
-        REC, rec_temp / (rec_sum x share_frac), and each share_frac)."""
-        projects = self.projects
-        rec_sum = self.rec_sum
-        chosen = projects[pi]
-        sf_c = chosen.share_frac
-        pri_c = chosen.priority
-        moving_c = chosen.rec_temp / (rec_sum * (sf_c or 1.0))
-        self.result.contested.extend(
-            [
-                (
-                    pri_c - o.priority,
-                    pi,
-                    i,
-                    moving_c,
-                    o.rec_temp / (rec_sum * (o.share_frac or 1.0)),
-                    sf_c,
-                    o.share_frac,
-                )
-                for i in open_q
-                if i != pi
-                for o in (projects[i],)
-            ]
-        )
-
-    # ------------------------------------------------------------------ running to the next end
-
-    def _mc_step(self, dt: float) -> None:
-        """max_concurrent: when a limit last held a job back, and the idle instance-seconds up
-        to the buffer end that each limited project may fill (§6.4, §6.5)."""
-        result = self.result
-        sim_now = self.sim_now
-        caps = self.caps
-        for (pi, r), cap in self.mc_cap.items():
-            q = self.pending[r].get(pi)
-            if q and self._next_job(q) is None:
-                result.last_mc_limit[(pi, r)] = sim_now + dt - self.now
-            if sim_now < self.buf_end:
-                room = caps[r] - self.sim_nused[r]
-                fill = min(room, cap - self.p_used[r][pi])
-                if fill > IDLE_EPS:
-                    result.mc_shortfall[(pi, r)] += fill * (min(sim_now + dt, self.buf_end) - sim_now)
-
-    def _occupy(self, r: int, pi: int, j) -> None:
-        """RR_SIM::activate's counts for a picked job: its instances in its project's and its
-        resource's use, and a GPU job's CPU share in the CPU's while GPUs compute."""
-        if r:
-            self.p_used[r][pi] += j.gpu_usage
-            self.sim_nused[r] += j.gpu_usage
-            if self.gpu_cpu:
-                self.sim_nused[0] += j.avg_ncpus
-        else:
-            self.p_used[0][pi] += j.avg_ncpus
-            self.sim_nused[0] += j.avg_ncpus
-
-    def _project_shortfall_step(self, dt: float) -> None:
-        """With `detail`: how far each project's simulated use falls below its fair share of
-        each resource's instances, up to the buffer end."""
-        sim_now = self.sim_now
-        buf_end = self.buf_end
-        if sim_now >= buf_end:
-            return
-        span = min(sim_now + dt, buf_end) - sim_now
-        shortfall = self.result.project_rsc_shortfall
-        for r in range(self.nr):
-            p_used = self.p_used[r]
-            for pi, f in self.static.fair[r].items():
-                if p_used[pi] < f:
-                    key = (pi, r)
-                    shortfall[key] = shortfall.get(key, 0.0) + (f - p_used[pi]) * span
-
-    def _rec_step(self, dt: float) -> None:
-        """Projected REC: each project with active jobs earns their credit over the step, and
-        its priority follows (rec.update_average and rec.compute_priority, §6.1, §6.2, with
-        their arithmetic; tests/scheduling/test_rr_sim.py checks both). BOINC cuts steps
-        longer than an hour so that the projected REC re-orders projects; here no pick happens
-        between job ends and update_average composes exactly for a constant rate, so stepping
-        from job end to job end gives the same result."""
-        sim_now = self.sim_now
-        half_life = self.em.rec_half_life
-        diff, w = decay_factors(sim_now, sim_now + dt, half_life)
-        if diff <= 0:
-            return  # no REC moves, and every charged priority already follows its rec_temp
-        rec_sum = self.rec_sum
-        one_w = 1.0 - w
-        if one_w > 1e-6:
-            days = diff / 86400.0
-            for p, credit_rate in self.credit.items():
-                if credit_rate > 0:
-                    rec = p.rec_temp = p.rec_temp * w + one_w * (credit_rate * dt / days)
-                    # compute_priority
-                    if p.share == 0:
-                        p.priority = -1e3 - rec / rec_sum
-                    elif p.share_frac > 0:
-                        p.priority = -(rec / rec_sum) / p.share_frac
-                    else:
-                        p.priority = -(rec / rec_sum)
-        else:
-            for p, credit_rate in self.credit.items():
-                if credit_rate > 0:
-                    p.rec_temp = decayed(p.rec_temp, credit_rate * dt, diff, w, half_life)
-                    compute_priority(p, rec_sum)
-
-    def retire(self, ended: list) -> None:
-        """The jobs that ended in the last step: free their instances, note their projected
-        finish and deadline misses, and add a miss's run time to the busy time (§6.4)."""
-        em = self.em
-        sim_now = self.sim_now
-        result = self.result
-        buf_min = em.work_buf_min
-        by_priority = self.by_priority
-        p_used = self.p_used
-        sim_nused = self.sim_nused
-        for j in ended:
-            r = j.rsc
-            if j.app.max_concurrent:
-                self.mc_running[j.app] -= 1
-            if r:
-                p_used[r][j.project.index] -= j.gpu_usage
-                sim_nused[r] -= j.gpu_usage
-                if self.gpu_cpu:
-                    sim_nused[0] -= j.avg_ncpus
-            else:
-                p_used[0][j.project.index] -= j.avg_ncpus
-                sim_nused[0] -= j.avg_ncpus
-            if by_priority:
-                self.credit[j.project] -= j.peak_flops * COBBLESTONE_SCALE
-            j.rr_finish = sim_now
-            if sim_now > j.deadline - buf_min:
-                j.rr_miss = True
-                key = (j.project.index, r)
-                result.misses[key] = result.misses.get(key, 0) + 1
-                rate = j.flops * self.rscs[r].overall_frac
-                if em.bce:
-                    # estimated_runtime_remaining(): a job never started is its estimate
-                    # times the project's duration correction factor (rr_sim.cpp)
-                    dur = j.runtime_remaining(rate)
-                else:
-                    dur = j.est_flops_remaining(self.exact) / rate
-                busy_update(self.busy[r], dur, j.gpu_usage if r else j.avg_ncpus)
-                if r:
-                    busy_update(self.busy[0], dur, j.avg_ncpus)
 
     def tail(self) -> None:
         """After the last job: every instance idle up to the buffer end; the busy times."""

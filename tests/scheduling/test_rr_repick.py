@@ -46,13 +46,16 @@ def test_the_records_hold_the_queued_jobs_in_pick_order_gpu_types_first_projects
         prefs=Prefs(work_buf_min_days=0.5 / 24, work_buf_additional_days=0.5 / 24),
     )
     em = bce_emulator(s)
-    rec = Repick(RoundRobin(em, 0.0))
+    sim = RoundRobin(em, 0.0)
+    rec = Repick.for_emulator(em, sim.static)
+    rec.load(sim)
     # the GPU's one slot, then the CPU's projects from the last in the file to the first,
     # each project's jobs in arrival order (the emulator's list, which is the file's reversed)
     assert [j.name for j in em.projects[0].jobs] == ["a2", "a1"]
     assert [j.name for j in rec.jobs] == ["g1", "c1", "b1", "a2", "a1"]
-    assert list(rec.slot_first) == [0, 1, 2, 3, 5]
-    assert list(rec.slot_proj) == [1, 2, 1, 0]
+    assert (rec.njobs, rec.nslots) == (5, 4)
+    assert list(rec.slot_first)[:5] == [0, 1, 2, 3, 5]
+    assert list(rec.slot_proj)[:4] == [1, 2, 1, 0]
     assert (list(rec.rsc_lo), list(rec.rsc_hi)) == ([1, 0], [4, 1])
     for k, j in enumerate(rec.jobs):
         assert (rec.rsc[k], rec.proj[k], rec.slot_of[k]) == (j.rsc, j.project.index, [0, 1, 2, 3, 3][k])
@@ -81,10 +84,14 @@ def test_a_gpu_job_with_a_larger_cpu_share_pushes_a_started_cpu_job_back():
     )
     em = bce_emulator(s)
     assert [[j.name for j in p.jobs] for p in em.projects] == [["c3", "c2", "c1"], ["g1", "g2"]]  # arrival
-    rec = Repick(RoundRobin(em, 0.0))
+    sim = RoundRobin(em, 0.0)
+    rec = Repick.for_emulator(em, sim.static)
+    rec.load(sim)
     rr = rec.run()
     # every job ended and every queue's head passed its last job
-    assert all(rec.gone) and list(rec.slot_head) == list(rec.slot_first)[1:] and not any(rec.slot_left)
+    n, slots = rec.njobs, rec.nslots
+    assert all(list(rec.gone)[:n]) and not any(list(rec.slot_left)[:slots])
+    assert list(rec.slot_head)[:slots] == list(rec.slot_first)[1 : slots + 1]
     assert finishes(em) == {"g1": HOUR, "g2": 3 * HOUR, "c3": 4 * HOUR, "c2": 5 * HOUR, "c1": 7 * HOUR}
     assert rr.rsc[0].nidle_now == 0 and rr.rsc[1].nidle_now == 0
     # the GPU idles from 3 h on; its buffer ends at 2 h
@@ -140,3 +147,58 @@ def test_a_job_past_its_deadline_less_the_buffer_minimum_is_a_miss_with_its_run_
     assert rr.misses == {(0, 0): 1}
     # the miss's run time, estimated as BOINC's emulator does: its estimate x the DCF
     assert rr.rsc[0].busy_time == j2.runtime_remaining(j2.flops * em.resources[0].overall_frac)
+
+
+@pytest.mark.parametrize("compat", ["bce", "intended"])
+def test_a_simulation_on_columns_an_earlier_one_filled_is_the_simulation_on_fresh_ones(compat):
+    # one Repick (bce) or ByPriority (intended) serves every simulation of a run: a later
+    # simulation with fewer jobs, some of them half done, must not see the earlier one's
+    # entries past its own
+    def make():
+        s = scenario(
+            project("A", [job(f"a{i}", hours=1 + i) for i in range(5)], share=300),
+            project("B", [job(f"b{i}", hours=2) for i in range(3)], apps=(cpu_app(max_concurrent=1),), app_config=True),
+            project("G", [job("g1", app="g", hours=1), job("g2", app="g", hours=3)], apps=(gpu_app(),)),
+            host=gpu_host(2),
+            prefs=Prefs(work_buf_min_days=2 / 24, work_buf_additional_days=4 / 24),
+        )
+        em = bce_emulator(s) if compat == "bce" else intended_emulator(s)
+        for p, rec in zip(em.projects, (40.0, 10.0, 3.0)):
+            p.rec = rec
+        return em
+
+    def shrink(em):
+        for p in em.projects:
+            del p.jobs[-1:]
+            for j in p.jobs[:1]:
+                j.done = j.fpops_est / 3
+
+    def figures(em, rr):
+        return (
+            finishes(em),
+            [(r.shortfall, r.nidle_now, r.saturated_time, r.busy_time) for r in rr.rsc],
+            rr.misses,
+            rr.mc_shortfall,
+            rr.last_mc_limit,
+            [(p.rec_temp, p.priority) for p in em.projects],
+        )
+
+    reused = make()
+    rr_simulate(reused, 0.0)
+    shrink(reused)
+    fresh = make()
+    shrink(fresh)
+    assert figures(reused, rr_simulate(reused, 600.0)) == figures(fresh, rr_simulate(fresh, 600.0))
+
+
+def intended_emulator(s):
+    return Emulator(
+        s,
+        get_policy("boinc7"),
+        duration=60,
+        delta=60,
+        seed=1,
+        compat="intended",
+        existing_jobs_only=False,
+        policy_name="boinc7",
+    )
