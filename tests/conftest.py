@@ -1,4 +1,6 @@
+import json
 import os
+from pathlib import Path
 
 import pytest
 import redis
@@ -95,6 +97,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     keep(items, lambda item: (item.get_closest_marker("long") is not None) == long_only, config)
     if only_the_database_pass(os.environ.get("BOINCWEB_TEST_ONLY_DATABASE", "")):
         keep(items, runs_on_postgresql, config)
+    items[:] = costliest_modules_first(items, module_costs())
 
 
 # The folders whose database tests run a second time on PostgreSQL. The daemons and the scheduler
@@ -121,3 +124,77 @@ def runs_on_postgresql(item: pytest.Item) -> bool:
         return True
     path = os.path.relpath(str(item.path), os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     return path.replace(os.sep, "/").startswith(POSTGRESQL_FOLDERS)
+
+
+# Seconds each test module took in a recorded run (setup, call and teardown of its tests,
+# summed), for each pass: `make test`'s first pass, its pass on PostgreSQL, and `make test-long`.
+# A run with BOINCWEB_TEST_RECORD_COSTS=1 writes those of the modules it ran into its pass. Only
+# the PostgreSQL pass is recorded: there a few long modules (shards, real clients, several
+# processes) made the tail; the SQLite pass in collection order already ends both workers
+# within seconds of each other, and a pass with nothing recorded keeps that order.
+MODULE_COSTS = Path(__file__).resolve().parent / "module_costs.json"
+
+
+def which_pass() -> str:
+    if long_selection(os.environ.get("BOINCWEB_TEST_LONG", "")):
+        return "long"
+    if only_the_database_pass(os.environ.get("BOINCWEB_TEST_ONLY_DATABASE", "")):
+        return "database"
+    return "suite"
+
+
+def module_costs() -> dict[str, float]:
+    try:
+        recorded = json.loads(MODULE_COSTS.read_text())
+    except FileNotFoundError:
+        return {}
+    return recorded.get(which_pass(), {})
+
+
+def module_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def costliest_modules_first(items: list[pytest.Item], costs: dict[str, float]) -> list[pytest.Item]:
+    """The tests in the order they are handed out: module by module, the modules that took
+    longest in the pass's recorded run first, a module not recorded (a new one) after the
+    recorded ones, ties in collection order; within a module, collection order.
+
+    pytest-xdist's worksteal hands the first half of this order to one worker and the second
+    half to the other, and an idle worker takes the back half of the other's queue. With the
+    long modules first, the run's tail is made of short tests a worker can take over, instead of
+    one long world that began late while the other worker sits idle. A module's tests stay
+    together so that its module-scoped fixtures (tests/shared_rows.py) are not built again for
+    each stretch of it."""
+    first_seen: dict[str, int] = {}
+    for item in items:
+        first_seen.setdefault(module_of(item.nodeid), len(first_seen))
+
+    def rank(item: pytest.Item) -> tuple[float, int]:
+        module = module_of(item.nodeid)
+        return (-costs.get(module, -1.0), first_seen[module])
+
+    return sorted(items, key=rank)
+
+
+RECORDED: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if os.environ.get("BOINCWEB_TEST_RECORD_COSTS") == "1":
+        module = module_of(report.nodeid)
+        RECORDED[module] = RECORDED.get(module, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """With BOINCWEB_TEST_RECORD_COSTS=1, the run (an xdist run's controller, which sees every
+    worker's reports) writes the seconds of each module it ran into its pass in MODULE_COSTS."""
+    if not RECORDED or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    try:
+        recorded = json.loads(MODULE_COSTS.read_text())
+    except FileNotFoundError:
+        recorded = {}
+    costs = {**recorded.get(which_pass(), {}), **{module: round(s, 1) for module, s in RECORDED.items()}}
+    recorded[which_pass()] = dict(sorted(costs.items()))
+    MODULE_COSTS.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")

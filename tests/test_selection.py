@@ -112,3 +112,21 @@ def test_a_bad_long_value_stops_the_run_with_a_message():
     out = collect("0", "tests/test_signals.py", long="all")
     assert out.returncode != 0
     assert "BOINCWEB_TEST_LONG must be 0 or 1, not 'all'" in out.stderr + out.stdout
+
+
+def test_the_costliest_modules_are_handed_out_first_each_module_whole_and_new_ones_last():
+    from types import SimpleNamespace
+
+    from tests.conftest import costliest_modules_first
+
+    names = ["a.py::1", "b.py::1", "new.py::1", "a.py::2", "c.py::1", "b.py::2", "other_new.py::1"]
+    items = [SimpleNamespace(nodeid=name) for name in names]
+    costs = {"a.py": 3.0, "b.py": 40.0, "c.py": 3.0}
+    ordered = [item.nodeid for item in costliest_modules_first(items, costs)]
+    # b first; a and c tie and keep their collection order; a's tests together; then the
+    # modules with no recorded cost, in collection order; every test once
+    assert ordered == ["b.py::1", "b.py::2", "a.py::1", "a.py::2", "c.py::1", "new.py::1", "other_new.py::1"]
+    # with nothing recorded (a fresh checkout without the file): modules in the order they were
+    # first collected
+    unordered = [item.nodeid for item in costliest_modules_first(items, {})]
+    assert unordered == ["a.py::1", "a.py::2", "b.py::1", "b.py::2", "new.py::1", "c.py::1", "other_new.py::1"]

@@ -54,7 +54,10 @@ def children(pid):
 def test_a_killed_work_horse_leaves_the_world_failed_unlocked_and_resumable_by_staff(
     redis_client, staff, volunteer, data_dirs, tmp_path
 ):
-    world = WorldFactory(name="doomed", hosts=12, days=0.5, seed=3, speedup=10800)
+    # A slice is 10800 × 2 simulated seconds (world.jobs.SLICE_WALL_SECONDS): the horse dies in the
+    # first quarter day whatever the cushion, and the cushion of 8 (SMALL_CUSHION) leaves the
+    # resumed chain a drain of hours rather than days of slices to reach its end.
+    world = WorldFactory(name="doomed", hosts=12, days=0.5, seed=3, speedup=10800, settings=SMALL_CUSHION)
     assert jobs.start(world.pk)
     job_id = World.objects.get(pk=world.pk).job_id
     worker = subprocess.Popen(
