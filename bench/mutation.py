@@ -637,6 +637,28 @@ def run_mutant(tree, mutant, tests, timeout):
         path.write_text(original)
 
 
+def common_mutants(mutants, targets, revision):
+    """``mutants`` whose key the same files at git ``revision`` also give, sorted by key.
+
+    Two trees (a revision before a change to the tests and one after) mutate slightly
+    different daemon files; sampling from what both have, in an order that does not depend on
+    line numbers, gives both the same mutants to run.
+    """
+    keys = set()
+    with tempfile.TemporaryDirectory(prefix="mutation-rev-") as scratch:
+        for target in targets:
+            shown = subprocess.run(["git", "show", f"{revision}:{target}"], cwd=ROOT, capture_output=True)
+            if shown.returncode != 0:
+                if b"does not exist" in shown.stderr or b"exists on disk, but not in" in shown.stderr:
+                    continue  # a file this revision does not have: none of its mutants are common
+                raise subprocess.CalledProcessError(shown.returncode, shown.args, stderr=shown.stderr)
+            copy = Path(scratch) / target
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            copy.write_bytes(shown.stdout)
+            keys |= {m.key for m in mutants_of(copy, tree_root=Path(scratch).resolve())}
+    return sorted((m for m in mutants if m.key in keys), key=lambda m: m.key)
+
+
 def load_equivalents():
     if not EQUIVALENTS.exists():
         return {}
@@ -654,6 +676,12 @@ def main(argv=None):
     )
     parser.add_argument("--sample", type=int, default=0, help="a random sample of N mutants")
     parser.add_argument("--seed", type=int, default=1, help="the sample's seed")
+    parser.add_argument(
+        "--common-with",
+        metavar="REV",
+        help="only the mutants that git revision REV's files have too (same file, function, "
+        "source line and change), in key order: run in two trees, the same sample in both",
+    )
     parser.add_argument(
         "--jobs",
         type=int,
@@ -696,6 +724,11 @@ def main(argv=None):
     log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
     targets = target_files(args.files)
     mutants = [m for target in targets for m in mutants_of(ROOT / target)]
+    if args.common_with:
+        try:
+            mutants = common_mutants(mutants, targets, args.common_with)
+        except subprocess.CalledProcessError as exc:
+            parser.error(f"--common-with {args.common_with}: {exc.stderr.decode(errors='replace').strip()}")
     total = len(mutants)
     if args.sample and args.sample < total:
         mutants = random.Random(args.seed).sample(mutants, args.sample)
