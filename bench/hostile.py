@@ -4,7 +4,7 @@ the database changed.
 
     [DATABASE_URL=postgres://...] python bench/hostile.py [--outage 20] [--slow-clients 20] [--json]
 
-It serves boincweb as the README's "Deploy" section does, from Procfile.deploy: the ``web``
+It serves boincweb as docs/deploy.md does, from Procfile.deploy: the ``web``
 command (gunicorn's asyncio worker, ``WEB_CONCURRENCY=2``) with ``DEBUG`` off, on the database
 ``DATABASE_URL`` names (else a SQLite file of its own) and a private Redis it starts on a Unix
 socket, then the ``worker`` and ``cron`` commands. It makes what the cases need through the

@@ -12,7 +12,7 @@ validation, assimilation or file deletion, one in 50 with a client error and a t
 one ``INSERT ... SELECT generate_series`` per 50,000 workunits that writes the workunits, their
 results and their events at once; a database that already holds them is left as it is.
 
-Then it serves the database as the README's "Deploy" section does (``collectstatic``, then
+Then it serves the database as docs/deploy.md does (``collectstatic``, then
 gunicorn with ``DEBUG`` off and whitenoise, ``--server-workers`` processes on a free port), or
 uses ``--url`` of a server already running, and runs ``--clients`` clients (aiohttp, one
 connection each) for ``--seconds``: each client fetches, in turn, the status page, the workunit
@@ -308,7 +308,7 @@ def free_port():
 
 
 class ProductionServer:
-    """gunicorn serving boincweb as the README's "Deploy" section does, on a free port."""
+    """gunicorn serving boincweb as docs/deploy.md does, on a free port."""
 
     def __init__(self, workers, env, workdir):
         self.workers, self.workdir = workers, workdir
@@ -527,7 +527,7 @@ def main(argv=None):
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=60, help="0: only fill")
     parser.add_argument(
-        "--server-workers", type=int, default=4, help="gunicorn processes (the README: about 2 per core)"
+        "--server-workers", type=int, default=4, help="gunicorn processes (docs/deploy.md: about 2 per core)"
     )
     parser.add_argument("--url", default="", help="a server already running, instead of gunicorn")
     parser.add_argument(

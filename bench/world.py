@@ -1,6 +1,6 @@
 """Volunteer world benchmark (issues 5 and 20; DESIGN.md "Performance targets"): a population of
 hosts driving every back-end daemon for a stretch of simulated time, on the configured database
-(PostgreSQL via DATABASE_URL for the figures the README states).
+(PostgreSQL via DATABASE_URL for the figures docs/performance.md states).
 
     DATABASE_URL=postgres://... REDIS_URL=redis://.../5 .venv/bin/python bench/world.py
         [--hosts 10000] [--days 1] [--seed 1] [--locality] [--kind simple] [--workers 1]

@@ -1,4 +1,4 @@
-"""The ASGI application: what the production server runs (README, "Deploy").
+"""The ASGI application: what the production server runs (docs/deploy.md).
 
 gunicorn's asyncio worker (``--worker-class asgi``) reads each request whole, headers and body,
 without holding a thread, and Django's ASGI handler reads the body to its end before a view

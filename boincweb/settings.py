@@ -7,7 +7,7 @@ STATIC_ROOT   collectstatic's target (var/staticfiles)
 CSRF_TRUSTED_ORIGINS  comma-separated https://... origins of a TLS proxy in front
 SECURE_SSL_REDIRECT, SECURE_HSTS_SECONDS, SECURE_HSTS_INCLUDE_SUBDOMAINS, SECURE_HSTS_PRELOAD,
 SESSION_COOKIE_SECURE, CSRF_COOKIE_SECURE, SECURE_PROXY_SSL_HEADER  Django's settings of the
-              same names (README "Deploy"); off by default, as in Django
+              same names (docs/deploy.md); off by default, as in Django
 """
 
 import importlib.util

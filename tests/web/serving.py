@@ -33,7 +33,7 @@ def child_env(**values):
 
 
 def deployed_command(process):
-    """The command line of ``process`` in Procfile.deploy (README "Deploy"), run with ``sh -c``
+    """The command line of ``process`` in Procfile.deploy (docs/deploy.md), run with ``sh -c``
     as honcho and most service managers do."""
     for line in (BASE / "Procfile.deploy").read_text().splitlines():
         name, _, command = line.partition(":")

@@ -1,4 +1,4 @@
-"""The production way to serve the dashboard (README "Deploy", Procfile.deploy's ``web``):
+"""The production way to serve the dashboard (docs/deploy.md, Procfile.deploy's ``web``):
 gunicorn's asyncio worker with DEBUG off, the static files collected and served by whitenoise,
 the database and Redis by URL."""
 

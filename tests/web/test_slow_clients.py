@@ -1,5 +1,5 @@
 """The deployed web server (Procfile.deploy's ``web``: gunicorn's asyncio worker in front of
-Django's ASGI handler, README "Deploy") keeps answering while clients send slowly (issue 34's
+Django's ASGI handler, docs/deploy.md) keeps answering while clients send slowly (issue 34's
 finding 4: three such clients held every sync worker for gunicorn's 30 s timeout), and reads a
 scheduler request sent in chunks (finding 9).
 
