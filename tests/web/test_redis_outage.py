@@ -10,14 +10,16 @@ from datetime import timedelta
 import django_rq
 import pytest
 import redis
+from django.conf import settings as django_settings
 from django.db import transaction
-from django.test import Client
+from django.test import Client, override_settings
 from rq import Worker as RQWorker
 
 from backend.models import Host, Workunit
 from boincweb import embedded_redis
 from scheduling.models import Run
 from tests.factories import RunFactory, WorldFactory
+from tests.shared_rows import shared_rows
 from tests.web.busy_site import build_busy_site
 from tests.web.serving import BASE, MANAGE, child_env
 from tests.web.test_crawler import NOT_CRAWLED, Links, internal, pattern, site_routes
@@ -25,6 +27,10 @@ from world import jobs
 from world.models import World
 from world.views import start_new
 
+# Transactional: the POSTs under test enqueue on commit. The walk of every page only reads, and
+# runs in a transaction rolled back over the busy site built once for the module (shared_rows),
+# before the transactional tests (pytest-django runs those last); the POSTs' test is the first
+# of those, and the tables are emptied after it as after any transactional test.
 pytestmark = pytest.mark.django_db(transaction=True)
 
 OUTAGE = b"Redis is not reachable"
@@ -62,11 +68,19 @@ def stop_redis(settings, own_redis):
     return stop
 
 
+@pytest.fixture(scope="module")
+def busy_site(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The busy site's rows, built once for the module, its files in a directory of its own."""
+    data_dir = tmp_path_factory.mktemp("busy-site")
+    with override_settings(BOINCWEB_DATA_DIR=data_dir):
+        yield from shared_rows(django_db_blocker, lambda: build_busy_site(django_settings, data_dir))
+
+
 @pytest.fixture
-def site_without_redis(settings, tmp_path, redis_client, stop_redis):
+def site_without_redis(busy_site, redis_client, stop_redis):
     """The busy site, with work in flight that the pages judge through Redis (a lab run and a
     world waiting on their jobs), and then its Redis stopped."""
-    site = build_busy_site(settings, tmp_path)
+    site = busy_site
     RunFactory(scenario=site.runs[0].scenario, job_id="lab-run-waiting")
     World.objects.filter(pk=site.world.pk).update(status=World.Status.RUNNING, job_id="world-waiting")
     stop_redis()
@@ -105,6 +119,7 @@ def rows():
     return World.objects.count(), list(statuses), Run.objects.count()
 
 
+@pytest.mark.django_db
 def test_with_redis_stopped_every_page_answers_with_a_message_and_never_a_500(site_without_redis):
     site = site_without_redis
     anonymous, staff = Client(raise_request_exception=False), Client(raise_request_exception=False)
