@@ -79,7 +79,8 @@ class HtmxHttpRequest(HttpRequest):
 
 # The status page's panels, each a partial of its own that polls at its own pace: the daemons
 # and queues (2 s), the users, computers and run times, cached for a minute (60 s), and the
-# queues' recent history, a sample per pass of the periodic daemon job (10 s).
+# charts: the tasks by app and the queues' recent history, a sample per pass of the periodic
+# daemon job (10 s). A chart is drawn anew at each swap of its panel, so none polls at 2 s.
 STATUS_PANELS = ("panel", "community", "history")
 
 
@@ -98,9 +99,6 @@ def status(request: HtmxHttpRequest, project: Project) -> HttpResponse:
         context["status"] = state
         context["figures_age"] = now - state.figures_time
         context["figures_max_age"] = server_status.FIGURES_MAX_AGE
-        [(_id, context["apps_figure"])] = _figure_scripts(
-            ("apps", tuple(state.apps)), lambda: [("apps-figure", charts.app_tasks_figure(state.apps))]
-        )
     if whole or panel == "community":
         figures = server_status.cached_community(now, project)
         context["community"] = figures
@@ -116,9 +114,17 @@ def status(request: HtmxHttpRequest, project: Project) -> HttpResponse:
             config = SchedulerConfig()
         context["app_versions"] = app_version_table(config, project)
     if whole or panel == "history":
+        if whole:
+            apps = context["status"].apps
+        else:
+            apps = [server_status.AppTasks(**app) for app in server_status.cached_figures(now, project)["apps"]]
+        [(_id, context["apps_figure"])] = _figure_scripts(
+            ("apps", tuple(apps)), lambda: [("apps-figure", charts.app_tasks_figure(apps))]
+        )
         samples = server_status.queue_history(project)
-        key = ("history", json.dumps(samples, sort_keys=True))
-        context["history"] = _figure_scripts(key, lambda: charts.queue_history_figures(samples))
+        origin = clock_origin(project)
+        key = ("history", origin, json.dumps(samples, sort_keys=True))
+        context["history"] = _figure_scripts(key, lambda: charts.queue_history_figures(samples, origin))
         context["history_samples"] = len(samples)
     return render_page(request, "project/status.html", context, panel)
 
@@ -382,7 +388,7 @@ def workunit_detail(request: HtmxHttpRequest, pk: int, project: Project) -> Http
     )
     wu_events = [e for e in events if not e.result_id]
     _label_events(events, {r.id: r.name for r in results})
-    timeline = charts.lifecycle_timeline(events, {r.id: r.name for r in results})
+    timeline = charts.lifecycle_timeline(events, {r.id: r.name for r in results}, clock_origin(project))
     finished = wu.file_delete_state == FileDeleteState.DONE and all(r.server_state == ServerState.OVER for r in results)
     links = result_links(results)
     context = {
@@ -418,7 +424,7 @@ def result_detail(request: HtmxHttpRequest, pk: int, project: Project) -> HttpRe
     )
     events = list(result.events.order_by("time", "id"))
     _label_events(events, {result.id: result.name})
-    timeline = charts.lifecycle_timeline(events, {result.id: result.name})
+    timeline = charts.lifecycle_timeline(events, {result.id: result.name}, clock_origin(project))
     finished = result.file_delete_state == FileDeleteState.DONE
     context = {
         "result": result,
