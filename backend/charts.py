@@ -6,7 +6,7 @@ from typing import Any, Protocol
 
 import plotly.graph_objects as go
 
-from backend.models import LifecycleEvent, state_label
+from backend.models import INT_MAX, LifecycleEvent, state_label
 from boincweb.human import sim_time
 
 CPU_COLOUR = "#1f5fbf"
@@ -158,11 +158,19 @@ def lifecycle_timeline(
     )
 
 
+def _time_label(seconds: int | None, origin: int | None) -> str:
+    if not seconds:
+        return "–"
+    if seconds >= INT_MAX:
+        return "never"
+    return sim_time(seconds - origin) if origin is not None else _when(seconds).strftime("%Y-%m-%d %H:%M:%S")
+
+
 def _change(event: LifecycleEvent, origin: int | None) -> str:
-    """ "server_state: UNSENT → IN_PROGRESS"; a change of a time shows the times, on the
-    world's clock when there is one."""
-    if event.field.endswith(("_time", "deadline")) and origin is not None:
-        old, new = (sim_time(v - origin) if v else "–" for v in (event.old, event.new))
+    """A change as "server_state: UNSENT → IN_PROGRESS"; a change of a time shows the times as
+    dates, or on the world's clock when there is one, never as Unix seconds."""
+    if event.field.endswith(("_time", "deadline")):
+        old, new = (_time_label(v, origin) for v in (event.old, event.new))
     else:
         old, new = state_label(event.field, event.old), state_label(event.field, event.new)
     return f"{event.field}: {old} → {new}"

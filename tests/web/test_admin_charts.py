@@ -65,6 +65,7 @@ def test_a_worlds_lifecycle_is_drawn_on_its_clock():
 def test_a_wall_clock_lifecycle_keeps_dates():
     fig = charts.lifecycle_timeline(EVENTS, {7: "demo_0000138_0"})
     assert fig.data[0].x[0].timestamp() == START + 3600
+    assert "transition_time: 2027-01-15 09:00:00 → 2027-01-16 09:00:00" in fig.data[0].text[1]
 
 
 def test_history_lines_draw_at_most_their_points_keeping_the_first_and_newest():
