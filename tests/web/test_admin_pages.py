@@ -59,6 +59,13 @@ def world(django_db_setup, django_db_blocker, tmp_path_factory):
     yield from shared_rows(django_db_blocker, lambda: build(data_dir))
 
 
+@pytest.fixture(autouse=True)
+def own_redis(redis_client):
+    """The figures and history the status pages and daemon passes keep in Redis are emptied
+    before and after each test, so that no later test reads this module's counts."""
+    return redis_client
+
+
 @pytest.fixture
 def project(world):
     return Project.objects.get(pk=world.project_id)
