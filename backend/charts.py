@@ -6,7 +6,8 @@ from typing import Any, Protocol
 
 import plotly.graph_objects as go
 
-from backend.models import LifecycleEvent, state_label
+from backend.models import INT_MAX, LifecycleEvent, state_label
+from boincweb.human import sim_time
 
 CPU_COLOUR = "#1f5fbf"
 GPU_COLOUR = "#1b7f3b"
@@ -15,7 +16,11 @@ UNSENT_COLOUR = "#9aa5b5"
 
 def _layout(title: str, height: int, **more: Any) -> dict[str, Any]:
     """A figure's layout. It names no plotly template: plotly.py's default one is 6 KB of JSON
-    in every figure and a deep copy per figure, and these figures set their own colours."""
+    in every figure and a deep copy per figure, and these figures set their own colours.
+
+    The margins are small, and every axis grows its side of them to fit its tick labels and
+    title (``automargin``), so a long result name or a date is never cut off."""
+    axes = {name: {"automargin": True, **more.pop(name, {})} for name in ("xaxis", "yaxis")}
     return {
         "template": {},
         "title": {"text": title, "x": 0, "font": {"size": 14}},
@@ -24,6 +29,7 @@ def _layout(title: str, height: int, **more: Any) -> dict[str, Any]:
         "paper_bgcolor": "white",
         "plot_bgcolor": "white",
         "legend": {"orientation": "h", "y": -0.2},
+        **axes,
         **more,
     }
 
@@ -79,6 +85,17 @@ def _when(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, tz=timezone.utc)
 
 
+def _clock(times: Sequence[float], origin: int | None) -> tuple[list[Any], dict[str, Any], list[str]]:
+    """Times (Unix seconds) as a chart's x values, its x axis and the hover text of each: dates
+    on the wall clock (``origin`` None), whose hover shows the date plotly puts on the axis, or
+    hours on a world's clock since its start (``origin``, Unix seconds at simulated t = 0), read
+    as "day 1, 13:08" on hover."""
+    if origin is None:
+        return [_when(t) for t in times], {}, [""] * len(times)
+    axis = {"title": {"text": "hours on the world's clock"}, "rangemode": "tozero"}
+    return [(t - origin) / 3600 for t in times], axis, [sim_time(t - origin) for t in times]
+
+
 def event_subject(event: LifecycleEvent, result_names: Mapping[int, str]) -> str:
     """The row of the timeline an event belongs on: its result, else its workunit."""
     if event.result_id:
@@ -86,44 +103,77 @@ def event_subject(event: LifecycleEvent, result_names: Mapping[int, str]) -> str
     return "workunit"
 
 
-def lifecycle_timeline(events: Iterable[LifecycleEvent], result_names: Mapping[int, str]) -> go.Figure:
-    """One row per subject (the workunit, then each result), a marker per event in time order.
+def lifecycle_timeline(
+    events: Iterable[LifecycleEvent], result_names: Mapping[int, str], origin: int | None = None
+) -> go.Figure:
+    """One row per subject (the workunit, then each result), a marker per event in time order,
+    with a legend naming each row's colour.
 
     ``events`` are LifecycleEvent-like records (time, actor, field, old, new, reason,
-    result_id); ``result_names`` maps result ids to names for the row labels.
+    result_id); ``result_names`` maps result ids to names for the row labels; ``origin`` is a
+    world's start when the project runs on its clock (``_clock``).
     """
     rows: dict[str, list[LifecycleEvent]] = {"workunit": []}
     for name in result_names.values():
         rows.setdefault(name, [])
     for event in events:
         rows.setdefault(event_subject(event, result_names), []).append(event)
-    traces = [
-        {
-            "type": "scatter",
-            "name": subject,
-            "x": [_when(e.time) for e in subject_events],
-            "y": [subject] * len(subject_events),
-            "mode": "lines+markers",
-            "marker": {"size": 10},
-            "text": [
-                f"{e.field}: {state_label(e.field, e.old)} → {state_label(e.field, e.new)}"
-                f"<br>by {e.actor}{': ' + e.reason if e.reason else ''}"
-                for e in subject_events
-            ],
-            "hovertemplate": "%{text}<br>%{x}<extra>" + subject + "</extra>",
-        }
-        for subject, subject_events in rows.items()
-        if subject_events
-    ]
+    traces = []
+    xaxis: dict[str, Any] = {}
+    for subject, subject_events in rows.items():
+        if not subject_events:
+            continue
+        x, xaxis, when = _clock([e.time for e in subject_events], origin)
+        traces.append(
+            {
+                "type": "scatter",
+                "name": subject,
+                "x": x,
+                "y": [subject] * len(subject_events),
+                "mode": "lines+markers",
+                "marker": {"size": 10},
+                "text": [
+                    f"{_change(e, origin)}<br>by {e.actor}{': ' + e.reason if e.reason else ''}"
+                    + (f"<br>{at}" if at else "")
+                    for e, at in zip(subject_events, when, strict=True)
+                ],
+                "hovertemplate": "%{text}"
+                + ("" if origin is not None else "<br>%{x}")
+                + "<extra>"
+                + subject
+                + "</extra>",
+            }
+        )
+    # the legend under the plot takes a row per few subjects: the figure grows with them
     return _figure(
         traces,
         _layout(
             "Lifecycle timeline",
-            140 + 36 * len(rows),
-            showlegend=False,
+            180 + 36 * len(rows) + 12 * len(traces),
+            showlegend=True,
+            legend={"orientation": "h", "yanchor": "top", "y": -0.25},
+            xaxis=xaxis,
             yaxis={"categoryorder": "array", "categoryarray": list(reversed(list(rows)))},
         ),
     )
+
+
+def _time_label(seconds: int | None, origin: int | None) -> str:
+    if not seconds:
+        return "–"
+    if seconds >= INT_MAX:
+        return "never"
+    return sim_time(seconds - origin) if origin is not None else _when(seconds).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _change(event: LifecycleEvent, origin: int | None) -> str:
+    """A change as "server_state: UNSENT → IN_PROGRESS"; a change of a time shows the times as
+    dates, or on the world's clock when there is one, never as Unix seconds."""
+    if event.field.endswith(("_time", "deadline")):
+        old, new = (_time_label(v, origin) for v in (event.old, event.new))
+    else:
+        old, new = state_label(event.field, event.old), state_label(event.field, event.new)
+    return f"{event.field}: {old} → {new}"
 
 
 # The status page's small history charts: (id, title, [(sample field, line name, colour)]).
@@ -155,10 +205,26 @@ HISTORY_CHARTS = [
 ]
 
 
-def queue_history_figures(samples: Sequence[Mapping[str, float]]) -> list[tuple[str, go.Figure]]:
+# Points a history line draws at most: an hour of samples is 360, more than a small chart shows.
+HISTORY_POINTS = 120
+
+
+def thinned(samples: Sequence[Mapping[str, float]], limit: int = HISTORY_POINTS) -> list[Mapping[str, float]]:
+    """At most ``limit`` of ``samples``, evenly spaced, the first and the newest always kept."""
+    if len(samples) <= limit:
+        return list(samples)
+    step = (len(samples) - 1) / (limit - 1)
+    return [samples[round(i * step)] for i in range(limit)]
+
+
+def queue_history_figures(
+    samples: Sequence[Mapping[str, float]], origin: int | None = None
+) -> list[tuple[str, go.Figure]]:
     """Small line charts of the main queues over the samples (dicts of Unix ``time`` and the
-    counts, oldest first), as [(id, figure)] in HISTORY_CHARTS' order."""
-    times = [_when(sample["time"]) for sample in samples]
+    counts, oldest first), as [(id, figure)] in HISTORY_CHARTS' order; at most HISTORY_POINTS
+    samples a line. ``origin`` is a world's start when the project runs on its clock."""
+    samples = thinned(samples)
+    times, xaxis, _ = _clock([sample["time"] for sample in samples], origin)
     # a few samples are points to see, an hour of them a line
     mode = "lines+markers" if len(samples) < 30 else "lines"
     figures: list[tuple[str, go.Figure]] = []
@@ -178,6 +244,7 @@ def queue_history_figures(samples: Sequence[Mapping[str, float]]) -> list[tuple[
         layout = _layout(
             title,
             200,
+            xaxis=xaxis,
             yaxis={"rangemode": "tozero"},
             margin={"l": 10, "r": 10, "t": 30, "b": 20},
             showlegend=len(lines) > 1,

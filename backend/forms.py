@@ -7,25 +7,40 @@ from django import forms
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Exists, F, OuterRef, Q
 from django.db.models.lookups import GreaterThan
 
 from backend.events import event, record
 from backend.keyset import BadCursor, decode_cursor
 from backend.models import (
     App,
+    AppVersion,
     AssimilateState,
     ErrorMask,
     FileDeleteState,
     Host,
+    Outcome,
     Project,
+    Result,
+    ResultQuerySet,
+    ServerState,
+    ValidateState,
     Workunit,
     WorkunitQuerySet,
 )
 from boincweb.bounds import PREFS_MAX_BUFFER_DAYS, BufferDaysField, KeepsShownNumbers
 
-# state filter -> the condition it selects; each is served by one of the workunit indexes.
+
+def _with_results(**condition: Any) -> Q:
+    """Workunits with a result matching ``condition`` (read off res_wuid per workunit)."""
+    return Q(Exists(Result.objects.filter(workunit=OuterRef("pk"), **condition)))
+
+
+# state filter -> the condition it selects; each is served by one of the workunit indexes, the
+# result states by the workunit's results (res_wuid).
 STATE_FILTERS = {
+    "unsent": ("with a result unsent", _with_results(server_state__lte=ServerState.UNSENT)),
+    "in_progress": ("with a result in progress", _with_results(server_state=ServerState.IN_PROGRESS)),
     "transition_due": ("transition due", None),  # needs the clock: see WorkunitFilterForm
     "need_validate": ("waiting for validation", Q(need_validate=True)),
     "assimilate_ready": ("waiting for assimilation", Q(assimilate_state=AssimilateState.READY)),
@@ -193,7 +208,9 @@ class WorkunitIdsForm(forms.Form):
 
     MAX_IDS = 500  # below Django's DATA_UPLOAD_MAX_NUMBER_FIELDS, so the reason is ours
 
-    id = forms.TypedMultipleChoiceField(coerce=int, required=True)
+    id = forms.TypedMultipleChoiceField(
+        coerce=int, required=True, error_messages={"required": "Tick at least one workunit."}
+    )
 
     def __init__(self, data: Mapping[str, Any], *, project: Project) -> None:
         super().__init__(data)
@@ -212,3 +229,92 @@ class WorkunitIdsForm(forms.Form):
                 "no workunit with id " + ", ".join(str(i) for i in missing[:10]) + " in this project"
             )
         return ids
+
+
+def _choices(empty: str, choices: list[tuple[int, str]]) -> list[tuple[str, str]]:
+    return [("", empty)] + [(str(value), label) for value, label in choices]
+
+
+class ResultFilterForm(forms.Form):
+    """The filters of a project's results list, as BOINC's ops pages filter results
+    (html/ops/db_action.php?table=result): outcome, exit status, app version, platform, host,
+    validate state and server state. Every choice is checked against the project: another
+    project's app version or host is an error of the form, with the value it was given."""
+
+    server_state = forms.TypedChoiceField(
+        required=False, coerce=int, empty_value=None, choices=_choices("any server state", ServerState.choices)
+    )
+    outcome = forms.TypedChoiceField(
+        required=False, coerce=int, empty_value=None, choices=_choices("any outcome", Outcome.choices)
+    )
+    validate_state = forms.TypedChoiceField(
+        required=False, coerce=int, empty_value=None, choices=_choices("any validate state", ValidateState.choices)
+    )
+    exit_status = forms.IntegerField(
+        required=False,
+        min_value=-(2**31),
+        max_value=2**31 - 1,
+        widget=forms.NumberInput(attrs={"size": 6}),
+        error_messages={"invalid": "exit status must be a whole number, such as 0 or -177"},
+    )
+    app_version = forms.ModelChoiceField(
+        AppVersion.objects.none(),
+        required=False,
+        empty_label="any app version",
+        error_messages={"invalid_choice": "no app version %(value)s in this project"},
+    )
+    platform = forms.ChoiceField(required=False)
+    host = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=2**63 - 1,
+        label="Host id",
+        widget=forms.NumberInput(attrs={"size": 6}),
+        error_messages={"invalid": "host must be a host's id, a whole number"},
+    )
+    after = forms.CharField(required=False, widget=forms.HiddenInput)
+    before = forms.CharField(required=False, widget=forms.HiddenInput)
+
+    def __init__(self, data: Mapping[str, Any], *, project: Project) -> None:
+        super().__init__(data)
+        self.project = project
+        versions = cast("forms.ModelChoiceField[AppVersion]", self.fields["app_version"])
+        versions.queryset = AppVersion.objects.filter(project=project).select_related("app")
+        platforms = sorted(set(AppVersion.objects.filter(project=project).values_list("platform", flat=True)))
+        platform = cast(forms.ChoiceField, self.fields["platform"])
+        platform.choices = [("", "any platform")] + [(p, p) for p in platforms]
+        platform.error_messages["invalid_choice"] = "no app version of platform %(value)s in this project"
+
+    def clean_host(self) -> int | None:
+        host = self.cleaned_data["host"]
+        if host is not None and not Host.objects.filter(project=self.project, pk=host).exists():
+            raise forms.ValidationError(f"no host {host} in this project")
+        return host
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        assert data is not None  # Form.clean returns cleaned_data
+        for name in ("after", "before"):
+            if data.get(name):
+                try:
+                    decode_cursor(data[name], Result._meta.get_field("id"))
+                except BadCursor as exc:
+                    self.add_error(name, str(exc))
+        return data
+
+    def filter(self, queryset: ResultQuerySet) -> ResultQuerySet:
+        """``queryset`` narrowed by the valid filters. An outcome means something only once a
+        result is over (reference/server.md §1.2), so filtering by one selects OVER results."""
+        data = self.cleaned_data
+        for name in ("server_state", "validate_state", "exit_status"):
+            if data[name] is not None:
+                queryset = queryset.filter(**{name: data[name]})
+        if data["outcome"] is not None:
+            queryset = queryset.filter(server_state=ServerState.OVER, outcome=data["outcome"])
+        if data["app_version"] is not None:
+            queryset = queryset.filter(app_version=data["app_version"])
+        if data["platform"]:
+            queryset = queryset.filter(app_version__platform=data["platform"])
+        if data["host"] is not None:
+            queryset = queryset.filter(host_id=data["host"])
+        return queryset

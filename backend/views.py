@@ -13,7 +13,7 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import EmptyPage, PageNotAnInteger, Paginator
-from django.db.models import Count, Max, Model, Q, QuerySet, Sum
+from django.db.models import Count, F, Max, Model, Q, QuerySet, Sum
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -24,16 +24,19 @@ from backend import charts, server_status
 from backend.actions import ACTIONS
 from backend.daemons.sched_types import SchedulerConfig
 from backend.daemons.sched_version import app_version_table, runtime_estimates
-from backend.forms import HostPrefsForm, WorkunitFilterForm, WorkunitIdsForm
+from backend.forms import TOP, HostPrefsForm, ResultFilterForm, WorkunitFilterForm, WorkunitIdsForm
 from backend.keyset import BadCursor, keyset_page
 from backend.models import (
     App,
+    AppVersion,
     AssimilateState,
+    ClientState,
     CreditHistory,
     FileDeleteState,
     Host,
     HostAppVersion,
     LifecycleEvent,
+    Outcome,
     Project,
     Result,
     ServerState,
@@ -46,6 +49,7 @@ from backend.models import (
 )
 from backend.server_config import ConfigError
 from backend.statemachine import RESULT_MACHINE, WORKUNIT_MACHINE, Drawing, draw_row
+from backend.templatetags.boinc_time import clock_origin, time_text
 from backend.templatetags.project_urls import project_reverse
 from boincweb.figures import figure_script
 from boincweb.htmx import render_page
@@ -55,6 +59,9 @@ if TYPE_CHECKING:
     from django.forms import ModelChoiceField
 
 PAGE_SIZE = 50
+# Matching rows a list counts at most: a count past it says "more than"; a COUNT(*) over a
+# million rows would cost a page more than the rows it shows.
+COUNT_LIMIT = 10_000
 RECENT = 50  # results shown on a host or user page
 
 K = TypeVar("K")
@@ -72,7 +79,8 @@ class HtmxHttpRequest(HttpRequest):
 
 # The status page's panels, each a partial of its own that polls at its own pace: the daemons
 # and queues (2 s), the users, computers and run times, cached for a minute (60 s), and the
-# queues' recent history, a sample per pass of the periodic daemon job (10 s).
+# charts: the tasks by app and the queues' recent history, a sample per pass of the periodic
+# daemon job (10 s). A chart is drawn anew at each swap of its panel, so none polls at 2 s.
 STATUS_PANELS = ("panel", "community", "history")
 
 
@@ -91,9 +99,6 @@ def status(request: HtmxHttpRequest, project: Project) -> HttpResponse:
         context["status"] = state
         context["figures_age"] = now - state.figures_time
         context["figures_max_age"] = server_status.FIGURES_MAX_AGE
-        [(_id, context["apps_figure"])] = _figure_scripts(
-            ("apps", tuple(state.apps)), lambda: [("apps-figure", charts.app_tasks_figure(state.apps))]
-        )
     if whole or panel == "community":
         figures = server_status.cached_community(now, project)
         context["community"] = figures
@@ -109,9 +114,17 @@ def status(request: HtmxHttpRequest, project: Project) -> HttpResponse:
             config = SchedulerConfig()
         context["app_versions"] = app_version_table(config, project)
     if whole or panel == "history":
+        if whole:
+            apps = context["status"].apps
+        else:
+            apps = [server_status.AppTasks(**app) for app in server_status.cached_figures(now, project)["apps"]]
+        [(_id, context["apps_figure"])] = _figure_scripts(
+            ("apps", tuple(apps)), lambda: [("apps-figure", charts.app_tasks_figure(apps))]
+        )
         samples = server_status.queue_history(project)
-        key = ("history", json.dumps(samples, sort_keys=True))
-        context["history"] = _figure_scripts(key, lambda: charts.queue_history_figures(samples))
+        origin = clock_origin(project)
+        key = ("history", origin, json.dumps(samples, sort_keys=True))
+        context["history"] = _figure_scripts(key, lambda: charts.queue_history_figures(samples, origin))
         context["history_samples"] = len(samples)
     return render_page(request, "project/status.html", context, panel)
 
@@ -211,7 +224,7 @@ def workunit_list(request: HtmxHttpRequest, project: Project) -> HttpResponse:
     field, descending = form.sort_key
     try:
         page = keyset_page(
-            queryset.select_related("app"),
+            queryset.select_related("app").annotate(canonical_name=F("canonical_result__name")),
             field,
             descending,
             after=form.cleaned_data["after"],
@@ -220,12 +233,16 @@ def workunit_list(request: HtmxHttpRequest, project: Project) -> HttpResponse:
         )
     except BadCursor as exc:  # the form checked the cursors; this guards a race in parsing
         return HttpResponse(str(exc), status=400)
+    summaries = result_summaries(project, [wu.pk for wu in page.rows])
     for wu in page.rows:  # the labels the rows show, without get_FOO_display's dict per call
         wu.assimilate_label = ASSIMILATE_LABELS.get(wu.assimilate_state, wu.assimilate_state)
         wu.file_delete_label = FILE_DELETE_LABELS.get(wu.file_delete_state, wu.file_delete_state)
+        wu.result_summary = summaries.get(wu.pk, "no results yet")
     context = {
         "form": form,
         "page": page,
+        "matches": bounded_count(queryset),
+        "count_limit": COUNT_LIMIT,
         "result_base": project_reverse(request, "result_detail", 0)[:-2],
         "next_url": _page_url(request, after=page.next_cursor) if page.next_cursor else "",
         "prev_url": _page_url(request, before=page.prev_cursor) if page.prev_cursor else "",
@@ -237,20 +254,51 @@ def workunit_list(request: HtmxHttpRequest, project: Project) -> HttpResponse:
     return render_page(request, "project/workunit_list.html", context, "table")
 
 
+def bounded_count(queryset: QuerySet[Any]) -> int:
+    """How many rows ``queryset`` has, counted up to COUNT_LIMIT + 1 (more is "more than")."""
+    return queryset.order_by().values("id")[: COUNT_LIMIT + 1].count()
+
+
+def result_label(server_state: int, outcome: int) -> str:
+    """A result's state in a word or two: its outcome once it is over, else its server state."""
+    if server_state == ServerState.OVER:
+        return str(Outcome(outcome).label).lower()
+    return "unsent" if server_state <= ServerState.UNSENT else "in progress"
+
+
+def result_summaries(project: Project, wu_ids: list[int]) -> dict[int, str]:
+    """{workunit id: "2 success, 1 client error, 1 in progress"} of the workunits' results,
+    in one query over res_wuid."""
+    counts: dict[int, dict[str, int]] = {}
+    rows = (
+        Result.objects.filter(project=project, workunit_id__in=wu_ids)
+        .values("workunit_id", "server_state", "outcome")
+        .annotate(n=Count("id"))
+        .order_by("workunit_id", "-server_state", "outcome")
+    )
+    for row in rows:
+        label = result_label(row["server_state"], row["outcome"])
+        by_label = counts.setdefault(row["workunit_id"], {})
+        by_label[label] = by_label.get(label, 0) + row["n"]
+    return {wu: ", ".join(f"{n} {label}" for label, n in by_label.items()) for wu, by_label in counts.items()}
+
+
+# (header, values_list field, how a value is written); times on the project's clock
 CSV_COLUMNS = [
-    "id",
-    "name",
-    "app__name",
-    "create_time",
-    "error_mask",
-    "need_validate",
-    "assimilate_state",
-    "file_delete_state",
-    "transition_time",
-    "canonical_result_id",
-    "canonical_credit",
-    "min_quorum",
-    "target_nresults",
+    ("id", "id", None),
+    ("name", "name", None),
+    ("app_name", "app__name", None),
+    ("create_time", "create_time", "time"),
+    ("error_mask", "error_mask", None),
+    ("need_validate", "need_validate", None),
+    ("assimilate_state", "assimilate_state", None),
+    ("file_delete_state", "file_delete_state", None),
+    ("transition_time", "transition_time", "time"),
+    ("canonical_result_id", "canonical_result_id", None),
+    ("canonical_result_name", "canonical_result__name", None),
+    ("canonical_credit", "canonical_credit", None),
+    ("min_quorum", "min_quorum", None),
+    ("target_nresults", "target_nresults", None),
 ]
 
 
@@ -266,12 +314,28 @@ def workunit_csv(request: HttpRequest, project: Project) -> HttpResponse | Strea
         return HttpResponse("bad filter: " + form.errors.as_text(), status=400, content_type="text/plain")
     field, descending = form.sort_key
     order = [f"-{field}", "-id"] if descending else [field, "id"]
-    rows = queryset.order_by(*order).values_list(*CSV_COLUMNS).iterator(chunk_size=2000)
+    return _csv_response(queryset.order_by(*order), CSV_COLUMNS, project, "workunits.csv")
+
+
+def _csv_response(
+    queryset: QuerySet[Any], columns: list[tuple[str, str, str | None]], project: Project, filename: str
+) -> StreamingHttpResponse:
+    """``queryset``'s ``columns`` as a streamed CSV file (Python's csv module), times written
+    as the pages show them, on the project's clock (backend.templatetags.boinc_time)."""
+    origin = clock_origin(project)
+    times = [i for i, (_, _, kind) in enumerate(columns) if kind == "time"]
+
+    def shown(row: tuple[Any, ...]) -> list[Any]:
+        values = list(row)
+        for i in times:
+            values[i] = time_text(values[i], origin)
+        return values
+
+    rows = queryset.values_list(*(field for _, field, _ in columns)).iterator(chunk_size=2000)
     writer = csv.writer(_Echo())
-    header = [c.replace("__", "_") for c in CSV_COLUMNS]
-    lines = (writer.writerow(row) for row in _prepend(header, rows))
+    lines = (writer.writerow(row) for row in _prepend([h for h, _, _ in columns], (shown(r) for r in rows)))
     response = StreamingHttpResponse(lines, content_type="text/csv")
-    response["Content-Disposition"] = 'attachment; filename="workunits.csv"'
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
 
 
@@ -323,7 +387,8 @@ def workunit_detail(request: HtmxHttpRequest, pk: int, project: Project) -> Http
         ).order_by("time", "id")
     )
     wu_events = [e for e in events if not e.result_id]
-    timeline = charts.lifecycle_timeline(events, {r.id: r.name for r in results})
+    _label_events(events, {r.id: r.name for r in results})
+    timeline = charts.lifecycle_timeline(events, {r.id: r.name for r in results}, clock_origin(project))
     finished = wu.file_delete_state == FileDeleteState.DONE and all(r.server_state == ServerState.OVER for r in results)
     links = result_links(results)
     context = {
@@ -339,6 +404,15 @@ def workunit_detail(request: HtmxHttpRequest, pk: int, project: Project) -> Http
     return render_page(request, "project/workunit_detail.html", context, "live", polling_done=finished)
 
 
+def _label_events(events: Iterable[Any], result_names: dict[int, str]) -> None:
+    """What the lifecycle table shows of each event: its result by name, and whether its old
+    and new values are times (transition_time, a deadline), which it shows on the project's
+    clock rather than as Unix seconds."""
+    for e in events:
+        e.result_name = result_names.get(e.result_id, f"result {e.result_id}") if e.result_id else ""
+        e.is_time = e.field.endswith(("_time", "deadline"))
+
+
 # --- results --------------------------------------------------------------------------------
 
 
@@ -349,7 +423,8 @@ def result_detail(request: HtmxHttpRequest, pk: int, project: Project) -> HttpRe
         pk=pk,
     )
     events = list(result.events.order_by("time", "id"))
-    timeline = charts.lifecycle_timeline(events, {result.id: result.name})
+    _label_events(events, {result.id: result.name})
+    timeline = charts.lifecycle_timeline(events, {result.id: result.name}, clock_origin(project))
     finished = result.file_delete_state == FileDeleteState.DONE
     context = {
         "result": result,
@@ -359,6 +434,259 @@ def result_detail(request: HtmxHttpRequest, pk: int, project: Project) -> HttpRe
         "finished": finished,
     }
     return render_page(request, "project/result_detail.html", context, "live", polling_done=finished)
+
+
+def _filtered_results(request: HttpRequest, project: Project) -> tuple[ResultFilterForm, QuerySet[Result] | None]:
+    """The bound filter form and, when it is valid, the project's results it filters."""
+    form = ResultFilterForm(request.GET, project=project)
+    if not form.is_valid():
+        return form, None
+    return form, form.filter(Result.objects.filter(project=project))
+
+
+def _bad_filter(form: Any) -> HttpResponse:
+    """A 400 naming each bad filter and why, as plain text."""
+    reasons = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
+    return HttpResponse(f"bad filter: {reasons}", status=400, content_type="text/plain; charset=utf-8")
+
+
+@require_GET
+def result_list(request: HtmxHttpRequest, project: Project) -> HttpResponse:
+    """The project's results, newest first, filtered as BOINC's ops pages filter them; a bad
+    filter is a 400 with the form saying why."""
+    form, queryset = _filtered_results(request, project)
+    context: dict[str, Any] = {"form": form, "page": None}
+    if queryset is None:
+        return render_page(request, "project/result_list.html", context, "table", status=400)
+    try:
+        page = keyset_page(
+            queryset.select_related("workunit", "host", "app_version__app"),
+            "id",
+            True,
+            after=form.cleaned_data["after"],
+            before=form.cleaned_data["before"],
+            size=PAGE_SIZE,
+        )
+    except BadCursor as exc:  # the form checked the cursors; this guards a race in parsing
+        return HttpResponse(str(exc), status=400, content_type="text/plain")
+    for r in page.rows:
+        r.state_label = result_label(r.server_state, r.outcome)
+    context.update(
+        page=page,
+        matches=bounded_count(queryset),
+        count_limit=COUNT_LIMIT,
+        next_url=_page_url(request, after=page.next_cursor) if page.next_cursor else "",
+        prev_url=_page_url(request, before=page.prev_cursor) if page.prev_cursor else "",
+        csv_url=project_reverse(request, "result_csv") + _page_url(request),
+    )
+    return render_page(request, "project/result_list.html", context, "table")
+
+
+RESULT_CSV_COLUMNS = [
+    ("id", "id", None),
+    ("name", "name", None),
+    ("workunit_id", "workunit_id", None),
+    ("workunit_name", "workunit__name", None),
+    ("app_name", "app__name", None),
+    ("app_version_num", "app_version__version_num", None),
+    ("platform", "app_version__platform", None),
+    ("plan_class", "app_version__plan_class", None),
+    ("host_id", "host_id", None),
+    ("server_state", "server_state", None),
+    ("outcome", "outcome", None),
+    ("client_state", "client_state", None),
+    ("validate_state", "validate_state", None),
+    ("exit_status", "exit_status", None),
+    ("create_time", "create_time", "time"),
+    ("sent_time", "sent_time", "time"),
+    ("report_deadline", "report_deadline", "time"),
+    ("received_time", "received_time", "time"),
+    ("elapsed_time", "elapsed_time", None),
+    ("cpu_time", "cpu_time", None),
+    ("granted_credit", "granted_credit", None),
+]
+
+
+@require_GET
+def result_csv(request: HttpRequest, project: Project) -> HttpResponse | StreamingHttpResponse:
+    """Every result the list's filters match, newest first, as CSV."""
+    form, queryset = _filtered_results(request, project)
+    if queryset is None:
+        return _bad_filter(form)
+    return _csv_response(queryset.order_by("-id"), RESULT_CSV_COLUMNS, project, "results.csv")
+
+
+# --- failure summaries ----------------------------------------------------------------------
+
+# The outcomes a failure summary counts: the result came back with an error, or never came
+# back, or its output was rejected (reference/server.md §1.2).
+ERROR_OUTCOMES = (Outcome.CLIENT_ERROR, Outcome.NO_REPLY, Outcome.VALIDATE_ERROR, Outcome.CLIENT_DETACHED)
+# Windows a summary looks back over, on the project's clock: (query value, label, seconds).
+FAILURE_WINDOWS = {"1": ("past day", 86400), "7": ("past week", 7 * 86400), "all": ("all time", None)}
+# Exit codes with a name (lib/error_numbers.h, reference/server.md §1.4).
+EXIT_NAMES = {194: "EXIT_ABORTED_BY_CLIENT", 202: "EXIT_ABORTED_BY_PROJECT", 203: "EXIT_ABORTED_VIA_GUI"}
+FAILURE_HOSTS = 50  # hosts listed by the summary by host
+
+
+def _failed_results(request: HttpRequest, project: Project) -> tuple[dict[str, Any], QuerySet[Result]] | HttpResponse:
+    """The window asked for and the project's failed results in it, or a 400 saying why."""
+    days = request.GET.get("days", "7")
+    if days not in FAILURE_WINDOWS:
+        return HttpResponse(
+            f"bad filter: days: {days!r} is not one of {', '.join(FAILURE_WINDOWS)}",
+            status=400,
+            content_type="text/plain; charset=utf-8",
+        )
+    label, seconds = FAILURE_WINDOWS[days]
+    failed = Result.objects.filter(project=project, server_state=ServerState.OVER, outcome__in=ERROR_OUTCOMES)
+    if seconds is not None:
+        since = project.now() - seconds
+        # a result that never came back has no received_time: its deadline is when it failed
+        failed = failed.filter(Q(received_time__gt=since) | Q(outcome=Outcome.NO_REPLY, report_deadline__gt=since))
+    windows = [(value, text, value == days) for value, (text, _) in FAILURE_WINDOWS.items()]
+    return {"days": days, "window": label, "windows": windows}, failed
+
+
+@require_GET
+def failures_by_version(request: HttpRequest, project: Project) -> HttpResponse:
+    """Failed results by app version and platform, then by outcome, client state (where the
+    client was when it failed) and exit status, most first: BOINC's
+    html/ops/failure_result_summary_by_platform.php, over every error outcome."""
+    found = _failed_results(request, project)
+    if isinstance(found, HttpResponse):
+        return found
+    context, failed = found
+    rows = list(
+        failed.values("app_version_id", "outcome", "client_state", "exit_status")
+        .annotate(n=Count("id"))
+        .order_by("-n", "app_version_id", "outcome", "exit_status")
+    )
+    versions = {
+        av.pk: av
+        for av in AppVersion.objects.filter(project=project, pk__in={r["app_version_id"] for r in rows}).select_related(
+            "app"
+        )
+    }
+    for row in rows:
+        row["version"] = versions.get(row["app_version_id"])
+        row["outcome_label"] = Outcome(row["outcome"]).label
+        row["client_state_label"] = ClientState(row["client_state"]).label
+        row["exit_name"] = EXIT_NAMES.get(row["exit_status"], "")
+    context.update(rows=rows, total=sum(r["n"] for r in rows), results_url=project_reverse(request, "result_list"))
+    return render(request, "project/failures_by_version.html", context)
+
+
+@require_GET
+def failures_by_host(request: HttpRequest, project: Project) -> HttpResponse:
+    """The hosts with the most failed results, with their results in the window and their
+    last failure: BOINC's html/ops/failure_result_summary_by_host.php."""
+    found = _failed_results(request, project)
+    if isinstance(found, HttpResponse):
+        return found
+    context, failed = found
+    rows = list(
+        failed.exclude(host=None)
+        .values("host_id")
+        .annotate(
+            n=Count("id"), client_errors=Count("id", filter=Q(outcome=Outcome.CLIENT_ERROR)), last=Max("received_time")
+        )
+        .order_by("-n", "host_id")[:FAILURE_HOSTS]
+    )
+    hosts = Host.objects.filter(project=project, pk__in=[r["host_id"] for r in rows]).select_related("owner")
+    by_id = {h.pk: h for h in hosts}
+    totals = dict(
+        Result.objects.filter(project=project, host_id__in=list(by_id), server_state=ServerState.OVER)
+        .values("host_id")
+        .annotate(n=Count("id"))
+        .values_list("host_id", "n")
+    )
+    for row in rows:
+        row["host"] = by_id[row["host_id"]]
+        row["over"] = totals.get(row["host_id"], 0)
+    context.update(rows=rows, limit=FAILURE_HOSTS, results_url=project_reverse(request, "result_list"))
+    return render(request, "project/failures_by_host.html", context)
+
+
+# --- search ---------------------------------------------------------------------------------
+
+SEARCH_MATCHES = 20  # names listed per kind for a prefix
+
+
+@require_GET
+def search(request: HttpRequest, project: Project) -> HttpResponse:
+    """A workunit, result, host or user of the project by its name or id: its page when one
+    row matches exactly, else a list of what matched (names that start with the text too).
+
+    A host is found by its domain name only by those who may see it (its owner and staff, as
+    on BOINC's host pages); anyone can find it by its id."""
+    query = request.GET.get("q", "").strip()
+    context: dict[str, Any] = {"q": query, "matches": [], "searched": bool(query)}
+    if len(query) > 254:
+        context["error"] = "The text is too long: names have at most 254 characters."
+        return render(request, "project/search.html", context, status=400)
+    if not query:
+        return render(request, "project/search.html", context)
+    exact: list[tuple[str, str, str]] = []  # (kind, label, url)
+    if query.isdigit() and 0 < int(query) < 2**63:
+        pk = int(query)
+        for kind, model, page in (("workunit", Workunit, "workunit_detail"), ("result", Result, "result_detail")):
+            name = model.objects.filter(project=project, pk=pk).values_list("name", flat=True).first()
+            if name is not None:
+                exact.append((kind, name, project_reverse(request, page, pk)))
+        host = Host.objects.filter(project=project, pk=pk).first()
+        if host is not None:
+            exact.append(("host", _shown_host_name(request.user, host), project_reverse(request, "host_detail", pk)))
+        person = get_user_model().objects.filter(pk=pk).first()
+        if person is not None and _in_project(person, project):
+            exact.append(("user", person.get_username(), project_reverse(request, "user_detail", pk)))
+    for kind, model, page in (("workunit", Workunit, "workunit_detail"), ("result", Result, "result_detail")):
+        named = model.objects.filter(project=project, name=query).values_list("id", flat=True).first()
+        if named is not None:
+            exact.append((kind, query, project_reverse(request, page, named)))
+    user = request.user
+    if user.is_authenticated:
+        hosts = Host.objects.filter(project=project, domain_name=query)
+        if not user.is_staff:
+            hosts = hosts.filter(owner=user)
+        exact += [
+            ("host", h.domain_name, project_reverse(request, "host_detail", h.pk)) for h in hosts[:SEARCH_MATCHES]
+        ]
+    person = get_user_model().objects.filter(username=query).first()
+    if person is not None and _in_project(person, project):
+        exact.append(("user", person.get_username(), project_reverse(request, "user_detail", person.pk)))
+    if len(exact) == 1:
+        return redirect(exact[0][2])
+    matches = list(exact)
+    seen = {url for _, _, url in exact}
+    for kind, model, page in (("workunit", Workunit, "workunit_detail"), ("result", Result, "result_detail")):
+        # the unique name index serves the prefix as a range (code-point collations)
+        rows = (
+            model.objects.filter(project=project, name__gte=query, name__lt=query + TOP, name__startswith=query)
+            .order_by("name")
+            .values_list("id", "name")[:SEARCH_MATCHES]
+        )
+        for pk, name in rows:
+            url = project_reverse(request, page, pk)
+            if url not in seen:
+                matches.append((kind, name, url))
+    context["matches"] = matches
+    context["limit"] = SEARCH_MATCHES
+    return render(request, "project/search.html", context)
+
+
+def _shown_host_name(user: User | AnonymousUser, host: Host) -> str:
+    """A host's name as backend.templatetags.host_names shows it to ``user``."""
+    return host.domain_name if _can_edit_prefs(user, host) else f"host {host.pk}"
+
+
+def _in_project(person: Any, project: Project) -> bool:
+    """Whether ``person`` is one of the project's users: a host, a result or credit in it (as
+    on the user page)."""
+    return (
+        Host.objects.filter(project=project, owner=person).exists()
+        or UserCredit.objects.filter(project=project, user=person).exists()
+        or Result.objects.filter(project=project, user=person).exists()
+    )
 
 
 # --- hosts and users ------------------------------------------------------------------------
