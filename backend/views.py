@@ -535,8 +535,7 @@ def host_prefs(request: HttpRequest, pk: int, project: Project) -> HttpResponse:
             changes = form.save_changes(request.user, project.now())
             if changes:
                 messages.success(
-                    request,
-                    "Saved: " + ", ".join(c[0] for c in changes) + ". The host uses them from its next scheduler RPC.",
+                    request, f"Saved: {form.saved_text(changes)}. The host takes them at its next scheduler request."
                 )
             else:
                 messages.info(request, "Nothing changed.")
