@@ -20,6 +20,7 @@ from backend.models import (
     FileDeleteState,
     Host,
     Project,
+    Venue,
     Workunit,
     WorkunitQuerySet,
 )
@@ -125,6 +126,7 @@ class WorkunitFilterForm(forms.Form):
 
 # The headings the page groups the preferences under: (heading, first field of the group).
 PREF_GROUPS = [
+    ("Venue", "venue"),
     ("Computing", "run_on_batteries"),
     ("When", "start_hour"),
     ("Disk", "disk_max_used_gb"),
@@ -136,6 +138,8 @@ PREF_GROUPS = [
 # BOINC's web preference pages take rates and sizes up to this (html/inc/prefs_util.inc).
 PREFS_MAX_AMOUNT = 9_999_999.0
 KILO = 1000.0  # a kB is 1000 bytes, as every size on these pages (boincweb/human.py)
+# the form's fields: the host's venue, then its preferences
+FORM_FIELDS = ["venue", *PREF_FIELDS]
 
 
 def percent_field(label: str, help_text: str, *, low: float = 0) -> forms.FloatField:
@@ -203,7 +207,20 @@ class HostPrefsForm(KeepsShownNumbers, forms.ModelForm):
 
     A preference the POST leaves out keeps its value, so that a script may set one alone; the
     checkbox is the exception, since a browser leaves an unticked box out.
+
+    Venues are BOINC's: a volunteer's computers at one venue (home, school, work) share their
+    preferences, which may differ from one venue to another. Saving a host at a venue sets the
+    preferences it shows on the owner's other computers at that venue in the project.
     """
+
+    venue = forms.ChoiceField(
+        choices=Venue.choices,
+        required=False,
+        label="This computer is at (venue)",
+        help_text="Your computers at one venue share their preferences: saving here sets them on your other "
+        "computers at the same venue too, so the ones at work can compute less than the ones at home.",
+        error_messages={"invalid_choice": "Choose a venue: none, home, school or work."},
+    )
 
     run_on_batteries = YesNoField(
         label="Compute while the computer runs on batteries",
@@ -284,38 +301,43 @@ class HostPrefsForm(KeepsShownNumbers, forms.ModelForm):
 
     class Meta:
         model = Host
-        fields = PREF_FIELDS
+        fields = FORM_FIELDS
 
     def __init__(self, data: Mapping[str, Any] | None = None, *, instance: Host) -> None:
         if data is not None:
             data = data.copy() if hasattr(data, "copy") else dict(data)
-            for name in PREF_FIELDS:
+            for name in FORM_FIELDS:
                 field = self.base_fields[name]
                 if name not in data and not isinstance(field.widget, forms.CheckboxInput):
                     current = getattr(instance, name)
                     data[name] = str(current) if isinstance(current, bool) else field.prepare_value(current)
         super().__init__(data, instance=instance)
+        # the owner's other hosts at the venue that saving also set (save_changes)
+        self.shared_with: list[int] = []
 
     def sections(self) -> list[tuple[str, list[forms.BoundField]]]:
         """The page's groups of fields under their headings, in PREF_FIELDS order."""
         starts = {first: heading for heading, first in PREF_GROUPS}
         groups: list[tuple[str, list[forms.BoundField]]] = []
-        for name in PREF_FIELDS:
+        for name in FORM_FIELDS:
             if name in starts:
                 groups.append((starts[name], []))
             groups[-1][1].append(self[name])
         return groups
 
-    def changes(self) -> list[tuple[str, float | bool, float | bool]]:
-        """(field, old, new) for each preference the form changes."""
+    def changes(self) -> list[tuple[str, Any, Any]]:
+        """(field, old, new) for each preference (and the venue) the form changes."""
         return [
             (name, self.initial[name], self.cleaned_data[name])
-            for name in PREF_FIELDS
+            for name in FORM_FIELDS
             if self.cleaned_data[name] != self.initial[name]
         ]
 
-    def describe(self, name: str, value: float | bool) -> str:
-        """A preference's value as the page shows it: yes/no, or the number in its field's unit."""
+    def describe(self, name: str, value: Any) -> str:
+        """A preference's value as the page shows it: yes/no, the venue, or the number in its
+        field's unit."""
+        if name == "venue":
+            return Venue(value).label
         if isinstance(value, bool):
             return "yes" if value else "no"
         if name in ("max_bytes_sec_down", "max_bytes_sec_up"):
@@ -329,34 +351,53 @@ class HostPrefsForm(KeepsShownNumbers, forms.ModelForm):
             for name, old, new in changes
         )
 
-    def save_changes(
-        self, user: AbstractBaseUser | AnonymousUser, now: int
-    ) -> list[tuple[str, float | bool, float | bool]]:
+    def save_changes(self, user: AbstractBaseUser | AnonymousUser, now: int) -> list[tuple[str, Any, Any]]:
         """Write the changed preferences and prefs_mod_time, with one lifecycle event of the
         host per changed preference (actor: the username; the values in ``detail``, since
-        old/new hold integers only). Returns the changes."""
+        old/new hold integers only); at a venue, the same on the owner's other hosts of the
+        project at that venue whose preferences differ (``shared_with`` lists their ids).
+        Returns the host's own changes."""
         changes = self.changes()
-        if not changes:
+        host = self.instance
+        values = {name: self.cleaned_data[name] for name in PREF_FIELDS}
+        venue = self.cleaned_data["venue"]
+        others = []
+        if venue:
+            at_venue = Host.objects.filter(project_id=host.project_id, owner_id=host.owner_id, venue=venue)
+            for row in at_venue.exclude(pk=host.pk).values("id", *PREF_FIELDS):
+                differ = [(name, row[name], values[name]) for name in PREF_FIELDS if row[name] != values[name]]
+                if differ:
+                    others.append((row["id"], differ))
+        self.shared_with = [hostid for hostid, _ in others]
+        if not changes and not others:
             return changes
+        actor = user.get_username()
+
+        def events(hostid: int, changed: list[tuple[str, Any, Any]], reason: str) -> list[Any]:
+            return [
+                event(
+                    time=now,
+                    actor=actor,
+                    host_id=hostid,
+                    field=name,
+                    old=None,
+                    new=None,
+                    reason=reason,
+                    detail=f"{old} → {new}",
+                )
+                for name, old, new in changed
+            ]
+
         with transaction.atomic():
-            Host.objects.filter(pk=self.instance.pk).update(
-                prefs_mod_time=now, **{name: new for name, _, new in changes}
-            )
+            if changes:
+                Host.objects.filter(pk=host.pk).update(prefs_mod_time=now, **{name: new for name, _, new in changes})
+            if others:
+                Host.objects.filter(pk__in=self.shared_with).update(prefs_mod_time=now, **values)
+            shared = f"preferences form of host {host.pk} (venue {venue})"
             record(
-                [
-                    event(
-                        time=now,
-                        actor=user.get_username(),
-                        host_id=self.instance.pk,
-                        field=name,
-                        old=None,
-                        new=None,
-                        reason="preferences form",
-                        detail=f"{old} → {new}",
-                    )
-                    for name, old, new in changes
-                ],
-                self.instance.project_id,
+                events(host.pk, changes, "preferences form")
+                + [e for hostid, differ in others for e in events(hostid, differ, shared)],
+                host.project_id,
             )
         return changes
 

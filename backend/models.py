@@ -115,6 +115,16 @@ class TransitionerFlags(models.IntegerChoices):
     TRANSITION_NO_NEW_RESULTS = 2, "No new results"
 
 
+class Venue(models.TextChoices):
+    """Where a computer is (BOINC's host venue, sent as <host_venue>): a volunteer's computers
+    at one venue share their computing preferences, which differ from one venue to another."""
+
+    NONE = "", "none"
+    HOME = "home", "home"
+    SCHOOL = "school", "school"
+    WORK = "work", "work"
+
+
 class GpuType(models.TextChoices):
     """The processor types of reference/client.md: CPU and the GPU vendors."""
 
@@ -413,6 +423,7 @@ class Host(models.Model):
     max_bytes_sec_down = models.FloatField(default=0.0)
     max_bytes_sec_up = models.FloatField(default=0.0)
     prefs_mod_time = models.BigIntegerField(default=0)
+    venue = models.CharField(max_length=8, choices=Venue.choices, blank=True, default="")
 
     class Meta:
         ordering = ["id"]

@@ -537,8 +537,15 @@ def host_prefs(request: HttpRequest, pk: int, project: Project) -> HttpResponse:
                 messages.success(
                     request, f"Saved: {form.saved_text(changes)}. The host takes them at its next scheduler request."
                 )
-            else:
+            elif not form.shared_with:
                 messages.info(request, "Nothing changed.")
+            if form.shared_with:
+                messages.success(
+                    request,
+                    f"The same preferences are set on your other computers at {form.cleaned_data['venue']}: "
+                    + ", ".join(f"host {hostid}" for hostid in form.shared_with)
+                    + ".",
+                )
             return redirect(project_reverse(request, "host_prefs", host.pk))
         status = 400
     else:

@@ -33,8 +33,8 @@ simulated volunteers call; this module only stands between it and the wire:
    reply to a known user), its download and upload URLs, the signed executables of its app
    versions sent, and its code-signing key for a client that lacks it; and the host's
    computing preferences (``Host``'s PREF_FIELDS, edited on its preferences page) when they
-   were changed after the ones the client holds (``host_global_prefs``), as BOINC's scheduler
-   sends a user's newer global preferences (handle_request.cpp handle_global_prefs).
+   were changed after the ones the client holds (``host_prefs``), as BOINC's scheduler sends a
+   user's newer global preferences (handle_request.cpp handle_global_prefs), and its venue.
 """
 
 import logging
@@ -124,29 +124,24 @@ def scheduler_rpc(
         app_files={} if anonymous else app_files(project, reply.results),
         resource_share=account.resource_share,
     )
-    newer = host_global_prefs(project, reply.hostid, parsed.global_prefs_mod_time)
-    if newer is not None:
-        context.global_prefs_mod_time, context.global_prefs = newer
+    host = host_prefs(project, reply.hostid)
+    if host is not None:
+        context.host_venue = host.pop("venue")
+        mod_time = host.pop("prefs_mod_time")
+        if mod_time > max(parsed.global_prefs_mod_time, 0):
+            context.global_prefs_mod_time, context.global_prefs = mod_time, host
     return 200, write_reply(reply, context)
 
 
-def host_global_prefs(
-    project: Project, hostid: int, client_mod_time: float
-) -> tuple[int, dict[str, float | bool]] | None:
-    """(mod_time, element -> value) of the host's preferences when they were edited after
-    ``client_mod_time``, the ones the client holds; None when the client's are as new (or the
-    host's were never edited, so that a client keeps its own)."""
+def host_prefs(project: Project, hostid: int) -> dict | None:
+    """The host's venue, prefs_mod_time and preferences (element -> value); None for no host.
+
+    The preferences are sent only when edited after the ones the client holds (their
+    ``<mod_time>``): a host never edited (prefs_mod_time 0) is sent none, and its client keeps
+    its own."""
     if not hostid:
         return None
-    row = (
-        Host.objects.filter(project=project, pk=hostid, prefs_mod_time__gt=max(client_mod_time, 0))
-        .values("prefs_mod_time", *PREF_FIELDS)
-        .first()
-    )
-    if row is None:
-        return None
-    mod_time = row.pop("prefs_mod_time")
-    return mod_time, row
+    return Host.objects.filter(project=project, pk=hostid).values("venue", "prefs_mod_time", *PREF_FIELDS).first()
 
 
 def refused(exc: SchedulerRequestError) -> tuple[int, bytes]:

@@ -30,7 +30,9 @@ What each job needs, and the pitfalls it avoids (§10):
   when they are newer than the ones the client holds, as BOINC's scheduler sends a user's
   global preferences (handle_request.cpp handle_global_prefs): the client writes them to its
   global_prefs.xml and applies them at once (§4.3). They too are one element to a line, as
-  the client copies the element's lines verbatim.
+  the client copies the element's lines verbatim. The host's ``<host_venue>`` (home, school,
+  work) goes with every reply when it has one: a volunteer's computers at one venue share their
+  preferences, and the client shows where it is.
 
 ``master_url`` is never sent: a URL differing from the one the client attached with in any way
 but case raises an alert on the client (§10.15).
@@ -69,7 +71,8 @@ class ReplyContext:
     app version; ``code_sign_key`` is sent when not empty (only to a client without one);
     ``resource_share`` is the account's project preference, sent when not None;
     ``global_prefs`` the host's computing preferences (element name -> value) and
-    ``global_prefs_mod_time`` when they were last changed, sent when not None.
+    ``global_prefs_mod_time`` when they were last changed, sent when not None; ``host_venue``
+    the host's venue, sent when not empty.
     """
 
     download_url: str
@@ -81,6 +84,7 @@ class ReplyContext:
     resource_share: float | None = None
     global_prefs: dict[str, float | bool] | None = None
     global_prefs_mod_time: int = 0
+    host_venue: str = ""
 
 
 def open_name(stem: str, i: int) -> str:
@@ -118,6 +122,8 @@ def write_reply(reply: SchedulerReply, context: ReplyContext) -> bytes:
         write_global_prefs(root, context.global_prefs, context.global_prefs_mod_time)
     if reply.hostid:
         add(root, "hostid", reply.hostid)
+    if context.host_venue:
+        add(root, "host_venue", context.host_venue)
     if reply.request_delay:
         add(root, "request_delay", float(reply.request_delay))
     for message in reply.messages:

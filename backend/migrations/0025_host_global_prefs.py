@@ -2,7 +2,8 @@
 while in use, the non-BOINC CPU usage that suspends computing, the hours of computing and of
 network use, the disk, memory and network limits; each named as its element of
 <global_preferences> with the client's default (lib/prefs.cpp), so that every existing host
-sends its client what the client would assume anyway."""
+sends its client what the client would assume anyway. And each host's venue (home, school,
+work or none), which its owner's computers at one venue share their preferences by."""
 
 from django.db import migrations, models
 
@@ -82,5 +83,15 @@ class Migration(migrations.Migration):
             model_name="host",
             name="suspend_cpu_usage",
             field=models.FloatField(default=25.0),
+        ),
+        migrations.AddField(
+            model_name="host",
+            name="venue",
+            field=models.CharField(
+                blank=True,
+                choices=[("", "none"), ("home", "home"), ("school", "school"), ("work", "work")],
+                default="",
+                max_length=8,
+            ),
         ),
     ]

@@ -54,6 +54,7 @@ def test_the_page_shows_every_preference_with_its_label_unit_and_help(client, an
     form = page.select_one("#prefs-form")
     names = {tag["name"] for tag in form.select("input[name]") if tag["name"] != "csrfmiddlewaretoken"}
     assert names == set(PREF_FIELDS)
+    assert [o["value"] for o in form.select('select[name="venue"] option')] == ["", "home", "school", "work"]
     text = form.get_text(" ", strip=True)
     for label in [
         "Compute while the computer runs on batteries",
@@ -75,6 +76,7 @@ def test_the_page_shows_every_preference_with_its_label_unit_and_help(client, an
     ]:
         assert label in text, label
     assert [legend.get_text() for legend in form.select("legend")] == [
+        "Venue",
         "Computing",
         "When",
         "Disk",
@@ -139,11 +141,12 @@ def test_a_volunteer_s_change_is_saved_in_its_units_and_named_by_its_label(clien
         ("run_on_batteries", "maybe", "Choose yes or no."),
         ("run_if_user_active", "", "Choose yes or no."),
         ("cpu_scheduling_period_minutes", "0.5", "Ensure this value is greater than or equal to 1."),
+        ("venue", "garden", "Choose a venue: none, home, school or work."),
     ],
 )
 def test_each_preference_out_of_range_gets_its_message_and_nothing_is_saved(client, ann, host, field, value, message):
     client.force_login(ann)
-    before = Host.objects.filter(pk=host.pk).values(*PREF_FIELDS, "prefs_mod_time").get()
+    before = Host.objects.filter(pk=host.pk).values(*PREF_FIELDS, "venue", "prefs_mod_time").get()
     # a good change beside the bad one is not saved either
     response = client.post(
         prefs_url(host), {field: value, "max_ncpus_pct": "50" if field != "max_ncpus_pct" else value}
@@ -151,7 +154,7 @@ def test_each_preference_out_of_range_gets_its_message_and_nothing_is_saved(clie
     assert response.status_code == 400
     assert response.context["form"].errors[field] == [message]
     assert message.replace("'", "&#x27;") in response.content.decode()
-    assert Host.objects.filter(pk=host.pk).values(*PREF_FIELDS, "prefs_mod_time").get() == before
+    assert Host.objects.filter(pk=host.pk).values(*PREF_FIELDS, "venue", "prefs_mod_time").get() == before
     assert not LifecycleEvent.objects.filter(host=host).exists()
 
 
@@ -213,3 +216,50 @@ def test_a_host_is_sent_its_own_preferences_not_another_host_s(client, ann, key,
     reply = rpc(client, key, stranger_host.pk)
     assert int(reply.findtext("hostid")) != stranger_host.pk
     assert reply.findtext("global_preferences/work_buf_min_days") != "7"
+
+
+def test_saving_at_a_venue_sets_the_same_preferences_on_the_volunteer_s_other_computers_there(client, ann, key, host):
+    other_home = HostFactory(owner=ann, domain_name="kitchen-box", venue="home")
+    at_work = HostFactory(owner=ann, domain_name="office-box", venue="work", work_buf_min_days=0.2)
+    bobs = HostFactory(domain_name="bobs-box", venue="home")
+    elsewhere = HostFactory(
+        owner=ann, project=ProjectFactory(slug="other", name="Other project"), domain_name="far-box", venue="home"
+    )
+    client.force_login(ann)
+    response = client.post(prefs_url(host), {"venue": "home", "work_buf_min_days": "2", "run_if_user_active": "False"})
+    messages = [m.get_text() for m in parse(client.get(response["Location"])).select(".messages li")]
+    assert messages == [
+        "Saved: This computer is at (venue): home (was none); Compute while the computer is in use: no (was yes); "
+        "Store at least (days of work): 2 (was 0.1). The host takes them at its next scheduler request.",
+        f"The same preferences are set on your other computers at home: host {other_home.pk}.",
+    ]
+    values = ("venue", "work_buf_min_days", "run_if_user_active")
+    assert Host.objects.filter(pk=other_home.pk).values_list(*values).get() == ("home", 2.0, False)
+    # the venue where the values differ, another volunteer's computer, another project's: untouched
+    assert Host.objects.filter(pk=at_work.pk).values_list(*values).get() == ("work", 0.2, True)
+    assert Host.objects.filter(pk=bobs.pk).values_list(*values).get() == ("home", 0.1, True)
+    assert Host.objects.filter(pk=elsewhere.pk).values_list(*values).get() == ("home", 0.1, True)
+    shared = LifecycleEvent.objects.filter(host=other_home).values_list("field", "detail", "reason")
+    assert sorted(shared) == [
+        ("run_if_user_active", "True → False", f"preferences form of host {host.pk} (venue home)"),
+        ("work_buf_min_days", "0.1 → 2.0", f"preferences form of host {host.pk} (venue home)"),
+    ]
+    # each host's reply names its venue and carries its venue's values
+    reply = rpc(client, key, host.pk)
+    assert reply.findtext("host_venue") == "home"
+    assert reply.findtext("global_preferences/work_buf_min_days") == "2"
+    assert reply.findtext("global_preferences/run_if_user_active") == "0"
+    work_reply = rpc(client, key, at_work.pk)
+    assert work_reply.findtext("host_venue") == "work" and work_reply.find("global_preferences") is None
+    # saved again unchanged, nothing more is written
+    again = client.post(prefs_url(host), {}, follow=True)
+    assert [m.get_text() for m in parse(again).select(".messages li")] == ["Nothing changed."]
+    assert LifecycleEvent.objects.filter(host=other_home).count() == 2
+
+
+def test_a_host_without_a_venue_sends_none_and_shares_nothing(client, ann, key, host):
+    twin = HostFactory(owner=ann, domain_name="twin-box")
+    client.force_login(ann)
+    client.post(prefs_url(host), {"work_buf_min_days": "2"})
+    assert Host.objects.get(pk=twin.pk).work_buf_min_days == 0.1
+    assert rpc(client, key, host.pk).find("host_venue") is None
