@@ -142,8 +142,29 @@ KILO = 1000.0  # a kB is 1000 bytes, as every size on these pages (boincweb/huma
 FORM_FIELDS = ["venue", *PREF_FIELDS]
 
 
+def plain(value: Any) -> Any:
+    """A float as a person writes it: 100 rather than 100.0, 12.5 as it is."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return value
+
+
+class NumberField(forms.FloatField):
+    """A float field that shows 100 as 100, not 100.0."""
+
+    def prepare_value(self, value: Any) -> Any:
+        return plain(super().prepare_value(value))
+
+
+class BufferDays(BufferDaysField):
+    """A work buffer in days, shown as a NumberField shows its value."""
+
+    def prepare_value(self, value: Any) -> Any:
+        return plain(super().prepare_value(value))
+
+
 def percent_field(label: str, help_text: str, *, low: float = 0) -> forms.FloatField:
-    return forms.FloatField(
+    return NumberField(
         min_value=low,
         max_value=100,
         label=label,
@@ -153,7 +174,7 @@ def percent_field(label: str, help_text: str, *, low: float = 0) -> forms.FloatF
 
 
 def hour_field(label: str, help_text: str) -> forms.FloatField:
-    return forms.FloatField(
+    return NumberField(
         min_value=0,
         max_value=24,
         label=label,
@@ -167,7 +188,7 @@ def hour_field(label: str, help_text: str) -> forms.FloatField:
 
 
 def amount_field(label: str, help_text: str) -> forms.FloatField:
-    return forms.FloatField(
+    return NumberField(
         min_value=0,
         max_value=PREFS_MAX_AMOUNT,
         label=label,
@@ -194,7 +215,7 @@ class KilobytesPerSecondField(forms.FloatField):
     """A network rate shown in kB/s and kept in bytes per second (BOINC's max_bytes_sec_*)."""
 
     def prepare_value(self, value: Any) -> Any:
-        return shown(value / KILO) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+        return plain(shown(value / KILO)) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
 
     def clean(self, value: Any) -> Any:
         rate = super().clean(value)
@@ -277,17 +298,17 @@ class HostPrefsForm(KeepsShownNumbers, forms.ModelForm):
         help_text="1 kB is 1,000 bytes; 0: no limit.",
         error_messages={"min_value": "A rate can't be negative; 0 means no limit."},
     )
-    work_buf_min_days = BufferDaysField(
+    work_buf_min_days = BufferDays(
         high=PREFS_MAX_BUFFER_DAYS,
         label="Store at least (days of work)",
         help_text="The client asks for more work when it holds less than this; at most 10 days.",
     )
-    work_buf_additional_days = BufferDaysField(
+    work_buf_additional_days = BufferDays(
         high=PREFS_MAX_BUFFER_DAYS,
         label="Store up to an additional (days of work)",
         help_text="When it asks, it asks for enough to hold this much more; at most 10 days.",
     )
-    cpu_scheduling_period_minutes = forms.FloatField(
+    cpu_scheduling_period_minutes = NumberField(
         min_value=1,
         max_value=1440,
         label="Switch between tasks every (minutes)",

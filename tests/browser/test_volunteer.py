@@ -52,7 +52,7 @@ def test_a_new_volunteer_signs_up_and_changes_a_preference_the_host_applies_at_i
     message = page.locator(".messages").inner_text()
     assert "Saved: Store at least (days of work): 3 (was 0.1)" in message
     assert "work_buf_min_days" not in message
-    assert page.get_by_label("Store at least (days of work)").input_value() == "3.0"
+    assert page.get_by_label("Store at least (days of work)").input_value() == "3"
 
     # the host's next scheduler RPC takes the new buffer
     reply = scheduler_rpc(live_server, key, hostid)

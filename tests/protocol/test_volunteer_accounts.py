@@ -114,7 +114,7 @@ def test_a_host_made_by_the_volunteer_s_client_is_listed_under_my_account(client
     demo = by_testid(page, "project-demo")
     [row] = rows(by_testid(demo, "hosts"))
     assert row[0] == f"{host.domain_name}(#{host.pk})"  # the cells' texts, stripped
-    assert row[3] == "0.1days of work"
+    assert row[1] == "none" and row[4] == "0.1days of work"
     assert by_testid(demo, "host-prefs-link")["href"] == f"/projects/demo/hosts/{host.pk}/prefs/"
     assert by_testid(demo, "account-key-link")["href"] == "/boinc/account/"
     assert "someone-elses-box" not in str(page)
