@@ -13,6 +13,7 @@ from django.db.models.lookups import GreaterThan
 from backend.events import event, record
 from backend.keyset import BadCursor, decode_cursor
 from backend.models import (
+    PREF_FIELDS,
     App,
     AppVersion,
     AssimilateState,
@@ -25,10 +26,12 @@ from backend.models import (
     ResultQuerySet,
     ServerState,
     ValidateState,
+    Venue,
     Workunit,
     WorkunitQuerySet,
 )
-from boincweb.bounds import PREFS_MAX_BUFFER_DAYS, BufferDaysField, KeepsShownNumbers
+from boincweb import human
+from boincweb.bounds import PREFS_MAX_BUFFER_DAYS, BufferDaysField, KeepsShownNumbers, shown
 
 
 def _with_results(**condition: Any) -> Q:
@@ -136,68 +139,301 @@ class WorkunitFilterForm(forms.Form):
         return queryset
 
 
-PREF_FIELDS = [
-    "work_buf_min_days",
-    "work_buf_additional_days",
-    "max_ncpus_pct",
-    "cpu_usage_limit",
-    "cpu_scheduling_period_minutes",
-    "leave_apps_in_memory",
+# The headings the page groups the preferences under: (heading, first field of the group).
+PREF_GROUPS = [
+    ("Venue", "venue"),
+    ("Computing", "run_on_batteries"),
+    ("When", "start_hour"),
+    ("Disk", "disk_max_used_gb"),
+    ("Memory", "ram_max_used_busy_pct"),
+    ("Network", "max_bytes_sec_down"),
+    ("Work buffer and switching", "work_buf_min_days"),
 ]
+
+# BOINC's web preference pages take rates and sizes up to this (html/inc/prefs_util.inc).
+PREFS_MAX_AMOUNT = 9_999_999.0
+KILO = 1000.0  # a kB is 1000 bytes, as every size on these pages (boincweb/human.py)
+# the form's fields: the host's venue, then its preferences
+FORM_FIELDS = ["venue", *PREF_FIELDS]
+
+
+def plain(value: Any) -> Any:
+    """A float as a person writes it: 100 rather than 100.0, 12.5 as it is."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return value
+
+
+class NumberField(forms.FloatField):
+    """A float field that shows 100 as 100, not 100.0."""
+
+    def prepare_value(self, value: Any) -> Any:
+        return plain(super().prepare_value(value))
+
+
+class BufferDays(BufferDaysField):
+    """A work buffer in days, shown as a NumberField shows its value."""
+
+    def prepare_value(self, value: Any) -> Any:
+        return plain(super().prepare_value(value))
+
+
+def percent_field(label: str, help_text: str, *, low: float = 0) -> forms.FloatField:
+    return NumberField(
+        min_value=low,
+        max_value=100,
+        label=label,
+        help_text=help_text,
+        error_messages={"invalid": "Enter a percentage, a number from %s to 100." % f"{low:g}"},
+    )
+
+
+def hour_field(label: str, help_text: str) -> forms.FloatField:
+    return NumberField(
+        min_value=0,
+        max_value=24,
+        label=label,
+        help_text=help_text,
+        error_messages={
+            "invalid": "Enter an hour of the day from 0 to 24, such as 8 or 17.5 (17:30).",
+            "min_value": "An hour of the day is 0 (midnight) or later.",
+            "max_value": "An hour of the day is at most 24 (midnight at the end of the day).",
+        },
+    )
+
+
+def amount_field(label: str, help_text: str) -> forms.FloatField:
+    return NumberField(
+        min_value=0,
+        max_value=PREFS_MAX_AMOUNT,
+        label=label,
+        help_text=help_text,
+        error_messages={"min_value": "This can't be negative; 0 means no limit."},
+    )
+
+
+class YesNoField(forms.TypedChoiceField):
+    """A yes/no preference as two radio buttons, as BOINC's preference pages show them: unlike a
+    checkbox, a form that leaves it out can be told from one that answers "no"."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(
+            choices=[("True", "Yes"), ("False", "No")],
+            coerce=lambda value: value == "True",
+            widget=forms.RadioSelect,
+            error_messages={"required": "Choose yes or no.", "invalid_choice": "Choose yes or no."},
+            **kwargs,
+        )
+
+
+class KilobytesPerSecondField(forms.FloatField):
+    """A network rate shown in kB/s and kept in bytes per second (BOINC's max_bytes_sec_*)."""
+
+    def prepare_value(self, value: Any) -> Any:
+        return plain(shown(value / KILO)) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
+    def clean(self, value: Any) -> Any:
+        rate = super().clean(value)
+        return None if rate is None else rate * KILO
 
 
 class HostPrefsForm(KeepsShownNumbers, forms.ModelForm):
-    """A host's computing preferences, with the ranges BOINC's preference pages accept."""
+    """A host's computing preferences: BOINC's global preferences, with the ranges BOINC's
+    preference pages accept (html/inc/prefs_util.inc) and each in the unit a person thinks in.
 
-    work_buf_min_days = BufferDaysField(high=PREFS_MAX_BUFFER_DAYS, label="Store at least (days of work)")
-    work_buf_additional_days = BufferDaysField(high=PREFS_MAX_BUFFER_DAYS, label="Store up to an additional (days)")
-    max_ncpus_pct = forms.FloatField(min_value=1, max_value=100, label="Use at most (% of the CPUs)")
-    cpu_usage_limit = forms.FloatField(min_value=1, max_value=100, label="Use at most (% of CPU time)")
-    cpu_scheduling_period_minutes = forms.FloatField(
-        min_value=1, max_value=1440, label="Switch between applications every (minutes)"
+    A preference the POST leaves out keeps its value, so that a script may set one alone; the
+    checkbox is the exception, since a browser leaves an unticked box out.
+
+    Venues are BOINC's: a volunteer's computers at one venue (home, school, work) share their
+    preferences, which may differ from one venue to another. Saving a host at a venue sets the
+    preferences it shows on the owner's other computers at that venue in the project.
+    """
+
+    venue = forms.ChoiceField(
+        choices=Venue.choices,
+        required=False,
+        label="This computer is at (venue)",
+        help_text="Your computers at one venue share their preferences: saving here sets them on your other "
+        "computers at the same venue too, so the ones at work can compute less than the ones at home.",
+        error_messages={"invalid_choice": "Choose a venue: none, home, school or work."},
     )
-    leave_apps_in_memory = forms.BooleanField(required=False, label="Leave non-GPU tasks in memory while suspended")
+
+    run_on_batteries = YesNoField(
+        label="Compute while the computer runs on batteries",
+        help_text="No suspends computing when a laptop is unplugged.",
+    )
+    run_if_user_active = YesNoField(
+        label="Compute while the computer is in use",
+        help_text="No suspends computing while someone uses the keyboard or mouse.",
+    )
+    max_ncpus_pct = percent_field(
+        "Use at most (% of the CPUs)",
+        "Of a computer with 8 CPUs, 50 % uses 4; at least one is always used.",
+        low=1,
+    )
+    cpu_usage_limit = percent_field(
+        "Use at most (% of CPU time)",
+        "Below 100 the client runs and pauses its tasks in turn, to keep a laptop cool.",
+        low=1,
+    )
+    suspend_cpu_usage = percent_field(
+        "Suspend when non-BOINC CPU usage is above (%)",
+        "Computing pauses while other programs use more of the CPUs than this; 0 never pauses.",
+    )
+    start_hour = hour_field("Compute only between (hour)", "From this hour of the day; the same hour below: any time.")
+    end_hour = hour_field("and (hour)", "An end before the start runs over midnight (22 to 6: nights).")
+    net_start_hour = hour_field(
+        "Transfer files only between (hour)", "From this hour of the day; the same hour below: any time."
+    )
+    net_end_hour = hour_field("and (hour)", "An end before the start runs over midnight.")
+    disk_max_used_gb = amount_field(
+        "Use at most (GB of disk)", "1 GB is 1,000,000,000 bytes; 0: no limit of this kind."
+    )
+    disk_max_used_pct = percent_field(
+        "Use at most (% of the disk)", "Of the disk's total size; the smallest of the three disk limits holds."
+    )
+    disk_min_free_gb = amount_field("Leave at least (GB free)", "Stop using disk when less than this is free.")
+    ram_max_used_busy_pct = percent_field(
+        "Use at most (% of memory) while the computer is in use", "Tasks that need more wait.", low=1
+    )
+    ram_max_used_idle_pct = percent_field(
+        "Use at most (% of memory) while the computer is idle", "Tasks that need more wait.", low=1
+    )
+    max_bytes_sec_down = KilobytesPerSecondField(
+        min_value=0,
+        max_value=PREFS_MAX_AMOUNT,
+        label="Limit download rate to (kB/s)",
+        help_text="1 kB is 1,000 bytes; 0: no limit.",
+        error_messages={"min_value": "A rate can't be negative; 0 means no limit."},
+    )
+    max_bytes_sec_up = KilobytesPerSecondField(
+        min_value=0,
+        max_value=PREFS_MAX_AMOUNT,
+        label="Limit upload rate to (kB/s)",
+        help_text="1 kB is 1,000 bytes; 0: no limit.",
+        error_messages={"min_value": "A rate can't be negative; 0 means no limit."},
+    )
+    work_buf_min_days = BufferDays(
+        high=PREFS_MAX_BUFFER_DAYS,
+        label="Store at least (days of work)",
+        help_text="The client asks for more work when it holds less than this; at most 10 days.",
+    )
+    work_buf_additional_days = BufferDays(
+        high=PREFS_MAX_BUFFER_DAYS,
+        label="Store up to an additional (days of work)",
+        help_text="When it asks, it asks for enough to hold this much more; at most 10 days.",
+    )
+    cpu_scheduling_period_minutes = NumberField(
+        min_value=1,
+        max_value=1440,
+        label="Switch between tasks every (minutes)",
+        help_text="How long a task runs before another project's gets its turn: 1 minute to a day.",
+    )
+    leave_apps_in_memory = forms.BooleanField(
+        required=False,
+        label="Leave non-GPU tasks in memory while suspended",
+        help_text="Keeps their progress since the last checkpoint, at the cost of memory.",
+    )
 
     class Meta:
         model = Host
-        fields = PREF_FIELDS
+        fields = FORM_FIELDS
 
-    def changes(self) -> list[tuple[str, float | bool, float | bool]]:
-        """(field, old, new) for each preference the form changes."""
+    def __init__(self, data: Mapping[str, Any] | None = None, *, instance: Host) -> None:
+        if data is not None:
+            data = data.copy() if hasattr(data, "copy") else dict(data)
+            for name in FORM_FIELDS:
+                field = self.base_fields[name]
+                if name not in data and not isinstance(field.widget, forms.CheckboxInput):
+                    current = getattr(instance, name)
+                    data[name] = str(current) if isinstance(current, bool) else field.prepare_value(current)
+        super().__init__(data, instance=instance)
+        # the owner's other hosts at the venue that saving also set (save_changes)
+        self.shared_with: list[int] = []
+
+    def sections(self) -> list[tuple[str, list[forms.BoundField]]]:
+        """The page's groups of fields under their headings, in PREF_FIELDS order."""
+        starts = {first: heading for heading, first in PREF_GROUPS}
+        groups: list[tuple[str, list[forms.BoundField]]] = []
+        for name in FORM_FIELDS:
+            if name in starts:
+                groups.append((starts[name], []))
+            groups[-1][1].append(self[name])
+        return groups
+
+    def changes(self) -> list[tuple[str, Any, Any]]:
+        """(field, old, new) for each preference (and the venue) the form changes."""
         return [
             (name, self.initial[name], self.cleaned_data[name])
-            for name in PREF_FIELDS
+            for name in FORM_FIELDS
             if self.cleaned_data[name] != self.initial[name]
         ]
 
-    def save_changes(
-        self, user: AbstractBaseUser | AnonymousUser, now: int
-    ) -> list[tuple[str, float | bool, float | bool]]:
+    def describe(self, name: str, value: Any) -> str:
+        """A preference's value as the page shows it: yes/no, the venue, or the number in its
+        field's unit."""
+        if name == "venue":
+            return Venue(value).label
+        if isinstance(value, bool):
+            return "yes" if value else "no"
+        if name in ("max_bytes_sec_down", "max_bytes_sec_up"):
+            value = value / KILO
+        return human.number(value, 6)
+
+    def saved_text(self, changes: list[tuple[str, float | bool, float | bool]]) -> str:
+        """The changes by the labels the page shows: "Store at least (days of work): 0.5 (was 0.1)"."""
+        return "; ".join(
+            f"{self.fields[name].label}: {self.describe(name, new)} (was {self.describe(name, old)})"
+            for name, old, new in changes
+        )
+
+    def save_changes(self, user: AbstractBaseUser | AnonymousUser, now: int) -> list[tuple[str, Any, Any]]:
         """Write the changed preferences and prefs_mod_time, with one lifecycle event of the
         host per changed preference (actor: the username; the values in ``detail``, since
-        old/new hold integers only). Returns the changes."""
+        old/new hold integers only); at a venue, the same on the owner's other hosts of the
+        project at that venue whose preferences differ (``shared_with`` lists their ids).
+        Returns the host's own changes."""
         changes = self.changes()
-        if not changes:
+        host = self.instance
+        values = {name: self.cleaned_data[name] for name in PREF_FIELDS}
+        venue = self.cleaned_data["venue"]
+        others = []
+        if venue:
+            at_venue = Host.objects.filter(project_id=host.project_id, owner_id=host.owner_id, venue=venue)
+            for row in at_venue.exclude(pk=host.pk).values("id", *PREF_FIELDS):
+                differ = [(name, row[name], values[name]) for name in PREF_FIELDS if row[name] != values[name]]
+                if differ:
+                    others.append((row["id"], differ))
+        self.shared_with = [hostid for hostid, _ in others]
+        if not changes and not others:
             return changes
+        actor = user.get_username()
+
+        def events(hostid: int, changed: list[tuple[str, Any, Any]], reason: str) -> list[Any]:
+            return [
+                event(
+                    time=now,
+                    actor=actor,
+                    host_id=hostid,
+                    field=name,
+                    old=None,
+                    new=None,
+                    reason=reason,
+                    detail=f"{old} → {new}",
+                )
+                for name, old, new in changed
+            ]
+
         with transaction.atomic():
-            Host.objects.filter(pk=self.instance.pk).update(
-                prefs_mod_time=now, **{name: new for name, _, new in changes}
-            )
+            if changes:
+                Host.objects.filter(pk=host.pk).update(prefs_mod_time=now, **{name: new for name, _, new in changes})
+            if others:
+                Host.objects.filter(pk__in=self.shared_with).update(prefs_mod_time=now, **values)
+            shared = f"preferences form of host {host.pk} (venue {venue})"
             record(
-                [
-                    event(
-                        time=now,
-                        actor=user.get_username(),
-                        host_id=self.instance.pk,
-                        field=name,
-                        old=None,
-                        new=None,
-                        reason="preferences form",
-                        detail=f"{old} → {new}",
-                    )
-                    for name, old, new in changes
-                ],
-                self.instance.project_id,
+                events(host.pk, changes, "preferences form")
+                + [e for hostid, differ in others for e in events(hostid, differ, shared)],
+                host.project_id,
             )
         return changes
 

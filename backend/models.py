@@ -115,6 +115,16 @@ class TransitionerFlags(models.IntegerChoices):
     TRANSITION_NO_NEW_RESULTS = 2, "No new results"
 
 
+class Venue(models.TextChoices):
+    """Where a computer is (BOINC's host venue, sent as <host_venue>): a volunteer's computers
+    at one venue share their computing preferences, which differ from one venue to another."""
+
+    NONE = "", "none"
+    HOME = "home", "home"
+    SCHOOL = "school", "school"
+    WORK = "work", "work"
+
+
 class GpuType(models.TextChoices):
     """The processor types of reference/client.md: CPU and the GPU vendors."""
 
@@ -383,14 +393,37 @@ class Host(models.Model):
     total_credit = models.FloatField(default=0.0)
     expavg_credit = models.FloatField(default=0.0)
     expavg_time = models.FloatField(default=0.0)
-    # Preferences (global_prefs, reference/client.md §2); edited through the prefs form.
+    # Preferences (global_prefs, reference/client.md §2); edited through the prefs form by the
+    # owner or staff, and sent to the host's client in <global_preferences> when newer than
+    # the client's (reference/protocol.md §4.3). Each column is named as its element of
+    # BOINC's global_prefs.xml, with the client's defaults (lib/prefs.cpp), but for the
+    # network rates, which the element gives in bytes per second as here.
     work_buf_min_days = models.FloatField(default=0.1)
     work_buf_additional_days = models.FloatField(default=0.5)
     max_ncpus_pct = models.FloatField(default=100.0)
     cpu_usage_limit = models.FloatField(default=100.0)
     cpu_scheduling_period_minutes = models.FloatField(default=60.0)
     leave_apps_in_memory = models.BooleanField(default=False)
+    run_on_batteries = models.BooleanField(default=True)
+    run_if_user_active = models.BooleanField(default=True)
+    # percent of the CPU used by other programs above which computing stops; 0: never
+    suspend_cpu_usage = models.FloatField(default=25.0)
+    # hours of the day (0-24) between which computing / network use is allowed; equal: always
+    start_hour = models.FloatField(default=0.0)
+    end_hour = models.FloatField(default=0.0)
+    net_start_hour = models.FloatField(default=0.0)
+    net_end_hour = models.FloatField(default=0.0)
+    # disk: the least of the three limits holds; 0 GB: no limit of that kind
+    disk_max_used_gb = models.FloatField(default=0.0)
+    disk_max_used_pct = models.FloatField(default=90.0)
+    disk_min_free_gb = models.FloatField(default=0.1)
+    ram_max_used_busy_pct = models.FloatField(default=50.0)
+    ram_max_used_idle_pct = models.FloatField(default=90.0)
+    # bytes per second; 0: no limit
+    max_bytes_sec_down = models.FloatField(default=0.0)
+    max_bytes_sec_up = models.FloatField(default=0.0)
     prefs_mod_time = models.BigIntegerField(default=0)
+    venue = models.CharField(max_length=8, choices=Venue.choices, blank=True, default="")
 
     class Meta:
         ordering = ["id"]
@@ -415,6 +448,32 @@ class Host(models.Model):
 
     def __str__(self) -> str:
         return f"{self.domain_name} (#{self.pk})"
+
+
+# A host's computing preferences, each named as its element of BOINC's <global_preferences>
+# (lib/prefs.cpp), in the order its preferences page shows them.
+PREF_FIELDS = [
+    "run_on_batteries",
+    "run_if_user_active",
+    "max_ncpus_pct",
+    "cpu_usage_limit",
+    "suspend_cpu_usage",
+    "start_hour",
+    "end_hour",
+    "net_start_hour",
+    "net_end_hour",
+    "disk_max_used_gb",
+    "disk_max_used_pct",
+    "disk_min_free_gb",
+    "ram_max_used_busy_pct",
+    "ram_max_used_idle_pct",
+    "max_bytes_sec_down",
+    "max_bytes_sec_up",
+    "work_buf_min_days",
+    "work_buf_additional_days",
+    "cpu_scheduling_period_minutes",
+    "leave_apps_in_memory",
+]
 
 
 class HostAppVersion(models.Model):

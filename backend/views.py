@@ -863,11 +863,17 @@ def host_prefs(request: HttpRequest, pk: int, project: Project) -> HttpResponse:
             changes = form.save_changes(request.user, project.now())
             if changes:
                 messages.success(
-                    request,
-                    "Saved: " + ", ".join(c[0] for c in changes) + ". The host uses them from its next scheduler RPC.",
+                    request, f"Saved: {form.saved_text(changes)}. The host takes them at its next scheduler request."
                 )
-            else:
+            elif not form.shared_with:
                 messages.info(request, "Nothing changed.")
+            if form.shared_with:
+                messages.success(
+                    request,
+                    f"The same preferences are set on your other computers at {form.cleaned_data['venue']}: "
+                    + ", ".join(f"host {hostid}" for hostid in form.shared_with)
+                    + ".",
+                )
             return redirect(project_reverse(request, "host_prefs", host.pk))
         status = 400
     else:

@@ -46,6 +46,7 @@ urlpatterns = [
     path("favicon.ico", favicon),
     path("admin/", admin.site.urls),
     path("django-rq/", include("django_rq.urls")),
+    path("accounts/", include("protocol.account_urls")),  # a volunteer's sign-up and My account
     path("accounts/", include("django.contrib.auth.urls")),
     path("project/worlds/", include("world.urls")),
     # the old paths of the one project there was: the demo project's pages

@@ -31,7 +31,10 @@ simulated volunteers call; this module only stands between it and the wire:
 6. the reply is written (``xml_reply``) with the project's name, the account's project
    preferences (its resource share, as BOINC's scheduler sends user.project_prefs in every
    reply to a known user), its download and upload URLs, the signed executables of its app
-   versions sent, and its code-signing key for a client that lacks it.
+   versions sent, and its code-signing key for a client that lacks it; and the host's
+   computing preferences (``Host``'s PREF_FIELDS, edited on its preferences page) when they
+   were changed after the ones the client holds (``host_prefs``), as BOINC's scheduler sends a
+   user's newer global preferences (handle_request.cpp handle_global_prefs), and its venue.
 """
 
 import logging
@@ -40,7 +43,7 @@ from collections.abc import Iterable
 from backend.daemons.hierarchy import upload_path
 from backend.daemons.sched_types import ReplyResult, ReportedFile, SchedulerConfig, SchedulerRequest
 from backend.daemons.scheduler import Message, SchedulerRequestError, check_request, handle_request
-from backend.models import ClientState, Host, Project, Result
+from backend.models import PREF_FIELDS, ClientState, Host, Project, Result
 from protocol import signing
 from protocol.models import Account, AppVersionFile
 from protocol.xml_reply import AppFile, ReplyContext, write_error_reply, write_reply
@@ -121,7 +124,24 @@ def scheduler_rpc(
         app_files={} if anonymous else app_files(project, reply.results),
         resource_share=account.resource_share,
     )
+    host = host_prefs(project, reply.hostid)
+    if host is not None:
+        context.host_venue = host.pop("venue")
+        mod_time = host.pop("prefs_mod_time")
+        if mod_time > max(parsed.global_prefs_mod_time, 0):
+            context.global_prefs_mod_time, context.global_prefs = mod_time, host
     return 200, write_reply(reply, context)
+
+
+def host_prefs(project: Project, hostid: int) -> dict | None:
+    """The host's venue, prefs_mod_time and preferences (element -> value); None for no host.
+
+    The preferences are sent only when edited after the ones the client holds (their
+    ``<mod_time>``): a host never edited (prefs_mod_time 0) is sent none, and its client keeps
+    its own."""
+    if not hostid:
+        return None
+    return Host.objects.filter(project=project, pk=hostid).values("venue", "prefs_mod_time", *PREF_FIELDS).first()
 
 
 def refused(exc: SchedulerRequestError) -> tuple[int, bytes]:

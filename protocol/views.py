@@ -14,7 +14,11 @@ project's, as it was before there were projects (``Project.master_path``):
 - ``.../boinc/prefs/``: the signed-in user's preferences for the project (BOINC's
   user.project_prefs: the resource share), which every scheduler reply sends (§4.3).
 
-Each view looks the project up first (``boinc_project``). An unknown slug is a 404, but for
+Beside them, site-wide under ``/accounts/`` (``protocol.account_urls``), a volunteer's own
+pages: ``signup/`` makes a Django user and logs them in, ``me/`` ("My account") lists their
+account in each project, their computers there and the links to each one's preferences.
+
+Each project's view looks the project up first (``boinc_project``). An unknown slug is a 404, but for
 the scheduler, whose client reads only a scheduler reply: it gets BOINC's error reply, a 200
 whose message says so (§4.1). A world's project is simulated, and real clients are refused
 there: its scheduler replies with a message saying so and a long request delay, its upload
@@ -31,8 +35,11 @@ import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.http import (
     FileResponse,
@@ -46,12 +53,13 @@ from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_http_methods
 
 from backend.daemons.hierarchy import download_path
-from backend.models import Project
+from backend.models import Host, Project
 from backend.server_config import ConfigError
 from protocol import uploads
-from protocol.forms import ProjectPrefsForm
+from protocol.forms import ProjectPrefsForm, SignupForm
 from protocol.models import Account
 from protocol.scheduler_rpc import REFUSED_DELAY, scheduler_rpc
 from protocol.uploads import Stream
@@ -169,6 +177,67 @@ def prefs(request: HttpRequest, slug: str) -> HttpResponse:
         },
         status=status,
     )
+
+
+@require_http_methods(["GET", "POST"])
+def signup(request: HttpRequest) -> HttpResponse:
+    """A visitor becomes a volunteer: a Django user, logged in at once, who then joins projects
+    from My account. A bad form is a 400 with its reasons and makes no one."""
+    if request.user.is_authenticated:
+        return redirect("my_account")
+    if request.method == "POST":
+        form = SignupForm(request.POST)
+        if form.is_valid():
+            user = form.save()
+            login(request, user, backend="boincweb.auth.RefuseDemoLoginBackend")
+            messages.success(
+                request,
+                f"Welcome, {user.username}. Join a project below to get its account key, then attach a BOINC "
+                "client with it.",
+            )
+            return redirect("my_account")
+        status = 400
+    else:
+        form = SignupForm()
+        status = 200
+    return render(request, "registration/signup.html", {"form": form}, status=status)
+
+
+@login_required
+@require_GET
+def my_account(request: HttpRequest) -> HttpResponse:
+    """The volunteer's own page: their account in each project they joined (its key page and
+    their preferences there), their computers in each, each with its preferences page, and
+    the live projects they have not joined yet."""
+    user_id = cast(int, request.user.pk)  # login_required: a user with a row
+    accounts = {a.project_id: a for a in Account.objects.filter(user_id=user_id).select_related("project")}
+    hosts: dict[int, list[Host]] = {}
+    for host in Host.objects.filter(owner_id=user_id).select_related("project").order_by("project_id", "id"):
+        hosts.setdefault(host.project_id, []).append(host)
+    # a project where they have computers but no account (made before accounts were) is listed too
+    mine = {a.project_id: a.project for a in accounts.values()} | {i: h[0].project for i, h in hosts.items()}
+    Project.demo()  # the demo project is there to join from the first visit on
+    others = [p for p in Project.objects.exclude(id__in=mine).order_by("id") if p.is_live]
+    projects = [
+        {
+            "project": project,
+            "account": accounts.get(project.id),
+            "master_url": master_url(request, project),
+            "account_url": f"{project.master_path()}account/",
+            "prefs_url": f"{project.master_path()}prefs/",
+            "hosts": [
+                {
+                    "host": host,
+                    "url": reverse("projects:host_detail", args=[project.slug, host.pk]),
+                    "prefs_url": reverse("projects:host_prefs", args=[project.slug, host.pk]),
+                }
+                for host in hosts.get(project.id, [])
+            ],
+        }
+        for _, project in sorted(mine.items())
+    ]
+    joinable = [{"project": p, "account_url": f"{p.master_path()}account/"} for p in others]
+    return render(request, "protocol/my_account.html", {"projects": projects, "joinable": joinable})
 
 
 def body_stream(request: HttpRequest) -> Stream:

@@ -25,7 +25,14 @@ What each job needs, and the pitfalls it avoids (§10):
 - the volunteer's ``<project_preferences>`` (their ``<resource_share>`` in the project) in
   every reply to a known account, as BOINC's scheduler always sends them: the client keeps
   them in its account file and takes the project's share from them (§4.3). Each child is on a
-  line of its own, since the client reads the element line by line.
+  line of its own, since the client reads the element line by line;
+- the host's ``<global_preferences>`` (its computing preferences, with their ``<mod_time>``)
+  when they are newer than the ones the client holds, as BOINC's scheduler sends a user's
+  global preferences (handle_request.cpp handle_global_prefs): the client writes them to its
+  global_prefs.xml and applies them at once (§4.3). They too are one element to a line, as
+  the client copies the element's lines verbatim. The host's ``<host_venue>`` (home, school,
+  work) goes with every reply when it has one: a volunteer's computers at one venue share their
+  preferences, and the client shows where it is.
 
 ``master_url`` is never sent: a URL differing from the one the client attached with in any way
 but case raises an alert on the client (§10.15).
@@ -62,7 +69,10 @@ class ReplyContext:
 
     ``app_files`` maps ``(app_name, version_num, platform, plan_class)`` to the files of that
     app version; ``code_sign_key`` is sent when not empty (only to a client without one);
-    ``resource_share`` is the account's project preference, sent when not None.
+    ``resource_share`` is the account's project preference, sent when not None;
+    ``global_prefs`` the host's computing preferences (element name -> value) and
+    ``global_prefs_mod_time`` when they were last changed, sent when not None; ``host_venue``
+    the host's venue, sent when not empty.
     """
 
     download_url: str
@@ -72,6 +82,9 @@ class ReplyContext:
     code_sign_key: str = ""
     app_files: dict = field(default_factory=dict)
     resource_share: float | None = None
+    global_prefs: dict[str, float | bool] | None = None
+    global_prefs_mod_time: int = 0
+    host_venue: str = ""
 
 
 def open_name(stem: str, i: int) -> str:
@@ -105,8 +118,12 @@ def write_reply(reply: SchedulerReply, context: ReplyContext) -> bytes:
     add(root, "project_name", context.project_name)
     if context.resource_share is not None:
         add(add(root, "project_preferences"), "resource_share", float(context.resource_share))
+    if context.global_prefs is not None:
+        write_global_prefs(root, context.global_prefs, context.global_prefs_mod_time)
     if reply.hostid:
         add(root, "hostid", reply.hostid)
+    if context.host_venue:
+        add(root, "host_venue", context.host_venue)
     if reply.request_delay:
         add(root, "request_delay", float(reply.request_delay))
     for message in reply.messages:
@@ -131,6 +148,15 @@ def write_reply(reply: SchedulerReply, context: ReplyContext) -> bytes:
     for name in reply.delete_file_infos:
         add(root, "delete_file_info", name)
     return serialize(root)
+
+
+def write_global_prefs(root: Element, prefs: dict[str, float | bool], mod_time: int) -> None:
+    """``<global_preferences>`` as BOINC's client reads it (lib/prefs.cpp GLOBAL_PREFS::parse):
+    ``<mod_time>`` in Unix seconds first, then each preference, a flag as 0 or 1."""
+    element = add(root, "global_preferences")
+    add(element, "mod_time", mod_time)
+    for name, value in prefs.items():
+        add(element, name, int(value) if isinstance(value, bool) else float(value))
 
 
 def write_error_reply(text: str, *, request_delay: float = 0) -> bytes:

@@ -98,6 +98,9 @@ class ParsedRequest:
     code_sign_key: str = ""
     # reported results past MAX_REPORTS, left out of ``request.results``
     reports_over: int = 0
+    # the <mod_time> of the preferences the client holds from a project (its top-level
+    # <global_preferences>, not the working ones); 0 when it holds none
+    global_prefs_mod_time: float = 0.0
 
 
 def parse_request(body: bytes) -> ParsedRequest:
@@ -135,6 +138,7 @@ def parse_request(body: bytes) -> ParsedRequest:
         request=request,
         code_sign_key=text(root, "code_sign_key"),
         reports_over=max(len(reports) - MAX_REPORTS, 0),
+        global_prefs_mod_time=number(root.find("global_preferences"), "mod_time"),
     )
 
 

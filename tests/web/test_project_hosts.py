@@ -189,7 +189,12 @@ def test_owner_and_staff_may_edit_the_prefs(client, host, request, who):
     form = client.get(f"/project/hosts/{host.id}/prefs/")
     assert form.status_code == 200 and "csrfmiddlewaretoken" in form.content.decode()
     saved = client.post(f"/project/hosts/{host.id}/prefs/", PREFS, follow=True)
-    assert saved.status_code == 200 and "Saved: work_buf_min_days" in saved.content.decode()
+    assert saved.status_code == 200
+    # the message names the preferences by the form's labels, not by their column names
+    assert (
+        "Saved: Use at most (% of the CPUs): 50 (was 100); Store at least (days of work): 0.5 (was 0.1); "
+        "Store up to an additional (days of work): 1 (was 0.5)." in saved.content.decode()
+    )
     host.refresh_from_db()
     assert (host.work_buf_min_days, host.work_buf_additional_days, host.max_ncpus_pct) == (0.5, 1, 50)
     assert host.prefs_mod_time > NOW
@@ -284,7 +289,7 @@ def test_saving_prefs_runs_the_same_queries_for_one_change_or_all(client, host, 
         ("max_ncpus_pct", "0", "greater than or equal to 1"),
         ("max_ncpus_pct", "101", "less than or equal to 100"),
         ("work_buf_min_days", "-1", "greater than or equal to 0"),
-        ("cpu_usage_limit", "lots", "Enter a number"),
+        ("cpu_usage_limit", "lots", "Enter a percentage, a number from 1 to 100."),
         ("cpu_scheduling_period_minutes", "", "required"),
     ],
 )
