@@ -331,7 +331,7 @@ class Accounting:
             return
         self.last_sample = self.now
         for p in self.projects:
-            self.rec_samples.append(RecSample(self.now, p.name, p.rec, p.priority, p.std, p.ltd))
+            self.rec_samples.append(RecSample(self.now, p.name, p.rec, p.priority, p.std_shown, p.ltd))
         if self._rr_cache is not None:
             rr = self._rr_cache[1]
             for r, res in enumerate(self.resources):

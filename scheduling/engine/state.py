@@ -281,6 +281,8 @@ class ProjectState:
         # debt era (reference/debt-era.md §3)
         self.std = 0.0
         self.ltd = 0.0
+        # short-term debt as recorded and shown: less the mean over the runnable projects
+        self.std_shown = 0.0
         self.wall_cpu_interval = 0.0
         self.anticipated_debt = 0.0
         # BOINC 6's debts per processor type (RSC_PROJECT_WORK_FETCH): index 0 unused (the

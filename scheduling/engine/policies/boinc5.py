@@ -11,10 +11,13 @@ GPUs: BOINC 6 kept a short- and a long-term debt per processor type and project
 (instance-seconds instead of CPU seconds), simulated each type's round-robin beside the
 CPU's, scheduled GPU jobs before CPU jobs (EDF for GPU jobs in danger, then the project
 with the most GPU debt), and asked for GPU work from the project with the most long-term
-GPU debt while the GPU type had a shortfall. Short-term debt is kept as BOINC 6 kept it:
-normalized to a mean of 0 over the runnable projects and bounded to +-one day (`STD_MAX`);
-BOINC 5's document normalized its minimum to 0 instead, which orders runnable projects the
-same way but lets a debt grow towards the cap.
+GPU debt while the GPU type had a shortfall.
+
+Short-term debt is normalized as seed 001 says (the smallest runnable one at 0, capped at one
+day, `STD_MAX`); it is recorded and quoted less its mean over the runnable projects, as BOINC 6
+kept it, so a project owed nothing more than the others reads 0 instead of climbing towards
+the cap. The shift is common to the runnable projects, so the order the scheduler reads, and
+every decision, is that of the seed's rule.
 """
 
 from __future__ import annotations
@@ -47,20 +50,25 @@ def _set_rsc_std(p, r: int, v: float) -> None:
 
 
 def _update_std(runnable, total: float, used: dict, projects, get, put) -> None:
-    """Short-term debt over one accounting interval (reference/debt-era.md §3), as BOINC 6
-    kept it: each runnable project is owed its share of the `total` time used and charged
-    what it used; the debts are then moved to a mean of 0 over the runnable projects and
-    bounded to +-STD_MAX. A project with nothing runnable owes and is owed nothing."""
+    """Short-term debt over one accounting interval (reference/debt-era.md §3): each runnable
+    project is owed its share of the `total` time used and charged what it used; then the
+    debts are normalized so the smallest is 0 and capped at STD_MAX. A project with nothing
+    runnable owes and is owed nothing."""
     share = sum(p.share for p in runnable)
     if runnable and share > 0:
         for p in runnable:
             put(p, get(p) + total * p.share / share - used[p])
-        mean = sum(get(p) for p in runnable) / len(runnable)
+        low = min(get(p) for p in runnable)
         for p in runnable:
-            put(p, max(-STD_MAX, min(get(p) - mean, STD_MAX)))
+            put(p, min(get(p) - low, STD_MAX))
     for p in projects:
         if p not in runnable:
             put(p, 0.0)
+
+
+def _mean(values) -> float:
+    values = list(values)
+    return sum(values) / len(values) if values else 0.0
 
 
 class Boinc5:
@@ -80,8 +88,8 @@ class Boinc5:
         em = self.em
         used = {p: p.wall_cpu_interval for p in em.projects}
         total = sum(used.values())
+        runnable = [p for p in em.projects if any(j.rsc == 0 for j in p.jobs)]
         if total > 0:
-            runnable = [p for p in em.projects if any(j.rsc == 0 for j in p.jobs)]
             _update_std(runnable, total, used, em.projects, lambda p: p.std, _set_std)
             potential = [p for p in em.projects if p.rsc_ok[0]]
             share = sum(p.share for p in potential)
@@ -91,6 +99,11 @@ class Boinc5:
                 mean = sum(p.ltd for p in em.projects) / len(em.projects)
                 for p in em.projects:
                     p.ltd -= mean
+        # shown (and quoted by the decision log) as BOINC 6 kept it: mean 0 over the runnable
+        # projects; a shift common to them all, so the order the scheduler reads is the same
+        shift = _mean(p.std for p in runnable)
+        for p in em.projects:
+            p.std_shown = p.std - shift if p in runnable else 0.0
         for r in range(1, len(em.resources)):
             used = {p: p.wall_rsc_interval[r] for p in em.projects}
             total = sum(used.values())
@@ -119,7 +132,9 @@ class Boinc5:
         runnable = [p for p in em.project_order if any(j.rsc == 0 for j in p.jobs)]
         for p in runnable:
             p.anticipated_debt = p.std
-        em.pick_table[0] = [(p.name, p.std) for p in runnable]
+        # the decision log quotes debts less their mean over the runnable projects (as shown)
+        shift = _mean(p.std for p in runnable)
+        em.pick_table[0] = [(p.name, p.std - shift) for p in runnable]
         pick_log: list = []
         em.pick_log[0] = pick_log
         misses = {p: rr.misses.get((p.index, 0), 0) for p in runnable}
@@ -133,12 +148,12 @@ class Boinc5:
         def take(j, why):
             nonlocal used
             taken.add(j)
-            j.pick_value = j.project.anticipated_debt
+            j.pick_value = j.project.anticipated_debt - shift
             j.pick_seq = len(pick_log)
             scheduled.append((j, why))
             used += j.avg_ncpus
             j.project.anticipated_debt -= payoff
-            pick_log.append((j.project.name, j.project.anticipated_debt))
+            pick_log.append((j.project.name, j.project.anticipated_debt - shift))
 
         # step 2: EDF among projects with predicted misses
         while used < ncpus - 1e-9:
@@ -190,7 +205,8 @@ class Boinc5:
                 continue
             for p in runnable:
                 p.rsc_anticipated_debt[r] = p.rsc_std[r]
-            em.pick_table[r] = [(p.name, p.rsc_std[r]) for p in runnable]
+            shift = _mean(p.rsc_std[r] for p in runnable)
+            em.pick_table[r] = [(p.name, p.rsc_std[r] - shift) for p in runnable]
             em.pick_log[r] = []
             misses = {p: rr.misses.get((p.index, r), 0) for p in runnable}
             usage = [0.0] * res.ninstances
@@ -203,14 +219,14 @@ class Boinc5:
             def fits(j, usage=usage):
                 return _reserve_gpu(usage, j.gpu_usage)
 
-            def take(j, why, r=r, payoff=payoff, taken=taken, picks=picks, log=em.pick_log[r]):
+            def take(j, why, r=r, payoff=payoff, taken=taken, picks=picks, log=em.pick_log[r], shift=shift):
                 taken.add(j)
-                j.pick_value = j.project.rsc_anticipated_debt[r]
+                j.pick_value = j.project.rsc_anticipated_debt[r] - shift
                 j.pick_seq = len(log)
                 j.edf = why == WHY_EDF
                 picks.append((j, why))
                 j.project.rsc_anticipated_debt[r] -= payoff
-                log.append((j.project.name, j.project.rsc_anticipated_debt[r]))
+                log.append((j.project.name, j.project.rsc_anticipated_debt[r] - shift))
 
             while min(usage) < 1.0 - 1e-9:
                 edf = [p for p in runnable if misses[p] > 0 and free_jobs(p)]
