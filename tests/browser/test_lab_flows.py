@@ -94,6 +94,15 @@ def test_a_person_builds_a_scenario_in_the_forms_runs_it_and_sees_bars_on_every_
     assert lanes_with_bars(page) == [0, 1]
     assert [t for t in page.locator("[data-testid=gantt] .ytick text").all_text_contents() if t] == ["CPU 0", "CPU 1"]
     shot(page, "02-run")
+    # beside REC, what the scheduler compared: each project's scheduling priority over time
+    page.wait_for_selector("[data-testid=priority] .main-svg", timeout=15_000)
+    names = page.evaluate("document.querySelector('[data-testid=priority]').data.map((t) => t.name)")
+    assert names == ["Alpha", "Beta"]
+    # the RPCs sit in a row of their own above the buffer, one line per project asked
+    rows = page.evaluate(
+        "document.querySelector('[data-testid=buffer]').data.filter((t) => t.yaxis === 'y2').map((t) => t.y[0])"
+    )
+    assert rows and set(rows) <= {"Alpha", "Beta"}
 
     log = page.locator("[data-testid=decision-log]")
     decisions = run_decisions(page)
