@@ -12,6 +12,8 @@ from collections import Counter, defaultdict
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
+from boincweb.human import number, sim_time
+
 HOUR = 3600.0
 PALETTE = qualitative.D3 + qualitative.Set2
 CURSOR = dict(
@@ -66,6 +68,17 @@ HOST_SHADES = (
     ("not_active", "computing suspended", "rgba(200,140,40,0.18)"),
     ("gpu_suspended", "GPU suspended", "rgba(160,90,200,0.16)"),
 )
+
+
+# one line style and marker per project, so equal projects' lines that lie on each other can
+# still be told apart (and read without colour)
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "x", "star", "hexagon")
+
+
+def project_styles(names) -> dict[str, tuple[str, str]]:
+    """A (dash, marker symbol) per project name, stable like its colour."""
+    return {name: (DASHES[i % len(DASHES)], SYMBOLS[i % len(SYMBOLS)]) for i, name in enumerate(sorted(set(names)))}
 
 
 def hours(seconds: float) -> float:
@@ -225,55 +238,95 @@ def gantt(records: dict, colours: dict | None = None, links: dict[str, str] | No
     )
 
 
-def rec_chart(records: dict, colours: dict | None = None) -> go.Figure:
-    """REC per project (boinc7, wrr, fifo), or long- and short-term debt (boinc5)."""
-    colours = colours or project_colours(_project_names(records))
-    debt = records["policy"] == "boinc5"
+def _project_lines(fig, records: dict, colours: dict, value, name, hover: str) -> None:
+    """One line per project of the value `value(sample)` of its REC samples, each project with
+    its own colour, dash and a marker every few points."""
+    styles = project_styles(_project_names(records))
     series = defaultdict(list)
     for s in records["rec"]:
         series[s["project"]].append(s)
-    fig = go.Figure()
     for project in sorted(series):
         rows = series[project]
-        x = [hours(s["time"]) for s in rows]
-        colour = colours.get(project, "#888")
-        if debt:
-            fig.add_trace(
-                go.Scattergl(
-                    x=x,
-                    y=[round(s["long_term_debt"], 3) for s in rows],
-                    mode="lines",
-                    name=f"{project} long-term debt",
-                    legendgroup=project,
-                    line=dict(color=colour, width=2),
-                )
+        dash, symbol = styles.get(project, ("solid", "circle"))
+        fig.add_trace(
+            go.Scatter(
+                x=[hours(s["time"]) for s in rows],
+                y=[value(s) for s in rows],
+                mode="lines+markers",
+                name=name(project),
+                legendgroup=project,
+                line=dict(color=colours.get(project, "#888"), width=2, dash=dash),
+                # a dozen markers per line, enough to tell the lines apart
+                marker=dict(symbol=symbol, size=7, maxdisplayed=12, color=colours.get(project, "#888")),
+                customdata=[sim_time(s["time"]) for s in rows],
+                hovertemplate=f"{project}<br>%{{customdata}}<br>{hover}<extra></extra>",
             )
-            fig.add_trace(
-                go.Scattergl(
-                    x=x,
-                    y=[round(s["short_term_debt"], 3) for s in rows],
-                    mode="lines",
-                    name=f"{project} short-term debt",
-                    legendgroup=project,
-                    line=dict(color=colour, width=1, dash="dot"),
-                )
+        )
+
+
+def rec_chart(records: dict, colours: dict | None = None) -> go.Figure:
+    """REC per project (boinc7, wrr, fifo), or long-term debt (boinc5): one line style per
+    project; REC has a linear / log axis switch so a small project's REC is not flattened
+    against a large one's."""
+    colours = colours or project_colours(_project_names(records))
+    debt = records["policy"] == "boinc5"
+    fig = go.Figure()
+    if debt:
+        _project_lines(
+            fig,
+            records,
+            colours,
+            lambda s: round(s["long_term_debt"], 3),
+            lambda p: f"{p} long-term debt",
+            "long-term debt %{y:,.0f} s",
+        )
+        title = "Long-term debt per project (CPU seconds owed; work fetch asks the most indebted)"
+        return _layout(fig, records, title, 300, dict(title="long-term debt (s)", zeroline=True))
+    _project_lines(fig, records, colours, lambda s: round(s["rec"], 5), lambda p: p, "REC %{y:.4g} credits/day")
+    fig = _layout(fig, records, "REC per project: recent estimated credit (credits/day)", 300, dict(title="REC"))
+    fig.update_layout(
+        updatemenus=[
+            dict(
+                type="buttons",
+                direction="left",
+                x=1,
+                xanchor="right",
+                y=1.18,
+                yanchor="top",
+                showactive=True,
+                buttons=[
+                    dict(label="linear", method="relayout", args=[{"yaxis.type": "linear"}]),
+                    dict(label="log", method="relayout", args=[{"yaxis.type": "log"}]),
+                ],
             )
-        else:
-            fig.add_trace(
-                go.Scattergl(
-                    x=x,
-                    y=[round(s["rec"], 5) for s in rows],
-                    mode="lines",
-                    name=project,
-                    line=dict(color=colour, width=2),
-                )
-            )
-    title = (
-        "Debt per project (seconds the client owes it)"
-        if debt
-        else "REC per project: recent estimated credit (credits/day)"
+        ]
     )
-    return _layout(fig, records, title, 300, dict(title="debt (s)" if debt else "REC", zeroline=True))
+    return fig
+
+
+def priority_chart(records: dict, colours: dict | None = None) -> go.Figure:
+    """What the job scheduler compares, per project over time: the scheduling priority
+    (-REC/share, reference/client.md §6.2; the highest runs next) or, for boinc5, the
+    short-term debt (reference/debt-era.md §3: CPU time owed to the project, mean 0 over the
+    runnable projects, bounded to +-1 day; the most indebted runs next)."""
+    colours = colours or project_colours(_project_names(records))
+    fig = go.Figure()
+    if records["policy"] == "boinc5":
+        _project_lines(
+            fig,
+            records,
+            colours,
+            lambda s: round(s["short_term_debt"], 3),
+            lambda p: f"{p} short-term debt",
+            "short-term debt %{y:,.0f} s",
+        )
+        title = "Short-term debt per project: CPU seconds owed to it (the most indebted runs next)"
+        return _layout(fig, records, title, 280, dict(title="short-term debt (s)", zeroline=True))
+    _project_lines(
+        fig, records, colours, lambda s: round(s["priority"], 6), lambda p: p, "scheduling priority %{y:.3g}"
+    )
+    title = "Scheduling priority per project (−REC share over resource share; the highest runs next)"
+    return _layout(fig, records, title, 280, dict(title="priority", zeroline=True))
 
 
 def buffer_chart(records: dict, colours: dict | None = None) -> go.Figure:
@@ -337,36 +390,57 @@ def buffer_chart(records: dict, colours: dict | None = None) -> go.Figure:
                 hoverinfo="skip",
             )
         )
+    # the RPCs in a thin row of their own above the buffer, one line per project: a short
+    # tick per RPC (a cross when it failed), its reason and reply on hover
     by_project = defaultdict(list)
     for r in records["rpcs"]:
         by_project[r["project"]].append(r)
-    for project in sorted(by_project):
-        rows = by_project[project]
+    rows = sorted(by_project)
+    for project in rows:
+        sent = by_project[project]
         fig.add_trace(
             go.Scatter(
-                x=[hours(r["time"]) for r in rows],
-                y=[0] * len(rows),
+                x=[hours(r["time"]) for r in sent],
+                y=[project] * len(sent),
+                yaxis="y2",
                 mode="markers",
                 name=f"RPC to {project}",
                 marker=dict(
                     color=colours.get(project, "#888"),
                     size=9,
-                    symbol=["triangle-up" if r["ok"] else "x" for r in rows],
-                    line=dict(width=1, color="#333"),
+                    symbol=["line-ns-open" if r["ok"] else "x-thin-open" for r in sent],
+                    line=dict(width=2, color=colours.get(project, "#888")),
                 ),
                 text=[
-                    f"RPC to {project} ({r['reason']}): {'ok' if r['ok'] else 'failed'}<br>{r['message']}" for r in rows
+                    f"{sim_time(r['time'])}: RPC to {project} ({r['reason']}), "
+                    f"{'ok' if r['ok'] else 'failed'}<br>{r['message']}"
+                    for r in sent
                 ],
                 hovertemplate="%{text}<extra></extra>",
             )
         )
-    return _layout(
+    band = min(0.3, 0.07 * len(rows)) if rows else 0.0
+    fig = _layout(
         fig,
         records,
-        "Work buffer: hours until an instance would idle, with scheduler RPCs (▲ ok, ✕ failed)",
-        320,
-        dict(title="hours", rangemode="tozero"),
+        "Work buffer: hours until an instance would idle; scheduler RPCs in the row above (| ok, ✕ failed)",
+        320 + 18 * len(rows),
+        dict(title="hours", rangemode="tozero", domain=[0, 1 - band - 0.04 if rows else 1]),
     )
+    if rows:
+        fig.update_layout(
+            yaxis2=dict(
+                domain=[1 - band, 1],
+                type="category",
+                categoryorder="array",
+                categoryarray=rows,
+                showgrid=False,
+                zeroline=False,
+                tickfont=dict(size=10),
+                title=dict(text="RPCs", font=dict(size=10)),
+            )
+        )
+    return fig
 
 
 def figure_card(figures: dict) -> list[dict]:
@@ -378,13 +452,14 @@ def compare_figures(summaries: list[dict]) -> list[dict]:
     """Rows of figures side by side, each run's value with its difference from the first run.
 
     All five figures are lower-is-better, so the lowest value of a row is marked best, as the
-    page shows them (three decimals): values that read the same mark none.
+    page shows them (human.number, the rounding every lab page uses): values that read the
+    same mark none.
     """
     rows = []
     for key, label, definition in FIGURES:
         values = [s["figures"][key] for s in summaries]
-        shown = [round(v, 3) for v in values]
-        best = min(shown)
+        shown = [number(v) for v in values]
+        best = shown[values.index(min(values))]
         cells = [
             dict(value=v, diff=v - values[0], best=(r == best and len(set(shown)) > 1)) for v, r in zip(values, shown)
         ]
@@ -410,13 +485,38 @@ def run_facts(records: dict) -> dict:
     )
 
 
+def _times(n: float, one: str, many: str) -> str:
+    return one if n == 1 else many.format(n=number(n))
+
+
 FACT_SENTENCES = (
-    ("preemptions", "{policy} preempted a running job {value:g} times"),
-    ("lost_hours", "{policy} threw away {value:.1f} CPU-hours of work done since the last checkpoint"),
-    ("edf_slices", "{policy} ran {value:g} time slices in EDF mode because a deadline was in danger"),
-    ("deadlines_missed", "{policy} missed {value:g} deadlines"),
-    ("jobs_completed", "{policy} completed {value:g} jobs"),
-    ("rpcs", "{policy} made {value:g} scheduler RPCs"),
+    (
+        "preemptions",
+        lambda p, v: (
+            f"{p} preempted no running job"
+            if v == 0
+            else f"{p} preempted a running job {_times(v, 'once', '{n} times')}"
+        ),
+    ),
+    (
+        "lost_hours",
+        lambda p, v: (
+            f"{p} threw away no work"
+            if v == 0
+            else f"{p} threw away {number(v)} CPU-hours of work done since the last checkpoint"
+        ),
+    ),
+    (
+        "edf_slices",
+        lambda p, v: (
+            f"under {p} no time slices ran in EDF mode"
+            if v == 0
+            else f"{p} ran {_times(v, 'one time slice', '{n} time slices')} in EDF mode, for a deadline in danger"
+        ),
+    ),
+    ("deadlines_missed", lambda p, v: f"{p} missed {'no' if v == 0 else number(v)} deadline{'' if v == 1 else 's'}"),
+    ("jobs_completed", lambda p, v: f"{p} completed {'no' if v == 0 else number(v)} job{'' if v == 1 else 's'}"),
+    ("rpcs", lambda p, v: f"{p} made {'no' if v == 0 else number(v)} scheduler RPC{'' if v == 1 else 's'}"),
 )
 
 
@@ -454,16 +554,16 @@ def explain_differences(runs: list[tuple[str, dict]]) -> list[str]:
     """
     facts = [(label, run_facts(records)) for label, records in runs]
     out = []
-    for key, template in FACT_SENTENCES:
+    for key, sentence in FACT_SENTENCES:
         values = [f[key] for _l, f in facts]
         if max(values) - min(values) < (0.05 if key == "lost_hours" else 1):
             continue
-        out.append("; ".join(template.format(policy=label, value=f[key]) for label, f in facts) + ".")
+        out.append("; ".join(sentence(label, f[key]) for label, f in facts) + ".")
     out += _share_sentences(runs)
     for key, label, _definition in FIGURES:
         values = [(name, records["figures"][key]) for name, records in runs]
         low = min(values, key=lambda v: v[1])
         high = max(values, key=lambda v: v[1])
         if high[1] - low[1] > 0.01:
-            out.append(f"{label}: {low[0]} {low[1]:.3f} against {high[0]} {high[1]:.3f} (lower is better).")
+            out.append(f"{label}: {low[0]} {number(low[1])} against {high[0]} {number(high[1])} (lower is better).")
     return out

@@ -107,27 +107,46 @@ class HostForm(forms.Form):
 
     ncpus = forms.IntegerField(label="CPUs", initial=2, min_value=1, max_value=limits.MAX_CPUS, help_text="p_ncpus")
     cpu_gflops = _gflops("GFLOPS per CPU", 1.0, "p_fpops / 10⁹")
-    on_frac = _fraction("on fraction", "share of time the computer is on")
-    connected_frac = _fraction("connected fraction", "share of on-time with a network connection")
-    active_frac = _fraction("active fraction", "share of on-time computing is allowed")
-    gpu_active_frac = _fraction("GPU active fraction", "share of active time GPU computing is allowed")
-    on_hours = _hours("mean on period (h)", 1.0, "mean length of an 'up' period (lambda)")
-    connected_hours = _hours("mean connected period (h)")
-    active_hours = _hours("mean active period (h)")
-    gpu_active_hours = _hours("mean GPU-active period (h)")
+    on_frac = _fraction(
+        "on fraction",
+        "0 to 1: the part of the time the computer (and the BOINC client) is running, e.g. 0.8 for "
+        "off one hour in five; BOINC's time_stats on_frac",
+    )
+    connected_frac = _fraction(
+        "connected fraction",
+        "0 to 1: the part of the running time it has a network connection; RPCs wait for one. "
+        "BOINC's time_stats connected_frac",
+    )
+    active_frac = _fraction(
+        "active fraction", "0 to 1: the part of the running time computing is allowed (active_frac)"
+    )
+    gpu_active_frac = _fraction(
+        "GPU active fraction", "0 to 1: the part of the computing time GPU computing is allowed (gpu_active_frac)"
+    )
+    on_hours = _hours("mean on period (hours)", 1.0, "hours: the mean length of one stretch with the computer on")
+    connected_hours = _hours("mean connected period (hours)", help_text="hours: the mean length of one connection")
+    active_hours = _hours("mean active period (hours)", help_text="hours: the mean length of one stretch of computing")
+    gpu_active_hours = _hours(
+        "mean GPU-active period (hours)", help_text="hours: the mean length of one stretch of GPU computing"
+    )
 
 
 class PrefsForm(KeepsShownNumbers, forms.Form):
     """Host preferences: global_prefs.xml and cc_config.xml (reference/client.md §2)."""
 
-    work_buf_min_days = _buffer_days("min buffer (days)", 0.1, "work_buf_min_days: fetch when below this")
+    work_buf_min_days = _buffer_days(
+        "min buffer (days)", 0.1, "days, as BOINC's work_buf_min_days: 0.25 is 6 hours; work is fetched below it"
+    )
     work_buf_additional_days = _buffer_days(
-        "additional buffer (days)", 0.5, "work_buf_additional_days: max buffer = min + this"
+        "additional buffer (days)",
+        0.5,
+        "days, as BOINC's work_buf_additional_days: the most work held is the min buffer plus this",
     )
     cpu_scheduling_period_minutes = _positive(
         "time slice (minutes)",
         60.0,
-        "cpu_scheduling_period_minutes",
+        "minutes, as BOINC's cpu_scheduling_period_minutes: how long a job keeps its CPU before the "
+        "scheduler may switch",
         low=limits.MIN_SCHEDULING_PERIOD_MINUTES,
         high=limits.MAX_SCHEDULING_PERIOD_MINUTES,
     )
@@ -605,11 +624,18 @@ class DurationField(forms.CharField):
         return seconds
 
 
+COMPAT_HELP = (
+    "Compat: intended runs BOINC's rules as its documents state them; BOINC's emulator repeats "
+    "what BOINC's own client emulator does, its known bugs included, so results can be checked "
+    "against it (docs/engine-fidelity.md)."
+)
+
+
 class RunForm(forms.Form):
     policy = forms.ChoiceField(choices=Run.Policy.choices, initial="boinc7")
     duration = DurationField(initial="2d", help_text="seconds, or with a unit: 36h, 10d")
     seed = seed_field()
-    compat = forms.ChoiceField(choices=Run.Compat.choices, initial="intended")
+    compat = forms.ChoiceField(choices=Run.Compat.choices, initial="intended", help_text=COMPAT_HELP)
     delta = forms.FloatField(
         label="step (s)",
         initial=60.0,
@@ -647,7 +673,7 @@ class CompareForm(forms.Form):
     )
     duration = DurationField(initial="2d")
     seed = seed_field()
-    compat = forms.ChoiceField(choices=Run.Compat.choices, initial="intended")
+    compat = forms.ChoiceField(choices=Run.Compat.choices, initial="intended", help_text=COMPAT_HELP)
 
     def clean(self):
         data = super().clean()

@@ -569,6 +569,22 @@ def compare_start(request, pk):
     return redirect(reverse("lab:compare") + "?runs=" + ",".join(str(r.pk) for r in runs))
 
 
+# what boinc5's debt charts show, and what it leaves out (reference/debt-era.md §3, §5)
+DEBT_NOTE = (
+    "Short-term debt is the CPU time the client owes a project: at each accounting step every "
+    "project with a runnable job is owed its resource share of the time the CPUs ran and "
+    "charged the time its own jobs ran; the client keeps the smallest at 0 and caps them at one "
+    "day (BOINC 5's rule), and a project with nothing to run has none. The charts and the log "
+    "show them less their mean over the runnable projects, as BOINC 6 kept them, which changes "
+    "no order: the job scheduler runs the project with the most, so a project that runs all "
+    "the time sits below 0 and one that waits climbs above. Long-term debt is the same over every "
+    "project that could run, and decides which project is asked for work. GPUs have their own "
+    "short- and long-term debts, as in BOINC 6; the charts show the CPU's. Not modelled: "
+    "BOINC 6's per-project work-fetch back-off per processor type and its 'overworked' rule "
+    "for GPUs beyond the long-term debt threshold."
+)
+
+
 def _run_context(run: Run) -> dict:
     """A finished run's charts, card and facts; a running one's charts so far (partial records)."""
     records = run.records() if run.status in (Run.Status.DONE, Run.Status.RUNNING) else None
@@ -576,6 +592,7 @@ def _run_context(run: Run) -> dict:
         "run": run,
         "records": records,
         "policy_note": POLICY_NOTES.get(run.policy, ""),
+        "debt_note": DEBT_NOTE if run.policy == "boinc5" else "",
         "partial": run.status == Run.Status.RUNNING and records is not None,
     }
     if records is not None:
@@ -605,13 +622,15 @@ def _comparable(run: Run):
 
 
 def chart_scripts(run: Run, records: dict, colours: dict | None = None) -> str:
-    """A run's three figures and its decision log as the page embeds them (boincweb.figures):
-    run-<id>-gantt, run-<id>-rec and run-<id>-buffer, drawn by static/js/charts.js, and
+    """A run's four figures and its decision log as the page embeds them (boincweb.figures):
+    run-<id>-gantt, run-<id>-rec, run-<id>-priority and run-<id>-buffer, drawn by
+    static/js/charts.js, and
     run-<id>-log, the decisions and the run's length that static/js/lab.js's time cursor reads."""
     colours = colours or charts.project_colours([p["name"] for p in records["projects"]])
     figures = {
         "gantt": charts.gantt(records, colours),
         "rec": charts.rec_chart(records, colours),
+        "priority": charts.priority_chart(records, colours),
         "buffer": charts.buffer_chart(records, colours),
     }
     log = {
@@ -696,10 +715,10 @@ def _picker(request, run: Run):
 
 def _rec_heading(policies: set[str]) -> str:
     if policies == {"boinc5"}:
-        return "Debt per project"
+        return "Long-term debt per project"
     if "boinc5" not in policies:
         return "REC per project"
-    return "REC (" + ", ".join(sorted(policies - {"boinc5"})) + ") and debt (boinc5) per project"
+    return "REC (" + ", ".join(sorted(policies - {"boinc5"})) + ") and long-term debt (boinc5) per project"
 
 
 @require_GET
@@ -745,7 +764,8 @@ def compare(request):
                 "card": charts.figure_card(rec["figures"]),
                 "facts": charts.run_facts(rec),
                 "note": POLICY_NOTES.get(r.policy, ""),
-                "rec_label": "debt" if r.policy == "boinc5" else "REC",
+                "rec_label": "long-term debt" if r.policy == "boinc5" else "REC",
+                "priority_label": "short-term debt" if r.policy == "boinc5" else "scheduling priority",
                 "chart_scripts": chart_scripts(r, rec, colours),
             }
             for r, rec in loaded

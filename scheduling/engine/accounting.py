@@ -174,6 +174,7 @@ class Accounting:
                 # REC counts a scheduled job over the whole step under bce (adjust_rec)
                 usage.append((p, j.rsc, j.gpu_usage, dt if bce else run_time))
                 usage.append((p, 0, j.avg_ncpus, dt if bce else run_time))
+                p.wall_rsc_interval[j.rsc] += run_time * j.gpu_usage
             else:
                 peak = j.avg_ncpus * scale * cpu_flops
                 # BOINC counts a CPU job's instance-seconds for REC at its full CPU count
@@ -253,6 +254,8 @@ class Accounting:
         self.policy.account(t0, t1)
         for p in self.projects:
             p.wall_cpu_interval = 0.0
+            for r in range(1, len(p.wall_rsc_interval)):
+                p.wall_rsc_interval[r] = 0.0
         self.now = t1
         for tc, j in sorted(finished, key=lambda x: x[0]):
             self._finish(j, tc)
@@ -328,7 +331,7 @@ class Accounting:
             return
         self.last_sample = self.now
         for p in self.projects:
-            self.rec_samples.append(RecSample(self.now, p.name, p.rec, p.priority, p.std, p.ltd))
+            self.rec_samples.append(RecSample(self.now, p.name, p.rec, p.priority, p.std_shown, p.ltd))
         if self._rr_cache is not None:
             rr = self._rr_cache[1]
             for r, res in enumerate(self.resources):

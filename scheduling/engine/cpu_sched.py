@@ -241,6 +241,10 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
     CPUs (stop_scan_cpu); GPU jobs' CPU shares count in neither."""
     promote_once_ran_edf(em, now, rr)
     rec_sum = priority_init(em.projects, lambda p: bool(p.jobs), em.bce)
+    # the priorities this list starts from, which the decision log quotes
+    em.pick_table = {-1: [(p.name, p.priority) for p in em.project_order if p.jobs]}
+    pick_log: list = []
+    em.pick_log = {-1: pick_log}
     misses = dict(rr.misses)
     taken: set = set()
     out: list = []
@@ -272,12 +276,15 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
                 if edf_pass:
                     misses[(j.project.index, r)] -= 1
                 j.edf = edf_pass
+                j.pick_value = j.project.priority
+                j.pick_seq = len(pick_log)
                 out.append(j)
                 if cpu and j.avg_ncpus > 1:
                     used_mt += j.avg_ncpus
                 elif cpu:
                     used_st += j.avg_ncpus
                 adjust_rec_sched(j.project, j.peak_flops, em.total_peak_flops, rec_sum)
+                pick_log.append((j.project.name, j.project.priority))
     return out
 
 

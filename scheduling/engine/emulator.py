@@ -166,6 +166,11 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
         self._init_rpc(servers)
         self.now = 0.0
         self.decisions: list[Decision] = []
+        # (project, value) pairs the last run list started from per resource (-1: all), quoted
+        # by the decision log
+        self.pick_table: dict = {}
+        # the (project, value after the pick) of each pick of that run list, in pick order
+        self.pick_log: dict = {}
         self.state_version = 0
         self._rr_cache = None
         self.events = 0

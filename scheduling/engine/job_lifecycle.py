@@ -14,6 +14,8 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from boincweb.human import duration, number, sim_time
+
 from .cpu_sched import WHY_EDF
 from .records import TimeSlice
 from .state import FINISHED, QUEUED, RUNNING, JobState
@@ -33,6 +35,9 @@ class JobLifecycle:
     delta: float
     prefs: Prefs
     n_usable_cpus: int
+    work_buf_min: float
+    pick_table: dict
+    pick_log: dict
     policy_name: str
     resources: list[Resource]
     rsc_index: dict[str, int]
@@ -49,6 +54,7 @@ class JobLifecycle:
         self.job_seq = 0
         self.task_count = 0  # jobs started so far (task_seq)
         self.slices: list[TimeSlice] = []
+        self._starts_now = (-1.0, 0)  # (instant, jobs started at it), for the decision log
 
     def _version_for(self, app, resource: str | None):
         usable = [v for v in app.versions if v.resource in self.rsc_index]
@@ -141,22 +147,77 @@ class JobLifecycle:
             j.instance = gpu_instance
         self.running.append(j)
         res = self.resources[j.rsc]
-        reason = {
-            "edf": "it is in deadline danger (EDF)",
-            "priority": (
-                f"{p.name} has the most short-term debt (CPU time owed to it)"
-                if self.policy_name == "boinc5"  # reference/debt-era.md §5 step 5
-                else f"{p.name} has the highest scheduling priority"
-            ),
-            "unfinished_time_slice": "its time slice is not over",
-            "fifo": "it is the oldest job",
-        }.get(why, why)
+        at, n = self._starts_now
+        n = n + 1 if at == self.now else 1
+        self._starts_now = (self.now, n)
         self.log(
             "schedule",
             p.name,
             j.name,
-            f"{'Resumed' if resumed else 'Started'} {j.name} of {p.name} on {res.name} #{j.instance} because {reason}.",
+            f"{'Resumed' if resumed else 'Started'} {j.name} of {p.name} on {res.name} #{j.instance} "
+            f"because {self._start_reason(j, why, n)}.",
         )
+
+    def _start_reason(self, j, why: str, n: int) -> str:
+        """Why a job started, with the values the policy compared (the decision log)."""
+        p = j.project
+        if why == "edf":
+            text = "it is in deadline danger (EDF)"
+            if not math.isfinite(j.rr_finish):
+                return text
+            slack = j.deadline - j.rr_finish
+            due = sim_time(j.deadline)
+            when = (
+                f"{duration(-slack)} after its deadline {due}"
+                if slack < 0
+                else f"{duration(slack)} before its deadline {due}"
+            )
+            if self.policy_name != "boinc5":
+                # BOINC 7 counts a miss when the finish falls within the minimum buffer of it
+                when += f", with a minimum buffer of {duration(self.work_buf_min)}"
+            return f"{text}: the round-robin simulation has it finish at {sim_time(j.rr_finish)}, {when}"
+        if why == "unfinished_time_slice":
+            return f"its time slice is not over (it started at {sim_time(j.run_start)})"
+        if why == "fifo":
+            return "it is the oldest job"
+        if why != "priority":
+            return why
+        debt = self.policy_name == "boinc5"  # reference/debt-era.md §5 step 5
+        key = j.rsc if j.rsc in self.pick_table else -1
+        began = dict(self.pick_table.get(key, []))
+        # each pick lowered its project's value: replay those before this job's pick
+        now = dict(began)
+        picked: dict = {}
+        for name, v in self.pick_log.get(key, [])[: j.pick_seq]:
+            now[name] = v
+            picked[name] = picked.get(name, 0) + 1
+        # a project whose every job was already picked was not in the running
+        jobs = {q.name: sum(1 for x in q.jobs if key < 0 or x.rsc == key) for q in self.projects}
+        done = [name for name in now if name != p.name and picked.get(name, 0) >= jobs.get(name, 0)]
+        fmt: Callable[[float], str] = duration if debt else number
+        if debt:
+            rsc = "" if j.rsc == 0 else self.resources[j.rsc].name + " "
+            what = f"the most {rsc}short-term debt (time owed to it)"
+        else:
+            what = "the highest scheduling priority"
+        if not math.isfinite(j.pick_value) or p.name not in now:
+            return f"{p.name} had {what}"
+        now[p.name] = j.pick_value
+        text = f"{p.name} had {what} when picked: {fmt(j.pick_value)}"
+        others = [f"{name} {fmt(v)}" for name, v in now.items() if name != p.name and name not in done]
+        if others:
+            text += f" against {', '.join(others)}"
+        if done:
+            text += f" ({', '.join(done)}: no other job to run)"
+        lowered = [f"{name} {fmt(v)}" for name, v in began.items() if fmt(v) != fmt(now[name])]
+        if lowered:
+            text += (
+                f" (the schedule began with {', '.join(lowered)}; each job it picked lowered its project's "
+                f"{'anticipated debt' if debt else 'priority'})"
+            )
+        if n > 1:
+            text += f"; job {n} started at this instant, on another free {'CPU' if j.rsc == 0 else 'device'}"
+        return text
 
     def _preempt(self, j, why: str, force_remove: bool = False) -> None:
         """ACTIVE_TASK::preempt (§6.3): GPU jobs always leave memory; a job that never
@@ -253,4 +314,4 @@ class JobLifecycle:
         self._update_dcf(j)
         self.state_version += 1
         self.must_schedule = True
-        self.log("finish", p.name, j.name, f"{j.name} of {p.name} finished at {tc:.0f} s and is ready to report.")
+        self.log("finish", p.name, j.name, f"{j.name} of {p.name} finished at {sim_time(tc)} and is ready to report.")

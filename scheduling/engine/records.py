@@ -32,6 +32,7 @@ class RecSample(NamedTuple):
     """A project's REC (credits/day, reference/client.md §6.1), scheduling priority and debts.
 
     `short_term_debt` / `long_term_debt` are the debt-era values (reference/debt-era.md §3),
+    the short-term one less its mean over the runnable projects (as BOINC 6 kept it),
     0 under the REC-era policies.
     """
 

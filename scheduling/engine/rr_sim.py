@@ -380,7 +380,13 @@ def wrr_simulate(em, now: float) -> RRResult:
     CPU, and what a project cannot use goes to the others. Over the horizon min_queue
     (`work_buf_min`), total_shortfall integrates idle CPUs and shortfall(P) integrates how
     far P's use falls below its share of all CPUs, share(P)/sum of shares x NCPUS.
-    Deadline misses use the plain report deadline. GPU jobs are not simulated.
+    Deadline misses use the plain report deadline.
+
+    BOINC 6 (the 6.10 client's rr_simulation with its per-type RSC_WORK_FETCH) simulated
+    each GPU type the same way beside the CPU: its instances shared by the projects with
+    GPU jobs, a job holding at most its gpu_usage of them; the type's idle instance-seconds
+    are its shortfall (`rsc[r].shortfall`), each project's by its share of the instances in
+    `project_rsc_shortfall[(p, r)]`, misses in `misses[(p, r)]`.
     """
     projects = em.projects
     result = RRResult(now, len(em.resources), len(projects))
@@ -449,12 +455,97 @@ def wrr_simulate(em, now: float) -> RRResult:
                         key = (j.project.index, 0)
                         result.misses[key] = result.misses.get(key, 0) + 1
     result.rsc[0].shortfall = result.total_shortfall
+    for r in range(1, len(em.resources)):
+        _wrr_simulate_gpu(em, now, r, result)
     return result
 
 
-def _wrr_allocation(live: dict, ncpus: float) -> dict:
+def _wrr_simulate_gpu(em, now: float, r: int, result: RRResult) -> None:
+    """wrr_simulate for the GPU type `r`: the same weighted round-robin over its instances
+    among the projects with a version for it (reference/debt-era.md §4, per type as in
+    BOINC 6)."""
+    res = em.resources[r]
+    ninst = float(res.ninstances)
+    frac = res.overall_frac
+    horizon = now + em.work_buf_min
+    left: dict = {}
+    by_project: dict = {}
+    for p in em.projects:
+        for j in p.jobs:
+            if j.rsc != r:
+                continue
+            j.rr_miss = False
+            j.rr_finish = now
+            left[j] = j.est_flops_remaining(em.exact_estimates)
+            by_project.setdefault(p, []).append(j)
+            key = (p.index, r)
+            result.nused_total[key] = result.nused_total.get(key, 0.0) + j.gpu_usage
+    eligible = [p for p in em.projects if p.rsc_ok[r]]
+    share_sum = sum(p.share for p in eligible)
+    fair = {p: (p.share / share_sum * ninst if share_sum > 0 else ninst / len(eligible)) for p in eligible}
+    rs = result.rsc[r]
+    sim_now = now
+    first = True
+    steps = 0
+    max_steps = MAX_STEPS_PER_JOB * (len(left) + 1)
+    while True:
+        steps += 1
+        if steps > max_steps:
+            raise EngineLimitError(
+                f"the weighted round-robin simulation of {res.name} at {now:.0f} s took more than "
+                f"{max_steps} steps for {_jobs(len(left))}: job sizes or processor speeds are out of range"
+            )
+        live = {p: [j for j in js if j in left] for p, js in by_project.items()}
+        live = {p: js for p, js in live.items() if js}
+        inst = _wrr_allocation(live, ninst, cap=_gpu_cap)
+        used = {p: sum(inst[j] for j in js) for p, js in live.items()}
+        busy = sum(used.values())
+        if first:
+            rs.nidle_now = max(0.0, ninst - busy)
+            first = False
+        # a job at its full gpu_usage computes at its version's speed
+        speed = {j: inst[j] / _gpu_cap(j) * j.flops * frac for js in live.values() for j in js}
+        if live:
+            dt = min(left[j] / speed[j] for js in live.values() for j in js if inst[j] > 0)
+        else:
+            dt = math.inf
+        span = max(0.0, min(sim_now + dt, horizon) - sim_now)
+        if span > 0:
+            rs.shortfall += max(0.0, ninst - busy) * span
+            for p in eligible:
+                key = (p.index, r)
+                result.project_rsc_shortfall[key] = (
+                    result.project_rsc_shortfall.get(key, 0.0) + max(0.0, fair[p] - used.get(p, 0.0)) * span
+                )
+        if busy >= ninst - IDLE_EPS and live:
+            rs.saturated_time = sim_now + dt - now
+        if not live:
+            break
+        for js in live.values():
+            for j in js:
+                if inst[j] > 0:
+                    left[j] -= speed[j] * dt
+        sim_now += dt
+        for js in live.values():
+            for j in js:
+                if left[j] <= 1e-9 * (j.size + 1.0):
+                    del left[j]
+                    j.rr_finish = sim_now
+                    if sim_now > j.deadline:
+                        j.rr_miss = True
+                        key = (j.project.index, r)
+                        result.misses[key] = result.misses.get(key, 0) + 1
+
+
+def _gpu_cap(j) -> float:
+    """The instances a GPU job can hold: its gpu_usage (one when the version states none)."""
+    return j.gpu_usage if j.gpu_usage > 0 else 1.0
+
+
+def _wrr_allocation(live: dict, ncpus: float, cap=None) -> dict:
     """CPUs per result: shares among projects with results, equal within a project, at most
-    one CPU per result, what a project cannot use redistributed to the others."""
+    one CPU per result (or `cap(result)` instances of a GPU), what a project cannot use
+    redistributed to the others."""
     alloc = {j: 0.0 for js in live.values() for j in js}
     open_jobs = {p: list(js) for p, js in live.items()}
     remaining = float(ncpus)
@@ -468,11 +559,12 @@ def _wrr_allocation(live: dict, ncpus: float) -> dict:
         for p, js in list(open_jobs.items()):
             grant = remaining * weights[p] / total / len(js)
             for j in list(js):
-                g = min(grant, 1.0 - alloc[j])
+                most = 1.0 if cap is None else cap(j)
+                g = min(grant, most - alloc[j])
                 alloc[j] += g
                 given += g
-                if alloc[j] >= 1.0 - IDLE_EPS:
-                    alloc[j] = 1.0
+                if alloc[j] >= most - IDLE_EPS:
+                    alloc[j] = most
                     js.remove(j)
             if not js:
                 del open_jobs[p]

@@ -179,6 +179,8 @@ class JobState:
         "task_seq",
         "peak_flops",
         "left_at_end",
+        "pick_value",
+        "pick_seq",
     )
 
     def __init__(
@@ -237,6 +239,10 @@ class JobState:
         self.checkpoint_period = checkpoint_period
         self.seqno_key = 0
         self.peak_flops = 0.0  # Emulator.job_peak_flops, set by new_job
+        # what the policy compared when it picked the job (the project's scheduling priority,
+        # or its anticipated debt under boinc5); the decision log quotes it, nothing reads it
+        self.pick_value = math.nan
+        self.pick_seq = 0  # how many picks of its run list came before it (Emulator.pick_log)
 
     def runtime_remaining(self, rate: float) -> float:
         """RESULT::estimated_runtime_remaining as BOINC's emulator computes it, at `rate`
@@ -275,8 +281,16 @@ class ProjectState:
         # debt era (reference/debt-era.md §3)
         self.std = 0.0
         self.ltd = 0.0
+        # short-term debt as recorded and shown: less the mean over the runnable projects
+        self.std_shown = 0.0
         self.wall_cpu_interval = 0.0
         self.anticipated_debt = 0.0
+        # BOINC 6's debts per processor type (RSC_PROJECT_WORK_FETCH): index 0 unused (the
+        # CPU's are std / ltd above), GPU types from 1; instance-seconds used this interval
+        self.rsc_std = [0.0] * nrsc
+        self.rsc_ltd = [0.0] * nrsc
+        self.rsc_anticipated_debt = [0.0] * nrsc
+        self.wall_rsc_interval = [0.0] * nrsc
         # duration correction factor (reference/client.md §6.3)
         self.dcf = 1.0
         # scheduler RPC back-off (seed 000, reference/client.md §6.6)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
+from boincweb.human import number
+
 from .rec import priority_init
 from .stdsort import std_sort
 
@@ -161,8 +163,8 @@ def _plan(em, chosen, trigger: int, requests: dict, rr) -> FetchPlan:
         f"Asked {chosen.name} for work: {res.name} saturated for "
         f"{rr.rsc[trigger].saturated_time:.0f} s, below the minimum buffer of "
         f"{em.work_buf_min:.0f} s; it is the fetchable project with the highest priority "
-        f"({chosen.priority:.3f}); request "
-        + ", ".join(f"{em.resources[r].name} {s:.0f} s / {i:.2f} inst" for r, (s, i) in sorted(requests.items()))
+        f"({number(chosen.priority)}); request "
+        + ", ".join(f"{em.resources[r].name} {s:.0f} s / {number(i)} inst" for r, (s, i) in sorted(requests.items()))
         + "."
     )
     return FetchPlan(chosen, requests, "need_work", text)

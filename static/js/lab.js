@@ -46,6 +46,14 @@
     Promise.all(pending).then(function () { syncing = false; }, function () { syncing = false; });
   }
 
+  // hours of simulated time as the run's clock, "day 1, 13:08" (boincweb/human.py sim_time)
+  function clock(h) {
+    var minutes = Math.max(0, Math.floor(h * 60 + 1e-6));
+    var day = Math.floor(minutes / 1440), rest = minutes % 1440;
+    var hh = Math.floor(rest / 60), mm = rest % 60;
+    return "day " + (day + 1) + ", " + (hh < 10 ? "0" : "") + hh + ":" + (mm < 10 ? "0" : "") + mm;
+  }
+
   function allTimes() {
     var times = [];
     Object.keys(runs).forEach(function (id) { runs[id].decisions.forEach(function (d) { times.push(d[0]); }); });
@@ -58,7 +66,7 @@
     var range = document.querySelector('[data-cursor="range"]');
     if (range) range.value = cursor.t;
     var out = document.querySelector('[data-cursor="time"]');
-    if (out) out.textContent = cursor.t.toFixed(2) + " h";
+    if (out) out.textContent = clock(cursor.t);
     charts.forEach(function (div) {
       Plotly.relayout(div, {"shapes[0].x0": cursor.t, "shapes[0].x1": cursor.t});
     });
@@ -85,7 +93,7 @@
       if (end < 0) {
         var li = document.createElement("li");
         li.className = "empty";
-        li.textContent = "Nothing decided yet at " + cursor.t.toFixed(2) + " h. Press play or step.";
+        li.textContent = "Nothing decided yet at " + clock(cursor.t) + ". Press play or step.";
         ol.appendChild(li);
         return;
       }
@@ -95,7 +103,7 @@
         var item = document.createElement("li");
         item.className = "kind-" + d[1] + (d[0] === now ? " now" : "");
         var time = document.createElement("time");
-        time.textContent = d[0].toFixed(2) + " h";
+        time.textContent = clock(d[0]);
         var kind = document.createElement("b");
         kind.textContent = d[1];
         item.appendChild(time);

@@ -7,6 +7,7 @@ import django_rq
 import pytest
 from django.contrib.auth.models import User
 
+from boincweb.human import sim_time
 from scheduling.jobs import run_simulation
 from scheduling.models import StoredScenario
 from tests.factories import RunFactory, StoredScenarioFactory
@@ -46,6 +47,11 @@ def run_decisions(page, index=0):
     )
 
 
+def clock(hours):
+    """The run's clock the page shows for a time in hours: "day 1, 06:00"."""
+    return sim_time(round(hours * 3600))
+
+
 def assert_log_at(page, log, decisions, t):
     """The log shows the last decision at or before `t`, marked as now, and nothing after it."""
     shown = [d for d in decisions if d[0] <= t + 1e-9]
@@ -53,10 +59,10 @@ def assert_log_at(page, log, decisions, t):
     last = shown[-1]
     items = log.locator("li")
     assert log.locator("li.empty").count() == 0
-    assert items.last.inner_text().startswith(f"{last[0]:.2f} h")
+    assert items.last.inner_text().startswith(clock(last[0]))
     assert items.last.inner_text().endswith(last[4])
     assert "now" in items.last.get_attribute("class")
-    assert all(float(t_text.split()[0]) <= t + 1e-9 for t_text in log.locator("li time").all_inner_texts())
+    assert set(log.locator("li time").all_inner_texts()) <= {clock(d[0]) for d in shown}
 
 
 @pytest.fixture
@@ -88,6 +94,15 @@ def test_a_person_builds_a_scenario_in_the_forms_runs_it_and_sees_bars_on_every_
     assert lanes_with_bars(page) == [0, 1]
     assert [t for t in page.locator("[data-testid=gantt] .ytick text").all_text_contents() if t] == ["CPU 0", "CPU 1"]
     shot(page, "02-run")
+    # beside REC, what the scheduler compared: each project's scheduling priority over time
+    page.wait_for_selector("[data-testid=priority] .main-svg", timeout=15_000)
+    names = page.evaluate("document.querySelector('[data-testid=priority]').data.map((t) => t.name)")
+    assert names == ["Alpha", "Beta"]
+    # the RPCs sit in a row of their own above the buffer, one line per project asked
+    rows = page.evaluate(
+        "document.querySelector('[data-testid=buffer]').data.filter((t) => t.yaxis === 'y2').map((t) => t.y[0])"
+    )
+    assert rows and set(rows) <= {"Alpha", "Beta"}
 
     log = page.locator("[data-testid=decision-log]")
     decisions = run_decisions(page)
@@ -97,11 +112,11 @@ def test_a_person_builds_a_scenario_in_the_forms_runs_it_and_sees_bars_on_every_
     page.click("[data-testid=step]")
     # two steps forward: the cursor sits on the second decision time after 0, and the log ends
     # with the last decision made at that time, marked as now
-    assert page.locator("[data-testid=cursor-time]").inner_text() == f"{times[1]:.2f} h"
+    assert page.locator("[data-testid=cursor-time]").inner_text() == clock(times[1])
     assert_log_at(page, log, decisions, times[1])
     assert log.inner_text() != before
     page.locator("[data-cursor=range]").evaluate("(el) => { el.value = 6; el.dispatchEvent(new Event('input')); }")
-    assert page.locator("[data-testid=cursor-time]").inner_text() == "6.00 h"
+    assert page.locator("[data-testid=cursor-time]").inner_text() == "day 1, 06:00"
     assert_log_at(page, log, decisions, 6.0)
     assert page.evaluate("document.querySelector('[data-testid=gantt]').layout.shapes[0].x0") == 6
     shot(page, "03-run-cursor")
@@ -185,7 +200,7 @@ def test_a_person_adds_two_projects_with_the_add_buttons_and_saves_both(page, li
 
 
 def cursor_hours(page):
-    return float(page.locator("[data-testid=cursor-time]").inner_text().split()[0])
+    return float(page.locator("[data-cursor=range]").input_value())
 
 
 def test_play_moves_the_cursor_at_the_chosen_speed_and_pause_holds_it(page, live_server, teacher):
@@ -201,7 +216,7 @@ def test_play_moves_the_cursor_at_the_chosen_speed_and_pause_holds_it(page, live
     page.select_option("[data-cursor=speed]", "24")
     play.click()
     page.wait_for_function(
-        "document.querySelector('[data-testid=cursor-time]').textContent === '12.00 h'", timeout=5_000
+        "document.querySelector('[data-testid=cursor-time]').textContent === 'day 1, 12:00'", timeout=5_000
     )
     page.wait_for_function("document.querySelector('[data-testid=play]').textContent === '▶ play'")
 
@@ -254,5 +269,7 @@ def test_a_newcomer_goes_from_the_home_page_to_why_boinc5_and_boinc7_differ(page
         r"under (boinc5|boinc7)\.",
         why.inner_text(),
     )
-    assert page.locator("[data-testid=rec-heading]").inner_text() == "REC (boinc7) and debt (boinc5) per project"
+    assert (
+        page.locator("[data-testid=rec-heading]").inner_text() == "REC (boinc7) and long-term debt (boinc5) per project"
+    )
     shot(page, "07-why-they-differ")

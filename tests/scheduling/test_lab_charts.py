@@ -148,22 +148,46 @@ def test_the_buffer_chart_shades_the_times_no_rpc_could_be_made():
 
 
 def test_every_chart_carries_the_cursor_line_first_and_a_time_axis_in_hours():
-    for fig in (charts.gantt(records()), charts.rec_chart(records()), charts.buffer_chart(records())):
+    for fig in (
+        charts.gantt(records()),
+        charts.rec_chart(records()),
+        charts.priority_chart(records()),
+        charts.buffer_chart(records()),
+    ):
         assert fig.layout.shapes[0].name == "cursor"
         assert list(fig.layout.xaxis.range) == [0, 10.0]
 
 
-def test_the_rec_chart_shows_rec_under_boinc7_and_debts_under_boinc5():
+def test_the_rec_chart_shows_rec_under_boinc7_and_long_term_debt_under_boinc5():
     rec = charts.rec_chart(records())
     assert [t.name for t in rec.data] == ["A", "B"] and list(rec.data[0].y) == [0.0, 0.1, 0.2]
     debt = charts.rec_chart(records(policy="boinc5"))
-    assert [t.name for t in debt.data] == [
-        "A long-term debt",
-        "A short-term debt",
-        "B long-term debt",
-        "B short-term debt",
-    ]
-    assert list(debt.data[1].y) == [0, -1, -2]
+    assert [t.name for t in debt.data] == ["A long-term debt", "B long-term debt"]
+    assert list(debt.data[1].y) == [0, 1, 2]
+
+
+def test_equal_projects_lines_differ_in_dash_and_marker_and_rec_can_switch_to_a_log_axis():
+    rec = charts.rec_chart(records())
+    a, b = rec.data
+    assert (a.line.dash, a.marker.symbol) != (b.line.dash, b.marker.symbol)
+    buttons = rec.layout.updatemenus[0].buttons
+    assert [b.args[0]["yaxis.type"] for b in buttons] == ["linear", "log"]
+
+
+def test_the_priority_chart_shows_what_the_scheduler_compares():
+    prio = charts.priority_chart(
+        records(
+            rec=[
+                dict(time=0.0, project=p, rec=0, priority=v, short_term_debt=0, long_term_debt=0)
+                for p, v in (("A", -0.5), ("B", -1.25))
+            ]
+        )
+    )
+    assert [(t.name, list(t.y)) for t in prio.data] == [("A", [-0.5]), ("B", [-1.25])]
+    assert "Scheduling priority" in prio.layout.title.text
+    std = charts.priority_chart(records(policy="boinc5"))
+    assert [t.name for t in std.data] == ["A short-term debt", "B short-term debt"]
+    assert list(std.data[0].y) == [0, -1, -2] and "Short-term debt" in std.layout.title.text
 
 
 def test_the_buffer_chart_draws_saturated_time_against_min_and_max_with_rpc_markers():
@@ -172,8 +196,11 @@ def test_the_buffer_chart_draws_saturated_time_against_min_and_max_with_rpc_mark
     assert names[:4] == ["CPU saturated time", "min buffer", "max buffer", "NVIDIA saturated time"]
     assert list(fig.data[0].y) == [5.0, 4.0, 3.0] and list(fig.data[1].y) == [2.0, 2.0, 2.0]
     a, b = (next(t for t in fig.data if t.name == f"RPC to {p}") for p in "AB")
-    assert list(a.marker.symbol) == ["triangle-up"] and list(b.marker.symbol) == ["x"]
-    assert "scheduler down" in b.text[0]
+    assert list(a.marker.symbol) == ["line-ns-open"] and list(b.marker.symbol) == ["x-thin-open"]
+    # in a row of their own above the buffer, one line per project, hover text with the reply
+    assert a.yaxis == b.yaxis == "y2" and list(a.y) == ["A"] and list(b.y) == ["B"]
+    assert fig.layout.yaxis2.domain[0] > fig.layout.yaxis.domain[1]
+    assert "scheduler down" in b.text[0] and b.text[0].startswith("day 1, 01:00")
 
 
 def test_project_colours_are_the_same_whatever_the_order():
@@ -224,10 +251,20 @@ def test_the_explanation_names_only_what_differs():
         ],
     )
     lines = charts.explain_differences([("boinc5", records()), ("boinc7", calm)])
-    assert "boinc5 preempted a running job 1 times; boinc7 preempted a running job 0 times." in lines
-    assert any(line.startswith("boinc5 threw away 1.0 CPU-hours") for line in lines)
-    assert "Idle: boinc7 0.050 against boinc5 0.250 (lower is better)." in lines
+    assert "boinc5 preempted a running job once; boinc7 preempted no running job." in lines
+    assert any(line.startswith("boinc5 threw away 1 CPU-hours") for line in lines)
+    assert "Idle: boinc7 0.05 against boinc5 0.25 (lower is better)." in lines
     assert not any("deadlines" in line for line in lines)
+
+
+def test_the_explanation_says_no_time_slices_ran_in_edf_mode_rather_than_ran_zero():
+    plain = records(slices=[slice_("cpu", 0, "a1", "A", 0, 2 * H)])
+    lines = charts.explain_differences([("boinc5", records()), ("boinc7", plain)])
+    edf = next(line for line in lines if "EDF" in line)
+    assert edf == (
+        "boinc5 ran one time slice in EDF mode, for a deadline in danger; under boinc7 no time slices ran in EDF mode."
+    )
+    assert not any(" 0 " in line for line in lines)
 
 
 def test_a_gantt_of_ten_thousand_slices_stays_webgl_and_compact():

@@ -124,9 +124,9 @@ def test_each_rec_or_debt_chart_is_headed_by_its_own_runs_policy(client, stored,
     a, b = finished_run(stored, first), finished_run(stored, second)
     page = parse(client.get(f"/lab/compare/?runs={a.pk},{b.pk}"))
     heading = by_testid(page, "rec-heading")
-    assert heading.name == "h2" and heading.get_text() == "REC (boinc7) and debt (boinc5) per project"
+    assert heading.name == "h2" and heading.get_text() == "REC (boinc7) and long-term debt (boinc5) per project"
     labels = [label.get_text() for label in page.select('h3[data-testid="rec-label"]')]
-    what = {"boinc7": "REC", "boinc5": "debt"}
+    what = {"boinc7": "REC", "boinc5": "long-term debt"}
     assert labels == [f"#{a.pk} {first}: {what[first]}", f"#{b.pk} {second}: {what[second]}"]
 
 

@@ -387,7 +387,7 @@ def test_a_finished_run_page_carries_its_charts_card_and_decisions(client, store
     body = client.get(f"/lab/runs/{run.pk}/").content.decode()
     assert 'data-chart="gantt"' in body and 'data-testid="figures-card"' in body
     data = _payload(body)
-    assert set(data["figures"]) == {"gantt", "rec", "buffer"}
+    assert set(data["figures"]) == {"gantt", "rec", "priority", "buffer"}
     assert len(data["decisions"]) == len(run.records()["decisions"])
 
 
@@ -431,7 +431,7 @@ def test_a_run_page_fetched_mid_run_shows_the_charts_so_far_and_keeps_polling(cl
         assert status == 200 and 'hx-trigger="every 2s"' in body and 'data-chart="gantt"' in body
         assert 'data-testid="partial-note"' in body and 'data-testid="figures-card"' not in body
         data = _payload(body)
-        assert data["run"]["partial"] is True and set(data["figures"]) == {"gantt", "rec", "buffer"}
+        assert data["run"]["partial"] is True and set(data["figures"]) == {"gantt", "rec", "priority", "buffer"}
         bars = [
             t for t in data["figures"]["gantt"]["data"] if t.get("mode") == "lines" and t["name"] in ("P1", "P2", "P3")
         ]

@@ -1,12 +1,15 @@
 """Scheduling policies: EDF against WRR, GPU first, REC against its closed form, work-fetch back-off."""
 
 import random
+import re
 
 import pytest
 
+from boincweb.human import number
 from scheduling.engine import get_policy, run, work_fetch
 from scheduling.engine.emulator import Emulator
 from scheduling.engine.rec import update_average
+from scheduling.presets import BY_SLUG
 
 from .helpers import GFLOPS, HOUR, App, AppVersion, GpuType, Prefs, cpu_app, job, project, scenario
 
@@ -150,3 +153,106 @@ def test_the_policy_lookup_is_public_and_names_the_known_policies():
     assert {name: get_policy(name) for name in engine.POLICIES} == engine.POLICIES
     with pytest.raises(ValueError, match="unknown policy 'edf'.*boinc7, boinc5, wrr, fifo"):
         get_policy("edf")
+
+
+# ---------------------------------------------------------------- decisions with their numbers
+
+START = re.compile(
+    r"(\w+) had the highest scheduling priority when picked: (\S+)(?: against ([^(;]+?))?"
+    r"(?: \(([\w, ]+): no other job to run\))?"
+    r"(?: \(the schedule began with ([^;]+); each job it picked lowered its project's priority\))?"
+    r"(?:; job \d+ started at this instant, on another free CPU)?\.$"
+)
+
+
+def pairs(text):
+    return {name: value for name, value in (part.rsplit(" ", 1) for part in text.split(", "))}
+
+
+def two_shares_scenario():
+    # two CPUs; A has three times B's share; both always have work, so every slice end is a
+    # choice between them by priority (reference/client.md §6.2)
+    return scenario(
+        project("A", [job(f"a{i}", hours=3) for i in range(6)], share=300),
+        project("B", [job(f"b{i}", hours=3) for i in range(6)], share=100),
+        ncpus=2,
+        prefs=QUIET,
+    )
+
+
+def expected_priorities(result, t):
+    """project_priority_init from the REC the run recorded at `t`: -(REC / sum of RECs) /
+    share fraction, over the projects that still have jobs."""
+    recs = {s.project: s.rec for s in result.rec if s.time == t}
+    shares = {p.name: p.resource_share for p in result.projects}
+    rec_sum = sum(recs.values()) or 1.0
+    total = sum(shares.values())
+    return {name: -(rec / rec_sum) / (shares[name] / total) for name, rec in recs.items()}
+
+
+def test_a_start_says_which_priorities_were_compared_and_they_are_the_runs_own():
+    result = run(two_shares_scenario(), duration=12 * HOUR, existing_jobs_only=True, sample_interval=60.0)
+    starts = [d for d in result.decisions if d.kind == "schedule" and "scheduling priority" in d.text]
+    checked = 0
+    for d in starts:
+        m = START.search(d.text)
+        assert m, d.text
+        name, value, against, done, began = m.groups()
+        assert name == d.project
+        picked = {name: value, **(pairs(against) if against else {})}
+        if done:
+            # the others had no job left to run: none is compared
+            assert not against or not set(done.split(", ")) & set(pairs(against))
+        # the picked project's priority was the highest when it was picked
+        assert all(float(value) >= float(v) for v in picked.values()), d.text
+        # the values the schedule began with are the run's own (its recorded REC), and so
+        # are the ones no earlier pick of this schedule lowered
+        expected = {n: number(v) for n, v in expected_priorities(result, d.time).items()}
+        began = pairs(began) if began else {}
+        assert began == {n: expected[n] for n in began}
+        assert {n: v for n, v in picked.items() if n not in began} == {n: expected[n] for n in picked if n not in began}
+        assert set(picked) | set((done or "").split(", ")) - {""} == set(expected)
+        checked += 1
+    assert checked >= 6, "slice ends at 1 h, 2 h, ... each start a job picked by priority"
+    # the two CPUs start two jobs at time 0, and the second line says why there are two
+    first = [d.text for d in starts if d.time == 0]
+    assert len(first) == 2 and "job 2 started at this instant, on another free CPU" in first[1]
+    # a value that rounds to zero reads 0, never -0 or -0.000
+    assert not re.search(r"-0(?:\.0*)?(?![\d.])", " ".join(d.text for d in result.decisions))
+
+
+def test_a_finish_is_told_on_the_runs_clock_not_in_seconds():
+    result = run(two_shares_scenario(), duration=4 * HOUR, existing_jobs_only=True)
+    finish = next(d for d in result.decisions if d.kind == "finish")
+    assert "finished at day 1, 03:00" in finish.text and " s " not in finish.text
+
+
+# ---------------------------------------------------------------- boinc5: GPUs and bounded debt
+
+
+def test_boinc5_runs_gpu_jobs_on_the_cpu_and_gpu_preset_and_the_gpu_project_gets_its_share():
+    preset = BY_SLUG["seed-002-cpu-and-gpu"]
+    result = run(preset.build(), policy="boinc5", duration=preset.duration)
+    gpu = [s for s in result.slices if s.resource == "NVIDIA"]
+    assert {s.project for s in gpu} == {"GpuOnly", "Both"}
+    busy = sum(s.end - s.start for s in gpu)
+    assert busy > 0.5 * preset.duration, "the GPU is busy most of the time (it is active 70 %)"
+    used = {p.name: p.flops_used for p in result.projects}
+    assert used["GpuOnly"] > 0.2 * sum(used.values())
+    assert result.figures.idle_fraction < 0.1
+    gpu_starts = [d.text for d in result.decisions if d.kind == "schedule" and "on NVIDIA" in d.text]
+    assert any("the most NVIDIA short-term debt" in t for t in gpu_starts)
+
+
+@pytest.mark.parametrize("slug", ["seed-001-long-and-short", "seed-001-scenario-1", "seed-002-cpu-and-gpu"])
+def test_boinc5_short_term_debt_stays_bounded_and_averages_zero(slug):
+    preset = BY_SLUG[slug]
+    result = run(preset.build(), policy="boinc5", duration=preset.duration)
+    by_time: dict = {}
+    for s in result.rec:
+        assert abs(s.short_term_debt) <= 86400.0
+        by_time.setdefault(s.time, []).append(s.short_term_debt)
+    # projects with nothing runnable hold 0, so the sum over all is the runnable ones' sum: 0
+    for debts in by_time.values():
+        assert abs(sum(debts)) < 1e-6 * (1 + max(abs(d) for d in debts))
+    assert max(abs(s.short_term_debt) for s in result.rec) > 0

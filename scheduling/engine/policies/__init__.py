@@ -34,7 +34,8 @@ _TABLE = (
         "debts (BOINC 5)",
         "BOINC 5: runs the project with the most short-term debt (CPU time owed to it); a running "
         "job keeps its CPU until its time slice ends; EDF for jobs in deadline danger; asks each "
-        "project for the work it alone is short of.",
+        "project for the work it alone is short of. GPUs have debts of their own, as in BOINC 6, "
+        "and their jobs are scheduled first.",
     ),
     (
         Wrr,

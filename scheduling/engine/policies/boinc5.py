@@ -1,23 +1,74 @@
-"""`boinc5`: the debt-era client policy of seed 001 (reference/debt-era.md).
+"""`boinc5`: the debt-era client policy of seed 001 (reference/debt-era.md), with GPUs as
+BOINC 6's debt-era client (6.10) scheduled them.
 
 Wall CPU time and on/active fractions; short- and long-term debt (§3); the weighted
 round-robin simulation with total_shortfall and shortfall(P) (§4); EDF for results in
 danger, then debt order, with the enforcement rules (§5); overworked projects and
-work_request_size exactly as the seed's pseudo-code (§6). The debt era knows only CPUs:
-GPU versions are not used.
+work_request_size exactly as the seed's pseudo-code (§6).
+
+GPUs: BOINC 6 kept a short- and a long-term debt per processor type and project
+(RSC_PROJECT_WORK_FETCH), accounted the same way over the projects runnable on that type
+(instance-seconds instead of CPU seconds), simulated each type's round-robin beside the
+CPU's, scheduled GPU jobs before CPU jobs (EDF for GPU jobs in danger, then the project
+with the most GPU debt), and asked for GPU work from the project with the most long-term
+GPU debt while the GPU type had a shortfall.
+
+Short-term debt is normalized as seed 001 says (the smallest runnable one at 0, capped at one
+day, `STD_MAX`); it is recorded and quoted less its mean over the runnable projects, as BOINC 6
+kept it, so a project owed nothing more than the others reads 0 instead of climbing towards
+the cap. The shift is common to the runnable projects, so the order the scheduler reads, and
+every decision, is that of the seed's rule.
 """
 
 from __future__ import annotations
 
 import math
 
-from ..cpu_sched import JUST_AFTER, WHY_EDF, WHY_PRIORITY, WHY_UNFINISHED, queued_jobs_waiting
+from ..cpu_sched import (
+    JUST_AFTER,
+    WHY_EDF,
+    WHY_PRIORITY,
+    WHY_UNFINISHED,
+    _reserve_gpu,
+    assign_coprocs,
+    queued_jobs_waiting,
+)
 from ..rpc import RETRY_CAP, exponential_backoff
 from ..rr_sim import wrr_simulate
 from ..state import RUNNING
 from ..work_fetch import FetchPlan, next_check
 
 STD_MAX = 86400.0
+
+
+def _set_std(p, v: float) -> None:
+    p.std = v
+
+
+def _set_rsc_std(p, r: int, v: float) -> None:
+    p.rsc_std[r] = v
+
+
+def _update_std(runnable, total: float, used: dict, projects, get, put) -> None:
+    """Short-term debt over one accounting interval (reference/debt-era.md §3): each runnable
+    project is owed its share of the `total` time used and charged what it used; then the
+    debts are normalized so the smallest is 0 and capped at STD_MAX. A project with nothing
+    runnable owes and is owed nothing."""
+    share = sum(p.share for p in runnable)
+    if runnable and share > 0:
+        for p in runnable:
+            put(p, get(p) + total * p.share / share - used[p])
+        low = min(get(p) for p in runnable)
+        for p in runnable:
+            put(p, min(get(p) - low, STD_MAX))
+    for p in projects:
+        if p not in runnable:
+            put(p, 0.0)
+
+
+def _mean(values) -> float:
+    values = list(values)
+    return sum(values) / len(values) if values else 0.0
 
 
 class Boinc5:
@@ -37,37 +88,55 @@ class Boinc5:
         em = self.em
         used = {p: p.wall_cpu_interval for p in em.projects}
         total = sum(used.values())
-        if total <= 0:
-            return
         runnable = [p for p in em.projects if any(j.rsc == 0 for j in p.jobs)]
-        share = sum(p.share for p in runnable)
-        if runnable and share > 0:
-            for p in runnable:
-                p.std += total * p.share / share - used[p]
-            low = min(p.std for p in runnable)
-            for p in runnable:
-                p.std = min(p.std - low, STD_MAX)
+        if total > 0:
+            _update_std(runnable, total, used, em.projects, lambda p: p.std, _set_std)
+            potential = [p for p in em.projects if p.rsc_ok[0]]
+            share = sum(p.share for p in potential)
+            if potential and share > 0:
+                for p in potential:
+                    p.ltd += total * p.share / share - used[p]
+                mean = sum(p.ltd for p in em.projects) / len(em.projects)
+                for p in em.projects:
+                    p.ltd -= mean
+        # shown (and quoted by the decision log) as BOINC 6 kept it: mean 0 over the runnable
+        # projects; a shift common to them all, so the order the scheduler reads is the same
+        shift = _mean(p.std for p in runnable)
         for p in em.projects:
-            if p not in runnable:
-                p.std = 0.0
-        potential = [p for p in em.projects if p.rsc_ok[0]]
-        share = sum(p.share for p in potential)
-        if potential and share > 0:
-            for p in potential:
-                p.ltd += total * p.share / share - used[p]
-            mean = sum(p.ltd for p in em.projects) / len(em.projects)
-            for p in em.projects:
-                p.ltd -= mean
+            p.std_shown = p.std - shift if p in runnable else 0.0
+        for r in range(1, len(em.resources)):
+            used = {p: p.wall_rsc_interval[r] for p in em.projects}
+            total = sum(used.values())
+            if total <= 0:
+                continue
+            runnable = [p for p in em.projects if any(j.rsc == r for j in p.jobs)]
+            _update_std(
+                runnable, total, used, em.projects, lambda p, r=r: p.rsc_std[r], lambda p, v, r=r: _set_rsc_std(p, r, v)
+            )
+            potential = [p for p in em.projects if p.rsc_ok[r]]
+            share = sum(p.share for p in potential)
+            if potential and share > 0:
+                for p in potential:
+                    p.rsc_ltd[r] += total * p.share / share - used[p]
+                mean = sum(p.rsc_ltd[r] for p in potential) / len(potential)
+                for p in potential:
+                    p.rsc_ltd[r] -= mean
 
     # ------------------------------------------------------------------ CPU scheduling (§5)
 
     def run_list(self, now, rr, gpu_allowed):
         em = self.em
+        gpu = self._gpu_run_list(now, rr) if gpu_allowed else []
         ncpus = em.n_usable_cpus
         payoff = em.period / ncpus
         runnable = [p for p in em.project_order if any(j.rsc == 0 for j in p.jobs)]
         for p in runnable:
             p.anticipated_debt = p.std
+        # the decision log quotes debts less their mean over the runnable projects (as shown)
+        shift = _mean(p.std for p in runnable)
+        em.pick_table[0] = [(p.name, p.std - shift) for p in runnable]
+        pick_log: list = []
+        em.pick_log[0] = pick_log
         misses = {p: rr.misses.get((p.index, 0), 0) for p in runnable}
         scheduled: list = []
         taken: set = set()
@@ -79,9 +148,12 @@ class Boinc5:
         def take(j, why):
             nonlocal used
             taken.add(j)
+            j.pick_value = j.project.anticipated_debt - shift
+            j.pick_seq = len(pick_log)
             scheduled.append((j, why))
             used += j.avg_ncpus
             j.project.anticipated_debt -= payoff
+            pick_log.append((j.project.name, j.project.anticipated_debt - shift))
 
         # step 2: EDF among projects with predicted misses
         while used < ncpus - 1e-9:
@@ -112,9 +184,81 @@ class Boinc5:
             running = [j for j in js if j.state == RUNNING]
             j = running[0] if running else min(js, key=lambda j: (j.deadline, j.index))
             take(j, WHY_PRIORITY)
-        result = self._enforce(now, scheduled)
+        result = gpu + self._enforce(now, scheduled)
         self.last_run = now
         return result
+
+    def _gpu_run_list(self, now, rr) -> list:
+        """GPU jobs first, each GPU type on its own, as BOINC 6 did: EDF for the jobs the
+        round-robin simulation sees miss their deadline, then a running job within its time
+        slice keeps its device, then the project with the most short-term debt for the type
+        (lowered by the period over the type's instances per pick). The devices go to the
+        picks in order (cpu_sched.assign_coprocs); a GPU job is always removed from memory
+        when preempted (reference/client.md §6.3)."""
+        em = self.em
+        out: list = []
+        for r in range(1, len(em.resources)):
+            res = em.resources[r]
+            payoff = em.period / max(1, res.ninstances)
+            runnable = [p for p in em.project_order if any(j.rsc == r for j in p.jobs)]
+            if not runnable:
+                continue
+            for p in runnable:
+                p.rsc_anticipated_debt[r] = p.rsc_std[r]
+            shift = _mean(p.rsc_std[r] for p in runnable)
+            em.pick_table[r] = [(p.name, p.rsc_std[r] - shift) for p in runnable]
+            em.pick_log[r] = []
+            misses = {p: rr.misses.get((p.index, r), 0) for p in runnable}
+            usage = [0.0] * res.ninstances
+            picks: list = []
+            taken: set = set()
+
+            def free_jobs(p, r=r, taken=taken):
+                return [j for j in p.jobs if j.rsc == r and j not in taken]
+
+            def fits(j, usage=usage):
+                return _reserve_gpu(usage, j.gpu_usage)
+
+            def take(j, why, r=r, payoff=payoff, taken=taken, picks=picks, log=em.pick_log[r], shift=shift):
+                taken.add(j)
+                j.pick_value = j.project.rsc_anticipated_debt[r] - shift
+                j.pick_seq = len(log)
+                j.edf = why == WHY_EDF
+                picks.append((j, why))
+                j.project.rsc_anticipated_debt[r] -= payoff
+                log.append((j.project.name, j.project.rsc_anticipated_debt[r] - shift))
+
+            while min(usage) < 1.0 - 1e-9:
+                edf = [p for p in runnable if misses[p] > 0 and free_jobs(p)]
+                if not edf:
+                    break
+                j = min(
+                    (min(free_jobs(p), key=lambda j: (j.deadline, j.index)) for p in edf),
+                    key=lambda j: (j.deadline, j.project.index),
+                )
+                misses[j.project] -= 1
+                taken.add(j)
+                if fits(j):
+                    taken.discard(j)
+                    take(j, WHY_EDF)
+            for j in sorted(em.running, key=lambda j: j.index):
+                if j.rsc == r and j not in taken and now - j.run_start < em.period and fits(j):
+                    take(j, WHY_UNFINISHED)
+            while min(usage) < 1.0 - 1e-9:
+                cands = [p for p in runnable if free_jobs(p)]
+                if not cands:
+                    break
+                p = max(cands, key=lambda q: (q.rsc_anticipated_debt[r], -q.index))
+                js = free_jobs(p)
+                running = [j for j in js if j.state == RUNNING]
+                j = running[0] if running else min(js, key=lambda j: (j.deadline, j.index))
+                if fits(j):
+                    take(j, WHY_PRIORITY)
+                else:
+                    taken.add(j)
+            devices = assign_coprocs(em, [j for j, _w in picks])
+            out += [(j, why, devices[j]) for j, why in picks if j in devices]
+        return out
 
     def _checkpointed_since(self, j, t):
         cp = j.checkpoint_period
@@ -204,13 +348,50 @@ class Boinc5:
     def _share_frac(self, p):
         potential = [q for q in self.em.projects if q.rsc_ok[0]]
         total = sum(q.share for q in potential)
-        return p.share / total if total > 0 else 1.0
+        frac = p.share / total if total > 0 else 1.0
+        # a project with no CPU version is not among them: its requests are plain seconds
+        return frac if p.rsc_ok[0] and frac > 0 else 1.0
+
+    def _gpu_fetch(self, now, rr, idle_only: bool):
+        """BOINC 6's fetch for a GPU type: a type with an idle instance now (or, with
+        `idle_only` off, any shortfall over the minimum queue) asks the project with a
+        version for it, neither deferred nor overworked on it (long-term GPU debt below
+        -period), with the greatest long-term GPU debt + its GPU shortfall."""
+        em = self.em
+        for r in range(1, len(em.resources)):
+            rs = rr.rsc[r]
+            if rs.shortfall <= 0 or (idle_only and rs.nidle_now <= 0):
+                continue
+            cands = [
+                p
+                for p in em.project_order
+                if p.rsc_ok[r] and p.min_rpc_time <= now and not p.master_fetch_pending and p.rsc_ltd[r] >= -em.period
+            ]
+            if not cands:
+                continue
+            p = max(cands, key=lambda q: (q.rsc_ltd[r] + rr.project_rsc_shortfall.get((q.index, r), 0.0), -q.index))
+            frac = self._share_frac(p)
+            requests = {r: (rs.shortfall / frac, rs.nidle_now)}
+            size = self.work_request_sizes(now, rr).get(p, 0.0)
+            if size > 0:
+                requests[0] = (size / frac, 0.0)
+            name = em.resources[r].name
+            text = (
+                f"Asked {p.name} for {rs.shortfall:.0f} s of {name} work ({name} shortfall over the "
+                f"{em.work_buf_min:.0f} s minimum queue): it has the greatest long-term {name} debt + "
+                f"shortfall ({p.rsc_ltd[r] + rr.project_rsc_shortfall.get((p.index, r), 0.0):.0f} s)."
+            )
+            return FetchPlan(p, requests, "need_work", text)
+        return None
 
     def choose_fetch(self, now, rr):
+        gpu = self._gpu_fetch(now, rr, idle_only=True)
+        if gpu is not None:
+            return gpu
         sizes = self.work_request_sizes(now, rr)
         cands = [p for p in self.em.project_order if sizes.get(p, 0) > 0]
         if not cands:
-            return None
+            return self._gpu_fetch(now, rr, idle_only=False)
         p = max(cands, key=lambda q: (q.ltd + rr.project_shortfall[q.index], -q.index))
         secs = sizes[p] / self._share_frac(p)
         text = (
@@ -249,9 +430,14 @@ class Boinc5:
 
     def piggyback(self, p, now, rr):
         sizes = self.work_request_sizes(now, rr)
+        out = {}
         if sizes.get(p, 0) > 0:
-            return {0: (sizes[p] / self._share_frac(p), 0.0)}
-        return {}
+            out[0] = (sizes[p] / self._share_frac(p), 0.0)
+        for r in range(1, len(self.em.resources)):
+            rs = rr.rsc[r]
+            if p.rsc_ok[r] and rs.shortfall > 0 and p.rsc_ltd[r] >= -self.em.period:
+                out[r] = (rs.shortfall / self._share_frac(p), rs.nidle_now)
+        return out
 
     def request_scale(self, p):
         return 1.0 / self._share_frac(p)
@@ -260,7 +446,7 @@ class Boinc5:
         """A project that sent nothing when asked is deferred with the RPC back-off."""
         if not requests:
             return []
-        if received.get(0, 0) > 0:
+        if any(v > 0 for v in received.values()):
             self.no_work[p] = 0
             return []
         n = self.no_work.get(p, 0) + 1
