@@ -1,6 +1,7 @@
 """The project's pages read as HTML trees, and the pieces of them tests look at."""
 
 import json
+import re
 
 from bs4 import BeautifulSoup
 
@@ -35,3 +36,14 @@ def count(tree, name):
 def figures(tree):
     """The data of the page's charts: their ``<script type="application/json">`` blocks."""
     return [json.loads(script.string) for script in tree.select('script[id][type="application/json"]')]
+
+
+# A 9–10 digit number standing alone where a time is meant: Unix seconds from 2001 to 2286.
+# Thousands separators and decimals make a figure, and a number inside a name (BOINC's locality
+# workunits carry their generator's time, "…_einstein_1800082799_9") is part of the name.
+RAW_EPOCH = re.compile(r"(?<![\w,.])[1-9]\d{8,9}(?![\w,.])")
+
+
+def raw_epochs(text):
+    """Each raw Unix time in a page's visible ``text``, with the words around it."""
+    return [text[max(0, m.start() - 40) : m.end() + 20] for m in RAW_EPOCH.finditer(text)]

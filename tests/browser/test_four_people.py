@@ -12,15 +12,11 @@ import pytest
 
 from backend.models import Host, Outcome, Result
 from tests.browser.test_lab_flows import lanes_with_bars, run_decisions
+from tests.pages import raw_epochs
 from tests.protocol.requests import work_request
 from tests.web.busy_site import STAFF, build_busy_site
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-# A 9–10 digit number standing alone where a time is meant: Unix seconds from 2001 to 2286.
-# Thousands separators and decimals make a figure, and a number inside a name (BOINC's locality
-# workunits carry their generator's time, "…_einstein_1800082799_9") is part of the name.
-EPOCH = re.compile(r"(?<![\w,.])[1-9]\d{8,9}(?![\w,.])")
 
 EVERY_CHART_DRAWN = """() => [...document.querySelectorAll("[data-figure]")].every(
   (div) => div.querySelector(".main-svg"))"""
@@ -52,7 +48,7 @@ def look(page, path, url):
     page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
     page.wait_for_function(EVERY_CHART_DRAWN)
     text = page.locator("body").inner_text()
-    epochs = [text[max(0, m.start() - 40) : m.end() + 20] for m in EPOCH.finditer(text)]
+    epochs = raw_epochs(text)
     assert not epochs, f"{path}: raw Unix seconds in {epochs[:3]}"
     clipped = page.evaluate(CLIPPED)
     assert not clipped, f"{path}: tick labels outside the chart: {clipped[:5]}"

@@ -9,6 +9,7 @@ import pytest
 from django.test import Client
 from django.urls import Resolver404, URLResolver, get_resolver, resolve
 
+from tests.pages import raw_epochs
 from tests.web.busy_site import build_busy_site
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -73,11 +74,13 @@ def site_routes(patterns=None, prefix=""):
 
 
 class Links(HTMLParser):
-    """The ``href``s of ``<a>`` elements, the ``hx-get`` URLs and the ``<title>``."""
+    """The ``href``s of ``<a>`` elements, the ``hx-get`` URLs, the ``<title>`` and the text a
+    reader sees (outside scripts and styles; attributes such as a time's tooltip are not text)."""
 
     def __init__(self):
         super().__init__()
         self.links, self.htmx, self.title, self._in_title = [], [], "", False
+        self.text, self._hidden = [], 0
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
@@ -86,14 +89,19 @@ class Links(HTMLParser):
         if attrs.get("hx-get"):
             self.htmx.append(attrs["hx-get"])
         self._in_title = tag == "title"
+        self._hidden += tag in ("script", "style")
 
     def handle_endtag(self, tag):
         if tag == "title":
             self._in_title = False
+        if tag in ("script", "style") and self._hidden:
+            self._hidden -= 1
 
     def handle_data(self, data):
         if self._in_title:
             self.title += data
+        elif not self._hidden:
+            self.text.append(data)
 
 
 def pattern(url):
@@ -168,6 +176,11 @@ def crawl(client, starts=("/",), bucket=pattern, per_pattern=PER_PATTERN, on_pag
             and (not title or (title == DEFAULT_TITLE and url not in NAMED_BY_THE_PROJECT))
         ):
             failures.append(f"{url}: a page without its own title ({title!r})")
+        # a time shows as a date or a simulated clock, its Unix seconds in the tooltip only
+        # (Django's admin and django-rq's pages are theirs, not the project's)
+        epochs = [] if pattern(url)[0].startswith(OUTSIDE) else raw_epochs(" ".join(parser.text))
+        if epochs:
+            failures.append(f"{url}{' (htmx)' if htmx else ''}: raw Unix seconds in {epochs[:3]}")
         for href in parser.links:
             target = internal(url, href)
             if target:
