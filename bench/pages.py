@@ -34,7 +34,8 @@ the page), and prints the medians of
 * all: navigation start to every chart on the page drawn, scrolling to each chart not drawn yet
   (charts below the first screen are drawn when they come into view);
 
-with the HTML and script bytes the page fetched and ``uptime``'s load average before and after.
+with navigation start to the HTML's last byte (the server's part), the HTML and script bytes
+the page fetched, and ``uptime``'s load average before and after.
 """
 
 import argparse
@@ -76,6 +77,7 @@ BYTES = """() => {
   const nav = performance.getEntriesByType("navigation")[0];
   const scripts = performance.getEntriesByType("resource").filter((r) => r.initiatorType === "script");
   return {
+    response_end: nav.responseEnd,
     html: nav.decodedBodySize,
     scripts: scripts.reduce((sum, r) => sum + r.decodedBodySize, 0),
     charts: document.querySelectorAll("[data-figure]").length,
@@ -335,6 +337,8 @@ def time_to_charts(loads, as_json):
                         "charts": cold[0][2]["charts"],
                         "html_kB": round(cold[0][2]["html"] / 1000),
                         "scripts_kB": round(cold[0][2]["scripts"] / 1000),
+                        "first_visit_html_s": round(statistics.median(t[2]["response_end"] for t in cold) / 1000, 2),
+                        "reopen_html_s": round(statistics.median(t[2]["response_end"] for t in warm) / 1000, 2),
                         "first_visit_in_view_s": round(statistics.median(t[0] for t in cold) / 1000, 2),
                         "first_visit_all_s": round(statistics.median(t[1] for t in cold) / 1000, 2),
                         "reopen_in_view_s": round(statistics.median(t[0] for t in warm) / 1000, 2),

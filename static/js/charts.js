@@ -91,7 +91,7 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () {
-    if (window.IntersectionObserver) observer = new IntersectionObserver(onScreen, {rootMargin: "200px 0px"});
+    if (window.IntersectionObserver) observer = new IntersectionObserver(onScreen);
     else laidOut = true;
     draw();
     document.body.addEventListener("htmx:afterSettle", draw);
