@@ -1,4 +1,7 @@
-"""Response times of the workunit list page (target: p95 < 150 ms with 1 M workunits on PostgreSQL).
+"""Two measures of the pages, chosen by ``--charts``.
+
+Without it: response times of the workunit list page (target: p95 < 150 ms with 1 M workunits
+on PostgreSQL).
 
     DATABASE_URL=postgres://... python bench/pages.py [--workunits 1000000] [--repeat 20] [--json]
 
@@ -9,35 +12,86 @@ fetches each list URL ``--repeat`` times through Django's test client (view, que
 no network) and prints the median and 95th percentile per URL and over all of them, with the
 part of each request spent in the database and the machine's load average (other processes on
 the machine slow the template rendering, not the queries).
+
+With ``--charts``: time to charts in Chromium (target: a finished comparison and the status page
+ready in under 1.5 s).
+
+    python bench/pages.py --charts [--loads 5] [--json]
+
+Builds a site of its own on a SQLite file and a private Redis in a temporary directory (the
+browser tests' busy site, tests/web/busy_site.py: a plain and a locality world run a simulated
+day, the daemons make their passes, the demo project is seeded; plus two finished lab runs of
+the preset ``seed-001-scenario-1`` over the lab's default two simulated days), serves it as the
+README's "Deploy" section does (collectstatic, gunicorn with DEBUG off and whitenoise: bench/load.py's
+ProductionServer, two workers), and opens each page in /usr/bin/chromium with Playwright:
+the lab comparison and a lab run, the world project's status page and a workunit page, a world
+and a world comparison. For each page it takes ``--loads`` loads in a fresh browser context (an
+empty cache: a first visit) and ``--loads`` reloads in one context (a cached bundle: reopening
+the page), and prints the medians of
+
+* in view: navigation start to the moment every chart in the first screen has its plot drawn
+  (a DOM check, each ``[data-figure]`` div holding Plotly's ``.main-svg``), polled each frame;
+* all: navigation start to every chart on the page drawn, scrolling to each chart not drawn yet
+  (charts below the first screen are drawn when they come into view);
+
+with navigation start to the HTML's last byte (the server's part), the HTML and script bytes
+the page fetched, and ``uptime``'s load average before and after.
 """
 
 import argparse
 import json
 import os
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+BASE = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(BASE))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "boincweb.settings")
 
-import django  # noqa: E402
-
-django.setup()
-
-from django.core.management import call_command  # noqa: E402
-from django.db import connection  # noqa: E402
-from django.db.models import F, Max  # noqa: E402
-from django.db.models.functions import Mod  # noqa: E402
-from django.test import Client  # noqa: E402
-
-from backend.keyset import encode_cursor  # noqa: E402
-from backend.models import App, AssimilateState, ErrorMask, FileDeleteState, Workunit  # noqa: E402
+CHROMIUM = "/usr/bin/chromium"
+TARGET_SECONDS = 1.5
+# charts in the first screen drawn, and the moment it happened (ms since navigation start)
+IN_VIEW_DRAWN = """() => {
+  if (document.readyState === "loading") return false;  // the page is still arriving
+  const charts = [...document.querySelectorAll("[data-figure]")];
+  if (!charts.length) return false;
+  const inView = charts.filter((div) => {
+    const box = div.getBoundingClientRect();
+    return box.width > 0 && box.bottom > 0 && box.top < window.innerHeight;
+  });
+  return inView.every((div) => div.querySelector(".main-svg")) && performance.now();
+}"""
+ALL_DRAWN = """() => {
+  if (document.readyState === "loading") return false;
+  const charts = [...document.querySelectorAll("[data-figure]")];
+  const waiting = charts.filter((div) => !div.querySelector(".main-svg"));
+  if (waiting.length) { waiting[0].scrollIntoView(); return false; }
+  return performance.now();
+}"""
+BYTES = """() => {
+  const nav = performance.getEntriesByType("navigation")[0];
+  const scripts = performance.getEntriesByType("resource").filter((r) => r.initiatorType === "script");
+  return {
+    response_end: nav.responseEnd,
+    html: nav.decodedBodySize,
+    scripts: scripts.reduce((sum, r) => sum + r.decodedBodySize, 0),
+    charts: document.querySelectorAll("[data-figure]").length,
+  };
+}"""
 
 
 def spread_states():
     """Give the seeded workunits a mix of states (idempotent: the same ids every time)."""
+    from django.db import connection
+    from django.db.models import F
+    from django.db.models.functions import Mod
+
+    from backend.models import AssimilateState, ErrorMask, FileDeleteState, Workunit
 
     def every(n):
         return Workunit.objects.alias(r=Mod(F("id"), n)).filter(r=0)
@@ -53,6 +107,11 @@ def spread_states():
 
 
 def urls():
+    from django.db.models import Max
+
+    from backend.keyset import encode_cursor
+    from backend.models import App, Workunit
+
     app = App.objects.order_by("id").first()
     top = Workunit.objects.aggregate(top=Max("id"))["top"]
     middle = Workunit.objects.filter(id__lte=top // 2).order_by("-id").values("id", "name").first()
@@ -96,6 +155,8 @@ class SQLTimer:
 
 def measure(client, url, repeat):
     """(page times, SQL times) in ms; every other request is the htmx fragment."""
+    from django.db import connection
+
     client.get(url)  # warm the caches once, as a page in use would be
     times, sql_times = [], []
     for _ in range(repeat):
@@ -120,10 +181,23 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workunits", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--charts", action="store_true", help="time to charts in Chromium instead")
+    parser.add_argument("--loads", type=int, default=5, help="with --charts: loads of each page, each way")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    if args.workunits < 1 or args.repeat < 1:
-        parser.error("--workunits and --repeat must be at least 1")
+    if args.workunits < 1 or args.repeat < 1 or args.loads < 1:
+        parser.error("--workunits, --repeat and --loads must be at least 1")
+    if args.charts:
+        return time_to_charts(args.loads, args.json)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection
+    from django.test import Client
+
+    from backend.models import Workunit
+
     if Workunit.objects.count() < args.workunits:
         call_command("seed_demo", workunits=args.workunits, hosts=20)
     spread_states()
@@ -165,6 +239,136 @@ def main():
         f"median {summary['median_ms']} ms over {summary['requests']} requests; "
         f"load average {summary['load_average']} on {os.cpu_count()} CPUs"
     )
+
+
+# --- time to charts ---------------------------------------------------------------------------
+
+
+def uptime():
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def build_site(workdir):
+    """The pages to measure, [(name, path)], after filling the database (see the docstring)."""
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    from backend.models import Workunit
+    from scheduling.jobs import run_simulation
+    from tests.factories import RunFactory
+    from tests.web.busy_site import build_busy_site
+
+    call_command("migrate", verbosity=0)
+    site = build_busy_site(settings, workdir / "data")
+    runs = []
+    for policy in ("boinc7", "boinc5"):
+        run = RunFactory(scenario=site.runs[0].scenario, policy=policy, duration=2 * 86400.0)
+        if run_simulation(run.pk) != "done":
+            raise SystemExit(f"lab run {run.pk} did not finish")
+        runs.append(run)
+    project = site.world.project
+    wu = Workunit.objects.filter(project=project, results__isnull=False).order_by("id").first()
+    return [
+        ("lab compare", f"/lab/compare/?runs={runs[0].pk},{runs[1].pk}"),
+        ("lab run", f"/lab/runs/{runs[0].pk}/"),
+        ("status", f"/projects/{project.slug}/status/"),
+        ("workunit", f"/projects/{project.slug}/workunits/{wu.pk}/"),
+        ("world", f"/project/worlds/{site.world.pk}/"),
+        ("world compare", f"/project/worlds/compare/?worlds={site.world.pk - 1},{site.world.pk}"),
+    ]
+
+
+def load_times(page, url):
+    """(ms to the charts in view, ms to every chart) of one load of ``url``, and its bytes."""
+    response = page.goto(url, wait_until="commit")
+    if response is None or response.status != 200:
+        raise SystemExit(f"{url} answered {response and response.status}")
+    in_view = page.wait_for_function(IN_VIEW_DRAWN, polling="raf", timeout=60_000).json_value()
+    every = page.wait_for_function(ALL_DRAWN, polling="raf", timeout=60_000).json_value()
+    page.wait_for_load_state("load")
+    return in_view, every, page.evaluate(BYTES)
+
+
+def time_to_charts(loads, as_json):
+    """Measure the pages in Chromium; see the module's docstring."""
+    from load import ProductionServer
+    from playwright.sync_api import sync_playwright
+
+    from boincweb import embedded_redis
+
+    if not Path(CHROMIUM).exists():
+        raise SystemExit(f"--charts needs Chromium at {CHROMIUM}")
+    workdir = Path(tempfile.mkdtemp(prefix="boincweb-pages-"))
+    redis = embedded_redis.start(workdir / "redis.sock")
+    env = {"DATABASE_URL": f"sqlite:///{workdir / 'pages.sqlite3'}", "REDIS_URL": f"unix://{workdir / 'redis.sock'}"}
+    os.environ.update(env)
+    try:
+        pages = build_site(workdir)
+        from django.db import connection
+
+        connection.close()
+        before = uptime()
+        rows = []
+        with ProductionServer(2, env, workdir) as server, sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+            )
+            viewport = {"width": 1400, "height": 1000}
+            for name, path in pages:
+                url = server.url + path
+                cold, warm = [], []
+                for _ in range(loads):
+                    context = browser.new_context(viewport=viewport)
+                    cold.append(load_times(context.new_page(), url))
+                    context.close()
+                context = browser.new_context(viewport=viewport)
+                page = context.new_page()
+                load_times(page, url)  # fills the cache
+                for _ in range(loads):
+                    warm.append(load_times(page, url))
+                context.close()
+                rows.append(
+                    {
+                        "page": name,
+                        "path": path,
+                        "charts": cold[0][2]["charts"],
+                        "html_kB": round(cold[0][2]["html"] / 1000),
+                        "scripts_kB": round(cold[0][2]["scripts"] / 1000),
+                        "first_visit_html_s": round(statistics.median(t[2]["response_end"] for t in cold) / 1000, 2),
+                        "reopen_html_s": round(statistics.median(t[2]["response_end"] for t in warm) / 1000, 2),
+                        "first_visit_in_view_s": round(statistics.median(t[0] for t in cold) / 1000, 2),
+                        "first_visit_all_s": round(statistics.median(t[1] for t in cold) / 1000, 2),
+                        "reopen_in_view_s": round(statistics.median(t[0] for t in warm) / 1000, 2),
+                        "reopen_all_s": round(statistics.median(t[1] for t in warm) / 1000, 2),
+                    }
+                )
+            browser.close()
+        after = uptime()
+    finally:
+        embedded_redis.stop(redis)
+        shutil.rmtree(workdir, ignore_errors=True)
+    summary = {"loads": loads, "pages": rows, "uptime_before": before, "uptime_after": after}
+    if as_json:
+        print(json.dumps(summary, indent=2))
+        return
+    print(f"time to charts in Chromium, median of {loads} loads each way (target: < {TARGET_SECONDS} s)")
+    print("(HTML: navigation start to the page's last byte, the server's part)")
+    print(
+        f"{'page':<14}{'charts':>7}{'HTML kB':>9}{'JS kB':>8}"
+        "   first visit: HTML / in view / all   reopen: HTML / in view / all"
+    )
+    for row in rows:
+        print(
+            f"{row['page']:<14}{row['charts']:>7}{row['html_kB']:>9}{row['scripts_kB']:>8}"
+            f"{row['first_visit_html_s']:>20.2f} s /{row['first_visit_in_view_s']:>5.2f} s /"
+            f"{row['first_visit_all_s']:>5.2f} s"
+            f"{row['reopen_html_s']:>14.2f} s /{row['reopen_in_view_s']:>5.2f} s /{row['reopen_all_s']:>5.2f} s"
+        )
+    print(f"load average before: {before}")
+    print(f"load average after:  {after}")
 
 
 if __name__ == "__main__":

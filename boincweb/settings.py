@@ -10,7 +10,6 @@ SESSION_COOKIE_SECURE, CSRF_COOKIE_SECURE, SECURE_PROXY_SSL_HEADER  Django's set
               same names (docs/deploy.md); off by default, as in Django
 """
 
-import importlib.util
 import os
 import secrets
 import sys
@@ -71,7 +70,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
-    "boincweb.apps.StaticFiles",
+    "django.contrib.staticfiles",
     "django_htmx",
     "template_partials",
     # before django_rq: its rqcron command is boincweb's (boincweb/management/commands)
@@ -159,13 +158,10 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-# plotly.min.js is served straight from the pinned plotly package, so it always matches it.
-_plotly = importlib.util.find_spec("plotly")
-assert _plotly is not None and _plotly.origin is not None, "plotly is in requirements.txt"
-STATICFILES_DIRS = [
-    BASE_DIR / "static",
-    ("plotly", Path(_plotly.origin).parent / "package_data"),
-]
+# Plotly's JS is static/vendor/plotly/plotly.min.js: a partial bundle of the trace types the
+# charts draw (scatter, scattergl, bar), built from the plotly.js release the pinned plotly
+# package bundles (docs/worlds.md says how), a third of the size of that package's full bundle.
+STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(envstr("STATIC_ROOT") or (BASE_DIR / "var" / "staticfiles"))
 # With DEBUG off, static files are served from STATIC_ROOT (``manage.py collectstatic``) under
 # names carrying their hash, compressed, and cached by browsers for good; with DEBUG on,

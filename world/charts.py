@@ -13,6 +13,8 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
+from boincweb.human import data_size, duration, number, sim_time
+
 MINUTE = 60.0
 HOUR = 3600.0
 PALETTE = qualitative.D3
@@ -172,41 +174,67 @@ def compare_figures(series: Sequence[tuple[str, Sequence[Any]]]) -> dict[str, go
     return figures
 
 
-def size_words(nbytes: float) -> str:
-    """Bytes in words: "512 B", "3.4 MB", "1.25 GB"."""
-    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(nbytes) >= size:
-            return f"{nbytes / size:.3g} {unit}"
-    return f"{int(nbytes)} B"
+DAY = 86400.0
+
+
+def days_words(days: float) -> str:
+    """A world's days of new work: "1 day", "0.5 days", "3 days"."""
+    return f"{number(days)} day{'' if days == 1 else 's'}"
+
+
+def run_length_words(days: float, clock: float, *, finished: bool) -> str:
+    """What a world's ``days`` mean and how long it has run, in simulated time.
+
+    The project makes new work for ``days``; the world then runs on until every job is
+    finished (hosts complete what they hold, the deadlines of hosts that vanished pass, failed
+    jobs are retried), so a finished world has run longer than ``days``, and says how long.
+    """
+    work = f"{days_words(days)} of new work"
+    end = days * DAY
+    if finished:
+        if clock <= end:
+            return f"{work}: {duration(clock)} simulated in all"
+        return f"{work}, then {duration(clock - end)} finishing it: {duration(clock)} simulated in all"
+    if clock < end:
+        return f"{work}, then as long as finishing it takes; now at {sim_time(clock)}"
+    return f"{work}, done; finishing it since, now at {sim_time(clock)}"
+
+
+def jobs_words(plain_jobs: int, local_jobs: int) -> str:
+    """How much work each world did, as a comparison opens: "Locality scheduling sent 816 jobs
+    and plain 570 (43% more)" or "Both worlds sent 570 jobs"."""
+    if plain_jobs == local_jobs:
+        return f"Both worlds sent {plain_jobs:,} jobs"
+    more, fewer = sorted([("Plain", plain_jobs), ("locality", local_jobs)], key=lambda side: -side[1])
+    return (
+        f"{more[0].capitalize()} scheduling sent {more[1]:,} jobs and {fewer[0].lower()} {fewer[1]:,} "
+        f"({more[1] / fewer[1] - 1:.0%} more)"
+    )
 
 
 def transfer_saved(plain: dict[str, Any], locality: dict[str, Any]) -> str:
     """The input transfer locality scheduling saved against plain scheduling, in words, from
     the two worlds' figures (their ``summary``: ``bytes_downloaded``, ``jobs_received``).
 
-    Per job received as well as in total, since the two worlds may not have sent the same
-    number of jobs by the time they are compared.
+    The two worlds run the same days of new work, but their hosts do not get through the same
+    number of jobs in them, so the difference in work comes first and the transfer is compared
+    per job sent, with the totals after it. Sizes in decimal SI units (boincweb.human).
     """
     plain_bytes, local_bytes = plain.get("bytes_downloaded", 0), locality.get("bytes_downloaded", 0)
     plain_jobs, local_jobs = plain.get("jobs_received", 0), locality.get("jobs_received", 0)
     if not plain_jobs or not local_jobs:
         return "Neither world has sent enough work yet to compare their transfers."
     plain_per, local_per = plain_bytes / plain_jobs, local_bytes / local_jobs
-    totals = (
-        f"Plain scheduling downloaded {size_words(plain_bytes)} of input for "
-        f"{plain_jobs:,} jobs, locality scheduling {size_words(local_bytes)} for "
-        f"{local_jobs:,}."
-    )
+    work = jobs_words(plain_jobs, local_jobs)
+    per_job = "so" if plain_jobs != local_jobs else "and"
+    totals = f" (in all {data_size(local_bytes)} against {data_size(plain_bytes)})."
     if plain_per <= 0:
-        return totals + " Plain scheduling downloaded nothing, so there was nothing to save."
+        return f"{work}; plain scheduling downloaded no input, so there was nothing to save."
     saved = 1 - local_per / plain_per
-    if saved >= 0:
-        return (
-            totals + f" Per job, locality scheduling saved {size_words(plain_per - local_per)}"
-            f" of the {size_words(plain_per)} plain scheduling moved: {saved:.0%} less input "
-            f"transfer."
-        )
-    return (
-        totals + f" Per job, locality scheduling moved {size_words(local_per - plain_per)} "
-        f"more than plain scheduling: {-saved:.0%} more input transfer."
+    compared = (
+        f"{work}, {per_job} their input transfer is compared per job sent: locality scheduling "
+        f"downloaded {data_size(local_per)} per job against plain scheduling's {data_size(plain_per)}"
     )
+    if saved >= 0:
+        return f"{compared}, {saved:.0%} less input transfer per job{totals}"
+    return f"{compared}, {-saved:.0%} more input transfer per job{totals}"

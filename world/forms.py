@@ -3,11 +3,20 @@ from typing import Any
 from django import forms
 
 from boincweb.bounds import seed_field
+from boincweb.human import number
 from scheduling.presets import PRESETS
 from world.models import World
 from world.simulation import WorldSettings
 
 DEFAULTS = WorldSettings()
+
+DAYS_LABEL = "Days of new work"
+DAYS_HELP = (
+    "Simulated days in which the project makes new work. The world then runs on until every job "
+    "is finished: hosts complete what they hold, the deadlines of hosts that vanished pass and "
+    f"failed jobs are sent again (at most {number(DEFAULTS.drain_days)} days more). So it runs "
+    "longer than this, and its page says how long."
+)
 
 
 class WorldForm(forms.ModelForm):
@@ -76,6 +85,14 @@ class WorldForm(forms.ModelForm):
     class Meta:
         model = World
         fields = ["name", "hosts", "days", "seed", "locality", "speedup"]
+        labels = {"days": DAYS_LABEL, "locality": "Locality scheduling"}
+        help_texts = {
+            "days": DAYS_HELP,
+            "locality": "Send each host the jobs whose large input file it already holds, so that it "
+            "downloads each file once for many jobs (BOINC's locality scheduling), instead of jobs in "
+            "the order they were made.",
+            "speedup": "Simulated seconds per wall second.",
+        }
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
@@ -134,7 +151,7 @@ class CompareForm(forms.Form):
     """Two worlds on one seed, plain and locality scheduling, to compare side by side."""
 
     hosts = forms.IntegerField(initial=100)
-    days = forms.FloatField(initial=1.0)
+    days = forms.FloatField(initial=1.0, label=DAYS_LABEL, help_text=DAYS_HELP)
     seed = seed_field()
     speedup = forms.FloatField(initial=3600.0, help_text="Simulated seconds per wall second.")
 
@@ -156,8 +173,14 @@ class CompareForm(forms.Form):
 # comparing): the deadline, the daily quota and the jobs in progress per CPU.
 SERVER_FIELDS = {
     "delay_bound_hours": ("Deadline (hours)", "Report deadline of each job (the app's delay_bound)."),
-    "daily_result_quota": ("Daily quota", "Jobs per app version per CPU per day (<daily_result_quota>)."),
-    "max_wus_in_progress": ("Jobs in progress per CPU", "<max_wus_in_progress>; 0 for no limit."),
+    "daily_result_quota": (
+        "Daily quota",
+        "Jobs a host may get per app version per CPU per day (BOINC's daily_result_quota).",
+    ),
+    "max_wus_in_progress": (
+        "Jobs in progress per CPU",
+        "Jobs a host may hold unfinished per CPU (BOINC's max_wus_in_progress); 0 for no limit.",
+    ),
 }
 
 
@@ -173,7 +196,7 @@ class AttachForm(forms.Form):
         initial=0, min_value=0, max_value=100_000, help_text="Simple hosts beside them (they fill their buffers)."
     )
     policy = forms.ChoiceField(choices=[("boinc7", "boinc7"), ("boinc5", "boinc5")], initial="boinc7")
-    days = forms.FloatField(initial=2.0, help_text="Days of work; the world then drains.")
+    days = forms.FloatField(initial=2.0, label=DAYS_LABEL, help_text=DAYS_HELP)
     seed = seed_field()
     speedup = forms.FloatField(initial=3600.0, help_text="Simulated seconds per wall second.")
     resource_share = forms.FloatField(initial=100.0, help_text="The world project's share on these hosts.")

@@ -172,6 +172,7 @@ def _detail_page(
     redis_error = check_worlds([world])
     context = {
         "world": world,
+        "run_words": charts.run_length_words(world.days, world.clock, finished=world.status == World.Status.FINISHED),
         # the world's project, whose pages show its rows (backend.templatetags.project_urls)
         "boinc_project": world.project,
         "redis_error": redis_error,
@@ -227,13 +228,14 @@ def world_compare(request: HttpRequest) -> HttpResponse:
         return HttpResponse(f"No world {missing[0]}.", status=404, content_type="text/plain")
     worlds = [found[i] for i in ids]
     redis_error = check_worlds(worlds)
-    for world in worlds:  # in the same units as the sentence above the table
-        world.input_words = charts.size_words(world.summary.get("bytes_downloaded", 0))  # type: ignore[attr-defined]
     series = [(f"{w.name} ({'locality' if w.locality else 'plain'})", samples_of(w)) for w in worlds]
+    for world, (_, samples) in zip(worlds, series, strict=True):
+        figures_of(world, samples)
     plain = [w for w in worlds if not w.locality]
     local = [w for w in worlds if w.locality]
     words = charts.transfer_saved(plain[0].summary, local[0].summary) if plain and local else ""
     same_seed = len({(w.seed, w.hosts, w.days) for w in worlds}) == 1
+    jobs = {w.summary.get("jobs_received", 0) for w in worlds}
     for world in worlds:
         world.server_words = server_words(world.settings or {})  # type: ignore[attr-defined]
     localities = {w.locality for w in worlds}
@@ -249,6 +251,8 @@ def world_compare(request: HttpRequest) -> HttpResponse:
         "ids": ",".join(map(str, ids)),
         "words": words,
         "same_seed": same_seed,
+        "days_words": charts.days_words(worlds[0].days),
+        "same_jobs": len(jobs) == 1,
         "what_differs": what_differs,
         "any_engine": any((w.summary or {}).get("engine") for w in worlds),
         "running": running,
@@ -261,6 +265,23 @@ def world_compare(request: HttpRequest) -> HttpResponse:
         ],
     }
     return render_page(request, "world/world_compare.html", context, "panel", polling_done=not running)
+
+
+def figures_of(world: World, samples: Sequence[WorldSample]) -> None:
+    """Give ``world`` the figures its column of the comparison shows: how long it ran, and its
+    input and credit in all and per job sent. The credit is the last sample's, the one the
+    credit chart ends at (a running world's summary holds none)."""
+    summary = world.summary or {}
+    jobs = summary.get("jobs_received", 0)
+    nbytes = summary.get("bytes_downloaded", 0)
+    credit = samples[-1].credit if samples else summary.get("credit_granted")
+    world.run_words = charts.run_length_words(  # type: ignore[attr-defined]
+        world.days, world.clock, finished=world.status == World.Status.FINISHED
+    )
+    world.input_bytes = nbytes  # type: ignore[attr-defined]
+    world.input_per_job = nbytes / jobs if jobs else None  # type: ignore[attr-defined]
+    world.credit = credit  # type: ignore[attr-defined]
+    world.credit_per_job = credit / jobs if jobs and credit is not None else None  # type: ignore[attr-defined]
 
 
 # World settings of the server, as the comparison names them.

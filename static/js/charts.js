@@ -1,13 +1,19 @@
 /* The site's Plotly charts. Every <div data-figure="id"> is drawn from the figure JSON in
    <script id="id" type="application/json"> (boincweb/figures.py) when the page loads and after
-   each htmx swap. A div whose JSON a poll replaced is drawn again in place, keeping the
-   reader's zoom; a chart a swap took off the page is freed. Each drawing ends with a
-   "figure-drawn" event on its div, which the lab's time cursor (lab.js) listens for. A point
+   each htmx swap: the charts on screen first, as soon as the browser has laid the page out
+   (IntersectionObserver), then the others one at a time while the browser is idle, or at once
+   when the reader scrolls to one. A page of six charts thus shows its first screen without
+   waiting for the charts below it. A div whose JSON a poll replaced is drawn again in place,
+   keeping the reader's zoom; a chart a swap took off the page is freed. Each drawing ends with
+   a "figure-drawn" event on its div, which the lab's time cursor (lab.js) listens for. A point
    whose customdata is a link of the site opens it when clicked. */
 (function () {
   "use strict";
   var FIGURES = "[data-figure]";
-  var drawn = [];  // divs drawn so far
+  var charts = [];  // divs on the page that have figure JSON, drawn or waiting
+  var observer = null;
+  var laidOut = false;  // the observer has said once which charts are on screen
+  var idleScheduled = false;
   var webgl = (function () {
     try { var c = document.createElement("canvas"); return !!(c.getContext("webgl") || c.getContext("experimental-webgl")); }
     catch (e) { return false; }
@@ -19,35 +25,74 @@
     return traces.map(function (t) { return t.type === "scattergl" ? Object.assign({}, t, {type: "scatter"}) : t; });
   }
 
+  function render(div) {
+    if (!div.figureWaiting) return;
+    div.figureWaiting = false;
+    var fig = JSON.parse(div.figureSource.textContent);
+    var layout = Object.assign({}, fig.layout, {uirevision: div.dataset.figure});
+    Plotly.react(div, fallback(fig.data || []), layout, {displaylogo: false, responsive: true});
+    if (!div.opensLinks) {
+      // a point whose customdata is a link of the site (an engine host's time slice and
+      // the result it computed) opens it when clicked
+      div.opensLinks = true;
+      div.on("plotly_click", function (event) {
+        var link = event.points && event.points[0] && event.points[0].customdata;
+        if (typeof link === "string" && link.charAt(0) === "/") window.location.assign(link);
+      });
+    }
+    div.dispatchEvent(new CustomEvent("figure-drawn", {bubbles: true}));
+  }
+
+  // the charts off screen, one per idle moment, once those on screen are drawn
+  function drawWhenIdle() {
+    if (idleScheduled || !laidOut) return;
+    idleScheduled = true;
+    var later = window.requestIdleCallback || function (f) { return window.setTimeout(f, 50); };
+    later(function () {
+      idleScheduled = false;
+      for (var i = 0; i < charts.length; i++) {
+        if (charts[i].figureWaiting) {
+          render(charts[i]);
+          drawWhenIdle();
+          return;
+        }
+      }
+    }, {timeout: 1000});
+  }
+
+  function onScreen(entries) {
+    entries.forEach(function (entry) {
+      entry.target.figureOnScreen = entry.isIntersecting;
+      if (entry.isIntersecting) render(entry.target);
+    });
+    laidOut = true;
+    drawWhenIdle();
+  }
+
   function draw() {
-    drawn = drawn.filter(function (div) {
+    charts = charts.filter(function (div) {
       if (document.body.contains(div)) return true;
+      if (observer) observer.unobserve(div);
       Plotly.purge(div);
       return false;
     });
     document.querySelectorAll(FIGURES).forEach(function (div) {
-      var id = div.dataset.figure;
-      var source = document.getElementById(id);
+      var source = document.getElementById(div.dataset.figure);
       if (!source || div.figureSource === source) return;
-      if (!div.figureSource) drawn.push(div);
       div.figureSource = source;
-      var fig = JSON.parse(source.textContent);
-      var layout = Object.assign({}, fig.layout, {uirevision: id});
-      Plotly.react(div, fallback(fig.data || []), layout, {displaylogo: false, responsive: true});
-      if (!div.opensLinks) {
-        // a point whose customdata is a link of the site (an engine host's time slice and
-        // the result it computed) opens it when clicked
-        div.opensLinks = true;
-        div.on("plotly_click", function (event) {
-          var link = event.points && event.points[0] && event.points[0].customdata;
-          if (typeof link === "string" && link.charAt(0) === "/") window.location.assign(link);
-        });
+      div.figureWaiting = true;
+      if (charts.indexOf(div) < 0) {
+        charts.push(div);
+        if (observer) observer.observe(div);  // its first report draws it if on screen
       }
-      div.dispatchEvent(new CustomEvent("figure-drawn", {bubbles: true}));
+      if (!observer || div.figureOnScreen) render(div);
     });
+    drawWhenIdle();
   }
 
   document.addEventListener("DOMContentLoaded", function () {
+    if (window.IntersectionObserver) observer = new IntersectionObserver(onScreen);
+    else laidOut = true;
     draw();
     document.body.addEventListener("htmx:afterSettle", draw);
   });

@@ -101,7 +101,7 @@ def test_gunicorn_serves_pages_static_files_and_a_plain_404_with_debug_off(produ
     # Static files under their hashed names, compressed, cached for good.
     home = parse(fetch(production + "/project/status/")[2])
     stylesheet = home.find("link", href=re.compile(r"^/static/css/boincweb\.[0-9a-f]{12}\.css$"))
-    plotly = home.find("script", src=re.compile(r"^/static/plotly/plotly\.min\.[0-9a-f]{12}\.js$"))
+    plotly = home.find("script", src=re.compile(r"^/static/vendor/plotly/plotly\.min\.[0-9a-f]{12}\.js$"))
     for static_path in [stylesheet["href"], plotly["src"]]:
         status, headers, body = fetch(production + static_path, {"Accept-Encoding": "gzip"})
         assert status == 200 and body, static_path

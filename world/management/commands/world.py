@@ -13,6 +13,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from boincweb.human import data_size, duration
 from world.jobs import run_in_process, world_settings
 from world.models import World
 from world.simulation import DAY, WorldSettings
@@ -30,7 +31,13 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("--hosts", type=int, default=200)
-        parser.add_argument("--days", type=float, default=3.0)
+        parser.add_argument(
+            "--days",
+            type=float,
+            default=3.0,
+            help="simulated days in which the project makes new work; the world then runs on until "
+            "every job is finished (the report says how long it ran in all)",
+        )
         parser.add_argument("--seed", type=int, default=1)
         parser.add_argument(
             "--locality", action="store_true", help="Send work by locality scheduling (reference/server.md §3.10)."
@@ -108,14 +115,16 @@ def undrained(figures: dict[str, Any], settings: WorldSettings) -> str:
 def text_report(figures: dict[str, Any]) -> str:
     wus, results = figures["workunits"], figures["results"]
     lines = [
-        f"world: {figures['hosts']} hosts, {figures['days']} days, seed {figures['seed']}, "
+        f"world: {figures['hosts']} hosts, {figures['days']:g} days of new work, seed {figures['seed']}, "
         f"{'locality' if figures['locality'] else 'plain'} scheduling",
-        f"simulated {figures['simulated_seconds']:.0f} s ({figures['rpcs']} scheduler RPCs)",
+        f"simulated {duration(figures['simulated_seconds'])} in all, "
+        f"{duration(max(0.0, figures['simulated_seconds'] - figures['days'] * DAY))} of them finishing the work "
+        f"({figures['rpcs']} scheduler RPCs)",
         f"workunits: {wus['total']} ({wus['assimilated']} assimilated, {wus['errored']} with an error mask)",
         f"results: {results['total']}; outcomes {results['outcome']}",
         f"credit granted: {figures['credit_granted']:.1f}",
-        f"input downloaded: {figures['bytes_downloaded'] / 2**20:.1f} MiB "
-        f"({figures['bytes_downloaded_per_result'] / 2**20:.2f} MiB per result)",
+        f"input downloaded: {data_size(figures['bytes_downloaded'])} "
+        f"({data_size(figures['bytes_downloaded_per_result'])} per job sent)",
         f"turnaround: mean {figures['turnaround']['mean']:.0f} s, p95 {figures['turnaround']['p95']:.0f} s",
     ]
     engine = figures.get("engine")
