@@ -7,11 +7,13 @@ import json
 import re
 
 import pytest
+from django.test import override_settings
 from django.urls import reverse
 
 from boincweb.human import data_size, duration, number
 from tests.factories import UserFactory, WorldFactory, WorldSampleFactory
 from tests.pages import by_testid, parse
+from tests.shared_rows import shared_rows
 from world import charts
 from world.jobs import run_in_process
 from world.management.commands.world import text_report
@@ -30,9 +32,18 @@ SETTINGS = {
 }
 
 
-@pytest.fixture
-def twins(data_dirs):
-    """A plain and a locality world on one seed, each run to its end."""
+@pytest.fixture(scope="module")
+def twins(django_db_setup, django_db_blocker, tmp_path_factory):
+    """A plain and a locality world on one seed, each run to its end: built once for the module
+    (shared_rows), as its tests only read them, each in a transaction rolled back."""
+    data_dir = tmp_path_factory.mktemp("twins")
+    with override_settings(
+        BOINCWEB_DATA_DIR=data_dir, DOWNLOAD_DIR=data_dir / "download", UPLOAD_DIR=data_dir / "upload"
+    ):
+        yield from shared_rows(django_db_blocker, run_twins)
+
+
+def run_twins():
     worlds = []
     for locality in (False, True):
         world = WorldFactory(
