@@ -737,7 +737,7 @@ def test_the_host_page_shows_each_host_app_versions_quota_and_reliability(projec
     # jobs today, the turnaround of the one report, the runtimes reported (one) and no speed
     # from them yet (more than 10 are needed)
     [row] = [cells for cells in rows(parse(page)) if cells and cells[0].startswith("uppercase 100")]
-    assert row == ["uppercase 100 x86_64-pc-linux-gnu", "3", "10", "2", "1800 s", "1", "—"]
+    assert row == ["uppercase 100 x86_64-pc-linux-gnu", "3", "10", "2", "30 min 00 s", "1", "—"]
 
 
 # --- the project's options: settings for the endpoint and the daemons' passes ----------------

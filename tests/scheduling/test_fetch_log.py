@@ -45,7 +45,7 @@ def test_a_full_buffer_is_explained_once_and_not_at_every_check():
             9120.0,
             "P",
             "Asked P for work: cpu saturated for 1680 s, below the minimum buffer of 1728 s; it is "
-            "the fetchable project with the highest priority (-1.648); request cpu 912 s / 0.00 inst.",
+            "the fetchable project with the highest priority (-1.65); request cpu 912 s / 0 inst.",
         ),
         (9180.0, "", "No work fetch: cpu is saturated for 5220 s, at least the minimum buffer of 1728 s."),
     ]
@@ -64,7 +64,7 @@ def test_each_change_of_the_no_fetch_reason_gets_one_sentence():
             10800.0,
             "P",
             "Asked P for work: cpu saturated for 0 s, below the minimum buffer of 1728 s; it is "
-            "the fetchable project with the highest priority (0.000); request cpu 1 s / 1.00 inst.",
+            "the fetchable project with the highest priority (0); request cpu 1 s / 1 inst.",
         ),
     ]
     # the event-driven run sees each change on the step a fixed 60 s step sees it
@@ -77,7 +77,7 @@ def test_a_project_in_rpc_backoff_is_named_as_the_reason():
     assert [text for _t, _p, text in log] == [
         "No work fetch: cpu is saturated for 10800 s, at least the minimum buffer of 1728 s.",
         "Asked P for work: cpu saturated for 1680 s, below the minimum buffer of 1728 s; it is the fetchable "
-        "project with the highest priority (-1.648); request cpu 912 s / 0.00 inst.",
+        "project with the highest priority (-1.65); request cpu 912 s / 0 inst.",
         "No work fetch: cpu needs work but no project can be asked (P: RPC back-off).",
     ]
 

@@ -127,6 +127,8 @@ class Boinc5:
     def run_list(self, now, rr, gpu_allowed):
         em = self.em
         gpu = self._gpu_run_list(now, rr) if gpu_allowed else []
+        # the GPU jobs, placed first, hold their CPUs (reference/client.md §6.3)
+        gpu_cpus = sum(j.avg_ncpus for j, _w, _d in gpu)
         ncpus = em.n_usable_cpus
         payoff = em.period / ncpus
         runnable = [p for p in em.project_order if any(j.rsc == 0 for j in p.jobs)]
@@ -140,7 +142,7 @@ class Boinc5:
         misses = {p: rr.misses.get((p.index, 0), 0) for p in runnable}
         scheduled: list = []
         taken: set = set()
-        used = 0.0
+        used = gpu_cpus
 
         def free_jobs(p):
             return [j for j in p.jobs if j.rsc == 0 and j not in taken]
@@ -184,7 +186,7 @@ class Boinc5:
             running = [j for j in js if j.state == RUNNING]
             j = running[0] if running else min(js, key=lambda j: (j.deadline, j.index))
             take(j, WHY_PRIORITY)
-        result = gpu + self._enforce(now, scheduled)
+        result = gpu + self._enforce(now, scheduled, gpu_cpus)
         self.last_run = now
         return result
 
@@ -197,6 +199,9 @@ class Boinc5:
         when preempted (reference/client.md §6.3)."""
         em = self.em
         out: list = []
+        # a GPU job runs only while the CPUs the GPU jobs use stay within one more than the
+        # host has (reference/client.md §6.3, the rule BOINC's clients keep for GPU jobs)
+        cpu = [0.0]
         for r in range(1, len(em.resources)):
             res = em.resources[r]
             payoff = em.period / max(1, res.ninstances)
@@ -217,6 +222,8 @@ class Boinc5:
                 return [j for j in p.jobs if j.rsc == r and j not in taken]
 
             def fits(j, usage=usage):
+                if cpu[0] + j.avg_ncpus > em.n_usable_cpus + 1 + 1e-9:
+                    return False
                 return _reserve_gpu(usage, j.gpu_usage)
 
             def take(j, why, r=r, payoff=payoff, taken=taken, picks=picks, log=em.pick_log[r], shift=shift):
@@ -225,6 +232,7 @@ class Boinc5:
                 j.pick_seq = len(log)
                 j.edf = why == WHY_EDF
                 picks.append((j, why))
+                cpu[0] += j.avg_ncpus
                 j.project.rsc_anticipated_debt[r] -= payoff
                 log.append((j.project.name, j.project.rsc_anticipated_debt[r] - shift))
 
@@ -267,10 +275,13 @@ class Boinc5:
         k = math.floor((self.em.now - j.run_start) / cp + 1e-9)
         return k >= 1 and j.run_start + k * cp > t
 
-    def _enforce(self, now, scheduled):
+    def _enforce(self, now, scheduled, gpu_cpus=0.0):
         """Enforcement (reference/debt-era.md §5): X scheduled but not running, Y running but
         not scheduled. A result of X in deadline danger preempts the Y result with the least
-        work since its checkpoint; a Y result that checkpointed since the last run yields."""
+        work since its checkpoint; a Y result that checkpointed since the last run yields.
+        ``gpu_cpus`` is what the GPU jobs placed first use: where a Y result would overcommit
+        the CPUs beside them, it yields at once, those checkpointed first, then the one with
+        the least work since its checkpoint."""
         em = self.em
         want = {j for j, _w in scheduled}
         why = {j: w for j, w in scheduled}
@@ -288,8 +299,11 @@ class Boinc5:
             if victim is not None:
                 y.remove(victim)
                 run.append(j)
-            elif sum(v.avg_ncpus for v in run + y) + j.avg_ncpus <= em.n_usable_cpus + 1e-9:
+            elif gpu_cpus + sum(v.avg_ncpus for v in run + y) + j.avg_ncpus <= em.n_usable_cpus + 1e-9:
                 run.append(j)
+        while y and gpu_cpus > 0 and gpu_cpus + sum(v.avg_ncpus for v in run + y) > em.n_usable_cpus + 1e-9:
+            ready = [v for v in y if self._checkpointed_since(v, self.last_run)]
+            y.remove(ready[0] if ready else min(y, key=lambda v: (v.done - v.ckpt_done) / v.flops))
         chosen = [(j, why.get(j, WHY_UNFINISHED), -1) for j in run]
         chosen += [(j, WHY_UNFINISHED, -1) for j in y]
         return chosen
