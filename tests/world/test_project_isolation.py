@@ -15,7 +15,7 @@ from django.core.management import call_command
 from django.db import models
 
 from backend.daemons import credit, daemon_names, run_pass
-from backend.models import Project, Result, ServerState, Workunit
+from backend.models import LifecycleEvent, Project, Result, ServerState, Workunit
 from protocol.models import AppVersionFile
 from tests.factories import (
     NOW,
@@ -54,9 +54,23 @@ def checksums(project: Project) -> dict[str, str]:
             for f in model._meta.fields
             if not f.primary_key and not f.is_relation and not isinstance(f, models.DateTimeField)
         ]
-        rows = sorted(repr(row) for row in model.objects.filter(project=project).values_list(*names))
+        values = model.objects.filter(project=project).values_list(*names)
+        if model is LifecycleEvent:
+            values = [event_by_name(row, names) for row in values]
+        rows = sorted(repr(row) for row in values)
         digests[model.__name__] = hashlib.sha256("\n".join(rows).encode()).hexdigest() + f" ({len(rows)} rows)"
     return digests
+
+
+def event_by_name(row: tuple, names: list[str]) -> tuple:
+    """A lifecycle event's values with a canonical result named rather than numbered: the
+    validator's event holds the result's id in ``new``, and results made while two worlds run
+    at once take ids in whichever order their transitioners ran."""
+    values = dict(zip(names, row, strict=True))
+    if values["field"] == "canonical_result":
+        names_by_id = dict(Result.objects.filter(id__in=[values["old"], values["new"]]).values_list("id", "name"))
+        values["old"], values["new"] = names_by_id.get(values["old"]), names_by_id.get(values["new"])
+    return tuple(values.values())
 
 
 def rows_per_table(project: Project) -> dict[str, int]:
