@@ -63,6 +63,19 @@ FIGURES = (
 
 
 # engine records.HostPeriod states shaded on the Gantt: (state, legend name, fill)
+# A figure of up to this many points (lines and markers together) is drawn as SVG, above it
+# with WebGL. In Chromium without a GPU (software WebGL) a WebGL chart costs about 200 ms to
+# set up however few its points, an SVG one 20-40 ms for a day of slices, and the two meet near
+# 10,000 points (bench/pages.py --charts; a 12-day run's Gantt chart: 8,800 points 170 ms
+# as WebGL, 120 ms as SVG; 12,600 points 180 ms and 230 ms).
+WEBGL_POINTS = 10_000
+
+
+def line_trace(points: int) -> type[go.Scatter] | type[go.Scattergl]:
+    """The trace class for a figure of ``points`` points: SVG up to WEBGL_POINTS, WebGL above."""
+    return go.Scattergl if points > WEBGL_POINTS else go.Scatter
+
+
 HOST_SHADES = (
     ("off", "host off", "rgba(90,100,120,0.22)"),
     ("not_active", "computing suspended", "rgba(200,140,40,0.18)"),
@@ -136,9 +149,10 @@ def _boxes(intervals, y0, y1):
 
 
 def gantt(records: dict, colours: dict | None = None, links: dict[str, str] | None = None) -> go.Figure:
-    """CPU and GPU time slices, one lane per instance, one WebGL trace per project.
+    """CPU and GPU time slices, one lane per instance, one trace per project.
 
-    Bars are thick line segments (Scattergl), so 10,000 slices draw in one GPU pass; each bar
+    Bars are thick line segments, one trace per project: past WEBGL_POINTS points WebGL, so
+    10,000 slices draw in one GPU pass; below it SVG, quicker to draw for a few thousand. Each bar
     has one hover point at its middle with job, project and why. EDF runs get a dark core
     line; periods when the host was off, its computing suspended or its GPUs suspended are
     shaded (the engine's HostPeriod records). `links` maps a job's name to a page about it
@@ -169,6 +183,7 @@ def gantt(records: dict, colours: dict | None = None, links: dict[str, str] | No
     for s in records["slices"]:
         by_project[s["project"]].append(s)
     edf_x, edf_y = [], []
+    trace = line_trace(4 * len(records["slices"]))  # a bar's two ends and gap, and its hover point
     for project in sorted(by_project):
         xs, ys, mx, my, text, urls = [], [], [], [], [], []
         for s in by_project[project]:
@@ -187,7 +202,7 @@ def gantt(records: dict, colours: dict | None = None, links: dict[str, str] | No
                 edf_y += [y, y, None]
         colour = colours.get(project, "#888")
         fig.add_trace(
-            go.Scattergl(
+            trace(
                 x=xs,
                 y=ys,
                 mode="lines",
@@ -198,7 +213,7 @@ def gantt(records: dict, colours: dict | None = None, links: dict[str, str] | No
             )
         )
         fig.add_trace(
-            go.Scattergl(
+            trace(
                 x=mx,
                 y=my,
                 mode="markers",
@@ -213,7 +228,7 @@ def gantt(records: dict, colours: dict | None = None, links: dict[str, str] | No
         )
     if edf_x:
         fig.add_trace(
-            go.Scattergl(
+            trace(
                 x=edf_x,
                 y=edf_y,
                 mode="lines",
@@ -337,6 +352,7 @@ def buffer_chart(records: dict, colours: dict | None = None) -> go.Figure:
     for b in records["buffers"]:
         by_resource[b["resource"]].append(b)
     fig = go.Figure()
+    trace = line_trace(3 * len(records["buffers"]))  # saturated time, and the min and max buffer
     dashes = iter(["solid", "dot", "dash", "longdash"])
     first = True
     for resource in sorted(by_resource, key=lambda r: (r != "cpu", r)):
@@ -344,7 +360,7 @@ def buffer_chart(records: dict, colours: dict | None = None) -> go.Figure:
         x = [hours(b["time"]) for b in rows]
         label = "CPU" if resource == "cpu" else resource
         fig.add_trace(
-            go.Scattergl(
+            trace(
                 x=x,
                 y=[hours(b["saturated_time"]) for b in rows],
                 mode="lines",
@@ -354,7 +370,7 @@ def buffer_chart(records: dict, colours: dict | None = None) -> go.Figure:
         )
         if first:
             fig.add_trace(
-                go.Scattergl(
+                trace(
                     x=x,
                     y=[hours(b["work_buf_min"]) for b in rows],
                     mode="lines",
@@ -363,7 +379,7 @@ def buffer_chart(records: dict, colours: dict | None = None) -> go.Figure:
                 )
             )
             fig.add_trace(
-                go.Scattergl(
+                trace(
                     x=x,
                     y=[hours(b["work_buf_total"]) for b in rows],
                     mode="lines",

@@ -20,6 +20,7 @@ urlpatterns = [
     path("<int:pk>/client_state.zip", views.export_scenario, {"fmt": "client_state"}, name="export_client_state"),
     path("<int:pk>/scenario.json", views.export_scenario, {"fmt": "json"}, name="export_json"),
     path("runs/<int:pk>/", views.run_detail, name="run"),
+    path("runs/<int:pk>/charts.json", views.run_charts, name="run_charts"),
     path("runs/<int:pk>.json", views.export_run, {"fmt": "json"}, name="run_json"),
     path("runs/<int:pk>.csv", views.export_run, {"fmt": "csv"}, name="run_csv"),
 ]

@@ -23,9 +23,11 @@ from django.http import (
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from plotly.utils import PlotlyJSONEncoder
 
 from boincweb.auth import DEMO_LOGIN, is_demo_account
 from boincweb.figures import figure_script
@@ -621,11 +623,11 @@ def _comparable(run: Run):
     )
 
 
-def chart_scripts(run: Run, records: dict, colours: dict | None = None) -> str:
-    """A run's four figures and its decision log as the page embeds them (boincweb.figures):
+def chart_data(run: Run, records: dict, colours: dict | None = None) -> dict[str, Any]:
+    """A run's four figures and its decision log by the ids the page knows them by:
     run-<id>-gantt, run-<id>-rec, run-<id>-priority and run-<id>-buffer, drawn by
-    static/js/charts.js, and
-    run-<id>-log, the decisions and the run's length that static/js/lab.js's time cursor reads."""
+    static/js/charts.js, and run-<id>-log, the decisions and the run's length that
+    static/js/lab.js's time cursor reads."""
     colours = colours or charts.project_colours([p["name"] for p in records["projects"]])
     figures = {
         "gantt": charts.gantt(records, colours),
@@ -644,9 +646,43 @@ def chart_scripts(run: Run, records: dict, colours: dict | None = None) -> str:
             "partial": bool(records.get("partial")),
         },
     }
-    scripts = [figure_script(fig, f"run-{run.pk}-{name}") for name, fig in figures.items()]
-    scripts.append(figure_script(log, f"run-{run.pk}-log"))
+    data: dict[str, Any] = {f"run-{run.pk}-{name}": fig for name, fig in figures.items()}
+    data[f"run-{run.pk}-log"] = log
+    return data
+
+
+def chart_scripts(run: Run, records: dict, colours: dict | None = None) -> str:
+    """chart_data as the page embeds it: one <script type="application/json"> per id
+    (boincweb.figures)."""
+    scripts = [figure_script(value, element_id) for element_id, value in chart_data(run, records, colours).items()]
     return mark_safe("\n".join(scripts))  # each made safe by json_script
+
+
+@require_GET
+def run_charts(request, pk):
+    """A finished run's charts and decision log as JSON (chart_data), which the comparison page
+    loads after its HTML, each run's at once. ``project`` (repeated) names the projects of every
+    run on that page, so that each project has one colour across them; it must include each of
+    this run's. Cached by the browser: a finished run's charts never change."""
+    run = get_object_or_404(Run, pk=pk)
+    if run.status != Run.Status.DONE:
+        return HttpResponse(
+            f"Run {run.pk} is {run.status}; it has no charts yet.", status=409, content_type="text/plain"
+        )
+    records = run.records()
+    assert records is not None  # a done run has its records
+    names = set(request.GET.getlist("project"))
+    missing = sorted({p["name"] for p in records["projects"]} - names) if names else []
+    if missing:
+        return HttpResponseBadRequest(
+            f"project must name each of run {run.pk}'s projects; {missing[0]!r} is not among them.",
+            content_type="text/plain",
+        )
+    colours = charts.project_colours(names) if names else None
+    body = json.dumps(chart_data(run, records, colours), cls=PlotlyJSONEncoder)
+    response = HttpResponse(body, content_type="application/json")
+    response["Cache-Control"] = "private, max-age=86400"
+    return response
 
 
 @require_GET
@@ -713,6 +749,15 @@ def _picker(request, run: Run):
     )
 
 
+def _charts_url(run: Run, records: dict, names: set[str]) -> str:
+    """Where the comparison page loads ``run``'s charts (run_charts), naming every project on
+    the page when ``run`` lacks some of them, so that colours agree across its runs."""
+    url = reverse("lab:run_charts", args=[run.pk])
+    if names != {p["name"] for p in records["projects"]}:
+        url += "?" + urlencode({"project": sorted(names)}, doseq=True)
+    return url
+
+
 def _rec_heading(policies: set[str]) -> str:
     if policies == {"boinc5"}:
         return "Long-term debt per project"
@@ -756,7 +801,6 @@ def compare(request):
     if over and done:
         loaded = [(r, r.records()) for r in done]
         names = {p["name"] for _r, rec in loaded for p in rec["projects"]}
-        colours = charts.project_colours(names)
         ctx["panels"] = [
             {
                 "run": r,
@@ -766,7 +810,7 @@ def compare(request):
                 "note": POLICY_NOTES.get(r.policy, ""),
                 "rec_label": "long-term debt" if r.policy == "boinc5" else "REC",
                 "priority_label": "short-term debt" if r.policy == "boinc5" else "scheduling priority",
-                "chart_scripts": chart_scripts(r, rec, colours),
+                "charts_url": _charts_url(r, rec, names),
             }
             for r, rec in loaded
         ]

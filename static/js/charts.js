@@ -1,6 +1,8 @@
 /* The site's Plotly charts. Every <div data-figure="id"> is drawn from the figure JSON in
-   <script id="id" type="application/json"> (boincweb/figures.py) when the page loads and after
-   each htmx swap: the charts on screen first, as soon as the browser has laid the page out
+   <script id="id" type="application/json"> (boincweb/figures.py), or from the JSON object a
+   <div data-figures-src="url"> loads after the page (the lab's comparison: each run's charts at
+   once, while the page is already shown), keyed by id, when the page loads and after each htmx
+   swap: the charts on screen first, as soon as the browser has laid the page out
    (IntersectionObserver), then the others one at a time while the browser is idle, or at once
    when the reader scrolls to one. A page of six charts thus shows its first screen without
    waiting for the charts below it. A div whose JSON a poll replaced is drawn again in place,
@@ -14,6 +16,8 @@
   var observer = null;
   var laidOut = false;  // the observer has said once which charts are on screen
   var idleScheduled = false;
+  var loaded = {};  // id -> {figure: its object} from the JSON of a data-figures-src
+  var requested = {};  // the data-figures-src URLs fetched or being fetched
   var webgl = (function () {
     try { var c = document.createElement("canvas"); return !!(c.getContext("webgl") || c.getContext("experimental-webgl")); }
     catch (e) { return false; }
@@ -28,7 +32,7 @@
   function render(div) {
     if (!div.figureWaiting) return;
     div.figureWaiting = false;
-    var fig = JSON.parse(div.figureSource.textContent);
+    var fig = div.figureSource.figure || JSON.parse(div.figureSource.textContent);
     var layout = Object.assign({}, fig.layout, {uirevision: div.dataset.figure});
     Plotly.react(div, fallback(fig.data || []), layout, {displaylogo: false, responsive: true});
     if (!div.opensLinks) {
@@ -69,7 +73,34 @@
     drawWhenIdle();
   }
 
+  // a figure's source: its <script> on the page, else what a data-figures-src brought
+  function source(id) {
+    return document.getElementById(id) || loaded[id] || null;
+  }
+
+  // each data-figures-src on the page, fetched once; its figures drawn when they come, and a
+  // "figures-loaded" event for the lab's time cursor, which reads the runs' logs among them
+  function fetchFigures() {
+    document.querySelectorAll("[data-figures-src]").forEach(function (el) {
+      var url = el.getAttribute("data-figures-src");
+      if (requested[url]) return;
+      requested[url] = true;
+      fetch(url, {credentials: "same-origin"}).then(function (response) {
+        if (!response.ok) throw new Error(url + ": " + response.status);
+        return response.json();
+      }).then(function (figures) {
+        Object.keys(figures).forEach(function (id) { loaded[id] = {figure: figures[id]}; });
+        draw();
+        document.dispatchEvent(new CustomEvent("figures-loaded", {detail: {url: url}}));
+      }).catch(function (error) {
+        requested[url] = false;  // the next swap or load tries again
+        if (window.console) console.error("charts not loaded:", error);
+      });
+    });
+  }
+
   function draw() {
+    fetchFigures();
     charts = charts.filter(function (div) {
       if (document.body.contains(div)) return true;
       if (observer) observer.unobserve(div);
@@ -77,9 +108,9 @@
       return false;
     });
     document.querySelectorAll(FIGURES).forEach(function (div) {
-      var source = document.getElementById(div.dataset.figure);
-      if (!source || div.figureSource === source) return;
-      div.figureSource = source;
+      var found = source(div.dataset.figure);
+      if (!found || div.figureSource === found) return;
+      div.figureSource = found;
       div.figureWaiting = true;
       if (charts.indexOf(div) < 0) {
         charts.push(div);
@@ -95,5 +126,8 @@
     else laidOut = true;
     draw();
     document.body.addEventListener("htmx:afterSettle", draw);
+    // start loading a swapped-in page's figures before htmx settles it
+    document.body.addEventListener("htmx:afterSwap", fetchFigures);
   });
+  window.boincwebFigures = {source: source};
 })();

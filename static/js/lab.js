@@ -1,7 +1,8 @@
 /* The scheduling lab's time cursor: moves one cursor over simulated time across every chart
    of a run page or a comparison (charts.js draws them), keeps their zoom together, and shows
    each run's decision log at the cursor. A run's log and length come in
-   <script id="run-<id>-log"> beside its figures (scheduling/views.py, chart_scripts). */
+   <script id="run-<id>-log"> beside its figures, or with the figures a comparison page loads
+   after it (scheduling/views.py, chart_data; charts.js's boincwebFigures.source). */
 (function () {
   "use strict";
   var runs = {};        // run id -> {source: its log's <script>, decisions: [[t_h, kind, project, job, text], ...]}
@@ -23,14 +24,15 @@
   function readRuns() {
     document.querySelectorAll("[data-run-id]").forEach(function (el) {
       var id = el.getAttribute("data-run-id");
-      var source = document.getElementById("run-" + id + "-log");
+      var source = window.boincwebFigures.source("run-" + id + "-log");
       if (!source || (runs[id] && runs[id].source === source)) return;
-      var log = JSON.parse(source.textContent);
+      var log = source.figure || JSON.parse(source.textContent);
       runs[id] = {source: source, decisions: log.decisions, label: log.run.label};
       cursor.max = Math.max(cursor.max, log.run.duration_h);
     });
     var range = document.querySelector('[data-cursor="range"]');
     if (range && !range.hasAttribute("data-bound")) bindControls(range);
+    if (range) range.max = cursor.max;  // a comparison's logs come after its page
     renderLogs();
   }
 
@@ -169,5 +171,6 @@
   document.addEventListener("DOMContentLoaded", function () {
     readRuns();
     document.body.addEventListener("htmx:afterSettle", readRuns);
+    document.addEventListener("figures-loaded", readRuns);
   });
 })();

@@ -41,9 +41,18 @@ def lanes_with_bars(page, testid="gantt"):
 
 
 def run_decisions(page, index=0):
-    """The decision log a run page embeds: [[hours, kind, project, job, text], ...]."""
+    """The decision log of the page's ``index``-th run: [[hours, kind, project, job, text], ...], as
+    a run page embeds it or a comparison loads it (static/js/charts.js, boincwebFigures)."""
+    page.wait_for_function(
+        "(i) => { const log = document.querySelectorAll('[data-testid=decision-log]')[i];"
+        " return log && window.boincwebFigures.source(`run-${log.dataset.runId}-log`); }",
+        arg=index,
+    )
     return page.evaluate(
-        "(i) => JSON.parse(document.querySelectorAll('script[id^=run-][id$=-log]')[i].textContent).decisions", index
+        "(i) => { const id = document.querySelectorAll('[data-testid=decision-log]')[i].dataset.runId;"
+        " const source = window.boincwebFigures.source(`run-${id}-log`);"
+        " return (source.figure || JSON.parse(source.textContent)).decisions; }",
+        index,
     )
 
 

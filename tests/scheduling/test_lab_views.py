@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from scheduling import jobs
+from scheduling import charts, jobs
 from scheduling.engine.readers import read_json
 from scheduling.jobs import run_simulation
 from scheduling.models import Run, StoredScenario
@@ -533,7 +533,57 @@ def test_the_comparison_fragment_polls_until_every_run_is_over(client, stored):
     a = finished_run(stored)
     b = RunFactory(scenario=stored, policy="wrr")
     going = client.get(f"/lab/compare/?runs={a.pk},{b.pk}", **HX)
-    assert going.status_code == 200 and 'hx-trigger="every 2s"' in going.content.decode()
+    assert going.status_code == 200 and 'hx-trigger="every 500ms"' in going.content.decode()
     run_simulation(b.pk)
     over = client.get(f"/lab/compare/?runs={a.pk},{b.pk}", **HX)
     assert over.status_code == 286 and over.content.decode().lstrip().startswith('<section id="compare-panels"')
+
+
+def test_a_finished_comparison_loads_each_runs_charts_as_json_after_its_html(client, stored):
+    """The comparison's HTML carries the table and cards; each run's four charts and decision log
+    come from its charts URL, fetched by static/js/charts.js once the page is shown."""
+    a, b = finished_run(stored, "boinc7"), finished_run(stored, "boinc5")
+    page = parse(client.get(f"/lab/compare/?runs={a.pk},{b.pk}"))
+    assert page.find("script", id=re.compile(r"^run-\d+-")) is None
+    sources = [el["data-figures-src"] for el in page.select("[data-figures-src]")]
+    assert sources == [f"/lab/runs/{a.pk}/charts.json", f"/lab/runs/{b.pk}/charts.json"]
+    for run, url in zip((a, b), sources):
+        response = client.get(url)
+        assert response.status_code == 200 and response["Content-Type"] == "application/json"
+        assert "max-age" in response["Cache-Control"]
+        data = response.json()
+        names = ("gantt", "rec", "priority", "buffer", "log")
+        assert sorted(data) == sorted(f"run-{run.pk}-{name}" for name in names)
+        assert data[f"run-{run.pk}-log"]["decisions"] == [
+            [round(d["time"] / 3600, 4), d["kind"], d["project"], d["job"], d["text"]]
+            for d in run.records()["decisions"]
+        ]
+        assert all(page.find(attrs={"data-figure": f"run-{run.pk}-{name}"}) for name in names[:-1])
+
+
+def test_a_runs_charts_take_their_colours_from_the_projects_named(client, stored):
+    run = finished_run(stored)
+    own = [p["name"] for p in run.records()["projects"]]
+    plain = client.get(f"/lab/runs/{run.pk}/charts.json").json()
+    shared = client.get(f"/lab/runs/{run.pk}/charts.json", {"project": [*own, "AAA first"]}).json()
+
+    def colours(data):
+        return {
+            t["name"]: t["line"]["color"]
+            for t in data[f"run-{run.pk}-gantt"]["data"]
+            if t["name"] in own and "line" in t
+        }
+
+    assert colours(plain) == {name: charts.project_colours(own)[name] for name in own}
+    assert colours(shared) == {name: charts.project_colours([*own, "AAA first"])[name] for name in own}
+    assert colours(shared) != colours(plain)
+
+
+def test_a_runs_charts_are_refused_before_it_is_done_and_for_names_that_miss_its_projects(client, stored):
+    queued = RunFactory(scenario=stored)
+    response = client.get(f"/lab/runs/{queued.pk}/charts.json")
+    assert response.status_code == 409 and "has no charts yet" in response.content.decode()
+    run = finished_run(stored)
+    response = client.get(f"/lab/runs/{run.pk}/charts.json", {"project": "no such project"})
+    assert response.status_code == 400 and "must name each of run" in response.content.decode()
+    assert client.get("/lab/runs/999999/charts.json").status_code == 404
