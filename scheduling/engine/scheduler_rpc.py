@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from boincweb.human import number
+
 from . import rpc
 from .records import RpcEvent
 from .server import STAND_IN, Server
@@ -91,7 +93,7 @@ class SchedulerRpc:
                 f"the maximum buffer for which {p.name} is the project to ask."
             )
         asked = ", ".join(
-            f"{self.resources[r].name} {s:.0f} s / {i:.2f} inst" for r, (s, i) in sorted(requests.items())
+            f"{self.resources[r].name} {s:.0f} s / {number(i)} inst" for r, (s, i) in sorted(requests.items())
         )
         return f"Asked {p.name} for work with the results it is sent: {asked}."
 

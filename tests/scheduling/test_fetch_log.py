@@ -97,7 +97,7 @@ def test_a_reporting_rpc_says_what_work_it_asks_for_or_that_it_asks_for_none():
         "Reporting to P without a work request: no processor type is below the maximum "
         "buffer for which P is the project to ask."
     )
-    assert said[10800.0] == "Asked P for work with the results it is sent: cpu 3168 s / 0.00 inst."
+    assert said[10800.0] == "Asked P for work with the results it is sent: cpu 3168 s / 0 inst."
     assert [d.text for d in result.decisions if d.kind == "rpc" and d.time in (7200.0, 10800.0)] == [
         "RPC to P (P has results to report): reported 1, got no jobs.",
         "RPC to P (P has results to report): reported 1, got 1 cpu jobs.",
