@@ -255,6 +255,7 @@ def queue_history_figures(
 
 def runtime_estimates_figure(
     series: Sequence[tuple[str, Sequence[tuple[float, float, float]], tuple[float, float] | None]],
+    origin: int | None = None,
 ) -> go.Figure:
     """Per app version of a host: the scheduler's runtime estimate of each job when it was
     sent and the runtime the host reported, by the time sent. ``series`` is a list of (label,
@@ -263,12 +264,13 @@ def runtime_estimates_figure(
     (backend.daemons.sched_version), so the two lines meet. ``now``, when not None, is
     ``(time, seconds)``: the estimate the host's average gives the version's next job, drawn
     as an open diamond, so a version no longer sent (another one is faster on the host)
-    shows where its estimate went."""
+    shows where its estimate went. Times are on the project's clock (``origin``, as _clock)."""
     palette = [CPU_COLOUR, GPU_COLOUR, "#b35c00", "#7a3fb0"]
     traces: list[dict[str, Any]] = []
     for i, (label, points, now) in enumerate(series):
         colour = palette[i % len(palette)]
-        times = [_when(t) for t, _, _ in points]
+        times, xaxis, when = _clock([t for t, _, _ in points], origin)
+        hover = {"text": when, "hovertemplate": "%{text}: %{y:,.0f} s<extra>%{fullData.name}</extra>"} if origin else {}
         traces.append(
             {
                 "type": "scatter",
@@ -278,6 +280,7 @@ def runtime_estimates_figure(
                 "y": [est for _, est, _ in points],
                 "line": {"color": colour, "width": 2, "dash": "dot"},
                 "marker": {"size": 5},
+                **hover,
             }
         )
         traces.append(
@@ -288,16 +291,19 @@ def runtime_estimates_figure(
                 "x": times,
                 "y": [got for _, _, got in points],
                 "marker": {"color": colour, "size": 7},
+                **hover,
             }
         )
         if now is not None:
+            now_x, _axis, now_when = _clock([now[0]], origin)
             traces.append(
                 {
                     "type": "scatter",
                     "mode": "markers",
                     "name": f"{label}: estimated now",
-                    "x": [_when(now[0])],
+                    "x": now_x,
                     "y": [now[1]],
+                    **({"text": now_when, "hovertemplate": hover["hovertemplate"]} if origin else {}),
                     "marker": {"color": colour, "size": 11, "symbol": "diamond-open", "line": {"width": 2}},
                 }
             )
@@ -308,16 +314,18 @@ def runtime_estimates_figure(
             "Runtime estimates and reported runtimes",
             240 + 45 * len(series),
             yaxis={"title": {"text": "seconds"}, "rangemode": "tozero", "automargin": True},
-            xaxis={"automargin": True, "tickformat": "%d %b %H:%M"},
+            xaxis={"automargin": True, **(xaxis if origin is not None else {"tickformat": "%d %b %H:%M"})},
             legend={"orientation": "h", "yanchor": "top", "y": -0.12},
         ),
     )
 
 
-def rac_figure(history: Sequence[tuple[float, float, float]]) -> go.Figure:
+def rac_figure(history: Sequence[tuple[float, float, float]], origin: int | None = None) -> go.Figure:
     """A user's or team's recent average credit (and total credit, on its own axis) over time,
-    from CreditHistory rows ``(expavg_time, expavg_credit, total_credit)`` in time order."""
-    when = [_when(t) for t, _, _ in history]
+    from CreditHistory rows ``(expavg_time, expavg_credit, total_credit)`` in time order, on the
+    project's clock (``origin``, as _clock)."""
+    when, xaxis, clock = _clock([t for t, _, _ in history], origin)
+    hover = {"text": clock, "hovertemplate": "%{text}: %{y:,.1f}<extra>%{fullData.name}</extra>"} if origin else {}
     return _figure(
         [
             {
@@ -327,6 +335,7 @@ def rac_figure(history: Sequence[tuple[float, float, float]]) -> go.Figure:
                 "y": [rac for _, rac, _ in history],
                 "mode": "lines+markers",
                 "line": {"color": CPU_COLOUR},
+                **hover,
             },
             {
                 "type": "scatter",
@@ -336,11 +345,13 @@ def rac_figure(history: Sequence[tuple[float, float, float]]) -> go.Figure:
                 "mode": "lines",
                 "yaxis": "y2",
                 "line": {"color": UNSENT_COLOUR, "dash": "dot"},
+                **hover,
             },
         ],
         _layout(
             "Recent average credit",
             300,
+            xaxis=xaxis,
             yaxis={"title": {"text": "credit per day"}, "rangemode": "tozero", "automargin": True},
             yaxis2={
                 "title": {"text": "total"},

@@ -751,7 +751,9 @@ def host_detail(request: HtmxHttpRequest, pk: int, project: Project) -> HttpResp
         context["app_versions"] = list(context["app_versions"])
         series = runtime_estimates(host, havs=context["app_versions"])
         context["estimates"] = (
-            figure_script(charts.runtime_estimates_figure(series), "estimates-figure") if series else ""
+            figure_script(charts.runtime_estimates_figure(series, clock_origin(project)), "estimates-figure")
+            if series
+            else ""
         )
     return render_page(request, "project/host_detail.html", context, "results")
 
@@ -799,7 +801,8 @@ def _rac_chart(project: Project, kind: CreditHistory.Kind, owner_id: int, figure
     )
     if not history:
         return {"rac_figure": None}
-    return {"rac_figure": figure_script(charts.rac_figure(history), figure_id), "rac_figure_id": figure_id}
+    figure = charts.rac_figure(history, clock_origin(project))
+    return {"rac_figure": figure_script(figure, figure_id), "rac_figure_id": figure_id}
 
 
 def _ranked_page(request: HttpRequest, queryset: QuerySet[Model]) -> dict[str, Any]:

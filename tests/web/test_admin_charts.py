@@ -37,6 +37,8 @@ def every_figure():
         *(fig for _, fig in charts.queue_history_figures(samples, START)),
         charts.rac_figure([(START, 1.0, 2.0), (START + 86400, 3.0, 5.0)]),
         charts.runtime_estimates_figure([("app 1", [(START, 10.0, 12.0)], None)]),
+        charts.rac_figure([(START, 1.0, 2.0), (START + 86400, 3.0, 5.0)], START),
+        charts.runtime_estimates_figure([("app 1", [(START, 10.0, 12.0)], (START + 7200, 11.0))], START),
     ]
 
 
@@ -50,6 +52,24 @@ def test_the_lifecycle_timeline_has_a_legend_of_its_rows():
     fig = charts.lifecycle_timeline(EVENTS, {7: "demo_0000138_0", 8: "demo_0000138_1"})
     assert fig.layout.showlegend is True
     assert [t.name for t in fig.data] == ["workunit", "demo_0000138_0"]
+
+
+def test_a_worlds_credit_and_runtime_estimate_charts_are_drawn_on_its_clock():
+    """A world's project runs on a clock that starts at its simulated t = 0: its charts read in
+    hours since then, "day 2, 00:00" on hover, not the dates its Unix seconds would give."""
+    rac = charts.rac_figure([(START, 1.0, 2.0), (START + 86400, 3.0, 5.0)], START)
+    assert [list(t.x) for t in rac.data] == [[0.0, 24.0], [0.0, 24.0]]
+    assert list(rac.data[0].text) == ["day 1, 00:00", "day 2, 00:00"]
+    assert rac.layout.xaxis.title.text == "hours on the world's clock"
+    series = [("app 1", [(START + 3600, 10.0, 12.0), (START + 47_280, 11.0, 11.5)], (START + 50_000, 11.2))]
+    estimates = charts.runtime_estimates_figure(series, START)
+    estimated, reported, now = estimates.data
+    assert list(estimated.x) == list(reported.x) == [1.0, 47_280 / 3600] and list(now.x) == [50_000 / 3600]
+    assert list(reported.text) == ["day 1, 01:00", "day 1, 13:08"]
+    assert estimates.layout.xaxis.title.text == "hours on the world's clock"
+    assert estimates.layout.xaxis.tickformat is None
+    # on the wall clock (the demo and real projects) they stay dates
+    assert charts.rac_figure([(START, 1.0, 2.0)]).data[0].x[0].year == 2027
 
 
 def test_a_worlds_lifecycle_is_drawn_on_its_clock():
