@@ -331,9 +331,13 @@ class Resends:
         return commit(resent, self.host_class, self.config, self.apps, now=now), failed
 
 
-def feasible(app: App, version: Version, host_class: HostClass | None, config: SchedulerConfig) -> Q:
+def feasible(
+    app: App, version: Version, host_class: HostClass | None, config: SchedulerConfig, *, any_version: bool = False
+) -> Q:
     """A Q on results: those whose workunit ``infeasible`` lets go to this host with
-    ``version`` (everything when ``host_class`` is None)."""
+    ``version`` (everything when ``host_class`` is None); with ``any_version``, whatever
+    app version their workunit is committed to (the caller finds each one's version, as
+    get_app_version does: ``version_for``)."""
     if host_class is None:
         return Q()
     q = Q()
@@ -342,7 +346,7 @@ def feasible(app: App, version: Version, host_class: HostClass | None, config: S
         if host_class.unknown(hr_type):
             return Q(pk__in=[])
         q &= Q(workunit__hr_class__in=(0, host_class.hr_class(hr_type)))
-    if app.homogeneous_app_version:
+    if app.homogeneous_app_version and not any_version:
         if version.row is None:
             return Q(pk__in=[])
         q &= Q(workunit__app_version__isnull=True) | Q(workunit__app_version_id=version.row.pk)

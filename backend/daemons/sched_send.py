@@ -279,6 +279,7 @@ def usable_versions(
     havs: dict[int, HostAppVersion] | None = None,
     now: int = 0,
     notices: list[str] | None = None,
+    spent: set[int] | None = None,
 ) -> dict[int, Version]:
     """app id -> the Version of that app the host runs on ``resource``: with ``host``, the
     fastest (backend.daemons.sched_version, get_app_version); without, the newest.
@@ -311,7 +312,9 @@ def usable_versions(
     if host is not None:
         from backend.daemons.sched_version import best_versions
 
-        return best_versions(host, request, resource, config=config, havs=havs, now=now, make=Version, notices=notices)
+        return best_versions(
+            host, request, resource, config=config, havs=havs, now=now, make=Version, notices=notices, spent=spent
+        )
     platforms = [request.platform_name, *request.alt_platforms]
     rows = (
         AppVersion.objects.filter(deprecated=False, app__deprecated=False, platform__in=platforms, gpu_type=gpu_type)
@@ -558,8 +561,12 @@ def send_work(
     refusals: set[str] = set()
     notices = [] if notices is None else notices
     looked_at: dict[int, tuple[Version, Resource]] = {}
+    apps = sched_shmem.apps()
+    over_quota: set[int] = set()  # the app versions a job found over their daily quota
     for resource in resources:
-        versions = usable_versions(request, resource, host, config=config, havs=havs, now=now, notices=notices)
+        versions = usable_versions(
+            request, resource, host, config=config, havs=havs, now=now, notices=notices, spent=over_quota
+        )
         limited.extend(
             apply_daily_quota(
                 versions, havs, resource, now=now, quota=config.daily_result_quota, gpu_multiplier=config.gpu_multiplier
@@ -584,6 +591,9 @@ def send_work(
         }
         versions = {app_id: v for app_id, v in versions.items() if v.room is None or v.room > 0}
         versions.update(committed_only)
+        for app_id, v in committed_only.items():
+            if not apps[app_id].locality_scheduling:
+                looked_at.setdefault(app_id, (v, resource))
         for app_id, v in spent.items():
             versions.setdefault(app_id, v)
         if not versions or len(sent) >= max_jobs:
@@ -636,18 +646,37 @@ def send_work(
     for v in limited:
         text = f"Daily job limit ({v.limit}) has been reached"
         assert v.room is not None  # apply_daily_quota set it
-        if v.room <= 0 and text not in notices and has_jobs_for(v):
-            notices.append(text)  # sched_version.cpp daily_quota_exceeded
+        if v.room <= 0 and has_jobs_for(v):
+            add_notice(notices, text)  # sched_version.cpp daily_quota_exceeded
+            assert v.row is not None  # apply_daily_quota limits rows only
+            over_quota.add(v.row.pk)
+    if not sent:
+        # BOINC's scan asks get_app_version for every job of its cache, those the
+        # one-result-per-user rule drops later included: the versions it looked at over
+        # their daily quota are told of, though another version was taken
+        for app_id, (v, _) in looked_at.items():
+            if v.chooser is not None and not v.committed_only and has_jobs_for(v):
+                v.chooser.used((app_id, False, 0))
     if not sent and (request.work_req_seconds > 0 or request.cpu_req_secs > 0):
         # sched_send.cpp send_user_messages: "No tasks sent", then why
         # (WORK_REQ::add_no_work_message, kept only when nothing was sent), when the request
         # has work_req_seconds, which BOINC's client sets to its CPU request (a simulated
         # host's request says cpu_req_secs only).
         reply.messages.append(Message("No tasks sent", "low"))
-        lacking_notices(looked_at, notices, host_class=host_class, config=config, reliability=reliability)
+        lacking_notices(
+            looked_at, notices, host_class=host_class, config=config, reliability=reliability, request=request
+        )
         reply.messages.extend(Message(text, "notice") for text in notices)
         if DEADLINE in refusals:
             reply.messages.append(Message(too_slow_message(request), "low"))
+        if over_quota:
+            # send_user_messages: quota_exceeded_version, the first of the host's records
+            # (by app version id) found over its quota, with its own max_jobs_per_day
+            hav = havs.get(min(over_quota))
+            if hav is not None:
+                reply.messages.append(
+                    Message(f"This computer has finished a daily quota of {hav.max_jobs_per_day} tasks", "low")
+                )
     return len(sent)
 
 
@@ -860,6 +889,7 @@ def lacking_notices(
     config: SchedulerConfig,
     host_class: sched_hr.HostClass | None = None,
     reliability: sched_reliable.Reliability | None = None,
+    request: SchedulerRequest | None = None,
 ) -> None:
     """Add the memory, disk and bandwidth notices of unsent jobs the host lacks something
     for that the request did not look at (BOINC checks these before
@@ -868,9 +898,18 @@ def lacking_notices(
     homogeneous redundancy keeps from the host are left out, and so are jobs that need a
     reliable host when this version is not one (``sched_reliable.Reliability.feasible``), as
     BOINC checks those first. Called when nothing was sent, so the disk left is still the
-    request's whole allowance."""
+    request's whole allowance.
+
+    With ``host_class`` and ``request``, a workunit committed to an app version
+    (homogeneous app version) is checked with that version, whichever the host's best is,
+    and so is one of an app the host has no version of its own for (a ``committed_only``
+    Version): sched_score.cpp send_work_score_type takes each job's version from
+    get_app_version, which returns the committed one (check_homogeneous_app_version), or
+    none when the host cannot run it (the job is then never checked)."""
     apps = App.objects.in_bulk(list(looked_at))
+    committed_versions: dict[int | str, Any] = {}  # sched_hr's cache, as in send_for_resource
     for app_id, (version, resource) in looked_at.items():
+        by_commitment = host_class is not None and request is not None and apps[app_id].homogeneous_app_version
         short = Q(pk__in=[])
         if resource.usable_ram is not None:
             short |= Q(workunit__rsc_memory_bound__gt=resource.usable_ram)
@@ -883,7 +922,7 @@ def lacking_notices(
         rows = (
             Result.objects.filter(server_state=ServerState.UNSENT, app_id=app_id, workunit__error_mask=0)
             .filter(short)
-            .filter(sched_hr.feasible(apps[app_id], version, host_class, config))
+            .filter(sched_hr.feasible(apps[app_id], version, host_class, config, any_version=by_commitment))
             .filter(reliability.feasible(version) if reliability else Q())
             .order_by("-priority", "workunit_id", "id")
             .values_list(
@@ -896,16 +935,25 @@ def lacking_notices(
         )
         for memory, disk, bandwidth, number, committed in rows:
             wu = Workunit(
-                rsc_memory_bound=memory, rsc_disk_bound=disk, rsc_bandwidth_bound=bandwidth, app_version_num=number
+                rsc_memory_bound=memory,
+                rsc_disk_bound=disk,
+                rsc_bandwidth_bound=bandwidth,
+                app_version_num=number,
+                app_version_id=committed,
             )
-            if (
-                not (host_class is not None and apps[app_id].homogeneous_app_version and committed)
-                and job_version(version, wu) is None
-            ):
-                # no version for this job: BOINC never checks it (a workunit committed to
-                # this version goes with it, whatever its pinned number)
-                continue
-            add_notice(notices, notice(lacks(wu, resource), wu, version, resource))
+            job: Version | None
+            if by_commitment and committed:
+                # a workunit committed to an app version goes with that one, whatever its
+                # pinned number and whichever version is the host's best
+                assert request is not None  # by_commitment needs it
+                job = sched_hr.version_for(wu, apps[app_id], version, request, resource, committed_versions)
+            elif version.committed_only:
+                job = None
+            else:
+                job = job_version(version, wu)
+            if job is None:
+                continue  # no version for this job: BOINC never checks it
+            add_notice(notices, notice(lacks(wu, resource), wu, job, resource))
 
 
 # Why a job is not sent to this host (sched_check.cpp's INFEASIBLE_MEM, INFEASIBLE_DISK,
