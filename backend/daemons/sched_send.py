@@ -598,9 +598,10 @@ def send_work(
             versions.setdefault(app_id, v)
         if not versions or len(sent) >= max_jobs:
             continue
-        by_locality = {
-            app_id: v for app_id, v in versions.items() if v.row is not None and v.row.app.locality_scheduling
-        }
+        # under locality scheduling only send_work_locality runs (sched_send.cpp send_work):
+        # a locality app's jobs never go by the ordinary scan, not even when the host has
+        # no version of its own and only its committed workunits are left (committed_only)
+        by_locality = {app_id: v for app_id, v in versions.items() if apps[app_id].locality_scheduling}
         if by_locality:
             # Locality scheduling (§3.10) sends these apps' jobs (sched_locality, which sends
             # through this module's send_for_resource, so it is imported here)
@@ -789,6 +790,9 @@ def send_for_resource(
                 # get_app_version: a workunit committed to an app version (homogeneous app
                 # version) goes with that one, whatever version number it is pinned to
                 if version.committed_only:
+                    # get_app_version finds no version for an uncommitted job
+                    if work_needed is not None and work_needed.stops(NO_VERSION):
+                        break
                     continue
                 version = job_version(version, result.workunit)
                 if version is None:  # no version for this job (sched_version.job_version)

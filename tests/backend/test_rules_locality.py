@@ -437,6 +437,25 @@ def test_an_old_result_this_volunteer_already_has_a_replica_of_is_not_sent(app, 
     assert Result.objects.get(pk=old.pk).server_state == ServerState.UNSENT
 
 
+def test_an_old_job_with_no_app_version_leaves_the_search_to_go_on_to_the_held_files(app, project):
+    # sched_locality.cpp send_work_locality logs send_old_work's ERR_NO_APP_VERSION and goes
+    # on to the host's files: fa sends nothing while work is wanted and is named for
+    # deletion; the scan then meets the old job's file again, whose job still finds no
+    # version (possibly_send_result), and the search ends with nothing sent
+    app.homogeneous_app_version = True
+    app.save()
+    windows = AppVersionFactory(app=app, version_num=100, platform="windows_x86_64", flops=1e9)
+    locality.create_data_files(app, ["fc"], nbytes=10**6)
+    [old] = make_results(project, "fc", 1)
+    Workunit.objects.filter(pk=old.workunit_id).update(app_version=windows)
+    aged([old], NOW - 2 * WEEK)
+    reply = ask_with(
+        project, ["fa"], bwdown=FAST, jobs=1, file_deletion_strategy=1, locality_scheduling_sorted_order=True
+    )
+    assert (sent_files(reply), reply.delete_file_infos) == ([], ["fa"])
+    assert Result.objects.get(pk=old.pk).server_state == ServerState.UNSENT
+
+
 class Draw:
     def __init__(self, value):
         self.value = value
@@ -771,6 +790,24 @@ def test_a_result_committed_to_a_version_the_host_lacks_ends_the_locality_search
         config=SchedulerConfig(locality_config=LocalityConfig(wait_period=0, sorted_order=True, delete_files=True)),
     )
     assert (reply.results, reply.delete_file_infos) == ([], [])
+
+
+def test_a_locality_app_with_only_committed_work_for_the_host_is_left_to_locality(app, project):
+    # sched_send.cpp send_work: under locality scheduling only send_work_locality runs, so
+    # an app the host has no version of (its only version here is deprecated) is never sent
+    # by the ordinary scan. The scan of rule 9 meets fa's first job, uncommitted, for which
+    # get_app_version finds no version: ERR_NO_APP_VERSION ends the search before fa's
+    # second job, committed to the old version, is looked at
+    from backend.models import AppVersion
+
+    app.homogeneous_app_version = True
+    app.save()
+    AppVersion.objects.filter(pk=project.version.pk).update(deprecated=True)
+    [_, committed] = make_results(project, "fa", 2)
+    Workunit.objects.filter(pk=committed.workunit_id).update(app_version=project.version)
+    reply = hr_ask(project.host(), [], XEON, jobs=2)
+    assert reply.results == []
+    assert Result.objects.get(pk=committed.pk).server_state == ServerState.UNSENT
 
 
 @pytest.mark.parametrize(
