@@ -62,7 +62,8 @@ lists each with the BOINC function it follows):
     (checked in that order) ends the locality search of the request (``WorkNeeded``), and so
     does a host at its limit of jobs in progress on the resource, and a job no version of
     the host may run (committed to another version, or its app at its daily quota or its
-    limit of jobs in progress: possibly_send_result's ERR_NO_APP_VERSION); an app at its
+    limit of jobs in progress: possibly_send_result's ERR_NO_APP_VERSION; not so old work
+    tried before the host's files, rule 10, after which the search goes on to them); an app at its
     daily quota is still looked at, so held files looked at before such a job may be named
     for deletion (rule 7). A request that got no job at all with its disk short is told to
     delete one of the files it reported: the one at position host id modulo their number in
