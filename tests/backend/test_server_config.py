@@ -116,9 +116,20 @@ def test_the_throughput_comparison_refuses_a_quorum_it_cannot_meet():
 # --- bench/server_differential.py: crashes, times and messages ------------------------------
 
 
-def test_the_differential_counts_a_boinc_crash_apart_from_the_cases_compared():
-    from bench import server_differential as harness
+@pytest.fixture
+def harness():
+    """bench/server_differential.py as a module. Importing it puts bench/ first on sys.path
+    (it runs as a script beside boinc_server.py), where bench/world.py and its neighbours
+    would hide the project's packages from later imports: the path is put back."""
+    saved = list(sys.path)
+    try:
+        from bench import server_differential
+    finally:
+        sys.path[:] = saved
+    return server_differential
 
+
+def test_the_differential_counts_a_boinc_crash_apart_from_the_cases_compared(harness):
     # subprocess reports a program killed by SIGSEGV with exit status -11; a program that
     # exits with an error of its own is no crash, and its case is compared as any other
     assert harness.crash_signal(-11) == 11 and harness.signal_name(11) == "SIGSEGV"
@@ -131,9 +142,7 @@ def test_the_differential_counts_a_boinc_crash_apart_from_the_cases_compared():
     assert harness.tally(outcomes) == dict(cases=3, crashes=1, finished=2, agree=1, share=50.0)
 
 
-def test_the_differential_takes_times_within_its_tolerance_and_nothing_else():
-    from bench import server_differential as harness
-
+def test_the_differential_takes_times_within_its_tolerance_and_nothing_else(harness):
     def rows(transition_time, target_nresults=2, deadline=1_800_086_400):
         wu = dict.fromkeys(harness.WU_FIELDS, 0) | dict(
             transition_time=transition_time, target_nresults=target_nresults
@@ -166,9 +175,8 @@ def test_the_differential_takes_times_within_its_tolerance_and_nothing_else():
     assert harness.differences("scheduler", rows(now), other)[0][0] == "reply.messages"
 
 
-def test_the_differential_compares_message_texts_or_only_their_kinds():
+def test_the_differential_compares_message_texts_or_only_their_kinds(harness):
     from backend.daemons.sched_types import Message
-    from bench import server_differential as harness
 
     reply = (
         '<scheduler_reply><message priority="low">No tasks sent</message>'
