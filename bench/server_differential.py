@@ -413,6 +413,7 @@ def boincweb_locality_options(case):
         locality_scheduling_sorted_order=True,
         locality_scheduling_send_timeout=loc["send_timeout"],
         file_deletion_strategy=loc["file_deletion_strategy"],
+        boinc_locality_limits=True,  # docs/server-fidelity.md departure 22
     )
 
 

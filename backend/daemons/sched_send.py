@@ -772,6 +772,10 @@ def send_for_resource(
     chosen: list[Chosen] = []
     refused = []
     apps = sched_hr.apps_of(versions)
+    # BOINC's locality limits (config.boinc_locality_limits): get_app_version's memoized
+    # choice is not held to the daily quota again, and its committed versions to neither the
+    # quota nor the app's limit of jobs in progress
+    leaky = work_needed is not None and config.boinc_locality_limits
     committed_versions: dict[int | str, Any] = {}  # sched_hr's cache: versions by id, and "capped"
     with transaction.atomic():
         looked_at = max(max_jobs * config.candidate_factor, config.shmem_work_items)
@@ -782,11 +786,12 @@ def send_for_resource(
             if config.one_result_per_user_per_wu and result.workunit_id in taken_wus:
                 continue  # sched_check.cpp wu_already_in_reply
             version = versions[result.app_id]
-            if not (
+            committed = bool(
                 host_class is not None
                 and apps[result.app_id].homogeneous_app_version
                 and result.workunit.app_version_id
-            ):
+            )
+            if not committed:
                 # get_app_version: a workunit committed to an app version (homogeneous app
                 # version) goes with that one, whatever version number it is pinned to
                 if version.committed_only:
@@ -810,15 +815,16 @@ def send_for_resource(
                     continue
                 if sched_hr.infeasible(result.workunit, apps[result.app_id], version, host_class, config):
                     continue
+            unlimited = leaky and committed  # check_homogeneous_app_version checks no limit
             if in_progress is not None:
                 if in_progress.project_exceeded(resource.name):
                     break
-                if in_progress.app_exceeded(apps[result.app_id].name, resource.name):
+                if not unlimited and in_progress.app_exceeded(apps[result.app_id].name, resource.name):
                     # get_app_version: the app's versions are at their limit
                     if work_needed is not None and work_needed.stops(NO_VERSION):
                         break
                     continue
-            if version.room is not None and version.room <= 0:
+            if not unlimited and version.room is not None and version.room <= 0:
                 # get_app_version: no version within the daily quota
                 if work_needed is not None and work_needed.stops(NO_VERSION):
                     break
@@ -856,7 +862,7 @@ def send_for_resource(
             taken_wus.add(result.workunit_id)
             if in_progress is not None:
                 in_progress.register(apps[result.app_id].name, resource.name)
-            if version.room is not None:
+            if version.room is not None and not leaky:
                 version.room -= 1
             resource = after_sending(resource, [(result, version, runtime)])
         if host_class is not None:

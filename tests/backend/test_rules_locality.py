@@ -832,6 +832,62 @@ def test_a_host_at_its_daily_quota_still_has_its_held_files_looked_at(app, proje
     assert (sent_files(reply), reply.delete_file_infos) == (sent, deleted)
 
 
+@pytest.mark.parametrize("boinc_limits, sent", [(False, ["fa"]), (True, ["fa", "fa", "fa"])])
+def test_the_daily_quota_holds_for_each_locality_job_unless_boincs_limits_are_asked_for(
+    app, project, boinc_limits, sent
+):
+    # room for one job today: boincweb stops at it (its next job finds no version within the
+    # quota, which ends the search). BOINC's get_app_version checks the quota when it first
+    # chooses the version and returns its memoized choice to every later job of the request
+    # (sched_locality.cpp possibly_send_result): the option boinc_locality_limits
+    host = project.host(p_ncpus=1)
+    HostAppVersionFactory(host=host, app_version=project.version, max_jobs_per_day=1, jobs_day=NOW // 86400)
+    make_results(project, "fa", 3)
+    config = SchedulerConfig(
+        daily_result_quota=1, locality_scheduling_sorted_order=True, boinc_locality_limits=boinc_limits
+    )
+    reply = config_xml_request(host, ["fa"], config, cpu_req_secs=3 * 3600.0 - 1, cpu_req_instances=0.0)
+    assert sent_files(reply) == sent
+
+
+@pytest.mark.parametrize("boinc_limits", [False, True])
+@pytest.mark.parametrize("limit", ["daily quota", "app's jobs in progress"])
+def test_a_committed_locality_job_is_held_to_the_limits_unless_boincs_are_asked_for(app, project, limit, boinc_limits):
+    # sched_version.cpp check_homogeneous_app_version, which get_app_version calls for a
+    # workunit committed to a version, looks at neither the daily quota nor the app's limit
+    # of jobs in progress: with boinc_locality_limits the committed job goes past both,
+    # where boincweb's finds no version and ends the search
+    from backend.daemons.sched_limit import read_job_limits
+
+    app.homogeneous_app_version = True
+    app.save()
+    host = project.host(p_ncpus=1)
+    first, second = make_results(project, "fa", 2)
+    job_limits = None
+    if limit == "daily quota":  # none left today: the first job, committed, finds no version
+        committed = first
+        HostAppVersionFactory(
+            host=host, app_version=project.version, max_jobs_per_day=1, n_jobs_today=1, jobs_day=NOW // 86400
+        )
+        expected = [first.name] if boinc_limits else []
+    else:  # one job of the app at a time: the first job takes it, the second is committed
+        committed = second
+        job_limits = read_job_limits(
+            "<config><max_jobs_in_progress><app><app_name>uppercase</app_name>"
+            "<cpu_limit><jobs>1</jobs></cpu_limit></app></max_jobs_in_progress></config>"
+        )
+        expected = [first.name, second.name] if boinc_limits else [first.name]
+    Workunit.objects.filter(pk=committed.workunit_id).update(app_version=project.version)
+    config = SchedulerConfig(
+        daily_result_quota=1,
+        locality_scheduling_sorted_order=True,
+        boinc_locality_limits=boinc_limits,
+        job_limits=job_limits,
+    )
+    reply = config_xml_request(host, ["fa"], config, cpu_req_secs=2 * 3600.0 - 1, cpu_req_instances=0.0)
+    assert [job.name for job in reply.results] == expected
+
+
 @pytest.mark.parametrize("refusal", ["deadline", "memory", None])
 def test_a_job_refused_for_its_deadline_or_memory_ends_the_locality_search(app, project, refusal):
     # sched_send.cpp work_needed(true): speed or memory insufficient stops the search, so
