@@ -371,6 +371,7 @@ def committed_only_versions(
     config: SchedulerConfig,
     havs: dict[int, HostAppVersion],
     now: int,
+    spent: set[int] | None = None,
 ) -> dict[int, Version]:
     """app id -> a Version standing for none, for each homogeneous-app-version app the host
     has no version of on ``resource`` (``versions``: the ones it has; reference/server.md
@@ -394,6 +395,8 @@ def committed_only_versions(
     # a chooser of no versions of its own, for the committed versions' plan classes
     chooser = BestVersions(host, request, resource, config=config, havs=havs, now=now, rows={})
     chooser.make = Version
+    if spent is not None:
+        chooser.spent = spent
     return {app_id: Version(None, None, 0.0, chooser=chooser, committed_only=True) for app_id in apps}
 
 
@@ -572,7 +575,9 @@ def send_work(
                 versions, havs, resource, now=now, quota=config.daily_result_quota, gpu_multiplier=config.gpu_multiplier
             )
         )
-        committed_only = committed_only_versions(host, request, resource, versions, config=config, havs=havs, now=now)
+        committed_only = committed_only_versions(
+            host, request, resource, versions, config=config, havs=havs, now=now, spent=over_quota
+        )
         versions = below_app_limits(versions, resource, in_progress)
         committed_only = below_app_limits(committed_only, resource, in_progress)
         # (locality scheduling has no job cache scanned whole: only the jobs it looks at speak)
@@ -825,10 +830,19 @@ def send_for_resource(
                         break
                     continue
             if not unlimited and version.room is not None and version.room <= 0:
-                # get_app_version: no version within the daily quota
-                if work_needed is not None and work_needed.stops(NO_VERSION):
-                    break
-                continue
+                if work_needed is not None:
+                    # get_app_version: no version within the daily quota
+                    if work_needed.stops(NO_VERSION):
+                        break
+                    continue
+                # sched_score.cpp send_work_score_type: daily_quota_exceeded(job's version)
+                # names the limit and ends the processor type's pass (a version reaches its
+                # quota while sending, or a committed one was over it from the start)
+                if notices is not None:
+                    add_notice(notices, f"Daily job limit ({version.limit}) has been reached")
+                if version.chooser is not None and version.row is not None:
+                    version.chooser.spent.add(version.row.pk)
+                break
             if reliability is not None and reliability.refuses(result, version):
                 continue
             flops = None

@@ -563,6 +563,27 @@ def test_a_best_version_over_its_daily_quota_is_named_when_the_next_sends_nothin
     ]
 
 
+def test_a_committed_job_whose_version_is_over_its_daily_quota_ends_the_pass(project):
+    # sched_score.cpp send_work_score_type checks daily_quota_exceeded for each job's version
+    # before sending it, the committed version of a committed workunit too (which
+    # check_homogeneous_app_version took without looking at the quota): it names the limit
+    # and ends the processor type's pass, so the uncommitted job after it is not sent either
+    project.app.homogeneous_app_version = True
+    project.app.save()
+    old = AppVersionFactory(app=project.app, version_num=90, flops=1e9)
+    host = project.host(p_ncpus=1)
+    HostAppVersionFactory(host=host, app_version=old, max_jobs_per_day=1, n_jobs_today=1, jobs_day=NOW // DAY)
+    project.result(project.workunit(app_version=old), priority=1)
+    project.result(project.workunit())
+    reply = handle_request(work_request(host, work_req_seconds=86400.0), project=demo_project(), now=NOW)
+    assert reply.results == []
+    assert [(m.text, m.priority) for m in reply.messages] == [
+        ("No tasks sent", "low"),
+        ("Daily job limit (1) has been reached", "notice"),
+        ("This computer has finished a daily quota of 1 tasks", "low"),
+    ]
+
+
 NEWER_SPEC = """<plan_classes><plan_class><name>newer</name>
 <min_core_client_version>80000</min_core_client_version></plan_class></plan_classes>"""
 
