@@ -151,6 +151,8 @@ def app_version_xml(version_num):
 class Project:
     """A throwaway BOINC project folder under ``work`` and MariaDB database ``db``."""
 
+    returncode = 0  # the exit status of the last program run or schedule call
+
     def __init__(self, server, db, host, work, programs):
         import pymysql
 
@@ -243,7 +245,8 @@ class Project:
         return dict(os.environ, FAKETIME=fake, TZ="UTC", LD_PRELOAD=faketime_library(), FAKETIME_DONT_RESET="1")
 
     def run(self, name, *args, clock=None, stdin=None, cwd=None, timeout=600):
-        """Run program ``name`` from cgi-bin/ (or ``cwd``); returns its stdout and stderr."""
+        """Run program ``name`` from cgi-bin/ (or ``cwd``); returns its stdout and stderr.
+        Its exit status is kept in ``returncode`` (negative: killed by that signal)."""
         out = subprocess.run(
             [self.programs[name], *args],
             cwd=cwd or self.project / "cgi-bin",
@@ -252,6 +255,7 @@ class Project:
             capture_output=True,
             timeout=timeout,
         )
+        self.returncode = out.returncode
         return out.stdout.decode(errors="replace") + out.stderr.decode(errors="replace")
 
     def daemon(self, step, clock=None):
@@ -291,6 +295,7 @@ class Project:
             capture_output=True,
             timeout=60,
         )
+        self.returncode = out.returncode
         return out.stdout.decode(errors="replace")
 
 
@@ -400,8 +405,9 @@ def scheduler_request_xml(
 def parse_reply(text):
     """The parts of a scheduler reply the benches read: ``jobs``, a list of dicts (name,
     wu_name, report_deadline, outputs: the file names the result uploads), request_delay,
-    the message kinds, the acks and the files the host is told to delete; ``{"error": ...}``
-    for a reply that is not one."""
+    the message kinds, the messages as sorted (priority, text) pairs (``message_texts``), the
+    acks and the files the host is told to delete; ``{"error": ...}`` for a reply that is not
+    one."""
     start = text.find("<scheduler_reply")
     if start < 0:
         return {"error": text[-500:]}
@@ -424,6 +430,7 @@ def parse_reply(text):
         jobs=jobs,
         request_delay=float(root.findtext("request_delay") or 0),
         messages=sorted({m.get("priority", "") for m in root.findall("message")}),
+        message_texts=sorted({(m.get("priority", ""), (m.text or "").strip()) for m in root.findall("message")}),
         acks=sorted(a.findtext("name") for a in root.findall("result_ack")),
         deletes=sorted(d.text.strip() for d in root.findall("delete_file_info")),
     )

@@ -12,7 +12,9 @@ For each of ``--cases`` random cases drawn from ``--seed`` and each step (``--st
 same rows (config options both sides support, an app and its versions, users, teams, hosts,
 host app versions, workunits with their quorum and limits, results scattered over every
 lifecycle state with times around "now") are loaded into BOINC's schema (db/schema.sql) on
-MariaDB and into boincweb (a SQLite database of its own under ``--out``). Then one step runs on
+MariaDB and into boincweb: on ``--database-url`` (by default ``DATABASE_URL``, so PostgreSQL
+where the environment names it; its boincweb tables are emptied for each case, so never name
+a database whose rows matter), else a SQLite database of its own under ``--out``. Then one step runs on
 both sides at the same clock (``faketime`` for BOINC's programs): one pass of the transitioner,
 the validator (sample_bitwise_validator against boincweb's ``bitwise``, with the case's credit
 option drawn by ``random_credit``: CreditNew, --credit_from_wu, --credit_from_runtime or
@@ -27,8 +29,17 @@ read big sticky files and lists some in the request; BOINC's scheduler runs with
 ``<locality_scheduling/>``, boincweb's with ``App.locality_scheduling``). Every column the step
 writes is compared (for the validator also the app versions' and host app versions' PFC
 averages and the app versions' recent credit), and for the scheduler the reply's jobs,
-deadlines, request_delay, message kinds and the files the host is told to delete. Options
-boincweb keeps from seeds (docs/server-fidelity.md) are set to BOINC's behaviour.
+deadlines, request_delay, messages (each one's priority and text; ``--message-kinds-only``:
+the priorities alone) and the files the host is told to delete. Options boincweb keeps from
+seeds (docs/server-fidelity.md) are set to BOINC's behaviour. Times BOINC writes
+(``transition_time``, ``report_deadline``, ``sent_time``, ``received_time`` and the reply's
+deadlines) agree within ``--time-tolerance`` seconds (default ``TIME_TOLERANCE``): faketime
+starts BOINC's clock at the case's "now" and lets it run, so a program that takes a second
+writes a second later.
+
+A case in which BOINC's program dies on a signal (a scheduler that crashes gives no reply) is
+a crash, kept and listed with its signal but counted neither as agreeing nor against
+boincweb: the share of agreeing cases is taken over the cases BOINC's program finished.
 
 Printed: per step, the share of cases that agree in every compared field, and for each that
 does not, the first differing field. Those cases are kept under ``--out``/<step>/<case>/: the
@@ -37,12 +48,15 @@ differences, and a ``rerun.sh`` that loads the rows and runs BOINC's program by 
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import random
 import shutil
+import signal
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -68,6 +82,12 @@ DAY = 86400
 INT_MAX = 2**31 - 1
 BOINC_TABLES = ("platform", "app", "app_version", "user", "team", "host", "host_app_version", "workunit", "result")
 HOWTO = howto("bench/server_differential.py --cases 300 --seed 1")
+# Seconds by which a time BOINC writes may differ from boincweb's: faketime starts BOINC's
+# clock at the case's "now" and lets it run while the program works (about a second under
+# load for the scheduler and its feeder).
+TIME_TOLERANCE = 2
+# The columns and reply fields that hold a time read off the clock.
+TIME_FIELDS = frozenset({"transition_time", "report_deadline", "sent_time", "received_time"})
 
 
 # --- random cases --------------------------------------------------------------------------
@@ -393,6 +413,7 @@ def boincweb_locality_options(case):
         locality_scheduling_sorted_order=True,
         locality_scheduling_send_timeout=loc["send_timeout"],
         file_deletion_strategy=loc["file_deletion_strategy"],
+        boinc_locality_limits=True,  # docs/server-fidelity.md departure 22
     )
 
 
@@ -580,7 +601,7 @@ def versions_sent(case, boinc):
     return sorted(
         r["app_version_id"]
         for r in boinc["result"].values()
-        if r["sent_time"] == case["now"] and r["server_state"] == S_IN_PROGRESS
+        if abs(r["sent_time"] - case["now"]) <= TIME_TOLERANCE and r["server_state"] == S_IN_PROGRESS
     )
 
 
@@ -811,6 +832,9 @@ def run_boinc_validator(project, args, now):
     except subprocess.TimeoutExpired:
         process.kill()
         out, _ = process.communicate()
+    # stopped by our SIGHUP (or SIGKILL) is no crash of its own
+    stopped = process.returncode in (-signal.SIGHUP, -signal.SIGKILL)
+    project.returncode = 0 if stopped else process.returncode
     return out.decode(errors="replace")
 
 
@@ -1201,7 +1225,15 @@ class Boinc:
         return "SET SESSION sql_mode = '';\n" + ";\n".join(statements) + ";\n"
 
     def run(self, step, now, stdin=None):
-        """Run BOINC's program for ``step`` at ``now``; returns its output."""
+        """Run BOINC's program for ``step`` at ``now``; returns its output, and leaves its
+        exit status in ``returncode`` (negative: the signal that killed it)."""
+        self.project_.returncode = 0
+        try:
+            return self.run_program(step, now, stdin)
+        finally:
+            self.returncode = self.project_.returncode
+
+    def run_program(self, step, now, stdin):
         if step in SENDING:
             with self.project_.feeder(clock=now, args=("--allapps", "--priority_order")):
                 return self.project_.schedule(stdin, clock=now)
@@ -1469,22 +1501,35 @@ def num(v):
     return v
 
 
-def parse_boinc_reply(text):
-    """The reply's jobs (name, deadline), request_delay and message kinds from BOINC's XML."""
+def parse_boinc_reply(text, texts=True):
+    """The reply's jobs (name, deadline), request_delay and messages from BOINC's XML: each
+    message's (priority, text), or with ``texts`` false its priority alone."""
     reply = parse_reply(text)
     if "error" in reply:
         return reply
     reply["jobs"] = sorted([j["name"], j["report_deadline"]] for j in reply["jobs"])
+    texts_of = reply.pop("message_texts")
+    if texts:
+        reply["messages"] = [list(pair) for pair in texts_of]
     return reply
+
+
+def reply_messages(messages, texts=True):
+    """boincweb's reply messages as the harness compares them (``parse_boinc_reply``)."""
+    if texts:
+        return [list(pair) for pair in sorted({(m.priority, m.text.strip()) for m in messages})]
+    return sorted({m.priority for m in messages})
 
 
 # --- boincweb's side -----------------------------------------------------------------------
 
 
 class Boincweb:
-    def __init__(self, work):
-        self.work = work
-        setup_boincweb(work)
+    def __init__(self, work, database_url=None, texts=True):
+        """boincweb on ``database_url`` (None: a SQLite file under ``work``); ``texts``:
+        compare the reply's message texts, not their priorities alone."""
+        self.work, self.texts = work, texts
+        self.database_url = setup_boincweb(work, database_url)
 
     def load(self, case):
         from django.conf import settings
@@ -1667,6 +1712,7 @@ class Boincweb:
                 if wu["canonical_resultid"]:
                     m.Workunit.objects.filter(id=wu["id"]).update(canonical_result_id=wu["canonical_resultid"])
             load_credit_boincweb(case)
+            reset_sequences()
 
     def config(self, case):
         from backend.daemons.sched_types import SchedulerConfig
@@ -1717,7 +1763,7 @@ class Boincweb:
         return dict(
             jobs=sorted([j.name, j.report_deadline] for j in reply.results),
             request_delay=float(reply.request_delay),
-            messages=sorted({m.priority for m in reply.messages}),
+            messages=reply_messages(reply.messages, self.texts),
             acks=sorted(reply.result_acks),
             deletes=sorted(reply.delete_file_infos),
         )
@@ -1785,6 +1831,23 @@ class Boincweb:
         return {"upload": names(settings.UPLOAD_DIR), "download": names(settings.DOWNLOAD_DIR)}
 
 
+def reset_sequences():
+    """On PostgreSQL, move the tables' id sequences past the ids a case loaded, so that rows
+    the step creates (a transitioner's new results, a first send's host app version) take
+    new ids; SQLite's AUTOINCREMENT keeps up with explicit ids by itself."""
+    from django.apps import apps
+    from django.contrib.auth import get_user_model
+    from django.core.management.color import no_style
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    models = [*apps.get_app_config("backend").get_models(), get_user_model()]
+    with connection.cursor() as cursor:
+        for sql in connection.ops.sequence_reset_sql(no_style(), models):
+            cursor.execute(sql)
+
+
 # --- comparing ------------------------------------------------------------------------------
 
 # What each step writes, and so what is compared after it.
@@ -1798,14 +1861,31 @@ COMPARED = {
 }
 
 
-def differences(step, boinc, ours):
-    """Every (where, BOINC's value, boincweb's value) that differs, in a fixed order."""
+def same_time(a, b, tolerance):
+    """Whether two times (whole seconds) agree within ``tolerance`` seconds."""
+    return isinstance(a, int) and isinstance(b, int) and abs(a - b) <= tolerance
+
+
+def same_jobs(a, b, tolerance):
+    """Whether two replies' jobs, sorted (name, report_deadline) pairs, are the same jobs
+    with deadlines that agree within ``tolerance`` seconds."""
+    if not isinstance(a, list) or not isinstance(b, list) or len(a) != len(b):
+        return a == b
+    return all(x[0] == y[0] and same_time(x[1], y[1], tolerance) for x, y in zip(a, b))
+
+
+def differences(step, boinc, ours, time_tolerance=TIME_TOLERANCE):
+    """Every (where, BOINC's value, boincweb's value) that differs, in a fixed order; the
+    times of ``TIME_FIELDS`` and the reply's deadlines agree within ``time_tolerance``
+    seconds."""
     found = []
     for table in COMPARED[step]:
         a, b = boinc.get(table, {}), ours.get(table, {})
         if table in ("reply", "files"):
             # the jobs first: the rest of a reply mostly follows from them
             for key in sorted(set(a) | set(b), key=lambda k: (k != "jobs", k)):
+                if key == "jobs" and same_jobs(a.get(key), b.get(key), time_tolerance):
+                    continue
                 if a.get(key) != b.get(key):
                     found.append((f"{table}.{key}", a.get(key), b.get(key)))
             continue
@@ -1821,12 +1901,59 @@ def differences(step, boinc, ours):
                     # BOINC's credit averages read the clock with its fractions of a second
                     if abs((value or 0) - (other or 0)) <= 1e-4 * max(1.0, abs(value or 0)):
                         continue
+                if field in TIME_FIELDS and same_time(value, other, time_tolerance):
+                    continue
                 if value != other:
                     found.append((f"{table}[{key}].{field}", value, other))
     return found
 
 
-def run_case(step, case, boinc, ours, out):
+def crash_signal(returncode):
+    """The signal that killed a program whose exit status was ``returncode`` (subprocess's
+    negative status), or None when it exited by itself, successfully or not."""
+    if returncode is not None and returncode < 0:
+        return -returncode
+    return None
+
+
+def signal_name(number):
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+@dataclass
+class Outcome:
+    """One case of one step: "agree", "differ" (``diffs``: every difference) or "crash"
+    (BOINC's program died on ``signal``; nothing compared)."""
+
+    kind: str
+    diffs: list = dataclasses.field(default_factory=list)
+    signal: int | None = None
+
+
+def outcome_of(diffs, returncode):
+    """A case's Outcome from its differences and the exit status of BOINC's program."""
+    number = crash_signal(returncode)
+    if number is not None:
+        return Outcome("crash", signal=number)
+    return Outcome("differ", diffs) if diffs else Outcome("agree")
+
+
+def tally(outcomes):
+    """A step's figures: its cases, BOINC's crashes, the cases BOINC finished, how many of
+    those agree and their share (%). A crash counts neither way."""
+    crashes = sum(o.kind == "crash" for o in outcomes)
+    finished = len(outcomes) - crashes
+    agree = sum(o.kind == "agree" for o in outcomes)
+    share = round(100.0 * agree / finished, 1) if finished else 0.0
+    return dict(cases=len(outcomes), crashes=crashes, finished=finished, agree=agree, share=share)
+
+
+def run_case(step, case, boinc, ours, out, time_tolerance=TIME_TOLERANCE):
+    """Run one case of ``step`` on both sides; returns its Outcome, and keeps the case under
+    ``out`` when it does not agree."""
     sql = boinc.load(case)
     ours.load(case)
     stdin = request_xml(case) if step in SENDING else None
@@ -1834,15 +1961,20 @@ def run_case(step, case, boinc, ours, out):
     ours_reply = ours.run(step, case)
     a, b = boinc.snapshot(), ours.snapshot()
     if step in SENDING:
-        a["reply"], b["reply"] = parse_boinc_reply(log), ours_reply
+        a["reply"], b["reply"] = parse_boinc_reply(log, ours.texts), ours_reply
     if step == "file_deleter":
         a["files"], b["files"] = boinc.files(), ours.files()
-    diffs = differences(step, a, b)
+    diffs = differences(step, a, b, time_tolerance)
     if step in SENDING:
         case["versions_sent"] = versions_sent(case, a)
-    if diffs:
+    outcome = outcome_of(diffs, boinc.returncode)
+    if outcome.kind != "agree":
         folder = out / step / f"case{case['index']:04d}"
         folder.mkdir(parents=True, exist_ok=True)
+        if outcome.kind == "crash":
+            (folder / "crash.txt").write_text(
+                f"BOINC's {step} program died on {signal_name(outcome.signal)}; nothing compared\n"
+            )
         (folder / "boinc.sql").write_text(sql)
         (folder / "case.json").write_text(json.dumps(case, default=repr, indent=1))
         if stdin:
@@ -1860,20 +1992,45 @@ def run_case(step, case, boinc, ours, out):
             f"{program} "
             f"{'--one_pass' if step not in SENDING else '< ' + str(folder / 'request.xml')}\n"
         )
-    return diffs
+    return outcome
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cases", type=int, default=300)
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--cases", type=int, default=300, help="random cases per step (default 300)")
+    parser.add_argument("--seed", type=int, default=1, help="the seed the cases are drawn from (default 1)")
     parser.add_argument("--steps", default=",".join(STEPS), help=f"comma-separated, of: {', '.join(STEPS)}")
-    parser.add_argument("--out", type=Path, default=ROOT / "var" / "server-differential")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=ROOT / "var" / "server-differential",
+        help="where the cases that differ or crash BOINC's program, and summary.json, are kept",
+    )
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get("DATABASE_URL"),
+        help="boincweb's database (default: $DATABASE_URL; unset: a SQLite file under --out); "
+        "its boincweb tables are emptied for each case",
+    )
+    parser.add_argument(
+        "--time-tolerance",
+        type=int,
+        default=TIME_TOLERANCE,
+        help=f"seconds by which times BOINC writes may differ from boincweb's, as faketime lets BOINC's "
+        f"clock run (default {TIME_TOLERANCE}; 0: exact)",
+    )
+    parser.add_argument(
+        "--message-kinds-only",
+        action="store_true",
+        help="compare the reply's message priorities alone, not their texts",
+    )
     args = parser.parse_args(argv)
     steps = [s for s in args.steps.split(",") if s]
     unknown = set(steps) - set(STEPS)
     if unknown or args.cases < 1:
         parser.error(f"unknown step {', '.join(sorted(unknown))}" if unknown else "--cases must be 1 or more")
+    if args.time_tolerance < 0:
+        parser.error("--time-tolerance must be 0 or more")
     server = os.environ.get("BOINC_SERVER")
     if not server:
         print(HOWTO, file=sys.stderr)
@@ -1885,32 +2042,44 @@ def main(argv=None):
     boinc = Boinc(
         server, os.environ.get("BOINC_DB", "boincweb_differential"), os.environ.get("BOINC_DB_HOST", "127.0.0.1"), out
     )
-    ours = Boincweb(out)
+    ours = Boincweb(out, args.database_url, texts=not args.message_kinds_only)
     summary = {}
     started = time.time()
     for step in steps:
-        agree = 0
-        firsts, counted = [], []
+        outcomes, counted = [], []
         for index in range(args.cases):
             case = random_case(args.seed, index, step)
-            diffs = run_case(step, case, boinc, ours, out)
-            counted.append((case, not diffs))
-            if diffs:
-                firsts.append((index, diffs[0]))
-            else:
-                agree += 1
-        summary[step] = dict(cases=args.cases, agree=agree, share=round(100.0 * agree / args.cases, 1))
+            outcome = run_case(step, case, boinc, ours, out, args.time_tolerance)
+            outcomes.append(outcome)
+            if outcome.kind != "crash":
+                counted.append((case, outcome.kind == "agree"))
+        summary[step] = tally(outcomes)
         if step in SENDING:
             summary[step]["versions"] = version_counts(counted)
-        print(f"{step:13s} {agree:4d}/{args.cases} agree ({summary[step]['share']:.1f} %)")
+        figures = summary[step]
+        crashed = f", {figures['crashes']} more where BOINC's program crashed" if figures["crashes"] else ""
+        print(f"{step:13s} {figures['agree']:4d}/{figures['finished']} agree ({figures['share']:.1f} %){crashed}")
         if step in SENDING:
             print("    app versions: " + ", ".join(f"{k} {v}" for k, v in summary[step]["versions"].items()))
-        for index, (where, a, b) in firsts:
-            print(f"    case {index:4d}: {where}: BOINC {a!r}, boincweb {b!r}")
+        for index, outcome in enumerate(outcomes):
+            if outcome.kind == "crash":
+                print(f"    case {index:4d}: BOINC's program died on {signal_name(outcome.signal)} (not counted)")
+            elif outcome.kind == "differ":
+                where, a, b = outcome.diffs[0]
+                print(f"    case {index:4d}: {where}: BOINC {a!r}, boincweb {b!r}")
         sys.stdout.flush()
     (out / "summary.json").write_text(
         json.dumps(
-            dict(seed=args.seed, cases=args.cases, steps=summary, seconds=round(time.time() - started, 1)), indent=1
+            dict(
+                seed=args.seed,
+                cases=args.cases,
+                database=ours.database_url.split(":", 1)[0],
+                time_tolerance=args.time_tolerance,
+                message_texts=not args.message_kinds_only,
+                steps=summary,
+                seconds=round(time.time() - started, 1),
+            ),
+            indent=1,
         )
     )
     print(f"kept cases and summary.json under {out}")

@@ -168,7 +168,7 @@ def committed_version(
     version with a plan class must be feasible on the host (app_plan, through ``chooser``,
     the request's sched_version.BestVersions), which also says which processor it uses; and
     that processor must be the resource being filled."""
-    from backend.daemons.sched_send import CPU, Version
+    from backend.daemons.sched_send import CPU, Version, apply_daily_quota
     from backend.daemons.sched_types import ReplyAppVersion
     from backend.daemons.sched_version import version_of
 
@@ -180,21 +180,34 @@ def committed_version(
         usage = chooser.host_usage(row)
         if usage is None or usage.proc_type != resource.name:
             return None
-        return version_of(chooser, row, usage)
-    gpu_type = "" if resource.name == CPU else resource.name
-    if row.gpu_type != gpu_type:
-        return None
-    reply = ReplyAppVersion(
-        row.app.name,
-        row.version_num,
-        row.platform,
-        row.plan_class,
-        row.avg_ncpus,
-        row.flops,
-        row.gpu_type,
-        row.gpu_usage,
-    )
-    return Version(row, reply, row.gpu_usage if gpu_type else row.avg_ncpus)
+        version = version_of(chooser, row, usage)
+    else:
+        gpu_type = "" if resource.name == CPU else resource.name
+        if row.gpu_type != gpu_type:
+            return None
+        reply = ReplyAppVersion(
+            row.app.name,
+            row.version_num,
+            row.platform,
+            row.plan_class,
+            row.avg_ncpus,
+            row.flops,
+            row.gpu_type,
+            row.gpu_usage,
+        )
+        version = Version(row, reply, row.gpu_usage if gpu_type else row.avg_ncpus, chooser=chooser)
+    if chooser is not None:
+        # its daily quota on this host, which the send checks job by job (sched_score.cpp
+        # send_work_score_type: check_homogeneous_app_version looks at no quota itself)
+        apply_daily_quota(
+            {row.app_id: version},
+            chooser.havs,
+            resource,
+            now=chooser.now,
+            quota=chooser.config.daily_result_quota,
+            gpu_multiplier=chooser.config.gpu_multiplier,
+        )
+    return version
 
 
 def commit(
@@ -331,9 +344,13 @@ class Resends:
         return commit(resent, self.host_class, self.config, self.apps, now=now), failed
 
 
-def feasible(app: App, version: Version, host_class: HostClass | None, config: SchedulerConfig) -> Q:
+def feasible(
+    app: App, version: Version, host_class: HostClass | None, config: SchedulerConfig, *, any_version: bool = False
+) -> Q:
     """A Q on results: those whose workunit ``infeasible`` lets go to this host with
-    ``version`` (everything when ``host_class`` is None)."""
+    ``version`` (everything when ``host_class`` is None); with ``any_version``, whatever
+    app version their workunit is committed to (the caller finds each one's version, as
+    get_app_version does: ``version_for``)."""
     if host_class is None:
         return Q()
     q = Q()
@@ -342,7 +359,7 @@ def feasible(app: App, version: Version, host_class: HostClass | None, config: S
         if host_class.unknown(hr_type):
             return Q(pk__in=[])
         q &= Q(workunit__hr_class__in=(0, host_class.hr_class(hr_type)))
-    if app.homogeneous_app_version:
+    if app.homogeneous_app_version and not any_version:
         if version.row is None:
             return Q(pk__in=[])
         q &= Q(workunit__app_version__isnull=True) | Q(workunit__app_version_id=version.row.pk)

@@ -62,7 +62,8 @@ lists each with the BOINC function it follows):
     (checked in that order) ends the locality search of the request (``WorkNeeded``), and so
     does a host at its limit of jobs in progress on the resource, and a job no version of
     the host may run (committed to another version, or its app at its daily quota or its
-    limit of jobs in progress: possibly_send_result's ERR_NO_APP_VERSION); an app at its
+    limit of jobs in progress: possibly_send_result's ERR_NO_APP_VERSION; not so old work
+    tried before the host's files, rule 10, after which the search goes on to them); an app at its
     daily quota is still looked at, so held files looked at before such a job may be named
     for deletion (rule 7). A request that got no job at all with its disk short is told to
     delete one of the files it reported: the one at position host id modulo their number in
@@ -286,6 +287,11 @@ class WorkNeeded:
             self.insufficient.add(why)
         return self.stopped
 
+    def lift(self, why: str) -> None:
+        """Forget that a job was refused for ``why``: a caller that goes on after it (NO_VERSION
+        is a return code in BOINC, not a flag of the request, unlike memory, disk and speed)."""
+        self.insufficient.discard(why)
+
     def took(self, wu: Workunit, disk: DiskSpace | None) -> None:
         """decrement_disk_space_locality: the job's bound comes off the disk left (``disk``, a
         sched_send.DiskSpace; None when the request does not model disk), less its file's
@@ -405,18 +411,30 @@ class Sender:
         """Send what fits of ``file_name``'s results; return how many."""
         return self.send(file_picker(file_name))
 
-    def send_old(self, locality: LocalityConfig, *, before: int, after: int | None = None) -> None:
+    def send_old(self, locality: LocalityConfig, *, before: int, after: int | None = None, first: bool) -> None:
         """Rule 10: the oldest unsent result created in (after, before), then more of its
-        file's results (send_old_work)."""
+        file's results (send_old_work).
+
+        An old result no version of the host may run (possibly_send_result's
+        ERR_NO_APP_VERSION) ends the search only after a working-set choice
+        (send_new_file_work gives up); the ``first`` look, before the host's files, goes on
+        to them (send_work_locality only logs what send_old_work returns). A job of the old
+        result's file with no version ends that file's look and no more: send_old_work
+        returns what the old result's own send returned."""
         if self.satisfied:
             return
         app_ids = list(self.versions)
         found = oldest_unsent(app_ids, before=before, after=after)
-        if found is None or not self.send(old_work_picker(found[0])):
+        if found is None:
+            return
+        if not self.send(old_work_picker(found[0])):
+            if first:
+                self.work_needed.lift(NO_VERSION)
             return
         file_name = file_name_of(found[1])
         if file_name and self.send_file_or_trigger(file_name, locality) == NO_WORK:
             mark_no_work(file_name, app_ids)
+        self.work_needed.lift(NO_VERSION)
 
     def send_file_or_trigger(self, file_name: str, locality: LocalityConfig) -> str:
         """Rule 6: send, else set need_work, wait and look once more.
@@ -514,7 +532,7 @@ def sender_pass(
     """Rules 10 and 2-9 in BOINC's order; returns what send_work_by_locality does."""
     app_ids = list(sender.versions)
     if locality.send_timeout and request.host_info.n_bwdown > OLD_WORK_MIN_BWDOWN:  # rule 10
-        sender.send_old(locality, before=(now - locality.send_timeout) // 3600 * 3600)
+        sender.send_old(locality, before=(now - locality.send_timeout) // 3600 * 3600, first=True)
     held = sorted(
         set(
             File.objects.filter(
@@ -549,7 +567,7 @@ def old_work_before_new_file(sender: Sender, *, now: int, locality: LocalityConf
     window ``old_work_window`` draws; whether the request is then satisfied."""
     if locality.send_timeout:
         after, before = old_work_window(now, locality.send_timeout, rng)
-        sender.send_old(locality, before=before, after=after)
+        sender.send_old(locality, before=before, after=after, first=False)
     return sender.satisfied
 
 

@@ -279,6 +279,7 @@ def usable_versions(
     havs: dict[int, HostAppVersion] | None = None,
     now: int = 0,
     notices: list[str] | None = None,
+    spent: set[int] | None = None,
 ) -> dict[int, Version]:
     """app id -> the Version of that app the host runs on ``resource``: with ``host``, the
     fastest (backend.daemons.sched_version, get_app_version); without, the newest.
@@ -311,7 +312,9 @@ def usable_versions(
     if host is not None:
         from backend.daemons.sched_version import best_versions
 
-        return best_versions(host, request, resource, config=config, havs=havs, now=now, make=Version, notices=notices)
+        return best_versions(
+            host, request, resource, config=config, havs=havs, now=now, make=Version, notices=notices, spent=spent
+        )
     platforms = [request.platform_name, *request.alt_platforms]
     rows = (
         AppVersion.objects.filter(deprecated=False, app__deprecated=False, platform__in=platforms, gpu_type=gpu_type)
@@ -368,6 +371,7 @@ def committed_only_versions(
     config: SchedulerConfig,
     havs: dict[int, HostAppVersion],
     now: int,
+    spent: set[int] | None = None,
 ) -> dict[int, Version]:
     """app id -> a Version standing for none, for each homogeneous-app-version app the host
     has no version of on ``resource`` (``versions``: the ones it has; reference/server.md
@@ -391,6 +395,8 @@ def committed_only_versions(
     # a chooser of no versions of its own, for the committed versions' plan classes
     chooser = BestVersions(host, request, resource, config=config, havs=havs, now=now, rows={})
     chooser.make = Version
+    if spent is not None:
+        chooser.spent = spent
     return {app_id: Version(None, None, 0.0, chooser=chooser, committed_only=True) for app_id in apps}
 
 
@@ -558,14 +564,20 @@ def send_work(
     refusals: set[str] = set()
     notices = [] if notices is None else notices
     looked_at: dict[int, tuple[Version, Resource]] = {}
+    apps = sched_shmem.apps()
+    over_quota: set[int] = set()  # the app versions a job found over their daily quota
     for resource in resources:
-        versions = usable_versions(request, resource, host, config=config, havs=havs, now=now, notices=notices)
+        versions = usable_versions(
+            request, resource, host, config=config, havs=havs, now=now, notices=notices, spent=over_quota
+        )
         limited.extend(
             apply_daily_quota(
                 versions, havs, resource, now=now, quota=config.daily_result_quota, gpu_multiplier=config.gpu_multiplier
             )
         )
-        committed_only = committed_only_versions(host, request, resource, versions, config=config, havs=havs, now=now)
+        committed_only = committed_only_versions(
+            host, request, resource, versions, config=config, havs=havs, now=now, spent=over_quota
+        )
         versions = below_app_limits(versions, resource, in_progress)
         committed_only = below_app_limits(committed_only, resource, in_progress)
         # (locality scheduling has no job cache scanned whole: only the jobs it looks at speak)
@@ -584,13 +596,17 @@ def send_work(
         }
         versions = {app_id: v for app_id, v in versions.items() if v.room is None or v.room > 0}
         versions.update(committed_only)
+        for app_id, v in committed_only.items():
+            if not apps[app_id].locality_scheduling:
+                looked_at.setdefault(app_id, (v, resource))
         for app_id, v in spent.items():
             versions.setdefault(app_id, v)
         if not versions or len(sent) >= max_jobs:
             continue
-        by_locality = {
-            app_id: v for app_id, v in versions.items() if v.row is not None and v.row.app.locality_scheduling
-        }
+        # under locality scheduling only send_work_locality runs (sched_send.cpp send_work):
+        # a locality app's jobs never go by the ordinary scan, not even when the host has
+        # no version of its own and only its committed workunits are left (committed_only)
+        by_locality = {app_id: v for app_id, v in versions.items() if apps[app_id].locality_scheduling}
         if by_locality:
             # Locality scheduling (§3.10) sends these apps' jobs (sched_locality, which sends
             # through this module's send_for_resource, so it is imported here)
@@ -636,18 +652,37 @@ def send_work(
     for v in limited:
         text = f"Daily job limit ({v.limit}) has been reached"
         assert v.room is not None  # apply_daily_quota set it
-        if v.room <= 0 and text not in notices and has_jobs_for(v):
-            notices.append(text)  # sched_version.cpp daily_quota_exceeded
+        if v.room <= 0 and has_jobs_for(v):
+            add_notice(notices, text)  # sched_version.cpp daily_quota_exceeded
+            assert v.row is not None  # apply_daily_quota limits rows only
+            over_quota.add(v.row.pk)
+    if not sent:
+        # BOINC's scan asks get_app_version for every job of its cache, those the
+        # one-result-per-user rule drops later included: the versions it looked at over
+        # their daily quota are told of, though another version was taken
+        for app_id, (v, _) in looked_at.items():
+            if v.chooser is not None and not v.committed_only and has_jobs_for(v):
+                v.chooser.used((app_id, False, 0))
     if not sent and (request.work_req_seconds > 0 or request.cpu_req_secs > 0):
         # sched_send.cpp send_user_messages: "No tasks sent", then why
         # (WORK_REQ::add_no_work_message, kept only when nothing was sent), when the request
         # has work_req_seconds, which BOINC's client sets to its CPU request (a simulated
         # host's request says cpu_req_secs only).
         reply.messages.append(Message("No tasks sent", "low"))
-        lacking_notices(looked_at, notices, host_class=host_class, config=config, reliability=reliability)
+        lacking_notices(
+            looked_at, notices, host_class=host_class, config=config, reliability=reliability, request=request
+        )
         reply.messages.extend(Message(text, "notice") for text in notices)
         if DEADLINE in refusals:
             reply.messages.append(Message(too_slow_message(request), "low"))
+        if over_quota:
+            # send_user_messages: quota_exceeded_version, the first of the host's records
+            # (by app version id) found over its quota, with its own max_jobs_per_day
+            hav = havs.get(min(over_quota))
+            if hav is not None:
+                reply.messages.append(
+                    Message(f"This computer has finished a daily quota of {hav.max_jobs_per_day} tasks", "low")
+                )
     return len(sent)
 
 
@@ -742,6 +777,10 @@ def send_for_resource(
     chosen: list[Chosen] = []
     refused = []
     apps = sched_hr.apps_of(versions)
+    # BOINC's locality limits (config.boinc_locality_limits): get_app_version's memoized
+    # choice is not held to the daily quota again, and its committed versions to neither the
+    # quota nor the app's limit of jobs in progress
+    leaky = work_needed is not None and config.boinc_locality_limits
     committed_versions: dict[int | str, Any] = {}  # sched_hr's cache: versions by id, and "capped"
     with transaction.atomic():
         looked_at = max(max_jobs * config.candidate_factor, config.shmem_work_items)
@@ -752,14 +791,18 @@ def send_for_resource(
             if config.one_result_per_user_per_wu and result.workunit_id in taken_wus:
                 continue  # sched_check.cpp wu_already_in_reply
             version = versions[result.app_id]
-            if not (
+            committed = bool(
                 host_class is not None
                 and apps[result.app_id].homogeneous_app_version
                 and result.workunit.app_version_id
-            ):
+            )
+            if not committed:
                 # get_app_version: a workunit committed to an app version (homogeneous app
                 # version) goes with that one, whatever version number it is pinned to
                 if version.committed_only:
+                    # get_app_version finds no version for an uncommitted job
+                    if work_needed is not None and work_needed.stops(NO_VERSION):
+                        break
                     continue
                 version = job_version(version, result.workunit)
                 if version is None:  # no version for this job (sched_version.job_version)
@@ -777,19 +820,29 @@ def send_for_resource(
                     continue
                 if sched_hr.infeasible(result.workunit, apps[result.app_id], version, host_class, config):
                     continue
+            unlimited = leaky and committed  # check_homogeneous_app_version checks no limit
             if in_progress is not None:
                 if in_progress.project_exceeded(resource.name):
                     break
-                if in_progress.app_exceeded(apps[result.app_id].name, resource.name):
+                if not unlimited and in_progress.app_exceeded(apps[result.app_id].name, resource.name):
                     # get_app_version: the app's versions are at their limit
                     if work_needed is not None and work_needed.stops(NO_VERSION):
                         break
                     continue
-            if version.room is not None and version.room <= 0:
-                # get_app_version: no version within the daily quota
-                if work_needed is not None and work_needed.stops(NO_VERSION):
-                    break
-                continue
+            if not unlimited and version.room is not None and version.room <= 0:
+                if work_needed is not None:
+                    # get_app_version: no version within the daily quota
+                    if work_needed.stops(NO_VERSION):
+                        break
+                    continue
+                # sched_score.cpp send_work_score_type: daily_quota_exceeded(job's version)
+                # names the limit and ends the processor type's pass (a version reaches its
+                # quota while sending, or a committed one was over it from the start)
+                if notices is not None:
+                    add_notice(notices, f"Daily job limit ({version.limit}) has been reached")
+                if version.chooser is not None and version.row is not None:
+                    version.chooser.spent.add(version.row.pk)
+                break
             if reliability is not None and reliability.refuses(result, version):
                 continue
             flops = None
@@ -823,7 +876,7 @@ def send_for_resource(
             taken_wus.add(result.workunit_id)
             if in_progress is not None:
                 in_progress.register(apps[result.app_id].name, resource.name)
-            if version.room is not None:
+            if version.room is not None and not leaky:
                 version.room -= 1
             resource = after_sending(resource, [(result, version, runtime)])
         if host_class is not None:
@@ -860,6 +913,7 @@ def lacking_notices(
     config: SchedulerConfig,
     host_class: sched_hr.HostClass | None = None,
     reliability: sched_reliable.Reliability | None = None,
+    request: SchedulerRequest | None = None,
 ) -> None:
     """Add the memory, disk and bandwidth notices of unsent jobs the host lacks something
     for that the request did not look at (BOINC checks these before
@@ -868,9 +922,18 @@ def lacking_notices(
     homogeneous redundancy keeps from the host are left out, and so are jobs that need a
     reliable host when this version is not one (``sched_reliable.Reliability.feasible``), as
     BOINC checks those first. Called when nothing was sent, so the disk left is still the
-    request's whole allowance."""
+    request's whole allowance.
+
+    With ``host_class`` and ``request``, a workunit committed to an app version
+    (homogeneous app version) is checked with that version, whichever the host's best is,
+    and so is one of an app the host has no version of its own for (a ``committed_only``
+    Version): sched_score.cpp send_work_score_type takes each job's version from
+    get_app_version, which returns the committed one (check_homogeneous_app_version), or
+    none when the host cannot run it (the job is then never checked)."""
     apps = App.objects.in_bulk(list(looked_at))
+    committed_versions: dict[int | str, Any] = {}  # sched_hr's cache, as in send_for_resource
     for app_id, (version, resource) in looked_at.items():
+        by_commitment = host_class is not None and request is not None and apps[app_id].homogeneous_app_version
         short = Q(pk__in=[])
         if resource.usable_ram is not None:
             short |= Q(workunit__rsc_memory_bound__gt=resource.usable_ram)
@@ -883,7 +946,7 @@ def lacking_notices(
         rows = (
             Result.objects.filter(server_state=ServerState.UNSENT, app_id=app_id, workunit__error_mask=0)
             .filter(short)
-            .filter(sched_hr.feasible(apps[app_id], version, host_class, config))
+            .filter(sched_hr.feasible(apps[app_id], version, host_class, config, any_version=by_commitment))
             .filter(reliability.feasible(version) if reliability else Q())
             .order_by("-priority", "workunit_id", "id")
             .values_list(
@@ -896,16 +959,25 @@ def lacking_notices(
         )
         for memory, disk, bandwidth, number, committed in rows:
             wu = Workunit(
-                rsc_memory_bound=memory, rsc_disk_bound=disk, rsc_bandwidth_bound=bandwidth, app_version_num=number
+                rsc_memory_bound=memory,
+                rsc_disk_bound=disk,
+                rsc_bandwidth_bound=bandwidth,
+                app_version_num=number,
+                app_version_id=committed,
             )
-            if (
-                not (host_class is not None and apps[app_id].homogeneous_app_version and committed)
-                and job_version(version, wu) is None
-            ):
-                # no version for this job: BOINC never checks it (a workunit committed to
-                # this version goes with it, whatever its pinned number)
-                continue
-            add_notice(notices, notice(lacks(wu, resource), wu, version, resource))
+            job: Version | None
+            if by_commitment and committed:
+                # a workunit committed to an app version goes with that one, whatever its
+                # pinned number and whichever version is the host's best
+                assert request is not None  # by_commitment needs it
+                job = sched_hr.version_for(wu, apps[app_id], version, request, resource, committed_versions)
+            elif version.committed_only:
+                job = None
+            else:
+                job = job_version(version, wu)
+            if job is None:
+                continue  # no version for this job: BOINC never checks it
+            add_notice(notices, notice(lacks(wu, resource), wu, job, resource))
 
 
 # Why a job is not sent to this host (sched_check.cpp's INFEASIBLE_MEM, INFEASIBLE_DISK,

@@ -437,6 +437,11 @@ class SchedulerConfig:
     # file named for deletion only when no more work can be made for it and none is unsent.
     seed004_scan_only_excluded: bool = False
     seed004_delete_only_finished: bool = False
+    # BOINC's locality limits (docs/server-fidelity.md departure 22): the daily quota checked
+    # only when the version is chosen, and neither it nor the app's limit of jobs in progress
+    # for a workunit committed to a version, as sched_locality.cpp's calls to get_app_version
+    # let jobs past them; off, every locality job is held to both.
+    boinc_locality_limits: bool = False
     # A caller's locality options over the ones above, with the scheduler's wait and the seed
     # of its random choices (a LocalityConfig, or None), never config.xml's: a simulated
     # world waits in its own time and names its hosts by their index.
@@ -508,6 +513,7 @@ class SchedulerConfig:
             "locality_scheduling_sorted_order",
             "seed004_scan_only_excluded",
             "seed004_delete_only_finished",
+            "boinc_locality_limits",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}")

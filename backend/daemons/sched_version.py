@@ -187,6 +187,12 @@ class BestVersions:
         self.notices: list[str] | None = None  # the request's no-work messages (a list), when given
         self.pending: list[str] = []  # the messages of the choice being made
         self.key_notices: dict[ChoiceKey, list[str]] = {}
+        # the app versions found over their daily quota, by the choice being made and by
+        # each choice; ``spent`` (a set shared by the request's choosers) gathers those of
+        # the choices a job asked for (host_app_version's daily_quota_exceeded flag)
+        self.pending_spent: list[int] = []
+        self.key_spent: dict[ChoiceKey, list[int]] = {}
+        self.spent: set[int] = set()
 
     def host_usage(self, row: AppVersion) -> HostUsage | None:
         """How the host runs ``row`` (app_plan), or None when it cannot."""
@@ -213,13 +219,26 @@ class BestVersions:
         return bool(row.plan_class and self.config.plan_class_spec)
 
     def quota_exceeded(self, row: AppVersion, usage: HostUsage) -> bool:
+        """sched_version.cpp daily_quota_exceeded: whether the host has had its daily quota
+        of ``row`` (scaled by the CPUs or by the GPUs of the version's type, whichever
+        resource is being filled); if so, "Daily job limit (n) has been reached" joins the
+        choice's messages and the version is marked spent."""
         hav = self.havs.get(row.pk)
         if hav is None or not self.config.daily_result_quota:
             return False
-        count = self.resource.count
-        multiplier = 0 if usage.proc_type == CPU else self.config.gpu_multiplier
+        if usage.proc_type == CPU:
+            count, multiplier = self.host.p_ncpus, 0
+        else:
+            count = next((gpu.count for gpu in self.request.gpu_requests if gpu.type == usage.proc_type), 0)
+            multiplier = self.config.gpu_multiplier
         limit = scaled_max_jobs_per_day(hav, count, gpu_multiplier=multiplier)
-        return jobs_today(hav, self.now) >= limit
+        if jobs_today(hav, self.now) < limit:
+            return False
+        text = f"Daily job limit ({limit}) has been reached"
+        if text not in self.pending:
+            self.pending.append(text)
+        self.pending_spent.append(row.pk)
+        return True
 
     def choose(
         self, app_id: int, *, needs_64b: bool = False, version_num: int = 0
@@ -228,14 +247,16 @@ class BestVersions:
         quota is used up is returned only when no other is feasible."""
         key = (app_id, needs_64b, version_num)
         if key not in self.memo:
-            self.pending = []
+            self.pending, self.pending_spent = [], []
             self.memo[key] = self.best(app_id, needs_64b, version_num)
-            self.key_notices[key] = self.pending
+            self.key_notices[key], self.key_spent[key] = self.pending, self.pending_spent
         return self.memo[key]
 
     def used(self, key: ChoiceKey) -> None:
-        """A job asked for choice ``key``: its messages go to the request's, as BOINC's
-        get_app_version adds them only for the jobs it looks at."""
+        """A job asked for choice ``key``: its messages go to the request's, and its
+        versions over their daily quota to ``spent``, as BOINC's get_app_version looks at
+        versions only for the jobs it is asked about."""
+        self.spent.update(self.key_spent.get(key, ()))
         if self.notices is None:
             return
         for text in self.key_notices.get(key, ()):
@@ -255,10 +276,14 @@ class BestVersions:
                 if row.beta and not self.request.allow_beta_work:
                     continue
                 usage = self.host_usage(row)
-                if usage is None or usage.proc_type != self.resource.name:
+                if usage is None:
                     continue
+                # get_app_version checks the quota before whether the resource is wanted
                 if self.quota_exceeded(row, usage):
-                    spent = spent or (row, usage)
+                    if usage.proc_type == self.resource.name:
+                        spent = spent or (row, usage)
+                    continue
+                if usage.proc_type != self.resource.name:
                     continue
                 if row.min_core_version and client < row.min_core_version:
                     continue
@@ -382,15 +407,19 @@ def best_versions(
     now: int,
     make: Callable[..., Version],
     notices: list[str] | None = None,
+    spent: set[int] | None = None,
 ) -> dict[int, Version]:
     """app id -> the Version (``make``: sched_send.Version) of each app the host runs best on
     ``resource``; each carries its chooser, for jobs that need another (``job_version``).
-    Why a version was not feasible, when BOINC tells the volunteer, goes to ``notices``."""
+    Why a version was not feasible, when BOINC tells the volunteer, goes to ``notices``, and
+    the ids of the versions a job found over their daily quota to ``spent``."""
     rows = feeder_versions(
         None, [request.platform_name, *request.alt_platforms], real_client=bool(request.core_client_version)
     )
     chooser = BestVersions(host, request, resource, config=config, havs=havs or {}, now=now, rows=rows)
     chooser.make, chooser.variants, chooser.notices = make, {}, notices
+    if spent is not None:
+        chooser.spent = spent
     found = {}
     for app_id in rows:
         chosen = chooser.choose(app_id)

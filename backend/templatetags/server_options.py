@@ -84,6 +84,12 @@ def server_options(project: Project) -> list[tuple[str, str | int, str]]:
             "locality: delete a held file only when no more work can be made for it (seed 004)",
         ),
         (
+            "boinc_locality_limits",
+            "yes" if config.boinc_locality_limits else "no",
+            "locality: BOINC's way, the daily quota checked only when a version is chosen, and no "
+            "limit for a workunit committed to a version",
+        ),
+        (
             "default_disk_min_free_gb",
             f"{config.default_disk_min_free_gb:g} GB",
             "least free disk a host keeps, whatever its preferences",

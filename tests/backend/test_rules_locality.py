@@ -437,6 +437,25 @@ def test_an_old_result_this_volunteer_already_has_a_replica_of_is_not_sent(app, 
     assert Result.objects.get(pk=old.pk).server_state == ServerState.UNSENT
 
 
+def test_an_old_job_with_no_app_version_leaves_the_search_to_go_on_to_the_held_files(app, project):
+    # sched_locality.cpp send_work_locality logs send_old_work's ERR_NO_APP_VERSION and goes
+    # on to the host's files: fa sends nothing while work is wanted and is named for
+    # deletion; the scan then meets the old job's file again, whose job still finds no
+    # version (possibly_send_result), and the search ends with nothing sent
+    app.homogeneous_app_version = True
+    app.save()
+    windows = AppVersionFactory(app=app, version_num=100, platform="windows_x86_64", flops=1e9)
+    locality.create_data_files(app, ["fc"], nbytes=10**6)
+    [old] = make_results(project, "fc", 1)
+    Workunit.objects.filter(pk=old.workunit_id).update(app_version=windows)
+    aged([old], NOW - 2 * WEEK)
+    reply = ask_with(
+        project, ["fa"], bwdown=FAST, jobs=1, file_deletion_strategy=1, locality_scheduling_sorted_order=True
+    )
+    assert (sent_files(reply), reply.delete_file_infos) == ([], ["fa"])
+    assert Result.objects.get(pk=old.pk).server_state == ServerState.UNSENT
+
+
 class Draw:
     def __init__(self, value):
         self.value = value
@@ -773,6 +792,24 @@ def test_a_result_committed_to_a_version_the_host_lacks_ends_the_locality_search
     assert (reply.results, reply.delete_file_infos) == ([], [])
 
 
+def test_a_locality_app_with_only_committed_work_for_the_host_is_left_to_locality(app, project):
+    # sched_send.cpp send_work: under locality scheduling only send_work_locality runs, so
+    # an app the host has no version of (its only version here is deprecated) is never sent
+    # by the ordinary scan. The scan of rule 9 meets fa's first job, uncommitted, for which
+    # get_app_version finds no version: ERR_NO_APP_VERSION ends the search before fa's
+    # second job, committed to the old version, is looked at
+    from backend.models import AppVersion
+
+    app.homogeneous_app_version = True
+    app.save()
+    AppVersion.objects.filter(pk=project.version.pk).update(deprecated=True)
+    [_, committed] = make_results(project, "fa", 2)
+    Workunit.objects.filter(pk=committed.workunit_id).update(app_version=project.version)
+    reply = hr_ask(project.host(), [], XEON, jobs=2)
+    assert reply.results == []
+    assert Result.objects.get(pk=committed.pk).server_state == ServerState.UNSENT
+
+
 @pytest.mark.parametrize(
     "jobs_today, sent, deleted",
     [
@@ -793,6 +830,62 @@ def test_a_host_at_its_daily_quota_still_has_its_held_files_looked_at(app, proje
     config = SchedulerConfig(daily_result_quota=1, file_deletion_strategy=1, locality_scheduling_sorted_order=True)
     reply = config_xml_request(host, ["fa", "fb"], config, cpu_req_secs=6 * 3600.0)
     assert (sent_files(reply), reply.delete_file_infos) == (sent, deleted)
+
+
+@pytest.mark.parametrize("boinc_limits, sent", [(False, ["fa"]), (True, ["fa", "fa", "fa"])])
+def test_the_daily_quota_holds_for_each_locality_job_unless_boincs_limits_are_asked_for(
+    app, project, boinc_limits, sent
+):
+    # room for one job today: boincweb stops at it (its next job finds no version within the
+    # quota, which ends the search). BOINC's get_app_version checks the quota when it first
+    # chooses the version and returns its memoized choice to every later job of the request
+    # (sched_locality.cpp possibly_send_result): the option boinc_locality_limits
+    host = project.host(p_ncpus=1)
+    HostAppVersionFactory(host=host, app_version=project.version, max_jobs_per_day=1, jobs_day=NOW // 86400)
+    make_results(project, "fa", 3)
+    config = SchedulerConfig(
+        daily_result_quota=1, locality_scheduling_sorted_order=True, boinc_locality_limits=boinc_limits
+    )
+    reply = config_xml_request(host, ["fa"], config, cpu_req_secs=3 * 3600.0 - 1, cpu_req_instances=0.0)
+    assert sent_files(reply) == sent
+
+
+@pytest.mark.parametrize("boinc_limits", [False, True])
+@pytest.mark.parametrize("limit", ["daily quota", "app's jobs in progress"])
+def test_a_committed_locality_job_is_held_to_the_limits_unless_boincs_are_asked_for(app, project, limit, boinc_limits):
+    # sched_version.cpp check_homogeneous_app_version, which get_app_version calls for a
+    # workunit committed to a version, looks at neither the daily quota nor the app's limit
+    # of jobs in progress: with boinc_locality_limits the committed job goes past both,
+    # where boincweb's finds no version and ends the search
+    from backend.daemons.sched_limit import read_job_limits
+
+    app.homogeneous_app_version = True
+    app.save()
+    host = project.host(p_ncpus=1)
+    first, second = make_results(project, "fa", 2)
+    job_limits = None
+    if limit == "daily quota":  # none left today: the first job, committed, finds no version
+        committed = first
+        HostAppVersionFactory(
+            host=host, app_version=project.version, max_jobs_per_day=1, n_jobs_today=1, jobs_day=NOW // 86400
+        )
+        expected = [first.name] if boinc_limits else []
+    else:  # one job of the app at a time: the first job takes it, the second is committed
+        committed = second
+        job_limits = read_job_limits(
+            "<config><max_jobs_in_progress><app><app_name>uppercase</app_name>"
+            "<cpu_limit><jobs>1</jobs></cpu_limit></app></max_jobs_in_progress></config>"
+        )
+        expected = [first.name, second.name] if boinc_limits else [first.name]
+    Workunit.objects.filter(pk=committed.workunit_id).update(app_version=project.version)
+    config = SchedulerConfig(
+        daily_result_quota=1,
+        locality_scheduling_sorted_order=True,
+        boinc_locality_limits=boinc_limits,
+        job_limits=job_limits,
+    )
+    reply = config_xml_request(host, ["fa"], config, cpu_req_secs=2 * 3600.0 - 1, cpu_req_instances=0.0)
+    assert [job.name for job in reply.results] == expected
 
 
 @pytest.mark.parametrize("refusal", ["deadline", "memory", None])

@@ -40,7 +40,7 @@ from backend.daemons.sched_types import (
 )
 from backend.daemons.scheduler import handle_request
 from tests.backend.conftest import work_request
-from tests.factories import NOW, AppVersionFactory, demo_project
+from tests.factories import NOW, AppVersionFactory, HostAppVersionFactory, demo_project
 
 DAY = 86400
 
@@ -514,6 +514,74 @@ def test_a_workunit_committed_to_a_superseded_version_is_sent_with_it(project):
     project.result(project.workunit())
     reply = handle_request(work_request(project.host()), project=demo_project(), now=NOW)
     assert [(job.name, job.app_version.version_num) for job in reply.results] == [(committed.name, 90)]
+
+
+def test_a_job_committed_to_another_version_and_dropped_for_the_volunteer_gives_its_memory_notice(project):
+    # sched_score.cpp send_work_score_type: each job of the cache takes get_app_version's
+    # version, the committed one for a committed workunit (check_homogeneous_app_version),
+    # and sched_check.cpp wu_is_infeasible_fast checks memory before slow_check applies the
+    # one-result-per-user rule: the host is told it lacks memory for a job it may not have
+    from backend.models import ServerState
+
+    project.app.homogeneous_app_version = True
+    project.app.save()
+    old = AppVersionFactory(app=project.app, version_num=90, flops=1e9)
+    host = project.host()
+    wu = project.workunit(app_version=old, rsc_memory_bound=8e9)
+    project.result(wu, server_state=ServerState.IN_PROGRESS, host=project.host(owner=host.owner), user=host.owner)
+    project.result(wu)
+    request = work_request(host, work_req_seconds=86400.0)
+    request.host_info.m_nbytes = 4e9
+    reply = handle_request(request, project=demo_project(), now=NOW)
+    assert reply.results == []
+    assert [(m.text, m.priority) for m in reply.messages] == [
+        ("No tasks sent", "low"),
+        ("uppercase needs 7629.39 MB RAM but only 3814.70 MB is available for use.", "notice"),
+    ]
+
+
+def test_a_best_version_over_its_daily_quota_is_named_when_the_next_sends_nothing(project):
+    # sched_version.cpp get_app_version calls daily_quota_exceeded for each version it looks
+    # at: the best one, over its quota, adds "Daily job limit (n) has been reached" (n
+    # scaled by the CPUs) though another version is taken; the job then lacks memory.
+    # sched_send.cpp send_user_messages ends with quota_exceeded_version's low message,
+    # which gives the record's own max_jobs_per_day, unscaled
+    fast = AppVersionFactory(app=project.app, version_num=100, plan_class="mt", avg_ncpus=2.0, flops=2e9)
+    host = project.host(p_ncpus=2)
+    HostAppVersionFactory(host=host, app_version=fast, max_jobs_per_day=2, n_jobs_today=4, jobs_day=NOW // DAY)
+    project.result(project.workunit(rsc_memory_bound=8e9))
+    request = work_request(host, work_req_seconds=86400.0)
+    request.host_info.p_ncpus = 2
+    request.host_info.m_nbytes = 4e9
+    reply = handle_request(request, project=demo_project(), now=NOW)
+    assert reply.results == []
+    assert [(m.text, m.priority) for m in reply.messages] == [
+        ("No tasks sent", "low"),
+        ("Daily job limit (4) has been reached", "notice"),
+        ("uppercase needs 7629.39 MB RAM but only 3814.70 MB is available for use.", "notice"),
+        ("This computer has finished a daily quota of 2 tasks", "low"),
+    ]
+
+
+def test_a_committed_job_whose_version_is_over_its_daily_quota_ends_the_pass(project):
+    # sched_score.cpp send_work_score_type checks daily_quota_exceeded for each job's version
+    # before sending it, the committed version of a committed workunit too (which
+    # check_homogeneous_app_version took without looking at the quota): it names the limit
+    # and ends the processor type's pass, so the uncommitted job after it is not sent either
+    project.app.homogeneous_app_version = True
+    project.app.save()
+    old = AppVersionFactory(app=project.app, version_num=90, flops=1e9)
+    host = project.host(p_ncpus=1)
+    HostAppVersionFactory(host=host, app_version=old, max_jobs_per_day=1, n_jobs_today=1, jobs_day=NOW // DAY)
+    project.result(project.workunit(app_version=old), priority=1)
+    project.result(project.workunit())
+    reply = handle_request(work_request(host, work_req_seconds=86400.0), project=demo_project(), now=NOW)
+    assert reply.results == []
+    assert [(m.text, m.priority) for m in reply.messages] == [
+        ("No tasks sent", "low"),
+        ("Daily job limit (1) has been reached", "notice"),
+        ("This computer has finished a daily quota of 1 tasks", "low"),
+    ]
 
 
 NEWER_SPEC = """<plan_classes><plan_class><name>newer</name>

@@ -111,3 +111,85 @@ def test_the_throughput_comparison_refuses_a_quorum_it_cannot_meet():
     )
     assert done.returncode == 2
     assert "--hosts 2 or more (a quorum of two needs two volunteers)" in done.stderr
+
+
+# --- bench/server_differential.py: crashes, times and messages ------------------------------
+
+
+@pytest.fixture
+def harness():
+    """bench/server_differential.py as a module. Importing it puts bench/ first on sys.path
+    (it runs as a script beside boinc_server.py), where bench/world.py and its neighbours
+    would hide the project's packages from later imports: the path is put back."""
+    saved = list(sys.path)
+    try:
+        from bench import server_differential
+    finally:
+        sys.path[:] = saved
+    return server_differential
+
+
+def test_the_differential_counts_a_boinc_crash_apart_from_the_cases_compared(harness):
+    # subprocess reports a program killed by SIGSEGV with exit status -11; a program that
+    # exits with an error of its own is no crash, and its case is compared as any other
+    assert harness.crash_signal(-11) == 11 and harness.signal_name(11) == "SIGSEGV"
+    assert harness.crash_signal(0) is None and harness.crash_signal(1) is None
+    crash = harness.outcome_of([("reply.jobs", [], [["r", 1]])], -11)
+    assert (crash.kind, crash.signal, crash.diffs) == ("crash", 11, [])
+    outcomes = [crash, harness.outcome_of([], 0), harness.outcome_of([("x", 1, 2)], 1)]
+    assert [o.kind for o in outcomes] == ["crash", "agree", "differ"]
+    # the crash counts neither for nor against boincweb: 1 of the 2 finished cases agrees
+    assert harness.tally(outcomes) == dict(cases=3, crashes=1, finished=2, agree=1, share=50.0)
+
+
+def test_the_differential_takes_times_within_its_tolerance_and_nothing_else(harness):
+    def rows(transition_time, target_nresults=2, deadline=1_800_086_400):
+        wu = dict.fromkeys(harness.WU_FIELDS, 0) | dict(
+            transition_time=transition_time, target_nresults=target_nresults
+        )
+        return dict(
+            workunit={"wu": wu},
+            result={},
+            host_app_version={},
+            reply=dict(jobs=[["wu_0", deadline]], messages=[["low", "No tasks sent"]]),
+        )
+
+    now = 1_800_000_000
+    boinc = rows(now + 2)  # BOINC's clock ran on for two seconds under faketime
+    assert harness.differences("scheduler", boinc, rows(now), time_tolerance=2) == []
+    assert harness.differences("scheduler", boinc, rows(now), time_tolerance=1) == [
+        ("workunit[wu].transition_time", now + 2, now)
+    ]
+    # a count is no time: it must agree exactly
+    assert harness.differences("scheduler", boinc, rows(now + 2, target_nresults=3)) == [
+        ("workunit[wu].target_nresults", 2, 3)
+    ]
+    # the reply's deadlines within the tolerance, its jobs and messages exactly
+    assert harness.differences("scheduler", rows(now, deadline=1_800_086_401), rows(now)) == []
+    late = rows(now, deadline=1_800_086_403)
+    assert harness.differences("scheduler", late, rows(now)) == [
+        ("reply.jobs", [["wu_0", 1_800_086_403]], [["wu_0", 1_800_086_400]])
+    ]
+    other = rows(now)
+    other["reply"]["messages"] = [["low", "This computer has finished a daily quota of 2 tasks"]]
+    assert harness.differences("scheduler", rows(now), other)[0][0] == "reply.messages"
+
+
+def test_the_differential_compares_message_texts_or_only_their_kinds(harness):
+    from backend.daemons.sched_types import Message
+
+    reply = (
+        '<scheduler_reply><message priority="low">No tasks sent</message>'
+        '<message priority="notice">Daily job limit (4) has been reached</message></scheduler_reply>'
+    )
+    ours = [Message("Daily job limit (4) has been reached", "notice"), Message("No tasks sent", "low")]
+    assert (
+        harness.parse_boinc_reply(reply)["messages"]
+        == harness.reply_messages(ours)
+        == [
+            ["low", "No tasks sent"],
+            ["notice", "Daily job limit (4) has been reached"],
+        ]
+    )
+    assert harness.parse_boinc_reply(reply, texts=False)["messages"] == harness.reply_messages(ours, texts=False)
+    assert harness.reply_messages(ours, texts=False) == ["low", "notice"]
