@@ -39,6 +39,7 @@ import json
 import os
 import queue
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -632,6 +633,11 @@ def run_mutant(tree, mutant, tests, timeout):
                 if line.startswith(("FAILED ", "ERROR ")) and len(line.split()) > 1
             ]
             return "killed", failed[0] if failed else ""
+        collecting = re.findall(r"ERROR collecting (\S+)", text)
+        if code == 4 and collecting:
+            # the mutant broke a test module's import (a parametrize list built at import): the
+            # module's tests cannot run, and `make test` fails on it
+            return "killed", collecting[0]
         return f"error: pytest exit {code}", text[-2000:]
     finally:
         path.write_text(original)
@@ -810,7 +816,13 @@ def run_all(args, mutants, earlier, log):
             thread.join()
         # A test that fails without any mutant kills nothing: run the tests that killed
         # mutants once on the unmutated tree and count those mutants as errors instead.
-        killers = sorted({detail for outcome, _, detail in outcomes.values() if outcome == "killed" and "::" in detail})
+        killers = sorted(
+            {
+                detail
+                for outcome, _, detail in outcomes.values()
+                if outcome == "killed" and ("::" in detail or detail.endswith(".py"))
+            }
+        )
         if killers:
             log(f"checking the {len(killers)} tests that killed mutants on the unmutated tree")
             check = subprocess.run(
