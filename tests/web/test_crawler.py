@@ -74,7 +74,7 @@ def site_routes(patterns=None, prefix=""):
 
 
 class Links(HTMLParser):
-    """The ``href``s of ``<a>`` elements, the ``hx-get`` URLs, the ``<title>`` and the text a
+    """The ``href``s of ``<a>`` elements, the ``hx-get`` and ``data-figures-src`` URLs, the ``<title>`` and the text a
     reader sees (outside scripts and styles; attributes such as a time's tooltip are not text)."""
 
     def __init__(self):
@@ -88,6 +88,8 @@ class Links(HTMLParser):
             self.links.append(attrs["href"])
         if attrs.get("hx-get"):
             self.htmx.append(attrs["hx-get"])
+        if attrs.get("data-figures-src"):  # the charts a page loads after it (static/js/charts.js)
+            self.links.append(attrs["data-figures-src"])
         self._in_title = tag == "title"
         self._hidden += tag in ("script", "style")
 
