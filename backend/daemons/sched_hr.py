@@ -185,16 +185,7 @@ def committed_version(
         gpu_type = "" if resource.name == CPU else resource.name
         if row.gpu_type != gpu_type:
             return None
-        reply = ReplyAppVersion(
-            row.app.name,
-            row.version_num,
-            row.platform,
-            row.plan_class,
-            row.avg_ncpus,
-            row.flops,
-            row.gpu_type,
-            row.gpu_usage,
-        )
+        reply = ReplyAppVersion.of_row(row)
         version = Version(row, reply, row.gpu_usage if gpu_type else row.avg_ncpus, chooser=chooser)
     if chooser is not None:
         # its daily quota on this host, which the send checks job by job (sched_score.cpp

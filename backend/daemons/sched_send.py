@@ -328,16 +328,7 @@ def usable_versions(
     for row in rows:
         if row.app_id in found:
             continue
-        reply = ReplyAppVersion(
-            row.app.name,
-            row.version_num,
-            row.platform,
-            row.plan_class,
-            row.avg_ncpus,
-            row.flops,
-            row.gpu_type,
-            row.gpu_usage,
-        )
+        reply = ReplyAppVersion.of_row(row)
         found[row.app_id] = Version(row, reply, row.gpu_usage if gpu_type else row.avg_ncpus)
     return found
 

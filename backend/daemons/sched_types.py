@@ -14,6 +14,7 @@ from backend.models import ClientState
 
 if TYPE_CHECKING:
     from backend.daemons.sched_limit import JobLimits
+    from backend.models import AppVersion
 
 T = TypeVar("T")
 
@@ -213,6 +214,21 @@ class ReplyAppVersion:
     flops: float = 0.0
     gpu_type: str = ""
     gpu_usage: float = 0.0
+
+    @classmethod
+    def of_row(cls, row: "AppVersion") -> "ReplyAppVersion":
+        """The reply for an app version row as the row states it (its own CPUs, FLOPS and GPU
+        usage), for versions no plan class chooser has described for this host."""
+        return cls(
+            row.app.name,
+            row.version_num,
+            row.platform,
+            row.plan_class,
+            row.avg_ncpus,
+            row.flops,
+            row.gpu_type,
+            row.gpu_usage,
+        )
 
 
 @dataclass
