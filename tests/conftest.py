@@ -117,21 +117,31 @@ def runs_on_postgresql(item: pytest.Item) -> bool:
     reaches database-specific code from elsewhere: raw SQL, row locks, several processes,
     migrations). The rest (pages, forms, the lab, the browser, whole worlds) read and write rows
     through the ORM's portable queries or through the daemons checked in POSTGRESQL_FOLDERS, and
-    run on SQLite only."""
+    run on SQLite only.
+
+    A test marked ``real_client`` (Debian's BOINC client run against the server) runs on SQLite
+    only too, though it lies in tests/protocol: what it adds to the tests beside it is the
+    client's own behaviour (its retries, backoffs, files and signals), which no database changes;
+    the server side it reaches (the scheduler endpoint, the upload handler, the daemons'
+    passes) runs on PostgreSQL in the endpoint and daemon tests of the same folders, request by
+    request. Each such test spends most of its time waiting on the client's one-second polls."""
     if not uses_the_database(item):
         return False
     if item.get_closest_marker("postgres") or item.get_closest_marker("database"):
         return True
+    if item.get_closest_marker("real_client"):
+        return False
     path = os.path.relpath(str(item.path), os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     return path.replace(os.sep, "/").startswith(POSTGRESQL_FOLDERS)
 
 
 # Seconds each test module took in a recorded run (setup, call and teardown of its tests,
 # summed), for each pass: `make test`'s first pass, its pass on PostgreSQL, and `make test-long`.
-# A run with BOINCWEB_TEST_RECORD_COSTS=1 writes those of the modules it ran into its pass. Only
-# the PostgreSQL pass is recorded: there a few long modules (shards, real clients, several
-# processes) made the tail; the SQLite pass in collection order already ends both workers
-# within seconds of each other, and a pass with nothing recorded keeps that order.
+# A run with BOINCWEB_TEST_RECORD_COSTS=1 writes those of the modules it ran into its pass. The
+# PostgreSQL pass and the SQLite pass are recorded: in both a few long modules (worlds, shards,
+# real clients, crawls, several processes) would otherwise make the tail when collection order
+# reaches them late; a pass with nothing recorded keeps collection order. The figures only rank
+# the modules, so a run on a loaded machine records them as well as a quiet one.
 MODULE_COSTS = Path(__file__).resolve().parent / "module_costs.json"
 
 

@@ -23,6 +23,8 @@ PATHS = (
     "tests/world/test_shards.py",
     "tests/world/test_world.py",
     "tests/world/test_engine_hosts.py",
+    "tests/protocol/test_real_client.py",
+    "tests/protocol/test_endpoints.py",
 )
 
 
@@ -78,6 +80,16 @@ def test_outside_the_daemons_folders_only_tests_marked_postgres_or_database_are_
 def test_in_the_daemons_folders_and_marked_modules_every_database_test_is_kept():
     for path in ("tests/backend/test_rules_transitioner.py", "tests/world/test_shards.py"):
         assert in_file("1", path) and in_file("1", path) == in_file("0", path)
+
+
+def test_the_real_clients_tests_run_on_sqlite_only_and_the_endpoints_they_reach_on_both():
+    # the real client's retries and backoffs are the client's; the scheduler and the upload
+    # handler it talks to run on PostgreSQL request by request in test_endpoints.py
+    assert in_file("0", "tests/protocol/test_real_client.py")
+    assert not in_file("1", "tests/protocol/test_real_client.py")
+    endpoints = in_file("1", "tests/protocol/test_endpoints.py")
+    assert "test_a_reported_success_with_its_output_uploaded_is_a_success" in endpoints
+    assert "test_an_upload_can_resume_from_the_size_the_server_reports" in endpoints
 
 
 def test_of_the_world_runs_only_those_that_can_depend_on_the_database_are_kept():

@@ -15,7 +15,7 @@ from protocol.management.commands.attach_client import DEMO_APP
 from tests.protocol.conftest import make_app, make_jobs, need_client
 from tests.web.serving import MANAGE, child_env
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.real_client, pytest.mark.django_db(transaction=True)]
 
 START_SECONDS = 60
 
