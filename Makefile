@@ -40,21 +40,37 @@ lint: install
 	$(PY) -m ruff check $(LINT_PATHS)
 	$(PY) -m mypy --cache-dir var/mypy_cache $(LINT_PATHS)
 
-# The linters, then the suite on SQLite (on the engine's compiled core where it is built), the
-# engine's tests again on its pure-Python core, then the tests whose outcome can depend on the
-# database again on PostgreSQL when DATABASE_URL is set (tests/conftest.py: runs_on_postgresql), each pass
-# on TEST_WORKERS processes (pytest-xdist; 1 for none); the full-size simulations are left to
-# `make test-long`. Prints its own wall time at the end.
+# The linters and the suite: the suite on SQLite (on the engine's compiled core where it is
+# built), then the tests whose outcome can depend on the database again on PostgreSQL when
+# DATABASE_URL is set (tests/conftest.py: runs_on_postgresql), each pass on TEST_WORKERS
+# processes (pytest-xdist; 1 for none). Beside the SQLite pass, at a lower CPU priority (nice 10) so
+# that they take only the time its tests leave idle (a real client's polls, a browser's page
+# loads, a live server's round trips), run the linters and the engine's tests again on its
+# pure-Python core (BOINCWEB_ENGINE_CORE=python, on Redis databases of their own); their output
+# is printed when they end. The full-size simulations are left to `make test-long`. Prints its
+# own wall time at the end.
 TEST_WORKERS ?= auto
 PYTEST_PARALLEL = $(if $(filter 1,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist worksteal)
+BESIDE := var/make-test
 test: install
-	@started=$$(date +%s); status=0; \
-	{ $(MAKE) --no-print-directory lint && \
-	  env -u DATABASE_URL $(PY) -m pytest $(PYTEST_PARALLEL) && \
-	  echo "== the engine's tests again on its pure-Python core (BOINCWEB_ENGINE_CORE=python)" && \
-	  env -u DATABASE_URL BOINCWEB_ENGINE_CORE=python $(PY) -m pytest $(PYTEST_PARALLEL) tests/scheduling -m "not django_db" && \
-	  if [ -n "$$DATABASE_URL" ]; then echo "== the tests whose outcome can depend on the database, again on $$DATABASE_URL"; \
-	    BOINCWEB_TEST_ONLY_DATABASE=1 $(PY) -m pytest $(PYTEST_PARALLEL); fi; } || status=$$?; \
+	@started=$$(date +%s); status=0; mkdir -p $(BESIDE); rm -f $(BESIDE)/*; \
+	( nice -n 10 $(MAKE) --no-print-directory lint > $(BESIDE)/lint.log 2>&1; echo $$? > $(BESIDE)/lint.status ) & \
+	( nice -n 10 env -u DATABASE_URL BOINCWEB_ENGINE_CORE=python BOINCWEB_TEST_REDIS_DB=8 \
+	    $(PY) -m pytest $(PYTEST_PARALLEL) -p no:cacheprovider tests/scheduling -m "not django_db" \
+	    > $(BESIDE)/engine-python.log 2>&1; echo $$? > $(BESIDE)/engine-python.status ) & \
+	echo "== the linters and the engine's tests on its pure-Python core run beside this pass (output below when they end)"; \
+	env -u DATABASE_URL $(PY) -m pytest $(PYTEST_PARALLEL) || status=$$?; \
+	wait; \
+	for part in lint engine-python; do \
+	  case $$part in lint) title="the linters (make lint)";; \
+	    *) title="the engine's tests again on its pure-Python core (BOINCWEB_ENGINE_CORE=python)";; esac; \
+	  echo "== $$title"; cat $(BESIDE)/$$part.log; \
+	  part_status=$$(cat $(BESIDE)/$$part.status 2>/dev/null || echo 1); \
+	  if [ "$$part_status" != 0 ]; then echo "== $$title failed (exit status $$part_status)"; status=1; fi; \
+	done; \
+	if [ $$status = 0 ] && [ -n "$$DATABASE_URL" ]; then \
+	  echo "== the tests whose outcome can depend on the database, again on $$DATABASE_URL"; \
+	  BOINCWEB_TEST_ONLY_DATABASE=1 $(PY) -m pytest $(PYTEST_PARALLEL) || status=$$?; fi; \
 	echo "make test: $$(( $$(date +%s) - started )) s wall, load average $$(cut -d' ' -f1-3 /proc/loadavg)"; \
 	exit $$status
 
