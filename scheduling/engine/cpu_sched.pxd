@@ -1,0 +1,48 @@
+# C types of cpu_sched.py for the compiled core (build.py): Cython reads this file beside the
+# module's source, which stays plain Python. make_run_list's picks reach each project's head
+# through C types, and charge and compare the projects' priorities in C doubles, with the
+# pure-Python module's operations in its order.
+
+cimport cython
+
+
+cdef class _Candidates:
+    cdef public object em
+    cdef public int r
+    cdef public dict heads
+
+    @cython.locals(r=int)
+    cpdef list _order(self, str rule, p, key)
+
+    @cython.locals(k=int, n=int, order=list, entries=list, entry=list)
+    cpdef head(self, str rule, p, set taken, key)
+
+
+cdef class _Picks:
+    cdef public int n
+    cdef public object projects
+    cdef public double rec_sum, total_peak_flops
+    cdef public int[::1] place, charged, is_open
+    cdef public double[::1] rec_temp, priority, share, share_frac
+
+    @cython.locals(k=int)
+    cpdef start(self, double rec_sum, double total_peak_flops)
+
+    @cython.locals(rec_sum=double, rec_frac=double)
+    cpdef charge(self, int k, double job_peak_flops)
+
+    @cython.locals(k=int)
+    cpdef write_back(self)
+
+    @cython.locals(k=int, npr=double)
+    cpdef first_coproc_result(self, _Candidates cands, set taken)
+
+    @cython.locals(k=int)
+    cpdef open_all(self)
+
+    @cython.locals(k=int, best=int, best_pr=double, pr=double, priority="double[::1]", is_open="int[::1]")
+    cpdef highest_priority_best(self, _Candidates cands, set taken, key)
+
+
+@cython.locals(picks=_Picks, k=int, used_st=double, used_mt=double, cpu=bint, place="int[::1]")
+cpdef list make_run_list(em, now, rr, use_edf, gpu_allowed=*)
