@@ -46,3 +46,16 @@ cdef class _Picks:
 
 @cython.locals(picks=_Picks, k=int, used_st=double, used_mt=double, cpu=bint, place="int[::1]")
 cpdef list make_run_list(em, now, rr, use_edf, gpu_allowed=*)
+
+
+cpdef next_checkpoint_after(em, j, t)
+
+cpdef bint finished_time_slice(em, j, now) except -1
+
+@cython.locals(need=double, u=double, free=double, i=int)
+cpdef bint _reserve_gpu(list usage, double x) except -1
+
+@cython.locals(ncpus=double, ncpus_used=double, rsc=int, avg_ncpus=double, extra=int, seq=int)
+cpdef list enforce(em, now, list run_list, gpu_allowed, keep_unfinished=*)
+
+cpdef str _why(j)

@@ -423,19 +423,22 @@ def enforce(em, now: float, run_list: list, gpu_allowed: bool, keep_unfinished: 
     chosen = []
     napp: dict = {}  # jobs scheduled per app, against its max_concurrent (step 5)
     for j in ordered:
-        if j.rsc and j not in devices:
+        rsc = j.rsc
+        if rsc and j not in devices:
             continue
-        mc = j.app.max_concurrent
-        if mc and napp.get(j.app, 0) >= mc:
+        app = j.app
+        mc = app.max_concurrent
+        if mc and napp.get(app, 0) >= mc:
             continue
+        avg_ncpus = j.avg_ncpus
         if ncpus_used >= ncpus - 1e-9:
-            if j.rsc == 0 or ncpus_used + j.avg_ncpus > ncpus + 1 + 1e-9:
+            if rsc == 0 or ncpus_used + avg_ncpus > ncpus + 1 + 1e-9:
                 continue
-        ncpus_used += j.avg_ncpus
+        ncpus_used += avg_ncpus
         if mc:
             # only a limited app's count is read, and equal apps have equal limits
-            napp[j.app] = napp.get(j.app, 0) + 1
-        chosen.append((j, _why(j), devices[j] if j.rsc else -1))
+            napp[app] = napp.get(app, 0) + 1
+        chosen.append((j, _why(j), devices[j] if rsc else -1))
     return chosen
 
 
