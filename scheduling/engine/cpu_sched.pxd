@@ -1,9 +1,12 @@
 # C types of cpu_sched.py for the compiled core (build.py): Cython reads this file beside the
 # module's source, which stays plain Python. make_run_list's picks reach each project's head
 # through C types, and charge and compare the projects' priorities in C doubles, with the
-# pure-Python module's operations in its order.
+# pure-Python module's operations in its order; the jobs are JobStates (state.pxd), whose
+# attributes the picks, the sort keys and enforce_run_list read from their C structure.
 
 cimport cython
+
+from scheduling.engine.state cimport JobState
 
 
 cdef class _Candidates:
@@ -44,18 +47,23 @@ cdef class _Picks:
     cpdef highest_priority_best(self, _Candidates cands, set taken, key)
 
 
-@cython.locals(picks=_Picks, k=int, used_st=double, used_mt=double, cpu=bint, place="int[::1]")
+@cython.locals(j=JobState)
+cpdef promote_once_ran_edf(em, now, rr)
+
+cpdef tuple more_important_key(JobState j)
+
+@cython.locals(picks=_Picks, k=int, used_st=double, used_mt=double, cpu=bint, place="int[::1]", j=JobState)
 cpdef list make_run_list(em, now, rr, use_edf, gpu_allowed=*)
 
 
-cpdef next_checkpoint_after(em, j, t)
+cpdef next_checkpoint_after(em, JobState j, t)
 
-cpdef bint finished_time_slice(em, j, now) except -1
+cpdef bint finished_time_slice(em, JobState j, now) except -1
 
 @cython.locals(need=double, u=double, free=double, i=int)
 cpdef bint _reserve_gpu(list usage, double x) except -1
 
-@cython.locals(ncpus=double, ncpus_used=double, rsc=int, avg_ncpus=double, extra=int, seq=int)
+@cython.locals(ncpus=double, ncpus_used=double, rsc=int, avg_ncpus=double, extra=int, seq=int, j=JobState)
 cpdef list enforce(em, now, list run_list, gpu_allowed, keep_unfinished=*)
 
-cpdef str _why(j)
+cpdef str _why(JobState j)

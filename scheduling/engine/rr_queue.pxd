@@ -1,10 +1,13 @@
 # C types of rr_queue.py for the compiled core (build.py): Cython reads this file beside the
 # module's source, which stays plain Python. Every column is a C array (a typed memoryview of
 # the module's array.array) and every number in the loops a C double or int, so the doubles
-# and the order of their operations are the pure-Python module's. rr_priority.pxd and
+# and the order of their operations are the pure-Python module's; the jobs are JobStates
+# (state.pxd), whose attributes the fill reads from their C structure. rr_priority.pxd and
 # rr_repick.pxd derive their simulations from QueuedJobs.
 
 cimport cython
+
+from scheduling.engine.state cimport JobState
 
 
 cdef class QueuedJobs:
@@ -21,14 +24,14 @@ cdef class QueuedJobs:
 
     @cython.locals(
         nr=int, nprojects=int, njobs=int, nslots=int, k=int, n=int, r=int, i=int, c=int, m=int,
-        a=int, pi=int, now=double, exact=bint, bce=bint,
+        a=int, pi=int, now=double, exact=bint, bce=bint, j=JobState,
         slot_first="int[::1]", slot_at="int[::1]", slot_next="int[::1]",
     )
     cpdef load(self, rr)
 
     @cython.locals(
         nr=int, nprojects=int, r=int, c=int, k=int, mc=int, pi=int, ncpus=double, size=double,
-        rem=double, usage=double, ncpu=double, slot_next="int[::1]", slot_at="int[::1]",
+        rem=double, usage=double, ncpu=double, j=JobState, slot_next="int[::1]", slot_at="int[::1]",
         gpu_sum="double[::1]", frac="double[::1]", jobs=list,
     )
     cdef int _fill(self, projects, dict nused_total, double now, bint exact) except -1
@@ -36,7 +39,7 @@ cdef class QueuedJobs:
     @cython.locals(end=int, gone="int[::1]")
     cdef _take(self, int s, int k)
 
-    @cython.locals(r=int, pi=int, pu=int, sim_now=double, dur=double, sim_nused="double[::1]")
+    @cython.locals(r=int, pi=int, pu=int, sim_now=double, dur=double, j=JobState, sim_nused="double[::1]")
     cdef _end(self, int k)
 
     @cython.locals(
