@@ -263,7 +263,7 @@ def against_bce(
         f"({core} core), policy {policy}" + (f"; before: engine of {before}" if before else "")
     )
     head = (
-        f"{'host':<13} {'days':>4} {'compat':<9} {'engine CPU s':>12} {'BCE CPU s':>9} {'ratio':>6} "
+        f"{'host':<13} {'days':>4} {'compat':<15} {'engine CPU s':>12} {'BCE CPU s':>9} {'ratio':>6} "
         f"{'engine MB':>9} {'BCE MB':>7} {'+MB':>6}"
     )
     if instructions:
@@ -298,7 +298,7 @@ def against_bce(
                 em = statistics.median(e[2] for e in eng[(compat, label)])
                 shown = f"{compat} {label}".strip()
                 line = (
-                    f"{name:<13} {days:>4g} {shown:<9} {ec:>12.2f} {bc:>9.2f} {ec / bc:>6.2f} "
+                    f"{name:<13} {days:>4g} {shown:<15} {ec:>12.2f} {bc:>9.2f} {ec / bc:>6.2f} "
                     f"{em:>9.1f} {bm:>7.1f} {em - bm:>+6.1f}"
                 )
                 if instructions and not label:
