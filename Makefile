@@ -16,7 +16,7 @@ $(VENV)/.installed: requirements.txt
 # The engine's compiled core (scheduling/engine/build.py): Cython and the system's C compiler.
 # Without a compiler it says so and the engine runs on its pure-Python modules (same results).
 ENGINE_SOURCES := $(filter-out %/__init__.py %/__main__.py %/_core.py %/build.py %/command.py,\
-	$(wildcard scheduling/engine/*.py scheduling/engine/policies/*.py)) $(wildcard scheduling/engine/*.pxd)
+	$(wildcard scheduling/engine/*.py scheduling/engine/policies/*.py)) $(wildcard scheduling/engine/*.pxd scheduling/engine/policies/*.pxd)
 ENGINE_CORE := scheduling/engine/_core_build.json
 $(ENGINE_CORE): $(VENV)/.installed $(ENGINE_SOURCES)
 	BOINCWEB_ENGINE_CORE=python $(PY) -m scheduling.engine.build

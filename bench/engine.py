@@ -21,7 +21,9 @@ BCE's, peak RSS <= BCE's + 10 MB). Peak RSS is GNU time's (/usr/bin/time), since
 forked from this one starts with this one's memory as its peak. With `--instructions DAYS`,
 valgrind's cachegrind counts both programs' instructions over DAYS simulated days less a
 60-second run, so that start-up is left out. `--root DIR` times the engine of another tree
-(e.g. `git archive <rev> | tar -x -C DIR`) against the same BCE runs, to measure a change.
+(e.g. `git archive <rev> | tar -x -C DIR`) against the same BCE runs, to measure a change;
+`--before DIR` runs a second tree's engine in every round as well, just before `--root`'s,
+so that the two sides of a change and BCE carry the same load.
 `--against standard` adds scenarios/standard.json's 100 days, `--against cuda` issue 12's
 20-project host with a CPU and a CUDA app in every project (`cuda_host`), once per job-length
 fraction of `--cuda-fractions`: the shorter the jobs, the more are queued.
@@ -241,26 +243,33 @@ def against_bce(
     only: list[str],
     cuda_fractions: list[float],
     instructions: float | None,
+    before: str | None = None,
 ) -> None:
     """Whole processes on the same client_state.xml, in alternation (BCE, then the engine in
     each compat mode), `repeat` times: the median CPU seconds (user + system) and peak RSS
     of each, and the ratios (issue 33's targets: engine CPU <= 1.0x BCE's, peak RSS <= BCE's
     + 10 MB). With `instructions` (days), cachegrind's instruction counts over that many
     simulated days less a 60-second run of the same program, so that start-up is left out.
-    The engine of the tree `root` (this one, or an older revision's to measure a change)."""
+    The engine of the tree `root` (this one, or an older revision's to measure a change);
+    with `before`, another tree's engine as well, run just before `root`'s in each round,
+    so that a change is measured side by side with BCE under the same load (its rows say
+    "before" and the last column is root's CPU time over its)."""
     import scheduling.engine as engine_module
 
     core = getattr(engine_module, "CORE", "python")
+    trees = [("before", before), ("", root)] if before else [("", root)]
     print(
         f"\nagainst BCE ({sim}), whole processes, median of {repeat} in alternation, engine of {root} "
-        f"({core} core), policy {policy}"
+        f"({core} core), policy {policy}" + (f"; before: engine of {before}" if before else "")
     )
     head = (
-        f"{'host':<13} {'days':>4} {'compat':<9} {'engine CPU s':>12} {'BCE CPU s':>9} {'ratio':>6} "
+        f"{'host':<13} {'days':>4} {'compat':<15} {'engine CPU s':>12} {'BCE CPU s':>9} {'ratio':>6} "
         f"{'engine MB':>9} {'BCE MB':>7} {'+MB':>6}"
     )
     if instructions:
         head += f" {'engine M instr':>14} {'BCE M instr':>11} {'ratio':>6}"
+    if before:
+        head += f" {'after/before':>12}"
     print(head)
     for name, scenario, days in _cases(only, cuda_fractions):
         with tempfile.TemporaryDirectory() as case:
@@ -268,12 +277,15 @@ def against_bce(
             out = os.path.join(case, "bce")
             os.makedirs(out)
             bce: list[tuple[float, float, float]] = []
-            eng: dict[str, list[tuple[float, float, float]]] = {c: [] for c in compats}
+            eng: dict[tuple[str, str], list[tuple[float, float, float]]] = {
+                (c, label): [] for c in compats for label, _tree in trees
+            }
             for _ in range(repeat):
                 bce.append(_cpu_timed(_bce(sim, case, out, days * DAY), out, os.path.join(case, "bce.stderr")))
                 for compat in compats:
-                    cmd = engine_command(root, case, policy, compat, days * DAY)
-                    eng[compat].append(_cpu_timed(cmd, root, os.path.join(case, "engine.stderr")))
+                    for label, tree in trees:
+                        cmd = engine_command(tree, case, policy, compat, days * DAY)
+                        eng[(compat, label)].append(_cpu_timed(cmd, tree, os.path.join(case, "engine.stderr")))
             bc = statistics.median(b[1] for b in bce)
             bm = statistics.median(b[2] for b in bce)
             counts: dict[str, int] = {}
@@ -281,14 +293,15 @@ def against_bce(
                 counts["bce"] = _net_instructions(
                     lambda s, o=out: _bce(sim, case, o, s), out, os.path.join(case, "bce.vg"), instructions
                 )
-            for compat in compats:
-                ec = statistics.median(e[1] for e in eng[compat])
-                em = statistics.median(e[2] for e in eng[compat])
+            for compat, label in eng:
+                ec = statistics.median(e[1] for e in eng[(compat, label)])
+                em = statistics.median(e[2] for e in eng[(compat, label)])
+                shown = f"{compat} {label}".strip()
                 line = (
-                    f"{name:<13} {days:>4g} {compat:<9} {ec:>12.2f} {bc:>9.2f} {ec / bc:>6.2f} "
+                    f"{name:<13} {days:>4g} {shown:<15} {ec:>12.2f} {bc:>9.2f} {ec / bc:>6.2f} "
                     f"{em:>9.1f} {bm:>7.1f} {em - bm:>+6.1f}"
                 )
-                if instructions:
+                if instructions and not label:
                     n = _net_instructions(
                         lambda s, c=compat: engine_command(root, case, policy, c, s),
                         root,
@@ -296,6 +309,9 @@ def against_bce(
                         instructions,
                     )
                     line += f" {n / 1e6:>14,.0f} {counts['bce'] / 1e6:>11,.0f} {n / counts['bce']:>6.2f}"
+                if before and not label:
+                    old = statistics.median(e[1] for e in eng[(compat, "before")])
+                    line += f" {ec / old:>12.2f}"
                 print(line, flush=True)
 
 
@@ -331,6 +347,11 @@ def main() -> None:
     parser.add_argument("--policy", default="boinc7")
     parser.add_argument("--compat", default="intended", help="of the in-process table")
     parser.add_argument("--root", default=ROOT, help="the tree whose engine runs against BCE (default this one)")
+    parser.add_argument(
+        "--before",
+        metavar="DIR",
+        help="another tree (the revision before a change) whose engine runs before --root's in every round",
+    )
     parser.add_argument("--repeat", type=int, default=3, help="runs of each side against BCE (the median is shown)")
     parser.add_argument("--bce-only", action="store_true", help="only the runs against BCE")
     parser.add_argument(
@@ -405,6 +426,7 @@ def main() -> None:
             args.against.split(","),
             fractions,
             args.instructions,
+            os.path.abspath(args.before) if args.before else None,
         )
 
 

@@ -14,10 +14,11 @@ Why Cython: its compiler and setuptools come from PyPI through `pip install`, an
 only the system's C compiler; it compiles the engine's Python itself, so there is no second
 implementation to keep in step, and Python semantics (exceptions, float arithmetic, ordering
 of ties) are kept, which is what makes the two cores' decisions identical. Where the
-interpreter's objects cost most (the round-robin simulations), a module keeps its numbers in
-`array.array` columns and a .pxd beside it gives them and the loops' locals C types
-(rr_repick.py and rr_priority.py, each with its .pxd): still one source, run as Python
-without a compiler.
+interpreter's objects cost most (the round-robin simulations, the scheduler's picks), a module
+keeps its numbers in `array.array` columns and a .pxd beside it gives them and the loops'
+locals C types (rr_queue.py, rr_repick.py, rr_priority.py and cpu_sched.py); state.pxd makes
+JobState a C type whose attributes typed code reads from its structure (used by those and by
+work_fetch.pxd and policies/boinc7.pxd): still one source, run as Python without a compiler.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ COMPILE_ARGS = ["-O2", "-g0", "-ffp-contract=off"]
 # Cython: the sources' annotations are documentation, not C types (a `float` parameter stays
 # a Python object, as in the pure-Python core); local types are inferred only where that
 # keeps Python's semantics (infer_types=None, Cython's "safe" inference). C types come only
-# from a module's .pxd beside it (rr_repick.pxd, rr_priority.pxd).
+# from a module's .pxd beside it (rr_queue.pxd, cpu_sched.pxd, state.pxd and the others).
 DIRECTIVES = {"language_level": 3, "annotation_typing": False, "binding": True, "infer_types": None}
 
 

@@ -7,10 +7,10 @@ walks the list sorted by `more_important` and keeps what fits, assigning GPU ins
 
 from __future__ import annotations
 
-import heapq
 import math
+from array import array
 
-from .rec import adjust_rec_sched, priority_init
+from .rec import priority_init
 from .state import QUEUED, RUNNING
 
 WHY_EDF = "edf"
@@ -86,16 +86,16 @@ class _Candidates:
 
     The orders of the rules whose keys read only which jobs a project has and whether each
     runs or has started (`KEPT_RULES`) outlive the call: they are kept with the project's
-    jobs_version, which every such change bumps (job_lifecycle)."""
+    jobs_version, which every such change bumps (job_lifecycle). cpu_sched.pxd makes it a
+    C type, so a pick reaches a head without the interpreter's attribute look-ups."""
 
     KEPT_RULES = ("best", "coproc")
-
-    __slots__ = ("em", "r", "heads")
 
     def __init__(self, em, r: int):
         self.em = em
         self.r = r
-        self.heads: dict = {}  # (rule, project index) -> [jobs in the rule's order, position of the head]
+        # rule -> by project index: [jobs in the rule's order, position of the head], or None
+        self.heads: dict = {}
 
     def _order(self, rule: str, p, key) -> list:
         kept = self.em.__dict__.get("_candidate_orders")
@@ -121,9 +121,12 @@ class _Candidates:
 
     def head(self, rule: str, p, taken: set, key):
         """The project's first job by `rule` (sorted by `key`) not yet taken, or None."""
-        entry = self.heads.get((rule, p.index))
+        entries = self.heads.get(rule)
+        if entries is None:
+            entries = self.heads[rule] = [None] * len(self.em.projects)
+        entry = entries[p.index]
         if entry is None:
-            entry = self.heads[(rule, p.index)] = [self._order(rule, p, key), 0]
+            entry = entries[p.index] = [self._order(rule, p, key), 0]
         order, k = entry
         n = len(order)
         while k < n and order[k] in taken:
@@ -171,57 +174,124 @@ def _coproc_job_key(j):
     return (not j.started, j.index)
 
 
-def _first_coproc_result(em, cands: _Candidates, taken: set):
-    """first_coproc_result (§6.3 step 3): the job of the highest-priority project, then an
-    already-started job, then the earliest arrival; a running job has no precedence over a
-    preempted one. A project of lower priority than the best so far is not looked into."""
-    best = None
-    best_key = None
-    for p in em.project_order:
-        if best_key is not None and -p.priority > best_key[0]:
-            continue
-        j = cands.head("coproc", p, taken, _coproc_job_key)
-        if j is None:
-            continue
-        key = (-p.priority, not j.started, j.index)
-        if best_key is None or key < best_key:
-            best, best_key = j, key
-    return best
+class _Picks:
+    """What make_run_list's picks read and move of the projects, as columns by place in the
+    emulator's project order: projected REC (rec_temp) and scheduling priority, which each pick
+    charges (adjust_rec_sched and compute_priority, reference/client.md §6.2, with their
+    arithmetic), and the share and share_frac they are computed from. `start` copies them
+    from the projects after project_priority_init, `write_back` returns the charged ones.
+    One `_Picks` serves every make_run_list of a run (`for_emulator`); cpu_sched.pxd gives
+    the columns and the scans C types."""
 
+    def __init__(self, em):
+        n = len(em.project_order)
+        self.n = n
+        self.projects = list(em.project_order)
+        self.place = array("i", bytes(4 * len(em.projects)))  # project index -> place in the order
+        for k, p in enumerate(self.projects):
+            self.place[p.index] = k
+        self.rec_temp = array("d", bytes(8 * n))
+        self.priority = array("d", bytes(8 * n))
+        self.share = array("d", bytes(8 * n))
+        self.share_frac = array("d", bytes(8 * n))
+        self.charged = array("i", bytes(4 * n))
+        self.is_open = array("i", bytes(4 * n))
+        self.rec_sum = 1.0
+        self.total_peak_flops = 1.0
 
-class _HighestPriorityBest:
-    """highest_prio_project_best_result (§6.3 step 4): each project's best job, from the
-    project with the largest priority; the first project in order wins ties.
+    @staticmethod
+    def for_emulator(em) -> _Picks:
+        picks = em.__dict__.get("_run_list_picks")
+        if picks is None:
+            picks = em._run_list_picks = _Picks(em)
+        return picks
 
-    The projects wait in a heap by (-priority, place in project_order), which orders them as
-    that rule does. Only a pick moves a priority (adjust_rec_sched charges the picked job's
-    project), and the project picked last is the heap's top, so it is re-keyed at the next
-    pick; a project without a job left leaves."""
+    def start(self, rec_sum: float, total_peak_flops: float) -> None:
+        """Copy the projects' REC and priorities as project_priority_init left them."""
+        self.rec_sum = rec_sum
+        self.total_peak_flops = total_peak_flops
+        projects = self.projects
+        for k in range(self.n):
+            p = projects[k]
+            self.rec_temp[k] = p.rec_temp
+            self.priority[k] = p.priority
+            self.share[k] = p.share
+            self.share_frac[k] = p.share_frac
+            self.charged[k] = 0
 
-    __slots__ = ("cands", "taken", "heap", "last", "key")
+    def charge(self, k: int, job_peak_flops: float) -> None:
+        """adjust_rec_sched (§6.2): charge the project at place `k` about one hour's worth of
+        credit for a job put on the run list, then compute_priority."""
+        rec_sum = self.rec_sum
+        self.rec_temp[k] += job_peak_flops / self.total_peak_flops * rec_sum / 24.0
+        rec_frac = self.rec_temp[k] / rec_sum
+        if self.share[k] == 0:
+            self.priority[k] = -1e3 - rec_frac
+        elif self.share_frac[k] > 0:
+            self.priority[k] = -rec_frac / self.share_frac[k]
+        else:
+            self.priority[k] = -rec_frac
+        self.charged[k] = 1
 
-    def __init__(self, em, cands: _Candidates, taken: set):
-        self.cands = cands
-        self.taken = taken
-        self.key = _best_job_key_bce if em.bce else _best_job_key
-        self.heap = [(-p.priority, k, p) for k, p in enumerate(em.project_order)]
-        heapq.heapify(self.heap)
-        self.last = None
+    def write_back(self) -> None:
+        """The charged projects' REC and priorities back to the projects."""
+        projects = self.projects
+        for k in range(self.n):
+            if self.charged[k]:
+                p = projects[k]
+                p.rec_temp = self.rec_temp[k]
+                p.priority = self.priority[k]
 
-    def next(self):
-        heap = self.heap
-        if self.last is not None:
-            _np, k, p = heap[0]
-            heapq.heapreplace(heap, (-p.priority, k, p))
-            self.last = None
-        while heap:
-            p = heap[0][2]
-            j = self.cands.head("best", p, self.taken, self.key)
+    def first_coproc_result(self, cands: _Candidates, taken: set):
+        """first_coproc_result (§6.3 step 3): the job of the highest-priority project, then an
+        already-started job, then the earliest arrival; a running job has no precedence over
+        a preempted one. A project of lower priority than the best so far is not looked into."""
+        best = None
+        best_key = None
+        projects = self.projects
+        for k in range(self.n):
+            npr = -self.priority[k]
+            if best_key is not None and npr > best_key[0]:
+                continue
+            j = cands.head("coproc", projects[k], taken, _coproc_job_key)
+            if j is None:
+                continue
+            key = (npr, not j.started, j.index)
+            if best_key is None or key < best_key:
+                best, best_key = j, key
+        return best
+
+    def open_all(self) -> None:
+        """Every project may give a job to highest_priority_best."""
+        for k in range(self.n):
+            self.is_open[k] = 1
+
+    def highest_priority_best(self, cands: _Candidates, taken: set, key):
+        """highest_prio_project_best_result (§6.3 step 4): the best job (by `key`) of the
+        project with the largest priority, the first in order among equals; a project with no
+        job left is passed over from then on."""
+        priority = self.priority
+        is_open = self.is_open
+        projects = self.projects
+        while True:
+            best = -1
+            best_pr = 0.0
+            for k in range(self.n):
+                if is_open[k]:
+                    pr = priority[k]
+                    if best < 0 or pr > best_pr:
+                        best = k
+                        best_pr = pr
+            if best < 0:
+                return None
+            j = cands.head("best", projects[best], taken, key)
             if j is not None:
-                self.last = p
                 return j
-            heapq.heappop(heap)
-        return None
+            is_open[best] = 0
+
+
+def _has_jobs(p) -> bool:
+    return bool(p.jobs)
 
 
 def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -> list:
@@ -240,7 +310,7 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
     CPU scan stops when the single-thread jobs, or the multi-thread jobs, reach twice the
     CPUs (stop_scan_cpu); GPU jobs' CPU shares count in neither."""
     promote_once_ran_edf(em, now, rr)
-    rec_sum = priority_init(em.projects, lambda p: bool(p.jobs), em.bce)
+    rec_sum = priority_init(em.projects, _has_jobs, em.bce)
     # the priorities this list starts from, which the decision log quotes
     em.pick_table = {-1: [(p.name, p.priority) for p in em.project_order if p.jobs]}
     pick_log: list = []
@@ -248,6 +318,10 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
     misses = dict(rr.misses)
     taken: set = set()
     out: list = []
+    picks = _Picks.for_emulator(em)
+    picks.start(rec_sum, em.total_peak_flops)
+    place = picks.place
+    best_key = _best_job_key_bce if em.bce else _best_job_key
     # add_coproc_jobs for each GPU type in index order, then the CPU
     for r in list(range(1, len(em.resources))) + [0]:
         res = em.resources[r]
@@ -260,31 +334,34 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
         cands = _Candidates(em, r)
         for edf_pass in EDF_PASSES if use_edf else PRIORITY_PASS:
             if cpu and not edf_pass:
-                by_priority = _HighestPriorityBest(em, cands, taken)
+                picks.open_all()
             while (used_st < limit and used_mt < limit) if cpu else min(usage) < 1.0:
                 if edf_pass:
                     j = _earliest_deadline_result(em, cands, r, misses, taken)
                 elif cpu:
-                    j = by_priority.next()
+                    j = picks.highest_priority_best(cands, taken, best_key)
                 else:
-                    j = _first_coproc_result(em, cands, taken)
+                    j = picks.first_coproc_result(cands, taken)
                 if j is None:
                     break
                 taken.add(j)
                 if not cpu and not _reserve_gpu(usage, j.gpu_usage):
                     continue
+                p = j.project
                 if edf_pass:
-                    misses[(j.project.index, r)] -= 1
+                    misses[(p.index, r)] -= 1
+                k = place[p.index]
                 j.edf = edf_pass
-                j.pick_value = j.project.priority
+                j.pick_value = picks.priority[k]
                 j.pick_seq = len(pick_log)
                 out.append(j)
                 if cpu and j.avg_ncpus > 1:
                     used_mt += j.avg_ncpus
                 elif cpu:
                     used_st += j.avg_ncpus
-                adjust_rec_sched(j.project, j.peak_flops, em.total_peak_flops, rec_sum)
-                pick_log.append((j.project.name, j.project.priority))
+                picks.charge(k, j.peak_flops)
+                pick_log.append((p.name, picks.priority[k]))
+    picks.write_back()
     return out
 
 
@@ -346,19 +423,22 @@ def enforce(em, now: float, run_list: list, gpu_allowed: bool, keep_unfinished: 
     chosen = []
     napp: dict = {}  # jobs scheduled per app, against its max_concurrent (step 5)
     for j in ordered:
-        if j.rsc and j not in devices:
+        rsc = j.rsc
+        if rsc and j not in devices:
             continue
-        mc = j.app.max_concurrent
-        if mc and napp.get(j.app, 0) >= mc:
+        app = j.app
+        mc = app.max_concurrent
+        if mc and napp.get(app, 0) >= mc:
             continue
+        avg_ncpus = j.avg_ncpus
         if ncpus_used >= ncpus - 1e-9:
-            if j.rsc == 0 or ncpus_used + j.avg_ncpus > ncpus + 1 + 1e-9:
+            if rsc == 0 or ncpus_used + avg_ncpus > ncpus + 1 + 1e-9:
                 continue
-        ncpus_used += j.avg_ncpus
+        ncpus_used += avg_ncpus
         if mc:
             # only a limited app's count is read, and equal apps have equal limits
-            napp[j.app] = napp.get(j.app, 0) + 1
-        chosen.append((j, _why(j), devices[j] if j.rsc else -1))
+            napp[app] = napp.get(app, 0) + 1
+        chosen.append((j, _why(j), devices[j] if rsc else -1))
     return chosen
 
 

@@ -281,9 +281,11 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
         # the push function is a closure over the heap; it is made again on unpickling
         state = self.__dict__.copy()
         state.pop("_push", None)
-        # the round-robin simulations' columns are working space, made again at the next one
+        # the round-robin simulations' and make_run_list's columns are working space, made
+        # again at the next one
         state.pop("_rr_by_priority", None)
         state.pop("_rr_repick", None)
+        state.pop("_run_list_picks", None)
         return state
 
     def __setstate__(self, state: dict) -> None:

@@ -1,9 +1,12 @@
 # C types of rr_priority.py for the compiled core (build.py): Cython reads this file beside the
-# module's source, which stays plain Python. Every column is a C array (a typed memoryview of
-# the module's array.array) and every number in the loops a C double or int, so the doubles
-# and the order of their operations are the pure-Python module's.
+# module's source, which stays plain Python. The job columns are QueuedJobs' (rr_queue.pxd);
+# every column is a C array (a typed memoryview of the module's array.array) and every number
+# in the loops a C double or int, so the doubles and the order of their operations are the
+# pure-Python module's.
 
 cimport cython
+
+from scheduling.engine.rr_queue cimport QueuedJobs
 
 
 cdef class Contests:
@@ -20,38 +23,26 @@ cdef class Contests:
     cpdef double time(self, drift, double rec_sum, double k) except? -1.0
 
 
-cdef class ByPriority:
-    cdef public object rr, result, jobs, mc_keys
+cdef class ByPriority(QueuedJobs):
     cdef public object c_gap_a, c_moving_c_a, c_moving_o_a, c_sf_c_a, c_sf_o_a, c_chosen_a, c_other_a
-    cdef public int nr, nprojects, nslots, nmc, capacity, ccapacity, njobs, ncontests, nactive
-    cdef public int steps, max_steps
-    cdef public double now, sim_now, buf_end, buf_min, rec_sum, total_peak_flops, half_life
-    cdef public bint any_mc, gpu_cpu, detail, exact
-    cdef public double[::1] caps, sim_nused, shortfall, saturated, p_used
-    cdef public double[::1] rec_temp, priority, share, share_frac, credit, mc_cap, mc_short, mc_last
-    cdef public double[::1] left, rate, tol, gpu_usage, avg_ncpus, peak
+    cdef public int ccapacity, ncontests
+    cdef public double rec_sum, total_peak_flops, half_life
+    cdef public bint any_mc
+    cdef public double[::1] rec_temp, priority, share, share_frac, credit, mc_last
     cdef public double[::1] c_gap, c_moving_c, c_moving_o, c_sf_c, c_sf_o
-    cdef public int[::1] rsc_lo, rsc_hi, slot_first, slot_head, slot_left, slot_proj, slot_open
-    cdef public int[::1] mc_proj, mc_rsc, mc_slot, rsc, proj, gone, active, app, mc_limit, mc_running
-    cdef public int[::1] c_chosen, c_other
-
-    cdef _grow(self, int n)
+    cdef public int[::1] slot_open, mc_slot, c_chosen, c_other
 
     cdef _grow_contests(self, int n)
 
     cpdef run(self, rr)
 
-    @cython.locals(
-        nr=int, njobs=int, nslots=int, k=int, r=int, s=int, m=int, i=int, a=int, mc=int,
-        pi=int, nprojects=int, rem=double, frac=double, exact=bint,
-    )
-    cdef _load(self, rr)
+    @cython.locals(pi=int, m=int, r=int)
+    cdef _load_projects(self, rr)
 
     @cython.locals(
         nr=int, nactive=int, n=int, i=int, k=int, r=int, dt=double, d=double, idle=double,
-        end=double, sim_now=double, now=double, buf_end=double, eps=double,
         caps="double[::1]", sim_nused="double[::1]", left="double[::1]", rate="double[::1]",
-        tol="double[::1]", active="int[::1]", shortfall="double[::1]", saturated="double[::1]",
+        tol="double[::1]", active="int[::1]",
     )
     cdef _simulate(self)
 
@@ -66,9 +57,6 @@ cdef class ByPriority:
     )
     cdef pick(self)
 
-    @cython.locals(end=int, gone="int[::1]")
-    cdef _take(self, int s, int k)
-
     @cython.locals(k=int, mc=int, gone="int[::1]", mc_limit="int[::1]")
     cdef int _next_job(self, int s) except -2
 
@@ -79,14 +67,8 @@ cdef class ByPriority:
     )
     cdef _contest(self, int pi, int lo, int hi)
 
-    @cython.locals(
-        m=int, r=int, s=int, sim_now=double, buf_end=double, eps=double, room=double,
-        other=double, fill=double, end=double,
-    )
+    @cython.locals(m=int, s=int)
     cdef _mc_step(self, double dt)
-
-    @cython.locals(r=int, row=int, pi=int, sim_now=double, buf_end=double, span=double, f=double, used=double)
-    cdef _project_shortfall_step(self, double dt)
 
     @cython.locals(
         pi=int, sim_now=double, half_life=double, diff=double, w=double, rec_sum=double,
@@ -96,8 +78,8 @@ cdef class ByPriority:
     )
     cdef _rec_step(self, double dt)
 
-    @cython.locals(r=int, pi=int, pu=int, sim_now=double, dur=double, sim_nused="double[::1]")
+    @cython.locals(pi=int)
     cdef _retire(self, int k)
 
-    @cython.locals(r=int, m=int, n=int, pi=int)
+    @cython.locals(m=int, n=int, pi=int)
     cdef _finish(self)

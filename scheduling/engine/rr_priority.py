@@ -2,10 +2,11 @@
 
 RoundRobin (rr_sim.py) under `--compat intended` picks jobs by project priority, which the
 projected REC and each pick's charge move, and runs the picked jobs from job end to job end
-(reference/client.md §6.4). `ByPriority` runs that simulation over flat arrays of the queued
-jobs (remaining FLOPs, rates, end tolerances, instances, credit, project and resource) and of
-the projects (REC projected, priority, share, credit rate). One `ByPriority` serves every
-simulation of a run: its arrays are kept and grown, not made again for each simulation.
+(reference/client.md §6.4). `ByPriority` runs that simulation over the columns of the queued
+jobs that rr_queue.QueuedJobs fills (remaining FLOPs, rates, end tolerances, instances,
+credit, project and resource) and over columns of the projects (REC projected, priority,
+share, credit rate). One `ByPriority` serves every simulation of a run: its columns are kept
+and grown, not made again for each simulation.
 rr_priority.pxd gives them and the loops' locals C types, so the compiled core (build.py)
 runs this module as C; without a compiler the same source runs as Python, on
 `array.array`s, with the same arithmetic in the same order. The jobs' outputs (`rr_finish`,
@@ -18,23 +19,15 @@ from __future__ import annotations
 import math
 from array import array
 
-from .rr_repick import IDLE_EPS, busy_update
+from .rr_queue import QueuedJobs, doubles, ints
 from .state import COBBLESTONE_SCALE
 
 LN2 = math.log(2.0)  # rec.LN2
 
 
-def _doubles(n: int) -> array:
-    return array("d", bytes(8 * n))
-
-
-def _ints(n: int) -> array:
-    return array("i", bytes(4 * n))
-
-
 def _wider(old: array, code: str, n: int, keep: int) -> array:
     """A column of `n` entries, the first `keep` copied from `old`."""
-    out = _doubles(n) if code == "d" else _ints(n)
+    out = doubles(n) if code == "d" else ints(n)
     if keep:
         out[:keep] = old[:keep]
     return out
@@ -91,57 +84,31 @@ class Contests:
         return t
 
 
-class ByPriority:
+class ByPriority(QueuedJobs):
     """RoundRobin.run under `--compat intended` over typed records; one per emulator
     (`for_emulator`), `run(rr)` for each `RoundRobin` whose jobs are queued.
 
     The queued jobs are numbered per resource (GPU types first, then the CPU) and project
-    (in index order), each project's jobs in arrival order. A project's jobs on a resource
-    are one `slot` (slot_first[s] to slot_first[s + 1]; slot_head[s] is its first job not
-    yet picked, slot_left[s] how many are left), and a resource's slots are rsc_lo[r] to
-    rsc_hi[r]. `active` holds the picked jobs in pick order, as RoundRobin's lists do; the
-    instances in use (`sim_nused`, per resource, and `p_used`, index r x nprojects + project
-    index) and the projects' projected credit rates, REC and priorities move with RoundRobin's
-    updates in its order."""
+    (in index order), each project's jobs in arrival order (QueuedJobs). `active` holds the
+    picked jobs in pick order, as RoundRobin's lists do; the instances in use (`sim_nused`,
+    per resource, and `p_used`, index r x nprojects + project index) and the projects'
+    projected credit rates, REC and priorities move with RoundRobin's updates in its order."""
 
     def __init__(self, em, static):
-        nr = len(em.resources)
-        nprojects = len(em.projects)
-        self.nr = nr
-        self.nprojects = nprojects
-        self.caps = array("d", [float(c) for c in static.caps])
-        self.sim_nused = _doubles(nr)
-        self.shortfall = _doubles(nr)
-        self.saturated = _doubles(nr)
-        self.rsc_lo = _ints(nr)
-        self.rsc_hi = _ints(nr)
-        self.p_used = _doubles(nr * nprojects)
-        self.rec_temp = _doubles(nprojects)
-        self.priority = _doubles(nprojects)
-        self.share = _doubles(nprojects)
-        self.share_frac = _doubles(nprojects)
-        self.credit = _doubles(nprojects)
-        nslots = nr * nprojects
-        self.slot_first = _ints(nslots + 1)
-        self.slot_head = _ints(nslots)
-        self.slot_left = _ints(nslots)
-        self.slot_proj = _ints(nslots)
-        self.slot_open = _ints(nslots)
-        self.nslots = 0
-        self.mc_keys = list(static.mc_cap)
-        self.nmc = len(self.mc_keys)
-        self.mc_proj = array("i", [pi for pi, _r in self.mc_keys] or [0])
-        self.mc_rsc = array("i", [r for _pi, r in self.mc_keys] or [0])
-        self.mc_cap = array("d", [float(static.mc_cap[key]) for key in self.mc_keys] or [0.0])
-        self.mc_short = _doubles(self.nmc or 1)
-        self.mc_last = _doubles(self.nmc or 1)
-        self.mc_slot = _ints(self.nmc or 1)
+        super().__init__(em, static)
+        nprojects = self.nprojects
+        self.rec_temp = doubles(nprojects)
+        self.priority = doubles(nprojects)
+        self.share = doubles(nprojects)
+        self.share_frac = doubles(nprojects)
+        self.credit = doubles(nprojects)
+        self.slot_open = ints(self.nr * nprojects)
+        self.mc_last = doubles(self.nmc or 1)
+        self.mc_slot = ints(self.nmc or 1)
         self.any_mc = bool(static.any_mc)
-        self.capacity = 0
         self.ccapacity = 0
-        self.c_gap_a = self.c_moving_c_a = self.c_moving_o_a = self.c_sf_c_a = self.c_sf_o_a = _doubles(0)
-        self.c_chosen_a = self.c_other_a = _ints(0)
-        self._grow(16)
+        self.c_gap_a = self.c_moving_c_a = self.c_moving_o_a = self.c_sf_c_a = self.c_sf_o_a = doubles(0)
+        self.c_chosen_a = self.c_other_a = ints(0)
         self._grow_contests(64)
 
     @staticmethod
@@ -151,23 +118,6 @@ class ByPriority:
         if sim is None:
             sim = em._rr_by_priority = ByPriority(em, static)
         return sim
-
-    def _grow(self, n: int) -> None:
-        """Room for `n` queued jobs in every job column."""
-        self.capacity = n
-        self.left = _doubles(n)
-        self.rate = _doubles(n)
-        self.tol = _doubles(n)
-        self.gpu_usage = _doubles(n)
-        self.avg_ncpus = _doubles(n)
-        self.peak = _doubles(n)
-        self.rsc = _ints(n)
-        self.proj = _ints(n)
-        self.gone = _ints(n)
-        self.active = _ints(n)
-        self.app = _ints(n)
-        self.mc_limit = _ints(n)
-        self.mc_running = _ints(n)
 
     def _grow_contests(self, n: int) -> None:
         """Room for `n` contested picks, keeping those recorded. Each column is an array
@@ -185,70 +135,17 @@ class ByPriority:
     # ------------------------------------------------------------------ one simulation
 
     def run(self, rr):
-        """Fill `rr.result` from RoundRobin `rr` (its jobs queued, priorities initialised),
-        write the jobs' and projects' outputs and return the result."""
-        self.rr = rr
-        result = self.result = rr.result
-        self._load(rr)
+        """Fill `rr.result` from RoundRobin `rr` (its priorities initialised), write the
+        jobs' and projects' outputs and return the result."""
+        self.load(rr)
+        self._load_projects(rr)
         self._simulate()
-        self._finish()
-        return result
+        return self._finish()
 
-    def _load(self, rr) -> None:
-        """Copy the queued jobs (pending's queues are reversed: pop() takes the earliest
-        arrival) and the projects' priorities into the columns."""
-        nr = self.nr
-        njobs = 0
-        for queues in rr.pending:
-            for q in queues.values():
-                njobs += len(q)
-        if njobs > self.capacity:
-            self._grow(max(njobs, 2 * self.capacity))
-        self.njobs = njobs
-        jobs: list = []
-        self.jobs = jobs
-        exact = bool(rr.exact)
-        self.exact = exact
-        apps: dict = {}
-        nslots = 0
-        k = 0
-        for r in range(nr - 1, -1, -1):
-            self.rsc_lo[r] = nslots
-            frac = rr.rscs[r].overall_frac
-            for pi, q in rr.pending[r].items():
-                self.slot_first[nslots] = k
-                self.slot_head[nslots] = k
-                self.slot_left[nslots] = len(q)
-                self.slot_proj[nslots] = pi
-                nslots += 1
-                for j in reversed(q):
-                    jobs.append(j)
-                    rem = (j.size if exact else j.fpops_est) - j.done  # est_flops_remaining
-                    self.left[k] = 0.0 if 0.0 > rem else rem
-                    self.rate[k] = j.flops * frac
-                    self.tol[k] = 1e-9 * (j.size + 1.0)
-                    self.gpu_usage[k] = j.gpu_usage
-                    self.avg_ncpus[k] = j.avg_ncpus
-                    self.peak[k] = j.peak_flops
-                    self.rsc[k] = r
-                    self.proj[k] = pi
-                    self.gone[k] = 0
-                    mc = int(j.app.max_concurrent)
-                    self.mc_limit[k] = mc
-                    if mc:
-                        self.app[k] = apps.setdefault(j.app, len(apps))
-                    k += 1
-            self.rsc_hi[r] = nslots
-            self.sim_nused[r] = 0.0
-            self.shortfall[r] = self.result.rsc[r].shortfall
-            self.saturated[r] = self.result.rsc[r].saturated_time
-        self.slot_first[nslots] = k
-        self.nslots = nslots
-        for a in range(len(apps)):
-            self.mc_running[a] = 0
-        nprojects = self.nprojects
-        for i in range(nr * nprojects):
-            self.p_used[i] = 0.0
+    def _load_projects(self, rr) -> None:
+        """Copy the projects' priorities into the columns, with what the simulation reads
+        of the emulator."""
+        em = rr.em
         for p in rr.projects:
             pi = p.index
             self.rec_temp[pi] = p.rec_temp
@@ -258,25 +155,12 @@ class ByPriority:
             self.credit[pi] = 0.0
         for m in range(self.nmc):
             pi, r = self.mc_keys[m]
-            self.mc_short[m] = self.result.mc_shortfall[(pi, r)]
             self.mc_last[m] = self.result.last_mc_limit[(pi, r)]
-            self.mc_slot[m] = -1
-            for s in range(self.rsc_lo[r], self.rsc_hi[r]):
-                if self.slot_proj[s] == pi:
-                    self.mc_slot[m] = s
+            self.mc_slot[m] = self.slot_at[r * self.nprojects + pi]
         self.ncontests = 0
-        self.nactive = 0
-        self.now = rr.now
-        self.sim_now = rr.sim_now
-        self.buf_end = rr.buf_end
-        self.buf_min = rr.em.work_buf_min
         self.rec_sum = rr.rec_sum
-        self.total_peak_flops = rr.em.total_peak_flops
-        self.half_life = rr.em.rec_half_life
-        self.gpu_cpu = bool(rr.gpu_cpu)
-        self.detail = bool(rr.detail)
-        self.steps = rr.steps
-        self.max_steps = rr.max_steps
+        self.total_peak_flops = em.total_peak_flops
+        self.half_life = em.rec_half_life
 
     def _simulate(self) -> None:
         """RoundRobin.run by priority: pick, then run the picked jobs to the first end,
@@ -290,15 +174,10 @@ class ByPriority:
         rate = self.rate
         tol = self.tol
         active = self.active
-        shortfall = self.shortfall
-        saturated = self.saturated
         self.pick()
         for r in range(nr):
             idle = caps[r] - sim_nused[r]
             result.rsc[r].nidle_now = idle if idle > 0.0 else 0.0  # max(0.0, idle)
-        now = self.now
-        buf_end = self.buf_end
-        eps = IDLE_EPS
         while self.nactive:
             nactive = self.nactive
             self.steps += 1
@@ -320,18 +199,9 @@ class ByPriority:
                 self._mc_step(dt)
             if self.detail:
                 self._project_shortfall_step(dt)
-            sim_now = self.sim_now
-            # shortfall (idle instance-seconds up to the buffer end) and saturated time
-            for r in range(nr):
-                idle = caps[r] - sim_nused[r]
-                if idle > eps:
-                    if sim_now < buf_end:
-                        end = sim_now + dt
-                        shortfall[r] += idle * ((buf_end if buf_end < end else end) - sim_now)
-                else:
-                    saturated[r] = sim_now + dt - now
+            self._resource_step(dt)
             self._rec_step(dt)
-            self.sim_now = sim_now + dt
+            self.sim_now += dt
             # the jobs that end, in pick order, are retired in that order and leave the
             # active list, which keeps the others' order
             n = 0
@@ -438,18 +308,6 @@ class ByPriority:
                 else:
                     priority[pi] = -rec_frac
 
-    def _take(self, s: int, k: int) -> None:
-        """Take the job `k` out of its slot `s`; the slot's head moves past the jobs taken."""
-        gone = self.gone
-        gone[k] = 1
-        self.slot_left[s] -= 1
-        if k == self.slot_head[s]:
-            end = self.slot_first[s + 1]
-            k += 1
-            while k < end and gone[k]:
-                k += 1
-            self.slot_head[s] = k
-
     def _next_job(self, s: int) -> int:
         """The slot's earliest job not taken whose app is under its max_concurrent, or -1
         (RoundRobin._next_job)."""
@@ -497,41 +355,13 @@ class ByPriority:
     # ------------------------------------------------------------------ running to the next end
 
     def _mc_step(self, dt: float) -> None:
-        """max_concurrent: when a limit last held a job back, and the idle instance-seconds up
-        to the buffer end that each limited project may fill (RoundRobin._mc_step)."""
-        sim_now = self.sim_now
-        buf_end = self.buf_end
-        eps = IDLE_EPS
+        """max_concurrent: when a limit last held a job back (RoundRobin._mc_step), then the
+        idle instance-seconds up to the buffer end that each limited project may fill."""
         for m in range(self.nmc):
-            r = self.mc_rsc[m]
             s = self.mc_slot[m]
             if s >= 0 and self.slot_left[s] and self._next_job(s) < 0:
-                self.mc_last[m] = sim_now + dt - self.now
-            if sim_now < buf_end:
-                room = self.caps[r] - self.sim_nused[r]
-                other = self.mc_cap[m] - self.p_used[r * self.nprojects + self.mc_proj[m]]
-                fill = other if other < room else room  # min(room, other)
-                if fill > eps:
-                    end = sim_now + dt
-                    self.mc_short[m] += fill * ((buf_end if buf_end < end else end) - sim_now)
-
-    def _project_shortfall_step(self, dt: float) -> None:
-        """With `detail`: how far each project's simulated use falls below its fair share of
-        each resource's instances, up to the buffer end (RoundRobin._project_shortfall_step)."""
-        sim_now = self.sim_now
-        buf_end = self.buf_end
-        if sim_now >= buf_end:
-            return
-        span = min(sim_now + dt, buf_end) - sim_now
-        shortfall = self.result.project_rsc_shortfall
-        fair = self.rr.static.fair
-        for r in range(self.nr):
-            row = r * self.nprojects
-            for pi, f in fair[r].items():
-                used = self.p_used[row + pi]
-                if used < f:
-                    key = (pi, r)
-                    shortfall[key] = shortfall.get(key, 0.0) + (f - used) * span
+                self.mc_last[m] = self.sim_now + dt - self.now
+        self._mc_fill(dt)
 
     def _rec_step(self, dt: float) -> None:
         """Projected REC over a step: each project with active jobs earns their credit, and
@@ -578,51 +408,20 @@ class ByPriority:
                         priority[pi] = -rec_frac
 
     def _retire(self, k: int) -> None:
-        """The job `k` ended: free its instances and its projected credit, note its projected
-        finish and a deadline miss, and add a miss's run time to the busy time
+        """The job `k` ended (QueuedJobs._end), and its projected credit with it
         (RoundRobin.retire)."""
-        j = self.jobs[k]
-        r = self.rsc[k]
+        self._end(k)
         pi = self.proj[k]
-        pu = r * self.nprojects + pi
-        sim_nused = self.sim_nused
-        if self.mc_limit[k]:
-            self.mc_running[self.app[k]] -= 1
-        if r:
-            self.p_used[pu] -= self.gpu_usage[k]
-            sim_nused[r] -= self.gpu_usage[k]
-            if self.gpu_cpu:
-                sim_nused[0] -= self.avg_ncpus[k]
-        else:
-            self.p_used[pu] -= self.avg_ncpus[k]
-            sim_nused[0] -= self.avg_ncpus[k]
         self.credit[pi] = self.credit[pi] - self.peak[k] * COBBLESTONE_SCALE
-        sim_now = self.sim_now
-        j.rr_finish = sim_now
-        if sim_now > j.deadline - self.buf_min:
-            j.rr_miss = True
-            key = (pi, r)
-            misses = self.result.misses
-            misses[key] = misses.get(key, 0) + 1
-            dur = j.est_flops_remaining(self.exact) / self.rate[k]
-            busy = self.rr.busy
-            busy_update(busy[r], dur, j.gpu_usage if r else j.avg_ncpus)
-            if r:
-                busy_update(busy[0], dur, j.avg_ncpus)
 
-    def _finish(self) -> None:
-        """Write the integrated figures into the result, the projected REC and priorities
-        into the projects, and the simulation's end into RoundRobin; then its tail."""
+    def _finish(self):
+        """Write the last max_concurrent limits into the result, the projected REC and
+        priorities into the projects and the contested picks into the result, then the
+        figures both simulations write (QueuedJobs._write_back); the result."""
         result = self.result
-        rr = self.rr
-        for r in range(self.nr):
-            result.rsc[r].shortfall = self.shortfall[r]
-            result.rsc[r].saturated_time = self.saturated[r]
         for m in range(self.nmc):
-            key = self.mc_keys[m]
-            result.mc_shortfall[key] = self.mc_short[m]
-            result.last_mc_limit[key] = self.mc_last[m]
-        for p in rr.projects:
+            result.last_mc_limit[self.mc_keys[m]] = self.mc_last[m]
+        for p in self.rr.projects:
             pi = p.index
             p.rec_temp = self.rec_temp[pi]
             p.priority = self.priority[pi]
@@ -638,9 +437,4 @@ class ByPriority:
                 self.c_sf_c_a[:n],
                 self.c_sf_o_a[:n],
             )
-        self.jobs = []
-        self.rr = None
-        self.result = None
-        rr.sim_now = self.sim_now
-        rr.steps = self.steps
-        rr.tail()
+        return self._write_back()

@@ -19,8 +19,9 @@ from array import array
 
 from .rec import LN2, priority_init
 from .rr_priority import ByPriority
-from .rr_repick import IDLE_EPS, Repick
-from .state import COBBLESTONE_SCALE, EngineLimitError, JobState
+from .rr_queue import IDLE_EPS
+from .rr_repick import Repick
+from .state import COBBLESTONE_SCALE, EngineLimitError
 
 
 class RscSim:
@@ -228,7 +229,8 @@ def decayed(avg: float, work: float, diff: float, w: float, half_life: float) ->
 class RoundRobin:
     """RR_SIM::simulate (reference/client.md §6.4): one simulation of the queued jobs at `now`.
 
-    The jobs of each resource wait in per-project FIFO queues (`pending`). A pick fills the
+    The jobs of each resource wait in per-project FIFO queues (rr_queue.QueuedJobs' slots,
+    filled when the simulation runs). A pick fills the
     instances, GPU types first, taking projects by scheduling priority (re-ordered after each
     pick and as the projected REC grows), or, under `--compat bce`, in BOINC's emulator's
     pointer order, which is the reverse of the file order and never changes
@@ -262,59 +264,24 @@ class RoundRobin:
         for key in self.mc_cap:
             result.mc_shortfall[key] = 0.0
             result.last_mc_limit[key] = 0.0
-        # resource -> project index -> FIFO (reversed)
-        self.pending: list[dict[int, list[JobState]]] = [dict() for _ in range(nr)]
         self.busy = [[0.0] * em.resources[r].ninstances for r in range(nr)]
         self.sim_now = now
         self.rec_sum = 1.0
         self.steps = 0
-        self._queue_jobs()
-
-    def _queue_jobs(self) -> None:
-        em = self.em
-        now = self.now
-        result = self.result
-        nused_total = result.nused_total
-        pending = self.pending
         njobs = 0
-        for p in self.projects:
-            jobs = p.jobs
-            if not jobs:
-                continue
-            pi = p.index
-            njobs += len(jobs)
-            # every job's CPU share counts in its project's CPU total, a GPU job's too
-            # (RR_SIM::init_pending_lists)
-            ncpus = 0.0
-            for j in jobs:
-                r = j.rsc
-                j.rr_miss = False
-                j.rr_finish = now
-                queue = pending[r].get(pi)
-                if queue is None:
-                    queue = pending[r][pi] = []
-                    if r:
-                        nused_total[(pi, r)] = 0.0
-                queue.append(j)
-                if r:
-                    nused_total[(pi, r)] += j.gpu_usage
-                ncpus += j.avg_ncpus
-            nused_total[(pi, 0)] = ncpus
-        for queues in pending:
-            for q in queues.values():
-                q.reverse()  # pop() takes the earliest arrival
+        for p in projects:
+            njobs += len(p.jobs)
         self.max_steps = MAX_STEPS_PER_JOB * (njobs + 1)
-        self.exact = em.exact_estimates
-        self.rscs = em.resources
         if self.by_priority:
-            self.rec_sum = priority_init(self.projects, lambda p: bool(p.jobs) and p.share > 0)
+            self.rec_sum = priority_init(projects, lambda p: bool(p.jobs) and p.share > 0)
             result.rec_sum = self.rec_sum
 
     def run(self) -> RRResult:
-        """Pick, then step from job end to job end: run the picked jobs to the first end,
-        integrate the step (shortfall, saturation, max_concurrent, projected REC), retire the
-        jobs that end and pick again. `ByPriority` (rr_priority.py) runs it over typed records;
-        under `--compat bce`, `run_repick`."""
+        """Queue the jobs (rr_queue.QueuedJobs.load, RR_SIM::init_pending_lists), pick, then
+        step from job end to job end: run the picked jobs to the first end, integrate the step
+        (shortfall, saturation, max_concurrent, projected REC), retire the jobs that end and
+        pick again. `ByPriority` (rr_priority.py) runs it over typed records; under
+        `--compat bce`, `run_repick`."""
         if self.em.bce:
             return self.run_repick()
         return ByPriority.for_emulator(self.em, self.static).run(self)

@@ -137,7 +137,11 @@ class Resource:
 
 
 class JobState:
-    """A result on the host. `size` is its real size, `fpops_est` what the client believes."""
+    """A result on the host. `size` is its real size, `fpops_est` what the client believes.
+
+    On the compiled core it is a C type (state.pxd) with the same attributes, so that compiled
+    code reaches them without look-ups; it is pickled as its attributes (`__reduce__`), so
+    either core reads an emulator the other pickled."""
 
     __slots__ = (
         "name",
@@ -244,6 +248,15 @@ class JobState:
         self.pick_value = math.nan
         self.pick_seq = 0  # how many picks of its run list came before it (Emulator.pick_log)
 
+    def __reduce__(self):
+        return (_new_job, (), {name: getattr(self, name) for name in JobState.__slots__})
+
+    def __setstate__(self, state) -> None:
+        if isinstance(state, tuple):  # (None, slots), as a plain class with __slots__ was pickled
+            state = state[1]
+        for name, value in state.items():
+            setattr(self, name, value)
+
     def runtime_remaining(self, rate: float) -> float:
         """RESULT::estimated_runtime_remaining as BOINC's emulator computes it, at `rate`
         FLOPS: a started job's real remainder, an unstarted one's estimate (the drawn size
@@ -257,6 +270,11 @@ class JobState:
         otherwise what the client can know from the estimate."""
         left = (self.size if exact else self.fpops_est) - self.done
         return 0.0 if 0.0 > left else left  # max(left, 0.0), without the call
+
+
+def _new_job() -> JobState:
+    """A JobState without attributes, which unpickling then sets (JobState.__setstate__)."""
+    return JobState.__new__(JobState)
 
 
 class ProjectState:

@@ -269,12 +269,17 @@ def handle_reply(em, p, requests: dict, received: dict, now: float, rng) -> list
 def slice_bound(em) -> float:
     """The longest time-slice step of a BOINC round-robin simulation of the jobs queued now."""
     longest = 0.0
+    inf = math.inf
+    exact = em.exact_estimates
+    fracs = [res.overall_frac for res in em.resources]
     for p in em.projects:
         for j in p.jobs:
-            frac = em.resources[j.rsc].overall_frac
-            if j.flops > 0 and frac > 0:
-                left = j.est_flops_remaining(em.exact_estimates) / (j.flops * frac)
-                if left < math.inf:
+            frac = fracs[j.rsc]
+            flops = j.flops
+            if flops > 0 and frac > 0:
+                rem = (j.size if exact else j.fpops_est) - j.done  # JobState.est_flops_remaining
+                left = (0.0 if 0.0 > rem else rem) / (flops * frac)
+                if left < inf:
                     longest = max(longest, left)
     return max(3600.0, longest / 10.0)
 

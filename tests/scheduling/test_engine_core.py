@@ -93,6 +93,43 @@ def test_both_cores_record_the_same_run_to_the_last_bit(scenario, policy, compat
     assert python.stdout.split()[1] == compiled.stdout.split()[1]
 
 
+# half a run pickled by one core (a world's engine host between instants), the rest of it run
+# by the other: the compiled core's JobState is a C type (state.pxd), pickled as its attributes
+PIECES = """
+import hashlib, json, pickle, sys
+from scheduling.engine import CORE, load_scenario, run, start
+step, scenario, state = sys.argv[1:]
+sc = load_scenario(scenario)
+day = 86400.0
+if step == "dump":  # half the run, pickled; the digest is the whole run's in one go
+    em = start(sc, duration=2 * day, seed=4, compat="bce")
+    em.advance_to(day)
+    with open(state, "wb") as fh:
+        pickle.dump(em, fh)
+    result = run(sc, duration=2 * day, seed=4, compat="bce")
+else:  # the rest of it
+    with open(state, "rb") as fh:
+        em = pickle.load(fh)
+    em.advance_to(2 * day)
+    result = em.result()
+d = result.to_dict()
+d.pop("cpu_seconds")
+print(CORE, hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest())
+"""
+
+
+@pytest.mark.skipif(not BUILT, reason="the compiled core is not built (no C compiler?)")
+@pytest.mark.parametrize("first, second", [("compiled", "python"), ("python", "compiled")])
+def test_a_run_pickled_by_one_core_goes_on_in_the_other_as_it_would_have(first, second, tmp_path):
+    state = str(tmp_path / "em.pickle")
+    scenario = str(ROOT / "scenarios" / "client_state")
+    whole = engine_process(["-c", PIECES, "dump", scenario, state], core=first)
+    rest = engine_process(["-c", PIECES, "load", scenario, state], core=second)
+    assert whole.returncode == 0 and rest.returncode == 0, whole.stderr + rest.stderr
+    assert (whole.stdout.split()[0], rest.stdout.split()[0]) == (first, second)
+    assert rest.stdout.split()[1] == whole.stdout.split()[1]
+
+
 def test_a_source_changed_since_it_was_compiled_makes_the_compiled_core_unusable(monkeypatch, tmp_path):
     sources = _core.compiled_sources()
     manifest = tmp_path / "_core_build.json"

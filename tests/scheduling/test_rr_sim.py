@@ -226,7 +226,7 @@ def test_busy_time_goes_on_the_least_busy_instance_and_the_next_ones_in_order():
     # first least-busy instance (0) and takes the next one (1), busy or not, so instance 2
     # stays idle and the busy time (the least busy instance) stays 0; usage below 1 adds
     # nothing, and the instances wrap around
-    from scheduling.engine.rr_repick import busy_update
+    from scheduling.engine.rr_queue import busy_update
 
     busy = [0.0, 5.0, 0.0]
     busy_update(busy, 10.0, 2.0)

@@ -97,31 +97,13 @@ class Boinc7:
         """Seconds before a predicted deadline miss can appear or go (reschedule_at)."""
         em = self.em
         speedup = max(1.0 / r.overall_frac - 1.0 for r in em.resources)
-        buf_min = em.work_buf_min
-        margin = math.inf
-        if em.bce:
-            # BOINC's simulation picks afresh at every job end (RoundRobin.run_repick): a job
-            # ending early can let a GPU job with a larger CPU share in first and push a CPU
-            # job back, so projected finishes move by more than the time that passes. Near
-            # a miss's threshold (within a time-slice step of the simulation) the schedule is
-            # looked at every step, as BOINC's emulator does
-            near = work_fetch.slice_bound(em)
-            for p in em.projects:
-                for j in p.jobs:
-                    if abs(j.deadline - em.work_buf_min - j.rr_finish) < near:
-                        return 0.0
-        for p in em.projects:
-            for j in p.jobs:
-                slack = j.deadline - buf_min - j.rr_finish
-                if not j.rr_miss:
-                    m = 0.0 if 0.0 > slack else slack  # max(slack, 0.0)
-                elif speedup > 0:
-                    m = -slack / speedup
-                else:
-                    continue
-                if m < margin:  # min(margin, m)
-                    margin = m
-        return margin
+        # BOINC's simulation picks afresh at every job end (RoundRobin.run_repick): a job
+        # ending early can let a GPU job with a larger CPU share in first and push a CPU job
+        # back, so projected finishes move by more than the time that passes. Near a miss's
+        # threshold (within a time-slice step of the simulation) the schedule is looked at
+        # every step, as BOINC's emulator does
+        near = work_fetch.slice_bound(em) if em.bce else 0.0
+        return miss_margin(em, speedup, near)
 
     def _order_margin(self) -> float:
         """Seconds before two projects' REC per unit of share can cross, which would
@@ -149,3 +131,29 @@ class Boinc7:
         deadline miss can have appeared or gone since (see reschedule_at); the schedule
         then reads only the miss counts, and fresh priorities from REC."""
         return not self.use_edf or now < self.edf_check
+
+
+def miss_margin(em, speedup: float, near: float) -> float:
+    """Boinc7._edf_margin's walk of the queued jobs: 0 when a job's projected finish is
+    within `near` seconds of its deadline less the buffer minimum (`near` 0: never), else the
+    seconds before a predicted miss can appear (the least slack of the jobs on time) or go
+    (the least slack of the late ones, over `speedup`). policies/boinc7.pxd types it."""
+    buf_min = em.work_buf_min
+    if near > 0:
+        for p in em.projects:
+            for j in p.jobs:
+                if abs(j.deadline - buf_min - j.rr_finish) < near:
+                    return 0.0
+    margin = math.inf
+    for p in em.projects:
+        for j in p.jobs:
+            slack = j.deadline - buf_min - j.rr_finish
+            if not j.rr_miss:
+                m = 0.0 if 0.0 > slack else slack  # max(slack, 0.0)
+            elif speedup > 0:
+                m = -slack / speedup
+            else:
+                continue
+            if m < margin:  # min(margin, m)
+                margin = m
+    return margin

@@ -1,0 +1,69 @@
+# C types of cpu_sched.py for the compiled core (build.py): Cython reads this file beside the
+# module's source, which stays plain Python. make_run_list's picks reach each project's head
+# through C types, and charge and compare the projects' priorities in C doubles, with the
+# pure-Python module's operations in its order; the jobs are JobStates (state.pxd), whose
+# attributes the picks, the sort keys and enforce_run_list read from their C structure.
+
+cimport cython
+
+from scheduling.engine.state cimport JobState
+
+
+cdef class _Candidates:
+    cdef public object em
+    cdef public int r
+    cdef public dict heads
+
+    @cython.locals(r=int)
+    cpdef list _order(self, str rule, p, key)
+
+    @cython.locals(k=int, n=int, order=list, entries=list, entry=list)
+    cpdef head(self, str rule, p, set taken, key)
+
+
+cdef class _Picks:
+    cdef public int n
+    cdef public object projects
+    cdef public double rec_sum, total_peak_flops
+    cdef public int[::1] place, charged, is_open
+    cdef public double[::1] rec_temp, priority, share, share_frac
+
+    @cython.locals(k=int)
+    cpdef start(self, double rec_sum, double total_peak_flops)
+
+    @cython.locals(rec_sum=double, rec_frac=double)
+    cpdef charge(self, int k, double job_peak_flops)
+
+    @cython.locals(k=int)
+    cpdef write_back(self)
+
+    @cython.locals(k=int, npr=double)
+    cpdef first_coproc_result(self, _Candidates cands, set taken)
+
+    @cython.locals(k=int)
+    cpdef open_all(self)
+
+    @cython.locals(k=int, best=int, best_pr=double, pr=double, priority="double[::1]", is_open="int[::1]")
+    cpdef highest_priority_best(self, _Candidates cands, set taken, key)
+
+
+@cython.locals(j=JobState)
+cpdef promote_once_ran_edf(em, now, rr)
+
+cpdef tuple more_important_key(JobState j)
+
+@cython.locals(picks=_Picks, k=int, used_st=double, used_mt=double, cpu=bint, place="int[::1]", j=JobState)
+cpdef list make_run_list(em, now, rr, use_edf, gpu_allowed=*)
+
+
+cpdef next_checkpoint_after(em, JobState j, t)
+
+cpdef bint finished_time_slice(em, JobState j, now) except -1
+
+@cython.locals(need=double, u=double, free=double, i=int)
+cpdef bint _reserve_gpu(list usage, double x) except -1
+
+@cython.locals(ncpus=double, ncpus_used=double, rsc=int, avg_ncpus=double, extra=int, seq=int, j=JobState)
+cpdef list enforce(em, now, list run_list, gpu_allowed, keep_unfinished=*)
+
+cpdef str _why(JobState j)

@@ -1,0 +1,12 @@
+# C types of policies/boinc7.py for the compiled core (build.py): Cython reads this file beside
+# the module's source, which stays plain Python. miss_margin, which reschedule_at calls at every
+# decision, walks the queued jobs as JobStates (state.pxd) in C doubles, with the pure-Python
+# module's operations in its order.
+
+cimport cython
+
+from scheduling.engine.state cimport JobState
+
+
+@cython.locals(j=JobState, buf_min=double, margin=double, slack=double, m=double)
+cpdef double miss_margin(em, double speedup, double near) except? -1.0

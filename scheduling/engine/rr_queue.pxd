@@ -1,0 +1,61 @@
+# C types of rr_queue.py for the compiled core (build.py): Cython reads this file beside the
+# module's source, which stays plain Python. Every column is a C array (a typed memoryview of
+# the module's array.array) and every number in the loops a C double or int, so the doubles
+# and the order of their operations are the pure-Python module's; the jobs are JobStates
+# (state.pxd), whose attributes the fill reads from their C structure. rr_priority.pxd and
+# rr_repick.pxd derive their simulations from QueuedJobs.
+
+cimport cython
+
+from scheduling.engine.state cimport JobState
+
+
+cdef class QueuedJobs:
+    cdef public object rr, result, jobs, mc_keys
+    cdef public int nr, nprojects, nslots, njobs, napps, nactive, nmc, capacity, steps, max_steps
+    cdef public double now, sim_now, buf_end, buf_min
+    cdef public bint bce, gpu_cpu, detail, exact
+    cdef public int[::1] slot_first, slot_head, slot_left, slot_proj, slot_at, slot_next, rsc_lo, rsc_hi
+    cdef public int[::1] rsc, proj, slot_of, gone, active, app, mc_limit, mc_running, mc_proj, mc_rsc
+    cdef public double[::1] caps, frac, gpu_sum, sim_nused, p_used, shortfall, saturated, mc_cap, mc_short
+    cdef public double[::1] left, rate, tol, gpu_usage, avg_ncpus, peak, deadline
+
+    cdef _grow(self, int n)
+
+    @cython.locals(
+        nr=int, nprojects=int, njobs=int, nslots=int, k=int, n=int, r=int, i=int, c=int, m=int,
+        a=int, pi=int, now=double, exact=bint, bce=bint, j=JobState,
+        slot_first="int[::1]", slot_at="int[::1]", slot_next="int[::1]",
+    )
+    cpdef load(self, rr)
+
+    @cython.locals(
+        nr=int, nprojects=int, r=int, c=int, k=int, mc=int, pi=int, ncpus=double, size=double,
+        rem=double, usage=double, ncpu=double, j=JobState, slot_next="int[::1]", slot_at="int[::1]",
+        gpu_sum="double[::1]", frac="double[::1]", jobs=list,
+    )
+    cdef int _fill(self, projects, dict nused_total, double now, bint exact) except -1
+
+    @cython.locals(end=int, gone="int[::1]")
+    cdef _take(self, int s, int k)
+
+    @cython.locals(r=int, pi=int, pu=int, sim_now=double, dur=double, j=JobState, sim_nused="double[::1]")
+    cdef _end(self, int k)
+
+    @cython.locals(
+        r=int, sim_now=double, buf_end=double, eps=double, idle=double, end=double,
+        caps="double[::1]", sim_nused="double[::1]",
+    )
+    cdef _resource_step(self, double dt)
+
+    @cython.locals(
+        m=int, r=int, sim_now=double, buf_end=double, eps=double, room=double, other=double,
+        fill=double, end=double,
+    )
+    cdef _mc_fill(self, double dt)
+
+    @cython.locals(r=int, row=int, pi=int, sim_now=double, buf_end=double, span=double, f=double, used=double)
+    cdef _project_shortfall_step(self, double dt)
+
+    @cython.locals(r=int, m=int)
+    cdef _write_back(self)

@@ -1,0 +1,15 @@
+# C types of state.py for the compiled core (build.py): Cython reads this file beside the
+# module's source, which stays plain Python. JobState is a C type whose attributes are Python
+# objects, as its __slots__ are: what they hold and how the interpreter reads them are
+# unchanged, and compiled code that knows a job is a JobState (rr_queue.pxd, cpu_sched.pxd)
+# reads them straight from the object's C structure instead of looking them up.
+
+
+cdef class JobState:
+    cdef public object name, project, app, version, rsc, avg_ncpus, gpu_usage, flops, size
+    cdef public object fpops_est, done, ckpt_done, received, deadline, index, state, in_memory
+    cdef public object started, run_start, resume_left, completed_time, peak_flop_count
+    cdef public object once_ran_edf, last_deadline_miss_time, rr_finish, rr_miss, elapsed
+    cdef public object instance, slice_start, slice_why, rate, edf, unfinished, initial
+    cdef public object checkpoint_period, seqno_key, task_seq, peak_flops, left_at_end
+    cdef public object pick_value, pick_seq

@@ -1,0 +1,14 @@
+# C types of work_fetch.py for the compiled core (build.py): Cython reads this file beside the
+# module's source, which stays plain Python. slice_bound, which the scheduler and the fetch
+# checks call after every round-robin simulation under bce, walks the queued jobs as JobStates
+# (state.pxd) in C doubles, with the pure-Python module's operations in its order.
+
+cimport cython
+
+from scheduling.engine.state cimport JobState
+
+
+@cython.locals(
+    j=JobState, longest=double, inf=double, frac=double, flops=double, rem=double, left=double, exact=bint,
+)
+cpdef double slice_bound(em) except? -1.0
