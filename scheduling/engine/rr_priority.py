@@ -217,8 +217,8 @@ class ByPriority(QueuedJobs):
                 self.pick()
 
     def pick(self) -> None:
-        """Fill the idle instances, GPU types first, then the CPU (RoundRobin.pick by
-        priority): the project of the highest priority, the lowest index among equals, gives
+        """Fill the idle instances, GPU types first, then the CPU (RR_SIM::pick_jobs_to_run
+        by priority): the project of the highest priority, the lowest index among equals, gives
         its first job (with max_concurrent, its first job whose app is under its limit), and
         the pick charges the project's projected REC (adjust_rec_sched)."""
         caps = self.caps
@@ -287,7 +287,7 @@ class ByPriority(QueuedJobs):
                     nopen -= 1
                 active[self.nactive] = k
                 self.nactive += 1
-                # RR_SIM::activate's counts (RoundRobin._occupy)
+                # RR_SIM::activate's counts
                 pu = r * nprojects + pi
                 if r:
                     p_used[pu] += gpu_usage[k]
@@ -309,8 +309,7 @@ class ByPriority(QueuedJobs):
                     priority[pi] = -rec_frac
 
     def _next_job(self, s: int) -> int:
-        """The slot's earliest job not taken whose app is under its max_concurrent, or -1
-        (RoundRobin._next_job)."""
+        """The slot's earliest job not taken whose app is under its max_concurrent, or -1."""
         gone = self.gone
         mc_limit = self.mc_limit
         for k in range(self.slot_head[s], self.slot_first[s + 1]):
@@ -322,8 +321,8 @@ class ByPriority(QueuedJobs):
         return -1
 
     def _contest(self, pi: int, lo: int, hi: int) -> None:
-        """Record a pick by priority with other projects in the running (RoundRobin._contest;
-        rr_sim.order_time reads them), one entry per other project."""
+        """Record a pick by priority with other projects in the running (rr_sim.order_time
+        reads them), one entry per other project."""
         rec_sum = self.rec_sum
         priority = self.priority
         rec_temp = self.rec_temp
@@ -355,7 +354,7 @@ class ByPriority(QueuedJobs):
     # ------------------------------------------------------------------ running to the next end
 
     def _mc_step(self, dt: float) -> None:
-        """max_concurrent: when a limit last held a job back (RoundRobin._mc_step), then the
+        """max_concurrent: when a limit last held a job back, then the
         idle instance-seconds up to the buffer end that each limited project may fill."""
         for m in range(self.nmc):
             s = self.mc_slot[m]
@@ -365,8 +364,8 @@ class ByPriority(QueuedJobs):
 
     def _rec_step(self, dt: float) -> None:
         """Projected REC over a step: each project with active jobs earns their credit, and
-        its priority follows (RoundRobin._rec_step, with rr_sim.decay_factors' and
-        rr_sim.decayed's arithmetic)."""
+        its priority follows (with rr_sim.decay_factors' and rr_sim.decayed's
+        arithmetic)."""
         sim_now = self.sim_now
         half_life = self.half_life
         diff = sim_now + dt - sim_now
@@ -408,8 +407,7 @@ class ByPriority(QueuedJobs):
                         priority[pi] = -rec_frac
 
     def _retire(self, k: int) -> None:
-        """The job `k` ended (QueuedJobs._end), and its projected credit with it
-        (RoundRobin.retire)."""
+        """The job `k` ended (QueuedJobs._end), and its projected credit with it."""
         self._end(k)
         pi = self.proj[k]
         self.credit[pi] = self.credit[pi] - self.peak[k] * COBBLESTONE_SCALE

@@ -107,8 +107,7 @@ class Repick(QueuedJobs):
         use. A job is taken before the resource is checked, so a CPU already full of GPU
         jobs' CPU shares still takes one CPU job; a project whose app reaches its
         max_concurrent with the job just taken gives no more jobs to this set. A project
-        passed over because its resource is full keeps its count of instances from before,
-        as in RoundRobin."""
+        passed over because its resource is full keeps its count of instances from before."""
         caps = self.caps
         sim_nused = self.sim_nused
         p_used = self.p_used
@@ -144,7 +143,7 @@ class Repick(QueuedJobs):
                     active[n] = k
                     n += 1
                     # RR_SIM::activate's counts: a GPU job's CPU share counts in the CPU's
-                    # while GPUs compute (RoundRobin._occupy)
+                    # while GPUs compute
                     if r:
                         p_used[pu] += gpu_usage[k]
                         sim_nused[r] += gpu_usage[k]
