@@ -24,8 +24,9 @@ Rules, following BOINC's code (§4):
   matches at least ``min_quorum // 2 + 1`` results (itself included) is canonical; every result
   then is VALID if it matched it, else INVALID; ``canonical_resultid``, ``canonical_credit``,
   assimilate_state READY, UNSENT results -> OVER/DIDNT_NEED (an event for server_state and
-  one for outcome; INACTIVE ones are left to the transitioner, as validator.cpp does), and transition_time = INT_MAX (the assimilator sets it to now when done;
-  BOINC does so "to avoid a race");
+  one for outcome; INACTIVE ones are left to the transitioner, as validator.cpp does), and
+  transition_time = INT_MAX (the assimilator sets it to now when done; BOINC does so "to
+  avoid a race");
 - **no consensus**: the results checked become INCONCLUSIVE; more viable results than
   max_success_results -> WU_ERROR_TOO_MANY_SUCCESS_RESULTS; and (independently, as in
   validator.cpp) once there are target_nresults of them, target_nresults = n_viable + 1 so the
