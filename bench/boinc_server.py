@@ -431,10 +431,25 @@ def upload_status(reply):
     return int(reply[start + 8 : reply.find("</status>", start)].strip())
 
 
+def file_infos(text):
+    """Each ``<file_info>`` of a scheduler reply by name: its max_nbytes and upload
+    certificate (``xml_signature``), what the client sends back with the file's upload."""
+    start = text.find("<scheduler_reply")
+    end = text.rfind("</scheduler_reply>")
+    if start < 0 or end < 0:
+        return {}
+    root = ET.fromstring(text[start : end + len("</scheduler_reply>")])
+    return {
+        f.findtext("name"): dict(
+            max_nbytes=f.findtext("max_nbytes") or "", xml_signature=(f.findtext("xml_signature") or "").strip()
+        )
+        for f in root.findall("file_info")
+    }
+
+
 def parse_reply(text):
     """The parts of a scheduler reply the benches read: ``jobs``, a list of dicts (name,
-    wu_name, report_deadline, outputs: the file names the result uploads), ``file_infos``
-    (each file's max_nbytes and upload certificate, ``xml_signature``, by name), request_delay,
+    wu_name, report_deadline, outputs: the file names the result uploads), request_delay,
     the message kinds, the messages as sorted (priority, text) pairs (``message_texts``), the
     acks and the files the host is told to delete; ``{"error": ...}`` for a reply that is not
     one."""
@@ -456,15 +471,8 @@ def parse_reply(text):
         )
         for r in root.findall("result")
     ]
-    file_infos = {
-        f.findtext("name"): dict(
-            max_nbytes=f.findtext("max_nbytes") or "", xml_signature=(f.findtext("xml_signature") or "").strip()
-        )
-        for f in root.findall("file_info")
-    }
     return dict(
         jobs=jobs,
-        file_infos=file_infos,
         request_delay=float(root.findtext("request_delay") or 0),
         messages=sorted({m.get("priority", "") for m in root.findall("message")}),
         message_texts=sorted({(m.get("priority", ""), (m.text or "").strip()) for m in root.findall("message")}),

@@ -78,6 +78,7 @@ from boinc_server import (  # noqa: E402
     ROOT,
     Project,
     app_version_xml,
+    file_infos,
     howto,
     insert,
     parse_reply,
@@ -558,8 +559,9 @@ def pipeline(side, n, cpus, prefix):
                 if missing:
                     raise SystemExit(f"{side.name}'s scheduler did not ack {sorted(missing)[:3]}")
                 reported += len(reports)
+                infos = file_infos(text)
                 for job in reply["jobs"]:
-                    job["file_info"] = reply["file_infos"].get(
+                    job["file_info"] = infos.get(
                         job["outputs"][0], dict(max_nbytes=OUTPUT_MAX_NBYTES, xml_signature="")
                     )
                 pending[i] = reply["jobs"]
