@@ -818,6 +818,8 @@ def send_for_resource(
                     if work_needed is not None and work_needed.stops(NO_VERSION):
                         break
                     continue
+            if reliability is not None and reliability.refuses(result, version):
+                continue  # JOB::get_score leaves the job out of the scan before any check
             unlimited = leaky and committed  # check_homogeneous_app_version checks no limit
             if in_progress is not None:
                 if in_progress.project_exceeded(resource.name):
@@ -848,8 +850,6 @@ def send_for_resource(
                     hr_last.check(result.workunit, apps[result.app_id], host_class, config)
                 if sched_hr.infeasible(result.workunit, apps[result.app_id], version, host_class, config):
                     continue
-            if reliability is not None and reliability.refuses(result, version):
-                continue
             flops = None
             if host_class is not None:
                 assert request is not None  # given with host_class (above)

@@ -364,3 +364,17 @@ def test_the_last_job_checked_decides_whether_tasks_are_committed_elsewhere(hr_p
     reply = handle_request(request, project=demo_project(), now=NOW)
     assert reply.results == []
     assert ("Tasks are committed to other platforms", "low") not in [(m.text, m.priority) for m in reply.messages]
+
+
+def test_a_job_that_needs_a_reliable_host_is_not_checked_for_its_class_on_an_unproven_one(hr_project):
+    # sched_score.cpp JOB::get_score leaves a job that needs a reliable host out of the scan
+    # for a host that is not one, so its class is never checked and hr_reject_temp stays
+    # clear (the differential's seed 9101 scheduler case 261)
+    config = SchedulerConfig(reliable_on_priority=1, daily_result_quota=5)
+    wu = hr_project.workunit(hr_class=256 + 21, priority=1)
+    hr_project.result(wu, priority=1)
+    reply = handle_request(
+        hr_request(hr_project.host(), work_req_seconds=86400.0), project=demo_project(), now=NOW, config=config
+    )
+    assert reply.results == []
+    assert [(m.text, m.priority) for m in reply.messages] == [("No tasks sent", "low")]
