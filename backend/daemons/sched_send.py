@@ -616,6 +616,8 @@ def send_work(
                 reply=reply,
                 notices=notices,
                 in_progress=in_progress,
+                refusals=refusals,
+                hr_last=hr_last,
             )
             sent.extend(local)
             versions = {app_id: v for app_id, v in versions.items() if app_id not in by_locality}
