@@ -18,6 +18,7 @@ Shared by ``bench/server_differential.py`` (one step on random cases, field by f
 Nothing of BOINC is copied here: its programs are run as they are built.
 """
 
+import hashlib
 import os
 import shutil
 import signal
@@ -400,6 +401,50 @@ def scheduler_request_xml(
         lines.append("</other_results>")
     lines.append("</scheduler_request>")
     return "\n".join(lines) + "\n"
+
+
+def upload_request(name, data, *, max_nbytes, xml_signature):
+    """An upload of a whole output file as a client sends it to the file upload handler
+    (reference/protocol.md §5.2): the ``<data_server_request>`` header with the file's
+    ``<file_info>`` as the scheduler's reply gave it (its name, size limit and upload
+    certificate), its size, MD5 and offset 0, then ``<data>`` and the bytes."""
+    header = (
+        "<data_server_request>\n"
+        "<core_client_major_version>8</core_client_major_version>\n"
+        "<core_client_minor_version>0</core_client_minor_version>\n"
+        "<core_client_release>2</core_client_release>\n"
+        "<file_upload>\n<file_info>\n"
+        f"<name>{name}</name>\n<max_nbytes>{max_nbytes}</max_nbytes>\n"
+        + (f"<xml_signature>\n{xml_signature}\n</xml_signature>\n" if xml_signature else "")
+        + "</file_info>\n"
+        f"<nbytes>{len(data)}</nbytes>\n<md5_cksum>{hashlib.md5(data).hexdigest()}</md5_cksum>\n"
+        "<offset>0</offset>\n<data>\n"
+    )
+    return header.encode() + data
+
+
+def upload_status(reply):
+    """The ``<status>`` of a file upload handler's reply (0 is success), or None."""
+    start = reply.find("<status>")
+    if start < 0:
+        return None
+    return int(reply[start + 8 : reply.find("</status>", start)].strip())
+
+
+def file_infos(text):
+    """Each ``<file_info>`` of a scheduler reply by name: its max_nbytes and upload
+    certificate (``xml_signature``), what the client sends back with the file's upload."""
+    start = text.find("<scheduler_reply")
+    end = text.rfind("</scheduler_reply>")
+    if start < 0 or end < 0:
+        return {}
+    root = ET.fromstring(text[start : end + len("</scheduler_reply>")])
+    return {
+        f.findtext("name"): dict(
+            max_nbytes=f.findtext("max_nbytes") or "", xml_signature=(f.findtext("xml_signature") or "").strip()
+        )
+        for f in root.findall("file_info")
+    }
 
 
 def parse_reply(text):

@@ -36,6 +36,7 @@ size limit, a header that cannot be read.
 """
 
 import fcntl
+import functools
 import hashlib
 import logging
 import os
@@ -44,10 +45,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol, overload
+from typing import Any, Literal, Protocol, overload
+
+from django.db import connection
 
 from backend.daemons.hierarchy import partial_upload_path, upload_path
-from backend.models import Outcome, Project, Result, ServerState
+from backend.models import App, Outcome, Project, Result, ServerState
 
 log = logging.getLogger("protocol.upload")
 
@@ -145,8 +148,39 @@ class Target:
 
     project: Project
     name: str
-    result: Result
     max_nbytes: int
+
+    @functools.cached_property
+    def path(self) -> Path:
+        """Where the finished file goes (``upload_path``)."""
+        return upload_path(self.project, self.name)
+
+    @functools.cached_property
+    def part(self) -> Path:
+        """Where the part received so far is kept (``partial_upload_path``)."""
+        return partial_upload_path(self.project, self.name)
+
+
+RESULT_COLUMNS = ("random", "server_state", "outcome", "received_time", "host")
+
+
+@functools.cache
+def result_query() -> str:
+    """The one query an upload asks: the named result's send state and its app's output limit.
+    Written once (a statement the ORM would build afresh for every upload, most of the
+    handler's time)."""
+    q = connection.ops.quote_name
+    result, app = Result._meta, App._meta
+
+    def column(meta: Any, name: str) -> str:
+        return q(meta.get_field(name).column)
+
+    columns = ", ".join(f"r.{column(result, name)}" for name in RESULT_COLUMNS)
+    return (
+        f"SELECT {columns}, a.{column(app, 'max_output_nbytes')} FROM {q(result.db_table)} r"
+        f" JOIN {q(app.db_table)} a ON a.{q(app.pk.column)} = r.{column(result, 'app')}"
+        f" WHERE r.{column(result, 'project')} = %s AND r.{column(result, 'name')} = %s"
+    )
 
 
 def upload_target(project: Project, name: str | None) -> Target:
@@ -157,20 +191,17 @@ def upload_target(project: Project, name: str | None) -> Target:
     match = OUTPUT_NAME.match(name or "")
     if not match or name is None:
         raise permanent(f"unknown file {name!r}")
-    result = Result.objects.select_related("app").filter(project=project, name=match["result"]).first()
-    if (
-        result is None
-        or str(result.random) != match["random"]
-        or match["index"] != "0"
-        or result.output_file_name(0) != name
-    ):
+    with connection.cursor() as cursor:
+        cursor.execute(result_query(), [project.pk, match["result"]])
+        found = cursor.fetchone()
+    # the name is <result>_r<random>_0 (Result.output_file_name) of a result of this project
+    if found is None or str(found[0]) != match["random"] or match["index"] != "0":
         raise permanent(f"unknown file {name}")
-    sent = result.server_state == ServerState.IN_PROGRESS or (
-        result.server_state == ServerState.OVER and result.outcome == Outcome.NO_REPLY
-    )
-    if not sent or result.received_time or result.host_id is None:
+    _, server_state, outcome, received_time, host_id, max_nbytes = found
+    sent = server_state == ServerState.IN_PROGRESS or (server_state == ServerState.OVER and outcome == Outcome.NO_REPLY)
+    if not sent or received_time or host_id is None:
         raise permanent(f"{name} is not an output of a job in progress")
-    return Target(project=project, name=name, result=result, max_nbytes=result.app.max_output_nbytes)
+    return Target(project=project, name=name, max_nbytes=max_nbytes)
 
 
 @contextmanager
@@ -179,7 +210,7 @@ def name_lock(target: Target) -> Iterator[None]:
     flock and removed on release), or raise a transient UploadError when another upload holds
     it. A lock taken on a file that was removed meanwhile is dropped and taken again."""
     name = target.name
-    path = partial_upload_path(target.project, name).with_suffix(".lock")
+    path = target.part.with_suffix(".lock")
     path.parent.mkdir(parents=True, exist_ok=True)
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -204,7 +235,7 @@ def name_lock(target: Target) -> Iterator[None]:
 
 def held_size(target: Target) -> int:
     """Bytes of the target we hold: the finished file, else the part received so far."""
-    for path in (upload_path(target.project, target.name), partial_upload_path(target.project, target.name)):
+    for path in (target.path, target.part):
         if path.exists():
             return path.stat().st_size
     return 0
@@ -236,7 +267,7 @@ def receive(project: Project, header: str, data: bytes, stream: Stream) -> bytes
         raise permanent(f"bad size {nbytes} or offset {offset}")
     if nbytes > target.max_nbytes:
         raise permanent(f"file size ({nbytes} bytes) exceeds limit ({target.max_nbytes} bytes)")
-    final = upload_path(project, target.name)
+    final = target.path
     try:
         with name_lock(target):
             if final.exists():
@@ -262,8 +293,7 @@ def already_uploaded(final: Path, nbytes: int, md5: str) -> bytes:
 
 def store(target: Target, nbytes: int, md5: str, offset: int, data: bytes, stream: Stream) -> None:
     """Write the bytes from ``offset`` on to the part file and finish it when complete."""
-    part = partial_upload_path(target.project, target.name)
-    part.parent.mkdir(parents=True, exist_ok=True)
+    part = target.part  # in the directory name_lock made
     have = part.stat().st_size if part.exists() else 0
     if offset > have:
         raise transient(f"offset {offset} is past the {have} bytes received so far")
@@ -290,7 +320,7 @@ def store(target: Target, nbytes: int, md5: str, offset: int, data: bytes, strea
     if md5 and digest.hexdigest() != md5:
         part.unlink(missing_ok=True)
         raise transient("MD5 mismatch; send the file again")
-    finish_upload(part, upload_path(target.project, target.name))
+    finish_upload(part, target.path)
 
 
 def finish_upload(part: Path, final: Path) -> None:

@@ -17,8 +17,9 @@ create, rename or unlink waits on the file system's journal, and waits in parall
 
 import hashlib
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -86,12 +87,19 @@ FILE_THREADS = 8
 
 
 def in_parallel(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
-    """``[fn(item) for item in items]``, run on up to FILE_THREADS threads, in order."""
+    """``[fn(item) for item in items]``, run on up to FILE_THREADS threads, in order.
+
+    Each thread takes one run of consecutive items: a task per item would cost a future, a
+    lock and a hand-over between threads each, as much as the small file operation itself
+    when the CPUs are busy."""
     items = list(items)
     if len(items) < 2:
         return [fn(item) for item in items]
-    with ThreadPoolExecutor(min(FILE_THREADS, len(items))) as pool:
-        return list(pool.map(fn, items))
+    threads = min(FILE_THREADS, len(items))
+    size = -(-len(items) // threads)
+    runs = [items[start : start + size] for start in range(0, len(items), size)]
+    with ThreadPoolExecutor(len(runs)) as pool:
+        return [result for done in pool.map(lambda run: [fn(item) for item in run], runs) for result in done]
 
 
 def write_files(pairs: Iterable[tuple[Path, bytes]]) -> list[str]:
@@ -116,10 +124,17 @@ def write_new_file(path: Path, data: bytes) -> str:
     return hashlib.md5(data).hexdigest()
 
 
-def write_new_files(pairs: Iterable[tuple[Path, bytes]]) -> list[str]:
-    """``write_new_file`` for each ``(path, data)``, in parallel, each directory made once;
-    returns the md5s in order."""
+@contextmanager
+def new_files_written(pairs: Iterable[tuple[Path, bytes]]) -> Iterator[None]:
+    """``write_new_file`` for each ``(path, data)``, in parallel and in the background while
+    the ``with`` block runs, each directory made once; the block's end waits for every write
+    and raises the first error. For the transaction that creates the files' rows: put the block
+    inside it, so that it commits only once every file is there, and its inserts overlap the
+    writes instead of waiting for them."""
     pairs = list(pairs)
     for folder in {path.parent for path, _ in pairs}:
         folder.mkdir(parents=True, exist_ok=True)
-    return in_parallel(lambda pair: write_new_file(*pair), pairs)
+    with ThreadPoolExecutor(1) as pool:
+        writes = pool.submit(in_parallel, lambda pair: write_new_file(*pair), pairs)
+        yield
+        writes.result()

@@ -110,6 +110,23 @@ def infeasible(wu: Workunit, app: App, version: Version, host_class: HostClass, 
     return ""
 
 
+class LastCheck:
+    """BOINC's ``hr_reject_temp`` for one request: whether the last job checked against its
+    workunit's class (sched_hr.cpp already_sent_to_different_hr_class, which resets the flag
+    on each call) was committed to another class. When nothing is sent and it is set, BOINC
+    adds "Tasks are committed to other platforms" (sched_send.cpp send_user_messages)."""
+
+    def __init__(self) -> None:
+        self.other_class = False
+
+    def check(self, wu: Workunit, app: App, host_class: HostClass, config: SchedulerConfig) -> None:
+        """Record the check of ``wu``'s class, which BOINC makes for an HR app's job when the
+        host's class is known (wu_is_infeasible_fast)."""
+        hr_type = app_hr_type(app, config)
+        if hr_type and not host_class.unknown(hr_type):
+            self.other_class = bool(wu.hr_class and wu.hr_class != host_class.hr_class(hr_type))
+
+
 def apps_of(versions: Mapping[int, Version]) -> dict[int, App]:
     """app id -> App, for the apps of ``versions`` (app id -> sched_send.Version)."""
     apps = sched_shmem.apps()

@@ -362,6 +362,8 @@ class Sender:
         work_needed: WorkNeeded | None = None,
         notices: list[str] | None = None,
         in_progress: sched_limit.InProgress | None = None,
+        refusals: set[str] | None = None,
+        hr_last: sched_hr.LastCheck | None = None,
     ) -> None:
         self.host, self.request, self.versions = host, request, versions
         self.resource, self.now, self.config = resource, now, config
@@ -369,6 +371,7 @@ class Sender:
         self.host_class = sched_hr.HostClass(host, request)
         self.work_needed = work_needed or WorkNeeded()
         self.notices, self.in_progress = notices, in_progress
+        self.refusals, self.hr_last = refusals, hr_last
         self.sent: list[Chosen] = []
 
     @property
@@ -402,6 +405,8 @@ class Sender:
             work_needed=self.work_needed,
             notices=self.notices,
             in_progress=self.in_progress,
+            refusals=self.refusals,
+            hr_last=self.hr_last,
         )
         self.resource = after_sending(self.resource, got)
         self.sent.extend(got)
@@ -483,12 +488,17 @@ def send_work_by_locality(
     reply: SchedulerReply,
     notices: list[str] | None = None,
     in_progress: sched_limit.InProgress | None = None,
+    refusals: set[str] | None = None,
+    hr_last: sched_hr.LastCheck | None = None,
 ) -> tuple[list[Chosen], Resource]:
     """Choose and send jobs by locality (rules 2-13) for one resource of one request.
 
     ``notices`` (a list) gathers the memory message of a job refused for memory, and
     ``in_progress`` (sched_limit.InProgress) holds the limits on jobs in progress, as on the
-    ordinary path (sched_send.cpp work_needed).
+    ordinary path (sched_send.cpp work_needed); ``refusals`` (a set) gathers why jobs were
+    refused and ``hr_last`` (sched_hr.LastCheck) the last class check, for the request's
+    messages, as the ordinary path's (the checks are sched_check.cpp wu_is_infeasible_fast's,
+    which locality scheduling's possibly_send_result calls too).
 
     Returns the sent ``(result, version, runtime)`` tuples and the resource with what is left
     of its request, for the scheduler's ordinary pass over other apps.
@@ -512,6 +522,8 @@ def send_work_by_locality(
         work_needed=needed,
         notices=notices,
         in_progress=in_progress,
+        refusals=refusals,
+        hr_last=hr_last,
     )
     sent = sender_pass(sender, host_key, request, now=now, locality=locality, rng=rng, reply=reply)
     if needed.disk_short and not taken_wus:  # rule 11

@@ -557,6 +557,7 @@ def send_work(
     looked_at: dict[int, tuple[Version, Resource]] = {}
     apps = sched_shmem.apps()
     over_quota: set[int] = set()  # the app versions a job found over their daily quota
+    hr_last = sched_hr.LastCheck()
     for resource in resources:
         versions = usable_versions(
             request, resource, host, config=config, havs=havs, now=now, notices=notices, spent=over_quota
@@ -615,6 +616,8 @@ def send_work(
                 reply=reply,
                 notices=notices,
                 in_progress=in_progress,
+                refusals=refusals,
+                hr_last=hr_last,
             )
             sent.extend(local)
             versions = {app_id: v for app_id, v in versions.items() if app_id not in by_locality}
@@ -635,6 +638,7 @@ def send_work(
                 in_progress=in_progress,
                 reliability=reliability,
                 refusals=refusals,
+                hr_last=hr_last,
             )
         )
     if sent:
@@ -666,6 +670,8 @@ def send_work(
         reply.messages.extend(Message(text, "notice") for text in notices)
         if DEADLINE in refusals:
             reply.messages.append(Message(too_slow_message(request), "low"))
+        if hr_last.other_class:
+            reply.messages.append(Message("Tasks are committed to other platforms", "low"))
         if over_quota:
             # send_user_messages: quota_exceeded_version, the first of the host's records
             # (by app version id) found over its quota, with its own max_jobs_per_day
@@ -747,6 +753,7 @@ def send_for_resource(
     reliability: sched_reliable.Reliability | None = None,
     refusals: set[str] | None = None,
     work_needed: WorkNeeded | None = None,
+    hr_last: sched_hr.LastCheck | None = None,
 ) -> list[Chosen]:
     """Claim and mark sent the jobs for one resource; returns (result, version, runtime).
 
@@ -763,7 +770,11 @@ def send_for_resource(
     with ``reliability`` (sched_reliable.Reliability), jobs that need a reliable host and
     their shortened deadlines (backend.daemons.sched_reliable); with ``work_needed``
     (sched_locality.WorkNeeded), locality scheduling's disk accounting and its end at the
-    first job refused for memory, disk or its deadline.
+    first job refused for memory, disk or its deadline; with ``hr_last``
+    (sched_hr.LastCheck), each check of a job's homogeneous redundancy class is recorded.
+    The limits on jobs in progress and the daily quota are checked before homogeneous
+    redundancy, as sched_score.cpp send_work_score_type checks them before
+    wu_is_infeasible_fast.
     """
     chosen: list[Chosen] = []
     refused = []
@@ -809,8 +820,8 @@ def send_for_resource(
                     if work_needed is not None and work_needed.stops(NO_VERSION):
                         break
                     continue
-                if sched_hr.infeasible(result.workunit, apps[result.app_id], version, host_class, config):
-                    continue
+            if reliability is not None and reliability.refuses(result, version):
+                continue  # JOB::get_score leaves the job out of the scan before any check
             unlimited = leaky and committed  # check_homogeneous_app_version checks no limit
             if in_progress is not None:
                 if in_progress.project_exceeded(resource.name):
@@ -834,8 +845,13 @@ def send_for_resource(
                 if version.chooser is not None and version.row is not None:
                     version.chooser.spent.add(version.row.pk)
                 break
-            if reliability is not None and reliability.refuses(result, version):
-                continue
+            if host_class is not None:
+                # after the limits and the daily quota, as sched_score.cpp send_work_score_type
+                # checks them before wu_is_infeasible_fast
+                if hr_last is not None:
+                    hr_last.check(result.workunit, apps[result.app_id], host_class, config)
+                if sched_hr.infeasible(result.workunit, apps[result.app_id], version, host_class, config):
+                    continue
             flops = None
             if host_class is not None:
                 assert request is not None  # given with host_class (above)
@@ -912,8 +928,9 @@ def lacking_notices(
     for the jobs in its shared-memory cache (at most ``limit``, its default size). Jobs
     homogeneous redundancy keeps from the host are left out, and so are jobs that need a
     reliable host when this version is not one (``sched_reliable.Reliability.feasible``), as
-    BOINC checks those first. Called when nothing was sent, so the disk left is still the
-    request's whole allowance.
+    BOINC checks those first, and so are jobs whose version is over its daily quota, which
+    BOINC checks before the rest (sched_score.cpp send_work_score_type). Called when nothing
+    was sent, so the disk left is still the request's whole allowance.
 
     With ``host_class`` and ``request``, a workunit committed to an app version
     (homogeneous app version) is checked with that version, whichever the host's best is,
@@ -968,6 +985,11 @@ def lacking_notices(
                 job = job_version(version, wu)
             if job is None:
                 continue  # no version for this job: BOINC never checks it
+            if job.room is not None and job.room <= 0:
+                # over its daily quota: BOINC's scan checks the quota before what the host
+                # lacks, and ends there (get_app_version finds no version within the quota,
+                # or send_work_score_type's daily_quota_exceeded stops the pass)
+                continue
             add_notice(notices, notice(lacks(wu, resource), wu, job, resource))
 
 

@@ -53,7 +53,7 @@ from functools import partial
 from django.db import transaction
 
 from backend.daemons import host_app_version, sched_hr, sched_reliable
-from backend.daemons.claim import claim, compare_and_set, update_rows
+from backend.daemons.claim import claim, compare_and_set, insert_rows, update_rows
 from backend.daemons.sched_types import DAILY_RESULT_QUOTA
 from backend.events import Event, event, record
 from backend.models import (
@@ -367,7 +367,7 @@ def apply(changes: Changes) -> None:
         lambda r: [("file_delete_state", FileDeleteState.INIT, FileDeleteState.READY, "output no longer needed")],
     )
     if changes.new_results:
-        created = Result.objects.bulk_create(changes.new_results)
+        created = insert_rows(Result, changes.new_results)
         for r in created:
             changes.result_event(r, "server_state", None, ServerState.UNSENT, "result created")
     if changes.workunits:

@@ -23,9 +23,10 @@ Rules, following BOINC's code (§4):
   of them. Consensus is a majority of the *quorum size*: the first result (in id order) that
   matches at least ``min_quorum // 2 + 1`` results (itself included) is canonical; every result
   then is VALID if it matched it, else INVALID; ``canonical_resultid``, ``canonical_credit``,
-  assimilate_state READY, unsent results -> OVER/DIDNT_NEED (an event for server_state and
-  one for outcome), and transition_time = INT_MAX (the assimilator sets it to now when done;
-  BOINC does so "to avoid a race");
+  assimilate_state READY, UNSENT results -> OVER/DIDNT_NEED (an event for server_state and
+  one for outcome; INACTIVE ones are left to the transitioner, as validator.cpp does), and
+  transition_time = INT_MAX (the assimilator sets it to now when done; BOINC does so "to
+  avoid a race");
 - **no consensus**: the results checked become INCONCLUSIVE; more viable results than
   max_success_results -> WU_ERROR_TOO_MANY_SUCCESS_RESULTS; and (independently, as in
   validator.cpp) once there are target_nresults of them, target_nresults = n_viable + 1 so the
@@ -308,7 +309,9 @@ def handle_wu(wu: Workunit, results: Sequence[Result], checker: Checker, changes
                 changes.set_state(r, ValidateState.INVALID)
         if wu.assimilate_state == AssimilateState.INIT:
             wu.assimilate_state = AssimilateState.READY
-        changes.didnt_need.extend(r for r in results if r.server_state <= ServerState.UNSENT)
+        # UNSENT only, as validator.cpp handle_wu: an INACTIVE result is the transitioner's
+        # (it ends those and the unsent ones once the workunit is assimilated, §3.2)
+        changes.didnt_need.extend(r for r in results if r.server_state == ServerState.UNSENT)
         wu.transition_time = INT_MAX
         return
     for r in good:
@@ -458,9 +461,9 @@ def apply(changes: Changes, wus: Sequence[Workunit]) -> None:
                 )
     if changes.didnt_need:
         ids = locked_ids(
-            Result.objects.filter(id__in=[r.pk for r in changes.didnt_need], server_state__lte=ServerState.UNSENT)
+            Result.objects.filter(id__in=[r.pk for r in changes.didnt_need], server_state=ServerState.UNSENT)
         )
-        Result.objects.filter(id__in=ids, server_state__lte=ServerState.UNSENT).update(
+        Result.objects.filter(id__in=ids, server_state=ServerState.UNSENT).update(
             server_state=ServerState.OVER, outcome=Outcome.DIDNT_NEED
         )
         for r in changes.didnt_need:

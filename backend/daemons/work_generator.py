@@ -19,13 +19,15 @@ serialised by a lock on the app's row; ``--mod n i`` splits the apps between ins
 scheduling, §3.10), named ``<file name>__<rest>`` as locality scheduling expects.
 """
 
+import hashlib
 import random
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 
 from django.db import transaction
 
-from backend.daemons.claim import shard
-from backend.daemons.hierarchy import download_path, write_new_files
+from backend.daemons.claim import insert_rows, shard
+from backend.daemons.hierarchy import download_path, new_files_written
 from backend.events import event, record
 from backend.models import App, File, FileDeleteState, Project, ServerState, Workunit
 
@@ -109,31 +111,41 @@ def create_work(
     ``shared_input`` is an existing File every workunit reads instead (locality scheduling).
     """
     params = work_parameters(app, overrides)
-    with transaction.atomic():
-        wus = Workunit.objects.bulk_create(
-            Workunit(project_id=app.project_id, app=app, name=name, create_time=now, transition_time=now, **params)
-            for name in names
+    names = list(names)
+    # the inputs are written while the rows are inserted; the transaction commits after both
+    inputs_written: AbstractContextManager[None] = nullcontext()
+    if shared_input is None:
+        make = inputs or input_data
+        contents = [make(name) for name in names]
+        inputs_written = new_files_written(
+            (download_path(app.project, f"{name}.in"), data) for name, data in zip(names, contents)
+        )
+    with transaction.atomic(), inputs_written:
+        wus = insert_rows(
+            Workunit,
+            (
+                Workunit(project_id=app.project_id, app=app, name=name, create_time=now, transition_time=now, **params)
+                for name in names
+            ),
         )
         if shared_input is not None:
             files = [shared_input] * len(wus)
         else:
-            make = inputs or input_data
-            contents = [make(wu.name) for wu in wus]
-            md5s = write_new_files(
-                (download_path(app.project, f"{wu.name}.in"), data) for wu, data in zip(wus, contents)
-            )
-            files = File.objects.bulk_create(
-                File(
-                    project_id=app.project_id,
-                    name=f"{wu.name}.in",
-                    kind=File.Kind.INPUT,
-                    nbytes=len(data),
-                    md5_cksum=md5,
-                )
-                for wu, data, md5 in zip(wus, contents, md5s)
+            files = insert_rows(
+                File,
+                (
+                    File(
+                        project_id=app.project_id,
+                        name=f"{wu.name}.in",
+                        kind=File.Kind.INPUT,
+                        nbytes=len(data),
+                        md5_cksum=hashlib.md5(data).hexdigest(),
+                    )
+                    for wu, data in zip(wus, contents)
+                ),
             )
         through = Workunit.input_files.through
-        through.objects.bulk_create(through(workunit_id=wu.pk, file_id=f.pk) for wu, f in zip(wus, files))
+        insert_rows(through, (through(workunit_id=wu.pk, file_id=f.pk) for wu, f in zip(wus, files)))
         record(
             [
                 event(

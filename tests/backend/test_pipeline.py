@@ -221,6 +221,9 @@ def success_with_output(project, wu, md5, **fields):
 
 
 def test_rule_3_7_a_canonical_result_makes_every_unsent_result_didnt_need(project):
+    # UNSENT only (reference/server.md §3.7, validator.cpp handle_wu): an INACTIVE result is
+    # left for the transitioner, which ends it once the workunit is assimilated (§3.2 step 5);
+    # the differential's seed 9101 validator cases 150 and 221 showed boincweb ending it too
     wu = project.workunit(
         min_quorum=2, target_nresults=4, max_success_results=4, max_total_results=6, need_validate=True
     )
@@ -230,17 +233,17 @@ def test_rule_3_7_a_canonical_result_makes_every_unsent_result_didnt_need(projec
     inactive = project.result(wu, server_state=ServerState.INACTIVE)
     running = project.result(wu, server_state=ServerState.IN_PROGRESS, host=project.host())
     validator.run_once(project=demo_project(), now=NOW, batch_size=10)
-    for r, state in ((unsent, ServerState.UNSENT), (inactive, ServerState.INACTIVE)):
+    unsent.refresh_from_db()
+    assert (unsent.server_state, unsent.outcome) == (ServerState.OVER, Outcome.DIDNT_NEED)
+    events = LifecycleEvent.objects.filter(result=unsent).order_by("field")
+    assert [(e.actor, e.field, e.old, e.new) for e in events] == [
+        ("validator", "outcome", Outcome.INIT, Outcome.DIDNT_NEED),
+        ("validator", "server_state", ServerState.UNSENT, ServerState.OVER),
+    ]
+    for r, state in ((inactive, ServerState.INACTIVE), (running, ServerState.IN_PROGRESS)):
         r.refresh_from_db()
-        assert (r.server_state, r.outcome) == (ServerState.OVER, Outcome.DIDNT_NEED)
-        events = LifecycleEvent.objects.filter(result=r).order_by("field")
-        assert [(e.actor, e.field, e.old, e.new) for e in events] == [
-            ("validator", "outcome", Outcome.INIT, Outcome.DIDNT_NEED),
-            ("validator", "server_state", state, ServerState.OVER),
-        ]
-    running.refresh_from_db()
-    assert (running.server_state, running.outcome) == (ServerState.IN_PROGRESS, Outcome.INIT)
-    assert not LifecycleEvent.objects.filter(result=running).exists()
+        assert (r.server_state, r.outcome) == (state, Outcome.INIT)
+        assert not LifecycleEvent.objects.filter(result=r).exists()
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ ends with, chunk by chunk, including the transitioner's compare-and-set of trans
 import pytest
 from django.db import transaction
 
-from backend.daemons.claim import claim, compare_and_set, read_rows, rows_by_id, shard, update_rows
-from backend.models import App, AppVersion, Host, Result, Workunit
+from backend.daemons.claim import claim, compare_and_set, insert_rows, read_rows, rows_by_id, shard, update_rows
+from backend.models import App, AppVersion, File, Host, Result, Workunit
 from tests.factories import AppVersionFactory, HostFactory
 
 pytestmark = pytest.mark.django_db
@@ -92,3 +92,40 @@ def test_read_rows_filters_locks_and_reads_by_id(wus):
     after = field_values(Workunit.objects.get(pk=ids[0]))
     assert after.pop("mod_time") >= before.pop("mod_time")
     assert after == before
+
+
+def test_insert_rows_saves_the_rows_bulk_create_would_with_their_ids(project, wus):
+    # the same unsaved rows each way: every column as bulk_create writes it (mod_time is each
+    # write's own time), ids set on the rows in order, and the rows readable through the ORM
+    def new_results(tag):
+        return [
+            Result(
+                project_id=project.app.project_id,
+                app=project.app,
+                workunit=wu,
+                name=f"{wu.name}_{tag}",
+                random=7 + i,
+                priority=i,
+                report_deadline=10**12 + i,
+                host_id=None,
+            )
+            for i, wu in enumerate(wus[:3])
+        ]
+
+    bulk = Result.objects.bulk_create(new_results("a"))
+    ours = insert_rows(Result, new_results("b"))
+    assert all(row.pk is not None and not row._state.adding for row in ours)
+    assert [row.pk for row in ours] == sorted(row.pk for row in ours)
+    assert not {row.pk for row in ours} & {row.pk for row in bulk}
+    for a, b in zip(bulk, ours, strict=True):
+        orm_a, orm_b = field_values(Result.objects.get(pk=a.pk)), field_values(Result.objects.get(pk=b.pk))
+        assert orm_b == field_values(b) | {"mod_time": orm_b["mod_time"]}
+        for name in ("id", "name", "mod_time"):
+            del orm_a[name], orm_b[name]
+        assert orm_b == orm_a
+    files = insert_rows(File, [File(project_id=project.app.project_id, name=f"in{i}", nbytes=i) for i in range(2)])
+    assert list(File.objects.filter(pk__in=[f.pk for f in files]).values_list("name", "nbytes")) == [
+        ("in0", 0),
+        ("in1", 1),
+    ]
+    assert insert_rows(Result, []) == []

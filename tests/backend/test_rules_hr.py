@@ -338,3 +338,43 @@ def test_a_committed_job_runs_at_the_capped_benchmark_as_boinc_estimates_it(hav_
     runtimes = {job.wu_name: job.estimated_runtime for job in reply.results}
     # under 10 hosts the cap is 1.1 x 3.3 GFLOPS; an uncommitted job runs at the benchmark
     assert runtimes == {wu.name: pytest.approx(10_000.0), free.name: pytest.approx(3630.0)}
+
+
+def test_nothing_sent_because_every_job_is_committed_to_another_class_says_so(hr_project):
+    # sched_hr.cpp already_sent_to_different_hr_class sets hr_reject_temp (reset on each
+    # call) and sched_send.cpp send_user_messages adds "Tasks are committed to other
+    # platforms" when nothing is sent (the differential's seed 9101 scheduler cases 19, 37,
+    # 42, 120 and 236, among others)
+    hr_project.result(hr_project.workunit(hr_class=256 + 21))
+    reply = handle_request(hr_request(hr_project.host(), work_req_seconds=86400.0), project=demo_project(), now=NOW)
+    assert reply.results == []
+    assert [(m.text, m.priority) for m in reply.messages] == [
+        ("No tasks sent", "low"),
+        ("Tasks are committed to other platforms", "low"),
+    ]
+
+
+def test_the_last_job_checked_decides_whether_tasks_are_committed_elsewhere(hr_project):
+    # the flag is the last check's: a job of the host's class checked after one of another
+    # class clears it, and a job it lacks memory for is still not sent
+    hr_project.result(hr_project.workunit(hr_class=256 + 21), priority=2)
+    hr_project.result(hr_project.workunit(hr_class=256 + 11, rsc_memory_bound=64e9), priority=1)
+    request = hr_request(hr_project.host(), work_req_seconds=86400.0)
+    request.host_info = dataclasses.replace(request.host_info, m_nbytes=4e9)
+    reply = handle_request(request, project=demo_project(), now=NOW)
+    assert reply.results == []
+    assert ("Tasks are committed to other platforms", "low") not in [(m.text, m.priority) for m in reply.messages]
+
+
+def test_a_job_that_needs_a_reliable_host_is_not_checked_for_its_class_on_an_unproven_one(hr_project):
+    # sched_score.cpp JOB::get_score leaves a job that needs a reliable host out of the scan
+    # for a host that is not one, so its class is never checked and hr_reject_temp stays
+    # clear (the differential's seed 9101 scheduler case 261)
+    config = SchedulerConfig(reliable_on_priority=1, daily_result_quota=5)
+    wu = hr_project.workunit(hr_class=256 + 21, priority=1)
+    hr_project.result(wu, priority=1)
+    reply = handle_request(
+        hr_request(hr_project.host(), work_req_seconds=86400.0), project=demo_project(), now=NOW, config=config
+    )
+    assert reply.results == []
+    assert [(m.text, m.priority) for m in reply.messages] == [("No tasks sent", "low")]

@@ -913,3 +913,28 @@ def test_a_job_refused_for_its_deadline_or_memory_ends_the_locality_search(app, 
         config=SchedulerConfig(locality_config=LocalityConfig(sorted_order=True, wait_period=0)),
     )
     assert sent_files(reply) == (["fa", "fb"] if refusal is None else [])
+
+
+def test_a_locality_job_refused_for_its_deadline_says_tasks_wont_finish_in_time(app, project):
+    # locality scheduling's possibly_send_result checks each job with sched_check.cpp
+    # wu_is_infeasible_fast, whose check_deadline sets speed.insufficient: with nothing sent,
+    # sched_send.cpp send_user_messages says the tasks won't finish in time (the
+    # differential's seed 9101 locality cases 25, 62, 74 and others)
+    [only] = make_results(project, "fa", 1)
+    Workunit.objects.filter(pk=only.workunit_id).update(delay_bound=3600)  # 1 h queue + 1 h job
+    request = work_request(
+        project.host(),
+        file_infos=[StickyFile("fa")],
+        cpu_req_secs=2 * 3600.0,
+        cpu_req_instances=0.0,
+        estimated_delay=3600.0,
+        work_req_seconds=2 * 3600.0,
+    )
+    reply = handle_request(
+        request,
+        project=demo_project(),
+        now=NOW,
+        config=SchedulerConfig(locality_config=LocalityConfig(sorted_order=True, wait_period=0)),
+    )
+    assert sent_files(reply) == []
+    assert any(m.text.startswith("Tasks won't finish in time") for m in reply.messages)

@@ -642,3 +642,24 @@ def test_a_host_too_slow_for_every_deadline_is_told_how_much_it_computes(project
     reply = handle_request(request, project=demo_project(), now=NOW)
     assert reply.results == []
     assert [(m.text, m.priority) for m in reply.messages] == [("No tasks sent", "low"), (text, "low")]
+
+
+def test_a_version_over_its_daily_quota_gives_no_notice_of_what_its_jobs_need(project):
+    # sched_version.cpp get_app_version finds no version within the daily quota, so
+    # sched_score.cpp send_work_score_type never takes the job and wu_is_infeasible_fast never
+    # checks its memory: the reply names the limit only (the differential's seed 9101
+    # scheduler cases 2, 59, 84, 104, 240 and 295)
+    host = project.host(p_ncpus=1)
+    HostAppVersionFactory(
+        host=host, app_version=project.version, max_jobs_per_day=1, n_jobs_today=3, jobs_day=NOW // DAY
+    )
+    project.result(project.workunit(rsc_memory_bound=8e9))
+    request = work_request(host, work_req_seconds=86400.0)
+    request.host_info.m_nbytes = 4e9
+    reply = handle_request(request, project=demo_project(), now=NOW)
+    assert reply.results == []
+    assert [(m.text, m.priority) for m in reply.messages] == [
+        ("No tasks sent", "low"),
+        ("Daily job limit (1) has been reached", "notice"),
+        ("This computer has finished a daily quota of 1 tasks", "low"),
+    ]
