@@ -516,6 +516,14 @@ def test_a_workunit_committed_to_a_superseded_version_is_sent_with_it(project):
     assert [(job.name, job.app_version.version_num) for job in reply.results] == [(committed.name, 90)]
 
 
+def ask_for_a_day_with_4_gb(host):
+    """The reply to a day's work request from ``host`` with 4 GB of memory: too little for
+    the 8 GB jobs of the tests below."""
+    request = work_request(host, work_req_seconds=86400.0)
+    request.host_info.m_nbytes = 4e9
+    return handle_request(request, project=demo_project(), now=NOW)
+
+
 def test_a_job_committed_to_another_version_and_dropped_for_the_volunteer_gives_its_memory_notice(project):
     # sched_score.cpp send_work_score_type: each job of the cache takes get_app_version's
     # version, the committed one for a committed workunit (check_homogeneous_app_version),
@@ -530,9 +538,7 @@ def test_a_job_committed_to_another_version_and_dropped_for_the_volunteer_gives_
     wu = project.workunit(app_version=old, rsc_memory_bound=8e9)
     project.result(wu, server_state=ServerState.IN_PROGRESS, host=project.host(owner=host.owner), user=host.owner)
     project.result(wu)
-    request = work_request(host, work_req_seconds=86400.0)
-    request.host_info.m_nbytes = 4e9
-    reply = handle_request(request, project=demo_project(), now=NOW)
+    reply = ask_for_a_day_with_4_gb(host)
     assert reply.results == []
     assert [(m.text, m.priority) for m in reply.messages] == [
         ("No tasks sent", "low"),
@@ -654,9 +660,7 @@ def test_a_version_over_its_daily_quota_gives_no_notice_of_what_its_jobs_need(pr
         host=host, app_version=project.version, max_jobs_per_day=1, n_jobs_today=3, jobs_day=NOW // DAY
     )
     project.result(project.workunit(rsc_memory_bound=8e9))
-    request = work_request(host, work_req_seconds=86400.0)
-    request.host_info.m_nbytes = 4e9
-    reply = handle_request(request, project=demo_project(), now=NOW)
+    reply = ask_for_a_day_with_4_gb(host)
     assert reply.results == []
     assert [(m.text, m.priority) for m in reply.messages] == [
         ("No tasks sent", "low"),
