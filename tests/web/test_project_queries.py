@@ -189,7 +189,11 @@ def crawl(client, project: Project, paths: list[str]) -> list[dict[str, str]]:
         for path in paths:
             headers = {"HX-Request": "true"} if "panel=" in path else {}
             response = client.get(f"/projects/{project.slug}/{path}", headers=headers)
-            assert response.status_code == 200, (path, response.status_code)
+            # a search by number that finds one row goes straight to it (302), one that finds
+            # rows of several kinds lists them (200): which depends on the ids this test's rows
+            # drew, which depend on the tests the worker ran before it
+            found_one = path.startswith("search/") and response.status_code == 302
+            assert response.status_code == 200 or found_one, (path, response.status_code)
             if response.streaming:
                 b"".join(response.streaming_content)  # the CSV's rows are read as it streams
     return captured.captured_queries
