@@ -105,12 +105,20 @@ class Repick(QueuedJobs):
     def repick(self) -> None:
         """pick_jobs_to_run (rr_sim.cpp) from nothing: the active jobs and the instances in
         use. A job is taken before the resource is checked, so a CPU already full of GPU
-        jobs' CPU shares still takes one CPU job; a project whose app reaches its
-        max_concurrent with the job just taken gives no more jobs to this set. A project
-        passed over because its resource is full keeps its count of instances from before."""
+        jobs' CPU shares still takes one CPU job. When a job's app reaches its
+        max_concurrent, its project is at its limit for the rest of the pick: it gives no
+        more jobs to this resource, and one job at most to each later one.
+
+        Each project's count on a resource (`pwf_used`, RSC_PROJECT_WORK_FETCH's sim_nused,
+        which the max_concurrent shortfall reads) is set to 0 when its pending list for the
+        resource holds jobs, ended ones too until a pick passes them (`slot_pending`); a GPU
+        job adds its CPU share to its project's CPU count while GPUs compute. So that count
+        keeps the GPU jobs' CPU shares of a project with no CPU jobs left, pick after pick
+        (docs/engine-fidelity.md, "max_concurrent in work fetch")."""
         caps = self.caps
         sim_nused = self.sim_nused
         p_used = self.p_used
+        pwf_used = self.pwf_used
         active = self.active
         gpu_usage = self.gpu_usage
         avg_ncpus = self.avg_ncpus
@@ -120,23 +128,34 @@ class Repick(QueuedJobs):
         slot_head = self.slot_head
         slot_left = self.slot_left
         slot_proj = self.slot_proj
+        slot_pending = self.slot_pending
+        at_limit = self.proj_at_limit
         gone = self.gone
         nprojects = self.nprojects
         gpu_cpu = self.gpu_cpu
         for a in range(self.napps):
             mc_running[a] = 0
+        for pi in range(nprojects):
+            at_limit[pi] = 0
         n = 0
         sim_nused[0] = 0.0
         for r in range(self.nr - 1, -1, -1):
             if r:
                 sim_nused[r] = 0.0
             limit = caps[r]
-            full = False
-            for s in range(self.rsc_lo[r], self.rsc_hi[r]):
+            lo = self.rsc_lo[r]
+            hi = self.rsc_hi[r]
+            for s in range(lo, hi):
+                if slot_pending[s]:
+                    pwf_used[r * nprojects + slot_proj[s]] = 0.0
+            for s in range(lo, hi):
                 if not slot_left[s]:
+                    slot_pending[s] = 0  # the pick passes its ended jobs and drops them
                     continue
-                pu = r * nprojects + slot_proj[s]
+                pi = slot_proj[s]
+                pu = r * nprojects + pi
                 p_used[pu] = 0.0
+                full = False
                 for k in range(slot_head[s], slot_first[s + 1]):
                     if gone[k]:
                         continue
@@ -147,23 +166,25 @@ class Repick(QueuedJobs):
                     if r:
                         p_used[pu] += gpu_usage[k]
                         sim_nused[r] += gpu_usage[k]
+                        pwf_used[pu] += gpu_usage[k]
                         if gpu_cpu:
                             sim_nused[0] += avg_ncpus[k]
+                            pwf_used[pi] += avg_ncpus[k]
                     else:
                         p_used[pu] += avg_ncpus[k]
                         sim_nused[0] += avg_ncpus[k]
-                    at_limit = False
+                        pwf_used[pu] += avg_ncpus[k]
                     mc = mc_limit[k]
                     if mc:
                         a = self.app[k]
                         mc_running[a] += 1
-                        at_limit = mc_running[a] >= mc
-                        if at_limit:
-                            self.result.last_mc_limit[(slot_proj[s], r)] = self.sim_now - self.now
+                        if mc_running[a] >= mc:
+                            at_limit[pi] = 1
+                            self.result.last_mc_limit[(pi, r)] = self.sim_now - self.now
                     if sim_nused[r] >= limit:
                         full = True
                         break
-                    if at_limit:
+                    if at_limit[pi]:
                         break
                 if full:
                     break
