@@ -1,6 +1,7 @@
 """max_concurrent (reference/client.md §6.3 enforce step 5, §6.4, §6.5)."""
 
 from scheduling.engine import get_policy, rr_snapshot, run
+from scheduling.engine.cpu_sched import make_run_list
 from scheduling.engine.emulator import Emulator
 from scheduling.engine.readers import project_dir, read_app_config
 from scheduling.engine.rr_sim import rr_simulate
@@ -146,3 +147,17 @@ def test_a_wacky_dcf_asks_for_nothing_when_there_is_no_shortfall():
     rr = rr_simulate(em, 0.0)
     assert rr.rsc[0].shortfall == 0
     assert set_request(em, p, 0, rr, 1.0) == (0.0, 0.0)
+
+
+def test_make_run_list_passes_over_a_cpu_job_whose_app_is_at_its_max_concurrent():
+    # make_run_list's CPU scan skips a job whose app already has max_concurrent jobs in the
+    # list, so the scan's room (twice the CPUs) goes to other projects' jobs
+    s = scenario(
+        project("P", [job(f"p{i}", hours=1) for i in range(5)], apps=(cpu_app(max_concurrent=1),), app_config=True),
+        project("Q", [job("q0", hours=1)], share=1.0),
+        ncpus=2,
+    )
+    for compat in ("bce", "intended"):
+        em = _emulator(s, compat)
+        listed = [j.name for j in make_run_list(em, 0.0, em.rr(), True)]
+        assert len(listed) == 2 and "q0" in listed, (compat, listed)
