@@ -17,7 +17,7 @@ cdef class QueuedJobs:
     cdef public bint bce, gpu_cpu, detail, exact
     cdef public int[::1] slot_first, slot_head, slot_left, slot_proj, slot_at, slot_next, rsc_lo, rsc_hi
     cdef public int[::1] rsc, proj, slot_of, gone, active, app, mc_limit, mc_running, mc_proj, mc_rsc
-    cdef public int[::1] slot_pending, proj_at_limit
+    cdef public int[::1] slot_lo, proj_at_limit, dropped
     cdef public double[::1] caps, frac, gpu_sum, sim_nused, p_used, pwf_used, shortfall, saturated, mc_cap, mc_short
     cdef public double[::1] left, rate, tol, gpu_usage, avg_ncpus, peak, deadline
 

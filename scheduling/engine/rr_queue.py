@@ -79,11 +79,12 @@ class QueuedJobs:
         self.gpu_sum = doubles(nr)
         self.sim_nused = doubles(nr)
         self.p_used = doubles(nslots)
-        # under bce, RSC_PROJECT_WORK_FETCH's sim_nused as BOINC's pick leaves it (rr_repick.py),
-        # which the max_concurrent shortfall reads; whether each slot's pending list (BOINC's)
-        # still holds jobs; which projects a limit stopped in this pick
+        # under bce (rr_repick.py): RSC_PROJECT_WORK_FETCH's sim_nused as BOINC's pick leaves
+        # it, which the max_concurrent shortfall reads; the first job of each slot still in
+        # BOINC's pending list (ended jobs stay there until a pick passes them, `dropped`);
+        # which projects a limit stopped in this pick
         self.pwf_used = doubles(nslots)
-        self.slot_pending = ints(nslots)
+        self.slot_lo = ints(nslots)
         self.proj_at_limit = ints(nprojects or 1)
         self.shortfall = doubles(nr)
         self.saturated = doubles(nr)
@@ -116,6 +117,7 @@ class QueuedJobs:
         self.proj = ints(n)
         self.slot_of = ints(n)
         self.gone = ints(n)
+        self.dropped = ints(n)
         self.active = ints(n)
         self.app = ints(n)
         self.mc_limit = ints(n)
@@ -179,7 +181,7 @@ class QueuedJobs:
                 slot_first[nslots] = k
                 self.slot_head[nslots] = k
                 self.slot_left[nslots] = n
-                self.slot_pending[nslots] = 1
+                self.slot_lo[nslots] = k
                 self.slot_proj[nslots] = pi
                 slot_at[c] = nslots
                 slot_next[c] = k
@@ -245,6 +247,7 @@ class QueuedJobs:
                 self.proj[k] = pi
                 self.slot_of[k] = slot_at[c]
                 self.gone[k] = 0
+                self.dropped[k] = 0
                 app = j.app
                 mc = int(app.max_concurrent)
                 self.mc_limit[k] = mc
@@ -301,7 +304,8 @@ class QueuedJobs:
             misses = self.result.misses
             misses[key] = misses.get(key, 0) + 1
             if self.bce:
-                dur = j.runtime_remaining(self.rate[k])
+                # estimated_runtime_remaining() / overall frac, in that order (rr_sim.cpp)
+                dur = j.runtime_remaining(j.flops) / self.frac[r]
             else:
                 dur = j.est_flops_remaining(self.exact) / self.rate[k]
             busy = self.rr.busy

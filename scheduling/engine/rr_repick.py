@@ -107,12 +107,14 @@ class Repick(QueuedJobs):
         use. A job is taken before the resource is checked, so a CPU already full of GPU
         jobs' CPU shares still takes one CPU job. When a job's app reaches its
         max_concurrent, its project is at its limit for the rest of the pick: it gives no
-        more jobs to this resource, and one job at most to each later one.
+        more jobs to this resource, and on each later one it ends its turn after one step of
+        its pending list, taking one job or dropping one that ended.
 
-        Each project's count on a resource (`pwf_used`, RSC_PROJECT_WORK_FETCH's sim_nused,
-        which the max_concurrent shortfall reads) is set to 0 when its pending list for the
-        resource holds jobs, ended ones too until a pick passes them (`slot_pending`); a GPU
-        job adds its CPU share to its project's CPU count while GPUs compute. So that count
+        BOINC's pending list of a project on a resource keeps the jobs that ended in the
+        simulation until a pick passes them (`dropped`, from `slot_lo` on). Each project's
+        count on a resource (`pwf_used`, RSC_PROJECT_WORK_FETCH's sim_nused, which the
+        max_concurrent shortfall reads) is set to 0 when that list is not empty, and a GPU
+        job adds its CPU share to its project's CPU count while GPUs compute; so that count
         keeps the GPU jobs' CPU shares of a project with no CPU jobs left, pick after pick
         (docs/engine-fidelity.md, "max_concurrent in work fetch")."""
         caps = self.caps
@@ -125,12 +127,11 @@ class Repick(QueuedJobs):
         mc_limit = self.mc_limit
         mc_running = self.mc_running
         slot_first = self.slot_first
-        slot_head = self.slot_head
-        slot_left = self.slot_left
+        slot_lo = self.slot_lo
         slot_proj = self.slot_proj
-        slot_pending = self.slot_pending
         at_limit = self.proj_at_limit
         gone = self.gone
+        dropped = self.dropped
         nprojects = self.nprojects
         gpu_cpu = self.gpu_cpu
         for a in range(self.napps):
@@ -146,18 +147,29 @@ class Repick(QueuedJobs):
             lo = self.rsc_lo[r]
             hi = self.rsc_hi[r]
             for s in range(lo, hi):
-                if slot_pending[s]:
+                if slot_lo[s] < slot_first[s + 1]:
                     pwf_used[r * nprojects + slot_proj[s]] = 0.0
+            full = False
             for s in range(lo, hi):
-                if not slot_left[s]:
-                    slot_pending[s] = 0  # the pick passes its ended jobs and drops them
-                    continue
+                end = slot_first[s + 1]
+                if slot_lo[s] >= end:
+                    continue  # its pending list is empty
                 pi = slot_proj[s]
                 pu = r * nprojects + pi
                 p_used[pu] = 0.0
-                full = False
-                for k in range(slot_head[s], slot_first[s + 1]):
+                for k in range(slot_lo[s], end):
+                    if dropped[k]:
+                        continue
                     if gone[k]:
+                        # the pick passes a job that ended and drops it from the list
+                        dropped[k] = 1
+                        if k == slot_lo[s]:
+                            lo_k = k + 1
+                            while lo_k < end and dropped[lo_k]:
+                                lo_k += 1
+                            slot_lo[s] = lo_k
+                        if at_limit[pi]:
+                            break
                         continue
                     active[n] = k
                     n += 1
