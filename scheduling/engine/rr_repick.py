@@ -43,8 +43,8 @@ class Repick(QueuedJobs):
     def run(self):
         """Pick, then run the picked jobs to the first end (or a time-slice step of an hour,
         or a tenth of the time beyond ten hours, when that end is more than an hour away),
-        integrate the step, retire the job that ends and pick afresh (RoundRobin.run_repick
-        says why)."""
+        integrate the step, retire the job that ends and pick afresh, after a time-slice
+        step too (RoundRobin.run_repick says why)."""
         result = self.result
         nr = self.nr
         self.repick()
@@ -99,7 +99,10 @@ class Repick(QueuedJobs):
                 k = active[best]
                 self._end(k)
                 self._take(self.slot_of[k], k)
-                self.repick()
+            # a time-slice step picks afresh too: the same jobs, but the pick notes a project
+            # at its max_concurrent limit, counts GPU jobs' CPU shares again and drops jobs
+            # that ended from the pending lists
+            self.repick()
         return self._write_back()
 
     def repick(self) -> None:

@@ -259,3 +259,20 @@ def test_a_project_at_its_limit_on_the_gpu_drops_an_ended_cpu_job_and_ends_its_t
     done = finishes(em)
     assert (done["q1"], done["g1"]) == (1.5 * HOUR, 5 * HOUR)
     assert sorted((done["c1"], done["c2"])) == [HOUR, 2.5 * HOUR]
+
+
+def test_a_time_slice_step_picks_afresh_and_notes_the_limit_again():
+    # RR_SIM::simulate picks at every iteration, time-slice steps included. P's app runs one
+    # job at a time: p2 (1 h) first, then p1 (3 h) from 1 h to 4 h, in time-slice steps of an
+    # hour while it is more than an hour from its end, so the limit holds at the picks at
+    # 1 h, 2 h and 3 h; picking only at job ends would note it last at 1 h
+    s = scenario(
+        project("P", [job("p1", hours=3), job("p2", hours=1)], apps=(cpu_app(max_concurrent=1),), app_config=True),
+        ncpus=2,
+        prefs=Prefs(work_buf_min_days=0.5 / 24, work_buf_additional_days=0.5 / 24),
+    )
+    em = bce_emulator(s)
+    assert [j.name for j in em.projects[0].jobs] == ["p2", "p1"]  # arrival
+    rr = rr_simulate(em, 0.0)
+    assert finishes(em) == {"p2": HOUR, "p1": 4 * HOUR}
+    assert rr.last_mc_limit[(0, 0)] == 3 * HOUR
