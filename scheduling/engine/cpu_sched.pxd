@@ -52,7 +52,7 @@ cpdef promote_once_ran_edf(em, now, rr)
 
 cpdef tuple more_important_key(JobState j)
 
-@cython.locals(picks=_Picks, k=int, used_st=double, used_mt=double, cpu=bint, place="int[::1]", j=JobState)
+@cython.locals(picks=_Picks, k=int, mc=int, used_st=double, used_mt=double, cpu=bint, place="int[::1]", j=JobState)
 cpdef list make_run_list(em, now, rr, use_edf, gpu_allowed=*)
 
 

@@ -308,7 +308,10 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
     (sufficient_coprocs), and the scan of a type stops when every instance is taken
     (stop_scan_coproc); a passed-over EDF job leaves its project's miss count as it was. The
     CPU scan stops when the single-thread jobs, or the multi-thread jobs, reach twice the
-    CPUs (stop_scan_cpu); GPU jobs' CPU shares count in neither."""
+    CPUs (stop_scan_cpu); GPU jobs' CPU shares count in neither. A CPU job whose app already
+    has max_concurrent jobs in the list is passed over the same way (max_concurrent_exceeded,
+    counted from the start of the CPU scan; docs/engine-fidelity.md, "make_run_list passes
+    over a CPU job at its app's max_concurrent")."""
     promote_once_ran_edf(em, now, rr)
     rec_sum = priority_init(em.projects, _has_jobs, em.bce)
     # the priorities this list starts from, which the decision log quotes
@@ -332,6 +335,7 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
         used_st = used_mt = 0.0
         usage = [0.0] * res.ninstances  # PROC_RESOURCES' reservation of each GPU instance
         cands = _Candidates(em, r)
+        napp: dict = {}  # the CPU passes' jobs per limited app, against its max_concurrent
         for edf_pass in EDF_PASSES if use_edf else PRIORITY_PASS:
             if cpu and not edf_pass:
                 picks.open_all()
@@ -347,6 +351,11 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
                 taken.add(j)
                 if not cpu and not _reserve_gpu(usage, j.gpu_usage):
                     continue
+                mc = j.app.max_concurrent if cpu else 0
+                if mc:
+                    if napp.get(j.app, 0) >= mc:
+                        continue
+                    napp[j.app] = napp.get(j.app, 0) + 1
                 p = j.project
                 if edf_pass:
                     misses[(p.index, r)] -= 1

@@ -523,6 +523,8 @@ def read_app_config(directory: str, project: Project) -> Project:
     it has none (`project_dir(master_url)/app_config.xml` beside client_state.xml).
 
     - `<app>`: the named app's max_concurrent becomes the element's (0 when it has none);
+      the smallest non-zero max_concurrent of all `<app>` elements, named apps or not, is
+      the project's `app_config_min_mc` (APP_CONFIGS::parse's project_min_mc);
       `<gpu_versions>` with both `<gpu_usage>` and `<cpu_usage>` sets those of the app's GPU
       versions. An app the project does not have is passed over, as BOINC warns and goes on.
     - `<app_version>` (`<app_name>`, `<plan_class>`): a non-zero `<avg_ncpus>` or `<ngpus>`
@@ -542,15 +544,18 @@ def read_app_config(directory: str, project: Project) -> Project:
     if root.tag != "app_config":
         raise ScenarioError(f"{where}: root element is <{root.tag}>, expected <app_config>")
     apps = {a.name: a for a in project.apps}
+    min_mc = 0
     try:
         for elem in root:
             if elem.tag == "app":
                 name = xml_fields.text(elem, "name")
-                if name not in apps:
-                    continue
                 mc = _num(elem, "max_concurrent", 0.0, f"{where} <app> {name}")
                 if mc < 0 or mc != int(mc):
                     raise ScenarioError(f"{where} <app> {name}: <max_concurrent> must be a whole number, 0 or more")
+                if mc:
+                    min_mc = min(min_mc, int(mc)) if min_mc else int(mc)
+                if name not in apps:
+                    continue
                 app = dataclasses.replace(apps[name], max_concurrent=int(mc))
                 gpu = elem.find("gpu_versions")
                 if gpu is not None:
@@ -593,7 +598,9 @@ def read_app_config(directory: str, project: Project) -> Project:
                         v = dataclasses.replace(v, gpu_usage=ngpus)
                 changed.append(v)
             apps[name] = dataclasses.replace(apps[name], versions=tuple(changed))
-        return dataclasses.replace(project, apps=tuple(apps[a.name] for a in project.apps), app_config=True)
+        return dataclasses.replace(
+            project, apps=tuple(apps[a.name] for a in project.apps), app_config=True, app_config_min_mc=min_mc
+        )
     except ScenarioError as exc:
         message = str(exc)
         raise ScenarioError(message if message.startswith(where) else f"{where}: {message}") from None
@@ -765,7 +772,7 @@ def scenario_to_dict(scenario: Scenario) -> dict:
     data = dataclasses.asdict(scenario)
     data.pop("source", None)
     for project in data["projects"]:
-        for key in ("available_stated", "app_config"):
+        for key in ("available_stated", "app_config", "app_config_min_mc"):
             if not project[key]:
                 del project[key]  # the default: the JSON of scenarios without them is unchanged
     return data

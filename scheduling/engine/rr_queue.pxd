@@ -17,7 +17,8 @@ cdef class QueuedJobs:
     cdef public bint bce, gpu_cpu, detail, exact
     cdef public int[::1] slot_first, slot_head, slot_left, slot_proj, slot_at, slot_next, rsc_lo, rsc_hi
     cdef public int[::1] rsc, proj, slot_of, gone, active, app, mc_limit, mc_running, mc_proj, mc_rsc
-    cdef public double[::1] caps, frac, gpu_sum, sim_nused, p_used, shortfall, saturated, mc_cap, mc_short
+    cdef public int[::1] slot_lo, proj_at_limit, dropped
+    cdef public double[::1] caps, frac, gpu_sum, sim_nused, p_used, pwf_used, shortfall, saturated, mc_cap, mc_short
     cdef public double[::1] left, rate, tol, gpu_usage, avg_ncpus, peak, deadline
 
     cdef _grow(self, int n)
@@ -43,14 +44,13 @@ cdef class QueuedJobs:
     cdef _end(self, int k)
 
     @cython.locals(
-        r=int, sim_now=double, buf_end=double, eps=double, idle=double, end=double,
+        r=int, sim_now=double, buf_end=double, eps=double, idle=double,
         caps="double[::1]", sim_nused="double[::1]",
     )
     cdef _resource_step(self, double dt)
 
     @cython.locals(
-        m=int, r=int, sim_now=double, buf_end=double, eps=double, room=double, other=double,
-        fill=double, end=double,
+        m=int, sim_now=double, buf_end=double, eps=double, x=double, span=double, used="double[::1]",
     )
     cdef _mc_fill(self, double dt)
 

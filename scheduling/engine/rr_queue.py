@@ -79,6 +79,13 @@ class QueuedJobs:
         self.gpu_sum = doubles(nr)
         self.sim_nused = doubles(nr)
         self.p_used = doubles(nslots)
+        # under bce (rr_repick.py): RSC_PROJECT_WORK_FETCH's sim_nused as BOINC's pick leaves
+        # it, which the max_concurrent shortfall reads; the first job of each slot still in
+        # BOINC's pending list (ended jobs stay there until a pick passes them, `dropped`);
+        # which projects a limit stopped in this pick
+        self.pwf_used = doubles(nslots)
+        self.slot_lo = ints(nslots)
+        self.proj_at_limit = ints(nprojects or 1)
         self.shortfall = doubles(nr)
         self.saturated = doubles(nr)
         mc_keys = list(static.mc_cap)
@@ -110,6 +117,7 @@ class QueuedJobs:
         self.proj = ints(n)
         self.slot_of = ints(n)
         self.gone = ints(n)
+        self.dropped = ints(n)
         self.active = ints(n)
         self.app = ints(n)
         self.mc_limit = ints(n)
@@ -147,6 +155,7 @@ class QueuedJobs:
             slot_next[c] = 0
             slot_at[c] = -1
             self.p_used[c] = 0.0
+            self.pwf_used[c] = 0.0
         njobs = 0
         for p in projects:
             pi = p.index
@@ -172,6 +181,7 @@ class QueuedJobs:
                 slot_first[nslots] = k
                 self.slot_head[nslots] = k
                 self.slot_left[nslots] = n
+                self.slot_lo[nslots] = k
                 self.slot_proj[nslots] = pi
                 slot_at[c] = nslots
                 slot_next[c] = k
@@ -237,6 +247,7 @@ class QueuedJobs:
                 self.proj[k] = pi
                 self.slot_of[k] = slot_at[c]
                 self.gone[k] = 0
+                self.dropped[k] = 0
                 app = j.app
                 mc = int(app.max_concurrent)
                 self.mc_limit[k] = mc
@@ -293,7 +304,8 @@ class QueuedJobs:
             misses = self.result.misses
             misses[key] = misses.get(key, 0) + 1
             if self.bce:
-                dur = j.runtime_remaining(self.rate[k])
+                # estimated_runtime_remaining() / overall frac, in that order (rr_sim.cpp)
+                dur = j.runtime_remaining(j.flops) / self.frac[r]
             else:
                 dur = j.est_flops_remaining(self.exact) / self.rate[k]
             busy = self.rr.busy
@@ -313,27 +325,27 @@ class QueuedJobs:
             idle = caps[r] - sim_nused[r]
             if idle > eps:
                 if sim_now < buf_end:
-                    end = sim_now + dt
-                    self.shortfall[r] += idle * ((buf_end if buf_end < end else end) - sim_now)
+                    self.shortfall[r] += idle * (buf_end - sim_now if sim_now + dt > buf_end else dt)
             else:
                 self.saturated[r] = sim_now + dt - self.now
 
     def _mc_fill(self, dt: float) -> None:
-        """max_concurrent: the idle instance-seconds up to the buffer end that each limited
-        project may fill over a step of `dt` (§6.4, §6.5)."""
+        """mc_update_stats (rr_sim.cpp, §6.4): for each project with max_concurrent, on every
+        resource, the instances it could use (`mc_cap`, rr_sim._Static) less those it uses,
+        times the step up to the buffer end, when above 1e-6. What it uses is BOINC's
+        per-project count as its pick leaves it (`pwf_used`, rr_repick.py) under bce, else
+        the instances its jobs hold (`p_used`)."""
         sim_now = self.sim_now
         buf_end = self.buf_end
         if not sim_now < buf_end:
             return
+        used = self.pwf_used if self.bce else self.p_used
         eps = IDLE_EPS
+        span = buf_end - sim_now if sim_now + dt > buf_end else dt
         for m in range(self.nmc):
-            r = self.mc_rsc[m]
-            room = self.caps[r] - self.sim_nused[r]
-            other = self.mc_cap[m] - self.p_used[r * self.nprojects + self.mc_proj[m]]
-            fill = other if other < room else room  # min(room, other)
-            if fill > eps:
-                end = sim_now + dt
-                self.mc_short[m] += fill * ((buf_end if buf_end < end else end) - sim_now)
+            x = self.mc_cap[m] - used[self.mc_rsc[m] * self.nprojects + self.mc_proj[m]]
+            if x > eps:
+                self.mc_short[m] += x * span
 
     def _project_shortfall_step(self, dt: float) -> None:
         """With `detail`: how far each project's simulated use falls below its fair share of
@@ -354,10 +366,13 @@ class QueuedJobs:
                     shortfall[key] = shortfall.get(key, 0.0) + (f - used) * span
 
     def _write_back(self):
-        """Write the integrated figures into the result and the simulation's end into the
-        RoundRobin, let go of the jobs, then the RoundRobin's tail; the result."""
+        """Write the integrated figures into the result (the max_concurrent shortfall with its
+        tail up to the buffer end) and the simulation's end into the RoundRobin, let go of the
+        jobs, then the RoundRobin's tail; the result."""
         result = self.result
         rr = self.rr
+        if self.nmc and self.sim_now < self.buf_end:
+            self._mc_fill(self.buf_end - self.sim_now)  # the tail, with the counts the last pick left
         for r in range(self.nr):
             result.rsc[r].shortfall = self.shortfall[r]
             result.rsc[r].saturated_time = self.saturated[r]

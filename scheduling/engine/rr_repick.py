@@ -43,8 +43,8 @@ class Repick(QueuedJobs):
     def run(self):
         """Pick, then run the picked jobs to the first end (or a time-slice step of an hour,
         or a tenth of the time beyond ten hours, when that end is more than an hour away),
-        integrate the step, retire the job that ends and pick afresh (RoundRobin.run_repick
-        says why)."""
+        integrate the step, retire the job that ends and pick afresh, after a time-slice
+        step too (RoundRobin.run_repick says why)."""
         result = self.result
         nr = self.nr
         self.repick()
@@ -99,46 +99,80 @@ class Repick(QueuedJobs):
                 k = active[best]
                 self._end(k)
                 self._take(self.slot_of[k], k)
-                self.repick()
+            # a time-slice step picks afresh too: the same jobs, but the pick notes a project
+            # at its max_concurrent limit, counts GPU jobs' CPU shares again and drops jobs
+            # that ended from the pending lists
+            self.repick()
         return self._write_back()
 
     def repick(self) -> None:
         """pick_jobs_to_run (rr_sim.cpp) from nothing: the active jobs and the instances in
         use. A job is taken before the resource is checked, so a CPU already full of GPU
-        jobs' CPU shares still takes one CPU job; a project whose app reaches its
-        max_concurrent with the job just taken gives no more jobs to this set. A project
-        passed over because its resource is full keeps its count of instances from before."""
+        jobs' CPU shares still takes one CPU job. When a job's app reaches its
+        max_concurrent, its project is at its limit for the rest of the pick: it gives no
+        more jobs to this resource, and on each later one it ends its turn after one step of
+        its pending list, taking one job or dropping one that ended.
+
+        BOINC's pending list of a project on a resource keeps the jobs that ended in the
+        simulation until a pick passes them (`dropped`, from `slot_lo` on). Each project's
+        count on a resource (`pwf_used`, RSC_PROJECT_WORK_FETCH's sim_nused, which the
+        max_concurrent shortfall reads) is set to 0 when that list is not empty, and a GPU
+        job adds its CPU share to its project's CPU count while GPUs compute; so that count
+        keeps the GPU jobs' CPU shares of a project with no CPU jobs left, pick after pick
+        (docs/engine-fidelity.md, "max_concurrent in work fetch")."""
         caps = self.caps
         sim_nused = self.sim_nused
         p_used = self.p_used
+        pwf_used = self.pwf_used
         active = self.active
         gpu_usage = self.gpu_usage
         avg_ncpus = self.avg_ncpus
         mc_limit = self.mc_limit
         mc_running = self.mc_running
         slot_first = self.slot_first
-        slot_head = self.slot_head
-        slot_left = self.slot_left
+        slot_lo = self.slot_lo
         slot_proj = self.slot_proj
+        at_limit = self.proj_at_limit
         gone = self.gone
+        dropped = self.dropped
         nprojects = self.nprojects
         gpu_cpu = self.gpu_cpu
         for a in range(self.napps):
             mc_running[a] = 0
+        for pi in range(nprojects):
+            at_limit[pi] = 0
         n = 0
         sim_nused[0] = 0.0
         for r in range(self.nr - 1, -1, -1):
             if r:
                 sim_nused[r] = 0.0
             limit = caps[r]
+            lo = self.rsc_lo[r]
+            hi = self.rsc_hi[r]
+            for s in range(lo, hi):
+                if slot_lo[s] < slot_first[s + 1]:
+                    pwf_used[r * nprojects + slot_proj[s]] = 0.0
             full = False
-            for s in range(self.rsc_lo[r], self.rsc_hi[r]):
-                if not slot_left[s]:
-                    continue
-                pu = r * nprojects + slot_proj[s]
+            for s in range(lo, hi):
+                end = slot_first[s + 1]
+                if slot_lo[s] >= end:
+                    continue  # its pending list is empty
+                pi = slot_proj[s]
+                pu = r * nprojects + pi
                 p_used[pu] = 0.0
-                for k in range(slot_head[s], slot_first[s + 1]):
+                for k in range(slot_lo[s], end):
+                    if dropped[k]:
+                        continue
                     if gone[k]:
+                        # the pick passes a job that ended and drops it from the list
+                        dropped[k] = 1
+                        if k == slot_lo[s]:
+                            lo_k = k + 1
+                            while lo_k < end and dropped[lo_k]:
+                                lo_k += 1
+                            slot_lo[s] = lo_k
+                        if at_limit[pi]:
+                            break
                         continue
                     active[n] = k
                     n += 1
@@ -147,23 +181,25 @@ class Repick(QueuedJobs):
                     if r:
                         p_used[pu] += gpu_usage[k]
                         sim_nused[r] += gpu_usage[k]
+                        pwf_used[pu] += gpu_usage[k]
                         if gpu_cpu:
                             sim_nused[0] += avg_ncpus[k]
+                            pwf_used[pi] += avg_ncpus[k]
                     else:
                         p_used[pu] += avg_ncpus[k]
                         sim_nused[0] += avg_ncpus[k]
-                    at_limit = False
+                        pwf_used[pu] += avg_ncpus[k]
                     mc = mc_limit[k]
                     if mc:
                         a = self.app[k]
                         mc_running[a] += 1
-                        at_limit = mc_running[a] >= mc
-                        if at_limit:
-                            self.result.last_mc_limit[(slot_proj[s], r)] = self.sim_now - self.now
+                        if mc_running[a] >= mc:
+                            at_limit[pi] = 1
+                            self.result.last_mc_limit[(pi, r)] = self.sim_now - self.now
                     if sim_nused[r] >= limit:
                         full = True
                         break
-                    if at_limit:
+                    if at_limit[pi]:
                         break
                 if full:
                     break

@@ -68,9 +68,10 @@ class RRResult:
         self.project_shortfall = [0.0] * nprojects
         self.total_shortfall = 0.0
         self.project_rsc_shortfall: dict[tuple[int, int], float] = {}
-        # projects with a max_concurrent app on the resource (§6.4, §6.5), keyed like misses:
-        # idle instance-seconds up to the buffer end that the limit lets the project fill,
-        # and the last simulated time (from now) at which the limit held a job back
+        # projects with max_concurrent (rr_sim.project_min_mc; §6.4, §6.5), on every resource,
+        # keyed like misses: the instance-seconds up to the buffer end that the project could
+        # use under its limit and does not (mc_shortfall), and the last simulated time (from
+        # now) at which a limit held its jobs back
         self.mc_shortfall: dict[tuple[int, int], float] = {}
         self.last_mc_limit: dict[tuple[int, int], float] = {}
         # picks by priority with another project in the running (see order_time):
@@ -169,10 +170,27 @@ def _jobs(n: int) -> str:
 MAX_STEPS_PER_JOB = 64
 
 
+def project_min_mc(spec) -> int:
+    """APP_CONFIGS's project_min_mc (lib/cc_config.cpp, reference/client.md §6.5): the
+    smallest max_concurrent app_config.xml gives the project (readers.read_app_config), 0
+    when the project has no limit (then it has no max_concurrent in work fetch). A project
+    whose scenario does not say (JSON, P(C, D, R), hand-made) takes the smallest of its
+    apps' own limits, as if an app_config.xml gave them."""
+    if spec.app_config_min_mc:
+        return spec.app_config_min_mc
+    return min((a.max_concurrent for a in spec.apps if a.max_concurrent), default=0)
+
+
 class _Static:
     """What the simulations of one run share and never changes during it: instances per
     resource, the max_concurrent caps per (project, resource), each project's fair share of
-    the instances (for `detail`)."""
+    the instances (for `detail`).
+
+    `mc_cap` is RSC_PROJECT_WORK_FETCH::rr_init's mc_max_could_use (work_fetch.cpp): for a
+    project with max_concurrent (`project_min_mc`), on every resource, its smallest limit
+    times the largest usage of any of its app versions, at least 1 (a version of that GPU
+    type counts its GPU usage, every other version its CPU share), at most the resource's
+    instances (docs/engine-fidelity.md, "max_concurrent in work fetch")."""
 
     __slots__ = ("caps", "mc_cap", "any_mc", "fair", "gpus_first")
 
@@ -181,16 +199,20 @@ class _Static:
         nr = len(rscs)
         self.gpus_first = tuple(range(nr - 1, -1, -1))  # pick's order of the resources
         self.caps = [em.n_usable_cpus if r == 0 else rscs[r].ninstances for r in range(nr)]
-        mc_cap: dict = {}  # (project, resource) -> instances its limited apps let it use
+        mc_cap: dict = {}  # (project, resource) -> instances the project could use
         for p in em.projects:
-            for app in p.spec.apps:
-                for v in app.versions:
-                    r = em.rsc_index.get(v.resource)
-                    if r is None:
-                        continue
-                    cap = app.max_concurrent * (v.gpu_usage if r else v.avg_ncpus) if app.max_concurrent else math.inf
-                    mc_cap[(p.index, r)] = max(mc_cap.get((p.index, r), 0.0), 0.0) + cap
-        self.mc_cap = {k: v for k, v in mc_cap.items() if v < math.inf}
+            min_mc = project_min_mc(p.spec)
+            if not min_mc:
+                continue
+            versions = [(em.rsc_index.get(v.resource), v) for app in p.spec.apps for v in app.versions]
+            for r in range(nr):
+                x = 1.0
+                for vr, v in versions:
+                    usage = v.gpu_usage if r and vr == r else v.avg_ncpus
+                    if usage > x:
+                        x = usage
+                mc_cap[(p.index, r)] = min(min_mc * x, float(self.caps[r]))
+        self.mc_cap = mc_cap
         self.any_mc = any(app.max_concurrent for p in em.projects for app in p.spec.apps)
         self.fair = []
         for r in range(nr):
@@ -312,14 +334,13 @@ class RoundRobin:
         )
 
     def tail(self) -> None:
-        """After the last job: every instance idle up to the buffer end; the busy times."""
+        """After the last job: every instance idle up to the buffer end (the max_concurrent
+        shortfall's tail is QueuedJobs._write_back's); the busy times."""
         result = self.result
         sim_now = self.sim_now
         buf_end = self.buf_end
         caps = self.caps
         if sim_now < buf_end:
-            for (pi, r), cap in self.mc_cap.items():
-                result.mc_shortfall[(pi, r)] += min(caps[r], cap) * (buf_end - sim_now)
             for r in range(self.nr):
                 cap = caps[r]
                 result.rsc[r].shortfall += cap * (buf_end - sim_now)

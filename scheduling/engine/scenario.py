@@ -430,6 +430,10 @@ class Project:
     # keeps its apps' max_concurrent then, and clears every app's limit of a project without
     # one (docs/engine-fidelity.md, "max_concurrent, as app_config.xml gives it")
     app_config: bool = False
+    # with app_config: APP_CONFIGS's project_min_mc, the smallest max_concurrent of its <app>
+    # elements (apps the project does not have among them), 0 when none has one; work fetch
+    # reads it (rr_sim.project_min_mc, docs/engine-fidelity.md "max_concurrent in work fetch")
+    app_config_min_mc: int = 0
 
     def __post_init__(self):
         _check_finite(self)
@@ -446,6 +450,7 @@ class Project:
         check_count(self.downtime, f"{what}: downtime windows", MAX_DOWNTIME_WINDOWS)
         check_count(self.jobs, f"{what}: jobs", MAX_JOBS)
         check_count(self.no_rsc_apps, f"{what}: no_rsc_apps", MAX_GPU_TYPES + 1)
+        check_number(self.app_config_min_mc, f"{what}: app_config_min_mc", 0, MAX_CONCURRENT, whole=True)
         for rsc in self.no_rsc_apps:
             check_text(rsc, f"{what}: no_rsc_apps")
         for start, end in self.downtime:

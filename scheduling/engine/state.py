@@ -259,11 +259,13 @@ class JobState:
 
     def runtime_remaining(self, rate: float) -> float:
         """RESULT::estimated_runtime_remaining as BOINC's emulator computes it, at `rate`
-        FLOPS: a started job's real remainder, an unstarted one's estimate (the drawn size
-        the server told) times its project's duration correction factor."""
+        FLOPS (its version's speed): a started job's real remainder, an unstarted one's
+        estimate (the drawn size the server told) times its project's duration correction
+        factor, in BOINC's order of operations (estimated_runtime: size / FLOPS, then x DCF),
+        since the busy time's ties between instances turn on the last bits."""
         if self.started:
             return self.est_flops_remaining(True) / rate
-        return self.fpops_est * self.project.dcf / rate
+        return self.fpops_est / rate * self.project.dcf
 
     def est_flops_remaining(self, exact: bool) -> float:
         """estimated_flops_remaining: the real remainder when `exact` (BOINC's emulator, §6.4),

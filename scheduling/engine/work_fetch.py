@@ -44,7 +44,8 @@ def rsc_reason(em, p, r: int, now: float, rr) -> str | None:
         return "no app version"
     if p.share == 0 and rr.rsc[r].saturated_time > min(em.work_buf_min, 180.0):
         return "zero share"
-    if rr.last_mc_limit.get((p.index, r), 0.0) > em.work_buf_total:
+    key = (p.index, r)
+    if key in rr.mc_shortfall and rr.last_mc_limit.get(key, 0.0) > em.work_buf_total:
         return "max concurrent"  # its limit holds jobs back through the whole buffer
     if p.backoff_time[r] > now:
         return REASON_BACKED_OFF
@@ -90,8 +91,9 @@ def _higher_priority(p1, p2) -> bool:
 
 def set_request(em, p, r: int, rr, share: float) -> tuple[float, float]:
     """RSC_WORK_FETCH::set_request (§6.5): the resource's whole shortfall and the idle
-    instances; for a project with a max_concurrent app on the resource, its MC shortfall
-    and no instances."""
+    instances; for a project with max_concurrent (rr_sim.project_min_mc), on every
+    resource, its MC shortfall and no instances. A wacky duration correction factor turns
+    a shortfall into 1 s, and none into none."""
     rs = rr.rsc[r]
     ninst = em.resources[r].ninstances if r else em.n_usable_cpus
     if p.share == 0:
@@ -102,7 +104,7 @@ def set_request(em, p, r: int, rr, share: float) -> tuple[float, float]:
     mc = rr.mc_shortfall.get((p.index, r))
     if mc is not None:
         secs = mc  # what its max_concurrent apps can fill
-    if not 0.02 <= p.dcf <= 80:
+    if secs and not 0.02 <= p.dcf <= 80:
         secs = 1.0  # wacky duration correction factor
     if mc is not None:
         inst = 0.0

@@ -8,7 +8,21 @@ from scheduling.engine.emulator import Emulator
 from scheduling.engine.rr_repick import Repick
 from scheduling.engine.rr_sim import RoundRobin, rr_simulate
 
-from .helpers import GFLOPS, HOUR, App, AppVersion, GpuType, Host, Prefs, cpu_app, job, project, scenario
+from .helpers import (
+    GFLOPS,
+    HOUR,
+    App,
+    AppVersion,
+    Availability,
+    GpuType,
+    Host,
+    InitialJob,
+    Prefs,
+    cpu_app,
+    job,
+    project,
+    scenario,
+)
 
 
 def bce_emulator(s):
@@ -24,9 +38,9 @@ def bce_emulator(s):
     )
 
 
-def gpu_app(name="g", ncpus=0.5):
+def gpu_app(name="g", ncpus=0.5, **kw):
     version = AppVersion(avg_ncpus=ncpus, flops=GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0, plan_class="cuda")
-    return App(name=name, versions=(version,), latency_bound=10 * 86400.0, fpops_est=HOUR * GFLOPS)
+    return App(name=name, versions=(version,), latency_bound=10 * 86400.0, fpops_est=HOUR * GFLOPS, **kw)
 
 
 def gpu_host(ncpus):
@@ -202,3 +216,63 @@ def intended_emulator(s):
         existing_jobs_only=False,
         policy_name="boinc7",
     )
+
+
+def test_a_missed_jobs_busy_time_is_its_estimate_in_boincs_order_of_operations():
+    # rr_sim.cpp: estimated_runtime_remaining() / overall_cpu_frac(), where an unstarted
+    # job's estimate is size / FLOPS, then x DCF (RESULT::estimated_runtime). Other orders
+    # differ in the last bits here, and the busy time's ties between instances turn on them.
+    flops = 3.867e9
+    app = App(name="a", versions=(AppVersion(avg_ncpus=1.0, flops=flops),), fpops_est=1e11)
+    late = InitialJob(name="late", app="a", fpops=1e11, fpops_est=1e11, deadline=10.0)
+    s = scenario(
+        project("P", [late], apps=(app,)),
+        host=Host(ncpus=1, cpu_flops=flops, on=Availability(frac=0.8)),
+    )
+    em = bce_emulator(s)
+    em.projects[0].dcf = 1.01
+    frac = em.resources[0].overall_frac
+    rr = rr_simulate(em, 0.0)
+    assert em.projects[0].jobs[0].rr_miss
+    assert rr.rsc[0].busy_time == 1e11 / flops * 1.01 / frac
+    assert 1e11 / flops * 1.01 / frac != 1e11 * 1.01 / (flops * frac)
+
+
+def test_a_project_at_its_limit_on_the_gpu_drops_an_ended_cpu_job_and_ends_its_turn():
+    # pick_jobs_to_run: P's GPU app (max_concurrent 1) puts P at its limit in every pick's
+    # GPU phase, and a project at its limit ends its turn on the CPU after one step of its
+    # pending list. At 1 h that step drops P's first CPU job, which has just ended, so the
+    # second waits for the next pick, at 1.5 h when Q's q1 ends, and ends at 2.5 h (not 2 h).
+    s = scenario(
+        project(
+            "P",
+            [job("c1"), job("c2"), job("g1", app="g", hours=5)],
+            apps=(cpu_app(), gpu_app(ncpus=0.1, max_concurrent=1)),
+            app_config=True,
+        ),
+        project("Q", [job("q1", hours=1.5)]),
+        host=gpu_host(2),
+        prefs=Prefs(work_buf_min_days=0.5 / 24, work_buf_additional_days=0.5 / 24),
+    )
+    em = bce_emulator(s)
+    rr_simulate(em, 0.0)
+    done = finishes(em)
+    assert (done["q1"], done["g1"]) == (1.5 * HOUR, 5 * HOUR)
+    assert sorted((done["c1"], done["c2"])) == [HOUR, 2.5 * HOUR]
+
+
+def test_a_time_slice_step_picks_afresh_and_notes_the_limit_again():
+    # RR_SIM::simulate picks at every iteration, time-slice steps included. P's app runs one
+    # job at a time: p2 (1 h) first, then p1 (3 h) from 1 h to 4 h, in time-slice steps of an
+    # hour while it is more than an hour from its end, so the limit holds at the picks at
+    # 1 h, 2 h and 3 h; picking only at job ends would note it last at 1 h
+    s = scenario(
+        project("P", [job("p1", hours=3), job("p2", hours=1)], apps=(cpu_app(max_concurrent=1),), app_config=True),
+        ncpus=2,
+        prefs=Prefs(work_buf_min_days=0.5 / 24, work_buf_additional_days=0.5 / 24),
+    )
+    em = bce_emulator(s)
+    assert [j.name for j in em.projects[0].jobs] == ["p2", "p1"]  # arrival
+    rr = rr_simulate(em, 0.0)
+    assert finishes(em) == {"p2": HOUR, "p1": 4 * HOUR}
+    assert rr.last_mc_limit[(0, 0)] == 3 * HOUR
