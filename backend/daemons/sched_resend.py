@@ -133,7 +133,7 @@ def resend_lost_results(
                 version = cast("Version", version)
                 flops = homogeneous.committed_flops(result, version)
                 runtime = result.workunit.rsc_fpops_est / (flops or job_flops(resource, version))
-                deadline = new_deadline(result, wanted[resource.name], runtime, now=now)
+                deadline = new_deadline(result, wanted[resource.name], runtime, now=now, reply=reply)
                 if deadline is None:
                     why = "it cannot finish before its deadline"
                 else:
@@ -224,7 +224,9 @@ class VersionChooser:
         return None, None
 
 
-def new_deadline(result: Result, resource: Resource, runtime: float, *, now: int) -> int | None:
+def new_deadline(
+    result: Result, resource: Resource, runtime: float, *, now: int, reply: SchedulerReply | None = None
+) -> int | None:
     """The deadline the client is told for a resent ``result``, or None when it cannot
     finish in time (sched_check.cpp wu_is_infeasible_fast, then sched_resend.cpp
     possibly_give_result_new_deadline).
@@ -234,7 +236,8 @@ def new_deadline(result: Result, resource: Resource, runtime: float, *, now: int
     passes becomes the workunit's delay bound (0 once the stored deadline has passed). The
     new deadline is now + half the time the result was given, never before the stored
     deadline nor after now + that bound, and must leave room for the job's duration
-    stretched by the host's availability.
+    stretched by the host's availability. Each refusal of check_deadline (not the last
+    test's) marks ``reply.speed_insufficient``, as it sets BOINC's speed.insufficient.
     """
     stored, delay_bound = result.report_deadline, result.workunit.delay_bound
     duration = runtime / resource.available_frac
@@ -245,6 +248,8 @@ def new_deadline(result: Result, resource: Resource, runtime: float, *, now: int
     if stored > now:
         bound = int(stored - now) - 1
         if delay and delay + duration > bound:
+            if reply is not None:
+                reply.speed_insufficient = True
             if bound == delay_bound or delay + duration > delay_bound:
                 return None
             bound = delay_bound

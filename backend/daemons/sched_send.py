@@ -43,6 +43,7 @@ from django.db.models import Field, Q
 from backend.daemons import sched_hr, sched_limit, sched_reliable, sched_shmem
 from backend.daemons.claim import locked_in_id_order, lower_transition_time, placeholders, read_rows
 from backend.daemons.host_app_version import count_sent, jobs_today, scaled_max_jobs_per_day
+from backend.daemons.plan_class import GPU_NAMES, GpuRequirements, plan_class_proc_type
 from backend.daemons.sched_types import (
     Message,
     ReplyAppVersion,
@@ -280,9 +281,11 @@ def usable_versions(
     now: int = 0,
     notices: list[str] | None = None,
     spent: set[int] | None = None,
+    gpu_requirements: dict[str, GpuRequirements] | None = None,
 ) -> dict[int, Version]:
     """app id -> the Version of that app the host runs on ``resource``: with ``host``, the
     fastest (backend.daemons.sched_version, get_app_version); without, the newest.
+    ``gpu_requirements``: see sched_version.best_versions.
 
     On the anonymous platform, the versions the client lists. Otherwise the project's
     versions for the client's platforms; for a real client (one that reports its
@@ -313,7 +316,16 @@ def usable_versions(
         from backend.daemons.sched_version import best_versions
 
         return best_versions(
-            host, request, resource, config=config, havs=havs, now=now, make=Version, notices=notices, spent=spent
+            host,
+            request,
+            resource,
+            config=config,
+            havs=havs,
+            now=now,
+            make=Version,
+            notices=notices,
+            spent=spent,
+            gpu_requirements=gpu_requirements,
         )
     platforms = [request.platform_name, *request.alt_platforms]
     rows = (
@@ -558,9 +570,22 @@ def send_work(
     apps = sched_shmem.apps()
     over_quota: set[int] = set()  # the app versions a job found over their daily quota
     hr_last = sched_hr.LastCheck()
+    # the GPU plan classes' requirements, for the volunteer whose GPU falls short (BOINC
+    # tells no anonymous-platform client, and notes them only for a GPU the host has)
+    gpu_requirements: dict[str, GpuRequirements] | None = None
+    if request.platform_name != "anonymous" and any(gpu.count > 0 for gpu in request.gpu_requests):
+        gpu_requirements = {}
     for resource in resources:
         versions = usable_versions(
-            request, resource, host, config=config, havs=havs, now=now, notices=notices, spent=over_quota
+            request,
+            resource,
+            host,
+            config=config,
+            havs=havs,
+            now=now,
+            notices=notices,
+            spent=over_quota,
+            gpu_requirements=gpu_requirements,
         )
         limited.extend(
             apply_daily_quota(
@@ -658,6 +683,8 @@ def send_work(
         for app_id, (v, _) in looked_at.items():
             if v.chooser is not None and not v.committed_only and has_jobs_for(v):
                 v.chooser.used((app_id, False, 0))
+    if gpu_requirements:
+        reply.messages.extend(gpu_messages(request, gpu_requirements))
     if not sent and (request.work_req_seconds > 0 or request.cpu_req_secs > 0):
         # sched_send.cpp send_user_messages: "No tasks sent", then why
         # (WORK_REQ::add_no_work_message, kept only when nothing was sent), when the request
@@ -665,10 +692,16 @@ def send_work(
         # host's request says cpu_req_secs only).
         reply.messages.append(Message("No tasks sent", "low"))
         lacking_notices(
-            looked_at, notices, host_class=host_class, config=config, reliability=reliability, request=request
+            looked_at,
+            notices,
+            host_class=host_class,
+            config=config,
+            reliability=reliability,
+            request=request,
+            refusals=refusals,
         )
         reply.messages.extend(Message(text, "notice") for text in notices)
-        if DEADLINE in refusals:
+        if DEADLINE in refusals or reply.speed_insufficient:
             reply.messages.append(Message(too_slow_message(request), "low"))
         if hr_last.other_class:
             reply.messages.append(Message("Tasks are committed to other platforms", "low"))
@@ -681,6 +714,44 @@ def send_work(
                     Message(f"This computer has finished a daily quota of {hav.max_jobs_per_day} tasks", "low")
                 )
     return len(sent)
+
+
+def gpu_messages(request: SchedulerRequest, requirements: Mapping[str, GpuRequirements]) -> list[Message]:
+    """What each of the host's GPUs lacks for the project's GPU plan classes checked in this
+    request (sched_send.cpp send_gpu_messages, send_gpu_property_messages), for a GPU type
+    the project has versions for (by plan class name, sched_shmem.cpp
+    have_apps_for_proc_type); given whether jobs were sent or not."""
+    from backend.daemons.sched_version import core_client_version
+
+    client = core_client_version(request.core_client_version)
+    have_apps = project_gpu_types()
+    messages = []
+    for gpu_type in GPU_NAMES:
+        gpu = next((g for g in request.gpu_requests if g.type == gpu_type and g.count > 0), None)
+        if gpu is None or gpu_type not in have_apps:
+            continue
+        # BOINC reads no driver version of Intel and Apple GPUs
+        version = gpu.driver_version if gpu_type in ("NVIDIA", "ATI") else 0
+        found = requirements.get(gpu_type, GpuRequirements())
+        messages += [
+            Message(text, priority)
+            for text, priority in found.messages(GPU_NAMES[gpu_type], gpu.gpu_ram, version, client)
+        ]
+    return messages
+
+
+def project_gpu_types() -> set[str]:
+    """The GPU types the project has app versions for, by plan class name (the feeder's
+    versions: of apps and versions not deprecated, any platform)."""
+
+    def read() -> set[str]:
+        rows = AppVersion.objects.filter(deprecated=False, app__deprecated=False)
+        project_id = sched_shmem.project_id()
+        if project_id is not None:
+            rows = rows.filter(project_id=project_id)
+        return {plan_class_proc_type(name) for name in rows.values_list("plan_class", flat=True).distinct()} - {CPU}
+
+    return sched_shmem.kept(("project_gpu_types",), read)
 
 
 def too_slow_message(request: SchedulerRequest) -> str:
@@ -866,6 +937,10 @@ def send_for_resource(
                 why = infeasible(result.workunit, resource, runtime, config)
                 if why != DEADLINE:
                     break
+                if refusals is not None:
+                    # check_deadline flags speed.insufficient at each refusal, the reduced
+                    # bound's too, though the full one then passes
+                    refusals.add(DEADLINE)
             if why:
                 refused.append((result, version, why))
                 if refusals is not None:
@@ -921,11 +996,15 @@ def lacking_notices(
     host_class: sched_hr.HostClass | None = None,
     reliability: sched_reliable.Reliability | None = None,
     request: SchedulerRequest | None = None,
+    refusals: set[str] | None = None,
 ) -> None:
     """Add the memory, disk and bandwidth notices of unsent jobs the host lacks something
     for that the request did not look at (BOINC checks these before
     one_result_per_user_per_wu, which our candidates query applies first), as BOINC would
-    for the jobs in its shared-memory cache (at most ``limit``, its default size). Jobs
+    for the jobs in its shared-memory cache (at most ``limit``, its default size); with
+    ``refusals`` (a set), DEADLINE joins it when such a job the host has all it needs for
+    would not finish in time, as check_deadline, the last of those checks, sets the flag
+    behind "Tasks won't finish in time" (sched_check.cpp wu_is_infeasible_fast). Jobs
     homogeneous redundancy keeps from the host are left out, and so are jobs that need a
     reliable host when this version is not one (``sched_reliable.Reliability.feasible``), as
     BOINC checks those first, and so are jobs whose version is over its daily quota, which
@@ -949,11 +1028,17 @@ def lacking_notices(
             short |= Q(workunit__rsc_disk_bound__gt=resource.disk.available)
         if resource.n_bwdown:
             short |= Q(workunit__rsc_bandwidth_bound__gt=resource.n_bwdown)
-        if resource.usable_ram is None and resource.disk is None and not resource.n_bwdown:
+        deadlines = (
+            refusals is not None
+            and DEADLINE not in refusals
+            and not config.ignore_delay_bound
+            and resource.estimated_delay != 0
+        )
+        if resource.usable_ram is None and resource.disk is None and not resource.n_bwdown and not deadlines:
             continue
         rows = (
             Result.objects.filter(server_state=ServerState.UNSENT, app_id=app_id, workunit__error_mask=0)
-            .filter(short)
+            .filter(Q() if deadlines else short)
             .filter(sched_hr.feasible(apps[app_id], version, host_class, config, any_version=by_commitment))
             .filter(reliability.feasible(version) if reliability else Q())
             .order_by("-priority", "workunit_id", "id")
@@ -963,15 +1048,20 @@ def lacking_notices(
                 "workunit__rsc_bandwidth_bound",
                 "workunit__app_version_num",
                 "workunit__app_version_id",
+                "workunit__delay_bound",
+                "workunit__rsc_fpops_est",
+                "priority",
             )[:limit]
         )
-        for memory, disk, bandwidth, number, committed in rows:
+        for memory, disk, bandwidth, number, committed, delay_bound, fpops, priority in rows:
             wu = Workunit(
                 rsc_memory_bound=memory,
                 rsc_disk_bound=disk,
                 rsc_bandwidth_bound=bandwidth,
                 app_version_num=number,
                 app_version_id=committed,
+                delay_bound=delay_bound,
+                rsc_fpops_est=fpops,
             )
             job: Version | None
             if by_commitment and committed:
@@ -990,7 +1080,22 @@ def lacking_notices(
                 # lacks, and ends there (get_app_version finds no version within the quota,
                 # or send_work_score_type's daily_quota_exceeded stops the pass)
                 continue
-            add_notice(notices, notice(lacks(wu, resource), wu, job, resource))
+            why = lacks(wu, resource)
+            if not why and deadlines:
+                assert refusals is not None  # deadlines needs it
+                flops = None
+                if by_commitment:
+                    assert request is not None  # by_commitment needs it
+                    flops = sched_hr.committed_flops(wu, apps[app_id], job, request, committed_versions)
+                runtime = fpops / (flops or job_flops(resource, job))
+                for bound in sched_reliable.delay_bounds(wu, priority, runtime / resource.available_frac, config):
+                    wu.delay_bound = bound
+                    why = infeasible(wu, resource, runtime, config)
+                    if why != DEADLINE:
+                        break
+                    refusals.add(DEADLINE)  # each refusal flags it, as above
+                continue
+            add_notice(notices, notice(why, wu, job, resource))
 
 
 # Why a job is not sent to this host (sched_check.cpp's INFEASIBLE_MEM, INFEASIBLE_DISK,

@@ -284,6 +284,11 @@ class SchedulerReply:
     delete_file_infos: list[str] = field(default_factory=list)
     result_aborts: list[str] = field(default_factory=list)
     result_abort_if_not_started: list[str] = field(default_factory=list)
+    # BOINC's WORK_REQ speed.insufficient (not sent to the client): a job, lost results'
+    # resends included, was refused for its deadline, so a reply that sends nothing says
+    # "Tasks won't finish in time" (sched_check.cpp check_deadline, sched_send.cpp
+    # send_user_messages)
+    speed_insufficient: bool = False
 
 
 # <daily_result_quota>: BOINC's scheduler reads 0 (no quota) when config.xml leaves it out,

@@ -50,7 +50,7 @@ from django.db.models import Model, Q
 from backend.daemons import sched_shmem
 from backend.daemons.claim import placeholders, read_rows
 from backend.daemons.host_app_version import jobs_today, scaled_max_jobs_per_day
-from backend.daemons.plan_class import CPU, HostUsage, HostView, PlanClassSpec, read_plan_class_spec
+from backend.daemons.plan_class import CPU, GpuRequirements, HostUsage, HostView, PlanClassSpec, read_plan_class_spec
 from backend.models import App, AppVersion, Host, HostAppVersion, Project, Workunit
 
 if TYPE_CHECKING:
@@ -193,6 +193,9 @@ class BestVersions:
         self.pending_spent: list[int] = []
         self.key_spent: dict[ChoiceKey, list[int]] = {}
         self.spent: set[int] = set()
+        # the GPU plan classes each choice checked on a GPU of their type (GpuRequirements)
+        self.pending_gpu: list[PlanClassSpec] = []
+        self.key_gpu: dict[ChoiceKey, list[PlanClassSpec]] = {}
 
     def host_usage(self, row: AppVersion) -> HostUsage | None:
         """How the host runs ``row`` (app_plan), or None when it cannot."""
@@ -202,7 +205,7 @@ class BestVersions:
                 return None  # "Unknown plan class"
             if self.view is None:
                 self.view = host_view(self.host, self.request, self.resource.usable_ram)
-            return spec.check(self.view, self.rng, self.pending)
+            return spec.check(self.view, self.rng, self.pending, self.pending_gpu)
         if row.gpu_type:
             # a version described by its columns alone (the simulated world's GPU versions)
             flops = self.resource.flops * row.gpu_usage if self.resource.flops > 0 else row.flops
@@ -247,9 +250,10 @@ class BestVersions:
         quota is used up is returned only when no other is feasible."""
         key = (app_id, needs_64b, version_num)
         if key not in self.memo:
-            self.pending, self.pending_spent = [], []
+            self.pending, self.pending_spent, self.pending_gpu = [], [], []
             self.memo[key] = self.best(app_id, needs_64b, version_num)
             self.key_notices[key], self.key_spent[key] = self.pending, self.pending_spent
+            self.key_gpu[key] = self.pending_gpu
         return self.memo[key]
 
     def used(self, key: ChoiceKey) -> None:
@@ -408,11 +412,15 @@ def best_versions(
     make: Callable[..., Version],
     notices: list[str] | None = None,
     spent: set[int] | None = None,
+    gpu_requirements: dict[str, GpuRequirements] | None = None,
 ) -> dict[int, Version]:
     """app id -> the Version (``make``: sched_send.Version) of each app the host runs best on
     ``resource``; each carries its chooser, for jobs that need another (``job_version``).
     Why a version was not feasible, when BOINC tells the volunteer, goes to ``notices``, and
-    the ids of the versions a job found over their daily quota to ``spent``."""
+    the ids of the versions a job found over their daily quota to ``spent``. With
+    ``gpu_requirements`` (GPU type -> GpuRequirements, the request's), the GPU plan classes
+    checked for the kinds of job each app has unsent are noted there, as BOINC's scan checks
+    them for each job of its cache (sched_score.cpp send_work_score_type, get_app_version)."""
     rows = feeder_versions(
         None, [request.platform_name, *request.alt_platforms], real_client=bool(request.core_client_version)
     )
@@ -423,6 +431,12 @@ def best_versions(
     found = {}
     for app_id in rows:
         chosen = chooser.choose(app_id)
+        if gpu_requirements is not None:
+            for needs_64b, number in unsent_job_kinds(app_id, request.platform_name):
+                key = (app_id, needs_64b, number)
+                chooser.choose(app_id, needs_64b=needs_64b, version_num=number)
+                for spec in chooser.key_gpu.get(key, ()):
+                    gpu_requirements.setdefault(spec.proc_type, GpuRequirements()).note(spec)
         if chosen is None:
             # its jobs find no version: say why, for the kinds of job it has (a job pinned to
             # a version number never looks at the others' plan classes)

@@ -667,3 +667,28 @@ def test_a_version_over_its_daily_quota_gives_no_notice_of_what_its_jobs_need(pr
         ("Daily job limit (1) has been reached", "notice"),
         ("This computer has finished a daily quota of 1 tasks", "low"),
     ]
+
+
+def test_a_job_dropped_for_the_volunteer_that_would_miss_its_deadline_says_so(project):
+    # sched_check.cpp wu_is_infeasible_fast ends with check_deadline, before slow_check
+    # applies the one-result-per-user rule: BOINC sets speed.insufficient for a job the
+    # volunteer may not have, and says "Tasks won't finish in time" when nothing is sent
+    from backend.models import ServerState
+
+    host = project.host(on_frac=0.5, active_frac=0.25)
+    wu = project.workunit(delay_bound=3600)  # 3600 s of computing, at a quarter of the time
+    project.result(wu, server_state=ServerState.IN_PROGRESS, host=project.host(owner=host.owner), user=host.owner)
+    project.result(wu)
+    request = work_request(host, work_req_seconds=86400.0, estimated_delay=1.0, core_client_version="")
+    reply = handle_request(request, project=demo_project(), now=NOW)
+    assert reply.results == []
+    assert [(m.text, m.priority) for m in reply.messages] == [
+        ("No tasks sent", "low"),
+        ("Tasks won't finish in time: Computer available 50.0% of the time", "low"),
+    ]
+    # with time enough, nothing to say
+    from backend.models import Workunit
+
+    Workunit.objects.filter(pk=wu.pk).update(delay_bound=86400)
+    reply = handle_request(request, project=demo_project(), now=NOW)
+    assert [(m.text, m.priority) for m in reply.messages] == [("No tasks sent", "low")]
