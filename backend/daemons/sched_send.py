@@ -32,13 +32,14 @@ which sets WU_ERROR_COULDNT_SEND_RESULT.
 from __future__ import annotations
 
 import functools
+import heapq
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from django.db import connection, transaction
-from django.db.models import Field, Q
+from django.db.models import Case, Exists, F, Field, OuterRef, Q, When
 
 from backend.daemons import sched_hr, sched_limit, sched_reliable, sched_shmem
 from backend.daemons.claim import locked_in_id_order, lower_transition_time, placeholders, read_rows
@@ -532,6 +533,38 @@ def candidates(host: Host, app_ids: Sequence[int], limit: int, config: Scheduler
         chunk *= 2
 
 
+def with_dropped_jobs(
+    jobs: Iterable[Result], host: Host, app_ids: Sequence[int], limit: int, config: SchedulerConfig
+) -> tuple[Iterator[Result], set[int]]:
+    """``jobs`` (``candidates``' results) merged, in the same order, with the unsent results
+    the one-result-per-user rule keeps from the volunteer, and the ids of those. BOINC's
+    scan checks each job's homogeneous redundancy class (wu_is_infeasible_fast) before
+    slow_check applies that rule, and "Tasks are committed to other platforms" follows the
+    last class checked (sched_hr.LastCheck), so these jobs are looked at for that alone;
+    they are read without a lock, as nothing is sent from them. Jobs of equal score come in
+    workunit and id order, where BOINC's order among them is its unstable sort's. Called
+    only where an app uses homogeneous redundancy, so a committed workunit scores one more."""
+    rows = list(
+        Result.objects.filter(
+            project_id=host.project_id,
+            app_id__in=app_ids,
+            server_state=ServerState.UNSENT,
+            workunit__error_mask=0,
+            workunit__transitioner_flags=TransitionerFlags.ORDINARY,
+        )
+        .filter(Exists(Result.objects.filter(user_id=host.owner_id, workunit_id=OuterRef("workunit_id"))))
+        .select_related("workunit")
+        .annotate(score=F("priority") + Case(When(workunit__hr_class__gt=0, then=1), default=0))
+        .order_by("-score", "workunit_id", "id")[:limit]
+    )
+
+    def order(result: Result) -> tuple[int, int, int]:
+        score = result.priority + (1 if result.workunit.hr_class > 0 else 0)
+        return (-score, result.workunit_id, result.pk)
+
+    return heapq.merge(jobs, rows, key=order), {r.pk for r in rows}
+
+
 def send_work(
     host: Host,
     request: SchedulerRequest,
@@ -713,6 +746,11 @@ def send_work(
                 reply.messages.append(
                     Message(f"This computer has finished a daily quota of {hav.max_jobs_per_day} tasks", "low")
                 )
+        if any(in_progress.project_exceeded(kind) for kind in have_apps(request)):
+            # work_needed flags each processor type the project has apps for that is at its
+            # limit (max_jobs_on_host_proc_type_exceeded), asked for or not, though another
+            # type goes on
+            reply.messages.append(Message("This computer has reached a limit on tasks in progress", "low"))
     return len(sent)
 
 
@@ -724,7 +762,7 @@ def gpu_messages(request: SchedulerRequest, requirements: Mapping[str, GpuRequir
     from backend.daemons.sched_version import core_client_version
 
     client = core_client_version(request.core_client_version)
-    have_apps = project_gpu_types()
+    have_apps = project_proc_types()
     messages = []
     for gpu_type in GPU_NAMES:
         gpu = next((g for g in request.gpu_requests if g.type == gpu_type and g.count > 0), None)
@@ -740,18 +778,27 @@ def gpu_messages(request: SchedulerRequest, requirements: Mapping[str, GpuRequir
     return messages
 
 
-def project_gpu_types() -> set[str]:
-    """The GPU types the project has app versions for, by plan class name (the feeder's
-    versions: of apps and versions not deprecated, any platform)."""
+def project_proc_types() -> set[str]:
+    """The processor types ("cpu", GpuType values) the project has app versions for, by plan
+    class name (the feeder's versions: of apps and versions not deprecated, any platform;
+    sched_shmem.cpp have_apps_for_proc_type)."""
 
     def read() -> set[str]:
         rows = AppVersion.objects.filter(deprecated=False, app__deprecated=False)
         project_id = sched_shmem.project_id()
         if project_id is not None:
             rows = rows.filter(project_id=project_id)
-        return {plan_class_proc_type(name) for name in rows.values_list("plan_class", flat=True).distinct()} - {CPU}
+        return {plan_class_proc_type(name) for name in rows.values_list("plan_class", flat=True).distinct()}
 
-    return sched_shmem.kept(("project_gpu_types",), read)
+    return sched_shmem.kept(("project_proc_types",), read)
+
+
+def have_apps(request: SchedulerRequest) -> set[str]:
+    """The processor types the request may get jobs for: those of the versions an
+    anonymous-platform client lists, else the project's (sched_send.cpp have_apps)."""
+    if request.platform_name == "anonymous":
+        return {v.gpu_type or CPU for v in request.app_versions}
+    return project_proc_types()
 
 
 def too_slow_message(request: SchedulerRequest) -> str:
@@ -858,7 +905,17 @@ def send_for_resource(
     with transaction.atomic():
         looked_at = max(max_jobs * config.candidate_factor, config.shmem_work_items)
         version: Version | None  # job_version and sched_hr.version_for may find none
-        for result in pick(host, list(versions), looked_at, config):
+        jobs: Iterable[Result] = pick(host, list(versions), looked_at, config)
+        dropped: set[int] = set()
+        if (
+            pick is candidates
+            and hr_last is not None
+            and host_class is not None
+            and config.one_result_per_user_per_wu
+            and sched_hr.uses_hr(list(versions), config)
+        ):
+            jobs, dropped = with_dropped_jobs(jobs, host, list(versions), looked_at, config)
+        for result in jobs:
             if len(chosen) >= max_jobs or (resource.req_secs <= 0 and resource.req_instances <= 0):
                 break
             if config.one_result_per_user_per_wu and result.workunit_id in taken_wus:
@@ -923,6 +980,8 @@ def send_for_resource(
                     hr_last.check(result.workunit, apps[result.app_id], host_class, config)
                 if sched_hr.infeasible(result.workunit, apps[result.app_id], version, host_class, config):
                     continue
+            if result.pk in dropped:
+                continue  # looked at for its class only (with_dropped_jobs)
             flops = None
             if host_class is not None:
                 assert request is not None  # given with host_class (above)

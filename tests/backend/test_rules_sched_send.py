@@ -692,3 +692,65 @@ def test_a_job_dropped_for_the_volunteer_that_would_miss_its_deadline_says_so(pr
     Workunit.objects.filter(pk=wu.pk).update(delay_bound=86400)
     reply = handle_request(request, project=demo_project(), now=NOW)
     assert [(m.text, m.priority) for m in reply.messages] == [("No tasks sent", "low")]
+
+
+def test_a_processor_type_at_its_limit_is_told_though_another_goes_on(project):
+    # sched_send.cpp work_needed flags each processor type the project has apps for that is
+    # at its limit of jobs in progress, and goes on with the others; a reply that then sends
+    # nothing says the host has reached a limit (send_user_messages, max_jobs_exceeded)
+    from backend.daemons.scheduler import GpuRequest, SchedulerConfig
+    from backend.models import ServerState
+
+    host = project.host(p_ncpus=1)
+    running = project.result(
+        project.workunit(),
+        server_state=ServerState.IN_PROGRESS,
+        host=host,
+        user_id=host.owner_id,
+        sent_time=NOW - 100,
+        report_deadline=NOW + 86400,
+    )
+    project.result(project.workunit())
+    # the GPU asks for work, which no version of the project runs; the CPU is at its limit
+    request = work_request(host, other_results=[running.name], gpu_requests=[GpuRequest("NVIDIA", req_secs=600)])
+    config = SchedulerConfig(max_wus_in_progress=1, max_wus_in_progress_gpu=5)
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config)
+    assert reply.results == []
+    assert ("This computer has reached a limit on tasks in progress", "low") in [
+        (m.text, m.priority) for m in reply.messages
+    ]
+    # under its limit, nothing of the kind
+    reply = handle_request(
+        request, project=demo_project(), now=NOW, config=SchedulerConfig(max_wus_in_progress=2, max_wus_to_send=1)
+    )
+    assert "This computer has reached a limit on tasks in progress" not in [m.text for m in reply.messages]
+
+
+@pytest.mark.parametrize("last_of_other_class, told", [(False, False), (True, True)])
+def test_a_job_kept_from_the_volunteer_is_still_checked_for_its_class(project, last_of_other_class, told):
+    # sched_check.cpp wu_is_infeasible_fast checks a job's homogeneous redundancy class
+    # (resetting hr_reject_temp) before slow_check applies the one-result-per-user rule, so
+    # the last job of BOINC's order decides "Tasks are committed to other platforms" even
+    # when the volunteer already has one of its workunit
+    import dataclasses
+
+    from backend.models import ServerState
+
+    project.app.homogeneous_redundancy = 1
+    project.app.save()
+    host = project.host()
+    other = project.host(owner=host.owner)
+    # first (committed: scores one more), a job committed to another class
+    project.result(project.workunit(hr_class=256 + 21))
+    # last, a job of a workunit the volunteer has a result of: uncommitted, or committed to
+    # another class
+    wu = project.workunit(hr_class=256 + 21 if last_of_other_class else 0)
+    project.result(wu, server_state=ServerState.IN_PROGRESS, host=other, user=host.owner)
+    project.result(wu, priority=-1)
+    request = work_request(host, work_req_seconds=86400.0)
+    request.host_info = dataclasses.replace(
+        request.host_info, os_name="Linux", p_vendor="GenuineIntel", p_model="Intel(R) Xeon(R) CPU E5-2670"
+    )
+    reply = handle_request(request, project=demo_project(), now=NOW)
+    assert reply.results == []
+    assert (("Tasks are committed to other platforms", "low") in [(m.text, m.priority) for m in reply.messages]) is told
