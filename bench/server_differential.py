@@ -414,6 +414,7 @@ def boincweb_locality_options(case):
         locality_scheduling_send_timeout=loc["send_timeout"],
         file_deletion_strategy=loc["file_deletion_strategy"],
         boinc_locality_limits=True,  # docs/server-fidelity.md departure 22
+        boinc_locality_full_delay_bound=True,  # docs/server-fidelity.md, BOINC defect 2
     )
 
 

@@ -256,14 +256,20 @@ class WorkNeeded:
         self.sizes: dict[str, int | None] = {}
 
     @classmethod
-    def for_request(cls, request: SchedulerRequest, config: SchedulerConfig, taken_wus: Iterable[int]) -> WorkNeeded:
+    def for_request(
+        cls, request: SchedulerRequest, config: SchedulerConfig, taken_wus: Iterable[int], carried: Iterable[str] = ()
+    ) -> WorkNeeded:
         """A host already over its disk limits (max_allowable_disk below 0) is short from
-        the start; the files of jobs already in the reply (``taken_wus``, by an earlier
+        the start, and so is one whose lost results' resend found it short of memory, disk
+        or time (``carried``: SchedulerReply.insufficient, BOINC's flags that last the
+        request); the files of jobs already in the reply (``taken_wus``, by an earlier
         resource's pass) count as brought."""
+        carried = {why for why in carried if why in (MEMORY, DISK, DEADLINE)}
         allowance = disk_allowance(request, config)
         if allowance is None:
-            return cls()
-        needed = cls(held=[f.name for f in request.file_infos], insufficient={DISK} if allowance[0] < 0 else ())
+            return cls(insufficient=carried)
+        short = {DISK} if allowance[0] < 0 else set()
+        needed = cls(held=[f.name for f in request.file_infos], insufficient=short | carried)
         for name in Workunit.objects.filter(id__in=taken_wus).values_list("name", flat=True):
             if file_name_of(name):
                 needed.have.add(cast(str, file_name_of(name)))  # not None: just tested
@@ -509,7 +515,7 @@ def send_work_by_locality(
     locality = (config.locality_config or LocalityConfig()).resolved(config)
     host_key = host.pk if locality.host_key is None else locality.host_key
     rng = random.Random(f"{locality.seed}:{host_key}:{request.rpc_seqno}:{now}:{resource.name}")
-    needed = WorkNeeded.for_request(request, config, taken_wus)
+    needed = WorkNeeded.for_request(request, config, taken_wus, reply.insufficient)
     sender = Sender(
         host,
         request,

@@ -53,6 +53,7 @@ from backend.daemons import sched_hr
 from backend.daemons.claim import locked_in_id_order, lower_transition_time, read_rows
 from backend.daemons.sched_send import (
     CPU,
+    DEADLINE,
     add_notice,
     after_sending,
     apply_daily_quota,
@@ -126,6 +127,7 @@ def resend_lost_results(
                 lacking = lacks(result.workunit, wanted[resource.name])
                 if lacking:
                     why = f"the host lacks the {lacking} it needs"
+                    reply.insufficient.add(lacking)
                     if notices is not None:
                         add_notice(notices, notice(lacking, result.workunit, version, wanted[resource.name]))
             if not why:
@@ -237,7 +239,7 @@ def new_deadline(
     new deadline is now + half the time the result was given, never before the stored
     deadline nor after now + that bound, and must leave room for the job's duration
     stretched by the host's availability. Each refusal of check_deadline (not the last
-    test's) marks ``reply.speed_insufficient``, as it sets BOINC's speed.insufficient.
+    test's) adds DEADLINE to ``reply.insufficient``, as it sets BOINC's speed.insufficient.
     """
     stored, delay_bound = result.report_deadline, result.workunit.delay_bound
     duration = runtime / resource.available_frac
@@ -249,7 +251,7 @@ def new_deadline(
         bound = int(stored - now) - 1
         if delay and delay + duration > bound:
             if reply is not None:
-                reply.speed_insufficient = True
+                reply.insufficient.add(DEADLINE)
             if bound == delay_bound or delay + duration > delay_bound:
                 return None
             bound = delay_bound

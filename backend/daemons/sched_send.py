@@ -734,7 +734,7 @@ def send_work(
             refusals=refusals,
         )
         reply.messages.extend(Message(text, "notice") for text in notices)
-        if DEADLINE in refusals or reply.speed_insufficient:
+        if DEADLINE in refusals or DEADLINE in reply.insufficient:
             reply.messages.append(Message(too_slow_message(request), "low"))
         if hr_last.other_class:
             reply.messages.append(Message("Tasks are committed to other platforms", "low"))
@@ -989,8 +989,13 @@ def send_for_resource(
                     result.workunit, apps[result.app_id], version, request, committed_versions
                 )
             runtime = result.workunit.rsc_fpops_est / (flops or job_flops(resource, version))
+            priority = result.priority
+            if work_needed is not None and config.boinc_locality_full_delay_bound:
+                # sched_locality.cpp possibly_send_result passes the unsent result's report
+                # deadline (0) for its priority (docs/server-fidelity.md, BOINC defect 2)
+                priority = 0
             for bound in sched_reliable.delay_bounds(
-                result.workunit, result.priority, runtime / resource.available_frac, config
+                result.workunit, priority, runtime / resource.available_frac, config
             ):
                 result.workunit.delay_bound = bound
                 why = infeasible(result.workunit, resource, runtime, config)

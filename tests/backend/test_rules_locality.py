@@ -938,3 +938,54 @@ def test_a_locality_job_refused_for_its_deadline_says_tasks_wont_finish_in_time(
     )
     assert sent_files(reply) == []
     assert any(m.text.startswith("Tasks won't finish in time") for m in reply.messages)
+
+
+@pytest.mark.parametrize("full_bound, deadline", [(False, NOW + 43200), (True, NOW + 86400)])
+def test_boincs_locality_deadlines_give_a_reliable_job_its_full_delay_bound(app, project, full_bound, deadline):
+    # sched_locality.cpp possibly_send_result passes wu_is_infeasible_fast the result's
+    # report deadline (0) for its priority, so get_delay_bound_range never shortens the
+    # bound of a job needing a reliable host (docs/server-fidelity.md, BOINC defect 2); the
+    # option boinc_locality_full_delay_bound does as BOINC does
+    [only] = make_results(project, "fa", 1)
+    Result.objects.filter(pk=only.pk).update(priority=1)
+    Workunit.objects.filter(pk=only.workunit_id).update(delay_bound=86400)
+    host = project.host()
+    HostAppVersionFactory(host=host, app_version=project.version, consecutive_valid=10, max_jobs_per_day=100)
+    request = work_request(host, file_infos=[StickyFile("fa")], cpu_req_secs=600.0, cpu_req_instances=0.0)
+    config = SchedulerConfig(
+        reliable_on_priority=1,
+        reliable_reduced_delay_bound=0.5,
+        boinc_locality_full_delay_bound=full_bound,
+        locality_config=LocalityConfig(sorted_order=True, wait_period=0),
+    )
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config)
+    assert [job.report_deadline for job in reply.results] == [deadline]
+
+
+@pytest.mark.parametrize("lost_needs", [8e9, 1e9])
+def test_a_lost_result_the_host_lacks_memory_for_ends_the_locality_search(app, project, lost_needs):
+    # sched_resend.cpp checks a lost result with wu_is_infeasible_fast, whose check_memory
+    # sets mem.insufficient for the whole request; locality scheduling's work_needed(true)
+    # then stops before any file is looked at (the differential's seed 9202 locality case 153)
+    host = project.host()
+    [lost] = make_results(project, "fb", 1)
+    Result.objects.filter(pk=lost.pk).update(
+        server_state=ServerState.IN_PROGRESS,
+        host=host,
+        user=host.owner,
+        sent_time=NOW - 100,
+        report_deadline=NOW + 86400,
+    )
+    Workunit.objects.filter(pk=lost.workunit_id).update(rsc_memory_bound=lost_needs)
+    make_results(project, "fa", 1)
+    request = work_request(
+        host, file_infos=[StickyFile("fa")], other_results=[], cpu_req_secs=600.0, cpu_req_instances=0.0
+    )
+    request.host_info = dataclasses.replace(request.host_info, m_nbytes=4e9)
+    config = SchedulerConfig(resend_lost_results=True, locality_config=LocalityConfig(sorted_order=True, wait_period=0))
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config)
+    if lost_needs > 4e9:
+        assert sent_files(reply) == []
+        assert any(m.text.startswith("Didn't resend lost task") for m in reply.messages)
+    else:  # resent, and then nothing more is sent (BOINC's resend ends the request's sending)
+        assert sent_files(reply) == ["fb"]
