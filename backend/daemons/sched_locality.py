@@ -199,10 +199,7 @@ def file_picker(file_name: str) -> Picker:
     def pick(host: Host, app_ids: list[int], limit: int, config: SchedulerConfig) -> list[Result]:
         last = of_file(Result.objects.filter(user_id=host.owner_id), file_name).aggregate(last=Max("id"))["last"] or 0
         queryset = sendable(file_name, app_ids).filter(id__gt=last)
-        if config.one_result_per_user_per_wu:
-            queryset = queryset.exclude(
-                Exists(Result.objects.filter(workunit_id=OuterRef("workunit_id"), user_id=host.owner_id))
-            )
+        queryset = volunteer_has(queryset, host, config)
         queryset = queryset.select_related("workunit").only(*ONLY_COLUMNS).order_by("id")
         if connection.features.has_select_for_update_skip_locked:
             queryset = queryset.select_for_update(skip_locked=True, of=("self",))
@@ -211,16 +208,27 @@ def file_picker(file_name: str) -> Picker:
     return pick
 
 
+def volunteer_has(queryset: QuerySet[Result], host: Host, config: SchedulerConfig) -> QuerySet[Result]:
+    """With one_result_per_user_per_wu, each result marked ``volunteer_has`` when the host's
+    owner has a result of its workunit: possibly_send_result applies the rule after
+    get_app_version and wu_is_infeasible_fast, so such a job is still checked (its version's
+    daily quota, its memory, disk and deadline, which may end the search) and then not sent
+    (sched_send.send_for_resource)."""
+    if not config.one_result_per_user_per_wu:
+        return queryset
+    return queryset.annotate(
+        volunteer_has=Exists(Result.objects.filter(workunit_id=OuterRef("workunit_id"), user_id=host.owner_id))
+    )
+
+
 def old_work_picker(result_id: int) -> Picker:
-    """``pick`` for send_for_resource: the one old result of rule 10, unless this volunteer
-    has a result of its workunit (sched_locality.cpp possibly_send_result)."""
+    """``pick`` for send_for_resource: the one old result of rule 10 (sched_locality.cpp
+    send_old_work, possibly_send_result)."""
 
     def pick(host: Host, app_ids: list[int], limit: int, config: SchedulerConfig) -> list[Result]:
-        queryset = Result.objects.filter(pk=result_id, server_state=ServerState.UNSENT, app_id__in=app_ids)
-        if config.one_result_per_user_per_wu:
-            queryset = queryset.exclude(
-                Exists(Result.objects.filter(workunit_id=OuterRef("workunit_id"), user_id=host.owner_id))
-            )
+        queryset = volunteer_has(
+            Result.objects.filter(pk=result_id, server_state=ServerState.UNSENT, app_id__in=app_ids), host, config
+        )
         queryset = queryset.select_related("workunit").only(*ONLY_COLUMNS)
         if connection.features.has_select_for_update_skip_locked:
             queryset = queryset.select_for_update(skip_locked=True, of=("self",))
@@ -254,6 +262,9 @@ class WorkNeeded:
         self.insufficient = set(insufficient)
         self.have = set(held)
         self.sizes: dict[str, int | None] = {}
+        # the apps a job of which asked get_app_version for a version (not a committed
+        # workunit's): its versions over their daily quota are named (sched_version.cpp)
+        self.asked: set[int] = set()
 
     @classmethod
     def for_request(
@@ -496,6 +507,7 @@ def send_work_by_locality(
     in_progress: sched_limit.InProgress | None = None,
     refusals: set[str] | None = None,
     hr_last: sched_hr.LastCheck | None = None,
+    asked: set[int] | None = None,
 ) -> tuple[list[Chosen], Resource]:
     """Choose and send jobs by locality (rules 2-13) for one resource of one request.
 
@@ -504,7 +516,8 @@ def send_work_by_locality(
     ordinary path (sched_send.cpp work_needed); ``refusals`` (a set) gathers why jobs were
     refused and ``hr_last`` (sched_hr.LastCheck) the last class check, for the request's
     messages, as the ordinary path's (the checks are sched_check.cpp wu_is_infeasible_fast's,
-    which locality scheduling's possibly_send_result calls too).
+    which locality scheduling's possibly_send_result calls too); ``asked`` (a set) gathers
+    the ids of the apps whose jobs asked for a version (WorkNeeded.asked).
 
     Returns the sent ``(result, version, runtime)`` tuples and the resource with what is left
     of its request, for the scheduler's ordinary pass over other apps.
@@ -516,6 +529,8 @@ def send_work_by_locality(
     host_key = host.pk if locality.host_key is None else locality.host_key
     rng = random.Random(f"{locality.seed}:{host_key}:{request.rpc_seqno}:{now}:{resource.name}")
     needed = WorkNeeded.for_request(request, config, taken_wus, reply.insufficient)
+    if asked is not None:
+        needed.asked = asked
     sender = Sender(
         host,
         request,

@@ -989,3 +989,54 @@ def test_a_lost_result_the_host_lacks_memory_for_ends_the_locality_search(app, p
         assert any(m.text.startswith("Didn't resend lost task") for m in reply.messages)
     else:  # resent, and then nothing more is sent (BOINC's resend ends the request's sending)
         assert sent_files(reply) == ["fb"]
+
+
+@pytest.mark.parametrize("looked_at", [False, True])
+def test_a_version_over_its_daily_quota_is_named_only_when_a_locality_job_asks_for_one(app, project, looked_at):
+    # locality scheduling asks get_app_version (whose daily_quota_exceeded adds "Daily job
+    # limit (n) has been reached") only for the jobs it looks at; send_results_for_file
+    # looks only at results above the volunteer's largest result id of the file (the
+    # differential's seed 9202 locality cases 201, 225, 262, 263)
+    host = project.host(p_ncpus=1)
+    HostAppVersionFactory(
+        host=host, app_version=project.version, max_jobs_per_day=1, n_jobs_today=1, jobs_day=NOW // 86400
+    )
+    [unsent] = make_results(project, "fa", 1)
+    [mine] = make_results(project, "fa", 1, start=1)
+    Result.objects.filter(pk=mine.pk).update(
+        server_state=ServerState.OVER, host=host, user=host.owner, sent_time=NOW - 100
+    )
+    if looked_at:
+        make_results(project, "fa", 1, start=2)
+    request = work_request(
+        host, file_infos=[StickyFile("fa")], cpu_req_secs=600.0, cpu_req_instances=0.0, work_req_seconds=600.0
+    )
+    config = SchedulerConfig(locality_config=LocalityConfig(sorted_order=True, wait_period=0))
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config)
+    assert reply.results == []
+    texts = [m.text for m in reply.messages]
+    assert ("Daily job limit (1) has been reached" in texts) is looked_at
+    assert ("This computer has finished a daily quota of 1 tasks" in texts) is looked_at
+
+
+@pytest.mark.parametrize("memory, sent", [(8e9, []), (1e9, ["fa"])])
+def test_an_old_result_the_volunteer_has_one_of_is_checked_before_the_rule_drops_it(app, project, memory, sent):
+    # sched_locality.cpp possibly_send_result applies one_result_per_user_per_wu after
+    # wu_is_infeasible_fast: an old result whose workunit the volunteer already has is still
+    # checked for memory, and one too big for the host ends the search (mem.insufficient);
+    # one that fits is dropped, and the host's own file goes on (the differential's seed
+    # 9101 locality case 195)
+    locality.create_data_files(app, ["fc"], nbytes=10**6)
+    host = project.host()
+    [old] = make_results(project, "fc", 1)
+    project.result(
+        old.workunit, server_state=ServerState.IN_PROGRESS, host=project.host(owner=host.owner), user=host.owner
+    )
+    Workunit.objects.filter(pk=old.workunit_id).update(rsc_memory_bound=memory)
+    make_results(project, "fa", 1)
+    aged([old], NOW - WEEK - 3600)
+    request = work_request(host, file_infos=[StickyFile("fa")], cpu_req_secs=3600.0 - 1, cpu_req_instances=0.0)
+    request.host_info = dataclasses.replace(request.host_info, n_bwdown=FAST, m_nbytes=4e9)
+    config = SchedulerConfig(locality_scheduling_send_timeout=WEEK, one_result_per_user_per_wu=True)
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config)
+    assert sent_files(reply) == sent
