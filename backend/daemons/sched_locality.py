@@ -355,9 +355,12 @@ def delete_file_from_host(
         reply.request_delay = max(reply.request_delay, DELAY_DISK_SPACE)
         return None
     name = names[host_key % len(names)]
-    if name not in reply.delete_file_infos:
+    message = Message(f"BOINC will delete file {name} when no longer needed", "low")
+    if message not in reply.messages:  # once a request, whichever resource's pass asks
+        # beside rule 7's deletion of the same file, if any: BOINC's send_file_deletes
+        # appends it again, and the client is told twice
         reply.delete_file_infos.append(name)
-    reply.messages.append(Message(f"BOINC will delete file {name} when no longer needed", "low"))
+        reply.messages.append(message)
     reply.request_delay = max(reply.request_delay, DELAY_DELETE_FILE)
     return name
 

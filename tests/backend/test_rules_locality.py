@@ -1040,3 +1040,20 @@ def test_an_old_result_the_volunteer_has_one_of_is_checked_before_the_rule_drops
     config = SchedulerConfig(locality_scheduling_send_timeout=WEEK, one_result_per_user_per_wu=True)
     reply = handle_request(request, project=demo_project(), now=NOW, config=config)
     assert sent_files(reply) == sent
+
+
+def test_a_held_file_named_by_rule_7_and_for_disk_is_named_twice(app, project):
+    # sched_locality.cpp: file_deletion_strategy 1 names fa, which sent nothing while work
+    # was wanted; the scan then finds fb's job too big for the disk, and send_file_deletes'
+    # delete_file_from_host names fa (the only file listed) again (the differential's seed
+    # 9101 locality cases 16 and 60)
+    make_results(project, "fb", 1)
+    host = project.host()
+    request = disk_request(host, ["fa"], max_used_gb=1, used=0.5 * GIGA)
+    config = SchedulerConfig(file_deletion_strategy=1, locality_config=LocalityConfig(sorted_order=True, wait_period=0))
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config)
+    assert reply.results == []
+    assert reply.delete_file_infos == ["fa", "fa"]
+    assert [m.text for m in reply.messages if "BOINC will" in m.text] == [
+        "BOINC will delete file fa when no longer needed"
+    ]
