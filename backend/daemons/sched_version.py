@@ -470,8 +470,10 @@ def version_of(chooser: BestVersions, row: AppVersion, usage: HostUsage) -> Vers
 
 def has_jobs_for(version: Version) -> bool:
     """Whether an unsent job could be sent with ``version``: one not pinned to another version
-    number. BOINC's daily limit message comes from get_app_version looking at the version for
-    a job; a job pinned elsewhere never looks at it."""
+    number, nor of a workunit committed to an app version under homogeneous app version.
+    BOINC's daily limit and plan class messages come from get_app_version looking at the
+    versions for a job; a job pinned elsewhere never looks at this one, and a committed one
+    looks only at its own (check_homogeneous_app_version)."""
     from backend.models import Result, ServerState
 
     if version.row is None:
@@ -479,6 +481,7 @@ def has_jobs_for(version: Version) -> bool:
     return (
         Result.objects.filter(server_state=ServerState.UNSENT, app_id=version.row.app_id)
         .filter(Q(workunit__app_version_num=0) | Q(workunit__app_version_num=version.row.version_num))
+        .exclude(app__homogeneous_app_version=True, workunit__app_version__isnull=False)
         .exists()
     )
 

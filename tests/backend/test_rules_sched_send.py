@@ -754,3 +754,31 @@ def test_a_job_kept_from_the_volunteer_is_still_checked_for_its_class(project, l
     reply = handle_request(request, project=demo_project(), now=NOW)
     assert reply.results == []
     assert (("Tasks are committed to other platforms", "low") in [(m.text, m.priority) for m in reply.messages]) is told
+
+
+@pytest.mark.parametrize("committed, told", [(True, False), (False, True)])
+def test_a_committed_job_never_looks_at_the_other_versions_plan_classes(project, tmp_path, committed, told):
+    # sched_version.cpp get_app_version: a workunit committed to an app version under
+    # homogeneous app version goes through check_homogeneous_app_version, never the scan of
+    # the app's versions whose plan class checks say "A newer BOINC ..." (the differential's
+    # seed 9202 scheduler case 290); the job is then kept from the volunteer, who has one
+    from backend.models import ServerState
+    from protocol.models import AppVersionFile
+
+    spec = tmp_path / "plan_class_spec.xml"
+    spec.write_text(NEWER_SPEC)
+    project.app.homogeneous_app_version = True
+    project.app.save()
+    newer = AppVersionFactory(app=project.app, version_num=101, plan_class="newer", flops=1e9)
+    for version in (project.version, newer):
+        AppVersionFile.objects.create(
+            project=demo_project(), app_version=version, name=f"exe{version.pk}", nbytes=1, md5_cksum="0" * 32
+        )
+    host = project.host()
+    wu = project.workunit(app_version=project.version if committed else None)
+    project.result(wu, server_state=ServerState.IN_PROGRESS, host=project.host(owner=host.owner), user=host.owner)
+    project.result(wu)
+    request = work_request(host, work_req_seconds=86400.0, core_client_version="7.6.33")
+    reply = handle_request(request, project=demo_project(), now=NOW, config=SchedulerConfig(plan_class_spec=str(spec)))
+    assert reply.results == []
+    assert ("A newer BOINC may be required for some tasks." in [m.text for m in reply.messages]) is told
