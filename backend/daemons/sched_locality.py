@@ -262,9 +262,6 @@ class WorkNeeded:
         self.insufficient = set(insufficient)
         self.have = set(held)
         self.sizes: dict[str, int | None] = {}
-        # the apps a job of which asked get_app_version for a version (not a committed
-        # workunit's): its versions over their daily quota are named (sched_version.cpp)
-        self.asked: set[int] = set()
 
     @classmethod
     def for_request(
@@ -510,7 +507,6 @@ def send_work_by_locality(
     in_progress: sched_limit.InProgress | None = None,
     refusals: set[str] | None = None,
     hr_last: sched_hr.LastCheck | None = None,
-    asked: set[int] | None = None,
 ) -> tuple[list[Chosen], Resource]:
     """Choose and send jobs by locality (rules 2-13) for one resource of one request.
 
@@ -519,8 +515,7 @@ def send_work_by_locality(
     ordinary path (sched_send.cpp work_needed); ``refusals`` (a set) gathers why jobs were
     refused and ``hr_last`` (sched_hr.LastCheck) the last class check, for the request's
     messages, as the ordinary path's (the checks are sched_check.cpp wu_is_infeasible_fast's,
-    which locality scheduling's possibly_send_result calls too); ``asked`` (a set) gathers
-    the ids of the apps whose jobs asked for a version (WorkNeeded.asked).
+    which locality scheduling's possibly_send_result calls too).
 
     Returns the sent ``(result, version, runtime)`` tuples and the resource with what is left
     of its request, for the scheduler's ordinary pass over other apps.
@@ -532,8 +527,6 @@ def send_work_by_locality(
     host_key = host.pk if locality.host_key is None else locality.host_key
     rng = random.Random(f"{locality.seed}:{host_key}:{request.rpc_seqno}:{now}:{resource.name}")
     needed = WorkNeeded.for_request(request, config, taken_wus, reply.insufficient)
-    if asked is not None:
-        needed.asked = asked
     sender = Sender(
         host,
         request,

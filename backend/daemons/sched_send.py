@@ -603,7 +603,6 @@ def send_work(
     apps = sched_shmem.apps()
     over_quota: set[int] = set()  # the app versions a job found over their daily quota
     hr_last = sched_hr.LastCheck()
-    locality_asked: set[int] = set()  # the locality apps whose jobs asked for a version
     # the GPU plan classes' requirements, for the volunteer whose GPU falls short (BOINC
     # tells no anonymous-platform client, and notes them only for a GPU the host has)
     gpu_requirements: dict[str, GpuRequirements] | None = None
@@ -677,7 +676,6 @@ def send_work(
                 in_progress=in_progress,
                 refusals=refusals,
                 hr_last=hr_last,
-                asked=locality_asked,
             )
             sent.extend(local)
             versions = {app_id: v for app_id, v in versions.items() if app_id not in by_locality}
@@ -709,8 +707,9 @@ def send_work(
         assert v.room is not None  # apply_daily_quota set it
         if v.room <= 0 and has_jobs_for(v):
             assert v.row is not None  # apply_daily_quota limits rows only
-            if v.row.app.locality_scheduling and v.row.app_id not in locality_asked:
-                # locality scheduling asks get_app_version only for the jobs it looks at
+            if v.row.app.locality_scheduling:
+                # locality scheduling asks get_app_version only for the jobs it looks at,
+                # whose choices tell of their versions over quota (sched_version.job_version)
                 continue
             add_notice(notices, text)  # sched_version.cpp daily_quota_exceeded
             over_quota.add(v.row.pk)
@@ -934,8 +933,6 @@ def send_for_resource(
             if not committed:
                 # get_app_version: a workunit committed to an app version (homogeneous app
                 # version) goes with that one, whatever version number it is pinned to
-                if work_needed is not None:
-                    work_needed.asked.add(result.app_id)
                 if version.committed_only:
                     # get_app_version finds no version for an uncommitted job
                     if work_needed is not None and work_needed.stops(NO_VERSION):

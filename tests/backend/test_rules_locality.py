@@ -1057,3 +1057,31 @@ def test_a_held_file_named_by_rule_7_and_for_disk_is_named_twice(app, project):
     assert [m.text for m in reply.messages if "BOINC will" in m.text] == [
         "BOINC will delete file fa when no longer needed"
     ]
+
+
+@pytest.mark.parametrize("memory, ram, told", [(8e9, 4e9, False), (2e9, 1e9, True)])
+def test_a_locality_job_names_only_the_versions_its_own_choice_looks_at(app, project, memory, ram, told):
+    # get_app_version scans a job's platforms; a job needing more than a 32-bit address
+    # space skips the 32-bit platform, so that platform's version over its daily quota is
+    # not named for it (the differential's seed 9101 locality case 141). Both jobs are too
+    # big for the host, so nothing is sent and the notices are given
+    i686 = AppVersionFactory(app=project.app, version_num=100, platform="i686-pc-linux-gnu")
+    host = project.host()
+    HostAppVersionFactory(host=host, app_version=i686, max_jobs_per_day=1, n_jobs_today=1, jobs_day=NOW // 86400)
+    [only] = make_results(project, "fa", 1)
+    Workunit.objects.filter(pk=only.workunit_id).update(rsc_memory_bound=memory)
+    request = work_request(
+        host,
+        file_infos=[StickyFile("fa")],
+        cpu_req_secs=600.0,
+        cpu_req_instances=0.0,
+        work_req_seconds=600.0,
+        alt_platforms=["i686-pc-linux-gnu"],
+    )
+    request.host_info = dataclasses.replace(request.host_info, m_nbytes=ram)
+    config = SchedulerConfig(locality_config=LocalityConfig(sorted_order=True, wait_period=0))
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config)
+    assert reply.results == []
+    texts = [m.text for m in reply.messages]
+    assert any("MB RAM but only" in text for text in texts)
+    assert ("Daily job limit (1) has been reached" in texts) is told
