@@ -376,10 +376,11 @@ def committed_only_versions(
     havs: dict[int, HostAppVersion],
     now: int,
     spent: set[int] | None = None,
+    every_app: bool = False,
 ) -> dict[int, Version]:
-    """app id -> a Version standing for none, for each homogeneous-app-version app the host
-    has no version of on ``resource`` (``versions``: the ones it has; reference/server.md
-    §3.11). Such an app's jobs
+    """app id -> a Version standing for none, for each homogeneous-app-version app (with
+    ``every_app``, each app) the host has no version of on ``resource`` (``versions``: the
+    ones it has; reference/server.md §3.11). Such an app's jobs
     whose workunits are committed to a version still go with that one: get_app_version
     looks at the commitment (check_homogeneous_app_version, which takes the committed
     version even when the feeder no longer holds it) before it looks for a version of its
@@ -390,7 +391,7 @@ def committed_only_versions(
     apps = [
         app_id
         for app_id, app in sched_shmem.apps().items()
-        if not app.deprecated and app.homogeneous_app_version and app_id not in versions
+        if not app.deprecated and (every_app or app.homogeneous_app_version) and app_id not in versions
     ]
     if not apps:
         return {}
@@ -608,6 +609,7 @@ def send_work(
     gpu_requirements: dict[str, GpuRequirements] | None = None
     if request.platform_name != "anonymous" and any(gpu.count > 0 for gpu in request.gpu_requests):
         gpu_requirements = {}
+    with_version: set[int] = set()  # the apps with a version on some resource so far
     for resource in resources:
         versions = usable_versions(
             request,
@@ -651,6 +653,25 @@ def send_work(
                 looked_at.setdefault(app_id, (v, resource))
         for app_id, v in spent.items():
             versions.setdefault(app_id, v)
+        with_version.update(app_id for app_id, v in versions.items() if not v.committed_only)
+        if resource is resources[-1]:
+            # a locality app with no version on any resource still has its locality pass:
+            # its held files are looked at (and may be named for deletion) before its first
+            # job finds no version and ends the search (sched_locality.cpp
+            # possibly_send_result, ERR_NO_APP_VERSION)
+            for app_id, v in committed_only_versions(
+                host,
+                request,
+                resource,
+                with_version | set(versions),
+                config=config,
+                havs=havs,
+                now=now,
+                spent=over_quota,
+                every_app=True,
+            ).items():
+                if apps[app_id].locality_scheduling:
+                    versions.setdefault(app_id, v)
         if not versions or len(sent) >= max_jobs:
             continue
         # under locality scheduling only send_work_locality runs (sched_send.cpp send_work):

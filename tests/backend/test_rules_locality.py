@@ -1085,3 +1085,29 @@ def test_a_locality_job_names_only_the_versions_its_own_choice_looks_at(app, pro
     texts = [m.text for m in reply.messages]
     assert any("MB RAM but only" in text for text in texts)
     assert ("Daily job limit (1) has been reached" in texts) is told
+
+
+@pytest.mark.parametrize("runnable, deleted", [(False, ["fa"]), (True, ["fa"])])
+def test_a_locality_app_with_no_version_for_the_host_still_looks_at_its_held_files(app, project, runnable, deleted):
+    # sched_locality.cpp send_work_locality runs whatever versions the host has: fa, held,
+    # gives nothing and is named for deletion (file_deletion_strategy 1); fb's job then
+    # finds no version (ERR_NO_APP_VERSION) and ends the search (the differential's seed
+    # 9202 locality case 231). A host with a version gets fb's job
+    from backend.models import AppVersion
+
+    make_results(project, "fb", 1)
+    if not runnable:
+        AppVersion.objects.filter(pk=project.version.pk).update(min_core_version=90000)
+    request = work_request(
+        project.host(),
+        file_infos=[StickyFile("fa")],
+        cpu_req_secs=600.0,
+        cpu_req_instances=0.0,
+        work_req_seconds=600.0,
+    )
+    config = SchedulerConfig(file_deletion_strategy=1, locality_config=LocalityConfig(sorted_order=True, wait_period=0))
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config)
+    assert sent_files(reply) == (["fb"] if runnable else [])
+    assert reply.delete_file_infos == deleted
+    if not runnable:
+        assert [m.text for m in reply.messages] == ["No tasks sent"]
