@@ -196,6 +196,9 @@ class BestVersions:
         # the GPU plan classes each choice checked on a GPU of their type (GpuRequirements)
         self.pending_gpu: list[PlanClassSpec] = []
         self.key_gpu: dict[ChoiceKey, list[PlanClassSpec]] = {}
+        # the request's GpuRequirements (best_versions), which a locality app's choices
+        # note when a job asks for them (``used``)
+        self.gpu_requirements: dict[str, GpuRequirements] | None = None
 
     def host_usage(self, row: AppVersion) -> HostUsage | None:
         """How the host runs ``row`` (app_plan), or None when it cannot."""
@@ -261,6 +264,10 @@ class BestVersions:
         versions over their daily quota to ``spent``, as BOINC's get_app_version looks at
         versions only for the jobs it is asked about."""
         self.spent.update(self.key_spent.get(key, ()))
+        if self.gpu_requirements is not None and sched_shmem.apps()[key[0]].locality_scheduling:
+            # locality scheduling checks plan classes only for the jobs it looks at
+            for spec in self.key_gpu.get(key, ()):
+                self.gpu_requirements.setdefault(spec.proc_type, GpuRequirements()).note(spec)
         if self.notices is None:
             return
         for text in self.key_notices.get(key, ()):
@@ -426,12 +433,13 @@ def best_versions(
     )
     chooser = BestVersions(host, request, resource, config=config, havs=havs or {}, now=now, rows=rows)
     chooser.make, chooser.variants, chooser.notices = make, {}, notices
+    chooser.gpu_requirements = gpu_requirements
     if spent is not None:
         chooser.spent = spent
     found = {}
     for app_id in rows:
         chosen = chooser.choose(app_id)
-        if gpu_requirements is not None:
+        if gpu_requirements is not None and not sched_shmem.apps()[app_id].locality_scheduling:
             for needs_64b, number in unsent_job_kinds(app_id, request.platform_name):
                 key = (app_id, needs_64b, number)
                 chooser.choose(app_id, needs_64b=needs_64b, version_num=number)

@@ -1111,3 +1111,78 @@ def test_a_locality_app_with_no_version_for_the_host_still_looks_at_its_held_fil
     assert reply.delete_file_infos == deleted
     if not runnable:
         assert [m.text for m in reply.messages] == ["No tasks sent"]
+
+
+CUDA_SPEC = """<plan_classes><plan_class><name>cuda</name><gpu_type>nvidia</gpu_type>
+<min_driver_version>40000</min_driver_version></plan_class></plan_classes>"""
+
+
+@pytest.mark.parametrize("looked_at", [False, True])
+def test_a_locality_jobs_gpu_plan_classes_tell_of_an_old_driver_only_when_looked_at(app, project, tmp_path, looked_at):
+    # locality scheduling checks plan classes (and notes their GPU requirements) only in
+    # get_app_version for the jobs it looks at (the differential's seed 9202 locality cases
+    # 119 and 148); send_results_for_file looks only above the volunteer's last result
+    from backend.daemons.scheduler import GpuRequest
+    from backend.models import GpuType
+
+    spec = tmp_path / "plan_class_spec.xml"
+    spec.write_text(CUDA_SPEC)
+    AppVersionFactory(app=project.app, version_num=100, plan_class="cuda", gpu_type=GpuType.NVIDIA, gpu_usage=1)
+    host = project.host()
+    make_results(project, "fa", 1)  # below the volunteer's last result: never looked at
+    [mine] = make_results(project, "fa", 1, start=1)
+    Result.objects.filter(pk=mine.pk).update(server_state=ServerState.OVER, host=host, user=host.owner)
+    if looked_at:
+        [later] = make_results(project, "fa", 1, start=2)
+        Workunit.objects.filter(pk=later.workunit_id).update(rsc_memory_bound=8e9)  # too big: nothing sent
+    request = work_request(
+        host,
+        file_infos=[StickyFile("fa")],
+        cpu_req_secs=600.0,
+        cpu_req_instances=0.0,
+        work_req_seconds=600.0,
+        gpu_requests=[GpuRequest("NVIDIA", count=1, peak_flops=1e12, gpu_ram=2**32, driver_version=35000)],
+    )
+    request.host_info = dataclasses.replace(request.host_info, m_nbytes=4e9)
+    config = SchedulerConfig(
+        plan_class_spec=str(spec), locality_config=LocalityConfig(sorted_order=True, wait_period=0)
+    )
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config)
+    assert reply.results == []
+    told = ("NVIDIA GPU: Upgrade to the latest driver to process tasks using your computer's GPU", "notice")
+    assert (told in [(m.text, m.priority) for m in reply.messages]) is looked_at
+
+
+@pytest.mark.parametrize("workunit, told", [("same", False), ("other", True)])
+def test_the_next_result_of_the_volunteers_last_workunit_is_never_looked_at(app, project, workunit, told):
+    # send_results_for_file asks for the next unsent result of another workunit than the
+    # last one looked at (the volunteer's last, at first); a result of another workunit the
+    # volunteer has is looked at, checked (its deadline here) and only then passed over by
+    # possibly_send_result (the differential's seed 9202 locality case 185)
+    from backend.models import File
+
+    host = project.host()
+
+    def workunit_of(k):
+        wu = project.workunit(name=f"fa__{k}", delay_bound=3600)  # 1 h queue + 1 h job > 1 h
+        wu.input_files.add(File.objects.get(name="fa"))
+        return wu
+
+    other, same = workunit_of(1), workunit_of(2)
+    for wu in (other, same):
+        project.result(wu, server_state=ServerState.OVER, host=host, user=host.owner)
+    project.result(same if workunit == "same" else other)
+    request = work_request(
+        host,
+        file_infos=[StickyFile("fa")],
+        cpu_req_secs=7200.0,
+        cpu_req_instances=0.0,
+        work_req_seconds=7200.0,
+        estimated_delay=3600.0,
+    )
+    config = SchedulerConfig(
+        one_result_per_user_per_wu=True, locality_config=LocalityConfig(sorted_order=True, wait_period=0)
+    )
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config)
+    assert reply.results == []
+    assert any(m.text.startswith("Tasks won't finish in time") for m in reply.messages) is told
