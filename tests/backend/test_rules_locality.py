@@ -1117,8 +1117,11 @@ CUDA_SPEC = """<plan_classes><plan_class><name>cuda</name><gpu_type>nvidia</gpu_
 <min_driver_version>40000</min_driver_version></plan_class></plan_classes>"""
 
 
+@pytest.mark.parametrize("gpu_version_runs", [True, False])
 @pytest.mark.parametrize("looked_at", [False, True])
-def test_a_locality_jobs_gpu_plan_classes_tell_of_an_old_driver_only_when_looked_at(app, project, tmp_path, looked_at):
+def test_a_locality_jobs_gpu_plan_classes_tell_of_an_old_driver_only_when_looked_at(
+    app, project, tmp_path, looked_at, gpu_version_runs
+):
     # locality scheduling checks plan classes (and notes their GPU requirements) only in
     # get_app_version for the jobs it looks at (the differential's seed 9202 locality cases
     # 119 and 148); send_results_for_file looks only above the volunteer's last result
@@ -1127,7 +1130,15 @@ def test_a_locality_jobs_gpu_plan_classes_tell_of_an_old_driver_only_when_looked
 
     spec = tmp_path / "plan_class_spec.xml"
     spec.write_text(CUDA_SPEC)
-    AppVersionFactory(app=project.app, version_num=100, plan_class="cuda", gpu_type=GpuType.NVIDIA, gpu_usage=1)
+    AppVersionFactory(
+        app=project.app,
+        version_num=100,
+        plan_class="cuda",
+        gpu_type=GpuType.NVIDIA,
+        gpu_usage=1,
+        # a client too old for it: its plan class is checked all the same (seed 9202 case 119)
+        min_core_version=0 if gpu_version_runs else 90000,
+    )
     host = project.host()
     make_results(project, "fa", 1)  # below the volunteer's last result: never looked at
     [mine] = make_results(project, "fa", 1, start=1)
@@ -1141,7 +1152,9 @@ def test_a_locality_jobs_gpu_plan_classes_tell_of_an_old_driver_only_when_looked
         cpu_req_secs=600.0,
         cpu_req_instances=0.0,
         work_req_seconds=600.0,
-        gpu_requests=[GpuRequest("NVIDIA", count=1, peak_flops=1e12, gpu_ram=2**32, driver_version=35000)],
+        gpu_requests=[
+            GpuRequest("NVIDIA", count=1, peak_flops=1e12, gpu_ram=2**32, driver_version=35000, req_secs=600)
+        ],
     )
     request.host_info = dataclasses.replace(request.host_info, m_nbytes=4e9)
     config = SchedulerConfig(
