@@ -259,13 +259,13 @@ class BestVersions:
             self.key_gpu[key] = self.pending_gpu
         return self.memo[key]
 
-    def used(self, key: ChoiceKey, *, gpu: bool = True) -> None:
+    def used(self, key: ChoiceKey) -> None:
         """A job asked for choice ``key``: its messages go to the request's, and its
         versions over their daily quota to ``spent``, as BOINC's get_app_version looks at
-        versions only for the jobs it is asked about; with ``gpu``, a locality app's GPU
-        plan classes checked go to the request's GpuRequirements."""
+        versions only for the jobs it is asked about; a locality app's GPU plan classes
+        checked go to the request's GpuRequirements."""
         self.spent.update(self.key_spent.get(key, ()))
-        if gpu and self.gpu_requirements is not None and sched_shmem.apps()[key[0]].locality_scheduling:
+        if self.gpu_requirements is not None and sched_shmem.apps()[key[0]].locality_scheduling:
             # locality scheduling checks plan classes only for the jobs it looks at
             for spec in self.key_gpu.get(key, ()):
                 self.gpu_requirements.setdefault(spec.proc_type, GpuRequirements()).note(spec)
@@ -449,10 +449,11 @@ def best_versions(
         if chosen is None:
             # its jobs find no version: say why, for the kinds of job it has (a job pinned to
             # a version number never looks at the others' plan classes)
+            if sched_shmem.apps()[app_id].locality_scheduling:
+                continue  # locality scheduling asks only for the jobs its pass looks at
             for needs_64b, number in unsent_job_kinds(app_id, request.platform_name):
                 chooser.choose(app_id, needs_64b=needs_64b, version_num=number)
-                # a locality app's GPU requirements wait for a job its pass looks at
-                chooser.used((app_id, needs_64b, number), gpu=False)
+                chooser.used((app_id, needs_64b, number))
         else:
             found[app_id] = version_of(chooser, *chosen)
             chooser.variants[(app_id, False, 0)] = found[app_id]

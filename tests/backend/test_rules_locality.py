@@ -991,8 +991,15 @@ def test_a_lost_result_the_host_lacks_memory_for_ends_the_locality_search(app, p
         assert sent_files(reply) == ["fb"]
 
 
+@pytest.mark.parametrize("gpu_asks", [False, True])
 @pytest.mark.parametrize("looked_at", [False, True])
-def test_a_version_over_its_daily_quota_is_named_only_when_a_locality_job_asks_for_one(app, project, looked_at):
+def test_a_version_over_its_daily_quota_is_named_only_when_a_locality_job_asks_for_one(
+    app, project, looked_at, gpu_asks
+):
+    # (a GPU asking for work, which no version runs, gives the app no choice of its own:
+    # the differential's seed 9303 locality case 210)
+    from backend.daemons.scheduler import GpuRequest
+
     # locality scheduling asks get_app_version (whose daily_quota_exceeded adds "Daily job
     # limit (n) has been reached") only for the jobs it looks at; send_results_for_file
     # looks only at results above the volunteer's largest result id of the file (the
@@ -1009,7 +1016,12 @@ def test_a_version_over_its_daily_quota_is_named_only_when_a_locality_job_asks_f
     if looked_at:
         make_results(project, "fa", 1, start=2)
     request = work_request(
-        host, file_infos=[StickyFile("fa")], cpu_req_secs=600.0, cpu_req_instances=0.0, work_req_seconds=600.0
+        host,
+        file_infos=[StickyFile("fa")],
+        cpu_req_secs=600.0,
+        cpu_req_instances=0.0,
+        work_req_seconds=600.0,
+        gpu_requests=[GpuRequest("NVIDIA", count=1, peak_flops=1e12, req_secs=600.0)] if gpu_asks else [],
     )
     config = SchedulerConfig(locality_config=LocalityConfig(sorted_order=True, wait_period=0))
     reply = handle_request(request, project=demo_project(), now=NOW, config=config)
