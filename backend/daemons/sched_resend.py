@@ -148,6 +148,7 @@ def resend_lost_results(
                     continue
             expired.append((result, why))
             homogeneous.expire(result, version)
+        reply.hr_other_class = homogeneous.last.other_class
         resent, unmarked = homogeneous.commit(resent, now=now)
         mark_resent(host, resent, now=now)
         mark_expired(host, expired, now=now, grace=config.report_grace_period, unmarked=unmarked)

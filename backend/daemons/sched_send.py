@@ -604,6 +604,7 @@ def send_work(
     apps = sched_shmem.apps()
     over_quota: set[int] = set()  # the app versions a job found over their daily quota
     hr_last = sched_hr.LastCheck()
+    hr_last.other_class = reply.hr_other_class  # as the lost results' resend left it
     # the GPU plan classes' requirements, for the volunteer whose GPU falls short (BOINC
     # tells no anonymous-platform client, and notes them only for a GPU the host has)
     gpu_requirements: dict[str, GpuRequirements] | None = None

@@ -291,6 +291,10 @@ class SchedulerReply:
     # (send_user_messages) and memory, disk or the deadline ends the locality search
     # (work_needed(true))
     insufficient: set[str] = field(default_factory=set)
+    # BOINC's hr_reject_temp as the lost results' resend left it: whether the last job it
+    # checked for homogeneous redundancy was committed to another class (sched_hr.LastCheck);
+    # the send that follows starts from it (not sent to the client)
+    hr_other_class: bool = False
 
 
 # <daily_result_quota>: BOINC's scheduler reads 0 (no quota) when config.xml leaves it out,
