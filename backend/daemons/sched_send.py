@@ -464,7 +464,9 @@ def candidate_sql(n_apps: int, hr: bool, one_per_user: bool, after: bool, lock: 
 
     Rows come in the feeder's order: by score (``priority``, plus 1 for a workunit committed
     to an HR class where an app uses HR, as sched_score.cpp puts committed jobs first), then
-    workunit id, then id; without HR the order is the partial index res_unsent_order's."""
+    (with HR) ``priority``, as BOINC's sort of a few jobs keeps the feeder's slots
+    (``--priority_order``) among equal scores, then workunit id, then id; without HR the
+    order is the partial index res_unsent_order's."""
     q = connection.ops.quote_name
     r, w = q(Result._meta.db_table), q(Workunit._meta.db_table)
     columns = [f"{r}.{q(f.column)}" for f in field_order(Result, RESULT_COLUMNS)]
@@ -479,14 +481,21 @@ def candidate_sql(n_apps: int, hr: bool, one_per_user: bool, after: bool, lock: 
     ]
     if one_per_user:  # sched_check.cpp: one result of a workunit per volunteer
         where.append(f"NOT EXISTS (SELECT 1 FROM {r} u0 WHERE u0.user_id = %s AND u0.workunit_id = {r}.workunit_id)")
-    if after:  # keyset: strictly after the last row read, in the same order
+    if after and hr:  # keyset: strictly after the last row read, in the same order
+        p = f"{r}.priority"
+        where.append(
+            f"({score} < %s OR ({score} = %s AND {p} < %s) OR ({score} = %s AND {p} = %s AND {r}.workunit_id > %s)"
+            f" OR ({score} = %s AND {p} = %s AND {r}.workunit_id = %s AND {r}.id > %s))"
+        )
+    elif after:
         where.append(
             f"({score} < %s OR ({score} = %s AND {r}.workunit_id > %s)"
             f" OR ({score} = %s AND {r}.workunit_id = %s AND {r}.id > %s))"
         )
+    tie = f"{r}.priority DESC, " if hr else ""
     sql = (
         f"SELECT {', '.join(columns)} FROM {r} INNER JOIN {w} ON {r}.workunit_id = {w}.id"
-        f" WHERE {' AND '.join(where)} ORDER BY {score} DESC, {r}.workunit_id ASC, {r}.id ASC LIMIT %s"
+        f" WHERE {' AND '.join(where)} ORDER BY {score} DESC, {tie}{r}.workunit_id ASC, {r}.id ASC LIMIT %s"
     )
     return sql + f" FOR UPDATE OF {r} SKIP LOCKED" if lock else sql
 
@@ -513,7 +522,8 @@ def candidates(host: Host, app_ids: Sequence[int], limit: int, config: Scheduler
     n, pk, priority = len(result_columns), result_columns.index("id"), result_columns.index("priority")
     workunit_id, hr_class = result_columns.index("workunit_id"), n + workunit_columns.index("hr_class")
     workunit = Result._meta.get_field("workunit")
-    read, chunk, keyset = 0, FIRST_CHUNK, None
+    read, chunk = 0, FIRST_CHUNK
+    keyset: tuple[Any, ...] | None = None
     while read < limit:
         size = min(chunk, limit - read)
         with connection.cursor() as cursor:
@@ -530,7 +540,11 @@ def candidates(host: Host, app_ids: Sequence[int], limit: int, config: Scheduler
             return
         last = rows[-1]
         score = last[priority] + (hr and last[hr_class] > 0)
-        keyset = (score, score, last[workunit_id], score, last[workunit_id], last[pk])
+        if hr:
+            p, wu = last[priority], last[workunit_id]
+            keyset = (score, score, p, score, p, wu, score, p, wu, last[pk])
+        else:
+            keyset = (score, score, last[workunit_id], score, last[workunit_id], last[pk])
         chunk *= 2
 
 
@@ -556,12 +570,12 @@ def with_dropped_jobs(
         .filter(Exists(Result.objects.filter(user_id=host.owner_id, workunit_id=OuterRef("workunit_id"))))
         .select_related("workunit")
         .annotate(score=F("priority") + Case(When(workunit__hr_class__gt=0, then=1), default=0))
-        .order_by("-score", "workunit_id", "id")[:limit]
+        .order_by("-score", "-priority", "workunit_id", "id")[:limit]
     )
 
-    def order(result: Result) -> tuple[int, int, int]:
+    def order(result: Result) -> tuple[int, int, int, int]:
         score = result.priority + (1 if result.workunit.hr_class > 0 else 0)
-        return (-score, result.workunit_id, result.pk)
+        return (-score, -result.priority, result.workunit_id, result.pk)
 
     return heapq.merge(jobs, rows, key=order), {r.pk for r in rows}
 

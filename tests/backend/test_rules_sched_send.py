@@ -782,3 +782,26 @@ def test_a_committed_job_never_looks_at_the_other_versions_plan_classes(project,
     reply = handle_request(request, project=demo_project(), now=NOW, config=SchedulerConfig(plan_class_spec=str(spec)))
     assert reply.results == []
     assert ("A newer BOINC may be required for some tasks." in [m.text for m in reply.messages]) is told
+
+
+def test_among_equal_scores_the_higher_priority_job_is_checked_first(project):
+    # sched_score.cpp sorts a few jobs by score keeping the feeder's slot order
+    # (--priority_order: result priority, highest first) among equal scores: a job of
+    # priority 1 and a committed job of priority 0 (score 0 + 1) tie, the committed one is
+    # checked last, and its class decides "Tasks are committed to other platforms" (the
+    # differential's seed 9303 scheduler case 42). Many more jobs of each kind take the
+    # candidate query past its first chunk.
+    import dataclasses
+
+    project.app.homogeneous_redundancy = 1
+    project.app.save()
+    for _ in range(12):
+        project.result(project.workunit(hr_class=256 + 21), priority=0)
+        project.result(project.workunit(delay_bound=1), priority=1)  # misses its deadline
+    request = work_request(project.host(), work_req_seconds=86400.0, estimated_delay=1.0, core_client_version="")
+    request.host_info = dataclasses.replace(
+        request.host_info, os_name="Linux", p_vendor="GenuineIntel", p_model="Intel(R) Xeon(R) CPU E5-2670"
+    )
+    reply = handle_request(request, project=demo_project(), now=NOW)
+    assert reply.results == []
+    assert ("Tasks are committed to other platforms", "low") in [(m.text, m.priority) for m in reply.messages]
