@@ -414,6 +414,7 @@ def boincweb_locality_options(case):
         locality_scheduling_send_timeout=loc["send_timeout"],
         file_deletion_strategy=loc["file_deletion_strategy"],
         boinc_locality_limits=True,  # docs/server-fidelity.md departure 22
+        boinc_locality_full_delay_bound=True,  # docs/server-fidelity.md, BOINC defect 2
     )
 
 
@@ -1999,6 +2000,12 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=300, help="random cases per step (default 300)")
     parser.add_argument("--seed", type=int, default=1, help="the seed the cases are drawn from (default 1)")
+    parser.add_argument(
+        "--only",
+        default="",
+        help="comma-separated case numbers (as printed, from 0) to run alone, to rerun a kept case; "
+        "each is drawn as in a full run of the seed",
+    )
     parser.add_argument("--steps", default=",".join(STEPS), help=f"comma-separated, of: {', '.join(STEPS)}")
     parser.add_argument(
         "--out",
@@ -2029,6 +2036,12 @@ def main(argv=None):
     unknown = set(steps) - set(STEPS)
     if unknown or args.cases < 1:
         parser.error(f"unknown step {', '.join(sorted(unknown))}" if unknown else "--cases must be 1 or more")
+    try:
+        only = sorted({int(n) for n in args.only.split(",") if n.strip()})
+    except ValueError:
+        parser.error("--only takes case numbers, such as 3,100,214")
+    if any(n < 0 for n in only):
+        parser.error("--only takes case numbers from 0")
     if args.time_tolerance < 0:
         parser.error("--time-tolerance must be 0 or more")
     server = os.environ.get("BOINC_SERVER")
@@ -2047,7 +2060,8 @@ def main(argv=None):
     started = time.time()
     for step in steps:
         outcomes, counted = [], []
-        for index in range(args.cases):
+        indices = only or range(args.cases)
+        for index in indices:
             case = random_case(args.seed, index, step)
             outcome = run_case(step, case, boinc, ours, out, args.time_tolerance)
             outcomes.append(outcome)
@@ -2061,7 +2075,7 @@ def main(argv=None):
         print(f"{step:13s} {figures['agree']:4d}/{figures['finished']} agree ({figures['share']:.1f} %){crashed}")
         if step in SENDING:
             print("    app versions: " + ", ".join(f"{k} {v}" for k, v in summary[step]["versions"].items()))
-        for index, outcome in enumerate(outcomes):
+        for index, outcome in zip(indices, outcomes):
             if outcome.kind == "crash":
                 print(f"    case {index:4d}: BOINC's program died on {signal_name(outcome.signal)} (not counted)")
             elif outcome.kind == "differ":
@@ -2072,7 +2086,7 @@ def main(argv=None):
         json.dumps(
             dict(
                 seed=args.seed,
-                cases=args.cases,
+                cases=list(only) if only else args.cases,
                 database=ours.database_url.split(":", 1)[0],
                 time_tolerance=args.time_tolerance,
                 message_texts=not args.message_kinds_only,

@@ -39,6 +39,92 @@ CPU = "cpu"
 NEWER_CLIENT = "A newer BOINC may be required for some tasks."
 
 
+# BOINC's names of the GPU types in messages (lib/coproc.cpp proc_type_name)
+GPU_NAMES = {"NVIDIA": "NVIDIA GPU", "ATI": "AMD/ATI GPU", "intel_gpu": "Intel GPU", "apple_gpu": "Apple GPU"}
+
+
+def plan_class_proc_type(plan_class: str) -> str:
+    """The processor type BOINC reads off a plan class's name alone ("cpu" or a GpuType
+    value), as its feeder does to say which resources the project has apps for
+    (sched_util_basic.cpp plan_class_to_proc_type)."""
+    for word, proc_type in (
+        ("cuda", "NVIDIA"),
+        ("nvidia", "NVIDIA"),
+        ("ati", "ATI"),
+        ("amd", "ATI"),
+        ("intel_gpu", "intel_gpu"),
+        ("apple_gpu", "apple_gpu"),
+    ):
+        if word in plan_class:
+            return proc_type
+    return CPU
+
+
+@dataclass
+class GpuRequirements:
+    """The lowest and highest GPU RAM and driver version asked for by the plan classes of one
+    GPU type checked in a request, for the messages that tell a volunteer what their GPU lacks
+    (sched_customize.h GPU_REQUIREMENTS; reference/server.md §3.4).
+
+    ``update`` keeps BOINC's arithmetic exactly: each call passes one figure and 0 for the
+    other, and a 0 counts as a figure (it lowers the minimum), so a class asking for both
+    RAM and a driver leaves the lowest RAM at 0 and the order of the checks matters."""
+
+    min_ram: float = 0.0
+    opt_ram: float = 0.0
+    min_driver_version: int = 0
+    opt_driver_version: int = 0
+
+    def update(self, version: int, ram: float) -> None:
+        if not self.min_driver_version or version < self.min_driver_version:
+            self.min_driver_version = version
+        self.opt_driver_version = max(self.opt_driver_version, version)
+        if not self.min_ram or ram < self.min_ram:
+            self.min_ram = ram
+        self.opt_ram = max(self.opt_ram, ram)
+
+    def note(self, spec: PlanClassSpec) -> None:
+        """What checking ``spec`` on a host with a GPU of its type adds: its GPU RAM, then
+        (NVIDIA and AMD only) its driver version (PLAN_CLASS_SPEC::check)."""
+        if spec.min_gpu_ram_mb:
+            self.update(0, spec.min_gpu_ram_mb * MEGA)
+        if spec.min_driver_version and spec.proc_type in ("NVIDIA", "ATI"):
+            self.update(abs(spec.min_driver_version), 0)
+
+    def messages(self, gpu_name: str, ram: float, version: int, client_version: int) -> list[tuple[str, str]]:
+        """(text, priority) of what a GPU with ``ram`` bytes and driver ``version`` (0:
+        unknown) lacks (sched_send.cpp send_gpu_property_messages): too little RAM (low),
+        else a driver older than every class's (notice) or than some class's (low). The
+        driver texts are translatable (``client_version``: major × 10000 + minor × 100 +
+        release)."""
+        if ram < self.min_ram:
+            return [
+                (
+                    f"A minimum of {int(self.min_ram / MEGA)} MB (preferably {int(self.opt_ram / MEGA)} MB) "
+                    f"of video RAM is needed to process tasks using your computer's {gpu_name}",
+                    "low",
+                )
+            ]
+        if version and version < self.min_driver_version:
+            text = translatable(
+                "Upgrade to the latest driver to process tasks using your computer's GPU", client_version
+            )
+            return [(f"{gpu_name}: {text}", "notice")]
+        if version and version < self.opt_driver_version:
+            text = translatable(
+                "Upgrade to the latest driver to use all of this project's GPU applications", client_version
+            )
+            return [(f"{gpu_name}: {text}", "low")]
+        return []
+
+
+def translatable(text: str, client_version: int) -> str:
+    """A message the client translates, marked as BOINC's scheduler marks it (lib/sched_msgs.h
+    ``_()``); clients older than 6.12 get it unmarked (sched_types.cpp USER_MESSAGE,
+    ``strip_translation``)."""
+    return text if client_version < 61200 else f'_("{text}")'
+
+
 class RandomSource(Protocol):
     """What ``check`` draws from: a random.Random, or the random module itself."""
 
@@ -200,10 +286,18 @@ class PlanClassSpec:
             if f.name != "name" and getattr(self, f.name) != getattr(default, f.name)
         }
 
-    def check(self, host: HostView, rng: RandomSource = random, notices: list[str] | None = None) -> HostUsage | None:
+    def check(
+        self,
+        host: HostView,
+        rng: RandomSource = random,
+        notices: list[str] | None = None,
+        gpu_checked: list[PlanClassSpec] | None = None,
+    ) -> HostUsage | None:
         """The HostUsage of a version of this class on ``host`` (a HostView), or None when
         the host cannot run it (PLAN_CLASS_SPEC::check). A client too old for the class adds
-        BOINC's message to ``notices`` (a list, when given), once."""
+        BOINC's message to ``notices`` (a list, when given), once; a GPU class checked on a
+        host with a GPU of its type adds itself to ``gpu_checked`` (a list, when given), for
+        GpuRequirements, whether the host passes its bounds or not."""
         if self.unsupported or not self.proc_type:
             return None
         if self.infeasible_random and rng.random() < self.infeasible_random:
@@ -222,7 +316,7 @@ class PlanClassSpec:
         if self.max_core_client_version and version > self.max_core_client_version:
             return None
         if self.gpu_type:
-            return self.gpu_usage(host)
+            return self.gpu_usage(host, gpu_checked)
         return self.cpu_usage(host)
 
     def cpu_usage(self, host: HostView) -> HostUsage | None:
@@ -246,13 +340,15 @@ class PlanClassSpec:
         usage.projected_flops = usage.peak_flops * self.projected_flops_scale
         return usage
 
-    def gpu_usage(self, host: HostView) -> HostUsage | None:
+    def gpu_usage(self, host: HostView, gpu_checked: list[PlanClassSpec] | None = None) -> HostUsage | None:
         """The GPU case: the host has a GPU of the class's type meeting its bounds; the job
         takes ``ngpus`` of it (a negative ``ngpus`` fills the GPU's RAM) and ``cpu_frac`` of
         its work runs on the CPU (coproc_perf)."""
         gpu = host.coprocs.get(self.proc_type)
         if gpu is None or gpu.count <= 0:
             return None
+        if gpu_checked is not None:
+            gpu_checked.append(self)  # BOINC notes the requirements before checking them
         if self.proc_type == "NVIDIA":
             compcap = gpu.compute_capability
             if self.min_nvidia_compcap and self.min_nvidia_compcap > compcap:

@@ -304,6 +304,9 @@ class Resends:
         self.apps: dict[int, App] = {}
         self.cache: dict[Any, Any] = {}
         self.expired: list[tuple[Result, Version | None, float]] = []
+        # the class checks of the resend's wu_is_infeasible_fast set BOINC's hr_reject_temp
+        # too, which the send that follows starts from (SchedulerReply.hr_other_class)
+        self.last = LastCheck()
 
     def app(self, result: Result) -> App:
         if result.app_id not in self.apps:
@@ -328,6 +331,7 @@ class Resends:
         )
 
     def infeasible(self, result: Result, version: Version) -> str:
+        self.last.check(result.workunit, self.app(result), self.host_class, self.config)
         why = infeasible(result.workunit, self.app(result), version, self.host_class, self.config)
         return f"{why}: its workunit is committed elsewhere" if why else ""
 

@@ -14,7 +14,7 @@ sched_locality.cpp:
 4. For one volunteer and one file, results are sent in increasing id: only results with an id
    above the highest already sent to this volunteer for the file are looked at, in id order.
 5. ``one_result_per_user_per_wu`` holds: a workunit the volunteer already has a result of is
-   skipped (it is "excluded" for the volunteer).
+   skipped (it is "excluded" for the volunteer), after the job's checks (rule 16).
 6. A file with no unsent result: unless the file's ``no_work_available`` trigger is set, the
    scheduler sets its ``need_work`` trigger, waits ``wait_period`` seconds for the on-demand
    work generator and the transitioner, and looks once more. With ``no_work_available`` it
@@ -79,6 +79,14 @@ lists each with the BOINC function it follows):
     wu_is_infeasible_fast, sched_send.cpp update_wu_on_send): a file's result goes only to a
     host of its workunit's class, with its committed version, and the first send commits
     the workunit, as on the ordinary path (backend.daemons.sched_hr).
+14. A locality app's jobs go by the locality pass only, never by the ordinary scan.
+15. A version over its daily quota is named only by the version choice of a job the pass
+    looks at (sched_version.cpp get_app_version, daily_quota_exceeded).
+16. possibly_send_result applies ``one_result_per_user_per_wu`` after get_app_version and
+    wu_is_infeasible_fast: such a job is checked (and may end the search), then passed over.
+17. A held file named by rule 7 and again by rule 11 is named twice (send_file_deletes).
+18. An app with no version for the host still has its pass: its held files are looked at
+    before its first job finds no version and ends the search (ERR_NO_APP_VERSION).
 
 The options are the project's config.xml ones (``SchedulerConfig``:
 ``locality_scheduling_sorted_order``, ``locality_scheduling_wait_period``,
@@ -122,7 +130,7 @@ from collections.abc import Container, Iterable
 from typing import TypeVar, cast
 
 from django.db import connection
-from django.db.models import Exists, Max, Model, OuterRef, Q, QuerySet
+from django.db.models import Exists, Model, OuterRef, Q, QuerySet
 
 from backend.daemons import sched_hr, sched_limit
 from backend.daemons.hierarchy import project_dir
@@ -197,30 +205,54 @@ def file_picker(file_name: str) -> Picker:
     """``pick`` for send_for_resource: the file's results for this volunteer (rules 4-5)."""
 
     def pick(host: Host, app_ids: list[int], limit: int, config: SchedulerConfig) -> list[Result]:
-        last = of_file(Result.objects.filter(user_id=host.owner_id), file_name).aggregate(last=Max("id"))["last"] or 0
+        last, last_wu = (
+            of_file(Result.objects.filter(user_id=host.owner_id), file_name)
+            .order_by("-id")
+            .values_list("id", "workunit_id")
+            .first()
+        ) or (0, None)
         queryset = sendable(file_name, app_ids).filter(id__gt=last)
-        if config.one_result_per_user_per_wu:
-            queryset = queryset.exclude(
-                Exists(Result.objects.filter(workunit_id=OuterRef("workunit_id"), user_id=host.owner_id))
-            )
+        queryset = volunteer_has(queryset, host, config)
         queryset = queryset.select_related("workunit").only(*ONLY_COLUMNS).order_by("id")
         if connection.features.has_select_for_update_skip_locked:
             queryset = queryset.select_for_update(skip_locked=True, of=("self",))
-        return list(queryset[:limit])
+        if not config.one_result_per_user_per_wu:
+            return list(queryset[:limit])
+        # send_results_for_file asks each time for the next result of another workunit than
+        # the last one looked at (the volunteer's last, at first); the volunteer's other
+        # workunits are left to possibly_send_result (rule 16)
+        picked = []
+        for result in queryset[:limit]:
+            if last and result.workunit_id == last_wu:
+                continue
+            picked.append(result)
+            last, last_wu = result.pk, result.workunit_id
+        return picked
 
     return pick
 
 
+def volunteer_has(queryset: QuerySet[Result], host: Host, config: SchedulerConfig) -> QuerySet[Result]:
+    """With one_result_per_user_per_wu, each result marked ``volunteer_has`` when the host's
+    owner has a result of its workunit: possibly_send_result applies the rule after
+    get_app_version and wu_is_infeasible_fast, so such a job is still checked (its version's
+    daily quota, its memory, disk and deadline, which may end the search) and then not sent
+    (sched_send.send_for_resource)."""
+    if not config.one_result_per_user_per_wu:
+        return queryset
+    return queryset.annotate(
+        volunteer_has=Exists(Result.objects.filter(workunit_id=OuterRef("workunit_id"), user_id=host.owner_id))
+    )
+
+
 def old_work_picker(result_id: int) -> Picker:
-    """``pick`` for send_for_resource: the one old result of rule 10, unless this volunteer
-    has a result of its workunit (sched_locality.cpp possibly_send_result)."""
+    """``pick`` for send_for_resource: the one old result of rule 10 (sched_locality.cpp
+    send_old_work, possibly_send_result)."""
 
     def pick(host: Host, app_ids: list[int], limit: int, config: SchedulerConfig) -> list[Result]:
-        queryset = Result.objects.filter(pk=result_id, server_state=ServerState.UNSENT, app_id__in=app_ids)
-        if config.one_result_per_user_per_wu:
-            queryset = queryset.exclude(
-                Exists(Result.objects.filter(workunit_id=OuterRef("workunit_id"), user_id=host.owner_id))
-            )
+        queryset = volunteer_has(
+            Result.objects.filter(pk=result_id, server_state=ServerState.UNSENT, app_id__in=app_ids), host, config
+        )
         queryset = queryset.select_related("workunit").only(*ONLY_COLUMNS)
         if connection.features.has_select_for_update_skip_locked:
             queryset = queryset.select_for_update(skip_locked=True, of=("self",))
@@ -256,14 +288,20 @@ class WorkNeeded:
         self.sizes: dict[str, int | None] = {}
 
     @classmethod
-    def for_request(cls, request: SchedulerRequest, config: SchedulerConfig, taken_wus: Iterable[int]) -> WorkNeeded:
+    def for_request(
+        cls, request: SchedulerRequest, config: SchedulerConfig, taken_wus: Iterable[int], carried: Iterable[str] = ()
+    ) -> WorkNeeded:
         """A host already over its disk limits (max_allowable_disk below 0) is short from
-        the start; the files of jobs already in the reply (``taken_wus``, by an earlier
+        the start, and so is one whose lost results' resend found it short of memory, disk
+        or time (``carried``: SchedulerReply.insufficient, BOINC's flags that last the
+        request); the files of jobs already in the reply (``taken_wus``, by an earlier
         resource's pass) count as brought."""
+        carried = {why for why in carried if why in (MEMORY, DISK, DEADLINE)}
         allowance = disk_allowance(request, config)
         if allowance is None:
-            return cls()
-        needed = cls(held=[f.name for f in request.file_infos], insufficient={DISK} if allowance[0] < 0 else ())
+            return cls(insufficient=carried)
+        short = {DISK} if allowance[0] < 0 else set()
+        needed = cls(held=[f.name for f in request.file_infos], insufficient=short | carried)
         for name in Workunit.objects.filter(id__in=taken_wus).values_list("name", flat=True):
             if file_name_of(name):
                 needed.have.add(cast(str, file_name_of(name)))  # not None: just tested
@@ -338,9 +376,12 @@ def delete_file_from_host(
         reply.request_delay = max(reply.request_delay, DELAY_DISK_SPACE)
         return None
     name = names[host_key % len(names)]
-    if name not in reply.delete_file_infos:
+    message = Message(f"BOINC will delete file {name} when no longer needed", "low")
+    if message not in reply.messages:  # once a request, whichever resource's pass asks
+        # beside rule 7's deletion of the same file, if any: BOINC's send_file_deletes
+        # appends it again, and the client is told twice
         reply.delete_file_infos.append(name)
-    reply.messages.append(Message(f"BOINC will delete file {name} when no longer needed", "low"))
+        reply.messages.append(message)
     reply.request_delay = max(reply.request_delay, DELAY_DELETE_FILE)
     return name
 
@@ -509,7 +550,7 @@ def send_work_by_locality(
     locality = (config.locality_config or LocalityConfig()).resolved(config)
     host_key = host.pk if locality.host_key is None else locality.host_key
     rng = random.Random(f"{locality.seed}:{host_key}:{request.rpc_seqno}:{now}:{resource.name}")
-    needed = WorkNeeded.for_request(request, config, taken_wus)
+    needed = WorkNeeded.for_request(request, config, taken_wus, reply.insufficient)
     sender = Sender(
         host,
         request,

@@ -53,6 +53,7 @@ from backend.daemons import sched_hr
 from backend.daemons.claim import locked_in_id_order, lower_transition_time, read_rows
 from backend.daemons.sched_send import (
     CPU,
+    DEADLINE,
     add_notice,
     after_sending,
     apply_daily_quota,
@@ -126,6 +127,7 @@ def resend_lost_results(
                 lacking = lacks(result.workunit, wanted[resource.name])
                 if lacking:
                     why = f"the host lacks the {lacking} it needs"
+                    reply.insufficient.add(lacking)
                     if notices is not None:
                         add_notice(notices, notice(lacking, result.workunit, version, wanted[resource.name]))
             if not why:
@@ -133,7 +135,7 @@ def resend_lost_results(
                 version = cast("Version", version)
                 flops = homogeneous.committed_flops(result, version)
                 runtime = result.workunit.rsc_fpops_est / (flops or job_flops(resource, version))
-                deadline = new_deadline(result, wanted[resource.name], runtime, now=now)
+                deadline = new_deadline(result, wanted[resource.name], runtime, now=now, reply=reply)
                 if deadline is None:
                     why = "it cannot finish before its deadline"
                 else:
@@ -146,6 +148,7 @@ def resend_lost_results(
                     continue
             expired.append((result, why))
             homogeneous.expire(result, version)
+        reply.hr_other_class = homogeneous.last.other_class
         resent, unmarked = homogeneous.commit(resent, now=now)
         mark_resent(host, resent, now=now)
         mark_expired(host, expired, now=now, grace=config.report_grace_period, unmarked=unmarked)
@@ -224,7 +227,9 @@ class VersionChooser:
         return None, None
 
 
-def new_deadline(result: Result, resource: Resource, runtime: float, *, now: int) -> int | None:
+def new_deadline(
+    result: Result, resource: Resource, runtime: float, *, now: int, reply: SchedulerReply | None = None
+) -> int | None:
     """The deadline the client is told for a resent ``result``, or None when it cannot
     finish in time (sched_check.cpp wu_is_infeasible_fast, then sched_resend.cpp
     possibly_give_result_new_deadline).
@@ -234,7 +239,8 @@ def new_deadline(result: Result, resource: Resource, runtime: float, *, now: int
     passes becomes the workunit's delay bound (0 once the stored deadline has passed). The
     new deadline is now + half the time the result was given, never before the stored
     deadline nor after now + that bound, and must leave room for the job's duration
-    stretched by the host's availability.
+    stretched by the host's availability. Each refusal of check_deadline (not the last
+    test's) adds DEADLINE to ``reply.insufficient``, as it sets BOINC's speed.insufficient.
     """
     stored, delay_bound = result.report_deadline, result.workunit.delay_bound
     duration = runtime / resource.available_frac
@@ -245,6 +251,8 @@ def new_deadline(result: Result, resource: Resource, runtime: float, *, now: int
     if stored > now:
         bound = int(stored - now) - 1
         if delay and delay + duration > bound:
+            if reply is not None:
+                reply.insufficient.add(DEADLINE)
             if bound == delay_bound or delay + duration > delay_bound:
                 return None
             bound = delay_bound

@@ -32,17 +32,19 @@ which sets WU_ERROR_COULDNT_SEND_RESULT.
 from __future__ import annotations
 
 import functools
+import heapq
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from django.db import connection, transaction
-from django.db.models import Field, Q
+from django.db.models import Case, Exists, F, Field, OuterRef, Q, When
 
 from backend.daemons import sched_hr, sched_limit, sched_reliable, sched_shmem
 from backend.daemons.claim import locked_in_id_order, lower_transition_time, placeholders, read_rows
 from backend.daemons.host_app_version import count_sent, jobs_today, scaled_max_jobs_per_day
+from backend.daemons.plan_class import GPU_NAMES, GpuRequirements, plan_class_proc_type
 from backend.daemons.sched_types import (
     Message,
     ReplyAppVersion,
@@ -280,9 +282,11 @@ def usable_versions(
     now: int = 0,
     notices: list[str] | None = None,
     spent: set[int] | None = None,
+    gpu_requirements: dict[str, GpuRequirements] | None = None,
 ) -> dict[int, Version]:
     """app id -> the Version of that app the host runs on ``resource``: with ``host``, the
     fastest (backend.daemons.sched_version, get_app_version); without, the newest.
+    ``gpu_requirements``: see sched_version.best_versions.
 
     On the anonymous platform, the versions the client lists. Otherwise the project's
     versions for the client's platforms; for a real client (one that reports its
@@ -313,7 +317,16 @@ def usable_versions(
         from backend.daemons.sched_version import best_versions
 
         return best_versions(
-            host, request, resource, config=config, havs=havs, now=now, make=Version, notices=notices, spent=spent
+            host,
+            request,
+            resource,
+            config=config,
+            havs=havs,
+            now=now,
+            make=Version,
+            notices=notices,
+            spent=spent,
+            gpu_requirements=gpu_requirements,
         )
     platforms = [request.platform_name, *request.alt_platforms]
     rows = (
@@ -363,10 +376,11 @@ def committed_only_versions(
     havs: dict[int, HostAppVersion],
     now: int,
     spent: set[int] | None = None,
+    every_app: bool = False,
 ) -> dict[int, Version]:
-    """app id -> a Version standing for none, for each homogeneous-app-version app the host
-    has no version of on ``resource`` (``versions``: the ones it has; reference/server.md
-    §3.11). Such an app's jobs
+    """app id -> a Version standing for none, for each homogeneous-app-version app (with
+    ``every_app``, each app) the host has no version of on ``resource`` (``versions``: the
+    ones it has; reference/server.md §3.11). Such an app's jobs
     whose workunits are committed to a version still go with that one: get_app_version
     looks at the commitment (check_homogeneous_app_version, which takes the committed
     version even when the feeder no longer holds it) before it looks for a version of its
@@ -377,7 +391,7 @@ def committed_only_versions(
     apps = [
         app_id
         for app_id, app in sched_shmem.apps().items()
-        if not app.deprecated and app.homogeneous_app_version and app_id not in versions
+        if not app.deprecated and (every_app or app.homogeneous_app_version) and app_id not in versions
     ]
     if not apps:
         return {}
@@ -450,7 +464,9 @@ def candidate_sql(n_apps: int, hr: bool, one_per_user: bool, after: bool, lock: 
 
     Rows come in the feeder's order: by score (``priority``, plus 1 for a workunit committed
     to an HR class where an app uses HR, as sched_score.cpp puts committed jobs first), then
-    workunit id, then id; without HR the order is the partial index res_unsent_order's."""
+    (with HR) ``priority``, as BOINC's sort of a few jobs keeps the feeder's slots
+    (``--priority_order``) among equal scores, then workunit id, then id; without HR the
+    order is the partial index res_unsent_order's."""
     q = connection.ops.quote_name
     r, w = q(Result._meta.db_table), q(Workunit._meta.db_table)
     columns = [f"{r}.{q(f.column)}" for f in field_order(Result, RESULT_COLUMNS)]
@@ -465,14 +481,21 @@ def candidate_sql(n_apps: int, hr: bool, one_per_user: bool, after: bool, lock: 
     ]
     if one_per_user:  # sched_check.cpp: one result of a workunit per volunteer
         where.append(f"NOT EXISTS (SELECT 1 FROM {r} u0 WHERE u0.user_id = %s AND u0.workunit_id = {r}.workunit_id)")
-    if after:  # keyset: strictly after the last row read, in the same order
+    if after and hr:  # keyset: strictly after the last row read, in the same order
+        p = f"{r}.priority"
+        where.append(
+            f"({score} < %s OR ({score} = %s AND {p} < %s) OR ({score} = %s AND {p} = %s AND {r}.workunit_id > %s)"
+            f" OR ({score} = %s AND {p} = %s AND {r}.workunit_id = %s AND {r}.id > %s))"
+        )
+    elif after:
         where.append(
             f"({score} < %s OR ({score} = %s AND {r}.workunit_id > %s)"
             f" OR ({score} = %s AND {r}.workunit_id = %s AND {r}.id > %s))"
         )
+    tie = f"{r}.priority DESC, " if hr else ""
     sql = (
         f"SELECT {', '.join(columns)} FROM {r} INNER JOIN {w} ON {r}.workunit_id = {w}.id"
-        f" WHERE {' AND '.join(where)} ORDER BY {score} DESC, {r}.workunit_id ASC, {r}.id ASC LIMIT %s"
+        f" WHERE {' AND '.join(where)} ORDER BY {score} DESC, {tie}{r}.workunit_id ASC, {r}.id ASC LIMIT %s"
     )
     return sql + f" FOR UPDATE OF {r} SKIP LOCKED" if lock else sql
 
@@ -499,7 +522,8 @@ def candidates(host: Host, app_ids: Sequence[int], limit: int, config: Scheduler
     n, pk, priority = len(result_columns), result_columns.index("id"), result_columns.index("priority")
     workunit_id, hr_class = result_columns.index("workunit_id"), n + workunit_columns.index("hr_class")
     workunit = Result._meta.get_field("workunit")
-    read, chunk, keyset = 0, FIRST_CHUNK, None
+    read, chunk = 0, FIRST_CHUNK
+    keyset: tuple[Any, ...] | None = None
     while read < limit:
         size = min(chunk, limit - read)
         with connection.cursor() as cursor:
@@ -516,8 +540,44 @@ def candidates(host: Host, app_ids: Sequence[int], limit: int, config: Scheduler
             return
         last = rows[-1]
         score = last[priority] + (hr and last[hr_class] > 0)
-        keyset = (score, score, last[workunit_id], score, last[workunit_id], last[pk])
+        if hr:
+            p, wu = last[priority], last[workunit_id]
+            keyset = (score, score, p, score, p, wu, score, p, wu, last[pk])
+        else:
+            keyset = (score, score, last[workunit_id], score, last[workunit_id], last[pk])
         chunk *= 2
+
+
+def with_dropped_jobs(
+    jobs: Iterable[Result], host: Host, app_ids: Sequence[int], limit: int, config: SchedulerConfig
+) -> tuple[Iterator[Result], set[int]]:
+    """``jobs`` (``candidates``' results) merged, in the same order, with the unsent results
+    the one-result-per-user rule keeps from the volunteer, and the ids of those. BOINC's
+    scan checks each job's homogeneous redundancy class (wu_is_infeasible_fast) before
+    slow_check applies that rule, and "Tasks are committed to other platforms" follows the
+    last class checked (sched_hr.LastCheck), so these jobs are looked at for that alone;
+    they are read without a lock, as nothing is sent from them. Jobs of equal score come in
+    workunit and id order, where BOINC's order among them is its unstable sort's. Called
+    only where an app uses homogeneous redundancy, so a committed workunit scores one more."""
+    rows = list(
+        Result.objects.filter(
+            project_id=host.project_id,
+            app_id__in=app_ids,
+            server_state=ServerState.UNSENT,
+            workunit__error_mask=0,
+            workunit__transitioner_flags=TransitionerFlags.ORDINARY,
+        )
+        .filter(Exists(Result.objects.filter(user_id=host.owner_id, workunit_id=OuterRef("workunit_id"))))
+        .select_related("workunit")
+        .annotate(score=F("priority") + Case(When(workunit__hr_class__gt=0, then=1), default=0))
+        .order_by("-score", "-priority", "workunit_id", "id")[:limit]
+    )
+
+    def order(result: Result) -> tuple[int, int, int, int]:
+        score = result.priority + (1 if result.workunit.hr_class > 0 else 0)
+        return (-score, -result.priority, result.workunit_id, result.pk)
+
+    return heapq.merge(jobs, rows, key=order), {r.pk for r in rows}
 
 
 def send_work(
@@ -558,9 +618,24 @@ def send_work(
     apps = sched_shmem.apps()
     over_quota: set[int] = set()  # the app versions a job found over their daily quota
     hr_last = sched_hr.LastCheck()
+    hr_last.other_class = reply.hr_other_class  # as the lost results' resend left it
+    # the GPU plan classes' requirements, for the volunteer whose GPU falls short (BOINC
+    # tells no anonymous-platform client, and notes them only for a GPU the host has)
+    gpu_requirements: dict[str, GpuRequirements] | None = None
+    if request.platform_name != "anonymous" and any(gpu.count > 0 for gpu in request.gpu_requests):
+        gpu_requirements = {}
+    with_version: set[int] = set()  # the apps with a version on some resource so far
     for resource in resources:
         versions = usable_versions(
-            request, resource, host, config=config, havs=havs, now=now, notices=notices, spent=over_quota
+            request,
+            resource,
+            host,
+            config=config,
+            havs=havs,
+            now=now,
+            notices=notices,
+            spent=over_quota,
+            gpu_requirements=gpu_requirements,
         )
         limited.extend(
             apply_daily_quota(
@@ -593,6 +668,25 @@ def send_work(
                 looked_at.setdefault(app_id, (v, resource))
         for app_id, v in spent.items():
             versions.setdefault(app_id, v)
+        with_version.update(app_id for app_id, v in versions.items() if not v.committed_only)
+        if resource is resources[-1]:
+            # a locality app with no version on any resource still has its locality pass:
+            # its held files are looked at (and may be named for deletion) before its first
+            # job finds no version and ends the search (sched_locality.cpp
+            # possibly_send_result, ERR_NO_APP_VERSION)
+            for app_id, v in committed_only_versions(
+                host,
+                request,
+                resource,
+                with_version | set(versions),
+                config=config,
+                havs=havs,
+                now=now,
+                spent=over_quota,
+                every_app=True,
+            ).items():
+                if apps[app_id].locality_scheduling:
+                    versions.setdefault(app_id, v)
         if not versions or len(sent) >= max_jobs:
             continue
         # under locality scheduling only send_work_locality runs (sched_send.cpp send_work):
@@ -648,8 +742,12 @@ def send_work(
         text = f"Daily job limit ({v.limit}) has been reached"
         assert v.room is not None  # apply_daily_quota set it
         if v.room <= 0 and has_jobs_for(v):
-            add_notice(notices, text)  # sched_version.cpp daily_quota_exceeded
             assert v.row is not None  # apply_daily_quota limits rows only
+            if v.row.app.locality_scheduling:
+                # locality scheduling asks get_app_version only for the jobs it looks at,
+                # whose choices tell of their versions over quota (sched_version.job_version)
+                continue
+            add_notice(notices, text)  # sched_version.cpp daily_quota_exceeded
             over_quota.add(v.row.pk)
     if not sent:
         # BOINC's scan asks get_app_version for every job of its cache, those the
@@ -658,6 +756,8 @@ def send_work(
         for app_id, (v, _) in looked_at.items():
             if v.chooser is not None and not v.committed_only and has_jobs_for(v):
                 v.chooser.used((app_id, False, 0))
+    if gpu_requirements:
+        reply.messages.extend(gpu_messages(request, gpu_requirements))
     if not sent and (request.work_req_seconds > 0 or request.cpu_req_secs > 0):
         # sched_send.cpp send_user_messages: "No tasks sent", then why
         # (WORK_REQ::add_no_work_message, kept only when nothing was sent), when the request
@@ -665,10 +765,16 @@ def send_work(
         # host's request says cpu_req_secs only).
         reply.messages.append(Message("No tasks sent", "low"))
         lacking_notices(
-            looked_at, notices, host_class=host_class, config=config, reliability=reliability, request=request
+            looked_at,
+            notices,
+            host_class=host_class,
+            config=config,
+            reliability=reliability,
+            request=request,
+            refusals=refusals,
         )
         reply.messages.extend(Message(text, "notice") for text in notices)
-        if DEADLINE in refusals:
+        if DEADLINE in refusals or DEADLINE in reply.insufficient:
             reply.messages.append(Message(too_slow_message(request), "low"))
         if hr_last.other_class:
             reply.messages.append(Message("Tasks are committed to other platforms", "low"))
@@ -680,7 +786,59 @@ def send_work(
                 reply.messages.append(
                     Message(f"This computer has finished a daily quota of {hav.max_jobs_per_day} tasks", "low")
                 )
+        if any(in_progress.project_exceeded(kind) for kind in have_apps(request)):
+            # work_needed flags each processor type the project has apps for that is at its
+            # limit (max_jobs_on_host_proc_type_exceeded), asked for or not, though another
+            # type goes on
+            reply.messages.append(Message("This computer has reached a limit on tasks in progress", "low"))
     return len(sent)
+
+
+def gpu_messages(request: SchedulerRequest, requirements: Mapping[str, GpuRequirements]) -> list[Message]:
+    """What each of the host's GPUs lacks for the project's GPU plan classes checked in this
+    request (sched_send.cpp send_gpu_messages, send_gpu_property_messages), for a GPU type
+    the project has versions for (by plan class name, sched_shmem.cpp
+    have_apps_for_proc_type); given whether jobs were sent or not."""
+    from backend.daemons.sched_version import core_client_version
+
+    client = core_client_version(request.core_client_version)
+    have_apps = project_proc_types()
+    messages = []
+    for gpu_type in GPU_NAMES:
+        gpu = next((g for g in request.gpu_requests if g.type == gpu_type and g.count > 0), None)
+        if gpu is None or gpu_type not in have_apps:
+            continue
+        # BOINC reads no driver version of Intel and Apple GPUs
+        version = gpu.driver_version if gpu_type in ("NVIDIA", "ATI") else 0
+        found = requirements.get(gpu_type, GpuRequirements())
+        messages += [
+            Message(text, priority)
+            for text, priority in found.messages(GPU_NAMES[gpu_type], gpu.gpu_ram, version, client)
+        ]
+    return messages
+
+
+def project_proc_types() -> set[str]:
+    """The processor types ("cpu", GpuType values) the project has app versions for, by plan
+    class name (the feeder's versions: of apps and versions not deprecated, any platform;
+    sched_shmem.cpp have_apps_for_proc_type)."""
+
+    def read() -> set[str]:
+        rows = AppVersion.objects.filter(deprecated=False, app__deprecated=False)
+        project_id = sched_shmem.project_id()
+        if project_id is not None:
+            rows = rows.filter(project_id=project_id)
+        return {plan_class_proc_type(name) for name in rows.values_list("plan_class", flat=True).distinct()}
+
+    return sched_shmem.kept(("project_proc_types",), read)
+
+
+def have_apps(request: SchedulerRequest) -> set[str]:
+    """The processor types the request may get jobs for: those of the versions an
+    anonymous-platform client lists, else the project's (sched_send.cpp have_apps)."""
+    if request.platform_name == "anonymous":
+        return {v.gpu_type or CPU for v in request.app_versions}
+    return project_proc_types()
 
 
 def too_slow_message(request: SchedulerRequest) -> str:
@@ -787,7 +945,17 @@ def send_for_resource(
     with transaction.atomic():
         looked_at = max(max_jobs * config.candidate_factor, config.shmem_work_items)
         version: Version | None  # job_version and sched_hr.version_for may find none
-        for result in pick(host, list(versions), looked_at, config):
+        jobs: Iterable[Result] = pick(host, list(versions), looked_at, config)
+        dropped: set[int] = set()
+        if (
+            pick is candidates
+            and hr_last is not None
+            and host_class is not None
+            and config.one_result_per_user_per_wu
+            and sched_hr.uses_hr(list(versions), config)
+        ):
+            jobs, dropped = with_dropped_jobs(jobs, host, list(versions), looked_at, config)
+        for result in jobs:
             if len(chosen) >= max_jobs or (resource.req_secs <= 0 and resource.req_instances <= 0):
                 break
             if config.one_result_per_user_per_wu and result.workunit_id in taken_wus:
@@ -852,6 +1020,8 @@ def send_for_resource(
                     hr_last.check(result.workunit, apps[result.app_id], host_class, config)
                 if sched_hr.infeasible(result.workunit, apps[result.app_id], version, host_class, config):
                     continue
+            if result.pk in dropped:
+                continue  # looked at for its class only (with_dropped_jobs)
             flops = None
             if host_class is not None:
                 assert request is not None  # given with host_class (above)
@@ -859,13 +1029,22 @@ def send_for_resource(
                     result.workunit, apps[result.app_id], version, request, committed_versions
                 )
             runtime = result.workunit.rsc_fpops_est / (flops or job_flops(resource, version))
+            priority = result.priority
+            if work_needed is not None and config.boinc_locality_full_delay_bound:
+                # sched_locality.cpp possibly_send_result passes the unsent result's report
+                # deadline (0) for its priority (docs/server-fidelity.md, BOINC defect 2)
+                priority = 0
             for bound in sched_reliable.delay_bounds(
-                result.workunit, result.priority, runtime / resource.available_frac, config
+                result.workunit, priority, runtime / resource.available_frac, config
             ):
                 result.workunit.delay_bound = bound
                 why = infeasible(result.workunit, resource, runtime, config)
                 if why != DEADLINE:
                     break
+                if refusals is not None:
+                    # check_deadline flags speed.insufficient at each refusal, the reduced
+                    # bound's too, though the full one then passes
+                    refusals.add(DEADLINE)
             if why:
                 refused.append((result, version, why))
                 if refusals is not None:
@@ -875,6 +1054,8 @@ def send_for_resource(
                 if work_needed is not None and work_needed.stops(why):
                     break
                 continue
+            if getattr(result, "volunteer_has", False):
+                continue  # locality's possibly_send_result: ERR_WU_USER_RULE, after the checks
             chosen.append((result, version, runtime))
             if work_needed is not None:
                 work_needed.took(result.workunit, resource.disk)
@@ -921,11 +1102,15 @@ def lacking_notices(
     host_class: sched_hr.HostClass | None = None,
     reliability: sched_reliable.Reliability | None = None,
     request: SchedulerRequest | None = None,
+    refusals: set[str] | None = None,
 ) -> None:
     """Add the memory, disk and bandwidth notices of unsent jobs the host lacks something
     for that the request did not look at (BOINC checks these before
     one_result_per_user_per_wu, which our candidates query applies first), as BOINC would
-    for the jobs in its shared-memory cache (at most ``limit``, its default size). Jobs
+    for the jobs in its shared-memory cache (at most ``limit``, its default size); with
+    ``refusals`` (a set), DEADLINE joins it when such a job the host has all it needs for
+    would not finish in time, as check_deadline, the last of those checks, sets the flag
+    behind "Tasks won't finish in time" (sched_check.cpp wu_is_infeasible_fast). Jobs
     homogeneous redundancy keeps from the host are left out, and so are jobs that need a
     reliable host when this version is not one (``sched_reliable.Reliability.feasible``), as
     BOINC checks those first, and so are jobs whose version is over its daily quota, which
@@ -949,11 +1134,17 @@ def lacking_notices(
             short |= Q(workunit__rsc_disk_bound__gt=resource.disk.available)
         if resource.n_bwdown:
             short |= Q(workunit__rsc_bandwidth_bound__gt=resource.n_bwdown)
-        if resource.usable_ram is None and resource.disk is None and not resource.n_bwdown:
+        deadlines = (
+            refusals is not None
+            and DEADLINE not in refusals
+            and not config.ignore_delay_bound
+            and resource.estimated_delay != 0
+        )
+        if resource.usable_ram is None and resource.disk is None and not resource.n_bwdown and not deadlines:
             continue
         rows = (
             Result.objects.filter(server_state=ServerState.UNSENT, app_id=app_id, workunit__error_mask=0)
-            .filter(short)
+            .filter(Q() if deadlines else short)
             .filter(sched_hr.feasible(apps[app_id], version, host_class, config, any_version=by_commitment))
             .filter(reliability.feasible(version) if reliability else Q())
             .order_by("-priority", "workunit_id", "id")
@@ -963,15 +1154,20 @@ def lacking_notices(
                 "workunit__rsc_bandwidth_bound",
                 "workunit__app_version_num",
                 "workunit__app_version_id",
+                "workunit__delay_bound",
+                "workunit__rsc_fpops_est",
+                "priority",
             )[:limit]
         )
-        for memory, disk, bandwidth, number, committed in rows:
+        for memory, disk, bandwidth, number, committed, delay_bound, fpops, priority in rows:
             wu = Workunit(
                 rsc_memory_bound=memory,
                 rsc_disk_bound=disk,
                 rsc_bandwidth_bound=bandwidth,
                 app_version_num=number,
                 app_version_id=committed,
+                delay_bound=delay_bound,
+                rsc_fpops_est=fpops,
             )
             job: Version | None
             if by_commitment and committed:
@@ -990,7 +1186,22 @@ def lacking_notices(
                 # lacks, and ends there (get_app_version finds no version within the quota,
                 # or send_work_score_type's daily_quota_exceeded stops the pass)
                 continue
-            add_notice(notices, notice(lacks(wu, resource), wu, job, resource))
+            why = lacks(wu, resource)
+            if not why and deadlines:
+                assert refusals is not None  # deadlines needs it
+                flops = None
+                if by_commitment:
+                    assert request is not None  # by_commitment needs it
+                    flops = sched_hr.committed_flops(wu, apps[app_id], job, request, committed_versions)
+                runtime = fpops / (flops or job_flops(resource, job))
+                for bound in sched_reliable.delay_bounds(wu, priority, runtime / resource.available_frac, config):
+                    wu.delay_bound = bound
+                    why = infeasible(wu, resource, runtime, config)
+                    if why != DEADLINE:
+                        break
+                    refusals.add(DEADLINE)  # each refusal flags it, as above
+                continue
+            add_notice(notices, notice(why, wu, job, resource))
 
 
 # Why a job is not sent to this host (sched_check.cpp's INFEASIBLE_MEM, INFEASIBLE_DISK,

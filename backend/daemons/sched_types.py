@@ -284,6 +284,17 @@ class SchedulerReply:
     delete_file_infos: list[str] = field(default_factory=list)
     result_aborts: list[str] = field(default_factory=list)
     result_abort_if_not_started: list[str] = field(default_factory=list)
+    # BOINC's WORK_REQ mem, disk, bandwidth and speed .insufficient flags (not sent to the
+    # client) that the lost results' resend set (sched_send's MEMORY, DISK, BANDWIDTH,
+    # DEADLINE): sched_check.cpp wu_is_infeasible_fast sets them, and they last the request,
+    # so a deadline refusal makes a reply that sends nothing say "Tasks won't finish in time"
+    # (send_user_messages) and memory, disk or the deadline ends the locality search
+    # (work_needed(true))
+    insufficient: set[str] = field(default_factory=set)
+    # BOINC's hr_reject_temp as the lost results' resend left it: whether the last job it
+    # checked for homogeneous redundancy was committed to another class (sched_hr.LastCheck);
+    # the send that follows starts from it (not sent to the client)
+    hr_other_class: bool = False
 
 
 # <daily_result_quota>: BOINC's scheduler reads 0 (no quota) when config.xml leaves it out,
@@ -458,6 +469,11 @@ class SchedulerConfig:
     # for a workunit committed to a version, as sched_locality.cpp's calls to get_app_version
     # let jobs past them; off, every locality job is held to both.
     boinc_locality_limits: bool = False
+    # BOINC's locality deadlines (docs/server-fidelity.md, BOINC defect 2): a locality job
+    # gets its workunit's full delay bound whatever its priority, as sched_locality.cpp's
+    # swapped arguments to wu_is_infeasible_fast give it; off, a job of priority at least
+    # reliable_on_priority gets reliable_reduced_delay_bound as on the ordinary path.
+    boinc_locality_full_delay_bound: bool = False
     # A caller's locality options over the ones above, with the scheduler's wait and the seed
     # of its random choices (a LocalityConfig, or None), never config.xml's: a simulated
     # world waits in its own time and names its hosts by their index.
@@ -530,6 +546,7 @@ class SchedulerConfig:
             "seed004_scan_only_excluded",
             "seed004_delete_only_finished",
             "boinc_locality_limits",
+            "boinc_locality_full_delay_bound",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}")

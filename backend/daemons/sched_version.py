@@ -50,7 +50,7 @@ from django.db.models import Model, Q
 from backend.daemons import sched_shmem
 from backend.daemons.claim import placeholders, read_rows
 from backend.daemons.host_app_version import jobs_today, scaled_max_jobs_per_day
-from backend.daemons.plan_class import CPU, HostUsage, HostView, PlanClassSpec, read_plan_class_spec
+from backend.daemons.plan_class import CPU, GpuRequirements, HostUsage, HostView, PlanClassSpec, read_plan_class_spec
 from backend.models import App, AppVersion, Host, HostAppVersion, Project, Workunit
 
 if TYPE_CHECKING:
@@ -193,6 +193,12 @@ class BestVersions:
         self.pending_spent: list[int] = []
         self.key_spent: dict[ChoiceKey, list[int]] = {}
         self.spent: set[int] = set()
+        # the GPU plan classes each choice checked on a GPU of their type (GpuRequirements)
+        self.pending_gpu: list[PlanClassSpec] = []
+        self.key_gpu: dict[ChoiceKey, list[PlanClassSpec]] = {}
+        # the request's GpuRequirements (best_versions), which a locality app's choices
+        # note when a job asks for them (``used``)
+        self.gpu_requirements: dict[str, GpuRequirements] | None = None
 
     def host_usage(self, row: AppVersion) -> HostUsage | None:
         """How the host runs ``row`` (app_plan), or None when it cannot."""
@@ -202,7 +208,7 @@ class BestVersions:
                 return None  # "Unknown plan class"
             if self.view is None:
                 self.view = host_view(self.host, self.request, self.resource.usable_ram)
-            return spec.check(self.view, self.rng, self.pending)
+            return spec.check(self.view, self.rng, self.pending, self.pending_gpu)
         if row.gpu_type:
             # a version described by its columns alone (the simulated world's GPU versions)
             flops = self.resource.flops * row.gpu_usage if self.resource.flops > 0 else row.flops
@@ -247,16 +253,22 @@ class BestVersions:
         quota is used up is returned only when no other is feasible."""
         key = (app_id, needs_64b, version_num)
         if key not in self.memo:
-            self.pending, self.pending_spent = [], []
+            self.pending, self.pending_spent, self.pending_gpu = [], [], []
             self.memo[key] = self.best(app_id, needs_64b, version_num)
             self.key_notices[key], self.key_spent[key] = self.pending, self.pending_spent
+            self.key_gpu[key] = self.pending_gpu
         return self.memo[key]
 
     def used(self, key: ChoiceKey) -> None:
         """A job asked for choice ``key``: its messages go to the request's, and its
         versions over their daily quota to ``spent``, as BOINC's get_app_version looks at
-        versions only for the jobs it is asked about."""
+        versions only for the jobs it is asked about; a locality app's GPU plan classes
+        checked go to the request's GpuRequirements."""
         self.spent.update(self.key_spent.get(key, ()))
+        if self.gpu_requirements is not None and sched_shmem.apps()[key[0]].locality_scheduling:
+            # locality scheduling checks plan classes only for the jobs it looks at
+            for spec in self.key_gpu.get(key, ()):
+                self.gpu_requirements.setdefault(spec.proc_type, GpuRequirements()).note(spec)
         if self.notices is None:
             return
         for text in self.key_notices.get(key, ()):
@@ -408,24 +420,37 @@ def best_versions(
     make: Callable[..., Version],
     notices: list[str] | None = None,
     spent: set[int] | None = None,
+    gpu_requirements: dict[str, GpuRequirements] | None = None,
 ) -> dict[int, Version]:
     """app id -> the Version (``make``: sched_send.Version) of each app the host runs best on
     ``resource``; each carries its chooser, for jobs that need another (``job_version``).
     Why a version was not feasible, when BOINC tells the volunteer, goes to ``notices``, and
-    the ids of the versions a job found over their daily quota to ``spent``."""
+    the ids of the versions a job found over their daily quota to ``spent``. With
+    ``gpu_requirements`` (GPU type -> GpuRequirements, the request's), the GPU plan classes
+    checked for the kinds of job each app has unsent are noted there, as BOINC's scan checks
+    them for each job of its cache (sched_score.cpp send_work_score_type, get_app_version)."""
     rows = feeder_versions(
         None, [request.platform_name, *request.alt_platforms], real_client=bool(request.core_client_version)
     )
     chooser = BestVersions(host, request, resource, config=config, havs=havs or {}, now=now, rows=rows)
     chooser.make, chooser.variants, chooser.notices = make, {}, notices
+    chooser.gpu_requirements = gpu_requirements
     if spent is not None:
         chooser.spent = spent
     found = {}
     for app_id in rows:
         chosen = chooser.choose(app_id)
+        if gpu_requirements is not None and not sched_shmem.apps()[app_id].locality_scheduling:
+            for needs_64b, number in unsent_job_kinds(app_id, request.platform_name):
+                key = (app_id, needs_64b, number)
+                chooser.choose(app_id, needs_64b=needs_64b, version_num=number)
+                for spec in chooser.key_gpu.get(key, ()):
+                    gpu_requirements.setdefault(spec.proc_type, GpuRequirements()).note(spec)
         if chosen is None:
             # its jobs find no version: say why, for the kinds of job it has (a job pinned to
             # a version number never looks at the others' plan classes)
+            if sched_shmem.apps()[app_id].locality_scheduling:
+                continue  # locality scheduling asks only for the jobs its pass looks at
             for needs_64b, number in unsent_job_kinds(app_id, request.platform_name):
                 chooser.choose(app_id, needs_64b=needs_64b, version_num=number)
                 chooser.used((app_id, needs_64b, number))
@@ -456,8 +481,10 @@ def version_of(chooser: BestVersions, row: AppVersion, usage: HostUsage) -> Vers
 
 def has_jobs_for(version: Version) -> bool:
     """Whether an unsent job could be sent with ``version``: one not pinned to another version
-    number. BOINC's daily limit message comes from get_app_version looking at the version for
-    a job; a job pinned elsewhere never looks at it."""
+    number, nor of a workunit committed to an app version under homogeneous app version.
+    BOINC's daily limit and plan class messages come from get_app_version looking at the
+    versions for a job; a job pinned elsewhere never looks at this one, and a committed one
+    looks only at its own (check_homogeneous_app_version)."""
     from backend.models import Result, ServerState
 
     if version.row is None:
@@ -465,6 +492,7 @@ def has_jobs_for(version: Version) -> bool:
     return (
         Result.objects.filter(server_state=ServerState.UNSENT, app_id=version.row.app_id)
         .filter(Q(workunit__app_version_num=0) | Q(workunit__app_version_num=version.row.version_num))
+        .exclude(app__homogeneous_app_version=True, workunit__app_version__isnull=False)
         .exists()
     )
 

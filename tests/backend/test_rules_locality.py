@@ -938,3 +938,276 @@ def test_a_locality_job_refused_for_its_deadline_says_tasks_wont_finish_in_time(
     )
     assert sent_files(reply) == []
     assert any(m.text.startswith("Tasks won't finish in time") for m in reply.messages)
+
+
+@pytest.mark.parametrize("full_bound, deadline", [(False, NOW + 43200), (True, NOW + 86400)])
+def test_boincs_locality_deadlines_give_a_reliable_job_its_full_delay_bound(app, project, full_bound, deadline):
+    # sched_locality.cpp possibly_send_result passes wu_is_infeasible_fast the result's
+    # report deadline (0) for its priority, so get_delay_bound_range never shortens the
+    # bound of a job needing a reliable host (docs/server-fidelity.md, BOINC defect 2); the
+    # option boinc_locality_full_delay_bound does as BOINC does
+    [only] = make_results(project, "fa", 1)
+    Result.objects.filter(pk=only.pk).update(priority=1)
+    Workunit.objects.filter(pk=only.workunit_id).update(delay_bound=86400)
+    host = project.host()
+    HostAppVersionFactory(host=host, app_version=project.version, consecutive_valid=10, max_jobs_per_day=100)
+    request = work_request(host, file_infos=[StickyFile("fa")], cpu_req_secs=600.0, cpu_req_instances=0.0)
+    config = SchedulerConfig(
+        reliable_on_priority=1,
+        reliable_reduced_delay_bound=0.5,
+        boinc_locality_full_delay_bound=full_bound,
+        locality_config=LocalityConfig(sorted_order=True, wait_period=0),
+    )
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config)
+    assert [job.report_deadline for job in reply.results] == [deadline]
+
+
+@pytest.mark.parametrize("lost_needs", [8e9, 1e9])
+def test_a_lost_result_the_host_lacks_memory_for_ends_the_locality_search(app, project, lost_needs):
+    # sched_resend.cpp checks a lost result with wu_is_infeasible_fast, whose check_memory
+    # sets mem.insufficient for the whole request; locality scheduling's work_needed(true)
+    # then stops before any file is looked at (the differential's seed 9202 locality case 153)
+    host = project.host()
+    [lost] = make_results(project, "fb", 1)
+    Result.objects.filter(pk=lost.pk).update(
+        server_state=ServerState.IN_PROGRESS,
+        host=host,
+        user=host.owner,
+        sent_time=NOW - 100,
+        report_deadline=NOW + 86400,
+    )
+    Workunit.objects.filter(pk=lost.workunit_id).update(rsc_memory_bound=lost_needs)
+    make_results(project, "fa", 1)
+    request = work_request(
+        host, file_infos=[StickyFile("fa")], other_results=[], cpu_req_secs=600.0, cpu_req_instances=0.0
+    )
+    request.host_info = dataclasses.replace(request.host_info, m_nbytes=4e9)
+    config = SchedulerConfig(resend_lost_results=True, locality_config=LocalityConfig(sorted_order=True, wait_period=0))
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config)
+    if lost_needs > 4e9:
+        assert sent_files(reply) == []
+        assert any(m.text.startswith("Didn't resend lost task") for m in reply.messages)
+    else:  # resent, and then nothing more is sent (BOINC's resend ends the request's sending)
+        assert sent_files(reply) == ["fb"]
+
+
+@pytest.mark.parametrize("gpu_asks", [False, True])
+@pytest.mark.parametrize("looked_at", [False, True])
+def test_a_version_over_its_daily_quota_is_named_only_when_a_locality_job_asks_for_one(
+    app, project, looked_at, gpu_asks
+):
+    # (a GPU asking for work, which no version runs, gives the app no choice of its own:
+    # the differential's seed 9303 locality case 210)
+    from backend.daemons.scheduler import GpuRequest
+
+    # locality scheduling asks get_app_version (whose daily_quota_exceeded adds "Daily job
+    # limit (n) has been reached") only for the jobs it looks at; send_results_for_file
+    # looks only at results above the volunteer's largest result id of the file (the
+    # differential's seed 9202 locality cases 201, 225, 262, 263)
+    host = project.host(p_ncpus=1)
+    HostAppVersionFactory(
+        host=host, app_version=project.version, max_jobs_per_day=1, n_jobs_today=1, jobs_day=NOW // 86400
+    )
+    [unsent] = make_results(project, "fa", 1)
+    [mine] = make_results(project, "fa", 1, start=1)
+    Result.objects.filter(pk=mine.pk).update(
+        server_state=ServerState.OVER, host=host, user=host.owner, sent_time=NOW - 100
+    )
+    if looked_at:
+        make_results(project, "fa", 1, start=2)
+    request = work_request(
+        host,
+        file_infos=[StickyFile("fa")],
+        cpu_req_secs=600.0,
+        cpu_req_instances=0.0,
+        work_req_seconds=600.0,
+        gpu_requests=[GpuRequest("NVIDIA", count=1, peak_flops=1e12, req_secs=600.0)] if gpu_asks else [],
+    )
+    config = SchedulerConfig(locality_config=LocalityConfig(sorted_order=True, wait_period=0))
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config)
+    assert reply.results == []
+    texts = [m.text for m in reply.messages]
+    assert ("Daily job limit (1) has been reached" in texts) is looked_at
+    assert ("This computer has finished a daily quota of 1 tasks" in texts) is looked_at
+
+
+@pytest.mark.parametrize("memory, sent", [(8e9, []), (1e9, ["fa"])])
+def test_an_old_result_the_volunteer_has_one_of_is_checked_before_the_rule_drops_it(app, project, memory, sent):
+    # sched_locality.cpp possibly_send_result applies one_result_per_user_per_wu after
+    # wu_is_infeasible_fast: an old result whose workunit the volunteer already has is still
+    # checked for memory, and one too big for the host ends the search (mem.insufficient);
+    # one that fits is dropped, and the host's own file goes on (the differential's seed
+    # 9101 locality case 195)
+    locality.create_data_files(app, ["fc"], nbytes=10**6)
+    host = project.host()
+    [old] = make_results(project, "fc", 1)
+    project.result(
+        old.workunit, server_state=ServerState.IN_PROGRESS, host=project.host(owner=host.owner), user=host.owner
+    )
+    Workunit.objects.filter(pk=old.workunit_id).update(rsc_memory_bound=memory)
+    make_results(project, "fa", 1)
+    aged([old], NOW - WEEK - 3600)
+    request = work_request(host, file_infos=[StickyFile("fa")], cpu_req_secs=3600.0 - 1, cpu_req_instances=0.0)
+    request.host_info = dataclasses.replace(request.host_info, n_bwdown=FAST, m_nbytes=4e9)
+    config = SchedulerConfig(locality_scheduling_send_timeout=WEEK, one_result_per_user_per_wu=True)
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config)
+    assert sent_files(reply) == sent
+
+
+def test_a_held_file_named_by_rule_7_and_for_disk_is_named_twice(app, project):
+    # sched_locality.cpp: file_deletion_strategy 1 names fa, which sent nothing while work
+    # was wanted; the scan then finds fb's job too big for the disk, and send_file_deletes'
+    # delete_file_from_host names fa (the only file listed) again (the differential's seed
+    # 9101 locality cases 16 and 60)
+    make_results(project, "fb", 1)
+    host = project.host()
+    request = disk_request(host, ["fa"], max_used_gb=1, used=0.5 * GIGA)
+    config = SchedulerConfig(file_deletion_strategy=1, locality_config=LocalityConfig(sorted_order=True, wait_period=0))
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config)
+    assert reply.results == []
+    assert reply.delete_file_infos == ["fa", "fa"]
+    assert [m.text for m in reply.messages if "BOINC will" in m.text] == [
+        "BOINC will delete file fa when no longer needed"
+    ]
+
+
+@pytest.mark.parametrize("memory, ram, told", [(8e9, 4e9, False), (2e9, 1e9, True)])
+def test_a_locality_job_names_only_the_versions_its_own_choice_looks_at(app, project, memory, ram, told):
+    # get_app_version scans a job's platforms; a job needing more than a 32-bit address
+    # space skips the 32-bit platform, so that platform's version over its daily quota is
+    # not named for it (the differential's seed 9101 locality case 141). Both jobs are too
+    # big for the host, so nothing is sent and the notices are given
+    i686 = AppVersionFactory(app=project.app, version_num=100, platform="i686-pc-linux-gnu")
+    host = project.host()
+    HostAppVersionFactory(host=host, app_version=i686, max_jobs_per_day=1, n_jobs_today=1, jobs_day=NOW // 86400)
+    [only] = make_results(project, "fa", 1)
+    Workunit.objects.filter(pk=only.workunit_id).update(rsc_memory_bound=memory)
+    request = work_request(
+        host,
+        file_infos=[StickyFile("fa")],
+        cpu_req_secs=600.0,
+        cpu_req_instances=0.0,
+        work_req_seconds=600.0,
+        alt_platforms=["i686-pc-linux-gnu"],
+    )
+    request.host_info = dataclasses.replace(request.host_info, m_nbytes=ram)
+    config = SchedulerConfig(locality_config=LocalityConfig(sorted_order=True, wait_period=0))
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config)
+    assert reply.results == []
+    texts = [m.text for m in reply.messages]
+    assert any("MB RAM but only" in text for text in texts)
+    assert ("Daily job limit (1) has been reached" in texts) is told
+
+
+@pytest.mark.parametrize("runnable, deleted", [(False, ["fa"]), (True, ["fa"])])
+def test_a_locality_app_with_no_version_for_the_host_still_looks_at_its_held_files(app, project, runnable, deleted):
+    # sched_locality.cpp send_work_locality runs whatever versions the host has: fa, held,
+    # gives nothing and is named for deletion (file_deletion_strategy 1); fb's job then
+    # finds no version (ERR_NO_APP_VERSION) and ends the search (the differential's seed
+    # 9202 locality case 231). A host with a version gets fb's job
+    from backend.models import AppVersion
+
+    make_results(project, "fb", 1)
+    if not runnable:
+        AppVersion.objects.filter(pk=project.version.pk).update(min_core_version=90000)
+    request = work_request(
+        project.host(),
+        file_infos=[StickyFile("fa")],
+        cpu_req_secs=600.0,
+        cpu_req_instances=0.0,
+        work_req_seconds=600.0,
+    )
+    config = SchedulerConfig(file_deletion_strategy=1, locality_config=LocalityConfig(sorted_order=True, wait_period=0))
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config)
+    assert sent_files(reply) == (["fb"] if runnable else [])
+    assert reply.delete_file_infos == deleted
+    if not runnable:
+        assert [m.text for m in reply.messages] == ["No tasks sent"]
+
+
+CUDA_SPEC = """<plan_classes><plan_class><name>cuda</name><gpu_type>nvidia</gpu_type>
+<min_driver_version>40000</min_driver_version></plan_class></plan_classes>"""
+
+
+@pytest.mark.parametrize("gpu_version_runs", [True, False])
+@pytest.mark.parametrize("looked_at", [False, True])
+def test_a_locality_jobs_gpu_plan_classes_tell_of_an_old_driver_only_when_looked_at(
+    app, project, tmp_path, looked_at, gpu_version_runs
+):
+    # locality scheduling checks plan classes (and notes their GPU requirements) only in
+    # get_app_version for the jobs it looks at (the differential's seed 9202 locality cases
+    # 119 and 148); send_results_for_file looks only above the volunteer's last result
+    from backend.daemons.scheduler import GpuRequest
+    from backend.models import GpuType
+
+    spec = tmp_path / "plan_class_spec.xml"
+    spec.write_text(CUDA_SPEC)
+    AppVersionFactory(
+        app=project.app,
+        version_num=100,
+        plan_class="cuda",
+        gpu_type=GpuType.NVIDIA,
+        gpu_usage=1,
+        # a client too old for it: its plan class is checked all the same (seed 9202 case 119)
+        min_core_version=0 if gpu_version_runs else 90000,
+    )
+    host = project.host()
+    make_results(project, "fa", 1)  # below the volunteer's last result: never looked at
+    [mine] = make_results(project, "fa", 1, start=1)
+    Result.objects.filter(pk=mine.pk).update(server_state=ServerState.OVER, host=host, user=host.owner)
+    if looked_at:
+        [later] = make_results(project, "fa", 1, start=2)
+        Workunit.objects.filter(pk=later.workunit_id).update(rsc_memory_bound=8e9)  # too big: nothing sent
+    request = work_request(
+        host,
+        file_infos=[StickyFile("fa")],
+        cpu_req_secs=600.0,
+        cpu_req_instances=0.0,
+        work_req_seconds=600.0,
+        gpu_requests=[
+            GpuRequest("NVIDIA", count=1, peak_flops=1e12, gpu_ram=2**32, driver_version=35000, req_secs=600)
+        ],
+    )
+    request.host_info = dataclasses.replace(request.host_info, m_nbytes=4e9)
+    config = SchedulerConfig(
+        plan_class_spec=str(spec), locality_config=LocalityConfig(sorted_order=True, wait_period=0)
+    )
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config)
+    assert reply.results == []
+    told = ("NVIDIA GPU: Upgrade to the latest driver to process tasks using your computer's GPU", "notice")
+    assert (told in [(m.text, m.priority) for m in reply.messages]) is looked_at
+
+
+@pytest.mark.parametrize("workunit, told", [("same", False), ("other", True)])
+def test_the_next_result_of_the_volunteers_last_workunit_is_never_looked_at(app, project, workunit, told):
+    # send_results_for_file asks for the next unsent result of another workunit than the
+    # last one looked at (the volunteer's last, at first); a result of another workunit the
+    # volunteer has is looked at, checked (its deadline here) and only then passed over by
+    # possibly_send_result (the differential's seed 9202 locality case 185)
+    from backend.models import File
+
+    host = project.host()
+
+    def workunit_of(k):
+        wu = project.workunit(name=f"fa__{k}", delay_bound=3600)  # 1 h queue + 1 h job > 1 h
+        wu.input_files.add(File.objects.get(name="fa"))
+        return wu
+
+    other, same = workunit_of(1), workunit_of(2)
+    for wu in (other, same):
+        project.result(wu, server_state=ServerState.OVER, host=host, user=host.owner)
+    project.result(same if workunit == "same" else other)
+    request = work_request(
+        host,
+        file_infos=[StickyFile("fa")],
+        cpu_req_secs=7200.0,
+        cpu_req_instances=0.0,
+        work_req_seconds=7200.0,
+        estimated_delay=3600.0,
+    )
+    config = SchedulerConfig(
+        one_result_per_user_per_wu=True, locality_config=LocalityConfig(sorted_order=True, wait_period=0)
+    )
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config)
+    assert reply.results == []
+    assert any(m.text.startswith("Tasks won't finish in time") for m in reply.messages) is told

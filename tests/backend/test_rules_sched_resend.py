@@ -208,3 +208,48 @@ def test_a_lost_result_is_resent_with_the_version_a_new_send_would_take(project,
     request = resend_request(host, alt_platforms=["i686-pc-linux-gnu"])
     reply = handle_request(request, project=demo_project(), now=NOW, config=RESEND)
     assert [(r.name, r.app_version.platform) for r in reply.results] == [(job.name, platform)]
+
+
+def test_a_lost_result_refused_for_its_deadline_tells_the_host_it_is_too_slow(project):
+    # sched_resend.cpp runs wu_is_infeasible_fast, whose check_deadline flags
+    # speed.insufficient; nothing is resent, send_work sends nothing, and send_user_messages
+    # says so. The job has 10,000 s left and a 10-day delay bound; the host a queue of
+    # 900,000 s
+    host = project.host(on_frac=0.5, active_frac=1.0)
+    job = lost_job(project, host, rsc_fpops_est=3.6e12, stored=NOW + 10_000)
+    request = resend_request(host, estimated_delay=900_000.0, core_client_version="")
+    reply = handle_request(request, project=demo_project(), now=NOW, config=RESEND)
+    assert reply.results == []
+    assert [(m.text, m.priority) for m in reply.messages] == [
+        (f"Didn't resend lost task {job.name} (expired)", "low"),
+        ("No tasks sent", "low"),
+        ("Tasks won't finish in time: Computer available 50.0% of the time", "low"),
+    ]
+    # expired, as a lost result that cannot finish in time is
+    job.refresh_from_db()
+    assert job.report_deadline == NOW - 1
+
+
+def test_a_lost_result_committed_to_another_class_says_tasks_are_committed_elsewhere(project):
+    # sched_resend.cpp's wu_is_infeasible_fast checks the lost result's homogeneous
+    # redundancy class, which sets hr_reject_temp; with nothing else to check, a reply that
+    # sends nothing says so (the differential's seed 9303 locality cases 163 and 208)
+    import dataclasses
+
+    project.app.homogeneous_redundancy = 1
+    project.app.save()
+    host = project.host()
+    job = lost_job(project, host, hr_class=256 + 21, stored=NOW + 86400)
+    request = resend_request(host)
+    request.host_info = dataclasses.replace(
+        request.host_info, os_name="Linux", p_vendor="GenuineIntel", p_model="Intel(R) Xeon(R) CPU E5-2670"
+    )
+    reply = handle_request(request, project=demo_project(), now=NOW, config=RESEND)
+    assert reply.results == []
+    # (its expiry commits the workunit to no class, so BOINC leaves its message out)
+    assert [(m.text, m.priority) for m in reply.messages] == [
+        ("No tasks sent", "low"),
+        ("Tasks are committed to other platforms", "low"),
+    ]
+    job.refresh_from_db()
+    assert job.report_deadline == NOW - 1

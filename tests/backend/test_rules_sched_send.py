@@ -667,3 +667,141 @@ def test_a_version_over_its_daily_quota_gives_no_notice_of_what_its_jobs_need(pr
         ("Daily job limit (1) has been reached", "notice"),
         ("This computer has finished a daily quota of 1 tasks", "low"),
     ]
+
+
+def test_a_job_dropped_for_the_volunteer_that_would_miss_its_deadline_says_so(project):
+    # sched_check.cpp wu_is_infeasible_fast ends with check_deadline, before slow_check
+    # applies the one-result-per-user rule: BOINC sets speed.insufficient for a job the
+    # volunteer may not have, and says "Tasks won't finish in time" when nothing is sent
+    from backend.models import ServerState
+
+    host = project.host(on_frac=0.5, active_frac=0.25)
+    wu = project.workunit(delay_bound=3600)  # 3600 s of computing, at a quarter of the time
+    project.result(wu, server_state=ServerState.IN_PROGRESS, host=project.host(owner=host.owner), user=host.owner)
+    project.result(wu)
+    request = work_request(host, work_req_seconds=86400.0, estimated_delay=1.0, core_client_version="")
+    reply = handle_request(request, project=demo_project(), now=NOW)
+    assert reply.results == []
+    assert [(m.text, m.priority) for m in reply.messages] == [
+        ("No tasks sent", "low"),
+        ("Tasks won't finish in time: Computer available 50.0% of the time", "low"),
+    ]
+    # with time enough, nothing to say
+    from backend.models import Workunit
+
+    Workunit.objects.filter(pk=wu.pk).update(delay_bound=86400)
+    reply = handle_request(request, project=demo_project(), now=NOW)
+    assert [(m.text, m.priority) for m in reply.messages] == [("No tasks sent", "low")]
+
+
+def test_a_processor_type_at_its_limit_is_told_though_another_goes_on(project):
+    # sched_send.cpp work_needed flags each processor type the project has apps for that is
+    # at its limit of jobs in progress, and goes on with the others; a reply that then sends
+    # nothing says the host has reached a limit (send_user_messages, max_jobs_exceeded)
+    from backend.daemons.scheduler import GpuRequest, SchedulerConfig
+    from backend.models import ServerState
+
+    host = project.host(p_ncpus=1)
+    running = project.result(
+        project.workunit(),
+        server_state=ServerState.IN_PROGRESS,
+        host=host,
+        user_id=host.owner_id,
+        sent_time=NOW - 100,
+        report_deadline=NOW + 86400,
+    )
+    project.result(project.workunit())
+    # the GPU asks for work, which no version of the project runs; the CPU is at its limit
+    request = work_request(host, other_results=[running.name], gpu_requests=[GpuRequest("NVIDIA", req_secs=600)])
+    config = SchedulerConfig(max_wus_in_progress=1, max_wus_in_progress_gpu=5)
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config)
+    assert reply.results == []
+    assert ("This computer has reached a limit on tasks in progress", "low") in [
+        (m.text, m.priority) for m in reply.messages
+    ]
+    # under its limit, nothing of the kind
+    reply = handle_request(
+        request, project=demo_project(), now=NOW, config=SchedulerConfig(max_wus_in_progress=2, max_wus_to_send=1)
+    )
+    assert "This computer has reached a limit on tasks in progress" not in [m.text for m in reply.messages]
+
+
+@pytest.mark.parametrize("last_of_other_class, told", [(False, False), (True, True)])
+def test_a_job_kept_from_the_volunteer_is_still_checked_for_its_class(project, last_of_other_class, told):
+    # sched_check.cpp wu_is_infeasible_fast checks a job's homogeneous redundancy class
+    # (resetting hr_reject_temp) before slow_check applies the one-result-per-user rule, so
+    # the last job of BOINC's order decides "Tasks are committed to other platforms" even
+    # when the volunteer already has one of its workunit
+    import dataclasses
+
+    from backend.models import ServerState
+
+    project.app.homogeneous_redundancy = 1
+    project.app.save()
+    host = project.host()
+    other = project.host(owner=host.owner)
+    # first (committed: scores one more), a job committed to another class
+    project.result(project.workunit(hr_class=256 + 21))
+    # last, a job of a workunit the volunteer has a result of: uncommitted, or committed to
+    # another class
+    wu = project.workunit(hr_class=256 + 21 if last_of_other_class else 0)
+    project.result(wu, server_state=ServerState.IN_PROGRESS, host=other, user=host.owner)
+    project.result(wu, priority=-1)
+    request = work_request(host, work_req_seconds=86400.0)
+    request.host_info = dataclasses.replace(
+        request.host_info, os_name="Linux", p_vendor="GenuineIntel", p_model="Intel(R) Xeon(R) CPU E5-2670"
+    )
+    reply = handle_request(request, project=demo_project(), now=NOW)
+    assert reply.results == []
+    assert (("Tasks are committed to other platforms", "low") in [(m.text, m.priority) for m in reply.messages]) is told
+
+
+@pytest.mark.parametrize("committed, told", [(True, False), (False, True)])
+def test_a_committed_job_never_looks_at_the_other_versions_plan_classes(project, tmp_path, committed, told):
+    # sched_version.cpp get_app_version: a workunit committed to an app version under
+    # homogeneous app version goes through check_homogeneous_app_version, never the scan of
+    # the app's versions whose plan class checks say "A newer BOINC ..." (the differential's
+    # seed 9202 scheduler case 290); the job is then kept from the volunteer, who has one
+    from backend.models import ServerState
+    from protocol.models import AppVersionFile
+
+    spec = tmp_path / "plan_class_spec.xml"
+    spec.write_text(NEWER_SPEC)
+    project.app.homogeneous_app_version = True
+    project.app.save()
+    newer = AppVersionFactory(app=project.app, version_num=101, plan_class="newer", flops=1e9)
+    for version in (project.version, newer):
+        AppVersionFile.objects.create(
+            project=demo_project(), app_version=version, name=f"exe{version.pk}", nbytes=1, md5_cksum="0" * 32
+        )
+    host = project.host()
+    wu = project.workunit(app_version=project.version if committed else None)
+    project.result(wu, server_state=ServerState.IN_PROGRESS, host=project.host(owner=host.owner), user=host.owner)
+    project.result(wu)
+    request = work_request(host, work_req_seconds=86400.0, core_client_version="7.6.33")
+    reply = handle_request(request, project=demo_project(), now=NOW, config=SchedulerConfig(plan_class_spec=str(spec)))
+    assert reply.results == []
+    assert ("A newer BOINC may be required for some tasks." in [m.text for m in reply.messages]) is told
+
+
+def test_among_equal_scores_the_higher_priority_job_is_checked_first(project):
+    # sched_score.cpp sorts a few jobs by score keeping the feeder's slot order
+    # (--priority_order: result priority, highest first) among equal scores: a job of
+    # priority 1 and a committed job of priority 0 (score 0 + 1) tie, the committed one is
+    # checked last, and its class decides "Tasks are committed to other platforms" (the
+    # differential's seed 9303 scheduler case 42). Many more jobs of each kind take the
+    # candidate query past its first chunk.
+    import dataclasses
+
+    project.app.homogeneous_redundancy = 1
+    project.app.save()
+    for _ in range(12):
+        project.result(project.workunit(hr_class=256 + 21), priority=0)
+        project.result(project.workunit(delay_bound=1), priority=1)  # misses its deadline
+    request = work_request(project.host(), work_req_seconds=86400.0, estimated_delay=1.0, core_client_version="")
+    request.host_info = dataclasses.replace(
+        request.host_info, os_name="Linux", p_vendor="GenuineIntel", p_model="Intel(R) Xeon(R) CPU E5-2670"
+    )
+    reply = handle_request(request, project=demo_project(), now=NOW)
+    assert reply.results == []
+    assert ("Tasks are committed to other platforms", "low") in [(m.text, m.priority) for m in reply.messages]
