@@ -199,11 +199,22 @@ def jobs_in_progress(host: Host, request: SchedulerRequest, config: SchedulerCon
 
 
 def truncate_reports(request: SchedulerRequest, config: SchedulerConfig) -> tuple[SchedulerRequest, bool]:
-    """``(request, truncated)``: the request with at most ``report_max`` reported results
-    (sched_result.cpp handle_results), and whether any were left out."""
-    if not config.report_max or len(request.results) <= config.report_max:
+    """``(request, truncated)``: the request with the reported results the scheduler handles,
+    and whether lost results must wait for another request (reference/server.md §3.5, §3.6).
+
+    ``max_results_accepted`` drops the results past it as the request is read
+    (sched_types.cpp SCHEDULER_REQUEST::parse) and sets BOINC's ``results_truncated``, which
+    stops the resend of lost results; ``report_max`` then keeps the first results of those
+    (sched_result.cpp handle_results) and stops nothing."""
+    results = request.results
+    truncated = bool(config.max_results_accepted) and len(results) > config.max_results_accepted
+    if truncated:
+        results = results[: config.max_results_accepted]
+    if config.report_max and len(results) > config.report_max:
+        results = results[: config.report_max]
+    if len(results) == len(request.results):
         return request, False
-    return replace(request, results=request.results[: config.report_max]), True
+    return replace(request, results=results), truncated
 
 
 def too_soon(last_rpc_time: float, now: float, config: SchedulerConfig) -> int | None:

@@ -439,6 +439,10 @@ class SchedulerConfig:
     # At most this many reported results are handled per request; the rest are neither
     # handled nor acked (sched_result.cpp); 0: all.
     report_max: int = 0
+    # At most this many reported results are read from a request (sched_types.cpp, parsing
+    # it); the rest are dropped, neither handled nor acked, and lost results are not resent
+    # in that request; 0: all.
+    max_results_accepted: int = 0
     # Reliable hosts (backend.daemons.sched_reliable): jobs of priority at least
     # reliable_on_priority go only with app versions the host is reliable for, with the delay
     # bound times reliable_reduced_delay_bound when above 0.01; reliable_max_avg_turnaround
@@ -518,6 +522,7 @@ class SchedulerConfig:
             "max_wus_in_progress_gpu",
             "min_sendwork_interval",
             "report_max",
+            "max_results_accepted",
             "reliable_on_priority",
             "reliable_max_avg_turnaround",
             "reliable_priority_on_over",

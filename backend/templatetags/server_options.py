@@ -54,6 +54,11 @@ def server_options(project: Project) -> list[tuple[str, str | int, str]]:
         ),
         ("report_max", config.report_max or "no limit", "reported results handled per request"),
         (
+            "max_results_accepted",
+            config.max_results_accepted or "no limit",
+            "reported results read per request; past it, lost results wait for another request",
+        ),
+        (
             "locality_scheduling_sorted_order",
             "yes" if config.locality_scheduling_sorted_order else "no",
             "locality: look at a host's files in name order, not at random",
@@ -88,6 +93,12 @@ def server_options(project: Project) -> list[tuple[str, str | int, str]]:
             "yes" if config.boinc_locality_limits else "no",
             "locality: BOINC's way, the daily quota checked only when a version is chosen, and no "
             "limit for a workunit committed to a version",
+        ),
+        (
+            "boinc_locality_full_delay_bound",
+            "yes" if config.boinc_locality_full_delay_bound else "no",
+            "locality: BOINC's way, every job's deadline checked against its workunit's full delay "
+            "bound, never the reduced one of a job for reliable hosts",
         ),
         (
             "default_disk_min_free_gb",

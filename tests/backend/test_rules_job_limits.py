@@ -279,12 +279,20 @@ def test_only_report_max_results_are_handled_and_acked(project):
     assert [states[n] for n in names] == [ServerState.OVER, ServerState.OVER, ServerState.IN_PROGRESS]
 
 
-def test_truncation_is_said_so_resends_wait():
+def test_only_max_results_accepted_makes_lost_results_wait_report_max_does_not():
+    # BOINC's results_truncated comes from max_results_accepted, as the request is read
+    # (sched_types.cpp); report_max shortens the list handled and stops nothing
+    # (sched_result.cpp). Seed 9404's scheduler case 293 resent after a report_max cut.
     from backend.daemons.sched_types import SchedulerRequest
 
-    request = SchedulerRequest(results=[ReportedResult("a"), ReportedResult("b")])
-    assert truncate_reports(request, SchedulerConfig(report_max=1))[1] is True
-    assert truncate_reports(request, SchedulerConfig(report_max=2)) == (request, False)
+    request = SchedulerRequest(results=[ReportedResult("a"), ReportedResult("b"), ReportedResult("c")])
+    cut, truncated = truncate_reports(request, SchedulerConfig(report_max=1))
+    assert [r.name for r in cut.results] == ["a"] and truncated is False
+    cut, truncated = truncate_reports(request, SchedulerConfig(max_results_accepted=2))
+    assert [r.name for r in cut.results] == ["a", "b"] and truncated is True
+    cut, truncated = truncate_reports(request, SchedulerConfig(max_results_accepted=2, report_max=1))
+    assert [r.name for r in cut.results] == ["a"] and truncated is True
+    assert truncate_reports(request, SchedulerConfig(max_results_accepted=3, report_max=3)) == (request, False)
     assert truncate_reports(request, SchedulerConfig()) == (request, False)
 
 

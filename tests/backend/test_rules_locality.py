@@ -160,6 +160,17 @@ def test_a_callers_locality_config_is_a_locality_config_and_never_read_from_conf
 
 
 @pytest.mark.django_db
+def test_the_status_page_shows_each_of_boincs_locality_behaviours_an_admin_can_turn_on(client, settings, tmp_path):
+    names = ("boinc_locality_limits", "boinc_locality_full_delay_bound")
+    shown = server_options_shown(client)
+    assert [shown[name] for name in names] == ["no", "no"]
+    (tmp_path / "config.xml").write_text("<config>" + "".join(f"<{n}>1</{n}>" for n in names) + "</config>")
+    settings.BOINC_CONFIG_XML = str(tmp_path / "config.xml")
+    shown = server_options_shown(client)
+    assert [shown[name] for name in names] == ["yes", "yes"]
+
+
+@pytest.mark.django_db
 def test_the_status_page_shows_the_locality_options(client, settings, tmp_path):
     (tmp_path / "config.xml").write_text(
         "<config><locality_scheduling_send_timeout>604800</locality_scheduling_send_timeout>"
