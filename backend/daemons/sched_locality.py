@@ -206,7 +206,7 @@ def file_picker(file_name: str) -> Picker:
 
     def pick(host: Host, app_ids: list[int], limit: int, config: SchedulerConfig) -> list[Result]:
         last, last_wu = (
-            of_file(Result.objects.filter(user_id=host.owner_id), file_name)
+            of_file(Result.objects.filter(project_id=host.project_id, user_id=host.owner_id), file_name)
             .order_by("-id")
             .values_list("id", "workunit_id")
             .first()
