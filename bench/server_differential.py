@@ -415,6 +415,7 @@ def boincweb_locality_options(case):
         file_deletion_strategy=loc["file_deletion_strategy"],
         boinc_locality_limits=True,  # docs/server-fidelity.md departure 22
         boinc_locality_full_delay_bound=True,  # docs/server-fidelity.md, BOINC defect 2
+        boinc_locality_full_disk_bound=True,  # docs/server-fidelity.md, BOINC defect 3
     )
 
 

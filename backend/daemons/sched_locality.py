@@ -282,10 +282,15 @@ class WorkNeeded:
     and, for rule 11's accounting, the files the host has or this reply brings it. The disk
     left is the request's ``sched_send.DiskSpace``, shared with the ordinary path."""
 
-    def __init__(self, *, held: Iterable[str] = (), insufficient: Iterable[str] = ()) -> None:
+    def __init__(
+        self, *, held: Iterable[str] = (), insufficient: Iterable[str] = (), full_disk_bound: bool = False
+    ) -> None:
         self.insufficient = set(insufficient)
         self.have = set(held)
         self.sizes: dict[str, int | None] = {}
+        # SchedulerConfig.boinc_locality_full_disk_bound (BOINC defect 3): no discount for a
+        # file the host has
+        self.full_disk_bound = full_disk_bound
 
     @classmethod
     def for_request(
@@ -301,7 +306,11 @@ class WorkNeeded:
         if allowance is None:
             return cls(insufficient=carried)
         short = {DISK} if allowance[0] < 0 else set()
-        needed = cls(held=[f.name for f in request.file_infos], insufficient=short | carried)
+        needed = cls(
+            held=[f.name for f in request.file_infos],
+            insufficient=short | carried,
+            full_disk_bound=config.boinc_locality_full_disk_bound,
+        )
         for name in Workunit.objects.filter(id__in=taken_wus).values_list("name", flat=True):
             if file_name_of(name):
                 needed.have.add(cast(str, file_name_of(name)))  # not None: just tested
@@ -334,10 +343,12 @@ class WorkNeeded:
         """decrement_disk_space_locality: the job's bound comes off the disk left (``disk``, a
         sched_send.DiskSpace; None when the request does not model disk), less its file's
         size when the host has the file or an earlier job of the reply brings it (and the
-        file is smaller than the bound)."""
+        file is smaller than the bound). Under ``full_disk_bound`` the whole bound comes off,
+        as BOINC's locality path does since it stopped calling decrement_disk_space_locality
+        (docs/server-fidelity.md, BOINC defect 3)."""
         file_name = file_name_of(wu.name)
         if disk is not None:
-            size = self.size(file_name) if file_name in self.have else None
+            size = self.size(file_name) if file_name in self.have and not self.full_disk_bound else None
             if size is not None and size < wu.rsc_disk_bound:
                 disk.available -= wu.rsc_disk_bound - size
             else:

@@ -478,6 +478,12 @@ class SchedulerConfig:
     # swapped arguments to wu_is_infeasible_fast give it; off, a job of priority at least
     # reliable_on_priority gets reliable_reduced_delay_bound as on the ordinary path.
     boinc_locality_full_delay_bound: bool = False
+    # BOINC's locality disk accounting (docs/server-fidelity.md, BOINC defect 3): a locality
+    # job takes its workunit's whole rsc_disk_bound off the disk the request may fill, as
+    # sched_locality.cpp's possibly_send_result does since it passes locality_scheduling
+    # false to add_result_to_reply; off, the size of a file the host already has (or that
+    # an earlier job of the reply brings) is not counted again (decrement_disk_space_locality).
+    boinc_locality_full_disk_bound: bool = False
     # A caller's locality options over the ones above, with the scheduler's wait and the seed
     # of its random choices (a LocalityConfig, or None), never config.xml's: a simulated
     # world waits in its own time and names its hosts by their index.
@@ -552,6 +558,7 @@ class SchedulerConfig:
             "seed004_delete_only_finished",
             "boinc_locality_limits",
             "boinc_locality_full_delay_bound",
+            "boinc_locality_full_disk_bound",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}")

@@ -101,6 +101,12 @@ def server_options(project: Project) -> list[tuple[str, str | int, str]]:
             "bound, never the reduced one of a job for reliable hosts",
         ),
         (
+            "boinc_locality_full_disk_bound",
+            "yes" if config.boinc_locality_full_disk_bound else "no",
+            "locality: BOINC's way, every job's whole disk bound counted against the host's disk, "
+            "even for a file the host already has",
+        ),
+        (
             "default_disk_min_free_gb",
             f"{config.default_disk_min_free_gb:g} GB",
             "least free disk a host keeps, whatever its preferences",

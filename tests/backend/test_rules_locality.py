@@ -161,13 +161,13 @@ def test_a_callers_locality_config_is_a_locality_config_and_never_read_from_conf
 
 @pytest.mark.django_db
 def test_the_status_page_shows_each_of_boincs_locality_behaviours_an_admin_can_turn_on(client, settings, tmp_path):
-    names = ("boinc_locality_limits", "boinc_locality_full_delay_bound")
+    names = ("boinc_locality_limits", "boinc_locality_full_delay_bound", "boinc_locality_full_disk_bound")
     shown = server_options_shown(client)
-    assert [shown[name] for name in names] == ["no", "no"]
+    assert [shown[name] for name in names] == ["no", "no", "no"]
     (tmp_path / "config.xml").write_text("<config>" + "".join(f"<{n}>1</{n}>" for n in names) + "</config>")
     settings.BOINC_CONFIG_XML = str(tmp_path / "config.xml")
     shown = server_options_shown(client)
-    assert [shown[name] for name in names] == ["yes", "yes"]
+    assert [shown[name] for name in names] == ["yes", "yes", "yes"]
 
 
 @pytest.mark.django_db
@@ -559,15 +559,19 @@ def disk_request(host, files, *, max_used_gb, used=0.0, jobs=5):
     return request
 
 
-def test_each_job_of_a_held_file_takes_its_disk_bound_less_the_files_size(app, project):
+@pytest.mark.parametrize("full_bound, sent", [(False, ["fa", "fa"]), (True, ["fa"])])
+def test_each_job_of_a_held_file_takes_its_disk_bound_less_the_files_size(app, project, full_bound, sent):
     # fa is 10**6 bytes, each workunit's rsc_disk_bound 1e9. Room for 2e9 - 1e6: the first
     # job leaves 1e9 (its bound less the file it shares), the second fits exactly (check_disk
     # refuses only more than is left), the third does not. Without the file's size taken off
-    # the second would not fit.
+    # the second would not fit: BOINC's possibly_send_result takes the whole bound off, as
+    # the option boinc_locality_full_disk_bound does (docs/server-fidelity.md, BOINC defect 3;
+    # the differential's seed 9404 locality case 145)
     make_results(project, "fa", 3)
     request = disk_request(project.host(), ["fa"], max_used_gb=2, used=2 * GIGA - (2e9 - 10**6))
-    reply = handle_request(request, project=demo_project(), now=NOW)
-    assert sent_files(reply) == ["fa", "fa"]
+    config = SchedulerConfig(boinc_locality_full_disk_bound=full_bound)
+    reply = handle_request(request, project=demo_project(), now=NOW, config=config)
+    assert sent_files(reply) == sent
     assert reply.delete_file_infos == []  # something was sent
 
 
