@@ -532,12 +532,19 @@ def quota_changes(
     found: list[tuple[int | None, int | None, Callable[[HostAppVersion], None]]] = []
     last = {}
     if changes.hav_last_copy_wins:
+        # DB_HOST_APP_VERSION::update_validator writes a copy only where it differs from the
+        # record as read (all copies are read before any is written): the last copy that
+        # changes something wins, and an INVALID that leaves the record as it was (no run of
+        # valid results to end, a quota at or under the project's) writes nothing
+        untouched = unchanged_by_invalid(changes, quota)
         for result, (_, new) in changes.validate_states.items():
             if new in (ValidateState.VALID, ValidateState.INVALID) and result.pk in changes.checked_together:
+                if new == ValidateState.INVALID and (result.host_id, result.app_version_id) in untouched:
+                    continue
                 last[(result.workunit_id, result.host_id, result.app_version_id)] = result.pk
     for result, (_, new) in changes.validate_states.items():
-        key = (result.workunit_id, result.host_id, result.app_version_id)
-        if key in last and last[key] != result.pk:
+        copy = (result.workunit_id, result.host_id, result.app_version_id)
+        if copy in last and last[copy] != result.pk:
             continue  # an earlier copy, replaced by the last one's write
         if new == ValidateState.VALID:
             wu = by_id[result.workunit_id]
@@ -549,6 +556,25 @@ def quota_changes(
             continue
         found.append((result.host_id, result.app_version_id, change))
     return found
+
+
+def unchanged_by_invalid(changes: Changes, quota: int) -> set[tuple[int | None, int | None]]:
+    """The (host, app version) records of this pass's INVALID results that is_invalid would
+    leave as they are (a record not yet made is made cleared, as hav_lookup inserts it)."""
+    keys = {
+        (r.host_id, r.app_version_id)
+        for r, (_, new) in changes.validate_states.items()
+        if new == ValidateState.INVALID and r.host_id and r.app_version_id
+    }
+    if not keys:
+        return set()
+    rows = {
+        (h, v): (valid, per_day)
+        for h, v, valid, per_day in HostAppVersion.objects.filter(
+            host_id__in={h for h, _ in keys}, app_version_id__in={v for _, v in keys}
+        ).values_list("host_id", "app_version_id", "consecutive_valid", "max_jobs_per_day")
+    }
+    return {key for key in keys if rows.get(key, (0, 0))[0] == 0 and not (quota and rows.get(key, (0, 0))[1] > quota)}
 
 
 update_average = credit_rules.update_average

@@ -429,3 +429,36 @@ def test_two_results_of_one_host_checked_together_change_its_record_once_in_boin
     hav = HostAppVersion.objects.get(host=host)
     # the PFC average always takes the last copy: one sample of 1.0
     assert (hav.consecutive_valid, hav.pfc_n, hav.pfc_avg) == (valid, 1, pytest.approx(1.0))
+
+
+@pytest.mark.parametrize("last_copy_wins, record", [(False, (0, 1)), (True, (1, 1))])
+def test_an_invalid_result_that_changes_nothing_leaves_its_hosts_other_copy_written(project, last_copy_wins, record):
+    """Of a host's valid and invalid results in one workunit, BOINC's validator writes each
+    copy only where it differs from the record as read (update_validator): is_invalid on a
+    record with no run of valid results changes nothing, so the valid copy's write stands
+    (the differential's seed 9303 validator case 125)."""
+    host, other = project.host(), project.host()
+    wu = project.workunit(
+        rsc_fpops_est=EST, rsc_fpops_bound=10 * EST, min_quorum=2, target_nresults=3, need_validate=True
+    )
+    for who, output in ((host, "a"), (host, "c"), (other, "a")):
+        r = project.result(
+            wu,
+            server_state=ServerState.OVER,
+            outcome=Outcome.SUCCESS,
+            host=who,
+            app_version=project.version,
+            elapsed_time=500.0,
+            flops_estimate=2e9,
+            sent_time=NOW - 86400,
+            received_time=NOW,
+        )
+        FileFactory(result=r, md5_cksum=output)
+    validator.run_once(
+        project=demo_project(), now=NOW, batch_size=10, daily_result_quota=500, hav_last_copy_wins=last_copy_wins
+    )
+    assert sorted(Result.objects.filter(host=host).values_list("validate_state", flat=True)) == sorted(
+        [ValidateState.VALID, ValidateState.INVALID]
+    )
+    hav = HostAppVersion.objects.get(host=host)
+    assert (hav.consecutive_valid, hav.max_jobs_per_day) == record
