@@ -642,8 +642,17 @@ def send_work(
                 versions, havs, resource, now=now, quota=config.daily_result_quota, gpu_multiplier=config.gpu_multiplier
             )
         )
+        # an app whose version is at its daily quota still sends its committed workunits
+        # with their own versions: get_app_version looks at the commitment first
+        # (check_homogeneous_app_version), and send_work_score_type then checks that version's
+        # quota (a locality app at its quota keeps its version: see ``spent`` below)
+        within_quota = {
+            app_id
+            for app_id, v in versions.items()
+            if v.room is None or v.room > 0 or (v.row is not None and v.row.app.locality_scheduling)
+        }
         committed_only = committed_only_versions(
-            host, request, resource, versions, config=config, havs=havs, now=now, spent=over_quota
+            host, request, resource, within_quota, config=config, havs=havs, now=now, spent=over_quota
         )
         versions = below_app_limits(versions, resource, in_progress)
         committed_only = below_app_limits(committed_only, resource, in_progress)

@@ -14,7 +14,14 @@ from backend.daemons.scheduler import SchedulerConfig, handle_request
 from backend.models import LifecycleEvent, Outcome, ServerState, Workunit
 from backend.server_config import ConfigError, read_config_xml
 from tests.backend.conftest import work_request
-from tests.factories import NOW, AppVersionFactory, ResultFactory, WorkunitFactory, demo_project
+from tests.factories import (
+    NOW,
+    AppVersionFactory,
+    HostAppVersionFactory,
+    ResultFactory,
+    WorkunitFactory,
+    demo_project,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -230,6 +237,29 @@ def test_a_replica_is_sent_with_the_committed_version_not_the_newest(hav_project
     assert [job.app_version.version_num for job in reply.results] == [90]
     result.refresh_from_db()
     assert result.app_version == hav_project.old
+
+
+@pytest.mark.parametrize("over_quota", ["newest", "committed"])
+def test_a_committed_workunit_goes_with_its_version_whatever_the_newest_versions_daily_quota(hav_project, over_quota):
+    # get_app_version takes a committed workunit's version (check_homogeneous_app_version)
+    # before it looks at the app's best version and its daily quota; send_work_score_type
+    # then checks the committed version's own quota, which names the limit and ends the
+    # pass (the differential's seed 9505 scheduler case 294)
+    host = hav_project.host()
+    over = hav_project.version if over_quota == "newest" else hav_project.old
+    HostAppVersionFactory(host=host, app_version=over, max_jobs_per_day=1, n_jobs_today=50, jobs_day=NOW // 86400)
+    wu = hav_project.workunit(app_version=hav_project.old)
+    hav_project.result(wu)
+    reply = handle_request(
+        hr_request(host), project=demo_project(), now=NOW, config=SchedulerConfig(daily_result_quota=5)
+    )
+    if over_quota == "newest":
+        assert [job.app_version.version_num for job in reply.results] == [90]
+    else:
+        assert reply.results == []
+        texts = [(m.priority, m.text) for m in reply.messages]
+        limit = [t for p, t in texts if t.startswith("Daily job limit")]
+        assert len(limit) == 1 and ("low", "This computer has finished a daily quota of 1 tasks") in texts
 
 
 def test_a_committed_version_wins_over_the_version_number_the_workunit_is_pinned_to(hav_project):
