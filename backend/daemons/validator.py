@@ -295,12 +295,20 @@ def handle_wu(wu: Workunit, results: Sequence[Result], checker: Checker, changes
     if chosen is not None:
         canonical_id, matching = chosen
         wu.canonical_result_id = canonical_id
-        valid = [(r, changes.versions.get(r.app_version_id), changes.hav(r)) for r in good if r.pk in matching]
+        copies = {r.pk: changes.hav(r) for r in good}  # each as read before any is written
+        valid = [(r, changes.versions.get(r.app_version_id), copies[r.pk]) for r in good if r.pk in matching]
         wu.canonical_credit, _ = credit_rules.canonical_credit(
             wu, wu.app, viable, valid, changes.credit_options, changes.samples
         )
-        for r, _, hav in valid:
-            changes.keep_hav(r, hav)
+        for r in good:
+            copy = copies[r.pk]
+            if r.pk in matching:
+                changes.keep_hav(r, copy)
+            elif changes.hav_last_copy_wins and copy is not None and copy.consecutive_valid > 0:
+                # departure 10 under its option: is_invalid ends the run of valid results, so
+                # BOINC writes this copy whole, its PFC average as read, over an earlier valid
+                # copy's (seed 9606's validator case 218)
+                changes.keep_hav(r, copy)
         for r in good:
             if r.pk in matching:
                 changes.set_state(r, ValidateState.VALID)

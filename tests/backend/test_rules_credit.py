@@ -462,3 +462,36 @@ def test_an_invalid_result_that_changes_nothing_leaves_its_hosts_other_copy_writ
     )
     hav = HostAppVersion.objects.get(host=host)
     assert (hav.consecutive_valid, hav.max_jobs_per_day) == record
+
+
+@pytest.mark.parametrize("last_copy_wins, record", [(False, (0, 4)), (True, (0, 3))])
+def test_an_invalid_result_ending_a_run_writes_its_copy_and_its_pfc_as_read(project, last_copy_wins, record):
+    """Of a host's valid and invalid results in one workunit, the invalid one's is_invalid
+    ends the record's run of valid results, so BOINC's validator writes that copy whole after
+    the valid one's: the PFC average the valid result added is lost with it (departure 10,
+    option hav_last_copy_wins; the differential's seed 9606 validator case 218)."""
+    host, other = project.host(), project.host()
+    HostAppVersion.objects.create(
+        host=host, project=host.project, app_version=project.version, consecutive_valid=3, pfc_n=3, pfc_avg=1.0
+    )
+    wu = project.workunit(
+        rsc_fpops_est=EST, rsc_fpops_bound=10 * EST, min_quorum=2, target_nresults=3, need_validate=True
+    )
+    for who, output in ((host, "a"), (host, "c"), (other, "a")):
+        r = project.result(
+            wu,
+            server_state=ServerState.OVER,
+            outcome=Outcome.SUCCESS,
+            host=who,
+            app_version=project.version,
+            elapsed_time=500.0,
+            flops_estimate=2e9,
+            sent_time=NOW - 86400,
+            received_time=NOW,
+        )
+        FileFactory(result=r, md5_cksum=output)
+    validator.run_once(
+        project=demo_project(), now=NOW, batch_size=10, daily_result_quota=500, hav_last_copy_wins=last_copy_wins
+    )
+    hav = HostAppVersion.objects.get(host=host)
+    assert (hav.consecutive_valid, hav.pfc_n) == record
