@@ -544,3 +544,31 @@ def test_under_bce_the_step_in_which_a_job_ends_is_charged_whole(compat):
     assert em.flops_used == pytest.approx(charged * GFLOPS)
     assert j.elapsed == pytest.approx(240.0 if compat == "bce" else 90.0)
     assert [(sl.start, sl.end) for sl in result.slices] == [(0.0, 90.0)]
+
+
+def test_under_bce_jobs_that_end_in_one_step_update_the_dcf_in_the_order_of_their_tasks():
+    # handle_finished_apps (cs_apps.cpp) walks the active tasks, made at each job's first
+    # start, and app_finished updates the project's duration correction factor for each in
+    # turn. A (received first, so started first) ends 3,650 s in and B 3,620 s in: both are
+    # found at the step of 3,660 s, with an elapsed time of twice the 61 steps they ran
+    # (7,320 s; BCE's jobs run for exactly their estimate). A's ratio 7,320 / 3,650 is above
+    # 1.1 x the DCF of 1, which it replaces; B's ratio 7,320 / 3,620 is then within 1.1 of
+    # it and moves it a tenth of the way (update_duration_correction_factor).
+    def sized(name, seconds, received):
+        size = seconds * GFLOPS
+        return InitialJob(name=name, app="a", fpops=size, fpops_est=size, deadline=10 * 86400.0, received=received)
+
+    s = scenario(project("P", [sized("A", 3650.0, -10.0), sized("B", 3620.0, 0.0)]), ncpus=2)
+    em = Emulator(
+        s,
+        get_policy("boinc7"),
+        duration=2 * HOUR,
+        delta=60,
+        seed=1,
+        compat="bce",
+        existing_jobs_only=True,
+        policy_name="boinc7",
+    )
+    em.run()
+    raw_a, raw_b = 7320.0 / 3650.0, 7320.0 / 3620.0
+    assert em.projects[0].dcf == 0.9 * raw_a + 0.1 * raw_b
