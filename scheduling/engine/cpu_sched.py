@@ -174,6 +174,21 @@ def _coproc_job_key(j):
     return (not j.started, j.index)
 
 
+def _results_index(j) -> int:
+    """RESULT::index as BOINC's emulator leaves it: a result read from client_state.xml has
+    its place in the sorted results (sort_results at start-up), a result the emulated server
+    sent has 0, as RESULT::clear sets it, since simulate_rpc does not sort the results again
+    as the client's handle_scheduler_reply does. Initial jobs are the first the run makes, in
+    that order (JobLifecycle._add_initial_jobs)."""
+    return j.index - 1 if j.initial else 0
+
+
+def _coproc_job_key_bce(j):
+    """first_coproc_result's order within a project under `--compat bce`: a started job
+    first, then the least RESULT::index (`_results_index`), then the client's result order."""
+    return (not j.started, _results_index(j), j.index)
+
+
 class _Picks:
     """What make_run_list's picks read and move of the projects, as columns by place in the
     emulator's project order: projected REC (rec_temp) and scheduling priority, which each pick
@@ -244,19 +259,27 @@ class _Picks:
 
     def first_coproc_result(self, cands: _Candidates, taken: set):
         """first_coproc_result (§6.3 step 3): the job of the highest-priority project, then an
-        already-started job, then the earliest arrival; a running job has no precedence over
-        a preempted one. A project of lower priority than the best so far is not looked into."""
+        already-started job, then the earliest arrival (under bce the least RESULT::index,
+        `_results_index`); a running job has no precedence over a preempted one. A project of
+        lower priority than the best so far is not looked into."""
         best = None
         best_key = None
         projects = self.projects
+        bce = cands.em.bce
+        job_key = _coproc_job_key_bce if bce else _coproc_job_key
         for k in range(self.n):
             npr = -self.priority[k]
             if best_key is not None and npr > best_key[0]:
                 continue
-            j = cands.head("coproc", projects[k], taken, _coproc_job_key)
+            j = cands.head("coproc", projects[k], taken, job_key)
             if j is None:
                 continue
-            key = (npr, not j.started, j.index)
+            if bce:
+                # among equals the earliest in the client's result order: BOINC's emulator
+                # gives every job it fetched the same RESULT::index, 0 (_results_index)
+                key = (npr, not j.started, _results_index(j), j.index)
+            else:
+                key = (npr, not j.started, j.index)
             if best_key is None or key < best_key:
                 best, best_key = j, key
         return best

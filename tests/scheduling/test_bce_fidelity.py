@@ -572,3 +572,32 @@ def test_under_bce_jobs_that_end_in_one_step_update_the_dcf_in_the_order_of_thei
     em.run()
     raw_a, raw_b = 7320.0 / 3650.0, 7320.0 / 3620.0
     assert em.projects[0].dcf == 0.9 * raw_a + 0.1 * raw_b
+
+
+def test_under_bce_a_fetched_gpu_job_goes_before_a_later_initial_one():
+    # first_coproc_result (cpu_sched.cpp) breaks a tie of project priority and of having
+    # started by the least RESULT::index. The results read from client_state.xml are
+    # numbered 0, 1, ... by sort_results at start-up (received at once, so in the MD5 order
+    # of their names, which is J0's before J1's); BOINC's emulator never sorts again
+    # (simulate_rpc), so every result it fetches keeps RESULT::clear's 0. On one GPU, P's
+    # initial jobs J0 and J1 (1 hour each) leave the GPU saturated for 2 hours, below the
+    # 3-hour minimum buffer, so P is asked for work at 0 s while J0 runs. When J0 ends at
+    # 3,600 s the first job fetched (index 0) goes before J1 (index 1); intended, as the
+    # client numbers results in arrival order after each RPC, takes J1.
+    version = AppVersion(avg_ncpus=0.5, flops=GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0, plan_class="cuda")
+    app = App(name="g", versions=(version,), latency_bound=10 * 86400.0, fpops_est=HOUR * GFLOPS)
+
+    def initial(name):
+        size = HOUR * GFLOPS
+        return InitialJob(name=name, app="g", fpops=size, fpops_est=size, deadline=10 * 86400.0, resource="NVIDIA")
+
+    s = scenario(
+        project("P", [initial("J0"), initial("J1")], apps=(app,)),
+        prefs=Prefs(work_buf_min_days=3 / 24, work_buf_additional_days=0.0),
+        host=Host(ncpus=2, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, GFLOPS),)),
+    )
+    for compat, second in (("bce", "P_g_3"), ("intended", "J1")):
+        result = run(s, compat=compat, duration=2 * HOUR)
+        assert result.rpcs[0].time == 0.0 and result.rpcs[0].jobs_received, compat
+        started = sorted((sl.start, sl.job) for sl in result.slices)
+        assert [job for _t, job in started[:2]] == ["J0", second], compat
