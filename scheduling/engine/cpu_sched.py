@@ -440,13 +440,19 @@ def enforce(em, now: float, run_list: list, gpu_allowed: bool, keep_unfinished: 
         j.unfinished = False
     extra = len(run_list)
     if keep_unfinished:
-        for j in em.running:
+        bce = em.bce
+        # append_unfinished_time_slice gives every job it appends one seqno, the list's
+        # length, so more_important orders them by its last tie-break, the RESULT pointers;
+        # under bce they are taken in arrival order, the order a fresh heap hands out their
+        # memory (docs/engine-fidelity.md, "Running jobs appended to the run list")
+        for j in sorted(em.running, key=_arrival) if bce else em.running:
             if not finished_time_slice(em, j, now):
                 j.unfinished = True
                 if j not in listed:
                     j.edf = False
                     j.seqno_key = extra
-                    extra += 1
+                    if not bce:
+                        extra += 1
                     run_list = run_list + [j]
     ordered = sorted(run_list, key=more_important_key)
     devices = assign_coprocs(em, ordered) if gpu_allowed else {}
@@ -472,6 +478,10 @@ def enforce(em, now: float, run_list: list, gpu_allowed: bool, keep_unfinished: 
             napp[app] = napp.get(app, 0) + 1
         chosen.append((j, _why(j), devices[j] if rsc else -1))
     return chosen
+
+
+def _arrival(j) -> int:
+    return j.index
 
 
 def _devices_of(j, count: int) -> list[int]:

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from scheduling.engine import get_policy, read_pcdr, rr_snapshot, run
+from scheduling.engine.cpu_sched import enforce
 from scheduling.engine.emulator import Emulator
 
 from .helpers import (
@@ -601,3 +602,41 @@ def test_under_bce_a_fetched_gpu_job_goes_before_a_later_initial_one():
         assert result.rpcs[0].time == 0.0 and result.rpcs[0].jobs_received, compat
         started = sorted((sl.start, sl.job) for sl in result.slices)
         assert [job for _t, job in started[:2]] == ["J0", second], compat
+
+
+def test_under_bce_running_jobs_appended_to_the_run_list_keep_their_cpu_in_arrival_order():
+    # append_unfinished_time_slice (cpu_sched.cpp) appends the running jobs in an unfinished
+    # time slice that make_run_list did not list with one seqno, the list's length, so
+    # more_important orders them by its last tie-break, their RESULT pointers: the order a
+    # fresh heap allocated them, their arrival. On 2 CPUs Q runs B (started before the run,
+    # so it went first) and A (which arrived first); a new EDF job of P, the only job listed,
+    # takes a CPU, and A keeps the other while B is preempted.
+    def cpu_job(name, received, done=0.0):
+        size = 10 * HOUR * GFLOPS
+        return InitialJob(
+            name=name, app="a", fpops=size, fpops_est=size, deadline=10 * 86400.0, received=received, flops_done=done
+        )
+
+    s = scenario(
+        project("Q", [cpu_job("A", -20.0), cpu_job("B", -10.0, done=HOUR * GFLOPS)]),
+        project("P", apps=(cpu_app(),)),
+        ncpus=2,
+    )
+    em = Emulator(
+        s,
+        get_policy("boinc7"),
+        duration=60,
+        delta=60,
+        seed=1,
+        compat="bce",
+        existing_jobs_only=True,
+        policy_name="boinc7",
+    )
+    em.run()
+    assert [j.name for j in em.running] == ["B", "A"]
+    p = em.projects[1]
+    app = p.spec.apps[0]
+    urgent = em.new_job(p, app, app.versions[0], HOUR * GFLOPS, HOUR * GFLOPS, 60.0, 60.0 + 2 * HOUR)
+    urgent.edf = True
+    chosen = enforce(em, 60.0, [urgent], True)
+    assert [j.name for j, _why, _gpu in chosen] == [urgent.name, "A"]
