@@ -274,6 +274,7 @@ class _Picks:
             j = cands.head("coproc", projects[k], taken, job_key)
             if j is None:
                 continue
+            key: tuple
             if bce:
                 # among equals the earliest in the client's result order: BOINC's emulator
                 # gives every job it fetched the same RESULT::index, 0 (_results_index)
