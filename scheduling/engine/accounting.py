@@ -257,7 +257,15 @@ class Accounting:
             for r in range(1, len(p.wall_rsc_interval)):
                 p.wall_rsc_interval[r] = 0.0
         self.now = t1
-        for tc, j in sorted(finished, key=lambda x: x[0]):
+        if self.bce:
+            # BOINC's emulator finds every job that ended in the step at once and handles them
+            # in the order of their tasks (handle_finished_apps walks the active tasks, made at
+            # each job's first start), which is the order their ends update the duration
+            # correction factor in (docs/engine-fidelity.md, "Jobs that end in one step")
+            finished.sort(key=lambda x: x[1].task_seq)
+        else:
+            finished.sort(key=lambda x: x[0])
+        for tc, j in finished:
             self._finish(j, tc)
 
     def _update_dcf(self, j) -> None:

@@ -174,6 +174,21 @@ def _coproc_job_key(j):
     return (not j.started, j.index)
 
 
+def _results_index(j) -> int:
+    """RESULT::index as BOINC's emulator leaves it: a result read from client_state.xml has
+    its place in the sorted results (sort_results at start-up), a result the emulated server
+    sent has 0, as RESULT::clear sets it, since simulate_rpc does not sort the results again
+    as the client's handle_scheduler_reply does. Initial jobs are the first the run makes, in
+    that order (JobLifecycle._add_initial_jobs)."""
+    return j.index - 1 if j.initial else 0
+
+
+def _coproc_job_key_bce(j):
+    """first_coproc_result's order within a project under `--compat bce`: a started job
+    first, then the least RESULT::index (`_results_index`), then the client's result order."""
+    return (not j.started, _results_index(j), j.index)
+
+
 class _Picks:
     """What make_run_list's picks read and move of the projects, as columns by place in the
     emulator's project order: projected REC (rec_temp) and scheduling priority, which each pick
@@ -244,19 +259,28 @@ class _Picks:
 
     def first_coproc_result(self, cands: _Candidates, taken: set):
         """first_coproc_result (§6.3 step 3): the job of the highest-priority project, then an
-        already-started job, then the earliest arrival; a running job has no precedence over
-        a preempted one. A project of lower priority than the best so far is not looked into."""
+        already-started job, then the earliest arrival (under bce the least RESULT::index,
+        `_results_index`); a running job has no precedence over a preempted one. A project of
+        lower priority than the best so far is not looked into."""
         best = None
         best_key = None
         projects = self.projects
+        bce = cands.em.bce
+        job_key = _coproc_job_key_bce if bce else _coproc_job_key
         for k in range(self.n):
             npr = -self.priority[k]
             if best_key is not None and npr > best_key[0]:
                 continue
-            j = cands.head("coproc", projects[k], taken, _coproc_job_key)
+            j = cands.head("coproc", projects[k], taken, job_key)
             if j is None:
                 continue
-            key = (npr, not j.started, j.index)
+            key: tuple
+            if bce:
+                # among equals the earliest in the client's result order: BOINC's emulator
+                # gives every job it fetched the same RESULT::index, 0 (_results_index)
+                key = (npr, not j.started, _results_index(j), j.index)
+            else:
+                key = (npr, not j.started, j.index)
             if best_key is None or key < best_key:
                 best, best_key = j, key
         return best
@@ -417,13 +441,19 @@ def enforce(em, now: float, run_list: list, gpu_allowed: bool, keep_unfinished: 
         j.unfinished = False
     extra = len(run_list)
     if keep_unfinished:
-        for j in em.running:
+        bce = em.bce
+        # append_unfinished_time_slice gives every job it appends one seqno, the list's
+        # length, so more_important orders them by its last tie-break, the RESULT pointers;
+        # under bce they are taken in arrival order, the order a fresh heap hands out their
+        # memory (docs/engine-fidelity.md, "Running jobs appended to the run list")
+        for j in sorted(em.running, key=_arrival) if bce else em.running:
             if not finished_time_slice(em, j, now):
                 j.unfinished = True
                 if j not in listed:
                     j.edf = False
                     j.seqno_key = extra
-                    extra += 1
+                    if not bce:
+                        extra += 1
                     run_list = run_list + [j]
     ordered = sorted(run_list, key=more_important_key)
     devices = assign_coprocs(em, ordered) if gpu_allowed else {}
@@ -449,6 +479,10 @@ def enforce(em, now: float, run_list: list, gpu_allowed: bool, keep_unfinished: 
             napp[app] = napp.get(app, 0) + 1
         chosen.append((j, _why(j), devices[j] if rsc else -1))
     return chosen
+
+
+def _arrival(j) -> int:
+    return j.index
 
 
 def _devices_of(j, count: int) -> list[int]:

@@ -288,8 +288,9 @@ def slice_bound(em) -> float:
 
 def next_check(em, now: float, rr) -> float:
     """When the buffer may next fall below the minimum, or to the level at which a
-    zero-share project may be asked (compute_rsc_project_reason, §6.5): saturated time
-    shrinks by about 1/overall_frac seconds per second of computing."""
+    zero-share project may be asked, or a project held back by its max_concurrent limit may
+    be asked again (compute_rsc_project_reason, §6.5): saturated time, and the simulated time
+    of a limit, shrink by about 1/overall_frac seconds per second of computing."""
     t = now + 6 * 3600.0
     # under bce the simulation takes time-slice steps of an hour, or a tenth of a job's time
     # left past ten hours (RoundRobin.run_repick), and the saturated time ends at a step's
@@ -302,4 +303,13 @@ def next_check(em, now: float, rr) -> float:
         zero = min(em.work_buf_min, 180.0)
         if sat > zero and any(p.share == 0 and p.fetch_ok[r] for p in em.projects):
             t = min(t, now + (sat - zero) * res.overall_frac)
+    # a project held back by its max_concurrent limit (rsc_reason) may be asked again once the
+    # last simulated time at which the limit held its jobs back is within the whole buffer.
+    # That time is the end of a simulated job (or of a time-slice step) of any processor type,
+    # so it comes closer by at most 1/overall_frac seconds a second of the slowest one
+    total = em.work_buf_total
+    held = [last for key, last in rr.last_mc_limit.items() if last > total and key in rr.mc_shortfall]
+    if held:
+        frac = min(res.overall_frac for res in em.resources)
+        t = min(t, now + max(0.0, min(held) - total - jump) * frac)
     return t

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from scheduling.engine import get_policy, read_pcdr, rr_snapshot, run
+from scheduling.engine.cpu_sched import enforce
 from scheduling.engine.emulator import Emulator
 
 from .helpers import (
@@ -544,3 +545,98 @@ def test_under_bce_the_step_in_which_a_job_ends_is_charged_whole(compat):
     assert em.flops_used == pytest.approx(charged * GFLOPS)
     assert j.elapsed == pytest.approx(240.0 if compat == "bce" else 90.0)
     assert [(sl.start, sl.end) for sl in result.slices] == [(0.0, 90.0)]
+
+
+def test_under_bce_jobs_that_end_in_one_step_update_the_dcf_in_the_order_of_their_tasks():
+    # handle_finished_apps (cs_apps.cpp) walks the active tasks, made at each job's first
+    # start, and app_finished updates the project's duration correction factor for each in
+    # turn. A (received first, so started first) ends 3,650 s in and B 3,620 s in: both are
+    # found at the step of 3,660 s, with an elapsed time of twice the 61 steps they ran
+    # (7,320 s; BCE's jobs run for exactly their estimate). A's ratio 7,320 / 3,650 is above
+    # 1.1 x the DCF of 1, which it replaces; B's ratio 7,320 / 3,620 is then within 1.1 of
+    # it and moves it a tenth of the way (update_duration_correction_factor).
+    def sized(name, seconds, received):
+        size = seconds * GFLOPS
+        return InitialJob(name=name, app="a", fpops=size, fpops_est=size, deadline=10 * 86400.0, received=received)
+
+    s = scenario(project("P", [sized("A", 3650.0, -10.0), sized("B", 3620.0, 0.0)]), ncpus=2)
+    em = Emulator(
+        s,
+        get_policy("boinc7"),
+        duration=2 * HOUR,
+        delta=60,
+        seed=1,
+        compat="bce",
+        existing_jobs_only=True,
+        policy_name="boinc7",
+    )
+    em.run()
+    raw_a, raw_b = 7320.0 / 3650.0, 7320.0 / 3620.0
+    assert em.projects[0].dcf == 0.9 * raw_a + 0.1 * raw_b
+
+
+def test_under_bce_a_fetched_gpu_job_goes_before_a_later_initial_one():
+    # first_coproc_result (cpu_sched.cpp) breaks a tie of project priority and of having
+    # started by the least RESULT::index. The results read from client_state.xml are
+    # numbered 0, 1, ... by sort_results at start-up (received at once, so in the MD5 order
+    # of their names, which is J0's before J1's); BOINC's emulator never sorts again
+    # (simulate_rpc), so every result it fetches keeps RESULT::clear's 0. On one GPU, P's
+    # initial jobs J0 and J1 (1 hour each) leave the GPU saturated for 2 hours, below the
+    # 3-hour minimum buffer, so P is asked for work at 0 s while J0 runs. When J0 ends at
+    # 3,600 s the first job fetched (index 0) goes before J1 (index 1); intended, as the
+    # client numbers results in arrival order after each RPC, takes J1.
+    version = AppVersion(avg_ncpus=0.5, flops=GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0, plan_class="cuda")
+    app = App(name="g", versions=(version,), latency_bound=10 * 86400.0, fpops_est=HOUR * GFLOPS)
+
+    def initial(name):
+        size = HOUR * GFLOPS
+        return InitialJob(name=name, app="g", fpops=size, fpops_est=size, deadline=10 * 86400.0, resource="NVIDIA")
+
+    s = scenario(
+        project("P", [initial("J0"), initial("J1")], apps=(app,)),
+        prefs=Prefs(work_buf_min_days=3 / 24, work_buf_additional_days=0.0),
+        host=Host(ncpus=2, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, GFLOPS),)),
+    )
+    for compat, second in (("bce", "P_g_3"), ("intended", "J1")):
+        result = run(s, compat=compat, duration=2 * HOUR)
+        assert result.rpcs[0].time == 0.0 and result.rpcs[0].jobs_received, compat
+        started = sorted((sl.start, sl.job) for sl in result.slices)
+        assert [job for _t, job in started[:2]] == ["J0", second], compat
+
+
+def test_under_bce_running_jobs_appended_to_the_run_list_keep_their_cpu_in_arrival_order():
+    # append_unfinished_time_slice (cpu_sched.cpp) appends the running jobs in an unfinished
+    # time slice that make_run_list did not list with one seqno, the list's length, so
+    # more_important orders them by its last tie-break, their RESULT pointers: the order a
+    # fresh heap allocated them, their arrival. On 2 CPUs Q runs B (started before the run,
+    # so it went first) and A (which arrived first); a new EDF job of P, the only job listed,
+    # takes a CPU, and A keeps the other while B is preempted.
+    def cpu_job(name, received, done=0.0):
+        size = 10 * HOUR * GFLOPS
+        return InitialJob(
+            name=name, app="a", fpops=size, fpops_est=size, deadline=10 * 86400.0, received=received, flops_done=done
+        )
+
+    s = scenario(
+        project("Q", [cpu_job("A", -20.0), cpu_job("B", -10.0, done=HOUR * GFLOPS)]),
+        project("P", apps=(cpu_app(),)),
+        ncpus=2,
+    )
+    em = Emulator(
+        s,
+        get_policy("boinc7"),
+        duration=60,
+        delta=60,
+        seed=1,
+        compat="bce",
+        existing_jobs_only=True,
+        policy_name="boinc7",
+    )
+    em.run()
+    assert [j.name for j in em.running] == ["B", "A"]
+    p = em.projects[1]
+    app = p.spec.apps[0]
+    urgent = em.new_job(p, app, app.versions[0], HOUR * GFLOPS, HOUR * GFLOPS, 60.0, 60.0 + 2 * HOUR)
+    urgent.edf = True
+    chosen = enforce(em, 60.0, [urgent], True)
+    assert [j.name for j, _why, _gpu in chosen] == [urgent.name, "A"]

@@ -161,3 +161,29 @@ def test_make_run_list_passes_over_a_cpu_job_whose_app_is_at_its_max_concurrent(
         em = _emulator(s, compat)
         listed = [j.name for j in make_run_list(em, 0.0, em.rr(), True)]
         assert len(listed) == 2 and "q0" in listed, (compat, listed)
+
+
+def test_a_project_held_back_by_its_limit_is_asked_at_the_first_step_the_limit_is_within_the_buffer():
+    # compute_rsc_project_reason: P may not be asked for CPU work while the last simulated
+    # time at which its limit of 1 held a job back is beyond the whole buffer (0.05 + 0.04
+    # days = 7,776 s). Five 1-hour jobs run one at a time on an always-on host; the
+    # simulation's picks are at each job's end, the last at the start of the fifth, so at t
+    # (in the second job) that time is 14,400 - t s from now. It is within the buffer from
+    # t = 6,624 s, so BOINC's emulator, which looks at every 60 s step, asks at 6,660 s: its
+    # 3 idle CPUs (P's unlimited 3-CPU app can use them; mc_max_could_use = 1 x 3) give an
+    # MC shortfall, and the CPU buffer is below its minimum. The second job ends at 7,200 s.
+    wide = App(name="b", versions=(AppVersion(avg_ncpus=3.0, flops=3 * GFLOPS),), fpops_est=HOUR * GFLOPS)
+    s = scenario(
+        project(
+            "P",
+            [job(f"j{i}") for i in range(5)],
+            apps=(cpu_app(max_concurrent=1), wide),
+            app_config=True,
+            app_config_min_mc=1,
+        ),
+        ncpus=4,
+        prefs=Prefs(work_buf_min_days=0.05, work_buf_additional_days=0.04),
+    )
+    for compat in ("bce", "intended"):
+        result = run(s, compat=compat, duration=3 * HOUR)
+        assert result.rpcs[0].time == 6660.0, compat
