@@ -37,7 +37,7 @@ from backend.daemons.claim import claim
 from backend.daemons.hierarchy import assimilated_path, in_parallel, upload_path
 from backend.daemons.id_sets import id_set
 from backend.events import event, record
-from backend.models import AssimilatedResult, AssimilateState, ErrorMask, File, Project, Result, Workunit
+from backend.models import App, AssimilatedResult, AssimilateState, ErrorMask, File, Project, Result, Workunit
 
 ACTOR = "assimilator"
 DEFER_ASSIMILATION = "defer"
@@ -60,15 +60,16 @@ def outcome_of(name: str, wu: Workunit, value: Any) -> str | AssimilatedResult |
 
 
 def output_row(
-    wu: Workunit, canonical: Result | None, files: Sequence[File], *, now: int
+    wu: Workunit, canonical_id: int | None, files: Sequence[File], *, now: int
 ) -> tuple[AssimilatedResult, tuple[Path, Path] | None]:
-    """The default handler's row for ``wu``, and the copy it keeps of the canonical output,
-    ``(source, target)``, if there is an output."""
+    """The default handler's row for ``wu`` (whose canonical result has the id
+    ``canonical_id``), and the copy it keeps of the canonical output, ``(source, target)``,
+    if there is an output."""
     row = AssimilatedResult(
         project_id=wu.project_id,
         workunit=wu,
         app_id=wu.app_id,
-        canonical_result=canonical,
+        canonical_result_id=canonical_id,
         error_mask=wu.error_mask,
         time=now,
     )
@@ -95,7 +96,7 @@ def copy_output(row: AssimilatedResult, source: Path, target: Path) -> None:
 def record_output(wu: Workunit, canonical: Result | None, files: Sequence[File], *, now: int) -> AssimilatedResult:
     """The default handler: keep a copy of the canonical output and a row describing it.
     ``run_once`` does the same for its workunits, their copies made on a few threads."""
-    row, copy = output_row(wu, canonical, files, now=now)
+    row, copy = output_row(wu, None if canonical is None else canonical.pk, files, now=now)
     if copy is not None:
         copy_output(row, *copy)
     return row
@@ -118,13 +119,18 @@ def run_once(
     ``now`` as BOINC does."""
     with transaction.atomic():
         wus = claim(
-            Workunit.objects.filter(project=project).ready_to_assimilate().select_related("app", "canonical_result"),
+            Workunit.objects.filter(project=project).ready_to_assimilate(),
             batch_size,
             mod=mod,
             index=index,
         )
         if not wus:
             return 0
+        # the apps, read once; the canonical results only for the handlers that are given
+        # them (the default one needs their ids)
+        apps = App.objects.in_bulk({wu.app_id for wu in wus})
+        custom = [wu for wu in wus if HANDLERS[apps[wu.app_id].assimilator] is not record_output]
+        canonicals = Result.objects.in_bulk([wu.canonical_result_id for wu in custom if wu.canonical_result_id])
         files: dict[int | None, list[File]] = {}
         canonical_ids = [wu.canonical_result_id for wu in wus if wu.canonical_result_id]
         for f in File.objects.filter(result_id__in=id_set(canonical_ids)).order_by("name"):
@@ -133,8 +139,8 @@ def run_once(
         copies: list[tuple[AssimilatedResult, Path, Path]] = []
         for wu in wus:
             wu.project = project  # the handler's files are in the project's directories
-            canonical = wu.canonical_result
-            if canonical is None and not wu.error_mask:
+            wu.app = apps[wu.app_id]
+            if wu.canonical_result_id is None and not wu.error_mask:
                 wu.error_mask = ErrorMask.NO_CANONICAL_RESULT
                 no_canonical.append(wu.pk)
                 events.append(
@@ -153,10 +159,12 @@ def run_once(
             outputs = files.get(wu.canonical_result_id, [])
             outcome: str | AssimilatedResult | None
             if function is record_output:
-                outcome, copy = output_row(wu, canonical, outputs, now=now)
+                outcome, copy = output_row(wu, wu.canonical_result_id, outputs, now=now)
                 if copy is not None:
                     copies.append((outcome, *copy))
             else:
+                canonical = canonicals.get(wu.canonical_result_id) if wu.canonical_result_id else None
+                wu.canonical_result = canonical
                 outcome = outcome_of(handler, wu, function(wu, canonical, outputs, now=now))
             if outcome == DEFER_ASSIMILATION:
                 deferred.append(wu.pk)
