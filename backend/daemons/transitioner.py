@@ -108,6 +108,24 @@ WU_FIELDS = (
     "app_version",
     "awaiting_results",
 )
+# what handle_wu reads of a workunit besides WU_FIELDS (sched_hr.uncommit: hr_class and
+# app_version): a pass reads these columns only
+WU_READ = (
+    *WU_FIELDS,
+    "id",
+    "project",
+    "app",
+    "name",
+    "canonical_result",
+    "transition_time",
+    "delay_bound",
+    "priority",
+    "min_quorum",
+    "target_nresults",
+    "max_error_results",
+    "max_total_results",
+    "transitioner_flags",
+)
 
 
 @dataclass
@@ -350,20 +368,27 @@ def write_workunits(changes: Changes, chunk: int = 1000) -> None:
     )
     kinds = [meta.pk.db_type(connection), *(c.db_type(connection) for c in columns)]
     kinds += [time_field.db_type(connection)] * 2
-    row_sql = "(" + ", ".join(f"CAST(%s AS {kind})" for kind in kinds) + ")"
     prepared = [(c.attname, preparer(c)) for c in columns]
     wus = list(changed.values())
+    arrays = connection.vendor == "postgresql"
+    if arrays:
+        # one array per column: a chunk is a few parameters, not one per value, which the
+        # driver would find one by one in a long statement
+        names = ", ".join(f"column{i + 1}" for i in range(len(kinds)))
+        source = f"unnest({', '.join(f'%s::{kind}[]' for kind in kinds)}) AS v({names})"
+    else:
+        row_sql = "(" + ", ".join(f"CAST(%s AS {kind})" for kind in kinds) + ")"
     with connection.cursor() as cursor:
         for start in range(0, len(wus), chunk):
             part = wus[start : start + chunk]
-            params: list[Any] = [changes.now]
-            for wu in part:
-                params.append(wu.pk)
-                params.extend(prep(getattr(wu, attname)) for attname, prep in prepared)
-                params.extend(times[wu.pk])
+            rows = [[wu.pk, *(prep(getattr(wu, attname)) for attname, prep in prepared), *times[wu.pk]] for wu in part]
+            if arrays:
+                params: list[Any] = [changes.now, *(list(values) for values in zip(*rows, strict=True))]
+            else:
+                source = f"(VALUES {', '.join([row_sql] * len(part))}) AS v"
+                params = [changes.now, *(value for row in rows for value in row)]
             cursor.execute(
-                f"UPDATE {table} SET {', '.join(sets)} FROM (VALUES {', '.join([row_sql] * len(part))}) AS v"
-                f" WHERE {table}.{q(meta.pk.column)} = v.column1",
+                f"UPDATE {table} SET {', '.join(sets)} FROM {source} WHERE {table}.{q(meta.pk.column)} = v.column1",
                 params,
             )
 
@@ -449,7 +474,7 @@ def run_once(
     host_app_version.check_quota(daily_result_quota)
     with transaction.atomic():
         wus = claim(
-            Workunit.objects.filter(project=project).transition_due(now),
+            Workunit.objects.filter(project=project).transition_due(now).only(*WU_READ),
             batch_size,
             mod=mod,
             index=index,
