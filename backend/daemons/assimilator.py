@@ -35,7 +35,7 @@ from django.db.models.functions import Least
 
 from backend.daemons.claim import claim
 from backend.daemons.hierarchy import assimilated_path, in_parallel, upload_path
-from backend.daemons.id_sets import id_set
+from backend.daemons.id_sets import ids_in
 from backend.events import event, record
 from backend.models import App, AssimilatedResult, AssimilateState, ErrorMask, File, Project, Result, Workunit
 
@@ -133,7 +133,7 @@ def run_once(
         canonicals = Result.objects.in_bulk([wu.canonical_result_id for wu in custom if wu.canonical_result_id])
         files: dict[int | None, list[File]] = {}
         canonical_ids = [wu.canonical_result_id for wu in wus if wu.canonical_result_id]
-        for f in File.objects.filter(result_id__in=id_set(canonical_ids)).order_by("name"):
+        for f in File.objects.filter(ids_in(File, "result", canonical_ids)).order_by("name"):
             files.setdefault(f.result_id, []).append(f)
         rows, done, deferred, no_canonical, events = [], [], [], [], []
         copies: list[tuple[AssimilatedResult, Path, Path]] = []
@@ -190,7 +190,7 @@ def run_once(
             Workunit.objects.filter(id__in=no_canonical, error_mask=0).update(error_mask=ErrorMask.NO_CANONICAL_RESULT)
         for ids, state in ((done, AssimilateState.DONE), (deferred, AssimilateState.INIT)):
             if ids:
-                Workunit.objects.filter(id__in=id_set(ids), assimilate_state=AssimilateState.READY).update(
+                Workunit.objects.filter(ids_in(Workunit, "id", ids), assimilate_state=AssimilateState.READY).update(
                     assimilate_state=state,
                     transition_time=Least(F("transition_time"), Value(now)) if keep_due_workunits else now,
                 )

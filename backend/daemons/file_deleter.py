@@ -30,7 +30,7 @@ from django.db import transaction
 
 from backend.daemons.claim import claim
 from backend.daemons.hierarchy import in_parallel, partial_upload_path, project_dir
-from backend.daemons.id_sets import id_set
+from backend.daemons.id_sets import ids_in
 from backend.events import Event, event, record
 from backend.models import DaemonStatus, File, FileDeleteState, Project, Result, Workunit
 
@@ -84,7 +84,7 @@ def finish(
         ids = [pk for pk, s in outcomes.items() if s == state]
         if not ids:
             continue
-        ready = model.objects.filter(id__in=id_set(ids), file_delete_state=FileDeleteState.READY)
+        ready = model.objects.filter(ids_in(model, "id", ids), file_delete_state=FileDeleteState.READY)
         ready.update(file_delete_state=state)
         reason = f"{what} deleted" if state == FileDeleteState.DONE else f"could not delete {what}"
         for pk in ids:
@@ -117,7 +117,7 @@ def delete_result_files(*, project: Project, now: int, batch_size: int, mod: int
         upload = project_dir(project, "upload")
         files: dict[int, list[tuple[int, str]]] = {}
         for pk, result_id, name in File.objects.filter(
-            result_id__in=id_set(r.pk for r in results), no_delete=False
+            ids_in(File, "result", (r.pk for r in results)), no_delete=False
         ).values_list("id", "result_id", "name"):
             files.setdefault(result_id, []).append((pk, name))
         done = unlink_each(
@@ -127,7 +127,7 @@ def delete_result_files(*, project: Project, now: int, batch_size: int, mod: int
         )
         outcomes = {pk: FileDeleteState.DONE if ok else FileDeleteState.ERROR for pk, ok in done.items()}
         deleted = [file_id for pk, ok in done.items() if ok for file_id, _ in files.get(pk, ())]
-        File.objects.filter(id__in=id_set(deleted)).update(file_delete_state=FileDeleteState.DONE)
+        File.objects.filter(ids_in(File, "id", deleted)).update(file_delete_state=FileDeleteState.DONE)
         record(
             finish(Result, outcomes, now=now, what="output files", workunit_of={r.pk: r.workunit_id for r in results}),
             project.pk,
@@ -148,14 +148,14 @@ def delete_workunit_files(*, project: Project, now: int, batch_size: int, mod: i
         ids = [wu.pk for wu in wus]
         through = Workunit.input_files.through
         links = list(
-            through.objects.filter(workunit_id__in=id_set(ids)).values_list(
+            through.objects.filter(ids_in(through, "workunit", ids)).values_list(
                 "workunit_id", "file_id", "file__name", "file__no_delete"
             )
         )
         # inputs another workunit still needs (its files are not being deleted)
         shared = set(
-            through.objects.filter(file_id__in=id_set({file_id for _, file_id, _, _ in links}))
-            .exclude(workunit_id__in=id_set(ids))
+            through.objects.filter(ids_in(through, "file", {file_id for _, file_id, _, _ in links}))
+            .exclude(ids_in(through, "workunit", ids))
             .exclude(workunit__file_delete_state=FileDeleteState.DONE)
             .values_list("file_id", flat=True)
         )
@@ -173,7 +173,7 @@ def delete_workunit_files(*, project: Project, now: int, batch_size: int, mod: i
         )
         outcomes = {pk: FileDeleteState.DONE if ok else FileDeleteState.ERROR for pk, ok in done.items()}
         deleted = [file_id for pk, ok in done.items() if ok for file_id, _ in doomed[pk]]
-        File.objects.filter(id__in=id_set(deleted)).update(file_delete_state=FileDeleteState.DONE)
+        File.objects.filter(ids_in(File, "id", deleted)).update(file_delete_state=FileDeleteState.DONE)
         record(finish(Workunit, outcomes, now=now, what="input files"), project.pk)
         return len(wus)
 

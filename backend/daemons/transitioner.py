@@ -56,7 +56,7 @@ from django.db.models import Field
 
 from backend.daemons import host_app_version, sched_hr, sched_reliable
 from backend.daemons.claim import claim, compare_and_set, insert_rows, preparer
-from backend.daemons.id_sets import id_set
+from backend.daemons.id_sets import ids_in
 from backend.daemons.sched_types import DAILY_RESULT_QUOTA
 from backend.events import Event, event, record
 from backend.models import (
@@ -335,7 +335,7 @@ def update_results(
     (field, old, new, reason) changes, for each of them."""
     if not results:
         return
-    Result.objects.filter(id__in=id_set(r.pk for r in results), **guard).update(**values)
+    Result.objects.filter(ids_in(Result, "id", (r.pk for r in results)), **guard).update(**values)
     for r in results:
         for name, old, new, reason in events(r):
             changes.result_event(r, name, old, new, reason)
@@ -482,7 +482,7 @@ def run_once(
         if not wus:
             return 0
         by_wu: dict[int, list[Result]] = {wu.pk: [] for wu in wus}
-        results = Result.objects.filter(workunit_id__in=id_set(by_wu)).only(*RESULT_FIELDS)
+        results = Result.objects.filter(ids_in(Result, "workunit", by_wu)).only(*RESULT_FIELDS)
         for r in results.order_by("workunit_id", "id"):
             by_wu[r.workunit_id].append(r)
         changes = Changes(
