@@ -26,6 +26,7 @@ table's one-row-per-workunit constraint makes a workunit assimilated exactly onc
 
 import shutil
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from django.db import transaction
@@ -33,9 +34,10 @@ from django.db.models import F, Value
 from django.db.models.functions import Least
 
 from backend.daemons.claim import claim
-from backend.daemons.hierarchy import assimilated_path, upload_path
+from backend.daemons.hierarchy import assimilated_path, in_parallel, upload_path
+from backend.daemons.id_sets import ids_in
 from backend.events import event, record
-from backend.models import AssimilatedResult, AssimilateState, ErrorMask, File, Project, Result, Workunit
+from backend.models import App, AssimilatedResult, AssimilateState, ErrorMask, File, Project, Result, Workunit
 
 ACTOR = "assimilator"
 DEFER_ASSIMILATION = "defer"
@@ -57,25 +59,46 @@ def outcome_of(name: str, wu: Workunit, value: Any) -> str | AssimilatedResult |
     )
 
 
-def record_output(wu: Workunit, canonical: Result | None, files: Sequence[File], *, now: int) -> AssimilatedResult:
-    """The default handler: keep a copy of the canonical output and a row describing it."""
+def output_row(
+    wu: Workunit, canonical_id: int | None, files: Sequence[File], *, now: int
+) -> tuple[AssimilatedResult, tuple[Path, Path] | None]:
+    """The default handler's row for ``wu`` (whose canonical result has the id
+    ``canonical_id``), and the copy it keeps of the canonical output, ``(source, target)``,
+    if there is an output."""
     row = AssimilatedResult(
         project_id=wu.project_id,
         workunit=wu,
         app_id=wu.app_id,
-        canonical_result=canonical,
+        canonical_result_id=canonical_id,
         error_mask=wu.error_mask,
         time=now,
     )
-    if files:
-        first = files[0]
-        row.output_md5, row.output_nbytes = first.md5_cksum, first.nbytes
-        source = upload_path(wu.project, first.name)
-        if source.exists():
-            target = assimilated_path(wu.project, wu.app.name, wu.name)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, target)
-            row.path = str(target)
+    if not files:
+        return row, None
+    first = files[0]
+    row.output_md5, row.output_nbytes = first.md5_cksum, first.nbytes
+    return row, (upload_path(wu.project, first.name), assimilated_path(wu.project, wu.app.name, wu.name))
+
+
+def copy_output(row: AssimilatedResult, source: Path, target: Path) -> None:
+    """Copy ``source`` to ``target`` and name the copy in ``row``; nothing if ``source`` is
+    gone. The target's directory is made when a copy first finds it missing."""
+    try:
+        shutil.copyfile(source, target)
+    except FileNotFoundError:
+        if not source.exists():
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+    row.path = str(target)
+
+
+def record_output(wu: Workunit, canonical: Result | None, files: Sequence[File], *, now: int) -> AssimilatedResult:
+    """The default handler: keep a copy of the canonical output and a row describing it.
+    ``run_once`` does the same for its workunits, their copies made on a few threads."""
+    row, copy = output_row(wu, None if canonical is None else canonical.pk, files, now=now)
+    if copy is not None:
+        copy_output(row, *copy)
     return row
 
 
@@ -96,22 +119,28 @@ def run_once(
     ``now`` as BOINC does."""
     with transaction.atomic():
         wus = claim(
-            Workunit.objects.filter(project=project).ready_to_assimilate().select_related("app", "canonical_result"),
+            Workunit.objects.filter(project=project).ready_to_assimilate(),
             batch_size,
             mod=mod,
             index=index,
         )
         if not wus:
             return 0
+        # the apps, read once; the canonical results only for the handlers that are given
+        # them (the default one needs their ids)
+        apps = App.objects.in_bulk({wu.app_id for wu in wus})
+        custom = [wu for wu in wus if HANDLERS[apps[wu.app_id].assimilator] is not record_output]
+        canonicals = Result.objects.in_bulk([wu.canonical_result_id for wu in custom if wu.canonical_result_id])
         files: dict[int | None, list[File]] = {}
         canonical_ids = [wu.canonical_result_id for wu in wus if wu.canonical_result_id]
-        for f in File.objects.filter(result_id__in=canonical_ids).order_by("name"):
+        for f in File.objects.filter(ids_in(File, "result", canonical_ids)).order_by("name"):
             files.setdefault(f.result_id, []).append(f)
         rows, done, deferred, no_canonical, events = [], [], [], [], []
+        copies: list[tuple[AssimilatedResult, Path, Path]] = []
         for wu in wus:
             wu.project = project  # the handler's files are in the project's directories
-            canonical = wu.canonical_result
-            if canonical is None and not wu.error_mask:
+            wu.app = apps[wu.app_id]
+            if wu.canonical_result_id is None and not wu.error_mask:
                 wu.error_mask = ErrorMask.NO_CANONICAL_RESULT
                 no_canonical.append(wu.pk)
                 events.append(
@@ -126,9 +155,17 @@ def run_once(
                     )
                 )
             handler = wu.app.assimilator
-            outcome = outcome_of(
-                handler, wu, HANDLERS[handler](wu, canonical, files.get(wu.canonical_result_id, []), now=now)
-            )
+            function = HANDLERS[handler]
+            outputs = files.get(wu.canonical_result_id, [])
+            outcome: str | AssimilatedResult | None
+            if function is record_output:
+                outcome, copy = output_row(wu, wu.canonical_result_id, outputs, now=now)
+                if copy is not None:
+                    copies.append((outcome, *copy))
+            else:
+                canonical = canonicals.get(wu.canonical_result_id) if wu.canonical_result_id else None
+                wu.canonical_result = canonical
+                outcome = outcome_of(handler, wu, function(wu, canonical, outputs, now=now))
             if outcome == DEFER_ASSIMILATION:
                 deferred.append(wu.pk)
                 new, reason = AssimilateState.INIT, "handler deferred assimilation"
@@ -148,11 +185,12 @@ def run_once(
                     reason=reason,
                 )
             )
+        in_parallel(lambda copy: copy_output(*copy), copies)
         if no_canonical:
             Workunit.objects.filter(id__in=no_canonical, error_mask=0).update(error_mask=ErrorMask.NO_CANONICAL_RESULT)
         for ids, state in ((done, AssimilateState.DONE), (deferred, AssimilateState.INIT)):
             if ids:
-                Workunit.objects.filter(id__in=ids, assimilate_state=AssimilateState.READY).update(
+                Workunit.objects.filter(ids_in(Workunit, "id", ids), assimilate_state=AssimilateState.READY).update(
                     assimilate_state=state,
                     transition_time=Least(F("transition_time"), Value(now)) if keep_due_workunits else now,
                 )

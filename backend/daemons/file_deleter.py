@@ -1,7 +1,8 @@
 """The file deleter (reference/server.md §3.9: sched/file_deleter.cpp).
 
 Each pass deletes the output files of results whose file_delete_state is READY, then the input
-files of workunits READY, three results to one workunit per pass as BOINC's 1500/500 split.
+files of workunits READY, three results to one workunit per pass as BOINC's 1500/500 split
+(workunits take what results leave of the batch).
 Rows are claimed with SKIP LOCKED on PostgreSQL and written compare-and-set from READY.
 
 - A result's outputs are unlinked from the upload directory, with the part of an upload the
@@ -28,12 +29,8 @@ from pathlib import Path
 from django.db import transaction
 
 from backend.daemons.claim import claim
-from backend.daemons.hierarchy import (
-    download_path,
-    in_parallel,
-    partial_upload_path,
-    upload_path,
-)
+from backend.daemons.hierarchy import in_parallel, partial_upload_path, project_dir
+from backend.daemons.id_sets import ids_in
 from backend.events import Event, event, record
 from backend.models import DaemonStatus, File, FileDeleteState, Project, Result, Workunit
 
@@ -52,24 +49,25 @@ def unlink(path: Path) -> bool:
     return True
 
 
-def unlink_each(paths_of: Mapping[int, Sequence[Path]]) -> dict[int, bool]:
-    """Delete every row's paths (``{row id: [paths]}``); returns ``{row id: ok}``.
+def unlink_each(paths_of: Mapping[int, Sequence[Path]], parts_of: Mapping[int, Path] | None = None) -> dict[int, bool]:
+    """Delete every row's paths (``{row id: [paths]}``) and the part an upload may have left
+    (``parts_of``: ``{row id: path}``); returns ``{row id: ok}``.
 
-    A row is not ok if a directory of its paths is missing or an unlink failed. Each
-    directory is looked at once per pass, and the unlinks run in parallel.
+    A row is not ok if a directory of its paths is missing or an unlink failed. A part is
+    only tried where its directory is there (nothing can be left where there is none), and
+    one that is not there is no error: trying the unlink costs what looking for the file
+    would. Each directory is looked at once per pass, and the unlinks run in parallel.
     """
-    dirs = {path.parent for paths in paths_of.values() for path in paths}
+    parts_of = parts_of or {}
+    dirs = {path.parent for paths in paths_of.values() for path in paths} | {part.parent for part in parts_of.values()}
     present = {d for d in dirs if d.is_dir()}
     todo = [path for paths in paths_of.values() for path in paths if path.parent in present]
+    todo += [part for part in parts_of.values() if part.parent in present]
     failed = {path for path, ok in zip(todo, in_parallel(unlink, todo)) if not ok}
-    return {pk: all(p.parent in present and p not in failed for p in paths) for pk, paths in paths_of.items()}
-
-
-def abandoned_parts(project: Project, result: Result) -> list[Path]:
-    """The part of ``result``'s output an upload left behind, if there is one: nothing can be
-    there when the upload directory is missing, which is then no error for this result."""
-    part = partial_upload_path(project, result.output_file_name(0))
-    return [part] if part.exists() else []
+    return {
+        pk: all(p.parent in present and p not in failed for p in paths) and parts_of.get(pk) not in failed
+        for pk, paths in paths_of.items()
+    }
 
 
 def finish(
@@ -86,7 +84,8 @@ def finish(
         ids = [pk for pk, s in outcomes.items() if s == state]
         if not ids:
             continue
-        model.objects.filter(id__in=ids, file_delete_state=FileDeleteState.READY).update(file_delete_state=state)
+        ready = model.objects.filter(ids_in(model, "id", ids), file_delete_state=FileDeleteState.READY)
+        ready.update(file_delete_state=state)
         reason = f"{what} deleted" if state == FileDeleteState.DONE else f"could not delete {what}"
         for pk in ids:
             # workunit_of is given whenever model is Result
@@ -115,18 +114,20 @@ def delete_result_files(*, project: Project, now: int, batch_size: int, mod: int
         )
         if not results:
             return 0
-        files: dict[int | None, list[File]] = {}
-        for f in File.objects.filter(result_id__in=[r.pk for r in results], no_delete=False):
-            files.setdefault(f.result_id, []).append(f)
+        upload = project_dir(project, "upload")
+        files: dict[int, list[tuple[int, str]]] = {}
+        for pk, result_id, name in File.objects.filter(
+            ids_in(File, "result", (r.pk for r in results)), no_delete=False
+        ).values_list("id", "result_id", "name"):
+            files.setdefault(result_id, []).append((pk, name))
         done = unlink_each(
-            {
-                r.pk: [upload_path(project, f.name) for f in files.get(r.pk, [])] + abandoned_parts(project, r)
-                for r in results
-            }
+            {r.pk: [upload / name for _, name in files.get(r.pk, ())] for r in results},
+            # the part of an output the client abandoned (``.NAME.part``, hierarchy.partial_upload_path)
+            {r.pk: partial_upload_path(project, r.output_file_name(0)) for r in results},
         )
         outcomes = {pk: FileDeleteState.DONE if ok else FileDeleteState.ERROR for pk, ok in done.items()}
-        deleted = [f.pk for pk, ok in done.items() if ok for f in files.get(pk, [])]
-        File.objects.filter(id__in=deleted).update(file_delete_state=FileDeleteState.DONE)
+        deleted = [file_id for pk, ok in done.items() if ok for file_id, _ in files.get(pk, ())]
+        File.objects.filter(ids_in(File, "id", deleted)).update(file_delete_state=FileDeleteState.DONE)
         record(
             finish(Result, outcomes, now=now, what="output files", workunit_of={r.pk: r.workunit_id for r in results}),
             project.pk,
@@ -146,32 +147,33 @@ def delete_workunit_files(*, project: Project, now: int, batch_size: int, mod: i
             return 0
         ids = [wu.pk for wu in wus]
         through = Workunit.input_files.through
-        links = list(through.objects.filter(workunit_id__in=ids).select_related("file"))
+        links = list(
+            through.objects.filter(ids_in(through, "workunit", ids)).values_list(
+                "workunit_id", "file_id", "file__name", "file__no_delete"
+            )
+        )
         # inputs another workunit still needs (its files are not being deleted)
         shared = set(
-            through.objects.filter(file_id__in={link.file_id for link in links})
-            .exclude(workunit_id__in=ids)
+            through.objects.filter(ids_in(through, "file", {file_id for _, file_id, _, _ in links}))
+            .exclude(ids_in(through, "workunit", ids))
             .exclude(workunit__file_delete_state=FileDeleteState.DONE)
             .values_list("file_id", flat=True)
         )
-        inputs: dict[int, list[File]] = {}
-        for link in links:
-            inputs.setdefault(link.workunit_id, []).append(link.file)
-        doomed = {
-            wu.pk: [
-                f for f in inputs.get(wu.pk, []) if f.pk not in shared and not f.no_delete and "nodelete" not in wu.name
-            ]
-            for wu in wus
-        }
+        kept = {wu.pk for wu in wus if "nodelete" in wu.name}
+        doomed: dict[int, list[tuple[int, str]]] = {pk: [] for pk in ids}
+        for wu_id, file_id, name, no_delete in links:
+            if file_id not in shared and not no_delete and wu_id not in kept:
+                doomed[wu_id].append((file_id, name))
+        download = project_dir(project, "download")
         done = unlink_each(
             {
-                pk: [download_path(project, name) for f in files for name in (f.name, f"{f.name}.gz", f"{f.name}.md5")]
+                pk: [download / f"{name}{tail}" for _, name in files for tail in ("", ".gz", ".md5")]
                 for pk, files in doomed.items()
             }
         )
         outcomes = {pk: FileDeleteState.DONE if ok else FileDeleteState.ERROR for pk, ok in done.items()}
-        deleted = [f.pk for pk, ok in done.items() if ok for f in doomed[pk]]
-        File.objects.filter(id__in=deleted).update(file_delete_state=FileDeleteState.DONE)
+        deleted = [file_id for pk, ok in done.items() if ok for file_id, _ in doomed[pk]]
+        File.objects.filter(ids_in(File, "id", deleted)).update(file_delete_state=FileDeleteState.DONE)
         record(finish(Workunit, outcomes, now=now, what="input files"), project.pk)
         return len(wus)
 
@@ -216,10 +218,14 @@ def retry_errors(*, project: Project, now: int) -> int:
 
 def run_once(*, project: Project, now: int, batch_size: int, mod: int = 1, index: int = 0) -> int:
     """One pass over ``project``'s files: retry old errors when due, then result outputs, then
-    workunit inputs."""
+    workunit inputs: up to three quarters of ``batch_size`` results (BOINC's 1500 to 500), and
+    workunits in the rest of the batch, at least a quarter of it, so that a pass with few
+    results left takes that many more workunits."""
     retry_errors(project=project, now=now)
     results = delete_result_files(
         project=project, now=now, batch_size=max(1, batch_size * 3 // 4), mod=mod, index=index
     )
-    wus = delete_workunit_files(project=project, now=now, batch_size=max(1, batch_size // 4), mod=mod, index=index)
+    wus = delete_workunit_files(
+        project=project, now=now, batch_size=max(1, batch_size // 4, batch_size - results), mod=mod, index=index
+    )
     return results + wus

@@ -49,16 +49,20 @@ differs (§4):
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any, cast
 
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import Field
 
 from backend.daemons import host_app_version, sched_hr, sched_reliable
-from backend.daemons.claim import claim, compare_and_set, insert_rows, update_rows
+from backend.daemons.claim import claim, compare_and_set, insert_rows, preparer
+from backend.daemons.id_sets import ids_in
 from backend.daemons.sched_types import DAILY_RESULT_QUOTA
 from backend.events import Event, event, record
 from backend.models import (
     EXIT_ABORTED_VIA_GUI,
     INT_MAX,
+    App,
     AssimilateState,
     ErrorMask,
     FileDeleteState,
@@ -103,6 +107,24 @@ WU_FIELDS = (
     "hr_class",
     "app_version",
     "awaiting_results",
+)
+# what handle_wu reads of a workunit besides WU_FIELDS (sched_hr.uncommit: hr_class and
+# app_version): a pass reads these columns only
+WU_READ = (
+    *WU_FIELDS,
+    "id",
+    "project",
+    "app",
+    "name",
+    "canonical_result",
+    "transition_time",
+    "delay_bound",
+    "priority",
+    "min_quorum",
+    "target_nresults",
+    "max_error_results",
+    "max_total_results",
+    "transitioner_flags",
 )
 
 
@@ -313,15 +335,67 @@ def update_results(
     (field, old, new, reason) changes, for each of them."""
     if not results:
         return
-    Result.objects.filter(id__in=[r.pk for r in results], **guard).update(**values)
+    Result.objects.filter(ids_in(Result, "id", (r.pk for r in results)), **guard).update(**values)
     for r in results:
         for name, old, new, reason in events(r):
             changes.result_event(r, name, old, new, reason)
 
 
+def write_workunits(changes: Changes, chunk: int = 1000) -> None:
+    """The workunits' changed fields (WU_FIELDS) and every workunit's transition_time, the
+    latter compare-and-set (step 11; ``claim.compare_and_set``), in one write per row: one
+    UPDATE ... FROM (VALUES ...) per chunk of the changed workunits, and ``compare_and_set``
+    for the rest. Two writes of a row would make PostgreSQL keep two new versions of it,
+    each with its own entry in every index of the table."""
+    changed = {wu.pk: wu for wu in changes.workunits}
+    times = changes.transition_times
+    compare_and_set(
+        Workunit, "transition_time", {pk: v for pk, v in times.items() if pk not in changed}, otherwise=changes.now
+    )
+    if not changed:
+        return
+    q = connection.ops.quote_name
+    meta = Workunit._meta
+    table = q(meta.db_table)
+    # WU_FIELDS name columns (foreign keys included), as update_rows's fields
+    columns = [cast("Field[Any, Any]", meta.get_field(name)) for name in WU_FIELDS]
+    time_field = cast("Field[Any, Any]", meta.get_field("transition_time"))
+    n = len(columns)
+    sets = [f"{q(c.column)} = v.column{i + 2}" for i, c in enumerate(columns)]
+    sets.append(
+        f"{q(time_field.column)} = CASE WHEN {table}.{q(time_field.column)} = v.column{n + 2}"
+        f" THEN v.column{n + 3} ELSE %s END"
+    )
+    kinds = [meta.pk.db_type(connection), *(c.db_type(connection) for c in columns)]
+    kinds += [time_field.db_type(connection)] * 2
+    prepared = [(c.attname, preparer(c)) for c in columns]
+    wus = list(changed.values())
+    arrays = connection.vendor == "postgresql"
+    if arrays:
+        # one array per column: a chunk is a few parameters, not one per value, which the
+        # driver would find one by one in a long statement
+        names = ", ".join(f"column{i + 1}" for i in range(len(kinds)))
+        source = f"unnest({', '.join(f'%s::{kind}[]' for kind in kinds)}) AS v({names})"
+    else:
+        row_sql = "(" + ", ".join(f"CAST(%s AS {kind})" for kind in kinds) + ")"
+    with connection.cursor() as cursor:
+        for start in range(0, len(wus), chunk):
+            part = wus[start : start + chunk]
+            rows = [[wu.pk, *(prep(getattr(wu, attname)) for attname, prep in prepared), *times[wu.pk]] for wu in part]
+            if arrays:
+                params: list[Any] = [changes.now, *(list(values) for values in zip(*rows, strict=True))]
+            else:
+                source = f"(VALUES {', '.join([row_sql] * len(part))}) AS v"
+                params = [changes.now, *(value for row in rows for value in row)]
+            cursor.execute(
+                f"UPDATE {table} SET {', '.join(sets)} FROM {source} WHERE {table}.{q(meta.pk.column)} = v.column1",
+                params,
+            )
+
+
 def apply(changes: Changes) -> None:
-    """Write a pass's changes: set updates, one INSERT, and the CAS on transition_time."""
-    now = changes.now
+    """Write a pass's changes: set updates, one INSERT, and one write of each workunit's
+    changed fields and transition_time (its CAS)."""
     update_results(
         changes,
         changes.timed_out,
@@ -370,9 +444,7 @@ def apply(changes: Changes) -> None:
         created = insert_rows(Result, changes.new_results)
         for r in created:
             changes.result_event(r, "server_state", None, ServerState.UNSENT, "result created")
-    if changes.workunits:
-        update_rows(Workunit, changes.workunits, WU_FIELDS)
-    compare_and_set(Workunit, "transition_time", changes.transition_times, otherwise=now)
+    write_workunits(changes)
     record(changes.events, changes.project_id)
     host_app_version.apply(changes.host_app_versions, create=True)
 
@@ -402,7 +474,7 @@ def run_once(
     host_app_version.check_quota(daily_result_quota)
     with transaction.atomic():
         wus = claim(
-            Workunit.objects.filter(project=project).transition_due(now).select_related("app"),
+            Workunit.objects.filter(project=project).transition_due(now).only(*WU_READ),
             batch_size,
             mod=mod,
             index=index,
@@ -410,7 +482,8 @@ def run_once(
         if not wus:
             return 0
         by_wu: dict[int, list[Result]] = {wu.pk: [] for wu in wus}
-        for r in Result.objects.filter(workunit_id__in=list(by_wu)).only(*RESULT_FIELDS).order_by("workunit_id", "id"):
+        results = Result.objects.filter(ids_in(Result, "workunit", by_wu)).only(*RESULT_FIELDS)
+        for r in results.order_by("workunit_id", "id"):
             by_wu[r.workunit_id].append(r)
         changes = Changes(
             now=now,
@@ -421,7 +494,9 @@ def run_once(
             reliable_priority_on_over=reliable_priority_on_over,
             reliable_priority_on_over_except_error=(reliable_priority_on_over_except_error),
         )
+        # the apps' delete_delay, read once: a pass's workunits are of a few apps
+        delete_delay = dict(App.objects.filter(id__in={wu.app_id for wu in wus}).values_list("id", "delete_delay"))
         for wu in wus:
-            handle_wu(wu, by_wu[wu.pk], changes, delete_delay=wu.app.delete_delay)
+            handle_wu(wu, by_wu[wu.pk], changes, delete_delay=delete_delay[wu.app_id])
         apply(changes)
     return len(wus)

@@ -21,13 +21,16 @@ scheduling, §3.10), named ``<file name>__<rest>`` as locality scheduling expect
 
 import hashlib
 import random
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import Field, Model, QuerySet
+from django.utils import timezone
 
-from backend.daemons.claim import insert_rows, shard
-from backend.daemons.hierarchy import download_path, new_files_written
+from backend.daemons.claim import preparer, shard
+from backend.daemons.hierarchy import new_files_written, project_dir
 from backend.events import event, record
 from backend.models import App, File, FileDeleteState, Project, ServerState, Workunit
 
@@ -96,6 +99,58 @@ def input_data(wu_name: str, nbytes: int = INPUT_NBYTES) -> bytes:
     return text.encode()[:nbytes]
 
 
+def insert_new(model: type[Model], columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[int]:
+    """Insert ``rows`` of ``model``, each the values of ``columns`` (attribute names), every
+    other column its field's default and an ``auto_now`` one the batch's time: the row
+    ``bulk_create`` writes for ``model(**dict(zip(columns, row)))``. Returns the new ids, in
+    order.
+
+    On PostgreSQL the ids are drawn from the table's sequence and the rows go in with one
+    COPY of plain values (``claim.insert_rows``'s way), without a model instance per row:
+    building those (a workunit has 32 fields) was most of the time of creating work.
+    Elsewhere, and for a field whose ``pre_save`` does more than read the attribute,
+    ``bulk_create``.
+    """
+    meta = model._meta
+    fields = [field for field in meta.concrete_fields if field is not meta.pk]
+    stamped = {field for field in fields if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False)}
+    plain = all(type(field).pre_save is Field.pre_save for field in fields if field not in stamped)
+    if not rows or connection.vendor != "postgresql" or not plain:
+        made = model._default_manager.bulk_create([model(**dict(zip(columns, row, strict=True))) for row in rows])
+        return [row.pk for row in made]
+    position = {name: i for i, name in enumerate(columns)}
+    unknown = set(columns) - {field.attname for field in fields}
+    if unknown:
+        raise ValueError(f"{meta.label} has no column {', '.join(sorted(unknown))}")
+    now = timezone.now()
+    # a batch's row: the constant columns prepared once, the given ones per row
+    constant: list[Any] = [None]  # the id's place
+    given: list[tuple[int, int, Callable[[Any], Any]]] = []
+    for slot, field in enumerate(fields, start=1):
+        prepare = preparer(field)
+        if field.attname in position:
+            constant.append(None)
+            given.append((slot, position[field.attname], prepare))
+        else:
+            constant.append(prepare(now if field in stamped else field.get_default()))
+    q = connection.ops.quote_name
+    names = ", ".join(q(column) for column in [meta.pk.column, *(field.column for field in fields)])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+            [q(meta.db_table), meta.pk.column, len(rows)],
+        )
+        ids = sorted(found for (found,) in cursor.fetchall())
+        with cursor.cursor.copy(f"COPY {q(meta.db_table)} ({names}) FROM STDIN") as copy:
+            for pk, row in zip(ids, rows, strict=True):
+                values = constant.copy()
+                values[0] = pk
+                for slot, index, prepare in given:
+                    values[slot] = prepare(row[index])
+                copy.write_row(values)
+    return ids
+
+
 def create_work(
     app: App,
     names: Iterable[str],
@@ -104,8 +159,9 @@ def create_work(
     inputs: Callable[[str], bytes] | None = None,
     shared_input: File | None = None,
     **overrides: float,
-) -> list[Workunit]:
-    """Create one workunit per name, with its input file; return them.
+) -> QuerySet[Workunit]:
+    """Create one workunit per name, with its input file; return them (a QuerySet, in the
+    order of ``names``, read when used).
 
     ``inputs(name) -> bytes`` gives each workunit's own input (default ``input_data``);
     ``shared_input`` is an existing File every workunit reads instead (locality scheduling).
@@ -117,51 +173,44 @@ def create_work(
     if shared_input is None:
         make = inputs or input_data
         contents = [make(name) for name in names]
-        inputs_written = new_files_written(
-            (download_path(app.project, f"{name}.in"), data) for name, data in zip(names, contents)
-        )
+        folder = project_dir(app.project, "download")
+        inputs_written = new_files_written((folder / f"{name}.in", data) for name, data in zip(names, contents))
     with transaction.atomic(), inputs_written:
-        wus = insert_rows(
+        fixed = (app.project_id, app.pk, now, now, *params.values())
+        wu_ids = insert_new(
             Workunit,
-            (
-                Workunit(project_id=app.project_id, app=app, name=name, create_time=now, transition_time=now, **params)
-                for name in names
-            ),
+            ("project_id", "app_id", "create_time", "transition_time", *params, "name"),
+            [(*fixed, name) for name in names],
         )
         if shared_input is not None:
-            files = [shared_input] * len(wus)
+            file_ids = [shared_input.pk] * len(wu_ids)
         else:
-            files = insert_rows(
+            file_ids = insert_new(
                 File,
-                (
-                    File(
-                        project_id=app.project_id,
-                        name=f"{wu.name}.in",
-                        kind=File.Kind.INPUT,
-                        nbytes=len(data),
-                        md5_cksum=hashlib.md5(data).hexdigest(),
-                    )
-                    for wu, data in zip(wus, contents)
-                ),
+                ("project_id", "name", "kind", "nbytes", "md5_cksum"),
+                [
+                    (app.project_id, f"{name}.in", File.Kind.INPUT, len(data), hashlib.md5(data).hexdigest())
+                    for name, data in zip(names, contents)
+                ],
             )
         through = Workunit.input_files.through
-        insert_rows(through, (through(workunit_id=wu.pk, file_id=f.pk) for wu, f in zip(wus, files)))
+        insert_new(through, ("workunit_id", "file_id"), list(zip(wu_ids, file_ids)))
         record(
             [
                 event(
                     time=now,
                     actor=ACTOR,
-                    workunit_id=wu.pk,
+                    workunit_id=pk,
                     field="transition_time",
                     old=None,
                     new=now,
                     reason="workunit created",
                 )
-                for wu in wus
+                for pk in wu_ids
             ],
             app.project_id,
         )
-    return wus
+    return Workunit.objects.filter(id__in=wu_ids).order_by("id")
 
 
 def next_names(prefix: str, count: int, now: int) -> list[str]:
@@ -171,7 +220,9 @@ def next_names(prefix: str, count: int, now: int) -> list[str]:
     return [f"{stem}{start + k}" for k in range(count)]
 
 
-def create_work_for_file(app: App, input_file: File, *, now: int, count: int = 1, **overrides: float) -> list[Workunit]:
+def create_work_for_file(
+    app: App, input_file: File, *, now: int, count: int = 1, **overrides: float
+) -> QuerySet[Workunit]:
     """Workunits for one existing input file, on demand (locality scheduling, §3.10).
 
     The file's name may not contain ``__`` (seed 004): the workunits are named
@@ -210,7 +261,8 @@ def generate(app: App, *, now: int, batch_size: int) -> int:
         if missing <= 0:
             return 0
         count = min(-(-missing // app.target_nresults), batch_size)
-        return len(create_work(app, next_names(app.name, count, now), now=now))
+        create_work(app, next_names(app.name, count, now), now=now)
+        return count
 
 
 def run_once(*, project: Project, now: int, batch_size: int, mod: int = 1, index: int = 0) -> int:
