@@ -21,15 +21,13 @@ scheduling, §3.10), named ``<file name>__<rest>`` as locality scheduling expect
 
 import hashlib
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
 
-from django.db import connection, transaction
-from django.db.models import Field, Model, QuerySet
-from django.utils import timezone
+from django.db import transaction
+from django.db.models import QuerySet
 
-from backend.daemons.claim import preparer, shard
+from backend.daemons.claim import insert_new, shard
 from backend.daemons.hierarchy import new_files_written, project_dir
 from backend.events import event, record
 from backend.models import App, File, FileDeleteState, Project, ServerState, Workunit
@@ -97,58 +95,6 @@ def input_data(wu_name: str, nbytes: int = INPUT_NBYTES) -> bytes:
     rng = random.Random(wu_name)
     text = "".join(f"{rng.random():.12f}\n" for _ in range(nbytes // 15 + 1))
     return text.encode()[:nbytes]
-
-
-def insert_new(model: type[Model], columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[int]:
-    """Insert ``rows`` of ``model``, each the values of ``columns`` (attribute names), every
-    other column its field's default and an ``auto_now`` one the batch's time: the row
-    ``bulk_create`` writes for ``model(**dict(zip(columns, row)))``. Returns the new ids, in
-    order.
-
-    On PostgreSQL the ids are drawn from the table's sequence and the rows go in with one
-    COPY of plain values (``claim.insert_rows``'s way), without a model instance per row:
-    building those (a workunit has 32 fields) was most of the time of creating work.
-    Elsewhere, and for a field whose ``pre_save`` does more than read the attribute,
-    ``bulk_create``.
-    """
-    meta = model._meta
-    fields = [field for field in meta.concrete_fields if field is not meta.pk]
-    stamped = {field for field in fields if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False)}
-    plain = all(type(field).pre_save is Field.pre_save for field in fields if field not in stamped)
-    if not rows or connection.vendor != "postgresql" or not plain:
-        made = model._default_manager.bulk_create([model(**dict(zip(columns, row, strict=True))) for row in rows])
-        return [row.pk for row in made]
-    position = {name: i for i, name in enumerate(columns)}
-    unknown = set(columns) - {field.attname for field in fields}
-    if unknown:
-        raise ValueError(f"{meta.label} has no column {', '.join(sorted(unknown))}")
-    now = timezone.now()
-    # a batch's row: the constant columns prepared once, the given ones per row
-    constant: list[Any] = [None]  # the id's place
-    given: list[tuple[int, int, Callable[[Any], Any]]] = []
-    for slot, field in enumerate(fields, start=1):
-        prepare = preparer(field)
-        if field.attname in position:
-            constant.append(None)
-            given.append((slot, position[field.attname], prepare))
-        else:
-            constant.append(prepare(now if field in stamped else field.get_default()))
-    q = connection.ops.quote_name
-    names = ", ".join(q(column) for column in [meta.pk.column, *(field.column for field in fields)])
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
-            [q(meta.db_table), meta.pk.column, len(rows)],
-        )
-        ids = sorted(found for (found,) in cursor.fetchall())
-        with cursor.cursor.copy(f"COPY {q(meta.db_table)} ({names}) FROM STDIN") as copy:
-            for pk, row in zip(ids, rows, strict=True):
-                values = constant.copy()
-                values[0] = pk
-                for slot, index, prepare in given:
-                    values[slot] = prepare(row[index])
-                copy.write_row(values)
-    return ids
 
 
 def create_work(

@@ -407,41 +407,19 @@ def test_two_results_of_one_host_checked_together_change_its_record_once_in_boin
     whole: of two results of one host, only the last one's is_valid is kept (departure 10,
     option hav_last_copy_wins)."""
     host = project.host()
-    wu = project.workunit(
-        rsc_fpops_est=EST, rsc_fpops_bound=10 * EST, min_quorum=2, target_nresults=2, need_validate=True
-    )
-    for _ in range(2):
-        r = project.result(
-            wu,
-            server_state=ServerState.OVER,
-            outcome=Outcome.SUCCESS,
-            host=host,
-            app_version=project.version,
-            elapsed_time=500.0,
-            flops_estimate=2e9,
-            sent_time=NOW - 86400,
-            received_time=NOW,
-        )
-        FileFactory(result=r, md5_cksum="a")
-    validator.run_once(
-        project=demo_project(), now=NOW, batch_size=10, daily_result_quota=0, hav_last_copy_wins=last_copy_wins
-    )
+    validate_in_one_pass(project, [(host, "a"), (host, "a")], quota=0, last_copy_wins=last_copy_wins)
     hav = HostAppVersion.objects.get(host=host)
     # the PFC average always takes the last copy: one sample of 1.0
     assert (hav.consecutive_valid, hav.pfc_n, hav.pfc_avg) == (valid, 1, pytest.approx(1.0))
 
 
-@pytest.mark.parametrize("last_copy_wins, record", [(False, (0, 1)), (True, (1, 1))])
-def test_an_invalid_result_that_changes_nothing_leaves_its_hosts_other_copy_written(project, last_copy_wins, record):
-    """Of a host's valid and invalid results in one workunit, BOINC's validator writes each
-    copy only where it differs from the record as read (update_validator): is_invalid on a
-    record with no run of valid results changes nothing, so the valid copy's write stands
-    (the differential's seed 9303 validator case 125)."""
-    host, other = project.host(), project.host()
+def validate_in_one_pass(project, outputs, *, quota, last_copy_wins):
+    """One validator pass over a quorum-2 workunit with a successful result per (host,
+    output checksum) of ``outputs``, in that order."""
     wu = project.workunit(
-        rsc_fpops_est=EST, rsc_fpops_bound=10 * EST, min_quorum=2, target_nresults=3, need_validate=True
+        rsc_fpops_est=EST, rsc_fpops_bound=10 * EST, min_quorum=2, target_nresults=len(outputs), need_validate=True
     )
-    for who, output in ((host, "a"), (host, "c"), (other, "a")):
+    for who, output in outputs:
         r = project.result(
             wu,
             server_state=ServerState.OVER,
@@ -455,8 +433,19 @@ def test_an_invalid_result_that_changes_nothing_leaves_its_hosts_other_copy_writ
         )
         FileFactory(result=r, md5_cksum=output)
     validator.run_once(
-        project=demo_project(), now=NOW, batch_size=10, daily_result_quota=500, hav_last_copy_wins=last_copy_wins
+        project=demo_project(), now=NOW, batch_size=10, daily_result_quota=quota, hav_last_copy_wins=last_copy_wins
     )
+
+
+@pytest.mark.parametrize("last_copy_wins, record", [(False, (0, 1)), (True, (1, 1))])
+def test_an_invalid_result_that_changes_nothing_leaves_its_hosts_other_copy_written(project, last_copy_wins, record):
+    """Of a host's valid and invalid results in one workunit, BOINC's validator writes each
+    copy only where it differs from the record as read (update_validator): is_invalid on a
+    record with no run of valid results changes nothing, so the valid copy's write stands
+    (the differential's seed 9303 validator case 125)."""
+    host, other = project.host(), project.host()
+    # host's first result matches other's (valid), its second matches neither (invalid)
+    validate_in_one_pass(project, [(host, "a"), (host, "c"), (other, "a")], quota=500, last_copy_wins=last_copy_wins)
     assert sorted(Result.objects.filter(host=host).values_list("validate_state", flat=True)) == sorted(
         [ValidateState.VALID, ValidateState.INVALID]
     )
@@ -474,24 +463,7 @@ def test_an_invalid_result_ending_a_run_writes_its_copy_and_its_pfc_as_read(proj
     HostAppVersion.objects.create(
         host=host, project=host.project, app_version=project.version, consecutive_valid=3, pfc_n=3, pfc_avg=1.0
     )
-    wu = project.workunit(
-        rsc_fpops_est=EST, rsc_fpops_bound=10 * EST, min_quorum=2, target_nresults=3, need_validate=True
-    )
-    for who, output in ((host, "a"), (host, "c"), (other, "a")):
-        r = project.result(
-            wu,
-            server_state=ServerState.OVER,
-            outcome=Outcome.SUCCESS,
-            host=who,
-            app_version=project.version,
-            elapsed_time=500.0,
-            flops_estimate=2e9,
-            sent_time=NOW - 86400,
-            received_time=NOW,
-        )
-        FileFactory(result=r, md5_cksum=output)
-    validator.run_once(
-        project=demo_project(), now=NOW, batch_size=10, daily_result_quota=500, hav_last_copy_wins=last_copy_wins
-    )
+    # host's first result matches other's (valid), its second matches neither (invalid)
+    validate_in_one_pass(project, [(host, "a"), (host, "c"), (other, "a")], quota=500, last_copy_wins=last_copy_wins)
     hav = HostAppVersion.objects.get(host=host)
     assert (hav.consecutive_valid, hav.pfc_n) == record
