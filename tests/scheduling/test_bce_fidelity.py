@@ -29,6 +29,20 @@ from .helpers import (
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def boinc7_emulator(s, duration, compat, seed=1):
+    """An emulator of ``s`` under boinc7 with BCE's 60 s step, the scenario's jobs only."""
+    return Emulator(
+        s,
+        get_policy("boinc7"),
+        duration=duration,
+        delta=60,
+        seed=seed,
+        compat=compat,
+        existing_jobs_only=True,
+        policy_name="boinc7",
+    )
+
+
 def urgent_work_behind_a_running_job():
     # One CPU. "busy" runs a 1-hour job; "urgent" has 6-minute jobs due within an hour,
     # shorter than the 2.4-hour minimum buffer, so every urgent job is a predicted deadline
@@ -99,16 +113,7 @@ def gpu_job_on_an_intermittent_gpu():
 
 
 def emulate(s, compat, duration):
-    em = Emulator(
-        s,
-        get_policy("boinc7"),
-        duration=duration,
-        delta=60,
-        seed=3,
-        compat=compat,
-        existing_jobs_only=True,
-        policy_name="boinc7",
-    )
+    em = boinc7_emulator(s, duration, compat, seed=3)
     return em, em.run()
 
 
@@ -401,16 +406,7 @@ def test_a_report_asks_for_work_of_a_resource_the_project_is_backed_off_for(comp
     # on two CPUs leaves a CPU idle, so the CPU buffer is below work_buf_total.
     from scheduling.engine import work_fetch
 
-    em = Emulator(
-        scenario(project("P", [job("a", hours=1.0)]), ncpus=2),
-        get_policy("boinc7"),
-        duration=HOUR,
-        delta=60,
-        seed=1,
-        compat=compat,
-        existing_jobs_only=True,
-        policy_name="boinc7",
-    )
+    em = boinc7_emulator(scenario(project("P", [job("a", hours=1.0)]), ncpus=2), HOUR, compat)
     p = em.projects[0]
     p.backoff_time[0] = 1000.0
     p.backoff_interval[0] = 600.0
@@ -454,16 +450,7 @@ def test_a_project_that_would_ask_for_nothing_gives_the_work_fetch_to_the_next_o
     b = project("B", share=0.0, apps=(cpu_app(), gpu_app))
     c = project("C", share=100.0, apps=(cpu_app(), gpu_app))
     prefs = Prefs(work_buf_min_days=0.01, work_buf_additional_days=0.01)
-    em = Emulator(
-        scenario(a, b, c, host=host, prefs=prefs),
-        get_policy("boinc7"),
-        duration=HOUR,
-        delta=60,
-        seed=1,
-        compat=compat,
-        existing_jobs_only=True,
-        policy_name="boinc7",
-    )
+    em = boinc7_emulator(scenario(a, b, c, host=host, prefs=prefs), HOUR, compat)
     pa, pb, pc = em.projects
     pb.rec = 1.0
     pc.backoff_time[:] = [1000.0, 1000.0]
@@ -500,16 +487,7 @@ def test_under_bce_a_gpu_jobs_cpu_part_of_its_peak_flops_is_scaled_with_the_cpu_
         ),
         host=host,
     )
-    em = Emulator(
-        s,
-        get_policy("boinc7"),
-        duration=HOUR,
-        delta=60,
-        seed=1,
-        compat=compat,
-        existing_jobs_only=True,
-        policy_name="boinc7",
-    )
+    em = boinc7_emulator(s, HOUR, compat)
     em.run()
     cpu_job, gpu_job = sorted(em.all_jobs, key=lambda j: j.rsc)
     assert em.cpu_scale == pytest.approx(0.5)
@@ -528,16 +506,7 @@ def test_under_bce_the_step_in_which_a_job_ends_is_charged_whole(compat):
     # [60, 120]: under bce 120 s of peak FLOPs and, elapsed time counting twice, 240 s of
     # elapsed time; intended counts the 90 s it computed.
     s = scenario(project("P", [job("j", hours=90 / HOUR)]), ncpus=1)
-    em = Emulator(
-        s,
-        get_policy("boinc7"),
-        duration=600,
-        delta=60,
-        seed=1,
-        compat=compat,
-        existing_jobs_only=True,
-        policy_name="boinc7",
-    )
+    em = boinc7_emulator(s, 600, compat)
     result = em.run()
     (j,) = em.all_jobs
     charged = 120.0 if compat == "bce" else 90.0
@@ -560,16 +529,7 @@ def test_under_bce_jobs_that_end_in_one_step_update_the_dcf_in_the_order_of_thei
         return InitialJob(name=name, app="a", fpops=size, fpops_est=size, deadline=10 * 86400.0, received=received)
 
     s = scenario(project("P", [sized("A", 3650.0, -10.0), sized("B", 3620.0, 0.0)]), ncpus=2)
-    em = Emulator(
-        s,
-        get_policy("boinc7"),
-        duration=2 * HOUR,
-        delta=60,
-        seed=1,
-        compat="bce",
-        existing_jobs_only=True,
-        policy_name="boinc7",
-    )
+    em = boinc7_emulator(s, 2 * HOUR, "bce")
     em.run()
     raw_a, raw_b = 7320.0 / 3650.0, 7320.0 / 3620.0
     assert em.projects[0].dcf == 0.9 * raw_a + 0.1 * raw_b
@@ -622,16 +582,7 @@ def test_under_bce_running_jobs_appended_to_the_run_list_keep_their_cpu_in_arriv
         project("P", apps=(cpu_app(),)),
         ncpus=2,
     )
-    em = Emulator(
-        s,
-        get_policy("boinc7"),
-        duration=60,
-        delta=60,
-        seed=1,
-        compat="bce",
-        existing_jobs_only=True,
-        policy_name="boinc7",
-    )
+    em = boinc7_emulator(s, 60, "bce")
     em.run()
     assert [j.name for j in em.running] == ["B", "A"]
     p = em.projects[1]
