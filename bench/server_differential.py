@@ -71,7 +71,6 @@ from boinc_server import (  # noqa: E402
     parse_reply,
     scheduler_request_xml,
     setup_boincweb,
-    time_text,
 )
 
 STEPS = ("transitioner", "validator", "assimilator", "file_deleter", "scheduler", "locality")
@@ -1730,6 +1729,7 @@ class Boincweb:
             version_select_random_factor=0.0,
             plan_class_spec=str(write_plan_classes(self.work)),
             hav_last_copy_wins=True,
+            boinc_committed_never_reliable=True,  # docs/server-fidelity.md, BOINC defect 4
             default_disk_min_free_gb=c.get("default_disk_min_free_gb", 1.0),
             **credit_options(case),
             **boincweb_hr_and_limit_options(c),
@@ -1988,13 +1988,37 @@ def run_case(step, case, boinc, ours, out, time_tolerance=TIME_TOLERANCE):
         program = boinc.programs["scheduler" if step in SENDING else step]
         if step == "validator":
             program = f"{program} --app uppercase {' '.join(boinc.credit_args)}"
-        (folder / "rerun.sh").write_text(
-            f"mysql -h {boinc.db_host} -u root {boinc.db} < {folder / 'boinc.sql'}\n"
-            f"cd {boinc.project / 'cgi-bin'} && faketime '@{time_text(case['now'])}' "
-            f"{program} "
-            f"{'--one_pass' if step not in SENDING else '< ' + str(folder / 'request.xml')}\n"
-        )
+        (folder / "rerun.sh").write_text(rerun_script(boinc, folder, step, program, case["now"]))
     return outcome
+
+
+def rerun_script(boinc, folder, step, program, now):
+    """The shell script that loads a kept case's rows into BOINC's database and runs BOINC's
+    program on them at the case's clock, as the harness did: libfaketime's absolute start
+    time in the program's environment (the ``faketime`` command would read its argument
+    with ``date -d``, which takes no ``@``); for a scheduler step the feeder first fills
+    shared memory, and is stopped, and its segment removed, after the reply."""
+    env = boinc.project_.env(now)
+    clock = "env " + " ".join(f"{k}='{env[k]}'" for k in ("TZ", "FAKETIME", "FAKETIME_DONT_RESET", "LD_PRELOAD"))
+    lines = [
+        "set -e",
+        f"mysql -h {boinc.db_host} -u root {boinc.db} < {folder / 'boinc.sql'}",
+        f"cd {boinc.project / 'cgi-bin'}",
+    ]
+    if step in SENDING:
+        feeder = boinc.project_.programs["feeder"]
+        lines += [
+            f"rm -f {folder / 'feeder.log'}",  # not an earlier run's "sleeping"
+            f"{clock} {feeder} --allapps --priority_order -d 4 > {folder / 'feeder.log'} 2>&1 &",
+            "feeder=$!",
+            f"until grep -q sleeping {folder / 'feeder.log'}; do sleep 0.2; done",
+            f"{clock} {program} < {folder / 'request.xml'}",
+            "kill $feeder; wait $feeder || true",
+            f"ipcrm -M {boinc.project_.shmem_key} || true",
+        ]
+    else:
+        lines.append(f"{clock} {program} --one_pass")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv=None):

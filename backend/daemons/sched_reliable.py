@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from backend.daemons.sched_send import Version
     from backend.daemons.sched_types import SchedulerConfig, SchedulerRequest
     from backend.daemons.transitioner import Changes
-    from backend.models import Host, HostAppVersion, Result, Workunit
+    from backend.models import Host, HostAppVersion, Workunit
 
 # sched_send.cpp: samples before the turnaround counts, and valid results in a row.
 MIN_HOST_SAMPLES = 10
@@ -114,7 +114,13 @@ class Reliability:
             return Q()
         return Q(priority__lt=self.config.reliable_on_priority)
 
-    def refuses(self, result: Result, version: Version) -> bool:
-        """Whether a job that needs a reliable host must not go with ``version``
-        (sched_score.cpp JOB::get_score)."""
-        return need_reliable(result.priority, self.config) and not self.reliable(version)
+    def refuses(self, priority: int, version: Version, committed: bool = False) -> bool:
+        """Whether a job of ``priority`` that needs a reliable host must not go with
+        ``version`` (sched_score.cpp JOB::get_score); ``committed``: its workunit is committed
+        to ``version`` (homogeneous app version), which BOINC's code never counts reliable
+        (SchedulerConfig.boinc_committed_never_reliable, BOINC defect 4)."""
+        if not need_reliable(priority, self.config):
+            return False
+        if committed and self.config.boinc_committed_never_reliable:
+            return True
+        return not self.reliable(version)

@@ -997,7 +997,7 @@ def send_for_resource(
                     if work_needed is not None and work_needed.stops(NO_VERSION):
                         break
                     continue
-            if reliability is not None and reliability.refuses(result, version):
+            if reliability is not None and reliability.refuses(result.priority, version, committed):
                 continue  # JOB::get_score leaves the job out of the scan before any check
             unlimited = leaky and committed  # check_homogeneous_app_version checks no limit
             if in_progress is not None:
@@ -1116,24 +1116,45 @@ def lacking_notices(
     """Add the memory, disk and bandwidth notices of unsent jobs the host lacks something
     for that the request did not look at (BOINC checks these before
     one_result_per_user_per_wu, which our candidates query applies first), as BOINC would
-    for the jobs in its shared-memory cache (at most ``limit``, its default size); with
+    for the jobs in its shared-memory cache (at most ``limit`` an app, its default size); with
     ``refusals`` (a set), DEADLINE joins it when such a job the host has all it needs for
     would not finish in time, as check_deadline, the last of those checks, sets the flag
     behind "Tasks won't finish in time" (sched_check.cpp wu_is_infeasible_fast). Jobs
     homogeneous redundancy keeps from the host are left out, and so are jobs that need a
-    reliable host when this version is not one (``sched_reliable.Reliability.feasible``), as
-    BOINC checks those first, and so are jobs whose version is over its daily quota, which
-    BOINC checks before the rest (sched_score.cpp send_work_score_type). Called when nothing
-    was sent, so the disk left is still the request's whole allowance.
+    reliable host when their version is not one (sched_score.cpp JOB::get_score leaves them
+    out of the scan), and jobs whose best version is over its daily quota (get_app_version
+    finds none within it). Called when nothing was sent, so the disk left is still the
+    request's whole allowance.
+
+    The jobs of the apps of one processor type are taken in the scan's order (the feeder's,
+    as ``candidate_sql`` gives it), and a job committed to a version over its daily quota
+    ends them: sched_score.cpp send_work_score_type stops its pass at the first job whose
+    version ``daily_quota_exceeded``, so the jobs after it are never checked.
 
     With ``host_class`` and ``request``, a workunit committed to an app version
     (homogeneous app version) is checked with that version, whichever the host's best is,
     and so is one of an app the host has no version of its own for (a ``committed_only``
     Version): sched_score.cpp send_work_score_type takes each job's version from
-    get_app_version, which returns the committed one (check_homogeneous_app_version), or
-    none when the host cannot run it (the job is then never checked)."""
+    get_app_version, which returns the committed one (check_homogeneous_app_version, which
+    checks no daily quota), or none when the host cannot run it (the job is then never
+    checked)."""
     apps = App.objects.in_bulk(list(looked_at))
     committed_versions: dict[int | str, Any] = {}  # sched_hr's cache, as in send_for_resource
+    hr = sched_hr.uses_hr(list(looked_at), config)
+
+    def checks_deadlines(resource: Resource) -> bool:
+        """Whether a job the host has all it needs for is still checked for its deadline:
+        only to flag DEADLINE, so not once it is flagged."""
+        return (
+            refusals is not None
+            and DEADLINE not in refusals
+            and not config.ignore_delay_bound
+            and resource.estimated_delay != 0
+        )
+
+    # each processor type's jobs, in the scan's order: (order key, app, its version, its
+    # resource, the job's columns)
+    scans: dict[str, list[tuple[tuple[int, int, int, int], int, Version, Resource, tuple[Any, ...]]]] = {}
     for app_id, (version, resource) in looked_at.items():
         by_commitment = host_class is not None and request is not None and apps[app_id].homogeneous_app_version
         short = Q(pk__in=[])
@@ -1143,19 +1164,19 @@ def lacking_notices(
             short |= Q(workunit__rsc_disk_bound__gt=resource.disk.available)
         if resource.n_bwdown:
             short |= Q(workunit__rsc_bandwidth_bound__gt=resource.n_bwdown)
-        deadlines = (
-            refusals is not None
-            and DEADLINE not in refusals
-            and not config.ignore_delay_bound
-            and resource.estimated_delay != 0
-        )
+        deadlines = checks_deadlines(resource)
         if resource.usable_ram is None and resource.disk is None and not resource.n_bwdown and not deadlines:
             continue
+        if by_commitment:
+            # a committed workunit whose version is over its quota ends the scan, lacking
+            # something or not
+            short |= Q(workunit__app_version__isnull=False)
         rows = (
             Result.objects.filter(server_state=ServerState.UNSENT, app_id=app_id, workunit__error_mask=0)
             .filter(Q() if deadlines else short)
             .filter(sched_hr.feasible(apps[app_id], version, host_class, config, any_version=by_commitment))
-            .filter(reliability.feasible(version) if reliability else Q())
+            # a committed job's reliability is its own version's (below)
+            .filter(reliability.feasible(version) if reliability and not by_commitment else Q())
             .order_by("-priority", "workunit_id", "id")
             .values_list(
                 "workunit__rsc_memory_bound",
@@ -1166,9 +1187,23 @@ def lacking_notices(
                 "workunit__delay_bound",
                 "workunit__rsc_fpops_est",
                 "priority",
+                "workunit_id",
+                "id",
+                "workunit__hr_class",
             )[:limit]
         )
-        for memory, disk, bandwidth, number, committed, delay_bound, fpops, priority in rows:
+        for row in rows:
+            priority, wu_id, pk, hr_class = row[7:]
+            score = priority + (1 if hr and hr_class > 0 else 0)
+            key = (-score, -priority if hr else 0, wu_id, pk)
+            scans.setdefault(resource.name, []).append((key, app_id, version, resource, row))
+    for scan in scans.values():
+        scan.sort(key=lambda job: job[0])
+        found: list[str] = []  # this pass's notices, in the order of its jobs
+        ended_by = None  # the quota notice of the committed job that ended the pass
+        for _, app_id, version, resource, row in scan:
+            memory, disk, bandwidth, number, committed, delay_bound, fpops, priority = row[:8]
+            by_commitment = host_class is not None and request is not None and apps[app_id].homogeneous_app_version
             wu = Workunit(
                 rsc_memory_bound=memory,
                 rsc_disk_bound=disk,
@@ -1190,14 +1225,19 @@ def lacking_notices(
                 job = job_version(version, wu)
             if job is None:
                 continue  # no version for this job: BOINC never checks it
+            if reliability is not None and reliability.refuses(priority, job, bool(by_commitment and committed)):
+                continue  # JOB::get_score: a job that needs a reliable host, a version that is not
             if job.room is not None and job.room <= 0:
-                # over its daily quota: BOINC's scan checks the quota before what the host
-                # lacks, and ends there (get_app_version finds no version within the quota,
-                # or send_work_score_type's daily_quota_exceeded stops the pass)
-                continue
+                if by_commitment and committed:
+                    # send_work_score_type: daily_quota_exceeded ends the pass
+                    ended_by = f"Daily job limit ({job.limit}) has been reached"
+                    break
+                continue  # get_app_version finds no version within the daily quota
             why = lacks(wu, resource)
-            if not why and deadlines:
-                assert refusals is not None  # deadlines needs it
+            if not why:
+                if not checks_deadlines(resource):
+                    continue
+                assert refusals is not None  # checks_deadlines needs it
                 flops = None
                 if by_commitment:
                     assert request is not None  # by_commitment needs it
@@ -1210,7 +1250,11 @@ def lacking_notices(
                         break
                     refusals.add(DEADLINE)  # each refusal flags it, as above
                 continue
-            add_notice(notices, notice(why, wu, job, resource))
+            add_notice(found, notice(why, wu, job, resource))
+        # the jobs before the one that ended the pass were checked before its quota was
+        found = [text for text in found if text not in notices]
+        at = notices.index(ended_by) if ended_by in notices else len(notices)
+        notices[at:at] = found
 
 
 # Why a job is not sent to this host (sched_check.cpp's INFEASIBLE_MEM, INFEASIBLE_DISK,

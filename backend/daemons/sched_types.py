@@ -484,6 +484,13 @@ class SchedulerConfig:
     # false to add_result_to_reply; off, the size of a file the host already has (or that
     # an earlier job of the reply brings) is not counted again (decrement_disk_space_locality).
     boinc_locality_full_disk_bound: bool = False
+    # BOINC's reliability of a committed workunit's version (docs/server-fidelity.md, BOINC
+    # defect 4): a job that needs a reliable host (priority at least reliable_on_priority)
+    # whose workunit is committed to an app version (homogeneous app version) is never sent,
+    # as sched_version.cpp's check_homogeneous_app_version leaves its BEST_APP_VERSION's
+    # reliable flag false; off, the committed version is reliable when the host's record of
+    # it is, as for any other version.
+    boinc_committed_never_reliable: bool = False
     # A caller's locality options over the ones above, with the scheduler's wait and the seed
     # of its random choices (a LocalityConfig, or None), never config.xml's: a simulated
     # world waits in its own time and names its hosts by their index.
@@ -559,6 +566,7 @@ class SchedulerConfig:
             "boinc_locality_limits",
             "boinc_locality_full_delay_bound",
             "boinc_locality_full_disk_bound",
+            "boinc_committed_never_reliable",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, not {getattr(self, name)!r}")

@@ -107,6 +107,11 @@ def server_options(project: Project) -> list[tuple[str, str | int, str]]:
             "even for a file the host already has",
         ),
         (
+            "boinc_committed_never_reliable",
+            "yes" if config.boinc_committed_never_reliable else "no",
+            "BOINC's way, a job for reliable hosts never sent when its workunit is committed to an app version",
+        ),
+        (
             "default_disk_min_free_gb",
             f"{config.default_disk_min_free_gb:g} GB",
             "least free disk a host keeps, whatever its preferences",

@@ -160,14 +160,19 @@ def test_a_callers_locality_config_is_a_locality_config_and_never_read_from_conf
 
 
 @pytest.mark.django_db
-def test_the_status_page_shows_each_of_boincs_locality_behaviours_an_admin_can_turn_on(client, settings, tmp_path):
-    names = ("boinc_locality_limits", "boinc_locality_full_delay_bound", "boinc_locality_full_disk_bound")
+def test_the_status_page_shows_each_of_boincs_own_behaviours_an_admin_can_turn_on(client, settings, tmp_path):
+    names = (
+        "boinc_locality_limits",
+        "boinc_locality_full_delay_bound",
+        "boinc_locality_full_disk_bound",
+        "boinc_committed_never_reliable",
+    )
     shown = server_options_shown(client)
-    assert [shown[name] for name in names] == ["no", "no", "no"]
+    assert [shown[name] for name in names] == ["no"] * len(names)
     (tmp_path / "config.xml").write_text("<config>" + "".join(f"<{n}>1</{n}>" for n in names) + "</config>")
     settings.BOINC_CONFIG_XML = str(tmp_path / "config.xml")
     shown = server_options_shown(client)
-    assert [shown[name] for name in names] == ["yes", "yes", "yes"]
+    assert [shown[name] for name in names] == ["yes"] * len(names)
 
 
 @pytest.mark.django_db

@@ -590,6 +590,103 @@ def test_a_committed_job_whose_version_is_over_its_daily_quota_ends_the_pass(pro
     ]
 
 
+def over_quota_and_lacking(project, lacking_priority):
+    """A committed job of priority 1 whose version is over its daily quota on the host, and
+    an 8 GB job of ``lacking_priority`` whose other result the volunteer already has; the
+    reply to a day's work request with 4 GB of memory."""
+    from backend.models import ServerState
+
+    project.app.homogeneous_app_version = True
+    project.app.save()
+    old = AppVersionFactory(app=project.app, version_num=90, flops=1e9)
+    host = project.host(p_ncpus=1)
+    HostAppVersionFactory(host=host, app_version=old, max_jobs_per_day=1, n_jobs_today=1, jobs_day=NOW // DAY)
+    project.result(project.workunit(app_version=old), priority=1)
+    wu = project.workunit(rsc_memory_bound=8e9)
+    project.result(wu, server_state=ServerState.IN_PROGRESS, host=project.host(owner=host.owner), user=host.owner)
+    project.result(wu, priority=lacking_priority)
+    return ask_for_a_day_with_4_gb(host)
+
+
+@pytest.mark.parametrize("lacking_priority, told", [(0, False), (2, True)])
+def test_the_jobs_after_a_committed_job_over_its_quota_are_never_checked_for_memory(project, lacking_priority, told):
+    # sched_score.cpp send_work_score_type sorts its jobs by score and stops at the first whose
+    # version daily_quota_exceeded: an 8 GB job (kept from the host by the one-result-per-user
+    # rule, which slow_check applies later) gives its memory notice only when it comes before
+    # the committed job over its quota (the differential's seed 9606 scheduler case 56)
+    reply = over_quota_and_lacking(project, lacking_priority)
+    assert reply.results == []
+    memory = ("uppercase needs 7629.39 MB RAM but only 3814.70 MB is available for use.", "notice")
+    assert [(m.text, m.priority) for m in reply.messages] == [
+        ("No tasks sent", "low"),
+        *([memory] if told else []),
+        ("Daily job limit (1) has been reached", "notice"),
+        ("This computer has finished a daily quota of 1 tasks", "low"),
+    ]
+
+
+def committed_job_for_reliable_hosts(project, *, reliable, kept_from_volunteer, never_reliable=False):
+    """The reply to a day's work request from a host with 4 GB of memory, whose best version
+    and an older one (reliable on the host or not) are both known, when the only job (8 GB,
+    priority 1, reliable_on_priority 1) is committed to the older version; the volunteer may
+    already have the workunit's other result."""
+    from backend.models import ServerState
+
+    project.app.homogeneous_app_version = True
+    project.app.save()
+    old = AppVersionFactory(app=project.app, version_num=90, flops=1e9)
+    host = project.host(p_ncpus=1)
+    HostAppVersionFactory(host=host, app_version=project.version, consecutive_valid=20, max_jobs_per_day=100)
+    HostAppVersionFactory(host=host, app_version=old, consecutive_valid=20 if reliable else 3, max_jobs_per_day=100)
+    wu = project.workunit(app_version=old, rsc_memory_bound=8e9 if kept_from_volunteer else 1e8)
+    if kept_from_volunteer:
+        project.result(wu, server_state=ServerState.IN_PROGRESS, host=project.host(owner=host.owner), user=host.owner)
+    project.result(wu, priority=1)
+    request = work_request(host, work_req_seconds=86400.0)
+    request.host_info.m_nbytes = 4e9
+    config = SchedulerConfig(
+        reliable_on_priority=1, daily_result_quota=100, boinc_committed_never_reliable=never_reliable
+    )
+    return handle_request(request, project=demo_project(), now=NOW, config=config)
+
+
+MEMORY_NOTICE = ("uppercase needs 7629.39 MB RAM but only 3814.70 MB is available for use.", "notice")
+
+
+@pytest.mark.parametrize(
+    "reliable, never_reliable, told", [(False, False, False), (True, False, True), (True, True, False)]
+)
+def test_a_job_that_needs_a_reliable_host_is_checked_with_its_committed_versions_reliability(
+    project, reliable, never_reliable, told
+):
+    # JOB::get_score leaves a job of priority reliable_on_priority out of the scan when its
+    # version, the committed one (check_homogeneous_app_version), is not reliable on the
+    # host, whatever the host's best version: its memory is then never checked (the
+    # differential's seed 9606 scheduler case 41); BOINC's code counts no committed version
+    # reliable (boinc_committed_never_reliable, BOINC defect 4)
+    reply = committed_job_for_reliable_hosts(
+        project, reliable=reliable, kept_from_volunteer=True, never_reliable=never_reliable
+    )
+    assert reply.results == []
+    assert [(m.text, m.priority) for m in reply.messages] == [
+        ("No tasks sent", "low"),
+        *([MEMORY_NOTICE] if told else []),
+    ]
+
+
+@pytest.mark.parametrize("never_reliable", [False, True])
+def test_a_job_for_reliable_hosts_committed_to_a_version_goes_only_where_that_version_is_reliable(
+    project, never_reliable
+):
+    # boincweb sends it to a host reliable on the committed version; BOINC's
+    # check_homogeneous_app_version leaves the version's reliable flag false, so BOINC never
+    # sends it to anyone (docs/server-fidelity.md, BOINC defect 4)
+    reply = committed_job_for_reliable_hosts(
+        project, reliable=True, kept_from_volunteer=False, never_reliable=never_reliable
+    )
+    assert len(reply.results) == (0 if never_reliable else 1)
+
+
 NEWER_SPEC = """<plan_classes><plan_class><name>newer</name>
 <min_core_client_version>80000</min_core_client_version></plan_class></plan_classes>"""
 
