@@ -516,6 +516,9 @@ def test_a_workunit_committed_to_a_superseded_version_is_sent_with_it(project):
     assert [(job.name, job.app_version.version_num) for job in reply.results] == [(committed.name, 90)]
 
 
+MEMORY_NOTICE = ("uppercase needs 7629.39 MB RAM but only 3814.70 MB is available for use.", "notice")
+
+
 def ask_for_a_day_with_4_gb(host):
     """The reply to a day's work request from ``host`` with 4 GB of memory: too little for
     the 8 GB jobs of the tests below."""
@@ -569,17 +572,24 @@ def test_a_best_version_over_its_daily_quota_is_named_when_the_next_sends_nothin
     ]
 
 
-def test_a_committed_job_whose_version_is_over_its_daily_quota_ends_the_pass(project):
-    # sched_score.cpp send_work_score_type checks daily_quota_exceeded for each job's version
-    # before sending it, the committed version of a committed workunit too (which
-    # check_homogeneous_app_version took without looking at the quota): it names the limit
-    # and ends the processor type's pass, so the uncommitted job after it is not sent either
+def committed_job_over_quota(project):
+    """A one-CPU host and a job of priority 1 committed to a version (homogeneous app
+    version) the host has used up its daily quota of; returns the host."""
     project.app.homogeneous_app_version = True
     project.app.save()
     old = AppVersionFactory(app=project.app, version_num=90, flops=1e9)
     host = project.host(p_ncpus=1)
     HostAppVersionFactory(host=host, app_version=old, max_jobs_per_day=1, n_jobs_today=1, jobs_day=NOW // DAY)
     project.result(project.workunit(app_version=old), priority=1)
+    return host
+
+
+def test_a_committed_job_whose_version_is_over_its_daily_quota_ends_the_pass(project):
+    # sched_score.cpp send_work_score_type checks daily_quota_exceeded for each job's version
+    # before sending it, the committed version of a committed workunit too (which
+    # check_homogeneous_app_version took without looking at the quota): it names the limit
+    # and ends the processor type's pass, so the uncommitted job after it is not sent either
+    host = committed_job_over_quota(project)
     project.result(project.workunit())
     reply = handle_request(work_request(host, work_req_seconds=86400.0), project=demo_project(), now=NOW)
     assert reply.results == []
@@ -596,12 +606,7 @@ def over_quota_and_lacking(project, lacking_priority):
     reply to a day's work request with 4 GB of memory."""
     from backend.models import ServerState
 
-    project.app.homogeneous_app_version = True
-    project.app.save()
-    old = AppVersionFactory(app=project.app, version_num=90, flops=1e9)
-    host = project.host(p_ncpus=1)
-    HostAppVersionFactory(host=host, app_version=old, max_jobs_per_day=1, n_jobs_today=1, jobs_day=NOW // DAY)
-    project.result(project.workunit(app_version=old), priority=1)
+    host = committed_job_over_quota(project)
     wu = project.workunit(rsc_memory_bound=8e9)
     project.result(wu, server_state=ServerState.IN_PROGRESS, host=project.host(owner=host.owner), user=host.owner)
     project.result(wu, priority=lacking_priority)
@@ -616,10 +621,9 @@ def test_the_jobs_after_a_committed_job_over_its_quota_are_never_checked_for_mem
     # the committed job over its quota (the differential's seed 9606 scheduler case 56)
     reply = over_quota_and_lacking(project, lacking_priority)
     assert reply.results == []
-    memory = ("uppercase needs 7629.39 MB RAM but only 3814.70 MB is available for use.", "notice")
     assert [(m.text, m.priority) for m in reply.messages] == [
         ("No tasks sent", "low"),
-        *([memory] if told else []),
+        *([MEMORY_NOTICE] if told else []),
         ("Daily job limit (1) has been reached", "notice"),
         ("This computer has finished a daily quota of 1 tasks", "low"),
     ]
@@ -648,9 +652,6 @@ def committed_job_for_reliable_hosts(project, *, reliable, kept_from_volunteer, 
         reliable_on_priority=1, daily_result_quota=100, boinc_committed_never_reliable=never_reliable
     )
     return handle_request(request, project=demo_project(), now=NOW, config=config)
-
-
-MEMORY_NOTICE = ("uppercase needs 7629.39 MB RAM but only 3814.70 MB is available for use.", "notice")
 
 
 @pytest.mark.parametrize(
