@@ -1988,23 +1988,35 @@ def run_case(step, case, boinc, ours, out, time_tolerance=TIME_TOLERANCE):
         program = boinc.programs["scheduler" if step in SENDING else step]
         if step == "validator":
             program = f"{program} --app uppercase {' '.join(boinc.credit_args)}"
+        for name in PROJECT_FILES:  # the case's own, which the next case overwrites
+            kept = folder / name
+            kept.unlink(missing_ok=True)
+            if (boinc.project / name).exists():
+                shutil.copy(boinc.project / name, kept)
         (folder / "rerun.sh").write_text(rerun_script(boinc, folder, step, program, case["now"]))
     return outcome
 
 
+# The project's files a case writes (its options, job limits and plan classes).
+PROJECT_FILES = ("config.xml", "config_aux.xml", "plan_class_spec.xml")
+
+
 def rerun_script(boinc, folder, step, program, now):
     """The shell script that loads a kept case's rows into BOINC's database and runs BOINC's
-    program on them at the case's clock, as the harness did: libfaketime's absolute start
+    program on them at the case's clock, with the case's project files (``PROJECT_FILES``,
+    kept beside it), as the harness did: libfaketime's absolute start
     time in the program's environment (the ``faketime`` command would read its argument
     with ``date -d``, which takes no ``@``); for a scheduler step the feeder first fills
     shared memory, and is stopped, and its segment removed, after the reply."""
     env = boinc.project_.env(now)
     clock = "env " + " ".join(f"{k}='{env[k]}'" for k in ("TZ", "FAKETIME", "FAKETIME_DONT_RESET", "LD_PRELOAD"))
-    lines = [
-        "set -e",
-        f"mysql -h {boinc.db_host} -u root {boinc.db} < {folder / 'boinc.sql'}",
-        f"cd {boinc.project / 'cgi-bin'}",
-    ]
+    lines = ["set -e", f"mysql -h {boinc.db_host} -u root {boinc.db} < {folder / 'boinc.sql'}"]
+    for name in PROJECT_FILES:
+        if (folder / name).exists():
+            lines.append(f"cp {folder / name} {boinc.project / name}")
+        else:
+            lines.append(f"rm -f {boinc.project / name}")
+    lines.append(f"cd {boinc.project / 'cgi-bin'}")
     if step in SENDING:
         feeder = boinc.project_.programs["feeder"]
         lines += [

@@ -55,7 +55,7 @@ from backend.daemons.sched_types import (
     SchedulerReply,
     SchedulerRequest,
 )
-from backend.daemons.sched_version import GIGA, has_jobs_for, job_version
+from backend.daemons.sched_version import GIGA, ask_for_each_job_kind, ask_for_job, has_jobs_for, job_version
 from backend.events import event, record
 from backend.models import (
     App,
@@ -377,6 +377,7 @@ def committed_only_versions(
     now: int,
     spent: set[int] | None = None,
     every_app: bool = False,
+    gpu_requirements: dict[str, GpuRequirements] | None = None,
 ) -> dict[int, Version]:
     """app id -> a Version standing for none, for each homogeneous-app-version app (with
     ``every_app``, each app) the host has no version of on ``resource`` (``versions``: the
@@ -385,7 +386,13 @@ def committed_only_versions(
     looks at the commitment (check_homogeneous_app_version, which takes the committed
     version even when the feeder no longer holds it) before it looks for a version of its
     own. Its other jobs get none. Never for the anonymous platform, which gets no
-    homogeneous-app-version work."""
+    homogeneous-app-version work.
+
+    With ``every_app`` (a locality app that has no version on any resource), the stand-in's
+    chooser holds the project's versions for the client's platforms, so that a job the
+    locality pass looks at asks for its version (``ask_for_job``), and the GPU plan classes
+    that choice checks go to ``gpu_requirements``, as get_app_version checks every version's
+    plan class before it finds none."""
     if request.platform_name == "anonymous":
         return {}
     apps = [
@@ -395,11 +402,17 @@ def committed_only_versions(
     ]
     if not apps:
         return {}
-    from backend.daemons.sched_version import BestVersions
+    from backend.daemons.sched_version import BestVersions, feeder_versions
 
-    # a chooser of no versions of its own, for the committed versions' plan classes
-    chooser = BestVersions(host, request, resource, config=config, havs=havs, now=now, rows={})
-    chooser.make = Version
+    rows: dict[int, dict[str, list[AppVersion]]] = {}
+    if every_app:
+        rows = feeder_versions(
+            None, [request.platform_name, *request.alt_platforms], real_client=bool(request.core_client_version)
+        )
+    # a chooser of no versions of its own (but a locality app's job's), for the committed
+    # versions' plan classes
+    chooser = BestVersions(host, request, resource, config=config, havs=havs, now=now, rows=rows)
+    chooser.make, chooser.variants, chooser.gpu_requirements = Version, {}, gpu_requirements
     if spent is not None:
         chooser.spent = spent
     return {app_id: Version(None, None, 0.0, chooser=chooser, committed_only=True) for app_id in apps}
@@ -693,6 +706,7 @@ def send_work(
                 now=now,
                 spent=over_quota,
                 every_app=True,
+                gpu_requirements=gpu_requirements,
             ).items():
                 if apps[app_id].locality_scheduling:
                     versions.setdefault(app_id, v)
@@ -761,10 +775,11 @@ def send_work(
     if not sent:
         # BOINC's scan asks get_app_version for every job of its cache, those the
         # one-result-per-user rule drops later included: the versions it looked at over
-        # their daily quota are told of, though another version was taken
+        # their daily quota for each kind of job are told of, though another version was
+        # taken
         for app_id, (v, _) in looked_at.items():
-            if v.chooser is not None and not v.committed_only and has_jobs_for(v):
-                v.chooser.used((app_id, False, 0))
+            if v.chooser is not None and not v.committed_only:
+                ask_for_each_job_kind(v.chooser, app_id)
     if gpu_requirements:
         reply.messages.extend(gpu_messages(request, gpu_requirements))
     if not sent and (request.work_req_seconds > 0 or request.cpu_req_secs > 0):
@@ -980,8 +995,11 @@ def send_for_resource(
                 # version) goes with that one, whatever version number it is pinned to
                 if version.committed_only:
                     # get_app_version finds no version for an uncommitted job
-                    if work_needed is not None and work_needed.stops(NO_VERSION):
-                        break
+                    if work_needed is not None:
+                        if version.chooser is not None:
+                            ask_for_job(version.chooser, result.app_id, result.workunit)
+                        if work_needed.stops(NO_VERSION):
+                            break
                     continue
                 version = job_version(version, result.workunit)
                 if version is None:  # no version for this job (sched_version.job_version)

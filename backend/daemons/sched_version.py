@@ -451,9 +451,7 @@ def best_versions(
             # a version number never looks at the others' plan classes)
             if sched_shmem.apps()[app_id].locality_scheduling:
                 continue  # locality scheduling asks only for the jobs its pass looks at
-            for needs_64b, number in unsent_job_kinds(app_id, request.platform_name):
-                chooser.choose(app_id, needs_64b=needs_64b, version_num=number)
-                chooser.used((app_id, needs_64b, number))
+            ask_for_each_job_kind(chooser, app_id)
         else:
             found[app_id] = version_of(chooser, *chosen)
             chooser.variants[(app_id, False, 0)] = found[app_id]
@@ -515,6 +513,25 @@ def unsent_job_kinds(app_id: int, platform: str) -> list[tuple[bool, int]]:
             for number in unsent.filter(size).order_by().values_list("workunit__app_version_num", flat=True).distinct()
         }
     )
+
+
+def ask_for_job(chooser: BestVersions, app_id: int, wu: Workunit) -> None:
+    """The choice of a version for a job of ``wu``, ``used``: what get_app_version looked at
+    for it is told of (``BestVersions.used``)."""
+    key = (app_id, job_needs_64b(wu, chooser.request.platform_name), getattr(wu, "app_version_num", 0) or 0)
+    chooser.choose(app_id, needs_64b=key[1], version_num=key[2])
+    chooser.used(key)
+
+
+def ask_for_each_job_kind(chooser: BestVersions, app_id: int) -> None:
+    """The choice of a version for each kind of unsent job the app has (``unsent_job_kinds``),
+    each ``used``: BOINC's scan calls get_app_version for every job of its cache, and each
+    call tells the volunteer of what it looked at (a version over its daily quota, a plan
+    class the host lacks) for that job's kind alone; a job pinned to a version number never
+    looks at the versions of another number."""
+    for needs_64b, number in unsent_job_kinds(app_id, chooser.request.platform_name):
+        chooser.choose(app_id, needs_64b=needs_64b, version_num=number)
+        chooser.used((app_id, needs_64b, number))
 
 
 def job_version(version: Version, wu: Workunit) -> Version | None:

@@ -1149,14 +1149,18 @@ CUDA_SPEC = """<plan_classes><plan_class><name>cuda</name><gpu_type>nvidia</gpu_
 <min_driver_version>40000</min_driver_version></plan_class></plan_classes>"""
 
 
+@pytest.mark.parametrize("cpu_asked", [True, False])
 @pytest.mark.parametrize("gpu_version_runs", [True, False])
 @pytest.mark.parametrize("looked_at", [False, True])
 def test_a_locality_jobs_gpu_plan_classes_tell_of_an_old_driver_only_when_looked_at(
-    app, project, tmp_path, looked_at, gpu_version_runs
+    app, project, tmp_path, looked_at, gpu_version_runs, cpu_asked
 ):
     # locality scheduling checks plan classes (and notes their GPU requirements) only in
     # get_app_version for the jobs it looks at (the differential's seed 9202 locality cases
-    # 119 and 148); send_results_for_file looks only above the volunteer's last result
+    # 119 and 148); send_results_for_file looks only above the volunteer's last result. With
+    # no CPU work asked for, the app has no version on any resource, and the job's
+    # get_app_version still checks every version's plan class (seed 9707's locality cases
+    # 138 and 271)
     from backend.daemons.scheduler import GpuRequest
     from backend.models import GpuType
 
@@ -1181,9 +1185,9 @@ def test_a_locality_jobs_gpu_plan_classes_tell_of_an_old_driver_only_when_looked
     request = work_request(
         host,
         file_infos=[StickyFile("fa")],
-        cpu_req_secs=600.0,
+        cpu_req_secs=600.0 if cpu_asked else 0.0,
         cpu_req_instances=0.0,
-        work_req_seconds=600.0,
+        work_req_seconds=600.0 if cpu_asked else 0.0,
         gpu_requests=[
             GpuRequest("NVIDIA", count=1, peak_flops=1e12, gpu_ram=2**32, driver_version=35000, req_secs=600)
         ],

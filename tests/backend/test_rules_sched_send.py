@@ -572,6 +572,30 @@ def test_a_best_version_over_its_daily_quota_is_named_when_the_next_sends_nothin
     ]
 
 
+@pytest.mark.parametrize("pinned, told", [(0, True), (101, False)])
+def test_a_version_over_its_daily_quota_is_named_only_for_the_jobs_that_would_look_at_it(project, pinned, told):
+    # get_app_version for a job pinned to version number 101 never looks at version 100, so
+    # the daily quota of 100 is not named when nothing is sent; an unpinned job looks at both
+    # (the differential's seed 9707 scheduler case 189 and seed 9808's 85 and 169)
+    AppVersionFactory(app=project.app, version_num=101, plan_class="mt", avg_ncpus=2.0, flops=2e9)
+    host = project.host(p_ncpus=2)
+    HostAppVersionFactory(
+        host=host, app_version=project.version, max_jobs_per_day=1, n_jobs_today=1, jobs_day=NOW // DAY
+    )
+    project.result(project.workunit(rsc_memory_bound=8e9, app_version_num=pinned))
+    request = work_request(host, work_req_seconds=86400.0)
+    request.host_info.p_ncpus = 2
+    request.host_info.m_nbytes = 4e9
+    reply = handle_request(request, project=demo_project(), now=NOW)
+    assert reply.results == []
+    assert [(m.text, m.priority) for m in reply.messages] == [
+        ("No tasks sent", "low"),
+        *([("Daily job limit (1) has been reached", "notice")] if told else []),
+        MEMORY_NOTICE,
+        *([("This computer has finished a daily quota of 1 tasks", "low")] if told else []),
+    ]
+
+
 def committed_job_over_quota(project):
     """A one-CPU host and a job of priority 1 committed to a version (homogeneous app
     version) the host has used up its daily quota of; returns the host."""
