@@ -2023,10 +2023,10 @@ def rerun_script(boinc, folder, step, program, now):
             f"rm -f {folder / 'feeder.log'}",  # not an earlier run's "sleeping"
             f"{clock} {feeder} --allapps --priority_order -d 4 > {folder / 'feeder.log'} 2>&1 &",
             "feeder=$!",
+            # stopped however the scheduler ends (a crash too), and its segment removed
+            f"trap 'kill $feeder; wait $feeder; ipcrm -M {boinc.project_.shmem_key}' EXIT",
             f"until grep -q sleeping {folder / 'feeder.log'}; do sleep 0.2; done",
             f"{clock} {program} < {folder / 'request.xml'}",
-            "kill $feeder; wait $feeder || true",
-            f"ipcrm -M {boinc.project_.shmem_key} || true",
         ]
     else:
         lines.append(f"{clock} {program} --one_pass")
