@@ -2024,7 +2024,7 @@ def rerun_script(boinc, folder, step, program, now):
             f"{clock} {feeder} --allapps --priority_order -d 4 > {folder / 'feeder.log'} 2>&1 &",
             "feeder=$!",
             # stopped however the scheduler ends (a crash too), and its segment removed
-            f"trap 'kill $feeder; wait $feeder; ipcrm -M {boinc.project_.shmem_key}' EXIT",
+            f"trap 'kill $feeder; wait $feeder || true; ipcrm -M {boinc.project_.shmem_key} || true' EXIT",
             f"until grep -q sleeping {folder / 'feeder.log'}; do sleep 0.2; done",
             f"{clock} {program} < {folder / 'request.xml'}",
         ]
