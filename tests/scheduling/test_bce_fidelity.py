@@ -630,3 +630,28 @@ def test_a_project_whose_dcf_is_90_or_more_has_every_job_taken_as_a_deadline_mis
         listed[dcf] = [(j.name, j.edf) for j in make_run_list(em, 60.0, no_misses, True)]
     assert listed[90.0] == [("q2", True), ("q1", True)]
     assert len(listed[89.9]) == 2 and not any(edf for _name, edf in listed[89.9])
+
+
+def test_under_bce_rpc_back_off_takes_its_steps_in_scheduler_ops_order():
+    # SCHEDULER_OP::project_rpc_backoff (scheduler_op.cpp) first sends a project that has had
+    # MASTER_FETCH_RETRY_CAP (3) master fetches to a day's wait; then compares the failure
+    # count with MASTER_FETCH_PERIOD (10) before raising it, so the 10th failure in a row is
+    # backed off with n = 10 (min(2^10 x 60 s, 4 h) = 14,400 s, times 0.5 at drand() = 0)
+    # and the 11th starts a master fetch, which sets min_rpc_time to 0, and the count again:
+    # n = 1, 60 s. Otherwise a time is kept only if later than the one set
+    # (PROJECT::set_min_rpc_time).
+    from scheduling.engine import rpc
+
+    class Rng:
+        def random(self):
+            return 0.0
+
+    p = types.SimpleNamespace(nrpc_failures=0, master_fetch_failures=0, min_rpc_time=0.0, master_fetch_pending=False)
+    backoffs = [rpc.project_rpc_backoff(p, 1000.0 * k, Rng(), bce=True)[0] for k in range(11)]
+    assert backoffs == [60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 3840.0, 7200.0, 7200.0, 7200.0, 60.0]
+    assert (p.nrpc_failures, p.master_fetch_failures) == (1, 1)
+    # the master fetch dropped the 10th failure's later time (9,000 s + 7,200 s)
+    assert p.min_rpc_time == 10000.0 + 60.0
+    p.master_fetch_failures = 3
+    assert rpc.project_rpc_backoff(p, 20000.0, Rng(), bce=True)[0] == 86400.0
+    assert p.min_rpc_time == 20000.0 + 86400.0 and p.nrpc_failures == 1
