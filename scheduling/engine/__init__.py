@@ -230,6 +230,7 @@ def rr_snapshot(
     if policy not in ("boinc7", "boinc5"):
         raise ValueError(f"rrsim supports the boinc7 and boinc5 policies, not {policy!r}")
     em = _emulator(scenario, policy, at if at > 0 else delta, delta, seed, compat, False, None, 600.0)
+    em.decide_at_end = False
     if at > 0:
         em.run()
     em.now = at

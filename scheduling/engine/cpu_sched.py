@@ -135,9 +135,16 @@ class _Candidates:
         return order[k] if k < n else None
 
 
+# earliest_deadline_result treats every job of a project whose duration correction factor
+# is at least this as a deadline miss (cpu_sched.cpp)
+EDF_ALL_JOBS_DCF = 90.0
+
+
 def _earliest_deadline_result(em, cands: _Candidates, r: int, misses: dict, taken: set):
-    """earliest_deadline_result (§6.3 step 5): only projects with predicted misses left;
-    earliest report deadline, then a started job, then the least remaining time."""
+    """earliest_deadline_result (§6.3 step 5): only projects with predicted misses left, or
+    whose duration correction factor is EDF_ALL_JOBS_DCF or more, whose jobs are all taken
+    as misses; earliest report deadline, then a started job, then the least remaining
+    time."""
 
     def key(j):
         return (j.deadline, not j.started, _runtime_remaining(em, j))
@@ -145,7 +152,7 @@ def _earliest_deadline_result(em, cands: _Candidates, r: int, misses: dict, take
     best = None
     best_key = None
     for p in em.projects:
-        if misses.get((p.index, r), 0) <= 0:
+        if misses.get((p.index, r), 0) <= 0 and p.dcf < EDF_ALL_JOBS_DCF:
             continue
         j = cands.head("edf", p, taken, key)
         if j is not None:
@@ -382,7 +389,7 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
                     napp[j.app] = napp.get(j.app, 0) + 1
                 p = j.project
                 if edf_pass:
-                    misses[(p.index, r)] -= 1
+                    misses[(p.index, r)] = misses.get((p.index, r), 0) - 1
                 k = place[p.index]
                 j.edf = edf_pass
                 j.pick_value = picks.priority[k]

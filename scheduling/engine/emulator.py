@@ -100,6 +100,9 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
         self.seed = seed
         self.compat = compat
         self.bce = compat == "bce"
+        # whether the instant at which the run ends is decided (docs/engine-fidelity.md, "The
+        # run's last instant is decided"); a round-robin snapshot shows the state before it
+        self.decide_at_end = self.bce
         self.exact_estimates = self.bce
         self.existing_jobs_only = existing_jobs_only
         self.progress = progress
@@ -342,6 +345,11 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
                     f"instant: the scenario's numbers or the step of {self.delta:g} s keep time from moving on"
                 )
             if kind == EV_END:
+                if self.decide_at_end and live and not (light and self._schedule_unchanged()):
+                    # BOINC's emulator makes its last pass at now == start + duration
+                    # (simulate() stops only once now is past it): what is due at the
+                    # end is decided, an RPC included (docs/engine-fidelity.md)
+                    self._decide()
                 self.ended = True
                 break
             if kind == EV_HOST:

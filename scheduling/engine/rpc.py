@@ -25,8 +25,11 @@ def project_rpc_backoff(p, now: float, rng, *, bce: bool) -> tuple[float, str]:
 
     The 10th consecutive failure sets a master-file fetch pending and restarts the count;
     after MASTER_FETCH_RETRY_CAP master fetches the project waits a day. BOINC's emulator
-    clears the pending master fetch at once (§6.6), which `bce` reproduces.
+    clears the pending master fetch at once (§6.6), which `bce` reproduces, and `bce` takes
+    the steps in scheduler_op.cpp's order (`_project_rpc_backoff_bce`).
     """
+    if bce:
+        return _project_rpc_backoff_bce(p, now, rng)
     p.nrpc_failures += 1
     note = ""
     if p.nrpc_failures == MASTER_FETCH_PERIOD:
@@ -44,6 +47,27 @@ def project_rpc_backoff(p, now: float, rng, *, bce: bool) -> tuple[float, str]:
     else:
         backoff = exponential_backoff(min(p.nrpc_failures, RETRY_CAP), rng)
         p.min_rpc_time = max(p.min_rpc_time, now + backoff)
+    return backoff, note
+
+
+def _project_rpc_backoff_bce(p, now: float, rng) -> tuple[float, str]:
+    """SCHEDULER_OP::project_rpc_backoff in its order (docs/engine-fidelity.md): a project
+    that has had MASTER_FETCH_RETRY_CAP master fetches waits a day from the next failure on;
+    the count of failures is compared with MASTER_FETCH_PERIOD before it is raised, so the
+    10th failure is backed off as the 10th and the 11th starts the count again at 1; each
+    new time is kept only if later than the one set (PROJECT::set_min_rpc_time)."""
+    if p.master_fetch_failures >= MASTER_FETCH_RETRY_CAP:
+        p.min_rpc_time = max(p.min_rpc_time, now + MASTER_FETCH_INTERVAL)
+        return MASTER_FETCH_INTERVAL, f" {MASTER_FETCH_RETRY_CAP} master fetches failed: waiting a day."
+    note = ""
+    if p.nrpc_failures == MASTER_FETCH_PERIOD:
+        p.min_rpc_time = 0.0
+        p.nrpc_failures = 0
+        p.master_fetch_failures += 1
+        note = f" {MASTER_FETCH_PERIOD} failures in a row: master file fetch #{p.master_fetch_failures}."
+    p.nrpc_failures += 1
+    backoff = exponential_backoff(min(p.nrpc_failures, RETRY_CAP), rng)
+    p.min_rpc_time = max(p.min_rpc_time, now + backoff)
     return backoff, note
 
 

@@ -3,11 +3,12 @@ BOINC's emulator (issue 12, docs/engine-fidelity.md). Each expectation is derive
 rule on a small hand-written scenario, not copied from an emulator run."""
 
 import os
+import types
 
 import pytest
 
 from scheduling.engine import get_policy, read_pcdr, rr_snapshot, run
-from scheduling.engine.cpu_sched import enforce
+from scheduling.engine.cpu_sched import enforce, make_run_list
 from scheduling.engine.emulator import Emulator
 
 from .helpers import (
@@ -591,3 +592,66 @@ def test_under_bce_running_jobs_appended_to_the_run_list_keep_their_cpu_in_arriv
     urgent.edf = True
     chosen = enforce(em, 60.0, [urgent], True)
     assert [j.name for j, _why, _gpu in chosen] == [urgent.name, "A"]
+
+
+def test_under_bce_the_run_decides_at_its_last_instant_too():
+    # simulate() (sim.cpp) adds a step to now and stops only once now is past start +
+    # duration, so its last pass, an RPC included, runs at now == start + duration. One
+    # CPU runs J (1 hour) with no buffer beyond the 180 s minimum: the saturated time is
+    # 180 s at 3,420 s and below it from the next step, 3,480 s, where the project is asked
+    # for work. A run of exactly 3,480 s makes that RPC under bce (BOINC's emulator makes it
+    # too, with --duration 3480); intended ends before deciding at the end of the run.
+    s = scenario(project("P", [job("J", hours=1.0)]), prefs=Prefs(work_buf_min_days=0.0, work_buf_additional_days=0.0))
+    longer = run(s, compat="bce", duration=2 * HOUR)
+    assert longer.rpcs[0].time == 3480.0
+    at_end = run(s, compat="bce", duration=3480.0)
+    assert [(r.time, r.project, sum(r.jobs_received.values())) for r in at_end.rpcs] == [(3480.0, "P", 1)]
+    assert not run(s, compat="intended", duration=3480.0).rpcs
+
+
+@pytest.mark.parametrize("compat", ["bce", "intended"])
+def test_a_project_whose_dcf_is_90_or_more_has_every_job_taken_as_a_deadline_miss(compat):
+    # earliest_deadline_result (cpu_sched.cpp) checks a project's count of predicted misses
+    # only when its duration correction factor is below 90; at 90 or more every runnable
+    # job of the project is an EDF candidate. With no predicted misses at all, Q's jobs are
+    # listed by EDF, the earliest deadline first, until the scan's bound of twice the CPU
+    # (2); below 90 no job is EDF.
+    def due(name, days):
+        size = HOUR * GFLOPS
+        return InitialJob(name=name, app="a", fpops=size, fpops_est=size, deadline=days * 86400.0)
+
+    s = scenario(project("P", [due("p1", 3.0)]), project("Q", [due("q1", 5.0), due("q2", 4.0)]))
+    no_misses = types.SimpleNamespace(misses={})
+    listed = {}
+    for dcf in (90.0, 89.9):
+        em = boinc7_emulator(s, 60, compat)
+        em.run()
+        em.projects[1].dcf = dcf
+        listed[dcf] = [(j.name, j.edf) for j in make_run_list(em, 60.0, no_misses, True)]
+    assert listed[90.0] == [("q2", True), ("q1", True)]
+    assert len(listed[89.9]) == 2 and not any(edf for _name, edf in listed[89.9])
+
+
+def test_under_bce_rpc_back_off_takes_its_steps_in_scheduler_ops_order():
+    # SCHEDULER_OP::project_rpc_backoff (scheduler_op.cpp) first sends a project that has had
+    # MASTER_FETCH_RETRY_CAP (3) master fetches to a day's wait; then compares the failure
+    # count with MASTER_FETCH_PERIOD (10) before raising it, so the 10th failure in a row is
+    # backed off with n = 10 (min(2^10 x 60 s, 4 h) = 14,400 s, times 0.5 at drand() = 0)
+    # and the 11th starts a master fetch, which sets min_rpc_time to 0, and the count again:
+    # n = 1, 60 s. Otherwise a time is kept only if later than the one set
+    # (PROJECT::set_min_rpc_time).
+    from scheduling.engine import rpc
+
+    class Rng:
+        def random(self):
+            return 0.0
+
+    p = types.SimpleNamespace(nrpc_failures=0, master_fetch_failures=0, min_rpc_time=0.0, master_fetch_pending=False)
+    backoffs = [rpc.project_rpc_backoff(p, 1000.0 * k, Rng(), bce=True)[0] for k in range(11)]
+    assert backoffs == [60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 3840.0, 7200.0, 7200.0, 7200.0, 60.0]
+    assert (p.nrpc_failures, p.master_fetch_failures) == (1, 1)
+    # the master fetch dropped the 10th failure's later time (9,000 s + 7,200 s)
+    assert p.min_rpc_time == 10000.0 + 60.0
+    p.master_fetch_failures = 3
+    assert rpc.project_rpc_backoff(p, 20000.0, Rng(), bce=True)[0] == 86400.0
+    assert p.min_rpc_time == 20000.0 + 86400.0 and p.nrpc_failures == 1

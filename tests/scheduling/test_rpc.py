@@ -37,8 +37,12 @@ def test_the_tenth_failure_asks_for_the_master_file_and_restarts_the_count():
 def test_three_master_fetch_rounds_make_the_project_wait_a_day():
     p = fresh_project()
     rng = random.Random(2)
-    for _ in range(30):
+    # under bce project_rpc_backoff compares the count with 10 before raising it, so the
+    # 11th, 21st and 31st failures start master fetches and the 32nd waits a day
+    for _ in range(31):
         backoff, _ = rpc.project_rpc_backoff(p, 1000.0, rng, bce=True)
+    assert backoff < rpc.MASTER_FETCH_INTERVAL and p.master_fetch_failures == 3
+    backoff, _ = rpc.project_rpc_backoff(p, 1000.0, rng, bce=True)
     assert backoff == rpc.MASTER_FETCH_INTERVAL
     assert p.min_rpc_time == 1000.0 + 86400.0
     # BOINC's emulator clears the pending master fetch at once and never resets the count
@@ -219,7 +223,9 @@ def test_after_a_days_wait_the_intended_client_starts_a_new_round_of_master_fetc
 def test_boincs_emulator_waits_a_day_after_every_failure_once_three_rounds_failed():
     rng = random.Random(3)
     p = fresh_project()
-    for _ in range(3 * rpc.MASTER_FETCH_PERIOD):
+    # the 31st failure starts the third master fetch (the count is compared before it is
+    # raised); every failure after it waits a day
+    for _ in range(3 * rpc.MASTER_FETCH_PERIOD + 1):
         rpc.project_rpc_backoff(p, 0.0, rng, bce=True)
     for n in range(5):
         backoff, _ = rpc.project_rpc_backoff(p, 86400.0 * (n + 1), rng, bce=True)
