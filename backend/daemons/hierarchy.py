@@ -86,18 +86,22 @@ def assimilated_path(project: Project, app_name: str, wu_name: str) -> Path:
 FILE_THREADS = 8
 
 
-def in_parallel(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
-    """``[fn(item) for item in items]``, run on up to FILE_THREADS threads, in order.
+def _runs(items: list[T]) -> list[list[T]]:
+    """``items`` cut into up to FILE_THREADS runs of consecutive items, one per thread: a task
+    per item would cost a future, a lock and a hand-over between threads each, as much as the
+    small file operation itself when the CPUs are busy."""
+    if not items:
+        return []
+    size = -(-len(items) // min(FILE_THREADS, len(items)))
+    return [items[start : start + size] for start in range(0, len(items), size)]
 
-    Each thread takes one run of consecutive items: a task per item would cost a future, a
-    lock and a hand-over between threads each, as much as the small file operation itself
-    when the CPUs are busy."""
+
+def in_parallel(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+    """``[fn(item) for item in items]``, run on up to FILE_THREADS threads, in order."""
     items = list(items)
     if len(items) < 2:
         return [fn(item) for item in items]
-    threads = min(FILE_THREADS, len(items))
-    size = -(-len(items) // threads)
-    runs = [items[start : start + size] for start in range(0, len(items), size)]
+    runs = _runs(items)
     with ThreadPoolExecutor(len(runs)) as pool:
         return [result for done in pool.map(lambda run: [fn(item) for item in run], runs) for result in done]
 
@@ -107,34 +111,44 @@ def write_files(pairs: Iterable[tuple[Path, bytes]]) -> list[str]:
     return in_parallel(lambda pair: write_file(*pair), pairs)
 
 
-def write_new_file(path: Path, data: bytes) -> str:
-    """Write ``data`` to ``path`` in place (no temporary file and rename); return its md5.
+def write_new_file(folder: int, name: str, data: bytes) -> None:
+    """Write ``data`` to the file ``name`` of the open directory ``folder`` in place (no
+    temporary file and rename).
 
     Only for a file nobody can ask for yet: the input of a workunit the caller's transaction
     is creating, whose name no reply has carried. A rename is a second journalled change of
     the directory, and on a disk PostgreSQL keeps busy it is most of the cost of a small file.
+    The name is looked up in the open directory, not walked from the root each time.
     """
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, dir_fd=folder)
     try:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
     finally:
         os.close(fd)
-    return hashlib.md5(data).hexdigest()
+
+
+def _write_new_files(folder: int, files: list[tuple[str, bytes]]) -> None:
+    for name, data in files:
+        write_new_file(folder, name, data)
 
 
 @contextmanager
-def new_files_written(pairs: Iterable[tuple[Path, bytes]]) -> Iterator[None]:
-    """``write_new_file`` for each ``(path, data)``, in parallel and in the background while
-    the ``with`` block runs, each directory made once; the block's end waits for every write
-    and raises the first error. For the transaction that creates the files' rows: put the block
-    inside it, so that it commits only once every file is there, and its inserts overlap the
-    writes instead of waiting for them."""
-    pairs = list(pairs)
-    for folder in {path.parent for path, _ in pairs}:
-        folder.mkdir(parents=True, exist_ok=True)
-    with ThreadPoolExecutor(1) as pool:
-        writes = pool.submit(in_parallel, lambda pair: write_new_file(*pair), pairs)
-        yield
-        writes.result()
+def new_files_written(folder: Path, files: Iterable[tuple[str, bytes]]) -> Iterator[None]:
+    """``write_new_file`` for each ``(name, data)`` in ``folder`` (made if missing), on
+    FILE_THREADS threads in the background while the ``with`` block runs; the block's end
+    waits for every write and raises the first error. For the transaction that creates the
+    files' rows: put the block inside it, so that it commits only once every file is there,
+    and its inserts overlap the writes instead of waiting for them."""
+    runs = _runs(list(files))
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with ThreadPoolExecutor(max(1, len(runs))) as pool:
+            writes = [pool.submit(_write_new_files, fd, run) for run in runs]
+            yield
+            for done in writes:
+                done.result()
+    finally:
+        os.close(fd)
