@@ -42,9 +42,10 @@ BOINC's upload time is starting a process per upload, as for its scheduler's req
 FastCGI build would not pay it); so the summary also gives the ratio of the two rates with
 the upload stage left out of both sides' time.
 
-Before each side's pipeline the file system's pending writes are flushed, and before BOINC's
-PostgreSQL checkpoints (``settle``), so that a side does not start while the other's writes
-drain.
+Before each side's pipeline the file system's pending writes are flushed, the other system's
+database writes out its dirty pages (PostgreSQL checkpoints before BOINC's side, MariaDB
+flushes BOINC's tables before boincweb's) and the bench waits SETTLE_SECONDS (``settle``), so
+that a side does not start while the set-up's or the other side's writes drain.
 
 Both read the same config.xml (the project's options: jobs per request, one result per user
 per workunit, the daily quota, the job cache size); the same hosts (``--hosts`` of
@@ -616,21 +617,43 @@ def pipeline(side, n, cpus, prefix):
     )
 
 
-def settle(side):
-    """Before each side's pipeline: the file system's pending writes flushed (``sync``), and
-    before BOINC's, a CHECKPOINT of boincweb's PostgreSQL, so that neither side starts while
-    the disk still writes back the other's files and pages. Not before boincweb's own: after
-    a checkpoint PostgreSQL writes each page's first change whole to its log, which cost
-    boincweb's first stage (creating 1,000 workunits) about 0.2 s in four runs out of four;
-    MariaDB's dirty pages are likewise left to its own flushing (forcing it would mean
-    changing a setting of the whole server)."""
+# after the settling writes, a pause before each side (``settle``)
+SETTLE_SECONDS = 5.0
+
+
+def settle(side, boinc):
+    """Before each side's pipeline, the same settling: the file system's pending writes
+    flushed (``sync``); the other system's database's dirty pages written out (before BOINC's
+    side a CHECKPOINT of boincweb's PostgreSQL, before boincweb's a FLUSH TABLES ... FOR
+    EXPORT of the tables BOINC's pipeline writes, InnoDB's way of writing a table's pages
+    now, then UNLOCK TABLES); ``sync`` again; and a pause of SETTLE_SECONDS for what those
+    writes set going (the file system's journal commits and the disk's discards: it is
+    mounted with ``discard`` here) to drain, so that neither side starts while the disk still
+    writes back the set-up's or the other side's files and pages.
+
+    Not the side's own database: after a checkpoint PostgreSQL writes each page's first change
+    whole to its log, which cost boincweb's first stage (creating 1,000 workunits) about 0.2 s
+    in four runs out of four.
+
+    The pause and MariaDB's flush are new. Before them boincweb's side started as soon as
+    ``sync`` returned (0-0.15 s) while BOINC's waited for the checkpoint and a second ``sync``
+    (0.1-1.0 s), so with boincweb first its create stage began while MariaDB was still busy
+    with the BOINC database the set-up had just dropped and made again: 1.12 and 1.02 s in two
+    runs at 1,000 workunits, 0.6 s of the second waiting for its input files, which take
+    0.05 s to create on a quiet disk. The pause does not quiet the other jobs on the machine:
+    creating 1,000 small files still takes 0.6-0.8 s at moments on either side."""
     from django.db import connection
 
     os.sync()
-    if side.name == "BOINC" and connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("CHECKPOINT")
-        os.sync()
+    if side.name == "BOINC":
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("CHECKPOINT")
+    else:
+        boinc.project.query("FLUSH TABLES workunit, result FOR EXPORT")
+        boinc.project.query("UNLOCK TABLES")
+    os.sync()
+    time.sleep(SETTLE_SECONDS)
 
 
 def uptime():
@@ -720,7 +743,7 @@ def main(argv=None):
     order = [boinc, ours] if args.first == "boinc" else [ours, boinc]
     try:
         for side in order:
-            settle(side)
+            settle(side, boinc)
             figures[side.name] = pipeline(side, args.workunits, args.cpus, f"vs{time.time_ns() % 10**9}")
             print(f"{side.name}: {figures[side.name]['seconds']} s", flush=True)
     finally:
