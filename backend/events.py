@@ -12,20 +12,6 @@ from django.db import connection
 
 from backend.models import LifecycleEvent
 
-COLUMNS = (
-    "project_id",
-    "time",
-    "actor",
-    "workunit_id",
-    "result_id",
-    "host_id",
-    "field",
-    "old",
-    "new",
-    "reason",
-    "detail",
-)
-
 
 class Event(NamedTuple):
     """An unsaved LifecycleEvent, with the model's attribute names."""
@@ -40,6 +26,10 @@ class Event(NamedTuple):
     new: int | None
     reason: str
     detail: str
+
+
+# the columns ``record`` writes: the project, then an Event's fields in order
+COLUMNS = ("project_id", *Event._fields)
 
 
 def event(
@@ -73,7 +63,10 @@ def event(
 def record(events: Iterable[Event | LifecycleEvent], project_id: int) -> int:
     """Save a batch of events (``Event``s or unsaved LifecycleEvents) of project ``project_id``
     in a few INSERTs."""
-    rows = [(project_id, *(getattr(e, name) for name in COLUMNS[1:])) for e in events]
+    rows = [
+        (project_id, *e) if isinstance(e, Event) else (project_id, *(getattr(e, name) for name in COLUMNS[1:]))
+        for e in events
+    ]
     if not rows:
         return 0
     table = connection.ops.quote_name(LifecycleEvent._meta.db_table)

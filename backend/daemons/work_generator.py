@@ -119,8 +119,9 @@ def create_work(
     if shared_input is None:
         make = inputs or input_data
         contents = [make(name) for name in names]
-        folder = project_dir(app.project, "download")
-        inputs_written = new_files_written((folder / f"{name}.in", data) for name, data in zip(names, contents))
+        inputs_written = new_files_written(
+            project_dir(app.project, "download"), [(f"{name}.in", data) for name, data in zip(names, contents)]
+        )
     with transaction.atomic(), inputs_written:
         fixed = (app.project_id, app.pk, now, now, *params.values())
         wu_ids = insert_new(

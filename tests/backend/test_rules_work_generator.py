@@ -124,3 +124,16 @@ def test_a_default_input_is_a_kilobyte_that_depends_only_on_the_name(project):
     assert f.nbytes == 1024 == len(download_path(demo_project(), "job.in").read_bytes())
     assert work_generator.input_data("job") == download_path(demo_project(), "job.in").read_bytes()
     assert work_generator.input_data("job") != work_generator.input_data("other")
+
+
+def test_create_work_commits_nothing_when_an_input_file_cannot_be_written(project):
+    from backend.daemons.hierarchy import download_path
+    from backend.models import File, LifecycleEvent
+
+    blocked = download_path(demo_project(), "job_b.in")
+    blocked.mkdir(parents=True)  # a directory where the file would go
+    with pytest.raises(IsADirectoryError):
+        work_generator.create_work(project.app, ["job_a", "job_b", "job_c"], now=NOW)
+    assert not Workunit.objects.filter(name__startswith="job_").exists()
+    assert not File.objects.filter(name__startswith="job_").exists()
+    assert not LifecycleEvent.objects.filter(actor=work_generator.ACTOR).exists()
