@@ -549,6 +549,14 @@ def test_a_job_committed_to_another_version_and_dropped_for_the_volunteer_gives_
     ]
 
 
+def ask_two_cpus_for_a_day_with_4_gb(host):
+    """``ask_for_a_day_with_4_gb`` from a host that says it has 2 CPUs."""
+    request = work_request(host, work_req_seconds=86400.0)
+    request.host_info.p_ncpus = 2
+    request.host_info.m_nbytes = 4e9
+    return handle_request(request, project=demo_project(), now=NOW)
+
+
 def test_a_best_version_over_its_daily_quota_is_named_when_the_next_sends_nothing(project):
     # sched_version.cpp get_app_version calls daily_quota_exceeded for each version it looks
     # at: the best one, over its quota, adds "Daily job limit (n) has been reached" (n
@@ -559,10 +567,7 @@ def test_a_best_version_over_its_daily_quota_is_named_when_the_next_sends_nothin
     host = project.host(p_ncpus=2)
     HostAppVersionFactory(host=host, app_version=fast, max_jobs_per_day=2, n_jobs_today=4, jobs_day=NOW // DAY)
     project.result(project.workunit(rsc_memory_bound=8e9))
-    request = work_request(host, work_req_seconds=86400.0)
-    request.host_info.p_ncpus = 2
-    request.host_info.m_nbytes = 4e9
-    reply = handle_request(request, project=demo_project(), now=NOW)
+    reply = ask_two_cpus_for_a_day_with_4_gb(host)
     assert reply.results == []
     assert [(m.text, m.priority) for m in reply.messages] == [
         ("No tasks sent", "low"),
@@ -583,10 +588,7 @@ def test_a_version_over_its_daily_quota_is_named_only_for_the_jobs_that_would_lo
         host=host, app_version=project.version, max_jobs_per_day=1, n_jobs_today=1, jobs_day=NOW // DAY
     )
     project.result(project.workunit(rsc_memory_bound=8e9, app_version_num=pinned))
-    request = work_request(host, work_req_seconds=86400.0)
-    request.host_info.p_ncpus = 2
-    request.host_info.m_nbytes = 4e9
-    reply = handle_request(request, project=demo_project(), now=NOW)
+    reply = ask_two_cpus_for_a_day_with_4_gb(host)
     assert reply.results == []
     assert [(m.text, m.priority) for m in reply.messages] == [
         ("No tasks sent", "low"),
