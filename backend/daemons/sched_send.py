@@ -55,7 +55,14 @@ from backend.daemons.sched_types import (
     SchedulerReply,
     SchedulerRequest,
 )
-from backend.daemons.sched_version import GIGA, ask_for_each_job_kind, ask_for_job, has_jobs_for, job_version
+from backend.daemons.sched_version import (
+    GIGA,
+    ask_for_each_job_kind,
+    ask_for_job,
+    daily_limit_notice,
+    has_jobs_for,
+    job_version,
+)
 from backend.events import event, record
 from backend.models import (
     App,
@@ -762,7 +769,7 @@ def send_work(
         lower_transition_times(sent)
         reply.results.extend(reply_results(sent, now=now, config=config))
     for v in limited:
-        text = f"Daily job limit ({v.limit}) has been reached"
+        text = daily_limit_notice(v.limit)
         assert v.room is not None  # apply_daily_quota set it
         if v.room <= 0 and has_jobs_for(v):
             assert v.row is not None  # apply_daily_quota limits rows only
@@ -1036,7 +1043,7 @@ def send_for_resource(
                 # names the limit and ends the processor type's pass (a version reaches its
                 # quota while sending, or a committed one was over it from the start)
                 if notices is not None:
-                    add_notice(notices, f"Daily job limit ({version.limit}) has been reached")
+                    add_notice(notices, daily_limit_notice(version.limit))
                 if version.chooser is not None and version.row is not None:
                     version.chooser.spent.add(version.row.pk)
                 break
@@ -1171,8 +1178,8 @@ def lacking_notices(
         )
 
     # each processor type's jobs, in the scan's order: (order key, app, its version, its
-    # resource, the job's columns)
-    scans: dict[str, list[tuple[tuple[int, int, int, int], int, Version, Resource, tuple[Any, ...]]]] = {}
+    # resource, whether its workunits go with their committed versions, the job's columns)
+    scans: dict[str, list[tuple[tuple[int, int, int, int], int, Version, Resource, bool, tuple[Any, ...]]]] = {}
     for app_id, (version, resource) in looked_at.items():
         by_commitment = host_class is not None and request is not None and apps[app_id].homogeneous_app_version
         short = Q(pk__in=[])
@@ -1214,14 +1221,13 @@ def lacking_notices(
             priority, wu_id, pk, hr_class = row[7:]
             score = priority + (1 if hr and hr_class > 0 else 0)
             key = (-score, -priority if hr else 0, wu_id, pk)
-            scans.setdefault(resource.name, []).append((key, app_id, version, resource, row))
+            scans.setdefault(resource.name, []).append((key, app_id, version, resource, by_commitment, row))
     for scan in scans.values():
         scan.sort(key=lambda job: job[0])
         found: list[str] = []  # this pass's notices, in the order of its jobs
         ended_by = None  # the quota notice of the committed job that ended the pass
-        for _, app_id, version, resource, row in scan:
+        for _, app_id, version, resource, by_commitment, row in scan:
             memory, disk, bandwidth, number, committed, delay_bound, fpops, priority = row[:8]
-            by_commitment = host_class is not None and request is not None and apps[app_id].homogeneous_app_version
             wu = Workunit(
                 rsc_memory_bound=memory,
                 rsc_disk_bound=disk,
@@ -1248,7 +1254,7 @@ def lacking_notices(
             if job.room is not None and job.room <= 0:
                 if by_commitment and committed:
                     # send_work_score_type: daily_quota_exceeded ends the pass
-                    ended_by = f"Daily job limit ({job.limit}) has been reached"
+                    ended_by = daily_limit_notice(job.limit)
                     break
                 continue  # get_app_version finds no version within the daily quota
             why = lacks(wu, resource)

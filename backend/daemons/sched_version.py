@@ -240,7 +240,7 @@ class BestVersions:
         limit = scaled_max_jobs_per_day(hav, count, gpu_multiplier=multiplier)
         if jobs_today(hav, self.now) < limit:
             return False
-        text = f"Daily job limit ({limit}) has been reached"
+        text = daily_limit_notice(limit)
         if text not in self.pending:
             self.pending.append(text)
         self.pending_spent.append(row.pk)
@@ -513,6 +513,11 @@ def unsent_job_kinds(app_id: int, platform: str) -> list[tuple[bool, int]]:
             for number in unsent.filter(size).order_by().values_list("workunit__app_version_num", flat=True).distinct()
         }
     )
+
+
+def daily_limit_notice(limit: int | None) -> str:
+    """sched_version.cpp daily_quota_exceeded's no-work message for a scaled limit."""
+    return f"Daily job limit ({limit}) has been reached"
 
 
 def ask_for_job(chooser: BestVersions, app_id: int, wu: Workunit) -> None:
