@@ -235,10 +235,14 @@ class Project(models.Model):
         return project_dir(self, "keys")
 
 
-def project_field(related_name: str = "+", *, db_index: bool = False) -> "models.ForeignKey[Project, Project]":
+def project_field(
+    related_name: str = "+", *, db_index: bool = False, db_constraint: bool = True
+) -> "models.ForeignKey[Project, Project]":
     """The project a BOINC row belongs to. Unindexed on its own: each table's indexes that a
     daemon or page filters by lead with it instead."""
-    return models.ForeignKey(Project, on_delete=models.CASCADE, related_name=related_name, db_index=db_index)
+    return models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name=related_name, db_index=db_index, db_constraint=db_constraint
+    )
 
 
 # Exit codes the daemons distinguish (lib/error_numbers.h, reference/server.md §1.4).
@@ -773,12 +777,16 @@ class Workunit(models.Model):
     """BOINC's workunit (reference/server.md §1.7): a bundle of independent sub-states."""
 
     project = project_field("workunits")
-    # Indexed by wu_val, wu_assim and wu_app_id, which all lead with app.
+    # Indexed by wu_app_id, which leads with app.
     app = models.ForeignKey(App, on_delete=models.PROTECT, related_name="workunits", db_index=False)
     name = models.CharField(max_length=254, unique=True)
     create_time = models.BigIntegerField(default=0)
     batch = models.IntegerField(default=0)
-    input_files = models.ManyToManyField(File, blank=True, related_name="workunits")
+    # Written only by create_work, in the transaction that creates the workunit and its files,
+    # and removed with them (Django's cascade, world.deletion's ordered deletes), so no
+    # database check of the two references (on PostgreSQL, two deferred queries per workunit
+    # at the commit of creating work).
+    input_files = models.ManyToManyField(File, blank=True, related_name="workunits", db_constraint=False)
     rsc_fpops_est = models.FloatField(default=3600e9)
     rsc_fpops_bound = models.FloatField(default=86400e9)
     rsc_memory_bound = models.FloatField(default=5e8)
@@ -835,10 +843,10 @@ class Workunit(models.Model):
             models.CheckConstraint(condition=Q(min_quorum__gte=1), name="workunit_quorum_positive"),
         ]
         indexes = [
-            # validator: workunits with need_validate set, per app (wu_val)
-            models.Index(fields=["app", "need_validate"], name="wu_val"),
-            # assimilator: workunits READY to assimilate, per app (wu_assim)
-            models.Index(fields=["app", "assimilate_state"], name="wu_assim"),
+            # BOINC's wu_val and wu_assim (app, need_validate / assimilate_state) are not here:
+            # the validator and the assimilator claim a project's rows, found through the
+            # partial indexes wu_need_validate and wu_assimilate_ready below, which hold only
+            # the rows waiting; the two full indexes cost every new workunit two entries.
             # file_deleter: workunits whose input files are READY to delete (wu_filedel)
             models.Index(fields=["project", "file_delete_state"], name="wu_filedel"),
             # dashboard workunit list: keyset pagination by app and id
@@ -846,8 +854,9 @@ class Workunit(models.Model):
             # transitioner: workunits whose transition_time has come (BOINC's wu_timeout), and
             # the dashboard's workunit list sorted by transition_time, ties by id
             models.Index(fields=["project", "transition_time", "id"], name="wu_transition_id"),
-            # status page: workunits waiting for validation and for assimilation, per app; only
-            # those rows are in them, so the counts read a few entries, not every workunit's
+            # validator, assimilator and status page: workunits waiting for validation and for
+            # assimilation; only those rows are in them, so a pass or a count reads a few
+            # entries, not every workunit's
             models.Index(fields=["app"], name="wu_need_validate", condition=Q(need_validate=True)),
             models.Index(
                 fields=["app"], name="wu_assimilate_ready", condition=Q(assimilate_state=AssimilateState.READY)
@@ -1021,9 +1030,14 @@ class LifecycleEvent(models.Model):
     ``old``/``new`` hold the integer states of workunits and results (BOINC's enums); a change
     whose values are not integers, such as a host's preference of 0.25 days, leaves them empty
     and spells the values out in ``detail`` ("0.1 → 0.25").
+
+    A log, so its references are not checked by the database: an event is written by the
+    pass that holds its subject's row, in the project of that row, and goes with the row
+    (Django's cascade, world.deletion's ordered deletes). Every pass writes events, and each
+    would cost four deferred checks at its commit (PostgreSQL), two of them queries.
     """
 
-    project = project_field()
+    project = project_field(db_constraint=False)
     time = models.BigIntegerField(help_text="Unix seconds (the world's clock when simulated).")
     actor = models.CharField(max_length=32, help_text="Daemon or person that made the change.")
     # Indexed by event_wu_time and event_result_time, which lead with them.
@@ -1034,6 +1048,7 @@ class LifecycleEvent(models.Model):
         on_delete=models.CASCADE,
         related_name="events",
         db_index=False,
+        db_constraint=False,
     )
     result = models.ForeignKey(
         Result,
@@ -1042,6 +1057,7 @@ class LifecycleEvent(models.Model):
         on_delete=models.CASCADE,
         related_name="events",
         db_index=False,
+        db_constraint=False,
     )
     # Indexed by event_host_time, which leads with it.
     host = models.ForeignKey(
@@ -1051,6 +1067,7 @@ class LifecycleEvent(models.Model):
         on_delete=models.CASCADE,
         related_name="events",
         db_index=False,
+        db_constraint=False,
     )
     field = models.CharField(max_length=32, help_text="The state that changed, e.g. server_state.")
     old = models.IntegerField(null=True, blank=True)
