@@ -20,7 +20,8 @@ assimilate -> delete:
   ``--one_pass``, run again while rows wait for it (``Boinc.daemon`` says why a pass may
   leave some).
 - **boincweb** (on ``DATABASE_URL``; a SQLite file of the bench's own when unset, which it
-  says): ``work_generator.create_work`` with the input files; the daemons' passes
+  says): one ``work_generator.create_work`` for the batch, with the input files (BOINC's
+  ``create_work --stdin`` takes the batch in one run too); the daemons' passes
   (``run_once`` until one finds nothing); the same requests, as bytes, through
   ``protocol.scheduler_rpc`` (what the scheduler endpoint runs: parse, handle_request, the
   XML reply); the same uploads through ``protocol.uploads.handle`` (what the upload endpoint
@@ -424,10 +425,9 @@ class Boincweb:
 
         data = dict(zip(names, inputs))
         extra = {k: WORK[k] for k in ("rsc_memory_bound", "rsc_disk_bound")}
-        for start in range(0, len(names), 1000):
-            work_generator.create_work(
-                self.app, names[start : start + 1000], now=self.now, inputs=data.__getitem__, **extra
-            )
+        # one call for the batch, as BOINC's create_work --stdin takes it in one run (and
+        # writes it in multi-row INSERTs of up to 1 MB each, create_work.cpp)
+        work_generator.create_work(self.app, names, now=self.now, inputs=data.__getitem__, **extra)
 
     def daemon(self, step):
         from backend.daemons import DAEMON_OPTIONS, get_daemon
