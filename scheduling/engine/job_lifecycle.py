@@ -37,6 +37,7 @@ class JobLifecycle:
     n_usable_cpus: int
     work_buf_min: float
     pick_table: dict
+    keeps_series: bool
     pick_log: dict
     policy_name: str
     resources: list[Resource]
@@ -150,13 +151,14 @@ class JobLifecycle:
         at, n = self._starts_now
         n = n + 1 if at == self.now else 1
         self._starts_now = (self.now, n)
-        self.log(
-            "schedule",
-            p.name,
-            j.name,
-            f"{'Resumed' if resumed else 'Started'} {j.name} of {p.name} on {res.name} #{j.instance} "
-            f"because {self._start_reason(j, why, n)}.",
-        )
+        if self.keeps_series:
+            self.log(
+                "schedule",
+                p.name,
+                j.name,
+                f"{'Resumed' if resumed else 'Started'} {j.name} of {p.name} on {res.name} #{j.instance} "
+                f"because {self._start_reason(j, why, n)}.",
+            )
 
     def _start_reason(self, j, why: str, n: int) -> str:
         """Why a job started, with the values the policy compared (the decision log)."""
@@ -241,6 +243,8 @@ class JobLifecycle:
             j.in_memory = False
         else:
             j.in_memory = True
+        if not self.keeps_series:
+            return
         where = (
             "left in memory"
             if j.in_memory
@@ -314,4 +318,5 @@ class JobLifecycle:
         self._update_dcf(j)
         self.state_version += 1
         self.must_schedule = True
-        self.log("finish", p.name, j.name, f"{j.name} of {p.name} finished at {sim_time(tc)} and is ready to report.")
+        if self.keeps_series:
+            self.log("finish", p.name, j.name, f"{j.name} of {p.name} finished at {sim_time(tc)} and is ready to report.")
