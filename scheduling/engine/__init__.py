@@ -76,9 +76,9 @@ from __future__ import annotations
 
 import gc
 
-# importing the engine makes a few hundred thousand objects and no garbage: the collections
-# they would set off were a tenth of `python -m scheduling.engine`'s start-up (issue 33), so
-# the collector waits until the imports below are done
+# importing the engine makes thousands of lasting objects and little garbage: the collections
+# they would set off were about 6 % of `python -m scheduling.engine`'s start-up (issue 33),
+# so the collector waits until the imports below are done
 _collecting = gc.isenabled()
 gc.disable()
 try:

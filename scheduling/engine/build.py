@@ -67,7 +67,7 @@ def byte_compile() -> None:
     core leaves as Python (_core.NOT_COMPILED) and the pure-Python core's modules are not
     compiled from their sources at each start: an interpreter run with
     PYTHONDONTWRITEBYTECODE (containers often are) never writes it itself, and that
-    compilation was a twelfth of `python -m scheduling.engine`'s start-up (issue 33). The
+    compilation was about 7 % of `python -m scheduling.engine`'s start-up (issue 33). The
     import system checks each file against its source's time and size, so a source edited
     since is compiled again as before."""
     compileall.compile_dir(_core.HERE, quiet=2)
