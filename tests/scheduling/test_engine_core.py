@@ -55,7 +55,10 @@ def test_the_python_core_runs_from_the_sources_even_where_the_compiled_one_is_bu
 
 
 def test_importing_the_engine_leaves_the_garbage_collector_as_it_found_it():
-    code = "import gc, sys; gc.disable() if sys.argv[1] == 'off' else None; import scheduling.engine; print(gc.isenabled())"
+    code = (
+        "import gc, sys; gc.disable() if sys.argv[1] == 'off' else None; "
+        "import scheduling.engine; print(gc.isenabled())"
+    )
     assert engine_process(["-c", code, "on"]).stdout.split() == ["True"]
     assert engine_process(["-c", code, "off"]).stdout.split() == ["False"]
 
