@@ -17,7 +17,7 @@ Public API
 
 `run(scenario, *, policy="boinc7", duration=864000, delta=60, seed=1, compat="intended",
     existing_jobs_only=False, progress=None, sample_interval=600, partial=None,
-    partial_interval=None) -> RunResult`
+    partial_interval=None, series=True) -> RunResult`
     Simulates `duration` seconds. `policy` is one of `POLICIES` ("boinc7", "boinc5", "wrr",
     "fifo"); decisions fall on a `delta`-second grid; `seed` drives the one
     `random.Random`; `compat` is "intended" or "bce" (BOINC's emulator, reference/client.md
@@ -26,9 +26,12 @@ Public API
     `RecordChunk` (records.py) each time `partial_interval` simulated seconds (default a
     twentieth of the run) have passed since the previous one, and a last one at the end:
     the records produced since the previous chunk, plus the slices and host periods still
-    open. Chunks do not change the run. Raises ValueError on bad arguments, a ScenarioError
-    (a ValueError) naming the limit for a duration over `scenario.MAX_DURATION` or a step
-    outside [`MIN_DELTA`, `MAX_DELTA`] (scenario.py, "Limits").
+    open. Chunks do not change the run. `series=False` keeps none of the series (slices,
+    rec, buffers, rpcs, decisions, host_periods: empty in the result and its chunks), for a
+    caller that reads only the figures and the projects' totals; the run is the same.
+    Raises ValueError on bad arguments, a ScenarioError (a ValueError) naming the limit for
+    a duration over `scenario.MAX_DURATION` or a step outside [`MIN_DELTA`, `MAX_DELTA`]
+    (scenario.py, "Limits").
 
 `start(scenario, *, servers=None, **the arguments of run) -> Emulator`
     A run to drive from outside, already begun: `em.advance_to(t)` plays it up to `t`
@@ -71,29 +74,40 @@ Public API
 
 from __future__ import annotations
 
-import math
+import gc
 
-from . import _core
+# importing the engine makes thousands of lasting objects and little garbage: the collections
+# they would set off were about 6 % of `python -m scheduling.engine`'s start-up (issue 33),
+# so the collector waits until the imports below are done
+_collecting = gc.isenabled()
+gc.disable()
+try:
+    import math
 
-# the core chosen by BOINCWEB_ENGINE_CORE (_core.py), before the modules below are imported
-_core.select()
+    from . import _core
 
-from .emulator import Emulator  # noqa: E402
-from .policies import POLICIES, get_policy  # noqa: E402
-from .readers import load_scenario, read_client_state, read_json, read_pcdr, scenario_to_dict  # noqa: E402
-from .records import (  # noqa: E402
-    BufferSample,
-    Decision,
-    Figures,
-    HostPeriod,
-    ProjectResult,
-    RecordChunk,
-    RecSample,
-    RpcEvent,
-    RunResult,
-    TimeSlice,
-)
-from .scenario import Scenario, ScenarioError, check_run  # noqa: E402
+    # the core chosen by BOINCWEB_ENGINE_CORE (_core.py), before the modules below are imported
+    _core.select()
+
+    from .emulator import Emulator
+    from .policies import POLICIES, get_policy
+    from .readers import load_scenario, read_client_state, read_json, read_pcdr, scenario_to_dict
+    from .records import (
+        BufferSample,
+        Decision,
+        Figures,
+        HostPeriod,
+        ProjectResult,
+        RecordChunk,
+        RecSample,
+        RpcEvent,
+        RunResult,
+        TimeSlice,
+    )
+    from .scenario import Scenario, ScenarioError, check_run
+finally:
+    if _collecting:
+        gc.enable()
 
 COMPAT_MODES = ("intended", "bce")
 # which core runs: "compiled" (the Cython-built modules) or "python" (_core.py)
@@ -140,6 +154,7 @@ def _emulator(
     partial=None,
     partial_interval=None,
     servers=None,
+    series=True,
 ) -> Emulator:
     cls = get_policy(policy)
     if compat not in COMPAT_MODES:
@@ -165,6 +180,7 @@ def _emulator(
         partial=partial,
         partial_interval=partial_interval,
         servers=servers,
+        series=series,
     )
 
 
@@ -198,6 +214,7 @@ def run(
     sample_interval: float = 600.0,
     partial=None,
     partial_interval: float | None = None,
+    series: bool = True,
 ) -> RunResult:
     """Run the emulator; see the module docstring."""
     em = _emulator(
@@ -212,6 +229,7 @@ def run(
         sample_interval,
         partial,
         partial_interval,
+        series=series,
     )
     return em.run()
 

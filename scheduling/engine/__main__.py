@@ -5,9 +5,13 @@ or scenario prints one line on stderr and exits with code 2."""
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 
 from .command import CommandFailure, add_arguments, execute
+
+# what the imports made lives as long as the process: the collector need not look at it again
+gc.freeze()
 
 PROG = "python -m scheduling.engine"
 

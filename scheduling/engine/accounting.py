@@ -58,6 +58,7 @@ class Accounting:
     rpc_events: list[RpcEvent]
     host_periods: list[HostPeriod]
     host_down_since: dict[str, float]
+    keeps_series: bool
     policy: Any
     _rr_cache: tuple[tuple[float, int], RRResult] | None
     _checkpoint: Callable[..., None]
@@ -338,6 +339,8 @@ class Accounting:
         if self.now - self.last_sample < self.sample_interval:
             return
         self.last_sample = self.now
+        if not self.keeps_series:
+            return
         for p in self.projects:
             self.rec_samples.append(RecSample(self.now, p.name, p.rec, p.priority, p.std_shown, p.ltd))
         if self._rr_cache is not None:

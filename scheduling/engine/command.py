@@ -64,6 +64,8 @@ def execute(opts: dict) -> str:
             seed=opts["seed"],
             compat=opts["compat"],
             existing_jobs_only=opts["existing_jobs_only"],
+            # the series go only to --out's run.json: without it they are not kept
+            series=bool(out),
         )
     except ValueError as exc:  # ScenarioError among them
         raise CommandFailure(str(exc)) from None

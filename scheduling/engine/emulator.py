@@ -40,6 +40,7 @@ from .job_lifecycle import JobLifecycle
 from .metrics import figures_of_merit
 from .records import (
     Decision,
+    Discarded,
     HostPeriod,
     ProjectResult,
     RunResult,
@@ -89,6 +90,7 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
         partial_interval: float | None = None,
         fixed_step: bool = False,
         servers: dict | None = None,
+        series: bool = True,
     ):
         if compat == "bce":
             scenario = _without_max_concurrent(scenario)
@@ -179,6 +181,15 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
         self.events = 0
         self.epoch = 0
         self.must_schedule = True
+        # a caller that reads only the figures and the projects' totals (the command line
+        # without --out) keeps none of the series, nor the jobs that were, which over a long
+        # run is most of the memory (issue 33), and the decision log's sentences are not
+        # written; the run decides the same
+        self.keeps_series = series
+        if not series:
+            for name in ("slices", "rec_samples", "buffer_samples", "rpc_events", "decisions", "host_periods"):
+                setattr(self, name, Discarded())
+            self.all_jobs = Discarded()
         self.policy = policy_factory(self)
         self._add_initial_jobs()
 
@@ -292,6 +303,7 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
         return state
 
     def __setstate__(self, state: dict) -> None:
+        state.setdefault("keeps_series", True)  # a run pickled before runs could keep none
         self.__dict__.update(state)
         if "_heap" in state:
             self._push = self._make_push()

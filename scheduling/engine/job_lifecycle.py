@@ -25,6 +25,17 @@ if TYPE_CHECKING:
     from .state import ProjectState, Resource
 
 
+def _md5():
+    """The MD5 constructor: the interpreter's own module first, as `random` takes its SHA-512,
+    since hashlib loads OpenSSL's library, 3.3 MB of a run's peak memory (issue 33); the
+    digests are the same."""
+    try:
+        from _md5 import md5  # type: ignore[import-not-found]  # CPython's own, without stubs
+    except ImportError:  # an interpreter built without it
+        from hashlib import md5
+    return md5
+
+
 class JobLifecycle:
     """The Emulator's part that starts, stops and ends jobs (a mixin, see HostAvailability)."""
 
@@ -37,6 +48,7 @@ class JobLifecycle:
     n_usable_cpus: int
     work_buf_min: float
     pick_table: dict
+    keeps_series: bool
     pick_log: dict
     policy_name: str
     resources: list[Resource]
@@ -106,9 +118,8 @@ class JobLifecycle:
             # BOINC sorts the results it reads by arrival, then by the MD5 of their names
             # (CLIENT_STATE::sort_results, arrived_first): the order the round-robin
             # simulation queues them in and the run list breaks ties by
-            import hashlib
-
-            initial.sort(key=lambda pj: (pj[1].received, hashlib.md5(pj[1].name.encode()).hexdigest()))
+            md5 = _md5()
+            initial.sort(key=lambda pj: (pj[1].received, md5(pj[1].name.encode()).hexdigest()))
         for p, ij in initial:
             app = p.spec.app(ij.app)
             v = self._version_for(app, ij.resource)
@@ -150,13 +161,14 @@ class JobLifecycle:
         at, n = self._starts_now
         n = n + 1 if at == self.now else 1
         self._starts_now = (self.now, n)
-        self.log(
-            "schedule",
-            p.name,
-            j.name,
-            f"{'Resumed' if resumed else 'Started'} {j.name} of {p.name} on {res.name} #{j.instance} "
-            f"because {self._start_reason(j, why, n)}.",
-        )
+        if self.keeps_series:
+            self.log(
+                "schedule",
+                p.name,
+                j.name,
+                f"{'Resumed' if resumed else 'Started'} {j.name} of {p.name} on {res.name} #{j.instance} "
+                f"because {self._start_reason(j, why, n)}.",
+            )
 
     def _start_reason(self, j, why: str, n: int) -> str:
         """Why a job started, with the values the policy compared (the decision log)."""
@@ -241,6 +253,8 @@ class JobLifecycle:
             j.in_memory = False
         else:
             j.in_memory = True
+        if not self.keeps_series:
+            return
         where = (
             "left in memory"
             if j.in_memory
@@ -314,4 +328,7 @@ class JobLifecycle:
         self._update_dcf(j)
         self.state_version += 1
         self.must_schedule = True
-        self.log("finish", p.name, j.name, f"{j.name} of {p.name} finished at {sim_time(tc)} and is ready to report.")
+        if self.keeps_series:
+            self.log(
+                "finish", p.name, j.name, f"{j.name} of {p.name} finished at {sim_time(tc)} and is ready to report."
+            )

@@ -169,6 +169,16 @@ class RecordChunk(NamedTuple):
         return data
 
 
+class Discarded(list):
+    """A series that a run made with `series=False` does not keep: what is appended is dropped,
+    so the series stays empty (emulator.Emulator)."""
+
+    __slots__ = ()
+
+    def append(self, item) -> None:
+        pass
+
+
 CHUNK_SERIES = ("slices", "rec", "buffers", "rpcs", "decisions", "host_periods", "open_slices", "open_host_periods")
 
 

@@ -54,6 +54,15 @@ def test_the_python_core_runs_from_the_sources_even_where_the_compiled_one_is_bu
     assert core == "python" and path.endswith("rr_sim.py")
 
 
+def test_importing_the_engine_leaves_the_garbage_collector_as_it_found_it():
+    code = (
+        "import gc, sys; gc.disable() if sys.argv[1] == 'off' else None; "
+        "import scheduling.engine; print(gc.isenabled())"
+    )
+    assert engine_process(["-c", code, "on"]).stdout.split() == ["True"]
+    assert engine_process(["-c", code, "off"]).stdout.split() == ["False"]
+
+
 @pytest.mark.skipif(BUILT, reason="the compiled core is built here")
 def test_asking_for_the_compiled_core_where_it_cannot_run_says_why():
     proc = engine_process(["-c", "import scheduling.engine"], core="compiled")

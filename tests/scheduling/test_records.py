@@ -196,6 +196,15 @@ def test_asking_for_chunks_does_not_change_the_run():
         assert getattr(plain, name) == getattr(watched, name), name
 
 
+@pytest.mark.parametrize("compat", ["intended", "bce"])
+def test_a_run_that_keeps_no_series_decides_the_same_and_keeps_nothing_else(compat):
+    kept = run(cpu_and_gpu_host(), duration=3 * 86400.0, seed=5, compat=compat)
+    unkept = run(cpu_and_gpu_host(), duration=3 * 86400.0, seed=5, compat=compat, series=False)
+    assert unkept.summary() | {"cpu_seconds": 0} == kept.summary() | {"cpu_seconds": 0}
+    assert kept.slices and kept.decisions and kept.rpcs
+    assert not any(getattr(unkept, name) for name in SERIES)
+
+
 def test_partial_interval_must_be_positive():
     with pytest.raises(ValueError, match="partial_interval"):
         run(standard(), duration=HOUR, partial=print, partial_interval=0.0)
