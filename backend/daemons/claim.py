@@ -124,45 +124,48 @@ def insert_rows(model: type[M], rows: Iterable[M]) -> list[M]:
     return rows
 
 
-def insert_new(model: type[Model], columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[int]:
-    """Insert ``rows`` of ``model``, each the values of ``columns`` (attribute names), every
-    other column its field's default and an ``auto_now`` one the batch's time: the row
-    ``bulk_create`` writes for ``model(**dict(zip(columns, row)))``. Returns the new ids, in
-    order.
+def insert_new(
+    model: type[Model], fixed: Mapping[str, Any], varying: Mapping[str, Sequence[Any]], *, ids: bool = True
+) -> list[int]:
+    """Insert one row of ``model`` per position of ``varying``'s columns (attribute names, each
+    to its values, all of one length), with ``fixed``'s columns the same in every row, every
+    other column its field's default and an ``auto_now`` one the batch's time: the rows
+    ``bulk_create`` writes for ``model(**fixed, **{name: values[i] for name, values in
+    varying.items()})``. Returns the new ids, in order (``ids=False``: nothing, for rows nobody
+    refers to, whose ids need not be drawn and read first).
 
     On PostgreSQL the ids are drawn from the table's sequence and the rows go in with one
-    COPY of plain values (``insert_rows``'s way), without a model instance per row:
-    building those (a workunit has 32 fields) was most of the time of creating work.
-    Elsewhere, and for a field whose ``pre_save`` does more than read the attribute,
-    ``bulk_create``.
+    COPY of plain values (``insert_rows``'s way), without a model instance per row, and every
+    column but the varying ones prepared once for the batch: building a workunit's 32 fields
+    per row was most of the time of creating work. Elsewhere, and for a field whose
+    ``pre_save`` does more than read the attribute, ``bulk_create``.
     """
+    lengths = {len(values) for values in varying.values()}
+    if len(lengths) != 1:
+        raise ValueError(f"{model._meta.label}: the varying columns need one length, not {sorted(lengths)}")
+    (count,) = lengths
     fields, stamped, plain = _copy_fields(model)
-    if not rows or connection.vendor != "postgresql" or not plain:
-        made = model._default_manager.bulk_create([model(**dict(zip(columns, row, strict=True))) for row in rows])
-        return [row.pk for row in made]
-    position = {name: i for i, name in enumerate(columns)}
-    unknown = set(columns) - {field.attname for field in fields}
-    if unknown:
-        raise ValueError(f"{model._meta.label} has no column {', '.join(sorted(unknown))}")
+    by_name = {field.attname: field for field in fields}
+    wrong = (set(fixed) | set(varying)) - set(by_name) or set(fixed) & set(varying)
+    if wrong:
+        raise ValueError(f"{model._meta.label}: unknown or repeated column(s) {', '.join(sorted(wrong))}")
+    if not count or connection.vendor != "postgresql" or not plain:
+        made = model._default_manager.bulk_create(
+            [model(**fixed, **dict(zip(varying, row, strict=True))) for row in zip(*varying.values(), strict=True)]
+        )
+        return [row.pk for row in made] if ids else []
     now = timezone.now()
-    # a batch's row: the constant columns prepared once, the given ones per row
-    constant: list[Any] = []
-    given: list[tuple[int, int, Callable[[Any], Any]]] = []
-    for slot, field in enumerate(fields):
-        prepare = preparer(field)
-        if field.attname in position:
-            constant.append(None)
-            given.append((slot, position[field.attname], prepare))
-        else:
-            constant.append(prepare(now if field in stamped else field.get_default()))
-
-    def values(row: Sequence[Any]) -> list[Any]:
-        out = constant.copy()
-        for slot, index, prepare in given:
-            out[slot] = prepare(row[index])
-        return out
-
-    return _copy_in(model, fields, (values(row) for row in rows), len(rows))
+    # the COPY's columns: the varying ones, each prepared per row, then the rest, once
+    order = [by_name[name] for name in varying]
+    order += [field for field in fields if field.attname not in varying]
+    constant = tuple(
+        preparer(field)(
+            fixed[field.attname] if field.attname in fixed else now if field in stamped else field.get_default()
+        )
+        for field in order[len(varying) :]
+    )
+    columns = [list(map(preparer(field), values)) for field, values in zip(order, varying.values())]
+    return _copy_in(model, order, (row + constant for row in zip(*columns)), count, ids=ids)
 
 
 def _copy_fields(model: type[Model]) -> tuple[list[Field], list[Field], bool]:
@@ -176,29 +179,40 @@ def _copy_fields(model: type[Model]) -> tuple[list[Field], list[Field], bool]:
 
 
 def _copy_in(
-    model: type[Model], fields: Sequence[Field], rows: Iterable[Sequence[Any]], count: int | None = None
+    model: type[Model],
+    fields: Sequence[Field],
+    rows: Iterable[Sequence[Any]],
+    count: int | None = None,
+    *,
+    ids: bool = True,
 ) -> list[int]:
     """PostgreSQL: ids for ``count`` (default: len(rows)) new rows of ``model`` drawn from its
     table's sequence in one query, then the rows (each the prepared values of ``fields``)
-    copied in with one COPY, each under its id in order. Returns the ids."""
+    copied in with one COPY, each under its id in order. Returns the ids; with ``ids=False``
+    the table's default numbers the rows as they go in, and nothing is returned."""
     meta = model._meta
-    if count is None:
-        rows = list(rows)
-        count = len(rows)
     q = connection.ops.quote_name
-    columns = ", ".join(q(column) for column in [meta.pk.column, *(field.column for field in fields)])
+    copy_sql = f"COPY {q(meta.db_table)} ({', '.join(q(field.column) for field in fields)}) FROM STDIN"
     with connection.cursor() as cursor:
+        if not ids:
+            with cursor.cursor.copy(copy_sql) as copy:
+                for values in rows:
+                    copy.write_row(values)
+            return []
+        if count is None:
+            rows = list(rows)
+            count = len(rows)
         # the sequence as a constant: pg_get_serial_sequence in the statement would look it up
         # again for every id, most of the query's time
         cursor.execute(
             "SELECT nextval(%s::regclass) FROM generate_series(1, %s)",
             [_sequence(q(meta.db_table), meta.pk.column), count],
         )
-        ids = sorted(found for (found,) in cursor.fetchall())
-        with cursor.cursor.copy(f"COPY {q(meta.db_table)} ({columns}) FROM STDIN") as copy:
-            for pk, values in zip(ids, rows, strict=True):
+        drawn = sorted(found for (found,) in cursor.fetchall())
+        with cursor.cursor.copy(copy_sql.replace(" (", f" ({q(meta.pk.column)}, ", 1)) as copy:
+            for pk, values in zip(drawn, rows, strict=True):
                 copy.write_row([pk, *values])
-    return ids
+    return drawn
 
 
 @functools.lru_cache(maxsize=64)  # one per table; a table's sequence is fixed by its schema

@@ -29,8 +29,8 @@ from django.db.models import QuerySet
 
 from backend.daemons.claim import insert_new, shard
 from backend.daemons.hierarchy import new_files_written, project_dir
-from backend.events import event, record
-from backend.models import App, File, FileDeleteState, Project, ServerState, Workunit
+from backend.events import event
+from backend.models import App, File, FileDeleteState, LifecycleEvent, Project, ServerState, Workunit
 
 ACTOR = "work_generator"
 
@@ -123,40 +123,28 @@ def create_work(
             project_dir(app.project, "download"), [(f"{name}.in", data) for name, data in zip(names, contents)]
         )
     with transaction.atomic(), inputs_written:
-        fixed = (app.project_id, app.pk, now, now, *params.values())
         wu_ids = insert_new(
             Workunit,
-            ("project_id", "app_id", "create_time", "transition_time", *params, "name"),
-            [(*fixed, name) for name in names],
+            dict(project_id=app.project_id, app_id=app.pk, create_time=now, transition_time=now, **params),
+            dict(name=names),
         )
         if shared_input is not None:
             file_ids = [shared_input.pk] * len(wu_ids)
         else:
             file_ids = insert_new(
                 File,
-                ("project_id", "name", "kind", "nbytes", "md5_cksum"),
-                [
-                    (app.project_id, f"{name}.in", File.Kind.INPUT, len(data), hashlib.md5(data).hexdigest())
-                    for name, data in zip(names, contents)
-                ],
+                dict(project_id=app.project_id, kind=File.Kind.INPUT),
+                dict(
+                    name=[f"{name}.in" for name in names],
+                    nbytes=[len(data) for data in contents],
+                    md5_cksum=[hashlib.md5(data).hexdigest() for data in contents],
+                ),
             )
-        through = Workunit.input_files.through
-        insert_new(through, ("workunit_id", "file_id"), list(zip(wu_ids, file_ids)))
-        record(
-            [
-                event(
-                    time=now,
-                    actor=ACTOR,
-                    workunit_id=pk,
-                    field="transition_time",
-                    old=None,
-                    new=now,
-                    reason="workunit created",
-                )
-                for pk in wu_ids
-            ],
-            app.project_id,
-        )
+        insert_new(Workunit.input_files.through, {}, dict(workunit_id=wu_ids, file_id=file_ids), ids=False)
+        # a "workunit created" event each: events.event's row, its workunit the one column that varies
+        created = event(time=now, actor=ACTOR, field="transition_time", old=None, new=now, reason="workunit created")
+        shared = {name: value for name, value in created._asdict().items() if name != "workunit_id"}
+        insert_new(LifecycleEvent, dict(project_id=app.project_id, **shared), dict(workunit_id=wu_ids), ids=False)
     return Workunit.objects.filter(id__in=wu_ids).order_by("id")
 
 

@@ -6,7 +6,16 @@ ends with, chunk by chunk, including the transitioner's compare-and-set of trans
 import pytest
 from django.db import transaction
 
-from backend.daemons.claim import claim, compare_and_set, insert_rows, read_rows, rows_by_id, shard, update_rows
+from backend.daemons.claim import (
+    claim,
+    compare_and_set,
+    insert_new,
+    insert_rows,
+    read_rows,
+    rows_by_id,
+    shard,
+    update_rows,
+)
 from backend.models import App, AppVersion, File, Host, Result, Workunit
 from tests.factories import AppVersionFactory, HostFactory
 
@@ -129,3 +138,36 @@ def test_insert_rows_saves_the_rows_bulk_create_would_with_their_ids(project, wu
         ("in1", 1),
     ]
     assert insert_rows(Result, []) == []
+
+
+def test_insert_new_stores_the_rows_bulk_create_would_fixed_columns_once_varying_ones_per_row(project):
+    wu_fixed = dict(project_id=project.app.project_id, app_id=project.app.pk, create_time=5, rsc_fpops_est=3e12)
+    names = ["new_a", "new_b", "new_c"]
+    ids = insert_new(Workunit, wu_fixed, dict(name=names, priority=[1, 2, 3]))
+    assert ids == sorted(ids) and len(set(ids)) == 3
+    bulk = Workunit.objects.bulk_create(
+        [Workunit(**wu_fixed, name=f"bulk_{name}", priority=p) for name, p in zip(names, [1, 2, 3], strict=True)]
+    )
+    for pk, twin in zip(ids, bulk, strict=True):
+        ours, theirs = field_values(Workunit.objects.get(pk=pk)), field_values(Workunit.objects.get(pk=twin.pk))
+        assert ours.pop("name") == theirs.pop("name").removeprefix("bulk_")
+        for name in ("id", "mod_time"):
+            del ours[name], theirs[name]
+        assert ours == theirs
+    # rows nobody refers to: no ids drawn, the table's own numbering
+    files = insert_new(File, dict(project_id=project.app.project_id), dict(name=["f1", "f2"], nbytes=[1, 2]))
+    assert insert_new(Workunit.input_files.through, {}, dict(workunit_id=ids[:2], file_id=files), ids=False) == []
+    assert sorted(Workunit.input_files.through.objects.values_list("workunit_id", "file_id")) == list(
+        zip(ids[:2], files, strict=True)
+    )
+
+
+def test_insert_new_refuses_columns_of_unequal_length_and_unknown_ones_writing_nothing(project):
+    fixed = dict(project_id=project.app.project_id)
+    with pytest.raises(ValueError, match="one length"):
+        insert_new(File, fixed, dict(name=["a", "b"], nbytes=[1]))
+    with pytest.raises(ValueError, match="no_such_column"):
+        insert_new(File, fixed, dict(name=["a"], no_such_column=[1]))
+    with pytest.raises(ValueError, match="project_id"):
+        insert_new(File, fixed, dict(name=["a"], project_id=[1]))
+    assert not File.objects.filter(name__in=["a", "b"]).exists()
