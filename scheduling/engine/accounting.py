@@ -83,26 +83,7 @@ class Accounting:
 
     def _rates(self) -> None:
         """Set every running job's FLOPS for the coming interval (cpu_scale, §3)."""
-        cpu_on = self.on and self.active or self.bce
-        gpu_on = self.gpu_acct
-        usage = 0.0
-        gpu_cpu = 0.0
-        for j in self.running:
-            if j.rsc == 0:
-                usage += j.avg_ncpus
-            elif gpu_on:
-                usage += j.avg_ncpus
-                gpu_cpu += j.avg_ncpus
-        n = self.n_usable_cpus
-        scale = 1.0
-        if usage > n and usage - gpu_cpu > 0:
-            scale = max(0.0, (n - gpu_cpu) / (usage - gpu_cpu))
-        self.cpu_scale = scale
-        for j in self.running:
-            if j.rsc == 0:
-                j.rate = j.flops * scale if cpu_on else 0.0
-            else:
-                j.rate = j.flops if gpu_on else 0.0
+        self.cpu_scale = job_rates(self.running, self.on and self.active or self.bce, self.gpu_acct, self.n_usable_cpus)
 
     def _advance(self, t1: float) -> None:
         """Account the interval [now, t1] in which nothing changes but job progress."""
@@ -123,73 +104,9 @@ class Accounting:
         bce = self.bce
         resources = self.resources
         flops_used = self.flops_used
-        for j in self.running:
-            rate = j.rate
-            if rate <= 0:
-                if bce:
-                    # BOINC's emulator adds a step to the elapsed time of every executing
-                    # task at the end of each step, computing or not (sim.cpp simulate()):
-                    # a GPU job held while the GPUs are suspended or the host is off
-                    # (docs/engine-fidelity.md, "Elapsed time of a job that does not compute")
-                    j.elapsed += dt
-                    if j.rsc:
-                        # and REC counts the instance-seconds of every scheduled job
-                        # (adjust_rec, accumulate_inst_sec), computing or not
-                        usage.append((j.project, j.rsc, j.gpu_usage, dt))
-                        usage.append((j.project, 0, j.avg_ncpus, dt))
-                continue
-            p = j.project
-            executing.add(p)
-            wait = min(j.resume_left, dt)
-            j.resume_left -= wait
-            work = rate * (dt - wait)
-            run_time = dt
-            charged = dt  # the time its peak FLOPs and elapsed time are counted for
-            done0 = j.done
-            size = j.size
-            if done0 + work >= size - FINISH_EPS * size:
-                # a remainder of a few ulps (the sum of the steps' work) is no work left: the
-                # job ends in this interval and leaves the next one's cpu_scale
-                run_time = min(dt, wait + max(0.0, size - done0) / rate)
-                work = size - done0
-                finished.append((t0 + run_time, j))
-                if bce:
-                    j.left_at_end = -rate * (dt - run_time)
-                if not bce:
-                    charged = run_time
-                # else BOINC's emulator charges the whole step in which the job ends: the
-                # interval ends with that step (grid), and ACTIVE_TASK_SET::poll adds
-                # diff x app_peak_flops and diff of elapsed time for the step before it
-                # finds the job done (docs/engine-fidelity.md)
-            j.done = done0 + work
-            p.flops_computed += work
-            if j.checkpoint_period <= 0:
-                j.ckpt_done = j.done  # continuous checkpoints (_checkpoint)
-            else:
-                self._checkpoint(j, t0, t0 + run_time, done0, wait, rate)
-            if j.rsc:
-                # BOINC's emulator scales the CPU part of every job's peak FLOPs by cpu_scale,
-                # GPU jobs' too (app_peak_flops in ACTIVE_TASK_SET::poll, sim.cpp)
-                ncpus = j.avg_ncpus * scale if bce else j.avg_ncpus
-                peak = (ncpus + j.gpu_usage * resources[j.rsc].relative_speed) * cpu_flops
-                # REC counts a scheduled job over the whole step under bce (adjust_rec)
-                usage.append((p, j.rsc, j.gpu_usage, dt if bce else run_time))
-                usage.append((p, 0, j.avg_ncpus, dt if bce else run_time))
-                p.wall_rsc_interval[j.rsc] += run_time * j.gpu_usage
-            else:
-                peak = j.avg_ncpus * scale * cpu_flops
-                # BOINC counts a CPU job's instance-seconds for REC at its full CPU count
-                # (accumulate_inst_sec); intended counts the CPU time it got
-                if bce:
-                    usage.append((p, 0, j.avg_ncpus, dt))
-                else:
-                    usage.append((p, 0, j.avg_ncpus * scale, run_time))
-                p.wall_cpu_interval += run_time * j.avg_ncpus
-            pf = charged * peak
-            j.peak_flop_count += pf
-            p.flops_used += pf
-            flops_used += pf
-            j.elapsed += charged * (2.0 if bce else 1.0)
+        flops_used = advance_jobs(
+            self, self.running, t0, dt, bce, scale, cpu_flops, resources, flops_used, finished, executing, usage
+        )
         self.flops_used = flops_used
         # REC is updated once per step in BOINC's emulator: the interval's credit is spread
         # evenly over it, which is exact while every job runs throughout. A job ending inside
@@ -405,3 +322,101 @@ class Accounting:
             HostPeriod(start, now, state) for state, start in self.host_down_since.items() if now > start
         )
         return RecordChunk(now, open_slices=open_slices, open_host_periods=open_periods, last=last, **series)
+
+
+def job_rates(running, cpu_on, gpu_on, n):
+    """Accounting._rates: set every running job's FLOPS for the coming interval and return
+    cpu_scale (§3). accounting.pxd types the jobs as JobStates (state.pxd)."""
+    usage = 0.0
+    gpu_cpu = 0.0
+    for j in running:
+        if j.rsc == 0:
+            usage += j.avg_ncpus
+        elif gpu_on:
+            usage += j.avg_ncpus
+            gpu_cpu += j.avg_ncpus
+    scale = 1.0
+    if usage > n and usage - gpu_cpu > 0:
+        scale = max(0.0, (n - gpu_cpu) / (usage - gpu_cpu))
+    for j in running:
+        if j.rsc == 0:
+            j.rate = j.flops * scale if cpu_on else 0.0
+        else:
+            j.rate = j.flops if gpu_on else 0.0
+    return scale
+
+
+def advance_jobs(acct, running, t0, dt, bce, scale, cpu_flops, resources, flops_used, finished, executing, usage):
+    """Accounting._advance's walk of the running jobs over [t0, t0 + dt]: their progress,
+    checkpoints, peak FLOPs and elapsed time, the jobs that end (appended to `finished`), the
+    projects that compute (added to `executing`) and the instance-seconds for REC (appended to
+    `usage`); returns the host's FLOPs used. accounting.pxd types the jobs as JobStates
+    (state.pxd), whose attributes it reads from their C structure."""
+    for j in running:
+        rate = j.rate
+        if rate <= 0:
+            if bce:
+                # BOINC's emulator adds a step to the elapsed time of every executing
+                # task at the end of each step, computing or not (sim.cpp simulate()):
+                # a GPU job held while the GPUs are suspended or the host is off
+                # (docs/engine-fidelity.md, "Elapsed time of a job that does not compute")
+                j.elapsed += dt
+                if j.rsc:
+                    # and REC counts the instance-seconds of every scheduled job
+                    # (adjust_rec, accumulate_inst_sec), computing or not
+                    usage.append((j.project, j.rsc, j.gpu_usage, dt))
+                    usage.append((j.project, 0, j.avg_ncpus, dt))
+            continue
+        p = j.project
+        executing.add(p)
+        wait = min(j.resume_left, dt)
+        j.resume_left -= wait
+        work = rate * (dt - wait)
+        run_time = dt
+        charged = dt  # the time its peak FLOPs and elapsed time are counted for
+        done0 = j.done
+        size = j.size
+        if done0 + work >= size - FINISH_EPS * size:
+            # a remainder of a few ulps (the sum of the steps' work) is no work left: the
+            # job ends in this interval and leaves the next one's cpu_scale
+            run_time = min(dt, wait + max(0.0, size - done0) / rate)
+            work = size - done0
+            finished.append((t0 + run_time, j))
+            if bce:
+                j.left_at_end = -rate * (dt - run_time)
+            if not bce:
+                charged = run_time
+            # else BOINC's emulator charges the whole step in which the job ends: the
+            # interval ends with that step (grid), and ACTIVE_TASK_SET::poll adds
+            # diff x app_peak_flops and diff of elapsed time for the step before it
+            # finds the job done (docs/engine-fidelity.md)
+        j.done = done0 + work
+        p.flops_computed += work
+        if j.checkpoint_period <= 0:
+            j.ckpt_done = j.done  # continuous checkpoints (_checkpoint)
+        else:
+            acct._checkpoint(j, t0, t0 + run_time, done0, wait, rate)
+        if j.rsc:
+            # BOINC's emulator scales the CPU part of every job's peak FLOPs by cpu_scale,
+            # GPU jobs' too (app_peak_flops in ACTIVE_TASK_SET::poll, sim.cpp)
+            ncpus = j.avg_ncpus * scale if bce else j.avg_ncpus
+            peak = (ncpus + j.gpu_usage * resources[j.rsc].relative_speed) * cpu_flops
+            # REC counts a scheduled job over the whole step under bce (adjust_rec)
+            usage.append((p, j.rsc, j.gpu_usage, dt if bce else run_time))
+            usage.append((p, 0, j.avg_ncpus, dt if bce else run_time))
+            p.wall_rsc_interval[j.rsc] += run_time * j.gpu_usage
+        else:
+            peak = j.avg_ncpus * scale * cpu_flops
+            # BOINC counts a CPU job's instance-seconds for REC at its full CPU count
+            # (accumulate_inst_sec); intended counts the CPU time it got
+            if bce:
+                usage.append((p, 0, j.avg_ncpus, dt))
+            else:
+                usage.append((p, 0, j.avg_ncpus * scale, run_time))
+            p.wall_cpu_interval += run_time * j.avg_ncpus
+        pf = charged * peak
+        j.peak_flop_count += pf
+        p.flops_used += pf
+        flops_used += pf
+        j.elapsed += charged * (2.0 if bce else 1.0)
+    return flops_used

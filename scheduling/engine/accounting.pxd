@@ -1,0 +1,16 @@
+# C types of accounting.py for the compiled core (build.py): Cython reads this file beside the
+# module's source, which stays plain Python. The walks of the running jobs that set their
+# rates (job_rates) and account an interval (advance_jobs), at every event, read and write the
+# jobs as JobStates (state.pxd), from their C structure; the numbers stay Python floats, with
+# the pure-Python module's operations in its order.
+
+cimport cython
+
+from scheduling.engine.state cimport JobState
+
+
+@cython.locals(j=JobState)
+cpdef job_rates(list running, cpu_on, gpu_on, n)
+
+@cython.locals(j=JobState)
+cpdef advance_jobs(acct, list running, t0, dt, bce, scale, cpu_flops, list resources, flops_used, list finished, set executing, list usage)
