@@ -14,3 +14,6 @@ cpdef job_rates(list running, cpu_on, gpu_on, n)
 
 @cython.locals(j=JobState)
 cpdef advance_jobs(acct, list running, t0, dt, bce, scale, cpu_flops, list resources, flops_used, list finished, set executing, list usage)
+
+@cython.locals(j=JobState)
+cpdef list job_ends(list running, now)

@@ -420,3 +420,9 @@ def advance_jobs(acct, running, t0, dt, bce, scale, cpu_flops, resources, flops_
         flops_used += pf
         j.elapsed += charged * (2.0 if bce else 1.0)
     return flops_used
+
+
+def job_ends(running, now):
+    """The instants the running jobs that compute end at their rates (Emulator._plan).
+    accounting.pxd types the jobs as JobStates (state.pxd)."""
+    return [now + j.resume_left + (j.size - j.done) / j.rate for j in running if j.rate > 0]

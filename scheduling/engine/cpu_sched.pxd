@@ -67,3 +67,6 @@ cpdef bint _reserve_gpu(list usage, double x) except -1
 cpdef list enforce(em, now, list run_list, gpu_allowed, keep_unfinished=*)
 
 cpdef str _why(JobState j)
+
+@cython.locals(j=JobState)
+cpdef bint queued_jobs_waiting(em) except -1

@@ -567,4 +567,9 @@ def _why(j) -> str:
 
 
 def queued_jobs_waiting(em) -> bool:
-    return any(j.state == QUEUED for p in em.projects for j in p.jobs)
+    """Whether a queued job waits (cpu_sched.pxd types the jobs as JobStates)."""
+    for p in em.projects:
+        for j in p.jobs:
+            if j.state == QUEUED:
+                return True
+    return False
