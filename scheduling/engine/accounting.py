@@ -139,41 +139,16 @@ class Accounting:
                 first.gpu_usage * elapsed * speed * cpu_flops if first.rsc else 0.0
             )
             extra[first.project] = secs * limit * COBBLESTONE_SCALE
-        credit_scale = self.credit_scale
-        for p in self.projects:
-            if p in executing:
-                p.idle_time = 0.0
-            elif dt > 0:
-                i0 = p.idle_time
-                # sum over the k steps of d x (idle time after the step)^2 (§5 monotony)
-                p.idle_time_sumsq += d * (k * i0 * i0 + i0 * d * k * (k + 1) + d * d * k * (k + 1) * (2 * k + 1) / 6.0)
-                p.idle_time += dt
-            credit = 0.0
-            head = 0.0
-            for r, secs in enumerate(p.secs_this_interval):
-                scale_r = credit_scale[r]
-                if secs:
-                    credit += secs * scale_r
-                    p.secs_this_interval[r] = 0.0
-                if split > t0:
-                    head += before.get((p, r), 0.0) * scale_r
-            if self.bce:
-                self._bce_rec(p, credit, t0, t1, bool(finished), extra.get(p, 0.0))
-                continue
-            if split > t0:
-                p.rec, p.rec_time = update_average(split, t0, head, self.rec_half_life, p.rec, p.rec_time)
-                p.rec, p.rec_time = update_average(t1, split, credit, self.rec_half_life, p.rec, p.rec_time)
-            elif dt > 0:
-                p.rec, p.rec_time = update_average(t1, t0, credit, self.rec_half_life, p.rec, p.rec_time)
+        account_projects(
+            self, self.projects, executing, dt, k, d, split, t0, t1, before, extra, bool(finished),
+            self.credit_scale, self.bce, self.rec_half_life,
+        )
         if self.bce and (self.rec_acct or finished):
             self.rec_start = t1
         elif self.bce and self.on and dt >= self.delta:
             self.rec_start = t1 - self.delta
         self.policy.account(t0, t1)
-        for p in self.projects:
-            p.wall_cpu_interval = 0.0
-            for r in range(1, len(p.wall_rsc_interval)):
-                p.wall_rsc_interval[r] = 0.0
+        reset_wall_intervals(self.projects)
         self.now = t1
         if self.bce:
             # BOINC's emulator finds every job that ended in the step at once and handles them
@@ -202,55 +177,6 @@ class Accounting:
         else:
             p.dcf = 0.9 * p.dcf + 0.1 * raw
         p.dcf = min(max(p.dcf, 0.01), 100.0)
-
-    def _bce_rec(self, p, credit: float, t0: float, t1: float, finished: bool, extra: float) -> None:
-        """REC as BOINC's emulator adjusts it (adjust_rec, cpu_sched.cpp; reference/client.md
-        §9.4): at the schedule of every step the host is on and when a job ends, crediting the
-        scheduled jobs over the time since the last adjustment, but dropping that time, with
-        no update (so no decay either), when it is more than two steps long. Off, the host
-        makes no schedule: the step before it goes off is credited only if a job ends at a
-        step within two steps of it, and REC decays over the whole gap at its next update
-        (update_average). `credit` is the project's credit over [t0, t1], at a constant rate."""
-        delta = self.delta
-        pending = self.rec_pending.get(p, 0.0)
-        start = self.rec_start
-        span = t1 - t0
-        rate = credit / span if span > 0 else 0.0
-        if self.on and span > delta:
-            # the steps inside the interval are on: each adjusts REC at its schedule
-            inner_end = t1 - delta
-            first_end = t0 + delta
-            if first_end - start > 2 * delta + 1e-6:
-                # the first inner step's adjustment drops what came before it
-                self._rec_span(p, first_end, inner_end, rate, 0.0)
-            else:
-                self._rec_span(p, t0, inner_end, rate, pending)
-            pending = 0.0
-            start = inner_end
-            credit = rate * delta
-        if not (self.rec_acct or finished):
-            self.rec_pending[p] = pending + credit
-            return
-        self.rec_pending[p] = 0.0
-        if t1 - start > 2 * delta + 1e-6:
-            return  # the gap is dropped: no credit and no decay (adjust_rec)
-        p.rec, p.rec_time = update_average(t1, start, pending + credit + extra, self.rec_half_life, p.rec, p.rec_time)
-
-    def _rec_span(self, p, a: float, b: float, rate: float, first: float) -> None:
-        """REC updated at every step from `a` to `b` for credit at `rate` per second, plus
-        `first` in the first step. Steps of a constant rate compose into one update, except
-        the first after a gap in the updates, which update_average spreads over the whole
-        gap: that one is made alone."""
-        if b <= a:
-            return
-        half_life = self.rec_half_life
-        if p.rec_time != a and b - a > self.delta + 1e-6:
-            p.rec, p.rec_time = update_average(
-                a + self.delta, a, first + rate * self.delta, half_life, p.rec, p.rec_time
-            )
-            a += self.delta
-            first = 0.0
-        p.rec, p.rec_time = update_average(b, a, first + rate * (b - a), half_life, p.rec, p.rec_time)
 
     def _sample(self) -> None:
         if self.now - self.last_sample < self.sample_interval:
@@ -426,3 +352,105 @@ def job_ends(running, now):
     """The instants the running jobs that compute end at their rates (Emulator._plan).
     accounting.pxd types the jobs as JobStates (state.pxd)."""
     return [now + j.resume_left + (j.size - j.done) / j.rate for j in running if j.rate > 0]
+
+
+def account_projects(acct, projects, executing, dt, k, d, split, t0, t1, before, extra, any_finished, credit_scale, bce, half_life):
+    """Accounting._advance's walk of the projects over [t0, t1] (dt long, k grid steps of d):
+    their idle time, the credit of their instance-seconds this interval (secs_this_interval,
+    then zeroed) and their REC (under bce, Accounting._bce_rec's). accounting.pxd gives the
+    credit's sums and the loop over the resources C types, with the same operations in the
+    same order."""
+    splitting = split > t0
+    if bce:
+        delta = acct.delta
+        on = acct.on
+        rec_acct = acct.rec_acct
+        rec_pending = acct.rec_pending
+        start = acct.rec_start
+    for p in projects:
+        if p in executing:
+            p.idle_time = 0.0
+        elif dt > 0:
+            i0 = p.idle_time
+            # sum over the k steps of d x (idle time after the step)^2 (§5 monotony)
+            p.idle_time_sumsq += d * (k * i0 * i0 + i0 * d * k * (k + 1) + d * d * k * (k + 1) * (2 * k + 1) / 6.0)
+            p.idle_time += dt
+        credit = 0.0
+        head = 0.0
+        secs_this_interval = p.secs_this_interval
+        for r in range(len(secs_this_interval)):
+            secs = secs_this_interval[r]
+            scale_r = credit_scale[r]
+            if secs:
+                credit += secs * scale_r
+                secs_this_interval[r] = 0.0
+            if splitting:
+                head += before.get((p, r), 0.0) * scale_r
+        if bce:
+            bce_rec(
+                acct, p, credit, t0, t1, any_finished, extra.get(p, 0.0), delta, on, rec_acct, rec_pending, start,
+                half_life,
+            )
+            continue
+        if splitting:
+            p.rec, p.rec_time = update_average(split, t0, head, half_life, p.rec, p.rec_time)
+            p.rec, p.rec_time = update_average(t1, split, credit, half_life, p.rec, p.rec_time)
+        elif dt > 0:
+            p.rec, p.rec_time = update_average(t1, t0, credit, half_life, p.rec, p.rec_time)
+
+
+def reset_wall_intervals(projects) -> None:
+    """Zero every project's wall time of the interval, CPU and GPU types (Accounting._advance)."""
+    for p in projects:
+        p.wall_cpu_interval = 0.0
+        wall = p.wall_rsc_interval
+        for r in range(1, len(wall)):
+            wall[r] = 0.0
+
+
+def bce_rec(acct, p, credit, t0, t1, finished, extra, delta, on, rec_acct, rec_pending, start, half_life) -> None:
+    """REC as BOINC's emulator adjusts it (adjust_rec, cpu_sched.cpp; reference/client.md
+    §9.4): at the schedule of every step the host is on and when a job ends, crediting the
+    scheduled jobs over the time since the last adjustment, but dropping that time, with
+    no update (so no decay either), when it is more than two steps long. Off, the host
+    makes no schedule: the step before it goes off is credited only if a job ends at a
+    step within two steps of it, and REC decays over the whole gap at its next update
+    (update_average). `credit` is the project's credit over [t0, t1], at a constant rate;
+    `delta`, `on`, `rec_acct`, `rec_pending`, `start` (rec_start) and `half_life` are the
+    emulator's (`acct`'s), read once per interval by account_projects."""
+    pending = rec_pending.get(p, 0.0)
+    span = t1 - t0
+    rate = credit / span if span > 0 else 0.0
+    if on and span > delta:
+        # the steps inside the interval are on: each adjusts REC at its schedule
+        inner_end = t1 - delta
+        first_end = t0 + delta
+        if first_end - start > 2 * delta + 1e-6:
+            # the first inner step's adjustment drops what came before it
+            rec_span(p, first_end, inner_end, rate, 0.0, delta, half_life)
+        else:
+            rec_span(p, t0, inner_end, rate, pending, delta, half_life)
+        pending = 0.0
+        start = inner_end
+        credit = rate * delta
+    if not (rec_acct or finished):
+        rec_pending[p] = pending + credit
+        return
+    rec_pending[p] = 0.0
+    if t1 - start > 2 * delta + 1e-6:
+        return  # the gap is dropped: no credit and no decay (adjust_rec)
+    p.rec, p.rec_time = update_average(t1, start, pending + credit + extra, half_life, p.rec, p.rec_time)
+
+
+def rec_span(p, a, b, rate, first, delta, half_life) -> None:
+    """REC updated at every step from `a` to `b` for credit at `rate` per second, plus
+    `first` in the first step. Steps of a constant rate compose into one update, except
+    the first after a gap in the updates, which update_average spreads over the whole
+    gap: that one is made alone."""
+    if b <= a:
+        return
+    if p.rec_time != a and b - a > delta + 1e-6:
+        p.rec, p.rec_time = update_average(a + delta, a, first + rate * delta, half_life, p.rec, p.rec_time)
+        a += delta
+        first = 0.0
+    p.rec, p.rec_time = update_average(b, a, first + rate * (b - a), half_life, p.rec, p.rec_time)
