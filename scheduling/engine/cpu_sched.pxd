@@ -70,3 +70,8 @@ cpdef str _why(JobState j)
 
 @cython.locals(j=JobState)
 cpdef bint queued_jobs_waiting(em) except -1
+
+cpdef preemptible_at(em, JobState j)
+
+@cython.locals(j=JobState)
+cpdef first_preemptible_at(em)
