@@ -75,3 +75,9 @@ cpdef preemptible_at(em, JobState j)
 
 @cython.locals(j=JobState)
 cpdef first_preemptible_at(em)
+
+cpdef _runtime_remaining(em, JobState j)
+
+cpdef _results_index(JobState j)
+
+cpdef _arrival(JobState j)
