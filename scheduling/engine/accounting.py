@@ -96,9 +96,11 @@ class Accounting:
             self.active_time += dt
         if self.gpu_acct:
             self.gpu_active_time += dt
-        finished = []
-        executing = set()
-        usage = []  # (project, resource, instances, seconds from t0) for REC
+        finished: list[tuple[float, JobState]] = []
+        executing: set[ProjectState] = set()
+        usage: list[
+            tuple[ProjectState, int, float, float]
+        ] = []  # (project, resource, instances, seconds from t0) for REC
         cpu_flops = self.cpu_flops
         scale = self.cpu_scale if self.running else 1.0
         bce = self.bce
@@ -140,8 +142,21 @@ class Accounting:
             )
             extra[first.project] = secs * limit * COBBLESTONE_SCALE
         account_projects(
-            self, self.projects, executing, dt, k, d, split, t0, t1, before, extra, bool(finished),
-            self.credit_scale, self.bce, self.rec_half_life,
+            self,
+            self.projects,
+            executing,
+            dt,
+            k,
+            d,
+            split,
+            t0,
+            t1,
+            before,
+            extra,
+            bool(finished),
+            self.credit_scale,
+            self.bce,
+            self.rec_half_life,
         )
         if self.bce and (self.rec_acct or finished):
             self.rec_start = t1
@@ -354,7 +369,9 @@ def job_ends(running, now):
     return [now + j.resume_left + (j.size - j.done) / j.rate for j in running if j.rate > 0]
 
 
-def account_projects(acct, projects, executing, dt, k, d, split, t0, t1, before, extra, any_finished, credit_scale, bce, half_life):
+def account_projects(
+    acct, projects, executing, dt, k, d, split, t0, t1, before, extra, any_finished, credit_scale, bce, half_life
+):
     """Accounting._advance's walk of the projects over [t0, t1] (dt long, k grid steps of d):
     their idle time, the credit of their instance-seconds this interval (secs_this_interval,
     then zeroed) and their REC (under bce, Accounting._bce_rec's). accounting.pxd gives the
@@ -388,7 +405,18 @@ def account_projects(acct, projects, executing, dt, k, d, split, t0, t1, before,
                 head += before.get((p, r), 0.0) * scale_r
         if bce:
             bce_rec(
-                acct, p, credit, t0, t1, any_finished, extra.get(p, 0.0), delta, on, rec_acct, rec_pending, start,
+                acct,
+                p,
+                credit,
+                t0,
+                t1,
+                any_finished,
+                extra.get(p, 0.0),
+                delta,
+                on,
+                rec_acct,
+                rec_pending,
+                start,
                 half_life,
             )
             continue
