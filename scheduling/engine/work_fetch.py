@@ -77,16 +77,19 @@ def fetch_priorities(em, now: float) -> list:
 def _charge_queued_work(projects, bce, denom, exact) -> None:
     """fetch_priorities' queued-work decrement: each project's priority less its queued
     jobs' FLOPs left over `denom`. work_fetch.pxd types the jobs as JobStates (state.pxd)."""
+    # each project's priority is read once and written once, with the same subtractions
     for p in projects:
+        priority = p.priority
         if bce and p.ready:
             # BOINC counts every result the client holds, in the client's order: a finished
             # one not yet reported with its FLOPs left below zero (JobState.left_at_end)
             for j in sorted(p.jobs + p.ready, key=_job_index):
                 left = j.left_at_end if j.completed_time is not None else j.est_flops_remaining(exact)
-                p.priority -= left / denom
-            continue
-        for j in p.jobs:
-            p.priority -= j.est_flops_remaining(exact) / denom
+                priority -= left / denom
+        else:
+            for j in p.jobs:
+                priority -= j.est_flops_remaining(exact) / denom
+        p.priority = priority
 
 
 def _job_index(j):
