@@ -83,26 +83,7 @@ class Accounting:
 
     def _rates(self) -> None:
         """Set every running job's FLOPS for the coming interval (cpu_scale, §3)."""
-        cpu_on = self.on and self.active or self.bce
-        gpu_on = self.gpu_acct
-        usage = 0.0
-        gpu_cpu = 0.0
-        for j in self.running:
-            if j.rsc == 0:
-                usage += j.avg_ncpus
-            elif gpu_on:
-                usage += j.avg_ncpus
-                gpu_cpu += j.avg_ncpus
-        n = self.n_usable_cpus
-        scale = 1.0
-        if usage > n and usage - gpu_cpu > 0:
-            scale = max(0.0, (n - gpu_cpu) / (usage - gpu_cpu))
-        self.cpu_scale = scale
-        for j in self.running:
-            if j.rsc == 0:
-                j.rate = j.flops * scale if cpu_on else 0.0
-            else:
-                j.rate = j.flops if gpu_on else 0.0
+        self.cpu_scale = job_rates(self.running, self.on and self.active or self.bce, self.gpu_acct, self.n_usable_cpus)
 
     def _advance(self, t1: float) -> None:
         """Account the interval [now, t1] in which nothing changes but job progress."""
@@ -115,81 +96,19 @@ class Accounting:
             self.active_time += dt
         if self.gpu_acct:
             self.gpu_active_time += dt
-        finished = []
-        executing = set()
-        usage = []  # (project, resource, instances, seconds from t0) for REC
+        finished: list[tuple[float, JobState]] = []
+        executing: set[ProjectState] = set()
+        usage: list[
+            tuple[ProjectState, int, float, float]
+        ] = []  # (project, resource, instances, seconds from t0) for REC
         cpu_flops = self.cpu_flops
         scale = self.cpu_scale if self.running else 1.0
         bce = self.bce
         resources = self.resources
         flops_used = self.flops_used
-        for j in self.running:
-            rate = j.rate
-            if rate <= 0:
-                if bce:
-                    # BOINC's emulator adds a step to the elapsed time of every executing
-                    # task at the end of each step, computing or not (sim.cpp simulate()):
-                    # a GPU job held while the GPUs are suspended or the host is off
-                    # (docs/engine-fidelity.md, "Elapsed time of a job that does not compute")
-                    j.elapsed += dt
-                    if j.rsc:
-                        # and REC counts the instance-seconds of every scheduled job
-                        # (adjust_rec, accumulate_inst_sec), computing or not
-                        usage.append((j.project, j.rsc, j.gpu_usage, dt))
-                        usage.append((j.project, 0, j.avg_ncpus, dt))
-                continue
-            p = j.project
-            executing.add(p)
-            wait = min(j.resume_left, dt)
-            j.resume_left -= wait
-            work = rate * (dt - wait)
-            run_time = dt
-            charged = dt  # the time its peak FLOPs and elapsed time are counted for
-            done0 = j.done
-            size = j.size
-            if done0 + work >= size - FINISH_EPS * size:
-                # a remainder of a few ulps (the sum of the steps' work) is no work left: the
-                # job ends in this interval and leaves the next one's cpu_scale
-                run_time = min(dt, wait + max(0.0, size - done0) / rate)
-                work = size - done0
-                finished.append((t0 + run_time, j))
-                if bce:
-                    j.left_at_end = -rate * (dt - run_time)
-                if not bce:
-                    charged = run_time
-                # else BOINC's emulator charges the whole step in which the job ends: the
-                # interval ends with that step (grid), and ACTIVE_TASK_SET::poll adds
-                # diff x app_peak_flops and diff of elapsed time for the step before it
-                # finds the job done (docs/engine-fidelity.md)
-            j.done = done0 + work
-            p.flops_computed += work
-            if j.checkpoint_period <= 0:
-                j.ckpt_done = j.done  # continuous checkpoints (_checkpoint)
-            else:
-                self._checkpoint(j, t0, t0 + run_time, done0, wait, rate)
-            if j.rsc:
-                # BOINC's emulator scales the CPU part of every job's peak FLOPs by cpu_scale,
-                # GPU jobs' too (app_peak_flops in ACTIVE_TASK_SET::poll, sim.cpp)
-                ncpus = j.avg_ncpus * scale if bce else j.avg_ncpus
-                peak = (ncpus + j.gpu_usage * resources[j.rsc].relative_speed) * cpu_flops
-                # REC counts a scheduled job over the whole step under bce (adjust_rec)
-                usage.append((p, j.rsc, j.gpu_usage, dt if bce else run_time))
-                usage.append((p, 0, j.avg_ncpus, dt if bce else run_time))
-                p.wall_rsc_interval[j.rsc] += run_time * j.gpu_usage
-            else:
-                peak = j.avg_ncpus * scale * cpu_flops
-                # BOINC counts a CPU job's instance-seconds for REC at its full CPU count
-                # (accumulate_inst_sec); intended counts the CPU time it got
-                if bce:
-                    usage.append((p, 0, j.avg_ncpus, dt))
-                else:
-                    usage.append((p, 0, j.avg_ncpus * scale, run_time))
-                p.wall_cpu_interval += run_time * j.avg_ncpus
-            pf = charged * peak
-            j.peak_flop_count += pf
-            p.flops_used += pf
-            flops_used += pf
-            j.elapsed += charged * (2.0 if bce else 1.0)
+        flops_used = advance_jobs(
+            self, self.running, t0, dt, bce, scale, cpu_flops, resources, flops_used, finished, executing, usage
+        )
         self.flops_used = flops_used
         # REC is updated once per step in BOINC's emulator: the interval's credit is spread
         # evenly over it, which is exact while every job runs throughout. A job ending inside
@@ -222,41 +141,29 @@ class Accounting:
                 first.gpu_usage * elapsed * speed * cpu_flops if first.rsc else 0.0
             )
             extra[first.project] = secs * limit * COBBLESTONE_SCALE
-        credit_scale = self.credit_scale
-        for p in self.projects:
-            if p in executing:
-                p.idle_time = 0.0
-            elif dt > 0:
-                i0 = p.idle_time
-                # sum over the k steps of d x (idle time after the step)^2 (§5 monotony)
-                p.idle_time_sumsq += d * (k * i0 * i0 + i0 * d * k * (k + 1) + d * d * k * (k + 1) * (2 * k + 1) / 6.0)
-                p.idle_time += dt
-            credit = 0.0
-            head = 0.0
-            for r, secs in enumerate(p.secs_this_interval):
-                scale_r = credit_scale[r]
-                if secs:
-                    credit += secs * scale_r
-                    p.secs_this_interval[r] = 0.0
-                if split > t0:
-                    head += before.get((p, r), 0.0) * scale_r
-            if self.bce:
-                self._bce_rec(p, credit, t0, t1, bool(finished), extra.get(p, 0.0))
-                continue
-            if split > t0:
-                p.rec, p.rec_time = update_average(split, t0, head, self.rec_half_life, p.rec, p.rec_time)
-                p.rec, p.rec_time = update_average(t1, split, credit, self.rec_half_life, p.rec, p.rec_time)
-            elif dt > 0:
-                p.rec, p.rec_time = update_average(t1, t0, credit, self.rec_half_life, p.rec, p.rec_time)
+        account_projects(
+            self,
+            self.projects,
+            executing,
+            dt,
+            k,
+            d,
+            split,
+            t0,
+            t1,
+            before,
+            extra,
+            bool(finished),
+            self.credit_scale,
+            self.bce,
+            self.rec_half_life,
+        )
         if self.bce and (self.rec_acct or finished):
             self.rec_start = t1
         elif self.bce and self.on and dt >= self.delta:
             self.rec_start = t1 - self.delta
         self.policy.account(t0, t1)
-        for p in self.projects:
-            p.wall_cpu_interval = 0.0
-            for r in range(1, len(p.wall_rsc_interval)):
-                p.wall_rsc_interval[r] = 0.0
+        reset_wall_intervals(self.projects)
         self.now = t1
         if self.bce:
             # BOINC's emulator finds every job that ended in the step at once and handles them
@@ -285,55 +192,6 @@ class Accounting:
         else:
             p.dcf = 0.9 * p.dcf + 0.1 * raw
         p.dcf = min(max(p.dcf, 0.01), 100.0)
-
-    def _bce_rec(self, p, credit: float, t0: float, t1: float, finished: bool, extra: float) -> None:
-        """REC as BOINC's emulator adjusts it (adjust_rec, cpu_sched.cpp; reference/client.md
-        §9.4): at the schedule of every step the host is on and when a job ends, crediting the
-        scheduled jobs over the time since the last adjustment, but dropping that time, with
-        no update (so no decay either), when it is more than two steps long. Off, the host
-        makes no schedule: the step before it goes off is credited only if a job ends at a
-        step within two steps of it, and REC decays over the whole gap at its next update
-        (update_average). `credit` is the project's credit over [t0, t1], at a constant rate."""
-        delta = self.delta
-        pending = self.rec_pending.get(p, 0.0)
-        start = self.rec_start
-        span = t1 - t0
-        rate = credit / span if span > 0 else 0.0
-        if self.on and span > delta:
-            # the steps inside the interval are on: each adjusts REC at its schedule
-            inner_end = t1 - delta
-            first_end = t0 + delta
-            if first_end - start > 2 * delta + 1e-6:
-                # the first inner step's adjustment drops what came before it
-                self._rec_span(p, first_end, inner_end, rate, 0.0)
-            else:
-                self._rec_span(p, t0, inner_end, rate, pending)
-            pending = 0.0
-            start = inner_end
-            credit = rate * delta
-        if not (self.rec_acct or finished):
-            self.rec_pending[p] = pending + credit
-            return
-        self.rec_pending[p] = 0.0
-        if t1 - start > 2 * delta + 1e-6:
-            return  # the gap is dropped: no credit and no decay (adjust_rec)
-        p.rec, p.rec_time = update_average(t1, start, pending + credit + extra, self.rec_half_life, p.rec, p.rec_time)
-
-    def _rec_span(self, p, a: float, b: float, rate: float, first: float) -> None:
-        """REC updated at every step from `a` to `b` for credit at `rate` per second, plus
-        `first` in the first step. Steps of a constant rate compose into one update, except
-        the first after a gap in the updates, which update_average spreads over the whole
-        gap: that one is made alone."""
-        if b <= a:
-            return
-        half_life = self.rec_half_life
-        if p.rec_time != a and b - a > self.delta + 1e-6:
-            p.rec, p.rec_time = update_average(
-                a + self.delta, a, first + rate * self.delta, half_life, p.rec, p.rec_time
-            )
-            a += self.delta
-            first = 0.0
-        p.rec, p.rec_time = update_average(b, a, first + rate * (b - a), half_life, p.rec, p.rec_time)
 
     def _sample(self) -> None:
         if self.now - self.last_sample < self.sample_interval:
@@ -405,3 +263,222 @@ class Accounting:
             HostPeriod(start, now, state) for state, start in self.host_down_since.items() if now > start
         )
         return RecordChunk(now, open_slices=open_slices, open_host_periods=open_periods, last=last, **series)
+
+
+def job_rates(running, cpu_on, gpu_on, n):
+    """Accounting._rates: set every running job's FLOPS for the coming interval and return
+    cpu_scale (§3). accounting.pxd types the jobs as JobStates (state.pxd)."""
+    usage = 0.0
+    gpu_cpu = 0.0
+    for j in running:
+        if j.rsc == 0:
+            usage += j.avg_ncpus
+        elif gpu_on:
+            usage += j.avg_ncpus
+            gpu_cpu += j.avg_ncpus
+    scale = 1.0
+    if usage > n and usage - gpu_cpu > 0:
+        scale = max(0.0, (n - gpu_cpu) / (usage - gpu_cpu))
+    for j in running:
+        if j.rsc == 0:
+            j.rate = j.flops * scale if cpu_on else 0.0
+        else:
+            j.rate = j.flops if gpu_on else 0.0
+    return scale
+
+
+def advance_jobs(acct, running, t0, dt, bce, scale, cpu_flops, resources, flops_used, finished, executing, usage):
+    """Accounting._advance's walk of the running jobs over [t0, t0 + dt]: their progress,
+    checkpoints, peak FLOPs and elapsed time, the jobs that end (appended to `finished`), the
+    projects that compute (added to `executing`) and the instance-seconds for REC (appended to
+    `usage`); returns the host's FLOPs used. accounting.pxd types the jobs as JobStates
+    (state.pxd), whose attributes it reads from their C structure."""
+    for j in running:
+        rate = j.rate
+        if rate <= 0:
+            if bce:
+                # BOINC's emulator adds a step to the elapsed time of every executing
+                # task at the end of each step, computing or not (sim.cpp simulate()):
+                # a GPU job held while the GPUs are suspended or the host is off
+                # (docs/engine-fidelity.md, "Elapsed time of a job that does not compute")
+                j.elapsed += dt
+                if j.rsc:
+                    # and REC counts the instance-seconds of every scheduled job
+                    # (adjust_rec, accumulate_inst_sec), computing or not
+                    usage.append((j.project, j.rsc, j.gpu_usage, dt))
+                    usage.append((j.project, 0, j.avg_ncpus, dt))
+            continue
+        p = j.project
+        executing.add(p)
+        wait = min(j.resume_left, dt)
+        j.resume_left -= wait
+        work = rate * (dt - wait)
+        run_time = dt
+        charged = dt  # the time its peak FLOPs and elapsed time are counted for
+        done0 = j.done
+        size = j.size
+        if done0 + work >= size - FINISH_EPS * size:
+            # a remainder of a few ulps (the sum of the steps' work) is no work left: the
+            # job ends in this interval and leaves the next one's cpu_scale
+            run_time = min(dt, wait + max(0.0, size - done0) / rate)
+            work = size - done0
+            finished.append((t0 + run_time, j))
+            if bce:
+                j.left_at_end = -rate * (dt - run_time)
+            if not bce:
+                charged = run_time
+            # else BOINC's emulator charges the whole step in which the job ends: the
+            # interval ends with that step (grid), and ACTIVE_TASK_SET::poll adds
+            # diff x app_peak_flops and diff of elapsed time for the step before it
+            # finds the job done (docs/engine-fidelity.md)
+        j.done = done0 + work
+        p.flops_computed += work
+        if j.checkpoint_period <= 0:
+            j.ckpt_done = j.done  # continuous checkpoints (_checkpoint)
+        else:
+            acct._checkpoint(j, t0, t0 + run_time, done0, wait, rate)
+        if j.rsc:
+            # BOINC's emulator scales the CPU part of every job's peak FLOPs by cpu_scale,
+            # GPU jobs' too (app_peak_flops in ACTIVE_TASK_SET::poll, sim.cpp)
+            ncpus = j.avg_ncpus * scale if bce else j.avg_ncpus
+            peak = (ncpus + j.gpu_usage * resources[j.rsc].relative_speed) * cpu_flops
+            # REC counts a scheduled job over the whole step under bce (adjust_rec)
+            usage.append((p, j.rsc, j.gpu_usage, dt if bce else run_time))
+            usage.append((p, 0, j.avg_ncpus, dt if bce else run_time))
+            p.wall_rsc_interval[j.rsc] += run_time * j.gpu_usage
+        else:
+            peak = j.avg_ncpus * scale * cpu_flops
+            # BOINC counts a CPU job's instance-seconds for REC at its full CPU count
+            # (accumulate_inst_sec); intended counts the CPU time it got
+            if bce:
+                usage.append((p, 0, j.avg_ncpus, dt))
+            else:
+                usage.append((p, 0, j.avg_ncpus * scale, run_time))
+            p.wall_cpu_interval += run_time * j.avg_ncpus
+        pf = charged * peak
+        j.peak_flop_count += pf
+        p.flops_used += pf
+        flops_used += pf
+        j.elapsed += charged * (2.0 if bce else 1.0)
+    return flops_used
+
+
+def job_ends(running, now):
+    """The instants the running jobs that compute end at their rates (Emulator._plan).
+    accounting.pxd types the jobs as JobStates (state.pxd)."""
+    return [now + j.resume_left + (j.size - j.done) / j.rate for j in running if j.rate > 0]
+
+
+def account_projects(
+    acct, projects, executing, dt, k, d, split, t0, t1, before, extra, any_finished, credit_scale, bce, half_life
+):
+    """Accounting._advance's walk of the projects over [t0, t1] (dt long, k grid steps of d):
+    their idle time, the credit of their instance-seconds this interval (secs_this_interval,
+    then zeroed) and their REC (under bce, Accounting._bce_rec's). accounting.pxd gives the
+    credit's sums and the loop over the resources C types, with the same operations in the
+    same order."""
+    splitting = split > t0
+    if bce:
+        delta = acct.delta
+        on = acct.on
+        rec_acct = acct.rec_acct
+        rec_pending = acct.rec_pending
+        start = acct.rec_start
+    for p in projects:
+        if p in executing:
+            p.idle_time = 0.0
+        elif dt > 0:
+            i0 = p.idle_time
+            # sum over the k steps of d x (idle time after the step)^2 (§5 monotony)
+            p.idle_time_sumsq += d * (k * i0 * i0 + i0 * d * k * (k + 1) + d * d * k * (k + 1) * (2 * k + 1) / 6.0)
+            p.idle_time += dt
+        credit = 0.0
+        head = 0.0
+        secs_this_interval = p.secs_this_interval
+        for r in range(len(secs_this_interval)):
+            secs = secs_this_interval[r]
+            scale_r = credit_scale[r]
+            if secs:
+                credit += secs * scale_r
+                secs_this_interval[r] = 0.0
+            if splitting:
+                head += before.get((p, r), 0.0) * scale_r
+        if bce:
+            bce_rec(
+                acct,
+                p,
+                credit,
+                t0,
+                t1,
+                any_finished,
+                extra.get(p, 0.0),
+                delta,
+                on,
+                rec_acct,
+                rec_pending,
+                start,
+                half_life,
+            )
+            continue
+        if splitting:
+            p.rec, p.rec_time = update_average(split, t0, head, half_life, p.rec, p.rec_time)
+            p.rec, p.rec_time = update_average(t1, split, credit, half_life, p.rec, p.rec_time)
+        elif dt > 0:
+            p.rec, p.rec_time = update_average(t1, t0, credit, half_life, p.rec, p.rec_time)
+
+
+def reset_wall_intervals(projects) -> None:
+    """Zero every project's wall time of the interval, CPU and GPU types (Accounting._advance)."""
+    for p in projects:
+        p.wall_cpu_interval = 0.0
+        wall = p.wall_rsc_interval
+        for r in range(1, len(wall)):
+            wall[r] = 0.0
+
+
+def bce_rec(acct, p, credit, t0, t1, finished, extra, delta, on, rec_acct, rec_pending, start, half_life) -> None:
+    """REC as BOINC's emulator adjusts it (adjust_rec, cpu_sched.cpp; reference/client.md
+    §9.4): at the schedule of every step the host is on and when a job ends, crediting the
+    scheduled jobs over the time since the last adjustment, but dropping that time, with
+    no update (so no decay either), when it is more than two steps long. Off, the host
+    makes no schedule: the step before it goes off is credited only if a job ends at a
+    step within two steps of it, and REC decays over the whole gap at its next update
+    (update_average). `credit` is the project's credit over [t0, t1], at a constant rate;
+    `delta`, `on`, `rec_acct`, `rec_pending`, `start` (rec_start) and `half_life` are the
+    emulator's (`acct`'s), read once per interval by account_projects."""
+    pending = rec_pending.get(p, 0.0)
+    span = t1 - t0
+    rate = credit / span if span > 0 else 0.0
+    if on and span > delta:
+        # the steps inside the interval are on: each adjusts REC at its schedule
+        inner_end = t1 - delta
+        first_end = t0 + delta
+        if first_end - start > 2 * delta + 1e-6:
+            # the first inner step's adjustment drops what came before it
+            rec_span(p, first_end, inner_end, rate, 0.0, delta, half_life)
+        else:
+            rec_span(p, t0, inner_end, rate, pending, delta, half_life)
+        pending = 0.0
+        start = inner_end
+        credit = rate * delta
+    if not (rec_acct or finished):
+        rec_pending[p] = pending + credit
+        return
+    rec_pending[p] = 0.0
+    if t1 - start > 2 * delta + 1e-6:
+        return  # the gap is dropped: no credit and no decay (adjust_rec)
+    p.rec, p.rec_time = update_average(t1, start, pending + credit + extra, half_life, p.rec, p.rec_time)
+
+
+def rec_span(p, a, b, rate, first, delta, half_life) -> None:
+    """REC updated at every step from `a` to `b` for credit at `rate` per second, plus
+    `first` in the first step. Steps of a constant rate compose into one update, except
+    the first after a gap in the updates, which update_average spreads over the whole
+    gap: that one is made alone."""
+    if b <= a:
+        return
+    if p.rec_time != a and b - a > delta + 1e-6:
+        p.rec, p.rec_time = update_average(a + delta, a, first + rate * delta, half_life, p.rec, p.rec_time)
+        a += delta
+        first = 0.0
+    p.rec, p.rec_time = update_average(b, a, first + rate * (b - a), half_life, p.rec, p.rec_time)

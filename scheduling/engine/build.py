@@ -19,7 +19,8 @@ interpreter's objects cost most (the round-robin simulations, the scheduler's pi
 keeps its numbers in `array.array` columns and a .pxd beside it gives them and the loops'
 locals C types (rr_queue.py, rr_repick.py, rr_priority.py and cpu_sched.py); state.pxd makes
 JobState a C type whose attributes typed code reads from its structure (used by those and by
-work_fetch.pxd and policies/boinc7.pxd): still one source, run as Python without a compiler.
+accounting.pxd, rr_sim.pxd, work_fetch.pxd and policies/boinc7.pxd; rec.pxd makes
+compute_priority a C function): still one source, run as Python without a compiler.
 """
 
 from __future__ import annotations

@@ -67,3 +67,17 @@ cpdef bint _reserve_gpu(list usage, double x) except -1
 cpdef list enforce(em, now, list run_list, gpu_allowed, keep_unfinished=*)
 
 cpdef str _why(JobState j)
+
+@cython.locals(j=JobState)
+cpdef bint queued_jobs_waiting(em) except -1
+
+cpdef preemptible_at(em, JobState j)
+
+@cython.locals(j=JobState)
+cpdef first_preemptible_at(em)
+
+cpdef _runtime_remaining(em, JobState j)
+
+cpdef _results_index(JobState j)
+
+cpdef _arrival(JobState j)

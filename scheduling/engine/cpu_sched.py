@@ -52,6 +52,19 @@ def preemptible_at(em, j) -> float:
     return ckpt if ckpt > slice_end else slice_end + JUST_AFTER
 
 
+def first_preemptible_at(em) -> float:
+    """min(preemptible_at(em, j) for j in em.running), as one loop: the first of the least
+    (running jobs only; cpu_sched.pxd types them as JobStates)."""
+    first = None
+    for j in em.running:
+        t = preemptible_at(em, j)
+        if first is None or t < first:
+            first = t
+    if first is None:
+        raise ValueError("first_preemptible_at() of no running job")
+    return first
+
+
 def promote_once_ran_edf(em, now: float, rr) -> None:
     """Keep deadline-miss marks against thrashing (reference/client.md §6.3 make_run_list 1)."""
     for j in em.running:
@@ -567,4 +580,9 @@ def _why(j) -> str:
 
 
 def queued_jobs_waiting(em) -> bool:
-    return any(j.state == QUEUED for p in em.projects for j in p.jobs)
+    """Whether a queued job waits (cpu_sched.pxd types the jobs as JobStates)."""
+    for p in em.projects:
+        for j in p.jobs:
+            if j.state == QUEUED:
+                return True
+    return False

@@ -31,7 +31,7 @@ import time as _time
 from dataclasses import replace
 
 from . import rpc
-from .accounting import Accounting
+from .accounting import Accounting, job_ends
 from .cpu_sched import WHY_EDF
 from .draws import make_rng
 from .events import EV_ACCT, EV_DONE, EV_END, EV_FETCH, EV_HOST, EV_REPORT, EV_SAMPLE, EV_SLICE, EV_WAKE
@@ -521,7 +521,7 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
         now = self.now
         push = self._push
         self._rates()
-        ends = [now + j.resume_left + (j.size - j.done) / j.rate for j in self.running if j.rate > 0]
+        ends = job_ends(self.running, now)
         if ends:
             push(self.grid(min(ends)), EV_DONE, epoch)
         if not self.on:

@@ -43,8 +43,10 @@ def priority_init(projects, selected, bce: bool = False) -> float:
     rec_sum = sum(p.rec for p in chosen)
     if rec_sum == 0:
         rec_sum = 1.0
+    # the same membership as `p in chosen` (projects compare by identity), without a scan
+    chosen_set = set(chosen)
     for p in projects:
-        counted = p in chosen
+        counted = p in chosen_set
         if counted or not bce:
             p.rec_temp = p.rec
         if rs_sum > 0 and (counted or bce):

@@ -13,3 +13,7 @@ cdef class JobState:
     cdef public object instance, slice_start, slice_why, rate, edf, unfinished, initial
     cdef public object checkpoint_period, seqno_key, task_seq, peak_flops, left_at_end
     cdef public object pick_value, pick_seq
+
+    cpdef runtime_remaining(self, rate)
+
+    cpdef est_flops_remaining(self, exact)

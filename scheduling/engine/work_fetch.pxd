@@ -12,3 +12,7 @@ from scheduling.engine.state cimport JobState
     j=JobState, longest=double, inf=double, frac=double, flops=double, rem=double, left=double, exact=bint,
 )
 cpdef double slice_bound(em) except? -1.0
+
+
+@cython.locals(j=JobState)
+cpdef _charge_queued_work(projects, bce, denom, exact)

@@ -66,23 +66,34 @@ def fetch_priorities(em, now: float) -> list:
     """project_priority_init(true) and the queued-work decrement (§6.2); projects sorted
     by decreasing priority, ties in the emulator's project order."""
     priority_init(em.projects, lambda p: project_reason(p, now) is None, em.bce)
-    denom = em.work_buf_total * em.total_peak_flops
-    exact = em.exact_estimates
-    for p in em.projects:
-        if em.bce and p.ready:
-            # BOINC counts every result the client holds, in the client's order: a finished
-            # one not yet reported with its FLOPs left below zero (JobState.left_at_end)
-            for j in sorted(p.jobs + p.ready, key=lambda j: j.index):
-                left = j.left_at_end if j.completed_time is not None else j.est_flops_remaining(exact)
-                p.priority -= left / denom
-            continue
-        for j in p.jobs:
-            p.priority -= j.est_flops_remaining(exact) / denom
+    _charge_queued_work(em.projects, em.bce, em.work_buf_total * em.total_peak_flops, em.exact_estimates)
     order = em.project_order
     if em.bce:
         # std::sort with higher_priority: equal priorities in introsort's order (stdsort.py)
         return std_sort(order, _higher_priority)
     return sorted(order, key=lambda p: -p.priority)
+
+
+def _charge_queued_work(projects, bce, denom, exact) -> None:
+    """fetch_priorities' queued-work decrement: each project's priority less its queued
+    jobs' FLOPs left over `denom`. work_fetch.pxd types the jobs as JobStates (state.pxd)."""
+    # each project's priority is read once and written once, with the same subtractions
+    for p in projects:
+        priority = p.priority
+        if bce and p.ready:
+            # BOINC counts every result the client holds, in the client's order: a finished
+            # one not yet reported with its FLOPs left below zero (JobState.left_at_end)
+            for j in sorted(p.jobs + p.ready, key=_job_index):
+                left = j.left_at_end if j.completed_time is not None else j.est_flops_remaining(exact)
+                priority -= left / denom
+        else:
+            for j in p.jobs:
+                priority -= j.est_flops_remaining(exact) / denom
+        p.priority = priority
+
+
+def _job_index(j):
+    return j.index
 
 
 def _higher_priority(p1, p2) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from .. import work_fetch
-from ..cpu_sched import JUST_AFTER, enforce, make_run_list, preemptible_at, queued_jobs_waiting
+from ..cpu_sched import JUST_AFTER, enforce, first_preemptible_at, make_run_list, queued_jobs_waiting
 from ..rr_sim import credit_rates, order_can_change_misses, order_time, rr_simulate
 
 
@@ -77,7 +77,7 @@ class Boinc7:
         t = math.inf
         waiting = queued_jobs_waiting(em)
         if em.running and waiting:
-            t = max(now, min(preemptible_at(em, j) for j in em.running))
+            t = max(now, first_preemptible_at(em))
         if self.use_edf:
             rr = em.rr_now()
             if rr is not None:
