@@ -6,7 +6,7 @@
 
 cimport cython
 
-from scheduling.engine.state cimport JobState
+from scheduling.engine.state cimport JobState, ProjectState
 
 
 @cython.locals(j=JobState)
@@ -19,14 +19,14 @@ cpdef advance_jobs(acct, list running, t0, dt, bce, scale, cpu_flops, list resou
 cpdef list job_ends(list running, now)
 
 @cython.locals(
-    splitting=bint, r=int, credit=double, head=double, secs=double, scale_r=double, secs_this_interval=list,
+    p=ProjectState, splitting=bint, r=int, credit=double, head=double, secs=double, scale_r=double, secs_this_interval=list,
 )
 cpdef account_projects(
     acct, list projects, set executing, dt, k, d, split, t0, t1, dict before, dict extra, any_finished,
     list credit_scale, bce, half_life,
 )
 
-@cython.locals(r=int, wall=list)
+@cython.locals(p=ProjectState, r=int, wall=list)
 cpdef reset_wall_intervals(list projects)
 
 cpdef bce_rec(acct, p, credit, t0, t1, finished, extra, delta, on, rec_acct, dict rec_pending, start, half_life)

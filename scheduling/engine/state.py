@@ -341,6 +341,73 @@ class ProjectState:
         self.rpc_failures = 0
         self.job_counter = 0
 
+    def __reduce__(self):
+        # pickled as its attributes, so either core reads a project the other pickled
+        state = {name: getattr(self, name) for name in PROJECT_FIELDS}
+        state.update(vars(self))
+        return (_new_project, (), state)
+
+    def __setstate__(self, state) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
+
     def down(self, now: float) -> bool:
         """Project downtime from the scenario (all schedulers unreachable)."""
         return any(start <= now < end for start, end in self.spec.downtime)
+
+
+# ProjectState's attributes, which state.pxd gives the compiled core's C type
+PROJECT_FIELDS = (
+    "spec",
+    "index",
+    "name",
+    "share",
+    "jobs",
+    "jobs_version",
+    "ready",
+    "rec",
+    "rec_time",
+    "rec_temp",
+    "priority",
+    "share_frac",
+    "secs_this_interval",
+    "std",
+    "ltd",
+    "std_shown",
+    "wall_cpu_interval",
+    "anticipated_debt",
+    "rsc_std",
+    "rsc_ltd",
+    "rsc_anticipated_debt",
+    "wall_rsc_interval",
+    "dcf",
+    "nrpc_failures",
+    "min_rpc_time",
+    "master_fetch_pending",
+    "master_fetch_failures",
+    "urls",
+    "available",
+    "last_rpc_time",
+    "backoff_time",
+    "backoff_interval",
+    "rsc_ok",
+    "fetch_ok",
+    "idle_time",
+    "idle_time_sumsq",
+    "flops_used",
+    "flops_wasted",
+    "flops_lost",
+    "flops_computed",
+    "deadlines_met",
+    "deadlines_missed",
+    "jobs_completed",
+    "jobs_received",
+    "rpcs",
+    "rpc_failures",
+    "job_counter",
+)
+
+
+def _new_project() -> ProjectState:
+    """A ProjectState without attributes, which unpickling then sets (ProjectState.__setstate__)."""
+    return ProjectState.__new__(ProjectState)

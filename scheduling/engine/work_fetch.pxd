@@ -5,14 +5,14 @@
 
 cimport cython
 
-from scheduling.engine.state cimport JobState
+from scheduling.engine.state cimport JobState, ProjectState
 
 
 @cython.locals(
-    j=JobState, longest=double, inf=double, frac=double, flops=double, rem=double, left=double, exact=bint,
+    j=JobState, p=ProjectState, longest=double, inf=double, frac=double, flops=double, rem=double, left=double, exact=bint,
 )
 cpdef double slice_bound(em) except? -1.0
 
 
-@cython.locals(j=JobState)
+@cython.locals(j=JobState, p=ProjectState)
 cpdef _charge_queued_work(projects, bce, denom, exact)
