@@ -88,6 +88,7 @@ try:
 
     # the core chosen by BOINCWEB_ENGINE_CORE (_core.py), before the modules below are imported
     _core.select()
+    _core.import_dataclasses()
 
     from .emulator import Emulator
     from .policies import POLICIES, get_policy

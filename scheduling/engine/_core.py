@@ -23,6 +23,7 @@ import importlib.machinery as machinery
 import json
 import os
 import sys
+import types
 
 ENV = "BOINCWEB_ENGINE_CORE"
 CHOICES = ("auto", "compiled", "python")
@@ -161,3 +162,33 @@ def loaded() -> str:
     if len(kinds) > 1:
         raise ImportError("the engine's modules are a mixture of compiled and Python ones: run make install again")
     return kinds.pop() if kinds else "python"
+
+
+class _DeferredInspect(types.ModuleType):
+    """What `dataclasses` gets for `inspect` when `import_dataclasses` imports it: the real
+    module is imported at the first attribute asked of it."""
+
+    def __getattr__(self, name):
+        real = sys.modules.get("inspect")
+        if real is None or real is self:
+            sys.modules.pop("inspect", None)
+            import inspect as real
+        return getattr(real, name)
+
+
+def import_dataclasses() -> None:
+    """Import `dataclasses` without `inspect`, in a process that has imported neither.
+
+    `dataclasses` imports `inspect` (and with it `ast`, `dis` and `tokenize`) only to write
+    a signature into a class that has no docstring, which none of the engine's lacks; that
+    import was about 30 M instructions, a ninth of `python -m scheduling.engine`'s
+    start-up (issue 33). `dataclasses` gets a stand-in that imports the real module at its
+    first use; every other importer of `inspect` gets the real module.
+    """
+    if "dataclasses" in sys.modules or "inspect" in sys.modules:
+        return
+    sys.modules["inspect"] = _DeferredInspect("inspect")
+    try:
+        import dataclasses  # noqa: F401
+    finally:
+        del sys.modules["inspect"]

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from .rec import update_average
 from .records import BufferSample, HostPeriod, RecordChunk, RecSample, TimeSlice
 from .state import COBBLESTONE_SCALE, FINISHED
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from .records import Decision, RpcEvent
     from .rr_sim import RRResult
     from .scenario import Prefs

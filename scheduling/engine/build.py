@@ -63,15 +63,24 @@ def remove_built() -> int:
     return removed
 
 
+# the modules outside the package that the engine imports, relative to the repository
+OUTSIDE_IMPORTS = ("scheduling/__init__.py", "boincweb/__init__.py", "boincweb/human.py")
+
+
 def byte_compile() -> None:
     """Write the bytecode of every module of the package, so that the modules the compiled
     core leaves as Python (_core.NOT_COMPILED) and the pure-Python core's modules are not
     compiled from their sources at each start: an interpreter run with
     PYTHONDONTWRITEBYTECODE (containers often are) never writes it itself, and that
     compilation was about 7 % of `python -m scheduling.engine`'s start-up (issue 33). The
-    import system checks each file against its source's time and size, so a source edited
-    since is compiled again as before."""
+    modules outside the package that it imports (its parent package's `__init__`,
+    boincweb's and `boincweb.human`) get theirs too. The import system checks each file
+    against its source's time and size, so a source edited since is compiled again as
+    before."""
     compileall.compile_dir(_core.HERE, quiet=2)
+    root = os.path.dirname(os.path.dirname(_core.HERE))
+    for path in OUTSIDE_IMPORTS:
+        compileall.compile_file(os.path.join(root, path), quiet=2)
 
 
 def compiler_failure() -> str | None:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from .events import EV_ACCT, EV_HOST
 from .records import HostPeriod
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .state import JobState, RandomProcess
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from boincweb.human import duration, number, sim_time
 
@@ -20,6 +19,7 @@ from .cpu_sched import WHY_EDF
 from .records import TimeSlice
 from .state import FINISHED, QUEUED, RUNNING, JobState
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .scenario import Prefs
     from .state import ProjectState, Resource

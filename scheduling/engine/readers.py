@@ -24,11 +24,6 @@ import math
 import os
 import re
 import reprlib
-import typing
-
-if typing.TYPE_CHECKING:
-    # imported when a client_state.xml is read (_parse_xml), not by every run of the engine
-    import xml.etree.ElementTree as ET
 
 from . import xml_fields
 from .scenario import (
@@ -54,6 +49,11 @@ from .scenario import (
     SchedulerUrl,
     check_number,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    # imported when a client_state.xml is read (_parse_xml), not by every run of the engine
+    import xml.etree.ElementTree as ET
 
 HOUR = 3600.0
 PCDR_CPU_FLOPS = 1e9
@@ -664,9 +664,53 @@ _NESTED = {
 }
 
 
-def _check_scalar(value, hint, where):
-    origin = typing.get_origin(hint)
-    args = set(typing.get_args(hint)) if origin is typing.Union or origin is not None else {hint}
+# the scalar types a field's annotation names (the annotations are text: `from __future__
+# import annotations`), read without `typing`, whose import and evaluation of each annotation
+# were about a tenth of `python -m scheduling.engine`'s start-up on a JSON scenario (issue 33)
+_SCALARS: dict[str, object] = {"bool": bool, "float": float, "int": int, "str": str, "None": type(None)}
+
+
+def _split_top(text: str) -> list[str]:
+    """`text` split at its commas outside brackets, each part stripped."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    parts.append(text[start:].strip())
+    return parts
+
+
+def _hint(annotation: str) -> tuple[bool, list]:
+    """(whether a tuple, what it allows) for a field's annotation text: for `tuple[...]` its
+    items' types (`...` as Ellipsis, a nested tuple as its text), otherwise the types of the
+    union; a name that is not a scalar stays text."""
+    text = annotation.strip()
+    if text.startswith("tuple[") and text.endswith("]"):
+        items: list[object] = [... if a == "..." else _SCALARS.get(a, a) for a in _split_top(text[len("tuple[") : -1])]
+        return True, items
+    return False, [_SCALARS.get(a.strip(), a.strip()) for a in text.split("|")]
+
+
+def _check_scalar(value, hint: tuple[bool, list], where):
+    is_tuple, args = hint
+    if is_tuple:
+        if isinstance(value, list) and len(args) == 2 and args[1] is ... and args[0] in (str, float, int):
+            # a list of one scalar type: the names of no_rsc_apps
+            return tuple(_check_scalar(item, (False, [args[0]]), f"{where}[{i}]") for i, item in enumerate(value))
+        # downtime windows: a list of [start, end] pairs
+        if isinstance(value, list) and all(
+            isinstance(pair, list)
+            and len(pair) == 2
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in pair)
+            for pair in value
+        ):
+            return tuple((_json_float(a, where), _json_float(b, where)) for a, b in value)
+        raise ScenarioError(f"{where}: unexpected value {_brief(value)}")
     if value is None:
         if type(None) in args:
             return None
@@ -683,15 +727,6 @@ def _check_scalar(value, hint, where):
         return value
     if str in args and isinstance(value, str):
         return value
-    if origin is tuple:
-        # downtime windows: a list of [start, end] pairs
-        if isinstance(value, list) and all(
-            isinstance(pair, list)
-            and len(pair) == 2
-            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in pair)
-            for pair in value
-        ):
-            return tuple((_json_float(a, where), _json_float(b, where)) for a, b in value)
     raise ScenarioError(f"{where}: unexpected value {_brief(value)}")
 
 
@@ -705,8 +740,8 @@ def _json_float(value, where) -> float:
 def _build(cls, data, where):
     if not isinstance(data, dict):
         raise ScenarioError(f"{where}: expected an object, got {type(data).__name__}")
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
+    hints = {f.name: str(f.type) for f in dataclasses.fields(cls)}
+    names = set(hints)
     unknown = sorted(set(data) - names)
     if unknown:
         raise ScenarioError(f"{where}: unknown key {_brief(unknown[0])}")
@@ -721,7 +756,7 @@ def _build(cls, data, where):
         elif nested is not None:
             kwargs[key] = _build(nested, value, sub)
         else:
-            kwargs[key] = _check_scalar(value, hints[key], sub)
+            kwargs[key] = _check_scalar(value, _hint(hints[key]), sub)
     try:
         return cls(**kwargs)
     except TypeError as exc:

@@ -7,8 +7,35 @@ FLOPs where reference/client.md §5 says so); resources are "cpu" or a GPU type 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+import collections
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+else:
+
+    class _RecordType(type):
+        """Makes each class written `class X(NamedTuple)` here a `collections.namedtuple` of
+        its annotated fields, in order, with their defaults, its docstring and its methods:
+        what `typing.NamedTuple` makes, without importing `typing` or evaluating the
+        annotations (each an expression compiled at import there, about 25 M instructions of
+        `python -m scheduling.engine`'s start-up with the `typing` module; issue 33).
+        Type checkers see `typing.NamedTuple`."""
+
+        def __new__(mcls, name, bases, namespace):
+            if not bases:
+                return super().__new__(mcls, name, bases, namespace)
+            fields = tuple(namespace.get("__annotations__", ()))
+            defaults = [namespace[f] for f in fields if f in namespace]
+            made = collections.namedtuple(name, fields, defaults=defaults, module=namespace["__module__"])
+            for key, value in namespace.items():
+                if key not in fields and key not in ("__annotations__", "__module__", "__qualname__"):
+                    setattr(made, key, value)
+            made.__qualname__ = namespace.get("__qualname__", name)
+            return made
+
+    class NamedTuple(metaclass=_RecordType):
+        """The base of the engine's records (`_RecordType`)."""
 
 
 class TimeSlice(NamedTuple):
@@ -182,9 +209,8 @@ class Discarded(list):
 CHUNK_SERIES = ("slices", "rec", "buffers", "rpcs", "decisions", "host_periods", "open_slices", "open_host_periods")
 
 
-@dataclass(frozen=True)
-class RunResult:
-    """Everything a run produced. `to_dict()` gives the JSON form."""
+class RunResult(NamedTuple):
+    """Everything a run produced, immutable. `to_dict()` gives the JSON form."""
 
     scenario: str
     policy: str
@@ -195,6 +221,7 @@ class RunResult:
     cpu_seconds: float
     figures: Figures
     projects: tuple[ProjectResult, ...]
+    resources: dict
     slices: tuple[TimeSlice, ...] = ()
     rec: tuple[RecSample, ...] = ()
     buffers: tuple[BufferSample, ...] = ()
@@ -203,7 +230,6 @@ class RunResult:
     host_periods: tuple[HostPeriod, ...] = ()
     events: int = 0
     flops_total: float = 0.0
-    resources: dict = field(default_factory=dict)
 
     def results_dat_line(self) -> str:
         """BOINC's results.dat line: `wf %f if %f sv %f m %f r %f` (reference/client.md §4)."""

@@ -13,17 +13,20 @@ client/sim.cpp; server.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from boincweb.human import number
 
 from . import rpc
 from .records import RpcEvent
-from .server import STAND_IN, Server
+from .server import STAND_IN
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from .draws import GlibcRandom, PyRandom
     from .rr_sim import RRResult
+    from .server import Server
     from .state import ProjectState, Resource
 
 

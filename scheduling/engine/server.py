@@ -11,11 +11,26 @@ itself unchanged. The engine makes the jobs a server sends with `Emulator.new_jo
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Sequence
 
+from .records import NamedTuple
+
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from .state import JobState, ProjectState
+
+    # a type only: what a caller of `start(servers=...)` gives
+    class Server(Protocol):
+        """A project's scheduler, as the emulated client sees it."""
+
+        def rpc(self, em, p: ProjectState, requests: dict, reported: list[JobState]) -> ServerReply | None:
+            """Answer one RPC of project `p` at `em.now`: `requests` maps a resource index to
+            (requested seconds, requested instances); `reported` are the finished jobs the client
+            reports. None: the RPC failed (the client backs off as from an unreachable project)."""
+            ...
+
 
 MAX_JOBS_PER_RPC = 500
 # BOINC's emulator sends jobs until the request is met, with no count limit (simulate_rpc);
@@ -111,25 +126,14 @@ def serve(em, p, requests: dict, rr, scale: float = 1.0) -> list:
     return jobs
 
 
-@dataclass
-class ServerReply:
+class ServerReply(NamedTuple):
     """A scheduler's reply as the client reads it (reference/protocol.md §4.3): the jobs,
     already made with `Emulator.new_job`; `request_delay`, the seconds before the client may
     ask again (0: none); the messages the project sent, shown in the client's log."""
 
-    jobs: list = field(default_factory=list)
+    jobs: list
     request_delay: float = 0.0
-    messages: list[str] = field(default_factory=list)
-
-
-class Server(Protocol):
-    """A project's scheduler, as the emulated client sees it."""
-
-    def rpc(self, em, p: ProjectState, requests: dict, reported: list[JobState]) -> ServerReply | None:
-        """Answer one RPC of project `p` at `em.now`: `requests` maps a resource index to
-        (requested seconds, requested instances); `reported` are the finished jobs the client
-        reports. None: the RPC failed (the client backs off as from an unreachable project)."""
-        ...
+    messages: Sequence[str] = ()
 
 
 class StandInServer:

@@ -4,12 +4,16 @@ processor types, how much, and the per-(project, resource) back-off."""
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
 
 from boincweb.human import number
 
 from .rec import priority_init
+from .records import NamedTuple
 from .stdsort import std_sort
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 WF_MIN_BACKOFF_INTERVAL = 600.0
 WF_MAX_BACKOFF_INTERVAL = 86400.0

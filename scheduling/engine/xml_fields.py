@@ -10,8 +10,8 @@ engine must stay free of it, and protocol may import from the engine but not the
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the engine reads XML only for client_state.xml: ElementTree is imported there
     from xml.etree.ElementTree import Element
 

@@ -20,8 +20,10 @@ STANDARD = str(ROOT / "scenarios" / "standard.json")
 BUILT = _core.unusable_reason() is None
 
 
-def engine_process(args: list[str], core: str | None = None, **kwargs) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != _core.ENV}
+def engine_process(
+    args: list[str], core: str | None = None, more_env: dict | None = None, **kwargs
+) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != _core.ENV} | (more_env or {})
     if core is not None:
         env[_core.ENV] = core
     return subprocess.run(
@@ -223,3 +225,23 @@ def test_python_m_scheduling_engine_refuses_bad_input_in_one_line_with_code_2(ar
     assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert "Traceback" not in proc.stderr and proc.stdout == ""
     assert not out.exists()
+
+
+def test_python_m_scheduling_engine_starts_without_the_modules_it_does_not_use():
+    # typing, inspect (with ast) and shutil were a fifth of the start-up (issue 33); a class
+    # made later without a docstring is still described as dataclasses describes it
+    code = (
+        "import sys; from scheduling.engine.__main__ import main; rc = main(sys.argv[1:]); "
+        "print(sorted(m for m in ('typing', 'inspect', 'ast', 'shutil') if m in sys.modules)); "
+        "import dataclasses; X = dataclasses.make_dataclass('X', [('a', int)]); print(X.__doc__)"
+    )
+    proc = engine_process(["-c", code, STANDARD, "--duration", "60", "--json"])
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert json.loads(lines[0])["figures"]
+    assert lines[1:] == ["[]", "X(a: int)"]
+    helped = engine_process(["-m", "scheduling.engine", "--help"], more_env={"COLUMNS": "60"})
+    assert helped.returncode == 0 and "without importing Django" in helped.stdout.replace("\n", " ")
+    # wrapped at COLUMNS, as argparse wraps it (a usage group longer than a line stays whole)
+    description = helped.stdout.split("\n\n")[1].splitlines()
+    assert len(description) > 2 and max(len(line) for line in description) <= 58

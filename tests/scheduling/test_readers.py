@@ -161,3 +161,19 @@ def test_no_rsc_apps_of_a_project_are_read_as_processor_type_names(tmp_path):
         "</client_state>"
     )
     assert read_client_state(str(tmp_path)).projects[0].no_rsc_apps == ("NVIDIA", "cpu")
+
+
+def test_a_client_states_no_rsc_apps_go_through_json_and_back(tmp_path):
+    test_no_rsc_apps_of_a_project_are_read_as_processor_type_names(tmp_path)
+    read = read_client_state(str(tmp_path))
+    again = read_json(json.dumps(scenario_to_dict(read)))
+    assert again.projects == read.projects and again.projects[0].no_rsc_apps == ("NVIDIA", "cpu")
+
+
+@pytest.mark.parametrize(
+    "names, where",
+    [('"NVIDIA"', "no_rsc_apps: unexpected value"), ('["NVIDIA", 3]', r"no_rsc_apps\[1\]: unexpected value")],
+)
+def test_no_rsc_apps_in_json_must_be_a_list_of_names(names, where):
+    with pytest.raises(ScenarioError, match=where):
+        read_json('{"host": {}, "projects": [{"name": "P", "no_rsc_apps": %s}]}' % names)

@@ -208,3 +208,29 @@ def test_a_run_that_keeps_no_series_decides_the_same_and_keeps_nothing_else(comp
 def test_partial_interval_must_be_positive():
     with pytest.raises(ValueError, match="partial_interval"):
         run(standard(), duration=HOUR, partial=print, partial_interval=0.0)
+
+
+def test_the_records_are_named_tuples_as_typing_makes_them():
+    import pickle
+    import typing
+
+    from scheduling.engine.records import RecordChunk, TimeSlice
+    from scheduling.engine.work_fetch import FetchPlan
+
+    class Typed(typing.NamedTuple):
+        resource: str
+        instance: int
+        job: str
+        project: str
+        start: float
+        end: float
+        why: str
+
+    s = TimeSlice("cpu", 0, "j", "P", 0.0, 60.0, "edf")
+    assert s == Typed(*s) and s._fields == Typed._fields and s._asdict() == Typed(*s)._asdict()
+    assert pickle.loads(pickle.dumps(s)) == s and type(pickle.loads(pickle.dumps(s))) is TimeSlice
+    assert TimeSlice.__doc__.startswith("A job running") and TimeSlice.__module__ == "scheduling.engine.records"
+    assert s._replace(end=120.0).end == 120.0
+    chunk = RecordChunk(1.0, (s,), (), (), (), (), (), (), (), True)
+    assert chunk.to_dict()["slices"] == [s._asdict()]
+    assert FetchPlan._fields == ("project", "requests", "reason", "text")
