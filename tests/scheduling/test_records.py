@@ -217,14 +217,11 @@ def test_the_records_are_named_tuples_as_typing_makes_them():
     from scheduling.engine.records import RecordChunk, TimeSlice
     from scheduling.engine.work_fetch import FetchPlan
 
-    class Typed(typing.NamedTuple):
-        resource: str
-        instance: int
-        job: str
-        project: str
-        start: float
-        end: float
-        why: str
+    Typed = typing.NamedTuple(
+        "Typed",
+        [(name, object) for name in ("resource", "instance", "job", "project")]
+        + [("start", float), ("end", float), ("why", str)],
+    )
 
     s = TimeSlice("cpu", 0, "j", "P", 0.0, 60.0, "edf")
     assert s == Typed(*s) and s._fields == Typed._fields and s._asdict() == Typed(*s)._asdict()
