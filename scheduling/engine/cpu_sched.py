@@ -89,6 +89,10 @@ def _runtime_remaining(em, j) -> float:
     return j.est_flops_remaining(em.exact_estimates)
 
 
+# the rules whose orders _Candidates keeps between calls (its KEPT_RULES)
+KEPT_RULES = ("best", "coproc")
+
+
 class _Candidates:
     """One resource's jobs of each project for make_run_list's picks, each project's in the
     order of one pick rule (a stable sort of the arrival order, so the first of equals is the
@@ -102,7 +106,7 @@ class _Candidates:
     jobs_version, which every such change bumps (job_lifecycle). cpu_sched.pxd makes it a
     C type, so a pick reaches a head without the interpreter's attribute look-ups."""
 
-    KEPT_RULES = ("best", "coproc")
+    KEPT_RULES = KEPT_RULES
 
     def __init__(self, em, r: int):
         self.em = em
@@ -115,7 +119,8 @@ class _Candidates:
         if kept is None:
             kept = self.em._candidate_orders = {}
         r = self.r
-        if rule in self.KEPT_RULES:
+        keep = rule in KEPT_RULES
+        if keep:
             hit = kept.get((rule, r, p.index))
             if hit is not None and hit[0] == p.jobs_version:
                 return hit[1]
@@ -128,7 +133,7 @@ class _Candidates:
                 jobs = [j for j in jobs if j.rsc == r]
                 kept[("arrival", r, p.index)] = (p.jobs_version, jobs)
         order = sorted(jobs, key=key)
-        if rule in self.KEPT_RULES:
+        if keep:
             kept[(rule, r, p.index)] = (p.jobs_version, order)
         return order
 
