@@ -27,3 +27,5 @@ cpdef rsc_reason(em, ProjectState p, int r, now, rr)
 
 @cython.locals(p=ProjectState, r=int, nres=int)
 cpdef choose_project(em, now, rr)
+
+cpdef bint _higher_priority(ProjectState p1, ProjectState p2) except -1
