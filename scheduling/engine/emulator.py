@@ -678,7 +678,7 @@ def grid_time(now: float, delta: float, t: float) -> float:
     float; an infinite or undefined time raises in math.ceil, as it did. emulator.pxd types
     it in C doubles."""
     x = t / delta - 1e-9
-    if -math.inf < x < math.inf:
+    if x - x == 0.0:  # x is finite (for an infinite or undefined x it is undefined)
         c = -(-x // 1.0)
     else:
         c = math.ceil(x)
