@@ -53,6 +53,9 @@ cpdef promote_once_ran_edf(em, now, rr)
 
 cpdef tuple more_important_key(JobState j)
 
+@cython.locals(p=ProjectState)
+cpdef _earliest_deadline_result(em, _Candidates cands, int r, dict misses, set taken, key)
+
 @cython.locals(
     picks=_Picks, k=int, mc=int, used_st=double, used_mt=double, cpu=bint, place="int[::1]", j=JobState,
     p=ProjectState,

@@ -158,15 +158,20 @@ class _Candidates:
 EDF_ALL_JOBS_DCF = 90.0
 
 
-def _earliest_deadline_result(em, cands: _Candidates, r: int, misses: dict, taken: set):
-    """earliest_deadline_result (§6.3 step 5): only projects with predicted misses left, or
-    whose duration correction factor is EDF_ALL_JOBS_DCF or more, whose jobs are all taken
-    as misses; earliest report deadline, then a started job, then the least remaining
-    time."""
+def _edf_key(em):
+    """earliest_deadline_result's order of jobs: earliest report deadline, then a started
+    job, then the least remaining time."""
 
     def key(j):
         return (j.deadline, not j.started, _runtime_remaining(em, j))
 
+    return key
+
+
+def _earliest_deadline_result(em, cands: _Candidates, r: int, misses: dict, taken: set, key):
+    """earliest_deadline_result (§6.3 step 5): only projects with predicted misses left, or
+    whose duration correction factor is EDF_ALL_JOBS_DCF or more, whose jobs are all taken
+    as misses; the first job by `key` (`_edf_key`)."""
     best = None
     best_key = None
     for p in em.projects:
@@ -374,6 +379,7 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
     picks.start(rec_sum, em.total_peak_flops)
     place = picks.place
     best_key = _best_job_key_bce if em.bce else _best_job_key
+    edf_key = _edf_key(em)
     # add_coproc_jobs for each GPU type in index order, then the CPU
     for r in list(range(1, len(em.resources))) + [0]:
         res = em.resources[r]
@@ -390,7 +396,7 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
                 picks.open_all()
             while (used_st < limit and used_mt < limit) if cpu else min(usage) < 1.0:
                 if edf_pass:
-                    j = _earliest_deadline_result(em, cands, r, misses, taken)
+                    j = _earliest_deadline_result(em, cands, r, misses, taken, edf_key)
                 elif cpu:
                     j = picks.highest_priority_best(cands, taken, best_key)
                 else:
