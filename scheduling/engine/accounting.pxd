@@ -29,6 +29,8 @@ cpdef account_projects(
 @cython.locals(p=ProjectState, r=int, wall=list)
 cpdef reset_wall_intervals(list projects)
 
-cpdef bce_rec(acct, p, credit, t0, t1, finished, extra, delta, on, rec_acct, dict rec_pending, start, half_life)
+cpdef bce_rec(
+    acct, ProjectState p, credit, t0, t1, finished, extra, delta, on, rec_acct, dict rec_pending, start, half_life,
+)
 
-cpdef rec_span(p, a, b, rate, first, delta, half_life)
+cpdef rec_span(ProjectState p, a, b, rate, first, delta, half_life)

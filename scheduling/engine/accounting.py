@@ -91,8 +91,11 @@ class Accounting:
         """Account the interval [now, t1] in which nothing changes but job progress."""
         t0 = self.now
         dt = t1 - t0
+        # the emulator's settings this walk reads more than once
+        bce = self.bce
+        delta = self.delta
         can_compute = self.on and self.active
-        if self.bce:
+        if bce:
             self.active_time += dt
         elif can_compute:
             self.active_time += dt
@@ -105,7 +108,6 @@ class Accounting:
         ] = []  # (project, resource, instances, seconds from t0) for REC
         cpu_flops = self.cpu_flops
         scale = self.cpu_scale if self.running else 1.0
-        bce = self.bce
         resources = self.resources
         flops_used = self.flops_used
         flops_used = advance_jobs(
@@ -117,8 +119,8 @@ class Accounting:
         # the interval makes the credit uneven, so the last grid step before the first end is
         # accounted on its own, as a fixed step would (reference/client.md §6.1).
         split = t0
-        if finished and not self.bce:
-            split = max(t0, math.floor(min(tc for tc, _j in finished) / self.delta) * self.delta)
+        if finished and not bce:
+            split = max(t0, math.floor(min(tc for tc, _j in finished) / delta) * delta)
         before: dict[tuple[ProjectState, int], float] = {}
         for p, r, n, run_time in usage:
             if split > t0:
@@ -127,18 +129,18 @@ class Accounting:
                 before[key] = before.get(key, 0.0) + head * n
                 run_time -= head
             p.secs_this_interval[r] += run_time * n
-        k = max(1, round(dt / self.delta))
+        k = max(1, round(dt / delta))
         d = dt / k
         limit = self.prefs.cpu_usage_limit / 100.0
         extra = {}
-        if self.bce and finished:
+        if bce and finished:
             # app_finished adds the instance-seconds since the last REC adjustment of the
             # first job that handle_finished_apps finds ended (the oldest task), and the
             # adjust_rec that follows counts it again with every scheduled job
             # (cs_apps.cpp; docs/engine-fidelity.md)
             first = min((j for _tc, j in finished), key=lambda j: j.task_seq)
-            elapsed = self.delta if self.on and dt >= self.delta else t1 - self.rec_start
-            speed = self.resources[first.rsc].relative_speed
+            elapsed = delta if self.on and dt >= delta else t1 - self.rec_start
+            speed = resources[first.rsc].relative_speed
             secs = first.avg_ncpus * elapsed * cpu_flops + (
                 first.gpu_usage * elapsed * speed * cpu_flops if first.rsc else 0.0
             )
@@ -157,17 +159,17 @@ class Accounting:
             extra,
             bool(finished),
             self.credit_scale,
-            self.bce,
+            bce,
             self.rec_half_life,
         )
-        if self.bce and (self.rec_acct or finished):
+        if bce and (self.rec_acct or finished):
             self.rec_start = t1
-        elif self.bce and self.on and dt >= self.delta:
-            self.rec_start = t1 - self.delta
+        elif bce and self.on and dt >= delta:
+            self.rec_start = t1 - delta
         self.policy.account(t0, t1)
         reset_wall_intervals(self.projects)
         self.now = t1
-        if self.bce:
+        if bce:
             # BOINC's emulator finds every job that ended in the step at once and handles them
             # in the order of their tasks (handle_finished_apps walks the active tasks, made at
             # each job's first start), which is the order their ends update the duration

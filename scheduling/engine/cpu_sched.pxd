@@ -1,12 +1,13 @@
 # C types of cpu_sched.py for the compiled core (build.py): Cython reads this file beside the
 # module's source, which stays plain Python. make_run_list's picks reach each project's head
 # through C types, and charge and compare the projects' priorities in C doubles, with the
-# pure-Python module's operations in its order; the jobs are JobStates (state.pxd), whose
-# attributes the picks, the sort keys and enforce_run_list read from their C structure.
+# pure-Python module's operations in its order; the jobs are JobStates and the projects
+# ProjectStates (state.pxd), whose attributes the picks, the sort keys and enforce_run_list
+# read from their C structure.
 
 cimport cython
 
-from scheduling.engine.state cimport JobState
+from scheduling.engine.state cimport JobState, ProjectState
 
 
 cdef class _Candidates:
@@ -14,11 +15,11 @@ cdef class _Candidates:
     cdef public int r
     cdef public dict heads
 
-    @cython.locals(r=int)
-    cpdef list _order(self, str rule, p, key)
+    @cython.locals(r=int, keep=bint, kept=dict, hit=tuple)
+    cpdef list _order(self, str rule, ProjectState p, key)
 
     @cython.locals(k=int, n=int, order=list, entries=list, entry=list)
-    cpdef head(self, str rule, p, set taken, key)
+    cpdef head(self, str rule, ProjectState p, set taken, key)
 
 
 cdef class _Picks:
@@ -28,13 +29,13 @@ cdef class _Picks:
     cdef public int[::1] place, charged, is_open
     cdef public double[::1] rec_temp, priority, share, share_frac
 
-    @cython.locals(k=int)
+    @cython.locals(k=int, p=ProjectState)
     cpdef start(self, double rec_sum, double total_peak_flops)
 
     @cython.locals(rec_sum=double, rec_frac=double)
     cpdef charge(self, int k, double job_peak_flops)
 
-    @cython.locals(k=int)
+    @cython.locals(k=int, p=ProjectState)
     cpdef write_back(self)
 
     @cython.locals(k=int, npr=double)
@@ -47,12 +48,18 @@ cdef class _Picks:
     cpdef highest_priority_best(self, _Candidates cands, set taken, key)
 
 
-@cython.locals(j=JobState)
+@cython.locals(j=JobState, p=ProjectState)
 cpdef promote_once_ran_edf(em, now, rr)
 
 cpdef tuple more_important_key(JobState j)
 
-@cython.locals(picks=_Picks, k=int, mc=int, used_st=double, used_mt=double, cpu=bint, place="int[::1]", j=JobState)
+@cython.locals(p=ProjectState)
+cpdef _earliest_deadline_result(em, _Candidates cands, int r, dict misses, set taken, key)
+
+@cython.locals(
+    picks=_Picks, k=int, mc=int, used_st=double, used_mt=double, cpu=bint, place="int[::1]", j=JobState,
+    p=ProjectState,
+)
 cpdef list make_run_list(em, now, rr, use_edf, gpu_allowed=*)
 
 
@@ -68,7 +75,7 @@ cpdef list enforce(em, now, list run_list, gpu_allowed, keep_unfinished=*)
 
 cpdef str _why(JobState j)
 
-@cython.locals(j=JobState)
+@cython.locals(j=JobState, p=ProjectState)
 cpdef bint queued_jobs_waiting(em) except -1
 
 cpdef preemptible_at(em, JobState j)

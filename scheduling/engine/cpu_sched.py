@@ -89,6 +89,10 @@ def _runtime_remaining(em, j) -> float:
     return j.est_flops_remaining(em.exact_estimates)
 
 
+# the rules whose orders _Candidates keeps between calls (its KEPT_RULES)
+KEPT_RULES = ("best", "coproc")
+
+
 class _Candidates:
     """One resource's jobs of each project for make_run_list's picks, each project's in the
     order of one pick rule (a stable sort of the arrival order, so the first of equals is the
@@ -102,7 +106,7 @@ class _Candidates:
     jobs_version, which every such change bumps (job_lifecycle). cpu_sched.pxd makes it a
     C type, so a pick reaches a head without the interpreter's attribute look-ups."""
 
-    KEPT_RULES = ("best", "coproc")
+    KEPT_RULES = KEPT_RULES
 
     def __init__(self, em, r: int):
         self.em = em
@@ -115,7 +119,8 @@ class _Candidates:
         if kept is None:
             kept = self.em._candidate_orders = {}
         r = self.r
-        if rule in self.KEPT_RULES:
+        keep = rule in KEPT_RULES
+        if keep:
             hit = kept.get((rule, r, p.index))
             if hit is not None and hit[0] == p.jobs_version:
                 return hit[1]
@@ -128,7 +133,7 @@ class _Candidates:
                 jobs = [j for j in jobs if j.rsc == r]
                 kept[("arrival", r, p.index)] = (p.jobs_version, jobs)
         order = sorted(jobs, key=key)
-        if rule in self.KEPT_RULES:
+        if keep:
             kept[(rule, r, p.index)] = (p.jobs_version, order)
         return order
 
@@ -153,15 +158,20 @@ class _Candidates:
 EDF_ALL_JOBS_DCF = 90.0
 
 
-def _earliest_deadline_result(em, cands: _Candidates, r: int, misses: dict, taken: set):
-    """earliest_deadline_result (§6.3 step 5): only projects with predicted misses left, or
-    whose duration correction factor is EDF_ALL_JOBS_DCF or more, whose jobs are all taken
-    as misses; earliest report deadline, then a started job, then the least remaining
-    time."""
+def _edf_key(em):
+    """earliest_deadline_result's order of jobs: earliest report deadline, then a started
+    job, then the least remaining time."""
 
     def key(j):
         return (j.deadline, not j.started, _runtime_remaining(em, j))
 
+    return key
+
+
+def _earliest_deadline_result(em, cands: _Candidates, r: int, misses: dict, taken: set, key):
+    """earliest_deadline_result (§6.3 step 5): only projects with predicted misses left, or
+    whose duration correction factor is EDF_ALL_JOBS_DCF or more, whose jobs are all taken
+    as misses; the first job by `key` (`_edf_key`)."""
     best = None
     best_key = None
     for p in em.projects:
@@ -369,6 +379,7 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
     picks.start(rec_sum, em.total_peak_flops)
     place = picks.place
     best_key = _best_job_key_bce if em.bce else _best_job_key
+    edf_key = _edf_key(em)
     # add_coproc_jobs for each GPU type in index order, then the CPU
     for r in list(range(1, len(em.resources))) + [0]:
         res = em.resources[r]
@@ -385,7 +396,7 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
                 picks.open_all()
             while (used_st < limit and used_mt < limit) if cpu else min(usage) < 1.0:
                 if edf_pass:
-                    j = _earliest_deadline_result(em, cands, r, misses, taken)
+                    j = _earliest_deadline_result(em, cands, r, misses, taken, edf_key)
                 elif cpu:
                     j = picks.highest_priority_best(cands, taken, best_key)
                 else:

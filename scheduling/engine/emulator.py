@@ -202,10 +202,7 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
 
     def grid(self, t: float) -> float:
         """The first decision time at or after `t`, never before the next step."""
-        delta = self.delta
-        g = math.ceil(t / delta - 1e-9) * delta
-        first = self.now + delta
-        return first if first > g else g  # max(g, first)
+        return grid_time(self.now, self.delta, t)
 
     def log(self, kind: str, project: str, job: str, text: str) -> None:
         self.decisions.append(Decision(self.now, kind, project, job, text))
@@ -673,6 +670,21 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
             flops_total=flops_total,
             resources=resources,
         )
+
+
+def grid_time(now: float, delta: float, t: float) -> float:
+    """Emulator.grid: the first step of `delta` at or after `t`, at least `now` + `delta`.
+    A finite ceiling is taken as -(-x // 1.0), which is exactly math.ceil's value as a
+    float; an infinite or undefined time raises in math.ceil, as it did. emulator.pxd types
+    it in C doubles."""
+    x = t / delta - 1e-9
+    if x - x == 0.0:  # x is finite (for an infinite or undefined x it is undefined)
+        c = -(-x // 1.0)
+    else:
+        c = math.ceil(x)
+    g = c * delta
+    first = now + delta
+    return first if first > g else g  # max(g, first)
 
 
 def _without_max_concurrent(scenario: Scenario) -> Scenario:

@@ -1,7 +1,17 @@
 # C types of rec.py for the compiled core (build.py): Cython reads this file beside the
 # module's source, which stays plain Python. project_priority_init, which every schedule and
-# every work-fetch check runs over all the projects, calls compute_priority as a C function;
-# the numbers stay Python floats, with the pure-Python module's operations in its order.
+# every work-fetch check runs over all the projects, walks them as ProjectStates (state.pxd)
+# and calls compute_priority as a C function; the numbers stay Python floats but for the sums
+# of the shares and RECs, C doubles added in the same order, with the pure-Python module's
+# operations in its order.
+
+cimport cython
+
+from scheduling.engine.state cimport ProjectState
 
 
-cpdef compute_priority(p, rec_sum)
+@cython.locals(p=ProjectState, chosen=list, chosen_set=set, counted=bint, rs_sum=double, rec_sum=double)
+cpdef double priority_init(projects, selected, bce=*) except? -1.0
+
+
+cpdef compute_priority(ProjectState p, rec_sum)

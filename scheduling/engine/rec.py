@@ -37,10 +37,17 @@ def priority_init(projects, selected, bce: bool = False) -> float:
     their REC, and every project gets its share of the selected projects' shares and a
     priority from its rec_temp, so a project left out (in RPC back-off, say) is ranked by
     the rec_temp the last scheduling left it, charges included (docs/engine-fidelity.md).
+
+    The projects are ProjectStates; rec.pxd types the walk, and the sums are the floats'
+    sums in the projects' order, as sum() adds them.
     """
     chosen = [p for p in projects if selected(p)]
-    rs_sum = sum(p.share for p in chosen)
-    rec_sum = sum(p.rec for p in chosen)
+    rs_sum = 0.0
+    rec_sum = 0.0
+    for p in chosen:
+        rs_sum += p.share
+    for p in chosen:
+        rec_sum += p.rec
     if rec_sum == 0:
         rec_sum = 1.0
     # the same membership as `p in chosen` (projects compare by identity), without a scan

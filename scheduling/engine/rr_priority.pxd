@@ -7,6 +7,8 @@
 cimport cython
 
 from scheduling.engine.rr_queue cimport QueuedJobs
+from scheduling.engine.rr_sim cimport RoundRobin
+from scheduling.engine.state cimport ProjectState
 
 
 cdef class Contests:
@@ -34,10 +36,10 @@ cdef class ByPriority(QueuedJobs):
 
     cdef _grow_contests(self, int n)
 
-    cpdef run(self, rr)
+    cpdef run(self, RoundRobin rr)
 
-    @cython.locals(pi=int, m=int, r=int)
-    cdef _load_projects(self, rr)
+    @cython.locals(pi=int, m=int, r=int, p=ProjectState)
+    cdef _load_projects(self, RoundRobin rr)
 
     @cython.locals(
         nr=int, nactive=int, n=int, i=int, k=int, r=int, dt=double, d=double, idle=double,

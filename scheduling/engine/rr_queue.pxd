@@ -7,7 +7,8 @@
 
 cimport cython
 
-from scheduling.engine.state cimport JobState
+from scheduling.engine.rr_sim cimport RoundRobin
+from scheduling.engine.state cimport JobState, ProjectState
 
 
 cdef class QueuedJobs:
@@ -25,14 +26,14 @@ cdef class QueuedJobs:
 
     @cython.locals(
         nr=int, nprojects=int, njobs=int, nslots=int, k=int, n=int, r=int, i=int, c=int, m=int,
-        a=int, pi=int, now=double, exact=bint, bce=bint, j=JobState,
+        a=int, pi=int, now=double, exact=bint, bce=bint, j=JobState, p=ProjectState,
         slot_first="int[::1]", slot_at="int[::1]", slot_next="int[::1]",
     )
-    cpdef load(self, rr)
+    cpdef load(self, RoundRobin rr)
 
     @cython.locals(
         nr=int, nprojects=int, r=int, c=int, k=int, mc=int, pi=int, ncpus=double, size=double,
-        rem=double, usage=double, ncpu=double, j=JobState, slot_next="int[::1]", slot_at="int[::1]",
+        rem=double, usage=double, ncpu=double, j=JobState, p=ProjectState, slot_next="int[::1]", slot_at="int[::1]",
         gpu_sum="double[::1]", frac="double[::1]", jobs=list,
     )
     cdef int _fill(self, projects, dict nused_total, double now, bint exact) except -1
@@ -57,5 +58,5 @@ cdef class QueuedJobs:
     @cython.locals(r=int, row=int, pi=int, sim_now=double, buf_end=double, span=double, f=double, used=double)
     cdef _project_shortfall_step(self, double dt)
 
-    @cython.locals(r=int, m=int)
+    @cython.locals(r=int, m=int, rr=RoundRobin)
     cdef _write_back(self)

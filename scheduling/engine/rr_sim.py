@@ -36,6 +36,12 @@ class RscSim:
         self.busy_time = 0.0
         self.sim_nused = 0.0
 
+    def __reduce__(self):
+        return (_new_rsc_sim, (), {name: getattr(self, name) for name in RscSim.__slots__})
+
+    def __setstate__(self, state) -> None:
+        _set_slots(self, state)
+
 
 class RRResult:
     """Outputs of a simulation at `time`.
@@ -80,6 +86,33 @@ class RRResult:
         self.contested: list[tuple] = []
         self.rec_sum = 1.0
         self.gpu_cpu = True  # whether GPU jobs' CPU shares were counted (RoundRobin.gpu_cpu)
+
+    def __reduce__(self):
+        return (_new_result, (), {name: getattr(self, name) for name in RRResult.__slots__})
+
+    def __setstate__(self, state) -> None:
+        self.gpu_cpu = True  # as read from a simulation pickled before it was kept
+        _set_slots(self, state)
+
+
+# RscSim and RRResult are C types on the compiled core (rr_sim.pxd), as JobState is: the
+# emulator keeps its last simulation, so they are pickled as their attributes, and either
+# core reads what the other pickled, or what a plain class with __slots__ pickled before
+
+
+def _set_slots(obj, state) -> None:
+    if isinstance(state, tuple):  # (None, slots), as a plain class with __slots__ was pickled
+        state = state[1]
+    for name, value in state.items():
+        setattr(obj, name, value)
+
+
+def _new_rsc_sim() -> RscSim:
+    return RscSim.__new__(RscSim)
+
+
+def _new_result() -> RRResult:
+    return RRResult.__new__(RRResult)
 
 
 def credit_rates(em) -> dict:

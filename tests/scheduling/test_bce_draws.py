@@ -429,9 +429,17 @@ def test_under_bce_a_project_left_out_of_the_priorities_is_ranked_by_its_last_re
     # project a priority from its rec_temp and its share of the counted shares; intended
     # leaves the others at priority 0
     from scheduling.engine.rec import priority_init
+    from scheduling.engine.state import ProjectState
 
-    counted = NS(name="a", share=100.0, rec=10.0, rec_temp=0.0, share_frac=0.0, priority=0.0)
-    backed_off = NS(name="b", share=100.0, rec=50.0, rec_temp=60.0, share_frac=0.0, priority=0.0)
+    def project(**attributes):
+        # a ProjectState with only what project_priority_init reads and writes
+        p = ProjectState.__new__(ProjectState)
+        for name, value in attributes.items():
+            setattr(p, name, value)
+        return p
+
+    counted = project(name="a", share=100.0, rec=10.0, rec_temp=0.0, share_frac=0.0, priority=0.0)
+    backed_off = project(name="b", share=100.0, rec=50.0, rec_temp=60.0, share_frac=0.0, priority=0.0)
     rec_sum = priority_init([counted, backed_off], lambda p: p is counted, bce=True)
     assert rec_sum == 10.0
     assert counted.rec_temp == 10.0 and counted.priority == -1.0

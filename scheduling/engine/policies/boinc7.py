@@ -112,19 +112,7 @@ class Boinc7:
         difference of two such curves changes sign at most once, at a closed-form time."""
         em = self.em
         lam = math.log(2.0) / em.rec_half_life
-        rate = credit_rates(em)
-        curves = [
-            (rate.get(p, 0.0) / p.share, (p.rec - rate.get(p, 0.0)) / p.share)
-            for p in em.projects
-            if p.jobs and p.share > 0
-        ]
-        margin = math.inf
-        for i, (a1, b1) in enumerate(curves):
-            for a2, b2 in curves[i + 1 :]:
-                a, b = a1 - a2, b1 - b2
-                if b != 0 and 0.0 < -a / b < 1.0:
-                    margin = min(margin, -math.log(-a / b) / lam)
-        return margin
+        return order_margin(em.projects, credit_rates(em), lam)
 
     def rr_still_valid(self, now, rr):
         """Whether a schedule may reuse `rr`, made earlier with the same jobs: no predicted
@@ -156,4 +144,29 @@ def miss_margin(em, speedup: float, near: float) -> float:
                 continue
             if m < margin:  # min(margin, m)
                 margin = m
+    return margin
+
+
+def order_margin(projects, rate: dict, lam: float) -> float:
+    """Boinc7._order_margin's curves and their crossings: for each project with jobs and a
+    share, its REC per unit of share as a + b e^(-lam t), and the first t > 0 at which two
+    of them cross. policies/boinc7.pxd types it (the projects as ProjectStates, the curves'
+    numbers in C doubles, with the same operations in the same order)."""
+    curves = []
+    for p in projects:
+        if p.jobs and p.share > 0:
+            share = p.share
+            r = rate.get(p, 0.0)
+            curves.append((r / share, (p.rec - r) / share))
+    margin = math.inf
+    n = len(curves)
+    for i in range(n):
+        a1, b1 = curves[i]
+        for k in range(i + 1, n):
+            a2, b2 = curves[k]
+            a, b = a1 - a2, b1 - b2
+            if b != 0 and 0.0 < -a / b < 1.0:
+                m = -math.log(-a / b) / lam
+                if m < margin:  # min(margin, m)
+                    margin = m
     return margin
