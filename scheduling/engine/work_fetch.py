@@ -290,7 +290,7 @@ def slice_bound(em) -> float:
             frac = fracs[j.rsc]
             flops = j.flops
             if flops > 0 and frac > 0:
-                rem = (j.size if exact else j.fpops_est) - j.done  # JobState.est_flops_remaining
+                rem = j.flops_left if exact else j.fpops_est - j.done  # JobState.est_flops_remaining
                 left = (0.0 if 0.0 > rem else rem) / (flops * frac)
                 if left < inf:
                     longest = max(longest, left)

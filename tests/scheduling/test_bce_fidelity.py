@@ -655,3 +655,65 @@ def test_under_bce_rpc_back_off_takes_its_steps_in_scheduler_ops_order():
     p.master_fetch_failures = 3
     assert rpc.project_rpc_backoff(p, 20000.0, Rng(), bce=True)[0] == 86400.0
     assert p.min_rpc_time == 20000.0 + 86400.0 and p.nrpc_failures == 1
+
+
+def slow_job_scenario(flops):
+    # one CPU and one job of an hour at 1 GFLOPS, on a version of `flops`
+    version = AppVersion(avg_ncpus=1.0, flops=flops)
+    app = App(name="a", versions=(version,), latency_bound=10 * 86400.0, fpops_est=HOUR * GFLOPS)
+    return scenario(project("P", [job("J")], apps=(app,)), ncpus=1)
+
+
+@pytest.mark.parametrize("compat", ["bce", "intended"])
+def test_under_bce_a_jobs_flops_left_lose_one_steps_work_at_a_time(compat):
+    # ACTIVE_TASK_SET::poll (sim.cpp) takes diff x flops off sim_flops_left at every step,
+    # and RR_SIM starts from that value (estimated_flops_remaining under SIM). After five
+    # steps at 1.1/7 GFLOPS the sum of five subtractions is 3,552,857,142,857.1436 FLOPs,
+    # one ulp from the size less 300 s of work (…7.143), which intended keeps.
+    flops = 1.1 * GFLOPS / 7
+    size = HOUR * GFLOPS
+    em = boinc7_emulator(slow_job_scenario(flops), 300, compat)
+    em.run()
+    (j,) = em.all_jobs
+    stepwise = size
+    for _ in range(5):
+        stepwise -= 60.0 * flops
+    assert stepwise != size - 300.0 * flops
+    expected = stepwise if compat == "bce" else size - 300.0 * flops
+    assert j.flops_left == expected
+    assert j.est_flops_remaining(True) == expected
+
+
+def test_under_bce_cpu_scale_adds_the_cpu_and_gpu_jobs_shares_apart_in_task_order():
+    # ACTIVE_TASK_SET::poll sums the executing CPU jobs' avg_ncpus and the GPU jobs' apart,
+    # each over the tasks in the order they were made, adds the two, and when that is
+    # above the CPUs scales the CPU jobs by (ncpus - gpu) / (total - gpu). On 2 CPUs, CPU
+    # jobs of 0.47, 0.94 and 0.88 CPUs and a GPU job of 0.14 give 0.812227074235808 that
+    # way; summed in list order with the GPU job second the scale is one ulp lower.
+    from scheduling.engine.accounting import job_rates
+
+    gpu_version = AppVersion(avg_ncpus=0.14, flops=GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0, plan_class="cuda")
+    apps = [
+        App(name=f"c{k}", versions=(AppVersion(avg_ncpus=n, flops=GFLOPS),), fpops_est=HOUR * GFLOPS)
+        for k, n in enumerate((0.47, 0.94, 0.88))
+    ]
+    apps.append(App(name="g", versions=(gpu_version,), fpops_est=HOUR * GFLOPS))
+    s = scenario(
+        project("P", apps=tuple(apps)),
+        host=Host(ncpus=2, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, GFLOPS),)),
+    )
+    em = boinc7_emulator(s, 60, "bce")
+    p = em.projects[0]
+    jobs = []
+    for seq, app in enumerate(p.spec.apps):
+        j = em.new_job(p, app, app.versions[0], HOUR * GFLOPS, HOUR * GFLOPS, 0.0, 86400.0)
+        j.task_seq = seq + 1
+        jobs.append(j)
+    running = [jobs[0], jobs[3], jobs[1], jobs[2]]
+    cpu = 0.47 + 0.94 + 0.88
+    bce_scale = (2 - 0.14) / ((cpu + 0.14) - 0.14)
+    mixed_scale = (2 - 0.14) / ((((0.47 + 0.14) + 0.94) + 0.88) - 0.14)
+    assert bce_scale != mixed_scale
+    assert job_rates(running, True, True, 2) == mixed_scale
+    assert job_rates(running, True, True, 2, True) == bce_scale
+    assert jobs[0].rate == GFLOPS * bce_scale and jobs[3].rate == GFLOPS
