@@ -323,4 +323,15 @@ def next_check(em, now: float, rr) -> float:
     if held:
         frac = min(res.overall_frac for res in em.resources)
         t = min(t, now + max(0.0, min(held) - total - jump) * frac)
+    if em.bce and rr.mc_shortfall:
+        # a processor type below the minimum buffer triggers a project with max_concurrent only
+        # once its MC shortfall is above 0 (choose_project). That shortfall is the tail of the
+        # simulation up to the buffer's end, which moves with every step; BOINC's emulator
+        # looks at work fetch every step, so the engine looks at the next one while such a
+        # project is held back by it alone (docs/engine-fidelity.md, "A project whose MC
+        # shortfall is 0 is looked at again at the next step")
+        for (pi, r), mc in rr.mc_shortfall.items():
+            if mc <= 0 and rr.rsc[r].saturated_time < em.work_buf_min and em.projects[pi].fetch_ok[r]:
+                t = min(t, now + em.delta)
+                break
     return t

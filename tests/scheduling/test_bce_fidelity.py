@@ -717,3 +717,29 @@ def test_under_bce_cpu_scale_adds_the_cpu_and_gpu_jobs_shares_apart_in_task_orde
     assert job_rates(running, True, True, 2) == mixed_scale
     assert job_rates(running, True, True, 2, True) == bce_scale
     assert jobs[0].rate == GFLOPS * bce_scale and jobs[3].rate == GFLOPS
+
+
+@pytest.mark.parametrize("compat", ["bce", "intended"])
+def test_under_bce_a_project_held_back_by_a_zero_mc_shortfall_is_looked_at_the_next_step(compat):
+    # choose_project (work_fetch.cpp) lets a processor type below the minimum buffer trigger
+    # a fetch from a project with max_concurrent only when the project's MC shortfall on it
+    # is above 0. That shortfall is the simulation's tail up to the buffer's end, which moves
+    # every step, and BOINC's emulator looks at work fetch every step: with the CPU below
+    # its minimum and P's MC shortfall 0, the next check is the next step under bce. With
+    # the CPU saturated past the minimum, the check waits for that (6 hours at most).
+    from scheduling.engine import work_fetch
+
+    s = scenario(project("P", [job("J")]), ncpus=1)
+    em = boinc7_emulator(s, 60, compat)
+    em.run()
+    em.projects[0].fetch_ok[0] = True
+
+    def rr(saturated, mc):
+        return types.SimpleNamespace(
+            rsc=[types.SimpleNamespace(saturated_time=saturated)], mc_shortfall={(0, 0): mc}, last_mc_limit={}
+        )
+
+    below = em.work_buf_min - 100.0
+    expected = 60.0 + 60.0 if compat == "bce" else 60.0 + 6 * HOUR
+    assert work_fetch.next_check(em, 60.0, rr(below, 0.0)) == expected
+    assert work_fetch.next_check(em, 60.0, rr(below, 5.0)) == 60.0 + 6 * HOUR
