@@ -307,10 +307,14 @@ def next_check(em, now: float, rr) -> float:
     # left past ten hours (RoundRobin.run_repick), and the saturated time ends at a step's
     # end: it can fall by a whole step at once, so the check comes that much early
     jump = slice_bound(em) if em.bce else 0.0
+    # under bce the simulation can chain jobs on one instance that in fact run side by side:
+    # each second then takes 1/overall_frac seconds off every one of them, and the saturated
+    # time can fall as many times faster as there are running jobs
+    chained = max(1, len(em.running)) if em.bce else 1
     for r, res in enumerate(em.resources):
         sat = rr.rsc[r].saturated_time
         if sat >= em.work_buf_min:
-            t = min(t, now + max(0.0, sat - em.work_buf_min - jump) * res.overall_frac)
+            t = min(t, now + max(0.0, sat - em.work_buf_min - jump) * res.overall_frac / chained)
         zero = min(em.work_buf_min, 180.0)
         if sat > zero and any(p.share == 0 and p.fetch_ok[r] for p in em.projects):
             t = min(t, now + (sat - zero) * res.overall_frac)

@@ -743,3 +743,26 @@ def test_under_bce_a_project_held_back_by_a_zero_mc_shortfall_is_looked_at_the_n
     expected = 60.0 + 60.0 if compat == "bce" else 60.0 + 6 * HOUR
     assert work_fetch.next_check(em, 60.0, rr(below, 0.0)) == expected
     assert work_fetch.next_check(em, 60.0, rr(below, 5.0)) == 60.0 + 6 * HOUR
+
+
+@pytest.mark.parametrize("compat", ["bce", "intended"])
+def test_under_bce_the_next_fetch_check_allows_for_every_running_job(compat):
+    # The round-robin simulation can chain on one CPU jobs that run side by side, and each
+    # second of the run then takes 1/overall_frac seconds off each of them: with 2 jobs
+    # running the saturated time can fall twice as fast. 10,000 s above the minimum buffer
+    # on an always-on host (overall_frac 1), the next check is 10,000 s away under intended,
+    # and under bce half of what is left after a time-slice step (slice_bound).
+    from scheduling.engine import work_fetch
+
+    s = scenario(project("P", [job("J1", hours=20.0), job("J2", hours=20.0)]), ncpus=2)
+    em = boinc7_emulator(s, 60, compat)
+    em.run()
+    assert len(em.running) == 2
+    rr = types.SimpleNamespace(
+        rsc=[types.SimpleNamespace(saturated_time=em.work_buf_min + 10000.0)], mc_shortfall={}, last_mc_limit={}
+    )
+    if compat == "bce":
+        expected = 60.0 + max(0.0, 10000.0 - work_fetch.slice_bound(em)) / 2
+    else:
+        expected = 60.0 + 10000.0
+    assert work_fetch.next_check(em, 60.0, rr) == expected
