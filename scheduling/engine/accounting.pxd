@@ -10,7 +10,7 @@ from scheduling.engine.state cimport JobState, ProjectState
 
 
 @cython.locals(j=JobState)
-cpdef job_rates(list running, cpu_on, gpu_on, n)
+cpdef job_rates(list running, cpu_on, gpu_on, n, bce=*)
 
 @cython.locals(j=JobState)
 cpdef advance_jobs(acct, list running, t0, dt, bce, scale, cpu_flops, list resources, flops_used, list finished, set executing, list usage)

@@ -85,7 +85,9 @@ class Accounting:
 
     def _rates(self) -> None:
         """Set every running job's FLOPS for the coming interval (cpu_scale, §3)."""
-        self.cpu_scale = job_rates(self.running, self.on and self.active or self.bce, self.gpu_acct, self.n_usable_cpus)
+        self.cpu_scale = job_rates(
+            self.running, self.on and self.active or self.bce, self.gpu_acct, self.n_usable_cpus, self.bce
+        )
 
     def _advance(self, t1: float) -> None:
         """Account the interval [now, t1] in which nothing changes but job progress."""
@@ -269,17 +271,31 @@ class Accounting:
         return RecordChunk(now, open_slices=open_slices, open_host_periods=open_periods, last=last, **series)
 
 
-def job_rates(running, cpu_on, gpu_on, n):
+def job_rates(running, cpu_on, gpu_on, n, bce=False):
     """Accounting._rates: set every running job's FLOPS for the coming interval and return
-    cpu_scale (§3). accounting.pxd types the jobs as JobStates (state.pxd)."""
+    cpu_scale (§3). accounting.pxd types the jobs as JobStates (state.pxd).
+
+    Under bce the CPU shares are summed as BOINC's emulator sums them (ACTIVE_TASK_SET::poll,
+    sim.cpp): the CPU jobs' and the GPU jobs' apart, each in the order of the tasks, and then
+    added, since cpu_scale's last bits move the jobs' ends (docs/engine-fidelity.md, "FLOPs
+    left, step by step")."""
     usage = 0.0
     gpu_cpu = 0.0
-    for j in running:
-        if j.rsc == 0:
-            usage += j.avg_ncpus
-        elif gpu_on:
-            usage += j.avg_ncpus
-            gpu_cpu += j.avg_ncpus
+    if bce:
+        cpu_cpu = 0.0
+        for j in sorted(running, key=_task_order):
+            if j.rsc == 0:
+                cpu_cpu += j.avg_ncpus
+            elif gpu_on:
+                gpu_cpu += j.avg_ncpus
+        usage = cpu_cpu + gpu_cpu
+    else:
+        for j in running:
+            if j.rsc == 0:
+                usage += j.avg_ncpus
+            elif gpu_on:
+                usage += j.avg_ncpus
+                gpu_cpu += j.avg_ncpus
     scale = 1.0
     if usage > n and usage - gpu_cpu > 0:
         scale = max(0.0, (n - gpu_cpu) / (usage - gpu_cpu))
@@ -289,6 +305,10 @@ def job_rates(running, cpu_on, gpu_on, n):
         else:
             j.rate = j.flops if gpu_on else 0.0
     return scale
+
+
+def _task_order(j):
+    return j.task_seq
 
 
 def advance_jobs(acct, running, t0, dt, bce, scale, cpu_flops, resources, flops_used, finished, executing, usage):
@@ -321,7 +341,32 @@ def advance_jobs(acct, running, t0, dt, bce, scale, cpu_flops, resources, flops_
         charged = dt  # the time its peak FLOPs and elapsed time are counted for
         done0 = j.done
         size = j.size
-        if done0 + work >= size - FINISH_EPS * size:
+        if bce:
+            # BOINC's emulator takes each step's work off the job's FLOPs left, one step at a
+            # time (sim_flops_left -= diff x flops, ACTIVE_TASK_SET::poll), and the job ends in
+            # the step that takes it to 0 or below: sums of steps, not rate x time, whose
+            # last bits decide near-ties of the round-robin simulation's job ends
+            # (docs/engine-fidelity.md, "FLOPs left, step by step")
+            left = j.flops_left
+            step = acct.delta
+            n = int(dt / step + 0.5)
+            if n < 1 or n * step != dt:
+                left -= rate * dt
+            else:
+                per_step = step * rate
+                for _i in range(n):
+                    left -= per_step
+                    if left <= 0.0:
+                        break
+            j.flops_left = left
+            if left <= 0.0:
+                run_time = min(dt, max(0.0, size - done0) / rate)
+                work = size - done0
+                finished.append((t0 + run_time, j))
+                j.left_at_end = left
+            elif done0 + work > size:
+                work = size - done0
+        elif done0 + work >= size - FINISH_EPS * size:
             # a remainder of a few ulps (the sum of the steps' work) is no work left: the
             # job ends in this interval and leaves the next one's cpu_scale
             run_time = min(dt, wait + max(0.0, size - done0) / rate)
@@ -336,6 +381,8 @@ def advance_jobs(acct, running, t0, dt, bce, scale, cpu_flops, resources, flops_
             # diff x app_peak_flops and diff of elapsed time for the step before it
             # finds the job done (docs/engine-fidelity.md)
         j.done = done0 + work
+        if not bce:
+            j.flops_left = size - j.done
         p.flops_computed += work
         if j.checkpoint_period <= 0:
             j.ckpt_done = j.done  # continuous checkpoints (_checkpoint)
@@ -370,7 +417,7 @@ def advance_jobs(acct, running, t0, dt, bce, scale, cpu_flops, resources, flops_
 def job_ends(running, now):
     """The instants the running jobs that compute end at their rates (Emulator._plan).
     accounting.pxd types the jobs as JobStates (state.pxd)."""
-    return [now + j.resume_left + (j.size - j.done) / j.rate for j in running if j.rate > 0]
+    return [now + j.resume_left + j.flops_left / j.rate for j in running if j.rate > 0]
 
 
 def account_projects(

@@ -128,6 +128,7 @@ class JobLifecycle:
             size = ij.fpops_est if self.bce else ij.fpops
             j = self.new_job(p, app, v, size, ij.fpops_est, ij.received, ij.deadline, ij.name, True)
             j.done = j.ckpt_done = ij.flops_done
+            j.flops_left = size - j.done
             j.started = ij.flops_done > 0
             if j.started:
                 self.task_count += 1
@@ -248,6 +249,7 @@ class JobLifecycle:
             if lost > 0:
                 p.flops_lost += lost
                 j.done = j.ckpt_done
+                j.flops_left = j.size - j.done
                 self.state_version += 1
             j.resume_left = j.app.resume_cost if j.done > 0 else 0.0
             j.in_memory = False

@@ -233,7 +233,7 @@ class QueuedJobs:
                 size = j.size
                 # the remaining FLOPs as the simulation first sees them (estimated_flops_remaining,
                 # RR_SIM's flops_left); nothing the estimate reads changes during a simulation
-                rem = (size if exact else j.fpops_est) - j.done
+                rem = j.flops_left if exact else j.fpops_est - j.done
                 self.left[k] = 0.0 if 0.0 > rem else rem
                 self.rate[k] = j.flops * frac[r]
                 self.tol[k] = 1e-9 * (size + 1.0)

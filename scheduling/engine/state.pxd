@@ -11,7 +11,7 @@ cdef class JobState:
     cdef public object started, run_start, resume_left, completed_time, peak_flop_count
     cdef public object once_ran_edf, last_deadline_miss_time, rr_finish, rr_miss, elapsed
     cdef public object instance, slice_start, slice_why, rate, edf, unfinished, initial
-    cdef public object checkpoint_period, seqno_key, task_seq, peak_flops, left_at_end
+    cdef public object checkpoint_period, seqno_key, task_seq, peak_flops, left_at_end, flops_left
     cdef public object pick_value, pick_seq
 
     cpdef runtime_remaining(self, rate)

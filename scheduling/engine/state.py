@@ -183,6 +183,7 @@ class JobState:
         "task_seq",
         "peak_flops",
         "left_at_end",
+        "flops_left",
         "pick_value",
         "pick_seq",
     )
@@ -224,6 +225,9 @@ class JobState:
         # under bce, BOINC's emulator's FLOPs left of a finished job: the step that ends it
         # takes a whole step's work off, so it is below zero (ACTIVE_TASK_SET::poll)
         self.left_at_end = 0.0
+        # the FLOPs left: size - done, or under bce BOINC's emulator's sim_flops_left, which
+        # each step of computing lowers by that step's work (Accounting._advance)
+        self.flops_left = size
         self.run_start = 0.0
         self.resume_left = 0.0
         self.completed_time = None
@@ -270,7 +274,7 @@ class JobState:
     def est_flops_remaining(self, exact: bool) -> float:
         """estimated_flops_remaining: the real remainder when `exact` (BOINC's emulator, §6.4),
         otherwise what the client can know from the estimate."""
-        left = (self.size if exact else self.fpops_est) - self.done
+        left = self.flops_left if exact else self.fpops_est - self.done
         return 0.0 if 0.0 > left else left  # max(left, 0.0), without the call
 
 

@@ -294,7 +294,7 @@ def slice_bound(em) -> float:
             frac = fracs[j.rsc]
             flops = j.flops
             if flops > 0 and frac > 0:
-                rem = (j.size if exact else j.fpops_est) - j.done  # JobState.est_flops_remaining
+                rem = j.flops_left if exact else j.fpops_est - j.done  # JobState.est_flops_remaining
                 left = (0.0 if 0.0 > rem else rem) / (flops * frac)
                 if left < inf:
                     longest = max(longest, left)
@@ -311,10 +311,14 @@ def next_check(em, now: float, rr) -> float:
     # left past ten hours (RoundRobin.run_repick), and the saturated time ends at a step's
     # end: it can fall by a whole step at once, so the check comes that much early
     jump = slice_bound(em) if em.bce else 0.0
+    # under bce the simulation can chain jobs on one instance that in fact run side by side:
+    # each second then takes 1/overall_frac seconds off every one of them, and the saturated
+    # time can fall as many times faster as there are running jobs
+    chained = max(1, len(em.running)) if em.bce else 1
     for r, res in enumerate(em.resources):
         sat = rr.rsc[r].saturated_time
         if sat >= em.work_buf_min:
-            t = min(t, now + max(0.0, sat - em.work_buf_min - jump) * res.overall_frac)
+            t = min(t, now + max(0.0, sat - em.work_buf_min - jump) * res.overall_frac / chained)
         zero = min(em.work_buf_min, 180.0)
         if sat > zero and any(p.share == 0 and p.fetch_ok[r] for p in em.projects):
             t = min(t, now + (sat - zero) * res.overall_frac)
@@ -327,4 +331,15 @@ def next_check(em, now: float, rr) -> float:
     if held:
         frac = min(res.overall_frac for res in em.resources)
         t = min(t, now + max(0.0, min(held) - total - jump) * frac)
+    if em.bce and rr.mc_shortfall:
+        # a processor type below the minimum buffer triggers a project with max_concurrent only
+        # once its MC shortfall is above 0 (choose_project). That shortfall is the tail of the
+        # simulation up to the buffer's end, which moves with every step; BOINC's emulator
+        # looks at work fetch every step, so the engine looks at the next one while such a
+        # project is held back by it alone (docs/engine-fidelity.md, "A project whose MC
+        # shortfall is 0 is looked at again at the next step")
+        for (pi, r), mc in rr.mc_shortfall.items():
+            if mc <= 0 and rr.rsc[r].saturated_time < em.work_buf_min and em.projects[pi].fetch_ok[r]:
+                t = min(t, now + em.delta)
+                break
     return t

@@ -655,3 +655,114 @@ def test_under_bce_rpc_back_off_takes_its_steps_in_scheduler_ops_order():
     p.master_fetch_failures = 3
     assert rpc.project_rpc_backoff(p, 20000.0, Rng(), bce=True)[0] == 86400.0
     assert p.min_rpc_time == 20000.0 + 86400.0 and p.nrpc_failures == 1
+
+
+def slow_job_scenario(flops):
+    # one CPU and one job of an hour at 1 GFLOPS, on a version of `flops`
+    version = AppVersion(avg_ncpus=1.0, flops=flops)
+    app = App(name="a", versions=(version,), latency_bound=10 * 86400.0, fpops_est=HOUR * GFLOPS)
+    return scenario(project("P", [job("J")], apps=(app,)), ncpus=1)
+
+
+@pytest.mark.parametrize("compat", ["bce", "intended"])
+def test_under_bce_a_jobs_flops_left_lose_one_steps_work_at_a_time(compat):
+    # ACTIVE_TASK_SET::poll (sim.cpp) takes diff x flops off sim_flops_left at every step,
+    # and RR_SIM starts from that value (estimated_flops_remaining under SIM). After five
+    # steps at 1.1/7 GFLOPS the sum of five subtractions is 3,552,857,142,857.1436 FLOPs,
+    # one ulp from the size less 300 s of work (…7.143), which intended keeps.
+    flops = 1.1 * GFLOPS / 7
+    size = HOUR * GFLOPS
+    em = boinc7_emulator(slow_job_scenario(flops), 300, compat)
+    em.run()
+    (j,) = em.all_jobs
+    stepwise = size
+    for _ in range(5):
+        stepwise -= 60.0 * flops
+    assert stepwise != size - 300.0 * flops
+    expected = stepwise if compat == "bce" else size - 300.0 * flops
+    assert j.flops_left == expected
+    assert j.est_flops_remaining(True) == expected
+
+
+def test_under_bce_cpu_scale_adds_the_cpu_and_gpu_jobs_shares_apart_in_task_order():
+    # ACTIVE_TASK_SET::poll sums the executing CPU jobs' avg_ncpus and the GPU jobs' apart,
+    # each over the tasks in the order they were made, adds the two, and when that is
+    # above the CPUs scales the CPU jobs by (ncpus - gpu) / (total - gpu). On 2 CPUs, CPU
+    # jobs of 0.47, 0.94 and 0.88 CPUs and a GPU job of 0.14 give 0.812227074235808 that
+    # way; summed in list order with the GPU job second the scale is one ulp lower.
+    from scheduling.engine.accounting import job_rates
+
+    gpu_version = AppVersion(avg_ncpus=0.14, flops=GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0, plan_class="cuda")
+    apps = [
+        App(name=f"c{k}", versions=(AppVersion(avg_ncpus=n, flops=GFLOPS),), fpops_est=HOUR * GFLOPS)
+        for k, n in enumerate((0.47, 0.94, 0.88))
+    ]
+    apps.append(App(name="g", versions=(gpu_version,), fpops_est=HOUR * GFLOPS))
+    s = scenario(
+        project("P", apps=tuple(apps)),
+        host=Host(ncpus=2, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, GFLOPS),)),
+    )
+    em = boinc7_emulator(s, 60, "bce")
+    p = em.projects[0]
+    jobs = []
+    for seq, app in enumerate(p.spec.apps):
+        j = em.new_job(p, app, app.versions[0], HOUR * GFLOPS, HOUR * GFLOPS, 0.0, 86400.0)
+        j.task_seq = seq + 1
+        jobs.append(j)
+    running = [jobs[0], jobs[3], jobs[1], jobs[2]]
+    cpu = 0.47 + 0.94 + 0.88
+    bce_scale = (2 - 0.14) / ((cpu + 0.14) - 0.14)
+    mixed_scale = (2 - 0.14) / ((((0.47 + 0.14) + 0.94) + 0.88) - 0.14)
+    assert bce_scale != mixed_scale
+    assert job_rates(running, True, True, 2) == mixed_scale
+    assert job_rates(running, True, True, 2, True) == bce_scale
+    assert jobs[0].rate == GFLOPS * bce_scale and jobs[3].rate == GFLOPS
+
+
+@pytest.mark.parametrize("compat", ["bce", "intended"])
+def test_under_bce_a_project_held_back_by_a_zero_mc_shortfall_is_looked_at_the_next_step(compat):
+    # choose_project (work_fetch.cpp) lets a processor type below the minimum buffer trigger
+    # a fetch from a project with max_concurrent only when the project's MC shortfall on it
+    # is above 0. That shortfall is the simulation's tail up to the buffer's end, which moves
+    # every step, and BOINC's emulator looks at work fetch every step: with the CPU below
+    # its minimum and P's MC shortfall 0, the next check is the next step under bce. With
+    # the CPU saturated past the minimum, the check waits for that (6 hours at most).
+    from scheduling.engine import work_fetch
+
+    s = scenario(project("P", [job("J")]), ncpus=1)
+    em = boinc7_emulator(s, 60, compat)
+    em.run()
+    em.projects[0].fetch_ok[0] = True
+
+    def rr(saturated, mc):
+        return types.SimpleNamespace(
+            rsc=[types.SimpleNamespace(saturated_time=saturated)], mc_shortfall={(0, 0): mc}, last_mc_limit={}
+        )
+
+    below = em.work_buf_min - 100.0
+    expected = 60.0 + 60.0 if compat == "bce" else 60.0 + 6 * HOUR
+    assert work_fetch.next_check(em, 60.0, rr(below, 0.0)) == expected
+    assert work_fetch.next_check(em, 60.0, rr(below, 5.0)) == 60.0 + 6 * HOUR
+
+
+@pytest.mark.parametrize("compat", ["bce", "intended"])
+def test_under_bce_the_next_fetch_check_allows_for_every_running_job(compat):
+    # The round-robin simulation can chain on one CPU jobs that run side by side, and each
+    # second of the run then takes 1/overall_frac seconds off each of them: with 2 jobs
+    # running the saturated time can fall twice as fast. 10,000 s above the minimum buffer
+    # on an always-on host (overall_frac 1), the next check is 10,000 s away under intended,
+    # and under bce half of what is left after a time-slice step (slice_bound).
+    from scheduling.engine import work_fetch
+
+    s = scenario(project("P", [job("J1", hours=20.0), job("J2", hours=20.0)]), ncpus=2)
+    em = boinc7_emulator(s, 60, compat)
+    em.run()
+    assert len(em.running) == 2
+    rr = types.SimpleNamespace(
+        rsc=[types.SimpleNamespace(saturated_time=em.work_buf_min + 10000.0)], mc_shortfall={}, last_mc_limit={}
+    )
+    if compat == "bce":
+        expected = 60.0 + max(0.0, 10000.0 - work_fetch.slice_bound(em)) / 2
+    else:
+        expected = 60.0 + 10000.0
+    assert work_fetch.next_check(em, 60.0, rr) == expected
