@@ -89,7 +89,7 @@ def _runtime_remaining(em, j) -> float:
     return j.est_flops_remaining(em.exact_estimates)
 
 
-# the rules whose orders _Candidates keeps between calls (its KEPT_RULES)
+# the rules whose orders _Candidates keeps between calls
 KEPT_RULES = ("best", "coproc")
 
 
@@ -105,8 +105,6 @@ class _Candidates:
     runs or has started (`KEPT_RULES`) outlive the call: they are kept with the project's
     jobs_version, which every such change bumps (job_lifecycle). cpu_sched.pxd makes it a
     C type, so a pick reaches a head without the interpreter's attribute look-ups."""
-
-    KEPT_RULES = KEPT_RULES
 
     def __init__(self, em, r: int):
         self.em = em
