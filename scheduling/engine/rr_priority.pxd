@@ -29,7 +29,6 @@ cdef class ByPriority(QueuedJobs):
     cdef public object c_gap_a, c_moving_c_a, c_moving_o_a, c_sf_c_a, c_sf_o_a, c_chosen_a, c_other_a
     cdef public int ccapacity, ncontests
     cdef public double rec_sum, total_peak_flops, half_life
-    cdef public bint any_mc
     cdef public double[::1] rec_temp, priority, share, share_frac, credit, mc_last
     cdef public double[::1] c_gap, c_moving_c, c_moving_o, c_sf_c, c_sf_o
     cdef public int[::1] slot_open, mc_slot, c_chosen, c_other

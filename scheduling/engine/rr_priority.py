@@ -1,3 +1,4 @@
+# cython: boundscheck=False, wraparound=False, initializedcheck=False
 """The round-robin simulation by scheduling priority (`--compat intended`), over typed records.
 
 RoundRobin (rr_sim.py) under `--compat intended` picks jobs by project priority, which the
@@ -12,6 +13,8 @@ runs this module as C; without a compiler the same source runs as Python, on
 `array.array`s, with the same arithmetic in the same order. The jobs' outputs (`rr_finish`,
 `rr_miss`), the projects' projected REC and priority, and the `RRResult` are written back as
 RoundRobin's own steps wrote them; bench/engine_identity.py checks the figures bit for bit.
+The first line of the file turns off Cython's index checks on the compiled core: every
+index the loops use is within its column, whose length the queue sets before a simulation.
 """
 
 from __future__ import annotations
@@ -105,7 +108,6 @@ class ByPriority(QueuedJobs):
         self.slot_open = ints(self.nr * nprojects)
         self.mc_last = doubles(self.nmc or 1)
         self.mc_slot = ints(self.nmc or 1)
-        self.any_mc = bool(static.any_mc)
         self.ccapacity = 0
         self.c_gap_a = self.c_moving_c_a = self.c_moving_o_a = self.c_sf_c_a = self.c_sf_o_a = doubles(0)
         self.c_chosen_a = self.c_other_a = ints(0)

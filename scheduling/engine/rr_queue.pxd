@@ -15,7 +15,7 @@ cdef class QueuedJobs:
     cdef public object rr, result, jobs, mc_keys
     cdef public int nr, nprojects, nslots, njobs, napps, nactive, nmc, capacity, steps, max_steps
     cdef public double now, sim_now, buf_end, buf_min
-    cdef public bint bce, gpu_cpu, detail, exact
+    cdef public bint bce, gpu_cpu, detail, exact, any_mc
     cdef public int[::1] slot_first, slot_head, slot_left, slot_proj, slot_at, slot_next, rsc_lo, rsc_hi
     cdef public int[::1] rsc, proj, slot_of, gone, active, app, mc_limit, mc_running, mc_proj, mc_rsc
     cdef public int[::1] slot_lo, proj_at_limit, dropped
@@ -36,18 +36,15 @@ cdef class QueuedJobs:
         rem=double, usage=double, ncpu=double, j=JobState, p=ProjectState, slot_next="int[::1]", slot_at="int[::1]",
         gpu_sum="double[::1]", frac="double[::1]", jobs=list,
     )
-    cdef int _fill(self, projects, dict nused_total, double now, bint exact) except -1
+    cdef int _fill(self, projects, dict nused_total, now, bint exact) except -1
 
-    @cython.locals(end=int, gone="int[::1]")
+    @cython.locals(end=int)
     cdef _take(self, int s, int k)
 
-    @cython.locals(r=int, pi=int, pu=int, sim_now=double, dur=double, j=JobState, sim_nused="double[::1]")
+    @cython.locals(r=int, pi=int, pu=int, sim_now=double, dur=double, j=JobState)
     cdef _end(self, int k)
 
-    @cython.locals(
-        r=int, sim_now=double, buf_end=double, eps=double, idle=double,
-        caps="double[::1]", sim_nused="double[::1]",
-    )
+    @cython.locals(r=int, sim_now=double, buf_end=double, eps=double, idle=double)
     cdef _resource_step(self, double dt)
 
     @cython.locals(

@@ -1,3 +1,4 @@
+# cython: boundscheck=False, wraparound=False, initializedcheck=False
 """The queued jobs of a round-robin simulation as typed columns, which both of its variants run over.
 
 RR_SIM::simulate (reference/client.md §6.4) runs in one of two ways: by scheduling priority
@@ -16,6 +17,8 @@ left from earlier simulations.
 rr_queue.pxd gives the columns and the loops' locals C types, so the compiled core (build.py)
 runs this module as C, reading each job's attributes once per simulation; without a compiler
 the same source runs as Python on `array.array`s, with the same arithmetic in the same order.
+The first line of the file turns off Cython's index checks on the compiled core: every
+index the loops use is within its column, whose length the queue sets before a simulation.
 """
 
 from __future__ import annotations
@@ -95,6 +98,7 @@ class QueuedJobs:
         self.mc_rsc = array("i", [r for _pi, r in mc_keys] or [0])
         self.mc_cap = array("d", [float(static.mc_cap[key]) for key in mc_keys] or [0.0])
         self.mc_short = doubles(self.nmc or 1)
+        self.any_mc = bool(static.any_mc)
         self.capacity = 0
         self._grow(16)
         self.nslots = 0
@@ -248,11 +252,13 @@ class QueuedJobs:
                 self.slot_of[k] = slot_at[c]
                 self.gone[k] = 0
                 self.dropped[k] = 0
-                app = j.app
-                mc = int(app.max_concurrent)
+                mc = 0
+                if self.any_mc:  # else no app has a limit, and the apps are not read
+                    app = j.app
+                    mc = int(app.max_concurrent)
+                    if mc:
+                        self.app[k] = apps.setdefault(app, len(apps))
                 self.mc_limit[k] = mc
-                if mc:
-                    self.app[k] = apps.setdefault(app, len(apps))
                 if r:
                     gpu_sum[r] += usage
                 ncpus += ncpu
@@ -265,13 +271,12 @@ class QueuedJobs:
     def _take(self, s: int, k: int) -> None:
         """Take the job `k` out of its slot `s`. A slot's jobs before its head are all taken,
         so a pick starts there and does not pass them again."""
-        gone = self.gone
-        gone[k] = 1
+        self.gone[k] = 1
         self.slot_left[s] -= 1
         if k == self.slot_head[s]:
             end = self.slot_first[s + 1]
             k += 1
-            while k < end and gone[k]:
+            while k < end and self.gone[k]:
                 k += 1
             self.slot_head[s] = k
 
@@ -285,17 +290,16 @@ class QueuedJobs:
         r = self.rsc[k]
         pi = self.proj[k]
         pu = r * self.nprojects + pi
-        sim_nused = self.sim_nused
         if self.mc_limit[k]:
             self.mc_running[self.app[k]] -= 1
         if r:
             self.p_used[pu] -= self.gpu_usage[k]
-            sim_nused[r] -= self.gpu_usage[k]
+            self.sim_nused[r] -= self.gpu_usage[k]
             if self.gpu_cpu:
-                sim_nused[0] -= self.avg_ncpus[k]
+                self.sim_nused[0] -= self.avg_ncpus[k]
         else:
             self.p_used[pu] -= self.avg_ncpus[k]
-            sim_nused[0] -= self.avg_ncpus[k]
+            self.sim_nused[0] -= self.avg_ncpus[k]
         sim_now = self.sim_now
         j.rr_finish = sim_now
         if sim_now > self.deadline[k] - self.buf_min:
@@ -318,11 +322,9 @@ class QueuedJobs:
         step of `dt` (RSC_WORK_FETCH::update_stats)."""
         sim_now = self.sim_now
         buf_end = self.buf_end
-        caps = self.caps
-        sim_nused = self.sim_nused
         eps = IDLE_EPS
         for r in range(self.nr):
-            idle = caps[r] - sim_nused[r]
+            idle = self.caps[r] - self.sim_nused[r]
             if idle > eps:
                 if sim_now < buf_end:
                     self.shortfall[r] += idle * (buf_end - sim_now if sim_now + dt > buf_end else dt)

@@ -19,11 +19,6 @@ cdef class Repick(QueuedJobs):
 
     @cython.locals(
         r=int, s=int, k=int, n=int, a=int, mc=int, pi=int, pu=int, lo=int, hi=int, end=int, lo_k=int,
-        nprojects=int,
-        full=bint, gpu_cpu=bint, limit=double,
-        caps="double[::1]", sim_nused="double[::1]", p_used="double[::1]", pwf_used="double[::1]",
-        gpu_usage="double[::1]", avg_ncpus="double[::1]", active="int[::1]", mc_limit="int[::1]",
-        mc_running="int[::1]", slot_first="int[::1]", slot_lo="int[::1]", slot_proj="int[::1]",
-        at_limit="int[::1]", gone="int[::1]", dropped="int[::1]",
+        nprojects=int, full=bint, gpu_cpu=bint, limit=double,
     )
     cdef repick(self)

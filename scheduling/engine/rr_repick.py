@@ -1,3 +1,4 @@
+# cython: boundscheck=False, wraparound=False, initializedcheck=False
 """The round-robin simulation as BOINC's client has it now (rr_sim.cpp), over typed records.
 
 Under `--compat bce` every simulation picks the running set afresh at every job end
@@ -10,6 +11,8 @@ max_concurrent app). rr_repick.pxd gives its loops' locals C types, so the compi
 `array.array`s, with the same arithmetic in the same order. The jobs' outputs (`rr_finish`,
 `rr_miss`) and the `RRResult` are written back as the Python simulation writes them;
 tests/scheduling/test_rr_repick.py and bench/engine_identity.py check the figures bit for bit.
+The first line of the file turns off Cython's index checks on the compiled core: every
+index the loops use is within its column, whose length the queue sets before a simulation.
 """
 
 from __future__ import annotations
@@ -120,86 +123,73 @@ class Repick(QueuedJobs):
         job adds its CPU share to its project's CPU count while GPUs compute; so that count
         keeps the GPU jobs' CPU shares of a project with no CPU jobs left, pick after pick
         (docs/engine-fidelity.md, "max_concurrent in work fetch")."""
-        caps = self.caps
-        sim_nused = self.sim_nused
-        p_used = self.p_used
-        pwf_used = self.pwf_used
-        active = self.active
-        gpu_usage = self.gpu_usage
-        avg_ncpus = self.avg_ncpus
-        mc_limit = self.mc_limit
-        mc_running = self.mc_running
-        slot_first = self.slot_first
-        slot_lo = self.slot_lo
-        slot_proj = self.slot_proj
-        at_limit = self.proj_at_limit
-        gone = self.gone
-        dropped = self.dropped
+        # the columns are read through `self` (no local views of them): on the compiled core a
+        # local view of a column is a copy of its descriptor, made and let go at every pick
         nprojects = self.nprojects
         gpu_cpu = self.gpu_cpu
         for a in range(self.napps):
-            mc_running[a] = 0
+            self.mc_running[a] = 0
         for pi in range(nprojects):
-            at_limit[pi] = 0
+            self.proj_at_limit[pi] = 0
         n = 0
-        sim_nused[0] = 0.0
+        self.sim_nused[0] = 0.0
         for r in range(self.nr - 1, -1, -1):
             if r:
-                sim_nused[r] = 0.0
-            limit = caps[r]
+                self.sim_nused[r] = 0.0
+            limit = self.caps[r]
             lo = self.rsc_lo[r]
             hi = self.rsc_hi[r]
             for s in range(lo, hi):
-                if slot_lo[s] < slot_first[s + 1]:
-                    pwf_used[r * nprojects + slot_proj[s]] = 0.0
+                if self.slot_lo[s] < self.slot_first[s + 1]:
+                    self.pwf_used[r * nprojects + self.slot_proj[s]] = 0.0
             full = False
             for s in range(lo, hi):
-                end = slot_first[s + 1]
-                if slot_lo[s] >= end:
+                end = self.slot_first[s + 1]
+                if self.slot_lo[s] >= end:
                     continue  # its pending list is empty
-                pi = slot_proj[s]
+                pi = self.slot_proj[s]
                 pu = r * nprojects + pi
-                p_used[pu] = 0.0
-                for k in range(slot_lo[s], end):
-                    if dropped[k]:
+                self.p_used[pu] = 0.0
+                for k in range(self.slot_lo[s], end):
+                    if self.dropped[k]:
                         continue
-                    if gone[k]:
+                    if self.gone[k]:
                         # the pick passes a job that ended and drops it from the list
-                        dropped[k] = 1
-                        if k == slot_lo[s]:
+                        self.dropped[k] = 1
+                        if k == self.slot_lo[s]:
                             lo_k = k + 1
-                            while lo_k < end and dropped[lo_k]:
+                            while lo_k < end and self.dropped[lo_k]:
                                 lo_k += 1
-                            slot_lo[s] = lo_k
-                        if at_limit[pi]:
+                            self.slot_lo[s] = lo_k
+                        if self.proj_at_limit[pi]:
                             break
                         continue
-                    active[n] = k
+                    self.active[n] = k
                     n += 1
                     # RR_SIM::activate's counts: a GPU job's CPU share counts in the CPU's
                     # while GPUs compute
                     if r:
-                        p_used[pu] += gpu_usage[k]
-                        sim_nused[r] += gpu_usage[k]
-                        pwf_used[pu] += gpu_usage[k]
+                        self.p_used[pu] += self.gpu_usage[k]
+                        self.sim_nused[r] += self.gpu_usage[k]
+                        self.pwf_used[pu] += self.gpu_usage[k]
                         if gpu_cpu:
-                            sim_nused[0] += avg_ncpus[k]
-                            pwf_used[pi] += avg_ncpus[k]
+                            self.sim_nused[0] += self.avg_ncpus[k]
+                            self.pwf_used[pi] += self.avg_ncpus[k]
                     else:
-                        p_used[pu] += avg_ncpus[k]
-                        sim_nused[0] += avg_ncpus[k]
-                        pwf_used[pu] += avg_ncpus[k]
-                    mc = mc_limit[k]
+                        self.p_used[pu] += self.avg_ncpus[k]
+                        self.sim_nused[0] += self.avg_ncpus[k]
+                        self.pwf_used[pu] += self.avg_ncpus[k]
+                    mc = self.mc_limit[k]
                     if mc:
                         a = self.app[k]
-                        mc_running[a] += 1
-                        if mc_running[a] >= mc:
-                            at_limit[pi] = 1
+                        self.mc_running[a] += 1
+                        if self.mc_running[a] >= mc:
+                            self.proj_at_limit[pi] = 1
                             self.result.last_mc_limit[(pi, r)] = self.sim_now - self.now
-                    if sim_nused[r] >= limit:
+                    if self.sim_nused[r] >= limit:
                         full = True
                         break
-                    if at_limit[pi]:
+                    if self.proj_at_limit[pi]:
                         break
                 if full:
                     break

@@ -4,7 +4,8 @@
 # (state.pxd); the numbers stay Python floats, with the pure-Python module's operations in
 # its order. A simulation's RoundRobin, its RRResult and their RscSims are C types whose
 # attributes are Python objects, as their __slots__ and attributes were: made and read at
-# every simulation without the interpreter's look-ups.
+# every simulation without the interpreter's look-ups; RoundRobin's times, counts and flags
+# are C doubles, ints and bints, and its tail (after the last job) runs over them in C.
 
 cimport cython
 
@@ -25,5 +26,13 @@ cdef class RRResult:
 
 
 cdef class RoundRobin:
-    cdef public object em, now, detail, static, caps, nr, projects, result, buf_end, by_priority
-    cdef public object gpu_cpu, mc_cap, busy, sim_now, rec_sum, steps, max_steps
+    cdef public object em, static, caps, projects, result, mc_cap, busy
+    cdef public double now, buf_end, sim_now, rec_sum
+    cdef public int nr, steps, max_steps
+    cdef public bint detail, by_priority, gpu_cpu
+
+    @cython.locals(
+        r=int, i=int, sim_now=double, buf_end=double, least=double, x=double, result=RRResult,
+        rs=RscSim, busy=list, caps=list,
+    )
+    cpdef tail(self)

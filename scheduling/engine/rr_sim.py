@@ -215,9 +215,10 @@ def project_min_mc(spec) -> int:
 
 
 class _Static:
-    """What the simulations of one run share and never changes during it: instances per
-    resource, the max_concurrent caps per (project, resource), each project's fair share of
-    the instances (for `detail`).
+    """What the simulations of one run share and never changes during it: the resources,
+    their instances and the instances a simulation fills, whether it runs under bce, the
+    max_concurrent caps per (project, resource), each project's fair share of the instances
+    (for `detail`).
 
     `mc_cap` is RSC_PROJECT_WORK_FETCH::rr_init's mc_max_could_use (work_fetch.cpp): for a
     project with max_concurrent (`project_min_mc`), on every resource, its smallest limit
@@ -225,11 +226,14 @@ class _Static:
     type counts its GPU usage, every other version its CPU share), at most the resource's
     instances (docs/engine-fidelity.md, "max_concurrent in work fetch")."""
 
-    __slots__ = ("caps", "mc_cap", "any_mc", "fair", "gpus_first")
+    __slots__ = ("nr", "ninstances", "bce", "caps", "mc_cap", "any_mc", "fair", "gpus_first")
 
     def __init__(self, em):
         rscs = em.resources
         nr = len(rscs)
+        self.nr = nr
+        self.ninstances = [rscs[r].ninstances for r in range(nr)]
+        self.bce = bool(em.bce)
         self.gpus_first = tuple(range(nr - 1, -1, -1))  # pick's order of the resources
         self.caps = [em.n_usable_cpus if r == 0 else rscs[r].ninstances for r in range(nr)]
         mc_cap: dict = {}  # (project, resource) -> instances the project could use
@@ -253,10 +257,14 @@ class _Static:
             total = sum(p.share for p in able)
             self.fair.append({p.index: p.share / total * self.caps[r] for p in able} if total > 0 else {})
 
+    def __setstate__(self, state) -> None:
+        self.nr = -1  # a _Static pickled before it kept nr, ninstances and bce: _static makes it again
+        _set_slots(self, state)
+
 
 def _static(em) -> _Static:
     static = em.__dict__.get("_rr_static")
-    if static is None:
+    if static is None or static.nr < 0:
         static = em._rr_static = _Static(em)
     return static
 
@@ -307,11 +315,11 @@ class RoundRobin:
         static = _static(em)
         self.static = static
         self.caps = static.caps
-        self.nr = nr = len(em.resources)
+        self.nr = nr = static.nr
         self.projects = projects = em.projects
         self.result = result = RRResult(now, nr, len(projects))
         self.buf_end = now + em.work_buf_total
-        self.by_priority = not em.bce
+        self.by_priority = not static.bce
         # RR_SIM::activate: while GPU computing is suspended a GPU job's CPU share is not
         # counted, so that the CPU buffer looks as empty as it is (docs/engine-fidelity.md)
         self.gpu_cpu = result.gpu_cpu = em._gpu_allowed()
@@ -319,7 +327,7 @@ class RoundRobin:
         for key in self.mc_cap:
             result.mc_shortfall[key] = 0.0
             result.last_mc_limit[key] = 0.0
-        self.busy = [[0.0] * em.resources[r].ninstances for r in range(nr)]
+        self.busy = [[0.0] * n for n in static.ninstances]
         self.sim_now = now
         self.rec_sum = 1.0
         self.steps = 0
@@ -328,8 +336,9 @@ class RoundRobin:
             njobs += len(p.jobs)
         self.max_steps = MAX_STEPS_PER_JOB * (njobs + 1)
         if self.by_priority:
-            self.rec_sum = priority_init(projects, lambda p: bool(p.jobs) and p.share > 0)
-            result.rec_sum = self.rec_sum
+            rec_sum = priority_init(projects, lambda p: bool(p.jobs) and p.share > 0)
+            self.rec_sum = rec_sum
+            result.rec_sum = rec_sum
 
     def run(self) -> RRResult:
         """Queue the jobs (rr_queue.QueuedJobs.load, RR_SIM::init_pending_lists), pick, then
@@ -337,7 +346,7 @@ class RoundRobin:
         (shortfall, saturation, max_concurrent, projected REC), retire the jobs that end and
         pick again. `ByPriority` (rr_priority.py) runs it over typed records; under
         `--compat bce`, `run_repick`."""
-        if self.em.bce:
+        if not self.by_priority:
             return self.run_repick()
         return ByPriority.for_emulator(self.em, self.static).run(self)
 
@@ -376,7 +385,8 @@ class RoundRobin:
         if sim_now < buf_end:
             for r in range(self.nr):
                 cap = caps[r]
-                result.rsc[r].shortfall += cap * (buf_end - sim_now)
+                rs = result.rsc[r]
+                rs.shortfall += cap * (buf_end - sim_now)
                 if self.detail:
                     shortfall = result.project_rsc_shortfall
                     for pi, f in self.static.fair[r].items():
@@ -384,7 +394,13 @@ class RoundRobin:
                         shortfall[key] = shortfall.get(key, 0.0) + f * (buf_end - sim_now)
         for r in range(self.nr):
             busy = self.busy[r]
-            result.rsc[r].busy_time = min(busy) if busy else 0.0
+            # min(busy): the first of the least, with min()'s comparisons
+            least = 0.0
+            for i in range(len(busy)):
+                x = busy[i]
+                if i == 0 or x < least:
+                    least = x
+            result.rsc[r].busy_time = least
         result.total_shortfall = result.rsc[0].shortfall
 
 
