@@ -33,7 +33,7 @@ cdef class QueuedJobs:
 
     @cython.locals(
         nr=int, nprojects=int, r=int, c=int, k=int, mc=int, pi=int, ncpus=double, size=double,
-        rem=double, usage=double, ncpu=double, j=JobState, p=ProjectState, slot_next="int[::1]", slot_at="int[::1]",
+        rem=double, usage=double, ncpu=double, flops=double, j=JobState, p=ProjectState, slot_next="int[::1]", slot_at="int[::1]",
         gpu_sum="double[::1]", frac="double[::1]", jobs=list,
     )
     cdef int _fill(self, projects, dict nused_total, now, bint exact) except -1

@@ -173,7 +173,7 @@ class QueuedJobs:
         # the slots in pick order; slot_next[c] becomes the place of the slot's next job
         nslots = 0
         k = 0
-        rscs = rr.em.resources
+        rscs = em.resources
         for r in range(nr - 1, -1, -1):
             self.rsc_lo[r] = nslots
             for i in range(nprojects):
@@ -239,7 +239,8 @@ class QueuedJobs:
                 # RR_SIM's flops_left); nothing the estimate reads changes during a simulation
                 rem = j.flops_left if exact else j.fpops_est - j.done
                 self.left[k] = 0.0 if 0.0 > rem else rem
-                self.rate[k] = j.flops * frac[r]
+                flops = j.flops
+                self.rate[k] = flops * frac[r]
                 self.tol[k] = 1e-9 * (size + 1.0)
                 usage = j.gpu_usage
                 ncpu = j.avg_ncpus

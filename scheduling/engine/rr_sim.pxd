@@ -16,6 +16,9 @@ from scheduling.engine.state cimport JobState
 cpdef dict credit_rates(em)
 
 
+cpdef _static(em)
+
+
 cdef class RscSim:
     cdef public object shortfall, nidle_now, saturated_time, busy_time, sim_nused
 
