@@ -283,7 +283,7 @@ def job_rates(running, cpu_on, gpu_on, n, bce=False):
     gpu_cpu = 0.0
     if bce:
         cpu_cpu = 0.0
-        for j in sorted(running, key=_task_order):
+        for j in running if _in_task_order(running) else sorted(running, key=_task_order):
             if j.rsc == 0:
                 cpu_cpu += j.avg_ncpus
             elif gpu_on:
@@ -309,6 +309,19 @@ def job_rates(running, cpu_on, gpu_on, n, bce=False):
 
 def _task_order(j):
     return j.task_seq
+
+
+def _in_task_order(running) -> bool:
+    """Whether the running jobs are already in the order of their tasks, as they mostly are
+    (a job joins the list when it starts): then job_rates walks them as they are instead of
+    sorting them, which is the same order."""
+    last = None
+    for j in running:
+        seq = j.task_seq
+        if last is not None and seq < last:
+            return False
+        last = seq
+    return True
 
 
 def advance_jobs(acct, running, t0, dt, bce, scale, cpu_flops, resources, flops_used, finished, executing, usage):
