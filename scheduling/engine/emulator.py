@@ -51,7 +51,9 @@ from .scheduler_rpc import SchedulerRpc
 from .state import (
     GPU_RELATIVE_SPEED_FACTOR,
     RUNNING,
+    EMULATOR_FIELDS,
     WF_EST_FETCH_TIME,
+    EmulatorState,
     EngineLimitError,
     ProjectState,
     RandomProcess,
@@ -67,7 +69,7 @@ MAX_EVENTS_PER_STEP = 64
 MAX_EVENTS_PER_INSTANT = 100_000
 
 
-class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
+class Emulator(EmulatorState, HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
     """One run. Build it, call `run()` once, get a `RunResult`.
 
     __init__ makes the run's fixed parts (resources, projects) and every RandomProcess, in
@@ -289,8 +291,10 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
         return push
 
     def __getstate__(self) -> dict:
-        # the push function is a closure over the heap; it is made again on unpickling
-        state = self.__dict__.copy()
+        # the attributes of EmulatorState, which on the compiled core are not in __dict__, and
+        # the others; the push function is a closure over the heap, made again on unpickling
+        state = {name: getattr(self, name) for name in EMULATOR_FIELDS if hasattr(self, name)}
+        state.update(self.__dict__)
         state.pop("_push", None)
         # the round-robin simulations' and make_run_list's columns are working space, made
         # again at the next one
@@ -301,7 +305,8 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
 
     def __setstate__(self, state: dict) -> None:
         state.setdefault("keeps_series", True)  # a run pickled before runs could keep none
-        self.__dict__.update(state)
+        for name, value in state.items():
+            setattr(self, name, value)
         if "_heap" in state:
             self._push = self._make_push()
 
