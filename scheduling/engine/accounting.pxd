@@ -1,13 +1,23 @@
 # C types of accounting.py for the compiled core (build.py): Cython reads this file beside the
-# module's source, which stays plain Python. The walks of the running jobs that set their
-# rates (job_rates) and account an interval (advance_jobs), at every event, read and write the
-# jobs as JobStates (state.pxd), from their C structure; advance_jobs computes in C doubles (the
-# values of Python's floats) and counts steps in a C long, with the pure-Python module's
-# operations in its order.
+# module's source, which stays plain Python. The emulator is an EmulatorState (state.pxd), whose
+# settings and state set_rates and advance_interval read from its C structure. The walks of the
+# running jobs that set their rates (job_rates) and account an interval (advance_jobs), at every
+# event, read and write the jobs as JobStates (state.pxd), from their C structure; advance_jobs
+# computes in C doubles (the values of Python's floats) and counts steps in a C long, with the
+# pure-Python module's operations in its order.
 
 cimport cython
 
-from scheduling.engine.state cimport JobState, ProjectState
+from scheduling.engine.state cimport EmulatorState, JobState, ProjectState
+
+
+cpdef set_rates(EmulatorState em)
+
+@cython.locals(
+    t0=double, dt=double, delta=double, bce=bint, scale=double, flops_used=double, split=double, limit=double,
+    elapsed=double, finished=list, executing=set, usage=list, before=dict, extra=dict,
+)
+cpdef advance_interval(EmulatorState em, double t1)
 
 
 @cython.locals(j=JobState)
