@@ -20,8 +20,8 @@ cpdef set_rates(EmulatorState em)
 cpdef advance_interval(EmulatorState em, double t1)
 
 
-@cython.locals(j=JobState)
-cpdef job_rates(list running, cpu_on, gpu_on, n, bce=*)
+@cython.locals(j=JobState, usage=double, gpu_cpu=double, cpu_cpu=double, scale=double)
+cpdef double job_rates(list running, cpu_on, gpu_on, n, bce=*) except? -1.0
 
 @cython.locals(j=JobState)
 cpdef bint _in_task_order(list running) except -1

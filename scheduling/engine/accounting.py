@@ -205,9 +205,7 @@ def advance_interval(em, t1: float) -> None:
         em.gpu_active_time += dt
     finished: list[tuple[float, JobState]] = []
     executing: set[ProjectState] = set()
-    usage: list[
-        tuple[ProjectState, int, float, float]
-    ] = []  # (project, resource, instances, seconds from t0) for REC
+    usage: list[tuple[ProjectState, int, float, float]] = []  # (project, resource, instances, seconds from t0) for REC
     cpu_flops = em.cpu_flops
     scale = em.cpu_scale if em.running else 1.0
     resources = em.resources
