@@ -1,19 +1,39 @@
 # C types of accounting.py for the compiled core (build.py): Cython reads this file beside the
-# module's source, which stays plain Python. The walks of the running jobs that set their
-# rates (job_rates) and account an interval (advance_jobs), at every event, read and write the
-# jobs as JobStates (state.pxd), from their C structure; the numbers stay Python floats, with
-# the pure-Python module's operations in its order.
+# module's source, which stays plain Python. The emulator is an EmulatorState (state.pxd), whose
+# settings and state set_rates and advance_interval read from its C structure. The walks of the
+# running jobs that set their rates (job_rates) and account an interval (advance_jobs), at every
+# event, read and write the jobs as JobStates (state.pxd), from their C structure; advance_jobs
+# computes in C doubles (the values of Python's floats) and counts steps in a C long, with the
+# pure-Python module's operations in its order.
 
 cimport cython
 
-from scheduling.engine.state cimport JobState, ProjectState
+from scheduling.engine.state cimport EmulatorState, JobState, ProjectState
 
+
+cpdef set_rates(EmulatorState em)
+
+@cython.locals(
+    t0=double, dt=double, delta=double, bce=bint, scale=double, flops_used=double, split=double, limit=double,
+    elapsed=double, finished=list, executing=set, usage=list, before=dict, extra=dict,
+)
+cpdef advance_interval(EmulatorState em, double t1)
+
+
+@cython.locals(j=JobState, usage=double, gpu_cpu=double, cpu_cpu=double, scale=double)
+cpdef double job_rates(list running, cpu_on, gpu_on, n, bce=*) except? -1.0
 
 @cython.locals(j=JobState)
-cpdef job_rates(list running, cpu_on, gpu_on, n, bce=*)
+cpdef bint _in_task_order(list running) except -1
 
-@cython.locals(j=JobState)
-cpdef advance_jobs(acct, list running, t0, dt, bce, scale, cpu_flops, list resources, flops_used, list finished, set executing, list usage)
+@cython.locals(
+    j=JobState, p=ProjectState, rate=double, wait=double, work=double, run_time=double, charged=double, done0=double,
+    size=double, left=double, step=double, n=long, _i=long, per_step=double, ncpus=double, peak=double, pf=double,
+)
+cpdef double advance_jobs(
+    acct, list running, double t0, double dt, bint bce, double scale, double cpu_flops, list resources,
+    double flops_used, list finished, set executing, list usage,
+) except? -1.0
 
 @cython.locals(j=JobState)
 cpdef list job_ends(list running, now)
@@ -29,8 +49,10 @@ cpdef account_projects(
 @cython.locals(p=ProjectState, r=int, wall=list)
 cpdef reset_wall_intervals(list projects)
 
+@cython.locals(pending=double, span=double, rate=double, inner_end=double, first_end=double)
 cpdef bce_rec(
-    acct, ProjectState p, credit, t0, t1, finished, extra, delta, on, rec_acct, dict rec_pending, start, half_life,
+    acct, ProjectState p, double credit, double t0, double t1, bint finished, double extra, double delta, bint on,
+    bint rec_acct, dict rec_pending, double start, double half_life,
 )
 
-cpdef rec_span(ProjectState p, a, b, rate, first, delta, half_life)
+cpdef rec_span(ProjectState p, double a, double b, double rate, double first, double delta, double half_life)

@@ -84,103 +84,13 @@ class Accounting:
         self.rec_pending: dict = {}
 
     def _rates(self) -> None:
-        """Set every running job's FLOPS for the coming interval (cpu_scale, §3)."""
-        self.cpu_scale = job_rates(
-            self.running, self.on and self.active or self.bce, self.gpu_acct, self.n_usable_cpus, self.bce
-        )
+        """Set every running job's FLOPS for the coming interval (cpu_scale, §3): set_rates."""
+        set_rates(self)
 
     def _advance(self, t1: float) -> None:
-        """Account the interval [now, t1] in which nothing changes but job progress."""
-        t0 = self.now
-        dt = t1 - t0
-        # the emulator's settings this walk reads more than once
-        bce = self.bce
-        delta = self.delta
-        can_compute = self.on and self.active
-        if bce:
-            self.active_time += dt
-        elif can_compute:
-            self.active_time += dt
-        if self.gpu_acct:
-            self.gpu_active_time += dt
-        finished: list[tuple[float, JobState]] = []
-        executing: set[ProjectState] = set()
-        usage: list[
-            tuple[ProjectState, int, float, float]
-        ] = []  # (project, resource, instances, seconds from t0) for REC
-        cpu_flops = self.cpu_flops
-        scale = self.cpu_scale if self.running else 1.0
-        resources = self.resources
-        flops_used = self.flops_used
-        flops_used = advance_jobs(
-            self, self.running, t0, dt, bce, scale, cpu_flops, resources, flops_used, finished, executing, usage
-        )
-        self.flops_used = flops_used
-        # REC is updated once per step in BOINC's emulator: the interval's credit is spread
-        # evenly over it, which is exact while every job runs throughout. A job ending inside
-        # the interval makes the credit uneven, so the last grid step before the first end is
-        # accounted on its own, as a fixed step would (reference/client.md §6.1).
-        split = t0
-        if finished and not bce:
-            split = max(t0, math.floor(min(tc for tc, _j in finished) / delta) * delta)
-        before: dict[tuple[ProjectState, int], float] = {}
-        for p, r, n, run_time in usage:
-            if split > t0:
-                head = min(run_time, split - t0)
-                key = (p, r)
-                before[key] = before.get(key, 0.0) + head * n
-                run_time -= head
-            p.secs_this_interval[r] += run_time * n
-        k = max(1, round(dt / delta))
-        d = dt / k
-        limit = self.prefs.cpu_usage_limit / 100.0
-        extra = {}
-        if bce and finished:
-            # app_finished adds the instance-seconds since the last REC adjustment of the
-            # first job that handle_finished_apps finds ended (the oldest task), and the
-            # adjust_rec that follows counts it again with every scheduled job
-            # (cs_apps.cpp; docs/engine-fidelity.md)
-            first = min((j for _tc, j in finished), key=lambda j: j.task_seq)
-            elapsed = delta if self.on and dt >= delta else t1 - self.rec_start
-            speed = resources[first.rsc].relative_speed
-            secs = first.avg_ncpus * elapsed * cpu_flops + (
-                first.gpu_usage * elapsed * speed * cpu_flops if first.rsc else 0.0
-            )
-            extra[first.project] = secs * limit * COBBLESTONE_SCALE
-        account_projects(
-            self,
-            self.projects,
-            executing,
-            dt,
-            k,
-            d,
-            split,
-            t0,
-            t1,
-            before,
-            extra,
-            bool(finished),
-            self.credit_scale,
-            bce,
-            self.rec_half_life,
-        )
-        if bce and (self.rec_acct or finished):
-            self.rec_start = t1
-        elif bce and self.on and dt >= delta:
-            self.rec_start = t1 - delta
-        self.policy.account(t0, t1)
-        reset_wall_intervals(self.projects)
-        self.now = t1
-        if bce:
-            # BOINC's emulator finds every job that ended in the step at once and handles them
-            # in the order of their tasks (handle_finished_apps walks the active tasks, made at
-            # each job's first start), which is the order their ends update the duration
-            # correction factor in (docs/engine-fidelity.md, "Jobs that end in one step")
-            finished.sort(key=lambda x: x[1].task_seq)
-        else:
-            finished.sort(key=lambda x: x[0])
-        for tc, j in finished:
-            self._finish(j, tc)
+        """Account the interval [now, t1] in which nothing changes but job progress
+        (advance_interval)."""
+        advance_interval(self, t1)
 
     def _update_dcf(self, j) -> None:
         """update_duration_correction_factor (reference/client.md §6.3)."""
@@ -271,6 +181,114 @@ class Accounting:
         return RecordChunk(now, open_slices=open_slices, open_host_periods=open_periods, last=last, **series)
 
 
+def set_rates(em) -> None:
+    """Accounting._rates: every running job's FLOPS for the coming interval, and cpu_scale
+    (§3). accounting.pxd types the emulator as an EmulatorState (state.pxd)."""
+    em.cpu_scale = job_rates(em.running, em.on and em.active or em.bce, em.gpu_acct, em.n_usable_cpus, em.bce)
+
+
+def advance_interval(em, t1: float) -> None:
+    """Accounting._advance: account the interval [now, t1] in which nothing changes but job
+    progress. accounting.pxd types the emulator as an EmulatorState (state.pxd) and the
+    interval's times as C doubles."""
+    t0 = em.now
+    dt = t1 - t0
+    # the emulator's settings this walk reads more than once
+    bce = em.bce
+    delta = em.delta
+    can_compute = em.on and em.active
+    if bce:
+        em.active_time += dt
+    elif can_compute:
+        em.active_time += dt
+    if em.gpu_acct:
+        em.gpu_active_time += dt
+    finished: list[tuple[float, JobState]] = []
+    executing: set[ProjectState] = set()
+    usage: list[tuple[ProjectState, int, float, float]] = []  # (project, resource, instances, seconds from t0) for REC
+    cpu_flops = em.cpu_flops
+    scale = em.cpu_scale if em.running else 1.0
+    resources = em.resources
+    flops_used = em.flops_used
+    flops_used = advance_jobs(
+        em, em.running, t0, dt, bce, scale, cpu_flops, resources, flops_used, finished, executing, usage
+    )
+    em.flops_used = flops_used
+    # REC is updated once per step in BOINC's emulator: the interval's credit is spread
+    # evenly over it, which is exact while every job runs throughout. A job ending inside
+    # the interval makes the credit uneven, so the last grid step before the first end is
+    # accounted on its own, as a fixed step would (reference/client.md §6.1).
+    split = t0
+    if finished and not bce:
+        split = max(t0, math.floor(min([tc for tc, _j in finished]) / delta) * delta)
+    before: dict[tuple[ProjectState, int], float] = {}
+    for p, r, n, run_time in usage:
+        if split > t0:
+            head = min(run_time, split - t0)
+            key = (p, r)
+            before[key] = before.get(key, 0.0) + head * n
+            run_time -= head
+        p.secs_this_interval[r] += run_time * n
+    k = max(1, round(dt / delta))
+    d = dt / k
+    limit = em.prefs.cpu_usage_limit / 100.0
+    extra = {}
+    if bce and finished:
+        # app_finished adds the instance-seconds since the last REC adjustment of the
+        # first job that handle_finished_apps finds ended (the oldest task), and the
+        # adjust_rec that follows counts it again with every scheduled job
+        # (cs_apps.cpp; docs/engine-fidelity.md)
+        first = min([j for _tc, j in finished], key=_task_order)
+        elapsed = delta if em.on and dt >= delta else t1 - em.rec_start
+        speed = resources[first.rsc].relative_speed
+        secs = first.avg_ncpus * elapsed * cpu_flops + (
+            first.gpu_usage * elapsed * speed * cpu_flops if first.rsc else 0.0
+        )
+        extra[first.project] = secs * limit * COBBLESTONE_SCALE
+    account_projects(
+        em,
+        em.projects,
+        executing,
+        dt,
+        k,
+        d,
+        split,
+        t0,
+        t1,
+        before,
+        extra,
+        bool(finished),
+        em.credit_scale,
+        bce,
+        em.rec_half_life,
+    )
+    if bce and (em.rec_acct or finished):
+        em.rec_start = t1
+    elif bce and em.on and dt >= delta:
+        em.rec_start = t1 - delta
+    em.policy.account(t0, t1)
+    reset_wall_intervals(em.projects)
+    em.now = t1
+    if bce:
+        # BOINC's emulator finds every job that ended in the step at once and handles them
+        # in the order of their tasks (handle_finished_apps walks the active tasks, made at
+        # each job's first start), which is the order their ends update the duration
+        # correction factor in (docs/engine-fidelity.md, "Jobs that end in one step")
+        finished.sort(key=_finished_task_order)
+    else:
+        finished.sort(key=_finished_time)
+    for tc, j in finished:
+        em._finish(j, tc)
+
+
+def _finished_task_order(x) -> int:
+    return x[1].task_seq
+
+
+def _finished_time(x) -> float:
+    return x[0]
+
+
 def job_rates(running, cpu_on, gpu_on, n, bce=False):
     """Accounting._rates: set every running job's FLOPS for the coming interval and return
     cpu_scale (§3). accounting.pxd types the jobs as JobStates (state.pxd).
@@ -283,7 +301,7 @@ def job_rates(running, cpu_on, gpu_on, n, bce=False):
     gpu_cpu = 0.0
     if bce:
         cpu_cpu = 0.0
-        for j in sorted(running, key=_task_order):
+        for j in running if _in_task_order(running) else sorted(running, key=_task_order):
             if j.rsc == 0:
                 cpu_cpu += j.avg_ncpus
             elif gpu_on:
@@ -309,6 +327,19 @@ def job_rates(running, cpu_on, gpu_on, n, bce=False):
 
 def _task_order(j):
     return j.task_seq
+
+
+def _in_task_order(running) -> bool:
+    """Whether the running jobs are already in the order of their tasks, as they mostly are
+    (a job joins the list when it starts): then job_rates walks them as they are instead of
+    sorting them, which is the same order."""
+    last = None
+    for j in running:
+        seq = j.task_seq
+        if last is not None and seq < last:
+            return False
+        last = seq
+    return True
 
 
 def advance_jobs(acct, running, t0, dt, bce, scale, cpu_flops, resources, flops_used, finished, executing, usage):

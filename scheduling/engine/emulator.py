@@ -31,7 +31,7 @@ import time as _time
 from dataclasses import replace
 
 from . import rpc
-from .accounting import Accounting, job_ends
+from .accounting import Accounting, advance_interval, job_ends, set_rates
 from .cpu_sched import WHY_EDF
 from .draws import make_rng
 from .events import EV_ACCT, EV_DONE, EV_END, EV_FETCH, EV_HOST, EV_REPORT, EV_SAMPLE, EV_SLICE, EV_WAKE
@@ -49,9 +49,11 @@ from .rr_sim import rr_simulate
 from .scenario import Scenario
 from .scheduler_rpc import SchedulerRpc
 from .state import (
+    EMULATOR_FIELDS,
     GPU_RELATIVE_SPEED_FACTOR,
     RUNNING,
     WF_EST_FETCH_TIME,
+    EmulatorState,
     EngineLimitError,
     ProjectState,
     RandomProcess,
@@ -67,7 +69,7 @@ MAX_EVENTS_PER_STEP = 64
 MAX_EVENTS_PER_INSTANT = 100_000
 
 
-class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
+class Emulator(EmulatorState, HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
     """One run. Build it, call `run()` once, get a `RunResult`.
 
     __init__ makes the run's fixed parts (resources, projects) and every RandomProcess, in
@@ -208,24 +210,12 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
         self.decisions.append(Decision(self.now, kind, project, job, text))
 
     def rr(self):
-        """The policy's round-robin simulation, computed once per instant and state.
-
-        BOINC's rr_simulation() runs at most once per instant (rr_sim.cpp, "one simulation
-        per moment"), so under `--compat bce` jobs an RPC brings, or a job started, at this
-        instant are not in it until the next step: a fetched job is no deadline-miss
-        candidate and does not fill the buffer of a later check at the same instant
-        (docs/engine-fidelity.md, "One round-robin simulation per instant")."""
-        key = (self.now, self.state_version)
-        if self.bce and self._rr_cache is not None and self._rr_cache[0][0] == self.now:
-            return self._rr_cache[1]
-        if self._rr_cache is None or self._rr_cache[0] != key:
-            self._rr_cache = (key, self.policy.rr(self.now))
-        return self._rr_cache[1]
+        """The policy's round-robin simulation, computed once per instant and state (current_rr)."""
+        return current_rr(self)
 
     def rr_now(self):
-        """The round-robin simulation made at this instant, if one was."""
-        cache = self._rr_cache
-        return cache[1] if cache is not None and cache[0][0] == self.now else None
+        """The round-robin simulation made at this instant, if one was (rr_made_now)."""
+        return rr_made_now(self)
 
     # ------------------------------------------------------------------ main loop
 
@@ -244,7 +234,7 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
         self._counter = [0]
         # the entry [time, kind, order, epoch, count] waiting for each (time, kind) of EPOCH_KINDS
         self._waiting: dict = {}
-        self._push = self._make_push()
+        self._push = EventPush(self._heap, self._waiting, self._counter)
         push = self._push
         push(self.duration, EV_END)
         push(0.0, EV_FETCH, self.epoch)
@@ -263,34 +253,11 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
         }
         self.ended = False
 
-    def _make_push(self):
-        heap, waiting, counter = self._heap, self._waiting, self._counter
-
-        def push(t, kind, data=None, order=None):
-            """`order` ranks events of one kind at one instant; by default, push order.
-
-            An event of a kind that goes stale by epoch joins the one of its kind already
-            waiting at its time, if any: those are popped together at that instant, where
-            only whether one of them is of the current epoch counts, and the newest has the
-            newest epoch; the entry's count keeps `events` as one entry each would."""
-            if order is None and kind in EPOCH_KINDS:
-                entry = waiting.get((t, kind))
-                if entry is not None:
-                    entry[3] = data
-                    entry[4] += 1
-                    return
-                counter[0] += 1
-                entry = waiting[(t, kind)] = [t, kind, counter[0], data, 1]
-            else:
-                counter[0] += 1
-                entry = [t, kind, counter[0] if order is None else order, data, 1]
-            heapq.heappush(heap, entry)
-
-        return push
-
     def __getstate__(self) -> dict:
-        # the push function is a closure over the heap; it is made again on unpickling
-        state = self.__dict__.copy()
+        # the attributes of EmulatorState, which on the compiled core are not in __dict__, and
+        # the others; the push object holds the heap, and is made again on unpickling
+        state = {name: getattr(self, name) for name in EMULATOR_FIELDS if hasattr(self, name)}
+        state.update(self.__dict__)
         state.pop("_push", None)
         # the round-robin simulations' and make_run_list's columns are working space, made
         # again at the next one
@@ -301,9 +268,10 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
 
     def __setstate__(self, state: dict) -> None:
         state.setdefault("keeps_series", True)  # a run pickled before runs could keep none
-        self.__dict__.update(state)
+        for name, value in state.items():
+            setattr(self, name, value)
         if "_heap" in state:
-            self._push = self._make_push()
+            self._push = EventPush(self._heap, self._waiting, self._counter)
 
     def change_buffer(self, min_days: float, additional_days: float) -> None:
         """The work buffer preferences edited while the run goes (reference/client.md §2, a
@@ -322,91 +290,9 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
         return min(self._heap[0][0], self.duration)
 
     def advance_to(self, t_stop: float) -> None:
-        """Play every instant of the run up to `t_stop` seconds (all of it for infinity)."""
-        heap, waiting, push = self._heap, self._waiting, self._push
-        loop = self._loop
-        next_progress, next_partial = loop["next_progress"], loop["next_partial"]
-        live, light, sample_due = loop["live"], loop["light"], loop["sample_due"]
-        instant_events = loop["instant_events"]
-        max_events = MAX_EVENTS_PER_STEP * (self.duration / self.delta + 1.0) + 10_000
-        while heap and not self.ended:
-            if heap[0][0] > t_stop and heap[0][0] > self.now:
-                break
-            entry = heapq.heappop(heap)
-            t, kind, _c, data, count = entry
-            if waiting.get((t, kind)) is entry:
-                del waiting[(t, kind)]
-            if t > self.duration:
-                t = self.duration
-            if t > self.now:
-                self._advance(t)
-                instant_events = 0
-            self.events += count
-            instant_events += count
-            if self.events > max_events or instant_events > MAX_EVENTS_PER_INSTANT:
-                # the counts at the first of the entry's events past a bound
-                while count > 1 and (self.events - 1 > max_events or instant_events - 1 > MAX_EVENTS_PER_INSTANT):
-                    self.events -= 1
-                    instant_events -= 1
-                    count -= 1
-                raise EngineLimitError(
-                    f"the run made {self.events} events by {self.now:.0f} s, {instant_events} of them at that "
-                    f"instant: the scenario's numbers or the step of {self.delta:g} s keep time from moving on"
-                )
-            if kind == EV_END:
-                if self.decide_at_end and live and not (light and self._schedule_unchanged()):
-                    # BOINC's emulator makes its last pass at now == start + duration
-                    # (simulate() stops only once now is past it): what is due at the
-                    # end is decided, an RPC included (docs/engine-fidelity.md)
-                    self._decide()
-                self.ended = True
-                break
-            if kind == EV_HOST:
-                self._host_change(data)
-                live = True
-                light = False
-            elif kind == EV_ACCT:
-                self._account_change(data)
-                live = True
-            elif kind == EV_DONE or kind == EV_SLICE:
-                if data == self.epoch:
-                    self.must_schedule = True
-                    live = True
-                    light = light and kind == EV_SLICE
-            elif kind == EV_SAMPLE:
-                sample_due = data == self.epoch
-            elif data == self.epoch:
-                live = True
-                light = False
-            if heap and heap[0][0] <= self.now:
-                continue
-            if live:
-                if not (light and self._schedule_unchanged()):
-                    self._decide()
-                self._plan()
-                live = False
-            elif sample_due and self.on:
-                # a series sample between decisions: records only, the run is unchanged
-                self._sample()
-                push(self.grid(self.last_sample + self.sample_interval), EV_SAMPLE, self.epoch)
-            light = True
-            sample_due = False
-            if self.progress is not None and self.now >= next_progress:
-                self.progress(min(self.now / self.duration, 1.0))
-                next_progress = self.now + self.duration / 100.0
-            if self.partial is not None and next_partial <= self.now < self.duration:
-                self.partial(self._chunk(False))
-                next_partial = self.now + self.partial_interval
-        if not heap:
-            self.ended = True
-        loop.update(
-            next_progress=next_progress,
-            next_partial=next_partial,
-            live=live,
-            light=light,
-            sample_due=sample_due,
-            instant_events=instant_events,
-        )
+        """Play every instant of the run up to `t_stop` seconds, all of it for infinity
+        (advance_events)."""
+        advance_events(self, t_stop)
 
     def result(self) -> RunResult:
         """End the run at its duration (the open slices and host periods closed there) and
@@ -427,135 +313,21 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
     # ------------------------------------------------------------------ decisions
 
     def _decide(self) -> None:
-        """One decision instant: schedule, at most one RPC, schedule again if it brought work
-        (the emulator's "repeat until no action", §3)."""
-        if not self.on:
-            return
-        cpu_ok = self.bce or self.active
-        if self.must_schedule and cpu_ok:
-            self._schedule()
-        self.rpc_this_instant = False
-        got_work = self.connected and self._rpc_poll() and cpu_ok
-        if self.bce:
-            # the end of the emulator's first pass sets gpu_suspend_reason; the second pass,
-            # which an RPC that brought jobs asks for, schedules with it, so GPU jobs start
-            # or stop in this step then, and otherwise on the next (docs/engine-fidelity.md)
-            gpu = self.active and self.gpu_active
-            changed = gpu != self.gpu_seen
-            self.gpu_seen = gpu
-            if got_work:
-                self._schedule()
-                # that schedule used the round-robin simulation made before the RPC (rr());
-                # the next step's fresh one may call the new jobs deadline misses
-                self.must_schedule = True
-            elif changed:
-                self.must_schedule = self.gpu_recheck = True
-        elif got_work:
-            self._schedule()
-        self._sample()
+        """One decision instant: schedule, at most one RPC, schedule again (decide)."""
+        decide(self)
 
     def _schedule_unchanged(self) -> bool:
-        """At an instant with only schedule checks: whether a schedule made with the last
-        round-robin simulation, still valid for it (policy.rr_still_valid), keeps every
-        running job as it is. Then nothing is done, as a fixed step would do nothing: no
-        RPC can be due, since fetch checks, reports and back-off ends are events of their
-        own."""
-        if self.fixed_step or not self.on or not (self.bce or self.active):
-            return False
-        cache = self._rr_cache
-        valid = getattr(self.policy, "rr_still_valid", None)
-        if cache is None or valid is None or cache[0][1] != self.state_version or not valid(self.now, cache[1]):
-            return False
-        if getattr(cache[1], "gpu_cpu", True) != self._gpu_allowed():
-            return False  # GPU computing was allowed or suspended since: the simulation counts CPUs otherwise
-        chosen = self.policy.run_list(self.now, cache[1], self._gpu_allowed())
-        if len(chosen) != len(self.running):
-            return False
-        for j, why, _inst in chosen:
-            if j.state != RUNNING or (why == WHY_EDF and j.slice_why != WHY_EDF):
-                return False
-        self.must_schedule = False
-        self._sample()
-        return True
+        """Whether the schedule stays as it is at an instant of schedule checks only
+        (schedule_unchanged)."""
+        return schedule_unchanged(self)
 
     def _schedule(self) -> None:
-        self.must_schedule = False
-        rr = self.rr()
-        chosen = self.policy.run_list(self.now, rr, self._gpu_allowed())
-        keep = {j for j, _w, _i in chosen}
-        for j in list(self.running):
-            if j not in keep:
-                self._preempt(j, "the scheduler gave its instance to another job")
-        for j, why, inst in chosen:
-            if j.state == RUNNING:
-                if j.rsc and inst >= 0 and inst != j.instance:
-                    # a job placed before it in the run list took its device (the instances are
-                    # handed out in run-list order, cpu_sched.assign_coprocs): it goes on computing
-                    # on the device found for it, in a new slice, never two jobs on one device
-                    self._close_slice(j, self.now)
-                    j.slice_start = self.now
-                    j.instance = inst
-                if why == WHY_EDF and j.slice_why != WHY_EDF:
-                    self._close_slice(j, self.now)
-                    j.slice_start = self.now
-                    j.slice_why = why
-                    j.once_ran_edf = True
-                continue
-            self._start(j, why, inst)
-        self._rates()
+        """Make the schedule of this instant (schedule)."""
+        schedule(self)
 
     def _plan(self) -> None:
-        """Push the next events: the earliest job end, time slice, fetch check, report and
-        back-off end. Older events of the same kinds become stale (epoch).
-
-        While the host is off nothing is decided (§3 step 3), so only job ends (BOINC's
-        emulator computes while off) are pushed; the host coming on is an event of its own.
-        While disconnected no RPC can happen, so the next fetch check waits for the
-        connection. A result already due for reporting but not reported is held back by the
-        host, the connection or a back-off, each of which has its own event."""
-        self.epoch += 1
-        epoch = self.epoch
-        now = self.now
-        push = self._push
-        self._rates()
-        ends = job_ends(self.running, now)
-        if ends:
-            push(self.grid(min(ends)), EV_DONE, epoch)
-        if not self.on:
-            return
-        if self.fixed_step:
-            push(now + self.delta, EV_SLICE, epoch)
-        t_slice = self.policy.reschedule_at(now)
-        if t_slice < math.inf:
-            # the first grid step at or after the first instant the schedule may change
-            push(self.grid(t_slice), EV_SLICE, epoch)
-        rr = self.rr_now()
-        if self.gpu_recheck:
-            self.gpu_recheck = False
-            push(now + self.delta, EV_SLICE, epoch)
-        elif getattr(self.policy, "unfinished_slice_first", False) and any(j.run_start == now for j in self.running):
-            # a job started now is in an unfinished time slice from the next schedule on
-            # (append_unfinished_time_slice takes only jobs already scheduled), which can
-            # move it ahead of running jobs in enforce_run_list's order (more_important)
-            push(now + self.delta, EV_SLICE, epoch)
-        if self.rpc_this_instant:
-            # one RPC per instant: a fetch it left waiting is looked at on the next step
-            push(now + self.delta, EV_FETCH, epoch)
-        elif not self.connected:
-            pass
-        elif rr is not None:
-            push(self.grid(self.policy.next_fetch_check(now, rr)), EV_FETCH, epoch)
-        else:
-            push(self.grid(now + self.delta), EV_FETCH, epoch)
-        due = [rpc.report_due_time(self, j) for p in self.projects for j in p.ready]
-        due = [t for t in due if t >= now]
-        if due:
-            push(self.grid(min(due) + 1e-6), EV_REPORT, epoch)
-        wake = [p.min_rpc_time for p in self.projects if p.min_rpc_time > now]
-        wake += [t for p in self.projects for t in p.backoff_time if t > now]
-        if wake:
-            push(self.grid(min(wake)), EV_WAKE, epoch)
-        push(self.grid(self.last_sample + self.sample_interval), EV_SAMPLE, epoch)
+        """Push the next events (plan)."""
+        plan(self)
 
     # ------------------------------------------------------------------ results
 
@@ -670,6 +442,299 @@ class Emulator(HostAvailability, JobLifecycle, Accounting, SchedulerRpc):
             flops_total=flops_total,
             resources=resources,
         )
+
+
+class EventPush:
+    """Emulator._push(t, kind, data=None, order=None): push an event on the run's heap of
+    `[time, kind, order, data, count]` entries. `order` ranks events of one kind at one
+    instant; by default, push order (`counter[0]`, which each push without one advances).
+
+    An event of a kind that goes stale by epoch (EPOCH_KINDS) joins the one of its kind
+    already waiting at its time, if any (`waiting`: (time, kind) -> entry): those are popped
+    together at that instant, where only whether one of them is of the current epoch counts,
+    and the newest has the newest epoch; the entry's count keeps `events` as one entry each
+    would. emulator.pxd makes it a C type, whose `push` the main loop and the plan call as a
+    C function."""
+
+    def __init__(self, heap: list, waiting: dict, counter: list):
+        self.heap = heap
+        self.waiting = waiting
+        self.counter = counter
+
+    def __call__(self, t, kind, data=None, order=None) -> None:
+        self.push(t, kind, data, order)
+
+    def push(self, t, kind, data=None, order=None) -> None:
+        counter = self.counter
+        if order is None and kind in EPOCH_KINDS:
+            key = (t, kind)
+            entry = self.waiting.get(key)
+            if entry is not None:
+                entry[3] = data
+                entry[4] += 1
+                return
+            counter[0] += 1
+            entry = [t, kind, counter[0], data, 1]
+            self.waiting[key] = entry
+        else:
+            counter[0] += 1
+            entry = [t, kind, counter[0] if order is None else order, data, 1]
+        heapq.heappush(self.heap, entry)
+
+
+def current_rr(em):
+    """The policy's round-robin simulation, computed once per instant and state.
+
+    BOINC's rr_simulation() runs at most once per instant (rr_sim.cpp, "one simulation
+    per moment"), so under `--compat bce` jobs an RPC brings, or a job started, at this
+    instant are not in it until the next step: a fetched job is no deadline-miss
+    candidate and does not fill the buffer of a later check at the same instant
+    (docs/engine-fidelity.md, "One round-robin simulation per instant")."""
+    key = (em.now, em.state_version)
+    if em.bce and em._rr_cache is not None and em._rr_cache[0][0] == em.now:
+        return em._rr_cache[1]
+    if em._rr_cache is None or em._rr_cache[0] != key:
+        em._rr_cache = (key, em.policy.rr(em.now))
+    return em._rr_cache[1]
+
+
+def rr_made_now(em):
+    """The round-robin simulation made at this instant, if one was."""
+    cache = em._rr_cache
+    return cache[1] if cache is not None and cache[0][0] == em.now else None
+
+
+def advance_events(em, t_stop: float) -> None:
+    """Play every instant of the run up to `t_stop` seconds (all of it for infinity)."""
+    heap, waiting, events = em._heap, em._waiting, em._push
+    loop = em._loop
+    next_progress, next_partial = loop["next_progress"], loop["next_partial"]
+    live, light, sample_due = loop["live"], loop["light"], loop["sample_due"]
+    instant_events = loop["instant_events"]
+    max_events = MAX_EVENTS_PER_STEP * (em.duration / em.delta + 1.0) + 10_000
+    while heap and not em.ended:
+        if heap[0][0] > t_stop and heap[0][0] > em.now:
+            break
+        entry = heapq.heappop(heap)
+        t, kind, _c, data, count = entry
+        if waiting.get((t, kind)) is entry:
+            del waiting[(t, kind)]
+        if t > em.duration:
+            t = em.duration
+        if t > em.now:
+            advance_interval(em, t)
+            instant_events = 0
+        em.events += count
+        instant_events += count
+        if em.events > max_events or instant_events > MAX_EVENTS_PER_INSTANT:
+            # the counts at the first of the entry's events past a bound
+            while count > 1 and (em.events - 1 > max_events or instant_events - 1 > MAX_EVENTS_PER_INSTANT):
+                em.events -= 1
+                instant_events -= 1
+                count -= 1
+            raise EngineLimitError(
+                f"the run made {em.events} events by {em.now:.0f} s, {instant_events} of them at that "
+                f"instant: the scenario's numbers or the step of {em.delta:g} s keep time from moving on"
+            )
+        if kind == EV_END:
+            if em.decide_at_end and live and not (light and schedule_unchanged(em)):
+                # BOINC's emulator makes its last pass at now == start + duration
+                # (simulate() stops only once now is past it): what is due at the
+                # end is decided, an RPC included (docs/engine-fidelity.md)
+                decide(em)
+            em.ended = True
+            break
+        if kind == EV_HOST:
+            em._host_change(data)
+            live = True
+            light = False
+        elif kind == EV_ACCT:
+            em._account_change(data)
+            live = True
+        elif kind == EV_DONE or kind == EV_SLICE:
+            if data == em.epoch:
+                em.must_schedule = True
+                live = True
+                light = light and kind == EV_SLICE
+        elif kind == EV_SAMPLE:
+            sample_due = data == em.epoch
+        elif data == em.epoch:
+            live = True
+            light = False
+        if heap and heap[0][0] <= em.now:
+            continue
+        if live:
+            if not (light and schedule_unchanged(em)):
+                decide(em)
+            plan(em)
+            live = False
+        elif sample_due and em.on:
+            # a series sample between decisions: records only, the run is unchanged
+            em._sample()
+            events.push(grid_time(em.now, em.delta, em.last_sample + em.sample_interval), EV_SAMPLE, em.epoch)
+        light = True
+        sample_due = False
+        if em.progress is not None and em.now >= next_progress:
+            em.progress(min(em.now / em.duration, 1.0))
+            next_progress = em.now + em.duration / 100.0
+        if em.partial is not None and next_partial <= em.now < em.duration:
+            em.partial(em._chunk(False))
+            next_partial = em.now + em.partial_interval
+    if not heap:
+        em.ended = True
+    loop.update(
+        next_progress=next_progress,
+        next_partial=next_partial,
+        live=live,
+        light=light,
+        sample_due=sample_due,
+        instant_events=instant_events,
+    )
+
+
+def decide(em) -> None:
+    """One decision instant: schedule, at most one RPC, schedule again if it brought work
+    (the emulator's "repeat until no action", §3)."""
+    if not em.on:
+        return
+    cpu_ok = em.bce or em.active
+    if em.must_schedule and cpu_ok:
+        schedule(em)
+    em.rpc_this_instant = False
+    got_work = em.connected and em._rpc_poll() and cpu_ok
+    if em.bce:
+        # the end of the emulator's first pass sets gpu_suspend_reason; the second pass,
+        # which an RPC that brought jobs asks for, schedules with it, so GPU jobs start
+        # or stop in this step then, and otherwise on the next (docs/engine-fidelity.md)
+        gpu = em.active and em.gpu_active
+        changed = gpu != em.gpu_seen
+        em.gpu_seen = gpu
+        if got_work:
+            schedule(em)
+            # that schedule used the round-robin simulation made before the RPC (rr());
+            # the next step's fresh one may call the new jobs deadline misses
+            em.must_schedule = True
+        elif changed:
+            em.must_schedule = em.gpu_recheck = True
+    elif got_work:
+        schedule(em)
+    em._sample()
+
+
+def schedule_unchanged(em) -> bool:
+    """At an instant with only schedule checks: whether a schedule made with the last
+    round-robin simulation, still valid for it (policy.rr_still_valid), keeps every
+    running job as it is. Then nothing is done, as a fixed step would do nothing: no
+    RPC can be due, since fetch checks, reports and back-off ends are events of their
+    own."""
+    if em.fixed_step or not em.on or not (em.bce or em.active):
+        return False
+    cache = em._rr_cache
+    valid = getattr(em.policy, "rr_still_valid", None)
+    if cache is None or valid is None or cache[0][1] != em.state_version or not valid(em.now, cache[1]):
+        return False
+    if getattr(cache[1], "gpu_cpu", True) != em._gpu_allowed():
+        return False  # GPU computing was allowed or suspended since: the simulation counts CPUs otherwise
+    chosen = em.policy.run_list(em.now, cache[1], em._gpu_allowed())
+    if len(chosen) != len(em.running):
+        return False
+    for j, why, _inst in chosen:
+        if j.state != RUNNING or (why == WHY_EDF and j.slice_why != WHY_EDF):
+            return False
+    em.must_schedule = False
+    em._sample()
+    return True
+
+
+def schedule(em) -> None:
+    """Emulator._schedule: the policy's run list with the instant's round-robin simulation;
+    the jobs it leaves out are preempted, the others start or go on, then the rates."""
+    em.must_schedule = False
+    rr = current_rr(em)
+    chosen = em.policy.run_list(em.now, rr, em._gpu_allowed())
+    keep = {j for j, _w, _i in chosen}
+    for j in list(em.running):
+        if j not in keep:
+            em._preempt(j, "the scheduler gave its instance to another job")
+    for j, why, inst in chosen:
+        if j.state == RUNNING:
+            if j.rsc and inst >= 0 and inst != j.instance:
+                # a job placed before it in the run list took its device (the instances are
+                # handed out in run-list order, cpu_sched.assign_coprocs): it goes on computing
+                # on the device found for it, in a new slice, never two jobs on one device
+                em._close_slice(j, em.now)
+                j.slice_start = em.now
+                j.instance = inst
+            if why == WHY_EDF and j.slice_why != WHY_EDF:
+                em._close_slice(j, em.now)
+                j.slice_start = em.now
+                j.slice_why = why
+                j.once_ran_edf = True
+            continue
+        em._start(j, why, inst)
+    set_rates(em)
+
+
+def plan(em) -> None:
+    """Push the next events: the earliest job end, time slice, fetch check, report and
+    back-off end. Older events of the same kinds become stale (epoch).
+
+    While the host is off nothing is decided (§3 step 3), so only job ends (BOINC's
+    emulator computes while off) are pushed; the host coming on is an event of its own.
+    While disconnected no RPC can happen, so the next fetch check waits for the
+    connection. A result already due for reporting but not reported is held back by the
+    host, the connection or a back-off, each of which has its own event."""
+    em.epoch += 1
+    epoch = em.epoch
+    now = em.now
+    events = em._push
+    set_rates(em)
+    ends = job_ends(em.running, now)
+    if ends:
+        events.push(grid_time(em.now, em.delta, min(ends)), EV_DONE, epoch)
+    if not em.on:
+        return
+    if em.fixed_step:
+        events.push(now + em.delta, EV_SLICE, epoch)
+    t_slice = em.policy.reschedule_at(now)
+    if t_slice < math.inf:
+        # the first grid step at or after the first instant the schedule may change
+        events.push(grid_time(em.now, em.delta, t_slice), EV_SLICE, epoch)
+    rr = rr_made_now(em)
+    if em.gpu_recheck:
+        em.gpu_recheck = False
+        events.push(now + em.delta, EV_SLICE, epoch)
+    elif getattr(em.policy, "unfinished_slice_first", False) and _started_at(em.running, now):
+        # a job started now is in an unfinished time slice from the next schedule on
+        # (append_unfinished_time_slice takes only jobs already scheduled), which can
+        # move it ahead of running jobs in enforce_run_list's order (more_important)
+        events.push(now + em.delta, EV_SLICE, epoch)
+    if em.rpc_this_instant:
+        # one RPC per instant: a fetch it left waiting is looked at on the next step
+        events.push(now + em.delta, EV_FETCH, epoch)
+    elif not em.connected:
+        pass
+    elif rr is not None:
+        events.push(grid_time(em.now, em.delta, em.policy.next_fetch_check(now, rr)), EV_FETCH, epoch)
+    else:
+        events.push(grid_time(em.now, em.delta, now + em.delta), EV_FETCH, epoch)
+    due = [rpc.report_due_time(em, j) for p in em.projects for j in p.ready]
+    due = [t for t in due if t >= now]
+    if due:
+        events.push(grid_time(em.now, em.delta, min(due) + 1e-6), EV_REPORT, epoch)
+    wake = [p.min_rpc_time for p in em.projects if p.min_rpc_time > now]
+    wake += [t for p in em.projects for t in p.backoff_time if t > now]
+    if wake:
+        events.push(grid_time(em.now, em.delta, min(wake)), EV_WAKE, epoch)
+    events.push(grid_time(em.now, em.delta, em.last_sample + em.sample_interval), EV_SAMPLE, epoch)
+
+
+def _started_at(running, now: float) -> bool:
+    """Whether a running job started at `now` (plan)."""
+    for j in running:
+        if j.run_start == now:
+            return True
+    return False
 
 
 def grid_time(now: float, delta: float, t: float) -> float:

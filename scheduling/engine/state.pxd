@@ -4,6 +4,8 @@
 # unchanged, and compiled code that knows a job is a JobState (rr_queue.pxd, cpu_sched.pxd)
 # reads them straight from the object's C structure instead of looking them up.
 
+cimport cython
+
 
 cdef class JobState:
     cdef public object name, project, app, version, rsc, avg_ncpus, gpu_usage, flops, size
@@ -32,3 +34,20 @@ cdef class ProjectState:
     cdef public object backoff_interval, rsc_ok, fetch_ok, idle_time, idle_time_sumsq, flops_used
     cdef public object flops_wasted, flops_lost, flops_computed, deadlines_met, deadlines_missed
     cdef public object jobs_completed, jobs_received, rpcs, rpc_failures, job_counter
+
+
+# EmulatorState, the base of the Emulator: the attributes of EMULATOR_FIELDS (state.py) in the
+# C structure, by kind; `__dict__` holds the emulator's other attributes. The Emulator pickles
+# them as attributes (Emulator.__getstate__), so either core reads an emulator the other
+# pickled.
+@cython.auto_pickle(False)
+cdef class EmulatorState:
+    cdef dict __dict__
+    cdef public double now, delta, duration, period, work_buf_min, work_buf_total, rec_half_life
+    cdef public double total_peak_flops, cpu_scale, last_sample, rec_start, flops_used, active_time
+    cdef public double gpu_active_time
+    cdef public long events, epoch, state_version
+    cdef public bint bce, exact_estimates, fixed_step, ended, on, active, connected, gpu_active, gpu_acct
+    cdef public bint rec_acct, gpu_seen, gpu_recheck, must_schedule, rpc_this_instant
+    cdef public list projects, resources, running, project_order
+    cdef public object policy, prefs, n_usable_cpus, cpu_flops, sample_interval, _rr_cache, _push

@@ -283,6 +283,67 @@ def _new_job() -> JobState:
     return JobState.__new__(JobState)
 
 
+# The Emulator's attributes that every instant reads or writes, which state.pxd gives the
+# compiled core's C type: by kind, as the C structure holds them
+EMULATOR_FLOATS = (
+    "now",
+    "delta",
+    "duration",
+    "period",
+    "work_buf_min",
+    "work_buf_total",
+    "rec_half_life",
+    "total_peak_flops",
+    "cpu_scale",
+    "last_sample",
+    "rec_start",
+    "flops_used",
+    "active_time",
+    "gpu_active_time",
+)
+EMULATOR_INTS = ("events", "epoch", "state_version")
+EMULATOR_FLAGS = (
+    "bce",
+    "exact_estimates",
+    "fixed_step",
+    "ended",
+    "on",
+    "active",
+    "connected",
+    "gpu_active",
+    "gpu_acct",
+    "rec_acct",
+    "gpu_seen",
+    "gpu_recheck",
+    "must_schedule",
+    "rpc_this_instant",
+)
+EMULATOR_OBJECTS = (
+    "projects",
+    "resources",
+    "running",
+    "project_order",
+    "policy",
+    "prefs",
+    "n_usable_cpus",
+    "cpu_flops",
+    "sample_interval",
+    "_rr_cache",
+    "_push",
+)
+EMULATOR_FIELDS = EMULATOR_FLOATS + EMULATOR_INTS + EMULATOR_FLAGS + EMULATOR_OBJECTS
+
+
+class EmulatorState:
+    """The base of the Emulator (emulator.py): the settings and the state that every instant
+    reads or writes (`EMULATOR_FIELDS`). On the pure-Python core it is a plain class and these
+    are instance attributes like any other; on the compiled core it is a C type (state.pxd)
+    whose structure holds them, floats as C doubles, counts as C longs, flags as C ints, so
+    that reading one is a fixed offset instead of a look-up in the emulator's attribute
+    dictionary, which holds the rest. The values are the same on both cores: the floats are
+    always floats (Emulator.__init__ sets them so), the flags always bools."""
+
+
 class ProjectState:
     """A project's client-side state: REC, debts, RPC back-off, per-resource work-fetch back-off."""
 
