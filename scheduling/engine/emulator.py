@@ -253,6 +253,11 @@ class Emulator(EmulatorState, HostAvailability, JobLifecycle, Accounting, Schedu
         }
         self.ended = False
 
+    def __reduce__(self):
+        # pickled as its attributes (__getstate__), on either core: the compiled core's C type
+        # of EmulatorState would otherwise pickle its own way, which the other core cannot read
+        return (_new_emulator, (), self.__getstate__())
+
     def __getstate__(self) -> dict:
         # the attributes of EmulatorState, which on the compiled core are not in __dict__, and
         # the others; the push object holds the heap, and is made again on unpickling
@@ -442,6 +447,11 @@ class Emulator(EmulatorState, HostAvailability, JobLifecycle, Accounting, Schedu
             flops_total=flops_total,
             resources=resources,
         )
+
+
+def _new_emulator() -> Emulator:
+    """An Emulator without attributes, which unpickling then sets (Emulator.__setstate__)."""
+    return Emulator.__new__(Emulator)
 
 
 class EventPush:

@@ -38,9 +38,7 @@ cdef class ProjectState:
 
 # EmulatorState, the base of the Emulator: the attributes of EMULATOR_FIELDS (state.py) in the
 # C structure, by kind; `__dict__` holds the emulator's other attributes. The Emulator pickles
-# them as attributes (Emulator.__getstate__), so either core reads an emulator the other
-# pickled.
-@cython.auto_pickle(False)
+# them as attributes (Emulator.__reduce__), so either core reads an emulator the other pickled.
 cdef class EmulatorState:
     cdef dict __dict__
     cdef public double now, delta, duration, period, work_buf_min, work_buf_total, rec_half_life
