@@ -21,7 +21,7 @@ cdef class _Candidates:
     @cython.locals(r=int, keep=bint, kept=dict, hit=tuple)
     cpdef list _order(self, str rule, ProjectState p, key)
 
-    @cython.locals(k=int, n=int, order=list, entries=list, entry=list)
+    @cython.locals(k=Py_ssize_t, n=Py_ssize_t, i=Py_ssize_t, order=list, entries=list, entry=list)
     cpdef head(self, str rule, ProjectState p, set taken, key)
 
 
@@ -62,7 +62,7 @@ cpdef bint _more_important(JobState a, JobState b) except -1
 @cython.locals(i=Py_ssize_t, k=Py_ssize_t, j=JobState)
 cpdef _sort_more_important(list jobs)
 
-@cython.locals(i=Py_ssize_t, k=Py_ssize_t, j=JobState, out=list)
+@cython.locals(i=Py_ssize_t, k=Py_ssize_t, j=JobState, out=list, a=Py_ssize_t, b=Py_ssize_t)
 cpdef list _by_arrival(jobs)
 
 @cython.locals(k=Py_ssize_t)
@@ -73,7 +73,8 @@ cpdef _earliest_deadline_result(em, _Candidates cands, int r, dict misses, set t
 
 @cython.locals(
     picks=_Picks, k=int, mc=int, used_st=double, used_mt=double, cpu=bint, place="int[::1]", j=JobState,
-    p=ProjectState, ri=Py_ssize_t, nres=Py_ssize_t, r=int, cands=_Candidates,
+    p=ProjectState, ri=Py_ssize_t, nres=Py_ssize_t, r=int, cands=_Candidates, limit=double, taken=set, out=list,
+    pick_log=list, misses=dict,
 )
 cpdef list make_run_list(em, now, rr, use_edf, gpu_allowed=*)
 
@@ -99,7 +100,7 @@ cpdef list _devices_of(j, Py_ssize_t count)
 @cython.locals(
     usage=list, pending=list, use=list, pend=list, held=list, out=dict, taken=list, first_pass=list,
     n=Py_ssize_t, i=Py_ssize_t, r=Py_ssize_t, need=Py_ssize_t, free=Py_ssize_t, u=double, x=double, eps=double,
-    fits=bint, placed=bint,
+    fits=bint, placed=bint, gpu_jobs=list, rsc=Py_ssize_t,
 )
 cpdef dict assign_coprocs(em, list ordered)
 

@@ -148,10 +148,12 @@ class _Candidates:
         entries = self.heads.get(rule)
         if entries is None:
             entries = self.heads[rule] = [None] * self.nprojects
-        entry = entries[p.index]
+        i = p.index
+        entry = entries[i]
         if entry is None:
-            entry = entries[p.index] = [self._order(rule, p, key), 0]
-        order, k = entry
+            entry = entries[i] = [self._order(rule, p, key), 0]
+        order = entry[0]
+        k = entry[1]
         n = len(order)
         while k < n and order[k] in taken:
             k += 1
@@ -511,8 +513,12 @@ def _by_arrival(jobs: list) -> list:
     out = list(jobs)
     for i in range(1, len(out)):
         j = out[i]
+        a = j.index
         k = i
-        while k > 0 and j.index < out[k - 1].index:
+        while k > 0:
+            b = out[k - 1].index
+            if not a < b:
+                break
             out[k] = out[k - 1]
             k -= 1
         out[k] = j
@@ -620,20 +626,23 @@ def assign_coprocs(em, ordered: list) -> dict:
         usage.append([0.0] * resources[r].ninstances)
         pending.append([0.0] * resources[r].ninstances)
     held = []
+    gpu_jobs = []  # the GPU jobs in order, each read once: (job, type)
     for j in ordered:
-        if j.rsc and j.state == RUNNING and j.instance >= 0:
+        rsc = j.rsc
+        if not rsc:
+            continue
+        gpu_jobs.append((j, rsc))
+        if j.state == RUNNING and j.instance >= 0:
             held.append(j)
-            pend = pending[j.rsc]
+            pend = pending[rsc]
             x = min(j.gpu_usage, 1.0)
             for d in _devices_of(j, len(pend)):
                 pend[d] += x
     out = {}
     eps = 1e-9
-    for j in ordered:
-        if not j.rsc:
-            continue
-        use = usage[j.rsc]
-        pend = pending[j.rsc]
+    for j, rsc in gpu_jobs:
+        use = usage[rsc]
+        pend = pending[rsc]
         n = len(use)
         u = j.gpu_usage
         if held and _holds(held, j):
