@@ -10,15 +10,18 @@ cimport cython
 from scheduling.engine.state cimport JobState, ProjectState
 
 
+@cython.final
 cdef class _Candidates:
     cdef public object em
     cdef public int r
-    cdef public dict heads
+    cdef public dict heads, kept
+    cdef public bint split
+    cdef public Py_ssize_t nprojects
 
     @cython.locals(r=int, keep=bint, kept=dict, hit=tuple)
     cpdef list _order(self, str rule, ProjectState p, key)
 
-    @cython.locals(k=int, n=int, order=list, entries=list, entry=list)
+    @cython.locals(k=Py_ssize_t, n=Py_ssize_t, i=Py_ssize_t, order=list, entries=list, entry=list)
     cpdef head(self, str rule, ProjectState p, set taken, key)
 
 
@@ -48,17 +51,30 @@ cdef class _Picks:
     cpdef highest_priority_best(self, _Candidates cands, set taken, key)
 
 
-@cython.locals(j=JobState, p=ProjectState)
+@cython.locals(j=JobState, p=ProjectState, period=double, t=double, last=double)
 cpdef promote_once_ran_edf(em, now, rr)
 
 cpdef tuple more_important_key(JobState j)
+
+@cython.locals(ea=bint, ga=bint, ua=bint, na=double, nb=double, sa=Py_ssize_t, sb=Py_ssize_t)
+cpdef bint _more_important(JobState a, JobState b) except -1
+
+@cython.locals(i=Py_ssize_t, k=Py_ssize_t, j=JobState)
+cpdef _sort_more_important(list jobs)
+
+@cython.locals(i=Py_ssize_t, k=Py_ssize_t, j=JobState, out=list, a=Py_ssize_t, b=Py_ssize_t)
+cpdef list _by_arrival(jobs)
+
+@cython.locals(k=Py_ssize_t)
+cpdef bint _listed(list run_list, JobState j) except -1
 
 @cython.locals(p=ProjectState)
 cpdef _earliest_deadline_result(em, _Candidates cands, int r, dict misses, set taken, key)
 
 @cython.locals(
     picks=_Picks, k=int, mc=int, used_st=double, used_mt=double, cpu=bint, place="int[::1]", j=JobState,
-    p=ProjectState,
+    p=ProjectState, ri=Py_ssize_t, nres=Py_ssize_t, r=int, cands=_Candidates, limit=double, taken=set, out=list,
+    pick_log=list, misses=dict,
 )
 cpdef list make_run_list(em, now, rr, use_edf, gpu_allowed=*)
 
@@ -67,11 +83,28 @@ cpdef next_checkpoint_after(em, JobState j, t)
 
 cpdef bint finished_time_slice(em, JobState j, now) except -1
 
+@cython.locals(u=double)
+cpdef bint _has_free(list usage) except -1
+
 @cython.locals(need=double, u=double, free=double, i=int)
 cpdef bint _reserve_gpu(list usage, double x) except -1
 
-@cython.locals(ncpus=double, ncpus_used=double, rsc=int, avg_ncpus=double, extra=int, seq=int, j=JobState)
+@cython.locals(
+    ncpus=double, ncpus_used=double, rsc=int, avg_ncpus=double, extra=int, seq=Py_ssize_t, n=Py_ssize_t, j=JobState,
+    ordered=list, bce=bint, period=double, slice_end=double, chosen=list, napp=dict, devices=dict,
+)
 cpdef list enforce(em, now, list run_list, gpu_allowed, keep_unfinished=*)
+
+cpdef list _devices_of(j, Py_ssize_t count)
+
+@cython.locals(
+    usage=list, pending=list, use=list, pend=list, held=list, out=dict, taken=list, first_pass=list,
+    n=Py_ssize_t, i=Py_ssize_t, r=Py_ssize_t, need=Py_ssize_t, free=Py_ssize_t, u=double, x=double, eps=double,
+    fits=bint, placed=bint, gpu_jobs=list, rsc=Py_ssize_t,
+)
+cpdef dict assign_coprocs(em, list ordered)
+
+cpdef bint _holds(list held, j) except -1
 
 cpdef str _why(JobState j)
 

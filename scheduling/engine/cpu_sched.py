@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from array import array
 
-from .rec import priority_init
+from .rec import priority_init_with_jobs
 from .state import QUEUED, RUNNING
 
 WHY_EDF = "edf"
@@ -71,12 +71,15 @@ def promote_once_ran_edf(em, now: float, rr) -> None:
         if j.once_ran_edf and rr.misses.get((j.project.index, j.rsc), 0) > 0:
             j.rr_miss = True
     period = em.period
+    t = now  # a C double in the compiled core; `now` itself is what the jobs are given
     for p in em.projects:
         for j in p.jobs:
             if j.rr_miss:
                 j.last_deadline_miss_time = now
-            elif now - j.last_deadline_miss_time < period:
-                j.rr_miss = True
+            else:
+                last = j.last_deadline_miss_time
+                if t - last < period:
+                    j.rr_miss = True
 
 
 def _runtime_remaining(em, j) -> float:
@@ -111,11 +114,16 @@ class _Candidates:
         self.r = r
         # rule -> by project index: [jobs in the rule's order, position of the head], or None
         self.heads: dict = {}
+        # the orders kept between calls, and whether a project's jobs are split by resource
+        kept = em.__dict__.get("_candidate_orders")
+        if kept is None:
+            kept = em._candidate_orders = {}
+        self.kept = kept
+        self.split = len(em.resources) > 1
+        self.nprojects = len(em.projects)
 
     def _order(self, rule: str, p, key) -> list:
-        kept = self.em.__dict__.get("_candidate_orders")
-        if kept is None:
-            kept = self.em._candidate_orders = {}
+        kept = self.kept
         r = self.r
         keep = rule in KEPT_RULES
         if keep:
@@ -123,7 +131,7 @@ class _Candidates:
             if hit is not None and hit[0] == p.jobs_version:
                 return hit[1]
         jobs = p.jobs
-        if len(self.em.resources) > 1:
+        if self.split:
             hit = kept.get(("arrival", r, p.index))
             if hit is not None and hit[0] == p.jobs_version:
                 jobs = hit[1]
@@ -139,11 +147,13 @@ class _Candidates:
         """The project's first job by `rule` (sorted by `key`) not yet taken, or None."""
         entries = self.heads.get(rule)
         if entries is None:
-            entries = self.heads[rule] = [None] * len(self.em.projects)
-        entry = entries[p.index]
+            entries = self.heads[rule] = [None] * self.nprojects
+        i = p.index
+        entry = entries[i]
         if entry is None:
-            entry = entries[p.index] = [self._order(rule, p, key), 0]
-        order, k = entry
+            entry = entries[i] = [self._order(rule, p, key), 0]
+        order = entry[0]
+        k = entry[1]
         n = len(order)
         while k < n and order[k] in taken:
             k += 1
@@ -342,10 +352,6 @@ class _Picks:
             is_open[best] = 0
 
 
-def _has_jobs(p) -> bool:
-    return bool(p.jobs)
-
-
 def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -> list:
     """make_run_list (reference/client.md §6.3): an ordered list of candidate jobs with their
     `edf` flag set; each pick charges the project's REC (adjust_rec_sched).
@@ -365,7 +371,7 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
     counted from the start of the CPU scan; docs/engine-fidelity.md, "make_run_list passes
     over a CPU job at its app's max_concurrent")."""
     promote_once_ran_edf(em, now, rr)
-    rec_sum = priority_init(em.projects, _has_jobs, em.bce)
+    rec_sum = priority_init_with_jobs(em.projects, em.bce)
     # the priorities this list starts from, which the decision log quotes
     em.pick_table = {-1: [(p.name, p.priority) for p in em.project_order if p.jobs]}
     pick_log: list = []
@@ -378,13 +384,16 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
     place = picks.place
     best_key = _best_job_key_bce if em.bce else _best_job_key
     edf_key = _edf_key(em)
-    # add_coproc_jobs for each GPU type in index order, then the CPU
-    for r in list(range(1, len(em.resources))) + [0]:
-        res = em.resources[r]
+    resources = em.resources
+    nres = len(resources)
+    limit = 2 * em.n_usable_cpus
+    # add_coproc_jobs for each GPU type in index order, then the CPU: r = 1, 2, ..., nres - 1, 0
+    for ri in range(nres):
+        r = (ri + 1) % nres
+        res = resources[r]
         cpu = r == 0
         if not cpu and not gpu_allowed:
             continue
-        limit = 2 * em.n_usable_cpus
         used_st = used_mt = 0.0
         usage = [0.0] * res.ninstances  # PROC_RESOURCES' reservation of each GPU instance
         cands = _Candidates(em, r)
@@ -392,7 +401,7 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
         for edf_pass in EDF_PASSES if use_edf else PRIORITY_PASS:
             if cpu and not edf_pass:
                 picks.open_all()
-            while (used_st < limit and used_mt < limit) if cpu else min(usage) < 1.0:
+            while (used_st < limit and used_mt < limit) if cpu else _has_free(usage):
                 if edf_pass:
                     j = _earliest_deadline_result(em, cands, r, misses, taken, edf_key)
                 elif cpu:
@@ -427,6 +436,14 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
     return out
 
 
+def _has_free(usage: list[float]) -> bool:
+    """min(usage) < 1.0 (an instance not wholly reserved), without the call."""
+    for u in usage:
+        if u < 1.0:
+            return True
+    return False
+
+
 def _reserve_gpu(usage: list[float], x: float) -> bool:
     """sufficient_coprocs, then reserve_coprocs: whether the instances' free parts add up
     to the job's usage; if so, take them first-fit, filling an instance whose free part is
@@ -455,6 +472,67 @@ def more_important_key(j):
     return (not j.edf, not gpu, not j.unfinished, 0.0 if gpu else -j.avg_ncpus, j.seqno_key)
 
 
+def _more_important(a, b) -> bool:
+    """more_important_key(a) < more_important_key(b), compared field by field as the tuples
+    compare, without building them: the first field that differs decides."""
+    ea = bool(a.edf)
+    if ea != bool(b.edf):
+        return ea
+    ga = a.rsc != 0
+    if ga != (b.rsc != 0):
+        return ga
+    ua = bool(a.unfinished)
+    if ua != bool(b.unfinished):
+        return ua
+    if not ga:
+        na = a.avg_ncpus
+        nb = b.avg_ncpus
+        if na != nb:
+            return na > nb  # -na < -nb
+    sa = a.seqno_key
+    sb = b.seqno_key
+    return sa < sb
+
+
+def _sort_more_important(jobs: list) -> None:
+    """Sort `jobs` in place as sorted(jobs, key=more_important_key) orders them: an
+    insertion sort that moves a job only before one it is strictly more important than, so
+    equals keep their order (a stable sort's). The list comes from make_run_list nearly in
+    this order already, so it takes about one comparison a job."""
+    for i in range(1, len(jobs)):
+        j = jobs[i]
+        k = i
+        while k > 0 and _more_important(j, jobs[k - 1]):
+            jobs[k] = jobs[k - 1]
+            k -= 1
+        jobs[k] = j
+
+
+def _by_arrival(jobs: list) -> list:
+    """sorted(jobs, key=_arrival), by an insertion sort (the running jobs are few)."""
+    out = list(jobs)
+    for i in range(1, len(out)):
+        j = out[i]
+        a = j.index
+        k = i
+        while k > 0:
+            b = out[k - 1].index
+            if not a < b:
+                break
+            out[k] = out[k - 1]
+            k -= 1
+        out[k] = j
+    return out
+
+
+def _listed(run_list: list, j) -> bool:
+    """Whether `j` is in `run_list`, once enforce has given each listed job its place as
+    seqno_key: a job not listed may keep an old seqno_key, but the list's job at that place
+    is then another one."""
+    k = j.seqno_key
+    return 0 <= k < len(run_list) and run_list[k] is j
+
+
 def enforce(em, now: float, run_list: list, gpu_allowed: bool, keep_unfinished: bool = True) -> list:
     """enforce_run_list (reference/client.md §6.3): returns [(job, why, gpu_instance)].
 
@@ -464,27 +542,33 @@ def enforce(em, now: float, run_list: list, gpu_allowed: bool, keep_unfinished: 
     skipped, CPU jobs stop at n_usable_cpus, and once the CPUs are all used a GPU job is
     still allowed while ncpus_used + avg_ncpus <= n_usable_cpus + 1.
     """
-    listed = set(run_list)
-    for seq, j in enumerate(run_list):
+    n = len(run_list)
+    for seq in range(n):
+        j = run_list[seq]
         j.seqno_key = seq
         j.unfinished = False
-    extra = len(run_list)
+    extra = n
+    ordered = list(run_list)
     if keep_unfinished:
         bce = em.bce
+        period = em.period
         # append_unfinished_time_slice gives every job it appends one seqno, the list's
         # length, so more_important orders them by its last tie-break, the RESULT pointers;
         # under bce they are taken in arrival order, the order a fresh heap hands out their
         # memory (docs/engine-fidelity.md, "Running jobs appended to the run list")
-        for j in sorted(em.running, key=_arrival) if bce else em.running:
-            if not finished_time_slice(em, j, now):
+        for j in _by_arrival(em.running) if bce else em.running:
+            # finished_time_slice, with the emulator's settings read once; under bce the
+            # checkpoints are continuous (next_checkpoint_after returns the slice end)
+            slice_end = j.run_start + period
+            if not (now > slice_end and (bce or now >= next_checkpoint_after(em, j, slice_end))):
                 j.unfinished = True
-                if j not in listed:
+                if not _listed(run_list, j):
                     j.edf = False
                     j.seqno_key = extra
                     if not bce:
                         extra += 1
-                    run_list = run_list + [j]
-    ordered = sorted(run_list, key=more_important_key)
+                    ordered.append(j)
+    _sort_more_important(ordered)
     devices = assign_coprocs(em, ordered) if gpu_allowed else {}
     ncpus = em.n_usable_cpus
     ncpus_used = 0.0
@@ -531,53 +615,93 @@ def assign_coprocs(em, ordered: list) -> dict:
     job of a fraction of a device takes the first device in use or reserved with room for
     it, else the first device nobody has confirmed; a job of whole devices takes devices
     nobody has confirmed, unreserved ones first. A job placed before a running one can so
-    take its device only where BOINC would too, and then the running job is pruned."""
-    usage = {r: [0.0] * em.resources[r].ninstances for r in range(1, len(em.resources))}
-    pending = {r: [0.0] * em.resources[r].ninstances for r in range(1, len(em.resources))}
-    running = [j for j in ordered if j.rsc and j.state == RUNNING and j.instance >= 0]
-    for j in running:
-        x = min(j.gpu_usage, 1.0)
-        for d in _devices_of(j, len(pending[j.rsc])):
-            pending[j.rsc][d] += x
-    held = set(running)
+    take its device only where BOINC would too, and then the running job is pruned.
+
+    usage and pending hold each GPU type's instances by the type's index (the CPU's place,
+    0, is an empty list); a running job that holds its device is marked in `held`."""
+    resources = em.resources
+    usage: list = [[]]
+    pending: list = [[]]
+    for r in range(1, len(resources)):
+        usage.append([0.0] * resources[r].ninstances)
+        pending.append([0.0] * resources[r].ninstances)
+    held = []
+    gpu_jobs = []  # the GPU jobs in order, each read once: (job, type)
+    for j in ordered:
+        rsc = j.rsc
+        if not rsc:
+            continue
+        gpu_jobs.append((j, rsc))
+        if j.state == RUNNING and j.instance >= 0:
+            held.append(j)
+            pend = pending[rsc]
+            x = min(j.gpu_usage, 1.0)
+            for d in _devices_of(j, len(pend)):
+                pend[d] += x
     out = {}
     eps = 1e-9
-    for j in ordered:
-        if not j.rsc:
-            continue
-        use, pend = usage[j.rsc], pending[j.rsc]
+    for j, rsc in gpu_jobs:
+        use = usage[rsc]
+        pend = pending[rsc]
+        n = len(use)
         u = j.gpu_usage
-        if j in held:
+        if held and _holds(held, j):
             x = min(u, 1.0)
-            devs = _devices_of(j, len(use))
-            if all(use[d] + x <= 1.0 + eps for d in devs):
+            devs = _devices_of(j, n)
+            fits = True
+            for d in devs:
+                if not use[d] + x <= 1.0 + eps:
+                    fits = False
+                    break
+            if fits:
                 for d in devs:
                     use[d] += x
                     pend[d] -= x
                 out[j] = j.instance
             continue
         if u < 1.0:
-            for i in range(len(use)):
+            placed = False
+            for i in range(n):
                 if (use[i] or pend[i]) and use[i] + pend[i] + u <= 1.0 + eps:
                     use[i] += u
                     out[j] = i
+                    placed = True
                     break
-            else:
-                for i in range(len(use)):
+            if not placed:
+                for i in range(n):
                     if not use[i]:
                         use[i] += u
                         out[j] = i
                         break
             continue
         need = math.ceil(u - eps)
-        if sum(1 for x in use if not x) < need:
+        free = 0
+        for i in range(n):
+            if not use[i]:
+                free += 1
+        if free < need:
             continue
-        taken = [i for i in range(len(use)) if not use[i] and not pend[i]][:need]
-        taken += [i for i in range(len(use)) if not use[i] and i not in taken][: need - len(taken)]
+        # devices nobody uses: unreserved ones first, then reserved ones, each in order
+        taken: list[int] = []
+        for i in range(n):
+            if len(taken) < need and not use[i] and not pend[i]:
+                taken.append(i)
+        first_pass = list(taken)
+        for i in range(n):
+            if len(taken) < need and not use[i] and i not in first_pass:
+                taken.append(i)
         for i in taken:
             use[i] = 1.0
         out[j] = taken[0]
     return out
+
+
+def _holds(held: list, j) -> bool:
+    """Whether `j` is one of the running jobs in `held` (by identity, as a set of jobs finds it)."""
+    for h in held:
+        if h is j:
+            return True
+    return False
 
 
 def _why(j) -> str:

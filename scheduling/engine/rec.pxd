@@ -10,8 +10,14 @@ cimport cython
 from scheduling.engine.state cimport ProjectState
 
 
-@cython.locals(p=ProjectState, chosen=list, chosen_set=set, counted=bint, rs_sum=double, rec_sum=double)
+@cython.locals(p=ProjectState)
 cpdef double priority_init(projects, selected, bce=*) except? -1.0
+
+@cython.locals(p=ProjectState)
+cpdef double priority_init_with_jobs(projects, bce=*) except? -1.0
+
+@cython.locals(p=ProjectState, chosen_set=set, counted=bint, every=bint, rs_sum=double, rec_sum=double)
+cdef double _priority_init_chosen(projects, list chosen, bint bce) except? -1.0
 
 
 cpdef compute_priority(ProjectState p, rec_sum)
