@@ -120,13 +120,13 @@ def project_with_overdue_results(em, now: float):
     cushion = report_cushion(em)
     counts: dict = {}
     for j in ready:
-        p = j.project
+        owner = j.project
         if immediately or now > _due_time(j, cushion):
-            return p
-        n = counts.get(p, 0) + 1
-        counts[p] = n
+            return owner
+        n = counts.get(owner, 0) + 1
+        counts[owner] = n
         if n >= RESULT_REPORT_IF_AT_LEAST_N:
-            return p
+            return owner
     return None
 
 

@@ -4,6 +4,7 @@ processor types, how much, and the per-(project, resource) back-off."""
 from __future__ import annotations
 
 import math
+from operator import attrgetter
 
 from boincweb.human import number
 
@@ -14,6 +15,8 @@ from .stdsort import std_sort
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+INF = math.inf
 
 WF_MIN_BACKOFF_INTERVAL = 600.0
 WF_MAX_BACKOFF_INTERVAL = 86400.0
@@ -44,19 +47,20 @@ def project_reason(p, now: float) -> str | None:
 
 def rsc_reason(em, p, r: int, now: float, rr) -> str | None:
     """compute_rsc_project_reason (§6.5) for one resource."""
-    return _rsc_reason(p, r, now, rr.rsc[r].saturated_time, min(em.work_buf_min, 180.0), rr, em.work_buf_total)
+    sat = rr.rsc[r].saturated_time
+    return _rsc_reason(p, r, now, sat, min(em.work_buf_min, 180.0), rr.mc_shortfall, rr, em.work_buf_total)
 
 
-def _rsc_reason(p, r: int, now: float, sat: float, zero: float, rr, total: float) -> str | None:
+def _rsc_reason(p, r: int, now: float, sat: float, zero: float, mc_shortfall, rr, total: float) -> str | None:
     """rsc_reason with the resource's saturated time `sat`, the level `zero` below which a
     zero-share project may be asked, and work_buf_total read once by the caller, which
-    asks for every project and resource. A project is held back by max_concurrent only if
-    it has an MC shortfall, so an empty table is not searched."""
+    asks for every project and resource, as it reads the simulation's MC shortfalls
+    (`mc_shortfall`). A project is held back by max_concurrent only if it has an MC
+    shortfall, so an empty table is not searched."""
     if not p.fetch_ok[r]:
         return "no app version"
     if p.share == 0 and sat > zero:
         return "zero share"
-    mc_shortfall = rr.mc_shortfall
     if mc_shortfall:
         key = (p.index, r)
         if key in mc_shortfall and rr.last_mc_limit.get(key, 0.0) > total:
@@ -101,16 +105,31 @@ def _charge_queued_work(projects, bce, denom, exact) -> None:
             # BOINC counts every result the client holds, in the client's order: a finished
             # one not yet reported with its FLOPs left below zero (JobState.left_at_end)
             for j in sorted(p.jobs + ready, key=_job_index):
-                left = j.left_at_end if j.completed_time is not None else j.est_flops_remaining(exact)
+                if j.completed_time is not None:
+                    left = j.left_at_end
+                else:
+                    left = _flops_remaining(j, exact)
                 priority -= left / denom
         else:
             for j in p.jobs:
-                priority -= j.est_flops_remaining(exact) / denom
+                left = _flops_remaining(j, exact)
+                priority -= left / denom
         p.priority = priority
 
 
-def _job_index(j):
-    return j.index
+def _flops_remaining(j, exact) -> float:
+    """JobState.est_flops_remaining, which work_fetch.pxd computes in C doubles."""
+    if exact:
+        left = j.flops_left
+    else:
+        fpops_est = j.fpops_est
+        done = j.done
+        left = fpops_est - done
+    return 0.0 if 0.0 > left else left  # max(left, 0.0)
+
+
+# the client's result order (arrival)
+_job_index = attrgetter("index")
 
 
 def _higher_priority(p1, p2) -> bool:
@@ -167,7 +186,7 @@ def choose_project(em, now: float, rr) -> FetchPlan | None:
             continue
         trigger = -1
         for r in range(nres):
-            if _rsc_reason(p, r, now, sat[r], zero, rr, total) is not None:
+            if _rsc_reason(p, r, now, sat[r], zero, mc_shortfall, rr, total) is not None:
                 continue
             if found[r] is None:
                 found[r] = p
@@ -183,7 +202,7 @@ def choose_project(em, now: float, rr) -> FetchPlan | None:
             if r != trigger:
                 if (found[r] is not None and found[r] is not p) or sat[r] >= total:
                     continue
-                if _rsc_reason(p, r, now, sat[r], zero, rr, total) not in (None, REASON_BACKED_OFF):
+                if _rsc_reason(p, r, now, sat[r], zero, mc_shortfall, rr, total) not in (None, REASON_BACKED_OFF):
                     continue
             secs, inst = set_request(em, p, r, rr, shares[r].get(p, 0.0))
             if secs > 0 or inst > 0:
@@ -304,11 +323,15 @@ def handle_reply(em, p, requests: dict, received: dict, now: float, rng) -> list
 
 def slice_bound(em) -> float:
     """The longest time-slice step of a BOINC round-robin simulation of the jobs queued now."""
+    return _slice_bound(em.projects, em.resources, em.exact_estimates)
+
+
+def _slice_bound(projects, resources, exact) -> float:
+    """slice_bound of the projects' jobs, with the emulator's attributes read by the caller."""
     longest = 0.0
-    inf = math.inf
-    exact = em.exact_estimates
-    fracs = [res.overall_frac for res in em.resources]
-    for p in em.projects:
+    inf = INF
+    fracs = [res.overall_frac for res in resources]
+    for p in projects:
         for j in p.jobs:
             rsc = j.rsc
             frac = fracs[rsc]
@@ -327,11 +350,12 @@ def slice_bound(em) -> float:
     return longest if longest > 3600.0 else 3600.0  # max(3600.0, longest / 10.0)
 
 
-def next_check(em, now: float, rr) -> float:
+def next_check(em, now: float, rr, jump: float | None = None) -> float:
     """When the buffer may next fall below the minimum, or to the level at which a
     zero-share project may be asked, or a project held back by its max_concurrent limit may
     be asked again (compute_rsc_project_reason, §6.5): saturated time, and the simulated time
-    of a limit, shrink by about 1/overall_frac seconds per second of computing.
+    of a limit, shrink by about 1/overall_frac seconds per second of computing. `jump`, if
+    given, is slice_bound's value for the jobs queued now (Boinc7.next_fetch_check).
 
     Every planning step asks, so the emulator's attributes are read once, and each min()
     and max() of two times is written out as the comparison it makes (work_fetch.pxd types
@@ -345,19 +369,26 @@ def next_check(em, now: float, rr) -> float:
     # under bce the simulation takes time-slice steps of an hour, or a tenth of a job's time
     # left past ten hours (RoundRobin.run_repick), and the saturated time ends at a step's
     # end: it can fall by a whole step at once, so the check comes that much early
-    jump = slice_bound(em) if bce else 0.0
+    if not bce:
+        step = 0.0
+    elif jump is None:
+        step = _slice_bound(projects, resources, em.exact_estimates)
+    else:
+        step = jump
     # under bce the simulation can chain jobs on one instance that in fact run side by side:
     # each second then takes 1/overall_frac seconds off every one of them, and the saturated
     # time can fall as many times faster as there are running jobs
     chained = 1
-    if bce and len(em.running) > 1:
-        chained = len(em.running)
+    if bce:
+        running = len(em.running)
+        if running > 1:
+            chained = running
     zero = 180.0 if 180.0 < buf_min else buf_min  # min(work_buf_min, 180.0)
     for r in range(len(resources)):
         frac = resources[r].overall_frac
         sat = rsc[r].saturated_time
         if sat >= buf_min:
-            ahead = sat - buf_min - jump
+            ahead = sat - buf_min - step
             if not ahead > 0.0:
                 ahead = 0.0  # max(0.0, ahead)
             at = now + ahead * frac / chained
@@ -389,7 +420,7 @@ def next_check(em, now: float, rr) -> float:
                 frac = resources[r].overall_frac
                 if frac < slowest:
                     slowest = frac
-            ahead = least - total - jump
+            ahead = least - total - step
             if not ahead > 0.0:
                 ahead = 0.0
             at = now + ahead * slowest

@@ -2,14 +2,19 @@
 # the module's source, which stays plain Python. edf_margin, which reschedule_at calls at every
 # planning step, walks the queued jobs as JobStates (state.pxd) in C doubles, with the
 # pure-Python module's operations in its order; order_margin likewise the projects' REC curves.
+# The typed functions of other modules it calls at every planning step or fetch check are
+# cimported from their .pxd, so that they are called as C functions.
 
 cimport cython
 
+from scheduling.engine.cpu_sched cimport first_preemptible_at, queued_jobs_waiting
+from scheduling.engine.rr_sim cimport credit_rates
 from scheduling.engine.state cimport JobState, ProjectState
+from scheduling.engine.work_fetch cimport choose_project, next_check
 
 
-@cython.locals(margin=double, crossing=double, reorder=double)
-cpdef double edf_check_margin(em, now, rr) except? -1.0
+@cython.locals(crossing=double, reorder=double)
+cpdef double edf_check_margin(em, now, rr, double margin) except? -1.0
 
 
 @cython.locals(
@@ -18,7 +23,7 @@ cpdef double edf_check_margin(em, now, rr) except? -1.0
     slack=double, distance=double, rsc=Py_ssize_t, frac=double, flops=double, rem=double, fpops_est=double,
     done=double, left=double, m=double, near=double,
 )
-cpdef double edf_margin(em) except? -1.0
+cpdef tuple edf_margin(em)
 
 
 @cython.locals(

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 
-from .. import work_fetch
 from ..cpu_sched import JUST_AFTER, enforce, first_preemptible_at, make_run_list, queued_jobs_waiting
 from ..rr_sim import credit_rates, order_can_change_misses, order_time, rr_simulate
+from ..work_fetch import choose_project, handle_reply, next_check, no_fetch_reason, piggyback
 
 LN2 = math.log(2.0)
+INF = math.inf
 
 
 class Boinc7:
@@ -26,6 +27,11 @@ class Boinc7:
     def __init__(self, em):
         self.em = em
         self.edf_check = 0.0  # no deadline miss can appear before this time (reschedule_at)
+        # (Emulator.epoch, now, work_fetch.slice_bound) of the planning step in which
+        # reschedule_at last found the slice bound of the jobs queued (edf_margin). The
+        # emulator's _plan asks next_fetch_check next, with nothing changed in between, and each
+        # planning step has its own epoch: that fetch check reuses the bound
+        self.slice_at = None
 
     def rr(self, now):
         return rr_simulate(self.em, now)
@@ -35,16 +41,16 @@ class Boinc7:
         return enforce(em, now, make_run_list(em, now, rr, self.use_edf, gpu_allowed), gpu_allowed)
 
     def choose_fetch(self, now, rr):
-        return work_fetch.choose_project(self.em, now, rr)
+        return choose_project(self.em, now, rr)
 
     def no_fetch_reason(self, now, rr):
-        return work_fetch.no_fetch_reason(self.em, now, rr)
+        return no_fetch_reason(self.em, now, rr)
 
     def piggyback(self, p, now, rr):
-        return work_fetch.piggyback(self.em, p, now, rr)
+        return piggyback(self.em, p, now, rr)
 
     def handle_reply(self, p, requests, received, now):
-        return work_fetch.handle_reply(self.em, p, requests, received, now, self.em.rng)
+        return handle_reply(self.em, p, requests, received, now, self.em.rng)
 
     def request_scale(self, p):
         return 1.0
@@ -53,7 +59,11 @@ class Boinc7:
         """REC is kept by the emulator for every policy; nothing more here."""
 
     def next_fetch_check(self, now, rr):
-        return work_fetch.next_check(self.em, now, rr)
+        em = self.em
+        at = self.slice_at
+        if at is not None and at[0] == em.epoch and at[1] == now:
+            return next_check(em, now, rr, at[2])
+        return next_check(em, now, rr)
 
     def reschedule_at(self, now):
         """When a schedule made now could next come out differently (the first such instant;
@@ -76,7 +86,7 @@ class Boinc7:
           if some other order could change a miss (`rr_sim.order_can_change_misses`).
         Nothing can change while nothing runs and nothing waits."""
         em = self.em
-        t = math.inf
+        t = INF
         waiting = queued_jobs_waiting(em)
         running = em.running
         if running and waiting:
@@ -84,7 +94,10 @@ class Boinc7:
         if self.use_edf:
             rr = em.rr_now()
             if rr is not None:
-                self.edf_check = now + edf_check_margin(em, now, rr)
+                margin, bound = edf_margin(em)
+                if em.bce:
+                    self.slice_at = (em.epoch, now, bound)
+                self.edf_check = now + edf_check_margin(em, now, rr, margin)
             if running or waiting:
                 # a miss appears only once the slack is below zero
                 t = min(t, self.edf_check + JUST_AFTER)
@@ -97,14 +110,13 @@ class Boinc7:
         return not self.use_edf or now < self.edf_check
 
 
-def edf_check_margin(em, now: float, rr) -> float:
+def edf_check_margin(em, now: float, rr, margin: float) -> float:
     """Seconds from now before a schedule made with the simulation `rr` may see a predicted
-    deadline miss appear or go (Boinc7.reschedule_at): the least of the jobs' margin
-    (`edf_margin`) and the time before two projects' REC per unit of share can cross (which
+    deadline miss appear or go (Boinc7.reschedule_at): the least of the jobs' `margin`
+    (edf_margin) and the time before two projects' REC per unit of share can cross (which
     would reorder the simulation's picks: `order_margin`), and then, if that is more than a
     step and some other order could change a miss, the time before a later pick of the
     simulation can flip (`rr_sim.order_time`)."""
-    margin = edf_margin(em)
     if margin > 0.0:  # no crossing can come before 0
         # between events each project earns credit at a constant rate R, so REC(t) = R +
         # (REC - R) e^(-ln 2 t / half_life) (§6.1)
@@ -119,8 +131,9 @@ def edf_check_margin(em, now: float, rr) -> float:
     return margin
 
 
-def edf_margin(em) -> float:
-    """Seconds before a predicted deadline miss can appear or go: the least slack of the
+def edf_margin(em) -> tuple[float, float]:
+    """Seconds before a predicted deadline miss can appear or go, and under bce the slice
+    bound of the jobs queued (else 0.0). The seconds: the least slack of the
     jobs on time, or excess of a late job over the rate at which a projected finish can move
     earlier (1/overall_frac - 1 seconds a second, `speedup`); 0 under bce when a job's
     projected finish is within a time-slice step of the simulation (work_fetch.slice_bound)
@@ -144,7 +157,7 @@ def edf_margin(em) -> float:
         s = 1.0 / fracs[r] - 1.0
         if s > speedup:  # max() over the resources
             speedup = s
-    inf = math.inf
+    inf = INF
     longest = 0.0
     nearest = inf
     margin = inf
@@ -179,13 +192,14 @@ def edf_margin(em) -> float:
                 continue
             if m < margin:  # min(margin, m)
                 margin = m
+    near = 0.0
     if near_steps:
         near = longest / 10.0
         if not near > 3600.0:
             near = 3600.0  # max(3600.0, longest / 10.0)
         if nearest < near:
-            return 0.0
-    return margin
+            return 0.0, near
+    return margin, near
 
 
 def order_margin(projects, rate: dict, lam: float) -> float:
@@ -203,7 +217,7 @@ def order_margin(projects, rate: dict, lam: float) -> float:
             rec = p.rec
             ca.append(r / share)
             cb.append((rec - r) / share)
-    margin = math.inf
+    margin = INF
     n = len(ca)
     for i in range(n):
         a1 = ca[i]
