@@ -86,28 +86,52 @@ def master_fetch_succeeded(p, now: float) -> None:
 
 def report_due_time(em, j) -> float:
     """The time after which a ready result makes its project report (§6.7)."""
-    cushion = max(REPORT_DEADLINE_CUSHION, em.work_buf_min)
-    return min(j.deadline - cushion, j.completed_time + MAX_REPORT_DELAY)
+    return _due_time(j, report_cushion(em))
+
+
+def report_cushion(em) -> float:
+    """How long before its deadline a ready result falls due (§6.7)."""
+    return max(REPORT_DEADLINE_CUSHION, em.work_buf_min)
+
+
+def _due_time(j, cushion: float) -> float:
+    """report_due_time with the cushion read once for all the results of a walk; rpc.pxd
+    types the times in C doubles, with the same operations as min() of the two."""
+    before_deadline = j.deadline - cushion
+    after_completion = j.completed_time + MAX_REPORT_DELAY
+    return after_completion if after_completion < before_deadline else before_deadline
 
 
 def project_with_overdue_results(em, now: float):
     """find_project_with_overdue_results (§6.7) as BOINC's client runs it: the ready results
     in the client's result order (arrival, JobState.index), and the project of the first one
     that is due, or that brings its project's count of ready results to
-    RESULT_REPORT_IF_AT_LEAST_N; projects in RPC back-off are passed over. None if none."""
-    ready = sorted(
-        (j for p in em.projects if p.ready and p.min_rpc_time <= now for j in p.ready), key=lambda j: j.index
-    )
+    RESULT_REPORT_IF_AT_LEAST_N; projects in RPC back-off are passed over. None if none.
+    Every decision instant asks, and mostly no project has a ready result: the emulator's
+    other attributes are read only once one has."""
+    ready = []
+    for p in em.projects:
+        if p.ready and p.min_rpc_time <= now:
+            ready.extend(p.ready)
+    if not ready:
+        return None
+    ready.sort(key=_result_index)
     immediately = em.prefs.report_results_immediately
+    cushion = report_cushion(em)
     counts: dict = {}
     for j in ready:
-        p = j.project
-        if immediately or now > report_due_time(em, j):
-            return p
-        counts[p] = counts.get(p, 0) + 1
-        if counts[p] >= RESULT_REPORT_IF_AT_LEAST_N:
-            return p
+        owner = j.project
+        if immediately or now > _due_time(j, cushion):
+            return owner
+        n = counts.get(owner, 0) + 1
+        counts[owner] = n
+        if n >= RESULT_REPORT_IF_AT_LEAST_N:
+            return owner
     return None
+
+
+def _result_index(j):
+    return j.index
 
 
 def must_report(em, p, now: float) -> bool:
@@ -116,4 +140,5 @@ def must_report(em, p, now: float) -> bool:
         return False
     if em.prefs.report_results_immediately or len(p.ready) >= RESULT_REPORT_IF_AT_LEAST_N:
         return True
-    return any(now > report_due_time(em, j) for j in p.ready)
+    cushion = report_cushion(em)
+    return any(now > _due_time(j, cushion) for j in p.ready)

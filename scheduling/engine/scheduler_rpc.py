@@ -18,6 +18,7 @@ from boincweb.human import number
 
 from . import rpc
 from .records import RpcEvent
+from .rpc import project_with_overdue_results
 from .server import STAND_IN
 
 TYPE_CHECKING = False
@@ -66,7 +67,7 @@ class SchedulerRpc:
                 return False
         if self.bce:
             # the first due result in the client's result order names the project
-            p = rpc.project_with_overdue_results(self, now)
+            p = project_with_overdue_results(self, now)
         else:
             p = next((p for p in self.project_order if rpc.must_report(self, p, now)), None)
         if p is not None:

@@ -4,6 +4,7 @@ processor types, how much, and the per-(project, resource) back-off."""
 from __future__ import annotations
 
 import math
+from operator import attrgetter
 
 from boincweb.human import number
 
@@ -14,6 +15,8 @@ from .stdsort import std_sort
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+INF = math.inf
 
 WF_MIN_BACKOFF_INTERVAL = 600.0
 WF_MAX_BACKOFF_INTERVAL = 86400.0
@@ -44,13 +47,24 @@ def project_reason(p, now: float) -> str | None:
 
 def rsc_reason(em, p, r: int, now: float, rr) -> str | None:
     """compute_rsc_project_reason (§6.5) for one resource."""
+    sat = rr.rsc[r].saturated_time
+    return _rsc_reason(p, r, now, sat, min(em.work_buf_min, 180.0), rr.mc_shortfall, rr, em.work_buf_total)
+
+
+def _rsc_reason(p, r: int, now: float, sat: float, zero: float, mc_shortfall, rr, total: float) -> str | None:
+    """rsc_reason with the resource's saturated time `sat`, the level `zero` below which a
+    zero-share project may be asked, and work_buf_total read once by the caller, which
+    asks for every project and resource, as it reads the simulation's MC shortfalls
+    (`mc_shortfall`). A project is held back by max_concurrent only if it has an MC
+    shortfall, so an empty table is not searched."""
     if not p.fetch_ok[r]:
         return "no app version"
-    if p.share == 0 and rr.rsc[r].saturated_time > min(em.work_buf_min, 180.0):
+    if p.share == 0 and sat > zero:
         return "zero share"
-    key = (p.index, r)
-    if key in rr.mc_shortfall and rr.last_mc_limit.get(key, 0.0) > em.work_buf_total:
-        return "max concurrent"  # its limit holds jobs back through the whole buffer
+    if mc_shortfall:
+        key = (p.index, r)
+        if key in mc_shortfall and rr.last_mc_limit.get(key, 0.0) > total:
+            return "max concurrent"  # its limit holds jobs back through the whole buffer
     if p.backoff_time[r] > now:
         return REASON_BACKED_OFF
     return None
@@ -69,10 +83,12 @@ def _shares(em, now: float, rr) -> list[dict]:
 def fetch_priorities(em, now: float) -> list:
     """project_priority_init(true) and the queued-work decrement (§6.2); projects sorted
     by decreasing priority, ties in the emulator's project order."""
-    priority_init(em.projects, lambda p: project_reason(p, now) is None, em.bce)
-    _charge_queued_work(em.projects, em.bce, em.work_buf_total * em.total_peak_flops, em.exact_estimates)
+    projects = em.projects
+    bce = em.bce
+    priority_init(projects, lambda p: project_reason(p, now) is None, bce)
+    _charge_queued_work(projects, bce, em.work_buf_total * em.total_peak_flops, em.exact_estimates)
     order = em.project_order
-    if em.bce:
+    if bce:
         # std::sort with higher_priority: equal priorities in introsort's order (stdsort.py)
         return std_sort(order, _higher_priority)
     return sorted(order, key=lambda p: -p.priority)
@@ -84,20 +100,36 @@ def _charge_queued_work(projects, bce, denom, exact) -> None:
     # each project's priority is read once and written once, with the same subtractions
     for p in projects:
         priority = p.priority
-        if bce and p.ready:
+        ready = p.ready
+        if bce and ready:
             # BOINC counts every result the client holds, in the client's order: a finished
             # one not yet reported with its FLOPs left below zero (JobState.left_at_end)
-            for j in sorted(p.jobs + p.ready, key=_job_index):
-                left = j.left_at_end if j.completed_time is not None else j.est_flops_remaining(exact)
+            for j in sorted(p.jobs + ready, key=_job_index):
+                if j.completed_time is not None:
+                    left = j.left_at_end
+                else:
+                    left = _flops_remaining(j, exact)
                 priority -= left / denom
         else:
             for j in p.jobs:
-                priority -= j.est_flops_remaining(exact) / denom
+                left = _flops_remaining(j, exact)
+                priority -= left / denom
         p.priority = priority
 
 
-def _job_index(j):
-    return j.index
+def _flops_remaining(j, exact) -> float:
+    """JobState.est_flops_remaining, which work_fetch.pxd computes in C doubles."""
+    if exact:
+        left = j.flops_left
+    else:
+        fpops_est = j.fpops_est
+        done = j.done
+        left = fpops_est - done
+    return 0.0 if 0.0 > left else left  # max(left, 0.0)
+
+
+# the client's result order (arrival)
+_job_index = attrgetter("index")
 
 
 def _higher_priority(p1, p2) -> bool:
@@ -141,30 +173,36 @@ def choose_project(em, now: float, rr) -> FetchPlan | None:
     most backed off for it. A project that ends up asking for no seconds gives the turn to
     the next one."""
     shares = None
-    found: dict = {}
-    sat = [rs.saturated_time for rs in rr.rsc]
+    # the first project (by priority) that may be asked for each resource, None before it
     nres = len(em.resources)
+    found: list = [None] * nres
+    sat = [rs.saturated_time for rs in rr.rsc]
+    buf_min = em.work_buf_min
+    total = em.work_buf_total
+    zero = min(buf_min, 180.0)
+    mc_shortfall = rr.mc_shortfall
     for p in fetch_priorities(em, now):
         if project_reason(p, now) is not None:
             continue
-        trigger = None
+        trigger = -1
         for r in range(nres):
-            if rsc_reason(em, p, r, now, rr) is not None:
+            if _rsc_reason(p, r, now, sat[r], zero, mc_shortfall, rr, total) is not None:
                 continue
-            found.setdefault(r, p)
-            if sat[r] < em.work_buf_min and rr.mc_shortfall.get((p.index, r), 1.0) > 0:
+            if found[r] is None:
+                found[r] = p
+            if sat[r] < buf_min and (not mc_shortfall or mc_shortfall.get((p.index, r), 1.0) > 0):
                 trigger = r
                 break
-        if trigger is None:
+        if trigger < 0:
             continue
         if shares is None:
             shares = _shares(em, now, rr)
         requests = {}
         for r in range(nres):
             if r != trigger:
-                if found.get(r) not in (None, p) or sat[r] >= em.work_buf_total:
+                if (found[r] is not None and found[r] is not p) or sat[r] >= total:
                     continue
-                if rsc_reason(em, p, r, now, rr) not in (None, REASON_BACKED_OFF):
+                if _rsc_reason(p, r, now, sat[r], zero, mc_shortfall, rr, total) not in (None, REASON_BACKED_OFF):
                     continue
             secs, inst = set_request(em, p, r, rr, shares[r].get(p, 0.0))
             if secs > 0 or inst > 0:
@@ -285,61 +323,120 @@ def handle_reply(em, p, requests: dict, received: dict, now: float, rng) -> list
 
 def slice_bound(em) -> float:
     """The longest time-slice step of a BOINC round-robin simulation of the jobs queued now."""
+    return _slice_bound(em.projects, em.resources, em.exact_estimates)
+
+
+def _slice_bound(projects, resources, exact) -> float:
+    """slice_bound of the projects' jobs, with the emulator's attributes read by the caller."""
     longest = 0.0
-    inf = math.inf
-    exact = em.exact_estimates
-    fracs = [res.overall_frac for res in em.resources]
-    for p in em.projects:
+    inf = INF
+    fracs = [res.overall_frac for res in resources]
+    for p in projects:
         for j in p.jobs:
-            frac = fracs[j.rsc]
+            rsc = j.rsc
+            frac = fracs[rsc]
             flops = j.flops
             if flops > 0 and frac > 0:
-                rem = j.flops_left if exact else j.fpops_est - j.done  # JobState.est_flops_remaining
+                if exact:
+                    rem = j.flops_left
+                else:
+                    fpops_est = j.fpops_est
+                    done = j.done
+                    rem = fpops_est - done  # JobState.est_flops_remaining
                 left = (0.0 if 0.0 > rem else rem) / (flops * frac)
-                if left < inf:
-                    longest = max(longest, left)
-    return max(3600.0, longest / 10.0)
+                if left < inf and left > longest:  # max(longest, left)
+                    longest = left
+    longest = longest / 10.0
+    return longest if longest > 3600.0 else 3600.0  # max(3600.0, longest / 10.0)
 
 
-def next_check(em, now: float, rr) -> float:
+def next_check(em, now: float, rr, jump: float | None = None) -> float:
     """When the buffer may next fall below the minimum, or to the level at which a
     zero-share project may be asked, or a project held back by its max_concurrent limit may
     be asked again (compute_rsc_project_reason, §6.5): saturated time, and the simulated time
-    of a limit, shrink by about 1/overall_frac seconds per second of computing."""
+    of a limit, shrink by about 1/overall_frac seconds per second of computing. `jump`, if
+    given, is slice_bound's value for the jobs queued now (Boinc7.next_fetch_check).
+
+    Every planning step asks, so the emulator's attributes are read once, and each min()
+    and max() of two times is written out as the comparison it makes (work_fetch.pxd types
+    the times in C doubles)."""
     t = now + 6 * 3600.0
+    bce = em.bce
+    buf_min = em.work_buf_min
+    resources = em.resources
+    projects = em.projects
+    rsc = rr.rsc
     # under bce the simulation takes time-slice steps of an hour, or a tenth of a job's time
     # left past ten hours (RoundRobin.run_repick), and the saturated time ends at a step's
     # end: it can fall by a whole step at once, so the check comes that much early
-    jump = slice_bound(em) if em.bce else 0.0
+    if not bce:
+        step = 0.0
+    elif jump is None:
+        step = _slice_bound(projects, resources, em.exact_estimates)
+    else:
+        step = jump
     # under bce the simulation can chain jobs on one instance that in fact run side by side:
     # each second then takes 1/overall_frac seconds off every one of them, and the saturated
     # time can fall as many times faster as there are running jobs
-    chained = max(1, len(em.running)) if em.bce else 1
-    for r, res in enumerate(em.resources):
-        sat = rr.rsc[r].saturated_time
-        if sat >= em.work_buf_min:
-            t = min(t, now + max(0.0, sat - em.work_buf_min - jump) * res.overall_frac / chained)
-        zero = min(em.work_buf_min, 180.0)
-        if sat > zero and any(p.share == 0 and p.fetch_ok[r] for p in em.projects):
-            t = min(t, now + (sat - zero) * res.overall_frac)
+    chained = 1
+    if bce:
+        running = len(em.running)
+        if running > 1:
+            chained = running
+    zero = 180.0 if 180.0 < buf_min else buf_min  # min(work_buf_min, 180.0)
+    for r in range(len(resources)):
+        frac = resources[r].overall_frac
+        sat = rsc[r].saturated_time
+        if sat >= buf_min:
+            ahead = sat - buf_min - step
+            if not ahead > 0.0:
+                ahead = 0.0  # max(0.0, ahead)
+            at = now + ahead * frac / chained
+            if at < t:
+                t = at
+        if sat > zero:
+            for p in projects:
+                if p.share == 0 and p.fetch_ok[r]:
+                    at = now + (sat - zero) * frac
+                    if at < t:
+                        t = at
+                    break
     # a project held back by its max_concurrent limit (rsc_reason) may be asked again once the
     # last simulated time at which the limit held its jobs back is within the whole buffer.
     # That time is the end of a simulated job (or of a time-slice step) of any processor type,
     # so it comes closer by at most 1/overall_frac seconds a second of the slowest one
-    total = em.work_buf_total
-    held = [last for key, last in rr.last_mc_limit.items() if last > total and key in rr.mc_shortfall]
-    if held:
-        frac = min(res.overall_frac for res in em.resources)
-        t = min(t, now + max(0.0, min(held) - total - jump) * frac)
-    if em.bce and rr.mc_shortfall:
+    mc_shortfall = rr.mc_shortfall
+    if mc_shortfall:
+        total = em.work_buf_total
+        held = False
+        least = 0.0
+        for key, last in rr.last_mc_limit.items():
+            if last > total and key in mc_shortfall and (not held or last < least):  # min(held)
+                least = last
+                held = True
+        if held:
+            slowest = resources[0].overall_frac
+            for r in range(1, len(resources)):
+                frac = resources[r].overall_frac
+                if frac < slowest:
+                    slowest = frac
+            ahead = least - total - step
+            if not ahead > 0.0:
+                ahead = 0.0
+            at = now + ahead * slowest
+            if at < t:
+                t = at
+    if bce and mc_shortfall:
         # a processor type below the minimum buffer triggers a project with max_concurrent only
         # once its MC shortfall is above 0 (choose_project). That shortfall is the tail of the
         # simulation up to the buffer's end, which moves with every step; BOINC's emulator
         # looks at work fetch every step, so the engine looks at the next one while such a
         # project is held back by it alone (docs/engine-fidelity.md, "A project whose MC
         # shortfall is 0 is looked at again at the next step")
-        for (pi, r), mc in rr.mc_shortfall.items():
-            if mc <= 0 and rr.rsc[r].saturated_time < em.work_buf_min and em.projects[pi].fetch_ok[r]:
-                t = min(t, now + em.delta)
+        for (pi, r), mc in mc_shortfall.items():
+            if mc <= 0 and rsc[r].saturated_time < buf_min and projects[pi].fetch_ok[r]:
+                at = now + em.delta
+                if at < t:
+                    t = at
                 break
     return t

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import math
 
-from .. import work_fetch
 from ..cpu_sched import JUST_AFTER, enforce, first_preemptible_at, make_run_list, queued_jobs_waiting
 from ..rr_sim import credit_rates, order_can_change_misses, order_time, rr_simulate
+from ..work_fetch import choose_project, handle_reply, next_check, no_fetch_reason, piggyback
+
+LN2 = math.log(2.0)
+INF = math.inf
 
 
 class Boinc7:
@@ -24,6 +27,11 @@ class Boinc7:
     def __init__(self, em):
         self.em = em
         self.edf_check = 0.0  # no deadline miss can appear before this time (reschedule_at)
+        # (Emulator.epoch, now, work_fetch.slice_bound) of the planning step in which
+        # reschedule_at last found the slice bound of the jobs queued (edf_margin). The
+        # emulator's _plan asks next_fetch_check next, with nothing changed in between, and each
+        # planning step has its own epoch: that fetch check reuses the bound
+        self.slice_at = None
 
     def rr(self, now):
         return rr_simulate(self.em, now)
@@ -33,16 +41,16 @@ class Boinc7:
         return enforce(em, now, make_run_list(em, now, rr, self.use_edf, gpu_allowed), gpu_allowed)
 
     def choose_fetch(self, now, rr):
-        return work_fetch.choose_project(self.em, now, rr)
+        return choose_project(self.em, now, rr)
 
     def no_fetch_reason(self, now, rr):
-        return work_fetch.no_fetch_reason(self.em, now, rr)
+        return no_fetch_reason(self.em, now, rr)
 
     def piggyback(self, p, now, rr):
-        return work_fetch.piggyback(self.em, p, now, rr)
+        return piggyback(self.em, p, now, rr)
 
     def handle_reply(self, p, requests, received, now):
-        return work_fetch.handle_reply(self.em, p, requests, received, now, self.em.rng)
+        return handle_reply(self.em, p, requests, received, now, self.em.rng)
 
     def request_scale(self, p):
         return 1.0
@@ -51,7 +59,11 @@ class Boinc7:
         """REC is kept by the emulator for every policy; nothing more here."""
 
     def next_fetch_check(self, now, rr):
-        return work_fetch.next_check(self.em, now, rr)
+        em = self.em
+        at = self.slice_at
+        if at is not None and at[0] == em.epoch and at[1] == now:
+            return next_check(em, now, rr, at[2])
+        return next_check(em, now, rr)
 
     def reschedule_at(self, now):
         """When a schedule made now could next come out differently (the first such instant;
@@ -69,50 +81,27 @@ class Boinc7:
           speed, which the simulation scales by overall_frac), so no count changes before
           the smallest slack of a job on time, or excess of a late job over that rate. The
           pick order follows REC per unit of share, so the check also comes when two
-          projects' RECs can cross (`_order_margin`), and before any later pick of the
+          projects' RECs can cross (`order_margin`), and before any later pick of the
           simulation, made with projected REC and charges, can flip (`rr_sim.order_time`)
           if some other order could change a miss (`rr_sim.order_can_change_misses`).
         Nothing can change while nothing runs and nothing waits."""
         em = self.em
-        t = math.inf
+        t = INF
         waiting = queued_jobs_waiting(em)
-        if em.running and waiting:
+        running = em.running
+        if running and waiting:
             t = max(now, first_preemptible_at(em))
         if self.use_edf:
             rr = em.rr_now()
             if rr is not None:
-                margin = min(self._edf_margin(), self._order_margin())
-                if margin > em.delta:
-                    # REC drift may reorder the simulation's later picks before that
-                    reorder = order_time(em, rr)
-                    if reorder < margin and order_can_change_misses(em, rr, now):
-                        margin = reorder
-                self.edf_check = now + margin
-            if em.running or waiting:
+                margin, bound = edf_margin(em)
+                if em.bce:
+                    self.slice_at = (em.epoch, now, bound)
+                self.edf_check = now + edf_check_margin(em, now, rr, margin)
+            if running or waiting:
                 # a miss appears only once the slack is below zero
                 t = min(t, self.edf_check + JUST_AFTER)
         return t
-
-    def _edf_margin(self) -> float:
-        """Seconds before a predicted deadline miss can appear or go (reschedule_at)."""
-        em = self.em
-        speedup = max(1.0 / r.overall_frac - 1.0 for r in em.resources)
-        # BOINC's simulation picks afresh at every job end (RoundRobin.run_repick): a job
-        # ending early can let a GPU job with a larger CPU share in first and push a CPU job
-        # back, so projected finishes move by more than the time that passes. Near a miss's
-        # threshold (within a time-slice step of the simulation) the schedule is looked at
-        # every step, as BOINC's emulator does
-        near = work_fetch.slice_bound(em) if em.bce else 0.0
-        return miss_margin(em, speedup, near)
-
-    def _order_margin(self) -> float:
-        """Seconds before two projects' REC per unit of share can cross, which would
-        reorder the simulation's picks. Between events each project earns credit at a
-        constant rate R, so REC(t) = R + (REC - R) e^(-ln 2 t / half_life) (§6.1): the
-        difference of two such curves changes sign at most once, at a closed-form time."""
-        em = self.em
-        lam = math.log(2.0) / em.rec_half_life
-        return order_margin(em.projects, credit_rates(em), lam)
 
     def rr_still_valid(self, now, rr):
         """Whether a schedule may reuse `rr`, made earlier with the same jobs: no predicted
@@ -121,21 +110,80 @@ class Boinc7:
         return not self.use_edf or now < self.edf_check
 
 
-def miss_margin(em, speedup: float, near: float) -> float:
-    """Boinc7._edf_margin's walk of the queued jobs: 0 when a job's projected finish is
-    within `near` seconds of its deadline less the buffer minimum (`near` 0: never), else the
-    seconds before a predicted miss can appear (the least slack of the jobs on time) or go
-    (the least slack of the late ones, over `speedup`). policies/boinc7.pxd types it."""
+def edf_check_margin(em, now: float, rr, margin: float) -> float:
+    """Seconds from now before a schedule made with the simulation `rr` may see a predicted
+    deadline miss appear or go (Boinc7.reschedule_at): the least of the jobs' `margin`
+    (edf_margin) and the time before two projects' REC per unit of share can cross (which
+    would reorder the simulation's picks: `order_margin`), and then, if that is more than a
+    step and some other order could change a miss, the time before a later pick of the
+    simulation can flip (`rr_sim.order_time`)."""
+    if margin > 0.0:  # no crossing can come before 0
+        # between events each project earns credit at a constant rate R, so REC(t) = R +
+        # (REC - R) e^(-ln 2 t / half_life) (§6.1)
+        crossing = order_margin(em.projects, credit_rates(em), LN2 / em.rec_half_life)
+        if crossing < margin:  # min(margin, crossing)
+            margin = crossing
+    if margin > em.delta:
+        # REC drift may reorder the simulation's later picks before that
+        reorder = order_time(em, rr)
+        if reorder < margin and order_can_change_misses(em, rr, now):
+            margin = reorder
+    return margin
+
+
+def edf_margin(em) -> tuple[float, float]:
+    """Seconds before a predicted deadline miss can appear or go, and under bce the slice
+    bound of the jobs queued (else 0.0). The seconds: the least slack of the
+    jobs on time, or excess of a late job over the rate at which a projected finish can move
+    earlier (1/overall_frac - 1 seconds a second, `speedup`); 0 under bce when a job's
+    projected finish is within a time-slice step of the simulation (work_fetch.slice_bound)
+    of its deadline less the buffer minimum.
+
+    BOINC's simulation picks afresh at every job end (RoundRobin.run_repick): a job ending
+    early can let a GPU job with a larger CPU share in first and push a CPU job back, so
+    projected finishes move by more than the time that passes. Near a miss's threshold the
+    schedule is looked at every step, as BOINC's emulator does.
+
+    One walk of the queued jobs gives the slack, the slice bound (as slice_bound computes
+    it) and the least distance from the threshold: a job is within the bound of it if and
+    only if the least distance is. policies/boinc7.pxd types it (the jobs as JobStates, the
+    numbers in C doubles, with the same operations in the same order)."""
     buf_min = em.work_buf_min
-    if near > 0:
-        for p in em.projects:
-            for j in p.jobs:
-                if abs(j.deadline - buf_min - j.rr_finish) < near:
-                    return 0.0
-    margin = math.inf
+    exact = em.exact_estimates
+    near_steps = em.bce
+    fracs = [res.overall_frac for res in em.resources]
+    speedup = 1.0 / fracs[0] - 1.0
+    for r in range(1, len(fracs)):
+        s = 1.0 / fracs[r] - 1.0
+        if s > speedup:  # max() over the resources
+            speedup = s
+    inf = INF
+    longest = 0.0
+    nearest = inf
+    margin = inf
     for p in em.projects:
         for j in p.jobs:
-            slack = j.deadline - buf_min - j.rr_finish
+            deadline = j.deadline
+            finish = j.rr_finish
+            slack = deadline - buf_min - finish
+            if near_steps:
+                distance = abs(slack)
+                if distance < nearest:
+                    nearest = distance
+                # work_fetch.slice_bound's step
+                rsc = j.rsc
+                frac = fracs[rsc]
+                flops = j.flops
+                if flops > 0 and frac > 0:
+                    if exact:
+                        rem = j.flops_left
+                    else:
+                        fpops_est = j.fpops_est
+                        done = j.done
+                        rem = fpops_est - done
+                    left = (0.0 if 0.0 > rem else rem) / (flops * frac)
+                    if left < inf and left > longest:
+                        longest = left
             if not j.rr_miss:
                 m = 0.0 if 0.0 > slack else slack  # max(slack, 0.0)
             elif speedup > 0:
@@ -144,27 +192,39 @@ def miss_margin(em, speedup: float, near: float) -> float:
                 continue
             if m < margin:  # min(margin, m)
                 margin = m
-    return margin
+    near = 0.0
+    if near_steps:
+        near = longest / 10.0
+        if not near > 3600.0:
+            near = 3600.0  # max(3600.0, longest / 10.0)
+        if nearest < near:
+            return 0.0, near
+    return margin, near
 
 
 def order_margin(projects, rate: dict, lam: float) -> float:
-    """Boinc7._order_margin's curves and their crossings: for each project with jobs and a
-    share, its REC per unit of share as a + b e^(-lam t), and the first t > 0 at which two
-    of them cross. policies/boinc7.pxd types it (the projects as ProjectStates, the curves'
-    numbers in C doubles, with the same operations in the same order)."""
-    curves = []
+    """The curves of the projects' REC per unit of share and their crossings: for each
+    project with jobs and a share, a + b e^(-lam t), and the first t > 0 at which two of
+    them cross (the difference of two such curves changes sign at most once, at a
+    closed-form time). policies/boinc7.pxd types it (the projects as ProjectStates, the
+    curves' numbers in C doubles, with the same operations in the same order)."""
+    ca = []
+    cb = []
     for p in projects:
         if p.jobs and p.share > 0:
             share = p.share
             r = rate.get(p, 0.0)
-            curves.append((r / share, (p.rec - r) / share))
-    margin = math.inf
-    n = len(curves)
+            rec = p.rec
+            ca.append(r / share)
+            cb.append((rec - r) / share)
+    margin = INF
+    n = len(ca)
     for i in range(n):
-        a1, b1 = curves[i]
+        a1 = ca[i]
+        b1 = cb[i]
         for k in range(i + 1, n):
-            a2, b2 = curves[k]
-            a, b = a1 - a2, b1 - b2
+            a = a1 - ca[k]
+            b = b1 - cb[k]
             if b != 0 and 0.0 < -a / b < 1.0:
                 m = -math.log(-a / b) / lam
                 if m < margin:  # min(margin, m)
