@@ -5,9 +5,12 @@
 # ProjectStates (state.pxd), whose attributes the picks, the sort keys and enforce_run_list
 # read from their C structure.
 
+# The emulator is an EmulatorState (state.pxd): its settings and state are read from its C
+# structure, without the interpreter's look-ups.
+
 cimport cython
 
-from scheduling.engine.state cimport JobState, ProjectState
+from scheduling.engine.state cimport EmulatorState, JobState, ProjectState
 
 
 @cython.final
@@ -52,7 +55,7 @@ cdef class _Picks:
 
 
 @cython.locals(j=JobState, p=ProjectState, period=double, t=double, last=double)
-cpdef promote_once_ran_edf(em, now, rr)
+cpdef promote_once_ran_edf(EmulatorState em, now, rr)
 
 cpdef tuple more_important_key(JobState j)
 
@@ -69,19 +72,19 @@ cpdef list _by_arrival(jobs)
 cpdef bint _listed(list run_list, JobState j) except -1
 
 @cython.locals(p=ProjectState)
-cpdef _earliest_deadline_result(em, _Candidates cands, int r, dict misses, set taken, key)
+cpdef _earliest_deadline_result(EmulatorState em, _Candidates cands, int r, dict misses, set taken, key)
 
 @cython.locals(
     picks=_Picks, k=int, mc=int, used_st=double, used_mt=double, cpu=bint, place="int[::1]", j=JobState,
     p=ProjectState, ri=Py_ssize_t, nres=Py_ssize_t, r=int, cands=_Candidates, limit=double, taken=set, out=list,
     pick_log=list, misses=dict,
 )
-cpdef list make_run_list(em, now, rr, use_edf, gpu_allowed=*)
+cpdef list make_run_list(EmulatorState em, now, rr, use_edf, gpu_allowed=*)
 
 
-cpdef next_checkpoint_after(em, JobState j, t)
+cpdef next_checkpoint_after(EmulatorState em, JobState j, t)
 
-cpdef bint finished_time_slice(em, JobState j, now) except -1
+cpdef bint finished_time_slice(EmulatorState em, JobState j, now) except -1
 
 @cython.locals(u=double)
 cpdef bint _has_free(list usage) except -1
@@ -93,7 +96,7 @@ cpdef bint _reserve_gpu(list usage, double x) except -1
     ncpus=double, ncpus_used=double, rsc=int, avg_ncpus=double, extra=int, seq=Py_ssize_t, n=Py_ssize_t, j=JobState,
     ordered=list, bce=bint, period=double, slice_end=double, chosen=list, napp=dict, devices=dict,
 )
-cpdef list enforce(em, now, list run_list, gpu_allowed, keep_unfinished=*)
+cpdef list enforce(EmulatorState em, now, list run_list, gpu_allowed, keep_unfinished=*)
 
 cpdef list _devices_of(j, Py_ssize_t count)
 
@@ -109,14 +112,14 @@ cpdef bint _holds(list held, j) except -1
 cpdef str _why(JobState j)
 
 @cython.locals(j=JobState, p=ProjectState)
-cpdef bint queued_jobs_waiting(em) except -1
+cpdef bint queued_jobs_waiting(EmulatorState em) except -1
 
-cpdef preemptible_at(em, JobState j)
+cpdef preemptible_at(EmulatorState em, JobState j)
 
 @cython.locals(j=JobState)
-cpdef first_preemptible_at(em)
+cpdef first_preemptible_at(EmulatorState em)
 
-cpdef _runtime_remaining(em, JobState j)
+cpdef _runtime_remaining(EmulatorState em, JobState j)
 
 cpdef _results_index(JobState j)
 

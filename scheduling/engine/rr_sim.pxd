@@ -5,15 +5,17 @@
 # its order. A simulation's RoundRobin, its RRResult and their RscSims are C types whose
 # attributes are Python objects, as their __slots__ and attributes were: made and read at
 # every simulation without the interpreter's look-ups; RoundRobin's times, counts and flags
-# are C doubles, ints and bints, and its tail (after the last job) runs over them in C.
+# are C doubles, ints and bints, and its tail (after the last job) runs over them in C. The
+# emulator is an EmulatorState (state.pxd), whose settings and state are read from its C
+# structure.
 
 cimport cython
 
-from scheduling.engine.state cimport JobState
+from scheduling.engine.state cimport EmulatorState, JobState
 
 
 @cython.locals(j=JobState)
-cpdef dict credit_rates(em)
+cpdef dict credit_rates(EmulatorState em)
 
 
 cpdef _static(em)
@@ -29,7 +31,8 @@ cdef class RRResult:
 
 
 cdef class RoundRobin:
-    cdef public object em, static, caps, projects, result, mc_cap, busy
+    cdef public EmulatorState em
+    cdef public object static, caps, projects, result, mc_cap, busy
     cdef public double now, buf_end, sim_now, rec_sum
     cdef public int nr, steps, max_steps
     cdef public bint detail, by_priority, gpu_cpu

@@ -321,6 +321,26 @@ def handle_reply(em, p, requests: dict, received: dict, now: float, rng) -> list
     return notes
 
 
+def job_slice_left(j, fracs: list, exact: bool) -> float:
+    """A job's part of slice_bound: its time left at its resource's speed (its FLOPs left,
+    JobState.est_flops_remaining, over its FLOPS x the resource's overall_frac), or 0.0 when
+    that is not a finite time."""
+    inf = INF
+    frac = fracs[j.rsc]
+    flops = j.flops
+    if flops > 0 and frac > 0:
+        if exact:
+            rem = j.flops_left
+        else:
+            fpops_est = j.fpops_est
+            done = j.done
+            rem = fpops_est - done
+        left = (0.0 if 0.0 > rem else rem) / (flops * frac)
+        if left < inf:
+            return left
+    return 0.0
+
+
 def slice_bound(em) -> float:
     """The longest time-slice step of a BOINC round-robin simulation of the jobs queued now."""
     return _slice_bound(em.projects, em.resources, em.exact_estimates)
@@ -329,23 +349,12 @@ def slice_bound(em) -> float:
 def _slice_bound(projects, resources, exact) -> float:
     """slice_bound of the projects' jobs, with the emulator's attributes read by the caller."""
     longest = 0.0
-    inf = INF
     fracs = [res.overall_frac for res in resources]
     for p in projects:
         for j in p.jobs:
-            rsc = j.rsc
-            frac = fracs[rsc]
-            flops = j.flops
-            if flops > 0 and frac > 0:
-                if exact:
-                    rem = j.flops_left
-                else:
-                    fpops_est = j.fpops_est
-                    done = j.done
-                    rem = fpops_est - done  # JobState.est_flops_remaining
-                left = (0.0 if 0.0 > rem else rem) / (flops * frac)
-                if left < inf and left > longest:  # max(longest, left)
-                    longest = left
+            left = job_slice_left(j, fracs, exact)
+            if left > longest:  # max(longest, left)
+                longest = left
     longest = longest / 10.0
     return longest if longest > 3600.0 else 3600.0  # max(3600.0, longest / 10.0)
 

@@ -5,25 +5,27 @@
 # The typed functions of other modules it calls at every planning step or fetch check are
 # cimported from their .pxd, so that they are called as C functions.
 
+# The emulator is an EmulatorState (state.pxd): its settings and state are read from its C
+# structure, without the interpreter's look-ups.
+
 cimport cython
 
 from scheduling.engine.cpu_sched cimport first_preemptible_at, queued_jobs_waiting
 from scheduling.engine.rr_sim cimport credit_rates
-from scheduling.engine.state cimport JobState, ProjectState
-from scheduling.engine.work_fetch cimport choose_project, next_check
+from scheduling.engine.state cimport EmulatorState, JobState, ProjectState
+from scheduling.engine.work_fetch cimport choose_project, job_slice_left, next_check
 
 
 @cython.locals(crossing=double, reorder=double)
-cpdef double edf_check_margin(em, now, rr, double margin) except? -1.0
+cpdef double edf_check_margin(EmulatorState em, now, rr, double margin) except? -1.0
 
 
 @cython.locals(
     p=ProjectState, j=JobState, buf_min=double, exact=bint, near_steps=bint, fracs=list, speedup=double, s=double,
     r=Py_ssize_t, inf=double, longest=double, nearest=double, margin=double, deadline=double, finish=double,
-    slack=double, distance=double, rsc=Py_ssize_t, frac=double, flops=double, rem=double, fpops_est=double,
-    done=double, left=double, m=double, near=double,
+    slack=double, distance=double, left=double, m=double, near=double,
 )
-cpdef tuple edf_margin(em)
+cpdef tuple edf_margin(EmulatorState em)
 
 
 @cython.locals(

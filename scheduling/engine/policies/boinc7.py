@@ -12,7 +12,7 @@ import math
 
 from ..cpu_sched import JUST_AFTER, enforce, first_preemptible_at, make_run_list, queued_jobs_waiting
 from ..rr_sim import credit_rates, order_can_change_misses, order_time, rr_simulate
-from ..work_fetch import choose_project, handle_reply, next_check, no_fetch_reason, piggyback
+from ..work_fetch import choose_project, handle_reply, job_slice_left, next_check, no_fetch_reason, piggyback
 
 LN2 = math.log(2.0)
 INF = math.inf
@@ -171,19 +171,9 @@ def edf_margin(em) -> tuple[float, float]:
                 if distance < nearest:
                     nearest = distance
                 # work_fetch.slice_bound's step
-                rsc = j.rsc
-                frac = fracs[rsc]
-                flops = j.flops
-                if flops > 0 and frac > 0:
-                    if exact:
-                        rem = j.flops_left
-                    else:
-                        fpops_est = j.fpops_est
-                        done = j.done
-                        rem = fpops_est - done
-                    left = (0.0 if 0.0 > rem else rem) / (flops * frac)
-                    if left < inf and left > longest:
-                        longest = left
+                left = job_slice_left(j, fracs, exact)
+                if left > longest:
+                    longest = left
             if not j.rr_miss:
                 m = 0.0 if 0.0 > slack else slack  # max(slack, 0.0)
             elif speedup > 0:
