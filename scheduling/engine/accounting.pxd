@@ -8,9 +8,11 @@
 
 cimport cython
 
+from scheduling.engine.rec cimport update_average
 from scheduling.engine.state cimport EmulatorState, JobState, ProjectState
 
 
+@cython.locals(cpu_on=bint, gpu_on=bint, running=list, last=tuple)
 cpdef set_rates(EmulatorState em)
 
 @cython.locals(

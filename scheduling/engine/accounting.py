@@ -68,6 +68,7 @@ class Accounting:
 
     def _init_accounting(self) -> None:
         self.cpu_scale = 1.0
+        self._rates_of: tuple | None = None  # what the running jobs' rates were set for (set_rates)
         # credits per instance-second of each resource (REC, adjust_rec)
         limit = self.prefs.cpu_usage_limit / 100.0
         self.credit_scale = [limit * self.cpu_flops * res.relative_speed * COBBLESTONE_SCALE for res in self.resources]
@@ -183,8 +184,18 @@ class Accounting:
 
 def set_rates(em) -> None:
     """Accounting._rates: every running job's FLOPS for the coming interval, and cpu_scale
-    (§3). accounting.pxd types the emulator as an EmulatorState (state.pxd)."""
-    em.cpu_scale = job_rates(em.running, em.on and em.active or em.bce, em.gpu_acct, em.n_usable_cpus, em.bce)
+    (§3). The rates follow from the running jobs, in their order, and from whether CPUs and
+    GPUs compute, and nothing else sets them: when those are as at the last call
+    (`_rates_of`), the rates and cpu_scale it set still hold. accounting.pxd types the
+    emulator as an EmulatorState (state.pxd)."""
+    cpu_on = em.on and em.active or em.bce
+    gpu_on = em.gpu_acct
+    running = em.running
+    last = em._rates_of
+    if last is not None and last[0] == cpu_on and last[1] == gpu_on and last[2] == running:
+        return
+    em.cpu_scale = job_rates(running, cpu_on, gpu_on, em.n_usable_cpus, em.bce)
+    em._rates_of = (cpu_on, gpu_on, list(running))
 
 
 def advance_interval(em, t1: float) -> None:
@@ -346,7 +357,9 @@ def advance_jobs(acct, running, t0, dt, bce, scale, cpu_flops, resources, flops_
     """Accounting._advance's walk of the running jobs over [t0, t0 + dt]: their progress,
     checkpoints, peak FLOPs and elapsed time, the jobs that end (appended to `finished`), the
     projects that compute (added to `executing`) and the instance-seconds for REC (appended to
-    `usage`); returns the host's FLOPs used. accounting.pxd types the jobs as JobStates
+    `usage` for advance_interval, which splits them at a job's end; under bce, where the
+    interval is never split, added straight to the projects' secs_this_interval, in the same
+    order); returns the host's FLOPs used. accounting.pxd types the jobs as JobStates
     (state.pxd), whose attributes it reads from their C structure."""
     for j in running:
         rate = j.rate
@@ -360,8 +373,9 @@ def advance_jobs(acct, running, t0, dt, bce, scale, cpu_flops, resources, flops_
                 if j.rsc:
                     # and REC counts the instance-seconds of every scheduled job
                     # (adjust_rec, accumulate_inst_sec), computing or not
-                    usage.append((j.project, j.rsc, j.gpu_usage, dt))
-                    usage.append((j.project, 0, j.avg_ncpus, dt))
+                    secs = j.project.secs_this_interval
+                    secs[j.rsc] += dt * j.gpu_usage
+                    secs[0] += dt * j.avg_ncpus
             continue
         p = j.project
         executing.add(p)
@@ -425,15 +439,20 @@ def advance_jobs(acct, running, t0, dt, bce, scale, cpu_flops, resources, flops_
             ncpus = j.avg_ncpus * scale if bce else j.avg_ncpus
             peak = (ncpus + j.gpu_usage * resources[j.rsc].relative_speed) * cpu_flops
             # REC counts a scheduled job over the whole step under bce (adjust_rec)
-            usage.append((p, j.rsc, j.gpu_usage, dt if bce else run_time))
-            usage.append((p, 0, j.avg_ncpus, dt if bce else run_time))
+            if bce:
+                secs = p.secs_this_interval
+                secs[j.rsc] += dt * j.gpu_usage
+                secs[0] += dt * j.avg_ncpus
+            else:
+                usage.append((p, j.rsc, j.gpu_usage, run_time))
+                usage.append((p, 0, j.avg_ncpus, run_time))
             p.wall_rsc_interval[j.rsc] += run_time * j.gpu_usage
         else:
             peak = j.avg_ncpus * scale * cpu_flops
             # BOINC counts a CPU job's instance-seconds for REC at its full CPU count
             # (accumulate_inst_sec); intended counts the CPU time it got
             if bce:
-                usage.append((p, 0, j.avg_ncpus, dt))
+                p.secs_this_interval[0] += dt * j.avg_ncpus
             else:
                 usage.append((p, 0, j.avg_ncpus * scale, run_time))
             p.wall_cpu_interval += run_time * j.avg_ncpus

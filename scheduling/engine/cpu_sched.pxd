@@ -77,7 +77,7 @@ cpdef _earliest_deadline_result(EmulatorState em, _Candidates cands, int r, dict
 @cython.locals(
     picks=_Picks, k=int, mc=int, used_st=double, used_mt=double, cpu=bint, place="int[::1]", j=JobState,
     p=ProjectState, ri=Py_ssize_t, nres=Py_ssize_t, r=int, cands=_Candidates, limit=double, taken=set, out=list,
-    pick_log=list, misses=dict,
+    pick_log=list, misses=dict, logs=bint,
 )
 cpdef list make_run_list(EmulatorState em, now, rr, use_edf, gpu_allowed=*)
 

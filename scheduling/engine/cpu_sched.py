@@ -372,10 +372,13 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
     over a CPU job at its app's max_concurrent")."""
     promote_once_ran_edf(em, now, rr)
     rec_sum = priority_init_with_jobs(em.projects, em.bce)
-    # the priorities this list starts from, which the decision log quotes
-    em.pick_table = {-1: [(p.name, p.priority) for p in em.project_order if p.jobs]}
+    # the priorities this list starts from and the picks' values, which the decision log
+    # quotes; a run that keeps no series writes no decision log, and keeps none of them
+    logs = em.keeps_series
     pick_log: list = []
-    em.pick_log = {-1: pick_log}
+    if logs:
+        em.pick_table = {-1: [(p.name, p.priority) for p in em.project_order if p.jobs]}
+        em.pick_log = {-1: pick_log}
     misses = dict(rr.misses)
     taken: set = set()
     out: list = []
@@ -423,15 +426,17 @@ def make_run_list(em, now: float, rr, use_edf: bool, gpu_allowed: bool = True) -
                     misses[(p.index, r)] = misses.get((p.index, r), 0) - 1
                 k = place[p.index]
                 j.edf = edf_pass
-                j.pick_value = picks.priority[k]
-                j.pick_seq = len(pick_log)
+                if logs:
+                    j.pick_value = picks.priority[k]
+                    j.pick_seq = len(pick_log)
                 out.append(j)
                 if cpu and j.avg_ncpus > 1:
                     used_mt += j.avg_ncpus
                 elif cpu:
                     used_st += j.avg_ncpus
                 picks.charge(k, j.peak_flops)
-                pick_log.append((p.name, picks.priority[k]))
+                if logs:
+                    pick_log.append((p.name, picks.priority[k]))
     picks.write_back()
     return out
 

@@ -264,6 +264,7 @@ class Emulator(EmulatorState, HostAvailability, JobLifecycle, Accounting, Schedu
         state = {name: getattr(self, name) for name in EMULATOR_FIELDS if hasattr(self, name)}
         state.update(self.__dict__)
         state.pop("_push", None)
+        state.pop("_rates_of", None)  # set again by the next set_rates
         # the round-robin simulations' and make_run_list's columns are working space, made
         # again at the next one
         state.pop("_rr_by_priority", None)
@@ -273,6 +274,7 @@ class Emulator(EmulatorState, HostAvailability, JobLifecycle, Accounting, Schedu
 
     def __setstate__(self, state: dict) -> None:
         state.setdefault("keeps_series", True)  # a run pickled before runs could keep none
+        state.setdefault("_rates_of", None)
         for name, value in state.items():
             setattr(self, name, value)
         if "_heap" in state:

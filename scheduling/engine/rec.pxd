@@ -3,12 +3,16 @@
 # every work-fetch check runs over all the projects, walks them as ProjectStates (state.pxd)
 # and calls compute_priority as a C function; the numbers stay Python floats but for the sums
 # of the shares and RECs, C doubles added in the same order, with the pure-Python module's
-# operations in its order.
+# operations in its order. update_average, which REC's accounting calls for every project at
+# every event, computes in C doubles, with the same operations in the same order.
 
 cimport cython
 
 from scheduling.engine.state cimport ProjectState
 
+
+@cython.locals(diff=double, w=double)
+cpdef tuple update_average(double now, double start, double work, double half_life, double avg, double avg_time)
 
 @cython.locals(p=ProjectState)
 cpdef double priority_init(projects, selected, bce=*) except? -1.0

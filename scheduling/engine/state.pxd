@@ -46,6 +46,7 @@ cdef class EmulatorState:
     cdef public double gpu_active_time
     cdef public long events, epoch, state_version
     cdef public bint bce, exact_estimates, fixed_step, ended, on, active, connected, gpu_active, gpu_acct
-    cdef public bint rec_acct, gpu_seen, gpu_recheck, must_schedule, rpc_this_instant
+    cdef public bint rec_acct, gpu_seen, gpu_recheck, must_schedule, rpc_this_instant, keeps_series
     cdef public list projects, resources, running, project_order
     cdef public object policy, prefs, n_usable_cpus, cpu_flops, sample_interval, _rr_cache, _push
+    cdef public object _rates_of

@@ -317,6 +317,7 @@ EMULATOR_FLAGS = (
     "gpu_recheck",
     "must_schedule",
     "rpc_this_instant",
+    "keeps_series",
 )
 EMULATOR_OBJECTS = (
     "projects",
@@ -330,6 +331,7 @@ EMULATOR_OBJECTS = (
     "sample_interval",
     "_rr_cache",
     "_push",
+    "_rates_of",
 )
 EMULATOR_FIELDS = EMULATOR_FLOATS + EMULATOR_INTS + EMULATOR_FLAGS + EMULATOR_OBJECTS
 
