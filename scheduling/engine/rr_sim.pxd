@@ -1,6 +1,6 @@
 # C types of rr_sim.py for the compiled core (build.py): Cython reads this file beside the
 # module's source, which stays plain Python. credit_rates, which the event planning calls
-# at every decision (Boinc7._order_margin, rec_drift), reads the running jobs as JobStates
+# at every decision (boinc7.edf_check_margin, rec_drift), reads the running jobs as JobStates
 # (state.pxd); the numbers stay Python floats, with the pure-Python module's operations in
 # its order. A simulation's RoundRobin, its RRResult and their RscSims are C types whose
 # attributes are Python objects, as their __slots__ and attributes were: made and read at
