@@ -329,13 +329,7 @@ def job_slice_left(j, fracs: list, exact: bool) -> float:
     frac = fracs[j.rsc]
     flops = j.flops
     if flops > 0 and frac > 0:
-        if exact:
-            rem = j.flops_left
-        else:
-            fpops_est = j.fpops_est
-            done = j.done
-            rem = fpops_est - done
-        left = (0.0 if 0.0 > rem else rem) / (flops * frac)
+        left = _flops_remaining(j, exact) / (flops * frac)
         if left < inf:
             return left
     return 0.0
