@@ -35,6 +35,12 @@ def project(name, jobs=(), share=100.0, apps=None, **kw):
     return Project(name=name, resource_share=share, apps=apps or (cpu_app(),), jobs=tuple(jobs), **kw)
 
 
+def gpu_app(name="g", ncpus=0.5, **kw):
+    """An NVIDIA app of one version: a whole GPU and `ncpus` CPUs per job, 1-hour estimates."""
+    version = AppVersion(avg_ncpus=ncpus, flops=GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0, plan_class="cuda")
+    return App(name=name, versions=(version,), latency_bound=10 * 86400.0, fpops_est=HOUR * GFLOPS, **kw)
+
+
 def scenario(*projects, ncpus=1, gpus=(), prefs=None, host=None):
     return Scenario(
         host=host or Host(ncpus=ncpus, cpu_flops=GFLOPS, gpus=tuple(gpus)),
@@ -56,8 +62,27 @@ __all__ = [
     "Scenario",
     "HOUR",
     "GFLOPS",
+    "boinc7_emulator",
     "cpu_app",
+    "gpu_app",
     "job",
     "project",
     "scenario",
 ]
+
+
+def boinc7_emulator(s, compat="intended", *, duration=60, seed=1, existing_jobs_only=False):
+    """An emulator of `s` under boinc7 with BCE's 60 s step."""
+    from scheduling.engine import get_policy
+    from scheduling.engine.emulator import Emulator
+
+    return Emulator(
+        s,
+        get_policy("boinc7"),
+        duration=duration,
+        delta=60,
+        seed=seed,
+        compat=compat,
+        existing_jobs_only=existing_jobs_only,
+        policy_name="boinc7",
+    )

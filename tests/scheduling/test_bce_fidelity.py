@@ -7,9 +7,8 @@ import types
 
 import pytest
 
-from scheduling.engine import get_policy, read_pcdr, rr_snapshot, run
+from scheduling.engine import read_pcdr, rr_snapshot, run
 from scheduling.engine.cpu_sched import enforce, make_run_list
-from scheduling.engine.emulator import Emulator
 
 from .helpers import (
     GFLOPS,
@@ -21,6 +20,7 @@ from .helpers import (
     Host,
     InitialJob,
     Prefs,
+    boinc7_emulator,
     cpu_app,
     job,
     project,
@@ -28,20 +28,6 @@ from .helpers import (
 )
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def boinc7_emulator(s, duration, compat, seed=1):
-    """An emulator of ``s`` under boinc7 with BCE's 60 s step, the scenario's jobs only."""
-    return Emulator(
-        s,
-        get_policy("boinc7"),
-        duration=duration,
-        delta=60,
-        seed=seed,
-        compat=compat,
-        existing_jobs_only=True,
-        policy_name="boinc7",
-    )
 
 
 def urgent_work_behind_a_running_job():
@@ -114,7 +100,7 @@ def gpu_job_on_an_intermittent_gpu():
 
 
 def emulate(s, compat, duration):
-    em = boinc7_emulator(s, duration, compat, seed=3)
+    em = boinc7_emulator(s, compat, duration=duration, seed=3, existing_jobs_only=True)
     return em, em.run()
 
 
@@ -407,7 +393,9 @@ def test_a_report_asks_for_work_of_a_resource_the_project_is_backed_off_for(comp
     # on two CPUs leaves a CPU idle, so the CPU buffer is below work_buf_total.
     from scheduling.engine import work_fetch
 
-    em = boinc7_emulator(scenario(project("P", [job("a", hours=1.0)]), ncpus=2), HOUR, compat)
+    em = boinc7_emulator(
+        scenario(project("P", [job("a", hours=1.0)]), ncpus=2), compat, duration=HOUR, existing_jobs_only=True
+    )
     p = em.projects[0]
     p.backoff_time[0] = 1000.0
     p.backoff_interval[0] = 600.0
@@ -451,7 +439,7 @@ def test_a_project_that_would_ask_for_nothing_gives_the_work_fetch_to_the_next_o
     b = project("B", share=0.0, apps=(cpu_app(), gpu_app))
     c = project("C", share=100.0, apps=(cpu_app(), gpu_app))
     prefs = Prefs(work_buf_min_days=0.01, work_buf_additional_days=0.01)
-    em = boinc7_emulator(scenario(a, b, c, host=host, prefs=prefs), HOUR, compat)
+    em = boinc7_emulator(scenario(a, b, c, host=host, prefs=prefs), compat, duration=HOUR, existing_jobs_only=True)
     pa, pb, pc = em.projects
     pb.rec = 1.0
     pc.backoff_time[:] = [1000.0, 1000.0]
@@ -488,7 +476,7 @@ def test_under_bce_a_gpu_jobs_cpu_part_of_its_peak_flops_is_scaled_with_the_cpu_
         ),
         host=host,
     )
-    em = boinc7_emulator(s, HOUR, compat)
+    em = boinc7_emulator(s, compat, duration=HOUR, existing_jobs_only=True)
     em.run()
     cpu_job, gpu_job = sorted(em.all_jobs, key=lambda j: j.rsc)
     assert em.cpu_scale == pytest.approx(0.5)
@@ -507,7 +495,7 @@ def test_under_bce_the_step_in_which_a_job_ends_is_charged_whole(compat):
     # [60, 120]: under bce 120 s of peak FLOPs and, elapsed time counting twice, 240 s of
     # elapsed time; intended counts the 90 s it computed.
     s = scenario(project("P", [job("j", hours=90 / HOUR)]), ncpus=1)
-    em = boinc7_emulator(s, 600, compat)
+    em = boinc7_emulator(s, compat, duration=600, existing_jobs_only=True)
     result = em.run()
     (j,) = em.all_jobs
     charged = 120.0 if compat == "bce" else 90.0
@@ -530,7 +518,7 @@ def test_under_bce_jobs_that_end_in_one_step_update_the_dcf_in_the_order_of_thei
         return InitialJob(name=name, app="a", fpops=size, fpops_est=size, deadline=10 * 86400.0, received=received)
 
     s = scenario(project("P", [sized("A", 3650.0, -10.0), sized("B", 3620.0, 0.0)]), ncpus=2)
-    em = boinc7_emulator(s, 2 * HOUR, "bce")
+    em = boinc7_emulator(s, "bce", duration=2 * HOUR, existing_jobs_only=True)
     em.run()
     raw_a, raw_b = 7320.0 / 3650.0, 7320.0 / 3620.0
     assert em.projects[0].dcf == 0.9 * raw_a + 0.1 * raw_b
@@ -583,7 +571,7 @@ def test_under_bce_running_jobs_appended_to_the_run_list_keep_their_cpu_in_arriv
         project("P", apps=(cpu_app(),)),
         ncpus=2,
     )
-    em = boinc7_emulator(s, 60, "bce")
+    em = boinc7_emulator(s, "bce", duration=60, existing_jobs_only=True)
     em.run()
     assert [j.name for j in em.running] == ["B", "A"]
     p = em.projects[1]
@@ -624,7 +612,7 @@ def test_a_project_whose_dcf_is_90_or_more_has_every_job_taken_as_a_deadline_mis
     no_misses = types.SimpleNamespace(misses={})
     listed = {}
     for dcf in (90.0, 89.9):
-        em = boinc7_emulator(s, 60, compat)
+        em = boinc7_emulator(s, compat, duration=60, existing_jobs_only=True)
         em.run()
         em.projects[1].dcf = dcf
         listed[dcf] = [(j.name, j.edf) for j in make_run_list(em, 60.0, no_misses, True)]
@@ -672,7 +660,7 @@ def test_under_bce_a_jobs_flops_left_lose_one_steps_work_at_a_time(compat):
     # one ulp from the size less 300 s of work (…7.143), which intended keeps.
     flops = 1.1 * GFLOPS / 7
     size = HOUR * GFLOPS
-    em = boinc7_emulator(slow_job_scenario(flops), 300, compat)
+    em = boinc7_emulator(slow_job_scenario(flops), compat, duration=300, existing_jobs_only=True)
     em.run()
     (j,) = em.all_jobs
     stepwise = size
@@ -702,7 +690,7 @@ def test_under_bce_cpu_scale_adds_the_cpu_and_gpu_jobs_shares_apart_in_task_orde
         project("P", apps=tuple(apps)),
         host=Host(ncpus=2, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 1, GFLOPS),)),
     )
-    em = boinc7_emulator(s, 60, "bce")
+    em = boinc7_emulator(s, "bce", duration=60, existing_jobs_only=True)
     p = em.projects[0]
     jobs = []
     for seq, app in enumerate(p.spec.apps):
@@ -730,7 +718,7 @@ def test_under_bce_a_project_held_back_by_a_zero_mc_shortfall_is_looked_at_the_n
     from scheduling.engine import work_fetch
 
     s = scenario(project("P", [job("J")]), ncpus=1)
-    em = boinc7_emulator(s, 60, compat)
+    em = boinc7_emulator(s, compat, duration=60, existing_jobs_only=True)
     em.run()
     em.projects[0].fetch_ok[0] = True
 
@@ -755,7 +743,7 @@ def test_under_bce_the_next_fetch_check_allows_for_every_running_job(compat):
     from scheduling.engine import work_fetch
 
     s = scenario(project("P", [job("J1", hours=20.0), job("J2", hours=20.0)]), ncpus=2)
-    em = boinc7_emulator(s, 60, compat)
+    em = boinc7_emulator(s, compat, duration=60, existing_jobs_only=True)
     em.run()
     assert len(em.running) == 2
     rr = types.SimpleNamespace(

@@ -1,13 +1,27 @@
 """max_concurrent (reference/client.md §6.3 enforce step 5, §6.4, §6.5)."""
 
-from scheduling.engine import get_policy, rr_snapshot, run
+from scheduling.engine import rr_snapshot, run
 from scheduling.engine.cpu_sched import make_run_list
-from scheduling.engine.emulator import Emulator
 from scheduling.engine.readers import project_dir, read_app_config
 from scheduling.engine.rr_sim import rr_simulate
 from scheduling.engine.work_fetch import set_request
 
-from .helpers import GFLOPS, HOUR, App, AppVersion, GpuType, Host, InitialJob, Prefs, cpu_app, job, project, scenario
+from .helpers import (
+    GFLOPS,
+    HOUR,
+    App,
+    AppVersion,
+    GpuType,
+    Host,
+    InitialJob,
+    Prefs,
+    boinc7_emulator,
+    cpu_app,
+    gpu_app,
+    job,
+    project,
+    scenario,
+)
 
 
 def limited(n_jobs=4, mc=2):
@@ -37,42 +51,12 @@ def test_the_round_robin_simulation_runs_two_at_a_time_and_counts_the_idle_cpus(
 
 
 def test_a_limited_project_asks_for_its_mc_shortfall_and_no_instances():
-    from scheduling.engine import get_policy
-    from scheduling.engine.emulator import Emulator
-
-    em = Emulator(
-        limited(n_jobs=0),
-        get_policy("boinc7"),
-        duration=60,
-        delta=60,
-        seed=1,
-        compat="intended",
-        existing_jobs_only=False,
-        policy_name="boinc7",
-    )
+    em = boinc7_emulator(limited(n_jobs=0))
     rr = rr_simulate(em, 0.0)
     buffer = em.work_buf_total
     # with no jobs, its limit lets it fill 2 of the 4 CPUs up to the buffer end
     assert rr.mc_shortfall[(0, 0)] == 2 * buffer
     assert set_request(em, em.projects[0], 0, rr, 1.0) == (2 * buffer, 0.0)
-
-
-def _emulator(s, compat):
-    return Emulator(
-        s,
-        get_policy("boinc7"),
-        duration=60,
-        delta=60,
-        seed=1,
-        compat=compat,
-        existing_jobs_only=False,
-        policy_name="boinc7",
-    )
-
-
-def _gpu_app(name="g", ncpus=0.5, **kw):
-    version = AppVersion(avg_ncpus=ncpus, flops=GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0, plan_class="cuda")
-    return App(name=name, versions=(version,), latency_bound=10 * 86400.0, fpops_est=HOUR * GFLOPS, **kw)
 
 
 def test_any_limited_app_makes_the_project_ask_for_its_smallest_limit_times_its_largest_usage():
@@ -87,7 +71,7 @@ def test_any_limited_app_makes_the_project_ask_for_its_smallest_limit_times_its_
         host=Host(ncpus=11, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 2, GFLOPS),)),
     )
     for compat in ("bce", "intended"):
-        em = _emulator(s, compat)
+        em = boinc7_emulator(s, compat)
         rr = rr_simulate(em, 0.0)
         buffer = em.work_buf_total
         assert rr.mc_shortfall[(0, 0)] == 8 * buffer
@@ -121,11 +105,11 @@ def test_under_bce_gpu_jobs_cpu_shares_pile_up_in_the_cpu_count_of_a_project_wit
         return InitialJob(name=name, app="g", fpops=size, fpops_est=size, deadline=10 * 86400.0, resource="NVIDIA")
 
     s = scenario(
-        project("P", [gpu_job("g1", 1), gpu_job("g2", 2)], apps=(_gpu_app(max_concurrent=2),), app_config=True),
+        project("P", [gpu_job("g1", 1), gpu_job("g2", 2)], apps=(gpu_app(max_concurrent=2),), app_config=True),
         prefs=Prefs(work_buf_min_days=2 / 24, work_buf_additional_days=2 / 24),
         host=Host(ncpus=4, cpu_flops=GFLOPS, gpus=(GpuType("NVIDIA", 2, GFLOPS),)),
     )
-    em = _emulator(s, "bce")
+    em = boinc7_emulator(s, "bce")
     rr = rr_simulate(em, 0.0)
     assert rr.mc_shortfall[(0, 0)] == (1.0 + 0.5 + 2 * 0.5) * HOUR
     assert rr.mc_shortfall[(0, 1)] == (0.0 + 1.0 + 2 * 2.0) * HOUR
@@ -141,7 +125,7 @@ def test_a_wacky_dcf_asks_for_nothing_when_there_is_no_shortfall():
         ncpus=2,
         prefs=Prefs(work_buf_min_days=0.05, work_buf_additional_days=0.05),
     )
-    em = _emulator(s, "bce")
+    em = boinc7_emulator(s, "bce")
     p = em.projects[0]
     p.dcf = 100.0
     rr = rr_simulate(em, 0.0)
@@ -158,7 +142,7 @@ def test_make_run_list_passes_over_a_cpu_job_whose_app_is_at_its_max_concurrent(
         ncpus=2,
     )
     for compat in ("bce", "intended"):
-        em = _emulator(s, compat)
+        em = boinc7_emulator(s, compat)
         listed = [j.name for j in make_run_list(em, 0.0, em.rr(), True)]
         assert len(listed) == 2 and "q0" in listed, (compat, listed)
 

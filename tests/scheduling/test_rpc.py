@@ -5,7 +5,7 @@ import random
 from scheduling.engine import rpc, run
 from scheduling.engine.state import ProjectState
 
-from .helpers import Availability, Prefs, cpu_app, job, project, scenario
+from .helpers import Availability, Prefs, boinc7_emulator, cpu_app, job, project, scenario
 
 
 def fresh_project():
@@ -97,22 +97,6 @@ def test_finished_results_are_reported_within_max_report_delay():
     assert sum(e.reported for e in result.rpcs) >= len(finishes) - 3
 
 
-def emulator(s, compat="intended"):
-    from scheduling.engine import get_policy
-    from scheduling.engine.emulator import Emulator
-
-    return Emulator(
-        s,
-        get_policy("boinc7"),
-        duration=86400,
-        delta=60,
-        seed=1,
-        compat=compat,
-        existing_jobs_only=False,
-        policy_name="boinc7",
-    )
-
-
 def ready(completed, deadline):
     from types import SimpleNamespace
 
@@ -120,7 +104,7 @@ def ready(completed, deadline):
 
 
 def test_a_result_is_due_an_hour_after_it_completes_and_not_before():
-    em = emulator(scenario(project("P"), ncpus=1))
+    em = boinc7_emulator(scenario(project("P"), ncpus=1), duration=86400)
     p = em.projects[0]
     p.ready = [ready(1000.0, 30 * 86400.0)]
     assert not rpc.must_report(em, p, 1000.0 + rpc.MAX_REPORT_DELAY)
@@ -128,13 +112,13 @@ def test_a_result_is_due_an_hour_after_it_completes_and_not_before():
 
 
 def test_a_result_is_due_a_day_before_its_deadline_or_the_minimum_buffer_if_longer():
-    em = emulator(scenario(project("P"), ncpus=1))
+    em = boinc7_emulator(scenario(project("P"), ncpus=1), duration=86400)
     p = em.projects[0]
     # completed long ago would be due anyway; a result completed "later" isolates the cushion
     p.ready = [ready(10 * 86400.0, 5 * 86400.0)]
     assert not rpc.must_report(em, p, 4 * 86400.0)
     assert rpc.must_report(em, p, 4 * 86400.0 + 1)
-    em2 = emulator(scenario(project("P"), ncpus=1, prefs=Prefs(work_buf_min_days=2.0)))
+    em2 = boinc7_emulator(scenario(project("P"), ncpus=1, prefs=Prefs(work_buf_min_days=2.0)), duration=86400)
     p2 = em2.projects[0]
     p2.ready = [ready(10 * 86400.0, 5 * 86400.0)]
     assert not rpc.must_report(em2, p2, 3 * 86400.0)
@@ -142,7 +126,7 @@ def test_a_result_is_due_a_day_before_its_deadline_or_the_minimum_buffer_if_long
 
 
 def test_sixty_four_ready_results_are_reported_at_once_sixty_three_wait():
-    em = emulator(scenario(project("P"), ncpus=1))
+    em = boinc7_emulator(scenario(project("P"), ncpus=1), duration=86400)
     p = em.projects[0]
     p.ready = [ready(0.0, 30 * 86400.0) for _ in range(rpc.RESULT_REPORT_IF_AT_LEAST_N - 1)]
     assert not rpc.must_report(em, p, 60.0)
@@ -151,7 +135,7 @@ def test_sixty_four_ready_results_are_reported_at_once_sixty_three_wait():
 
 
 def test_report_results_immediately_reports_a_fresh_result_and_nothing_is_due_without_one():
-    em = emulator(scenario(project("P"), ncpus=1, prefs=Prefs(report_results_immediately=True)))
+    em = boinc7_emulator(scenario(project("P"), ncpus=1, prefs=Prefs(report_results_immediately=True)), duration=86400)
     p = em.projects[0]
     assert not rpc.must_report(em, p, 60.0)
     p.ready = [ready(60.0, 30 * 86400.0)]

@@ -3,8 +3,6 @@ queued jobs, and whole simulations of small hand-computed cases (reference/clien
 
 import pytest
 
-from scheduling.engine import get_policy
-from scheduling.engine.emulator import Emulator
 from scheduling.engine.rr_repick import Repick
 from scheduling.engine.rr_sim import RoundRobin, rr_simulate
 
@@ -18,29 +16,13 @@ from .helpers import (
     Host,
     InitialJob,
     Prefs,
+    boinc7_emulator,
     cpu_app,
+    gpu_app,
     job,
     project,
     scenario,
 )
-
-
-def bce_emulator(s):
-    return Emulator(
-        s,
-        get_policy("boinc7"),
-        duration=60,
-        delta=60,
-        seed=1,
-        compat="bce",
-        existing_jobs_only=False,
-        policy_name="boinc7",
-    )
-
-
-def gpu_app(name="g", ncpus=0.5, **kw):
-    version = AppVersion(avg_ncpus=ncpus, flops=GFLOPS, gpu_type="NVIDIA", gpu_usage=1.0, plan_class="cuda")
-    return App(name=name, versions=(version,), latency_bound=10 * 86400.0, fpops_est=HOUR * GFLOPS, **kw)
 
 
 def gpu_host(ncpus):
@@ -59,7 +41,7 @@ def test_the_records_hold_the_queued_jobs_in_pick_order_gpu_types_first_projects
         host=gpu_host(2),
         prefs=Prefs(work_buf_min_days=0.5 / 24, work_buf_additional_days=0.5 / 24),
     )
-    em = bce_emulator(s)
+    em = boinc7_emulator(s, "bce")
     sim = RoundRobin(em, 0.0)
     rec = Repick.for_emulator(em, sim.static)
     rec.load(sim)
@@ -96,7 +78,7 @@ def test_a_gpu_job_with_a_larger_cpu_share_pushes_a_started_cpu_job_back():
         host=gpu_host(2),
         prefs=Prefs(work_buf_min_days=1 / 24, work_buf_additional_days=1 / 24),
     )
-    em = bce_emulator(s)
+    em = boinc7_emulator(s, "bce")
     assert [[j.name for j in p.jobs] for p in em.projects] == [["c3", "c2", "c1"], ["g1", "g2"]]  # arrival
     sim = RoundRobin(em, 0.0)
     rec = Repick.for_emulator(em, sim.static)
@@ -124,7 +106,7 @@ def test_a_project_at_its_max_concurrent_gives_no_more_jobs_to_the_set():
         ncpus=3,
         prefs=Prefs(work_buf_min_days=1 / 24, work_buf_additional_days=3 / 24),
     )
-    em = bce_emulator(s)
+    em = boinc7_emulator(s, "bce")
     assert [j.name for j in em.projects[0].jobs] == ["p2", "p1"]  # arrival
     rr = rr_simulate(em, 0.0)
     assert finishes(em) == {"p2": HOUR, "p1": 2 * HOUR, "q1": 3 * HOUR}
@@ -139,7 +121,7 @@ def test_a_project_at_its_max_concurrent_gives_no_more_jobs_to_the_set():
 @pytest.mark.parametrize("hours", [3.0, 12.5])
 def test_a_job_more_than_an_hour_from_its_end_runs_in_time_slices_and_ends_on_time(hours):
     s = scenario(project("P", [job("j", hours=hours)]), ncpus=1, prefs=Prefs(work_buf_min_days=0.1))
-    em = bce_emulator(s)
+    em = boinc7_emulator(s, "bce")
     sim = RoundRobin(em, 0.0)
     rr = sim.run()
     assert sim.steps == 1  # time slices end no job and are not steps
@@ -153,7 +135,7 @@ def test_a_job_past_its_deadline_less_the_buffer_minimum_is_a_miss_with_its_run_
         ncpus=1,
         prefs=Prefs(work_buf_min_days=0.5 / 24),
     )
-    em = bce_emulator(s)
+    em = boinc7_emulator(s, "bce")
     rr = rr_simulate(em, 0.0)
     j1, j2 = em.projects[0].jobs
     assert (j1.rr_finish, j2.rr_finish) == (2 * HOUR, 4 * HOUR)
@@ -176,7 +158,7 @@ def test_a_simulation_on_columns_an_earlier_one_filled_is_the_simulation_on_fres
             host=gpu_host(2),
             prefs=Prefs(work_buf_min_days=2 / 24, work_buf_additional_days=4 / 24),
         )
-        em = bce_emulator(s) if compat == "bce" else intended_emulator(s)
+        em = boinc7_emulator(s, "bce") if compat == "bce" else boinc7_emulator(s)
         for p, rec in zip(em.projects, (40.0, 10.0, 3.0)):
             p.rec = rec
         return em
@@ -205,19 +187,6 @@ def test_a_simulation_on_columns_an_earlier_one_filled_is_the_simulation_on_fres
     assert figures(reused, rr_simulate(reused, 600.0)) == figures(fresh, rr_simulate(fresh, 600.0))
 
 
-def intended_emulator(s):
-    return Emulator(
-        s,
-        get_policy("boinc7"),
-        duration=60,
-        delta=60,
-        seed=1,
-        compat="intended",
-        existing_jobs_only=False,
-        policy_name="boinc7",
-    )
-
-
 def test_a_missed_jobs_busy_time_is_its_estimate_in_boincs_order_of_operations():
     # rr_sim.cpp: estimated_runtime_remaining() / overall_cpu_frac(), where an unstarted
     # job's estimate is size / FLOPS, then x DCF (RESULT::estimated_runtime). Other orders
@@ -229,7 +198,7 @@ def test_a_missed_jobs_busy_time_is_its_estimate_in_boincs_order_of_operations()
         project("P", [late], apps=(app,)),
         host=Host(ncpus=1, cpu_flops=flops, on=Availability(frac=0.8)),
     )
-    em = bce_emulator(s)
+    em = boinc7_emulator(s, "bce")
     em.projects[0].dcf = 1.01
     frac = em.resources[0].overall_frac
     rr = rr_simulate(em, 0.0)
@@ -254,7 +223,7 @@ def test_a_project_at_its_limit_on_the_gpu_drops_an_ended_cpu_job_and_ends_its_t
         host=gpu_host(2),
         prefs=Prefs(work_buf_min_days=0.5 / 24, work_buf_additional_days=0.5 / 24),
     )
-    em = bce_emulator(s)
+    em = boinc7_emulator(s, "bce")
     rr_simulate(em, 0.0)
     done = finishes(em)
     assert (done["q1"], done["g1"]) == (1.5 * HOUR, 5 * HOUR)
@@ -271,7 +240,7 @@ def test_a_time_slice_step_picks_afresh_and_notes_the_limit_again():
         ncpus=2,
         prefs=Prefs(work_buf_min_days=0.5 / 24, work_buf_additional_days=0.5 / 24),
     )
-    em = bce_emulator(s)
+    em = boinc7_emulator(s, "bce")
     assert [j.name for j in em.projects[0].jobs] == ["p2", "p1"]  # arrival
     rr = rr_simulate(em, 0.0)
     assert finishes(em) == {"p2": HOUR, "p1": 4 * HOUR}

@@ -8,7 +8,7 @@ from django.core.management import call_command
 
 from scheduling.engine import rr_snapshot
 
-from .helpers import GFLOPS, HOUR, Availability, Host, Prefs, job, project, scenario
+from .helpers import GFLOPS, HOUR, Availability, Host, Prefs, boinc7_emulator, job, project, scenario
 
 SCENARIOS = os.path.join(os.path.dirname(__file__), "..", "..", "scenarios")
 
@@ -155,8 +155,6 @@ def test_rrsim_reads_a_client_state_directory_with_its_prefs_and_gpu():
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from scheduling.engine import get_policy  # noqa: E402
-from scheduling.engine.emulator import Emulator  # noqa: E402
 from scheduling.engine.rec import compute_priority, update_average  # noqa: E402
 from scheduling.engine.rr_sim import RoundRobin, decay_factors, decayed, rr_simulate  # noqa: E402
 
@@ -177,19 +175,6 @@ def test_a_simulation_step_moves_rec_exactly_as_update_average(t0, dt, avg, work
     assert decayed(avg, work, diff, w, half_life) == expected
 
 
-def emulator(s, compat="intended"):
-    return Emulator(
-        s,
-        get_policy("boinc7"),
-        duration=60,
-        delta=60,
-        seed=1,
-        compat=compat,
-        existing_jobs_only=False,
-        policy_name="boinc7",
-    )
-
-
 def test_the_projected_priorities_are_compute_prioritys_of_the_projected_rec():
     s = scenario(
         project("A", [job(f"a{i}", hours=1 + i) for i in range(4)], share=300),
@@ -197,7 +182,7 @@ def test_the_projected_priorities_are_compute_prioritys_of_the_projected_rec():
         project("Backup", [job("z", hours=5)], share=0),
         ncpus=2,
     )
-    em = emulator(s)
+    em = boinc7_emulator(s)
     for p, rec in zip(em.projects, (40.0, 10.0, 3.0)):
         p.rec = rec
     rr = rr_simulate(em, 0.0)
@@ -213,7 +198,7 @@ def test_a_simulation_is_a_run_of_steps_each_ending_a_job():
     s = scenario(
         project("P", [job("j1", hours=1), job("j2", hours=2), job("j3", hours=3)]), ncpus=2, prefs=buffers(1, 1)
     )
-    sim = RoundRobin(emulator(s), 0.0)
+    sim = RoundRobin(boinc7_emulator(s), 0.0)
     rr = sim.run()
     # j1 ends at 1 h, j2 at 2 h, j3 at 1 h + 3 h: three steps
     assert sim.steps == 3

@@ -3,29 +3,14 @@ pickled with it, and made again from an emulator pickled before it kept its pres
 
 import pickle
 
-from scheduling.engine import get_policy
-from scheduling.engine.emulator import Emulator
 from scheduling.engine.rr_sim import _Static, _static, rr_simulate
 
-from .helpers import Prefs, job, project, scenario
-
-
-def bce_emulator(s):
-    return Emulator(
-        s,
-        get_policy("boinc7"),
-        duration=60,
-        delta=60,
-        seed=1,
-        compat="bce",
-        existing_jobs_only=False,
-        policy_name="boinc7",
-    )
+from .helpers import Prefs, boinc7_emulator, job, project, scenario
 
 
 def test_the_static_part_is_made_once_and_survives_a_pickle():
     s = scenario(project("A", [job("a1", hours=1), job("a2", hours=2)]), ncpus=2, prefs=Prefs(1, 1))
-    em = bce_emulator(s)
+    em = boinc7_emulator(s, "bce")
     static = _static(em)
     assert _static(em) is static
     assert (static.nr, static.ninstances, static.bce) == (1, [em.resources[0].ninstances], True)
@@ -37,7 +22,7 @@ def test_the_static_part_is_made_once_and_survives_a_pickle():
 
 def test_a_static_part_pickled_before_it_kept_the_resources_is_made_again():
     s = scenario(project("A", [job("a1", hours=1)]), ncpus=2, prefs=Prefs(1, 1))
-    em = bce_emulator(s)
+    em = boinc7_emulator(s, "bce")
     static = _static(em)
     # the state a _Static without nr, ninstances and bce pickled: (None, its slots)
     old = _Static.__new__(_Static)
