@@ -509,7 +509,7 @@ def run_engine(case_dir: str, duration: float) -> dict:
     summary = json.loads(out)
     with open(os.path.join(case_dir, "engine.json"), "w") as fh:
         json.dump(summary, fh, indent=1)
-    return {"figures": summary["figures"], "wall": wall, "rss": rss}
+    return {"figures": summary["figures"], "wall": wall, "rss": rss, "core": summary.get("core", "python")}
 
 
 def within(name: str, engine: float, bce: float) -> bool:
@@ -605,6 +605,7 @@ def main(argv=None) -> int:
             print(f"{host['index']:>4} {case['host']:<42} {case['error']}", flush=True)
         else:
             case["engine"], case["bce"] = eng["figures"], bce["figures"]
+            case["engine_core"] = eng["core"]
             case["same_until"] = same_until(case_dir)
             until = "-" if case["same_until"] is None else f"{case['same_until'] / DAY:.2f} d"
             cells = []
@@ -651,7 +652,11 @@ def main(argv=None) -> int:
         )
     e_wall = sum(c["engine_wall"] for c in cases)
     b_wall = sum(c["bce_wall"] for c in cases)
-    print(f"  wall time: engine {e_wall:.0f} s, BCE {b_wall:.0f} s (ratio {e_wall / b_wall if b_wall else 0:.2f})")
+    cores = sorted({c["engine_core"] for c in cases if "engine_core" in c})
+    print(
+        f"  wall time: engine {e_wall:.0f} s ({' and '.join(cores) or 'no'} core), BCE {b_wall:.0f} s "
+        f"(ratio {e_wall / b_wall if b_wall else 0:.2f})"
+    )
     ranked = sorted(cases, key=badness, reverse=True)
     worst = [c for c in ranked if badness(c) > 0][: args.keep]
     keep = {c["dir"] for c in worst}
