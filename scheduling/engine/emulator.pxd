@@ -11,6 +11,22 @@ from scheduling.engine.accounting cimport advance_interval, job_ends, set_rates
 from scheduling.engine.state cimport EmulatorState, JobState
 
 
+cdef bint _OWN_HEAP
+
+@cython.locals(ta=double, tb=double, ka=long, kb=long)
+cdef bint entry_before(list a, list b) except -1
+
+cpdef heap_push(list heap, list entry)
+
+cpdef list heap_pop(list heap)
+
+@cython.locals(entry=list, parent=list, parent_pos=Py_ssize_t)
+cdef _sift_down(list heap, Py_ssize_t start, Py_ssize_t pos)
+
+@cython.locals(end=Py_ssize_t, start=Py_ssize_t, child=Py_ssize_t, right=Py_ssize_t, entry=list)
+cdef _sift_up(list heap, Py_ssize_t pos)
+
+
 cdef class EventPush:
     cdef public list heap, counter
     cdef public dict waiting
@@ -32,7 +48,7 @@ cpdef advance_events(EmulatorState em, double t_stop)
 @cython.locals(cpu_ok=bint, gpu=bint, changed=bint)
 cpdef decide(EmulatorState em)
 
-@cython.locals(j=JobState)
+@cython.locals(j=JobState, gpu_allowed=bint)
 cpdef bint schedule_unchanged(EmulatorState em) except -1
 
 @cython.locals(j=JobState)

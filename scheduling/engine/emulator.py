@@ -456,6 +456,76 @@ def _new_emulator() -> Emulator:
     return Emulator.__new__(Emulator)
 
 
+# The run's heap of events, ordered as heapq orders it. Where this module runs as Python, heapq's
+# own functions keep it; the compiled module keeps it with heap_push and heap_pop, the same
+# algorithm as heapq's (CPython's _heapq: the same moves, so the same heap and the same order
+# of pops) with the entries compared as their first fields' C values (emulator.pxd)
+_OWN_HEAP = not __file__.endswith(".py")
+
+
+def entry_before(a: list, b: list) -> bool:
+    """a < b for two entries [time, kind, order, data, count], as the lists compare (the
+    first fields that differ decide), the times and kinds taken as numbers."""
+    ta = a[0]
+    tb = b[0]
+    if ta != tb:
+        return ta < tb
+    ka = a[1]
+    kb = b[1]
+    if ka != kb:
+        return ka < kb
+    return a < b
+
+
+def heap_push(heap: list, entry: list) -> None:
+    """heapq.heappush with entry_before."""
+    heap.append(entry)
+    _sift_down(heap, 0, len(heap) - 1)
+
+
+def heap_pop(heap: list) -> list:
+    """heapq.heappop with entry_before."""
+    last = heap.pop()
+    if heap:
+        first = heap[0]
+        heap[0] = last
+        _sift_up(heap, 0)
+        return first
+    return last
+
+
+def _sift_down(heap: list, start: int, pos: int) -> None:
+    """heapq's _siftdown: the entry at `pos` moves up towards `start` past every greater parent."""
+    entry = heap[pos]
+    while pos > start:
+        parent_pos = (pos - 1) >> 1
+        parent = heap[parent_pos]
+        if entry_before(entry, parent):
+            heap[pos] = parent
+            pos = parent_pos
+            continue
+        break
+    heap[pos] = entry
+
+
+def _sift_up(heap: list, pos: int) -> None:
+    """heapq's _siftup: the smaller child moves up until a leaf is free, then the entry sifts
+    down from there."""
+    end = len(heap)
+    start = pos
+    entry = heap[pos]
+    child = 2 * pos + 1
+    while child < end:
+        right = child + 1
+        if right < end and not entry_before(heap[child], heap[right]):
+            child = right
+        heap[pos] = heap[child]
+        pos = child
+        child = 2 * pos + 1
+    heap[pos] = entry
+    _sift_down(heap, start, pos)
+
+
 class EventPush:
     """Emulator._push(t, kind, data=None, order=None): push an event on the run's heap of
     `[time, kind, order, data, count]` entries. `order` ranks events of one kind at one
@@ -491,7 +561,10 @@ class EventPush:
         else:
             counter[0] += 1
             entry = [t, kind, counter[0] if order is None else order, data, 1]
-        heapq.heappush(self.heap, entry)
+        if _OWN_HEAP:
+            heap_push(self.heap, entry)
+        else:
+            heapq.heappush(self.heap, entry)
 
 
 def current_rr(em):
@@ -527,7 +600,7 @@ def advance_events(em, t_stop: float) -> None:
     while heap and not em.ended:
         if heap[0][0] > t_stop and heap[0][0] > em.now:
             break
-        entry = heapq.heappop(heap)
+        entry = heap_pop(heap) if _OWN_HEAP else heapq.heappop(heap)
         t, kind, _c, data, count = entry
         if waiting.get((t, kind)) is entry:
             del waiting[(t, kind)]
@@ -645,9 +718,10 @@ def schedule_unchanged(em) -> bool:
     valid = getattr(em.policy, "rr_still_valid", None)
     if cache is None or valid is None or cache[0][1] != em.state_version or not valid(em.now, cache[1]):
         return False
-    if getattr(cache[1], "gpu_cpu", True) != em._gpu_allowed():
+    gpu_allowed = em.gpu_seen if em.bce else em.active and em.gpu_active  # em._gpu_allowed()
+    if getattr(cache[1], "gpu_cpu", True) != gpu_allowed:
         return False  # GPU computing was allowed or suspended since: the simulation counts CPUs otherwise
-    chosen = em.policy.run_list(em.now, cache[1], em._gpu_allowed())
+    chosen = em.policy.run_list(em.now, cache[1], gpu_allowed)
     if len(chosen) != len(em.running):
         return False
     for j, why, _inst in chosen:
@@ -663,7 +737,7 @@ def schedule(em) -> None:
     the jobs it leaves out are preempted, the others start or go on, then the rates."""
     em.must_schedule = False
     rr = current_rr(em)
-    chosen = em.policy.run_list(em.now, rr, em._gpu_allowed())
+    chosen = em.policy.run_list(em.now, rr, em.gpu_seen if em.bce else em.active and em.gpu_active)
     keep = {j for j, _w, _i in chosen}
     for j in list(em.running):
         if j not in keep:

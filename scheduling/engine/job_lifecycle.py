@@ -105,7 +105,7 @@ class JobLifecycle:
             initial,
             cp,
         )
-        j.peak_flops = self.job_peak_flops(j)
+        j.peak_flops = float(self.job_peak_flops(j))
         p.jobs.append(j)
         p.jobs_version += 1
         self.all_jobs.append(j)
@@ -127,7 +127,7 @@ class JobLifecycle:
                 continue
             size = ij.fpops_est if self.bce else ij.fpops
             j = self.new_job(p, app, v, size, ij.fpops_est, ij.received, ij.deadline, ij.name, True)
-            j.done = j.ckpt_done = ij.flops_done
+            j.done = j.ckpt_done = float(ij.flops_done)
             j.flops_left = size - j.done
             j.started = ij.flops_done > 0
             if j.started:
@@ -251,7 +251,7 @@ class JobLifecycle:
                 j.done = j.ckpt_done
                 j.flops_left = j.size - j.done
                 self.state_version += 1
-            j.resume_left = j.app.resume_cost if j.done > 0 else 0.0
+            j.resume_left = float(j.app.resume_cost) if j.done > 0 else 0.0
             j.in_memory = False
         else:
             j.in_memory = True

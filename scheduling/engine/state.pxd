@@ -1,20 +1,21 @@
 # C types of state.py for the compiled core (build.py): Cython reads this file beside the
-# module's source, which stays plain Python. JobState is a C type whose attributes are Python
-# objects, as its __slots__ are: what they hold and how the interpreter reads them are
-# unchanged, and compiled code that knows a job is a JobState (rr_queue.pxd, cpu_sched.pxd)
-# reads them straight from the object's C structure instead of looking them up.
+# module's source, which stays plain Python. JobState is a C type with the attributes of its
+# __slots__: its numbers are C doubles (JobState.__init__ and their writers make them floats on
+# the pure-Python core too, so both cores compute with the same values and print the same), the
+# others Python objects; compiled code that knows a job is a JobState (rr_queue.pxd,
+# cpu_sched.pxd) reads them straight from the object's C structure instead of looking them up.
 
 cimport cython
 
 
 cdef class JobState:
-    cdef public object name, project, app, version, rsc, avg_ncpus, gpu_usage, flops, size
-    cdef public object fpops_est, done, ckpt_done, received, deadline, index, state, in_memory
-    cdef public object started, run_start, resume_left, completed_time, peak_flop_count
-    cdef public object once_ran_edf, last_deadline_miss_time, rr_finish, rr_miss, elapsed
-    cdef public object instance, slice_start, slice_why, rate, edf, unfinished, initial
-    cdef public object checkpoint_period, seqno_key, task_seq, peak_flops, left_at_end, flops_left
-    cdef public object pick_value, pick_seq
+    cdef public object name, project, app, version, rsc, received, deadline, index, state, in_memory
+    cdef public object started, completed_time, once_ran_edf, rr_miss, instance, slice_why, edf
+    cdef public object unfinished, initial, seqno_key, task_seq, pick_value, pick_seq
+    # its numbers, which JobState.__init__ and every writer keep floats on either core
+    cdef public double avg_ncpus, gpu_usage, flops, size, fpops_est, done, ckpt_done, run_start
+    cdef public double resume_left, peak_flop_count, last_deadline_miss_time, rr_finish, elapsed
+    cdef public double slice_start, rate, checkpoint_period, peak_flops, left_at_end, flops_left
 
     cpdef runtime_remaining(self, rate)
 

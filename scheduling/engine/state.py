@@ -208,11 +208,13 @@ class JobState:
         self.app = app
         self.version = version
         self.rsc = rsc
-        self.avg_ncpus = version.avg_ncpus
-        self.gpu_usage = version.gpu_usage
-        self.flops = version.flops
-        self.size = size
-        self.fpops_est = fpops_est
+        # its numbers are floats whatever the scenario wrote (an integer in JSON), as the
+        # compiled core's C doubles hold them (state.pxd)
+        self.avg_ncpus = float(version.avg_ncpus)
+        self.gpu_usage = float(version.gpu_usage)
+        self.flops = float(version.flops)
+        self.size = float(size)
+        self.fpops_est = float(fpops_est)
         self.done = 0.0
         self.ckpt_done = 0.0
         self.received = received
@@ -227,7 +229,7 @@ class JobState:
         self.left_at_end = 0.0
         # the FLOPs left: size - done, or under bce BOINC's emulator's sim_flops_left, which
         # each step of computing lowers by that step's work (Accounting._advance)
-        self.flops_left = size
+        self.flops_left = self.size
         self.run_start = 0.0
         self.resume_left = 0.0
         self.completed_time = None
@@ -244,7 +246,7 @@ class JobState:
         self.edf = False
         self.unfinished = False
         self.initial = initial
-        self.checkpoint_period = checkpoint_period
+        self.checkpoint_period = float(checkpoint_period)
         self.seqno_key = 0
         self.peak_flops = 0.0  # Emulator.job_peak_flops, set by new_job
         # what the policy compared when it picked the job (the project's scheduling priority,
