@@ -22,19 +22,20 @@ cdef class JobState:
     cpdef est_flops_remaining(self, exact)
 
 
-# ProjectState likewise: its attributes are Python objects in the object's C structure, read
-# from it by compiled code that knows a project is a ProjectState (accounting.pxd,
-# work_fetch.pxd); `__dict__` keeps any other attribute a caller sets working as before.
+# ProjectState likewise: its numbers C doubles and its other attributes Python objects in the
+# object's C structure, read from it by compiled code that knows a project is a ProjectState
+# (accounting.pxd, work_fetch.pxd); `__dict__` keeps any other attribute a caller sets working.
 cdef class ProjectState:
     cdef dict __dict__
-    cdef public object spec, index, name, share, jobs, jobs_version, ready, rec, rec_time
-    cdef public object rec_temp, priority, share_frac, secs_this_interval, std, ltd, std_shown
-    cdef public object wall_cpu_interval, anticipated_debt, rsc_std, rsc_ltd, rsc_anticipated_debt
-    cdef public object wall_rsc_interval, dcf, nrpc_failures, min_rpc_time, master_fetch_pending
-    cdef public object master_fetch_failures, urls, available, last_rpc_time, backoff_time
-    cdef public object backoff_interval, rsc_ok, fetch_ok, idle_time, idle_time_sumsq, flops_used
-    cdef public object flops_wasted, flops_lost, flops_computed, deadlines_met, deadlines_missed
-    cdef public object jobs_completed, jobs_received, rpcs, rpc_failures, job_counter
+    cdef public object spec, index, name, share, jobs, jobs_version, ready, secs_this_interval
+    cdef public object rsc_std, rsc_ltd, rsc_anticipated_debt, wall_rsc_interval, nrpc_failures
+    cdef public object master_fetch_pending, master_fetch_failures, urls, available, last_rpc_time
+    cdef public object backoff_time, backoff_interval, rsc_ok, fetch_ok, deadlines_met
+    cdef public object deadlines_missed, jobs_completed, jobs_received, rpcs, rpc_failures, job_counter
+    # its REC, priorities, debts, times and FLOP counts, which every writer keeps floats
+    cdef public double rec, rec_time, rec_temp, priority, share_frac, std, ltd, std_shown
+    cdef public double wall_cpu_interval, anticipated_debt, dcf, min_rpc_time, idle_time
+    cdef public double idle_time_sumsq, flops_used, flops_wasted, flops_lost, flops_computed
 
 
 # EmulatorState, the base of the Emulator: the attributes of EMULATOR_FIELDS (state.py) in the
