@@ -8,7 +8,8 @@
 cimport cython
 
 from scheduling.engine.accounting cimport advance_interval, job_ends, set_rates
-from scheduling.engine.state cimport EmulatorState, JobState
+from scheduling.engine.rpc cimport _due_time, report_cushion
+from scheduling.engine.state cimport EmulatorState, JobState, ProjectState
 
 
 cdef bint _OWN_HEAP
@@ -28,10 +29,9 @@ cdef _sift_up(list heap, Py_ssize_t pos)
 
 
 cdef class EventPush:
-    cdef public list heap, counter
-    cdef public dict waiting
+    cdef public list heap, counter, waiting
 
-    @cython.locals(counter=list, entry=list, key=tuple)
+    @cython.locals(counter=list, entry=list, waiting=dict)
     cpdef push(self, t, kind, data=*, order=*)
 
 
@@ -41,7 +41,7 @@ cpdef rr_made_now(EmulatorState em)
 
 @cython.locals(
     t=double, max_events=double, next_progress=double, next_partial=double, live=bint, light=bint,
-    sample_due=bint, heap=list, waiting=dict, loop=dict, entry=list, events=EventPush,
+    sample_due=bint, heap=list, waiting=list, of_kind=dict, loop=dict, entry=list, events=EventPush,
 )
 cpdef advance_events(EmulatorState em, double t_stop)
 
@@ -54,7 +54,10 @@ cpdef bint schedule_unchanged(EmulatorState em) except -1
 @cython.locals(j=JobState)
 cpdef schedule(EmulatorState em)
 
-@cython.locals(epoch=long, now=double, ends=list, due=list, wake=list, events=EventPush)
+@cython.locals(
+    epoch=long, now=double, ends=list, events=EventPush, cushion=double, due=double, wake=double, t=double,
+    any_due=bint, any_wake=bint, p=ProjectState,
+)
 cpdef plan(EmulatorState em)
 
 @cython.locals(j=JobState)

@@ -30,11 +30,10 @@ import math
 import time as _time
 from dataclasses import replace
 
-from . import rpc
 from .accounting import Accounting, advance_interval, job_ends, set_rates
 from .cpu_sched import WHY_EDF
 from .draws import make_rng
-from .events import EV_ACCT, EV_DONE, EV_END, EV_FETCH, EV_HOST, EV_REPORT, EV_SAMPLE, EV_SLICE, EV_WAKE
+from .events import EV_ACCT, EV_DONE, EV_END, EV_FETCH, EV_HOST, EV_REPORT, EV_SAMPLE, EV_SLICE, EV_WAKE, N_KINDS
 from .host_availability import HOST_PROCESSES, HostAvailability
 from .job_lifecycle import JobLifecycle
 from .metrics import figures_of_merit
@@ -45,6 +44,7 @@ from .records import (
     ProjectResult,
     RunResult,
 )
+from .rpc import _due_time, report_cushion
 from .rr_sim import rr_simulate
 from .scenario import Scenario
 from .scheduler_rpc import SchedulerRpc
@@ -232,8 +232,9 @@ class Emulator(EmulatorState, HostAvailability, JobLifecycle, Accounting, Schedu
         self._wall0 = _time.process_time()
         self._heap: list = []
         self._counter = [0]
-        # the entry [time, kind, order, epoch, count] waiting for each (time, kind) of EPOCH_KINDS
-        self._waiting: dict = {}
+        # the entry [time, kind, order, epoch, count] waiting for each (time, kind) of
+        # EPOCH_KINDS: by kind, a dict of the entries by time
+        self._waiting: list = [{} for _ in range(N_KINDS)]
         self._push = EventPush(self._heap, self._waiting, self._counter)
         push = self._push
         push(self.duration, EV_END)
@@ -275,6 +276,12 @@ class Emulator(EmulatorState, HostAvailability, JobLifecycle, Accounting, Schedu
     def __setstate__(self, state: dict) -> None:
         state.setdefault("keeps_series", True)  # a run pickled before runs could keep none
         state.setdefault("_rates_of", None)
+        waiting = state.get("_waiting")
+        if isinstance(waiting, dict):  # pickled when one dict keyed by (time, kind) held them
+            by_kind: list = [{} for _ in range(N_KINDS)]
+            for (t, kind), entry in waiting.items():
+                by_kind[kind][t] = entry
+            state["_waiting"] = by_kind
         for name, value in state.items():
             setattr(self, name, value)
         if "_heap" in state:
@@ -538,7 +545,7 @@ class EventPush:
     would. emulator.pxd makes it a C type, whose `push` the main loop and the plan call as a
     C function."""
 
-    def __init__(self, heap: list, waiting: dict, counter: list):
+    def __init__(self, heap: list, waiting: list, counter: list):
         self.heap = heap
         self.waiting = waiting
         self.counter = counter
@@ -549,15 +556,15 @@ class EventPush:
     def push(self, t, kind, data=None, order=None) -> None:
         counter = self.counter
         if order is None and kind in EPOCH_KINDS:
-            key = (t, kind)
-            entry = self.waiting.get(key)
+            waiting = self.waiting[kind]
+            entry = waiting.get(t)
             if entry is not None:
                 entry[3] = data
                 entry[4] += 1
                 return
             counter[0] += 1
             entry = [t, kind, counter[0], data, 1]
-            self.waiting[key] = entry
+            waiting[t] = entry
         else:
             counter[0] += 1
             entry = [t, kind, counter[0] if order is None else order, data, 1]
@@ -602,8 +609,9 @@ def advance_events(em, t_stop: float) -> None:
             break
         entry = heap_pop(heap) if _OWN_HEAP else heapq.heappop(heap)
         t, kind, _c, data, count = entry
-        if waiting.get((t, kind)) is entry:
-            del waiting[(t, kind)]
+        of_kind = waiting[kind]
+        if of_kind.get(t) is entry:
+            del of_kind[t]
         if t > em.duration:
             t = em.duration
         if t > em.now:
@@ -804,14 +812,30 @@ def plan(em) -> None:
         events.push(grid_time(em.now, em.delta, em.policy.next_fetch_check(now, rr)), EV_FETCH, epoch)
     else:
         events.push(grid_time(em.now, em.delta, now + em.delta), EV_FETCH, epoch)
-    due = [rpc.report_due_time(em, j) for p in em.projects for j in p.ready]
-    due = [t for t in due if t >= now]
-    if due:
-        events.push(grid_time(em.now, em.delta, min(due) + 1e-6), EV_REPORT, epoch)
-    wake = [p.min_rpc_time for p in em.projects if p.min_rpc_time > now]
-    wake += [t for p in em.projects for t in p.backoff_time if t > now]
-    if wake:
-        events.push(grid_time(em.now, em.delta, min(wake)), EV_WAKE, epoch)
+    # the first report due from now (rpc.report_due_time), and the first end of an RPC
+    # back-off or of a resource's back-off after now, each a min() over the times written out
+    cushion = report_cushion(em)
+    due = wake = 0.0
+    any_due = any_wake = False
+    for p in em.projects:
+        for j in p.ready:
+            t = _due_time(j, cushion)
+            if t >= now and (not any_due or t < due):
+                due = t
+                any_due = True
+        t = p.min_rpc_time
+        if t > now and (not any_wake or t < wake):
+            wake = t
+            any_wake = True
+    for p in em.projects:
+        for t in p.backoff_time:
+            if t > now and (not any_wake or t < wake):
+                wake = t
+                any_wake = True
+    if any_due:
+        events.push(grid_time(em.now, em.delta, due + 1e-6), EV_REPORT, epoch)
+    if any_wake:
+        events.push(grid_time(em.now, em.delta, wake), EV_WAKE, epoch)
     events.push(grid_time(em.now, em.delta, em.last_sample + em.sample_interval), EV_SAMPLE, epoch)
 
 

@@ -322,7 +322,8 @@ class RoundRobin:
         self.by_priority = not static.bce
         # RR_SIM::activate: while GPU computing is suspended a GPU job's CPU share is not
         # counted, so that the CPU buffer looks as empty as it is (docs/engine-fidelity.md)
-        self.gpu_cpu = result.gpu_cpu = em._gpu_allowed()
+        state = self.em  # read from its C structure (rr_sim.pxd): em._gpu_allowed()
+        self.gpu_cpu = result.gpu_cpu = state.gpu_seen if state.bce else state.active and state.gpu_active
         self.mc_cap = static.mc_cap
         for key in self.mc_cap:
             result.mc_shortfall[key] = 0.0

@@ -7,6 +7,8 @@ import pickle
 import pytest
 
 from scheduling import engine
+from scheduling.engine.emulator import Emulator
+from scheduling.engine.events import EV_FETCH, EV_SAMPLE
 from scheduling.engine.server import STAND_IN, ServerReply
 from tests.scheduling.helpers import Availability, Host, Prefs, cpu_app, project, scenario
 
@@ -52,6 +54,34 @@ def test_a_run_played_in_pieces_and_pickled_between_them_is_the_run_in_one_go(co
     assert pieces.rpcs == whole.rpcs
     assert pieces.decisions == whole.decisions
     assert pieces.figures == whole.figures
+
+
+def test_a_run_pickled_when_one_dict_held_its_waiting_events_goes_on_as_in_one_go(monkeypatch):
+    # Emulators pickled before the waiting events were kept by kind held them in one dict
+    # keyed by (time, kind); unpickling one (a world's engine host saved then) converts it
+    sc = two_projects(on=0.7)
+    whole = engine.run(sc, duration=3 * DAY, seed=4, compat="bce")
+    em = engine.start(sc, duration=3 * DAY, seed=4, compat="bce")
+    em.advance_to(DAY)
+    assert any(em._waiting)
+    current = Emulator.__getstate__
+
+    def as_pickled_before(self):
+        state = current(self)
+        by_kind = state["_waiting"]
+        state["_waiting"] = {(t, kind): e for kind, of_kind in enumerate(by_kind) for t, e in of_kind.items()}
+        return state
+
+    monkeypatch.setattr(Emulator, "__getstate__", as_pickled_before)
+    data = pickle.dumps(em)
+    monkeypatch.undo()
+    old = pickle.loads(data)
+    assert isinstance(old._waiting, list) and (old._waiting[EV_FETCH] or old._waiting[EV_SAMPLE])
+    old.advance_to(3 * DAY)
+    again = old.result()
+    assert again.rpcs == whole.rpcs
+    assert again.decisions == whole.decisions
+    assert again.figures == whole.figures
 
 
 def test_a_project_given_the_emulated_server_through_the_interface_runs_as_without_it():
