@@ -98,16 +98,16 @@ cpdef bint _reserve_gpu(list usage, double x) except -1
 )
 cpdef list enforce(EmulatorState em, now, list run_list, gpu_allowed, keep_unfinished=*)
 
-cpdef list _devices_of(j, Py_ssize_t count)
+cpdef list _devices_of(JobState j, Py_ssize_t count)
 
 @cython.locals(
     usage=list, pending=list, use=list, pend=list, held=list, out=dict, taken=list, first_pass=list,
     n=Py_ssize_t, i=Py_ssize_t, r=Py_ssize_t, need=Py_ssize_t, free=Py_ssize_t, u=double, x=double, eps=double,
-    fits=bint, placed=bint, gpu_jobs=list, rsc=Py_ssize_t,
+    fits=bint, placed=bint, gpu_jobs=list, rsc=Py_ssize_t, j=JobState, d=Py_ssize_t,
 )
 cpdef dict assign_coprocs(em, list ordered)
 
-cpdef bint _holds(list held, j) except -1
+cpdef bint _holds(list held, JobState j) except -1
 
 cpdef str _why(JobState j)
 

@@ -151,6 +151,17 @@ class NS:
         self.__dict__.update(kw)
 
 
+def gpu_job_state(name, usage, state, instance):
+    """A JobState of a GPU job (type 1) using `usage` GPUs, in `state` on `instance`."""
+    from scheduling.engine.state import JobState
+
+    version = AppVersion(avg_ncpus=0.1, flops=GFLOPS, gpu_type="NVIDIA", gpu_usage=usage, plan_class="cuda")
+    j = JobState(name, None, None, version, 1, HOUR * GFLOPS, HOUR * GFLOPS, 0.0, 24 * HOUR, 0, False, 0.0)
+    j.state = state
+    j.instance = instance
+    return j
+
+
 def test_a_running_gpu_jobs_device_is_reserved_before_new_jobs_are_placed():
     # assign_coprocs: every running GPU job in the run list first reserves its device
     # (pending usage). A new half-GPU job placed before a running one on a full device finds
@@ -159,15 +170,15 @@ def test_a_running_gpu_jobs_device_is_reserved_before_new_jobs_are_placed():
     from scheduling.engine.state import QUEUED, RUNNING
 
     em = NS(resources=[NS(ninstances=8), NS(ninstances=2)])
-    whole = NS(rsc=1, gpu_usage=1.0, state=RUNNING, instance=0)
-    half = NS(rsc=1, gpu_usage=0.5, state=RUNNING, instance=1)
-    other_half = NS(rsc=1, gpu_usage=0.5, state=RUNNING, instance=1)
-    new = NS(rsc=1, gpu_usage=0.5, state=QUEUED, instance=-1)
+    whole = gpu_job_state("whole", 1.0, RUNNING, 0)
+    half = gpu_job_state("half", 0.5, RUNNING, 1)
+    other_half = gpu_job_state("other_half", 0.5, RUNNING, 1)
+    new = gpu_job_state("new", 0.5, QUEUED, -1)
     devices = assign_coprocs(em, [whole, half, new, other_half])
     assert devices == {whole: 0, half: 1, other_half: 1}
     # a new whole-GPU job may take a device that is only reserved: then the running job on
     # it, coming later in the list, is pruned (get_integer_assignment's second pass)
-    big = NS(rsc=1, gpu_usage=1.0, state=QUEUED, instance=-1)
+    big = gpu_job_state("big", 1.0, QUEUED, -1)
     devices = assign_coprocs(em, [whole, big, half])
     assert devices == {whole: 0, big: 1}
 
