@@ -42,10 +42,11 @@ cpdef list job_ends(list running, now)
 
 @cython.locals(
     p=ProjectState, splitting=bint, r=int, credit=double, head=double, secs=double, scale_r=double, secs_this_interval=list,
+    i0=double,
 )
 cpdef account_projects(
-    acct, list projects, set executing, dt, k, d, split, t0, t1, dict before, dict extra, any_finished,
-    list credit_scale, bce, half_life,
+    acct, list projects, set executing, double dt, long k, double d, double split, double t0, double t1, dict before,
+    dict extra, any_finished, list credit_scale, bint bce, double half_life,
 )
 
 @cython.locals(p=ProjectState, r=int, wall=list)

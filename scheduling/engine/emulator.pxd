@@ -9,6 +9,7 @@ cimport cython
 
 from scheduling.engine.accounting cimport advance_interval, job_ends, set_rates
 from scheduling.engine.rpc cimport _due_time, report_cushion
+from scheduling.engine.scheduler_rpc cimport rpc_poll
 from scheduling.engine.state cimport EmulatorState, JobState, ProjectState
 
 
@@ -35,6 +36,7 @@ cdef class EventPush:
     cpdef push(self, t, kind, data=*, order=*)
 
 
+@cython.locals(cache=tuple, key=tuple)
 cpdef current_rr(EmulatorState em)
 
 cpdef rr_made_now(EmulatorState em)

@@ -47,7 +47,7 @@ from .records import (
 from .rpc import _due_time, report_cushion
 from .rr_sim import rr_simulate
 from .scenario import Scenario
-from .scheduler_rpc import SchedulerRpc
+from .scheduler_rpc import SchedulerRpc, rpc_poll
 from .state import (
     EMULATOR_FIELDS,
     GPU_RELATIVE_SPEED_FACTOR,
@@ -582,12 +582,13 @@ def current_rr(em):
     instant are not in it until the next step: a fetched job is no deadline-miss
     candidate and does not fill the buffer of a later check at the same instant
     (docs/engine-fidelity.md, "One round-robin simulation per instant")."""
+    cache = em._rr_cache
+    if em.bce and cache is not None and cache[0][0] == em.now:
+        return cache[1]
     key = (em.now, em.state_version)
-    if em.bce and em._rr_cache is not None and em._rr_cache[0][0] == em.now:
-        return em._rr_cache[1]
-    if em._rr_cache is None or em._rr_cache[0] != key:
-        em._rr_cache = (key, em.policy.rr(em.now))
-    return em._rr_cache[1]
+    if cache is None or cache[0] != key:
+        cache = em._rr_cache = (key, em.policy.rr(em.now))
+    return cache[1]
 
 
 def rr_made_now(em):
@@ -694,7 +695,7 @@ def decide(em) -> None:
     if em.must_schedule and cpu_ok:
         schedule(em)
     em.rpc_this_instant = False
-    got_work = em.connected and em._rpc_poll() and cpu_ok
+    got_work = em.connected and rpc_poll(em) and cpu_ok
     if em.bce:
         # the end of the emulator's first pass sets gpu_suspend_reason; the second pass,
         # which an RPC that brought jobs asks for, schedules with it, so GPU jobs start

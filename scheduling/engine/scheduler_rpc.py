@@ -57,37 +57,8 @@ class SchedulerRpc:
 
     def _rpc_poll(self) -> bool:
         """scheduler_rpc_poll (§3): master fetches, then a report-results RPC with a
-        piggybacked work request, else a work-fetch RPC. One RPC per instant."""
-        now = self.now
-        p: ProjectState | None
-        for p in self.project_order:
-            if p.master_fetch_pending and p.min_rpc_time <= now:
-                self._master_fetch(p)
-                self.rpc_this_instant = True
-                return False
-        if self.bce:
-            # the first due result in the client's result order names the project
-            p = project_with_overdue_results(self, now)
-        else:
-            p = next((p for p in self.project_order if rpc.must_report(self, p, now)), None)
-        if p is not None:
-            rr = self.rr()
-            requests = self.policy.piggyback(p, now, rr)
-            self.log("fetch", p.name, "", self._piggyback_text(p, requests))
-            self.no_fetch_key = None
-            return self._rpc(p, "results_due", requests, f"{p.name} has results to report")
-        rr = self.rr()
-        plan = self.policy.choose_fetch(now, rr)
-        if plan is None:
-            # one sentence each time the reason changes, not at every check
-            key, sentence = self.policy.no_fetch_reason(now, rr)
-            if key != self.no_fetch_key:
-                self.no_fetch_key = key
-                self.log("fetch", "", "", sentence())
-            return False
-        self.no_fetch_key = None
-        self.log("fetch", plan.project.name, "", plan.text)
-        return self._rpc(plan.project, plan.reason, plan.requests, "")
+        piggybacked work request, else a work-fetch RPC. One RPC per instant (rpc_poll)."""
+        return rpc_poll(self)
 
     def _piggyback_text(self, p, requests: dict) -> str:
         """The fetch sentence of a reporting RPC (piggyback_work_request, §6.5)."""
@@ -200,3 +171,45 @@ class SchedulerRpc:
                 p.deadlines_met += 1
         p.ready = []
         return n
+
+
+def rpc_poll(em) -> bool:
+    """scheduler_rpc_poll (§3) for the Emulator `em` (SchedulerRpc._rpc_poll): master fetches,
+    then a report-results RPC with a piggybacked work request, else a work-fetch RPC; one RPC
+    per instant. Every decision instant polls, so scheduler_rpc.pxd types it: the emulator as
+    an EmulatorState, the projects as ProjectStates (state.pxd)."""
+    now = em.now
+    p: ProjectState | None
+    for p in em.project_order:
+        if p.master_fetch_pending and p.min_rpc_time <= now:
+            em._master_fetch(p)
+            em.rpc_this_instant = True
+            return False
+    if em.bce:
+        # the first due result in the client's result order names the project
+        p = project_with_overdue_results(em, now)
+    else:
+        # the first project in order with a result that must be reported
+        p = None
+        for q in em.project_order:
+            if rpc.must_report(em, q, now):
+                p = q
+                break
+    if p is not None:
+        rr = em.rr()
+        requests = em.policy.piggyback(p, now, rr)
+        em.log("fetch", p.name, "", em._piggyback_text(p, requests))
+        em.no_fetch_key = None
+        return em._rpc(p, "results_due", requests, f"{p.name} has results to report")
+    rr = em.rr()
+    plan = em.policy.choose_fetch(now, rr)
+    if plan is None:
+        # one sentence each time the reason changes, not at every check
+        key, sentence = em.policy.no_fetch_reason(now, rr)
+        if key != em.no_fetch_key:
+            em.no_fetch_key = key
+            em.log("fetch", "", "", sentence())
+        return False
+    em.no_fetch_key = None
+    em.log("fetch", plan.project.name, "", plan.text)
+    return em._rpc(plan.project, plan.reason, plan.requests, "")

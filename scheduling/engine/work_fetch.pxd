@@ -17,7 +17,7 @@ from scheduling.engine.stdsort cimport std_sort
 
 cpdef double slice_bound(EmulatorState em) except? -1.0
 
-@cython.locals(inf=double, frac=double, flops=double, rem=double, left=double, fpops_est=double, done=double)
+@cython.locals(inf=double, frac=double, flops=double, left=double)
 cpdef double job_slice_left(JobState j, list fracs, bint exact) except? -1.0
 
 @cython.locals(j=JobState, p=ProjectState, longest=double, left=double)
