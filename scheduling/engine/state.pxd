@@ -9,9 +9,12 @@ cimport cython
 
 
 cdef class JobState:
-    cdef public object name, project, app, version, rsc, received, deadline, index, state, in_memory
-    cdef public object started, completed_time, once_ran_edf, rr_miss, instance, slice_why, edf
-    cdef public object unfinished, initial, seqno_key, task_seq, pick_value, pick_seq
+    cdef public object name, project, app, version, received, deadline, completed_time, slice_why
+    cdef public object task_seq, pick_value
+    # its processor type, state, device, place in the client's order and in the run list, and
+    # its flags, which every writer sets as integers and booleans
+    cdef public long rsc, index, state, instance, seqno_key, pick_seq
+    cdef public bint in_memory, started, once_ran_edf, rr_miss, edf, unfinished, initial
     # its numbers, which JobState.__init__ and every writer keep floats on either core
     cdef public double avg_ncpus, gpu_usage, flops, size, fpops_est, done, ckpt_done, run_start
     cdef public double resume_left, peak_flop_count, last_deadline_miss_time, rr_finish, elapsed
