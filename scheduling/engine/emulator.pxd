@@ -10,7 +10,7 @@ cimport cython
 from scheduling.engine.accounting cimport advance_interval, job_ends, set_rates
 from scheduling.engine.rpc cimport _due_time, report_cushion
 from scheduling.engine.scheduler_rpc cimport rpc_poll
-from scheduling.engine.state cimport EmulatorState, JobState, ProjectState
+from scheduling.engine.state cimport EmulatorState, JobState, ProjectState, gpu_allowed
 
 
 cdef bint _OWN_HEAP
@@ -50,7 +50,7 @@ cpdef advance_events(EmulatorState em, double t_stop)
 @cython.locals(cpu_ok=bint, gpu=bint, changed=bint)
 cpdef decide(EmulatorState em)
 
-@cython.locals(j=JobState, gpu_allowed=bint)
+@cython.locals(j=JobState, gpu_ok=bint)
 cpdef bint schedule_unchanged(EmulatorState em) except -1
 
 @cython.locals(j=JobState)

@@ -58,6 +58,7 @@ from .state import (
     ProjectState,
     RandomProcess,
     Resource,
+    gpu_allowed,
 )
 
 # the kinds of events an epoch makes stale (`_plan`); the others carry their own data
@@ -727,10 +728,10 @@ def schedule_unchanged(em) -> bool:
     valid = getattr(em.policy, "rr_still_valid", None)
     if cache is None or valid is None or cache[0][1] != em.state_version or not valid(em.now, cache[1]):
         return False
-    gpu_allowed = em.gpu_seen if em.bce else em.active and em.gpu_active  # em._gpu_allowed()
-    if getattr(cache[1], "gpu_cpu", True) != gpu_allowed:
+    gpu_ok = gpu_allowed(em)
+    if getattr(cache[1], "gpu_cpu", True) != gpu_ok:
         return False  # GPU computing was allowed or suspended since: the simulation counts CPUs otherwise
-    chosen = em.policy.run_list(em.now, cache[1], gpu_allowed)
+    chosen = em.policy.run_list(em.now, cache[1], gpu_ok)
     if len(chosen) != len(em.running):
         return False
     for j, why, _inst in chosen:
@@ -746,7 +747,7 @@ def schedule(em) -> None:
     the jobs it leaves out are preempted, the others start or go on, then the rates."""
     em.must_schedule = False
     rr = current_rr(em)
-    chosen = em.policy.run_list(em.now, rr, em.gpu_seen if em.bce else em.active and em.gpu_active)
+    chosen = em.policy.run_list(em.now, rr, gpu_allowed(em))
     keep = {j for j, _w, _i in chosen}
     for j in list(em.running):
         if j not in keep:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from .events import EV_ACCT, EV_HOST
 from .records import HostPeriod
+from .state import gpu_allowed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -225,11 +226,5 @@ class HostAvailability:
         self.must_schedule = True
 
     def _gpu_allowed(self) -> bool:
-        """Whether a schedule made now may run GPU jobs. BOINC's emulator sets
-        gpu_suspend_reason from gpu_active at the end of each pass of a step's decision loop
-        (sim.cpp simulate()), after schedule_cpus(), so a step's first schedule sees the
-        value of the last step the host was on: GPU jobs start one step after GPU computing
-        is allowed again (`--compat bce`)."""
-        if self.bce:
-            return self.gpu_seen
-        return self.active and self.gpu_active
+        """Whether a schedule made now may run GPU jobs (state.gpu_allowed)."""
+        return gpu_allowed(self)

@@ -11,7 +11,7 @@
 
 cimport cython
 
-from scheduling.engine.state cimport EmulatorState, JobState
+from scheduling.engine.state cimport EmulatorState, JobState, gpu_allowed
 
 
 @cython.locals(j=JobState)

@@ -21,7 +21,7 @@ from .rec import LN2, priority_init
 from .rr_priority import ByPriority
 from .rr_queue import IDLE_EPS
 from .rr_repick import Repick
-from .state import COBBLESTONE_SCALE, EngineLimitError
+from .state import COBBLESTONE_SCALE, EngineLimitError, gpu_allowed
 
 
 class RscSim:
@@ -322,8 +322,7 @@ class RoundRobin:
         self.by_priority = not static.bce
         # RR_SIM::activate: while GPU computing is suspended a GPU job's CPU share is not
         # counted, so that the CPU buffer looks as empty as it is (docs/engine-fidelity.md)
-        state = self.em  # read from its C structure (rr_sim.pxd): em._gpu_allowed()
-        self.gpu_cpu = result.gpu_cpu = state.gpu_seen if state.bce else state.active and state.gpu_active
+        self.gpu_cpu = result.gpu_cpu = gpu_allowed(self.em)
         self.mc_cap = static.mc_cap
         for key in self.mc_cap:
             result.mc_shortfall[key] = 0.0

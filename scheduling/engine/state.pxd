@@ -55,3 +55,6 @@ cdef class EmulatorState:
     cdef public list projects, resources, running, project_order
     cdef public object policy, prefs, n_usable_cpus, cpu_flops, sample_interval, _rr_cache, _push
     cdef public object _rates_of
+
+
+cpdef bint gpu_allowed(EmulatorState em) except -1

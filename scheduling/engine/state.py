@@ -280,6 +280,18 @@ class JobState:
         return 0.0 if 0.0 > left else left  # max(left, 0.0), without the call
 
 
+def gpu_allowed(em) -> bool:
+    """Whether a schedule made now may run GPU jobs (HostAvailability._gpu_allowed). BOINC's
+    emulator sets gpu_suspend_reason from gpu_active at the end of each pass of a step's
+    decision loop (sim.cpp simulate()), after schedule_cpus(), so a step's first schedule sees
+    the value of the last step the host was on: GPU jobs start one step after GPU computing
+    is allowed again (`--compat bce`). state.pxd makes it a C function over the emulator's
+    C structure, which the schedule and the round-robin simulation call."""
+    if em.bce:
+        return em.gpu_seen
+    return em.active and em.gpu_active
+
+
 def _new_job() -> JobState:
     """A JobState without attributes, which unpickling then sets (JobState.__setstate__)."""
     return JobState.__new__(JobState)
